@@ -1,0 +1,40 @@
+"""The broker's FastAPI app factory: wires the runtime into thin routes."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+from fastapi import FastAPI
+
+from broker.config import BrokerSettings
+
+from . import problems
+from .routes import consumer_groups, operations, topics
+from .runtime import BrokerRuntime
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | None = None) -> FastAPI:
+    """Build the app; the store is opened here (or in the lifespan), never at import."""
+    settings = settings or BrokerSettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        rt = runtime or BrokerRuntime.open(settings)
+        app.state.runtime = rt
+        log.info("broker ready: data dir %s, commit log end %d", settings.data_dir, rt.store.commit_log.end_offset)
+        try:
+            yield
+        finally:
+            rt.close()
+            log.info("broker stopped cleanly")
+
+    app = FastAPI(title="halfmq broker", version="1", lifespan=lifespan)
+    problems.install(app)
+    app.include_router(topics.router)
+    app.include_router(consumer_groups.router)
+    app.include_router(operations.router)
+    return app

@@ -1,0 +1,74 @@
+"""Pop consumption: receive, ack, nack, group state."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Request
+
+from broker.protocol import ReceiveRequest, SettleRequest
+
+from ..responses import JsonResponse
+from ..runtime import BrokerRuntime
+from ..views import message_view
+
+router = APIRouter(prefix="/v1/consumer-groups")
+
+
+def _runtime(request: Request) -> BrokerRuntime:
+    return request.app.state.runtime
+
+
+@router.post("/{group}/topics/{topic}/receive")
+async def receive(group: str, topic: str, body: ReceiveRequest, request: Request) -> JsonResponse:
+    rt = _runtime(request)
+    started = time.perf_counter()
+    deliveries = await rt.delivery.receive(group, topic, body.max_messages, body.invisible_seconds, body.wait_seconds)
+    messages = []
+    for d in deliveries:
+        view = message_view(d.message)
+        view["receipt_handle"] = d.receipt_handle
+        view["delivery_attempt"] = d.delivery_attempt
+        messages.append(view)
+    if messages:
+        rt.metrics.messages_out.inc(len(messages))
+        rt.metrics.receive_latency.observe(time.perf_counter() - started)
+    return JsonResponse({"messages": messages})
+
+
+def _settled(results: list[tuple[str, bool]]) -> dict:
+    return {"results": [{"receipt_handle": h, "status": "OK" if ok else "EXPIRED"} for h, ok in results]}
+
+
+@router.post("/{group}/topics/{topic}/ack")
+async def ack(group: str, topic: str, body: SettleRequest, request: Request) -> JsonResponse:
+    rt = _runtime(request)
+    results = rt.delivery.ack(group, topic, body.receipt_handles)
+    for _, ok in results:
+        rt.metrics.acks.labels("ok" if ok else "expired").inc()
+    return JsonResponse(_settled(results))
+
+
+@router.post("/{group}/topics/{topic}/nack")
+async def nack(group: str, topic: str, body: SettleRequest, request: Request) -> JsonResponse:
+    rt = _runtime(request)
+    results = rt.delivery.nack(group, topic, body.receipt_handles)
+    for _, ok in results:
+        rt.metrics.nacks.labels("ok" if ok else "expired").inc()
+    return JsonResponse(_settled(results))
+
+
+@router.get("/{group}")
+async def describe_group(group: str, request: Request) -> JsonResponse:
+    rt = _runtime(request)
+    lag = rt.delivery.group_lag(group)
+    return JsonResponse({
+        "group": group,
+        "topics": [
+            {"topic": topic, "queues": [
+                {"queue_id": q.queue_id, "committed_offset": q.committed_offset, "max_offset": q.max_offset, "lag": q.lag, "in_flight": q.in_flight}
+                for q in rows
+            ]}
+            for topic, rows in lag.items()
+        ],
+    })

@@ -1,0 +1,30 @@
+"""Health and metrics for operators."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.responses import Response
+
+from ..responses import JsonResponse
+
+router = APIRouter()
+
+
+@router.get("/healthz")
+async def healthz(request: Request) -> JsonResponse:
+    rt = request.app.state.runtime
+    store = rt.store
+    return JsonResponse({
+        "status": "ok",
+        "commit_log_end_offset": store.commit_log.end_offset,
+        "flushed_offset": store.flushed_offset,
+        "flush_mode": rt.settings.flush_mode,
+        "topics": len(store.topics.all()),
+        "recovery_seconds": round(store.recovery.seconds, 4),
+    })
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    return Response(generate_latest(request.app.state.runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)

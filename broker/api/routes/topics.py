@@ -1,0 +1,96 @@
+"""Topics, sends and offset reads."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Query, Request
+
+from broker.errors import FlushDiskTimeout, InvalidQueueId
+from broker.protocol import SendRequest, TopicCreate
+from broker.store.topics import TopicConfig
+
+from ..responses import JsonResponse
+from ..runtime import BrokerRuntime
+from ..views import message_view
+
+router = APIRouter(prefix="/v1/topics")
+
+
+def _runtime(request: Request) -> BrokerRuntime:
+    return request.app.state.runtime
+
+
+def topic_view(rt: BrokerRuntime, cfg: TopicConfig) -> dict:
+    queues = []
+    for qid in range(cfg.queues):
+        lo, hi = rt.store.queue_range(cfg.name, qid)
+        queues.append({"queue_id": qid, "min_offset": lo, "max_offset": hi})
+    return {"name": cfg.name, "queues": queues}
+
+
+@router.post("")
+async def create_topic(body: TopicCreate, request: Request) -> JsonResponse:
+    rt = _runtime(request)
+    cfg, created = rt.topics.create(body.name, body.queues)
+    return JsonResponse(topic_view(rt, cfg), status_code=201 if created else 200)
+
+
+@router.get("")
+async def list_topics(request: Request) -> JsonResponse:
+    rt = _runtime(request)
+    return JsonResponse({"topics": [topic_view(rt, cfg) for cfg in rt.store.topics.all()]})
+
+
+@router.get("/{topic}")
+async def describe_topic(topic: str, request: Request) -> JsonResponse:
+    rt = _runtime(request)
+    return JsonResponse(topic_view(rt, rt.topics.get(topic)))
+
+
+@router.post("/{topic}/messages")
+async def send_messages(topic: str, body: SendRequest, request: Request) -> JsonResponse:
+    rt = _runtime(request)
+    started = time.perf_counter()
+    results, end = rt.sender.send(topic, body.messages)
+    status = "SEND_OK"
+    try:
+        await rt.durable(end)
+    except FlushDiskTimeout:
+        status = "FLUSH_DISK_TIMEOUT"
+    rt.metrics.messages_in.inc(len(results))
+    rt.metrics.send_requests.labels(status).inc()
+    rt.metrics.send_latency.observe(time.perf_counter() - started)
+    return JsonResponse({"results": [
+        {
+            "status": status,
+            "msg_id": r.properties["UNIQ_KEY"],
+            "topic": r.topic,
+            "queue_id": r.queue_id,
+            "queue_offset": r.queue_offset,
+            "commit_log_offset": r.commit_log_offset,
+        }
+        for r in results
+    ]})
+
+
+@router.get("/{topic}/queues/{queue_id}/messages")
+async def read_messages(
+    topic: str,
+    queue_id: int,
+    request: Request,
+    offset: int = Query(0, ge=0),
+    max: int = Query(32, ge=1, le=1000),
+) -> JsonResponse:
+    rt = _runtime(request)
+    cfg = rt.topics.get(topic)
+    if not 0 <= queue_id < cfg.queues:
+        raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}, not {queue_id}")
+    messages = rt.store.read_queue(topic, queue_id, offset, max)
+    lo, hi = rt.store.queue_range(topic, queue_id)
+    next_offset = messages[-1].queue_offset + 1 if messages else min(max_offset_of(offset, lo), hi)
+    return JsonResponse({"messages": [message_view(m) for m in messages], "next_offset": next_offset})
+
+
+def max_offset_of(a: int, b: int) -> int:
+    return a if a > b else b

@@ -1,0 +1,29 @@
+"""Stored records → wire dicts (built by hand: this is the hot path of every read)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from broker.store.record import StoredMessage
+
+HIDDEN = ("KEYS", "TAGS")
+
+
+def message_view(msg: StoredMessage, *, topic: str | None = None, queue_id: int | None = None) -> dict[str, Any]:
+    props = msg.properties
+    keys = props.get("KEYS")
+    return {
+        "msg_id": props.get("UNIQ_KEY", f"{msg.commit_log_offset:016X}"),
+        "topic": topic or msg.topic,
+        "queue_id": msg.queue_id if queue_id is None else queue_id,
+        "queue_offset": msg.queue_offset,
+        "commit_log_offset": msg.commit_log_offset,
+        "born_timestamp": msg.born_timestamp,
+        "store_timestamp": msg.store_timestamp,
+        "body": base64.b64encode(msg.body).decode() if msg.binary else msg.body.decode("utf-8", "replace"),
+        "body_encoding": "base64" if msg.binary else "utf-8",
+        "keys": keys.split(" ") if keys else [],
+        "tag": props.get("TAGS"),
+        "properties": {k: v for k, v in props.items() if k not in HIDDEN},
+    }

@@ -1,0 +1,147 @@
+"""The HTTP API v1 as data: which method and path each operation uses, what it
+sends and how its answer becomes protocol models.
+
+Keeping this free of I/O lets the sync and asyncio clients share one
+description of the wire, so they cannot disagree about a path or a field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+from broker.errors import BrokerError
+from broker.protocol import (
+    ConsumerGroupInfo,
+    Message,
+    OffsetReadResponse,
+    OutgoingMessage,
+    ReceiveRequest,
+    ReceiveResponse,
+    SendResponse,
+    SendResult,
+    SettleResponse,
+    SettleResult,
+    TopicCreate,
+    TopicInfo,
+    TopicList,
+)
+
+T = TypeVar("T")
+
+__all__ = [
+    "Call",
+    "ack",
+    "consumer_group",
+    "create_topic",
+    "get_topic",
+    "health",
+    "list_topics",
+    "nack",
+    "read",
+    "receive",
+    "send",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One request and the function that turns its decoded JSON answer into ``T``.
+
+    ``timeout`` overrides the client's default, which long polls need.
+    """
+
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    body: Any = None
+    params: dict[str, Any] | None = None
+    timeout: float | None = None
+
+
+def _seg(value: str | int) -> str:
+    # Topic and group names may hold '%' (e.g. '%DLQ%group') or '/', which must
+    # reach the server as one path segment.
+    return quote(str(value), safe="")
+
+
+def _topic_path(topic: str) -> str:
+    return f"/v1/topics/{_seg(topic)}"
+
+
+def _group_topic_path(group: str, topic: str, action: str) -> str:
+    return f"/v1/consumer-groups/{_seg(group)}/topics/{_seg(topic)}/{action}"
+
+
+def health() -> Call[Any]:
+    return Call("GET", "/healthz", parse=lambda data: data)
+
+
+def create_topic(name: str, queues: int | None) -> Call[TopicInfo]:
+    body = TopicCreate(name=name, queues=queues).model_dump(exclude_none=True)
+    return Call("POST", "/v1/topics", parse=TopicInfo.model_validate, body=body)
+
+
+def list_topics() -> Call[list[TopicInfo]]:
+    return Call("GET", "/v1/topics", parse=lambda data: TopicList.model_validate(data).topics)
+
+
+def get_topic(name: str) -> Call[TopicInfo]:
+    return Call("GET", _topic_path(name), parse=TopicInfo.model_validate)
+
+
+def send(topic: str, messages: Sequence[OutgoingMessage]) -> Call[list[SendResult]]:
+    expected = len(messages)
+
+    def parse(data: Any) -> list[SendResult]:
+        results = SendResponse.model_validate(data).results
+        if len(results) != expected:
+            # Results are matched to messages by position; a short answer
+            # would silently pair a message with another one's outcome.
+            raise BrokerError(f"broker answered {len(results)} send results for {expected} messages")
+        return results
+
+    body = {"messages": [m.model_dump(exclude_none=True) for m in messages]}
+    return Call("POST", f"{_topic_path(topic)}/messages", parse=parse, body=body)
+
+
+def read(topic: str, queue_id: int, offset: int, max_messages: int) -> Call[OffsetReadResponse]:
+    return Call(
+        "GET",
+        f"{_topic_path(topic)}/queues/{_seg(queue_id)}/messages",
+        parse=OffsetReadResponse.model_validate,
+        params={"offset": offset, "max": max_messages},
+    )
+
+
+def receive(group: str, topic: str, request: ReceiveRequest, *, timeout: float) -> Call[list[Message]]:
+    return Call(
+        "POST",
+        _group_topic_path(group, topic, "receive"),
+        parse=lambda data: ReceiveResponse.model_validate(data).messages,
+        body=request.model_dump(),
+        timeout=timeout,
+    )
+
+
+def _settle(group: str, topic: str, action: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
+    return Call(
+        "POST",
+        _group_topic_path(group, topic, action),
+        parse=lambda data: SettleResponse.model_validate(data).results,
+        body={"receipt_handles": list(handles)},
+    )
+
+
+def ack(group: str, topic: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
+    return _settle(group, topic, "ack", handles)
+
+
+def nack(group: str, topic: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
+    return _settle(group, topic, "nack", handles)
+
+
+def consumer_group(group: str) -> Call[ConsumerGroupInfo]:
+    return Call("GET", f"/v1/consumer-groups/{_seg(group)}", parse=ConsumerGroupInfo.model_validate)

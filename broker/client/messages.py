@@ -1,0 +1,82 @@
+"""Message bodies on the way out and on the way back.
+
+The wire carries bodies as text; binary data travels as base64 so it survives
+JSON, and structured data as JSON text so consumers in any language can read
+it. Every outgoing message gets a UNIQ_KEY (RocketMQ's client-side message id)
+before its first attempt, so a retried send carries the same id and the
+duplicate can be recognised downstream.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from broker.protocol import Message, OutgoingMessage
+
+__all__ = ["UNIQ_KEY", "Body", "message_body_bytes", "message_json", "outgoing", "with_uniq_key"]
+
+UNIQ_KEY = "UNIQ_KEY"
+
+Body = str | bytes | bytearray | memoryview | dict[str, Any] | list[Any]
+
+
+def _new_uniq_key() -> str:
+    return uuid.uuid4().hex.upper()
+
+
+def with_uniq_key(message: OutgoingMessage) -> OutgoingMessage:
+    """The message with a UNIQ_KEY property, copying rather than mutating the caller's."""
+    if message.properties.get(UNIQ_KEY):
+        return message
+    return message.model_copy(update={"properties": {**message.properties, UNIQ_KEY: _new_uniq_key()}})
+
+
+def outgoing(
+    message: OutgoingMessage | Body,
+    *,
+    keys: list[str] | str | None = None,
+    tag: str | None = None,
+    properties: Mapping[str, str] | None = None,
+    queue_id: int | None = None,
+    sharding_key: str | None = None,
+) -> OutgoingMessage:
+    """An ``OutgoingMessage`` with a UNIQ_KEY, from a ready message or a bare body."""
+    if isinstance(message, OutgoingMessage):
+        if any(v is not None for v in (keys, tag, properties, queue_id, sharding_key)):
+            raise TypeError("pass keys/tag/properties/queue_id/sharding_key inside the OutgoingMessage, not beside it")
+        return with_uniq_key(message)
+    if isinstance(message, str):
+        body, encoding = message, "utf-8"
+    elif isinstance(message, (bytes, bytearray, memoryview)):
+        body, encoding = base64.b64encode(message).decode("ascii"), "base64"
+    elif isinstance(message, (dict, list)):
+        body, encoding = orjson.dumps(message).decode("utf-8"), "utf-8"
+    else:
+        raise TypeError(f"a message body must be str, bytes, dict or list, not {type(message).__name__}")
+    built = OutgoingMessage(
+        body=body,
+        body_encoding=encoding,
+        keys=keys,
+        tag=tag,
+        properties=dict(properties or {}),
+        queue_id=queue_id,
+        sharding_key=sharding_key,
+    )
+    return with_uniq_key(built)
+
+
+def message_body_bytes(message: Message | OutgoingMessage) -> bytes:
+    """The body exactly as the producer handed it over, whatever its wire encoding."""
+    if message.body_encoding == "base64":
+        return base64.b64decode(message.body, validate=True)
+    return message.body.encode("utf-8")
+
+
+def message_json(message: Message | OutgoingMessage) -> Any:
+    """The body parsed as JSON (as sent by ``send(topic, {...})``)."""
+    return orjson.loads(message_body_bytes(message))

@@ -1,0 +1,48 @@
+"""Broker settings: every one has a default that works on a laptop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+# RocketMQ's messageDelayLevel from 1s..2h, minus the sub-10s levels it does not use for retries.
+ROCKETMQ_RETRY_DELAYS = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+
+
+def _split_csv(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class BrokerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="HALFMQ_BROKER_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 10911
+    data_dir: Path = Path("./data/broker")
+    flush_mode: Literal["sync", "async"] = "sync"
+    sync_flush_timeout: float = 5.0
+    async_flush_interval: float = 0.2
+    segment_bytes: int = Field(default=1 << 30, ge=4096)
+    consume_queue_entries: int = Field(default=300_000, ge=16)
+    max_message_size: int = Field(default=4 * 1024 * 1024, ge=1)
+    auto_create_topics: bool = True
+    default_queues: int = Field(default=4, ge=1, le=64)
+    offset_flush_interval: float = 1.0
+    transaction_timeout: float = 6.0
+    transaction_check_interval: float = 5.0
+    transaction_check_max: int = 15
+    producer_expiry: float = 120.0
+    check_url_allow: Annotated[list[str], NoDecode] = ["127.0.0.1", "localhost", "::1", "order", "credit", "broker"]
+    max_reconsume_times: int = Field(default=16, ge=0)
+    retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
+    log_level: str = "info"
+
+    @field_validator("check_url_allow", "retry_delays", mode="before")
+    @classmethod
+    def _csv(cls, value: object) -> object:
+        return _split_csv(value)

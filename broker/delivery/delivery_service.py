@@ -1,0 +1,237 @@
+"""Broker-managed ("pop") consumption: receive, ack, nack, invisibility, DLQ.
+
+All state lives on the broker's event loop thread; the only I/O is reading
+messages from the store and appending DLQ copies. Committed offsets go to the
+store's offset table, which snapshots them durably in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from broker.errors import ConsumerGroupNotFound, InvalidGroupName, InvalidReceiptHandle, SystemTopicForbidden, TopicNotFound
+from broker.store.message_store import MessageStore, PutItem
+from broker.store.record import StoredMessage
+from broker.store.topics import CHECK_MAX_TIME_TOPIC, dlq_topic, is_valid_user_name
+
+from .backoff import exhausted, retry_delay
+from .queue_progress import InFlight, QueueProgress
+from .receipt_handle import ReceiptHandle
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    message: StoredMessage
+    receipt_handle: str
+    delivery_attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryPolicy:
+    max_reconsume_times: int = 16
+    retry_delays: Sequence[float] = (10, 30, 60)
+
+
+@dataclass
+class _GroupTopic:
+    queues: list[QueueProgress]
+    due: list[tuple[float, int, int, int]] = field(default_factory=list)  # (visible_at, queue, offset, nonce)
+    rotation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLag:
+    queue_id: int
+    committed_offset: int
+    max_offset: int
+    lag: int
+    in_flight: int
+
+
+class DeliveryService:
+    def __init__(self, store: MessageStore, policy: DeliveryPolicy, clock: Callable[[], float] = time.monotonic) -> None:
+        self._store = store
+        self._policy = policy
+        self._clock = clock
+        self._epoch = secrets.token_hex(4)
+        self._state: dict[tuple[str, str], _GroupTopic] = {}
+        self._arrivals: dict[str, asyncio.Event] = {}
+        self.dlq_moves = 0
+        store.add_listener(self._on_message)
+
+    # --- arrivals ---------------------------------------------------------------
+    def _on_message(self, topic: str, queue_id: int) -> None:
+        event = self._arrivals.pop(topic, None)
+        if event is not None:
+            event.set()
+
+    # --- state ------------------------------------------------------------------
+    def _group_topic(self, group: str, topic: str) -> _GroupTopic:
+        state = self._state.get((group, topic))
+        cfg = self._store.topic(topic)
+        if cfg is None:
+            raise TopicNotFound(f"topic {topic!r} does not exist")
+        if state is None:
+            state = _GroupTopic([])
+            self._state[(group, topic)] = state
+        while len(state.queues) < cfg.queues:
+            qid = len(state.queues)
+            committed = self._store.offsets.get(group, topic, qid)
+            if committed is None:
+                committed = self._store.queue_range(topic, qid)[0]
+            state.queues.append(QueueProgress(committed))
+        return state
+
+    # --- receive ----------------------------------------------------------------
+    async def receive(self, group: str, topic: str, max_messages: int, invisible: float, wait: float) -> list[Delivery]:
+        if not is_valid_user_name(group):
+            raise InvalidGroupName(f"invalid consumer group name {group!r}: use 1-127 of A-Z a-z 0-9 _ -")
+        if topic.startswith("RMQ_SYS_") or topic == CHECK_MAX_TIME_TOPIC:
+            raise SystemTopicForbidden(f"{topic} is internal to the broker and cannot be consumed")
+        deadline = self._clock() + wait
+        while True:
+            state = self._group_topic(group, topic)
+            out = self._take(group, topic, state, max_messages, invisible)
+            remaining = deadline - self._clock()
+            if out or remaining <= 0:
+                return out
+            timeout = remaining
+            if state.due:
+                timeout = max(0.0, min(timeout, state.due[0][0] - self._clock()))
+            event = self._arrivals.setdefault(topic, asyncio.Event())
+            try:
+                await asyncio.wait_for(event.wait(), timeout)
+            except TimeoutError:
+                pass
+
+    def _take(self, group: str, topic: str, state: _GroupTopic, limit: int, invisible: float) -> list[Delivery]:
+        now = self._clock()
+        out: list[Delivery] = []
+        while state.due and state.due[0][0] <= now and len(out) < limit:
+            _, qid, offset, nonce = heapq.heappop(state.due)
+            progress = state.queues[qid]
+            item = progress.in_flight.get(offset)
+            if item is None or item.nonce != nonce or item.visible_at > now:
+                continue  # settled, or re-scheduled since this heap entry was pushed
+            message = self._store.get(topic, qid, offset)
+            if message is None:
+                progress.settle(offset)
+                continue
+            if exhausted(item.deliveries, self._policy.max_reconsume_times):
+                self._move_to_dlq(group, message, item.deliveries)
+                self._settle(group, topic, qid, progress, offset)
+                continue
+            item = progress.redeliver(offset, now, invisible)
+            out.append(self._delivery(group, topic, qid, message, item, state))
+        n = len(state.queues)
+        for i in range(n):
+            if len(out) >= limit:
+                break
+            qid = (state.rotation + i) % n
+            progress = state.queues[qid]
+            _, max_offset = self._store.queue_range(topic, qid)
+            want = min(limit - len(out), max_offset - progress.cursor)
+            if want <= 0:
+                continue
+            for message in self._store.read_queue(topic, qid, progress.cursor, want):
+                if message.queue_offset != progress.cursor:
+                    progress.cursor = message.queue_offset  # below min offset: skip what retention removed
+                item = progress.deliver_new(now, invisible)
+                out.append(self._delivery(group, topic, qid, message, item, state))
+        state.rotation = (state.rotation + 1) % max(n, 1)
+        return out
+
+    def _delivery(self, group: str, topic: str, qid: int, message: StoredMessage, item: InFlight, state: _GroupTopic) -> Delivery:
+        heapq.heappush(state.due, (item.visible_at, qid, item.offset, item.nonce))
+        handle = ReceiptHandle(group, topic, qid, item.offset, item.nonce, self._epoch).encode()
+        return Delivery(message, handle, item.deliveries)
+
+    # --- settle -----------------------------------------------------------------
+    def _resolve(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, ReceiptHandle]]:
+        parsed = []
+        for text in handles:
+            handle = ReceiptHandle.decode(text)
+            if handle.group != group or handle.topic != topic:
+                raise InvalidReceiptHandle(f"receipt handle belongs to {handle.group}/{handle.topic}, not {group}/{topic}")
+            parsed.append((text, handle))
+        return parsed
+
+    def ack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
+        parsed = self._resolve(group, topic, handles)
+        state = self._group_topic(group, topic)
+        results = []
+        for text, h in parsed:
+            progress = state.queues[h.queue_id] if h.queue_id < len(state.queues) else None
+            ok = h.epoch == self._epoch and progress is not None and progress.holds(h.offset, h.nonce)
+            if ok:
+                self._settle(group, topic, h.queue_id, progress, h.offset)
+            results.append((text, ok))
+        return results
+
+    def nack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
+        parsed = self._resolve(group, topic, handles)
+        state = self._group_topic(group, topic)
+        now = self._clock()
+        results = []
+        for text, h in parsed:
+            progress = state.queues[h.queue_id] if h.queue_id < len(state.queues) else None
+            ok = h.epoch == self._epoch and progress is not None and progress.holds(h.offset, h.nonce)
+            if ok:
+                item = progress.in_flight[h.offset]
+                item = progress.postpone(h.offset, now + retry_delay(item.deliveries, self._policy.retry_delays))
+                heapq.heappush(state.due, (item.visible_at, h.queue_id, h.offset, item.nonce))
+            results.append((text, ok))
+        if any(ok for _, ok in results):
+            self._on_message(topic, -1)  # wake long-pollers: a zero delay makes it due at once
+        return results
+
+    def _settle(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> None:
+        if progress.settle(offset):
+            self._store.offsets.commit(group, topic, qid, progress.committed)
+
+    def _move_to_dlq(self, group: str, message: StoredMessage, deliveries: int) -> None:
+        target = dlq_topic(group)
+        self._store.create_topic(target, 1)
+        props = dict(message.properties)
+        props.update({
+            "ORIGIN_MESSAGE_ID": message.properties.get("UNIQ_KEY", ""),
+            "REAL_TOPIC": message.topic,
+            "REAL_QID": str(message.queue_id),
+            "RECONSUME_TIME": str(deliveries - 1),
+            "CONSUMER_GROUP": group,
+        })
+        self._store.put([PutItem(target, 0, message.body, props, message.born_timestamp, message.binary, props.get("TAGS"))])
+        self.dlq_moves += 1
+        log.warning("moved %s/%d@%d to %s after %d deliveries", message.topic, message.queue_id, message.queue_offset, target, deliveries)
+
+    # --- introspection ----------------------------------------------------------
+    def group_lag(self, group: str) -> dict[str, list[QueueLag]]:
+        topics = set(self._store.offsets.topics_of(group)) | {t for (g, t) in self._state if g == group}
+        if not topics:
+            raise ConsumerGroupNotFound(f"consumer group {group!r} has not consumed anything")
+        out: dict[str, list[QueueLag]] = {}
+        for topic in sorted(topics):
+            if self._store.topic(topic) is None:
+                continue
+            state = self._group_topic(group, topic)
+            rows = []
+            for qid, progress in enumerate(state.queues):
+                _, max_offset = self._store.queue_range(topic, qid)
+                rows.append(QueueLag(qid, progress.committed, max_offset, max_offset - progress.committed, len(progress.in_flight)))
+            out[topic] = rows
+        return out
+
+    def total_lag(self) -> dict[str, int]:
+        lag: dict[str, int] = {}
+        for (group, topic), state in self._state.items():
+            for qid, progress in enumerate(state.queues):
+                lag[group] = lag.get(group, 0) + self._store.queue_range(topic, qid)[1] - progress.committed
+        return lag

@@ -1,0 +1,196 @@
+"""Typed broker errors shared by the server and the client.
+
+Each error has a stable ``code`` that clients match on, the HTTP status the API
+answers with, and ``retriable`` so a caller knows whether trying again can help
+without changing the request. The client maps a problem body back to the same
+class by its code, so both sides raise the same types.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class BrokerError(Exception):
+    code: ClassVar[str] = "BROKER_ERROR"
+    status: ClassVar[int] = 500
+    retriable: ClassVar[bool] = False
+    title: ClassVar[str] = "Broker error"
+
+    def __init__(self, detail: str = "", **extra: Any) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        self.extra = extra
+
+    def to_problem(self, instance: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": f"https://halfmq.dev/problems/{self.code.lower().replace('_', '-')}",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            "code": self.code,
+            "retriable": self.retriable,
+        }
+        if instance:
+            body["instance"] = instance
+        body.update(self.extra)
+        return body
+
+
+# 400 family: the request itself is wrong; repeating it cannot help.
+class InvalidRequest(BrokerError):
+    code = "INVALID_REQUEST"
+    status = 400
+    title = "The request is not valid"
+
+
+class MalformedJson(InvalidRequest):
+    code = "MALFORMED_JSON"
+    title = "The request body is not valid JSON"
+
+
+class InvalidTopicName(InvalidRequest):
+    code = "INVALID_TOPIC_NAME"
+    title = "Invalid topic name"
+
+
+class InvalidQueueCount(InvalidRequest):
+    code = "INVALID_QUEUE_COUNT"
+    title = "Invalid queue count"
+
+
+class InvalidQueueId(InvalidRequest):
+    code = "INVALID_QUEUE_ID"
+    title = "The queue does not exist in this topic"
+
+
+class BadBodyEncoding(InvalidRequest):
+    code = "BAD_BODY_ENCODING"
+    title = "The message body does not match its encoding"
+
+
+class InvalidGroupName(InvalidRequest):
+    code = "INVALID_GROUP_NAME"
+    title = "Invalid group name"
+
+
+class ReservedProperty(InvalidRequest):
+    code = "RESERVED_PROPERTY"
+    title = "The property name is reserved for the broker"
+
+
+class InvalidReceiptHandle(InvalidRequest):
+    code = "INVALID_RECEIPT_HANDLE"
+    title = "The receipt handle is malformed"
+
+
+class UnsupportedMediaType(BrokerError):
+    code = "UNSUPPORTED_MEDIA_TYPE"
+    status = 415
+    title = "The request body must be application/json"
+
+
+class SystemTopicForbidden(BrokerError):
+    code = "SYSTEM_TOPIC_FORBIDDEN"
+    status = 403
+    title = "System topics cannot be written by producers"
+
+
+class MessageTooLarge(BrokerError):
+    code = "MESSAGE_TOO_LARGE"
+    status = 413
+    title = "The message is larger than the broker accepts"
+
+
+class TopicNotFound(BrokerError):
+    code = "TOPIC_NOT_FOUND"
+    status = 404
+    title = "Topic not found"
+
+
+class ConsumerGroupNotFound(BrokerError):
+    code = "CONSUMER_GROUP_NOT_FOUND"
+    status = 404
+    title = "Consumer group not found"
+
+
+class TransactionNotFound(BrokerError):
+    code = "TRANSACTION_NOT_FOUND"
+    status = 404
+    title = "Transaction not found"
+
+
+class ProducerGroupMismatch(BrokerError):
+    code = "PRODUCER_GROUP_MISMATCH"
+    status = 403
+    title = "The producer group does not own this transaction"
+
+
+class TransactionConflict(BrokerError):
+    code = "TRANSACTION_CONFLICT"
+    status = 409
+    title = "The transaction already ended the other way"
+
+
+class TopicAlreadyExists(BrokerError):
+    code = "TOPIC_EXISTS"
+    status = 409
+    title = "Topic already exists with another queue count"
+
+
+class CheckUrlRefused(BrokerError):
+    code = "CHECK_URL_REFUSED"
+    status = 400
+    title = "The check-back URL is not allowed"
+
+
+class RouteNotFound(BrokerError):
+    code = "NOT_FOUND"
+    status = 404
+    title = "No such resource"
+
+
+class MethodNotAllowed(BrokerError):
+    code = "METHOD_NOT_ALLOWED"
+    status = 405
+    title = "Method not allowed"
+
+
+# 5xx family: the broker could not do it now; trying again may help.
+class FlushDiskTimeout(BrokerError):
+    code = "FLUSH_DISK_TIMEOUT"
+    status = 503
+    retriable = True
+    title = "The write did not reach disk in time"
+
+
+class StoreUnavailable(BrokerError):
+    code = "STORE_UNAVAILABLE"
+    status = 503
+    retriable = True
+    title = "The store is not accepting writes"
+
+
+class BrokerUnavailable(BrokerError):
+    """Raised by the client only: the broker could not be reached or did not answer."""
+
+    code = "BROKER_UNAVAILABLE"
+    status = 503
+    retriable = True
+    title = "The broker could not be reached"
+
+
+def _all_subclasses(cls: type[BrokerError]) -> list[type[BrokerError]]:
+    out = []
+    for sub in cls.__subclasses__():
+        out.append(sub)
+        out.extend(_all_subclasses(sub))
+    return out
+
+
+def error_class_for(code: str) -> type[BrokerError]:
+    """The error class a problem ``code`` stands for (BrokerError if unknown)."""
+    for cls in _all_subclasses(BrokerError):
+        if cls.code == code:
+            return cls
+    return BrokerError

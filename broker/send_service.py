@@ -1,0 +1,150 @@
+"""Producing plain messages: validate a whole batch, pick queues, append it as one group.
+
+Nothing is written until every message of the batch has passed validation, so
+a bad message refuses the batch and changes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import uuid
+from dataclasses import dataclass
+
+import crc32c
+
+from broker.errors import (
+    BadBodyEncoding,
+    InvalidQueueCount,
+    InvalidQueueId,
+    InvalidTopicName,
+    MessageTooLarge,
+    ReservedProperty,
+    SystemTopicForbidden,
+    TopicAlreadyExists,
+    TopicNotFound,
+)
+from broker.protocol import OutgoingMessage
+from broker.store.message_store import MessageStore, PutItem, PutResult
+from broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic, is_valid_user_name
+
+# Properties only the broker may set: a producer forging them could impersonate a
+# transaction, a retry or a DLQ entry.
+RESERVED_PROPERTIES = frozenset({
+    "TRAN_MSG", "REAL_TOPIC", "REAL_QID", "PGROUP", "TRANSACTION_CHECK_TIMES",
+    "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", "TRANSACTION_ID",
+})
+
+
+@dataclass(frozen=True)
+class TopicPolicy:
+    auto_create: bool = True
+    default_queues: int = 4
+    max_message_size: int = 4 * 1024 * 1024
+
+
+class TopicService:
+    def __init__(self, store: MessageStore, policy: TopicPolicy) -> None:
+        self.store = store
+        self.policy = policy
+
+    def create(self, name: str, queues: int | None) -> tuple[TopicConfig, bool]:
+        """Create a user topic; creating an existing one with the same queue count is a no-op."""
+        self._check_name(name)
+        queues = self.policy.default_queues if queues is None else queues
+        if not 1 <= queues <= MAX_QUEUES:
+            raise InvalidQueueCount(f"a topic has 1 to {MAX_QUEUES} queues, not {queues}")
+        existing = self.store.topic(name)
+        if existing is not None:
+            if existing.queues != queues:
+                raise TopicAlreadyExists(f"topic {name!r} exists with {existing.queues} queues")
+            return existing, False
+        return self.store.create_topic(name, queues), True
+
+    def get(self, name: str) -> TopicConfig:
+        cfg = self.store.topic(name)
+        if cfg is None:
+            raise TopicNotFound(f"topic {name!r} does not exist")
+        return cfg
+
+    def writable(self, name: str) -> tuple[TopicConfig, bool]:
+        """The topic a producer may send to, and whether it exists yet.
+
+        A missing topic comes back as the config auto-create would give it, not
+        yet saved: the caller creates it only once the whole batch is valid.
+        """
+        self._check_name(name)
+        cfg = self.store.topic(name)
+        if cfg is not None:
+            return cfg, True
+        if not self.policy.auto_create:
+            raise TopicNotFound(f"topic {name!r} does not exist and auto-create is off")
+        return TopicConfig(name, self.policy.default_queues, 0), False
+
+    @staticmethod
+    def _check_name(name: str) -> None:
+        if is_system_topic(name):
+            raise SystemTopicForbidden(f"{name!r} is a system topic")
+        if not is_valid_user_name(name):
+            raise InvalidTopicName(f"invalid topic name {name!r}: use 1-127 of A-Z a-z 0-9 _ -")
+
+
+def decode_body(msg: OutgoingMessage) -> bytes:
+    if msg.body_encoding == "base64":
+        try:
+            return base64.b64decode(msg.body, validate=True)
+        except (binascii.Error, ValueError):
+            raise BadBodyEncoding("body_encoding is base64 but the body is not valid base64") from None
+    try:
+        return msg.body.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadBodyEncoding("the body is not valid UTF-8 text (lone surrogates?)") from None
+
+
+def message_properties(msg: OutgoingMessage) -> dict[str, str]:
+    bad = RESERVED_PROPERTIES.intersection(msg.properties)
+    if bad:
+        raise ReservedProperty(f"properties {sorted(bad)} are reserved for the broker")
+    props = dict(msg.properties)
+    if msg.keys:
+        props["KEYS"] = msg.keys if isinstance(msg.keys, str) else " ".join(msg.keys)
+    if msg.tag:
+        props["TAGS"] = msg.tag
+    props.setdefault("UNIQ_KEY", uuid.uuid4().hex.upper())
+    return props
+
+
+class SendService:
+    def __init__(self, store: MessageStore, topics: TopicService) -> None:
+        self.store = store
+        self.topics = topics
+        self._round_robin: dict[str, itertools.count[int]] = {}
+
+    def prepare(self, cfg: TopicConfig, msg: OutgoingMessage) -> PutItem:
+        body = decode_body(msg)
+        props = message_properties(msg)
+        size = len(body) + sum(len(k) + len(v) for k, v in props.items())
+        limit = self.topics.policy.max_message_size
+        if size > limit:
+            raise MessageTooLarge(f"message of {size} bytes exceeds the limit of {limit} bytes", limit=limit)
+        return PutItem(cfg.name, self.select_queue(cfg, msg), body, props, binary=msg.body_encoding == "base64", tag=msg.tag)
+
+    def select_queue(self, cfg: TopicConfig, msg: OutgoingMessage) -> int:
+        if msg.queue_id is not None:
+            if msg.queue_id >= cfg.queues:
+                raise InvalidQueueId(f"topic {cfg.name!r} has queues 0..{cfg.queues - 1}, not {msg.queue_id}")
+            return msg.queue_id
+        if msg.sharding_key is not None:
+            return crc32c.crc32c(msg.sharding_key.encode()) % cfg.queues
+        counter = self._round_robin.setdefault(cfg.name, itertools.count())
+        return next(counter) % cfg.queues
+
+    def send(self, topic: str, messages: list[OutgoingMessage]) -> tuple[list[PutResult], int]:
+        cfg, exists = self.topics.writable(topic)
+        items = [self.prepare(cfg, m) for m in messages]
+        if not self.store.fits(items):
+            raise MessageTooLarge("the batch does not fit one commit-log segment; send smaller batches")
+        if not exists:
+            self.store.create_topic(cfg.name, cfg.queues)
+        return self.store.put(items)

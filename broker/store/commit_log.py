@@ -1,0 +1,270 @@
+"""The segmented, append-only commit log shared by every topic.
+
+Segments are named by the byte offset of their first record (20 digits) and
+hold at most ``segment_bytes``. A write group never straddles two segments, so
+the next segment starts exactly where the previous one ended and offsets stay
+contiguous. Appends are a single ``os.write`` of an encoded group; durability
+is a separate ``flush`` (fsync of every segment written since the last one) so
+that a group-commit thread can share one fsync among many appends.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .record import HEADER_SIZE, MAX_RECORD_SIZE, RecordError, StoredMessage, decode, peek_size
+
+log = logging.getLogger(__name__)
+
+NAME_WIDTH = 20
+SCAN_CHUNK = 8 * 1024 * 1024
+
+
+class CorruptLogError(Exception):
+    """A record before the tail is damaged: refusing to guess what it held."""
+
+
+@dataclass
+class Segment:
+    base: int
+    path: Path
+    fd: int
+    size: int
+    flushed: int
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size
+
+
+def segment_name(offset: int) -> str:
+    return f"{offset:0{NAME_WIDTH}d}"
+
+
+class CommitLog:
+    def __init__(self, directory: Path, segment_bytes: int) -> None:
+        self.directory = Path(directory)
+        self.segment_bytes = segment_bytes
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._segments: list[Segment] = []
+        self._bases: list[int] = []
+        for path in sorted(self.directory.iterdir()):
+            if path.name.isdigit() and len(path.name) == NAME_WIDTH:
+                fd = os.open(path, os.O_RDWR)
+                size = os.fstat(fd).st_size
+                self._add(Segment(int(path.name), path, fd, size, size))
+        if not self._segments:
+            self._new_segment(0)
+
+    # --- layout -----------------------------------------------------------------
+    def _add(self, seg: Segment) -> None:
+        self._segments.append(seg)
+        self._bases.append(seg.base)
+
+    def _new_segment(self, base: int) -> Segment:
+        path = self.directory / segment_name(base)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        seg = Segment(base, path, fd, 0, 0)
+        self._add(seg)
+        _fsync_dir(self.directory)
+        return seg
+
+    @property
+    def min_offset(self) -> int:
+        return self._segments[0].base
+
+    @property
+    def end_offset(self) -> int:
+        """Offset one past the last byte written (the next append's offset)."""
+        return self._segments[-1].end
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    def segment_bases(self) -> list[int]:
+        return list(self._bases)
+
+    # --- writing ----------------------------------------------------------------
+    def next_offset_for(self, size: int) -> int:
+        """Where a group of ``size`` bytes would land, rolling to a new segment if it does not fit.
+
+        Must be called by the single writer, followed by ``write`` of exactly that size.
+        """
+        if size > self.segment_bytes:
+            raise ValueError(f"a write group of {size} bytes exceeds the segment size {self.segment_bytes}")
+        last = self._segments[-1]
+        if last.size and last.size + size > self.segment_bytes:
+            with self._lock:
+                self._new_segment(last.end)
+        return self._segments[-1].end
+
+    def write(self, blob: bytes | bytearray | memoryview) -> int:
+        seg = self._segments[-1]
+        view = memoryview(blob)
+        written = 0
+        while written < len(view):
+            written += os.pwrite(seg.fd, view[written:], seg.size + written)
+        start = seg.end
+        seg.size += written
+        return start
+
+    def flush(self) -> int:
+        """fsync every segment with unflushed bytes; return the offset now durable."""
+        with self._lock:
+            end = self.end_offset  # read before the sizes, so every byte below it is covered below
+            dirty = [(seg, seg.size) for seg in self._segments if seg.flushed < seg.size]
+        for seg, size in dirty:
+            os.fsync(seg.fd)
+            seg.flushed = max(seg.flushed, size)
+        return end
+
+    # --- reading ----------------------------------------------------------------
+    def _segment_for(self, offset: int) -> Segment:
+        idx = bisect.bisect_right(self._bases, offset) - 1
+        if idx < 0:
+            raise KeyError(offset)
+        return self._segments[idx]
+
+    def read(self, offset: int, size: int) -> bytes:
+        seg = self._segment_for(offset)
+        data = os.pread(seg.fd, size, offset - seg.base)
+        if len(data) != size:
+            raise RecordError(f"short read at {offset}: wanted {size}, got {len(data)}")
+        return data
+
+    def read_record(self, offset: int, size: int | None = None) -> StoredMessage:
+        if size is None:
+            size = peek_size(self.read(offset, 4))
+        return decode(self.read(offset, size))
+
+    def scan(self, start: int) -> Iterator[StoredMessage]:
+        """Yield records from ``start`` to the end; a damaged one raises CorruptLogError."""
+        try:
+            for rec, _ in self._scan(start):
+                yield rec
+        except _InvalidAt as exc:
+            raise CorruptLogError(f"commit log record at offset {exc.offset} is damaged ({exc.reason})") from None
+
+    def _scan(self, start: int) -> Iterator[tuple[StoredMessage, int]]:
+        idx = max(bisect.bisect_right(self._bases, start) - 1, 0)
+        pos = start
+        for seg in self._segments[idx:]:
+            pos = max(pos, seg.base)
+            need = 0
+            while pos < seg.end:
+                buf = os.pread(seg.fd, min(max(SCAN_CHUNK, need), seg.end - pos), pos - seg.base)
+                local = need = 0
+                while local < len(buf):
+                    size = peek_size(buf, local)
+                    if local + size > len(buf) and pos + local + size <= seg.end and HEADER_SIZE <= size <= MAX_RECORD_SIZE:
+                        need = size  # the record continues past this chunk: re-read from it
+                        break
+                    try:
+                        rec = decode(buf, local)
+                    except RecordError as exc:
+                        raise _InvalidAt(pos + local, str(exc)) from None
+                    yield rec, pos + local
+                    local += rec.size
+                pos += local
+
+    # --- recovery ---------------------------------------------------------------
+    def recover(self, start: int) -> Iterator[StoredMessage]:
+        """Validate from ``start`` to the end, truncate a torn tail, yield the surviving records.
+
+        A group is kept whole or dropped whole. Damage followed by a valid record
+        is corruption in the middle of the log: CorruptLogError, nothing truncated.
+        """
+        start = max(start, self.min_offset)
+        valid_end = start
+        group: list[StoredMessage] = []
+        group_start = start
+        bad_at: int | None = None
+        reason = ""
+        try:
+            for rec, at in self._scan(start):
+                if not group:
+                    group_start = at
+                group.append(rec)
+                if not rec.group_more:
+                    yield from group
+                    group = []
+                    valid_end = at + rec.size
+        except _InvalidAt as exc:
+            bad_at, reason = exc.offset, exc.reason
+        if bad_at is not None and self._valid_record_follows(bad_at):
+            raise CorruptLogError(
+                f"commit log record at offset {bad_at} in segment {self._segment_for(bad_at).path.name} is damaged "
+                f"({reason}) and valid records follow it; refusing to start rather than skip data"
+            )
+        if group:
+            log.warning("dropping incomplete write group at offset %d (%d records)", group_start, len(group))
+            valid_end = group_start
+        if valid_end < self.end_offset:
+            log.warning("truncating commit log tail from %d to %d (%s)", self.end_offset, valid_end, reason or "incomplete group")
+            self._truncate(valid_end)
+
+    def _valid_record_follows(self, bad_at: int) -> bool:
+        seg = self._segment_for(bad_at)
+        head = os.pread(seg.fd, 4, bad_at - seg.base)
+        size = peek_size(head)
+        candidates = []
+        if size and bad_at + size < self.end_offset:
+            candidates.append(bad_at + size)
+        if seg is not self._segments[-1]:
+            candidates.append(seg.end)
+        for offset in candidates:
+            try:
+                target = self._segment_for(offset)
+                if offset >= target.end:
+                    continue
+                self.read_record(offset)
+                return True
+            except (RecordError, KeyError, OSError):
+                continue
+        return False
+
+    def _truncate(self, offset: int) -> None:
+        with self._lock:
+            while len(self._segments) > 1 and self._segments[-1].base >= offset and self._segments[-1].base > 0:
+                seg = self._segments.pop()
+                self._bases.pop()
+                os.close(seg.fd)
+                seg.path.unlink()
+            seg = self._segments[-1]
+            os.ftruncate(seg.fd, offset - seg.base)
+            os.fsync(seg.fd)
+            seg.size = seg.flushed = offset - seg.base
+            _fsync_dir(self.directory)
+
+    def close(self) -> None:
+        with self._lock:
+            for seg in self._segments:
+                try:
+                    os.fsync(seg.fd)
+                finally:
+                    os.close(seg.fd)
+            self._segments.clear()
+            self._bases.clear()
+
+
+class _InvalidAt(Exception):
+    def __init__(self, offset: int, reason: str) -> None:
+        super().__init__(f"{offset}: {reason}")
+        self.offset = offset
+        self.reason = reason
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

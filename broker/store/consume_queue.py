@@ -1,0 +1,131 @@
+"""Consume queue: the index of one (topic, queue) into the commit log.
+
+Fixed 20-byte entries (commit-log offset i64, size i32, tag hash i64), so queue
+offset N lives at byte 20·N. Files hold ``entries_per_file`` entries and are
+named by the byte offset of their first entry. Consume queues are derived data:
+nothing here is fsynced on the send path, and recovery rebuilds missing tails
+from the commit log.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+ENTRY = struct.Struct("<qiq")
+ENTRY_SIZE = ENTRY.size  # 20
+NAME_WIDTH = 20
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEntry:
+    commit_log_offset: int
+    size: int
+    tag_hash: int
+
+
+class ConsumeQueue:
+    def __init__(self, directory: Path, topic: str, queue_id: int, entries_per_file: int) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.file_bytes = entries_per_file * ENTRY_SIZE
+        self._files: list[tuple[int, int]] = []  # (base byte offset, fd), ordered
+        self._size = 0  # logical bytes: base of last file + its length
+        self._dirty: set[int] = set()
+        self._open_existing()
+
+    def _open_existing(self) -> None:
+        names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit() and len(p.name) == NAME_WIDTH)
+        for name in names:
+            fd = os.open(self.directory / name, os.O_RDWR)
+            self._files.append((int(name), fd))
+        if self._files:
+            base, fd = self._files[-1]
+            length = os.fstat(fd).st_size
+            self._size = base + length - (length % ENTRY_SIZE)
+            if length % ENTRY_SIZE:
+                os.ftruncate(fd, length - length % ENTRY_SIZE)
+
+    @property
+    def min_offset(self) -> int:
+        return self._files[0][0] // ENTRY_SIZE if self._files else 0
+
+    @property
+    def max_offset(self) -> int:
+        """One past the last entry: the queue offset the next message gets."""
+        return self._size // ENTRY_SIZE
+
+    def append(self, commit_log_offset: int, size: int, tag_hash: int) -> int:
+        pos = self._size
+        if not self._files or pos - self._files[-1][0] >= self.file_bytes:
+            fd = os.open(self.directory / f"{pos:0{NAME_WIDTH}d}", os.O_RDWR | os.O_CREAT, 0o644)
+            self._files.append((pos, fd))
+        base, fd = self._files[-1]
+        os.pwrite(fd, ENTRY.pack(commit_log_offset, size, tag_hash), pos - base)
+        self._dirty.add(fd)
+        self._size = pos + ENTRY_SIZE
+        return pos // ENTRY_SIZE
+
+    def _locate(self, pos: int) -> tuple[int, int]:
+        lo, hi = 0, len(self._files) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._files[mid][0] <= pos:
+                lo = mid
+            else:
+                hi = mid - 1
+        return self._files[lo]
+
+    def get(self, queue_offset: int) -> QueueEntry | None:
+        entries = self.get_range(queue_offset, 1)
+        return entries[0] if entries else None
+
+    def get_range(self, queue_offset: int, count: int) -> list[QueueEntry]:
+        """Up to ``count`` entries from ``queue_offset``, stopping at a file boundary or the end."""
+        if queue_offset < self.min_offset or queue_offset >= self.max_offset or count <= 0:
+            return []
+        pos = queue_offset * ENTRY_SIZE
+        base, fd = self._locate(pos)
+        n = min(count, (self._size - pos) // ENTRY_SIZE, (base + self.file_bytes - pos) // ENTRY_SIZE)
+        data = os.pread(fd, n * ENTRY_SIZE, pos - base)
+        return [QueueEntry(*ENTRY.unpack_from(data, i)) for i in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE)]
+
+    def last_entry(self) -> QueueEntry | None:
+        return self.get(self.max_offset - 1) if self.max_offset > self.min_offset else None
+
+    def truncate_to(self, queue_offset: int) -> None:
+        """Drop every entry at or after ``queue_offset`` (recovery only)."""
+        pos = max(queue_offset, self.min_offset) * ENTRY_SIZE
+        while self._files and self._files[-1][0] > pos:
+            base, fd = self._files.pop()
+            os.close(fd)
+            (self.directory / f"{base:0{NAME_WIDTH}d}").unlink()
+        if self._files:
+            base, fd = self._files[-1]
+            os.ftruncate(fd, pos - base)
+        self._size = pos if self._files else 0
+
+    def trim_beyond(self, commit_log_end: int) -> int:
+        """Drop trailing entries that point past the commit log's valid end; return entries dropped."""
+        dropped = 0
+        while self.max_offset > self.min_offset:
+            last = self.last_entry()
+            if last is not None and last.size > 0 and last.commit_log_offset + last.size <= commit_log_end:
+                break
+            self.truncate_to(self.max_offset - 1)
+            dropped += 1
+        return dropped
+
+    def flush(self) -> None:
+        dirty, self._dirty = self._dirty, set()
+        for fd in dirty:
+            os.fsync(fd)
+
+    def close(self) -> None:
+        for _, fd in self._files:
+            os.close(fd)
+        self._files.clear()

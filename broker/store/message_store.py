@@ -1,0 +1,290 @@
+"""The store façade: topics, atomic appends, queue reads, recovery and durability.
+
+Single writer: ``put`` is called from one thread (the broker's event loop) and
+does the commit-log write and the consume-queue dispatch inside one lock, so a
+checkpoint can snapshot a consistent (commit-log offset, queue sizes) pair.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal
+
+from .atomic_file import read_json, write_json
+from .commit_log import CommitLog, CorruptLogError
+from .consume_queue import ConsumeQueue
+from .data_lock import DataDirLock
+from .flush_service import GroupCommitService, PeriodicService
+from .offset_table import OffsetTable
+from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, PendingRecord, StoredMessage, encode, tag_hash
+from .topics import TopicConfig, TopicTable
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[str, int], None]
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    data_dir: Path
+    segment_bytes: int = 1 << 30
+    consume_queue_entries: int = 300_000
+    flush_mode: Literal["sync", "async"] = "sync"
+    async_flush_interval: float = 0.2
+    checkpoint_interval: float = 1.0
+
+
+@dataclass(slots=True)
+class PutItem:
+    topic: str
+    queue_id: int
+    body: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+    born_timestamp: int = 0
+    binary: bool = False
+    tag: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    size: int
+    properties: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    commit_log_end: int
+    scanned_from: int
+    entries_rebuilt: int
+    entries_trimmed: int
+    seconds: float
+
+
+class MessageStore:
+    def __init__(self, config: StoreConfig) -> None:
+        self.config = config
+        root = Path(config.data_dir)
+        root.mkdir(parents=True, exist_ok=True)
+        self._lock_file = DataDirLock(root)
+        self._lock_file.acquire()
+        try:
+            self._write_lock = threading.Lock()
+            self.topics = TopicTable(root / "topics.json")
+            self.offsets = OffsetTable(root / "consumer_offsets.json")
+            self.commit_log = CommitLog(root / "commitlog", config.segment_bytes)
+            self._cq_root = root / "consumequeue"
+            self._checkpoint_path = root / "checkpoint.json"
+            self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+            self._listeners: list[Listener] = []
+            self.recovery = self._recover()
+        except BaseException:
+            self._lock_file.release()
+            raise
+        self._group_commit = GroupCommitService(
+            self.commit_log.flush, self.commit_log.end_offset,
+            interval=config.async_flush_interval if config.flush_mode == "async" else None,
+        )
+        self._checkpointer = PeriodicService("halfmq-checkpoint", self.checkpoint, config.checkpoint_interval)
+        self._group_commit.start()
+        self._checkpointer.start()
+        self._closed = False
+
+    # --- topics -----------------------------------------------------------------
+    def topic(self, name: str) -> TopicConfig | None:
+        return self.topics.get(name)
+
+    def create_topic(self, name: str, queues: int) -> TopicConfig:
+        with self._write_lock:
+            existing = self.topics.get(name)
+            if existing is not None:
+                return existing
+            return self.topics.put(name, queues)
+
+    def queue_range(self, topic: str, queue_id: int) -> tuple[int, int]:
+        cq = self._queues.get((topic, queue_id))
+        return (cq.min_offset, cq.max_offset) if cq else (0, 0)
+
+    def add_listener(self, listener: Listener) -> None:
+        """Called with (topic, queue_id) after messages land in that queue, on the writer's thread."""
+        self._listeners.append(listener)
+
+    # --- writing ----------------------------------------------------------------
+    def fits(self, items: list[PutItem]) -> bool:
+        """Whether ``items`` fit one segment, the limit of an atomic write group."""
+        size = sum(PendingRecord(i.topic, i.queue_id, 0, i.properties, i.body).size for i in items)
+        return size <= self.config.segment_bytes
+
+    def put(self, items: list[PutItem]) -> tuple[list[PutResult], int]:
+        """Append ``items`` as one atomic write group; return results and the group's end offset."""
+        if not items:
+            raise ValueError("empty write group")
+        now = int(time.time() * 1000)
+        pending = [
+            PendingRecord(it.topic, it.queue_id, it.born_timestamp or now, it.properties, it.body, FLAG_BODY_BINARY if it.binary else 0)
+            for it in items
+        ]
+        total = sum(p.size for p in pending)
+        results: list[PutResult] = []
+        with self._write_lock:
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            offset = self.commit_log.next_offset_for(total)
+            next_queue_offset: dict[tuple[str, int], int] = {}
+            chunks: list[bytes] = []
+            for i, (item, rec) in enumerate(zip(items, pending)):
+                key = (item.topic, item.queue_id)
+                cq = self._queue(*key)
+                qoff = next_queue_offset.get(key, cq.max_offset)
+                next_queue_offset[key] = qoff + 1
+                flags = rec.flags | (FLAG_GROUP_MORE if i < len(items) - 1 else 0)
+                chunks.append(encode(rec, queue_offset=qoff, commit_log_offset=offset, store_timestamp=now, flags=flags))
+                results.append(PutResult(item.topic, item.queue_id, qoff, offset, rec.size, item.properties))
+                offset += rec.size
+            self.commit_log.write(b"".join(chunks))
+            for item, res in zip(items, results):
+                self._queue(item.topic, item.queue_id).append(res.commit_log_offset, res.size, tag_hash(item.tag))
+        for key in dict.fromkeys((r.topic, r.queue_id) for r in results):
+            for listener in self._listeners:
+                listener(*key)
+        return results, offset
+
+    def wait_flushed(self, offset: int) -> Future[int] | None:
+        """A future resolved once ``offset`` is on disk; None in async mode (acknowledge after write)."""
+        if self.config.flush_mode == "async":
+            return None
+        return self._group_commit.wait_for(offset)
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._group_commit.flushed_offset
+
+    @property
+    def flush_count(self) -> int:
+        return self._group_commit.flush_count
+
+    # --- reading ----------------------------------------------------------------
+    def read_queue(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage]:
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            return []
+        out: list[StoredMessage] = []
+        offset = max(offset, cq.min_offset)
+        while len(out) < max_messages:
+            entries = cq.get_range(offset, max_messages - len(out))
+            if not entries:
+                break
+            for entry in entries:
+                out.append(self.commit_log.read_record(entry.commit_log_offset, entry.size))
+            offset += len(entries)
+        return out
+
+    def get(self, topic: str, queue_id: int, queue_offset: int) -> StoredMessage | None:
+        found = self.read_queue(topic, queue_id, queue_offset, 1)
+        return found[0] if found and found[0].queue_offset == queue_offset else None
+
+    def read_at(self, commit_log_offset: int) -> StoredMessage:
+        return self.commit_log.read_record(commit_log_offset)
+
+    # --- consume queues ---------------------------------------------------------
+    def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            cq = ConsumeQueue(self._cq_root / topic / str(queue_id), topic, queue_id, self.config.consume_queue_entries)
+            self._queues[(topic, queue_id)] = cq
+        return cq
+
+    # --- durability -------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Make consume queues and offsets durable and record how far the log is dispatched."""
+        with self._write_lock:
+            dispatched = self.commit_log.end_offset
+            sizes = {f"{t}/{q}": cq.max_offset for (t, q), cq in self._queues.items()}
+            queues = list(self._queues.values())
+        flushed = self.commit_log.flush()
+        for cq in queues:
+            cq.flush()
+        write_json(self._checkpoint_path, {"commit_log_offset": min(dispatched, flushed), "queues": sizes})
+        self.offsets.persist()
+
+    def _recover(self) -> RecoveryReport:
+        started = time.monotonic()
+        ckpt = read_json(self._checkpoint_path, None)
+        log_end_before = self.commit_log.end_offset
+        start = ckpt["commit_log_offset"] if ckpt else self.commit_log.min_offset
+        if start > log_end_before:
+            # The log lost bytes the checkpoint had seen (power loss, or a hand-made tear): the
+            # last segment's base is the nearest offset known to be a record boundary.
+            start = self.commit_log.segment_bases()[-1]
+        for _ in self.commit_log.recover(start):
+            pass
+        end = self.commit_log.end_offset
+        trimmed = 0
+        replay_from = start
+        known = {(cfg.name, q) for cfg in self.topics.all() for q in range(cfg.queues)}
+        if self._cq_root.exists():
+            for topic_dir in self._cq_root.iterdir():
+                for qdir in topic_dir.iterdir():
+                    if qdir.name.isdigit():
+                        known.add((topic_dir.name, int(qdir.name)))
+        expected = (ckpt or {}).get("queues", {})
+        for topic, qid in sorted(known):
+            cq = self._queue(topic, qid)
+            trimmed += cq.trim_beyond(end)
+            if cq.max_offset < expected.get(f"{topic}/{qid}", 0):
+                last = cq.last_entry()
+                replay_from = min(replay_from, last.commit_log_offset + last.size if last else self.commit_log.min_offset)
+        rebuilt = 0
+        for rec in self.commit_log.scan(replay_from):
+            if self.topics.get(rec.topic) is None:
+                self.topics.put(rec.topic, rec.queue_id + 1)
+            elif rec.queue_id >= self.topics.get(rec.topic).queues:
+                self.topics.put(rec.topic, rec.queue_id + 1)
+            cq = self._queue(rec.topic, rec.queue_id)
+            if rec.queue_offset == cq.max_offset:
+                cq.append(rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS")))
+                rebuilt += 1
+            elif rec.queue_offset > cq.max_offset:
+                raise CorruptLogError(
+                    f"consume queue {rec.topic}/{rec.queue_id} ends at {cq.max_offset} but the commit log holds "
+                    f"queue offset {rec.queue_offset} at {rec.commit_log_offset}; delete the consumequeue directory to rebuild it"
+                )
+        report = RecoveryReport(end, replay_from, rebuilt, trimmed, time.monotonic() - started)
+        if rebuilt or trimmed or log_end_before != end:
+            log.warning("recovered store: %s", report)
+        self.checkpoint_sync()
+        return report
+
+    def checkpoint_sync(self) -> None:
+        flushed = self.commit_log.flush()
+        for cq in self._queues.values():
+            cq.flush()
+        write_json(self._checkpoint_path, {
+            "commit_log_offset": flushed,
+            "queues": {f"{t}/{q}": cq.max_offset for (t, q), cq in self._queues.items()},
+        })
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._group_commit.stop()
+        self._checkpointer.stop()
+        self.offsets.persist()
+        for cq in self._queues.values():
+            cq.close()
+        self.commit_log.close()
+        self._lock_file.release()
+
+
+class StoreClosed(Exception):
+    pass

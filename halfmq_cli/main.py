@@ -1,0 +1,67 @@
+"""The ``halfmq`` console script: one subcommand per component."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from broker.api.app import create_app
+    from broker.api.runtime import BrokerRuntime
+    from broker.config import BrokerSettings
+    from broker.store.commit_log import CorruptLogError
+    from broker.store.data_lock import DataDirLocked
+
+    overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items() if v is not None}
+    settings = BrokerSettings(**overrides)
+    _configure_logging(settings.log_level)
+    log = logging.getLogger("halfmq.broker")
+    try:
+        runtime = BrokerRuntime.open(settings)
+    except DataDirLocked as exc:
+        log.error("%s", exc)
+        return 2
+    except CorruptLogError as exc:
+        log.error("cannot start: %s", exc)
+        return 3
+    log.info("recovered in %.3fs (%s)", runtime.store.recovery.seconds, runtime.store.recovery)
+    app = create_app(settings, runtime)
+    uvicorn.run(
+        app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
+        access_log=False, loop="uvloop", http="httptools", timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="halfmq", description="Transactional messages over HTTP")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    broker = sub.add_parser("broker", help="run the message broker")
+    broker.add_argument("--host")
+    broker.add_argument("--port", type=int)
+    broker.add_argument("--data-dir", type=Path)
+    broker.set_defaults(func=cmd_broker)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+
+from tests.support.processes import BrokerProcess
+
+# Test brokers: small segments to exercise rollover, fast retries so DLQ tests do not wait minutes.
+TEST_BROKER_ENV = {
+    "HALFMQ_BROKER_SEGMENT_BYTES": str(256 * 1024),
+    "HALFMQ_BROKER_RETRY_DELAYS": "0.2,0.4",
+    "HALFMQ_BROKER_MAX_RECONSUME_TIMES": "3",
+    "HALFMQ_BROKER_OFFSET_FLUSH_INTERVAL": "0.2",
+}
+
+BrokerFactory = Callable[..., BrokerProcess]
+
+
+@pytest.fixture
+def start_broker(tmp_path: Path) -> Iterator[BrokerFactory]:
+    """Start real `halfmq broker` processes; every one is stopped at teardown."""
+    started: list[BrokerProcess] = []
+
+    def factory(env: dict[str, str] | None = None, data_dir: Path | None = None) -> BrokerProcess:
+        proc = BrokerProcess(data_dir or tmp_path / f"broker-data-{len(started)}", tmp_path, {**TEST_BROKER_ENV, **(env or {})})
+        started.append(proc)
+        return proc.start()
+
+    yield factory
+    for proc in started:
+        proc.stop()
+
+
+@pytest.fixture
+def broker(start_broker: BrokerFactory) -> BrokerProcess:
+    return start_broker()
+
+
+@pytest.fixture
+def broker_url(broker: BrokerProcess) -> str:
+    return broker.url

@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from broker.store.commit_log import CorruptLogError
+from broker.store.data_lock import DataDirLocked
+from broker.store.message_store import MessageStore, PutItem, StoreConfig
+from broker.store.record import HEADER_SIZE
+
+
+def open_store(path: Path, **kw) -> MessageStore:
+    return MessageStore(StoreConfig(path, **{"segment_bytes": 4096, "consume_queue_entries": 16, **kw}))
+
+
+def send(store: MessageStore, topic: str, qid: int, body: bytes, **props: str):
+    results, end = store.put([PutItem(topic, qid, body, dict(props))])
+    store.wait_flushed(end).result(5)
+    return results[0]
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = open_store(tmp_path)
+    s.create_topic("T", 2)
+    yield s
+    s.close()
+
+
+def test_appended_messages_read_back_in_queue_order(store: MessageStore) -> None:
+    for i in range(10):
+        send(store, "T", i % 2, f"m{i}".encode(), UNIQ_KEY=str(i))
+    got = store.read_queue("T", 1, 0, 100)
+    assert [m.body for m in got] == [f"m{i}".encode() for i in range(1, 10, 2)]
+    assert [m.queue_offset for m in got] == list(range(5))
+    assert got[2].properties == {"UNIQ_KEY": "5"}
+
+
+def test_log_rolls_over_into_segments_named_by_start_offset(store: MessageStore, tmp_path: Path) -> None:
+    for i in range(100):
+        send(store, "T", 0, b"x" * 200)
+    names = sorted(p.name for p in (tmp_path / "commitlog").iterdir())
+    assert len(names) > 5
+    assert names[0] == "0" * 20
+    assert all(len(n) == 20 for n in names)
+    assert [int(n) for n in names] == store.commit_log.segment_bases()
+    assert [m.body for m in store.read_queue("T", 0, 0, 1000)] == [b"x" * 200] * 100
+
+
+def test_write_group_gets_consecutive_queue_offsets_and_one_end(store: MessageStore) -> None:
+    results, end = store.put([PutItem("T", 0, b"a"), PutItem("T", 0, b"b"), PutItem("T", 1, b"c")])
+    assert [(r.queue_id, r.queue_offset) for r in results] == [(0, 0), (0, 1), (1, 0)]
+    assert end == results[-1].commit_log_offset + results[-1].size
+
+
+def test_many_appends_share_fsyncs(store: MessageStore) -> None:
+    ends = [store.put([PutItem("T", 0, b"x")])[1] for _ in range(200)]
+    futures = [store.wait_flushed(e) for e in ends]
+    for f in futures:
+        f.result(5)
+    assert store.flush_count < 200
+
+
+def test_store_reopens_with_everything_readable(tmp_path: Path) -> None:
+    s = open_store(tmp_path)
+    s.create_topic("T", 2)
+    for i in range(50):
+        send(s, "T", 0, str(i).encode())
+    s.close()
+    s = open_store(tmp_path)
+    try:
+        assert s.queue_range("T", 0) == (0, 50)
+        assert s.get("T", 0, 49).body == b"49"
+        assert s.topic("T").queues == 2
+    finally:
+        s.close()
+
+
+def test_torn_tail_is_truncated_to_last_valid_record(tmp_path: Path) -> None:
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    s.create_topic("T", 1)
+    for i in range(5):
+        send(s, "T", 0, str(i).encode())
+    end = s.commit_log.end_offset
+    s.close()
+    seg = tmp_path / "commitlog" / ("0" * 20)
+    data = seg.read_bytes()
+    seg.write_bytes(data + data[-40:-10])  # half a record's worth of bytes past the end
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    try:
+        assert s.commit_log.end_offset == end
+        assert s.queue_range("T", 0) == (0, 5)
+        send(s, "T", 0, b"after")
+        assert [m.body for m in s.read_queue("T", 0, 0, 10)][-1] == b"after"
+    finally:
+        s.close()
+
+
+def test_torn_last_record_is_dropped_with_its_queue_entry(tmp_path: Path) -> None:
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    s.create_topic("T", 1)
+    for i in range(5):
+        send(s, "T", 0, b"body-%d" % i)
+    s.close()
+    seg = tmp_path / "commitlog" / ("0" * 20)
+    seg.write_bytes(seg.read_bytes()[:-3])
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    try:
+        assert s.queue_range("T", 0) == (0, 4)
+        assert [m.body for m in s.read_queue("T", 0, 0, 10)] == [b"body-%d" % i for i in range(4)]
+    finally:
+        s.close()
+
+
+def test_incomplete_write_group_is_dropped_whole(tmp_path: Path) -> None:
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    s.create_topic("T", 1)
+    send(s, "T", 0, b"before")
+    results, end = s.put([PutItem("T", 0, b"g1"), PutItem("T", 0, b"g2"), PutItem("T", 0, b"g3")])
+    s.wait_flushed(end).result(5)
+    s.close()
+    seg = tmp_path / "commitlog" / ("0" * 20)
+    seg.write_bytes(seg.read_bytes()[: results[2].commit_log_offset + 5])  # last record of the group torn
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    try:
+        assert [m.body for m in s.read_queue("T", 0, 0, 10)] == [b"before"]
+        assert s.commit_log.end_offset == results[0].commit_log_offset
+    finally:
+        s.close()
+
+
+def test_corrupted_record_in_the_middle_is_reported_not_skipped(tmp_path: Path) -> None:
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    s.create_topic("T", 1)
+    results = [send(s, "T", 0, b"payload-%d" % i) for i in range(5)]
+    s.close()
+    (tmp_path / "checkpoint.json").unlink()  # force a scan over the damaged record
+    seg = tmp_path / "commitlog" / ("0" * 20)
+    data = bytearray(seg.read_bytes())
+    data[results[2].commit_log_offset + HEADER_SIZE + 3] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    with pytest.raises(CorruptLogError, match=str(results[2].commit_log_offset)):
+        open_store(tmp_path, segment_bytes=1 << 20)
+    assert seg.stat().st_size == len(data)  # nothing truncated
+
+
+def test_crc_detects_a_flipped_bit(tmp_path: Path) -> None:
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    s.create_topic("T", 1)
+    r = send(s, "T", 0, b"abc")
+    s.close()
+    seg = tmp_path / "commitlog" / ("0" * 20)
+    data = bytearray(seg.read_bytes())
+    data[r.commit_log_offset + r.size - 1] ^= 0x01
+    seg.write_bytes(bytes(data))
+    from broker.store.record import RecordError, decode
+
+    with pytest.raises(RecordError, match="crc"):
+        decode(bytes(data), r.commit_log_offset)
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate"])
+def test_consume_queue_is_rebuilt_from_the_commit_log(tmp_path: Path, damage: str) -> None:
+    s = open_store(tmp_path)
+    s.create_topic("T", 2)
+    for i in range(40):
+        send(s, "T", i % 2, str(i).encode())
+    s.close()
+    qdir = tmp_path / "consumequeue" / "T" / "1"
+    if damage == "delete":
+        shutil.rmtree(qdir)
+    else:
+        files = sorted(qdir.iterdir())
+        for extra in files[1:]:
+            extra.unlink()
+        files[0].write_bytes(files[0].read_bytes()[:5 * 20 + 7])
+    s = open_store(tmp_path)
+    try:
+        assert s.queue_range("T", 1) == (0, 20)
+        assert [m.body for m in s.read_queue("T", 1, 0, 100)] == [str(i).encode() for i in range(1, 40, 2)]
+        assert s.recovery.entries_rebuilt >= 15
+    finally:
+        s.close()
+
+
+def test_second_store_on_the_same_directory_is_refused(store: MessageStore, tmp_path: Path) -> None:
+    with pytest.raises(DataDirLocked, match="in use"):
+        open_store(tmp_path)
+
+
+def test_consumer_offsets_survive_reopen(tmp_path: Path) -> None:
+    s = open_store(tmp_path)
+    s.offsets.commit("g", "T", 1, 7)
+    s.close()
+    s = open_store(tmp_path)
+    try:
+        assert s.offsets.get("g", "T", 1) == 7
+    finally:
+        s.close()
