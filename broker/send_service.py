@@ -17,6 +17,7 @@ import crc32c
 from broker.errors import (
     BadBodyEncoding,
     InvalidQueueCount,
+    InvalidRequest,
     InvalidQueueId,
     InvalidTopicName,
     MessageTooLarge,
@@ -102,7 +103,19 @@ def decode_body(msg: OutgoingMessage) -> bytes:
         raise BadBodyEncoding("the body is not valid UTF-8 text (lone surrogates?)") from None
 
 
+def check_text_fields(msg: OutgoingMessage) -> None:
+    """JSON admits lone surrogates (\\ud800) that UTF-8 cannot store: refuse them as bad input."""
+    keys = [msg.keys] if isinstance(msg.keys, str) else msg.keys or []
+    texts = [*keys, msg.tag or "", msg.sharding_key or "", *msg.properties.keys(), *msg.properties.values()]
+    try:
+        for text in texts:
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest("keys, tag, sharding_key and properties must be valid UTF-8 text (lone surrogates?)") from None
+
+
 def message_properties(msg: OutgoingMessage) -> dict[str, str]:
+    check_text_fields(msg)
     bad = RESERVED_PROPERTIES.intersection(msg.properties)
     if bad:
         raise ReservedProperty(f"properties {sorted(bad)} are reserved for the broker")

@@ -17,7 +17,8 @@ from tenacity import (
     before_sleep_log,
     retry_if_exception,
     stop_after_attempt,
-    wait_exponential_jitter,
+    wait_exponential,
+    wait_random,
 )
 
 from broker.errors import BrokerError
@@ -36,7 +37,7 @@ def _policy(retries: int) -> dict[str, object]:
         raise ValueError("retries must be >= 0")
     return {
         "stop": stop_after_attempt(retries + 1),
-        "wait": wait_exponential_jitter(initial=0.1, max=2.0, jitter=0.1),
+        "wait": wait_exponential(multiplier=0.1, max=2.0) + wait_random(0, 0.1),
         "retry": retry_if_exception(is_retriable),
         "before_sleep": before_sleep_log(log, logging.WARNING),
         "reraise": True,

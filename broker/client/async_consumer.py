@@ -1,0 +1,164 @@
+"""The asyncio consumer loop: receive, run handlers as tasks bounded by a
+semaphore, ack or nack the batch, repeat until stopped.
+
+``stop()`` may be called from the loop, from another thread or from a signal
+handler registered with ``loop.add_signal_handler``. A pending long poll is
+cancelled rather than waited for; anything the broker handed out on it
+becomes visible again after ``invisible_seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Self
+
+from broker.errors import BrokerError
+from broker.protocol import Message
+
+from .consumer_client import AsyncConsumerClient
+from .retry import backoff_delay
+from .settlement import Outcome, log_expired, log_handler_failure, split
+
+__all__ = ["AsyncConsumer"]
+
+log = logging.getLogger(__name__)
+
+
+class AsyncConsumer:
+    """Pop-style consumer for one group on one topic, handlers run as tasks.
+
+    ``handler`` may be a coroutine function or a plain function. Delivery is
+    at-least-once. A stopped consumer stays stopped.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        group: str,
+        topic: str,
+        handler: Callable[[Message], Awaitable[Any] | Any],
+        *,
+        max_messages: int = 16,
+        invisible_seconds: float = 30.0,
+        wait_seconds: float = 10.0,
+        concurrency: int = 4,
+        timeout: float = 10.0,
+        retries: int = 3,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.client = AsyncConsumerClient(base_url, group, topic, timeout=timeout, retries=retries)
+        self._handler = handler
+        self._max_messages = max_messages
+        self._invisible_seconds = invisible_seconds
+        self._wait_seconds = wait_seconds
+        self._concurrency = concurrency
+        self._stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopping
+
+    def stop(self) -> None:
+        self._stopping = True
+        loop, event = self._loop, self._stop_event
+        if loop is None or event is None:
+            return  # run() has not started; it checks _stopping first
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            event.set()
+        else:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # loop already closed: nothing left to wake
+                pass
+
+    async def run(self) -> None:
+        self._stop_event = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        semaphore = asyncio.Semaphore(self._concurrency)
+        failures = 0
+        while not self._stopping:
+            try:
+                batch = await self._receive()
+            except BrokerError as exc:
+                failures += 1
+                delay = backoff_delay(failures)
+                level = logging.WARNING if exc.retriable else logging.ERROR
+                log.log(level, "receive from %s failed (%s); retrying in %.2fs", self.client.topic, exc, delay)
+                await self._sleep(delay)
+                continue
+            failures = 0
+            if batch:
+                await self._process(batch, semaphore)
+
+    async def _receive(self) -> list[Message] | None:
+        assert self._stop_event is not None
+        poll = asyncio.ensure_future(
+            self.client.receive(self._max_messages, self._invisible_seconds, self._wait_seconds)
+        )
+        stopped = asyncio.ensure_future(self._stop_event.wait())
+        try:
+            await asyncio.wait({poll, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            if not poll.done():
+                poll.cancel()
+                await asyncio.gather(poll, return_exceptions=True)
+        if poll.cancelled():
+            return None
+        return poll.result()
+
+    async def _sleep(self, delay: float) -> None:
+        assert self._stop_event is not None
+        try:
+            await asyncio.wait_for(self._stop_event.wait(), timeout=delay)
+        except TimeoutError:
+            pass
+
+    async def _handle(self, message: Message, semaphore: asyncio.Semaphore) -> Outcome:
+        async with semaphore:
+            if self._stopping:
+                return Outcome.RELEASE
+            try:
+                result = self._handler(message)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:
+                log_handler_failure(message, exc)
+                return Outcome.NACK
+            return Outcome.ACK
+
+    async def _process(self, batch: list[Message], semaphore: asyncio.Semaphore) -> None:
+        outcomes = await asyncio.gather(*(self._handle(m, semaphore) for m in batch))
+        acks, nacks = split(batch, outcomes)
+        for action, handles, settle in (("ack", acks, self.client.ack), ("nack", nacks, self.client.nack)):
+            if not handles:
+                continue
+            try:
+                log_expired(action, await settle(handles))
+            except BrokerError as exc:
+                log.warning("%s of %d message(s) failed: %s", action, len(handles), exc)
+
+    async def close(self) -> None:
+        self.stop()
+        await self.client.close()
+
+    aclose = close
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

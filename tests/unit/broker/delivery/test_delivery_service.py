@@ -1,0 +1,102 @@
+"""DeliveryService on a real store in a temp dir, with a fake clock: no sleeping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from broker.store.message_store import MessageStore, PutItem, StoreConfig
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = MessageStore(StoreConfig(tmp_path))
+    s.create_topic("T", 2)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def service(store: MessageStore, clock: FakeClock) -> DeliveryService:
+    return DeliveryService(store, DeliveryPolicy(max_reconsume_times=2, retry_delays=(5, 50)), clock)
+
+
+def put(store: MessageStore, *bodies: str, qid: int = 0) -> None:
+    store.put([PutItem("T", qid, b.encode()) for b in bodies])
+
+
+async def test_unacked_message_comes_back_only_after_its_invisibility(service, store, clock) -> None:
+    put(store, "a")
+    [d] = await service.receive("g", "T", 10, invisible=30, wait=0)
+    assert await service.receive("g", "T", 10, invisible=30, wait=0) == []
+    clock.now += 29.9
+    assert await service.receive("g", "T", 10, invisible=30, wait=0) == []
+    clock.now += 0.2
+    [again] = await service.receive("g", "T", 10, invisible=30, wait=0)
+    assert again.message.body == b"a" and again.delivery_attempt == 2
+
+
+async def test_nack_waits_for_the_backoff_level_of_its_attempt(service, store, clock) -> None:
+    put(store, "a")
+    [d] = await service.receive("g", "T", 1, invisible=30, wait=0)
+    service.nack("g", "T", [d.receipt_handle])
+    clock.now += 4.9
+    assert await service.receive("g", "T", 1, invisible=30, wait=0) == []
+    clock.now += 0.2
+    [d2] = await service.receive("g", "T", 1, invisible=30, wait=0)
+    service.nack("g", "T", [d2.receipt_handle])
+    clock.now += 49
+    assert await service.receive("g", "T", 1, invisible=30, wait=0) == []
+    clock.now += 1.1
+    [d3] = await service.receive("g", "T", 1, invisible=30, wait=0)
+    assert d3.delivery_attempt == 3
+
+
+async def test_exhausted_message_goes_to_the_dlq_and_commits(service, store, clock) -> None:
+    put(store, "poison", "ok")
+    for attempt in range(3):
+        got = await service.receive("g", "T", 10, invisible=30, wait=0)
+        for d in got:
+            if d.message.body == b"ok":
+                service.ack("g", "T", [d.receipt_handle])
+            else:
+                assert d.delivery_attempt == attempt + 1
+                service.nack("g", "T", [d.receipt_handle])
+        clock.now += 100
+    assert await service.receive("g", "T", 10, invisible=30, wait=0) == []
+    [dead] = store.read_queue("%DLQ%g", 0, 0, 10)
+    assert dead.body == b"poison" and dead.properties["RECONSUME_TIME"] == "2"
+    assert store.offsets.get("g", "T", 0) == 2
+
+
+async def test_ack_of_a_stale_receipt_is_expired_and_changes_nothing(service, store, clock) -> None:
+    put(store, "a")
+    [d] = await service.receive("g", "T", 1, invisible=1, wait=0)
+    clock.now += 2
+    [d2] = await service.receive("g", "T", 1, invisible=30, wait=0)
+    assert service.ack("g", "T", [d.receipt_handle]) == [(d.receipt_handle, False)]
+    assert store.offsets.get("g", "T", 0) is None
+    assert service.ack("g", "T", [d2.receipt_handle]) == [(d2.receipt_handle, True)]
+    assert store.offsets.get("g", "T", 0) == 1
+
+
+async def test_receive_spreads_over_queues(service, store) -> None:
+    put(store, "q0-a", "q0-b", qid=0)
+    put(store, "q1-a", qid=1)
+    got = await service.receive("g", "T", 10, invisible=30, wait=0)
+    assert sorted(d.message.body for d in got) == [b"q0-a", b"q0-b", b"q1-a"]
