@@ -37,6 +37,9 @@ class BrokerSettings(BaseSettings):
     transaction_check_interval: float = 5.0
     transaction_check_max: int = 15
     producer_expiry: float = 120.0
+    transaction_retention: float = 900.0
+    check_timeout: float = 3.0
+    check_concurrency: int = 16
     check_url_allow: Annotated[list[str], NoDecode] = ["127.0.0.1", "localhost", "::1", "order", "credit", "broker"]
     max_reconsume_times: int = Field(default=16, ge=0)
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)

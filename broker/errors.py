@@ -93,7 +93,7 @@ class UnsupportedMediaType(BrokerError):
 class SystemTopicForbidden(BrokerError):
     code = "SYSTEM_TOPIC_FORBIDDEN"
     status = 403
-    title = "System topics cannot be written by producers"
+    title = "System topics are reserved for the broker"
 
 
 class MessageTooLarge(BrokerError):

@@ -87,7 +87,8 @@ class TopicService:
     def _check_name(name: str) -> None:
         if is_system_topic(name):
             raise SystemTopicForbidden(f"{name!r} is a system topic")
-        if not is_valid_user_name(name):
+        # "\n" check: is_valid_user_name's `$` also matches before a trailing newline.
+        if not is_valid_user_name(name) or "\n" in name:
             raise InvalidTopicName(f"invalid topic name {name!r}: use 1-127 of A-Z a-z 0-9 _ -")
 
 

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from broker.config import BrokerSettings
 
 from . import problems
-from .routes import consumer_groups, operations, topics
+from .routes import consumer_groups, operations, topics, transactions
 from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
@@ -25,16 +25,18 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rt = runtime or BrokerRuntime.open(settings)
         app.state.runtime = rt
+        await rt.start()
         log.info("broker ready: data dir %s, commit log end %d", settings.data_dir, rt.store.commit_log.end_offset)
         try:
             yield
         finally:
-            rt.close()
+            await rt.stop()
             log.info("broker stopped cleanly")
 
     app = FastAPI(title="halfmq broker", version="1", lifespan=lifespan)
     problems.install(app)
     app.include_router(topics.router)
     app.include_router(consumer_groups.router)
+    app.include_router(transactions.router)
     app.include_router(operations.router)
     return app

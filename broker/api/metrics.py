@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -22,6 +22,7 @@ class BrokerMetrics:
     receive_latency: Histogram
     acks: Counter
     nacks: Counter
+    tx_finish_latency: Histogram
 
 
 class _StateCollector(Collector):
@@ -40,8 +41,14 @@ class _StateCollector(Collector):
         yield GaugeMetricFamily("halfmq_commit_log_flushed_offset", "Commit log offset known durable", value=state.get("flushed", 0))
         yield GaugeMetricFamily("halfmq_fsyncs", "Group-commit fsyncs since start", value=state.get("fsyncs", 0))
         yield GaugeMetricFamily("halfmq_dlq_moves", "Messages moved to a DLQ since start", value=state.get("dlq", 0))
-        for name, value in state.get("extra", {}).items():
-            yield GaugeMetricFamily(f"halfmq_{name}", name, value=value)
+        yield GaugeMetricFamily("halfmq_half_messages", "Half messages awaiting commit or rollback", value=state.get("half_messages", 0))
+        yield CounterMetricFamily("halfmq_commit_messages", "Transactions committed", value=state.get("commits", 0))
+        yield CounterMetricFamily("halfmq_rollback_messages", "Transactions rolled back", value=state.get("rollbacks", 0))
+        yield CounterMetricFamily("halfmq_discarded_messages", "Transactions discarded after transaction_check_max checks", value=state.get("discards", 0))
+        checks = CounterMetricFamily("halfmq_check_requests", "Check-back requests by result", labels=["result"])
+        for result, value in sorted(state.get("checks", {}).items()):
+            checks.add_metric([result], value)
+        yield checks
 
 
 def create_metrics(read_state: Callable[[], dict]) -> BrokerMetrics:
@@ -56,4 +63,6 @@ def create_metrics(read_state: Callable[[], dict]) -> BrokerMetrics:
         receive_latency=Histogram("halfmq_receive_latency_seconds", "Receive latency excluding long-poll waits that found nothing", buckets=LATENCY_BUCKETS, registry=registry),
         acks=Counter("halfmq_ack_messages", "Acked receipt handles", ["result"], registry=registry),
         nacks=Counter("halfmq_nack_messages", "Nacked receipt handles", ["result"], registry=registry),
+        tx_finish_latency=Histogram("halfmq_transaction_finish_latency_seconds", "From half message to commit or rollback",
+                                    buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900), registry=registry),
     )

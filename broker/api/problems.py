@@ -48,6 +48,9 @@ def install(app: FastAPI) -> None:
             return problem_response(RouteNotFound(f"no resource at {request.url.path}"), request)
         if exc.status_code == 405:
             return problem_response(MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}"), request)
+        if exc.status_code == 400 and isinstance(exc.__cause__, (ValueError, RecursionError)):
+            # FastAPI's "error parsing the body": not UTF-8 (UnicodeDecodeError) or nested too deeply to parse.
+            return problem_response(MalformedJson("the request body is not a JSON document (invalid UTF-8 or nested too deeply)"), request)
         error = InvalidRequest(str(exc.detail))
         body = error.to_problem(request.url.path) | {"status": exc.status_code}
         return JsonResponse(body, status_code=exc.status_code, media_type=PROBLEM)

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
 
 from broker.config import BrokerSettings
 from broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from broker.errors import FlushDiskTimeout
 from broker.send_service import SendService, TopicPolicy, TopicService
 from broker.store.message_store import MessageStore, StoreConfig
+from broker.transaction.check_client import CheckClient
+from broker.transaction.check_policy import CheckPolicy
+from broker.transaction.check_service import CheckService
+from broker.transaction.producer_registry import ProducerRegistry
+from broker.transaction.transaction_service import TransactionService
 
 from .metrics import BrokerMetrics, create_metrics
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -23,12 +32,17 @@ class BrokerRuntime:
     topics: TopicService
     sender: SendService
     delivery: DeliveryService
+    transactions: TransactionService
+    producers: ProducerRegistry
     metrics: BrokerMetrics
+    durable: Callable[[int], Awaitable[None]]
     started_at: float
+    checks: CheckService | None = None
+    _check_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: BrokerSettings) -> "BrokerRuntime":
-        """Lock the data dir and recover the store (raises DataDirLocked / CorruptLogError)."""
+        """Lock the data dir, recover the store and rebuild indexes (DataDirLocked / CorruptLogError)."""
         store = MessageStore(StoreConfig(
             data_dir=settings.data_dir,
             segment_bytes=settings.segment_bytes,
@@ -37,30 +51,72 @@ class BrokerRuntime:
             async_flush_interval=settings.async_flush_interval,
             checkpoint_interval=settings.offset_flush_interval,
         ))
-        topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
-        delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)))
-        runtime = cls(settings, store, topics, SendService(store, topics), delivery, None, time.time())  # type: ignore[arg-type]
-        runtime.metrics = create_metrics(runtime.state_snapshot)
-        return runtime
+        try:
+            topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
+            delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)))
+            durable = durability(store, settings.sync_flush_timeout)
+            rt: BrokerRuntime  # bound below; the closures only run after that
+            transactions = TransactionService(
+                store, cls.check_policy(settings), durable, retention=settings.transaction_retention,
+                on_finish=lambda seconds: rt.metrics.tx_finish_latency.observe(seconds),
+            )
+            producers = ProducerRegistry(settings.data_dir / "producers.json", settings.producer_expiry)
+            rt = cls(settings, store, topics, SendService(store, topics), delivery, transactions, producers,
+                     create_metrics(lambda: rt.state_snapshot()), durable, time.time())
+            return rt
+        except BaseException:
+            store.close()
+            raise
+
+    @staticmethod
+    def check_policy(settings: BrokerSettings) -> CheckPolicy:
+        return CheckPolicy(settings.transaction_timeout, settings.transaction_check_interval, settings.transaction_check_max)
+
+    async def start(self) -> None:
+        self.checks = CheckService(
+            self.transactions, self.producers, CheckClient(read_timeout=self.settings.check_timeout),
+            self.check_policy(self.settings), concurrency=self.settings.check_concurrency,
+        )
+        self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())
+
+    async def stop(self) -> None:
+        if self._check_task is not None:
+            self._check_task.cancel()
+            await asyncio.gather(self._check_task, return_exceptions=True)
+        if self.checks is not None:
+            await self.checks.drain()
+        self.store.close()
 
     def state_snapshot(self) -> dict:
+        tx = self.transactions.stats
+        checks = dict(tx.checks)
+        if self.checks is not None and self.checks.no_producer:
+            checks["no_producer"] = self.checks.no_producer
         return {
             "lag": self.delivery.total_lag(),
             "end": self.store.commit_log.end_offset,
             "flushed": self.store.flushed_offset,
             "fsyncs": self.store.flush_count,
             "dlq": self.delivery.dlq_moves,
+            "half_messages": self.transactions.pending_count,
+            "commits": tx.commits,
+            "rollbacks": tx.rollbacks,
+            "discards": tx.discards,
+            "checks": checks,
         }
 
-    async def durable(self, end_offset: int) -> None:
-        """Wait until ``end_offset`` is fsynced (sync mode); FlushDiskTimeout past the deadline."""
-        future: Future[int] | None = self.store.wait_flushed(end_offset)
+
+
+def durability(store: MessageStore, timeout: float) -> Callable[[int], Awaitable[None]]:
+    """An awaitable "is ``offset`` on disk yet" for sync flush; FlushDiskTimeout past ``timeout``."""
+
+    async def durable(end_offset: int) -> None:
+        future: Future[int] | None = store.wait_flushed(end_offset)
         if future is None or future.done() and future.exception() is None:
             return
         try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), self.settings.sync_flush_timeout)
+            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout)
         except TimeoutError:
-            raise FlushDiskTimeout(f"fsync did not complete within {self.settings.sync_flush_timeout}s") from None
+            raise FlushDiskTimeout(f"fsync did not complete within {timeout}s") from None
 
-    def close(self) -> None:
-        self.store.close()
+    return durable

@@ -169,7 +169,7 @@ class DeliveryService:
         state = self._group_topic(group, topic)
         results = []
         for text, h in parsed:
-            progress = state.queues[h.queue_id] if h.queue_id < len(state.queues) else None
+            progress = state.queues[h.queue_id] if 0 <= h.queue_id < len(state.queues) else None
             ok = h.epoch == self._epoch and progress is not None and progress.holds(h.offset, h.nonce)
             if ok:
                 self._settle(group, topic, h.queue_id, progress, h.offset)
@@ -182,7 +182,7 @@ class DeliveryService:
         now = self._clock()
         results = []
         for text, h in parsed:
-            progress = state.queues[h.queue_id] if h.queue_id < len(state.queues) else None
+            progress = state.queues[h.queue_id] if 0 <= h.queue_id < len(state.queues) else None
             ok = h.epoch == self._epoch and progress is not None and progress.holds(h.offset, h.nonce)
             if ok:
                 item = progress.in_flight[h.offset]

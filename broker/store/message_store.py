@@ -70,8 +70,9 @@ class RecoveryReport:
 
 
 class MessageStore:
-    def __init__(self, config: StoreConfig) -> None:
+    def __init__(self, config: StoreConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
+        self._clock = clock
         root = Path(config.data_dir)
         root.mkdir(parents=True, exist_ok=True)
         self._lock_file = DataDirLock(root)
@@ -127,7 +128,7 @@ class MessageStore:
         """Append ``items`` as one atomic write group; return results and the group's end offset."""
         if not items:
             raise ValueError("empty write group")
-        now = int(time.time() * 1000)
+        now = int(self._clock() * 1000)
         pending = [
             PendingRecord(it.topic, it.queue_id, it.born_timestamp or now, it.properties, it.body, FLAG_BODY_BINARY if it.binary else 0)
             for it in items
@@ -191,6 +192,18 @@ class MessageStore:
         found = self.read_queue(topic, queue_id, queue_offset, 1)
         return found[0] if found and found[0].queue_offset == queue_offset else None
 
+    def offset_for_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """First queue offset stored at or after ``timestamp_ms`` (Kafka's offsetsForTimes), by bisection."""
+        lo, hi = self.queue_range(topic, queue_id)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            msg = self.get(topic, queue_id, mid)
+            if msg is not None and msg.store_timestamp < timestamp_ms:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
     def read_at(self, commit_log_offset: int) -> StoredMessage:
         return self.commit_log.read_record(commit_log_offset)
 
@@ -205,6 +218,9 @@ class MessageStore:
     # --- durability -------------------------------------------------------------
     def checkpoint(self) -> None:
         """Make consume queues and offsets durable and record how far the log is dispatched."""
+        # Offsets are taken before the fsync: a persisted offset may then only point at
+        # records the fsync below made durable (the transaction checkpoint relies on it).
+        offsets = self.offsets.snapshot()
         with self._write_lock:
             dispatched = self.commit_log.end_offset
             sizes = {f"{t}/{q}": cq.max_offset for (t, q), cq in self._queues.items()}
@@ -213,7 +229,7 @@ class MessageStore:
         for cq in queues:
             cq.flush()
         write_json(self._checkpoint_path, {"commit_log_offset": min(dispatched, flushed), "queues": sizes})
-        self.offsets.persist()
+        self.offsets.write(offsets)
 
     def _recover(self) -> RecoveryReport:
         started = time.monotonic()
@@ -279,7 +295,6 @@ class MessageStore:
             self._closed = True
         self._group_commit.stop()
         self._checkpointer.stop()
-        self.offsets.persist()
         for cq in self._queues.values():
             cq.close()
         self.commit_log.close()

@@ -41,12 +41,17 @@ class OffsetTable:
     def topics_of(self, group: str) -> dict[str, dict[int, int]]:
         return {t: dict(q) for t, q in self._offsets.get(group, {}).items()}
 
-    def persist(self) -> bool:
-        """Write the snapshot if anything changed; True when a write happened."""
+    def snapshot(self) -> dict | None:
+        """A copy to persist, or None when nothing changed since the last one."""
         with self._lock:
             if not self._dirty:
-                return False
-            snapshot = {g: {t: {str(q): o for q, o in qs.items()} for t, qs in ts.items()} for g, ts in self._offsets.items()}
+                return None
             self._dirty = False
-        write_json(self.path, {"offsets": snapshot})
-        return True
+            return {g: {t: {str(q): o for q, o in qs.items()} for t, qs in ts.items()} for g, ts in self._offsets.items()}
+
+    def write(self, snapshot: dict | None) -> None:
+        if snapshot is not None:
+            write_json(self.path, {"offsets": snapshot})
+
+    def persist(self) -> None:
+        self.write(self.snapshot())

@@ -33,7 +33,7 @@ def is_system_topic(name: str) -> bool:
 
 
 def is_valid_user_name(name: str) -> bool:
-    return bool(NAME_PATTERN.match(name))
+    return bool(NAME_PATTERN.fullmatch(name))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from broker.protocol import ReceiveRequest, SettleRequest
 
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
-from ..views import message_view
+from broker.message_view import message_view
 
 router = APIRouter(prefix="/v1/consumer-groups")
 

@@ -12,7 +12,7 @@ from broker.store.topics import TopicConfig
 
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
-from ..views import message_view
+from broker.message_view import message_view
 
 router = APIRouter(prefix="/v1/topics")
 

@@ -80,9 +80,11 @@ def test_two_consumers_of_one_group_split_the_messages_without_overlap(client: h
     for i in range(0, 300, 50):
         send(client, "SPLIT", *bodies[i : i + 50])
     seen: dict[str, list[str]] = {"a": [], "b": []}
+    both_ready = threading.Barrier(2)
 
     def consume(name: str) -> None:
         with httpx.Client(base_url=broker.url, timeout=15) as c:
+            both_ready.wait(10)
             idle = 0
             while idle < 3:
                 got = receive(c, "shared", "SPLIT", n=7, invisible=60, wait=0.3)
@@ -91,6 +93,7 @@ def test_two_consumers_of_one_group_split_the_messages_without_overlap(client: h
                     continue
                 idle = 0
                 seen[name].extend(m["body"] for m in got)
+                time.sleep(0.01)  # a little work, so neither consumer can drain the topic alone
                 settle(c, "ack", "shared", "SPLIT", [m["receipt_handle"] for m in got])
 
     threads = [threading.Thread(target=consume, args=(n,)) for n in seen]

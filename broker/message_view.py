@@ -27,3 +27,12 @@ def message_view(msg: StoredMessage, *, topic: str | None = None, queue_id: int 
         "tag": props.get("TAGS"),
         "properties": {k: v for k, v in props.items() if k not in HIDDEN},
     }
+
+
+def restored_view(msg: StoredMessage) -> dict[str, Any]:
+    """A half message as its producer sent it: real topic and queue, broker bookkeeping hidden."""
+    view = message_view(msg)
+    props = view["properties"]
+    view["topic"] = props.pop("REAL_TOPIC", view["topic"])
+    view["queue_id"] = int(props.pop("REAL_QID", view["queue_id"]))
+    return view

@@ -1,0 +1,80 @@
+"""The broker's side of a check-back call, with the safety a URL from a stranger needs.
+
+No redirects, short timeouts, a capped response body, and anything but a clear
+commit / rollback / unknown counts as unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import httpx
+import orjson
+
+MAX_RESPONSE_BYTES = 64 * 1024
+
+
+class CheckOutcome(str, Enum):
+    COMMIT = "commit"
+    ROLLBACK = "rollback"
+    UNKNOWN = "unknown"
+    DEFERRED = "deferred"  # 202: the producer will end the transaction itself
+    ERROR = "error"  # reached, but answered badly (5xx, garbage, too large)
+    TIMEOUT = "timeout"  # reached, but no answer in time
+    UNREACHABLE = "unreachable"  # could not connect: does not count as a check
+
+
+@dataclass(frozen=True)
+class CheckAnswer:
+    outcome: CheckOutcome
+    detail: str = ""
+
+    @property
+    def reached(self) -> bool:
+        return self.outcome is not CheckOutcome.UNREACHABLE
+
+
+class CheckClient:
+    def __init__(self, connect_timeout: float = 1.0, read_timeout: float = 3.0) -> None:
+        self._client = httpx.AsyncClient(
+            follow_redirects=False,
+            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+            limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
+            trust_env=False,
+        )
+
+    async def check(self, url: str, payload: dict[str, Any]) -> CheckAnswer:
+        try:
+            async with self._client.stream("POST", url, content=orjson.dumps(payload), headers={"content-type": "application/json"}) as resp:
+                body = b""
+                async for chunk in resp.aiter_bytes():
+                    body += chunk
+                    if len(body) > MAX_RESPONSE_BYTES:
+                        return CheckAnswer(CheckOutcome.ERROR, "response larger than 64 KiB")
+                return interpret(resp.status_code, body)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            return CheckAnswer(CheckOutcome.UNREACHABLE, type(exc).__name__)
+        except httpx.TimeoutException as exc:
+            return CheckAnswer(CheckOutcome.TIMEOUT, type(exc).__name__)
+        except httpx.HTTPError as exc:
+            return CheckAnswer(CheckOutcome.ERROR, f"{type(exc).__name__}: {exc}")
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def interpret(status: int, body: bytes) -> CheckAnswer:
+    """Map a producer's HTTP answer to an outcome; only a 200 with a known state decides anything."""
+    if status == 202:
+        return CheckAnswer(CheckOutcome.DEFERRED)
+    if status != 200:
+        return CheckAnswer(CheckOutcome.ERROR, f"HTTP {status}")
+    try:
+        state = orjson.loads(body).get("state")
+    except (orjson.JSONDecodeError, AttributeError):
+        return CheckAnswer(CheckOutcome.ERROR, "body is not a JSON object")
+    if state in ("commit", "rollback", "unknown"):
+        return CheckAnswer(CheckOutcome(state))
+    return CheckAnswer(CheckOutcome.UNKNOWN, f"unrecognised state {state!r}")

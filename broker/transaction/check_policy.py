@@ -1,0 +1,52 @@
+"""Is a half message due for a check-back? A pure decision, tested with a fake clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class CheckDecision(str, Enum):
+    NOT_DUE = "not_due"
+    CHECK = "check"
+    DISCARD = "discard"
+    NO_PRODUCER = "no_producer"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckPolicy:
+    transaction_timeout: float = 6.0
+    check_interval: float = 5.0
+    check_max: int = 15
+
+
+def first_check_at(born_at: float, policy: CheckPolicy, immunity: float | None) -> float:
+    """A transaction is left alone for its immunity time (CHECK_IMMUNITY_TIME_IN_SECONDS) or the timeout."""
+    return born_at + (immunity if immunity is not None and immunity > 0 else policy.transaction_timeout)
+
+
+def next_check_at(checked_at: float, policy: CheckPolicy) -> float:
+    return checked_at + policy.check_interval
+
+
+def decide(*, now: float, due_at: float, check_times: int, has_producer: bool, policy: CheckPolicy) -> CheckDecision:
+    """What the check service does with one pending transaction right now.
+
+    Discarding comes before looking for a producer: a transaction that used up its
+    checks is discarded even when no producer is connected. A check that would
+    reach nobody is NO_PRODUCER and does not count (RocketMQ counts it: #6737).
+    """
+    if now < due_at:
+        return CheckDecision.NOT_DUE
+    if check_times >= policy.check_max:
+        return CheckDecision.DISCARD
+    if not has_producer:
+        return CheckDecision.NO_PRODUCER
+    return CheckDecision.CHECK
+
+
+def parse_immunity(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None

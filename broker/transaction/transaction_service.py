@@ -1,0 +1,352 @@
+"""Half messages, ending them, and the durable index transaction id → state.
+
+Storage follows RocketMQ: half messages live in RMQ_SYS_TRANS_HALF_TOPIC queue 0
+with their real topic in REAL_TOPIC/REAL_QID; every decision is an op record in
+RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0. A commit writes the final message and its op
+record as ONE atomic write group, so no crash can leave one without the other.
+
+Unlike RocketMQ, check-backs do not re-append the whole half message: a small
+"check" op record carries the new check count, so the log grows by at most
+``transaction_check_max`` small records per transaction.
+
+On start the index is rebuilt from the half queue (from the lowest unresolved
+half offset) and the op queue (from the op offset when that half arrived, or the
+retention window, whichever is older). Resolved transactions are remembered for
+``retention`` seconds so a late or repeated end still gets the first result.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+from broker.errors import ProducerGroupMismatch, TransactionNotFound
+from broker.store.message_store import MessageStore, PutItem
+from broker.store.record import PendingRecord, StoredMessage
+from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
+
+from .check_policy import CheckPolicy, first_check_at, next_check_at, parse_immunity
+from .state_machine import TxAction, TxEvent, TxState, transition
+
+log = logging.getLogger(__name__)
+
+SYSTEM_GROUP = "CID_SYS_RMQ_TRANS"
+HIDDEN_ON_FINAL = ("REAL_TOPIC", "REAL_QID", "TRANSACTION_CHECK_TIMES")
+
+
+@dataclass
+class Tx:
+    transaction_id: str
+    producer_group: str
+    state: TxState
+    half_clog_offset: int
+    half_offset: int
+    born_ms: int
+    msg_id: str
+    op_offset_at_creation: int
+    due_at: float = 0.0
+    check_times: int = 0
+    last_answer: str | None = None
+    last_check_ms: int | None = None
+    end_offset: int = 0
+    resolved_ms: int | None = None
+    final: dict | None = None
+
+
+@dataclass(frozen=True)
+class EndOutcome:
+    tx: Tx
+    duplicate: bool
+
+
+@dataclass
+class TxStats:
+    commits: int = 0
+    rollbacks: int = 0
+    discards: int = 0
+    checks: dict[str, int] = field(default_factory=dict)
+
+
+Durable = Callable[[int], Awaitable[None]]
+
+
+class TransactionService:
+    def __init__(
+        self,
+        store: MessageStore,
+        policy: CheckPolicy,
+        durable: Durable,
+        *,
+        retention: float = 900.0,
+        max_resolved: int = 1_000_000,
+        clock: Callable[[], float] = time.time,
+        on_finish: Callable[[float], None] = lambda seconds: None,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self._durable = durable
+        self._retention = retention
+        self._max_resolved = max_resolved
+        self._clock = clock
+        self._on_finish = on_finish
+        self._txs: dict[str, Tx] = {}
+        self._pending: dict[str, Tx] = {}  # insertion order == half offset order
+        self._resolved: deque[str] = deque()
+        self._due: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+        self.stats = TxStats()
+        for topic in (HALF_TOPIC, OP_HALF_TOPIC, CHECK_MAX_TIME_TOPIC):
+            store.create_topic(topic, 1)
+        self._rebuild()
+
+    # --- queries ----------------------------------------------------------------
+    def get(self, transaction_id: str) -> Tx:
+        tx = self._txs.get(transaction_id)
+        if tx is None:
+            raise TransactionNotFound(f"no transaction {transaction_id!r} (unknown, or resolved longer ago than the retention)")
+        return tx
+
+    def pending(self) -> list[Tx]:
+        return list(self._pending.values())
+
+    def in_state(self, state: TxState) -> list[Tx]:
+        return [tx for tx in self._txs.values() if tx.state is state]
+
+    def now(self) -> float:
+        return self._clock()
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def half_message(self, tx: Tx) -> StoredMessage:
+        return self.store.read_at(tx.half_clog_offset)
+
+    # --- half -------------------------------------------------------------------
+    def prepare_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[PutItem, str]:
+        """Rewrite a validated message for the half topic; return it and its transaction id."""
+        transaction_id = uuid.uuid4().hex
+        props = dict(item.properties)
+        for name in ("DELAY", "__STARTDELIVERTIME", "TIMER_DELAY_SEC", "TIMER_DELIVER_MS"):
+            props.pop(name, None)  # delay properties are ignored for transactional messages
+        props.update({
+            "REAL_TOPIC": item.topic,
+            "REAL_QID": str(item.queue_id),
+            "TRAN_MSG": "true",
+            "PGROUP": producer_group,
+            "TRANSACTION_ID": transaction_id,
+        })
+        half = PutItem(HALF_TOPIC, 0, item.body, props, item.born_timestamp, item.binary, item.tag)
+        return half, transaction_id
+
+    def send_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[Tx, int]:
+        half, transaction_id = self.prepare_half(producer_group, item, real_queues)
+        op_max = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
+        [result], end = self.store.put([half])
+        now_ms = int(self._clock() * 1000)
+        tx = Tx(transaction_id, producer_group, TxState.PENDING, result.commit_log_offset, result.queue_offset,
+                now_ms, half.properties["UNIQ_KEY"], op_max, end_offset=end)
+        self._txs[transaction_id] = tx
+        self.reschedule(tx, first_check_at(now_ms / 1000, self.policy, parse_immunity(half.properties.get("CHECK_IMMUNITY_TIME_IN_SECONDS"))))
+        self._pending[transaction_id] = tx
+        return tx, end
+
+    # --- end --------------------------------------------------------------------
+    async def end(self, transaction_id: str, producer_group: str | None, state: str, *, from_check: bool = False) -> EndOutcome:
+        """Apply commit / rollback / unknown; ``producer_group=None`` is an operator acting."""
+        tx = self.get(transaction_id)
+        if producer_group is not None and tx.producer_group != producer_group:
+            raise ProducerGroupMismatch(f"transaction {transaction_id} belongs to producer group {tx.producer_group!r}")
+        outcome = self.apply(tx, TxEvent(state), note="check" if from_check else "producer")
+        await self._durable(outcome.tx.end_offset)
+        return outcome
+
+    def apply(self, tx: Tx, event: TxEvent, note: str = "") -> EndOutcome:
+        """Run one event through the state machine and write what it says (synchronously: no interleaving)."""
+        new_state, action = transition(tx.state, event)
+        if action is TxAction.NONE:
+            if event is TxEvent.UNKNOWN and tx.state is TxState.PENDING:
+                log.info("transaction %s: producer answered unknown (%s)", tx.transaction_id, note)
+            return EndOutcome(tx, duplicate=tx.state is not TxState.PENDING)
+        half = self.half_message(tx)
+        op = self._op(tx, event.value, half)
+        if action is TxAction.APPEND_FINAL_AND_OP:
+            final = self._final(half)
+            op.properties["FINAL_SIZE"] = str(PendingRecord(final.topic, final.queue_id, 0, final.properties, final.body).size)
+            items = [final, op]
+            if event is TxEvent.RESEND:
+                items.append(PutItem(CHECK_MAX_TIME_TOPIC, 0, b"", {"TRANSACTION_ID": tx.transaction_id, "RESENT": "true"}))
+            results, end = self.store.put(items)
+            f = results[0]
+            tx.final = {"msg_id": tx.msg_id, "topic": f.topic, "queue_id": f.queue_id, "queue_offset": f.queue_offset, "commit_log_offset": f.commit_log_offset}
+            self.stats.commits += 1
+        elif action is TxAction.APPEND_OP:
+            _, end = self.store.put([op])
+            self.stats.rollbacks += 1
+        else:  # MOVE_TO_CHECK_MAX
+            copy = PutItem(CHECK_MAX_TIME_TOPIC, 0, half.body, dict(half.properties), half.born_timestamp, half.binary, half.properties.get("TAGS"))
+            _, end = self.store.put([copy, op])
+            self.stats.discards += 1
+            log.warning("transaction %s discarded after %d checks", tx.transaction_id, tx.check_times)
+        previous = tx.state
+        tx.state = new_state
+        tx.end_offset = end
+        tx.resolved_ms = int(self._clock() * 1000)
+        if previous is TxState.PENDING:
+            self._on_finish(max(0.0, (tx.resolved_ms - tx.born_ms) / 1000))
+            self._resolve(tx)
+        else:
+            self._resolved.append(tx.transaction_id)
+        return EndOutcome(tx, duplicate=False)
+
+    def record_check(self, tx: Tx, answer: str) -> None:
+        """Count a check that reached a producer, durably, and schedule the next one."""
+        tx.check_times += 1
+        tx.last_answer = answer
+        tx.last_check_ms = int(self._clock() * 1000)
+        self.reschedule(tx, next_check_at(self._clock(), self.policy))
+        op = self._op(tx, "check", None)
+        op.properties.update({"TRANSACTION_CHECK_TIMES": str(tx.check_times), "LAST_ANSWER": answer})
+        self.store.put([op])
+        self.stats.checks[answer] = self.stats.checks.get(answer, 0) + 1
+
+    def reschedule(self, tx: Tx, due_at: float) -> None:
+        tx.due_at = due_at
+        heapq.heappush(self._due, (due_at, next(self._seq), tx.transaction_id))
+
+    def due(self, now: float) -> list[Tx]:
+        """Pending transactions whose check time has come (only due entries are touched)."""
+        out = []
+        while self._due and self._due[0][0] <= now:
+            due_at, _, txid = heapq.heappop(self._due)
+            tx = self._pending.get(txid)
+            if tx is not None and tx.due_at == due_at:
+                out.append(tx)
+        return out
+
+    # --- bookkeeping ------------------------------------------------------------
+    def _op(self, tx: Tx, kind: str, half: StoredMessage | None) -> PutItem:
+        props = {"TRANSACTION_ID": tx.transaction_id, "OP": kind, "PGROUP": tx.producer_group,
+                 "HALF_CLOG": str(tx.half_clog_offset), "BORN_MS": str(tx.born_ms), "UNIQ_KEY": tx.msg_id}
+        return PutItem(OP_HALF_TOPIC, 0, str(tx.half_offset).encode(), props, tag=tags_of(half))
+
+    def _final(self, half: StoredMessage) -> PutItem:
+        props = {k: v for k, v in half.properties.items() if k not in HIDDEN_ON_FINAL}
+        return PutItem(half.properties["REAL_TOPIC"], int(half.properties["REAL_QID"]), half.body, props,
+                       half.born_timestamp, half.binary, half.properties.get("TAGS"))
+
+    def _resolve(self, tx: Tx) -> None:
+        first = next(iter(self._pending), None)
+        self._pending.pop(tx.transaction_id, None)
+        self._resolved.append(tx.transaction_id)
+        if first == tx.transaction_id:
+            self._advance_checkpoint()
+        self._evict()
+
+    def _advance_checkpoint(self) -> None:
+        head = next(iter(self._pending.values()), None)
+        if head is None:
+            half = self.store.queue_range(HALF_TOPIC, 0)[1]
+            op = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
+        else:
+            half, op = head.half_offset, head.op_offset_at_creation
+        self.store.offsets.commit(SYSTEM_GROUP, HALF_TOPIC, 0, half)
+        self.store.offsets.commit(SYSTEM_GROUP, OP_HALF_TOPIC, 0, op)
+
+    def _evict(self) -> None:
+        horizon = int((self._clock() - self._retention) * 1000)
+        while self._resolved:
+            tx = self._txs.get(self._resolved[0])
+            if tx is not None and tx.state is not TxState.DISCARDED and len(self._resolved) <= self._max_resolved and (tx.resolved_ms or 0) >= horizon:
+                break
+            txid = self._resolved.popleft()
+            if tx is not None and tx.state is not TxState.DISCARDED:
+                self._txs.pop(txid, None)
+
+    # --- restart ----------------------------------------------------------------
+    def _rebuild(self) -> None:
+        started = time.monotonic()
+        half_from = self.store.offsets.get(SYSTEM_GROUP, HALF_TOPIC, 0) or 0
+        op_from = self.store.offsets.get(SYSTEM_GROUP, OP_HALF_TOPIC, 0) or 0
+        retained_from = self.store.offset_for_time(OP_HALF_TOPIC, 0, int((self._clock() - self._retention) * 1000))
+        for half in self._scan(HALF_TOPIC, half_from):
+            txid = half.properties.get("TRANSACTION_ID")
+            if not txid:
+                continue
+            tx = Tx(txid, half.properties.get("PGROUP", ""), TxState.PENDING, half.commit_log_offset, half.queue_offset,
+                    half.store_timestamp, half.properties.get("UNIQ_KEY", ""), op_from)
+            self._txs[txid] = tx
+            self._pending[txid] = tx
+        for op in self._scan(OP_HALF_TOPIC, min(op_from, retained_from)):
+            self._replay_op(op)
+        for marker in self._scan(CHECK_MAX_TIME_TOPIC, 0):
+            txid = marker.properties.get("TRANSACTION_ID", "")
+            tx = self._txs.get(txid)
+            if marker.properties.get("RESENT") == "true":
+                if tx is not None and tx.state is TxState.DISCARDED:
+                    tx.state = TxState.COMMITTED
+            elif tx is None:
+                self._txs[txid] = self._from_op(marker, TxState.DISCARDED)
+        now = self._clock()
+        for tx in self._pending.values():
+            half = self.half_message(tx)
+            first = first_check_at(tx.born_ms / 1000, self.policy, parse_immunity(half.properties.get("CHECK_IMMUNITY_TIME_IN_SECONDS")))
+            self.reschedule(tx, max(first, next_check_at(tx.last_check_ms / 1000, self.policy) if tx.last_check_ms else first))
+        self._advance_checkpoint()
+        if self._txs:
+            log.info("transaction index rebuilt in %.3fs: %d pending, %d remembered", time.monotonic() - started, len(self._pending), len(self._txs))
+
+    def _replay_op(self, op: StoredMessage) -> None:
+        props = op.properties
+        txid, kind = props.get("TRANSACTION_ID", ""), props.get("OP", "")
+        tx = self._txs.get(txid)
+        if kind == "check":
+            if tx is not None and tx.state is TxState.PENDING:
+                tx.check_times = int(props.get("TRANSACTION_CHECK_TIMES", tx.check_times + 1))
+                tx.last_answer = props.get("LAST_ANSWER")
+                tx.last_check_ms = op.store_timestamp
+            return
+        state = {"commit": TxState.COMMITTED, "resend": TxState.COMMITTED, "rollback": TxState.ROLLED_BACK, "discard": TxState.DISCARDED}.get(kind)
+        if state is None:
+            return
+        was_resolved = tx is not None and tx.state is not TxState.PENDING
+        if tx is None:
+            tx = self._from_op(op, state)
+            self._txs[txid] = tx
+        tx.state = state
+        tx.end_offset = op.commit_log_offset + op.size
+        tx.resolved_ms = op.store_timestamp
+        if "FINAL_SIZE" in props:
+            final = self.store.read_at(op.commit_log_offset - int(props["FINAL_SIZE"]))
+            tx.final = {"msg_id": tx.msg_id, "topic": final.topic, "queue_id": final.queue_id, "queue_offset": final.queue_offset, "commit_log_offset": final.commit_log_offset}
+        self._pending.pop(txid, None)
+        if not was_resolved:
+            self._resolved.append(txid)
+
+    @staticmethod
+    def _from_op(op: StoredMessage, state: TxState) -> Tx:
+        props = op.properties
+        half_clog = int(props.get("HALF_CLOG", op.commit_log_offset))
+        return Tx(props.get("TRANSACTION_ID", ""), props.get("PGROUP", ""), state, half_clog,
+                  int(op.body or b"0") if op.topic == OP_HALF_TOPIC else -1, int(props.get("BORN_MS", op.born_timestamp)),
+                  props.get("UNIQ_KEY", ""), 0, resolved_ms=op.store_timestamp,
+                  check_times=int(props.get("TRANSACTION_CHECK_TIMES", 0)))
+
+    def _scan(self, topic: str, start: int, batch: int = 512):
+        offset = start
+        while True:
+            chunk = self.store.read_queue(topic, 0, offset, batch)
+            if not chunk:
+                return
+            yield from chunk
+            offset = chunk[-1].queue_offset + 1
+
+
+def tags_of(msg: StoredMessage | None) -> str | None:
+    return msg.properties.get("TAGS") if msg is not None else None

@@ -1,0 +1,444 @@
+"""Bad input to the HTTP API (DESIGN section 6): a 4xx problem with a stable code, and nothing changed.
+
+Every refusal is checked three ways: the status, an RFC 9457 problem+json body
+carrying the stable ``code``, and a before/after snapshot of the store (all
+topics with their queues' min/max offsets plus the commit-log end) proving the
+request wrote nothing — not even an auto-created topic.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from typing import Any, Iterator
+
+import httpx
+import pytest
+
+from ..http_helpers import group_state, path, receive, send, settle
+from .support import ModuleBrokerFactory
+from .support import assert_problem, stores_nothing, topic_names
+
+MAX_MESSAGE_SIZE = 1024
+_names = itertools.count()
+
+
+def fresh(prefix: str) -> str:
+    """A topic or group name no other test in this module uses."""
+    return f"{prefix}-{next(_names)}"
+
+
+@pytest.fixture(scope="module")
+def broker_url(module_broker_factory: ModuleBrokerFactory) -> str:
+    """Auto-create on (the default) and a 1 KiB message limit so "oversized" is cheap to send."""
+    return module_broker_factory({"HALFMQ_BROKER_MAX_MESSAGE_SIZE": str(MAX_MESSAGE_SIZE)}).url
+
+
+@pytest.fixture(scope="module")
+def client(broker_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=broker_url, timeout=15) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def strict_client(module_broker_factory: ModuleBrokerFactory) -> Iterator[httpx.Client]:
+    broker = module_broker_factory({"HALFMQ_BROKER_AUTO_CREATE_TOPICS": "false"})
+    with httpx.Client(base_url=broker.url, timeout=15) as c:
+        yield c
+
+
+def create_topic(client: httpx.Client, name: str, queues: int) -> None:
+    client.post("/v1/topics", json={"name": name, "queues": queues}).raise_for_status()
+
+
+def post_raw(client: httpx.Client, url: str, content: bytes, content_type: str | None = "application/json") -> httpx.Response:
+    headers = {"content-type": content_type} if content_type else {}
+    return client.post(url, content=content, headers=headers)
+
+
+def send_raw(client: httpx.Client, topic: str, messages: list[dict[str, Any]]) -> httpx.Response:
+    """Send through json.dumps (not httpx's encoder), so lone surrogates go out as \\ud800 escapes."""
+    return post_raw(client, path("v1", "topics", topic, "messages"), json.dumps({"messages": messages}).encode())
+
+
+# --- topics -------------------------------------------------------------------------------------
+
+
+def test_send_to_an_unknown_topic_without_auto_create_is_not_found_and_creates_nothing(strict_client: httpx.Client) -> None:
+    topic = fresh("NOPE")
+    with stores_nothing(strict_client):
+        resp = strict_client.post(path("v1", "topics", topic, "messages"), json={"messages": [{"body": "hello"}]})
+        assert_problem(resp, 404, "TOPIC_NOT_FOUND")
+    assert topic not in topic_names(strict_client)
+    assert_problem(strict_client.get(path("v1", "topics", topic)), 404, "TOPIC_NOT_FOUND")
+
+    # Only the unknown topic is refused: once created explicitly, the same send is accepted.
+    create_topic(strict_client, topic, 1)
+    assert send(strict_client, topic, "hello")[0]["status"] == "SEND_OK"
+
+
+def test_offset_read_of_an_unknown_topic_is_not_found_and_creates_nothing(client: httpx.Client, strict_client: httpx.Client) -> None:
+    for c in (strict_client, client):  # reads never auto-create, whatever the setting
+        topic = fresh("NOREAD")
+        with stores_nothing(c):
+            assert_problem(c.get(path("v1", "topics", topic, "queues", 0, "messages")), 404, "TOPIC_NOT_FOUND")
+            assert_problem(c.get(path("v1", "topics", topic)), 404, "TOPIC_NOT_FOUND")
+        assert topic not in topic_names(c)
+
+
+@pytest.mark.parametrize(
+    "topic",
+    ["RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC", "%DLQ%x", "%RETRY%x"],
+)
+def test_send_to_system_topic_is_forbidden_and_stores_nothing(client: httpx.Client, topic: str) -> None:
+    # "%DLQ%x" travels percent-encoded: /v1/topics/%25DLQ%25x/messages. The broker may list its own system
+    # topics (it creates the transaction ones at start); what matters is that no offset and no byte moved.
+    url = path("v1", "topics", topic, "messages")
+    with stores_nothing(client):
+        body = assert_problem(client.post(url, json={"messages": [{"body": "forged"}]}), 403, "SYSTEM_TOPIC_FORBIDDEN")
+    assert topic in body["detail"]
+
+
+@pytest.mark.parametrize("topic", ["RMQ_SYS_TRANS_HALF_TOPIC", "%DLQ%x"])
+def test_creating_a_system_topic_is_forbidden(client: httpx.Client, topic: str) -> None:
+    with stores_nothing(client):
+        assert_problem(client.post("/v1/topics", json={"name": topic, "queues": 1}), 403, "SYSTEM_TOPIC_FORBIDDEN")
+
+
+@pytest.mark.parametrize("name", ["bad name!", "a" * 128, "a" * 200, "dots.not.allowed", "trailing-newline\n", "ünïcode", "日本語"])
+@pytest.mark.parametrize("operation", ["create", "send"])
+def test_invalid_topic_name_is_refused_and_creates_nothing(client: httpx.Client, name: str, operation: str) -> None:
+    with stores_nothing(client):
+        if operation == "create":
+            resp = client.post("/v1/topics", json={"name": name, "queues": 1})
+        else:
+            resp = client.post(path("v1", "topics", name, "messages"), json={"messages": [{"body": "x"}]})
+        assert_problem(resp, 400, "INVALID_TOPIC_NAME")
+    assert name not in topic_names(client)
+
+
+@pytest.mark.parametrize("queues", [0, 65, -3])
+def test_creating_a_topic_with_a_queue_count_outside_1_to_64_is_refused(client: httpx.Client, queues: int) -> None:
+    topic = fresh("QCOUNT")
+    with stores_nothing(client):
+        body = assert_problem(client.post("/v1/topics", json={"name": topic, "queues": queues}), 400, "INVALID_QUEUE_COUNT")
+    assert str(queues) in body["detail"]
+    assert topic not in topic_names(client)
+
+
+def test_recreating_an_existing_topic_with_another_queue_count_conflicts_and_keeps_the_old_one(client: httpx.Client) -> None:
+    topic = fresh("EXISTS")
+    create_topic(client, topic, 2)
+    with stores_nothing(client):
+        assert_problem(client.post("/v1/topics", json={"name": topic, "queues": 3}), 409, "TOPIC_EXISTS")
+    assert [q["queue_id"] for q in client.get(path("v1", "topics", topic)).json()["queues"]] == [0, 1]
+
+
+# --- message content ----------------------------------------------------------------------------
+
+
+def test_oversized_message_is_refused_with_413_and_stores_nothing(client: httpx.Client) -> None:
+    topic = fresh("BIG")
+    create_topic(client, topic, 1)
+    with stores_nothing(client):
+        body = assert_problem(client.post(path("v1", "topics", topic, "messages"), json={"messages": [{"body": "x" * 2000}]}), 413, "MESSAGE_TOO_LARGE")
+    assert body["limit"] == MAX_MESSAGE_SIZE
+
+
+def test_batch_whose_last_message_is_oversized_is_refused_whole_without_auto_creating_the_topic(client: httpx.Client) -> None:
+    topic = fresh("BIGBATCH")
+    batch = [{"body": "small one"}, {"body": "small two"}, {"body": "x" * 2000}]
+    with stores_nothing(client):
+        assert_problem(client.post(path("v1", "topics", topic, "messages"), json={"messages": batch}), 413, "MESSAGE_TOO_LARGE")
+    assert topic not in topic_names(client)
+    assert_problem(client.get(path("v1", "topics", topic)), 404, "TOPIC_NOT_FOUND")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"messages": [{"body": "x"',
+        b"not json at all",
+        b"{'messages': [{'body': 'x'}]}",
+        b'{"messages": [{"body": "x"}]} trailing',
+        b"\xff\xfe\x00\x01",
+        b'{"messages": [{"body": "\xc3\x28"}]}',
+        b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    ],
+    ids=["truncated", "bare-words", "single-quotes", "trailing-garbage", "utf16-bom-binary", "invalid-utf8", "nested-too-deeply"],
+)
+def test_malformed_json_is_refused_as_malformed_json(client: httpx.Client, content: bytes) -> None:
+    topic = fresh("MALFORMED")
+    with stores_nothing(client):
+        assert_problem(post_raw(client, path("v1", "topics", topic, "messages"), content), 400, "MALFORMED_JSON")
+    assert topic not in topic_names(client)
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml", None])
+def test_non_json_content_type_is_unsupported_media_type(client: httpx.Client, content_type: str | None) -> None:
+    topic = fresh("MEDIA")
+    valid_json = json.dumps({"messages": [{"body": "x"}]}).encode()
+    with stores_nothing(client):
+        assert_problem(post_raw(client, path("v1", "topics", topic, "messages"), valid_json, content_type), 415, "UNSUPPORTED_MEDIA_TYPE")
+    assert topic not in topic_names(client)
+
+
+@pytest.mark.parametrize("bad_base64", ["@@@not base64@@@", "abc", "aGVsbG8", "aGVs bG8="])
+def test_bad_base64_body_is_refused_as_bad_body_encoding(client: httpx.Client, bad_base64: str) -> None:
+    topic = fresh("B64")
+    create_topic(client, topic, 1)
+    with stores_nothing(client):
+        resp = client.post(path("v1", "topics", topic, "messages"), json={"messages": [{"body": bad_base64, "body_encoding": "base64"}]})
+        assert_problem(resp, 400, "BAD_BODY_ENCODING")
+
+
+def test_batch_of_a_good_message_then_bad_base64_stores_nothing(client: httpx.Client) -> None:
+    topic = fresh("B64BATCH")
+    batch = [{"body": "aGVsbG8=", "body_encoding": "base64"}, {"body": "%%%", "body_encoding": "base64"}]
+    with stores_nothing(client):
+        assert_problem(client.post(path("v1", "topics", topic, "messages"), json={"messages": batch}), 400, "BAD_BODY_ENCODING")
+    assert topic not in topic_names(client)
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ({"body": "\ud800"}, "BAD_BODY_ENCODING"),
+        ({"body": "x", "keys": ["ok", "\ud800"]}, "INVALID_REQUEST"),
+        ({"body": "x", "keys": "\udfff"}, "INVALID_REQUEST"),
+        ({"body": "x", "tag": "\ud800"}, "INVALID_REQUEST"),
+        ({"body": "x", "properties": {"k": "\ud800"}}, "INVALID_REQUEST"),
+        ({"body": "x", "properties": {"\ud800": "v"}}, "INVALID_REQUEST"),
+        ({"body": "x", "sharding_key": "\ud800"}, "INVALID_REQUEST"),
+    ],
+    ids=["body", "keys-list", "keys-string", "tag", "property-value", "property-name", "sharding-key"],
+)
+def test_lone_surrogate_in_message_text_is_refused_and_stores_nothing(client: httpx.Client, message: dict, code: str) -> None:
+    # JSON may escape a lone surrogate; UTF-8 cannot store one. This used to reach the store and answer 500.
+    topic = fresh("SURROGATE")
+    with stores_nothing(client):
+        assert_problem(send_raw(client, topic, [{"body": "fine"}, message]), 400, code)
+    assert topic not in topic_names(client)
+
+
+def test_queue_id_out_of_range_is_refused_and_stores_nothing(client: httpx.Client) -> None:
+    topic = fresh("QID")
+    create_topic(client, topic, 4)
+    with stores_nothing(client):
+        assert_problem(send_raw(client, topic, [{"body": "x", "queue_id": 4}]), 400, "INVALID_QUEUE_ID")
+        assert_problem(send_raw(client, topic, [{"body": "ok", "queue_id": 0}, {"body": "x", "queue_id": 10**20}]), 400, "INVALID_QUEUE_ID")
+        assert_problem(client.get(path("v1", "topics", topic, "queues", 4, "messages")), 400, "INVALID_QUEUE_ID")
+
+
+def test_queue_id_out_of_range_for_an_auto_created_topic_creates_nothing(client: httpx.Client) -> None:
+    topic = fresh("QIDAUTO")  # auto-create would give it 4 queues: 0..3
+    with stores_nothing(client):
+        assert_problem(send_raw(client, topic, [{"body": "x", "queue_id": 4}]), 400, "INVALID_QUEUE_ID")
+    assert topic not in topic_names(client)
+
+
+def test_negative_queue_id_is_an_invalid_request(client: httpx.Client) -> None:
+    topic = fresh("QIDNEG")
+    create_topic(client, topic, 4)
+    with stores_nothing(client):
+        assert_problem(send_raw(client, topic, [{"body": "x", "queue_id": -1}]), 400, "INVALID_REQUEST")
+
+
+@pytest.mark.parametrize(
+    "name", ["REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP", "TRANSACTION_CHECK_TIMES", "RECONSUME_TIME", "ORIGIN_MESSAGE_ID"]
+)
+def test_reserved_property_is_refused_and_stores_nothing(client: httpx.Client, name: str) -> None:
+    topic = fresh("RESERVED")
+    with stores_nothing(client):
+        body = assert_problem(send_raw(client, topic, [{"body": "x", "properties": {name: "forged"}}]), 400, "RESERVED_PROPERTY")
+    assert name in body["detail"]
+    assert topic not in topic_names(client)
+
+
+def test_empty_message_list_is_an_invalid_request(client: httpx.Client) -> None:
+    topic = fresh("EMPTY")
+    with stores_nothing(client):
+        assert_problem(send_raw(client, topic, []), 400, "INVALID_REQUEST")
+    assert topic not in topic_names(client)
+
+
+def test_message_without_a_body_is_an_invalid_request_naming_the_field(client: httpx.Client) -> None:
+    topic = fresh("NOBODY")
+    with stores_nothing(client):
+        body = assert_problem(send_raw(client, topic, [{"body": "fine"}, {"keys": ["k"]}]), 400, "INVALID_REQUEST")
+    assert ["body", "messages", "1", "body"] in [e["loc"] for e in body["errors"]]
+    assert topic not in topic_names(client)
+
+
+def test_unknown_field_in_a_message_is_an_invalid_request(client: httpx.Client) -> None:
+    topic = fresh("EXTRA")
+    with stores_nothing(client):
+        assert_problem(send_raw(client, topic, [{"body": "x", "delay_level": 3}]), 400, "INVALID_REQUEST")
+
+
+# --- consuming ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def in_flight(client: httpx.Client) -> tuple[str, str, str]:
+    """(group, topic, receipt handle) of one received, unacked message."""
+    topic, group = fresh("SETTLE"), fresh("g")
+    create_topic(client, topic, 1)
+    send(client, topic, "only")
+    [message] = receive(client, group, topic, n=1, invisible=60)
+    return group, topic, message["receipt_handle"]
+
+
+def _settle_raw(client: httpx.Client, verb: str, group: str, topic: str, handles: list[str]) -> httpx.Response:
+    return client.post(path("v1", "consumer-groups", group, "topics", topic, verb), json={"receipt_handles": handles})
+
+
+@pytest.mark.parametrize("verb", ["ack", "nack"])
+@pytest.mark.parametrize("bad_handle", ["not-a-handle!", "", "Zm9vYmFy", "A" * 5000], ids=["punctuation", "empty", "base64-of-junk", "long"])
+def test_malformed_receipt_handle_is_refused_and_settles_nothing(
+    client: httpx.Client, in_flight: tuple[str, str, str], verb: str, bad_handle: str
+) -> None:
+    group, topic, good = in_flight
+    before = group_state(client, group)
+    assert before[topic][0] == {"queue_id": 0, "committed_offset": 0, "max_offset": 1, "lag": 1, "in_flight": 1}
+    # The valid handle comes first: the whole request is refused before anything is settled.
+    assert_problem(_settle_raw(client, verb, group, topic, [good, bad_handle]), 400, "INVALID_RECEIPT_HANDLE")
+    assert group_state(client, group) == before
+    assert settle(client, "ack", group, topic, [good]) == ["OK"]  # still in flight, untouched
+    assert group_state(client, group)[topic][0]["committed_offset"] == 1
+
+
+def test_receipt_handle_of_another_group_is_refused_and_settles_nothing(client: httpx.Client, in_flight: tuple[str, str, str]) -> None:
+    group, topic, good = in_flight
+    other_group = fresh("g-other")
+    [other] = receive(client, other_group, topic, n=1)
+    before = (group_state(client, group), group_state(client, other_group))
+    assert_problem(_settle_raw(client, "ack", group, topic, [good, other["receipt_handle"]]), 400, "INVALID_RECEIPT_HANDLE")
+    assert (group_state(client, group), group_state(client, other_group)) == before
+
+
+@pytest.mark.parametrize("max_messages", [0, -1, 257])
+def test_receive_with_max_messages_out_of_range_is_refused_and_delivers_nothing(client: httpx.Client, max_messages: int) -> None:
+    topic, group = fresh("RECV"), fresh("g")
+    create_topic(client, topic, 1)
+    send(client, topic, "waiting")
+    resp = client.post(path("v1", "consumer-groups", group, "topics", topic, "receive"), json={"max_messages": max_messages})
+    assert_problem(resp, 400, "INVALID_REQUEST")
+    assert_problem(client.get(path("v1", "consumer-groups", group)), 404, "CONSUMER_GROUP_NOT_FOUND")
+    [message] = receive(client, group, topic, n=5)
+    assert message["body"] == "waiting" and message["delivery_attempt"] == 1
+
+
+# --- routing ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [("GET", "/nope"), ("GET", "/v2/topics"), ("POST", "/v1/topics/T/queues/0/messages/extra"), ("GET", "/v1/consumer-groups/g/topics/T")],
+)
+def test_unknown_route_is_a_not_found_problem(client: httpx.Client, method: str, url: str) -> None:
+    with stores_nothing(client):
+        body = assert_problem(client.request(method, url, json={}), 404, "NOT_FOUND")
+    assert body["instance"] == url
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [("DELETE", "/v1/topics"), ("PUT", "/v1/topics/T"), ("GET", "/v1/topics/T/messages"), ("POST", "/healthz"), ("GET", "/v1/consumer-groups/g/topics/T/ack")],
+)
+def test_wrong_method_is_method_not_allowed(client: httpx.Client, method: str, url: str) -> None:
+    with stores_nothing(client):
+        body = assert_problem(client.request(method, url), 405, "METHOD_NOT_ALLOWED")
+    assert method in body["detail"]
+
+
+# --- never a 500 --------------------------------------------------------------------------------
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"messages": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+def _nested_objects(depth: int) -> bytes:
+    return b'{"messages": [{"body": "x", "properties": ' + b'{"a": ' * depth + b"1" + b"}" * depth + b"}]}"
+
+
+def _msgs(**fields: Any) -> bytes:
+    return json.dumps({"messages": [{"body": "x", **fields}]}).encode()
+
+
+_rng = random.Random(20261122)
+GARBAGE: list[tuple[str, str, str, bytes | None, str | None]] = [
+    # (id, method, url, content, content type)
+    ("random-bytes-send", "POST", "/v1/topics/G/messages", _rng.randbytes(512), "application/json"),
+    ("random-bytes-create", "POST", "/v1/topics", _rng.randbytes(512), "application/json"),
+    ("random-bytes-receive", "POST", "/v1/consumer-groups/g/topics/G/receive", _rng.randbytes(64), "application/json"),
+    ("nested-arrays", "POST", "/v1/topics/G/messages", _nested(20000), "application/json"),
+    ("nested-objects", "POST", "/v1/topics/G/messages", _nested_objects(20000), "application/json"),
+    ("huge-queue-id", "POST", "/v1/topics/G/messages", _msgs(queue_id=10**40), "application/json"),
+    ("huge-negative-queue-id", "POST", "/v1/topics/G/messages", _msgs(queue_id=-(10**40)), "application/json"),
+    ("float-queue-id", "POST", "/v1/topics/G/messages", _msgs(queue_id=1e308), "application/json"),
+    ("infinite-queue-id", "POST", "/v1/topics/G/messages", b'{"messages": [{"body": "x", "queue_id": 1e99999}]}', "application/json"),
+    ("nan-queue-id", "POST", "/v1/topics/G/messages", b'{"messages": [{"body": "x", "queue_id": NaN}]}', "application/json"),
+    ("huge-queue-count", "POST", "/v1/topics", json.dumps({"name": "HUGEQ", "queues": 10**40}).encode(), "application/json"),
+    ("fractional-queue-count", "POST", "/v1/topics", json.dumps({"name": "FRACQ", "queues": 1.5}).encode(), "application/json"),
+    ("negative-offset-read", "GET", "/v1/topics/G/queues/0/messages?offset=-1", None, None),
+    ("huge-offset-read", "GET", "/v1/topics/G/queues/0/messages?offset=" + "9" * 30, None, None),
+    ("enormous-offset-read", "GET", "/v1/topics/G/queues/0/messages?offset=" + "9" * 5000, None, None),
+    ("huge-max-read", "GET", "/v1/topics/G/queues/0/messages?max=" + "9" * 30, None, None),
+    ("huge-queue-in-path", "GET", "/v1/topics/G/queues/" + "9" * 40 + "/messages", None, None),
+    ("negative-queue-in-path", "GET", "/v1/topics/G/queues/-1/messages", None, None),
+    ("unicode-topic-send", "POST", "/v1/topics/%E6%97%A5%E6%9C%AC/messages", _msgs(), "application/json"),
+    ("unicode-topic-create", "POST", "/v1/topics", json.dumps({"name": "🔥topic"}).encode(), "application/json"),
+    ("invalid-utf8-in-path", "POST", "/v1/topics/%FF%FE/messages", _msgs(), "application/json"),
+    ("nul-in-path", "GET", "/v1/topics/a%00b/queues/0/messages", None, None),
+    ("very-long-topic", "POST", "/v1/topics/" + "t" * 4000 + "/messages", _msgs(), "application/json"),
+    ("surrogate-body", "POST", "/v1/topics/G/messages", _msgs(body="\ud800"), "application/json"),
+    ("surrogate-keys", "POST", "/v1/topics/G/messages", _msgs(keys=["\ud800"]), "application/json"),
+    ("surrogate-property-name", "POST", "/v1/topics/G/messages", _msgs(properties={"\udbff": "v"}), "application/json"),
+    ("surrogate-sharding-key", "POST", "/v1/topics/G/messages", _msgs(sharding_key="\udc00"), "application/json"),
+    ("surrogate-topic-create", "POST", "/v1/topics", json.dumps({"name": "\ud800"}).encode(), "application/json"),
+    ("surrogate-receipt-handle", "POST", "/v1/consumer-groups/g/topics/G/ack", json.dumps({"receipt_handles": ["\ud800"]}).encode(), "application/json"),
+    ("surrogate-group-in-path", "GET", "/v1/consumer-groups/%ED%A0%80", None, None),
+    ("null-document", "POST", "/v1/topics/G/messages", b"null", "application/json"),
+    ("array-document", "POST", "/v1/topics/G/messages", b"[]", "application/json"),
+    ("empty-document", "POST", "/v1/topics/G/messages", b"", "application/json"),
+    ("messages-not-a-list", "POST", "/v1/topics/G/messages", b'{"messages": "lots"}', "application/json"),
+    ("null-message", "POST", "/v1/topics/G/messages", b'{"messages": [null]}', "application/json"),
+    ("numeric-body", "POST", "/v1/topics/G/messages", b'{"messages": [{"body": 12}]}', "application/json"),
+    ("unknown-encoding", "POST", "/v1/topics/G/messages", _msgs(body_encoding="rot13"), "application/json"),
+    ("nested-property-value", "POST", "/v1/topics/G/messages", _msgs(properties={"a": {"b": [1]}}), "application/json"),
+    ("ten-thousand-keys", "POST", "/v1/topics/G/messages", _msgs(keys=[f"k{i}" for i in range(10000)]), "application/json"),
+    ("too-many-messages", "POST", "/v1/topics/G/messages", json.dumps({"messages": [{"body": "x"}] * 1001}).encode(), "application/json"),
+    ("batch-over-a-segment", "POST", "/v1/topics/G/messages", json.dumps({"messages": [{"body": "x" * 1000}] * 300}).encode(), "application/json"),
+    ("utf16-declared", "POST", "/v1/topics/G/messages", _msgs(), "application/json; charset=utf-16"),
+    ("bom-prefixed", "POST", "/v1/topics/G/messages", b"\xef\xbb\xbf" + _msgs(), "application/json"),
+    ("nan-invisible", "POST", "/v1/consumer-groups/g/topics/G/receive", b'{"invisible_seconds": NaN}', "application/json"),
+    ("infinite-wait", "POST", "/v1/consumer-groups/g/topics/G/receive", b'{"wait_seconds": Infinity}', "application/json"),
+    ("numeric-handles", "POST", "/v1/consumer-groups/g/topics/G/nack", b'{"receipt_handles": [1, 2]}', "application/json"),
+    ("bad-group-name", "POST", "/v1/consumer-groups/a%20b%21/topics/G/receive", b"{}", "application/json"),
+    ("receive-system-topic", "POST", "/v1/consumer-groups/g/topics/RMQ_SYS_TRANS_HALF_TOPIC/receive", b"{}", "application/json"),
+]
+
+
+@pytest.fixture(scope="module")
+def garbage_topic(client: httpx.Client) -> str:
+    create_topic(client, "G", 2)
+    send(client, "G", "already here")
+    return "G"
+
+
+@pytest.mark.parametrize(("method", "url", "content", "content_type"), [g[1:] for g in GARBAGE], ids=[g[0] for g in GARBAGE])
+def test_garbage_input_never_causes_a_server_error(
+    broker_url: str, garbage_topic: str, method: str, url: str, content: bytes | None, content_type: str | None
+) -> None:
+    # A fresh connection per case: a 5xx makes the server drop the connection, which must not hide the next case.
+    headers = {"content-type": content_type} if content_type else {}
+    with httpx.Client(base_url=broker_url, timeout=15) as c:
+        resp = c.request(method, url, content=content, headers=headers)
+        assert resp.status_code < 500, f"{method} {url[:80]} -> {resp.status_code}: {resp.text[:300]}"
+        if resp.status_code >= 400:
+            assert resp.headers["content-type"].startswith("application/problem+json"), resp.text[:300]
+            assert resp.json()["code"]
+        assert c.get("/healthz").status_code == 200

@@ -1,0 +1,196 @@
+"""The consumer loops against a real broker process.
+
+The test broker (tests/conftest.py) retries nacked messages after a fraction
+of a second, but these tests only rely on redelivery happening eventually,
+within a generous deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from broker.client import AsyncConsumer, Consumer, ConsumerClient, Message, Producer
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def producer(broker_url: str) -> Iterator[Producer]:
+    with Producer(broker_url) as p:
+        yield p
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
+
+
+def total_lag(broker_url: str, group: str, topic: str) -> int:
+    with ConsumerClient(broker_url, group, topic) as client:
+        info = client.group_info()
+    return sum(q.lag for t in info.topics if t.topic == topic for q in t.queues)
+
+
+class Running:
+    """A Consumer.run() on a thread, so the test can stop it and time how long that takes."""
+
+    def __init__(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+        self.thread = threading.Thread(target=consumer.run, daemon=True)
+        self.thread.start()
+
+    def stop(self, within: float) -> float:
+        started = time.monotonic()
+        self.consumer.stop()
+        self.thread.join(within)
+        assert not self.thread.is_alive(), f"run() did not return within {within}s of stop()"
+        return time.monotonic() - started
+
+
+def test_a_consumer_handles_every_message_once_and_acks_it(broker_url: str, producer: Producer) -> None:
+    topic, group = unique("SDK_CONSUME"), unique("g")
+    producer.create_topic(topic, queues=2)
+    producer.send_batch(topic, [f"m{i}" for i in range(30)])
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def handler(message: Message) -> None:
+        with lock:
+            seen.append(message.body)
+
+    with Consumer(broker_url, group, topic, handler, max_messages=8, wait_seconds=1, concurrency=4) as consumer:
+        running = Running(consumer)
+        assert wait_until(lambda: len(seen) >= 30, timeout=10)
+        running.stop(within=5)
+
+    assert sorted(seen) == sorted(f"m{i}" for i in range(30))
+    assert wait_until(lambda: total_lag(broker_url, group, topic) == 0, timeout=5)
+
+
+def test_a_failing_handler_gets_the_message_again_with_a_higher_delivery_attempt(
+    broker_url: str, producer: Producer
+) -> None:
+    topic, group = unique("SDK_RETRY"), unique("g")
+    producer.create_topic(topic, queues=1)
+    producer.send_batch(topic, ["fine", "flaky"])
+    attempts: dict[str, list[int]] = {}
+    lock = threading.Lock()
+
+    def handler(message: Message) -> None:
+        with lock:
+            attempts.setdefault(message.body, []).append(message.delivery_attempt or 0)
+            first_try = len(attempts[message.body]) == 1
+        if message.body == "flaky" and first_try:
+            raise RuntimeError("transient failure in the handler")
+
+    with Consumer(broker_url, group, topic, handler, invisible_seconds=2, wait_seconds=1) as consumer:
+        running = Running(consumer)
+        assert wait_until(lambda: len(attempts.get("flaky", [])) >= 2, timeout=15)
+        running.stop(within=5)
+
+    assert attempts["fine"] == [1]
+    assert attempts["flaky"][0] == 1 and attempts["flaky"][1] > 1
+    assert wait_until(lambda: total_lag(broker_url, group, topic) == 0, timeout=5)
+
+
+def test_stop_returns_promptly_while_a_long_poll_is_waiting(broker_url: str, producer: Producer) -> None:
+    topic = unique("SDK_IDLE")
+    producer.create_topic(topic, queues=1)
+
+    with Consumer(broker_url, unique("g"), topic, lambda m: None, wait_seconds=20) as consumer:
+        running = Running(consumer)
+        time.sleep(0.5)  # let it enter the long poll
+        assert running.stop(within=2) < 2
+
+
+def test_stop_lets_a_running_handler_finish_and_acks_its_message(broker_url: str, producer: Producer) -> None:
+    topic, group = unique("SDK_DRAIN"), unique("g")
+    producer.create_topic(topic, queues=1)
+    producer.send_batch(topic, ["slow", "later-1", "later-2"])
+    started, finished = threading.Event(), threading.Event()
+    handled: list[str] = []
+
+    def handler(message: Message) -> None:
+        handled.append(message.body)
+        started.set()
+        time.sleep(1.0)
+        finished.set()
+
+    consumer = Consumer(broker_url, group, topic, handler, invisible_seconds=2, wait_seconds=1, concurrency=1)
+    with consumer:
+        running = Running(consumer)
+        assert started.wait(10)
+        running.stop(within=5)
+        assert finished.is_set(), "run() returned before the in-flight handler finished"
+
+    assert handled == ["slow"], "messages not yet started at stop must not reach the handler"
+    # Had its ack not been sent, "slow" would be visible again after 2 s.
+    with ConsumerClient(broker_url, group, topic) as client:
+        again: list[str] = []
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:
+            batch = client.receive(max_messages=16, invisible_seconds=30, wait_seconds=1)
+            again.extend(m.body for m in batch)
+    assert "slow" not in again
+    assert sorted(again) == ["later-1", "later-2"], "released messages become deliverable again"
+
+
+async def test_an_async_consumer_handles_every_message_and_retries_a_failure(
+    broker_url: str, producer: Producer
+) -> None:
+    topic, group = unique("SDK_ASYNC_CONSUME"), unique("g")
+    producer.create_topic(topic, queues=2)
+    producer.send_batch(topic, [f"m{i}" for i in range(20)])
+    attempts: dict[str, list[int]] = {}
+    all_done = asyncio.Event()
+
+    async def handler(message: Message) -> None:
+        tries = attempts.setdefault(message.body, [])
+        tries.append(message.delivery_attempt or 0)
+        await asyncio.sleep(0.01)
+        if message.body == "m7" and len(tries) == 1:
+            raise RuntimeError("transient failure in the handler")
+        if len(attempts) == 20 and len(attempts["m7"]) >= 2:
+            all_done.set()
+
+    async with AsyncConsumer(
+        broker_url, group, topic, handler, max_messages=8, invisible_seconds=2, wait_seconds=1, concurrency=4
+    ) as consumer:
+        task = asyncio.create_task(consumer.run())
+        await asyncio.wait_for(all_done.wait(), timeout=15)
+        started = time.monotonic()
+        consumer.stop()
+        await asyncio.wait_for(task, timeout=5)
+        assert time.monotonic() - started < 5
+
+    assert sorted(attempts) == sorted(f"m{i}" for i in range(20))
+    assert attempts["m7"][0] == 1 and attempts["m7"][1] > 1
+    assert all(tries == [1] for body, tries in attempts.items() if body != "m7")
+    assert await asyncio.to_thread(wait_until, lambda: total_lag(broker_url, group, topic) == 0, 5)
+
+
+async def test_an_async_consumer_stops_promptly_during_a_long_poll_even_from_another_thread(
+    broker_url: str, producer: Producer
+) -> None:
+    topic = unique("SDK_ASYNC_IDLE")
+    producer.create_topic(topic, queues=1)
+
+    async with AsyncConsumer(broker_url, unique("g"), topic, lambda m: None, wait_seconds=20) as consumer:
+        task = asyncio.create_task(consumer.run())
+        await asyncio.sleep(0.5)
+        started = time.monotonic()
+        threading.Thread(target=consumer.stop).start()
+        await asyncio.wait_for(task, timeout=2)
+        assert time.monotonic() - started < 2

@@ -1,0 +1,16 @@
+from broker.transaction.check_client import CheckOutcome, interpret
+
+
+def test_only_a_200_with_a_known_state_decides() -> None:
+    assert interpret(200, b'{"state": "commit"}').outcome is CheckOutcome.COMMIT
+    assert interpret(200, b'{"state": "rollback"}').outcome is CheckOutcome.ROLLBACK
+    assert interpret(200, b'{"state": "unknown"}').outcome is CheckOutcome.UNKNOWN
+
+
+def test_garbage_answers_count_as_unknown_or_error_never_as_a_decision() -> None:
+    for status, body in [(200, b'{"state": "COMMIT_MESSAGE"}'), (200, b"commit"), (200, b"[]"), (500, b'{"state":"commit"}'), (301, b"")]:
+        assert interpret(status, body).outcome not in (CheckOutcome.COMMIT, CheckOutcome.ROLLBACK)
+
+
+def test_202_means_the_producer_will_end_it_later() -> None:
+    assert interpret(202, b"").outcome is CheckOutcome.DEFERRED

@@ -1,0 +1,53 @@
+import itertools
+
+import pytest
+
+from broker.errors import TransactionConflict
+from broker.transaction.state_machine import TRANSITIONS, TxAction, TxEvent, TxState, transition
+
+S, E, A = TxState, TxEvent, TxAction
+
+LEGAL = {
+    (S.PENDING, E.COMMIT): (S.COMMITTED, A.APPEND_FINAL_AND_OP),
+    (S.PENDING, E.ROLLBACK): (S.ROLLED_BACK, A.APPEND_OP),
+    (S.PENDING, E.UNKNOWN): (S.PENDING, A.NONE),
+    (S.PENDING, E.DISCARD): (S.DISCARDED, A.MOVE_TO_CHECK_MAX),
+    (S.COMMITTED, E.COMMIT): (S.COMMITTED, A.NONE),
+    (S.COMMITTED, E.UNKNOWN): (S.COMMITTED, A.NONE),
+    (S.ROLLED_BACK, E.ROLLBACK): (S.ROLLED_BACK, A.NONE),
+    (S.ROLLED_BACK, E.UNKNOWN): (S.ROLLED_BACK, A.NONE),
+    (S.DISCARDED, E.UNKNOWN): (S.DISCARDED, A.NONE),
+    (S.DISCARDED, E.DISCARD): (S.DISCARDED, A.NONE),
+    (S.DISCARDED, E.RESEND): (S.COMMITTED, A.APPEND_FINAL_AND_OP),
+}
+
+
+@pytest.mark.parametrize(("state", "event"), sorted(LEGAL, key=str))
+def test_every_legal_transition_lands_where_the_table_says(state, event) -> None:
+    assert transition(state, event) == LEGAL[(state, event)]
+
+
+ILLEGAL = [pair for pair in itertools.product(TxState, TxEvent) if pair not in LEGAL]
+
+
+@pytest.mark.parametrize(("state", "event"), ILLEGAL, ids=[f"{s.value}-{e.value}" for s, e in ILLEGAL])
+def test_every_other_transition_is_a_conflict(state, event) -> None:
+    with pytest.raises(TransactionConflict) as info:
+        transition(state, event)
+    assert info.value.status == 409
+
+
+def test_commit_after_rollback_is_rejected() -> None:
+    with pytest.raises(TransactionConflict):
+        transition(S.ROLLED_BACK, E.COMMIT)
+
+
+def test_a_decided_outcome_never_flips() -> None:
+    for (state, event), (new_state, _) in TRANSITIONS.items():
+        if state in (S.COMMITTED, S.ROLLED_BACK):
+            assert new_state is state
+
+
+def test_repeating_the_decided_outcome_writes_nothing() -> None:
+    assert transition(S.COMMITTED, E.COMMIT)[1] is A.NONE
+    assert transition(S.ROLLED_BACK, E.ROLLBACK)[1] is A.NONE

@@ -1,0 +1,178 @@
+"""TransactionService + CheckService on a real store, with a fake clock and scripted producer answers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from broker.api.runtime import durability
+from broker.errors import ProducerGroupMismatch, TransactionConflict, TransactionNotFound
+from broker.store.message_store import MessageStore, PutItem, StoreConfig
+from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
+from broker.transaction.check_client import CheckOutcome
+from broker.transaction.check_policy import CheckPolicy
+from broker.transaction.check_service import CheckService
+from broker.transaction.producer_registry import ProducerRegistry
+from broker.transaction.state_machine import TxState
+from broker.transaction.transaction_service import TransactionService
+
+from .fakes import FakeClock, ScriptedCheckClient
+
+POLICY = CheckPolicy(transaction_timeout=6, check_interval=5, check_max=3)
+
+
+class Broker:
+    """The transaction layer of one broker incarnation over a data dir."""
+
+    def __init__(self, path: Path, clock: FakeClock, client: ScriptedCheckClient) -> None:
+        self.store = MessageStore(StoreConfig(path), clock=clock)
+        self.store.create_topic("ORDERS", 2)
+        self.txs = TransactionService(self.store, POLICY, durability(self.store, 5), clock=clock)
+        self.registry = ProducerRegistry(None, expiry=120, clock=clock)
+        self.checks = CheckService(self.txs, self.registry, client, POLICY, clock=clock)
+
+    def half(self, body: str, group: str = "pg") -> str:
+        tx, _ = self.txs.send_half(group, PutItem("ORDERS", 0, body.encode(), {"UNIQ_KEY": body}), 2)
+        return tx.transaction_id
+
+    def visible(self) -> list[bytes]:
+        return [m.body for q in range(2) for m in self.store.read_queue("ORDERS", q, 0, 10_000)]
+
+    async def check_round(self, clock: FakeClock, seconds: float = 5.0) -> None:
+        clock.advance(seconds)
+        self.checks.run_once()
+        await self.checks.wait_idle()
+
+    def close(self) -> None:
+        self.store.close()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def client() -> ScriptedCheckClient:
+    return ScriptedCheckClient()
+
+
+@pytest.fixture
+def broker(tmp_path: Path, clock, client):
+    b = Broker(tmp_path, clock, client)
+    yield b
+    b.close()
+
+
+async def test_half_message_is_invisible_until_committed(broker: Broker) -> None:
+    txid = broker.half("o1")
+    assert broker.visible() == []
+    assert broker.store.queue_range(HALF_TOPIC, 0) == (0, 1)
+    outcome = await broker.txs.end(txid, "pg", "commit")
+    assert outcome.tx.state is TxState.COMMITTED and not outcome.duplicate
+    assert broker.visible() == [b"o1"]
+
+
+async def test_double_commit_appends_one_final_message_and_returns_the_first_result(broker: Broker) -> None:
+    txid = broker.half("o1")
+    first = await broker.txs.end(txid, "pg", "commit")
+    second = await broker.txs.end(txid, "pg", "commit", from_check=True)
+    assert second.duplicate and second.tx.final == first.tx.final
+    assert broker.visible() == [b"o1"]
+
+
+async def test_commit_after_rollback_is_a_conflict_and_writes_nothing(broker: Broker) -> None:
+    txid = broker.half("o1")
+    await broker.txs.end(txid, "pg", "rollback")
+    end = broker.store.commit_log.end_offset
+    with pytest.raises(TransactionConflict):
+        await broker.txs.end(txid, "pg", "commit")
+    assert broker.store.commit_log.end_offset == end
+    assert broker.visible() == []
+
+
+async def test_wrong_producer_group_and_unknown_transaction_are_refused(broker: Broker) -> None:
+    txid = broker.half("o1")
+    with pytest.raises(ProducerGroupMismatch):
+        await broker.txs.end(txid, "other", "commit")
+    with pytest.raises(TransactionNotFound):
+        await broker.txs.end("nope", "pg", "commit")
+    assert broker.txs.get(txid).state is TxState.PENDING
+
+
+async def test_unanswered_transaction_is_checked_and_committed_by_the_check(broker: Broker, clock, client) -> None:
+    broker.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+    txid = broker.half("o1")
+    await broker.check_round(clock, 5.9)
+    assert client.calls == []  # younger than transaction_timeout
+    client.script.append(CheckOutcome.COMMIT)
+    await broker.check_round(clock, 0.2)
+    assert len(client.calls) == 1
+    assert client.calls[0][1]["message"]["topic"] == "ORDERS"
+    assert broker.txs.get(txid).state is TxState.COMMITTED
+    assert broker.visible() == [b"o1"]
+
+
+async def test_unknown_answers_discard_after_check_max(broker: Broker, clock, client) -> None:
+    broker.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+    txid = broker.half("o1")
+    for _ in range(6):
+        await broker.check_round(clock, 6)
+    tx = broker.txs.get(txid)
+    assert tx.state is TxState.DISCARDED
+    assert tx.check_times == POLICY.check_max
+    assert len(client.calls) == POLICY.check_max
+    assert [m.body for m in broker.store.read_queue(CHECK_MAX_TIME_TOPIC, 0, 0, 10)] == [b"o1"]
+    assert broker.visible() == []
+
+
+async def test_checks_that_reach_no_producer_do_not_count(broker: Broker, clock, client) -> None:
+    txid = broker.half("o1")
+    for _ in range(10):
+        await broker.check_round(clock, 6)
+    assert broker.txs.get(txid).check_times == 0
+    assert broker.txs.get(txid).state is TxState.PENDING
+    broker.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+    client.script.append(CheckOutcome.ROLLBACK)
+    await broker.check_round(clock, 6)
+    assert broker.txs.get(txid).state is TxState.ROLLED_BACK
+
+
+async def test_state_and_check_counts_survive_a_restart(tmp_path: Path, clock, client) -> None:
+    b = Broker(tmp_path, clock, client)
+    b.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+    committed, rolled, pending = b.half("c"), b.half("r"), b.half("p")
+    first = await b.txs.end(committed, "pg", "commit")
+    await b.txs.end(rolled, "pg", "rollback")
+    await b.check_round(clock, 6)  # two checks for "p", answered unknown
+    await b.check_round(clock, 6)
+    b.close()
+    b = Broker(tmp_path, clock, client)
+    try:
+        assert b.txs.get(committed).state is TxState.COMMITTED
+        assert b.txs.get(committed).final == first.tx.final
+        assert b.txs.get(rolled).state is TxState.ROLLED_BACK
+        assert b.txs.get(pending).state is TxState.PENDING
+        assert b.txs.get(pending).check_times == 2
+        again = await b.txs.end(committed, "pg", "commit")
+        assert again.duplicate and b.visible() == [b"c"]
+        with pytest.raises(TransactionConflict):
+            await b.txs.end(rolled, "pg", "commit")
+    finally:
+        b.close()
+
+
+async def test_discarded_transaction_can_be_resent_once(broker: Broker, clock, client) -> None:
+    broker.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+    txid = broker.half("o1")
+    for _ in range(5):
+        await broker.check_round(clock, 6)
+    from broker.transaction.state_machine import TxEvent
+
+    tx = broker.txs.get(txid)
+    broker.txs.apply(tx, TxEvent.RESEND)
+    assert tx.state is TxState.COMMITTED and broker.visible() == [b"o1"]
+    with pytest.raises(TransactionConflict):
+        broker.txs.apply(tx, TxEvent.RESEND)
