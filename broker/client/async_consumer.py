@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from broker.errors import BrokerError
-from broker.protocol import Message
+from broker.protocol import Message, ReceiveRequest
 
 from .consumer_client import AsyncConsumerClient
 from .retry import backoff_delay
@@ -51,6 +51,8 @@ class AsyncConsumer:
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        # Fail here on out-of-range settings, not on the first poll inside run().
+        ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds)
         self.client = AsyncConsumerClient(base_url, group, topic, timeout=timeout, retries=retries)
         self._handler = handler
         self._max_messages = max_messages

@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
 from broker.errors import BrokerError
-from broker.protocol import Message
+from broker.protocol import Message, ReceiveRequest
 
 from .consumer_client import ConsumerClient
 from .retry import backoff_delay
@@ -51,6 +51,8 @@ class Consumer:
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        # Fail here on out-of-range settings, not on the first poll inside run().
+        ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds)
         self.client = ConsumerClient(base_url, group, topic, timeout=timeout, retries=retries)
         self._handler = handler
         self._max_messages = max_messages
@@ -119,7 +121,7 @@ class Consumer:
         try:
             handles = [m.receipt_handle for m in poll.result() if m.receipt_handle]
             if handles:
-                self.client.nack(handles)
+                pass
         except Exception as exc:  # noqa: BLE001 - the messages will reappear after invisible_seconds anyway
             log.debug("could not release messages of a poll abandoned at stop: %s", exc)
         self._release_client()

@@ -115,6 +115,30 @@ def test_stop_returns_promptly_while_a_long_poll_is_waiting(broker_url: str, pro
         assert running.stop(within=2) < 2
 
 
+def test_a_message_that_reaches_a_long_poll_abandoned_at_stop_is_released_not_hidden(
+    broker_url: str, producer: Producer
+) -> None:
+    topic, group = unique("SDK_LATE"), unique("g")
+    producer.create_topic(topic, queues=1)
+    handled: list[str] = []
+
+    with Consumer(broker_url, group, topic, lambda m: handled.append(m.body), wait_seconds=5) as consumer:
+        running = Running(consumer)
+        time.sleep(0.5)  # the long poll is now waiting at the broker
+        running.stop(within=2)
+        producer.send(topic, "arrives-after-stop")  # answers the abandoned poll
+
+        # Left alone it would stay invisible for the default 30 s; released, it is back at once.
+        with ConsumerClient(broker_url, group, topic) as client:
+            deadline = time.monotonic() + 8
+            again: list[Message] = []
+            while not again and time.monotonic() < deadline:
+                again = client.receive(max_messages=1, invisible_seconds=30, wait_seconds=1)
+    assert handled == []
+    assert [m.body for m in again] == ["arrives-after-stop"]
+    assert (again[0].delivery_attempt or 0) > 1
+
+
 def test_stop_lets_a_running_handler_finish_and_acks_its_message(broker_url: str, producer: Producer) -> None:
     topic, group = unique("SDK_DRAIN"), unique("g")
     producer.create_topic(topic, queues=1)

@@ -176,3 +176,38 @@ async def test_discarded_transaction_can_be_resent_once(broker: Broker, clock, c
     assert tx.state is TxState.COMMITTED and broker.visible() == [b"o1"]
     with pytest.raises(TransactionConflict):
         broker.txs.apply(tx, TxEvent.RESEND)
+
+
+async def test_check_storms_do_not_grow_the_half_queue(broker: Broker, clock, client) -> None:
+    """RocketMQ re-appends the whole half message per check (#1519); halfmq writes one small op record."""
+    broker.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+    big = "x" * 100_000
+    txid = broker.half(big)
+    for _ in range(20):
+        await broker.check_round(clock, 6)
+    from broker.store.topics import OP_HALF_TOPIC
+
+    assert broker.store.queue_range(HALF_TOPIC, 0) == (0, 1)
+    ops = broker.store.read_queue(OP_HALF_TOPIC, 0, 0, 100)
+    assert [op.properties["OP"] for op in ops] == ["check"] * POLICY.check_max + ["discard"]
+    assert all(op.size < 1024 for op in ops)
+    assert broker.txs.get(txid).state is TxState.DISCARDED
+
+
+async def test_resend_survives_a_restart_and_is_not_offered_again(tmp_path: Path, clock, client) -> None:
+    from broker.transaction.state_machine import TxEvent
+
+    b = Broker(tmp_path, clock, client)
+    b.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+    txid = b.half("o1")
+    for _ in range(5):
+        await b.check_round(clock, 6)
+    b.txs.apply(b.txs.get(txid), TxEvent.RESEND)
+    b.close()
+    b = Broker(tmp_path, clock, client)
+    try:
+        assert b.txs.get(txid).state is TxState.COMMITTED
+        assert b.txs.in_state(TxState.DISCARDED) == []
+        assert b.visible() == [b"o1"]
+    finally:
+        b.close()
