@@ -104,12 +104,16 @@ class Consumer:
             self._release_client()
 
     def _receive(self, poller: ThreadPoolExecutor) -> list[Message] | None:
-        self._wake.clear()
-        if self._stop.is_set():
-            return None
         poll = poller.submit(self.client.receive, self._max_messages, self._invisible_seconds, self._wait_seconds)
         poll.add_done_callback(lambda _: self._wake.set())
-        self._wake.wait()
+        while True:
+            # Clear before checking, so a wake-up landing in between is not
+            # lost; a stale one (a handler callback of the last batch) only
+            # costs another look.
+            self._wake.clear()
+            if poll.done() or self._stop.is_set():
+                break
+            self._wake.wait()
         if poll.done():
             return poll.result()
         self._acquire_client()
@@ -121,7 +125,7 @@ class Consumer:
         try:
             handles = [m.receipt_handle for m in poll.result() if m.receipt_handle]
             if handles:
-                pass
+                self.client.nack(handles)
         except Exception as exc:  # noqa: BLE001 - the messages will reappear after invisible_seconds anyway
             log.debug("could not release messages of a poll abandoned at stop: %s", exc)
         self._release_client()

@@ -233,7 +233,7 @@ class TransactionService:
     # --- bookkeeping ------------------------------------------------------------
     def _op(self, tx: Tx, kind: str, half: StoredMessage | None) -> PutItem:
         props = {"TRANSACTION_ID": tx.transaction_id, "OP": kind, "PGROUP": tx.producer_group,
-                 "HALF_CLOG": str(tx.half_clog_offset), "BORN_MS": str(tx.born_ms), "UNIQ_KEY": tx.msg_id}
+                 "HALF_CLOG": str(tx.half_clog_offset), "BORN_MS": str(tx.born_ms)}
         return PutItem(OP_HALF_TOPIC, 0, str(tx.half_offset).encode(), props, tag=tags_of(half))
 
     def _final(self, half: StoredMessage) -> PutItem:
@@ -329,13 +329,14 @@ class TransactionService:
         if not was_resolved:
             self._resolved.append(txid)
 
-    @staticmethod
-    def _from_op(op: StoredMessage, state: TxState) -> Tx:
+    def _from_op(self, op: StoredMessage, state: TxState) -> Tx:
+        """A resolved transaction whose half lies before the rebuild's start, from its op (or CHECK_MAX copy)."""
         props = op.properties
         half_clog = int(props.get("HALF_CLOG", op.commit_log_offset))
+        msg_id = props.get("UNIQ_KEY") or self.store.read_at(half_clog).properties.get("UNIQ_KEY", "")
         return Tx(props.get("TRANSACTION_ID", ""), props.get("PGROUP", ""), state, half_clog,
                   int(op.body or b"0") if op.topic == OP_HALF_TOPIC else -1, int(props.get("BORN_MS", op.born_timestamp)),
-                  props.get("UNIQ_KEY", ""), 0, resolved_ms=op.store_timestamp,
+                  msg_id, 0, resolved_ms=op.store_timestamp,
                   check_times=int(props.get("TRANSACTION_CHECK_TIMES", 0)))
 
     def _scan(self, topic: str, start: int, batch: int = 512):

@@ -190,7 +190,7 @@ async def test_check_storms_do_not_grow_the_half_queue(broker: Broker, clock, cl
     assert broker.store.queue_range(HALF_TOPIC, 0) == (0, 1)
     ops = broker.store.read_queue(OP_HALF_TOPIC, 0, 0, 100)
     assert [op.properties["OP"] for op in ops] == ["check"] * POLICY.check_max + ["discard"]
-    assert all(op.size < 1024 for op in ops)
+    assert all(op.size < 1024 for op in ops), [op.size for op in ops]
     assert broker.txs.get(txid).state is TxState.DISCARDED
 
 
