@@ -16,6 +16,28 @@ def _configure_logging(level: str) -> None:
     )
 
 
+def _broker_server_class():
+    import asyncio
+
+    import uvicorn
+
+    class BrokerServer(uvicorn.Server):
+        """uvicorn, but a stop signal also ends open long polls so shutdown is not held up by idle consumers."""
+
+        def __init__(self, config: uvicorn.Config, runtime) -> None:
+            super().__init__(config)
+            self._runtime = runtime
+
+        def handle_exit(self, sig, frame) -> None:
+            try:
+                asyncio.get_running_loop().call_soon_threadsafe(self._runtime.delivery.close)
+            except RuntimeError:
+                pass
+            super().handle_exit(sig, frame)
+
+    return BrokerServer
+
+
 def cmd_broker(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -39,10 +61,11 @@ def cmd_broker(args: argparse.Namespace) -> int:
         return 3
     log.info("recovered in %.3fs (%s)", runtime.store.recovery.seconds, runtime.store.recovery)
     app = create_app(settings, runtime)
-    uvicorn.run(
+    config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
         access_log=False, loop="uvloop", http="httptools", timeout_graceful_shutdown=5,
     )
+    _broker_server_class()(config, runtime).run()
     return 0
 
 

@@ -62,6 +62,7 @@ class AsyncConsumer:
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
+        self._run_done: asyncio.Event | None = None
 
     @property
     def stopped(self) -> bool:
@@ -86,22 +87,26 @@ class AsyncConsumer:
 
     async def run(self) -> None:
         self._stop_event = asyncio.Event()
+        self._run_done = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         semaphore = asyncio.Semaphore(self._concurrency)
         failures = 0
-        while not self._stopping:
-            try:
-                batch = await self._receive()
-            except BrokerError as exc:
-                failures += 1
-                delay = backoff_delay(failures)
-                level = logging.WARNING if exc.retriable else logging.ERROR
-                log.log(level, "receive from %s failed (%s); retrying in %.2fs", self.client.topic, exc, delay)
-                await self._sleep(delay)
-                continue
-            failures = 0
-            if batch:
-                await self._process(batch, semaphore)
+        try:
+            while not self._stopping:
+                try:
+                    batch = await self._receive()
+                except BrokerError as exc:
+                    failures += 1
+                    delay = backoff_delay(failures)
+                    level = logging.WARNING if exc.retriable else logging.ERROR
+                    log.log(level, "receive from %s failed (%s); retrying in %.2fs", self.client.topic, exc, delay)
+                    await self._sleep(delay)
+                    continue
+                failures = 0
+                if batch:
+                    await self._process(batch, semaphore)
+        finally:
+            self._run_done.set()
 
     async def _receive(self) -> list[Message] | None:
         assert self._stop_event is not None
@@ -152,7 +157,10 @@ class AsyncConsumer:
                 log.warning("%s of %d message(s) failed: %s", action, len(handles), exc)
 
     async def close(self) -> None:
+        """Stop, let a running run() finish its batch and settle it, then close the pool."""
         self.stop()
+        if self._run_done is not None:
+            await self._run_done.wait()
         await self.client.close()
 
     aclose = close

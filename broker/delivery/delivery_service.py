@@ -65,7 +65,14 @@ class DeliveryService:
         self._state: dict[tuple[str, str], _GroupTopic] = {}
         self._arrivals: dict[str, asyncio.Event] = {}
         self.dlq_moves = 0
+        self._closing = False
         store.add_listener(self._on_message)
+
+    def close(self) -> None:
+        """End every long poll now (shutdown must not wait for idle consumers)."""
+        self._closing = True
+        for topic in list(self._arrivals):
+            self._on_message(topic, -1)
 
     # --- arrivals ---------------------------------------------------------------
     def _on_message(self, topic: str, queue_id: int) -> None:
@@ -101,7 +108,7 @@ class DeliveryService:
             state = self._group_topic(group, topic)
             out = self._take(group, topic, state, max_messages, invisible)
             remaining = deadline - self._clock()
-            if out or remaining <= 0:
+            if out or remaining <= 0 or self._closing:
                 return out
             timeout = remaining
             if state.due:
@@ -192,6 +199,18 @@ class DeliveryService:
         if any(ok for _, ok in results):
             self._on_message(topic, -1)  # wake long-pollers: a zero delay makes it due at once
         return results
+
+    def release(self, group: str, topic: str, handles: list[str]) -> None:
+        """Make deliveries that never reached their consumer visible again, attempt not counted."""
+        state = self._group_topic(group, topic)
+        now = self._clock()
+        for _, h in self._resolve(group, topic, handles):
+            progress = state.queues[h.queue_id] if 0 <= h.queue_id < len(state.queues) else None
+            if h.epoch == self._epoch and progress is not None and progress.holds(h.offset, h.nonce):
+                item = progress.postpone(h.offset, now)
+                item.deliveries -= 1
+                heapq.heappush(state.due, (now, h.queue_id, h.offset, item.nonce))
+        self._on_message(topic, -1)
 
     def _settle(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> None:
         if progress.settle(offset):

@@ -24,6 +24,10 @@ async def receive(group: str, topic: str, body: ReceiveRequest, request: Request
     rt = _runtime(request)
     started = time.perf_counter()
     deliveries = await rt.delivery.receive(group, topic, body.max_messages, body.invisible_seconds, body.wait_seconds)
+    if deliveries and body.wait_seconds > 0 and await request.is_disconnected():
+        # The long-poller hung up: hand the messages back instead of hiding them until they expire.
+        rt.delivery.release(group, topic, [d.receipt_handle for d in deliveries])
+        return JsonResponse({"messages": []})
     messages = []
     for d in deliveries:
         view = message_view(d.message)

@@ -152,3 +152,21 @@ def test_acked_progress_survives_a_broker_restart(broker: BrokerProcess, how: st
         assert [m["body"] for m in after] == [f"m{i:03d}" for i in range(50, 100)]
         assert {m["body"] for m in unacked} <= {m["body"] for m in after}
         assert settle(client, "ack", "g", "DURABLE", [unacked[0]["receipt_handle"]]) == ["EXPIRED"]
+
+
+def test_messages_for_a_long_poller_that_hung_up_are_handed_back_at_once(client: httpx.Client, broker: BrokerProcess) -> None:
+    import socket
+
+    make_topic(client, "HANGUP", 1)
+    body = b'{"max_messages": 1, "invisible_seconds": 300, "wait_seconds": 10}'
+    with socket.create_connection(("127.0.0.1", broker.port)) as sock:
+        sock.sendall(
+            b"POST /v1/consumer-groups/g/topics/HANGUP/receive HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode() + body
+        )
+        time.sleep(0.3)
+    time.sleep(0.2)
+    send(client, "HANGUP", "orphan")  # wakes the abandoned long poll, which finds its client gone
+    got = receive(client, "g", "HANGUP", wait=3)
+    assert [m["body"] for m in got] == ["orphan"]
+    assert got[0]["delivery_attempt"] == 1
