@@ -41,3 +41,13 @@ def broker(start_broker: BrokerFactory) -> BrokerProcess:
 @pytest.fixture
 def broker_url(broker: BrokerProcess) -> str:
     return broker.url
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One real PostgreSQL cluster for the whole run (started on first use)."""
+    from tests.support.postgres import PostgresCluster
+
+    cluster = PostgresCluster().start()
+    yield cluster
+    cluster.stop()
