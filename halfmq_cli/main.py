@@ -69,6 +69,30 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(app, host: str, port: int, log_level: str) -> None:
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), access_log=False,
+                loop="uvloop", http="httptools", timeout_graceful_shutdown=5)
+
+
+def cmd_order(args: argparse.Namespace) -> int:
+    import os
+
+    from services.order.app import create_app
+    from services.order.config import OrderSettings
+
+    overrides: dict = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
+    if args.data_dir is not None and "ORDER_DATABASE_URL" not in os.environ:
+        overrides["database_url"] = f"sqlite:///{Path(args.data_dir).resolve()}/order.db"
+    settings = OrderSettings(**overrides)
+    if args.port is not None and "ORDER_PUBLIC_URL" not in os.environ:
+        settings.public_url = f"http://127.0.0.1:{settings.port}"
+    _configure_logging(settings.log_level)
+    _serve(create_app(settings), settings.host, settings.port, settings.log_level)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="halfmq", description="Transactional messages over HTTP")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -78,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--port", type=int)
     broker.add_argument("--data-dir", type=Path)
     broker.set_defaults(func=cmd_broker)
+
+    order = sub.add_parser("order", help="run the order service (producer side of the demo)")
+    order.add_argument("--host")
+    order.add_argument("--port", type=int)
+    order.add_argument("--data-dir", type=Path, help="where its SQLite database lives (unless ORDER_DATABASE_URL is set)")
+    order.set_defaults(func=cmd_order)
     return parser
 
 

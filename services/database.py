@@ -1,0 +1,70 @@
+"""Engines and migrations shared by the services (each service has its own database)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def create_db_engine(url: str, pool_size: int = 20) -> Engine:
+    """An engine tuned for the service's concurrency; SQLite gets WAL, a busy timeout and FK checks."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, pool_size=pool_size, max_overflow=pool_size)
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001
+            dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" hook below issues BEGIN itself
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=FULL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin_immediate(conn) -> None:  # noqa: ANN001
+            # Take the write lock up front: two deferred transactions that both upgrade to
+            # writers deadlock into "database is locked" instead of waiting their turn.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def alembic_config(name: str, url: str) -> Config:
+    cfg = Config(str(ROOT / "alembic.ini"), ini_section=name)
+    cfg.set_main_option("script_location", str(ROOT / "migrations" / name))
+    cfg.attributes["url"] = url
+    return cfg
+
+
+def migrate(name: str, engine: Engine, revision: str = "head") -> None:
+    """Bring the database to ``revision`` (services run this at start)."""
+    cfg = alembic_config(name, str(engine.url))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+
+def downgrade(name: str, engine: Engine, revision: str) -> None:
+    cfg = alembic_config(name, str(engine.url))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
+
+
+def is_migrated(name: str, engine: Engine) -> bool:
+    head = ScriptDirectory.from_config(alembic_config(name, str(engine.url))).get_current_head()
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision() == head

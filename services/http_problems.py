@@ -1,0 +1,60 @@
+"""RFC 9457 problem responses for the services (the broker has its own; services may not import it)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger(__name__)
+PROBLEM = "application/problem+json"
+
+
+class ServiceProblem(Exception):
+    """A domain error of a service: a stable code, an HTTP status, and whether retrying can help."""
+
+    def __init__(self, status: int, code: str, detail: str, *, retriable: bool = False, **extra: Any) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail, self.retriable, self.extra = status, code, detail, retriable, extra
+
+
+def problem(request: Request, status: int, code: str, detail: str, *, retriable: bool = False, **extra: Any) -> JSONResponse:
+    body = {
+        "type": f"https://halfmq.dev/problems/{code.lower().replace('_', '-')}",
+        "title": code.replace("_", " ").capitalize(),
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "retriable": retriable,
+        "instance": request.url.path,
+        **extra,
+    }
+    return JSONResponse(body, status_code=status, media_type=PROBLEM)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ServiceProblem)
+    async def _service(request: Request, exc: ServiceProblem) -> JSONResponse:
+        return problem(request, exc.status, exc.code, exc.detail, retriable=exc.retriable, **exc.extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [{"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
+        if any(e["type"] in ("json_invalid", "json_type") for e in errors):
+            return problem(request, 400, "MALFORMED_JSON", "the request body is not a JSON document")
+        summary = "; ".join(f"{'.'.join(e['loc'])}: {e['msg']}" for e in errors[:5])
+        return problem(request, 400, "INVALID_REQUEST", summary, errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "INVALID_REQUEST")
+        return problem(request, exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return problem(request, 500, "INTERNAL_ERROR", "internal error; see the service log", retriable=True)

@@ -1,0 +1,26 @@
+"""Order service settings (env prefix ORDER_), each with a default that works locally."""
+
+from __future__ import annotations
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class OrderSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ORDER_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8001
+    database_url: str = "sqlite:///./data/order.db"
+    broker_url: str = "http://127.0.0.1:10911"
+    public_url: str = "http://127.0.0.1:8001"  # where the broker reaches this service's check-back endpoint
+    topic: str = "ORDER_TOPIC"
+    producer_group: str = "order_producer_group"
+    local_tx_timeout: float = 30.0
+    faults_enabled: bool = False
+    heartbeat_interval: float = 10.0
+    db_pool_size: int = 20
+    log_level: str = "info"
+
+    @property
+    def check_url(self) -> str:
+        return self.public_url.rstrip("/") + "/halfmq/check"

@@ -1,0 +1,63 @@
+"""HTTP routes of the order service: parse, call OrderService, shape the answer."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import JSONResponse
+
+from ..http_problems import ServiceProblem
+from .models import Order
+from .order_service import OrderService
+from .schemas import OrderCreate
+
+router = APIRouter()
+
+
+def order_view(order: Order) -> dict:
+    return {
+        "order_id": order.order_id,
+        "user_id": order.user_id,
+        "amount": str(order.amount),
+        "status": order.status,
+        "created_at": order.created_at.isoformat(),
+    }
+
+
+def _service(request: Request) -> OrderService:
+    return request.app.state.orders
+
+
+@router.post("/orders", status_code=201)
+async def create_order(
+    body: OrderCreate,
+    request: Request,
+    idempotency_key: str | None = Header(default=None, min_length=1, max_length=255),
+    x_fault: str | None = Header(default=None),
+) -> JSONResponse:
+    service = _service(request)
+    placed = await service.place(body, idempotency_key, service.parse_fault(x_fault))
+    payload = order_view(placed.order) | {"message_state": placed.message_state, "transaction_id": placed.transaction_id}
+    headers = {"Idempotent-Replayed": "true"} if placed.replayed else {}
+    return JSONResponse(payload, status_code=200 if placed.replayed else 201, headers=headers)
+
+
+@router.get("/orders/{order_id}")
+async def get_order(order_id: str, request: Request) -> JSONResponse:
+    order = await asyncio.to_thread(_service(request).repo.get, order_id)
+    if order is None:
+        raise ServiceProblem(404, "ORDER_NOT_FOUND", f"no order {order_id!r}")
+    return JSONResponse(order_view(order))
+
+
+@router.get("/orders")
+async def list_orders(
+    request: Request,
+    user_id: str = Query(min_length=1, max_length=64),
+    limit: int = Query(50, ge=1, le=500),
+    offset: int = Query(0, ge=0),
+) -> JSONResponse:
+    orders = await asyncio.to_thread(_service(request).repo.by_user, user_id, limit, offset)
+    next_offset = offset + len(orders) if len(orders) == limit else None
+    return JSONResponse({"orders": [order_view(o) for o in orders], "next_offset": next_offset})

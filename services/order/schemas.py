@@ -1,0 +1,38 @@
+"""Request and response bodies of the order API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .rules import MAX_AMOUNT
+
+
+class OrderCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.@:-]+$")
+    amount: Decimal = Field(gt=0, le=MAX_AMOUNT)
+
+    @field_validator("amount")
+    @classmethod
+    def _two_decimals(cls, value: Decimal) -> Decimal:
+        if not value.is_finite():
+            raise ValueError("amount must be a finite number")
+        if value != value.quantize(Decimal("0.01")):
+            raise ValueError("amount has at most 2 decimal places")
+        return value.quantize(Decimal("0.01"))
+
+
+class OrderOut(BaseModel):
+    order_id: str
+    user_id: str
+    amount: Decimal
+    status: str
+    created_at: datetime
+
+
+MessageState = Literal["committed", "pending_check"]

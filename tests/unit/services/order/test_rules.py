@@ -1,0 +1,50 @@
+from decimal import Decimal
+
+import pytest
+from pydantic import ValidationError
+
+from services.order.rules import CheckAnswer, check_back_answer, fingerprint
+from services.order.schemas import OrderCreate
+
+
+def test_found_order_commits_at_any_age() -> None:
+    assert check_back_answer(True, 0.0, 30) is CheckAnswer.COMMIT
+    assert check_back_answer(True, 9999.0, 30) is CheckAnswer.COMMIT
+
+
+def test_missing_order_is_unknown_while_its_local_transaction_may_still_run() -> None:
+    assert check_back_answer(False, 29.9, 30) is CheckAnswer.UNKNOWN
+
+
+def test_missing_order_older_than_the_local_timeout_rolls_back() -> None:
+    assert check_back_answer(False, 30.0, 30) is CheckAnswer.ROLLBACK
+
+
+@pytest.mark.parametrize("amount", ["0.01", "12.5", "12.50", 7, "1000000000"])
+def test_valid_amounts_are_kept_exact(amount) -> None:
+    order = OrderCreate(user_id="u-1", amount=amount)
+    assert order.amount == Decimal(str(amount))
+    assert order.amount.as_tuple().exponent == -2
+
+
+@pytest.mark.parametrize("amount", ["0", "-1", "0.001", "12.345", "NaN", "Infinity", "1000000000.01", "abc", None, True])
+def test_invalid_amounts_are_refused(amount) -> None:
+    with pytest.raises(ValidationError):
+        OrderCreate(user_id="u-1", amount=amount)
+
+
+@pytest.mark.parametrize("user_id", ["", "x" * 65, "has space", "semi;colon", "ünïcode"])
+def test_invalid_user_ids_are_refused(user_id: str) -> None:
+    with pytest.raises(ValidationError):
+        OrderCreate(user_id=user_id, amount="1.00")
+
+
+def test_unknown_fields_are_refused() -> None:
+    with pytest.raises(ValidationError):
+        OrderCreate(user_id="u", amount="1", coupon="FREE")
+
+
+def test_idempotency_fingerprint_ignores_amount_formatting_but_not_value() -> None:
+    assert fingerprint("u", Decimal("12.5")) == fingerprint("u", Decimal("12.50"))
+    assert fingerprint("u", Decimal("12.5")) != fingerprint("u", Decimal("12.51"))
+    assert fingerprint("u", Decimal("1")) != fingerprint("v", Decimal("1"))
