@@ -93,6 +93,21 @@ def cmd_order(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_credit(args: argparse.Namespace) -> int:
+    import os
+
+    from services.credit.app import create_app
+    from services.credit.config import CreditSettings
+
+    overrides: dict = {k: v for k, v in {"host": args.host, "port": args.port}.items() if v is not None}
+    if args.data_dir is not None and "CREDIT_DATABASE_URL" not in os.environ:
+        overrides["database_url"] = f"sqlite:///{Path(args.data_dir).resolve()}/credit.db"
+    settings = CreditSettings(**overrides)
+    _configure_logging(settings.log_level)
+    _serve(create_app(settings), settings.host, settings.port, settings.log_level)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="halfmq", description="Transactional messages over HTTP")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -108,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     order.add_argument("--port", type=int)
     order.add_argument("--data-dir", type=Path, help="where its SQLite database lives (unless ORDER_DATABASE_URL is set)")
     order.set_defaults(func=cmd_order)
+
+    credit = sub.add_parser("credit", help="run the credit service (consumer side of the demo)")
+    credit.add_argument("--host")
+    credit.add_argument("--port", type=int)
+    credit.add_argument("--data-dir", type=Path, help="where its SQLite database lives (unless CREDIT_DATABASE_URL is set)")
+    credit.set_defaults(func=cmd_credit)
     return parser
 
 

@@ -1,0 +1,63 @@
+"""Consuming ORDER_TOPIC: each message credits its order once, then is acked."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, field
+
+from broker.client import Message, message_body_bytes
+
+from .repository import CreditRepository
+from .rules import PoisonMessage, parse_order_message, points_for
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CreditStats:
+    credited: int = 0
+    duplicates: int = 0
+    poison: int = 0
+    errors: int = 0
+    last_error: str | None = field(default=None)
+
+
+CRASH_EXIT_CODE = 87
+
+
+class CreditService:
+    def __init__(self, repo: CreditRepository, points_per_unit: int, crash_after_commit_order: str | None = None) -> None:
+        self.repo = repo
+        self.points_per_unit = points_per_unit
+        self.crash_after_commit_order = crash_after_commit_order
+        self.stats = CreditStats()
+
+    def credit(self, message: Message) -> bool:
+        """Credit one order message; True if new, False if already credited. Raising means nack."""
+        try:
+            cmd = parse_order_message(message_body_bytes(message))
+        except PoisonMessage as exc:
+            self.stats.poison += 1
+            log.warning("poison message %s (attempt %s): %s", message.msg_id, message.delivery_attempt, exc)
+            raise
+        try:
+            created = self.repo.apply(cmd, points_for(cmd.amount, self.points_per_unit), message.msg_id)
+        except Exception as exc:
+            self.stats.errors += 1
+            self.stats.last_error = f"{type(exc).__name__}: {exc}"
+            raise
+        if cmd.order_id == self.crash_after_commit_order:
+            log.warning("injected fault: exiting after crediting %s, before its ack", cmd.order_id)
+            logging.shutdown()
+            os._exit(CRASH_EXIT_CODE)
+        if created:
+            self.stats.credited += 1
+        else:
+            self.stats.duplicates += 1
+            log.info("order %s already credited: duplicate delivery absorbed", cmd.order_id)
+        return created
+
+    async def handle(self, message: Message) -> None:
+        await asyncio.to_thread(self.credit, message)

@@ -1,0 +1,76 @@
+"""Tables of the credit service: the ledger, balances, and the Spark job's published summaries."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+
+from sqlalchemy import BigInteger, Date, DateTime, Integer, Numeric, String
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class CreditRecord(Base):
+    """One credit per order (order_id is unique: a redelivered message cannot credit twice).
+
+    ``id`` is a dense integer so Spark's JDBC source can partition reads on it.
+    """
+
+    __tablename__ = "credit_records"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    order_id: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[str] = mapped_column(String(64), index=True)
+    amount: Mapped[Decimal] = mapped_column(Numeric(14, 2))
+    points: Mapped[int] = mapped_column(BigInteger)
+    message_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class CreditAccount(Base):
+    __tablename__ = "credit_accounts"
+
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    balance: Mapped[int] = mapped_column(BigInteger)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SummaryRun(Base):
+    """One Spark aggregation. Rows of a run become visible only when ``summary_current`` points at it."""
+
+    __tablename__ = "summary_runs"
+
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SummaryUser(Base):
+    __tablename__ = "summary_users"
+
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    points: Mapped[int] = mapped_column(BigInteger)
+    orders: Mapped[int] = mapped_column(BigInteger)
+    first_credit_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_credit_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SummaryDay(Base):
+    __tablename__ = "summary_days"
+
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    points: Mapped[int] = mapped_column(BigInteger)
+    orders: Mapped[int] = mapped_column(BigInteger)
+
+
+class SummaryCurrent(Base):
+    """A single row naming the published run: swapping it is the atomic publish."""
+
+    __tablename__ = "summary_current"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(64))
