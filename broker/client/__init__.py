@@ -5,9 +5,11 @@ a stranger would; the wire models and error types are re-exported here so
 they need nothing else from ``broker``.
 """
 
-from broker.errors import BrokerError, BrokerUnavailable
+from broker.errors import BrokerError, BrokerUnavailable, CheckUrlRefused
 from broker.protocol import (
+    CheckRequest,
     ConsumerGroupInfo,
+    HalfSendResult,
     Message,
     OffsetReadResponse,
     OutgoingMessage,
@@ -19,21 +21,36 @@ from broker.protocol import (
 )
 
 from .async_consumer import AsyncConsumer
+from .check_app import CheckApp
 from .consumer import Consumer
 from .consumer_client import AsyncConsumerClient, ConsumerClient
 from .messages import UNIQ_KEY, message_body_bytes, message_json
 from .producer import AsyncProducer, Producer
+from .transaction import (
+    AsyncTransactionListener,
+    LocalTransactionState,
+    TransactionListener,
+    TransactionSendResult,
+)
+from .transaction_producer import AsyncTransactionProducer, TransactionProducer
 
 __all__ = [
     "UNIQ_KEY",
     "AsyncConsumer",
     "AsyncConsumerClient",
     "AsyncProducer",
+    "AsyncTransactionListener",
+    "AsyncTransactionProducer",
     "BrokerError",
     "BrokerUnavailable",
+    "CheckApp",
+    "CheckRequest",
+    "CheckUrlRefused",
     "Consumer",
     "ConsumerClient",
     "ConsumerGroupInfo",
+    "HalfSendResult",
+    "LocalTransactionState",
     "Message",
     "OffsetReadResponse",
     "OutgoingMessage",
@@ -43,6 +60,9 @@ __all__ = [
     "SettleResult",
     "SettleStatus",
     "TopicInfo",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "message_body_bytes",
     "message_json",
 ]

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from broker.errors import BrokerError
 from broker.protocol import (
     ConsumerGroupInfo,
+    HalfSendResult,
     Message,
     OffsetReadResponse,
     OutgoingMessage,
@@ -36,9 +37,13 @@ __all__ = [
     "ack",
     "consumer_group",
     "create_topic",
-    "get_topic",
+    "end_transaction",
+    "get_transaction",
+    "half_send",
     "health",
     "list_topics",
+    "list_transactions",
+    "producer_heartbeat",
     "nack",
     "read",
     "receive",
@@ -145,3 +150,50 @@ def nack(group: str, topic: str, handles: Sequence[str]) -> Call[list[SettleResu
 
 def consumer_group(group: str) -> Call[ConsumerGroupInfo]:
     return Call("GET", f"/v1/consumer-groups/{_seg(group)}", parse=ConsumerGroupInfo.model_validate)
+
+
+# Transactional messages (DESIGN section 4). Bodies are built as plain dicts:
+# the broker is the one to judge a producer group or URL, with its own codes.
+def half_send(group: str, topic: str, message: OutgoingMessage) -> Call[HalfSendResult]:
+    body = {"producer_group": group, "topic": topic, "message": message.model_dump(exclude_none=True)}
+    return Call("POST", "/v1/transactions", parse=HalfSendResult.model_validate, body=body)
+
+
+def _transaction_view(data: Any) -> dict[str, Any]:
+    # The view carries operator fields (age, next check, ...) that change more
+    # often than the protocol, so it stays a dict checked for what the SDK uses.
+    if not isinstance(data, dict) or not isinstance(data.get("transaction_id"), str) or not isinstance(data.get("state"), str):
+        raise BrokerError(f"response is not a transaction view: {str(data)[:200]}")
+    return data
+
+
+def end_transaction(transaction_id: str, group: str, state: str, *, from_check: bool = False) -> Call[dict[str, Any]]:
+    return Call(
+        "POST",
+        f"/v1/transactions/{_seg(transaction_id)}/end",
+        parse=_transaction_view,
+        body={"producer_group": group, "state": state, "from_check": from_check},
+    )
+
+
+def get_transaction(transaction_id: str) -> Call[dict[str, Any]]:
+    return Call("GET", f"/v1/transactions/{_seg(transaction_id)}", parse=_transaction_view)
+
+
+def list_transactions(state: str, limit: int) -> Call[list[dict[str, Any]]]:
+    def parse(data: Any) -> list[dict[str, Any]]:
+        if not isinstance(data, dict) or not isinstance(data.get("transactions"), list):
+            raise BrokerError(f"response is not a transaction list: {str(data)[:200]}")
+        return [_transaction_view(item) for item in data["transactions"]]
+
+    return Call("GET", "/v1/transactions", parse=parse, params={"state": state, "limit": limit})
+
+
+def producer_heartbeat(group: str, client_id: str, check_url: str | None, *, timeout: float | None = None) -> Call[Any]:
+    return Call(
+        "POST",
+        "/v1/producers/heartbeat",
+        parse=lambda data: data,
+        body={"producer_group": group, "client_id": client_id, "check_url": check_url},
+        timeout=timeout,
+    )

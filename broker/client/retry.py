@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 
 from tenacity import (
     AsyncRetrying,
@@ -32,13 +33,16 @@ def is_retriable(exc: BaseException) -> bool:
     return isinstance(exc, BrokerError) and exc.retriable
 
 
-def _policy(retries: int) -> dict[str, object]:
+RetryPredicate = Callable[[BaseException], bool]
+
+
+def _policy(retries: int, retry_on: RetryPredicate) -> dict[str, object]:
     if retries < 0:
         raise ValueError("retries must be >= 0")
     return {
         "stop": stop_after_attempt(retries + 1),
         "wait": wait_exponential(multiplier=0.1, max=2.0) + wait_random(0, 0.1),
-        "retry": retry_if_exception(is_retriable),
+        "retry": retry_if_exception(retry_on),
         "before_sleep": before_sleep_log(log, logging.WARNING),
         "reraise": True,
     }
@@ -46,13 +50,14 @@ def _policy(retries: int) -> dict[str, object]:
 
 # A fresh controller per call: tenacity keeps per-attempt state on the object
 # (thread-local, so shared between coroutines of one loop), which concurrent
-# calls would otherwise trample.
-def retrying(retries: int) -> Retrying:
-    return Retrying(**_policy(retries))  # type: ignore[arg-type]
+# calls would otherwise trample. ``retry_on`` narrows what is retried for
+# requests that are not safe to repeat (see ``transport.request_not_sent``).
+def retrying(retries: int, retry_on: RetryPredicate = is_retriable) -> Retrying:
+    return Retrying(**_policy(retries, retry_on))  # type: ignore[arg-type]
 
 
-def async_retrying(retries: int) -> AsyncRetrying:
-    return AsyncRetrying(**_policy(retries))  # type: ignore[arg-type]
+def async_retrying(retries: int, retry_on: RetryPredicate = is_retriable) -> AsyncRetrying:
+    return AsyncRetrying(**_policy(retries, retry_on))  # type: ignore[arg-type]
 
 
 def backoff_delay(failures: int, *, initial: float = 0.1, cap: float = 5.0) -> float:

@@ -21,7 +21,7 @@ from .endpoints import Call
 
 T = TypeVar("T")
 
-__all__ = ["AsyncTransport", "Transport", "error_from_exception", "error_from_response"]
+__all__ = ["AsyncTransport", "Transport", "error_from_exception", "error_from_response", "request_not_sent"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
 # Failures after which the broker may simply be back a moment later.
@@ -29,6 +29,9 @@ _UNAVAILABLE = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocol
 # A plain-text 502/503/504 usually comes from a proxy in front of a broker
 # that is restarting, so it is as transient as a refused connection.
 _TRANSIENT_STATUSES = frozenset({502, 503, 504})
+# Failures that happen before a single byte of the request leaves: no
+# connection could be made, or none was free in the pool in time.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _ACCEPT = {"accept": "application/json, application/problem+json"}
 _SEND_JSON = {**_ACCEPT, "content-type": "application/json"}
 
@@ -78,6 +81,22 @@ def error_from_exception(exc: httpx.RequestError) -> BrokerError:
         return BrokerUnavailable(message)
     # Bad URL scheme, local protocol misuse, redirects: retrying cannot help.
     return BrokerError(message)
+
+
+def request_not_sent(exc: BaseException) -> bool:
+    """True only when ``exc`` proves the request never reached the server.
+
+    A read timeout, a reset connection or a 5xx can all come after the server
+    acted on the request, so only a failure to connect counts. Requests that
+    are not idempotent (a half send opens a new transaction each time) may be
+    retried on this and nothing else.
+    """
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, _NOT_SENT):
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def _encode(body: Any) -> tuple[bytes | None, dict[str, str]]:

@@ -102,3 +102,21 @@ class BrokerProcess(ManagedProcess):
             f"{self.url}/healthz",
             log_dir / f"broker-{self.port}.log",
         )
+
+
+class ServiceProcess(ManagedProcess):
+    """`halfmq order` or `halfmq credit` as a real process on a free port."""
+
+    def __init__(self, kind: str, log_dir: Path, env: dict[str, str], port: int | None = None) -> None:
+        self.kind = kind
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        prefix = kind.upper()
+        base_env = {f"{prefix}_PORT": str(self.port), f"{prefix}_LOG_LEVEL": "info"}
+        if kind == "order":
+            base_env["ORDER_PUBLIC_URL"] = self.url
+        super().__init__(kind, halfmq_command(kind), {**base_env, **env}, f"{self.url}/healthz", log_dir / f"{kind}-{self.port}.log")
+
+    def wait_exit(self, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout)
