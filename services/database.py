@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import DateTime, Engine, TypeDecorator, create_engine, event
 from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,3 +69,20 @@ def is_migrated(name: str, engine: Engine) -> bool:
     head = ScriptDirectory.from_config(alembic_config(name, str(engine.url))).get_current_head()
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision() == head
+
+
+class UtcDateTime(TypeDecorator):
+    """Timestamps always come back timezone-aware in UTC (SQLite stores them without an offset)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:  # noqa: ANN001
+        if value is not None and value.tzinfo is None:
+            raise ValueError("naive datetime: use datetime.now(timezone.utc)")
+        return value.astimezone(timezone.utc) if value is not None else None
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:  # noqa: ANN001
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)

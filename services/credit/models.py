@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import date, datetime
 from decimal import Decimal
 
-from sqlalchemy import BigInteger, Date, DateTime, Integer, Numeric, String
+from sqlalchemy import BigInteger, Date, Integer, Numeric, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from ..database import UtcDateTime
 
 
 class Base(DeclarativeBase):
@@ -27,7 +29,7 @@ class CreditRecord(Base):
     amount: Mapped[Decimal] = mapped_column(Numeric(14, 2))
     points: Mapped[int] = mapped_column(BigInteger)
     message_id: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class CreditAccount(Base):
@@ -35,7 +37,7 @@ class CreditAccount(Base):
 
     user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     balance: Mapped[int] = mapped_column(BigInteger)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class SummaryRun(Base):
@@ -44,7 +46,7 @@ class SummaryRun(Base):
     __tablename__ = "summary_runs"
 
     run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    computed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    computed_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class SummaryUser(Base):
@@ -54,8 +56,8 @@ class SummaryUser(Base):
     user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     points: Mapped[int] = mapped_column(BigInteger)
     orders: Mapped[int] = mapped_column(BigInteger)
-    first_credit_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-    last_credit_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    first_credit_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_credit_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class SummaryDay(Base):

@@ -52,7 +52,7 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     app.state.orders = OrderService(repo, producer, settings.topic, settings.faults_enabled)
     http_problems.install(app)
     app.include_router(router)
-    app.mount("/halfmq/check", producer.check_app())
+    app.add_route("/halfmq/check", producer.check_app(), methods=["POST"])
 
     @app.get("/healthz")
     async def healthz(request: Request) -> JSONResponse:

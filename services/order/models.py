@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import DateTime, ForeignKey, Numeric, String
+from sqlalchemy import ForeignKey, Numeric, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from ..database import UtcDateTime
 
 
 class Base(DeclarativeBase):
@@ -20,7 +22,7 @@ class Order(Base):
     user_id: Mapped[str] = mapped_column(String(64), index=True)
     amount: Mapped[Decimal] = mapped_column(Numeric(14, 2))
     status: Mapped[str] = mapped_column(String(16))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class OrderTransaction(Base):
@@ -30,7 +32,7 @@ class OrderTransaction(Base):
 
     transaction_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     order_id: Mapped[str] = mapped_column(ForeignKey("orders.order_id"), unique=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
 class IdempotencyKey(Base):
@@ -39,4 +41,4 @@ class IdempotencyKey(Base):
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     order_id: Mapped[str] = mapped_column(ForeignKey("orders.order_id"))
     fingerprint: Mapped[str] = mapped_column(String(200))
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())

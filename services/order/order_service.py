@@ -81,4 +81,11 @@ class OrderService:
         if stored_print != print_:
             raise ServiceProblem(409, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a different order")
         transaction_id = await asyncio.to_thread(self.repo.transaction_of, order.order_id)
-        return Placed(order, "committed", transaction_id, replayed=True)
+        state = "pending_check"
+        if transaction_id is not None:
+            try:
+                if (await self.producer.get_transaction(transaction_id)).get("state") == "committed":
+                    state = "committed"
+            except BrokerError:
+                pass  # the order exists; its message is settled by check-back if not yet committed
+        return Placed(order, state, transaction_id, replayed=True)

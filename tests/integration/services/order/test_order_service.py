@@ -1,0 +1,173 @@
+"""The order service as a real process against a real broker, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import orjson
+import pytest
+
+from tests.support.processes import BrokerProcess, ServiceProcess, free_port
+
+TOPIC = "ORDER_TOPIC"
+FAST_CHECKS = {
+    "HALFMQ_BROKER_TRANSACTION_TIMEOUT": "1",
+    "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "0.5",
+}
+
+
+@pytest.fixture
+def broker(start_broker) -> BrokerProcess:
+    return start_broker(FAST_CHECKS)
+
+
+@pytest.fixture
+def start_order(broker: BrokerProcess, database_url: str, tmp_path):
+    started: list[ServiceProcess] = []
+
+    def factory(**env: str) -> ServiceProcess:
+        proc = ServiceProcess("order", tmp_path, {
+            "ORDER_DATABASE_URL": database_url, "ORDER_BROKER_URL": broker.url, "ORDER_FAULTS_ENABLED": "true",
+            "ORDER_HEARTBEAT_INTERVAL": "1", "ORDER_LOCAL_TX_TIMEOUT": "5", **env,
+        })
+        started.append(proc)
+        return proc.start()
+
+    yield factory
+    for proc in started:
+        proc.stop()
+
+
+def visible_orders(broker: BrokerProcess) -> list[dict]:
+    topic = httpx.get(f"{broker.url}/v1/topics/{TOPIC}")
+    if topic.status_code == 404:
+        return []
+    out = []
+    for q in topic.json()["queues"]:
+        resp = httpx.get(f"{broker.url}/v1/topics/{TOPIC}/queues/{q['queue_id']}/messages", params={"max": 1000})
+        out += [orjson.loads(m["body"]) for m in resp.json()["messages"]]
+    return out
+
+
+def place(order: ServiceProcess, user: str = "u1", amount: str = "12.50", **headers: str) -> httpx.Response:
+    return httpx.post(f"{order.url}/orders", json={"user_id": user, "amount": amount}, headers=headers, timeout=30)
+
+
+def wait_for(predicate, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"not reached within {timeout}s")
+
+
+def test_a_normal_order_is_committed_and_visible_once(broker, start_order) -> None:
+    order = start_order()
+    resp = place(order)
+    assert resp.status_code == 201, resp.text
+    body = resp.json()
+    assert body["message_state"] == "committed" and body["amount"] == "12.50"
+    assert [m["order_id"] for m in visible_orders(broker)] == [body["order_id"]]
+    assert visible_orders(broker)[0] == {"order_id": body["order_id"], "user_id": "u1", "amount": "12.50", "created_at": body["created_at"]}
+    assert httpx.get(f"{order.url}/orders/{body['order_id']}").json()["user_id"] == "u1"
+
+
+def test_fail_local_tx_leaves_no_order_and_no_visible_message(broker, start_order) -> None:
+    order = start_order()
+    resp = place(order, user="u-fail", **{"X-Fault": "fail-local-tx"})
+    assert resp.status_code == 503 and resp.json()["code"] == "LOCAL_TRANSACTION_FAILED"
+    assert httpx.get(f"{order.url}/orders", params={"user_id": "u-fail"}).json()["orders"] == []
+    time.sleep(2.5)  # well past the broker's check time: nothing may surface later either
+    assert visible_orders(broker) == []
+    rolled = httpx.get(f"{broker.url}/v1/transactions", params={"state": "rolled_back"}).json()
+    assert rolled["count"] == 1
+
+
+def test_crash_after_commit_is_committed_by_check_back_after_restart(broker, start_order) -> None:
+    order = start_order()
+    with pytest.raises(httpx.HTTPError):
+        place(order, user="u-crash", **{"X-Fault": "crash-after-commit"})
+    assert order.wait_exit(30) == 86  # the process really exited between local commit and end
+    order.start()
+    [committed] = wait_for(lambda: visible_orders(broker), timeout=30)
+    orders = httpx.get(f"{order.url}/orders", params={"user_id": "u-crash"}).json()["orders"]
+    assert [o["order_id"] for o in orders] == [committed["order_id"]]
+    time.sleep(1.5)
+    assert len(visible_orders(broker)) == 1
+
+
+def test_drop_end_answers_pending_check_and_is_committed_by_check_back(broker, start_order) -> None:
+    order = start_order()
+    resp = place(order, user="u-drop", **{"X-Fault": "drop-end"})
+    assert resp.status_code == 201 and resp.json()["message_state"] == "pending_check"
+    wait_for(lambda: [m["order_id"] for m in visible_orders(broker)] == [resp.json()["order_id"]])
+    tx = httpx.get(f"{broker.url}/v1/transactions/{resp.json()['transaction_id']}").json()
+    assert tx["state"] == "committed" and tx["check_times"] >= 1
+
+
+def test_faults_are_refused_unless_enabled(broker, start_order) -> None:
+    order = start_order(ORDER_FAULTS_ENABLED="false")
+    resp = place(order, **{"X-Fault": "crash-after-commit"})
+    assert resp.status_code == 403 and resp.json()["code"] == "FAULTS_DISABLED"
+    assert order.alive and visible_orders(broker) == []
+
+
+def test_unreachable_broker_means_no_order_and_a_503(start_order, database_url, tmp_path) -> None:
+    order = start_order(ORDER_BROKER_URL=f"http://127.0.0.1:{free_port()}")
+    resp = place(order, user="u-nobroker")
+    assert resp.status_code == 503 and resp.json()["code"] == "BROKER_UNAVAILABLE"
+    assert httpx.get(f"{order.url}/orders", params={"user_id": "u-nobroker"}).json()["orders"] == []
+
+
+def test_idempotency_key_retry_returns_the_first_order(broker, start_order) -> None:
+    order = start_order()
+    first = place(order, user="u-idem", **{"Idempotency-Key": "k-1"})
+    again = place(order, user="u-idem", **{"Idempotency-Key": "k-1"})
+    assert first.status_code == 201 and again.status_code == 200
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.json()["order_id"] == first.json()["order_id"] and again.json()["message_state"] == "committed"
+    other = place(order, user="u-idem", amount="99.00", **{"Idempotency-Key": "k-1"})
+    assert other.status_code == 409 and other.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
+    assert len(visible_orders(broker)) == 1
+
+
+def test_concurrent_retries_with_one_idempotency_key_create_one_order(broker, start_order) -> None:
+    order = start_order()
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: place(order, user="u-race", **{"Idempotency-Key": "k-race"}), range(8)))
+    assert all(a.status_code in (200, 201) for a in answers), [a.text for a in answers]
+    assert len({a.json()["order_id"] for a in answers}) == 1
+    assert len(httpx.get(f"{order.url}/orders", params={"user_id": "u-race"}).json()["orders"]) == 1
+    time.sleep(2.5)
+    assert len(visible_orders(broker)) == 1
+
+
+@pytest.mark.parametrize("body", [
+    {"user_id": "u1", "amount": "0"}, {"user_id": "u1", "amount": "1.234"}, {"user_id": "", "amount": "1"},
+    {"user_id": "u1"}, {"user_id": "u1", "amount": "1", "extra": True}, {"user_id": "u1", "amount": -5},
+])
+def test_invalid_orders_are_refused_with_400_and_change_nothing(broker, start_order, body) -> None:
+    order = start_order()
+    resp = httpx.post(f"{order.url}/orders", json=body)
+    assert resp.status_code == 400 and resp.json()["code"] == "INVALID_REQUEST"
+    assert resp.headers["content-type"] == "application/problem+json"
+    assert visible_orders(broker) == []
+
+
+def test_unknown_order_is_a_404_problem(start_order) -> None:
+    resp = httpx.get(f"{start_order().url}/orders/nope")
+    assert resp.status_code == 404 and resp.json()["code"] == "ORDER_NOT_FOUND"
+
+
+def test_64_concurrent_orders_all_commit_exactly_once(broker, start_order) -> None:
+    order = start_order()
+    with ThreadPoolExecutor(64) as pool:
+        answers = list(pool.map(lambda i: place(order, user=f"u{i % 8}", amount="1.00"), range(128)))
+    assert [a.status_code for a in answers] == [201] * 128, [a.text for a in answers if a.status_code != 201][:3]
+    ids = sorted(m["order_id"] for m in visible_orders(broker))
+    assert ids == sorted(a.json()["order_id"] for a in answers)
