@@ -14,6 +14,8 @@ def _configure_logging(level: str) -> None:
         format="%(asctime)s %(levelname)-7s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    for chatty in ("httpx", "httpcore"):  # one INFO line per request drowns everything else
+        logging.getLogger(chatty).setLevel(logging.WARNING)
 
 
 def _broker_server_class():
@@ -129,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
     credit.add_argument("--port", type=int)
     credit.add_argument("--data-dir", type=Path, help="where its SQLite database lives (unless CREDIT_DATABASE_URL is set)")
     credit.set_defaults(func=cmd_credit)
+
+    from . import up_command
+
+    up_command.add_parser(sub)
+    from .demo import command as demo_command
+
+    demo_command.add_parser(sub)
     return parser
 
 

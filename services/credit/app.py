@@ -53,10 +53,11 @@ def create_app(settings: CreditSettings | None = None) -> FastAPI:
 
     @app.get("/users/{user_id}/credits")
     async def user_credits(user_id: str = Path(min_length=1, max_length=64)) -> JSONResponse:
-        account, records = await asyncio.to_thread(repo.account, user_id)
+        account, records, credits = await asyncio.to_thread(repo.account, user_id)
         return JSONResponse({
             "user_id": user_id,
             "balance": account.balance if account else 0,
+            "credits": credits,
             "records": [
                 {"order_id": r.order_id, "points": r.points, "amount": str(r.amount), "message_id": r.message_id, "created_at": r.created_at.isoformat()}
                 for r in records

@@ -43,13 +43,15 @@ class CreditRepository:
         with self._sessions() as session:
             return session.scalar(select(CreditRecord.id).where(CreditRecord.order_id == order_id)) is not None
 
-    def account(self, user_id: str, recent: int = 20) -> tuple[CreditAccount | None, list[CreditRecord]]:
+    def account(self, user_id: str, recent: int = 20) -> tuple[CreditAccount | None, list[CreditRecord], int]:
+        """Balance, the most recent records, and how many credits the user has in all."""
         with self._sessions() as session:
             account = session.get(CreditAccount, user_id)
             records = session.scalars(
                 select(CreditRecord).where(CreditRecord.user_id == user_id).order_by(CreditRecord.id.desc()).limit(recent)
             ).all()
-            return account, list(records)
+            total = session.scalar(select(func.count()).select_from(CreditRecord).where(CreditRecord.user_id == user_id)) or 0
+            return account, list(records), int(total)
 
     def counts(self) -> tuple[int, int]:
         with self._sessions() as session:

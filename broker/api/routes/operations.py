@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from fastapi import APIRouter, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
@@ -17,6 +19,7 @@ async def healthz(request: Request) -> JsonResponse:
     store = rt.store
     return JsonResponse({
         "status": "ok",
+        "pid": os.getpid(),
         "commit_log_end_offset": store.commit_log.end_offset,
         "flushed_offset": store.flushed_offset,
         "flush_mode": rt.settings.flush_mode,

@@ -25,8 +25,8 @@ def repo(database_url: str):
 def test_credit_inserts_a_record_and_raises_the_balance(repo: CreditRepository) -> None:
     assert repo.apply(CreditCommand("o1", "u1", Decimal("12.50")), 12, "m1") is True
     assert repo.apply(CreditCommand("o2", "u1", Decimal("3.00")), 3, "m2") is True
-    account, records = repo.account("u1")
-    assert account.balance == 15
+    account, records, count = repo.account("u1")
+    assert account.balance == 15 and count == 2
     assert [r.order_id for r in records] == ["o2", "o1"]
 
 
@@ -34,8 +34,8 @@ def test_the_same_order_delivered_twice_credits_once(repo: CreditRepository) -> 
     cmd = CreditCommand("o1", "u1", Decimal("10.00"))
     assert repo.apply(cmd, 10, "m1") is True
     assert repo.apply(cmd, 10, "m1-redelivered") is False
-    account, records = repo.account("u1")
-    assert account.balance == 10 and len(records) == 1
+    account, records, count = repo.account("u1")
+    assert account.balance == 10 and len(records) == 1 and count == 1
 
 
 def test_concurrent_deliveries_of_one_order_credit_once(repo: CreditRepository) -> None:
@@ -72,5 +72,5 @@ def test_many_users_crediting_concurrently_keep_balances_equal_to_the_ledger(rep
     with repo._sessions() as s:
         assert s.scalar(select(func.count()).select_from(CreditRecord)) == 100
     for u in range(5):
-        account, _ = repo.account(f"u{u}")
+        account, _, _ = repo.account(f"u{u}")
         assert account.balance == 40

@@ -1,0 +1,193 @@
+"""Drives real orders through a running halfmq (I/O only; what to conclude is in guarantees.py)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import httpx
+import orjson
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from broker.client import Producer
+
+from ..up_command import Topology
+
+
+@dataclass
+class Placement:
+    outcomes: Counter[str] = field(default_factory=Counter)
+    retries: int = 0
+    broker_kills: int = 0
+
+
+class DemoDriver:
+    def __init__(self, topology: Topology, *, orders: int, users: int, concurrency: int, seed: int, chaos: bool, console: Console) -> None:
+        self.t = topology
+        self.orders = orders
+        self.users = [f"demo{uuid.uuid4().hex[:4]}-u{i}" for i in range(users)]
+        tag = self.users[0].split("-")[0]
+        self.fail_user, self.drop_user, self.crash_user = f"{tag}-fail", f"{tag}-drop", f"{tag}-crash"
+        self.concurrency = concurrency
+        self.rng = random.Random(seed)
+        self.chaos = chaos
+        self.console = console
+        self.placement = Placement()
+        self._lock = threading.Lock()
+
+    @property
+    def all_users(self) -> list[str]:
+        return [*self.users, self.drop_user, self.crash_user, self.fail_user]
+
+    # --- placing ---------------------------------------------------------------
+    def _place(self, client: httpx.Client, user: str, amount: Decimal, fault: str | None = None) -> str:
+        """POST one order, retrying with the same Idempotency-Key while the broker is away."""
+        headers = {"Idempotency-Key": uuid.uuid4().hex}
+        if fault:
+            headers["X-Fault"] = fault
+        for attempt in range(60):
+            try:
+                resp = client.post(f"{self.t.order_url}/orders", json={"user_id": user, "amount": str(amount)}, headers=headers)
+            except httpx.HTTPError:
+                if fault == "crash-after-commit":
+                    return "crashed (recovered by restart + check-back)"
+                self._retried()
+                time.sleep(0.5)
+                continue
+            if resp.status_code in (200, 201):
+                return "committed" if resp.json()["message_state"] == "committed" else "pending check-back"
+            code = resp.json().get("code", "") if resp.headers.get("content-type", "").endswith("json") else ""
+            if code == "LOCAL_TRANSACTION_FAILED" and fault == "fail-local-tx":
+                return "rolled back (local transaction failed)"
+            if code == "FAULTS_DISABLED":
+                raise SystemExit("the order service refuses X-Fault: run `halfmq up` (faults on) or set ORDER_FAULTS_ENABLED=true")
+            if resp.status_code >= 500:
+                self._retried()
+                time.sleep(0.5)
+                continue
+            raise RuntimeError(f"order refused: {resp.status_code} {resp.text[:200]}")
+        return "gave up (broker unavailable)"
+
+    def _retried(self) -> None:
+        with self._lock:
+            self.placement.retries += 1
+
+    def _wait_healthy(self, url: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"{url} did not come back within {timeout}s")
+
+    def _kill_broker(self) -> None:
+        pid = httpx.get(f"{self.t.broker_url}/healthz", timeout=2).json().get("pid")
+        if pid:
+            os.kill(int(pid), signal.SIGKILL)
+            self.placement.broker_kills += 1
+            self.console.print(f"[yellow]chaos: kill -9 of the broker (pid {pid}) in the middle of the run[/]")
+
+    def place_all(self) -> Placement:
+        plan: list[tuple[str, Decimal, str | None]] = [
+            (self.rng.choice(self.users), Decimal(self.rng.randint(100, 20000)) / 100, None) for _ in range(self.orders)
+        ]
+        plan += [(self.fail_user, Decimal("9.99"), "fail-local-tx")] * 5
+        plan += [(self.drop_user, Decimal(self.rng.randint(100, 5000)) / 100, "drop-end") for _ in range(5)]
+        self.rng.shuffle(plan)
+        kill_at = len(plan) * 2 // 5 if self.chaos else -1
+        columns = (TextColumn("placing orders"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=self.console) as progress, httpx.Client(timeout=30) as client, ThreadPoolExecutor(self.concurrency) as pool:
+            task = progress.add_task("orders", total=len(plan) + 2)
+            done = 0
+
+            def one(item: tuple[str, Decimal, str | None]) -> None:
+                outcome = self._place(client, *item)
+                with self._lock:
+                    self.placement.outcomes[outcome] += 1
+                progress.advance(task)
+
+            futures = []
+            for i, item in enumerate(plan):
+                if i == kill_at:
+                    for f in futures:
+                        f.result()
+                    self._kill_broker()
+                futures.append(pool.submit(one, item))
+            for f in futures:
+                f.result()
+            for _ in range(2):  # the order service really dies; `up` restarts it
+                one((self.crash_user, Decimal(self.rng.randint(100, 5000)) / 100, "crash-after-commit"))
+                self._wait_healthy(self.t.order_url)
+            done = len(plan) + 2
+            progress.update(task, completed=done)
+        return self.placement
+
+    # --- observing -------------------------------------------------------------
+    def committed_orders(self) -> dict[str, tuple[str, Decimal]]:
+        out: dict[str, tuple[str, Decimal]] = {}
+        with httpx.Client(timeout=30) as client:
+            for user in self.all_users:
+                offset: int | None = 0
+                while offset is not None:
+                    page = client.get(f"{self.t.order_url}/orders", params={"user_id": user, "limit": 500, "offset": offset}).json()
+                    for o in page["orders"]:
+                        out[o["order_id"]] = (o["user_id"], Decimal(o["amount"]))
+                    offset = page["next_offset"]
+        return out
+
+    def visible_order_ids(self) -> list[str]:
+        mine = set(self.all_users)
+        ids: list[str] = []
+        with Producer(self.t.broker_url) as producer:
+            try:
+                topic = producer.get_topic("ORDER_TOPIC")
+            except Exception:  # noqa: BLE001 — no topic yet means nothing visible yet
+                return []
+            for q in topic.queues:
+                offset = q.min_offset
+                while offset < q.max_offset:
+                    page = producer.read("ORDER_TOPIC", q.queue_id, offset, 1000)
+                    for m in page.messages:
+                        body = orjson.loads(m.body)
+                        if body.get("user_id") in mine:
+                            ids.append(body["order_id"])
+                    if not page.messages:
+                        break
+                    offset = page.next_offset
+        return ids
+
+    def credits(self) -> tuple[dict[str, int], int]:
+        balances, count = {}, 0
+        with httpx.Client(timeout=30) as client:
+            for user in self.all_users:
+                data = client.get(f"{self.t.credit_url}/users/{user}/credits").json()
+                balances[user] = data["balance"]
+                count += data["credits"]
+        return balances, count
+
+    def wait_settled(self, orders: dict[str, tuple[str, Decimal]], points_per_unit: int, timeout: float = 180) -> None:
+        expected: Counter[str] = Counter()
+        for user, amount in orders.values():
+            expected[user] += int(amount // 1) * points_per_unit
+        columns = (TextColumn("waiting for credits"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        deadline = time.monotonic() + timeout
+        with Progress(*columns, console=self.console) as progress:
+            task = progress.add_task("credits", total=len(orders))
+            while time.monotonic() < deadline:
+                balances, count = self.credits()
+                progress.update(task, completed=min(count, len(orders)))
+                if count >= len(orders) and all(balances.get(u, 0) == p for u, p in expected.items()):
+                    return
+                time.sleep(1)

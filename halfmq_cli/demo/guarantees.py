@@ -1,0 +1,62 @@
+"""The guarantees of DESIGN section 1, checked on what the demo observed. Pure functions."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Observed:
+    orders: dict[str, tuple[str, Decimal]]  # order_id -> (user_id, amount): every order the order DB holds
+    visible: list[str]  # order ids of every message on ORDER_TOPIC, with repeats
+    balances: dict[str, int]  # user -> credit balance
+    credited_orders: int  # rows in the credit ledger
+    failed_users: set[str]  # users whose every order failed its local transaction
+    spark_points: int | None = None
+    spark_users: dict[str, int] | None = None
+    reconciliation: dict | None = None
+    points_per_unit: int = 1
+
+
+def points(amount: Decimal, per_unit: int) -> int:
+    return int(amount // 1) * per_unit
+
+
+def check_all(o: Observed) -> list[Check]:
+    visible = Counter(o.visible)
+    expected_by_user: Counter[str] = Counter()
+    for user, amount in o.orders.values():
+        expected_by_user[user] += points(amount, o.points_per_unit)
+    missing = [oid for oid in o.orders if visible[oid] == 0]
+    doubled = [oid for oid, n in visible.items() if n > 1]
+    strangers = [oid for oid in visible if oid not in o.orders]
+    failed_orders = [oid for oid, (user, _) in o.orders.items() if user in o.failed_users]
+    wrong_balance = {u: (o.balances.get(u, 0), p) for u, p in expected_by_user.items() if o.balances.get(u, 0) != p}
+    checks = [
+        Check("every committed order reaches ORDER_TOPIC", not missing, f"{len(o.orders) - len(missing)}/{len(o.orders)} delivered" + (f"; missing {missing[:3]}" if missing else "")),
+        Check("each committed order is delivered once", not doubled, "no duplicates" if not doubled else f"{len(doubled)} doubled, e.g. {doubled[:3]}"),
+        Check("a failed local transaction is never visible", not strangers and not failed_orders,
+              "no message without an order" if not strangers and not failed_orders else f"{len(strangers)} stray messages, {len(failed_orders)} failed orders stored"),
+        Check("every committed order yields exactly one credit", o.credited_orders == len(o.orders) and not wrong_balance,
+              f"{o.credited_orders} credits for {len(o.orders)} orders" + (f"; wrong balances {dict(list(wrong_balance.items())[:3])}" if wrong_balance else "")),
+    ]
+    if o.spark_points is not None:
+        total = sum(expected_by_user.values())
+        users_ok = o.spark_users is None or all(o.spark_users.get(u, 0) == p for u, p in expected_by_user.items())
+        checks.append(Check("Spark totals equal the committed orders' credits", o.spark_points == total and users_ok,
+                            f"Spark {o.spark_points} points, orders {total}"))
+    if o.reconciliation is not None:
+        r = o.reconciliation
+        clean = not r.get("missing_credits") and not r.get("orphan_credits") and not r.get("balance_mismatches")
+        checks.append(Check("reconciliation is clean", clean,
+                            f"missing {len(r.get('missing_credits', []))}, orphan {len(r.get('orphan_credits', []))}, mismatched balances {len(r.get('balance_mismatches', []))}"))
+    return checks

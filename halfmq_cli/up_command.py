@@ -1,0 +1,83 @@
+"""`halfmq up`: broker, order and credit together, embedded (SQLite files and a local data dir)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from .supervisor import Component, Supervisor, component_command
+
+
+@dataclass(frozen=True)
+class Topology:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    broker_port: int = 10911
+    order_port: int = 8001
+    credit_port: int = 8002
+    faults: bool = True
+
+    @property
+    def broker_url(self) -> str:
+        return f"http://{self.host}:{self.broker_port}"
+
+    @property
+    def order_url(self) -> str:
+        return f"http://{self.host}:{self.order_port}"
+
+    @property
+    def credit_url(self) -> str:
+        return f"http://{self.host}:{self.credit_port}"
+
+    @property
+    def order_db(self) -> str:
+        return f"sqlite:///{self.data_dir.resolve()}/order.db"
+
+    @property
+    def credit_db(self) -> str:
+        return f"sqlite:///{self.data_dir.resolve()}/credit.db"
+
+    def components(self, extra_env: dict[str, str] | None = None) -> list[Component]:
+        extra = extra_env or {}
+        return [
+            Component("broker", component_command("broker"), {
+                "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port),
+                "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **extra,
+            }, f"{self.broker_url}/healthz", "cyan"),
+            Component("order", component_command("order"), {
+                "ORDER_HOST": self.host, "ORDER_PORT": str(self.order_port), "ORDER_DATABASE_URL": self.order_db,
+                "ORDER_BROKER_URL": self.broker_url, "ORDER_PUBLIC_URL": self.order_url,
+                "ORDER_FAULTS_ENABLED": "true" if self.faults else "false", **extra,
+            }, f"{self.order_url}/healthz", "magenta"),
+            Component("credit", component_command("credit"), {
+                "CREDIT_HOST": self.host, "CREDIT_PORT": str(self.credit_port), "CREDIT_DATABASE_URL": self.credit_db,
+                "CREDIT_BROKER_URL": self.broker_url, **extra,
+            }, f"{self.credit_url}/healthz", "green"),
+        ]
+
+
+def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=Path("./data"), help="broker data and SQLite files (default ./data)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--broker-port", type=int, default=10911)
+    parser.add_argument("--order-port", type=int, default=8001)
+    parser.add_argument("--credit-port", type=int, default=8002)
+
+
+def topology_from(args: argparse.Namespace, faults: bool = True) -> Topology:
+    return Topology(args.data_dir, args.host, args.broker_port, args.order_port, args.credit_port, faults)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    topology = topology_from(args, faults=not args.no_faults)
+    topology.data_dir.mkdir(parents=True, exist_ok=True)
+    return Supervisor(topology.components(), restart=not args.no_restart).run()
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    up = sub.add_parser("up", help="run broker, order and credit together (Ctrl-C stops all)")
+    add_topology_arguments(up)
+    up.add_argument("--no-faults", action="store_true", help="refuse X-Fault headers (fault injection is on by default here)")
+    up.add_argument("--no-restart", action="store_true", help="stop everything when one component dies")
+    up.set_defaults(func=cmd_up)
