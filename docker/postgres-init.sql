@@ -1,0 +1,3 @@
+-- One server, one database per service (they must not share tables).
+CREATE DATABASE "order";
+CREATE DATABASE credit;

@@ -1,0 +1,81 @@
+"""docker-compose.yml is valid compose, health-gated, and passes only settings that exist."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from jsonschema import Draft7Validator
+
+from broker.config import BrokerSettings
+from services.credit.config import CreditSettings
+from services.order.config import OrderSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT.parent / "shared" / "schemas" / "compose-spec.json"
+LONG_RUNNING = {"postgres", "broker", "order", "credit", "spark"}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def settings_fields() -> dict[str, set[str]]:
+    from jobs.credit_aggregate import AggregateSettings
+
+    fields = {
+        "HALFMQ_BROKER_": set(BrokerSettings.model_fields),
+        "ORDER_": set(OrderSettings.model_fields),
+        "CREDIT_": set(CreditSettings.model_fields),
+    }
+    aggregate_env = {
+        (f.validation_alias if isinstance(f.validation_alias, str) else name).upper()
+        for name, f in AggregateSettings.model_fields.items()
+    }
+    return fields | {"": {n.lower() for n in aggregate_env}}
+
+
+def test_compose_file_matches_the_compose_spec(compose: dict) -> None:
+    assert SCHEMA.exists(), f"compose schema not found at {SCHEMA} (shared/ must sit beside the repo)"
+    errors = sorted(Draft7Validator(json.loads(SCHEMA.read_text())).iter_errors(compose), key=str)
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
+
+
+def test_every_long_running_service_has_a_health_check(compose: dict) -> None:
+    services = compose["services"]
+    assert set(services) == LONG_RUNNING
+    for name in LONG_RUNNING:
+        assert "healthcheck" in services[name], f"{name} has no healthcheck"
+
+
+def test_dependencies_wait_for_health(compose: dict) -> None:
+    for name, service in compose["services"].items():
+        for dep, spec in (service.get("depends_on") or {}).items():
+            assert spec == {"condition": "service_healthy"}, f"{name} -> {dep} does not wait for health"
+    assert set(compose["services"]["order"]["depends_on"]) == {"broker", "postgres"}
+
+
+def test_every_setting_passed_exists_in_a_settings_class(compose: dict) -> None:
+    fields = settings_fields()
+    for name, service in compose["services"].items():
+        if name == "postgres":
+            continue
+        for var in service.get("environment", {}):
+            if var.startswith(("HALFMQ_BROKER_", "ORDER_", "CREDIT_")):
+                prefix = next(p for p in ("HALFMQ_BROKER_", "ORDER_", "CREDIT_") if var.startswith(p))
+                owner = {"broker": "HALFMQ_BROKER_", "order": "ORDER_", "credit": "CREDIT_"}.get(name)
+                if owner is not None:
+                    assert prefix == owner, f"{name} is given {var}, a setting of another component"
+                    assert var[len(prefix):].lower() in fields[prefix], f"{name}: {var} is not a setting"
+                    continue
+            assert var.lower() in fields[""] , f"{name}: {var} is not a setting of the Spark job"
+
+
+def test_service_urls_point_at_compose_service_names(compose: dict) -> None:
+    env = compose["services"]["order"]["environment"]
+    assert env["ORDER_BROKER_URL"] == "http://broker:10911"
+    assert env["ORDER_PUBLIC_URL"].startswith("http://order:")
+    assert "order" in compose["services"]["broker"]["environment"]["HALFMQ_BROKER_CHECK_URL_ALLOW"].split(",")
