@@ -9,8 +9,9 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
-import uuid
+import os
 from dataclasses import dataclass
+from typing import Callable
 
 import crc32c
 
@@ -27,7 +28,7 @@ from broker.errors import (
     TopicNotFound,
 )
 from broker.protocol import OutgoingMessage
-from broker.store.message_store import MessageStore, PutItem, PutResult
+from broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic, is_valid_user_name
 
 # Properties only the broker may set: a producer forging them could impersonate a
@@ -115,7 +116,18 @@ def check_text_fields(msg: OutgoingMessage) -> None:
         raise InvalidRequest("keys, tag, sharding_key and properties must be valid UTF-8 text (lone surrogates?)") from None
 
 
-def message_properties(msg: OutgoingMessage) -> dict[str, str]:
+class UniqKeys:
+    """Message ids like RocketMQ's UNIQ_KEY: a random per-process prefix and a counter (no uuid4 per message)."""
+
+    def __init__(self) -> None:
+        self._prefix = os.urandom(8).hex().upper()
+        self._counter = itertools.count()
+
+    def __call__(self) -> str:
+        return f"{self._prefix}{next(self._counter):016X}"
+
+
+def message_properties(msg: OutgoingMessage, new_key: Callable[[], str]) -> dict[str, str]:
     check_text_fields(msg)
     bad = RESERVED_PROPERTIES.intersection(msg.properties)
     if bad:
@@ -125,7 +137,8 @@ def message_properties(msg: OutgoingMessage) -> dict[str, str]:
         props["KEYS"] = msg.keys if isinstance(msg.keys, str) else " ".join(msg.keys)
     if msg.tag:
         props["TAGS"] = msg.tag
-    props.setdefault("UNIQ_KEY", uuid.uuid4().hex.upper())
+    if "UNIQ_KEY" not in props:
+        props["UNIQ_KEY"] = new_key()
     return props
 
 
@@ -134,10 +147,11 @@ class SendService:
         self.store = store
         self.topics = topics
         self._round_robin: dict[str, itertools.count[int]] = {}
+        self._uniq_keys = UniqKeys()
 
     def prepare(self, cfg: TopicConfig, msg: OutgoingMessage) -> PutItem:
         body = decode_body(msg)
-        props = message_properties(msg)
+        props = message_properties(msg, self._uniq_keys)
         size = len(body) + sum(len(k) + len(v) for k, v in props.items())
         limit = self.topics.policy.max_message_size
         if size > limit:
@@ -157,8 +171,11 @@ class SendService:
     def send(self, topic: str, messages: list[OutgoingMessage]) -> tuple[list[PutResult], int]:
         cfg, exists = self.topics.writable(topic)
         items = [self.prepare(cfg, m) for m in messages]
-        if not self.store.fits(items):
-            raise MessageTooLarge("the batch does not fit one commit-log segment; send smaller batches")
         if not exists:
+            if not self.store.fits(items):  # checked before the topic is created: bad input changes nothing
+                raise MessageTooLarge("the batch does not fit one commit-log segment; send smaller batches")
             self.store.create_topic(cfg.name, cfg.queues)
-        return self.store.put(items)
+        try:
+            return self.store.put(items)
+        except GroupTooLarge:
+            raise MessageTooLarge("the batch does not fit one commit-log segment; send smaller batches") from None

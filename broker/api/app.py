@@ -12,12 +12,13 @@ from broker.config import BrokerSettings
 
 from . import problems
 from .routes import consumer_groups, operations, topics, transactions
+from .hot_path import HotPathApp
 from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
 
 
-def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | None = None) -> FastAPI:
+def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | None = None) -> HotPathApp:
     """Build the app; the store is opened here (or in the lifespan), never at import."""
     settings = settings or BrokerSettings()
 
@@ -39,4 +40,4 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.include_router(consumer_groups.router)
     app.include_router(transactions.router)
     app.include_router(operations.router)
-    return app
+    return HotPathApp(app, [r for module in (topics, consumer_groups, transactions) for r in module.RAW_ROUTES])

@@ -11,7 +11,7 @@ from typing import Awaitable, Callable
 
 from broker.config import BrokerSettings
 from broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
-from broker.errors import FlushDiskTimeout
+from broker.errors import FlushDiskTimeout, StoreUnavailable
 from broker.send_service import SendService, TopicPolicy, TopicService
 from broker.store.message_store import MessageStore, StoreConfig
 from broker.transaction.check_client import CheckClient
@@ -107,16 +107,45 @@ class BrokerRuntime:
 
 
 
-def durability(store: MessageStore, timeout: float) -> Callable[[int], Awaitable[None]]:
-    """An awaitable "is ``offset`` on disk yet" for sync flush; FlushDiskTimeout past ``timeout``."""
+class FlushWaiter:
+    """Awaitable "is ``offset`` on disk yet" for sync flush: FlushDiskTimeout past ``timeout``.
 
-    async def durable(end_offset: int) -> None:
-        future: Future[int] | None = store.wait_flushed(end_offset)
-        if future is None or future.done() and future.exception() is None:
+    Every request that waits on the same fsync generation awaits one shared asyncio
+    future, resolved once from the group-commit thread, with one timer per
+    generation instead of a wait_for task per request.
+    """
+
+    def __init__(self, store: MessageStore, timeout: float) -> None:
+        self._store = store
+        self._timeout = timeout
+        self._shared: dict[int, asyncio.Future[bool]] = {}
+
+    async def __call__(self, end_offset: int) -> None:
+        cf: Future[int] | None = self._store.wait_flushed(end_offset)
+        if cf is None or cf.done() and cf.exception() is None:
             return
-        try:
-            await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout)
-        except TimeoutError:
-            raise FlushDiskTimeout(f"fsync did not complete within {timeout}s") from None
+        key = id(cf)
+        shared = self._shared.get(key)
+        if shared is None:
+            loop = asyncio.get_running_loop()
+            shared = self._shared[key] = loop.create_future()
+            timer = loop.call_later(self._timeout, self._settle, key, shared, None)
+            shared.add_done_callback(lambda _: timer.cancel())
+            cf.add_done_callback(lambda f: loop.call_soon_threadsafe(self._settle, key, shared, f))
+        await asyncio.shield(shared)
 
-    return durable
+    def _settle(self, key: int, shared: asyncio.Future[bool], done: Future[int] | None) -> None:
+        if self._shared.get(key) is shared:
+            del self._shared[key]
+        if shared.done():
+            return
+        if done is None:
+            shared.set_exception(FlushDiskTimeout(f"fsync did not complete within {self._timeout}s"))
+        elif done.exception() is not None:
+            shared.set_exception(StoreUnavailable(f"fsync failed: {done.exception()}"))
+        else:
+            shared.set_result(True)
+
+
+def durability(store: MessageStore, timeout: float) -> Callable[[int], Awaitable[None]]:
+    return FlushWaiter(store, timeout)

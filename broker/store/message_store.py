@@ -134,6 +134,8 @@ class MessageStore:
             for it in items
         ]
         total = sum(p.size for p in pending)
+        if total > self.config.segment_bytes:
+            raise GroupTooLarge(f"a write group of {total} bytes exceeds the segment size {self.config.segment_bytes}")
         results: list[PutResult] = []
         with self._write_lock:
             if self._closed:
@@ -303,3 +305,7 @@ class MessageStore:
 
 class StoreClosed(Exception):
     pass
+
+
+class GroupTooLarge(ValueError):
+    """An atomic write group must fit one segment."""

@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
-from broker.errors import ProducerGroupMismatch, TransactionNotFound
+from broker.errors import MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
 from broker.store.message_store import MessageStore, PutItem
 from broker.store.record import PendingRecord, StoredMessage
 from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
@@ -147,6 +147,9 @@ class TransactionService:
 
     def send_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[Tx, int]:
         half, transaction_id = self.prepare_half(producer_group, item, real_queues)
+        commit_group = [half, PutItem(OP_HALF_TOPIC, 0, b"0" * 20, {"PAD": "x" * 400})]
+        if not self.store.fits(commit_group):  # its commit (final message + op) must fit one segment too
+            raise MessageTooLarge("the message is too large for an atomic commit in one commit-log segment")
         op_max = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
         [result], end = self.store.put([half])
         now_ms = int(self._clock() * 1000)

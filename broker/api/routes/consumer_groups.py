@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 
 from broker.protocol import ReceiveRequest, SettleRequest
 
+from ..body import parse_body
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
 from broker.message_view import message_view
@@ -19,8 +20,10 @@ def _runtime(request: Request) -> BrokerRuntime:
     return request.app.state.runtime
 
 
-@router.post("/{group}/topics/{topic}/receive")
-async def receive(group: str, topic: str, body: ReceiveRequest, request: Request) -> JsonResponse:
+async def receive(request: Request) -> JsonResponse:
+    group = request.path_params["group"]
+    topic = request.path_params["topic"]
+    body = await parse_body(request, ReceiveRequest)
     rt = _runtime(request)
     started = time.perf_counter()
     deliveries = await rt.delivery.receive(group, topic, body.max_messages, body.invisible_seconds, body.wait_seconds)
@@ -44,8 +47,10 @@ def _settled(results: list[tuple[str, bool]]) -> dict:
     return {"results": [{"receipt_handle": h, "status": "OK" if ok else "EXPIRED"} for h, ok in results]}
 
 
-@router.post("/{group}/topics/{topic}/ack")
-async def ack(group: str, topic: str, body: SettleRequest, request: Request) -> JsonResponse:
+async def ack(request: Request) -> JsonResponse:
+    group = request.path_params["group"]
+    topic = request.path_params["topic"]
+    body = await parse_body(request, SettleRequest)
     rt = _runtime(request)
     results = rt.delivery.ack(group, topic, body.receipt_handles)
     for _, ok in results:
@@ -53,8 +58,10 @@ async def ack(group: str, topic: str, body: SettleRequest, request: Request) -> 
     return JsonResponse(_settled(results))
 
 
-@router.post("/{group}/topics/{topic}/nack")
-async def nack(group: str, topic: str, body: SettleRequest, request: Request) -> JsonResponse:
+async def nack(request: Request) -> JsonResponse:
+    group = request.path_params["group"]
+    topic = request.path_params["topic"]
+    body = await parse_body(request, SettleRequest)
     rt = _runtime(request)
     results = rt.delivery.nack(group, topic, body.receipt_handles)
     for _, ok in results:
@@ -76,3 +83,11 @@ async def describe_group(group: str, request: Request) -> JsonResponse:
             for topic, rows in lag.items()
         ],
     })
+
+
+# Hot paths as plain Starlette routes (see body.py); the app factory mounts them.
+RAW_ROUTES = [
+    ("/v1/consumer-groups/{group}/topics/{topic}/receive", receive, ["POST"]),
+    ("/v1/consumer-groups/{group}/topics/{topic}/ack", ack, ["POST"]),
+    ("/v1/consumer-groups/{group}/topics/{topic}/nack", nack, ["POST"]),
+]

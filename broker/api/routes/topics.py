@@ -10,6 +10,7 @@ from broker.errors import FlushDiskTimeout, InvalidQueueId
 from broker.protocol import SendRequest, TopicCreate
 from broker.store.topics import TopicConfig
 
+from ..body import parse_body
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
 from broker.message_view import message_view
@@ -48,8 +49,9 @@ async def describe_topic(topic: str, request: Request) -> JsonResponse:
     return JsonResponse(topic_view(rt, rt.topics.get(topic)))
 
 
-@router.post("/{topic}/messages")
-async def send_messages(topic: str, body: SendRequest, request: Request) -> JsonResponse:
+async def send_messages(request: Request) -> JsonResponse:
+    topic = request.path_params["topic"]
+    body = await parse_body(request, SendRequest)
     rt = _runtime(request)
     started = time.perf_counter()
     results, end = rt.sender.send(topic, body.messages)
@@ -94,3 +96,9 @@ async def read_messages(
 
 def max_offset_of(a: int, b: int) -> int:
     return a if a > b else b
+
+
+# Hot paths as plain Starlette routes (see body.py); the app factory mounts them.
+RAW_ROUTES = [
+    ("/v1/topics/{topic}/messages", send_messages, ["POST"]),
+]

@@ -12,6 +12,7 @@ from broker.transaction.check_url import validate_check_url
 from broker.transaction.state_machine import TxEvent, TxState
 from broker.transaction.transaction_service import Tx
 
+from ..body import parse_body
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
 
@@ -49,8 +50,8 @@ def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None) -> dict
     return view
 
 
-@router.post("/v1/transactions")
-async def send_half(body: HalfSendRequest, request: Request) -> JsonResponse:
+async def send_half(request: Request) -> JsonResponse:
+    body = await parse_body(request, HalfSendRequest)
     rt = _runtime(request)
     group = _group(body.producer_group)
     cfg, exists = rt.topics.writable(body.topic)
@@ -72,8 +73,9 @@ async def send_half(body: HalfSendRequest, request: Request) -> JsonResponse:
     })
 
 
-@router.post("/v1/transactions/{transaction_id}/end")
-async def end_transaction(transaction_id: str, body: EndRequest, request: Request) -> JsonResponse:
+async def end_transaction(request: Request) -> JsonResponse:
+    transaction_id = request.path_params["transaction_id"]
+    body = await parse_body(request, EndRequest)
     rt = _runtime(request)
     outcome = await rt.transactions.end(transaction_id, body.producer_group, body.state, from_check=body.from_check)
     return JsonResponse(tx_view(rt, outcome.tx, duplicate=outcome.duplicate))
@@ -144,3 +146,10 @@ async def list_producers(request: Request) -> JsonResponse:
         {"producer_group": g, "producers": [{"client_id": e.client_id, "check_url": e.check_url} for e in members]}
         for g, members in sorted(rt.producers.groups().items())
     ]})
+
+
+# Hot paths as plain Starlette routes (see body.py); the app factory mounts them.
+RAW_ROUTES = [
+    ("/v1/transactions", send_half, ["POST"]),
+    ("/v1/transactions/{transaction_id}/end", end_transaction, ["POST"]),
+]
