@@ -105,15 +105,15 @@ def decode_body(msg: OutgoingMessage) -> bytes:
         raise BadBodyEncoding("the body is not valid UTF-8 text (lone surrogates?)") from None
 
 
-def check_text_fields(msg: OutgoingMessage) -> None:
-    """JSON admits lone surrogates (\\ud800) that UTF-8 cannot store: refuse them as bad input."""
+def check_property_text(msg: OutgoingMessage) -> None:
+    """Properties are stored RocketMQ-style (name \\x01 value \\x02): a separator inside a name or
+    value would let a producer forge properties, so those two control characters are refused."""
     keys = [msg.keys] if isinstance(msg.keys, str) else msg.keys or []
-    texts = [*keys, msg.tag or "", msg.sharding_key or "", *msg.properties.keys(), *msg.properties.values()]
-    try:
-        for text in texts:
-            text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidRequest("keys, tag, sharding_key and properties must be valid UTF-8 text (lone surrogates?)") from None
+    for text in (*keys, msg.tag or "", *msg.properties.keys(), *msg.properties.values()):
+        if "\x01" in text or "\x02" in text:
+            raise InvalidRequest("keys, tag and properties must not contain the control characters \\u0001 or \\u0002")
+    if any(not name for name in msg.properties):
+        raise InvalidRequest("property names must not be empty")
 
 
 class UniqKeys:
@@ -128,7 +128,9 @@ class UniqKeys:
 
 
 def message_properties(msg: OutgoingMessage, new_key: Callable[[], str]) -> dict[str, str]:
-    check_text_fields(msg)
+    if not (msg.properties or msg.keys or msg.tag):  # the common case: nothing to check
+        return {"UNIQ_KEY": new_key()}
+    check_property_text(msg)
     bad = RESERVED_PROPERTIES.intersection(msg.properties)
     if bad:
         raise ReservedProperty(f"properties {sorted(bad)} are reserved for the broker")

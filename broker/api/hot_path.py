@@ -33,15 +33,21 @@ class HotPathApp:
     def __getattr__(self, name: str) -> Any:  # tests and tools reach app.state etc. through the front
         return getattr(self.app, name)
 
+    def _app_serves(self, scope: Scope) -> bool:
+        """Whether the FastAPI app has a route for this method and path (e.g. GET /v1/transactions)."""
+        return any(route.matches(scope)[0] is Match.FULL for route in self.app.router.routes)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             for route in self.routes:
                 match, child = route.matches(scope)
-                if match is Match.PARTIAL:  # a hot path asked with another method
+                if match is Match.PARTIAL and not self._app_serves(scope):  # a hot path asked with another method
                     error = MethodNotAllowed(f"{scope['method']} is not allowed on {scope['path']}")
                     response = JsonResponse(error.to_problem(scope["path"]), status_code=405, media_type=PROBLEM, headers={"Allow": "POST"})
                     await response(scope, receive, send)
                     return
+                if match is Match.PARTIAL:
+                    break
                 if match is Match.FULL:
                     scope = {**scope, **child, "app": self.app}
                     request = Request(scope, receive)

@@ -70,6 +70,22 @@ class ConsumeQueue:
         self._size = pos + ENTRY_SIZE
         return pos // ENTRY_SIZE
 
+    def append_many(self, entries: list[tuple[int, int, int]]) -> None:
+        """Append entries with one write per file they land in (a batch send costs a syscall, not N)."""
+        i = 0
+        while i < len(entries):
+            pos = self._size
+            if not self._files or pos - self._files[-1][0] >= self.file_bytes:
+                fd = os.open(self.directory / f"{pos:0{NAME_WIDTH}d}", os.O_RDWR | os.O_CREAT, 0o644)
+                self._files.append((pos, fd))
+            base, fd = self._files[-1]
+            room = (base + self.file_bytes - pos) // ENTRY_SIZE
+            chunk = entries[i : i + room]
+            os.pwrite(fd, b"".join(ENTRY.pack(*e) for e in chunk), pos - base)
+            self._dirty.add(fd)
+            self._size = pos + ENTRY_SIZE * len(chunk)
+            i += len(chunk)
+
     def _locate(self, pos: int) -> tuple[int, int]:
         lo, hi = 0, len(self._files) - 1
         while lo < hi:

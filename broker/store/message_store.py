@@ -13,7 +13,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable, Literal, NamedTuple
 
 from .atomic_file import read_json, write_json
 from .commit_log import CommitLog, CorruptLogError
@@ -21,7 +21,7 @@ from .consume_queue import ConsumeQueue
 from .data_lock import DataDirLock
 from .flush_service import GroupCommitService, PeriodicService
 from .offset_table import OffsetTable
-from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, PendingRecord, StoredMessage, encode, tag_hash
+from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, StoredMessage, encode, encode_properties, record_size, tag_hash
 from .topics import TopicConfig, TopicTable
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,7 @@ class PutItem:
     tag: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PutResult:
+class PutResult(NamedTuple):
     topic: str
     queue_id: int
     queue_offset: int
@@ -121,7 +120,7 @@ class MessageStore:
     # --- writing ----------------------------------------------------------------
     def fits(self, items: list[PutItem]) -> bool:
         """Whether ``items`` fit one segment, the limit of an atomic write group."""
-        size = sum(PendingRecord(i.topic, i.queue_id, 0, i.properties, i.body).size for i in items)
+        size = sum(record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items)
         return size <= self.config.segment_bytes
 
     def put(self, items: list[PutItem]) -> tuple[list[PutResult], int]:
@@ -129,33 +128,45 @@ class MessageStore:
         if not items:
             raise ValueError("empty write group")
         now = int(self._clock() * 1000)
-        pending = [
-            PendingRecord(it.topic, it.queue_id, it.born_timestamp or now, it.properties, it.body, FLAG_BODY_BINARY if it.binary else 0)
-            for it in items
-        ]
-        total = sum(p.size for p in pending)
+        topic_bytes: dict[str, bytes] = {}
+        parts = []
+        total = 0
+        for it in items:
+            t = topic_bytes.get(it.topic)
+            if t is None:
+                t = topic_bytes[it.topic] = it.topic.encode()
+            p = encode_properties(it.properties)
+            size = HEADER_SIZE + len(t) + len(p) + len(it.body)
+            parts.append((t, p, size))
+            total += size
         if total > self.config.segment_bytes:
             raise GroupTooLarge(f"a write group of {total} bytes exceeds the segment size {self.config.segment_bytes}")
         results: list[PutResult] = []
+        last = len(items) - 1
         with self._write_lock:
             if self._closed:
                 raise StoreClosed("the store is closed")
             offset = self.commit_log.next_offset_for(total)
             next_queue_offset: dict[tuple[str, int], int] = {}
+            entries: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
             chunks: list[bytes] = []
-            for i, (item, rec) in enumerate(zip(items, pending)):
-                key = (item.topic, item.queue_id)
-                cq = self._queue(*key)
-                qoff = next_queue_offset.get(key, cq.max_offset)
+            for i, it in enumerate(items):
+                key = (it.topic, it.queue_id)
+                qoff = next_queue_offset.get(key)
+                if qoff is None:
+                    qoff = self._queue(*key).max_offset
                 next_queue_offset[key] = qoff + 1
-                flags = rec.flags | (FLAG_GROUP_MORE if i < len(items) - 1 else 0)
-                chunks.append(encode(rec, queue_offset=qoff, commit_log_offset=offset, store_timestamp=now, flags=flags))
-                results.append(PutResult(item.topic, item.queue_id, qoff, offset, rec.size, item.properties))
-                offset += rec.size
+                t, p, size = parts[i]
+                flags = (FLAG_BODY_BINARY if it.binary else 0) | (FLAG_GROUP_MORE if i < last else 0)
+                chunks.append(encode(t, it.queue_id, p, it.body, queue_offset=qoff, commit_log_offset=offset,
+                                     born_timestamp=it.born_timestamp or now, store_timestamp=now, flags=flags))
+                results.append(PutResult(it.topic, it.queue_id, qoff, offset, size, it.properties))
+                entries.setdefault(key, []).append((offset, size, tag_hash(it.tag)))
+                offset += size
             self.commit_log.write(b"".join(chunks))
-            for item, res in zip(items, results):
-                self._queue(item.topic, item.queue_id).append(res.commit_log_offset, res.size, tag_hash(item.tag))
-        for key in dict.fromkeys((r.topic, r.queue_id) for r in results):
+            for key, queue_entries in entries.items():
+                self._queues[key].append_many(queue_entries)
+        for key in entries:
             for listener in self._listeners:
                 listener(*key)
         return results, offset

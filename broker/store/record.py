@@ -4,7 +4,10 @@ Layout (little-endian)::
 
     total_size u32 | crc32c u32 | magic u8 | flags u16 | queue_id u32
     queue_offset i64 | commit_log_offset i64 | born_ts i64 | store_ts i64
-    topic_len u16 | props_len u32 | topic | props (orjson map) | body
+    topic_len u16 | props_len u32 | topic | props | body
+
+Properties use RocketMQ's encoding: ``name \x01 value \x02`` repeated (UTF-8);
+the two separators may not appear in names or values.
 
 The CRC covers everything after itself, so a torn write or a flipped bit
 anywhere in the record is caught. ``FLAG_GROUP_MORE`` marks every record of an
@@ -15,10 +18,9 @@ record is intact.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import crc32c
-import orjson
 
 HEADER = struct.Struct("<IIBHIqqqqHI")
 HEADER_SIZE = HEADER.size
@@ -56,36 +58,42 @@ class StoredMessage:
         return bool(self.flags & FLAG_GROUP_MORE)
 
 
-@dataclass(slots=True)
-class PendingRecord:
-    """A record whose variable parts are encoded but whose offsets are not yet known."""
-
-    topic: str
-    queue_id: int
-    born_timestamp: int
-    properties: dict[str, str]
-    body: bytes
-    flags: int = 0
-    topic_bytes: bytes = field(default=b"", repr=False)
-    props_bytes: bytes = field(default=b"", repr=False)
-
-    def __post_init__(self) -> None:
-        self.topic_bytes = self.topic.encode()
-        self.props_bytes = orjson.dumps(self.properties) if self.properties else b""
-
-    @property
-    def size(self) -> int:
-        return HEADER_SIZE + len(self.topic_bytes) + len(self.props_bytes) + len(self.body)
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
 
 
-def encode(record: PendingRecord, *, queue_offset: int, commit_log_offset: int, store_timestamp: int, flags: int) -> bytes:
-    size = record.size
-    header = HEADER.pack(
-        size, 0, MAGIC, flags, record.queue_id, queue_offset, commit_log_offset,
-        record.born_timestamp, store_timestamp, len(record.topic_bytes), len(record.props_bytes),
-    )
-    rest = header[8:] + record.topic_bytes + record.props_bytes + record.body
-    return struct.pack("<II", size, crc32c.crc32c(rest)) + rest
+def encode_properties(props: dict[str, str]) -> bytes:
+    if not props:
+        return b""
+    return "".join(f"{k}\x01{v}\x02" for k, v in props.items()).encode()
+
+
+def decode_properties(raw: bytes | memoryview) -> dict[str, str]:
+    if not raw:
+        return {}
+    out = {}
+    for pair in bytes(raw).decode().split(PROPERTY_SEPARATOR):
+        if pair:
+            k, _, v = pair.partition(NAME_VALUE_SEPARATOR)
+            out[k] = v
+    return out
+
+
+def record_size(topic: bytes, props: bytes, body: bytes) -> int:
+    return HEADER_SIZE + len(topic) + len(props) + len(body)
+
+
+def encode(topic: bytes, queue_id: int, props: bytes, body: bytes, *, queue_offset: int, commit_log_offset: int,
+           born_timestamp: int, store_timestamp: int, flags: int) -> bytes:
+    """One record; the caller knows every offset, so this is a pack and a CRC."""
+    size = HEADER_SIZE + len(topic) + len(props) + len(body)
+    header = HEADER.pack(size, 0, MAGIC, flags, queue_id, queue_offset, commit_log_offset,
+                         born_timestamp, store_timestamp, len(topic), len(props))
+    rest = b"".join((header[8:], topic, props, body))
+    return _SIZE_CRC.pack(size, crc32c.crc32c(rest)) + rest
+
+
+_SIZE_CRC = struct.Struct("<II")
 
 
 def peek_size(buf: bytes | memoryview, pos: int = 0) -> int:
@@ -113,7 +121,7 @@ def decode(buf: bytes | memoryview, pos: int = 0, *, verify: bool = True) -> Sto
     start = HEADER_SIZE
     topic = bytes(view[start : start + topic_len]).decode()
     start += topic_len
-    props = orjson.loads(view[start : start + props_len]) if props_len else {}
+    props = decode_properties(view[start : start + props_len]) if props_len else {}
     start += props_len
     body = bytes(view[start:])
     return StoredMessage(topic, queue_id, queue_offset, clog_offset, born, stored, props, body, flags, size)

@@ -28,7 +28,7 @@ from typing import Awaitable, Callable
 
 from broker.errors import MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
 from broker.store.message_store import MessageStore, PutItem
-from broker.store.record import PendingRecord, StoredMessage
+from broker.store.record import StoredMessage, encode_properties, record_size
 from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
 
 from .check_policy import CheckPolicy, first_check_at, next_check_at, parse_immunity
@@ -181,7 +181,7 @@ class TransactionService:
         op = self._op(tx, event.value, half)
         if action is TxAction.APPEND_FINAL_AND_OP:
             final = self._final(half)
-            op.properties["FINAL_SIZE"] = str(PendingRecord(final.topic, final.queue_id, 0, final.properties, final.body).size)
+            op.properties["FINAL_SIZE"] = str(record_size(final.topic.encode(), encode_properties(final.properties), final.body))
             items = [final, op]
             if event is TxEvent.RESEND:
                 items.append(PutItem(CHECK_MAX_TIME_TOPIC, 0, b"", {"TRANSACTION_ID": tx.transaction_id, "RESENT": "true"}))

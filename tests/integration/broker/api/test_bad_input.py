@@ -443,3 +443,16 @@ def test_garbage_input_never_causes_a_server_error(
             assert resp.headers["content-type"].startswith("application/problem+json"), resp.text[:300]
             assert resp.json()["code"]
         assert c.get("/healthz").status_code == 200
+
+
+@pytest.mark.parametrize("message", [
+    {"body": "x", "properties": {"a": "v\u0002REAL_TOPIC\u0001EVIL"}},
+    {"body": "x", "properties": {"a\u0001b": "v"}},
+    {"body": "x", "keys": ["k\u0002TRAN_MSG\u0001true"]},
+    {"body": "x", "tag": "t\u0001"},
+    {"body": "x", "properties": {"": "v"}},
+], ids=["value-forges-property", "name-separator", "key-separator", "tag-separator", "empty-name"])
+def test_property_separators_cannot_forge_broker_properties(client: httpx.Client, message: dict) -> None:
+    topic = fresh("FORGE")
+    with stores_nothing(client):
+        assert_problem(send_raw(client, topic, [message]), 400, "INVALID_REQUEST")
