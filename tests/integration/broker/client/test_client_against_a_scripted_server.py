@@ -185,7 +185,7 @@ def test_a_short_send_answer_is_reported_instead_of_mispairing_results(scripted:
         producer.send_batch("t", ["a", "b"])
 
 
-async def test_the_async_transport_spreads_requests_over_its_client_pool(scripted: tuple[str, Script]) -> None:
+async def test_the_async_transport_keeps_at_most_pool_size_times_connections_per_client_connections(scripted: tuple[str, Script]) -> None:
     url, script = scripted
     script.answer(200, {"status": "ok"})
     transport = AsyncTransport(url, pool_size=3, connections_per_client=1, max_in_flight=6)
@@ -194,5 +194,5 @@ async def test_the_async_transport_spreads_requests_over_its_client_pool(scripte
     finally:
         await transport.close()
     assert len(script.seen) == 12
-    # One connection per client: three peers means all three clients were used.
+    # 3 x 1 connections: concurrent calls share exactly three keep-alive connections.
     assert len(script.peers) == 3

@@ -1,0 +1,158 @@
+"""`halfmq bench [SCENARIO…] [--quick] [--json PATH]`: run scenarios, print tables, write JSON.
+
+``add_parser(subparsers)`` registers the subcommand on the ``halfmq`` parser;
+``python -m bench.cli …`` runs the same thing standalone. Order of a run: the
+in-run baselines the selected scenarios compare with, then each scenario
+(each starts and stops its own processes), then ratios and gates. A scenario
+that fails is recorded as failed and the others still run; the exit code is
+1 if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from . import baselines as baseline_runner
+from . import gates, machine, render, results, scenarios
+from .context import Context
+from .settings import BenchSettings
+
+
+def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                        help=f"any of: {', '.join(scenarios.NAMES)} (default: all)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, 1 run of ~1 s per case: a smoke run, not a measurement")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write the result document here")
+    parser.add_argument("--runs", type=int, help="measured runs per case (default 3; quick 1)")
+    parser.add_argument("--seconds", type=float, help="seconds per measured run (default 8; quick 1)")
+    parser.add_argument("--warmup", type=float, help="warm-up seconds before each case (default 1; quick 0.3)")
+    parser.add_argument("--driver", choices=("aiohttp", "wrk"), default="aiohttp",
+                        help="load driver for fixed-body POSTs (send cases and HTTP baselines); the rest is always aiohttp")
+    parser.add_argument("--consume-prefill", type=int, help="messages in the consume scenario's backlog")
+    parser.add_argument("--recovery-mib", type=int, help="commit log size for the recovery scenario (default 1024; quick 32)")
+    parser.add_argument("--spark-rows", type=int, help="credits for the spark scenario (default 1,000,000; quick 10,000)")
+    parser.add_argument("--no-baselines", action="store_true", help="skip the in-run baselines (no ratios)")
+    parser.add_argument("--workdir", type=Path, help="parent of the temporary data dirs (default: system temp)")
+    parser.add_argument("--keep", action="store_true", help="keep data dirs and server logs after the run")
+    parser.set_defaults(func=cmd_bench)
+    return parser
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("bench", help="run benchmarks (each scenario starts its own processes)",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return configure(parser)
+
+
+def settings_from(args: argparse.Namespace) -> BenchSettings:
+    if args.driver == "wrk":
+        from .load import wrk_available
+
+        if not wrk_available():
+            raise SystemExit("--driver wrk: wrk is not installed (apt-get install wrk)")
+    return BenchSettings.for_mode(
+        args.quick, runs=args.runs, seconds=args.seconds, warmup=args.warmup, driver=args.driver,
+        consume_prefill=args.consume_prefill, workdir=args.workdir, spark_rows=args.spark_rows,
+        recovery_bytes=args.recovery_mib * 2**20 if args.recovery_mib else None,
+    )
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def run_bench(selected: list[str], settings: BenchSettings, *, with_baselines: bool = True, keep: bool = False,
+              console: Console | None = None, command: str | None = None) -> dict[str, Any]:
+    """Run everything selected and return the result document (also the library entry point)."""
+    console = console or render.console(stderr=True)
+    doc: dict[str, Any] = {
+        "format": results.FORMAT,
+        "command": command,
+        "invoked_as": " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv]),
+        "started_at": _now(),
+        "machine": machine.machine(),
+        "versions": machine.versions(),
+        "settings": settings.as_json(),
+        "scenarios_selected": selected,
+        "baselines": {},
+        "scenarios": {},
+    }
+    ctx = Context.create(settings, console)
+    console.print(f"[bold]halfmq bench[/bold] {' '.join(selected)}{' (quick)' if settings.quick else ''} — work dir {ctx.root}")
+    try:
+        if with_baselines:
+            needed: list[str] = []
+            for name in selected:
+                try:
+                    wanted = scenarios.module(name).baselines(settings.driver)
+                except ImportError:
+                    continue  # reported as the scenario's failure below
+                for b in wanted:
+                    if b not in needed:
+                        needed.append(b)
+            if needed:
+                console.rule("baselines")
+                doc["baselines"] = baseline_runner.measure(ctx, needed)
+        for name in selected:
+            console.rule(name)
+            started = time.perf_counter()
+            ctx.partial = {}
+            try:
+                doc["scenarios"][name] = scenarios.module(name).run(ctx)
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one failed scenario must not lose the others
+                console.print(f"[red]{name} failed: {type(exc).__name__}: {exc}[/red]", highlight=False)
+                doc["scenarios"][name] = results.scenario_failed(f"{type(exc).__name__}: {exc}"[:2000], dict(ctx.partial))
+                doc["scenarios"][name]["traceback"] = traceback.format_exc()[-4000:]
+            doc["scenarios"][name]["wall_seconds"] = round(time.perf_counter() - started, 1)
+    finally:
+        ctx.cleanup(keep=keep)
+        if keep:
+            console.print(f"data dirs and logs kept in {ctx.root}")
+    results.attach_ratios(doc)
+    doc["gates"] = gates.evaluate(doc)
+    doc["finished_at"] = _now()
+    return doc
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    selected = list(dict.fromkeys(args.scenarios)) or list(scenarios.NAMES)
+    unknown = [s for s in selected if s not in scenarios.NAMES]
+    if unknown:
+        raise SystemExit(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(scenarios.NAMES)}")
+    settings = settings_from(args)
+    argv = getattr(args, "argv", None)
+    if argv is None:  # reached through the `halfmq` parser: drop the subcommand itself
+        argv = sys.argv[1:]
+        argv = argv[1:] if argv[:1] == ["bench"] else argv
+    command = " ".join(["halfmq", "bench", *(shlex.quote(a) for a in argv)])
+    doc = run_bench(selected, settings, with_baselines=not args.no_baselines, keep=args.keep, command=command)
+    if args.json:
+        results.write(doc, args.json)
+    out = render.console()
+    render.show(doc, out)
+    if args.json:
+        out.print(f"results written to {args.json}")
+    return 1 if any(sc["status"] == "failed" for sc in doc["scenarios"].values()) else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = configure(argparse.ArgumentParser(prog="halfmq bench", description=__doc__,
+                                               formatter_class=argparse.RawDescriptionHelpFormatter))
+    args = parser.parse_args(argv)
+    args.argv = argv if argv is not None else sys.argv[1:]
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The peers' results (bench/peers/run_all.sh → one JSON line per file in /tmp/peer_results).
+
+Only read here, never produced: the peer scripts live in the shared tree and
+are run by hand. Their three summary shapes (see their ``summarize.py``) are
+``{"rps_median", "rps_min", "rps_max", "p50_ms_median", "p99_ms_median"}``,
+``{"median_rps", "min", "max"}`` (fsync) and ``{"median", "min", "max"}``
+(seconds, spark).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_RESULTS = Path("/tmp/peer_results")
+DEFAULT_SCRIPTS = Path("/work/shared/bench/peers")
+
+
+@dataclass(frozen=True)
+class Figure:
+    median: float
+    low: float | None
+    high: float | None
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    unit: str = "/s"
+
+
+def load(results_dir: Path) -> dict[str, Any]:
+    """``{file stem: parsed last JSON line}``; files without a result map to ``{"error": ...}``."""
+    out: dict[str, Any] = {}
+    if not results_dir.is_dir():
+        return out
+    for path in sorted(results_dir.glob("*.json")):
+        lines = [line for line in path.read_text(errors="replace").strip().splitlines() if line.startswith("{")]
+        try:
+            out[path.stem] = json.loads(lines[-1])
+        except (IndexError, json.JSONDecodeError) as exc:
+            out[path.stem] = {"error": f"no result ({type(exc).__name__})"}
+    return out
+
+
+def figure(peers: dict[str, Any], file: str, *keys: str) -> Figure | None:
+    """The summary at ``peers[file][k1][k2]…`` as a Figure, or None when absent."""
+    node: Any = peers.get(file)
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    if not isinstance(node, dict):
+        return None
+    if "rps_median" in node:
+        return Figure(node["rps_median"], node.get("rps_min"), node.get("rps_max"), node.get("p50_ms_median"), node.get("p99_ms_median"))
+    if "median_rps" in node:
+        return Figure(node["median_rps"], node.get("min"), node.get("max"))
+    if "median" in node:
+        return Figure(node["median"], node.get("min"), node.get("max"), unit="s")
+    return None
+
+
+def commands(scripts_dir: Path) -> dict[str, str]:
+    """``{result name: exact command}`` parsed from run_all.sh / run_extras.sh (``run NAME CMD…`` lines)."""
+    out: dict[str, str] = {}
+    for script in ("run_all.sh", "run_extras.sh"):
+        path = scripts_dir / script
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            m = re.match(r"^\s*run\s+(\S+)\s+(.+?)\s*$", line)
+            if m and not line.lstrip().startswith("run()"):
+                cmd = m.group(2).replace("$PY", "/tmp/halfmq-peers/bin/python")
+                out[m.group(1)] = f"(cd {shlex.quote(str(scripts_dir))} && {cmd})"
+    return out

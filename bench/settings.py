@@ -1,0 +1,53 @@
+"""How long and how big: one place for every bound a benchmark run respects.
+
+Each measured run is bounded both in time (``seconds``) and in count
+(``max_ops``); ``--quick`` shrinks everything so the whole suite is a smoke run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    quick: bool = False
+    runs: int = 3                    # measured runs per case (medians and min-max over them)
+    seconds: float = 8.0             # per measured run
+    warmup: float = 1.0              # per case, discarded
+    concurrency: int = 64            # "64 in flight"
+    body_bytes: int = 256
+    batch: int = 100                 # messages per batched send
+    max_ops: int = 2_000_000         # count bound per run
+    driver: str = "aiohttp"          # or "wrk" for the fixed-body POST cases (send, HTTP baselines)
+    receive_batch: int = 32
+    consume_prefill: int = 600_000   # messages in the consume scenario's topic (each run reads it with a new group)
+    tx_mix_rollback: float = 0.10
+    tx_mix_unended: float = 0.05
+    tx_check_wait: float = 30.0      # how long to wait for the last check-backs after a mix run
+    orders_max: int = 20_000         # orders per run (count bound; time bound is ``seconds``)
+    orders_credit_wait: float = 120.0
+    recovery_bytes: int = 1 << 30    # commit log filled before the kill -9 restarts
+    spark_rows: int = 1_000_000
+    spark_timeout: float = 600.0
+    fsync_seconds: float = 5.0       # raw append + fsync loop per run (the peers' fsync_bench default)
+    workdir: Path | None = None      # where temp dirs go (default: the system temp dir)
+
+    @classmethod
+    def for_mode(cls, quick: bool, **overrides: object) -> "BenchSettings":
+        base = cls.quick_settings() if quick else cls()
+        return replace(base, **{k: v for k, v in overrides.items() if v is not None})
+
+    @classmethod
+    def quick_settings(cls) -> "BenchSettings":
+        return cls(
+            quick=True, runs=1, seconds=1.0, warmup=0.3, max_ops=200_000, consume_prefill=20_000,
+            tx_check_wait=15.0, orders_max=1_000, orders_credit_wait=60.0, recovery_bytes=32 << 20,
+            spark_rows=10_000, fsync_seconds=1.0,
+        )
+
+    def as_json(self) -> dict:
+        out = asdict(self)
+        out["workdir"] = str(self.workdir) if self.workdir else None
+        return out
