@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 
@@ -19,7 +20,15 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"halfmq aggregate: bad settings: {exc}", file=sys.stderr)
         return job.EXIT_ERROR
-    return job.execute(settings)
+    if not args.every:
+        return job.execute(settings)
+    heartbeat = Path(settings.output_dir) / "heartbeat"
+    while True:  # the compose service: aggregate on a schedule; healthy while runs keep finishing
+        code = job.execute(settings)
+        if code != job.EXIT_ERROR:
+            heartbeat.parent.mkdir(parents=True, exist_ok=True)
+            heartbeat.touch()
+        time.sleep(args.every)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,4 +43,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--order-db", help="order database SQLAlchemy URL (default ORDER_DATABASE_URL or sqlite:///./data/order.db)")
     parser.add_argument("--output-dir", type=Path, help="Parquet and report directory (default AGGREGATE_OUTPUT_DIR or ./data/spark)")
     parser.add_argument("--partitions", type=int, help="JDBC read partitions of the ledger (default AGGREGATE_PARTITIONS or 4)")
+    parser.add_argument("--every", type=float, help="run again every this many seconds, forever (the compose service)")
     parser.set_defaults(func=cmd_aggregate)

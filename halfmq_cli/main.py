@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .demo import command as demo_command
 
     demo_command.add_parser(sub)
+    from . import aggregate_command
+
+    aggregate_command.add_parser(sub)
+    from bench import cli as bench_cli
+
+    bench_cli.add_parser(sub)
     return parser
 
 
