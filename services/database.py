@@ -86,3 +86,21 @@ class UtcDateTime(TypeDecorator):
         if value is None:
             return None
         return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def run_alembic_env(context, metadata, default_url: str) -> None:  # noqa: ANN001
+    """The body of both migrations/*/env.py: use the caller's connection, or connect to the URL."""
+    config = context.config
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    url = config.attributes.get("url") or context.get_x_argument(as_dictionary=True).get("url") or default_url
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        context.configure(connection=conn, target_metadata=metadata, render_as_batch=True)
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()

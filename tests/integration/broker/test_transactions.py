@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from tests.support.check_server import CheckServer
+from tests.support.waiting import wait_for
 from tests.support.processes import BrokerProcess
 
 from .http_helpers import path, read_all, receive
@@ -62,15 +63,6 @@ def state_of(client: httpx.Client, txid: str) -> dict:
 def visible(client: httpx.Client) -> list[str]:
     return sorted(m["body"] for q in range(2) for m in read_all(client, "ORDERS", q))
 
-
-def wait_for(predicate, timeout: float = 15.0, interval: float = 0.1):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 def test_half_message_is_invisible_to_consumers_and_offset_reads(client: httpx.Client) -> None:

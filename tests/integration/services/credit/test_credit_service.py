@@ -9,6 +9,7 @@ import httpx
 import orjson
 import pytest
 
+from tests.support.waiting import wait_for
 from tests.support.processes import BrokerProcess, ServiceProcess
 
 TOPIC = "ORDER_TOPIC"
@@ -50,15 +51,6 @@ def send(broker: BrokerProcess, *messages: dict) -> None:
 def balance(credit: ServiceProcess, user_id: str) -> dict:
     return httpx.get(f"{credit.url}/users/{user_id}/credits").json()
 
-
-def wait_for(predicate, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not reached within {timeout}s")
 
 
 def test_each_order_message_credits_its_user_once(broker, start_credit) -> None:

@@ -10,6 +10,7 @@ import httpx
 import orjson
 import pytest
 
+from tests.support.waiting import wait_for
 from tests.support.processes import BrokerProcess, ServiceProcess, free_port
 
 TOPIC = "ORDER_TOPIC"
@@ -55,15 +56,6 @@ def visible_orders(broker: BrokerProcess) -> list[dict]:
 def place(order: ServiceProcess, user: str = "u1", amount: str = "12.50", **headers: str) -> httpx.Response:
     return httpx.post(f"{order.url}/orders", json={"user_id": user, "amount": amount}, headers=headers, timeout=30)
 
-
-def wait_for(predicate, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not reached within {timeout}s")
 
 
 def test_a_normal_order_is_committed_and_visible_once(broker, start_order) -> None:
