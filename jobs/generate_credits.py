@@ -21,9 +21,9 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -56,23 +56,25 @@ class _SqliteWriter:
         path = make_url(url).database or ""
         if not Path(path).is_file():
             raise SystemExit(f"{path} does not exist: create the schema first (--migrate)")
-        self.conn = sqlite3.connect(path, isolation_level=None, timeout=60)
+        self.conn = sqlite3.connect(path, isolation_level=None, timeout=60, check_same_thread=False)
         self.conn.execute("PRAGMA synchronous=OFF")  # a generator: speed over durability
         self.conn.execute("PRAGMA cache_size=-262144")
         self.conn.execute("BEGIN IMMEDIATE")
 
     @staticmethod
-    def _ts(value: datetime) -> str:  # what SQLAlchemy writes for DateTime(timezone=True) on SQLite
-        return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+    def _ts(value: datetime) -> str:  # what SQLAlchemy writes for DateTime(timezone=True) on SQLite: UTC, no offset
+        return value.isoformat(" ", "microseconds")
 
     def orders(self, rows: list[tuple]) -> None:
+        ts = self._ts
         self.conn.executemany("INSERT INTO orders (order_id, user_id, amount, status, created_at) VALUES (?,?,?,?,?)",
-                              [(o, u, float(a), s, self._ts(t)) for o, u, a, s, t in rows])
+                              [(o, u, c / 100, "created", ts(t)) for o, u, c, t in rows])
 
     def credits(self, rows: list[tuple]) -> None:
+        ts = self._ts
         self.conn.executemany(
             "INSERT INTO credit_records (order_id, user_id, amount, points, message_id, created_at) VALUES (?,?,?,?,?,?)",
-            [(o, u, float(a), p, m, self._ts(t)) for o, u, a, p, m, t in rows])
+            [(o, u, c / 100, p, m, ts(t)) for o, u, c, p, m, t in rows])
 
     def accounts(self, rows: list[tuple]) -> None:
         self.conn.executemany(
@@ -100,22 +102,29 @@ class _PostgresWriter:
         conninfo = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         self.conn = psycopg.connect(conninfo)
 
-    def _copy(self, sql: str, rows: list[tuple]) -> None:
+    def _copy(self, sql: str, rows: Iterator[tuple]) -> None:
         with self.conn.cursor() as cur, cur.copy(sql) as copy:
             for row in rows:
                 copy.write_row(row)
 
+    @staticmethod
+    def _amount(cents: int) -> str:
+        return f"{cents // 100}.{cents % 100:02d}"
+
     def orders(self, rows: list[tuple]) -> None:
-        self._copy("COPY orders (order_id, user_id, amount, status, created_at) FROM STDIN", rows)
+        self._copy("COPY orders (order_id, user_id, amount, status, created_at) FROM STDIN",
+                   ((o, u, self._amount(c), "created", t.replace(tzinfo=timezone.utc)) for o, u, c, t in rows))
 
     def credits(self, rows: list[tuple]) -> None:
-        self._copy("COPY credit_records (order_id, user_id, amount, points, message_id, created_at) FROM STDIN", rows)
+        self._copy("COPY credit_records (order_id, user_id, amount, points, message_id, created_at) FROM STDIN",
+                   ((o, u, self._amount(c), p, m, t.replace(tzinfo=timezone.utc)) for o, u, c, p, m, t in rows))
 
     def accounts(self, rows: list[tuple]) -> None:
         with self.conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO credit_accounts (user_id, balance, updated_at) VALUES (%s,%s,%s) ON CONFLICT (user_id) DO UPDATE "
-                "SET balance = credit_accounts.balance + excluded.balance, updated_at = excluded.updated_at", rows)
+                "SET balance = credit_accounts.balance + excluded.balance, updated_at = excluded.updated_at",
+                [(u, b, t.replace(tzinfo=timezone.utc)) for u, b, t in rows])
 
     def execute(self, sql: str) -> None:
         self.conn.execute(sql)
@@ -146,19 +155,24 @@ def _writer(url: str) -> Any:
 
 def _rows(n: int, rng: random.Random, users: list[str], start: datetime, span: timedelta, points_per_unit: int,
           batch: int) -> Iterator[tuple[list[tuple], list[tuple]]]:
-    """Batches of (orders, credits): order i is placed at an evenly spread time, credited a moment later."""
+    """Batches of (orders, credits): order i is placed at an evenly spread time, credited a moment later.
+
+    Rows are ``(order_id, user_id, cents, created_at)`` and ``(order_id, user_id, cents, points, message_id,
+    created_at)`` with naive UTC datetimes; the writers turn them into what each database wants.
+    """
     step = span / max(n, 1)
+    base = start.astimezone(timezone.utc).replace(tzinfo=None)
+    bits, pick, n_users = rng.getrandbits, rng.randrange, len(users)
     orders: list[tuple] = []
     credits: list[tuple] = []
     for i in range(n):
-        order_id = f"{rng.getrandbits(128):032x}"
-        user = users[rng.randrange(len(users))]
-        cents = rng.randrange(100, 50_000)
-        amount = Decimal(cents).scaleb(-2)
-        placed = start + step * i
-        orders.append((order_id, user, amount, "created", placed))
-        credits.append((order_id, user, amount, (cents // 100) * points_per_unit, f"m{order_id[:24]}",
-                        placed + timedelta(milliseconds=rng.randrange(5, 500))))
+        order_id = f"{bits(128):032x}"
+        user = users[pick(n_users)]
+        cents = pick(100, 50_000)
+        placed = base + step * i
+        orders.append((order_id, user, cents, placed))
+        credits.append((order_id, user, cents, (cents // 100) * points_per_unit, "m" + order_id[:24],
+                        placed + timedelta(microseconds=pick(5_000, 500_000))))
         if len(orders) >= batch:
             yield orders, credits
             orders, credits = [], []
@@ -177,6 +191,7 @@ def generate(credit_url: str, order_url: str, credits: int, *, users: int | None
     user_ids = [f"user-{k:07d}" for k in range(n_users)]
     span = timedelta(days=days)
     cw, ow = _writer(credit_url), _writer(order_url)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="orders-writer")
     out = Generated(orders=0, credits=0, users=0, points=0)
     balances: dict[str, int] = defaultdict(int)
     try:
@@ -185,8 +200,12 @@ def generate(credit_url: str, order_url: str, credits: int, *, users: int | None
                 cw.execute(f"DELETE FROM {table}")
             for table in ("idempotency_keys", "order_transactions", "orders"):
                 ow.execute(f"DELETE FROM {table}")
+        # the two databases are written side by side: the drivers release the GIL while the database works
+        pending = None
         for orders, creds in _rows(credits, rng, user_ids, start, span, points_per_unit, batch):
-            ow.orders(orders)
+            if pending is not None:
+                pending.result()
+            pending = pool.submit(ow.orders, orders)
             cw.credits(creds)
             for c in creds:
                 balances[c[1]] += c[3]
@@ -194,6 +213,8 @@ def generate(credit_url: str, order_url: str, credits: int, *, users: int | None
             out.credits += len(creds)
             if progress:
                 print(f"\r  {out.credits:,}/{credits:,} credits", end="", file=sys.stderr, flush=True)
+        if pending is not None:
+            pending.result()
         if progress:
             print(file=sys.stderr)
         # orders that never got their credit
@@ -215,19 +236,21 @@ def generate(credit_url: str, order_url: str, credits: int, *, users: int | None
         out.orphan_credits = sorted(c[0] for c in extra_credits)
         for user in sorted(balances)[:wrong_balances]:
             out.wrong_balances[user] = 7
-        now = start + span
+        now = (start + span).astimezone(timezone.utc).replace(tzinfo=None)
         cw.accounts([(u, b + out.wrong_balances.get(u, 0), now) for u, b in sorted(balances.items())])
         out.users = len(balances)
         out.points = sum(balances.values())
         ow.commit()
         cw.commit()
     except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
         for w in (ow, cw):
             try:
                 w.rollback()
             except Exception:  # noqa: BLE001
                 pass
         raise
+    pool.shutdown()
     out.seconds = time.perf_counter() - started
     return out
 

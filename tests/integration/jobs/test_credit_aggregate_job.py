@@ -15,7 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Date, Engine, cast, func, literal_column, select
+from sqlalchemy import Date, Engine, cast, func, select
 from sqlalchemy.exc import IntegrityError
 
 from jobs import credit_aggregate as job
@@ -156,6 +156,30 @@ def test_the_reconciliation_reports_exactly_the_injected_problems(dataset: Datas
     assert datetime.fromisoformat(report["checked_at"]).tzinfo is not None
 
 
+def test_the_recheck_clears_problems_that_resolved_after_the_scans_and_keeps_the_real_ones(dataset: Dataset, first_run) -> None:
+    real = first_run.reconciliation
+    (wrong_user, _), = dataset.generated.wrong_balances.items()
+    with dataset.credit.connect() as conn:
+        credited = conn.scalar(select(CreditRecord.order_id).where(CreditRecord.order_id.not_in(real.orphan_credits)).limit(1))
+        right_user = conn.scalar(select(CreditAccount.user_id).where(CreditAccount.user_id != wrong_user).limit(1))
+    # as a scan racing the services could see them: an order "not yet" credited, a credit whose order "did not yet"
+    # exist, a balance that had moved on from the summed ledger
+    candidates = job.Reconciliation(
+        real.orders_committed, real.credits,
+        missing_credits=sorted([*real.missing_credits, credited]),
+        orphan_credits=sorted([*real.orphan_credits, credited]),
+        balance_mismatches=[*real.balance_mismatches, {"user_id": right_user, "balance": 1, "ledger_points": 2}],
+    )
+    credit_reader, order_reader = job.create_engine_for(dataset.credit_url), job.create_engine_for(dataset.order_url)
+    try:
+        rechecked, cleared = job.recheck(candidates, credit_reader, order_reader)
+    finally:
+        credit_reader.dispose()
+        order_reader.dispose()
+    assert rechecked == real
+    assert cleared == {"missing_credits": 1, "orphan_credits": 1, "balance_mismatches": 1}
+
+
 def test_the_parquet_output_holds_the_published_totals(dataset: Dataset, first_run, spark) -> None:
     run_dir = dataset.output_dir / first_run.run_id
     assert (dataset.output_dir / "latest").read_text().strip() == first_run.run_id
@@ -203,3 +227,21 @@ def test_a_second_run_replaces_the_first_atomically_and_two_runs_are_kept(datase
     assert published(dataset.credit, third.run_id) == (users, days)
     assert sorted(p.name for p in dataset.output_dir.iterdir() if p.is_dir()) == sorted([second.run_id, third.run_id])
     assert (dataset.output_dir / "latest").read_text().strip() == third.run_id
+
+
+def test_an_empty_ledger_publishes_an_empty_summary_and_reports_every_order_missing(tmp_path: Path, spark) -> None:
+    credit_url, order_url = f"sqlite:///{tmp_path}/credit.db", f"sqlite:///{tmp_path}/order.db"
+    credit, order = create_db_engine(credit_url, pool_size=1), create_db_engine(order_url, pool_size=1)
+    migrate("credit", credit)
+    migrate("order", order)
+    with order.begin() as conn:
+        conn.execute(Order.__table__.insert().values(order_id="lonely", user_id="u", amount=Decimal("1.00"),
+                                                     status="created", created_at=datetime.now(timezone.utc)))
+    result = job.run(job.AggregateSettings(credit_database_url=credit_url, order_database_url=order_url,
+                                           output_dir=str(tmp_path / "spark")), spark=spark)
+    assert (result.users, result.days, result.credits, result.points) == ([], [], 0, 0)
+    assert current_run(credit) == result.run_id
+    assert result.report["missing_credits"] == ["lonely"] and result.report["orders_committed"] == 1
+    assert result.exit_code == job.EXIT_PROBLEMS
+    credit.dispose()
+    order.dispose()
