@@ -1,0 +1,130 @@
+"""`orders`: the demo end to end - POST /orders at 64 in flight until every order is credited.
+
+Broker, order service and credit service run as three processes (SQLite
+files in a temp dir, as `halfmq up` does). Each order goes half message →
+local SQLite transaction → end(commit) → ORDER_TOPIC → credit service
+receive → credit transaction → ack. A run POSTs for ``seconds`` (or
+``orders_max`` orders), then waits until the credit service has credited
+every order it accepted.
+
+Figures: orders/s = credited orders / (last credit's ``created_at`` − first
+POST), and the latency from each POST to its credit record's ``created_at``
+(read from the credit service's SQLite file, read-only). Same host, same
+clock. The POST's own latency is reported alongside.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from .. import payloads
+from ..context import Context
+from ..load import Run, drive, http_session, percentile, post, run_async
+from ..results import scenario_ok, throughput_case
+from ..servers import BrokerServer, ServiceServer
+
+USERS = 50
+
+
+def baselines(driver: str) -> list[str]:
+    return ["fastapi_fsync_c64"]
+
+
+async def _place(order_url: str, conc: int, seconds: float, max_ops: int, warmup: float, prefix: str,
+                 placed: dict[str, float]) -> Run:
+    url = f"{order_url}/orders"
+    bodies = [payloads.order(f"{prefix}-u{i}") for i in range(USERS)]
+    counter = 0
+    recording = False
+
+    async with http_session(conc) as session:
+        async def op() -> int:
+            nonlocal counter
+            body = bodies[counter % USERS]
+            counter += 1
+            sent_at = time.time()
+            order = orjson.loads(await post(session, url, body))
+            if recording:
+                placed[order["order_id"]] = sent_at
+            return 1
+
+        if warmup > 0:
+            await drive(lambda _i: op, conc, warmup, max_ops)
+        recording = True
+        return await drive(lambda _i: op, conc, seconds, max_ops)
+
+
+def _credited_at(db_path: str, order_ids: list[str]) -> dict[str, float]:
+    """order id → credit ``created_at`` (epoch seconds) for those already credited."""
+    out: dict[str, float] = {}
+    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
+    try:
+        for i in range(0, len(order_ids), 500):
+            chunk = order_ids[i:i + 500]
+            rows = con.execute(f"SELECT order_id, created_at FROM credit_records WHERE order_id IN ({','.join('?' * len(chunk))})",
+                               chunk).fetchall()
+            for order_id, created in rows:
+                ts = datetime.fromisoformat(created)
+                out[order_id] = (ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)).timestamp()
+    finally:
+        con.close()
+    return out
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    s = ctx.settings
+    c = s.concurrency
+    data = ctx.dir("orders")
+    broker = BrokerServer(ctx.dir("orders", "broker"), ctx.logs)
+    cases = ctx.cases()
+    with broker:
+        broker.start()
+        order = ServiceServer("order", data, ctx.logs, broker.url)
+        credit = ServiceServer("credit", data, ctx.logs, broker.url)
+        with credit, order:
+            order.start(timeout=120)
+            credit.start(timeout=120)
+            credit_db = str(credit.database_path)
+
+            def once(i: int, warmup: float) -> Run:
+                placed: dict[str, float] = {}
+                post_run = run_async(_place(order.url, c, s.seconds, s.orders_max, warmup, f"bench{i}", placed))
+                ids = list(placed)
+                deadline = time.monotonic() + s.orders_credit_wait
+                waited = time.monotonic()
+                credited: dict[str, float] = {}
+                while time.monotonic() < deadline:
+                    credited = _credited_at(credit_db, ids)
+                    if len(credited) >= len(ids):
+                        break
+                    time.sleep(0.25)
+                waited = time.monotonic() - waited
+                latencies = sorted(credited[o] - placed[o] for o in credited)
+                span = (max(credited.values()) - min(placed.values())) if credited else 0.0
+                p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+                run = Run(len(credited), len(credited), post_run.requests, post_run.errors + (len(ids) - len(credited)),
+                          span, p50 * 1e3 if p50 is not None else None, p99 * 1e3 if p99 is not None else None, "aiohttp")
+                run.extra.update({
+                    "orders_posted": len(ids), "orders_credited": len(credited),
+                    "post_per_s": round(post_run.items_per_s, 1),
+                    "post_p50_ms": round(post_run.p50_ms, 3) if post_run.p50_ms else None,
+                    "post_p99_ms": round(post_run.p99_ms, 3) if post_run.p99_ms else None,
+                    "credit_wait_after_last_post_s": round(waited, 2),
+                })
+                if post_run.extra.get("first_error"):
+                    run.extra["first_error"] = post_run.extra["first_error"]
+                return run
+
+            runs = ctx.repeat("orders", once)
+            cases["orders_c64"] = throughput_case(
+                runs, unit="orders/s", concurrency=c, baseline="fastapi_fsync_c64",
+                what=f"POST /orders at {c} in flight until credited (first POST → last credit; latency POST → credit record)",
+                post_p99_ms=statistics.median([r.extra["post_p99_ms"] for r in runs if r.extra.get("post_p99_ms")] or [0]),
+            )
+    return scenario_ok(cases, database="sqlite (WAL, synchronous=FULL)", users_per_run=USERS)

@@ -1,0 +1,86 @@
+"""`halfmq bench --quick` runs end to end and writes a well-formed result document.
+
+A smoke test of the benchmark machinery (processes start and stop, the driver
+measures, the JSON has the documented shape). It asserts no speed at all:
+benchmarks are never timed tests. It calls the bench entry point as a
+subprocess (``python -m bench.cli``), with sizes far below ``--quick``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ("send", "tx", "consume")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_quick_bench_writes_the_documented_json(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.cli", "--quick", "--json", str(out), "--seconds", "0.4", "--warmup", "0.1",
+         "--consume-prefill", "3000", "--workdir", str(tmp_path / "work"), *SCENARIOS],
+        cwd=ROOT, capture_output=True, text=True, timeout=110,
+    )
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
+    doc = json.loads(out.read_text())
+
+    assert doc["format"] == "halfmq-bench/1"
+    for key in ("cpu_model", "cores", "memory_gib", "kernel", "python"):
+        assert key in doc["machine"]
+    assert doc["versions"]["halfmq"]
+    assert doc["settings"]["quick"] is True and doc["settings"]["runs"] == 1
+
+    assert set(doc["scenarios"]) == set(SCENARIOS)
+    for name in SCENARIOS:
+        scenario = doc["scenarios"][name]
+        assert scenario["status"] == "ok", scenario
+        assert scenario["cases"], name
+        for case_name, case in scenario["cases"].items():
+            where = f"{name}/{case_name}"
+            assert len(case["runs"]) == 1, where
+            assert set(case["ops_per_s"]) == {"median", "min", "max"}, where
+            assert case["ops_per_s"]["min"] <= case["ops_per_s"]["median"] <= case["ops_per_s"]["max"], where
+            assert case["ops_per_s"]["median"] > 0, where
+            assert case["p50_ms"] is not None and case["p99_ms"] is not None, where
+            assert case["p50_ms"] <= case["p99_ms"], where
+            for run in case["runs"]:
+                assert {"ops_per_s", "p50_ms", "p99_ms", "errors", "seconds"} <= set(run), where
+                assert run["errors"] == 0, (where, run)
+            if case.get("baseline"):
+                assert case["baseline"] in doc["baselines"], where
+                assert case["ratio"] > 0, where
+
+    assert {"single_seq", "single_c64", "batch100_c64"} <= set(doc["scenarios"]["send"]["cases"])
+    assert {"pairs_seq", "pairs_c64", "mix_c64"} <= set(doc["scenarios"]["tx"]["cases"])
+    check_back = doc["scenarios"]["tx"]["cases"]["mix_c64"]["check_back"]
+    assert check_back["committed_by_check"] == check_back["never_ended"]
+    assert {"one_consumer", "four_consumers"} <= set(doc["scenarios"]["consume"]["cases"])
+
+    gate_ids = {g["id"] for g in doc["gates"]}
+    assert {"send_vs_fastapi_fsync", "batch_send", "recovery", "spark"} <= gate_ids
+    assert "halfmq bench" in proc.stdout  # the rich table was printed
+
+
+def test_report_renders_without_peer_results(tmp_path: Path) -> None:
+    """bench.report turns a (hand-made, minimal) result into markdown even before the peers ran."""
+    from bench import report
+
+    case = {"what": "x", "unit": "msg/s", "concurrency": 64, "driver": "aiohttp", "runs": [],
+            "ops_per_s": {"median": 1000.0, "min": 900.0, "max": 1100.0}, "p50_ms": 1.0, "p99_ms": 2.0}
+    doc = {
+        "format": "halfmq-bench/1", "command": "halfmq bench send", "started_at": "t0", "finished_at": "t1",
+        "machine": {"cpu_model": "cpu", "cores": 2, "memory_gib": 4, "kernel": "k", "os": "os", "python": "3.11",
+                    "python_implementation": "CPython"},
+        "versions": {"halfmq": "0.1.0"},
+        "settings": {"quick": False, "runs": 3, "seconds": 8, "warmup": 1, "concurrency": 64, "body_bytes": 256, "driver": "aiohttp"},
+        "baselines": {}, "scenarios": {"send": {"status": "ok", "cases": {"single_c64": case}}},
+    }
+    text = report.render(doc, {}, bench_json=Path("r.json"), peers_dir=tmp_path / "none", scripts_dir=tmp_path, out=Path("-"))
+    assert "## Gates" in text and "single_c64" in text and "1,000" in text
