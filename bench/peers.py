@@ -44,6 +44,17 @@ def load(results_dir: Path) -> dict[str, Any]:
     return out
 
 
+def written(results_dir: Path) -> tuple[str, str] | None:
+    """When the peers' result files were written (oldest, newest), UTC, to judge "same session"."""
+    from datetime import datetime, timezone
+
+    stamps = sorted(p.stat().st_mtime for p in results_dir.glob("*.json")) if results_dir.is_dir() else []
+    if not stamps:
+        return None
+    fmt = lambda t: datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="minutes")  # noqa: E731
+    return fmt(stamps[0]), fmt(stamps[-1])
+
+
 def figure(peers: dict[str, Any], file: str, *keys: str) -> Figure | None:
     """The summary at ``peers[file][k1][k2]…`` as a Figure, or None when absent."""
     node: Any = peers.get(file)
