@@ -54,7 +54,7 @@ class BrokerRuntime:
         try:
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)))
-            durable = durability(store, settings.sync_flush_timeout)
+            durable = FlushWaiter(store, settings.sync_flush_timeout)
             rt: BrokerRuntime  # bound below; the closures only run after that
             transactions = TransactionService(
                 store, cls.check_policy(settings), durable, retention=settings.transaction_retention,
@@ -145,7 +145,3 @@ class FlushWaiter:
             shared.set_exception(StoreUnavailable(f"fsync failed: {done.exception()}"))
         else:
             shared.set_result(True)
-
-
-def durability(store: MessageStore, timeout: float) -> Callable[[int], Awaitable[None]]:
-    return FlushWaiter(store, timeout)

@@ -289,17 +289,8 @@ class MessageStore:
         report = RecoveryReport(end, replay_from, rebuilt, trimmed, time.monotonic() - started)
         if rebuilt or trimmed or log_end_before != end:
             log.warning("recovered store: %s", report)
-        self.checkpoint_sync()
+        self.checkpoint()
         return report
-
-    def checkpoint_sync(self) -> None:
-        flushed = self.commit_log.flush()
-        for cq in self._queues.values():
-            cq.flush()
-        write_json(self._checkpoint_path, {
-            "commit_log_offset": flushed,
-            "queues": {f"{t}/{q}": cq.max_offset for (t, q), cq in self._queues.items()},
-        })
 
     def close(self) -> None:
         with self._write_lock:

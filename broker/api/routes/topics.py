@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import time
 
 from fastapi import APIRouter, Query, Request
@@ -90,12 +91,9 @@ async def read_messages(
         raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}, not {queue_id}")
     messages = rt.store.read_queue(topic, queue_id, offset, max)
     lo, hi = rt.store.queue_range(topic, queue_id)
-    next_offset = messages[-1].queue_offset + 1 if messages else min(max_offset_of(offset, lo), hi)
+    next_offset = messages[-1].queue_offset + 1 if messages else min(builtins.max(offset, lo), hi)
     return JsonResponse({"messages": [message_view(m) for m in messages], "next_offset": next_offset})
 
-
-def max_offset_of(a: int, b: int) -> int:
-    return a if a > b else b
 
 
 # Hot paths as plain Starlette routes (see body.py); the app factory mounts them.

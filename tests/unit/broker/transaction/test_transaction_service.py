@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.api.runtime import durability
+from broker.api.runtime import FlushWaiter
 from broker.errors import ProducerGroupMismatch, TransactionConflict, TransactionNotFound
 from broker.store.message_store import MessageStore, PutItem, StoreConfig
 from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
@@ -29,7 +29,7 @@ class Broker:
     def __init__(self, path: Path, clock: FakeClock, client: ScriptedCheckClient) -> None:
         self.store = MessageStore(StoreConfig(path), clock=clock)
         self.store.create_topic("ORDERS", 2)
-        self.txs = TransactionService(self.store, POLICY, durability(self.store, 5), clock=clock)
+        self.txs = TransactionService(self.store, POLICY, FlushWaiter(self.store, 5), clock=clock)
         self.registry = ProducerRegistry(None, expiry=120, clock=clock)
         self.checks = CheckService(self.txs, self.registry, client, POLICY, clock=clock)
 

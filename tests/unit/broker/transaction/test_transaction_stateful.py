@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
-from broker.api.runtime import durability
+from broker.api.runtime import FlushWaiter
 from broker.errors import ProducerGroupMismatch, TransactionConflict
 from broker.store.message_store import MessageStore, PutItem, StoreConfig
 from broker.transaction.check_client import CheckOutcome
@@ -52,7 +52,7 @@ class TransactionMachine(RuleBasedStateMachine):
     def _open(self) -> None:
         self.store = MessageStore(StoreConfig(self.dir, flush_mode="async", segment_bytes=64 * 1024), clock=self.clock)
         self.store.create_topic("ORDERS", 2)
-        self.service = TransactionService(self.store, POLICY, durability(self.store, 5), clock=self.clock)
+        self.service = TransactionService(self.store, POLICY, FlushWaiter(self.store, 5), clock=self.clock)
         self.registry = ProducerRegistry(None, expiry=1e9, clock=self.clock)
         self.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
         self.checks = CheckService(self.service, self.registry, self.client, POLICY, clock=self.clock)
