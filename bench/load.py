@@ -210,15 +210,86 @@ def _wrk_ms(text: str) -> float:
 def wrk_run(url: str, body: bytes, concurrency: int, seconds: float, *, items_per_request: int = 1,
             warmup: float = 0.0) -> Run:
     """wrk -t1 -cN -dS --latency POSTing ``body`` (a 2xx counts; anything else is an error)."""
+    script = (
+        'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
+        f"wrk.body = {_lua_long_string(body.decode())}\n"
+    )
+    out = _wrk_script(url, script, concurrency, seconds, warmup)
+    total, secs, ok, errors, p50, p99 = _wrk_figures(out)
+    return Run(ok, ok * items_per_request, total, errors, secs, p50, p99, "wrk")
+
+
+# One Lua state per wrk thread: a half's response queues its transaction id, and the
+# next request any connection makes ends the oldest queued transaction before a new
+# half is sent. So about half the requests in flight are ends, as with N clients each
+# doing half → end; the transactions/s are the successful ends.
+_PAIRS_LUA = """
+local hdr = {["Content-Type"] = "application/json"}
+local half = wrk.format("POST", "%(half_path)s", hdr, %(half_body)s)
+local end_body = %(end_body)s
+local queued, head, tail = {}, 1, 0
+ends, halves, failures = 0, 0, 0
+local threads = {}
+
+function setup(thread) table.insert(threads, thread) end
+
+function request()
+  if head <= tail then
+    local id = queued[head]
+    queued[head] = nil
+    head = head + 1
+    return wrk.format("POST", "%(half_path)s/" .. id .. "/end", hdr, end_body)
+  end
+  return half
+end
+
+function response(status, headers, body)
+  if status ~= 200 then failures = failures + 1 return end
+  if body:find('"state":', 1, true) then ends = ends + 1 return end
+  local id = body:match('"transaction_id":"([^"]+)"')
+  if id then tail = tail + 1; queued[tail] = id; halves = halves + 1 else failures = failures + 1 end
+end
+
+function done(summary, latency, requests)
+  local e, h, f = 0, 0, 0
+  for _, t in ipairs(threads) do e = e + t:get("ends"); h = h + t:get("halves"); f = f + t:get("failures") end
+  io.write(string.format("PAIRS ends=%%d halves=%%d failures=%%d\\n", e, h, f))
+end
+"""
+
+
+def wrk_pairs(broker_url: str, half_body: bytes, end_body: bytes, concurrency: int, seconds: float, *,
+              warmup: float = 0.0) -> Run:
+    """Half + end(commit) pairs driven by wrk: ``concurrency`` requests in flight, transactions/s = ends/s.
+
+    Latencies are per request (a pair is two of them), as wrk measures them.
+    """
+    script = _PAIRS_LUA % {
+        "half_path": "/v1/transactions",
+        "half_body": _lua_long_string(half_body.decode()),
+        "end_body": _lua_long_string(end_body.decode()),
+    }
+    out = _wrk_script(broker_url + "/v1/transactions", script, concurrency, seconds, warmup)
+    total, secs, _ok, errors, p50, p99 = _wrk_figures(out)
+    m = re.search(r"PAIRS ends=(\d+) halves=(\d+) failures=(\d+)", out)
+    if not m:
+        raise RuntimeError(f"wrk pairs script printed no summary: {out[-500:]}")
+    ends, failures = int(m.group(1)), int(m.group(3))
+    return Run(ends, ends, total, errors + failures, secs, p50, p99, "wrk",
+               extra={"latency": "per request (a pair is two requests)", "halves": int(m.group(2))})
+
+
+def _wrk_script(url: str, script_text: str, concurrency: int, seconds: float, warmup: float) -> str:
     with tempfile.TemporaryDirectory(prefix="halfmq-wrk-") as tmp:
-        script = Path(tmp) / "post.lua"
-        script.write_text(
-            'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
-            f"wrk.body = {_lua_long_string(body.decode())}\n"
-        )
+        script = Path(tmp) / "load.lua"
+        script.write_text(script_text)
         if warmup > 0:
             _wrk(url, script, concurrency, max(1, round(warmup)))
-        out = _wrk(url, script, concurrency, max(1, round(seconds)))
+        return _wrk(url, script, concurrency, max(1, round(seconds)))
+
+
+def _wrk_figures(out: str) -> tuple[int, float, int, int, float, float]:
+    """(requests, seconds, 2xx, errors, p50 ms, p99 ms) from wrk's --latency report."""
     total = int(re.search(r"(\d+) requests in ([\d.]+)(\w+)", out).group(1))
     dur_m = re.search(r"requests in ([\d.]+)(us|ms|s|m)", out)
     secs = _wrk_ms(dur_m.group(1) + dur_m.group(2)) / 1000
@@ -228,7 +299,7 @@ def wrk_run(url: str, body: bytes, concurrency: int, seconds: float, *, items_pe
     ok = total - (int(non2xx.group(1)) if non2xx else 0)
     p50 = _wrk_ms(re.search(r"\s50%\s+(\S+)", out).group(1))
     p99 = _wrk_ms(re.search(r"\s99%\s+(\S+)", out).group(1))
-    return Run(ok, ok * items_per_request, total, errors, secs, p50, p99, "wrk")
+    return total, secs, ok, errors, p50, p99
 
 
 def _wrk(url: str, script: Path, concurrency: int, seconds: int) -> str:

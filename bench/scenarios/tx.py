@@ -2,7 +2,10 @@
 
 * ``pairs_seq`` / ``pairs_c64``: POST /v1/transactions then POST
   /v1/transactions/{id}/end (commit), 1 and 64 pairs in flight
-  (transactions/s; latency of the pair). Both requests are durable.
+  (transactions/s; latency of the pair). Both requests are durable. With
+  ``--driver wrk`` these are driven by wrk (``load.wrk_pairs``: 1 and 64
+  requests in flight, per-request latency) and the aiohttp-driven figures
+  follow as ``*_aiohttp``: on two cores the Python client takes most of a core.
 * ``mix_c64``: 64 in flight; 85 % commit, 10 % rollback, 5 % never ended.
   The never-ended ones are resolved by the broker's check service calling a
   tiny check-back server (registered by heartbeat) that answers commit. The
@@ -27,7 +30,7 @@ from .. import payloads, probe
 from ..baselines import name_for
 from ..checkback import CheckBackServer
 from ..context import Context
-from ..load import Run, drive, http_session, percentile, post, run_async
+from ..load import Run, drive, http_session, percentile, post, run_async, wrk_pairs
 from ..results import scenario_ok, throughput_case
 from ..servers import BrokerServer
 
@@ -37,7 +40,8 @@ MIX_ENV = {"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "1", "HALFMQ_BROKER_TRANSACTION_
 
 
 def baselines(driver: str) -> list[str]:
-    return ["fastapi_fsync_c1", "fastapi_fsync_c64"]  # tx cases are always aiohttp-driven
+    names = ["fastapi_fsync_c1", "fastapi_fsync_c64"]  # the aiohttp-driven cases
+    return names + [name_for(b, driver) for b in names] if driver == "wrk" else names
 
 
 async def _pairs(broker_url: str, conc: int, seconds: float, max_ops: int, warmup: float, size: int) -> Run:
@@ -148,9 +152,15 @@ def run(ctx: Context) -> dict[str, Any]:
         broker.start()
         probe.create_topic(broker.url, TOPIC, 4)
         for name, conc, base in (("pairs_seq", 1, "fastapi_fsync_c1"), ("pairs_c64", c, "fastapi_fsync_c64")):
+            if s.driver == "wrk":  # the broker-bound figure; the Python client's figure follows as *_aiohttp
+                half, commit = payloads.half(GROUP, TOPIC, s.body_bytes), payloads.end(GROUP, "commit")
+                runs = ctx.repeat(f"tx {name}", lambda _i, w, conc=conc: wrk_pairs(broker.url, half, commit, conc, s.seconds, warmup=w))
+                cases[name] = throughput_case(runs, unit="tx/s", concurrency=conc, baseline=name_for(base, "wrk"),
+                                              what=f"half send + end(commit) pairs, {conc} requests in flight (wrk)")
+                name = f"{name}_aiohttp"
             runs = ctx.repeat(f"tx {name}", lambda _i, w, conc=conc: run_async(_pairs(broker.url, conc, s.seconds, s.max_ops, w, s.body_bytes)))
             cases[name] = throughput_case(runs, unit="tx/s", concurrency=conc, baseline=name_for(base, "aiohttp"),
-                                          what=f"half send + end(commit) pairs, {conc} in flight")
+                                          what=f"half send + end(commit) pairs, {conc} in flight (aiohttp client)")
 
     mix_broker = BrokerServer(ctx.dir("tx", "mix-broker"), ctx.logs, env=MIX_ENV)
     with mix_broker, CheckBackServer("commit") as checker:

@@ -1,6 +1,6 @@
 """Request-body parsing for the hot routes, without FastAPI's per-request dependency machinery.
 
-The hot endpoints (send, half, end, receive, ack, nack) are plain Starlette routes:
+The hot endpoints (send, half, end, receive, ack, nack) are raw ASGI routes (hot_path.py):
 pydantic validates the raw bytes in one call, and errors map to the same problems
 FastAPI's validation would produce.
 """
@@ -10,15 +10,16 @@ from __future__ import annotations
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
 
 from broker.errors import InvalidRequest, MalformedJson, UnsupportedMediaType
+
+from .hot_path import HotRequest
 
 M = TypeVar("M", bound=BaseModel)
 
 
-async def parse_body(request: Request, model: type[M]) -> M:
-    content_type = request.headers.get("content-type", "")
+async def parse_body(request: HotRequest, model: type[M]) -> M:
+    content_type = request.content_type
     if "json" not in content_type:
         raise UnsupportedMediaType(f"send the body as application/json, not {content_type or 'no content type'}")
     body = await request.body()

@@ -110,38 +110,47 @@ class BrokerRuntime:
 class FlushWaiter:
     """Awaitable "is ``offset`` on disk yet" for sync flush: FlushDiskTimeout past ``timeout``.
 
-    Every request that waits on the same fsync generation awaits one shared asyncio
-    future, resolved once from the group-commit thread, with one timer per
-    generation instead of a wait_for task per request.
+    Requests that wait on the same fsync generation share one thread-safe callback
+    and one timer; each gets a plain asyncio future (no wait_for task, no shield), so
+    a cancelled request never cancels its neighbours' wait.
     """
 
     def __init__(self, store: MessageStore, timeout: float) -> None:
         self._store = store
         self._timeout = timeout
-        self._shared: dict[int, asyncio.Future[bool]] = {}
+        self._waiters: dict[int, list[asyncio.Future[None]]] = {}
 
     async def __call__(self, end_offset: int) -> None:
         cf: Future[int] | None = self._store.wait_flushed(end_offset)
         if cf is None or cf.done() and cf.exception() is None:
             return
+        loop = asyncio.get_running_loop()
         key = id(cf)
-        shared = self._shared.get(key)
-        if shared is None:
-            loop = asyncio.get_running_loop()
-            shared = self._shared[key] = loop.create_future()
-            timer = loop.call_later(self._timeout, self._settle, key, shared, None)
-            shared.add_done_callback(lambda _: timer.cancel())
-            cf.add_done_callback(lambda f: loop.call_soon_threadsafe(self._settle, key, shared, f))
-        await asyncio.shield(shared)
+        waiters = self._waiters.get(key)
+        if waiters is None:
+            waiters = self._waiters[key] = []
+            timer = loop.call_later(self._timeout, self._settle, key, waiters, None, None)
+            cf.add_done_callback(lambda f: loop.call_soon_threadsafe(self._settle, key, waiters, f, timer))
+        waiter = loop.create_future()
+        waiters.append(waiter)
+        await waiter
 
-    def _settle(self, key: int, shared: asyncio.Future[bool], done: Future[int] | None) -> None:
-        if self._shared.get(key) is shared:
-            del self._shared[key]
-        if shared.done():
-            return
+    def _settle(self, key: int, waiters: list[asyncio.Future[None]], done: Future[int] | None,
+                timer: asyncio.TimerHandle | None) -> None:
+        if timer is not None:
+            timer.cancel()
+        if self._waiters.get(key) is waiters:
+            del self._waiters[key]
+        error: Exception | None = None
         if done is None:
-            shared.set_exception(FlushDiskTimeout(f"fsync did not complete within {self._timeout}s"))
+            error = FlushDiskTimeout(f"fsync did not complete within {self._timeout}s")
         elif done.exception() is not None:
-            shared.set_exception(StoreUnavailable(f"fsync failed: {done.exception()}"))
-        else:
-            shared.set_result(True)
+            error = StoreUnavailable(f"fsync failed: {done.exception()}")
+        for waiter in waiters:
+            if waiter.done():
+                continue
+            if error is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(error)
+        waiters.clear()

@@ -57,6 +57,7 @@ class PutResult(NamedTuple):
     commit_log_offset: int
     size: int
     properties: dict[str, str]
+    store_timestamp: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +161,7 @@ class MessageStore:
                 flags = (FLAG_BODY_BINARY if it.binary else 0) | (FLAG_GROUP_MORE if i < last else 0)
                 chunks.append(encode(t, it.queue_id, p, it.body, queue_offset=qoff, commit_log_offset=offset,
                                      born_timestamp=it.born_timestamp or now, store_timestamp=now, flags=flags))
-                results.append(PutResult(it.topic, it.queue_id, qoff, offset, size, it.properties))
+                results.append(PutResult(it.topic, it.queue_id, qoff, offset, size, it.properties, now))
                 entries.setdefault(key, []).append((offset, size, tag_hash(it.tag)))
                 offset += size
             self.commit_log.write(b"".join(chunks))

@@ -21,14 +21,14 @@ import heapq
 import itertools
 import logging
 import time
-import uuid
+import os
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from broker.errors import MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
 from broker.store.message_store import MessageStore, PutItem
-from broker.store.record import StoredMessage, encode_properties, record_size
+from broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
 from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
 
 from .check_policy import CheckPolicy, first_check_at, next_check_at, parse_immunity
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 SYSTEM_GROUP = "CID_SYS_RMQ_TRANS"
 HIDDEN_ON_FINAL = ("REAL_TOPIC", "REAL_QID", "TRANSACTION_CHECK_TIMES")
+MAX_CACHED_HALVES = 16_384  # pending halves kept in memory for their end; older ones are read back from the log
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Tx:
 class EndOutcome:
     tx: Tx
     duplicate: bool
+    half: StoredMessage | None = None  # the half message when this end read it (saves the view a second read)
 
 
 @dataclass
@@ -74,6 +76,17 @@ class TxStats:
 
 
 Durable = Callable[[int], Awaitable[None]]
+
+
+class TransactionIds:
+    """Transaction ids: a random per-process prefix and a counter, 32 hex digits like a uuid4 (no urandom per id)."""
+
+    def __init__(self) -> None:
+        self._prefix = os.urandom(8).hex()
+        self._counter = itertools.count()
+
+    def __call__(self) -> str:
+        return f"{self._prefix}{next(self._counter):016x}"
 
 
 class TransactionService:
@@ -97,6 +110,8 @@ class TransactionService:
         self._on_finish = on_finish
         self._txs: dict[str, Tx] = {}
         self._pending: dict[str, Tx] = {}  # insertion order == half offset order
+        self._halves: dict[str, StoredMessage] = {}  # pending halves sent since start: an end needs no log read
+        self._ids = TransactionIds()
         self._resolved: deque[str] = deque()
         self._due: list[tuple[float, int, str]] = []
         self._seq = itertools.count()
@@ -126,12 +141,13 @@ class TransactionService:
         return len(self._pending)
 
     def half_message(self, tx: Tx) -> StoredMessage:
-        return self.store.read_at(tx.half_clog_offset)
+        half = self._halves.get(tx.transaction_id)
+        return half if half is not None else self.store.read_at(tx.half_clog_offset)
 
     # --- half -------------------------------------------------------------------
     def prepare_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[PutItem, str]:
         """Rewrite a validated message for the half topic; return it and its transaction id."""
-        transaction_id = uuid.uuid4().hex
+        transaction_id = self._ids()
         props = dict(item.properties)
         for name in ("DELAY", "__STARTDELIVERTIME", "TIMER_DELAY_SEC", "TIMER_DELIVER_MS"):
             props.pop(name, None)  # delay properties are ignored for transactional messages
@@ -147,15 +163,22 @@ class TransactionService:
 
     def send_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[Tx, int]:
         half, transaction_id = self.prepare_half(producer_group, item, real_queues)
-        commit_group = [half, PutItem(OP_HALF_TOPIC, 0, b"0" * 20, {"PAD": "x" * 400})]
-        if not self.store.fits(commit_group):  # its commit (final message + op) must fit one segment too
-            raise MessageTooLarge("the message is too large for an atomic commit in one commit-log segment")
+        # Its commit (final message + op record) must fit one segment too; the exact check only when it might not.
+        worst = len(half.body) + 4 * sum(len(k) + len(v) + 1 for k, v in half.properties.items()) + 4096
+        if worst > self.store.config.segment_bytes:
+            commit_group = [half, PutItem(OP_HALF_TOPIC, 0, b"0" * 20, {"PAD": "x" * 400})]
+            if not self.store.fits(commit_group):
+                raise MessageTooLarge("the message is too large for an atomic commit in one commit-log segment")
         op_max = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
         [result], end = self.store.put([half])
         now_ms = int(self._clock() * 1000)
         tx = Tx(transaction_id, producer_group, TxState.PENDING, result.commit_log_offset, result.queue_offset,
                 now_ms, half.properties["UNIQ_KEY"], op_max, end_offset=end)
         self._txs[transaction_id] = tx
+        if len(self._halves) < MAX_CACHED_HALVES:
+            self._halves[transaction_id] = StoredMessage(
+                HALF_TOPIC, 0, result.queue_offset, result.commit_log_offset, half.born_timestamp or result.store_timestamp,
+                result.store_timestamp, half.properties, half.body, FLAG_BODY_BINARY if half.binary else 0, result.size)
         self.reschedule(tx, first_check_at(now_ms / 1000, self.policy, parse_immunity(half.properties.get("CHECK_IMMUNITY_TIME_IN_SECONDS"))))
         self._pending[transaction_id] = tx
         return tx, end
@@ -206,7 +229,7 @@ class TransactionService:
             self._resolve(tx)
         else:
             self._resolved.append(tx.transaction_id)
-        return EndOutcome(tx, duplicate=False)
+        return EndOutcome(tx, duplicate=False, half=half)
 
     def record_check(self, tx: Tx, answer: str) -> None:
         """Count a check that reached a producer, durably, and schedule the next one."""
@@ -247,6 +270,7 @@ class TransactionService:
     def _resolve(self, tx: Tx) -> None:
         first = next(iter(self._pending), None)
         self._pending.pop(tx.transaction_id, None)
+        self._halves.pop(tx.transaction_id, None)
         self._resolved.append(tx.transaction_id)
         if first == tx.transaction_id:
             self._advance_checkpoint()

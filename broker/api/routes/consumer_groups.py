@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from broker.protocol import ReceiveRequest, SettleRequest
 
 from ..body import parse_body
+from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
 from broker.message_view import message_view
@@ -20,17 +21,17 @@ def _runtime(request: Request) -> BrokerRuntime:
     return request.app.state.runtime
 
 
-async def receive(request: Request) -> JsonResponse:
+async def receive(request: HotRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
     body = await parse_body(request, ReceiveRequest)
-    rt = _runtime(request)
+    rt = request.runtime
     started = time.perf_counter()
     deliveries = await rt.delivery.receive(group, topic, body.max_messages, body.invisible_seconds, body.wait_seconds)
     if deliveries and body.wait_seconds > 0 and await request.is_disconnected():
         # The long-poller hung up: hand the messages back instead of hiding them until they expire.
         rt.delivery.release(group, topic, [d.receipt_handle for d in deliveries])
-        return JsonResponse({"messages": []})
+        return Reply({"messages": []})
     messages = []
     for d in deliveries:
         view = message_view(d.message)
@@ -40,33 +41,33 @@ async def receive(request: Request) -> JsonResponse:
     if messages:
         rt.metrics.messages_out.inc(len(messages))
         rt.metrics.receive_latency.observe(time.perf_counter() - started)
-    return JsonResponse({"messages": messages})
+    return Reply({"messages": messages})
 
 
 def _settled(results: list[tuple[str, bool]]) -> dict:
     return {"results": [{"receipt_handle": h, "status": "OK" if ok else "EXPIRED"} for h, ok in results]}
 
 
-async def ack(request: Request) -> JsonResponse:
+async def ack(request: HotRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
     body = await parse_body(request, SettleRequest)
-    rt = _runtime(request)
+    rt = request.runtime
     results = rt.delivery.ack(group, topic, body.receipt_handles)
     for _, ok in results:
         rt.metrics.acks.labels("ok" if ok else "expired").inc()
-    return JsonResponse(_settled(results))
+    return Reply(_settled(results))
 
 
-async def nack(request: Request) -> JsonResponse:
+async def nack(request: HotRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
     body = await parse_body(request, SettleRequest)
-    rt = _runtime(request)
+    rt = request.runtime
     results = rt.delivery.nack(group, topic, body.receipt_handles)
     for _, ok in results:
         rt.metrics.nacks.labels("ok" if ok else "expired").inc()
-    return JsonResponse(_settled(results))
+    return Reply(_settled(results))
 
 
 @router.get("/{group}")
@@ -85,7 +86,7 @@ async def describe_group(group: str, request: Request) -> JsonResponse:
     })
 
 
-# Hot paths as plain Starlette routes (see body.py); the app factory mounts them.
+# Hot paths as raw ASGI routes (see hot_path.py); the app factory mounts them.
 RAW_ROUTES = [
     ("/v1/consumer-groups/{group}/topics/{topic}/receive", receive, ["POST"]),
     ("/v1/consumer-groups/{group}/topics/{topic}/ack", ack, ["POST"]),

@@ -12,6 +12,7 @@ from broker.protocol import SendRequest, TopicCreate
 from broker.store.topics import TopicConfig
 
 from ..body import parse_body
+from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
 from broker.message_view import message_view
@@ -50,10 +51,10 @@ async def describe_topic(topic: str, request: Request) -> JsonResponse:
     return JsonResponse(topic_view(rt, rt.topics.get(topic)))
 
 
-async def send_messages(request: Request) -> JsonResponse:
+async def send_messages(request: HotRequest) -> Reply:
     topic = request.path_params["topic"]
     body = await parse_body(request, SendRequest)
-    rt = _runtime(request)
+    rt = request.runtime
     started = time.perf_counter()
     results, end = rt.sender.send(topic, body.messages)
     status = "SEND_OK"
@@ -64,7 +65,7 @@ async def send_messages(request: Request) -> JsonResponse:
     rt.metrics.messages_in.inc(len(results))
     rt.metrics.send_requests.labels(status).inc()
     rt.metrics.send_latency.observe(time.perf_counter() - started)
-    return JsonResponse({"results": [
+    return Reply({"results": [
         {
             "status": status,
             "msg_id": r.properties["UNIQ_KEY"],
@@ -96,7 +97,7 @@ async def read_messages(
 
 
 
-# Hot paths as plain Starlette routes (see body.py); the app factory mounts them.
+# Hot paths as raw ASGI routes (see hot_path.py); the app factory mounts them.
 RAW_ROUTES = [
     ("/v1/topics/{topic}/messages", send_messages, ["POST"]),
 ]

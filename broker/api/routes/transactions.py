@@ -7,12 +7,14 @@ from fastapi import APIRouter, Query, Request
 from broker.errors import FlushDiskTimeout, InvalidGroupName
 from broker.message_view import restored_view
 from broker.protocol import EndRequest, HalfSendRequest, Heartbeat
+from broker.store.record import StoredMessage
 from broker.store.topics import is_valid_user_name
 from broker.transaction.check_url import validate_check_url
 from broker.transaction.state_machine import TxEvent, TxState
 from broker.transaction.transaction_service import Tx
 
 from ..body import parse_body
+from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
 
@@ -29,7 +31,7 @@ def _group(name: str) -> str:
     return name
 
 
-def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None) -> dict:
+def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: StoredMessage | None = None) -> dict:
     now_ms = rt.transactions.now() * 1000
     view = {
         "transaction_id": tx.transaction_id,
@@ -43,16 +45,16 @@ def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None) -> dict
         "next_check_timestamp": int(tx.due_at * 1000) if tx.state is TxState.PENDING else None,
         "resolved_timestamp": tx.resolved_ms,
         "final": tx.final,
-        "message": restored_view(rt.transactions.half_message(tx)),
+        "message": restored_view(half or rt.transactions.half_message(tx)),
     }
     if duplicate is not None:
         view["duplicate"] = duplicate
     return view
 
 
-async def send_half(request: Request) -> JsonResponse:
+async def send_half(request: HotRequest) -> Reply:
     body = await parse_body(request, HalfSendRequest)
-    rt = _runtime(request)
+    rt = request.runtime
     group = _group(body.producer_group)
     cfg, exists = rt.topics.writable(body.topic)
     item = rt.sender.prepare(cfg, body.message)
@@ -64,7 +66,7 @@ async def send_half(request: Request) -> JsonResponse:
         await rt.durable(end)
     except FlushDiskTimeout:
         status = "FLUSH_DISK_TIMEOUT"
-    return JsonResponse({
+    return Reply({
         "status": status,
         "transaction_id": tx.transaction_id,
         "msg_id": tx.msg_id,
@@ -73,12 +75,12 @@ async def send_half(request: Request) -> JsonResponse:
     })
 
 
-async def end_transaction(request: Request) -> JsonResponse:
+async def end_transaction(request: HotRequest) -> Reply:
     transaction_id = request.path_params["transaction_id"]
     body = await parse_body(request, EndRequest)
-    rt = _runtime(request)
+    rt = request.runtime
     outcome = await rt.transactions.end(transaction_id, body.producer_group, body.state, from_check=body.from_check)
-    return JsonResponse(tx_view(rt, outcome.tx, duplicate=outcome.duplicate))
+    return Reply(tx_view(rt, outcome.tx, duplicate=outcome.duplicate, half=outcome.half))
 
 
 @router.get("/v1/transactions")
@@ -148,7 +150,7 @@ async def list_producers(request: Request) -> JsonResponse:
     ]})
 
 
-# Hot paths as plain Starlette routes (see body.py); the app factory mounts them.
+# Hot paths as raw ASGI routes (see hot_path.py); the app factory mounts them.
 RAW_ROUTES = [
     ("/v1/transactions", send_half, ["POST"]),
     ("/v1/transactions/{transaction_id}/end", end_transaction, ["POST"]),

@@ -75,6 +75,26 @@ async def test_half_message_is_invisible_until_committed(broker: Broker) -> None
     assert broker.visible() == [b"o1"]
 
 
+def test_the_half_kept_in_memory_for_its_end_is_exactly_what_the_log_holds(broker: Broker) -> None:
+    tx, _ = broker.txs.send_half("pg", PutItem("ORDERS", 1, b"\x00bin", {"UNIQ_KEY": "u1", "KEYS": "k"}, binary=True, tag="t"), 2)
+    logged = broker.store.read_at(tx.half_clog_offset)
+    assert broker.txs.half_message(tx) == logged
+    assert logged.properties["REAL_QID"] == "1" and logged.binary
+
+
+async def test_an_end_after_a_restart_reads_the_half_back_from_the_log(tmp_path: Path, clock, client) -> None:
+    first = Broker(tmp_path, clock, client)
+    txid = first.half("o1")
+    first.close()
+    second = Broker(tmp_path, clock, client)
+    try:
+        outcome = await second.txs.end(txid, "pg", "commit")
+        assert outcome.half is not None and outcome.half.body == b"o1"
+        assert second.visible() == [b"o1"]
+    finally:
+        second.close()
+
+
 async def test_double_commit_appends_one_final_message_and_returns_the_first_result(broker: Broker) -> None:
     txid = broker.half("o1")
     first = await broker.txs.end(txid, "pg", "commit")
