@@ -44,6 +44,7 @@ class BrokerSettings(BaseSettings):
     max_reconsume_times: int = Field(default=16, ge=0)
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
     log_level: str = "info"
+    http_server: Literal["granian", "uvicorn"] = "granian"  # why: halfmq_cli/broker_server.py
 
     @field_validator("check_url_allow", "retry_delays", mode="before")
     @classmethod

@@ -170,9 +170,35 @@ class SendService:
         counter = self._round_robin.setdefault(cfg.name, itertools.count())
         return next(counter) % cfg.queues
 
+    def prepare_many(self, cfg: TopicConfig, messages: list[OutgoingMessage]) -> list[PutItem]:
+        """``prepare`` for a batch, with the common message (a UTF-8 body and nothing else) done inline.
+
+        Same checks, queue choice and ids as ``prepare``; a batch of 100 spends
+        most of its broker time here, so the plain case skips the general path.
+        """
+        limit = self.topics.policy.max_message_size
+        counter = self._round_robin.setdefault(cfg.name, itertools.count())
+        new_key = self._uniq_keys
+        items = []
+        for msg in messages:
+            if (msg.properties or msg.keys or msg.tag or msg.queue_id is not None or msg.sharding_key is not None
+                    or msg.body_encoding != "utf-8"):
+                items.append(self.prepare(cfg, msg))
+                continue
+            try:
+                body = msg.body.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadBodyEncoding("the body is not valid UTF-8 text (lone surrogates?)") from None
+            key = new_key()
+            size = len(body) + 8 + len(key)  # + len("UNIQ_KEY") + len(key), as prepare counts it
+            if size > limit:
+                raise MessageTooLarge(f"message of {size} bytes exceeds the limit of {limit} bytes", limit=limit)
+            items.append(PutItem(cfg.name, next(counter) % cfg.queues, body, {"UNIQ_KEY": key}))
+        return items
+
     def send(self, topic: str, messages: list[OutgoingMessage]) -> tuple[list[PutResult], int]:
         cfg, exists = self.topics.writable(topic)
-        items = [self.prepare(cfg, m) for m in messages]
+        items = self.prepare_many(cfg, messages)
         if not exists:
             if not self.store.fits(items):  # checked before the topic is created: bad input changes nothing
                 raise MessageTooLarge("the batch does not fit one commit-log segment; send smaller batches")

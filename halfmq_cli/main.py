@@ -18,46 +18,7 @@ def _configure_logging(level: str) -> None:
         logging.getLogger(chatty).setLevel(logging.WARNING)
 
 
-def _broker_server_class():
-    import asyncio
-
-    import uvicorn
-
-    class BrokerServer(uvicorn.Server):
-        """uvicorn, but a stop signal also ends open long polls so shutdown is not held up by idle consumers."""
-
-        def __init__(self, config: uvicorn.Config, runtime) -> None:
-            super().__init__(config)
-            self._runtime = runtime
-
-        def handle_exit(self, sig, frame) -> None:
-            try:
-                asyncio.get_running_loop().call_soon_threadsafe(self._runtime.delivery.close)
-            except RuntimeError:
-                pass
-            super().handle_exit(sig, frame)
-
-    return BrokerServer
-
-
-def tune_gc() -> None:
-    """Collect garbage far less often than CPython's default (a gen-0 pass every 700 allocations).
-
-    A batch of 100 messages allocates a few thousand objects, so at the default a
-    collection ran every request or two, and the recovered transaction index made
-    each older-generation pass long: profiled, the collector took ~20 % of a batch
-    send. Freezing moves everything alive after recovery out of the collector's sight.
-    Measured on the broker (wrk, 64 in flight): batch sends +40 %, half+end pairs +15 %.
-    """
-    import gc
-
-    gc.freeze()
-    gc.set_threshold(50_000, 50, 1000)
-
-
 def cmd_broker(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from broker.api.app import create_app
     from broker.api.runtime import BrokerRuntime
     from broker.config import BrokerSettings
@@ -77,14 +38,14 @@ def cmd_broker(args: argparse.Namespace) -> int:
         log.error("cannot start: %s", exc)
         return 3
     log.info("recovered in %.3fs (%s)", runtime.store.recovery.seconds, runtime.store.recovery)
-    tune_gc()
-    app = create_app(settings, runtime)
-    config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-        access_log=False, loop="uvloop", http="httptools", timeout_graceful_shutdown=5,
-        proxy_headers=False,  # no proxy in front by default; the middleware costs ~2 % per request
-    )
-    _broker_server_class()(config, runtime).run()
+    from .broker_server import PortInUse, serve
+
+    try:
+        serve(create_app(settings, runtime), runtime, settings)
+    except PortInUse as exc:
+        log.error("cannot start: %s", exc)
+        runtime.store.close()
+        return 1
     return 0
 
 

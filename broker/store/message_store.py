@@ -21,7 +21,7 @@ from .consume_queue import ConsumeQueue
 from .data_lock import DataDirLock
 from .flush_service import GroupCommitService, PeriodicService
 from .offset_table import OffsetTable
-from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, StoredMessage, encode, encode_properties, record_size, tag_hash
+from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, StoredMessage, encode_parts, encode_properties, record_size, tag_hash
 from .topics import TopicConfig, TopicTable
 
 log = logging.getLogger(__name__)
@@ -148,26 +148,25 @@ class MessageStore:
             if self._closed:
                 raise StoreClosed("the store is closed")
             offset = self.commit_log.next_offset_for(total)
-            next_queue_offset: dict[tuple[str, int], int] = {}
-            entries: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
+            queues: dict[tuple[str, int], tuple[list[int], list[tuple[int, int, int]]]] = {}  # next offset, entries
             chunks: list[bytes] = []
             for i, it in enumerate(items):
                 key = (it.topic, it.queue_id)
-                qoff = next_queue_offset.get(key)
-                if qoff is None:
-                    qoff = self._queue(*key).max_offset
-                next_queue_offset[key] = qoff + 1
+                queue = queues.get(key)
+                if queue is None:
+                    queue = queues[key] = ([self._queue(*key).max_offset], [])
+                qoff = queue[0][0]
+                queue[0][0] = qoff + 1
                 t, p, size = parts[i]
                 flags = (FLAG_BODY_BINARY if it.binary else 0) | (FLAG_GROUP_MORE if i < last else 0)
-                chunks.append(encode(t, it.queue_id, p, it.body, queue_offset=qoff, commit_log_offset=offset,
-                                     born_timestamp=it.born_timestamp or now, store_timestamp=now, flags=flags))
+                chunks += encode_parts(t, it.queue_id, p, it.body, qoff, offset, it.born_timestamp or now, now, flags)
                 results.append(PutResult(it.topic, it.queue_id, qoff, offset, size, it.properties, now))
-                entries.setdefault(key, []).append((offset, size, tag_hash(it.tag)))
+                queue[1].append((offset, size, tag_hash(it.tag) if it.tag else 0))
                 offset += size
             self.commit_log.write(b"".join(chunks))
-            for key, queue_entries in entries.items():
+            for key, (_, queue_entries) in queues.items():
                 self._queues[key].append_many(queue_entries)
-        for key in entries:
+        for key in queues:
             for listener in self._listeners:
                 listener(*key)
         return results, offset

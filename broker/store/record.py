@@ -65,6 +65,9 @@ PROPERTY_SEPARATOR = "\x02"
 def encode_properties(props: dict[str, str]) -> bytes:
     if not props:
         return b""
+    if len(props) == 1:  # the common message: only its UNIQ_KEY
+        for k, v in props.items():
+            return f"{k}\x01{v}\x02".encode()
     return "".join(f"{k}\x01{v}\x02" for k, v in props.items()).encode()
 
 
@@ -86,14 +89,21 @@ def record_size(topic: bytes, props: bytes, body: bytes) -> int:
 def encode(topic: bytes, queue_id: int, props: bytes, body: bytes, *, queue_offset: int, commit_log_offset: int,
            born_timestamp: int, store_timestamp: int, flags: int) -> bytes:
     """One record; the caller knows every offset, so this is a pack and a CRC."""
-    size = HEADER_SIZE + len(topic) + len(props) + len(body)
-    header = HEADER.pack(size, 0, MAGIC, flags, queue_id, queue_offset, commit_log_offset,
-                         born_timestamp, store_timestamp, len(topic), len(props))
-    rest = b"".join((header[8:], topic, props, body))
-    return _SIZE_CRC.pack(size, crc32c.crc32c(rest)) + rest
+    head, rest = encode_parts(topic, queue_id, props, body, queue_offset, commit_log_offset, born_timestamp, store_timestamp, flags)
+    return head + rest
+
+
+def encode_parts(topic: bytes, queue_id: int, props: bytes, body: bytes, queue_offset: int, commit_log_offset: int,
+                 born_timestamp: int, store_timestamp: int, flags: int) -> tuple[bytes, bytes]:
+    """A record as (size + CRC, everything the CRC covers): the writer joins many of them once."""
+    rest = b"".join((_AFTER_CRC.pack(MAGIC, flags, queue_id, queue_offset, commit_log_offset, born_timestamp,
+                                     store_timestamp, len(topic), len(props)), topic, props, body))
+    return _SIZE_CRC.pack(8 + len(rest), crc32c.crc32c(rest)), rest
 
 
 _SIZE_CRC = struct.Struct("<II")
+_AFTER_CRC = struct.Struct("<BHIqqqqHI")  # HEADER without its first two fields
+assert _SIZE_CRC.size + _AFTER_CRC.size == HEADER_SIZE
 
 
 def peek_size(buf: bytes | memoryview, pos: int = 0) -> int:

@@ -1,0 +1,92 @@
+"""`halfmq broker` on each HTTP server it can run on: the same answers, the same shutdown, the same refusals.
+
+The rest of the suite runs on the default (granian); these pin what must not
+depend on the server: hot and FastAPI routes, problem responses, a hung-up long
+poll handing its messages back, SIGTERM ending open long polls promptly, and a
+taken port refusing to start instead of being shared.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.processes import ROOT, BrokerProcess, free_port, halfmq_command
+
+SERVERS = ("granian", "uvicorn")
+
+
+@pytest.fixture(params=SERVERS)
+def served(request: pytest.FixtureRequest, tmp_path: Path):
+    broker = BrokerProcess(tmp_path / "data", tmp_path, {"HALFMQ_BROKER_HTTP_SERVER": request.param})
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+def test_hot_and_regular_routes_answer_alike(served: BrokerProcess) -> None:
+    with httpx.Client(base_url=served.url, timeout=10) as http:
+        assert http.post("/v1/topics", json={"name": "SRV", "queues": 1}).status_code == 201
+        sent = http.post("/v1/topics/SRV/messages", json={"messages": [{"body": "one"}]})
+        assert sent.status_code == 200 and sent.json()["results"][0]["status"] == "SEND_OK"
+        assert http.get("/v1/topics/SRV").json()["queues"][0]["max_offset"] == 1
+
+        bad = http.post("/v1/topics/SRV/messages", content=b"{nope", headers={"content-type": "application/json"})
+        assert (bad.status_code, bad.headers["content-type"], bad.json()["code"]) == (400, "application/problem+json", "MALFORMED_JSON")
+        wrong_method = http.get("/v1/topics/SRV/messages")
+        assert (wrong_method.status_code, wrong_method.headers["allow"]) == (405, "POST")
+        assert http.get("/nowhere").json()["code"] == "NOT_FOUND"
+        assert http.get("/v1/topics/SRV/queues/0/messages").json()["messages"][0]["body"] == "one"
+
+
+def test_a_hung_up_long_poll_hands_its_message_back(served: BrokerProcess) -> None:
+    httpx.post(f"{served.url}/v1/topics", json={"name": "HANG", "queues": 1})
+    body = b'{"max_messages": 1, "invisible_seconds": 300, "wait_seconds": 10}'
+    with socket.create_connection(("127.0.0.1", served.port)) as sock:
+        sock.sendall(b"POST /v1/consumer-groups/g/topics/HANG/receive HTTP/1.1\r\nHost: x\r\n"
+                     b"content-type: application/json\r\n" + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+        time.sleep(0.3)
+    time.sleep(0.2)
+    httpx.post(f"{served.url}/v1/topics/HANG/messages", json={"messages": [{"body": "orphan"}]})
+    got = httpx.post(f"{served.url}/v1/consumer-groups/g/topics/HANG/receive", json={"max_messages": 1, "wait_seconds": 3}, timeout=10)
+    assert [m["body"] for m in got.json()["messages"]] == ["orphan"]
+
+
+def test_sigterm_ends_open_long_polls_and_stops_cleanly(served: BrokerProcess) -> None:
+    import threading
+
+    httpx.post(f"{served.url}/v1/topics", json={"name": "IDLE", "queues": 1})
+    answers: list[int] = []
+    poll = threading.Thread(target=lambda: answers.append(httpx.post(
+        f"{served.url}/v1/consumer-groups/g/topics/IDLE/receive", json={"wait_seconds": 30}, timeout=40).status_code))
+    poll.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    assert served.stop() in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once it has shut down
+    poll.join(10)
+    assert time.monotonic() - started < 8, "an idle long poll held shutdown up"
+    assert answers == [200]
+    assert "broker stopped cleanly" in served.tail()
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_a_taken_port_refuses_to_start(server: str, tmp_path: Path) -> None:
+    port = free_port()
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # as a granian broker holds its port
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        proc = subprocess.run(
+            halfmq_command("broker", "--port", str(port), "--data-dir", str(tmp_path / "data")),
+            env={"HALFMQ_BROKER_HTTP_SERVER": server, "PATH": "/usr/bin:/bin"}, cwd=ROOT,
+            capture_output=True, text=True, timeout=30,
+        )
+    assert proc.returncode != 0
+    assert "in use" in proc.stderr.lower()
