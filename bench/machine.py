@@ -16,7 +16,7 @@ from pathlib import Path
 from .load import wrk_version
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("halfmq", "fastapi", "starlette", "pydantic", "uvicorn", "uvloop", "httptools", "aiohttp", "httpx",
+PACKAGES = ("halfmq", "fastapi", "starlette", "pydantic", "granian", "uvicorn", "uvloop", "httptools", "aiohttp", "httpx",
             "orjson", "sqlalchemy", "pyspark")
 
 
