@@ -27,7 +27,8 @@ def create_app(settings: CreditSettings | None = None) -> FastAPI:
     engine = create_db_engine(settings.database_url, settings.db_pool_size)
     repo = CreditRepository(engine)
     service = CreditService(repo, settings.points_per_unit,
-                            settings.crash_after_commit_order if settings.faults_enabled else None)
+                            settings.crash_after_commit_order if settings.faults_enabled else None,
+                            settings.write_batch_max)
     consumer = AsyncConsumer(
         settings.broker_url, settings.consumer_group, settings.topic, service.handle,
         max_messages=settings.max_messages, invisible_seconds=settings.invisible_seconds,

@@ -15,11 +15,14 @@ class CreditSettings(BaseSettings):
     topic: str = "ORDER_TOPIC"
     consumer_group: str = "credit_group"
     points_per_unit: int = 1
-    consumer_concurrency: int = 8
-    max_messages: int = 32
+    # Handlers are coroutines waiting on a shared group commit (services/group_commit.py), so
+    # let a whole received batch in at once: it is then credited in one database transaction.
+    consumer_concurrency: int = 64
+    max_messages: int = 64
     invisible_seconds: float = 30.0
     wait_seconds: float = 5.0
     db_pool_size: int = 20
+    write_batch_max: int = 64  # most credits one database transaction may carry
     log_level: str = "info"
     # Fault injection for tests and demos: exit right after crediting this order, before its ack.
     faults_enabled: bool = False

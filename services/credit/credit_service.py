@@ -1,16 +1,21 @@
-"""Consuming ORDER_TOPIC: each message credits its order once, then is acked."""
+"""Consuming ORDER_TOPIC: each message credits its order once, then is acked.
+
+The messages handled at the same time share database transactions (a group commit, see
+``services.group_commit``); a handler returns, and its message is acked, only after the
+transaction holding its credit has committed.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from dataclasses import dataclass, field
 
 from broker.client import Message, message_body_bytes
 
+from ..group_commit import GroupCommit
 from .repository import CreditRepository
-from .rules import PoisonMessage, parse_order_message, points_for
+from .rules import CreditCommand, PoisonMessage, parse_order_message, points_for
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +33,15 @@ CRASH_EXIT_CODE = 87
 
 
 class CreditService:
-    def __init__(self, repo: CreditRepository, points_per_unit: int, crash_after_commit_order: str | None = None) -> None:
+    def __init__(self, repo: CreditRepository, points_per_unit: int, crash_after_commit_order: str | None = None,
+                 write_batch_max: int = 64) -> None:
         self.repo = repo
         self.points_per_unit = points_per_unit
         self.crash_after_commit_order = crash_after_commit_order
         self.stats = CreditStats()
+        self._writes: GroupCommit[tuple[CreditCommand, int, str], bool] = GroupCommit(repo.apply_many, write_batch_max)
 
-    def credit(self, message: Message) -> bool:
+    async def handle(self, message: Message) -> bool:
         """Credit one order message; True if new, False if already credited. Raising means nack."""
         try:
             cmd = parse_order_message(message_body_bytes(message))
@@ -43,7 +50,7 @@ class CreditService:
             log.warning("poison message %s (attempt %s): %s", message.msg_id, message.delivery_attempt, exc)
             raise
         try:
-            created = self.repo.apply(cmd, points_for(cmd.amount, self.points_per_unit), message.msg_id)
+            created = await self._writes.submit((cmd, points_for(cmd.amount, self.points_per_unit), message.msg_id))
         except Exception as exc:
             self.stats.errors += 1
             self.stats.last_error = f"{type(exc).__name__}: {exc}"
@@ -58,6 +65,3 @@ class CreditService:
             self.stats.duplicates += 1
             log.info("order %s already credited: duplicate delivery absorbed", cmd.order_id)
         return created
-
-    async def handle(self, message: Message) -> None:
-        await asyncio.to_thread(self.credit, message)

@@ -1,4 +1,4 @@
-"""The ledger: one database transaction per credit, duplicates absorbed by the unique order id."""
+"""The ledger: credits recorded in group-committed database transactions, duplicates absorbed by the unique order id."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import sessionmaker
 
+from ..database import WriteSessions
 from .models import CreditAccount, CreditRecord, SummaryCurrent, SummaryDay, SummaryRun, SummaryUser
 from .rules import CreditCommand
 
@@ -17,27 +18,78 @@ class CreditRepository:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._writes = WriteSessions(engine)
         self._insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
 
     def apply(self, cmd: CreditCommand, points: int, message_id: str) -> bool:
         """Insert the credit and add to the balance together; False when the order was already credited."""
-        now = datetime.now(timezone.utc)
-        upsert = self._insert(CreditAccount).values(user_id=cmd.user_id, balance=points, updated_at=now)
-        upsert = upsert.on_conflict_do_update(
-            index_elements=[CreditAccount.user_id],
-            set_={"balance": CreditAccount.balance + upsert.excluded.balance, "updated_at": upsert.excluded.updated_at},
-        )
+        [outcome] = self.apply_many([(cmd, points, message_id)])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def apply_many(self, batch: list[tuple[CreditCommand, int, str]]) -> list[bool | Exception]:
+        """Credit several orders in ONE database transaction; per item True (new), False (already credited) or its error.
+
+        The group commit's batch function (``services.group_commit``). Each credit record and
+        its balance change commit together; an order already in the ledger, or twice in the
+        batch, is skipped by ``ON CONFLICT (order_id) DO NOTHING`` and adds nothing to the
+        balance. Rows go in order-id and user-id order so that two consumers' batches lock
+        PostgreSQL rows in the same order and cannot deadlock. If the batch cannot commit as a
+        whole because of a statement's data (a constraint, a value out of range), each item is
+        redone alone so that one bad item fails only itself; any other error (the database is
+        down or locked) fails the whole batch at once, and nothing of it was committed.
+        """
         try:
-            with self._sessions.begin() as session:
-                session.add(CreditRecord(order_id=cmd.order_id, user_id=cmd.user_id, amount=cmd.amount, points=points,
-                                         message_id=message_id, created_at=now))
-                session.flush()
-                session.execute(upsert)
-        except IntegrityError:
-            if self.is_credited(cmd.order_id):
-                return False
-            raise
-        return True
+            return self._apply(batch)
+        except (IntegrityError, DataError) as exc:
+            if len(batch) == 1:
+                return [exc]
+        except Exception as exc:  # noqa: BLE001 - handed to every caller of the batch
+            return [exc] * len(batch)
+        outcomes: list[bool | Exception] = []
+        for item in batch:
+            try:
+                outcomes.extend(self._apply([item]))
+            except Exception as exc:  # this credit's own failure, handed to its caller
+                outcomes.append(exc)
+        return outcomes
+
+    def _apply(self, batch: list[tuple[CreditCommand, int, str]]) -> list[bool]:
+        now = datetime.now(timezone.utc)
+        first: dict[str, tuple[CreditCommand, int, str]] = {}
+        for item in batch:
+            first.setdefault(item[0].order_id, item)
+        rows = [
+            {"order_id": cmd.order_id, "user_id": cmd.user_id, "amount": cmd.amount, "points": points,
+             "message_id": message_id, "created_at": now}
+            for cmd, points, message_id in sorted(first.values(), key=lambda item: item[0].order_id)
+        ]
+        records = CreditRecord.__table__
+        record = (self._insert(records).values(rows).on_conflict_do_nothing(index_elements=[records.c.order_id])
+                  .returning(records.c.order_id))
+        with self._writes.begin() as session:
+            inserted = set(session.scalars(record))
+            gained: dict[str, int] = {}
+            for order_id in sorted(inserted):
+                cmd, points, _ = first[order_id]
+                gained[cmd.user_id] = gained.get(cmd.user_id, 0) + points
+            if gained:
+                accounts = CreditAccount.__table__
+                upsert = self._insert(accounts).values(
+                    [{"user_id": user_id, "balance": points, "updated_at": now} for user_id, points in sorted(gained.items())]
+                )
+                session.execute(upsert.on_conflict_do_update(
+                    index_elements=[accounts.c.user_id],
+                    set_={"balance": accounts.c.balance + upsert.excluded.balance, "updated_at": upsert.excluded.updated_at},
+                ))
+        # Only the first delivery of an order that was not in the ledger yet is new.
+        credited = set(inserted)
+        outcomes = []
+        for cmd, _, _ in batch:
+            outcomes.append(cmd.order_id in credited)
+            credited.discard(cmd.order_id)
+        return outcomes
 
     def is_credited(self, order_id: str) -> bool:
         with self._sessions() as session:

@@ -29,7 +29,7 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     engine = create_db_engine(settings.database_url, settings.db_pool_size)
     repo = OrderRepository(engine)
     producer = AsyncTransactionProducer(
-        settings.broker_url, settings.producer_group, OrderTransactionListener(repo, settings.local_tx_timeout),
+        settings.broker_url, settings.producer_group, OrderTransactionListener(repo, settings.local_tx_timeout, settings.write_batch_max),
         check_url=settings.check_url, heartbeat_interval=settings.heartbeat_interval,
     )
 

@@ -19,6 +19,9 @@ class OrderSettings(BaseSettings):
     faults_enabled: bool = False
     heartbeat_interval: float = 10.0
     db_pool_size: int = 20
+    # Most orders one database transaction may carry (group commit: orders whose local
+    # transactions run at the same time share one; see services/group_commit.py).
+    write_batch_max: int = 64
     log_level: str = "info"
 
     @property

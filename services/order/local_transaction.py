@@ -3,20 +3,27 @@
 The broker's check-back asks whether an order exists; the answer follows
 ``rules.check_back_answer``. Fault injection (for demos and tests) lives here
 because each fault is a precise point in the local transaction.
+
+Local transactions run on the event loop and share database transactions through a
+group commit (``services.group_commit``): each order still commits its row and its
+transaction record together, before its local transaction answers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import orjson
 
 from broker.client import LocalTransactionState, Message, OutgoingMessage
 
+from ..group_commit import GroupCommit
+from .models import Order
 from .repository import NewOrder, OrderRepository
 from .rules import CheckAnswer, check_back_answer
 
@@ -35,10 +42,13 @@ class InjectedFailure(Exception):
     """The fail-local-tx fault: the local transaction raises before it commits."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class LocalOrder:
+    """The local transaction's argument; ``created`` is filled in once the order has committed."""
+
     order: NewOrder
     fault: Fault | None = None
+    created: Order | None = field(default=None, compare=False)
 
 
 _STATES = {
@@ -49,14 +59,19 @@ _STATES = {
 
 
 class OrderTransactionListener:
-    def __init__(self, repository: OrderRepository, local_tx_timeout: float) -> None:
+    def __init__(self, repository: OrderRepository, local_tx_timeout: float, write_batch_max: int = 64) -> None:
         self._repo = repository
         self._timeout = local_tx_timeout
+        self._writes: GroupCommit[tuple[NewOrder, str], Order] = GroupCommit(repository.create_many, write_batch_max)
 
-    def execute_local_transaction(self, msg: OutgoingMessage, arg: LocalOrder) -> LocalTransactionState:
+    async def execute_local_transaction(self, msg: OutgoingMessage, arg: LocalOrder) -> LocalTransactionState:
         transaction_id = msg.properties["TRANSACTION_ID"]
-        failure = InjectedFailure("injected fault: fail-local-tx") if arg.fault is Fault.FAIL_LOCAL_TX else None
-        self._repo.create(arg.order, transaction_id, fail_before_commit=failure)
+        if arg.fault is Fault.FAIL_LOCAL_TX:
+            # In a database transaction of its own, so the failure (raised by ``create`` after
+            # the inserts) rolls back this order only, never a group commit's other orders.
+            failure = InjectedFailure("injected fault: fail-local-tx")
+            await asyncio.to_thread(self._repo.create, arg.order, transaction_id, fail_before_commit=failure)
+        arg.created = await self._writes.submit((arg.order, transaction_id))
         if arg.fault is Fault.CRASH_AFTER_COMMIT:
             log.warning("injected fault crash-after-commit: order %s committed, exiting before end", arg.order.order_id)
             logging.shutdown()

@@ -53,8 +53,9 @@ class OrderService:
         new = NewOrder(uuid.uuid4().hex, request.user_id, request.amount, datetime.now(timezone.utc), idempotency_key, print_)
         body = {"order_id": new.order_id, "user_id": new.user_id, "amount": str(new.amount), "created_at": new.created_at.isoformat()}
         message = OutgoingMessage(body=orjson.dumps(body).decode(), keys=[new.order_id], tag="order_created")
+        local = LocalOrder(new, fault)
         try:
-            result = await self.producer.send_in_transaction(self.topic, message, LocalOrder(new, fault))
+            result = await self.producer.send_in_transaction(self.topic, message, local)
         except BrokerError as exc:
             raise ServiceProblem(503, "BROKER_UNAVAILABLE", f"the order was not placed: the broker refused or could not be reached ({exc.code})", retriable=True) from exc
         if result.local_state is LocalTransactionState.ROLLBACK_MESSAGE:
@@ -67,7 +68,8 @@ class OrderService:
             if isinstance(result.local_error, InjectedFailure):
                 raise ServiceProblem(503, "LOCAL_TRANSACTION_FAILED", str(result.local_error), retriable=True)
             raise ServiceProblem(503, "LOCAL_TRANSACTION_FAILED", f"the order could not be stored: {type(result.local_error).__name__}", retriable=True)
-        order = await asyncio.to_thread(self.repo.get, new.order_id)
+        # The local transaction hands back the order it committed; read it only if it did not.
+        order = local.created or await asyncio.to_thread(self.repo.get, new.order_id)
         if order is None:  # UNKNOW without a committed order cannot happen here; be explicit if it does
             raise ServiceProblem(503, "LOCAL_TRANSACTION_FAILED", "the order is not in the database after its local transaction", retriable=True)
         committed = result.local_state is LocalTransactionState.COMMIT_MESSAGE and result.end_error is None

@@ -74,3 +74,19 @@ def test_many_users_crediting_concurrently_keep_balances_equal_to_the_ledger(rep
     for u in range(5):
         account, _, _ = repo.account(f"u{u}")
         assert account.balance == 40
+
+
+def test_a_batch_credits_each_order_once_even_when_it_repeats_inside_the_batch(repo: CreditRepository) -> None:
+    assert repo.apply(CreditCommand("o-old", "u1", Decimal("4.00")), 4, "m0") is True
+    batch = [
+        (CreditCommand("o-b1", "u1", Decimal("10.00")), 10, "m1"),
+        (CreditCommand("o-old", "u1", Decimal("4.00")), 4, "m0-again"),
+        (CreditCommand("o-b2", "u2", Decimal("3.00")), 3, "m2"),
+        (CreditCommand("o-b1", "u1", Decimal("10.00")), 10, "m1-again"),
+    ]
+    assert repo.apply_many(batch) == [True, False, True, False]
+    assert repo.apply_many(batch) == [False] * 4
+    account, records, count = repo.account("u1")
+    assert account.balance == 14 and count == 2
+    assert {r.order_id: r.message_id for r in records}["o-b1"] == "m1"
+    assert repo.account("u2")[0].balance == 3

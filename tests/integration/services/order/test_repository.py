@@ -108,3 +108,19 @@ def test_migrations_upgrade_from_empty_downgrade_and_upgrade_again(database_url:
         assert is_migrated("order", engine)
     finally:
         engine.dispose()
+
+
+def test_a_group_commit_stores_every_order_with_its_transaction_record(repo: OrderRepository) -> None:
+    orders = [new_order() for _ in range(5)]
+    outcomes = repo.create_many([(o, f"tx-g{i}") for i, o in enumerate(orders)])
+    assert [o.order_id for o in outcomes] == [o.order_id for o in orders]
+    assert [repo.transaction_of(o.order_id) for o in orders] == [f"tx-g{i}" for i in range(5)]
+
+
+def test_one_conflict_in_a_group_commit_fails_that_order_only(repo: OrderRepository) -> None:
+    repo.create(new_order(key="key-g"), "tx-first")
+    clash, fine = new_order(key="key-g"), [new_order(key="key-h"), new_order()]
+    outcomes = repo.create_many([(fine[0], "tx-a"), (clash, "tx-b"), (fine[1], "tx-c")])
+    assert isinstance(outcomes[1], IdempotencyKeyTaken)
+    assert [outcomes[0].order_id, outcomes[2].order_id] == [o.order_id for o in fine]
+    assert repo.get(clash.order_id) is None and repo.transaction_of(fine[1].order_id) == "tx-c"
