@@ -41,6 +41,7 @@ from broker.client import (
 from broker.client.transport import request_not_sent
 from broker.errors import StoreUnavailable, SystemTopicForbidden, TransactionConflict
 from tests.support.processes import BrokerProcess
+from tests.support.waiting import wait_for
 
 from .asgi_server import ThreadedUvicorn
 
@@ -88,16 +89,6 @@ class Listener:
     def check_local_transaction(self, msg: Message) -> LocalTransactionState:
         self.checked.append(msg)
         return {"committed": COMMIT, "failed": ROLLBACK}.get(self.book.get(business_id(msg), ""), UNKNOW)
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"condition not met within {timeout}s")
 
 
 def bodies(producer: Producer, topic: str) -> list[str]:
@@ -218,7 +209,7 @@ def test_unknown_stays_pending_until_the_check_back_commits_it(tx_broker: Broker
             assert bodies(reader, topic) == []
 
             listener.book["order-7"] = "committed"  # the business change lands after all
-            wait_for(lambda: producer.get_transaction(result.transaction_id)["state"] == "committed")
+            wait_for(lambda: producer.get_transaction(result.transaction_id)["state"] == "committed", timeout=10.0, interval=0.05)
         finally:
             started = time.monotonic()
             producer.close()
@@ -252,7 +243,7 @@ def test_a_producer_dying_after_its_local_commit_is_committed_by_the_check_back(
         [txid] = seen_ids
         assert producer.get_transaction(txid)["state"] == "pending", "no end may be sent after a crash"
 
-        view = wait_for(lambda: (v := producer.get_transaction(txid))["state"] == "committed" and v)
+        view = wait_for(lambda: (v := producer.get_transaction(txid))["state"] == "committed" and v, timeout=10.0, interval=0.05)
     assert view["check_times"] >= 1 and view["last_answer"] == "commit"
     assert bodies(reader, topic) == ["o9"]
 
