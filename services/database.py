@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -14,6 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import DateTime, Engine, TypeDecorator, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,6 +97,34 @@ class WriteSessions:
     def begin(self) -> Iterator[Session]:
         with write_turn(self._engine), self._sessions.begin() as session:
             yield session
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def together_or_each_alone(batch: list[T], together: Callable[[list[T]], list[R]],
+                           alone: Callable[[T], R]) -> list[R | Exception]:
+    """Write ``batch`` in one transaction; if one item's data stops it, write each item alone.
+
+    A group commit's batch function (``services.group_commit``): per item, its result or
+    the exception its own write raised. A constraint or a value out of range rolls the
+    whole batch back, so every item is redone alone and the bad one fails only itself.
+    Any other error (the database is down or locked) is raised: nothing of the batch was
+    committed, and every caller of the batch gets it.
+    """
+    if len(batch) > 1:
+        try:
+            return together(batch)
+        except (IntegrityError, DataError):
+            pass
+    outcomes: list[R | Exception] = []
+    for item in batch:
+        try:
+            outcomes.append(alone(item))
+        except Exception as exc:  # this item's own failure, handed to its caller
+            outcomes.append(exc)
+    return outcomes
 
 
 def alembic_config(name: str, url: str) -> Config:

@@ -10,9 +10,9 @@ alone runs at once; writes that arrive during a transaction form the next one.
 
 The batch function runs in a worker thread and returns one outcome per item, in order:
 the item's result, or the exception that item's caller gets. It decides how a failure is
-shared (see the repositories: a batch that cannot commit as a whole is redone item by
-item, so one item's conflict fails that item only). A caller's result is set only after
-its batch's transaction has ended.
+shared (``services.database.together_or_each_alone``: a batch that cannot commit as a
+whole is redone item by item, so one item's conflict fails that item only). A caller's
+result is set only after its batch's transaction has ended.
 """
 
 from __future__ import annotations

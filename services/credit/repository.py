@@ -6,10 +6,9 @@ from datetime import datetime, timezone
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from ..database import WriteSessions
+from ..database import WriteSessions, together_or_each_alone
 from .models import CreditAccount, CreditRecord, SummaryCurrent, SummaryDay, SummaryRun, SummaryUser
 from .rules import CreditCommand
 
@@ -40,20 +39,7 @@ class CreditRepository:
         redone alone so that one bad item fails only itself; any other error (the database is
         down or locked) fails the whole batch at once, and nothing of it was committed.
         """
-        try:
-            return self._apply(batch)
-        except (IntegrityError, DataError) as exc:
-            if len(batch) == 1:
-                return [exc]
-        except Exception as exc:  # noqa: BLE001 - handed to every caller of the batch
-            return [exc] * len(batch)
-        outcomes: list[bool | Exception] = []
-        for item in batch:
-            try:
-                outcomes.extend(self._apply([item]))
-            except Exception as exc:  # this credit's own failure, handed to its caller
-                outcomes.append(exc)
-        return outcomes
+        return together_or_each_alone(batch, self._apply, lambda item: self._apply([item])[0])
 
     def _apply(self, batch: list[tuple[CreditCommand, int, str]]) -> list[bool]:
         now = datetime.now(timezone.utc)

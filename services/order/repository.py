@@ -7,10 +7,10 @@ from datetime import datetime
 from decimal import Decimal
 
 from sqlalchemy import Engine, exists, select
-from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..database import WriteSessions
+from ..database import WriteSessions, together_or_each_alone
 from .models import IdempotencyKey, Order, OrderTransaction
 
 
@@ -61,21 +61,12 @@ class OrderRepository:
         kept and every order is redone in its own ``create``, so the conflict fails that order
         only. Any other error (the database is down) fails the whole batch.
         """
-        if len(batch) > 1:
-            try:
-                with self._writes.begin() as session:
-                    self._insert(session, batch)
-            except (IntegrityError, DataError):
-                pass
-            else:
-                return [_order(new) for new, _ in batch]
-        outcomes: list[Order | Exception] = []
-        for new, transaction_id in batch:
-            try:
-                outcomes.append(self.create(new, transaction_id))
-            except Exception as exc:  # this order's own failure, handed to its caller
-                outcomes.append(exc)
-        return outcomes
+        return together_or_each_alone(batch, self._create_together, lambda item: self.create(*item))
+
+    def _create_together(self, batch: list[tuple[NewOrder, str]]) -> list[Order]:
+        with self._writes.begin() as session:
+            self._insert(session, batch)
+        return [_order(new) for new, _ in batch]
 
     @staticmethod
     def _insert(session: Session, batch: list[tuple[NewOrder, str]]) -> None:
