@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
-import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -27,6 +26,7 @@ from broker.errors import (
     TopicAlreadyExists,
     TopicNotFound,
 )
+from broker.counter_ids import CounterIds
 from broker.protocol import OutgoingMessage
 from broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic, is_valid_user_name
@@ -116,17 +116,6 @@ def check_property_text(msg: OutgoingMessage) -> None:
         raise InvalidRequest("property names must not be empty")
 
 
-class UniqKeys:
-    """Message ids like RocketMQ's UNIQ_KEY: a random per-process prefix and a counter (no uuid4 per message)."""
-
-    def __init__(self) -> None:
-        self._prefix = os.urandom(8).hex().upper()
-        self._counter = itertools.count()
-
-    def __call__(self) -> str:
-        return f"{self._prefix}{next(self._counter):016X}"
-
-
 def message_properties(msg: OutgoingMessage, new_key: Callable[[], str]) -> dict[str, str]:
     if not (msg.properties or msg.keys or msg.tag):  # the common case: nothing to check
         return {"UNIQ_KEY": new_key()}
@@ -149,7 +138,7 @@ class SendService:
         self.store = store
         self.topics = topics
         self._round_robin: dict[str, itertools.count[int]] = {}
-        self._uniq_keys = UniqKeys()
+        self._uniq_keys = CounterIds(upper=True)  # UNIQ_KEY, as RocketMQ's client writes it
 
     def prepare(self, cfg: TopicConfig, msg: OutgoingMessage) -> PutItem:
         body = decode_body(msg)

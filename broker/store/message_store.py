@@ -120,7 +120,15 @@ class MessageStore:
 
     # --- writing ----------------------------------------------------------------
     def fits(self, items: list[PutItem]) -> bool:
-        """Whether ``items`` fit one segment, the limit of an atomic write group."""
+        """Whether ``items`` fit one segment, the limit of an atomic write group.
+
+        An upper bound first (UTF-8 takes at most 4 bytes a character), so the usual
+        small message is not encoded twice; exact sizes only when it might not fit.
+        """
+        worst = sum(HEADER_SIZE + 4 * len(i.topic) + len(i.body) + 4 * sum(len(k) + len(v) + 2 for k, v in i.properties.items())
+                    for i in items)
+        if worst <= self.config.segment_bytes:
+            return True
         size = sum(record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items)
         return size <= self.config.segment_bytes
 

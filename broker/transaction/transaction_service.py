@@ -21,11 +21,11 @@ import heapq
 import itertools
 import logging
 import time
-import os
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
+from broker.counter_ids import CounterIds
 from broker.errors import MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
 from broker.store.message_store import MessageStore, PutItem
 from broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
@@ -78,17 +78,6 @@ class TxStats:
 Durable = Callable[[int], Awaitable[None]]
 
 
-class TransactionIds:
-    """Transaction ids: a random per-process prefix and a counter, 32 hex digits like a uuid4 (no urandom per id)."""
-
-    def __init__(self) -> None:
-        self._prefix = os.urandom(8).hex()
-        self._counter = itertools.count()
-
-    def __call__(self) -> str:
-        return f"{self._prefix}{next(self._counter):016x}"
-
-
 class TransactionService:
     def __init__(
         self,
@@ -111,7 +100,7 @@ class TransactionService:
         self._txs: dict[str, Tx] = {}
         self._pending: dict[str, Tx] = {}  # insertion order == half offset order
         self._halves: dict[str, StoredMessage] = {}  # pending halves sent since start: an end needs no log read
-        self._ids = TransactionIds()
+        self._ids = CounterIds(upper=False)
         self._resolved: deque[str] = deque()
         self._due: list[tuple[float, int, str]] = []
         self._seq = itertools.count()
@@ -163,12 +152,9 @@ class TransactionService:
 
     def send_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[Tx, int]:
         half, transaction_id = self.prepare_half(producer_group, item, real_queues)
-        # Its commit (final message + op record) must fit one segment too; the exact check only when it might not.
-        worst = len(half.body) + 4 * sum(len(k) + len(v) + 1 for k, v in half.properties.items()) + 4096
-        if worst > self.store.config.segment_bytes:
-            commit_group = [half, PutItem(OP_HALF_TOPIC, 0, b"0" * 20, {"PAD": "x" * 400})]
-            if not self.store.fits(commit_group):
-                raise MessageTooLarge("the message is too large for an atomic commit in one commit-log segment")
+        commit_group = [half, PutItem(OP_HALF_TOPIC, 0, b"0" * 20, {"PAD": "x" * 400})]
+        if not self.store.fits(commit_group):  # its commit (final message + op) must fit one segment too
+            raise MessageTooLarge("the message is too large for an atomic commit in one commit-log segment")
         op_max = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
         [result], end = self.store.put([half])
         now_ms = int(self._clock() * 1000)

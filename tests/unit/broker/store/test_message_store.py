@@ -199,3 +199,12 @@ def test_consumer_offsets_survive_reopen(tmp_path: Path) -> None:
         assert s.offsets.get("g", "T", 1) == 7
     finally:
         s.close()
+
+
+def test_fits_is_exact_at_the_segment_size_even_with_multibyte_properties(store: MessageStore) -> None:
+    props = {"NOTE": "é" * 100}  # 200 UTF-8 bytes: the quick bound counts them as 400
+    exact = HEADER_SIZE + len("T") + len(b"NOTE\x01" + "é".encode() * 100 + b"\x02")
+    filler = 4096 - exact
+    assert store.fits([PutItem("T", 0, b"x" * filler, props)])
+    assert not store.fits([PutItem("T", 0, b"x" * (filler + 1), props)])
+    assert store.fits([PutItem("T", 0, b"x" * 10)])
