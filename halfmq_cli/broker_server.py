@@ -42,6 +42,7 @@ class PortInUse(Exception):
 
 def serve(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:
     """Serve until SIGTERM/SIGINT; PortInUse if something already listens on the port."""
+    check_port_free(settings.host, settings.port)
     tune_gc()
     if settings.http_server == "granian":
         _serve_granian(app, runtime, settings)
@@ -51,7 +52,7 @@ def serve(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:
 
 def check_port_free(host: str, port: int) -> None:
     """Granian binds with SO_REUSEPORT, so a second broker on a taken port would share it silently
-    with the first; a probe bound without it fails as uvicorn's own bind would."""
+    with the first; a probe bound without it fails, and both servers refuse a taken port alike."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -90,7 +91,6 @@ def _serve_granian(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
     from granian.log import LogLevels
     from granian.server.embed import Server
 
-    check_port_free(settings.host, settings.port)
     to_root = {"handlers": [], "propagate": True}  # granian's lines in the broker's own log format
 
     async def run() -> None:

@@ -34,14 +34,11 @@ class ClientGone(Exception):
 class Reply:
     """A JSON answer, rendered once by the front."""
 
-    __slots__ = ("content", "status", "media_type", "headers")
+    __slots__ = ("content", "status")
 
-    def __init__(self, content: Any, status: int = 200, *, media_type: bytes = _JSON,
-                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    def __init__(self, content: Any, status: int = 200) -> None:
         self.content = content
         self.status = status
-        self.media_type = media_type
-        self.headers = headers
 
 
 class HotRequest:
@@ -54,10 +51,6 @@ class HotRequest:
         self.receive = receive
         self.path_params = path_params
         self.runtime = runtime
-
-    @property
-    def path(self) -> str:
-        return self.scope["path"]
 
     @property
     def content_type(self) -> str:
@@ -180,4 +173,4 @@ class HotPathApp:
             log.exception("unhandled error on %s %s", scope["method"], path)
             await _answer(send, 500, _PROBLEM, _problem(BrokerError("internal error; see the broker log"), path))
             return
-        await _answer(send, reply.status, reply.media_type, body, reply.headers)
+        await _answer(send, reply.status, _JSON, body)
