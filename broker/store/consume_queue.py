@@ -9,10 +9,13 @@ from the commit log.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 ENTRY = struct.Struct("<qiq")
 ENTRY_SIZE = ENTRY.size  # 20
@@ -36,19 +39,40 @@ class ConsumeQueue:
         self._files: list[tuple[int, int]] = []  # (base byte offset, fd), ordered
         self._size = 0  # logical bytes: base of last file + its length
         self._dirty: set[int] = set()
+        self.repaired = False  # files were missing or short at open: recovery must refill from the commit log
         self._open_existing()
 
     def _open_existing(self) -> None:
+        """Open the files that form an unbroken run from queue offset 0; drop the rest.
+
+        Every file but the last must be full and each must start where the one
+        before ended. A missing or short file breaks the run, and everything from
+        it on is deleted so recovery rebuilds it from the commit log (``repaired``).
+        """
         names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit() and len(p.name) == NAME_WIDTH)
-        for name in names:
-            fd = os.open(self.directory / name, os.O_RDWR)
-            self._files.append((int(name), fd))
+        expected = 0
+        for i, name in enumerate(names):
+            path = self.directory / name
+            length = path.stat().st_size
+            if int(name) != expected or (i < len(names) - 1 and length != self.file_bytes):
+                self._drop(names[i:], f"file {name} should start at byte {expected}" if int(name) != expected
+                           else f"file {name} holds {length} of {self.file_bytes} bytes")
+                break
+            self._files.append((int(name), os.open(path, os.O_RDWR)))
+            expected += self.file_bytes
         if self._files:
             base, fd = self._files[-1]
             length = os.fstat(fd).st_size
             self._size = base + length - (length % ENTRY_SIZE)
             if length % ENTRY_SIZE:
                 os.ftruncate(fd, length - length % ENTRY_SIZE)
+
+    def _drop(self, names: list[str], why: str) -> None:
+        log.warning("consume queue %s/%d: %s; rebuilding from byte %d on from the commit log", self.topic, self.queue_id, why,
+                    len(self._files) * self.file_bytes)
+        for name in names:
+            (self.directory / name).unlink()
+        self.repaired = True
 
     @property
     def min_offset(self) -> int:

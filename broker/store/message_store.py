@@ -276,7 +276,7 @@ class MessageStore:
         for topic, qid in sorted(known):
             cq = self._queue(topic, qid)
             trimmed += cq.trim_beyond(end)
-            if cq.max_offset < expected.get(f"{topic}/{qid}", 0):
+            if cq.repaired or cq.max_offset < expected.get(f"{topic}/{qid}", 0):
                 last = cq.last_entry()
                 replay_from = min(replay_from, last.commit_log_offset + last.size if last else self.commit_log.min_offset)
         rebuilt = 0

@@ -208,3 +208,31 @@ def test_fits_is_exact_at_the_segment_size_even_with_multibyte_properties(store:
     assert store.fits([PutItem("T", 0, b"x" * filler, props)])
     assert not store.fits([PutItem("T", 0, b"x" * (filler + 1), props)])
     assert store.fits([PutItem("T", 0, b"x" * 10)])
+
+
+@pytest.mark.parametrize("damage", ["delete_first", "delete_middle", "shorten_middle", "empty_middle"])
+def test_any_missing_or_short_consume_queue_file_is_rebuilt_from_the_commit_log(tmp_path: Path, damage: str) -> None:
+    s = open_store(tmp_path, segment_bytes=1 << 20)  # 16 entries a consume-queue file
+    s.create_topic("T", 2)
+    for i in range(120):
+        send(s, "T", i % 2, str(i).encode())
+    s.close()
+    files = sorted((tmp_path / "consumequeue" / "T" / "1").iterdir())
+    assert len(files) == 4
+    if damage == "delete_first":
+        files[0].unlink()
+    elif damage == "delete_middle":
+        files[1].unlink()
+    elif damage == "shorten_middle":
+        files[1].write_bytes(files[1].read_bytes()[: 7 * 20])
+    else:
+        files[2].write_bytes(b"")
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    try:
+        assert s.queue_range("T", 1) == (0, 60)
+        got = s.read_queue("T", 1, 0, 100)
+        assert [m.body for m in got] == [str(i).encode() for i in range(1, 120, 2)]
+        assert [m.queue_offset for m in got] == list(range(60))
+        assert s.read_queue("T", 0, 0, 100)[-1].body == b"118"
+    finally:
+        s.close()
