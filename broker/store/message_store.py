@@ -294,6 +294,8 @@ class MessageStore:
                     f"consume queue {rec.topic}/{rec.queue_id} ends at {cq.max_offset} but the commit log holds "
                     f"queue offset {rec.queue_offset} at {rec.commit_log_offset}; delete the consumequeue directory to rebuild it"
                 )
+        for group, topic, qid, was, now in self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1]):
+            log.warning("offset of group %s on %s/%d lowered from %d to %d, the end of the recovered queue", group, topic, qid, was, now)
         report = RecoveryReport(end, replay_from, rebuilt, trimmed, time.monotonic() - started)
         if rebuilt or trimmed or log_end_before != end:
             log.warning("recovered store: %s", report)

@@ -192,6 +192,9 @@ def test_second_store_on_the_same_directory_is_refused(store: MessageStore, tmp_
 
 def test_consumer_offsets_survive_reopen(tmp_path: Path) -> None:
     s = open_store(tmp_path)
+    s.create_topic("T", 2)
+    for i in range(8):
+        send(s, "T", 1, b"m")
     s.offsets.commit("g", "T", 1, 7)
     s.close()
     s = open_store(tmp_path)
@@ -234,5 +237,39 @@ def test_any_missing_or_short_consume_queue_file_is_rebuilt_from_the_commit_log(
         assert [m.body for m in got] == [str(i).encode() for i in range(1, 120, 2)]
         assert [m.queue_offset for m in got] == list(range(60))
         assert s.read_queue("T", 0, 0, 100)[-1].body == b"118"
+    finally:
+        s.close()
+
+
+def tear_tail(data_dir: Path, at: int) -> None:
+    """Lose the commit log from ``at`` on, as a power loss before an fsync would."""
+    segments = sorted((data_dir / "commitlog").iterdir())
+    last = segments[-1]
+    last.write_bytes(last.read_bytes()[: at - int(last.name)])
+
+
+def test_offsets_beyond_a_lost_tail_are_clamped_to_what_was_recovered(tmp_path: Path) -> None:
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    s.create_topic("T", 2)
+    results = [send(s, "T", 0, b"m%d" % i) for i in range(5)]
+    send(s, "T", 1, b"other")
+    s.offsets.commit("caught-up", "T", 0, 5)
+    s.offsets.commit("caught-up", "T", 1, 1)
+    s.offsets.commit("behind", "T", 0, 2)
+    s.offsets.commit("gone", "NO_SUCH_TOPIC", 0, 4)
+    s.close()
+    tear_tail(tmp_path, results[3].commit_log_offset)  # m3, m4 and "other" are lost
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    try:
+        assert s.queue_range("T", 0) == (0, 3)
+        assert s.offsets.get("caught-up", "T", 0) == 3
+        assert s.offsets.get("caught-up", "T", 1) == 0
+        assert s.offsets.get("behind", "T", 0) == 2
+        assert s.offsets.get("gone", "NO_SUCH_TOPIC", 0) == 0
+    finally:
+        s.close()
+    s = open_store(tmp_path, segment_bytes=1 << 20)  # and the clamp is durable
+    try:
+        assert s.offsets.get("caught-up", "T", 0) == 3
     finally:
         s.close()

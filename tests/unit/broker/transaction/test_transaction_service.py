@@ -231,3 +231,26 @@ async def test_resend_survives_a_restart_and_is_not_offered_again(tmp_path: Path
         assert b.visible() == [b"o1"]
     finally:
         b.close()
+
+
+async def test_a_pending_transaction_sent_after_a_lost_log_tail_survives_the_next_restart(tmp_path: Path, clock, client) -> None:
+    b = Broker(tmp_path, clock, client)
+    first = b.half("o1")
+    await b.txs.end(first, "pg", "commit")
+    kept_end = b.store.commit_log.end_offset
+    second = b.half("o2")
+    await b.txs.end(second, "pg", "rollback")  # every half resolved: the checkpoint moves past both
+    b.store.checkpoint()
+    b.close()
+    segment = sorted((tmp_path / "commitlog").iterdir())[-1]
+    segment.write_bytes(segment.read_bytes()[:kept_end])  # o2's half and rollback are lost
+    b = Broker(tmp_path, clock, client)
+    pending = b.half("o3")
+    b.close()
+    b = Broker(tmp_path, clock, client)
+    try:
+        assert [tx.transaction_id for tx in b.txs.pending()] == [pending]
+        await b.txs.end(pending, "pg", "commit")
+        assert sorted(b.visible()) == [b"o1", b"o3"]
+    finally:
+        b.close()
