@@ -17,11 +17,12 @@ from typing import Callable, Literal, NamedTuple
 
 from .atomic_file import read_json, write_json
 from .commit_log import CommitLog, CorruptLogError
-from .consume_queue import ConsumeQueue
+from .consume_queue import ConsumeQueue, QueueEntry
+from .damaged_records import DamagedEntry, DamagedRecordError, DamagedRecords
 from .data_lock import DataDirLock
 from .flush_service import GroupCommitService, PeriodicService
 from .offset_table import OffsetTable
-from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, StoredMessage, encode_parts, encode_properties, record_size, tag_hash
+from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, RecordError, StoredMessage, encode_parts, encode_properties, record_size, tag_hash
 from .topics import TopicConfig, TopicTable
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class MessageStore:
             self._checkpoint_path = root / "checkpoint.json"
             self._queues: dict[tuple[str, int], ConsumeQueue] = {}
             self._listeners: list[Listener] = []
+            self.damaged = DamagedRecords()
             self.recovery = self._recover()
         except BaseException:
             self._lock_file.release()
@@ -195,19 +197,36 @@ class MessageStore:
 
     # --- reading ----------------------------------------------------------------
     def read_queue(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage]:
+        """The intact messages among the next ``max_messages`` entries (damaged ones reported and left out)."""
+        return [e for e in self.read_entries(topic, queue_id, offset, max_messages) if type(e) is StoredMessage]
+
+    def read_entries(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage | DamagedEntry]:
+        """Up to ``max_messages`` entries from ``offset``: each its message, or a DamagedEntry in its place."""
         cq = self._queues.get((topic, queue_id))
         if cq is None:
             return []
-        out: list[StoredMessage] = []
+        out: list[StoredMessage | DamagedEntry] = []
         offset = max(offset, cq.min_offset)
         while len(out) < max_messages:
             entries = cq.get_range(offset, max_messages - len(out))
             if not entries:
                 break
-            for entry in entries:
-                out.append(self.commit_log.read_record(entry.commit_log_offset, entry.size))
+            for i, entry in enumerate(entries):
+                out.append(self._read_entry(topic, queue_id, offset + i, entry))
             offset += len(entries)
         return out
+
+    def _read_entry(self, topic: str, queue_id: int, queue_offset: int, entry: QueueEntry) -> StoredMessage | DamagedEntry:
+        try:
+            msg = self.commit_log.read_record(entry.commit_log_offset, entry.size)
+        except (RecordError, KeyError, ValueError, OSError) as exc:  # KeyError/ValueError: an entry pointing nowhere
+            reason = str(exc) or type(exc).__name__
+        else:
+            if msg.queue_offset == queue_offset and msg.queue_id == queue_id and msg.topic == topic:
+                return msg
+            reason = f"its consume-queue entry points at {msg.topic}/{msg.queue_id}@{msg.queue_offset}"
+        self.damaged.note(entry.commit_log_offset, reason, f"{topic}/{queue_id}@{queue_offset}")
+        return DamagedEntry(topic, queue_id, queue_offset, entry.commit_log_offset, reason)
 
     def get(self, topic: str, queue_id: int, queue_offset: int) -> StoredMessage | None:
         found = self.read_queue(topic, queue_id, queue_offset, 1)
@@ -226,7 +245,13 @@ class MessageStore:
         return lo
 
     def read_at(self, commit_log_offset: int) -> StoredMessage:
-        return self.commit_log.read_record(commit_log_offset)
+        """The record at ``commit_log_offset``; DamagedRecordError (reported) when it is not intact."""
+        try:
+            return self.commit_log.read_record(commit_log_offset)
+        except (RecordError, KeyError, ValueError, OSError) as exc:
+            reason = str(exc) or type(exc).__name__
+        self.damaged.note(commit_log_offset, reason, "read by commit-log offset")
+        raise DamagedRecordError(commit_log_offset, reason)
 
     # --- consume queues ---------------------------------------------------------
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:

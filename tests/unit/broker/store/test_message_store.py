@@ -7,6 +7,7 @@ import pytest
 
 from broker.store.commit_log import CorruptLogError
 from broker.store.data_lock import DataDirLocked
+from broker.store.damaged_records import DamagedRecordError
 from broker.store.message_store import MessageStore, PutItem, StoreConfig
 from broker.store.record import HEADER_SIZE
 
@@ -271,5 +272,51 @@ def test_offsets_beyond_a_lost_tail_are_clamped_to_what_was_recovered(tmp_path: 
     s = open_store(tmp_path, segment_bytes=1 << 20)  # and the clamp is durable
     try:
         assert s.offsets.get("caught-up", "T", 0) == 3
+    finally:
+        s.close()
+
+
+def damage_body(data_dir: Path, result) -> None:
+    """Flip a bit in a stored record's body (behind the checkpoint: recovery does not look there)."""
+    seg = next(p for p in sorted((data_dir / "commitlog").iterdir(), reverse=True) if int(p.name) <= result.commit_log_offset)
+    data = bytearray(seg.read_bytes())
+    data[result.commit_log_offset - int(seg.name) + result.size - 1] ^= 0x10
+    seg.write_bytes(bytes(data))
+
+
+def test_a_damaged_record_behind_the_checkpoint_is_skipped_and_reported_once(tmp_path: Path, caplog) -> None:
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    s.create_topic("T", 1)
+    results = [send(s, "T", 0, b"m%d" % i) for i in range(5)]
+    s.close()
+    damage_body(tmp_path, results[2])
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    try:
+        assert [m.body for m in s.read_queue("T", 0, 0, 10)] == [b"m0", b"m1", b"m3", b"m4"]
+        entries = s.read_entries("T", 0, 1, 3)
+        assert [type(e).__name__ for e in entries] == ["StoredMessage", "DamagedEntry", "StoredMessage"]
+        assert (entries[1].queue_offset, entries[1].commit_log_offset) == (2, results[2].commit_log_offset)
+        assert s.get("T", 0, 2) is None
+        with pytest.raises(DamagedRecordError, match=str(results[2].commit_log_offset)):
+            s.read_at(results[2].commit_log_offset)
+        assert s.damaged.count == 1
+        assert sum("damaged" in r.getMessage() for r in caplog.records if r.levelname == "ERROR") == 1
+    finally:
+        s.close()
+
+
+def test_a_consume_queue_entry_pointing_at_another_record_reads_as_damaged(tmp_path: Path) -> None:
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    s.create_topic("T", 1)
+    results = [send(s, "T", 0, b"m%d" % i) for i in range(3)]
+    s.close()
+    cq = tmp_path / "consumequeue" / "T" / "0" / ("0" * 20)
+    data = bytearray(cq.read_bytes())
+    data[20:28] = results[0].commit_log_offset.to_bytes(8, "little")  # entry 1 now points at record 0
+    cq.write_bytes(bytes(data))
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    try:
+        assert [m.body for m in s.read_queue("T", 0, 0, 10)] == [b"m0", b"m2"]
+        assert s.damaged.count == 1
     finally:
         s.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from broker.api.runtime import FlushWaiter
-from broker.errors import ProducerGroupMismatch, TransactionConflict, TransactionNotFound
+from broker.errors import DamagedRecord, ProducerGroupMismatch, TransactionConflict, TransactionNotFound
 from broker.store.message_store import MessageStore, PutItem, StoreConfig
 from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
 from broker.transaction.check_client import CheckOutcome
@@ -254,3 +254,36 @@ async def test_a_pending_transaction_sent_after_a_lost_log_tail_survives_the_nex
         assert sorted(b.visible()) == [b"o1", b"o3"]
     finally:
         b.close()
+
+
+def flip_last_byte_of(path: Path, record_offset: int, size: int) -> None:
+    with open(path / "commitlog" / ("0" * 20), "r+b") as fh:
+        fh.seek(record_offset + size - 1)
+        byte = fh.read(1)[0]
+        fh.seek(record_offset + size - 1)
+        fh.write(bytes([byte ^ 0x01]))
+
+
+async def test_a_damaged_half_is_passed_over_at_restart_and_the_other_transactions_recover(tmp_path: Path, clock, client) -> None:
+    b = Broker(tmp_path, clock, client)
+    ids = [b.half(f"o{i}") for i in range(3)]
+    victim = b.txs.get(ids[1])
+    size = b.store.read_at(victim.half_clog_offset).size
+    b.close()
+    flip_last_byte_of(tmp_path, victim.half_clog_offset, size)
+    b = Broker(tmp_path, clock, client)
+    try:
+        assert [tx.transaction_id for tx in b.txs.pending()] == [ids[0], ids[2]]
+        assert b.store.damaged.count == 1
+    finally:
+        b.close()
+
+
+async def test_a_request_needing_a_damaged_half_gets_a_damaged_record_error(broker: Broker, tmp_path: Path) -> None:
+    txid = broker.half("o1")
+    await broker.txs.end(txid, "pg", "commit")
+    tx = broker.txs.get(txid)
+    flip_last_byte_of(tmp_path, tx.half_clog_offset, broker.store.read_at(tx.half_clog_offset).size)
+    with pytest.raises(DamagedRecord, match=txid):
+        broker.txs.half_message(tx)
+    assert broker.visible() == [b"o1"]
