@@ -229,6 +229,28 @@ class CommitLog:
             log.warning("truncating commit log tail from %d to %d (%s)", self.end_offset, valid_end, reason or "incomplete group")
             self._truncate(valid_end)
 
+    def walk(self) -> Iterator[tuple[int, StoredMessage | Damage]]:
+        """Every record with its offset, and a Damage in place of each damaged stretch (read-only, for --verify).
+
+        After damage the walk resumes at the next intact record, found as recovery finds it.
+        """
+        pos = self.min_offset
+        while True:
+            try:
+                for rec, at in self._scan(pos):
+                    yield at, rec
+                return
+            except _InvalidAt as exc:
+                damage = self.damage_at(exc.offset, exc.reason)
+                yield exc.offset, damage
+                if damage.next_valid is None:
+                    return
+                pos = damage.next_valid
+
+    def segment_gaps(self) -> list[tuple[int, int]]:
+        """(end of a segment, base of the next) wherever a segment file is missing between them."""
+        return [(a.end, b.base) for a, b in zip(self._segments, self._segments[1:]) if a.end != b.base]
+
     def damage_at(self, offset: int, reason: str) -> Damage:
         """Describe the record at ``offset`` that failed to decode with ``reason``."""
         seg = self._segment_for(offset)

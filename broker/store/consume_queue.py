@@ -29,6 +29,27 @@ class QueueEntry:
     tag_hash: int
 
 
+def queue_files(directory: Path) -> list[tuple[Path, int]]:
+    """A queue's files in order, with their lengths."""
+    paths = sorted(p for p in directory.iterdir() if p.name.isdigit() and len(p.name) == NAME_WIDTH)
+    return [(p, p.stat().st_size) for p in paths]
+
+
+def first_break(files: list[tuple[Path, int]], file_bytes: int) -> tuple[int, str] | None:
+    """Where a queue's files stop forming one unbroken run from queue offset 0: (index, why), or None.
+
+    Every file but the last must be full and each must start where the one before ended.
+    """
+    expected = 0
+    for i, (path, length) in enumerate(files):
+        if int(path.name) != expected:
+            return i, f"file {path.name} should start at byte {expected} (a file is missing)"
+        if i < len(files) - 1 and length != file_bytes:
+            return i, f"file {path.name} holds {length} of {file_bytes} bytes"
+        expected += file_bytes
+    return None
+
+
 class ConsumeQueue:
     def __init__(self, directory: Path, topic: str, queue_id: int, entries_per_file: int) -> None:
         self.topic = topic
@@ -43,23 +64,15 @@ class ConsumeQueue:
         self._open_existing()
 
     def _open_existing(self) -> None:
-        """Open the files that form an unbroken run from queue offset 0; drop the rest.
-
-        Every file but the last must be full and each must start where the one
-        before ended. A missing or short file breaks the run, and everything from
-        it on is deleted so recovery rebuilds it from the commit log (``repaired``).
-        """
-        names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit() and len(p.name) == NAME_WIDTH)
-        expected = 0
-        for i, name in enumerate(names):
-            path = self.directory / name
-            length = path.stat().st_size
-            if int(name) != expected or (i < len(names) - 1 and length != self.file_bytes):
-                self._drop(names[i:], f"file {name} should start at byte {expected}" if int(name) != expected
-                           else f"file {name} holds {length} of {self.file_bytes} bytes")
-                break
-            self._files.append((int(name), os.open(path, os.O_RDWR)))
-            expected += self.file_bytes
+        """Open the unbroken run of files from queue offset 0 (``first_break``) and delete the rest:
+        recovery refills the queue from the commit log (``repaired``), so no reader meets a hole."""
+        files = queue_files(self.directory)
+        broken = first_break(files, self.file_bytes)
+        keep = files if broken is None else files[: broken[0]]
+        for path, _ in keep:
+            self._files.append((int(path.name), os.open(path, os.O_RDWR)))
+        if broken is not None:
+            self._drop([path for path, _ in files[broken[0]:]], broken[1])
         if self._files:
             base, fd = self._files[-1]
             length = os.fstat(fd).st_size
@@ -67,11 +80,11 @@ class ConsumeQueue:
             if length % ENTRY_SIZE:
                 os.ftruncate(fd, length - length % ENTRY_SIZE)
 
-    def _drop(self, names: list[str], why: str) -> None:
-        log.warning("consume queue %s/%d: %s; rebuilding from byte %d on from the commit log", self.topic, self.queue_id, why,
-                    len(self._files) * self.file_bytes)
-        for name in names:
-            (self.directory / name).unlink()
+    def _drop(self, paths: list[Path], why: str) -> None:
+        log.warning("consume queue %s/%d: %s; rebuilding it from queue offset %d on from the commit log", self.topic, self.queue_id,
+                    why, len(self._files) * self.file_bytes // ENTRY_SIZE)
+        for path in paths:
+            path.unlink()
         self.repaired = True
 
     @property
