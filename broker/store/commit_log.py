@@ -171,7 +171,7 @@ class CommitLog:
             for rec, _ in self._scan(start):
                 yield rec
         except _InvalidAt as exc:
-            raise CorruptLogError(f"commit log record at offset {exc.offset} is damaged ({exc.reason})") from None
+            raise CorruptLogError(f"{self.damage_at(exc.offset, exc.reason)} (`halfmq broker --verify` lists all damage)") from None
 
     def _scan(self, start: int) -> Iterator[tuple[StoredMessage, int]]:
         idx = max(bisect.bisect_right(self._bases, start) - 1, 0)
