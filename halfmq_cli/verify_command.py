@@ -17,6 +17,9 @@ EXIT_DAMAGED = 3  # the same code as a broker refusing to start on corruption
 def run_verify(settings: BrokerSettings) -> int:
     out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr)
+    if not settings.data_dir.is_dir():
+        err.print(f"cannot verify: no data directory at {settings.data_dir}", markup=False)
+        return 1
     with Progress("verifying commit log", BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=err, transient=True) as bar:
         task = bar.add_task("log", total=None)
         try:

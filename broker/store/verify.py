@@ -100,7 +100,7 @@ def _verify(root: Path, file_bytes: int, progress: Callable[[int, int], None]) -
     check = _QueueCheck(root / "consumequeue", file_bytes)
     log_dir = root / "commitlog"
     if log_dir.is_dir() and any(p.name.isdigit() and len(p.name) == NAME_WIDTH for p in log_dir.iterdir()):
-        log = CommitLog(log_dir, segment_bytes=1 << 62)
+        log = CommitLog(log_dir, segment_bytes=1 << 62)  # never written: the size only matters to appends
         try:
             _walk_log(log, check, progress)
         finally:

@@ -126,6 +126,12 @@ def test_verify_of_a_clean_data_dir_exits_0(start_broker) -> None:
     assert "50 records and 50 consume-queue entries checked; 0 damaged" in result.stdout
 
 
+def test_verify_of_a_missing_data_dir_fails_without_creating_it(tmp_path: Path) -> None:
+    result = run_broker_once(tmp_path / "nowhere", "--verify")
+    assert result.returncode == 1 and "no data directory" in result.stderr
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_a_deleted_middle_consume_queue_file_is_rebuilt_at_start(start_broker) -> None:
     broker: BrokerProcess = start_broker({"HALFMQ_BROKER_CONSUME_QUEUE_ENTRIES": "16"})
     with httpx.Client(base_url=broker.url, timeout=10) as client:
