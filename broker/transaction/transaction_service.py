@@ -139,6 +139,13 @@ class TransactionService:
         except DamagedRecordError as exc:
             raise DamagedRecord(f"the half message of transaction {tx.transaction_id} is damaged on disk: {exc}") from None
 
+    def _readable_half(self, tx: Tx) -> StoredMessage | None:
+        """The half message, or None when it is damaged: a rollback needs only the transaction id, so it can still end it."""
+        try:
+            return self.half_message(tx)
+        except DamagedRecord:
+            return None
+
     # --- half -------------------------------------------------------------------
     def prepare_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[PutItem, str]:
         """Rewrite a validated message for the half topic; return it and its transaction id."""
@@ -192,7 +199,7 @@ class TransactionService:
             if event is TxEvent.UNKNOWN and tx.state is TxState.PENDING:
                 log.info("transaction %s: producer answered unknown (%s)", tx.transaction_id, note)
             return EndOutcome(tx, duplicate=tx.state is not TxState.PENDING)
-        half = self.half_message(tx)
+        half = self._readable_half(tx) if action is TxAction.APPEND_OP else self.half_message(tx)
         op = self._op(tx, event.value, half)
         if action is TxAction.APPEND_FINAL_AND_OP:
             final = self._final(half)

@@ -287,3 +287,24 @@ async def test_a_request_needing_a_damaged_half_gets_a_damaged_record_error(brok
     with pytest.raises(DamagedRecord, match=txid):
         broker.txs.half_message(tx)
     assert broker.visible() == [b"o1"]
+
+
+async def test_a_pending_transaction_whose_half_is_damaged_can_still_be_rolled_back_not_committed(tmp_path: Path, clock, client) -> None:
+    b = Broker(tmp_path, clock, client)
+    txids = [b.half("o1"), b.half("o2")]
+    b.close()
+    b = Broker(tmp_path, clock, client)  # after a restart the halves are read back from the log
+    try:
+        tx = b.txs.get(txids[0])
+        flip_last_byte_of(tmp_path, tx.half_clog_offset, b.store.read_at(tx.half_clog_offset).size)
+        b.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+        await b.check_round(clock, seconds=60)  # the check of the damaged one is skipped, not crashed
+        assert [payload["transaction_id"] for _, payload in client.calls] == [txids[1]]
+        with pytest.raises(DamagedRecord):
+            await b.txs.end(txids[0], "pg", "commit")
+        assert b.txs.get(txids[0]).state is TxState.PENDING
+        outcome = await b.txs.end(txids[0], "pg", "rollback")
+        assert outcome.tx.state is TxState.ROLLED_BACK
+        assert [tx.transaction_id for tx in b.txs.pending()] == [txids[1]]
+    finally:
+        b.close()
