@@ -165,14 +165,6 @@ class CommitLog:
             size = peek_size(self.read(offset, 4))
         return decode(self.read(offset, size))
 
-    def scan(self, start: int) -> Iterator[StoredMessage]:
-        """Yield records from ``start`` to the end; a damaged one raises CorruptLogError."""
-        try:
-            for rec, _ in self._scan(start):
-                yield rec
-        except _InvalidAt as exc:
-            raise CorruptLogError(f"{self.damage_at(exc.offset, exc.reason)} (`halfmq broker --verify` lists all damage)") from None
-
     def _scan(self, start: int) -> Iterator[tuple[StoredMessage, int]]:
         idx = max(bisect.bisect_right(self._bases, start) - 1, 0)
         pos = start
@@ -229,12 +221,12 @@ class CommitLog:
             log.warning("truncating commit log tail from %d to %d (%s)", self.end_offset, valid_end, reason or "incomplete group")
             self._truncate(valid_end)
 
-    def walk(self) -> Iterator[tuple[int, StoredMessage | Damage]]:
-        """Every record with its offset, and a Damage in place of each damaged stretch (read-only, for --verify).
+    def walk(self, start: int = 0) -> Iterator[tuple[int, StoredMessage | Damage]]:
+        """Every record from ``start`` with its offset, and a Damage in place of each damaged stretch.
 
         After damage the walk resumes at the next intact record, found as recovery finds it.
         """
-        pos = self.min_offset
+        pos = max(start, self.min_offset)
         while True:
             try:
                 for rec, at in self._scan(pos):

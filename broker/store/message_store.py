@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Literal, NamedTuple
 
 from .atomic_file import read_json, write_json
-from .commit_log import CommitLog, CorruptLogError
+from .commit_log import CommitLog, CorruptLogError, Damage
 from .consume_queue import ConsumeQueue, QueueEntry
 from .damaged_records import DamagedEntry, DamagedRecordError, DamagedRecords
 from .data_lock import DataDirLock
@@ -304,13 +304,40 @@ class MessageStore:
             if cq.repaired or cq.max_offset < expected.get(f"{topic}/{qid}", 0):
                 last = cq.last_entry()
                 replay_from = min(replay_from, last.commit_log_offset + last.size if last else self.commit_log.min_offset)
+        rebuilt = self._replay(replay_from)
+        for group, topic, qid, was, now in self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1]):
+            log.warning("offset of group %s on %s/%d lowered from %d to %d, the end of the recovered queue", group, topic, qid, was, now)
+        report = RecoveryReport(end, replay_from, rebuilt, trimmed, time.monotonic() - started)
+        if rebuilt or trimmed or log_end_before != end:
+            log.warning("recovered store: %s", report)
+        self.checkpoint()
+        return report
+
+    def _replay(self, start: int) -> int:
+        """Dispatch the log from ``start`` into consume queues that lack it; return entries added.
+
+        Recovery has validated the log past the checkpoint, so damage met here lies
+        behind it: a queue offset whose record is damaged gets an entry pointing at
+        the damage (reads report it), so the queue keeps its offsets without a hole.
+        """
         rebuilt = 0
-        for rec in self.commit_log.scan(replay_from):
-            if self.topics.get(rec.topic) is None:
-                self.topics.put(rec.topic, rec.queue_id + 1)
-            elif rec.queue_id >= self.topics.get(rec.topic).queues:
+        damage: Damage | None = None
+        for _, rec in self.commit_log.walk(start):
+            if isinstance(rec, Damage):
+                if rec.next_valid is None:
+                    break
+                damage = rec
+                continue
+            cfg = self.topics.get(rec.topic)
+            if cfg is None or rec.queue_id >= cfg.queues:
                 self.topics.put(rec.topic, rec.queue_id + 1)
             cq = self._queue(rec.topic, rec.queue_id)
+            if rec.queue_offset > cq.max_offset and damage is not None:
+                log.warning("consume queue %s/%d: offsets %d to %d index damaged records (%s)", rec.topic, rec.queue_id,
+                            cq.max_offset, rec.queue_offset - 1, damage)
+                while cq.max_offset < rec.queue_offset:
+                    cq.append(damage.offset, 0, 0)
+                    rebuilt += 1
             if rec.queue_offset == cq.max_offset:
                 cq.append(rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS")))
                 rebuilt += 1
@@ -319,13 +346,7 @@ class MessageStore:
                     f"consume queue {rec.topic}/{rec.queue_id} ends at {cq.max_offset} but the commit log holds "
                     f"queue offset {rec.queue_offset} at {rec.commit_log_offset}; delete the consumequeue directory to rebuild it"
                 )
-        for group, topic, qid, was, now in self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1]):
-            log.warning("offset of group %s on %s/%d lowered from %d to %d, the end of the recovered queue", group, topic, qid, was, now)
-        report = RecoveryReport(end, replay_from, rebuilt, trimmed, time.monotonic() - started)
-        if rebuilt or trimmed or log_end_before != end:
-            log.warning("recovered store: %s", report)
-        self.checkpoint()
-        return report
+        return rebuilt
 
     def close(self) -> None:
         with self._write_lock:

@@ -320,3 +320,22 @@ def test_a_consume_queue_entry_pointing_at_another_record_reads_as_damaged(tmp_p
         assert s.damaged.count == 1
     finally:
         s.close()
+
+
+def test_a_consume_queue_rebuilt_through_a_damaged_record_keeps_its_offsets_and_reports_it(tmp_path: Path) -> None:
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    s.create_topic("T", 2)
+    results = [send(s, "T", i % 2, b"m%02d" % i) for i in range(40)]
+    s.close()
+    damage_body(tmp_path, results[10])  # queue 0, offset 5: behind the checkpoint
+    shutil.rmtree(tmp_path / "consumequeue" / "T" / "0")
+    s = open_store(tmp_path, segment_bytes=1 << 20)
+    try:
+        assert s.queue_range("T", 0) == (0, 20)
+        entries = s.read_entries("T", 0, 0, 100)
+        assert [e.queue_offset for e in entries] == list(range(20))
+        assert [e.body for e in entries if e.queue_offset != 5] == [b"m%02d" % i for i in range(0, 40, 2) if i != 10]
+        assert type(entries[5]).__name__ == "DamagedEntry"
+        assert s.read_queue("T", 1, 0, 100)[-1].body == b"m39"
+    finally:
+        s.close()
