@@ -50,12 +50,11 @@ class _QueueReader:
 
     def __init__(self, directory: Path, file_bytes: int) -> None:
         self.directory = directory
-        self.files = queue_files(directory) if directory.is_dir() else []
         self.file_bytes = file_bytes
-        broken = first_break(self.files, file_bytes)
-        self.usable = self.files if broken is None else self.files[: broken[0]]
-        self.broken = broken
-        self.end = (int(self.usable[-1][0].name) + self.usable[-1][1]) // ENTRY_SIZE if self.usable else 0
+        files = queue_files(directory) if directory.is_dir() else []
+        self.broken = first_break(files, file_bytes)
+        usable = files if self.broken is None else files[: self.broken[0]]
+        self.end = (int(usable[-1][0].name) + usable[-1][1]) // ENTRY_SIZE if usable else 0  # what a start would keep
         self.checked_to = 0  # one past the highest queue offset the log holds
         self._chunk_start = 0
         self._chunk = b""
