@@ -171,6 +171,14 @@ class StoreUnavailable(BrokerError):
     title = "The store is not accepting writes"
 
 
+class DamagedRecord(BrokerError):
+    """A stored record this request needs failed its CRC; the rest of the store is served as usual."""
+
+    code = "DAMAGED_RECORD"
+    status = 500
+    title = "A stored record needed by this request is damaged"
+
+
 class BrokerUnavailable(BrokerError):
     """Raised by the client only: the broker could not be reached or did not answer."""
 

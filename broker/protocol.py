@@ -96,6 +96,7 @@ class TopicList(_Wire):
 class OffsetReadResponse(_Wire):
     messages: list[Message]
     next_offset: int
+    damaged_offsets: list[int] = []  # queue offsets in this range whose record is damaged (sent only when some are)
 
 
 class ReceiveRequest(_Wire):

@@ -27,6 +27,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items() if v is not None}
     settings = BrokerSettings(**overrides)
+    if args.verify:
+        from .verify_command import run_verify
+
+        return run_verify(settings)
     _configure_logging(settings.log_level)
     log = logging.getLogger("halfmq.broker")
     try:
@@ -96,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--host")
     broker.add_argument("--port", type=int)
     broker.add_argument("--data-dir", type=Path)
+    broker.add_argument("--verify", action="store_true",
+                        help="check every commit-log record and consume-queue entry, list what is damaged, then exit "
+                             "(0 clean, 3 damaged) instead of serving")
     broker.set_defaults(func=cmd_broker)
 
     order = sub.add_parser("order", help="run the order service (producer side of the demo)")

@@ -41,6 +41,10 @@ class _StateCollector(Collector):
         yield GaugeMetricFamily("halfmq_commit_log_flushed_offset", "Commit log offset known durable", value=state.get("flushed", 0))
         yield GaugeMetricFamily("halfmq_fsyncs", "Group-commit fsyncs since start", value=state.get("fsyncs", 0))
         yield GaugeMetricFamily("halfmq_dlq_moves", "Messages moved to a DLQ since start", value=state.get("dlq", 0))
+        yield CounterMetricFamily("halfmq_store_damaged_records", "Distinct damaged records met by reads since start",
+                                  value=state.get("damaged_records", 0))
+        yield CounterMetricFamily("halfmq_receive_damaged_skipped", "Damaged messages consumer groups passed over",
+                                  value=state.get("damaged_skips", 0))
         yield GaugeMetricFamily("halfmq_half_messages", "Half messages awaiting commit or rollback", value=state.get("half_messages", 0))
         yield CounterMetricFamily("halfmq_commit_messages", "Transactions committed", value=state.get("commits", 0))
         yield CounterMetricFamily("halfmq_rollback_messages", "Transactions rolled back", value=state.get("rollbacks", 0))

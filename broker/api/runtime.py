@@ -98,6 +98,8 @@ class BrokerRuntime:
             "flushed": self.store.flushed_offset,
             "fsyncs": self.store.flush_count,
             "dlq": self.delivery.dlq_moves,
+            "damaged_records": self.store.damaged.count,
+            "damaged_skips": self.delivery.damaged_skips,
             "half_messages": self.transactions.pending_count,
             "commits": tx.commits,
             "rollbacks": tx.rollbacks,

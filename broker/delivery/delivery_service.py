@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from broker.errors import ConsumerGroupNotFound, InvalidGroupName, InvalidReceiptHandle, SystemTopicForbidden, TopicNotFound
+from broker.store.damaged_records import DamagedEntry
 from broker.store.message_store import MessageStore, PutItem
 from broker.store.record import StoredMessage
 from broker.store.topics import CHECK_MAX_TIME_TOPIC, dlq_topic, is_valid_user_name
@@ -65,6 +66,7 @@ class DeliveryService:
         self._state: dict[tuple[str, str], _GroupTopic] = {}
         self._arrivals: dict[str, asyncio.Event] = {}
         self.dlq_moves = 0
+        self.damaged_skips = 0
         self._closing = False
         store.add_listener(self._on_message)
 
@@ -129,8 +131,8 @@ class DeliveryService:
             if item is None or item.nonce != nonce or item.visible_at > now:
                 continue  # settled, or re-scheduled since this heap entry was pushed
             message = self._store.get(topic, qid, offset)
-            if message is None:
-                progress.settle(offset)
+            if message is None:  # damaged since it was delivered (reported by the store)
+                self._settle(group, topic, qid, progress, offset)
                 continue
             if exhausted(item.deliveries, self._policy.max_reconsume_times):
                 self._move_to_dlq(group, message, item.deliveries)
@@ -143,18 +145,35 @@ class DeliveryService:
             if len(out) >= limit:
                 break
             qid = (state.rotation + i) % n
-            progress = state.queues[qid]
-            _, max_offset = self._store.queue_range(topic, qid)
-            want = min(limit - len(out), max_offset - progress.cursor)
-            if want <= 0:
-                continue
-            for message in self._store.read_queue(topic, qid, progress.cursor, want):
-                if message.queue_offset != progress.cursor:
-                    progress.cursor = message.queue_offset  # below min offset: skip what retention removed
-                item = progress.deliver_new(now, invisible)
-                out.append(self._delivery(group, topic, qid, message, item, state))
+            self._take_new(group, topic, qid, state, limit, out, now, invisible)
         state.rotation = (state.rotation + 1) % max(n, 1)
         return out
+
+    def _take_new(self, group: str, topic: str, qid: int, state: _GroupTopic, limit: int, out: list[Delivery],
+                  now: float, invisible: float) -> None:
+        """Hand out never-delivered messages of one queue; a damaged one is skipped as if acked, and counted."""
+        progress = state.queues[qid]
+        while True:
+            want = min(limit - len(out), self._store.queue_range(topic, qid)[1] - progress.cursor)
+            if want <= 0:
+                return
+            entries = self._store.read_entries(topic, qid, progress.cursor, want)
+            if not entries:
+                return
+            for entry in entries:
+                if entry.queue_offset != progress.cursor:
+                    progress.cursor = entry.queue_offset  # below min offset: skip what retention removed
+                if type(entry) is DamagedEntry:
+                    self._skip_damaged(group, topic, qid, progress)
+                    continue
+                item = progress.deliver_new(now, invisible)
+                out.append(self._delivery(group, topic, qid, entry, item, state))
+
+    def _skip_damaged(self, group: str, topic: str, qid: int, progress: QueueProgress) -> None:
+        log.warning("group %s passes over damaged message %s/%d@%d", group, topic, qid, progress.cursor)
+        self.damaged_skips += 1
+        if progress.skip():
+            self._store.offsets.commit(group, topic, qid, progress.committed)
 
     def _delivery(self, group: str, topic: str, qid: int, message: StoredMessage, item: InFlight, state: _GroupTopic) -> Delivery:
         heapq.heappush(state.due, (item.visible_at, qid, item.offset, item.nonce))

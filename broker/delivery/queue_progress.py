@@ -37,6 +37,12 @@ class QueueProgress:
         self.cursor += 1
         return item
 
+    def skip(self) -> bool:
+        """Pass over the next offset without delivering it (its record is damaged); True when committed moved."""
+        offset = self.cursor
+        self.cursor += 1
+        return self.settle(offset)
+
     def redeliver(self, offset: int, now: float, invisible: float) -> InFlight:
         item = self.in_flight[offset]
         self._nonce += 1

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .record import HEADER_SIZE, MAX_RECORD_SIZE, RecordError, StoredMessage, decode, peek_size
+from .record import HEADER_SIZE, MAGIC, MAGIC_AT, MAX_RECORD_SIZE, RecordError, StoredMessage, claims_offset, damaged_field, decode, peek_size
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,26 @@ SCAN_CHUNK = 8 * 1024 * 1024
 
 class CorruptLogError(Exception):
     """A record before the tail is damaged: refusing to guess what it held."""
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A damaged record: where it is, which field looks hit, and where intact records resume (None: nowhere)."""
+
+    offset: int
+    path: Path
+    field: str
+    reason: str
+    next_valid: int | None
+
+    @property
+    def file_offset(self) -> int:
+        return self.offset - int(self.path.name)
+
+    def __str__(self) -> str:
+        after = f"next valid record at offset {self.next_valid}" if self.next_valid is not None else "nothing valid after it (a torn tail)"
+        return (f"commit log record at offset {self.offset} ({self.path}, byte {self.file_offset}) is damaged: "
+                f"{self.field} ({self.reason}); {after}")
 
 
 @dataclass
@@ -145,14 +165,6 @@ class CommitLog:
             size = peek_size(self.read(offset, 4))
         return decode(self.read(offset, size))
 
-    def scan(self, start: int) -> Iterator[StoredMessage]:
-        """Yield records from ``start`` to the end; a damaged one raises CorruptLogError."""
-        try:
-            for rec, _ in self._scan(start):
-                yield rec
-        except _InvalidAt as exc:
-            raise CorruptLogError(f"commit log record at offset {exc.offset} is damaged ({exc.reason})") from None
-
     def _scan(self, start: int) -> Iterator[tuple[StoredMessage, int]]:
         idx = max(bisect.bisect_right(self._bases, start) - 1, 0)
         pos = start
@@ -186,7 +198,6 @@ class CommitLog:
         valid_end = start
         group: list[StoredMessage] = []
         group_start = start
-        bad_at: int | None = None
         reason = ""
         try:
             for rec, at in self._scan(start):
@@ -198,12 +209,11 @@ class CommitLog:
                     group = []
                     valid_end = at + rec.size
         except _InvalidAt as exc:
-            bad_at, reason = exc.offset, exc.reason
-        if bad_at is not None and self._valid_record_follows(bad_at):
-            raise CorruptLogError(
-                f"commit log record at offset {bad_at} in segment {self._segment_for(bad_at).path.name} is damaged "
-                f"({reason}) and valid records follow it; refusing to start rather than skip data"
-            )
+            damage = self.damage_at(exc.offset, exc.reason)
+            if damage.next_valid is not None:
+                raise CorruptLogError(f"{damage}; refusing to start rather than drop the records after it "
+                                      "(`halfmq broker --verify` lists all damage)") from None
+            reason = exc.reason
         if group:
             log.warning("dropping incomplete write group at offset %d (%d records)", group_start, len(group))
             valid_end = group_start
@@ -211,25 +221,69 @@ class CommitLog:
             log.warning("truncating commit log tail from %d to %d (%s)", self.end_offset, valid_end, reason or "incomplete group")
             self._truncate(valid_end)
 
-    def _valid_record_follows(self, bad_at: int) -> bool:
-        seg = self._segment_for(bad_at)
-        head = os.pread(seg.fd, 4, bad_at - seg.base)
-        size = peek_size(head)
-        candidates = []
-        if size and bad_at + size < self.end_offset:
-            candidates.append(bad_at + size)
-        if seg is not self._segments[-1]:
-            candidates.append(seg.end)
-        for offset in candidates:
+    def walk(self, start: int = 0) -> Iterator[tuple[int, StoredMessage | Damage]]:
+        """Every record from ``start`` with its offset, and a Damage in place of each damaged stretch.
+
+        After damage the walk resumes at the next intact record, found as recovery finds it.
+        """
+        pos = max(start, self.min_offset)
+        while True:
             try:
-                target = self._segment_for(offset)
-                if offset >= target.end:
-                    continue
-                self.read_record(offset)
-                return True
-            except (RecordError, KeyError, OSError):
-                continue
-        return False
+                for rec, at in self._scan(pos):
+                    yield at, rec
+                return
+            except _InvalidAt as exc:
+                damage = self.damage_at(exc.offset, exc.reason)
+                yield exc.offset, damage
+                if damage.next_valid is None:
+                    return
+                pos = damage.next_valid
+
+    def segment_gaps(self) -> list[tuple[int, int]]:
+        """(end of a segment, base of the next) wherever a segment file is missing between them."""
+        return [(a.end, b.base) for a, b in zip(self._segments, self._segments[1:]) if a.end != b.base]
+
+    def damage_at(self, offset: int, reason: str) -> Damage:
+        """Describe the record at ``offset`` that failed to decode with ``reason``."""
+        seg = self._segment_for(offset)
+        following = self.next_valid_record(offset)
+        if following is None:
+            return Damage(offset, seg.path, "unknown", reason, None)
+        extent = (following if following < seg.end else seg.end) - offset
+        raw = os.pread(seg.fd, min(extent, MAX_RECORD_SIZE), offset - seg.base)
+        field = damaged_field(raw, offset)
+        return Damage(offset, seg.path, field, reason, following)
+
+    def next_valid_record(self, after: int) -> int | None:
+        """Where the first intact record after ``after`` starts, found by scanning, never by trusting a size.
+
+        A candidate must carry its own position in its commit-log-offset field and
+        pass its CRC, so bytes inside a body are not mistaken for a record.
+        """
+        idx = max(bisect.bisect_right(self._bases, after) - 1, 0)
+        magic = bytes([MAGIC])
+        for seg in self._segments[idx:]:
+            pos = max(after + 1, seg.base)
+            while pos < seg.end:
+                n = min(SCAN_CHUNK, seg.end - pos)
+                buf = os.pread(seg.fd, n + HEADER_SIZE, pos - seg.base)
+                i = buf.find(magic, MAGIC_AT)
+                while 0 <= i - MAGIC_AT < n:
+                    cand = i - MAGIC_AT
+                    if claims_offset(buf, cand, pos + cand) and self._intact(seg, pos + cand, peek_size(buf, cand)):
+                        return pos + cand
+                    i = buf.find(magic, i + 1)
+                pos += n
+        return None
+
+    def _intact(self, seg: Segment, offset: int, size: int) -> bool:
+        if not HEADER_SIZE <= size <= min(MAX_RECORD_SIZE, seg.end - offset):
+            return False
+        try:
+            decode(os.pread(seg.fd, size, offset - seg.base))
+        except RecordError:
+            return False
+        return True
 
     def _truncate(self, offset: int) -> None:
         with self._lock:

@@ -9,10 +9,13 @@ from the commit log.
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 ENTRY = struct.Struct("<qiq")
 ENTRY_SIZE = ENTRY.size  # 20
@@ -26,6 +29,27 @@ class QueueEntry:
     tag_hash: int
 
 
+def queue_files(directory: Path) -> list[tuple[Path, int]]:
+    """A queue's files in order, with their lengths."""
+    paths = sorted(p for p in directory.iterdir() if p.name.isdigit() and len(p.name) == NAME_WIDTH)
+    return [(p, p.stat().st_size) for p in paths]
+
+
+def first_break(files: list[tuple[Path, int]], file_bytes: int) -> tuple[int, str] | None:
+    """Where a queue's files stop forming one unbroken run from queue offset 0: (index, why), or None.
+
+    Every file but the last must be full and each must start where the one before ended.
+    """
+    expected = 0
+    for i, (path, length) in enumerate(files):
+        if int(path.name) != expected:
+            return i, f"file {path.name} should start at byte {expected} (a file is missing)"
+        if i < len(files) - 1 and length != file_bytes:
+            return i, f"file {path.name} holds {length} of {file_bytes} bytes"
+        expected += file_bytes
+    return None
+
+
 class ConsumeQueue:
     def __init__(self, directory: Path, topic: str, queue_id: int, entries_per_file: int) -> None:
         self.topic = topic
@@ -36,19 +60,32 @@ class ConsumeQueue:
         self._files: list[tuple[int, int]] = []  # (base byte offset, fd), ordered
         self._size = 0  # logical bytes: base of last file + its length
         self._dirty: set[int] = set()
+        self.repaired = False  # files were missing or short at open: recovery must refill from the commit log
         self._open_existing()
 
     def _open_existing(self) -> None:
-        names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit() and len(p.name) == NAME_WIDTH)
-        for name in names:
-            fd = os.open(self.directory / name, os.O_RDWR)
-            self._files.append((int(name), fd))
+        """Open the unbroken run of files from queue offset 0 (``first_break``) and delete the rest:
+        recovery refills the queue from the commit log (``repaired``), so no reader meets a hole."""
+        files = queue_files(self.directory)
+        broken = first_break(files, self.file_bytes)
+        keep = files if broken is None else files[: broken[0]]
+        for path, _ in keep:
+            self._files.append((int(path.name), os.open(path, os.O_RDWR)))
+        if broken is not None:
+            self._drop([path for path, _ in files[broken[0]:]], broken[1])
         if self._files:
             base, fd = self._files[-1]
             length = os.fstat(fd).st_size
             self._size = base + length - (length % ENTRY_SIZE)
             if length % ENTRY_SIZE:
                 os.ftruncate(fd, length - length % ENTRY_SIZE)
+
+    def _drop(self, paths: list[Path], why: str) -> None:
+        log.warning("consume queue %s/%d: %s; rebuilding it from queue offset %d on from the commit log", self.topic, self.queue_id,
+                    why, len(self._files) * self.file_bytes // ENTRY_SIZE)
+        for path in paths:
+            path.unlink()
+        self.repaired = True
 
     @property
     def min_offset(self) -> int:

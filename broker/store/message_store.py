@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Callable, Literal, NamedTuple
 
 from .atomic_file import read_json, write_json
-from .commit_log import CommitLog, CorruptLogError
-from .consume_queue import ConsumeQueue
+from .commit_log import CommitLog, CorruptLogError, Damage
+from .consume_queue import ConsumeQueue, QueueEntry
+from .damaged_records import DamagedEntry, DamagedRecordError, DamagedRecords
 from .data_lock import DataDirLock
 from .flush_service import GroupCommitService, PeriodicService
 from .offset_table import OffsetTable
-from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, StoredMessage, encode_parts, encode_properties, record_size, tag_hash
+from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, RecordError, StoredMessage, encode_parts, encode_properties, record_size, tag_hash
 from .topics import TopicConfig, TopicTable
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class MessageStore:
             self._checkpoint_path = root / "checkpoint.json"
             self._queues: dict[tuple[str, int], ConsumeQueue] = {}
             self._listeners: list[Listener] = []
+            self.damaged = DamagedRecords()
             self.recovery = self._recover()
         except BaseException:
             self._lock_file.release()
@@ -195,19 +197,36 @@ class MessageStore:
 
     # --- reading ----------------------------------------------------------------
     def read_queue(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage]:
+        """The intact messages among the next ``max_messages`` entries (damaged ones reported and left out)."""
+        return [e for e in self.read_entries(topic, queue_id, offset, max_messages) if type(e) is StoredMessage]
+
+    def read_entries(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage | DamagedEntry]:
+        """Up to ``max_messages`` entries from ``offset``: each its message, or a DamagedEntry in its place."""
         cq = self._queues.get((topic, queue_id))
         if cq is None:
             return []
-        out: list[StoredMessage] = []
+        out: list[StoredMessage | DamagedEntry] = []
         offset = max(offset, cq.min_offset)
         while len(out) < max_messages:
             entries = cq.get_range(offset, max_messages - len(out))
             if not entries:
                 break
-            for entry in entries:
-                out.append(self.commit_log.read_record(entry.commit_log_offset, entry.size))
+            for i, entry in enumerate(entries):
+                out.append(self._read_entry(topic, queue_id, offset + i, entry))
             offset += len(entries)
         return out
+
+    def _read_entry(self, topic: str, queue_id: int, queue_offset: int, entry: QueueEntry) -> StoredMessage | DamagedEntry:
+        try:
+            msg = self.commit_log.read_record(entry.commit_log_offset, entry.size)
+        except (RecordError, KeyError, ValueError, OSError) as exc:  # KeyError/ValueError: an entry pointing nowhere
+            reason = str(exc) or type(exc).__name__
+        else:
+            if msg.queue_offset == queue_offset and msg.queue_id == queue_id and msg.topic == topic:
+                return msg
+            reason = f"its consume-queue entry points at {msg.topic}/{msg.queue_id}@{msg.queue_offset}"
+        self.damaged.note(entry.commit_log_offset, reason, f"{topic}/{queue_id}@{queue_offset}")
+        return DamagedEntry(topic, queue_id, queue_offset, entry.commit_log_offset, reason)
 
     def get(self, topic: str, queue_id: int, queue_offset: int) -> StoredMessage | None:
         found = self.read_queue(topic, queue_id, queue_offset, 1)
@@ -226,7 +245,13 @@ class MessageStore:
         return lo
 
     def read_at(self, commit_log_offset: int) -> StoredMessage:
-        return self.commit_log.read_record(commit_log_offset)
+        """The record at ``commit_log_offset``; DamagedRecordError (reported) when it is not intact."""
+        try:
+            return self.commit_log.read_record(commit_log_offset)
+        except (RecordError, KeyError, ValueError, OSError) as exc:
+            reason = str(exc) or type(exc).__name__
+        self.damaged.note(commit_log_offset, reason, "read by commit-log offset")
+        raise DamagedRecordError(commit_log_offset, reason)
 
     # --- consume queues ---------------------------------------------------------
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
@@ -276,16 +301,43 @@ class MessageStore:
         for topic, qid in sorted(known):
             cq = self._queue(topic, qid)
             trimmed += cq.trim_beyond(end)
-            if cq.max_offset < expected.get(f"{topic}/{qid}", 0):
+            if cq.repaired or cq.max_offset < expected.get(f"{topic}/{qid}", 0):
                 last = cq.last_entry()
                 replay_from = min(replay_from, last.commit_log_offset + last.size if last else self.commit_log.min_offset)
+        rebuilt = self._replay(replay_from)
+        for group, topic, qid, was, now in self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1]):
+            log.warning("offset of group %s on %s/%d lowered from %d to %d, the end of the recovered queue", group, topic, qid, was, now)
+        report = RecoveryReport(end, replay_from, rebuilt, trimmed, time.monotonic() - started)
+        if rebuilt or trimmed or log_end_before != end:
+            log.warning("recovered store: %s", report)
+        self.checkpoint()
+        return report
+
+    def _replay(self, start: int) -> int:
+        """Dispatch the log from ``start`` into consume queues that lack it; return entries added.
+
+        Recovery has validated the log past the checkpoint, so damage met here lies
+        behind it: a queue offset whose record is damaged gets an entry pointing at
+        the damage (reads report it), so the queue keeps its offsets without a hole.
+        """
         rebuilt = 0
-        for rec in self.commit_log.scan(replay_from):
-            if self.topics.get(rec.topic) is None:
-                self.topics.put(rec.topic, rec.queue_id + 1)
-            elif rec.queue_id >= self.topics.get(rec.topic).queues:
+        damage: Damage | None = None
+        for _, rec in self.commit_log.walk(start):
+            if isinstance(rec, Damage):
+                if rec.next_valid is None:
+                    break
+                damage = rec
+                continue
+            cfg = self.topics.get(rec.topic)
+            if cfg is None or rec.queue_id >= cfg.queues:
                 self.topics.put(rec.topic, rec.queue_id + 1)
             cq = self._queue(rec.topic, rec.queue_id)
+            if rec.queue_offset > cq.max_offset and damage is not None:
+                log.warning("consume queue %s/%d: offsets %d to %d index damaged records (%s)", rec.topic, rec.queue_id,
+                            cq.max_offset, rec.queue_offset - 1, damage)
+                while cq.max_offset < rec.queue_offset:
+                    cq.append(damage.offset, 0, 0)
+                    rebuilt += 1
             if rec.queue_offset == cq.max_offset:
                 cq.append(rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS")))
                 rebuilt += 1
@@ -294,11 +346,7 @@ class MessageStore:
                     f"consume queue {rec.topic}/{rec.queue_id} ends at {cq.max_offset} but the commit log holds "
                     f"queue offset {rec.queue_offset} at {rec.commit_log_offset}; delete the consumequeue directory to rebuild it"
                 )
-        report = RecoveryReport(end, replay_from, rebuilt, trimmed, time.monotonic() - started)
-        if rebuilt or trimmed or log_end_before != end:
-            log.warning("recovered store: %s", report)
-        self.checkpoint()
-        return report
+        return rebuilt
 
     def close(self) -> None:
         with self._write_lock:

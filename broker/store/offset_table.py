@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Callable
 
 from .atomic_file import read_json, write_json
 
@@ -34,6 +35,25 @@ class OffsetTable:
             if offset > queues.get(queue_id, -1):
                 queues[queue_id] = offset
                 self._dirty = True
+
+    def clamp(self, ends: Callable[[str, int], int]) -> list[tuple[str, str, int, int, int]]:
+        """Lower every offset past its queue's end to that end; return (group, topic, queue, was, now) per change.
+
+        After the commit log lost its tail, a committed offset beyond the new end
+        would hide the messages that get the lost offsets again.
+        """
+        changed = []
+        with self._lock:
+            for group, topics in self._offsets.items():
+                for topic, queues in topics.items():
+                    for queue_id, offset in queues.items():
+                        end = ends(topic, queue_id)
+                        if offset > end:
+                            queues[queue_id] = end
+                            changed.append((group, topic, queue_id, offset, end))
+            if changed:
+                self._dirty = True
+        return changed
 
     def groups(self) -> list[str]:
         return sorted(self._offsets)

@@ -26,6 +26,14 @@ HEADER = struct.Struct("<IIBHIqqqqHI")
 HEADER_SIZE = HEADER.size
 MAGIC = 0xA7
 
+_HEADER_NAMES = ("size", "crc", "magic", "flags", "queue_id", "queue_offset", "commit_log_offset", "born_timestamp",
+                 "store_timestamp", "topic_len", "props_len")
+HEADER_FIELDS = {name: struct.calcsize("<" + HEADER.format[1:i + 1]) for i, name in enumerate(_HEADER_NAMES)}  # name -> start
+MAGIC_AT = HEADER_FIELDS["magic"]
+COMMIT_LOG_OFFSET_AT = HEADER_FIELDS["commit_log_offset"]
+_OFFSET_FIELD = struct.Struct("<q")
+MAX_BIT_SEARCH = 4096  # records up to this size get the flipped bit located (8 CRCs a byte)
+
 FLAG_GROUP_MORE = 1 << 0
 FLAG_BODY_BINARY = 1 << 1
 
@@ -135,6 +143,68 @@ def decode(buf: bytes | memoryview, pos: int = 0, *, verify: bool = True) -> Sto
     start += props_len
     body = bytes(view[start:])
     return StoredMessage(topic, queue_id, queue_offset, clog_offset, born, stored, props, body, flags, size)
+
+
+def claims_offset(buf: bytes | memoryview, pos: int, offset: int) -> bool:
+    """Whether the bytes at ``pos`` start like a record written at commit-log ``offset``.
+
+    A cheap filter before a CRC check when resynchronising after damage: the
+    magic byte and the record's own offset field must both fit, so a body that
+    merely contains record-like bytes (even a whole record copied from elsewhere)
+    is not taken for a record.
+    """
+    return (len(buf) - pos >= HEADER_SIZE and buf[pos + MAGIC_AT] == MAGIC
+            and _OFFSET_FIELD.unpack_from(buf, pos + COMMIT_LOG_OFFSET_AT)[0] == offset)
+
+
+def damaged_field(raw: bytes, offset: int) -> str:
+    """Best guess at which field of a damaged record was hit.
+
+    ``raw`` runs from the record's start to where the next valid record starts,
+    so a size that disagrees with it is the damage. Otherwise a single flipped
+    bit is located by flipping each bit back until the CRC matches (small records
+    only), and named by the field it falls in.
+    """
+    if len(raw) < HEADER_SIZE:
+        return "size" if peek_size(raw) != len(raw) else "header"
+    (size, crc, magic, _, _, _, clog_offset, _, _, topic_len, props_len) = HEADER.unpack_from(raw)
+    if size != len(raw):
+        return "size"
+    if magic != MAGIC:
+        return "magic"
+    if (crc32c.crc32c(memoryview(raw)[8:]) ^ crc).bit_count() == 1:
+        return "crc"
+    bit = _flipped_bit(raw, crc)
+    if bit is not None:
+        fixed = bytearray(raw)
+        fixed[bit // 8] ^= 1 << bit % 8
+        return _field_at(bytes(fixed), bit // 8)
+    if clog_offset != offset:
+        return "commit_log_offset"
+    return "contents (CRC mismatch)"
+
+
+def _flipped_bit(raw: bytes, crc: int) -> int | None:
+    if len(raw) > MAX_BIT_SEARCH:
+        return None
+    work = bytearray(raw)
+    covered = memoryview(work)[8:]
+    for i in range(8, len(work)):
+        for b in range(8):
+            work[i] ^= 1 << b
+            if crc32c.crc32c(covered) == crc:
+                return i * 8 + b
+            work[i] ^= 1 << b
+    return None
+
+
+def _field_at(record: bytes, index: int) -> str:
+    if index < HEADER_SIZE:
+        return max((start, name) for name, start in HEADER_FIELDS.items() if start <= index)[1]
+    topic_len, props_len = HEADER.unpack_from(record)[9:]
+    if index < HEADER_SIZE + topic_len:
+        return "topic"
+    return "properties" if index < HEADER_SIZE + topic_len + props_len else "body"
 
 
 def tag_hash(tag: str | None) -> int:

@@ -10,7 +10,7 @@ import logging
 import time
 from typing import Callable
 
-from broker.errors import TransactionConflict
+from broker.errors import DamagedRecord, TransactionConflict
 from broker.message_view import restored_view
 
 from .check_client import CheckClient, CheckOutcome
@@ -79,11 +79,15 @@ class CheckService:
     async def _check(self, tx: Tx) -> None:
         group_sem = self._per_group.setdefault(tx.producer_group, asyncio.Semaphore(self._per_group_limit))
         async with self._global, group_sem:
+            try:
+                message = restored_view(self._txs.half_message(tx))
+            except DamagedRecord:
+                return  # reported by the store; the producer or an operator can still roll it back
             payload = {
                 "transaction_id": tx.transaction_id,
                 "producer_group": tx.producer_group,
                 "check_times": tx.check_times + 1,
-                "message": restored_view(self._txs.half_message(tx)),
+                "message": message,
             }
             answer = None
             for producer in self._registry.rotation(tx.producer_group):

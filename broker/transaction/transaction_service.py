@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
 from broker.counter_ids import CounterIds
-from broker.errors import MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
+from broker.errors import DamagedRecord, MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
+from broker.store.damaged_records import DamagedEntry, DamagedRecordError
 from broker.store.message_store import MessageStore, PutItem
 from broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
 from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
@@ -131,7 +132,19 @@ class TransactionService:
 
     def half_message(self, tx: Tx) -> StoredMessage:
         half = self._halves.get(tx.transaction_id)
-        return half if half is not None else self.store.read_at(tx.half_clog_offset)
+        if half is not None:
+            return half
+        try:
+            return self.store.read_at(tx.half_clog_offset)
+        except DamagedRecordError as exc:
+            raise DamagedRecord(f"the half message of transaction {tx.transaction_id} is damaged on disk: {exc}") from None
+
+    def _readable_half(self, tx: Tx) -> StoredMessage | None:
+        """The half message, or None when it is damaged: a rollback needs only the transaction id, so it can still end it."""
+        try:
+            return self.half_message(tx)
+        except DamagedRecord:
+            return None
 
     # --- half -------------------------------------------------------------------
     def prepare_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[PutItem, str]:
@@ -186,7 +199,7 @@ class TransactionService:
             if event is TxEvent.UNKNOWN and tx.state is TxState.PENDING:
                 log.info("transaction %s: producer answered unknown (%s)", tx.transaction_id, note)
             return EndOutcome(tx, duplicate=tx.state is not TxState.PENDING)
-        half = self.half_message(tx)
+        half = self._readable_half(tx) if action is TxAction.APPEND_OP else self.half_message(tx)
         op = self._op(tx, event.value, half)
         if action is TxAction.APPEND_FINAL_AND_OP:
             final = self._final(half)
@@ -335,8 +348,8 @@ class TransactionService:
         tx.state = state
         tx.end_offset = op.commit_log_offset + op.size
         tx.resolved_ms = op.store_timestamp
-        if "FINAL_SIZE" in props:
-            final = self.store.read_at(op.commit_log_offset - int(props["FINAL_SIZE"]))
+        final = self._final_of(op)
+        if final is not None:
             tx.final = {"msg_id": tx.msg_id, "topic": final.topic, "queue_id": final.queue_id, "queue_offset": final.queue_offset, "commit_log_offset": final.commit_log_offset}
         self._pending.pop(txid, None)
         if not was_resolved:
@@ -346,19 +359,35 @@ class TransactionService:
         """A resolved transaction whose half lies before the rebuild's start, from its op (or CHECK_MAX copy)."""
         props = op.properties
         half_clog = int(props.get("HALF_CLOG", op.commit_log_offset))
-        msg_id = props.get("UNIQ_KEY") or self.store.read_at(half_clog).properties.get("UNIQ_KEY", "")
+        msg_id = props.get("UNIQ_KEY") or self._uniq_key_at(half_clog)
         return Tx(props.get("TRANSACTION_ID", ""), props.get("PGROUP", ""), state, half_clog,
                   int(op.body or b"0") if op.topic == OP_HALF_TOPIC else -1, int(props.get("BORN_MS", op.born_timestamp)),
                   msg_id, 0, resolved_ms=op.store_timestamp,
                   check_times=int(props.get("TRANSACTION_CHECK_TIMES", 0)))
 
+    def _final_of(self, op: StoredMessage) -> StoredMessage | None:
+        """The final message a commit op was written with (it lies just before the op), if readable."""
+        if "FINAL_SIZE" not in op.properties:
+            return None
+        try:
+            return self.store.read_at(op.commit_log_offset - int(op.properties["FINAL_SIZE"]))
+        except DamagedRecordError:
+            return None  # reported by the store; the transaction's state is still known from its op
+
+    def _uniq_key_at(self, half_clog: int) -> str:
+        try:
+            return self.store.read_at(half_clog).properties.get("UNIQ_KEY", "")
+        except DamagedRecordError:
+            return ""
+
     def _scan(self, topic: str, start: int, batch: int = 512):
+        """Every intact record of a system queue from ``start``; damaged ones are reported by the store and passed over."""
         offset = start
         while True:
-            chunk = self.store.read_queue(topic, 0, offset, batch)
+            chunk = self.store.read_entries(topic, 0, offset, batch)
             if not chunk:
                 return
-            yield from chunk
+            yield from (m for m in chunk if type(m) is not DamagedEntry)
             offset = chunk[-1].queue_offset + 1
 
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request
 
 from broker.errors import FlushDiskTimeout, InvalidQueueId
 from broker.protocol import SendRequest, TopicCreate
+from broker.store.damaged_records import DamagedEntry
 from broker.store.topics import TopicConfig
 
 from ..body import parse_body
@@ -90,10 +91,14 @@ async def read_messages(
     cfg = rt.topics.get(topic)
     if not 0 <= queue_id < cfg.queues:
         raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}, not {queue_id}")
-    messages = rt.store.read_queue(topic, queue_id, offset, max)
+    entries = rt.store.read_entries(topic, queue_id, offset, max)
     lo, hi = rt.store.queue_range(topic, queue_id)
-    next_offset = messages[-1].queue_offset + 1 if messages else min(builtins.max(offset, lo), hi)
-    return JsonResponse({"messages": [message_view(m) for m in messages], "next_offset": next_offset})
+    next_offset = entries[-1].queue_offset + 1 if entries else min(builtins.max(offset, lo), hi)
+    answer = {"messages": [message_view(e) for e in entries if type(e) is not DamagedEntry], "next_offset": next_offset}
+    damaged = [e.queue_offset for e in entries if type(e) is DamagedEntry]
+    if damaged:  # reported by the store (log, metric); the reader learns what it did not get
+        answer["damaged_offsets"] = damaged
+    return JsonResponse(answer)
 
 
 

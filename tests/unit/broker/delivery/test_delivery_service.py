@@ -100,3 +100,32 @@ async def test_receive_spreads_over_queues(service, store) -> None:
     put(store, "q1-a", qid=1)
     got = await service.receive("g", "T", 10, invisible=30, wait=0)
     assert sorted(d.message.body for d in got) == [b"q0-a", b"q0-b", b"q1-a"]
+
+
+def reopen_with_damage(tmp_path: Path, store: MessageStore, victim) -> MessageStore:
+    store.close()
+    seg = tmp_path / "commitlog" / ("0" * 20)
+    data = bytearray(seg.read_bytes())
+    data[victim.commit_log_offset + victim.size - 1] ^= 0x01
+    seg.write_bytes(bytes(data))
+    return MessageStore(StoreConfig(tmp_path))
+
+
+async def test_a_damaged_message_is_skipped_and_counted_and_the_group_consumes_past_it(tmp_path: Path, clock) -> None:
+    store = MessageStore(StoreConfig(tmp_path))
+    store.create_topic("T", 2)
+    results, _ = store.put([PutItem("T", i % 2, f"m{i}".encode()) for i in range(8)])
+    store = reopen_with_damage(tmp_path, store, results[2])  # queue 0, offset 1
+    try:
+        service = DeliveryService(store, DeliveryPolicy(), clock)
+        got = []
+        for _ in range(10):  # one at a time: a receive whose only candidate is damaged goes on past it
+            batch = await service.receive("g", "T", 1, invisible=30, wait=0)
+            got += batch
+            service.ack("g", "T", [d.receipt_handle for d in batch])
+        assert sorted(d.message.body for d in got) == [b"m0", b"m1", b"m3", b"m4", b"m5", b"m6", b"m7"]
+        lag = service.group_lag("g")["T"]
+        assert [(q.committed_offset, q.max_offset) for q in lag] == [(4, 4), (4, 4)]
+        assert service.damaged_skips == 1
+    finally:
+        store.close()

@@ -51,3 +51,15 @@ def test_receipt_handle_round_trips_and_rejects_garbage() -> None:
     for bad in ["", "not-base64!!", "Zm9v"]:
         with pytest.raises(InvalidReceiptHandle):
             ReceiptHandle.decode(bad)
+
+
+def test_a_skipped_offset_counts_as_settled_so_the_commit_passes_it() -> None:
+    p = QueueProgress(committed=0)
+    first = p.deliver_new(now=0, invisible=30)
+    assert not p.skip()  # offset 1 skipped while 0 is still in flight
+    third = p.deliver_new(now=0, invisible=30)
+    assert third.offset == 2
+    p.settle(first.offset)
+    assert p.committed == 2
+    p.settle(third.offset)
+    assert p.committed == 3

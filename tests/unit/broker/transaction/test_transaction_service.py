@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from broker.api.runtime import FlushWaiter
-from broker.errors import ProducerGroupMismatch, TransactionConflict, TransactionNotFound
+from broker.errors import DamagedRecord, ProducerGroupMismatch, TransactionConflict, TransactionNotFound
 from broker.store.message_store import MessageStore, PutItem, StoreConfig
 from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
 from broker.transaction.check_client import CheckOutcome
@@ -229,5 +229,82 @@ async def test_resend_survives_a_restart_and_is_not_offered_again(tmp_path: Path
         assert b.txs.get(txid).state is TxState.COMMITTED
         assert b.txs.in_state(TxState.DISCARDED) == []
         assert b.visible() == [b"o1"]
+    finally:
+        b.close()
+
+
+async def test_a_pending_transaction_sent_after_a_lost_log_tail_survives_the_next_restart(tmp_path: Path, clock, client) -> None:
+    b = Broker(tmp_path, clock, client)
+    first = b.half("o1")
+    await b.txs.end(first, "pg", "commit")
+    kept_end = b.store.commit_log.end_offset
+    second = b.half("o2")
+    await b.txs.end(second, "pg", "rollback")  # every half resolved: the checkpoint moves past both
+    b.store.checkpoint()
+    b.close()
+    segment = sorted((tmp_path / "commitlog").iterdir())[-1]
+    segment.write_bytes(segment.read_bytes()[:kept_end])  # o2's half and rollback are lost
+    b = Broker(tmp_path, clock, client)
+    pending = b.half("o3")
+    b.close()
+    b = Broker(tmp_path, clock, client)
+    try:
+        assert [tx.transaction_id for tx in b.txs.pending()] == [pending]
+        await b.txs.end(pending, "pg", "commit")
+        assert sorted(b.visible()) == [b"o1", b"o3"]
+    finally:
+        b.close()
+
+
+def flip_last_byte_of(path: Path, record_offset: int, size: int) -> None:
+    with open(path / "commitlog" / ("0" * 20), "r+b") as fh:
+        fh.seek(record_offset + size - 1)
+        byte = fh.read(1)[0]
+        fh.seek(record_offset + size - 1)
+        fh.write(bytes([byte ^ 0x01]))
+
+
+async def test_a_damaged_half_is_passed_over_at_restart_and_the_other_transactions_recover(tmp_path: Path, clock, client) -> None:
+    b = Broker(tmp_path, clock, client)
+    ids = [b.half(f"o{i}") for i in range(3)]
+    victim = b.txs.get(ids[1])
+    size = b.store.read_at(victim.half_clog_offset).size
+    b.close()
+    flip_last_byte_of(tmp_path, victim.half_clog_offset, size)
+    b = Broker(tmp_path, clock, client)
+    try:
+        assert [tx.transaction_id for tx in b.txs.pending()] == [ids[0], ids[2]]
+        assert b.store.damaged.count == 1
+    finally:
+        b.close()
+
+
+async def test_a_request_needing_a_damaged_half_gets_a_damaged_record_error(broker: Broker, tmp_path: Path) -> None:
+    txid = broker.half("o1")
+    await broker.txs.end(txid, "pg", "commit")
+    tx = broker.txs.get(txid)
+    flip_last_byte_of(tmp_path, tx.half_clog_offset, broker.store.read_at(tx.half_clog_offset).size)
+    with pytest.raises(DamagedRecord, match=txid):
+        broker.txs.half_message(tx)
+    assert broker.visible() == [b"o1"]
+
+
+async def test_a_pending_transaction_whose_half_is_damaged_can_still_be_rolled_back_not_committed(tmp_path: Path, clock, client) -> None:
+    b = Broker(tmp_path, clock, client)
+    txids = [b.half("o1"), b.half("o2")]
+    b.close()
+    b = Broker(tmp_path, clock, client)  # after a restart the halves are read back from the log
+    try:
+        tx = b.txs.get(txids[0])
+        flip_last_byte_of(tmp_path, tx.half_clog_offset, b.store.read_at(tx.half_clog_offset).size)
+        b.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+        await b.check_round(clock, seconds=60)  # the check of the damaged one is skipped, not crashed
+        assert [payload["transaction_id"] for _, payload in client.calls] == [txids[1]]
+        with pytest.raises(DamagedRecord):
+            await b.txs.end(txids[0], "pg", "commit")
+        assert b.txs.get(txids[0]).state is TxState.PENDING
+        outcome = await b.txs.end(txids[0], "pg", "rollback")
+        assert outcome.tx.state is TxState.ROLLED_BACK
+        assert [tx.transaction_id for tx in b.txs.pending()] == [txids[1]]
     finally:
         b.close()
