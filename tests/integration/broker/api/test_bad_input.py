@@ -8,17 +8,22 @@ request wrote nothing — not even an auto-created topic.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import random
+import typing
 from typing import Any, Iterator
 
 import httpx
 import pytest
+from pydantic import BaseModel
+
+from broker.protocol import EndRequest, HalfSendRequest, Heartbeat, ReceiveRequest, SendRequest, SettleRequest, TopicCreate, _Wire
 
 from ..http_helpers import group_state, path, receive, send, settle
 from .support import ModuleBrokerFactory
-from .support import assert_problem, stores_nothing, topic_names
+from .support import assert_problem, store_state, stores_nothing, topic_names
 
 MAX_MESSAGE_SIZE = 1024
 _names = itertools.count()
@@ -402,6 +407,12 @@ GARBAGE: list[tuple[str, str, str, bytes | None, str | None]] = [
     ("surrogate-topic-create", "POST", "/v1/topics", json.dumps({"name": "\ud800"}).encode(), "application/json"),
     ("surrogate-receipt-handle", "POST", "/v1/consumer-groups/g/topics/G/ack", json.dumps({"receipt_handles": ["\ud800"]}).encode(), "application/json"),
     ("surrogate-group-in-path", "GET", "/v1/consumer-groups/%ED%A0%80", None, None),
+    ("surrogate-group-in-ack-path", "POST", "/v1/consumer-groups/%ED%B0%80/topics/G/ack", b'{"receipt_handles": ["x"]}', "application/json"),
+    ("surrogate-topic-in-path", "GET", "/v1/topics/%ED%B0%80", None, None),
+    ("surrogate-topic-in-send-path", "POST", "/v1/topics/%ED%B0%80/messages", _msgs(), "application/json"),
+    ("surrogate-transaction-in-end-path", "POST", "/v1/transactions/%ED%B0%80/end", b'{"producer_group": "pg", "state": "commit"}', "application/json"),
+    ("surrogate-transaction-in-path", "GET", "/v1/transactions/%ED%B0%80", None, None),
+    ("surrogate-transaction-in-force-path", "POST", "/v1/transactions/%ED%B0%80/force-commit", None, None),
     ("null-document", "POST", "/v1/topics/G/messages", b"null", "application/json"),
     ("array-document", "POST", "/v1/topics/G/messages", b"[]", "application/json"),
     ("empty-document", "POST", "/v1/topics/G/messages", b"", "application/json"),
@@ -456,3 +467,168 @@ def test_property_separators_cannot_forge_broker_properties(client: httpx.Client
     topic = fresh("FORGE")
     with stores_nothing(client):
         assert_problem(send_raw(client, topic, [message]), 400, "INVALID_REQUEST")
+
+
+# --- text that UTF-8 cannot carry, in every string field of every request ------------------------
+#
+# JSON may escape a lone surrogate ("\udc00"); UTF-8 cannot encode one, so the broker could neither
+# store it nor echo it. Each case takes a valid request, replaces ONE string (a value, or a free-form
+# map's key) with a lone surrogate, and expects 400 MALFORMED_JSON with nothing changed anywhere.
+# The cases are generated from the wire models, so a string field added later is swept too.
+
+SWEEP_TOPIC, SWEEP_GROUP, SWEEP_PRODUCERS = "SWEEP", "sweep-g", "sweep-pg"
+_FULL_MESSAGE = {
+    "body": "x", "body_encoding": "utf-8", "keys": ["k1", "k2"], "tag": "t",
+    "properties": {"p": "v"}, "queue_id": 0, "sharding_key": "s",
+}
+# (model, method, url template, a valid body using every string field of the model)
+REQUEST_TEMPLATES: list[tuple[type, str, str, dict[str, Any]]] = [
+    (SendRequest, "POST", "/v1/topics/{topic}/messages", {"messages": [_FULL_MESSAGE]}),
+    (SendRequest, "POST", "/v1/topics/{topic}/messages", {"messages": [{"body": "x", "keys": "one-key"}]}),
+    (HalfSendRequest, "POST", "/v1/transactions", {"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": _FULL_MESSAGE}),
+    (EndRequest, "POST", "/v1/transactions/{transaction_id}/end", {"producer_group": SWEEP_PRODUCERS, "state": "commit", "from_check": False}),
+    (TopicCreate, "POST", "/v1/topics", {"name": "SWEEP-NEW", "queues": 1}),
+    (SettleRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/ack", {"receipt_handles": ["{handle}"]}),
+    (SettleRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/nack", {"receipt_handles": ["{handle}"]}),
+    (Heartbeat, "POST", "/v1/producers/heartbeat", {"producer_group": SWEEP_PRODUCERS, "client_id": "c1", "check_url": "http://127.0.0.1:9/check"}),
+    (ReceiveRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/receive", {"max_messages": 1, "invisible_seconds": 30, "wait_seconds": 0}),
+]
+# Models that only travel from the broker (answers, and the check-back it POSTs): never parsed from a stranger.
+NOT_REQUESTS = {
+    "SendResult", "SendResponse", "Message", "QueueInfo", "TopicInfo", "TopicList", "OffsetReadResponse",
+    "ReceiveResponse", "SettleResult", "SettleResponse", "GroupQueueState", "GroupTopicState", "ConsumerGroupInfo",
+    "HalfSendResult", "Transaction", "CheckRequest", "CheckResponse",
+}
+
+
+def _mentions_str(annotation: Any) -> bool:
+    return annotation is str or any(_mentions_str(a) for a in typing.get_args(annotation))
+
+
+def _string_fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """Dotted paths of every field of ``model`` (and nested models) whose type can hold a string."""
+    out = set()
+    for name, field in model.model_fields.items():
+        nested = [a for a in (field.annotation, *typing.get_args(field.annotation)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        nested += [a for arg in typing.get_args(field.annotation) for a in typing.get_args(arg) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if nested:
+            out |= _string_fields(nested[0], (*prefix, name))
+        elif _mentions_str(field.annotation):
+            out.add((*prefix, name))
+    return out
+
+
+def _string_locations(body: Any, at: tuple = ()) -> Iterator[tuple[tuple, bool]]:
+    """(path, is_key) of every string value in ``body`` and every key of a free-form ``properties`` map."""
+    if isinstance(body, dict):
+        for key, value in body.items():
+            if at and at[-1] == "properties":
+                yield (*at, key), True
+            yield from _string_locations(value, (*at, key))
+    elif isinstance(body, list):
+        for i, value in enumerate(body):
+            yield from _string_locations(value, (*at, i))
+    elif isinstance(body, str):
+        yield at, False
+
+
+def _poisoned(body: Any, at: tuple, is_key: bool, bad: str) -> Any:
+    body = copy.deepcopy(body)
+    holder = body
+    for step in at[:-1]:
+        holder = holder[step]
+    if is_key:
+        holder[bad] = holder.pop(at[-1])
+    else:
+        holder[at[-1]] = bad
+    return body
+
+
+def _field_path(at: tuple) -> tuple[str, ...]:
+    """A location in a body as the model's dotted field path (list indexes and map keys dropped)."""
+    names = [str(s) for s in at if isinstance(s, str)]
+    return tuple(names[: names.index("properties") + 1] if "properties" in names else names)
+
+
+SURROGATE_CASES = [
+    pytest.param(model, method, url, body, at, is_key, id=f"{model.__name__}-{method}{url.rsplit('/', 1)[-1]}-{'.'.join(map(str, at))}{'-key' if is_key else ''}")
+    for model, method, url, body in REQUEST_TEMPLATES
+    for at, is_key in _string_locations(body)
+]
+
+
+def test_the_surrogate_sweep_covers_every_string_field_of_every_request_model() -> None:
+    models = {m for m in _Wire.__subclasses__()} | {m for m in BaseModel.__subclasses__() if m.__module__ == "broker.protocol"}
+    requests = {m.__name__ for m in models} - NOT_REQUESTS - {"_Wire", "OutgoingMessage"}
+    assert requests == {m.__name__ for m, *_ in REQUEST_TEMPLATES}, "classify the new wire model"
+    for model, _, _, body in REQUEST_TEMPLATES:
+        covered = {_field_path(at) for template_model, _, _, b in REQUEST_TEMPLATES if template_model is model for at, _ in _string_locations(b)}
+        assert _string_fields(model) <= covered, f"{model.__name__}: add the missing string fields to its template"
+
+
+@pytest.fixture(scope="module")
+def sweep_context(client: httpx.Client) -> dict[str, str]:
+    """A topic, a group holding one message in flight, and a pending transaction for the templates."""
+    create_topic(client, SWEEP_TOPIC, 1)
+    send(client, SWEEP_TOPIC, "held")
+    [held] = receive(client, SWEEP_GROUP, SWEEP_TOPIC, n=1, invisible=3600)
+    half = client.post("/v1/transactions", json={"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": {"body": "pending"}})
+    half.raise_for_status()
+    return {"topic": SWEEP_TOPIC, "group": SWEEP_GROUP, "handle": held["receipt_handle"], "transaction_id": half.json()["transaction_id"]}
+
+
+def broker_state(client: httpx.Client, ctx: dict[str, str]) -> tuple[Any, ...]:
+    """What any request of the sweep could change: the store, the producers, the group and the transaction."""
+    producers = client.get("/v1/producers")
+    assert producers.status_code == 200, producers.text[:300]
+    transaction = client.get(path("v1", "transactions", ctx["transaction_id"]))
+    assert transaction.status_code == 200, transaction.text[:300]
+    tx = {k: v for k, v in transaction.json().items() if k != "age_seconds"}
+    return store_state(client), producers.json(), group_state(client, ctx["group"]), tx
+
+
+@pytest.mark.parametrize("encoding", ["escaped", "raw-utf8-bytes"])
+@pytest.mark.parametrize(("model", "method", "url", "body", "at", "is_key"), SURROGATE_CASES)
+def test_lone_surrogate_in_any_string_of_any_request_is_malformed_json_and_changes_nothing(
+    client: httpx.Client, sweep_context: dict[str, str], model: type, method: str, url: str, body: dict, at: tuple, is_key: bool, encoding: str
+) -> None:
+    # "escaped" is the JSON escape \udc00; "raw" sends the surrogate's would-be UTF-8 bytes (ED B0 80), which
+    # Python's json.loads(bytes) decodes with surrogatepass: both once reached FastAPI's routes.
+    filled = json.loads(json.dumps(body).replace("{handle}", sweep_context["handle"]))
+    poisoned = _poisoned(filled, at, is_key, "\udc00")
+    content = json.dumps(poisoned).encode() if encoding == "escaped" else json.dumps(poisoned, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    before = broker_state(client, sweep_context)
+    resp = post_raw(client, url.format(**sweep_context), content)
+    assert_problem(resp, 400, "MALFORMED_JSON")
+    assert broker_state(client, sweep_context) == before
+
+
+def producers_of(client: httpx.Client, group: str) -> list[dict]:
+    resp = client.get("/v1/producers")
+    assert resp.status_code == 200, resp.text[:300]
+    return [p for g in resp.json()["groups"] if g["producer_group"] == group for p in g["producers"]]
+
+
+def test_a_refused_poisoned_heartbeat_leaves_registration_and_listing_working(client: httpx.Client) -> None:
+    # The heartbeat of the hardening issue: it once answered 500 yet stayed in memory, and from then on
+    # every registration and GET /v1/producers failed (the snapshot could not encode it).
+    group = fresh("poison-pg")
+    poisoned = json.dumps({"producer_group": group, "client_id": "c1", "check_url": "http://127.0.0.1:9/\udc00"}).encode()
+    assert_problem(post_raw(client, "/v1/producers/heartbeat", poisoned), 400, "MALFORMED_JSON")
+    assert producers_of(client, group) == []
+    good = client.post("/v1/producers/heartbeat", json={"producer_group": group, "client_id": "c2", "check_url": "http://127.0.0.1:9/ok"})
+    assert good.status_code == 200, good.text
+    assert producers_of(client, group) == [{"client_id": "c2", "check_url": "http://127.0.0.1:9/ok"}]
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:9/\x00", "http://127.0.0.1:9/a\tb", "http://127.0.0.1:9/\r\nX-Injected: 1", "http://127.0.0.1:9/\x7f",
+    "http://127.0.0.1:9/\u200b", "http://127.0.0.1:9/\x85",
+], ids=["nul", "tab", "crlf", "del", "zero-width-space", "c1-control"])
+def test_check_url_with_control_or_invisible_characters_is_refused_at_heartbeat(client: httpx.Client, url: str) -> None:
+    # They pass urlsplit, but the check client cannot dial them (httpx.InvalidURL): the group would be stuck.
+    group = fresh("ctl-pg")
+    resp = client.post("/v1/producers/heartbeat", json={"producer_group": group, "client_id": "c1", "check_url": url})
+    assert_problem(resp, 400, "CHECK_URL_REFUSED")
+    assert producers_of(client, group) == []
+
