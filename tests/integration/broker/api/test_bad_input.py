@@ -632,3 +632,98 @@ def test_check_url_with_control_or_invisible_characters_is_refused_at_heartbeat(
     assert_problem(resp, 400, "CHECK_URL_REFUSED")
     assert producers_of(client, group) == []
 
+
+# --- numbers the broker interprets ---------------------------------------------------------------
+
+
+def half_raw(client: httpx.Client, message: dict[str, Any], group: str = "num-pg", topic: str = "NUMS") -> httpx.Response:
+    return post_raw(client, "/v1/transactions", json.dumps({"producer_group": group, "topic": topic, "message": message}).encode())
+
+
+@pytest.mark.parametrize("immunity", [
+    "1e400", "inf", "-inf", "Infinity", "nan", "NaN", "-1", "-0.5", "1e300", "99999999999999999999999", "86401",
+    "abc", "", " 5", "5 ", "0x10", "1_000", "٣",
+])
+def test_check_immunity_time_that_is_not_a_sane_number_of_seconds_is_refused_at_half_send(client: httpx.Client, immunity: str) -> None:
+    # Once stored, "1e400" or "inf" made the pending listing and the lookup answer 500 (next check at infinity).
+    create_topic(client, "NUMS", 1)
+    with stores_nothing(client):
+        body = assert_problem(half_raw(client, {"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}}), 400, "INVALID_PROPERTY")
+    assert "CHECK_IMMUNITY_TIME_IN_SECONDS" in body["detail"]
+    with stores_nothing(client):  # a plain send carrying it is refused alike: one rule for the property
+        assert_problem(send_raw(client, "NUMS", [{"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}}]), 400, "INVALID_PROPERTY")
+    assert client.get("/v1/transactions", params={"state": "pending"}).status_code == 200
+
+
+@pytest.mark.parametrize(("immunity", "delay"), [("0", None), ("30", 30.0), ("1.5", 1.5), ("86400", 86400.0)])
+def test_check_immunity_time_within_range_sets_the_first_check_and_the_views_answer(client: httpx.Client, immunity: str, delay: float | None) -> None:
+    create_topic(client, "NUMS", 1)
+    resp = half_raw(client, {"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}})
+    assert resp.status_code == 200, resp.text
+    txid = resp.json()["transaction_id"]
+    tx = client.get(path("v1", "transactions", txid))
+    assert tx.status_code == 200, tx.text
+    first_check = (tx.json()["next_check_timestamp"] - tx.json()["born_timestamp"]) / 1000
+    assert first_check == pytest.approx(delay if delay is not None else 6.0, abs=0.01)  # "0": the broker's transaction_timeout
+    listed = client.get("/v1/transactions", params={"state": "pending", "limit": 10_000})
+    assert listed.status_code == 200 and txid in {t["transaction_id"] for t in listed.json()["transactions"]}
+    client.post(path("v1", "transactions", txid, "force-rollback")).raise_for_status()
+
+
+NUMBER_CASES = [
+    # (id, method, url, raw body or None, expected status, expected code)
+    *[(f"queue-id-{text}", "POST", "/v1/topics/NUMS/messages", b'{"messages": [{"body": "x", "queue_id": %s}]}' % text.encode(), 400, code)
+      for text, code in [("1e400", "INVALID_REQUEST"), ("-1e400", "INVALID_REQUEST"), ("NaN", "INVALID_REQUEST"), ("Infinity", "INVALID_REQUEST"),
+                         ("-1", "INVALID_REQUEST"), ("1.5", "INVALID_REQUEST"), ("1" + "0" * 30, "INVALID_QUEUE_ID"), ('"abc"', "INVALID_REQUEST")]],
+    *[(f"half-queue-id-{text}", "POST", "/v1/transactions", b'{"producer_group": "num-pg", "topic": "NUMS", "message": {"body": "x", "queue_id": %s}}' % text.encode(), 400, code)
+      for text, code in [("1e400", "INVALID_REQUEST"), ("NaN", "INVALID_REQUEST"), ("-1", "INVALID_REQUEST"), ("1" + "0" * 30, "INVALID_QUEUE_ID")]],
+    *[(f"queues-{text}", "POST", "/v1/topics", b'{"name": "NUMS-NEW", "queues": %s}' % text.encode(), 400, code)
+      for text, code in [("1e400", "INVALID_REQUEST"), ("NaN", "INVALID_REQUEST"), ("Infinity", "INVALID_REQUEST"), ("-1", "INVALID_QUEUE_COUNT"),
+                         ("1" + "0" * 30, "INVALID_QUEUE_COUNT"), ("2.5", "INVALID_REQUEST"), ('"many"', "INVALID_REQUEST")]],
+    *[(f"receive-{field}-{text}", "POST", "/v1/consumer-groups/num-g/topics/NUMS/receive", b'{"%s": %s}' % (field.encode(), text.encode()), 400, "INVALID_REQUEST")
+      for field in ("max_messages", "invisible_seconds", "wait_seconds")
+      for text in ("1e400", "-1e400", "NaN", "Infinity", "-1", "1" + "0" * 30, '"soon"')],
+    *[(f"read-{name}-{text}", "GET", f"/v1/topics/NUMS/queues/0/messages?{name}={text}", None, 400, "INVALID_REQUEST")
+      for name in ("offset", "max") for text in ("1e400", "inf", "nan", "-1", "abc", "1.5")],
+    *[(f"read-queue-{text}", "GET", f"/v1/topics/NUMS/queues/{text}/messages", None, 400, code)
+      for text, code in [("inf", "INVALID_REQUEST"), ("nan", "INVALID_REQUEST"), ("1e400", "INVALID_REQUEST"), ("-1", "INVALID_QUEUE_ID"), ("9" * 30, "INVALID_QUEUE_ID")]],
+    *[(f"list-limit-{text}", "GET", f"/v1/transactions?limit={text}", None, 400, "INVALID_REQUEST") for text in ("1e400", "inf", "nan", "-1", "0", "9" * 30)],
+]
+
+
+@pytest.mark.parametrize(("method", "url", "content", "status", "code"), [c[1:] for c in NUMBER_CASES], ids=[c[0] for c in NUMBER_CASES])
+def test_numbers_that_are_not_finite_in_range_values_are_refused_and_change_nothing(
+    client: httpx.Client, method: str, url: str, content: bytes | None, status: int, code: str
+) -> None:
+    create_topic(client, "NUMS", 1)
+    with stores_nothing(client):
+        resp = client.request(method, url, content=content, headers={"content-type": "application/json"} if content is not None else {})
+        assert_problem(resp, status, code)
+    assert_problem(client.get("/v1/consumer-groups/num-g"), 404, "CONSUMER_GROUP_NOT_FOUND")
+
+
+# --- UNIQ_KEY: the producer's message id ---------------------------------------------------------
+
+
+def test_a_producer_set_uniq_key_is_the_msg_id_and_a_repeat_is_stored_again(client: httpx.Client) -> None:
+    # docs/decisions.md "Validation": a retried send keeps its UNIQ_KEY, so a duplicate is visible as one
+    # (same msg_id) to consumers; stopping it at the broker is the idempotent producer's job.
+    topic, group = fresh("UNIQ"), fresh("uniq-g")
+    create_topic(client, topic, 1)
+    first = send(client, topic, "order-1", properties={"UNIQ_KEY": "7F0000011C2A18B4AAC2"})
+    again = send(client, topic, "order-1", properties={"UNIQ_KEY": "7F0000011C2A18B4AAC2"})
+    assert [r["msg_id"] for r in first + again] == ["7F0000011C2A18B4AAC2"] * 2
+    assert again[0]["queue_offset"] == first[0]["queue_offset"] + 1
+    received = receive(client, group, topic, n=10)
+    assert [(m["msg_id"], m["body"]) for m in received] == [("7F0000011C2A18B4AAC2", "order-1")] * 2
+
+
+@pytest.mark.parametrize("key", ["", " ", "a b", "x" * 129, "tab\there", "ünï", "k\x00", "\u200b"],
+                         ids=["empty", "space", "inner-space", "too-long", "tab", "non-ascii", "nul", "zero-width"])
+def test_a_uniq_key_that_is_not_1_to_128_visible_ascii_characters_is_refused(client: httpx.Client, key: str) -> None:
+    topic = fresh("UNIQBAD")
+    with stores_nothing(client):
+        body = assert_problem(send_raw(client, topic, [{"body": "fine"}, {"body": "x", "properties": {"UNIQ_KEY": key}}]), 400, "INVALID_PROPERTY")
+        assert "UNIQ_KEY" in body["detail"]
+        assert_problem(half_raw(client, {"body": "x", "properties": {"UNIQ_KEY": key}}, topic=topic), 400, "INVALID_PROPERTY")
+    assert topic not in topic_names(client)
