@@ -8,6 +8,7 @@ request wrote nothing — not even an auto-created topic.
 
 from __future__ import annotations
 
+import base64
 import copy
 import itertools
 import json
@@ -700,6 +701,103 @@ def test_numbers_that_are_not_finite_in_range_values_are_refused_and_change_noth
         resp = client.request(method, url, content=content, headers={"content-type": "application/json"} if content is not None else {})
         assert_problem(resp, status, code)
     assert_problem(client.get("/v1/consumer-groups/num-g"), 404, "CONSUMER_GROUP_NOT_FOUND")
+
+
+# --- forged receipt handles ---------------------------------------------------------------------
+#
+# A receipt handle is opaque to clients. Anything the broker did not issue (random text, a cut or
+# edited handle, one from another broker) is refused as a whole request and creates no state: a
+# settle to a group that never received must not bring that group into being.
+
+
+def _b64decode(handle: str) -> bytes:
+    return base64.urlsafe_b64decode(handle + "=" * (-len(handle) % 4))
+
+
+def _b64encode(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _forged(group: str, topic: str, queue_id: int = 0, offset: int = 0, nonce: int = 1, epoch: str = "deadbeef") -> str:
+    """A handle in the layout this broker once issued, made up by a client."""
+    return _b64encode("\x1f".join((group, topic, str(queue_id), str(offset), str(nonce), epoch)).encode())
+
+
+def _retargeted(handle: str, group: str, topic: str, new_group: str) -> str:
+    """A genuine handle with its group renamed in place (everything else kept)."""
+    raw = _b64decode(handle)
+    prefix = f"{group}\x1f{topic}\x1f".encode()
+    assert raw.startswith(prefix)
+    return _b64encode(f"{new_group}\x1f{topic}\x1f".encode() + raw[len(prefix):])
+
+
+def _tampered_offset(handle: str, group: str, topic: str) -> str:
+    """A genuine handle whose offset field points at the next message."""
+    raw = _b64decode(handle)
+    head = f"{group}\x1f{topic}\x1f0\x1f".encode()
+    assert raw.startswith(head)
+    offset, rest = raw[len(head):].split(b"\x1f", 1)
+    return _b64encode(head + str(int(offset) + 1).encode() + b"\x1f" + rest)
+
+
+@pytest.fixture
+def two_in_flight(client: httpx.Client) -> tuple[str, str, list[str]]:
+    """(group, topic, receipt handles) of two received, unacked messages in a one-queue topic."""
+    topic, group = fresh("FORGE-T"), fresh("forge-g")
+    create_topic(client, topic, 1)
+    send(client, topic, "first", "second")
+    return group, topic, [m["receipt_handle"] for m in receive(client, group, topic, n=2, invisible=60)]
+
+
+@pytest.mark.parametrize("verb", ["ack", "nack"])
+@pytest.mark.parametrize("how", ["made-up", "made-up-garbage", "renamed-group"])
+def test_forged_receipt_handle_for_a_group_that_never_received_is_refused_and_creates_no_group(
+    client: httpx.Client, two_in_flight: tuple[str, str, list[str]], verb: str, how: str
+) -> None:
+    group, topic, handles = two_in_flight
+    never = fresh("never-g")
+    forged = {
+        "made-up": _forged(never, topic),
+        "made-up-garbage": _forged(never, topic, offset=10**30, nonce=-5, epoch="x" * 300),
+        "renamed-group": _retargeted(handles[0], group, topic, never),
+    }[how]
+    with stores_nothing(client):
+        assert_problem(_settle_raw(client, verb, never, topic, [forged]), 400, "INVALID_RECEIPT_HANDLE")
+    assert_problem(client.get(path("v1", "consumer-groups", never)), 404, "CONSUMER_GROUP_NOT_FOUND")
+    assert settle(client, "ack", group, topic, handles) == ["OK", "OK"]  # the genuine deliveries are untouched
+
+
+@pytest.mark.parametrize("verb", ["ack", "nack"])
+@pytest.mark.parametrize("how", ["truncated", "tampered-offset", "made-up-for-this-group", "extra-byte"])
+def test_tampered_receipt_handle_is_refused_whole_and_settles_nothing(
+    client: httpx.Client, two_in_flight: tuple[str, str, list[str]], verb: str, how: str
+) -> None:
+    # "tampered-offset" points at the other in-flight message: it must not settle a delivery it was not given.
+    group, topic, handles = two_in_flight
+    bad = {
+        "truncated": handles[0][:-6],
+        "tampered-offset": _tampered_offset(handles[0], group, topic),
+        "made-up-for-this-group": _forged(group, topic, offset=1, nonce=2),
+        "extra-byte": _b64encode(_b64decode(handles[0]) + b"\x00"),
+    }[how]
+    before = group_state(client, group)
+    assert_problem(_settle_raw(client, verb, group, topic, [bad]), 400, "INVALID_RECEIPT_HANDLE")
+    assert group_state(client, group) == before
+    assert settle(client, "ack", group, topic, handles) == ["OK", "OK"]
+
+
+def test_receipt_handle_issued_by_another_broker_is_refused_and_creates_no_group(
+    client: httpx.Client, strict_client: httpx.Client
+) -> None:
+    # Same group and topic names on both brokers: only the issuer can tell its handles apart.
+    topic, group = fresh("OTHERBROKER"), fresh("ob-g")
+    for c in (client, strict_client):
+        create_topic(c, topic, 1)
+        send(c, topic, "m")
+    [elsewhere] = receive(strict_client, group, topic, n=1)
+    with stores_nothing(client):
+        assert_problem(_settle_raw(client, "ack", group, topic, [elsewhere["receipt_handle"]]), 400, "INVALID_RECEIPT_HANDLE")
+    assert_problem(client.get(path("v1", "consumer-groups", group)), 404, "CONSUMER_GROUP_NOT_FOUND")
 
 
 # --- UNIQ_KEY: the producer's message id ---------------------------------------------------------

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from broker.errors import ConsumerGroupNotFound, InvalidReceiptHandle
 from broker.store.message_store import MessageStore, PutItem, StoreConfig
 
 
@@ -100,3 +101,26 @@ async def test_receive_spreads_over_queues(service, store) -> None:
     put(store, "q1-a", qid=1)
     got = await service.receive("g", "T", 10, invisible=30, wait=0)
     assert sorted(d.message.body for d in got) == [b"q0-a", b"q0-b", b"q1-a"]
+
+
+async def test_a_handle_from_another_broker_is_refused_and_creates_no_group(service, store, clock) -> None:
+    put(store, "a")
+    elsewhere = DeliveryService(store, DeliveryPolicy(), clock, key=b"another broker's key".ljust(32, b"."))
+    [d] = await elsewhere.receive("never", "T", 1, invisible=30, wait=0)
+    for settle in (service.ack, service.nack):
+        with pytest.raises(InvalidReceiptHandle):
+            settle("never", "T", [d.receipt_handle])
+    with pytest.raises(ConsumerGroupNotFound):
+        service.group_lag("never")
+
+
+async def test_a_genuine_handle_from_before_a_restart_is_expired_and_creates_no_state(store, clock) -> None:
+    put(store, "a")
+    key = b"persisted receipt key".ljust(32, b".")
+    before = DeliveryService(store, DeliveryPolicy(), clock, key=key)
+    [d] = await before.receive("g", "T", 1, invisible=30, wait=0)
+    after = DeliveryService(store, DeliveryPolicy(), clock, key=key)
+    assert after.ack("g", "T", [d.receipt_handle]) == [(d.receipt_handle, False)]
+    assert after.nack("g", "T", [d.receipt_handle]) == [(d.receipt_handle, False)]
+    with pytest.raises(ConsumerGroupNotFound):
+        after.group_lag("g")  # nothing received or acked in this incarnation, nothing committed before
