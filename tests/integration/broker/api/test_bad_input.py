@@ -562,8 +562,8 @@ def test_the_surrogate_sweep_covers_every_string_field_of_every_request_model() 
     models = {m for m in _Wire.__subclasses__()} | {m for m in BaseModel.__subclasses__() if m.__module__ == "broker.protocol"}
     requests = {m.__name__ for m in models} - NOT_REQUESTS - {"_Wire", "OutgoingMessage"}
     assert requests == {m.__name__ for m, *_ in REQUEST_TEMPLATES}, "classify the new wire model"
-    for model, _, _, body in REQUEST_TEMPLATES:
-        covered = {_field_path(at) for template_model, _, _, b in REQUEST_TEMPLATES if template_model is model for at, _ in _string_locations(b)}
+    for model in {m for m, *_ in REQUEST_TEMPLATES}:
+        covered = {_field_path(at) for m, _, _, body in REQUEST_TEMPLATES if m is model for at, _ in _string_locations(body)}
         assert _string_fields(model) <= covered, f"{model.__name__}: add the missing string fields to its template"
 
 
