@@ -19,7 +19,8 @@ def _split_csv(value: object) -> object:
 
 
 class BrokerSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="HALFMQ_BROKER_", extra="ignore")
+    # allow_inf_nan: "inf" seconds would put a transaction's next check at infinity and fail every view of it
+    model_config = SettingsConfigDict(env_prefix="HALFMQ_BROKER_", extra="ignore", allow_inf_nan=False)
 
     host: str = "127.0.0.1"
     port: int = 10911

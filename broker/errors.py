@@ -79,6 +79,11 @@ class ReservedProperty(InvalidRequest):
     title = "The property name is reserved for the broker"
 
 
+class InvalidProperty(InvalidRequest):
+    code = "INVALID_PROPERTY"
+    title = "A property the broker interprets has a value it cannot use"
+
+
 class InvalidReceiptHandle(InvalidRequest):
     code = "INVALID_RECEIPT_HANDLE"
     title = "The receipt handle is malformed"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import itertools
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -18,6 +19,7 @@ from broker.errors import (
     BadBodyEncoding,
     InvalidQueueCount,
     InvalidRequest,
+    InvalidProperty,
     InvalidQueueId,
     InvalidTopicName,
     MessageTooLarge,
@@ -30,6 +32,7 @@ from broker.counter_ids import CounterIds
 from broker.protocol import OutgoingMessage
 from broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic, is_valid_user_name
+from broker.transaction.check_policy import immunity_seconds
 
 # Properties only the broker may set: a producer forging them could impersonate a
 # transaction, a retry or a DLQ entry.
@@ -116,6 +119,35 @@ def check_property_text(msg: OutgoingMessage) -> None:
         raise InvalidRequest("property names must not be empty")
 
 
+_UNIQ_KEY = re.compile(r"[!-~]{1,128}", re.ASCII)
+
+
+def uniq_key(text: str) -> str:
+    """A producer's own message id: 1-128 visible ASCII characters (RocketMQ's are 32 hex digits, uuids fit too).
+
+    It becomes the msg_id consumers deduplicate by and that logs and views show.
+    """
+    if not _UNIQ_KEY.fullmatch(text):
+        raise ValueError(f"1 to 128 visible ASCII characters, not {text[:40]!r}")
+    return text
+
+
+# Properties producers may set that the broker reads: a value it cannot use is refused at send time,
+# never found later by a view or the check service.
+INTERPRETED_PROPERTIES: dict[str, Callable[[str], object]] = {
+    "UNIQ_KEY": uniq_key,
+    "CHECK_IMMUNITY_TIME_IN_SECONDS": immunity_seconds,
+}
+
+
+def check_interpreted_properties(properties: dict[str, str]) -> None:
+    for name in INTERPRETED_PROPERTIES.keys() & properties.keys():
+        try:
+            INTERPRETED_PROPERTIES[name](properties[name])
+        except ValueError as exc:
+            raise InvalidProperty(f"property {name} must be {exc}", property=name) from None
+
+
 def message_properties(msg: OutgoingMessage, new_key: Callable[[], str]) -> dict[str, str]:
     if not (msg.properties or msg.keys or msg.tag):  # the common case: nothing to check
         return {"UNIQ_KEY": new_key()}
@@ -123,6 +155,7 @@ def message_properties(msg: OutgoingMessage, new_key: Callable[[], str]) -> dict
     bad = RESERVED_PROPERTIES.intersection(msg.properties)
     if bad:
         raise ReservedProperty(f"properties {sorted(bad)} are reserved for the broker")
+    check_interpreted_properties(msg.properties)
     props = dict(msg.properties)
     if msg.keys:
         props["KEYS"] = msg.keys if isinstance(msg.keys, str) else " ".join(msg.keys)

@@ -11,6 +11,7 @@ from typing import Awaitable, Callable
 
 from broker.config import BrokerSettings
 from broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from broker.delivery.receipt_handle import load_or_create_key
 from broker.errors import FlushDiskTimeout, StoreUnavailable
 from broker.send_service import SendService, TopicPolicy, TopicService
 from broker.store.message_store import MessageStore, StoreConfig
@@ -53,7 +54,8 @@ class BrokerRuntime:
         ))
         try:
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
-            delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)))
+            delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)),
+                                       key=load_or_create_key(settings.data_dir / "receipt-key.json"))
             durable = FlushWaiter(store, settings.sync_flush_timeout)
             rt: BrokerRuntime  # bound below; the closures only run after that
             transactions = TransactionService(

@@ -23,7 +23,7 @@ from broker.store.topics import CHECK_MAX_TIME_TOPIC, dlq_topic, is_valid_user_n
 
 from .backoff import exhausted, retry_delay
 from .queue_progress import InFlight, QueueProgress
-from .receipt_handle import ReceiptHandle
+from .receipt_handle import KEY_BYTES, ReceiptHandle
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +58,13 @@ class QueueLag:
 
 
 class DeliveryService:
-    def __init__(self, store: MessageStore, policy: DeliveryPolicy, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, store: MessageStore, policy: DeliveryPolicy, clock: Callable[[], float] = time.monotonic,
+                 *, key: bytes | None = None) -> None:
         self._store = store
         self._policy = policy
         self._clock = clock
         self._epoch = secrets.token_hex(4)
+        self._key = key or secrets.token_bytes(KEY_BYTES)  # the runtime passes the data dir's: see receipt_handle
         self._state: dict[tuple[str, str], _GroupTopic] = {}
         self._arrivals: dict[str, asyncio.Event] = {}
         self.dlq_moves = 0
@@ -177,26 +179,33 @@ class DeliveryService:
 
     def _delivery(self, group: str, topic: str, qid: int, message: StoredMessage, item: InFlight, state: _GroupTopic) -> Delivery:
         heapq.heappush(state.due, (item.visible_at, qid, item.offset, item.nonce))
-        handle = ReceiptHandle(group, topic, qid, item.offset, item.nonce, self._epoch).encode()
+        handle = ReceiptHandle(group, topic, qid, item.offset, item.nonce, self._epoch).encode(self._key)
         return Delivery(message, handle, item.deliveries)
 
     # --- settle -----------------------------------------------------------------
     def _resolve(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, ReceiptHandle]]:
         parsed = []
         for text in handles:
-            handle = ReceiptHandle.decode(text)
+            handle = ReceiptHandle.decode(text, self._key)
             if handle.group != group or handle.topic != topic:
                 raise InvalidReceiptHandle(f"receipt handle belongs to {handle.group}/{handle.topic}, not {group}/{topic}")
             parsed.append((text, handle))
         return parsed
 
+    def _held(self, state: _GroupTopic | None, h: ReceiptHandle) -> QueueProgress | None:
+        """The queue still holding the delivery ``h`` names, or None when it is expired (or settled)."""
+        if state is None or h.epoch != self._epoch or not 0 <= h.queue_id < len(state.queues):
+            return None
+        progress = state.queues[h.queue_id]
+        return progress if progress.holds(h.offset, h.nonce) else None
+
     def ack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
         parsed = self._resolve(group, topic, handles)
-        state = self._group_topic(group, topic)
+        state = self._state.get((group, topic))  # settling never creates a group: none means nothing is held
         results = []
         for text, h in parsed:
-            progress = state.queues[h.queue_id] if 0 <= h.queue_id < len(state.queues) else None
-            ok = h.epoch == self._epoch and progress is not None and progress.holds(h.offset, h.nonce)
+            progress = self._held(state, h)
+            ok = progress is not None
             if ok:
                 self._settle(group, topic, h.queue_id, progress, h.offset)
             results.append((text, ok))
@@ -204,12 +213,12 @@ class DeliveryService:
 
     def nack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
         parsed = self._resolve(group, topic, handles)
-        state = self._group_topic(group, topic)
+        state = self._state.get((group, topic))
         now = self._clock()
         results = []
         for text, h in parsed:
-            progress = state.queues[h.queue_id] if 0 <= h.queue_id < len(state.queues) else None
-            ok = h.epoch == self._epoch and progress is not None and progress.holds(h.offset, h.nonce)
+            progress = self._held(state, h)
+            ok = progress is not None
             if ok:
                 item = progress.in_flight[h.offset]
                 item = progress.postpone(h.offset, now + retry_delay(item.deliveries, self._policy.retry_delays))
@@ -221,11 +230,12 @@ class DeliveryService:
 
     def release(self, group: str, topic: str, handles: list[str]) -> None:
         """Make deliveries that never reached their consumer visible again, attempt not counted."""
-        state = self._group_topic(group, topic)
+        parsed = self._resolve(group, topic, handles)
+        state = self._state.get((group, topic))
         now = self._clock()
-        for _, h in self._resolve(group, topic, handles):
-            progress = state.queues[h.queue_id] if 0 <= h.queue_id < len(state.queues) else None
-            if h.epoch == self._epoch and progress is not None and progress.holds(h.offset, h.nonce):
+        for _, h in parsed:
+            progress = self._held(state, h)
+            if progress is not None:
                 item = progress.postpone(h.offset, now)
                 item.deliveries -= 1
                 heapq.heappush(state.due, (now, h.queue_id, h.offset, item.nonce))

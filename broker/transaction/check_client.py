@@ -56,6 +56,8 @@ class CheckClient:
                 return interpret(resp.status_code, body)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             return CheckAnswer(CheckOutcome.UNREACHABLE, type(exc).__name__)
+        except (httpx.InvalidURL, UnicodeError) as exc:  # a URL no request can be built for: nobody was asked
+            return CheckAnswer(CheckOutcome.UNREACHABLE, f"invalid URL: {exc}")
         except httpx.TimeoutException as exc:
             return CheckAnswer(CheckOutcome.TIMEOUT, type(exc).__name__)
         except httpx.HTTPError as exc:

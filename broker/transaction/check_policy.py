@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
+
+MAX_IMMUNITY_SECONDS = 86_400.0  # a local transaction that needs longer than a day is not one
+_DECIMAL_SECONDS = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9})?", re.ASCII)
 
 
 class CheckDecision(str, Enum):
@@ -45,8 +49,21 @@ def decide(*, now: float, due_at: float, check_times: int, has_producer: bool, p
     return CheckDecision.CHECK
 
 
+def immunity_seconds(text: str) -> float:
+    """CHECK_IMMUNITY_TIME_IN_SECONDS as seconds: plain decimal digits from 0 to one day, else ValueError.
+
+    Producers set it; the broker schedules by it and renders the next check time,
+    so "inf" or "1e400" once made the pending views answer 500. RocketMQ parses a
+    whole number; halfmq also takes a decimal fraction (its durations are floats).
+    """
+    if not _DECIMAL_SECONDS.fullmatch(text) or float(text) > MAX_IMMUNITY_SECONDS:
+        raise ValueError(f"a number of seconds from 0 to {MAX_IMMUNITY_SECONDS:.0f} in plain decimal digits, not {text[:40]!r}")
+    return float(text)
+
+
 def parse_immunity(value: str | None) -> float | None:
+    """The immunity of a stored half; one the send-time rule would refuse (an older broker took it) is ignored."""
     try:
-        return float(value) if value else None
+        return immunity_seconds(value) if value else None
     except ValueError:
         return None

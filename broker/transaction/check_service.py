@@ -1,6 +1,11 @@
 """The check-back loop: find due half messages, ask a live producer, apply the answer.
 
 Only I/O lives here; what to do with each transaction is ``check_policy.decide``.
+A failure while handling one transaction or calling one producer is logged and
+contained: the transaction is asked again next interval (not counted), the next
+producer of the group is tried, and the rest of the round goes on. A round once
+ended at the first exception, and the due transactions it had already taken off
+the schedule were never checked again.
 """
 
 from __future__ import annotations
@@ -13,9 +18,9 @@ from typing import Callable
 from broker.errors import DamagedRecord, TransactionConflict
 from broker.message_view import restored_view
 
-from .check_client import CheckClient, CheckOutcome
+from .check_client import CheckAnswer, CheckClient, CheckOutcome
 from .check_policy import CheckDecision, CheckPolicy, decide
-from .producer_registry import ProducerRegistry
+from .producer_registry import ProducerEntry, ProducerRegistry
 from .state_machine import TxEvent, TxState
 from .transaction_service import TransactionService, Tx
 
@@ -61,22 +66,44 @@ class CheckService:
         now = self._clock()
         started = 0
         for tx in self._txs.due(now):
-            decision = decide(now=now, due_at=tx.due_at, check_times=tx.check_times,
-                              has_producer=bool(self._registry.live(tx.producer_group)), policy=self._policy)
-            if decision is CheckDecision.DISCARD:
-                self._txs.apply(tx, TxEvent.DISCARD, note="check max")
-            elif decision is CheckDecision.NO_PRODUCER:
-                self.no_producer += 1
+            try:
+                started += self._handle_due(tx, now)
+            except Exception:
+                log.exception("check of %s (producer group %r) failed; asking again next interval", tx.transaction_id, tx.producer_group)
                 self._txs.reschedule(tx, now + self._policy.check_interval)
-            elif decision is CheckDecision.CHECK:
-                self._txs.reschedule(tx, now + self._policy.check_interval + self.in_flight_grace)
-                task = asyncio.get_running_loop().create_task(self._check(tx))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-                started += 1
         return started
 
+    def _handle_due(self, tx: Tx, now: float) -> int:
+        """Act on one due transaction; return 1 when a check-back call was started."""
+        decision = decide(now=now, due_at=tx.due_at, check_times=tx.check_times,
+                          has_producer=bool(self._registry.live(tx.producer_group)), policy=self._policy)
+        if decision is CheckDecision.DISCARD:
+            self._txs.apply(tx, TxEvent.DISCARD, note="check max")
+        elif decision is CheckDecision.NO_PRODUCER:
+            self.no_producer += 1
+            self._txs.reschedule(tx, now + self._policy.check_interval)
+        elif decision is CheckDecision.CHECK:
+            self._txs.reschedule(tx, now + self._policy.check_interval + self.in_flight_grace)
+            task = asyncio.get_running_loop().create_task(self._check(tx))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return 1
+        return 0
+
     async def _check(self, tx: Tx) -> None:
+        try:
+            await self._check_one(tx)
+        except Exception:  # the transaction stays scheduled (run_once moved it on before starting this)
+            log.exception("check of %s (producer group %r) failed", tx.transaction_id, tx.producer_group)
+
+    async def _ask(self, tx: Tx, producer: ProducerEntry, payload: dict) -> CheckAnswer:
+        try:
+            return await self._client.check(producer.check_url or "", payload)
+        except Exception as exc:
+            log.exception("check of %s: calling producer %s failed", tx.transaction_id, producer.client_id)
+            return CheckAnswer(CheckOutcome.UNREACHABLE, f"{type(exc).__name__}: {exc}")
+
+    async def _check_one(self, tx: Tx) -> None:
         group_sem = self._per_group.setdefault(tx.producer_group, asyncio.Semaphore(self._per_group_limit))
         async with self._global, group_sem:
             try:
@@ -91,7 +118,7 @@ class CheckService:
             }
             answer = None
             for producer in self._registry.rotation(tx.producer_group):
-                answer = await self._client.check(producer.check_url or "", payload)
+                answer = await self._ask(tx, producer, payload)
                 if answer.reached:
                     break
                 log.info("check of %s: producer %s unreachable (%s)", tx.transaction_id, producer.client_id, answer.detail)

@@ -11,6 +11,9 @@ def validate_check_url(url: str, allowed_hosts: list[str]) -> str:
     """Accept http(s) URLs whose host is on the allow list; raise CheckUrlRefused otherwise."""
     if len(url) > 2048:
         raise CheckUrlRefused("check_url is longer than 2048 characters")
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        # urlsplit takes control, invisible and unencodable characters that no HTTP client can dial
+        raise CheckUrlRefused("check_url must not contain whitespace, control or invisible characters")
     try:
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()

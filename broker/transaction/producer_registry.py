@@ -2,18 +2,24 @@
 
 Membership is snapshotted to disk when it changes (not on every heartbeat), so
 a restarted broker can check back at once instead of waiting for heartbeats;
-restored members get a fresh expiry window.
+restored members get a fresh expiry window. A heartbeat that changes membership is
+written before it is applied, so one whose snapshot fails changes nothing; an
+expiry is applied even when its snapshot fails (it happens inside a check round,
+and a stale snapshot only restores members that expire again).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from broker.store.atomic_file import read_json, write_json
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -38,12 +44,12 @@ class ProducerRegistry:
                     entry["group"], entry["client_id"], entry.get("check_url"), now)
 
     def heartbeat(self, group: str, client_id: str, check_url: str | None) -> None:
-        members = self._groups.setdefault(group, {})
-        existing = members.get(client_id)
-        changed = existing is None or existing.check_url != check_url
-        members[client_id] = ProducerEntry(group, client_id, check_url, self._clock())
-        if changed:
-            self._save()
+        entry = ProducerEntry(group, client_id, check_url, self._clock())
+        existing = self._groups.get(group, {}).get(client_id)
+        if existing is None or existing.check_url != check_url:
+            others = [e for e in self._entries() if (e.group, e.client_id) != (group, client_id)]
+            self._save([*others, entry])
+        self._groups.setdefault(group, {})[client_id] = entry
 
     def live(self, group: str) -> list[ProducerEntry]:
         """Producers of ``group`` that heartbeated within the expiry and can be called back."""
@@ -53,7 +59,10 @@ class ProducerRegistry:
         for cid in expired:
             del members[cid]
         if expired:
-            self._save()
+            try:
+                self._save(self._entries())
+            except OSError:
+                log.exception("could not snapshot producer registrations after expiring %s of %s", expired, group)
         return [e for e in members.values() if e.check_url]
 
     def rotation(self, group: str) -> list[ProducerEntry]:
@@ -67,11 +76,10 @@ class ProducerRegistry:
     def groups(self) -> dict[str, list[ProducerEntry]]:
         return {g: self.live(g) for g in list(self._groups)}
 
-    def _save(self) -> None:
+    def _entries(self) -> list[ProducerEntry]:
+        return [e for members in self._groups.values() for e in members.values()]
+
+    def _save(self, entries: list[ProducerEntry]) -> None:
         if self._path is None:
             return
-        entries = [
-            {"group": e.group, "client_id": e.client_id, "check_url": e.check_url}
-            for members in self._groups.values() for e in members.values()
-        ]
-        write_json(self._path, {"producers": entries})
+        write_json(self._path, {"producers": [{"group": e.group, "client_id": e.client_id, "check_url": e.check_url} for e in entries]})

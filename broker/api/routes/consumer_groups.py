@@ -8,13 +8,13 @@ from fastapi import APIRouter, Request
 
 from broker.protocol import ReceiveRequest, SettleRequest
 
-from ..body import parse_body
+from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
 from broker.message_view import message_view
 
-router = APIRouter(prefix="/v1/consumer-groups")
+router = APIRouter(prefix="/v1/consumer-groups", route_class=StrictJsonRoute)
 
 
 def _runtime(request: Request) -> BrokerRuntime:

@@ -8,9 +8,10 @@ from fastapi import APIRouter, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
+from ..body import StrictJsonRoute
 from ..responses import JsonResponse
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJsonRoute)
 
 
 @router.get("/healthz")

@@ -12,13 +12,13 @@ from broker.protocol import SendRequest, TopicCreate
 from broker.store.damaged_records import DamagedEntry
 from broker.store.topics import TopicConfig
 
-from ..body import parse_body
+from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
 from broker.message_view import message_view
 
-router = APIRouter(prefix="/v1/topics")
+router = APIRouter(prefix="/v1/topics", route_class=StrictJsonRoute)
 
 
 def _runtime(request: Request) -> BrokerRuntime:

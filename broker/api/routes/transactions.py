@@ -13,12 +13,12 @@ from broker.transaction.check_url import validate_check_url
 from broker.transaction.state_machine import TxEvent, TxState
 from broker.transaction.transaction_service import Tx
 
-from ..body import parse_body
+from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
 
-router = APIRouter()
+router = APIRouter(route_class=StrictJsonRoute)
 
 
 def _runtime(request: Request) -> BrokerRuntime:

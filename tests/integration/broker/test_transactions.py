@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
@@ -201,3 +202,28 @@ def test_outcomes_survive_kill_9_of_the_broker(client: httpx.Client, tx_broker: 
             assert end(c, t["transaction_id"], "commit").status_code == 409
         assert state_of(c, pending["transaction_id"])["state"] == "pending"
         assert visible(c) == sorted(f"c{i}" for i in range(5))
+
+
+def test_a_poisoned_producer_never_stops_check_backs_for_other_groups(start_broker, checks: CheckServer) -> None:
+    # The hardening issue: a heartbeat whose check_url held a lone surrogate answered 500 but stayed in memory;
+    # from then on the snapshot written when any producer expired raised, and every check round aborted.
+    broker = start_broker({**FAST_CHECKS, "HALFMQ_BROKER_PRODUCER_EXPIRY": "1.0"})
+    checks.answer_state("commit")
+    with httpx.Client(base_url=broker.url, timeout=15) as c:
+        c.post("/v1/topics", json={"name": "ORDERS", "queues": 2}).raise_for_status()
+        for client_id in ("steady", "leaver"):  # "leaver" stops heartbeating and expires while the half waits
+            c.post("/v1/producers/heartbeat", json={"producer_group": "healthy", "client_id": client_id, "check_url": checks.url}).raise_for_status()
+        surrogate = json.dumps({"producer_group": "poisoned", "client_id": "p1", "check_url": checks.url + "/\udc00"}).encode()
+        assert c.post("/v1/producers/heartbeat", content=surrogate, headers={"content-type": "application/json"}).status_code == 400
+        assert heartbeat(c, checks.url + "/\t", group="poisoned").status_code == 400
+
+        def steady_heartbeat() -> None:
+            resp = c.post("/v1/producers/heartbeat", json={"producer_group": "healthy", "client_id": "steady", "check_url": checks.url})
+            assert resp.status_code == 200, resp.text
+
+        for _ in range(5):  # "leaver" expires; its removal is noticed by the first check of the half below
+            time.sleep(0.3)
+            steady_heartbeat()
+        tx = half(c, "o1", group="healthy")
+        wait_for(lambda: steady_heartbeat() or state_of(c, tx["transaction_id"])["state"] == "committed", timeout=15)
+        assert [p["client_id"] for g in c.get("/v1/producers").json()["groups"] for p in g["producers"]] == ["steady"]

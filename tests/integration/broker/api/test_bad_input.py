@@ -8,17 +8,23 @@ request wrote nothing — not even an auto-created topic.
 
 from __future__ import annotations
 
+import base64
+import copy
 import itertools
 import json
 import random
+import typing
 from typing import Any, Iterator
 
 import httpx
 import pytest
+from pydantic import BaseModel
+
+from broker.protocol import EndRequest, HalfSendRequest, Heartbeat, ReceiveRequest, SendRequest, SettleRequest, TopicCreate, _Wire
 
 from ..http_helpers import group_state, path, receive, send, settle
 from .support import ModuleBrokerFactory
-from .support import assert_problem, stores_nothing, topic_names
+from .support import assert_problem, store_state, stores_nothing, topic_names
 
 MAX_MESSAGE_SIZE = 1024
 _names = itertools.count()
@@ -402,6 +408,12 @@ GARBAGE: list[tuple[str, str, str, bytes | None, str | None]] = [
     ("surrogate-topic-create", "POST", "/v1/topics", json.dumps({"name": "\ud800"}).encode(), "application/json"),
     ("surrogate-receipt-handle", "POST", "/v1/consumer-groups/g/topics/G/ack", json.dumps({"receipt_handles": ["\ud800"]}).encode(), "application/json"),
     ("surrogate-group-in-path", "GET", "/v1/consumer-groups/%ED%A0%80", None, None),
+    ("surrogate-group-in-ack-path", "POST", "/v1/consumer-groups/%ED%B0%80/topics/G/ack", b'{"receipt_handles": ["x"]}', "application/json"),
+    ("surrogate-topic-in-path", "GET", "/v1/topics/%ED%B0%80", None, None),
+    ("surrogate-topic-in-send-path", "POST", "/v1/topics/%ED%B0%80/messages", _msgs(), "application/json"),
+    ("surrogate-transaction-in-end-path", "POST", "/v1/transactions/%ED%B0%80/end", b'{"producer_group": "pg", "state": "commit"}', "application/json"),
+    ("surrogate-transaction-in-path", "GET", "/v1/transactions/%ED%B0%80", None, None),
+    ("surrogate-transaction-in-force-path", "POST", "/v1/transactions/%ED%B0%80/force-commit", None, None),
     ("null-document", "POST", "/v1/topics/G/messages", b"null", "application/json"),
     ("array-document", "POST", "/v1/topics/G/messages", b"[]", "application/json"),
     ("empty-document", "POST", "/v1/topics/G/messages", b"", "application/json"),
@@ -456,3 +468,360 @@ def test_property_separators_cannot_forge_broker_properties(client: httpx.Client
     topic = fresh("FORGE")
     with stores_nothing(client):
         assert_problem(send_raw(client, topic, [message]), 400, "INVALID_REQUEST")
+
+
+# --- text that UTF-8 cannot carry, in every string field of every request ------------------------
+#
+# JSON may escape a lone surrogate ("\udc00"); UTF-8 cannot encode one, so the broker could neither
+# store it nor echo it. Each case takes a valid request, replaces ONE string (a value, or a free-form
+# map's key) with a lone surrogate, and expects 400 MALFORMED_JSON with nothing changed anywhere.
+# The cases are generated from the wire models, so a string field added later is swept too.
+
+SWEEP_TOPIC, SWEEP_GROUP, SWEEP_PRODUCERS = "SWEEP", "sweep-g", "sweep-pg"
+_FULL_MESSAGE = {
+    "body": "x", "body_encoding": "utf-8", "keys": ["k1", "k2"], "tag": "t",
+    "properties": {"p": "v"}, "queue_id": 0, "sharding_key": "s",
+}
+# (model, method, url template, a valid body using every string field of the model)
+REQUEST_TEMPLATES: list[tuple[type, str, str, dict[str, Any]]] = [
+    (SendRequest, "POST", "/v1/topics/{topic}/messages", {"messages": [_FULL_MESSAGE]}),
+    (SendRequest, "POST", "/v1/topics/{topic}/messages", {"messages": [{"body": "x", "keys": "one-key"}]}),
+    (HalfSendRequest, "POST", "/v1/transactions", {"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": _FULL_MESSAGE}),
+    (EndRequest, "POST", "/v1/transactions/{transaction_id}/end", {"producer_group": SWEEP_PRODUCERS, "state": "commit", "from_check": False}),
+    (TopicCreate, "POST", "/v1/topics", {"name": "SWEEP-NEW", "queues": 1}),
+    (SettleRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/ack", {"receipt_handles": ["{handle}"]}),
+    (SettleRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/nack", {"receipt_handles": ["{handle}"]}),
+    (Heartbeat, "POST", "/v1/producers/heartbeat", {"producer_group": SWEEP_PRODUCERS, "client_id": "c1", "check_url": "http://127.0.0.1:9/check"}),
+    (ReceiveRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/receive", {"max_messages": 1, "invisible_seconds": 30, "wait_seconds": 0}),
+]
+# Models that only travel from the broker (answers, and the check-back it POSTs): never parsed from a stranger.
+NOT_REQUESTS = {
+    "SendResult", "SendResponse", "Message", "QueueInfo", "TopicInfo", "TopicList", "OffsetReadResponse",
+    "ReceiveResponse", "SettleResult", "SettleResponse", "GroupQueueState", "GroupTopicState", "ConsumerGroupInfo",
+    "HalfSendResult", "Transaction", "CheckRequest", "CheckResponse",
+}
+
+
+def _mentions_str(annotation: Any) -> bool:
+    return annotation is str or any(_mentions_str(a) for a in typing.get_args(annotation))
+
+
+def _string_fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """Dotted paths of every field of ``model`` (and nested models) whose type can hold a string."""
+    out = set()
+    for name, field in model.model_fields.items():
+        nested = [a for a in (field.annotation, *typing.get_args(field.annotation)) if isinstance(a, type) and issubclass(a, BaseModel)]
+        nested += [a for arg in typing.get_args(field.annotation) for a in typing.get_args(arg) if isinstance(a, type) and issubclass(a, BaseModel)]
+        if nested:
+            out |= _string_fields(nested[0], (*prefix, name))
+        elif _mentions_str(field.annotation):
+            out.add((*prefix, name))
+    return out
+
+
+def _string_locations(body: Any, at: tuple = ()) -> Iterator[tuple[tuple, bool]]:
+    """(path, is_key) of every string value in ``body`` and every key of a free-form ``properties`` map."""
+    if isinstance(body, dict):
+        for key, value in body.items():
+            if at and at[-1] == "properties":
+                yield (*at, key), True
+            yield from _string_locations(value, (*at, key))
+    elif isinstance(body, list):
+        for i, value in enumerate(body):
+            yield from _string_locations(value, (*at, i))
+    elif isinstance(body, str):
+        yield at, False
+
+
+def _poisoned(body: Any, at: tuple, is_key: bool, bad: str) -> Any:
+    body = copy.deepcopy(body)
+    holder = body
+    for step in at[:-1]:
+        holder = holder[step]
+    if is_key:
+        holder[bad] = holder.pop(at[-1])
+    else:
+        holder[at[-1]] = bad
+    return body
+
+
+def _field_path(at: tuple) -> tuple[str, ...]:
+    """A location in a body as the model's dotted field path (list indexes and map keys dropped)."""
+    names = [str(s) for s in at if isinstance(s, str)]
+    return tuple(names[: names.index("properties") + 1] if "properties" in names else names)
+
+
+SURROGATE_CASES = [
+    pytest.param(model, method, url, body, at, is_key, id=f"{model.__name__}-{method}{url.rsplit('/', 1)[-1]}-{'.'.join(map(str, at))}{'-key' if is_key else ''}")
+    for model, method, url, body in REQUEST_TEMPLATES
+    for at, is_key in _string_locations(body)
+]
+
+
+def test_the_surrogate_sweep_covers_every_string_field_of_every_request_model() -> None:
+    models = {m for m in _Wire.__subclasses__()} | {m for m in BaseModel.__subclasses__() if m.__module__ == "broker.protocol"}
+    requests = {m.__name__ for m in models} - NOT_REQUESTS - {"_Wire", "OutgoingMessage"}
+    assert requests == {m.__name__ for m, *_ in REQUEST_TEMPLATES}, "classify the new wire model"
+    for model in {m for m, *_ in REQUEST_TEMPLATES}:
+        covered = {_field_path(at) for m, _, _, body in REQUEST_TEMPLATES if m is model for at, _ in _string_locations(body)}
+        assert _string_fields(model) <= covered, f"{model.__name__}: add the missing string fields to its template"
+
+
+@pytest.fixture(scope="module")
+def sweep_context(client: httpx.Client) -> dict[str, str]:
+    """A topic, a group holding one message in flight, and a pending transaction for the templates."""
+    create_topic(client, SWEEP_TOPIC, 1)
+    send(client, SWEEP_TOPIC, "held")
+    [held] = receive(client, SWEEP_GROUP, SWEEP_TOPIC, n=1, invisible=3600)
+    half = client.post("/v1/transactions", json={"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": {"body": "pending"}})
+    half.raise_for_status()
+    return {"topic": SWEEP_TOPIC, "group": SWEEP_GROUP, "handle": held["receipt_handle"], "transaction_id": half.json()["transaction_id"]}
+
+
+def broker_state(client: httpx.Client, ctx: dict[str, str]) -> tuple[Any, ...]:
+    """What any request of the sweep could change: the store, the producers, the group and the transaction."""
+    producers = client.get("/v1/producers")
+    assert producers.status_code == 200, producers.text[:300]
+    transaction = client.get(path("v1", "transactions", ctx["transaction_id"]))
+    assert transaction.status_code == 200, transaction.text[:300]
+    tx = {k: v for k, v in transaction.json().items() if k != "age_seconds"}
+    return store_state(client), producers.json(), group_state(client, ctx["group"]), tx
+
+
+@pytest.mark.parametrize("encoding", ["escaped", "raw-utf8-bytes"])
+@pytest.mark.parametrize(("model", "method", "url", "body", "at", "is_key"), SURROGATE_CASES)
+def test_lone_surrogate_in_any_string_of_any_request_is_malformed_json_and_changes_nothing(
+    client: httpx.Client, sweep_context: dict[str, str], model: type, method: str, url: str, body: dict, at: tuple, is_key: bool, encoding: str
+) -> None:
+    # "escaped" is the JSON escape \udc00; "raw" sends the surrogate's would-be UTF-8 bytes (ED B0 80), which
+    # Python's json.loads(bytes) decodes with surrogatepass: both once reached FastAPI's routes.
+    filled = json.loads(json.dumps(body).replace("{handle}", sweep_context["handle"]))
+    poisoned = _poisoned(filled, at, is_key, "\udc00")
+    content = json.dumps(poisoned).encode() if encoding == "escaped" else json.dumps(poisoned, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    before = broker_state(client, sweep_context)
+    resp = post_raw(client, url.format(**sweep_context), content)
+    assert_problem(resp, 400, "MALFORMED_JSON")
+    assert broker_state(client, sweep_context) == before
+
+
+def producers_of(client: httpx.Client, group: str) -> list[dict]:
+    resp = client.get("/v1/producers")
+    assert resp.status_code == 200, resp.text[:300]
+    return [p for g in resp.json()["groups"] if g["producer_group"] == group for p in g["producers"]]
+
+
+def test_a_refused_poisoned_heartbeat_leaves_registration_and_listing_working(client: httpx.Client) -> None:
+    # The heartbeat of the hardening issue: it once answered 500 yet stayed in memory, and from then on
+    # every registration and GET /v1/producers failed (the snapshot could not encode it).
+    group = fresh("poison-pg")
+    poisoned = json.dumps({"producer_group": group, "client_id": "c1", "check_url": "http://127.0.0.1:9/\udc00"}).encode()
+    assert_problem(post_raw(client, "/v1/producers/heartbeat", poisoned), 400, "MALFORMED_JSON")
+    assert producers_of(client, group) == []
+    good = client.post("/v1/producers/heartbeat", json={"producer_group": group, "client_id": "c2", "check_url": "http://127.0.0.1:9/ok"})
+    assert good.status_code == 200, good.text
+    assert producers_of(client, group) == [{"client_id": "c2", "check_url": "http://127.0.0.1:9/ok"}]
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:9/\x00", "http://127.0.0.1:9/a\tb", "http://127.0.0.1:9/\r\nX-Injected: 1", "http://127.0.0.1:9/\x7f",
+    "http://127.0.0.1:9/\u200b", "http://127.0.0.1:9/\x85",
+], ids=["nul", "tab", "crlf", "del", "zero-width-space", "c1-control"])
+def test_check_url_with_control_or_invisible_characters_is_refused_at_heartbeat(client: httpx.Client, url: str) -> None:
+    # They pass urlsplit, but the check client cannot dial them (httpx.InvalidURL): the group would be stuck.
+    group = fresh("ctl-pg")
+    resp = client.post("/v1/producers/heartbeat", json={"producer_group": group, "client_id": "c1", "check_url": url})
+    assert_problem(resp, 400, "CHECK_URL_REFUSED")
+    assert producers_of(client, group) == []
+
+
+# --- numbers the broker interprets ---------------------------------------------------------------
+
+
+def half_raw(client: httpx.Client, message: dict[str, Any], group: str = "num-pg", topic: str = "NUMS") -> httpx.Response:
+    return post_raw(client, "/v1/transactions", json.dumps({"producer_group": group, "topic": topic, "message": message}).encode())
+
+
+@pytest.mark.parametrize("immunity", [
+    "1e400", "inf", "-inf", "Infinity", "nan", "NaN", "-1", "-0.5", "1e300", "99999999999999999999999", "86401",
+    "abc", "", " 5", "5 ", "0x10", "1_000", "٣",
+])
+def test_check_immunity_time_that_is_not_a_sane_number_of_seconds_is_refused_at_half_send(client: httpx.Client, immunity: str) -> None:
+    # Once stored, "1e400" or "inf" made the pending listing and the lookup answer 500 (next check at infinity).
+    create_topic(client, "NUMS", 1)
+    with stores_nothing(client):
+        body = assert_problem(half_raw(client, {"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}}), 400, "INVALID_PROPERTY")
+    assert "CHECK_IMMUNITY_TIME_IN_SECONDS" in body["detail"]
+    with stores_nothing(client):  # a plain send carrying it is refused alike: one rule for the property
+        assert_problem(send_raw(client, "NUMS", [{"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}}]), 400, "INVALID_PROPERTY")
+    assert client.get("/v1/transactions", params={"state": "pending"}).status_code == 200
+
+
+@pytest.mark.parametrize(("immunity", "delay"), [("0", None), ("30", 30.0), ("1.5", 1.5), ("86400", 86400.0)])
+def test_check_immunity_time_within_range_sets_the_first_check_and_the_views_answer(client: httpx.Client, immunity: str, delay: float | None) -> None:
+    create_topic(client, "NUMS", 1)
+    resp = half_raw(client, {"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}})
+    assert resp.status_code == 200, resp.text
+    txid = resp.json()["transaction_id"]
+    tx = client.get(path("v1", "transactions", txid))
+    assert tx.status_code == 200, tx.text
+    first_check = (tx.json()["next_check_timestamp"] - tx.json()["born_timestamp"]) / 1000
+    assert first_check == pytest.approx(delay if delay is not None else 6.0, abs=0.01)  # "0": the broker's transaction_timeout
+    listed = client.get("/v1/transactions", params={"state": "pending", "limit": 10_000})
+    assert listed.status_code == 200 and txid in {t["transaction_id"] for t in listed.json()["transactions"]}
+    client.post(path("v1", "transactions", txid, "force-rollback")).raise_for_status()
+
+
+NUMBER_CASES = [
+    # (id, method, url, raw body or None, expected status, expected code)
+    *[(f"queue-id-{text}", "POST", "/v1/topics/NUMS/messages", b'{"messages": [{"body": "x", "queue_id": %s}]}' % text.encode(), 400, code)
+      for text, code in [("1e400", "INVALID_REQUEST"), ("-1e400", "INVALID_REQUEST"), ("NaN", "INVALID_REQUEST"), ("Infinity", "INVALID_REQUEST"),
+                         ("-1", "INVALID_REQUEST"), ("1.5", "INVALID_REQUEST"), ("1" + "0" * 30, "INVALID_QUEUE_ID"), ('"abc"', "INVALID_REQUEST")]],
+    *[(f"half-queue-id-{text}", "POST", "/v1/transactions", b'{"producer_group": "num-pg", "topic": "NUMS", "message": {"body": "x", "queue_id": %s}}' % text.encode(), 400, code)
+      for text, code in [("1e400", "INVALID_REQUEST"), ("NaN", "INVALID_REQUEST"), ("-1", "INVALID_REQUEST"), ("1" + "0" * 30, "INVALID_QUEUE_ID")]],
+    *[(f"queues-{text}", "POST", "/v1/topics", b'{"name": "NUMS-NEW", "queues": %s}' % text.encode(), 400, code)
+      for text, code in [("1e400", "INVALID_REQUEST"), ("NaN", "INVALID_REQUEST"), ("Infinity", "INVALID_REQUEST"), ("-1", "INVALID_QUEUE_COUNT"),
+                         ("1" + "0" * 30, "INVALID_QUEUE_COUNT"), ("2.5", "INVALID_REQUEST"), ('"many"', "INVALID_REQUEST")]],
+    *[(f"receive-{field}-{text}", "POST", "/v1/consumer-groups/num-g/topics/NUMS/receive", b'{"%s": %s}' % (field.encode(), text.encode()), 400, "INVALID_REQUEST")
+      for field in ("max_messages", "invisible_seconds", "wait_seconds")
+      for text in ("1e400", "-1e400", "NaN", "Infinity", "-1", "1" + "0" * 30, '"soon"')],
+    *[(f"read-{name}-{text}", "GET", f"/v1/topics/NUMS/queues/0/messages?{name}={text}", None, 400, "INVALID_REQUEST")
+      for name in ("offset", "max") for text in ("1e400", "inf", "nan", "-1", "abc", "1.5")],
+    *[(f"read-queue-{text}", "GET", f"/v1/topics/NUMS/queues/{text}/messages", None, 400, code)
+      for text, code in [("inf", "INVALID_REQUEST"), ("nan", "INVALID_REQUEST"), ("1e400", "INVALID_REQUEST"), ("-1", "INVALID_QUEUE_ID"), ("9" * 30, "INVALID_QUEUE_ID")]],
+    *[(f"list-limit-{text}", "GET", f"/v1/transactions?limit={text}", None, 400, "INVALID_REQUEST") for text in ("1e400", "inf", "nan", "-1", "0", "9" * 30)],
+]
+
+
+@pytest.mark.parametrize(("method", "url", "content", "status", "code"), [c[1:] for c in NUMBER_CASES], ids=[c[0] for c in NUMBER_CASES])
+def test_numbers_that_are_not_finite_in_range_values_are_refused_and_change_nothing(
+    client: httpx.Client, method: str, url: str, content: bytes | None, status: int, code: str
+) -> None:
+    create_topic(client, "NUMS", 1)
+    with stores_nothing(client):
+        resp = client.request(method, url, content=content, headers={"content-type": "application/json"} if content is not None else {})
+        assert_problem(resp, status, code)
+    assert_problem(client.get("/v1/consumer-groups/num-g"), 404, "CONSUMER_GROUP_NOT_FOUND")
+
+
+# --- forged receipt handles ---------------------------------------------------------------------
+#
+# A receipt handle is opaque to clients. Anything the broker did not issue (random text, a cut or
+# edited handle, one from another broker) is refused as a whole request and creates no state: a
+# settle to a group that never received must not bring that group into being.
+
+
+def _b64decode(handle: str) -> bytes:
+    return base64.urlsafe_b64decode(handle + "=" * (-len(handle) % 4))
+
+
+def _b64encode(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _forged(group: str, topic: str, queue_id: int = 0, offset: int = 0, nonce: int = 1, epoch: str = "deadbeef") -> str:
+    """A handle in the layout this broker once issued, made up by a client."""
+    return _b64encode("\x1f".join((group, topic, str(queue_id), str(offset), str(nonce), epoch)).encode())
+
+
+def _retargeted(handle: str, group: str, topic: str, new_group: str) -> str:
+    """A genuine handle with its group renamed in place (everything else kept)."""
+    raw = _b64decode(handle)
+    prefix = f"{group}\x1f{topic}\x1f".encode()
+    assert raw.startswith(prefix)
+    return _b64encode(f"{new_group}\x1f{topic}\x1f".encode() + raw[len(prefix):])
+
+
+def _tampered_offset(handle: str, group: str, topic: str) -> str:
+    """A genuine handle whose offset field points at the next message."""
+    raw = _b64decode(handle)
+    head = f"{group}\x1f{topic}\x1f0\x1f".encode()
+    assert raw.startswith(head)
+    offset, rest = raw[len(head):].split(b"\x1f", 1)
+    return _b64encode(head + str(int(offset) + 1).encode() + b"\x1f" + rest)
+
+
+@pytest.fixture
+def two_in_flight(client: httpx.Client) -> tuple[str, str, list[str]]:
+    """(group, topic, receipt handles) of two received, unacked messages in a one-queue topic."""
+    topic, group = fresh("FORGE-T"), fresh("forge-g")
+    create_topic(client, topic, 1)
+    send(client, topic, "first", "second")
+    return group, topic, [m["receipt_handle"] for m in receive(client, group, topic, n=2, invisible=60)]
+
+
+@pytest.mark.parametrize("verb", ["ack", "nack"])
+@pytest.mark.parametrize("how", ["made-up", "made-up-garbage", "renamed-group"])
+def test_forged_receipt_handle_for_a_group_that_never_received_is_refused_and_creates_no_group(
+    client: httpx.Client, two_in_flight: tuple[str, str, list[str]], verb: str, how: str
+) -> None:
+    group, topic, handles = two_in_flight
+    never = fresh("never-g")
+    forged = {
+        "made-up": _forged(never, topic),
+        "made-up-garbage": _forged(never, topic, offset=10**30, nonce=-5, epoch="x" * 300),
+        "renamed-group": _retargeted(handles[0], group, topic, never),
+    }[how]
+    with stores_nothing(client):
+        assert_problem(_settle_raw(client, verb, never, topic, [forged]), 400, "INVALID_RECEIPT_HANDLE")
+    assert_problem(client.get(path("v1", "consumer-groups", never)), 404, "CONSUMER_GROUP_NOT_FOUND")
+    assert settle(client, "ack", group, topic, handles) == ["OK", "OK"]  # the genuine deliveries are untouched
+
+
+@pytest.mark.parametrize("verb", ["ack", "nack"])
+@pytest.mark.parametrize("how", ["truncated", "tampered-offset", "made-up-for-this-group", "extra-byte"])
+def test_tampered_receipt_handle_is_refused_whole_and_settles_nothing(
+    client: httpx.Client, two_in_flight: tuple[str, str, list[str]], verb: str, how: str
+) -> None:
+    # "tampered-offset" points at the other in-flight message: it must not settle a delivery it was not given.
+    group, topic, handles = two_in_flight
+    bad = {
+        "truncated": handles[0][:-6],
+        "tampered-offset": _tampered_offset(handles[0], group, topic),
+        "made-up-for-this-group": _forged(group, topic, offset=1, nonce=2),
+        "extra-byte": _b64encode(_b64decode(handles[0]) + b"\x00"),
+    }[how]
+    before = group_state(client, group)
+    assert_problem(_settle_raw(client, verb, group, topic, [bad]), 400, "INVALID_RECEIPT_HANDLE")
+    assert group_state(client, group) == before
+    assert settle(client, "ack", group, topic, handles) == ["OK", "OK"]
+
+
+def test_receipt_handle_issued_by_another_broker_is_refused_and_creates_no_group(
+    client: httpx.Client, strict_client: httpx.Client
+) -> None:
+    # Same group and topic names on both brokers: only the issuer can tell its handles apart.
+    topic, group = fresh("OTHERBROKER"), fresh("ob-g")
+    for c in (client, strict_client):
+        create_topic(c, topic, 1)
+        send(c, topic, "m")
+    [elsewhere] = receive(strict_client, group, topic, n=1)
+    with stores_nothing(client):
+        assert_problem(_settle_raw(client, "ack", group, topic, [elsewhere["receipt_handle"]]), 400, "INVALID_RECEIPT_HANDLE")
+    assert_problem(client.get(path("v1", "consumer-groups", group)), 404, "CONSUMER_GROUP_NOT_FOUND")
+
+
+# --- UNIQ_KEY: the producer's message id ---------------------------------------------------------
+
+
+def test_a_producer_set_uniq_key_is_the_msg_id_and_a_repeat_is_stored_again(client: httpx.Client) -> None:
+    # docs/decisions.md "Validation": a retried send keeps its UNIQ_KEY, so a duplicate is visible as one
+    # (same msg_id) to consumers; stopping it at the broker is the idempotent producer's job.
+    topic, group = fresh("UNIQ"), fresh("uniq-g")
+    create_topic(client, topic, 1)
+    first = send(client, topic, "order-1", properties={"UNIQ_KEY": "7F0000011C2A18B4AAC2"})
+    again = send(client, topic, "order-1", properties={"UNIQ_KEY": "7F0000011C2A18B4AAC2"})
+    assert [r["msg_id"] for r in first + again] == ["7F0000011C2A18B4AAC2"] * 2
+    assert again[0]["queue_offset"] == first[0]["queue_offset"] + 1
+    received = receive(client, group, topic, n=10)
+    assert [(m["msg_id"], m["body"]) for m in received] == [("7F0000011C2A18B4AAC2", "order-1")] * 2
+
+
+@pytest.mark.parametrize("key", ["", " ", "a b", "x" * 129, "tab\there", "ünï", "k\x00", "\u200b"],
+                         ids=["empty", "space", "inner-space", "too-long", "tab", "non-ascii", "nul", "zero-width"])
+def test_a_uniq_key_that_is_not_1_to_128_visible_ascii_characters_is_refused(client: httpx.Client, key: str) -> None:
+    topic = fresh("UNIQBAD")
+    with stores_nothing(client):
+        body = assert_problem(send_raw(client, topic, [{"body": "fine"}, {"body": "x", "properties": {"UNIQ_KEY": key}}]), 400, "INVALID_PROPERTY")
+        assert "UNIQ_KEY" in body["detail"]
+        assert_problem(half_raw(client, {"body": "x", "properties": {"UNIQ_KEY": key}}, topic=topic), 400, "INVALID_PROPERTY")
+    assert topic not in topic_names(client)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from broker.errors import ConsumerGroupNotFound, InvalidReceiptHandle
 from broker.store.message_store import MessageStore, PutItem, StoreConfig
 
 
@@ -129,3 +130,26 @@ async def test_a_damaged_message_is_skipped_and_counted_and_the_group_consumes_p
         assert service.damaged_skips == 1
     finally:
         store.close()
+
+
+async def test_a_handle_from_another_broker_is_refused_and_creates_no_group(service, store, clock) -> None:
+    put(store, "a")
+    elsewhere = DeliveryService(store, DeliveryPolicy(), clock, key=b"another broker's key".ljust(32, b"."))
+    [d] = await elsewhere.receive("never", "T", 1, invisible=30, wait=0)
+    for settle in (service.ack, service.nack):
+        with pytest.raises(InvalidReceiptHandle):
+            settle("never", "T", [d.receipt_handle])
+    with pytest.raises(ConsumerGroupNotFound):
+        service.group_lag("never")
+
+
+async def test_a_genuine_handle_from_before_a_restart_is_expired_and_creates_no_state(store, clock) -> None:
+    put(store, "a")
+    key = b"persisted receipt key".ljust(32, b".")
+    before = DeliveryService(store, DeliveryPolicy(), clock, key=key)
+    [d] = await before.receive("g", "T", 1, invisible=30, wait=0)
+    after = DeliveryService(store, DeliveryPolicy(), clock, key=key)
+    assert after.ack("g", "T", [d.receipt_handle]) == [(d.receipt_handle, False)]
+    assert after.nack("g", "T", [d.receipt_handle]) == [(d.receipt_handle, False)]
+    with pytest.raises(ConsumerGroupNotFound):
+        after.group_lag("g")  # nothing received or acked in this incarnation, nothing committed before

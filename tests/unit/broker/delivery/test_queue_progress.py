@@ -1,10 +1,5 @@
 from broker.delivery.backoff import exhausted, retry_delay
 from broker.delivery.queue_progress import QueueProgress
-from broker.delivery.receipt_handle import ReceiptHandle
-
-import pytest
-
-from broker.errors import InvalidReceiptHandle
 
 
 def test_committed_offset_advances_only_over_contiguous_acks() -> None:
@@ -43,14 +38,6 @@ def test_a_message_is_exhausted_after_one_plus_max_reconsume_deliveries() -> Non
     assert not exhausted(3, max_reconsume_times=3)
     assert exhausted(4, max_reconsume_times=3)
     assert exhausted(1, max_reconsume_times=0)
-
-
-def test_receipt_handle_round_trips_and_rejects_garbage() -> None:
-    h = ReceiptHandle("g", "%RETRY%g", 3, 42, 7, "abcd")
-    assert ReceiptHandle.decode(h.encode()) == h
-    for bad in ["", "not-base64!!", "Zm9v"]:
-        with pytest.raises(InvalidReceiptHandle):
-            ReceiptHandle.decode(bad)
 
 
 def test_a_skipped_offset_counts_as_settled_so_the_commit_passes_it() -> None:

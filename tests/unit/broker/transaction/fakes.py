@@ -24,9 +24,12 @@ class ScriptedCheckClient:
     def __init__(self) -> None:
         self.script: deque[CheckOutcome] = deque()
         self.calls: list[tuple[str, dict]] = []
+        self.raising: set[str] = set()  # URLs whose call raises, as an unforeseen failure would
 
     async def check(self, url: str, payload: dict) -> CheckAnswer:
         self.calls.append((url, payload))
+        if url in self.raising:
+            raise RuntimeError(f"unforeseen failure calling {url}")
         outcome = self.script.popleft() if self.script else CheckOutcome.UNKNOWN
         return CheckAnswer(outcome)
 

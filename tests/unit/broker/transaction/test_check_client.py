@@ -1,4 +1,4 @@
-from broker.transaction.check_client import CheckOutcome, interpret
+from broker.transaction.check_client import CheckClient, CheckOutcome, interpret
 
 
 def test_only_a_200_with_a_known_state_decides() -> None:
@@ -14,3 +14,12 @@ def test_garbage_answers_count_as_unknown_or_error_never_as_a_decision() -> None
 
 def test_202_means_the_producer_will_end_it_later() -> None:
     assert interpret(202, b"").outcome is CheckOutcome.DEFERRED
+
+
+async def test_a_url_the_http_client_cannot_build_is_unreachable_not_an_exception() -> None:
+    client = CheckClient()
+    try:
+        for url in ("http://127.0.0.1:9/\x00", "http://127.0.0.1:9/\udc00"):
+            assert (await client.check(url, {"transaction_id": "t"})).outcome is CheckOutcome.UNREACHABLE
+    finally:
+        await client.aclose()

@@ -1,4 +1,15 @@
-from broker.transaction.check_policy import CheckDecision, CheckPolicy, decide, first_check_at, next_check_at, parse_immunity
+import pytest
+
+from broker.transaction.check_policy import (
+    MAX_IMMUNITY_SECONDS,
+    CheckDecision,
+    CheckPolicy,
+    decide,
+    first_check_at,
+    immunity_seconds,
+    next_check_at,
+    parse_immunity,
+)
 
 POLICY = CheckPolicy(transaction_timeout=6, check_interval=5, check_max=3)
 
@@ -34,3 +45,21 @@ def test_discard_waits_until_the_message_is_due_again() -> None:
 
 def test_next_check_follows_the_interval() -> None:
     assert next_check_at(150.0, POLICY) == 155.0
+
+
+@pytest.mark.parametrize("text", ["0", "30", "1.5", "86400", "007"])
+def test_immunity_is_a_plain_decimal_number_of_seconds_up_to_a_day(text: str) -> None:
+    assert immunity_seconds(text) == float(text) <= MAX_IMMUNITY_SECONDS
+
+
+@pytest.mark.parametrize("text", ["1e400", "inf", "nan", "-1", "86400.5", "1e3", " 5", "0x10", "1_000", "\u0663", "", ".5", "5."])
+def test_immunity_that_is_not_a_plain_number_of_seconds_up_to_a_day_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        immunity_seconds(text)
+
+
+def test_an_immunity_stored_before_the_rule_existed_falls_back_to_the_timeout() -> None:
+    # Halves written by an older broker may carry "inf" or "1e400": they are checked after the timeout,
+    # and the views that render the next check time stay finite.
+    for stored in ("inf", "1e400", "nan", "-5", "999999999"):
+        assert first_check_at(100.0, POLICY, parse_immunity(stored)) == 106.0

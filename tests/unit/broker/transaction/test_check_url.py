@@ -30,3 +30,17 @@ def test_allowed_urls_pass(url: str) -> None:
 def test_disallowed_urls_are_refused(url: str) -> None:
     with pytest.raises(CheckUrlRefused):
         validate_check_url(url, ALLOW)
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1/\x00", "http://127.0.0.1/a\tb", "http://127.0.0.1/\r\nX: y", "http://127.0.0.1/\x7f",
+    "http://127.0.0.1/\x85", "http://127.0.0.1/\u200b", "http://127.0.0.1/\udc00", "http://127.0.0.1/a b",
+])
+def test_urls_with_control_invisible_or_unencodable_characters_are_refused(url: str) -> None:
+    # urlsplit takes them, but the check client cannot dial them: a producer registered so would never be reached.
+    with pytest.raises(CheckUrlRefused):
+        validate_check_url(url, ALLOW)
+
+
+def test_a_url_with_printable_non_ascii_text_passes() -> None:
+    assert validate_check_url("http://127.0.0.1/prüfung", ALLOW) == "http://127.0.0.1/prüfung"

@@ -1,5 +1,7 @@
 from pathlib import Path
 
+import pytest
+
 from broker.transaction.producer_registry import ProducerRegistry
 
 from .fakes import FakeClock
@@ -48,3 +50,37 @@ def test_membership_survives_a_restart_with_a_fresh_expiry(tmp_path: Path) -> No
     again = ProducerRegistry(tmp_path / "producers.json", expiry=10, clock=clock)
     clock.advance(9)
     assert [e.client_id for e in again.live("pg")] == ["a"]
+
+
+def _block_snapshots(path: Path) -> None:
+    """Make the next snapshot fail as a full or broken disk would: its temp file's name is taken by a directory."""
+    (path.parent / (path.name + ".tmp")).mkdir()
+
+
+def test_a_heartbeat_whose_snapshot_fails_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "producers.json"
+    reg = ProducerRegistry(path, expiry=10, clock=FakeClock())
+    reg.heartbeat("pg", "a", "http://127.0.0.1/a")
+    _block_snapshots(path)
+    with pytest.raises(OSError):
+        reg.heartbeat("pg", "b", "http://127.0.0.1/b")
+    with pytest.raises(OSError):
+        reg.heartbeat("pg", "a", "http://127.0.0.1/moved")
+    assert [(e.client_id, e.check_url) for e in reg.live("pg")] == [("a", "http://127.0.0.1/a")]
+    assert ProducerRegistry(path, expiry=10, clock=FakeClock()).groups() == reg.groups()
+
+
+def test_expiry_whose_snapshot_fails_still_expires_and_answers(tmp_path: Path) -> None:
+    # Expiry happens while the check service asks who is live: a failed snapshot there must not raise
+    # into the check round (the next membership change writes it again).
+    clock = FakeClock()
+    path = tmp_path / "producers.json"
+    reg = ProducerRegistry(path, expiry=10, clock=clock)
+    reg.heartbeat("pg", "a", "http://127.0.0.1/a")
+    reg.heartbeat("pg", "b", "http://127.0.0.1/b")
+    _block_snapshots(path)
+    clock.advance(8)
+    reg.heartbeat("pg", "a", "http://127.0.0.1/a")  # unchanged: no snapshot needed
+    clock.advance(3)
+    assert [e.client_id for e in reg.live("pg")] == ["a"]
+    assert list(reg.groups()) == ["pg"]

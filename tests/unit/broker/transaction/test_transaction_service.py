@@ -308,3 +308,47 @@ async def test_a_pending_transaction_whose_half_is_damaged_can_still_be_rolled_b
         assert [tx.transaction_id for tx in b.txs.pending()] == [txids[1]]
     finally:
         b.close()
+
+
+async def test_a_producer_whose_check_raises_is_passed_over_for_the_next_one_of_its_group(broker: Broker, clock, client) -> None:
+    broker.registry.heartbeat("pg", "a", "http://127.0.0.1:1/broken")  # first in the rotation
+    broker.registry.heartbeat("pg", "b", "http://127.0.0.1:1/check")
+    client.raising.add("http://127.0.0.1:1/broken")
+    txid = broker.half("o1")
+    client.script.append(CheckOutcome.COMMIT)
+    await broker.check_round(clock, 6)
+    assert [url for url, _ in client.calls] == ["http://127.0.0.1:1/broken", "http://127.0.0.1:1/check"]
+    assert broker.txs.get(txid).state is TxState.COMMITTED
+
+
+async def test_a_group_whose_only_producer_raises_keeps_its_transaction_pending_and_uncounted(broker: Broker, clock, client) -> None:
+    broker.registry.heartbeat("pg", "a", "http://127.0.0.1:1/broken")
+    client.raising.add("http://127.0.0.1:1/broken")
+    txid = broker.half("o1")
+    for _ in range(3):
+        await broker.check_round(clock, 6)
+    tx = broker.txs.get(txid)
+    assert tx.state is TxState.PENDING and tx.check_times == 0
+    assert len(client.calls) == 3  # asked again every round, not dropped from the schedule
+
+
+async def test_a_failure_in_one_group_never_stops_the_check_round_for_the_others(tmp_path: Path, clock, client) -> None:
+    # The hardening issue: the registry's snapshot failed when a producer of one group expired, the
+    # exception left the check round, and the due transactions it had already taken were never checked.
+    b = Broker(tmp_path, clock, client)
+    try:
+        snapshot = tmp_path / "producers.json"
+        b.registry = ProducerRegistry(snapshot, expiry=10, clock=clock)
+        b.checks = CheckService(b.txs, b.registry, client, POLICY, clock=clock)
+        for group, cid in [("px", "x-stays"), ("px", "x-leaves"), ("py", "y")]:
+            b.registry.heartbeat(group, cid, f"http://127.0.0.1:1/{cid}")
+        first, second = b.half("o1", group="px"), b.half("o2", group="py")
+        (tmp_path / "producers.json.tmp").mkdir()  # every snapshot from now on fails, as on a broken disk
+        clock.advance(8)
+        b.registry.heartbeat("px", "x-stays", "http://127.0.0.1:1/x-stays")
+        b.registry.heartbeat("py", "y", "http://127.0.0.1:1/y")
+        client.script.extend([CheckOutcome.COMMIT, CheckOutcome.COMMIT])
+        await b.check_round(clock, 3)  # "x-leaves" expires during this round
+        assert {b.txs.get(first).state, b.txs.get(second).state} == {TxState.COMMITTED}
+    finally:
+        b.close()
