@@ -14,6 +14,8 @@ import time
 from concurrent.futures import Future
 from typing import Callable
 
+from .failure_watch import FailureWatch
+
 log = logging.getLogger(__name__)
 
 
@@ -27,6 +29,7 @@ class GroupCommitService(threading.Thread):
     def __init__(self, flush: Callable[[], int], flushed: int, *, interval: float | None = None) -> None:
         super().__init__(name="halfmq-group-commit", daemon=True)
         self._flush = flush
+        self._watch = FailureWatch("store unavailable: commit log fsync failed: %s", "store available again: commit log fsync works", log)
         self._interval = interval  # async mode: flush on a timer as well
         self._cond = threading.Condition()
         self._pending: Future[int] | None = None
@@ -60,12 +63,19 @@ class GroupCommitService(threading.Thread):
                 batch, self._pending = self._pending, None
             try:
                 flushed = self._flush()
-            except Exception as exc:  # disk failure: every waiter must hear of it
+            except OSError as exc:  # disk failure: every waiter must hear of it, the log once
+                self._watch.failed(exc)
+                if batch is not None:
+                    batch.set_exception(exc)
+                time.sleep(0.05)
+                continue
+            except Exception as exc:
                 log.exception("commit log fsync failed")
                 if batch is not None:
                     batch.set_exception(exc)
                 time.sleep(0.05)
                 continue
+            self._watch.succeeded()
             self.flush_count += 1
             with self._cond:
                 self._flushed = max(self._flushed, flushed)

@@ -8,12 +8,15 @@ restored members get a fresh expiry window.
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from broker.store.atomic_file import read_json, write_json
+from broker.store.atomic_file import DamagedFile, read_json, write_json
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -33,9 +36,13 @@ class ProducerRegistry:
         self._cursor: dict[str, itertools.count[int]] = {}
         if path is not None:
             now = clock()
-            for entry in read_json(path, {"producers": []})["producers"]:
-                self._groups.setdefault(entry["group"], {})[entry["client_id"]] = ProducerEntry(
-                    entry["group"], entry["client_id"], entry.get("check_url"), now)
+            try:
+                entries = read_json(path, [], _parse_producers)
+            except DamagedFile as exc:  # soft state: producers heartbeat again within their expiry
+                log.warning("%s; starting with no registered producers until they heartbeat again", exc)
+                entries = []
+            for group, client_id, check_url in entries:
+                self._groups.setdefault(group, {})[client_id] = ProducerEntry(group, client_id, check_url, now)
 
     def heartbeat(self, group: str, client_id: str, check_url: str | None) -> None:
         members = self._groups.setdefault(group, {})
@@ -74,4 +81,11 @@ class ProducerRegistry:
             {"group": e.group, "client_id": e.client_id, "check_url": e.check_url}
             for members in self._groups.values() for e in members.values()
         ]
-        write_json(self._path, {"producers": entries})
+        try:
+            write_json(self._path, {"producers": entries})
+        except OSError as exc:  # a full disk: members stay in memory, written with the next change
+            log.warning("cannot write %s: %s", self._path, exc)
+
+
+def _parse_producers(raw: dict) -> list[tuple[str, str, str | None]]:
+    return [(str(e["group"]), str(e["client_id"]), e.get("check_url")) for e in raw["producers"]]
