@@ -8,10 +8,12 @@ from collections import Counter
 import httpx
 import pytest
 
+from tests.support.check_server import CheckServer
 from tests.support.processes import BrokerProcess
 from tests.support.small_disk import SmallDisk, small_disk  # noqa: F401  (fixture)
+from tests.support.waiting import wait_for
 
-from .http_helpers import path, read_all, receive
+from .http_helpers import path, read_all, receive, settle
 
 TOPIC = "DISK_TOPIC"
 BIG = "b" * 20_000  # larger than the slack left in the commit log's last page
@@ -149,4 +151,71 @@ def test_broker_that_must_rebuild_on_a_full_disk_starts_read_only(small_disk: Sm
         broker.restart()
         assert len(read_all(client, TOPIC, 0)) == 300
         assert post_send(client, TOPIC, "after").status_code == 200
+    assert "Traceback" not in log_of(broker)
+
+
+def test_a_transaction_on_a_full_disk_is_refused_retriably_and_commits_once_room_returns(
+        small_disk: SmallDisk, start_broker) -> None:
+    broker = broker_on(start_broker, small_disk)
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        client.post("/v1/topics", json={"name": TOPIC, "queues": 1}).raise_for_status()
+        resp = client.post("/v1/transactions", json={"producer_group": "pg", "topic": TOPIC, "message": {"body": "o1"}})
+        assert resp.status_code == 200, resp.text
+        txid = resp.json()["transaction_id"]
+        small_disk.fill()
+        assert_store_unavailable(client.post("/v1/transactions", json={
+            "producer_group": "pg", "topic": TOPIC, "message": {"body": BIG}}))
+        assert_store_unavailable(client.post(f"/v1/transactions/{txid}/end", json={"producer_group": "pg", "state": "commit"}))
+        assert client.get(f"/v1/transactions/{txid}").json()["state"] == "pending"
+        small_disk.free()
+        end = client.post(f"/v1/transactions/{txid}/end", json={"producer_group": "pg", "state": "commit"})
+        assert end.status_code == 200, end.text
+        assert [m["body"] for m in read_all(client, TOPIC, 0)] == ["o1"]
+
+
+def test_a_message_due_for_the_dlq_on_a_full_disk_waits_and_moves_once_room_returns(
+        small_disk: SmallDisk, start_broker) -> None:
+    broker = broker_on(start_broker, small_disk)  # max 3 reconsumes, retry delays 0.2 s and 0.4 s
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        client.post("/v1/topics", json={"name": TOPIC, "queues": 1}).raise_for_status()
+        assert post_send(client, TOPIC, "poison").status_code == 200
+        for _ in range(4):
+            got = receive(client, "G", TOPIC, 10, wait=3)
+            assert [m["body"] for m in got] == ["poison"]
+            settle(client, "nack", "G", TOPIC, [got[0]["receipt_handle"]])
+        small_disk.fill()
+        time.sleep(0.5)  # the message is due again, for the DLQ this time
+        while_full = client.post(path("v1", "consumer-groups", "G", "topics", TOPIC, "receive"),
+                                 json={"max_messages": 10, "invisible_seconds": 30, "wait_seconds": 0})
+        small_disk.free()
+        deadline = time.monotonic() + 10
+        dlq: list[dict] = []
+        while time.monotonic() < deadline and not dlq:
+            assert receive(client, "G", TOPIC, 10, wait=0.5) == []
+            if client.get(path("v1", "topics", "%DLQ%G")).status_code == 200:
+                dlq = read_all(client, "%DLQ%G", 0)
+        assert [m["body"] for m in dlq] == ["poison"]
+    assert while_full.status_code == 200 and while_full.json()["messages"] == [], while_full.text
+
+
+def test_a_check_back_answered_while_the_disk_is_full_is_applied_once_room_returns(small_disk: SmallDisk, start_broker) -> None:
+    checks = CheckServer()
+    checks.answer = lambda request: (200, b'{"state": "commit"}')
+    broker = broker_on(start_broker, small_disk, HALFMQ_BROKER_TRANSACTION_TIMEOUT="0.5",
+                       HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL="0.3", HALFMQ_BROKER_CHECK_TIMEOUT="1.0")
+    try:
+        with httpx.Client(base_url=broker.url, timeout=10) as client:
+            client.post("/v1/topics", json={"name": TOPIC, "queues": 1}).raise_for_status()
+            client.post("/v1/producers/heartbeat", json={"producer_group": "pg", "client_id": "c1",
+                                                         "check_url": checks.url}).raise_for_status()
+            resp = client.post("/v1/transactions", json={"producer_group": "pg", "topic": TOPIC, "message": {"body": "o1"}})
+            txid = resp.json()["transaction_id"]
+            small_disk.fill()
+            wait_for(lambda: len(checks.calls) >= 2, timeout=15)
+            assert client.get(f"/v1/transactions/{txid}").json()["state"] == "pending"
+            small_disk.free()
+            wait_for(lambda: client.get(f"/v1/transactions/{txid}").json()["state"] == "committed", timeout=15)
+            assert [m["body"] for m in read_all(client, TOPIC, 0)] == ["o1"]
+    finally:
+        checks.close()
     assert "Traceback" not in log_of(broker)
