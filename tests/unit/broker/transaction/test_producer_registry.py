@@ -1,4 +1,7 @@
+import logging
 from pathlib import Path
+
+import pytest
 
 from broker.transaction.producer_registry import ProducerRegistry
 
@@ -48,3 +51,12 @@ def test_membership_survives_a_restart_with_a_fresh_expiry(tmp_path: Path) -> No
     again = ProducerRegistry(tmp_path / "producers.json", expiry=10, clock=clock)
     clock.advance(9)
     assert [e.client_id for e in again.live("pg")] == ["a"]
+
+
+def test_a_damaged_registry_file_starts_empty_with_one_warning_naming_it(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "producers.json"
+    path.write_text('{"producers": [{"group": "pg", "cli')
+    with caplog.at_level(logging.WARNING):
+        registry = ProducerRegistry(path, expiry=30)
+    assert registry.groups() == {}
+    assert [r for r in caplog.records if str(path) in r.getMessage()] and len(caplog.records) == 1
