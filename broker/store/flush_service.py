@@ -26,10 +26,11 @@ class GroupCommitService(threading.Thread):
     pending future per flush generation, not one per append.
     """
 
-    def __init__(self, flush: Callable[[], int], flushed: int, *, interval: float | None = None) -> None:
+    def __init__(self, flush: Callable[[], int], flushed: int, *, interval: float | None = None,
+                 on_failure: Callable[[OSError], None] | None = None) -> None:
         super().__init__(name="halfmq-group-commit", daemon=True)
         self._flush = flush
-        self._watch = FailureWatch("store unavailable: commit log fsync failed: %s", "store available again: commit log fsync works", log)
+        self._on_failure = on_failure or FailureWatch("commit log fsync failed: %s", "", log).failed
         self._interval = interval  # async mode: flush on a timer as well
         self._cond = threading.Condition()
         self._pending: Future[int] | None = None
@@ -63,8 +64,8 @@ class GroupCommitService(threading.Thread):
                 batch, self._pending = self._pending, None
             try:
                 flushed = self._flush()
-            except OSError as exc:  # disk failure: every waiter must hear of it, the log once
-                self._watch.failed(exc)
+            except OSError as exc:  # disk failure: every waiter must hear of it
+                self._on_failure(exc)
                 if batch is not None:
                     batch.set_exception(exc)
                 time.sleep(0.05)
@@ -75,7 +76,6 @@ class GroupCommitService(threading.Thread):
                     batch.set_exception(exc)
                 time.sleep(0.05)
                 continue
-            self._watch.succeeded()
             self.flush_count += 1
             with self._cond:
                 self._flushed = max(self._flushed, flushed)

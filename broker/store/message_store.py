@@ -101,6 +101,7 @@ class MessageStore:
         self._group_commit = GroupCommitService(
             self.commit_log.flush, self.commit_log.end_offset,
             interval=config.async_flush_interval if config.flush_mode == "async" else None,
+            on_failure=self._fsync_failed,
         )
         self._checkpointer = PeriodicService("halfmq-checkpoint", self.checkpoint, config.checkpoint_interval)
         self._group_commit.start()
@@ -227,6 +228,14 @@ class MessageStore:
                     log.error("store is read-only: %s", self.read_only)
             raise self._refused("cannot append messages", exc) from exc
 
+    def _fsync_failed(self, exc: OSError) -> None:
+        """After a failed fsync Linux may drop the unwritten pages and report it only once, so a later
+        fsync that succeeds proves nothing about them: take no more writes, let recovery check the log."""
+        if self.read_only is None:
+            self.read_only = (f"an fsync of the commit log failed ({exc}); what was written since the last good "
+                              "fsync may not be on disk: restart the broker so recovery checks the log")
+            log.error("store is read-only: %s", self.read_only)
+
     def _check_writable(self) -> None:
         if self._closed:
             raise StoreClosed("the store is closed")
@@ -241,6 +250,8 @@ class MessageStore:
         """A future resolved once ``offset`` is on disk; None in async mode (acknowledge after write)."""
         if self.config.flush_mode == "async":
             return None
+        if self.read_only is not None and offset > self._group_commit.flushed_offset:
+            raise StoreNotWritable(f"the store is read-only: {self.read_only}")  # no fsync after a failed one is trusted
         return self._group_commit.wait_for(offset)
 
     @property
