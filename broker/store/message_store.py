@@ -326,7 +326,8 @@ class MessageStore:
             if self.read_only is None:
                 for cq in queues:
                     cq.flush()
-                self.topics.save_if_changed()
+                with self._write_lock:  # create_topic writes the same file
+                    self.topics.save_if_changed()
                 write_json(self._checkpoint_path, {"commit_log_offset": min(dispatched, flushed), "queues": sizes})
             self.offsets.write(offsets)
         except OSError as exc:

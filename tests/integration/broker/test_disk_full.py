@@ -8,6 +8,7 @@ from collections import Counter
 import httpx
 import pytest
 
+from tests.conftest import TEST_BROKER_ENV
 from tests.support.check_server import CheckServer
 from tests.support.processes import BrokerProcess
 from tests.support.small_disk import SmallDisk, small_disk  # noqa: F401  (fixture)
@@ -219,3 +220,13 @@ def test_a_check_back_answered_while_the_disk_is_full_is_applied_once_room_retur
     finally:
         checks.close()
     assert "Traceback" not in log_of(broker)
+
+
+def test_a_new_data_dir_on_a_full_disk_is_refused_in_one_line_with_exit_code_5(small_disk: SmallDisk, tmp_path) -> None:
+    small_disk.fill()
+    broker = BrokerProcess(small_disk.path / "data", tmp_path, TEST_BROKER_ENV)
+    with pytest.raises(RuntimeError, match="exited with 5"):
+        broker.start()
+    output = log_of(broker)
+    assert "Traceback" not in output
+    assert [line for line in output.splitlines() if " ERROR " in line and "cannot start" in line], output
