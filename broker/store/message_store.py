@@ -93,7 +93,7 @@ class MessageStore:
             self._snapshots = FailureWatch(
                 "cannot write the checkpoint and consumer offsets: %s; retrying every interval",
                 "checkpoint and consumer offsets written again", log)
-            self.read_only: str | None = None  # why recovery could not finish: no writes until a restart
+            self.read_only: str | None = None  # why no write is taken until a restart (unfinished recovery, failed fsync)
             self.recovery = self._recover()
         except BaseException:
             self._lock_file.release()
@@ -129,6 +129,11 @@ class MessageStore:
                 return self.topics.put(name, queues)
             except OSError as exc:
                 raise self._refused(f"cannot create topic {name!r}", exc) from exc
+
+    @property
+    def write_problem(self) -> str | None:
+        """Why writes are refused now (read-only, or the last write failed), None while they work."""
+        return self.read_only or self._writes.failure
 
     def queue_range(self, topic: str, queue_id: int) -> tuple[int, int]:
         cq = self._queues.get((topic, queue_id))

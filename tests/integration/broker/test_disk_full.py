@@ -50,9 +50,11 @@ def test_send_on_a_full_disk_answers_retriable_503_with_one_log_line_and_works_a
         small_disk.fill()
         for _ in range(5):
             assert_store_unavailable(post_send(client, TOPIC, BIG))
+        assert "No space left on device" in client.get("/healthz").json()["store_problem"]
         small_disk.free()
         resp = post_send(client, TOPIC, BIG)
         assert resp.status_code == 200, resp.text[:300]
+        assert client.get("/healthz").json()["store_problem"] is None
         assert resp.json()["results"][0]["status"] == "SEND_OK"
     text = log_of(broker)
     assert "Traceback" not in text
@@ -147,6 +149,7 @@ def test_broker_that_must_rebuild_on_a_full_disk_starts_read_only(small_disk: Sm
         broker.start()
         assert client.get(path("v1", "topics", TOPIC)).status_code == 200
         assert_store_unavailable(post_send(client, TOPIC, "refused"))
+        assert "rebuild the consume queues" in client.get("/healthz").json()["store_problem"]
         assert "read-only" in log_of(broker)
         small_disk.free()
         broker.restart()
