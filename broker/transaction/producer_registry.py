@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from broker.store.atomic_file import DamagedFile, read_json, write_json
+from broker.store.failure_watch import FailureWatch
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ class ProducerRegistry:
         self._clock = clock
         self._groups: dict[str, dict[str, ProducerEntry]] = {}
         self._cursor: dict[str, itertools.count[int]] = {}
+        self._saves = FailureWatch(f"cannot write {path}: %s; producers stay registered in memory", f"{path} written again", log)
         if path is not None:
             now = clock()
             try:
@@ -84,7 +86,9 @@ class ProducerRegistry:
         try:
             write_json(self._path, {"producers": entries})
         except OSError as exc:  # a full disk: members stay in memory, written with the next change
-            log.warning("cannot write %s: %s", self._path, exc)
+            self._saves.failed(exc)
+            return
+        self._saves.succeeded()
 
 
 def _parse_producers(raw: dict) -> list[tuple[str, str, str | None]]:
