@@ -273,6 +273,8 @@ class CommitLog:
             for seg in self._segments:
                 try:
                     os.fsync(seg.fd)
+                except OSError as exc:  # a failing disk: close the rest anyway; recovery checks the log
+                    log.error("fsync of segment %s failed at close: %s", seg.path.name, exc)
                 finally:
                     os.close(seg.fd)
             self._segments.clear()
