@@ -105,6 +105,8 @@ def test_a_topic_auto_created_on_a_full_disk_is_refused_not_kept_in_memory(small
         small_disk.fill()
         refused = post_send(client, "NEW_TOPIC", "first")
         while_full = client.get(path("v1", "topics", "NEW_TOPIC"))
+        explicit = client.post("/v1/topics", json={"name": "EXPLICIT", "queues": 2})
+        explicit_while_full = client.get(path("v1", "topics", "EXPLICIT"))
         small_disk.free()
         resp = post_send(client, "NEW_TOPIC", "second")
         assert resp.status_code == 200 and resp.json()["results"][0]["status"] == "SEND_OK"
@@ -116,6 +118,8 @@ def test_a_topic_auto_created_on_a_full_disk_is_refused_not_kept_in_memory(small
         assert [m["body"] for q in range(len(topic.json()["queues"])) for m in read_all(client, "NEW_TOPIC", q)] == ["second"]
     assert_store_unavailable(refused)
     assert while_full.status_code == 404, "a topic whose metadata could not be written exists in memory"
+    assert_store_unavailable(explicit)
+    assert explicit_while_full.status_code == 404
 
 
 def test_broker_starts_on_a_full_disk_serves_reads_and_receives_and_takes_sends_again_when_room_returns(
