@@ -378,19 +378,7 @@ class MessageStore:
                 replay_from = min(replay_from, last.commit_log_offset + last.size if last else self.commit_log.min_offset)
         rebuilt = 0
         try:
-            for rec in self.commit_log.scan(replay_from):
-                known_topic = self.topics.get(rec.topic)
-                if known_topic is None or rec.queue_id >= known_topic.queues:
-                    self.topics.learn(rec.topic, rec.queue_id + 1)
-                cq = self._queue(rec.topic, rec.queue_id)
-                if rec.queue_offset == cq.max_offset:
-                    cq.append(rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS")))
-                    rebuilt += 1
-                elif rec.queue_offset > cq.max_offset:
-                    raise CorruptLogError(
-                        f"consume queue {rec.topic}/{rec.queue_id} ends at {cq.max_offset} but the commit log holds "
-                        f"queue offset {rec.queue_offset} at {rec.commit_log_offset}; delete the consumequeue directory to rebuild it"
-                    )
+            rebuilt = self._replay(replay_from)
         except OSError as exc:
             self.read_only = (f"recovery could not rebuild the consume queues ({exc.strerror or exc}); "
                               "restart the broker once the disk has room")
@@ -400,6 +388,28 @@ class MessageStore:
             log.warning("recovered store: %s", report)
         self.checkpoint()
         return report
+
+    def _replay(self, start: int) -> int:
+        """Dispatch the log from ``start`` into consume queues that lack it; return entries added.
+
+        Topics found in the log are learnt in memory; the checkpoint saves them
+        before it moves past these records.
+        """
+        rebuilt = 0
+        for rec in self.commit_log.scan(start):
+            cfg = self.topics.get(rec.topic)
+            if cfg is None or rec.queue_id >= cfg.queues:
+                self.topics.learn(rec.topic, rec.queue_id + 1)
+            cq = self._queue(rec.topic, rec.queue_id)
+            if rec.queue_offset == cq.max_offset:
+                cq.append(rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS")))
+                rebuilt += 1
+            elif rec.queue_offset > cq.max_offset:
+                raise CorruptLogError(
+                    f"consume queue {rec.topic}/{rec.queue_id} ends at {cq.max_offset} but the commit log holds "
+                    f"queue offset {rec.queue_offset} at {rec.commit_log_offset}; delete the consumequeue directory to rebuild it"
+                )
+        return rebuilt
 
     def _rebuild_topics(self, queues: set[tuple[str, int]]) -> None:
         """topics.json is gone but the consume queues are there: one topic per directory, as many queues as it has."""
