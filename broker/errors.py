@@ -16,6 +16,7 @@ class BrokerError(Exception):
     status: ClassVar[int] = 500
     retriable: ClassVar[bool] = False
     title: ClassVar[str] = "Broker error"
+    retry_after: ClassVar[int | None] = None  # seconds, sent as Retry-After
 
     def __init__(self, detail: str = "", **extra: Any) -> None:
         super().__init__(detail or self.title)
@@ -170,9 +171,12 @@ class FlushDiskTimeout(BrokerError):
 
 
 class StoreUnavailable(BrokerError):
+    """The disk refused a write (full, over quota, failing); nothing of the request was acknowledged."""
+
     code = "STORE_UNAVAILABLE"
     status = 503
     retriable = True
+    retry_after = 1
     title = "The store is not accepting writes"
 
 

@@ -18,12 +18,21 @@ def _configure_logging(level: str) -> None:
         logging.getLogger(chatty).setLevel(logging.WARNING)
 
 
+# `halfmq broker` exit codes: 1 port in use, 2 data dir locked, 3 corrupt commit log,
+# 4 a damaged source metadata file (topics.json, consumer_offsets.json),
+# 5 the data directory cannot be created or written at all (a new one on a full disk).
+EXIT_DAMAGED_METADATA = 4
+EXIT_DATA_DIR_UNUSABLE = 5
+
+
 def cmd_broker(args: argparse.Namespace) -> int:
     from broker.api.app import create_app
     from broker.api.runtime import BrokerRuntime
     from broker.config import BrokerSettings
+    from broker.store.atomic_file import DamagedFile
     from broker.store.commit_log import CorruptLogError
     from broker.store.data_lock import DataDirLocked
+    from broker.store.message_store import StoreNotWritable
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items() if v is not None}
     settings = BrokerSettings(**overrides)
@@ -41,6 +50,12 @@ def cmd_broker(args: argparse.Namespace) -> int:
     except CorruptLogError as exc:
         log.error("cannot start: %s", exc)
         return 3
+    except DamagedFile as exc:
+        log.error("cannot start: %s", exc)
+        return EXIT_DAMAGED_METADATA
+    except (StoreNotWritable, OSError) as exc:
+        log.error("cannot start: the data directory %s cannot be used: %s", settings.data_dir, exc)
+        return EXIT_DATA_DIR_UNUSABLE
     log.info("recovered in %.3fs (%s)", runtime.store.recovery.seconds, runtime.store.recovery)
     from .broker_server import PortInUse, serve
 

@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from broker.errors import BrokerError, MethodNotAllowed
 
-from .problems import PROBLEM
+from .problems import PROBLEM, as_broker_error, log_server_error, problem_headers
 
 log = logging.getLogger(__name__)
 _JSON = b"application/json"
@@ -164,13 +164,14 @@ class HotPathApp:
             body = orjson.dumps(reply.content)
         except ClientGone:
             return
-        except BrokerError as exc:
-            if exc.status >= 500:
-                log.warning("%s %s: %s", scope["method"], path, exc.detail)
-            await _answer(send, exc.status, _PROBLEM, _problem(exc, path))
-            return
-        except Exception:
-            log.exception("unhandled error on %s %s", scope["method"], path)
-            await _answer(send, 500, _PROBLEM, _problem(BrokerError("internal error; see the broker log"), path))
+        except Exception as exc:
+            error = as_broker_error(exc)
+            if error is None:
+                log.exception("unhandled error on %s %s", scope["method"], path)
+                error = BrokerError("internal error; see the broker log")
+            else:
+                log_server_error(scope["method"], path, error)
+            headers = [(k.encode(), v.encode()) for k, v in problem_headers(error).items()]
+            await _answer(send, error.status, _PROBLEM, _problem(error, path), headers)
             return
         await _answer(send, reply.status, _JSON, body)

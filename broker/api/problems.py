@@ -9,14 +9,36 @@ from fastapi.exceptions import RequestValidationError
 from .responses import JsonResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from broker.errors import BrokerError, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, UnsupportedMediaType
+from broker.errors import BrokerError, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, StoreUnavailable, UnsupportedMediaType
+from broker.store.message_store import StoreClosed, StoreNotWritable
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
+STORE_ERRORS = (StoreNotWritable, StoreClosed)
+
+
+def as_broker_error(exc: Exception) -> BrokerError | None:
+    """The problem a domain exception stands for; None for a bug (a 500 with its traceback in the log)."""
+    if isinstance(exc, BrokerError):
+        return exc
+    if isinstance(exc, STORE_ERRORS):
+        return StoreUnavailable(str(exc))
+    return None
+
+
+def problem_headers(error: BrokerError) -> dict[str, str]:
+    return {"retry-after": str(error.retry_after)} if error.retry_after else {}
+
+
+def log_server_error(method: str, path: str, error: BrokerError) -> None:
+    """A line per 5xx answer, except a refusing store: it logs when it starts and stops refusing."""
+    if error.status >= 500 and not isinstance(error, StoreUnavailable):
+        log.warning("%s %s: %s", method, path, error.detail)
 
 
 def problem_response(error: BrokerError, request: Request) -> JsonResponse:
-    return JsonResponse(error.to_problem(request.url.path), status_code=error.status, media_type=PROBLEM)
+    return JsonResponse(error.to_problem(request.url.path), status_code=error.status, media_type=PROBLEM,
+                        headers=problem_headers(error) or None)
 
 
 def _validation_error(exc: RequestValidationError, request: Request) -> BrokerError:
@@ -34,9 +56,14 @@ def _validation_error(exc: RequestValidationError, request: Request) -> BrokerEr
 def install(app: FastAPI) -> None:
     @app.exception_handler(BrokerError)
     async def _broker_error(request: Request, exc: BrokerError) -> JsonResponse:
-        if exc.status >= 500:
-            log.warning("%s %s: %s", request.method, request.url.path, exc.detail)
+        log_server_error(request.method, request.url.path, exc)
         return problem_response(exc, request)
+
+    async def _store_error(request: Request, exc: Exception) -> JsonResponse:
+        return problem_response(StoreUnavailable(str(exc)), request)
+
+    for store_error in STORE_ERRORS:
+        app.add_exception_handler(store_error, _store_error)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JsonResponse:

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 from broker.errors import ConsumerGroupNotFound, InvalidGroupName, InvalidReceiptHandle, SystemTopicForbidden, TopicNotFound
 from broker.store.damaged_records import DamagedEntry
-from broker.store.message_store import MessageStore, PutItem
+from broker.store.message_store import MessageStore, PutItem, StoreNotWritable
 from broker.store.record import StoredMessage
 from broker.store.topics import CHECK_MAX_TIME_TOPIC, dlq_topic, is_valid_user_name
 
@@ -39,6 +39,9 @@ class Delivery:
 class DeliveryPolicy:
     max_reconsume_times: int = 16
     retry_delays: Sequence[float] = (10, 30, 60)
+
+
+DLQ_RETRY_SECONDS = 1.0
 
 
 @dataclass
@@ -137,7 +140,12 @@ class DeliveryService:
                 self._settle(group, topic, qid, progress, offset)
                 continue
             if exhausted(item.deliveries, self._policy.max_reconsume_times):
-                self._move_to_dlq(group, message, item.deliveries)
+                try:
+                    self._move_to_dlq(group, message, item.deliveries)
+                except StoreNotWritable:  # a full disk: the store logs it; try the move again a little later
+                    item = progress.postpone(offset, now + DLQ_RETRY_SECONDS)
+                    heapq.heappush(state.due, (item.visible_at, qid, offset, item.nonce))
+                    continue
                 self._settle(group, topic, qid, progress, offset)
                 continue
             item = progress.redeliver(offset, now, invisible)

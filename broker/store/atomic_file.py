@@ -4,18 +4,34 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import orjson
 
+T = TypeVar("T")
+
+
+class DamagedFile(Exception):
+    """A metadata file is there but does not hold what it should (truncated, edited, not ours)."""
+
+    def __init__(self, path: Path, reason: str, remedy: str = "") -> None:
+        super().__init__(f"{path} is damaged ({reason})" + (f"; {remedy}" if remedy else ""))
+        self.path = path
+        self.reason = reason
+
 
 def write_json(path: Path, data: Any) -> None:
+    """Replace ``path`` whole or not at all; a failed write (a full disk) leaves no temp file holding space."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -23,8 +39,13 @@ def write_json(path: Path, data: Any) -> None:
         os.close(fd)
 
 
-def read_json(path: Path, default: Any) -> Any:
+def read_json(path: Path, default: T, parse: Callable[[Any], T] = lambda raw: raw, remedy: str = "") -> T:
+    """``parse`` of the file's JSON, ``default`` when there is no file; DamagedFile when it cannot be read as such."""
     try:
-        return orjson.loads(path.read_bytes())
+        data = path.read_bytes()
     except FileNotFoundError:
         return default
+    try:
+        return parse(orjson.loads(data))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DamagedFile(path, f"{type(exc).__name__}: {exc}", remedy) from None

@@ -73,6 +73,7 @@ class CommitLog:
         self.segment_bytes = segment_bytes
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._leftovers: Segment | None = None  # a failed write's bytes past its segment's end, not yet cut off
         self._segments: list[Segment] = []
         self._bases: list[int] = []
         for path in sorted(self.directory.iterdir()):
@@ -120,6 +121,7 @@ class CommitLog:
         """
         if size > self.segment_bytes:
             raise ValueError(f"a write group of {size} bytes exceeds the segment size {self.segment_bytes}")
+        self._cut_leftovers()
         last = self._segments[-1]
         if last.size and last.size + size > self.segment_bytes:
             with self._lock:
@@ -127,14 +129,36 @@ class CommitLog:
         return self._segments[-1].end
 
     def write(self, blob: bytes | bytearray | memoryview) -> int:
+        """Append ``blob`` whole, or raise OSError having appended nothing.
+
+        A full disk takes part of a write before refusing the rest. Those bytes
+        are cut off at once: the next write starts where this one did, and a
+        shorter one must not leave the tail of a failed one behind it for
+        recovery to find.
+        """
+        self._cut_leftovers()
         seg = self._segments[-1]
         view = memoryview(blob)
         written = 0
-        while written < len(view):
-            written += os.pwrite(seg.fd, view[written:], seg.size + written)
+        try:
+            while written < len(view):
+                written += os.pwrite(seg.fd, view[written:], seg.size + written)
+        except OSError:
+            self._leftovers = seg
+            try:
+                self._cut_leftovers()
+            except OSError:
+                pass  # cut before the next write, which fails until then
+            raise
         start = seg.end
         seg.size += written
         return start
+
+    def _cut_leftovers(self) -> None:
+        seg = self._leftovers
+        if seg is not None:
+            os.ftruncate(seg.fd, seg.size)
+            self._leftovers = None
 
     def flush(self) -> int:
         """fsync every segment with unflushed bytes; return the offset now durable."""
@@ -303,6 +327,8 @@ class CommitLog:
             for seg in self._segments:
                 try:
                     os.fsync(seg.fd)
+                except OSError as exc:  # a failing disk: close the rest anyway; recovery checks the log
+                    log.error("fsync of segment %s failed at close: %s", seg.path.name, exc)
                 finally:
                     os.close(seg.fd)
             self._segments.clear()

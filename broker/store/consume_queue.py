@@ -155,6 +155,7 @@ class ConsumeQueue:
         pos = max(queue_offset, self.min_offset) * ENTRY_SIZE
         while self._files and self._files[-1][0] > pos:
             base, fd = self._files.pop()
+            self._dirty.discard(fd)
             os.close(fd)
             (self.directory / f"{base:0{NAME_WIDTH}d}").unlink()
         if self._files:

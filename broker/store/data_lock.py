@@ -28,8 +28,11 @@ class DataDirLock:
                 f"data directory {self.path.parent} is in use by broker pid {holder}; "
                 "stop it or choose another --data-dir"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+        except OSError:
+            pass  # a full disk: the pid is only a hint for the message above, the flock is the lock
         self._fd = fd
 
     def release(self) -> None:

@@ -14,6 +14,8 @@ import time
 from concurrent.futures import Future
 from typing import Callable
 
+from .failure_watch import FailureWatch
+
 log = logging.getLogger(__name__)
 
 
@@ -24,9 +26,11 @@ class GroupCommitService(threading.Thread):
     pending future per flush generation, not one per append.
     """
 
-    def __init__(self, flush: Callable[[], int], flushed: int, *, interval: float | None = None) -> None:
+    def __init__(self, flush: Callable[[], int], flushed: int, *, interval: float | None = None,
+                 on_failure: Callable[[OSError], None] | None = None) -> None:
         super().__init__(name="halfmq-group-commit", daemon=True)
         self._flush = flush
+        self._on_failure = on_failure or FailureWatch("commit log fsync failed: %s", "", log).failed
         self._interval = interval  # async mode: flush on a timer as well
         self._cond = threading.Condition()
         self._pending: Future[int] | None = None
@@ -60,7 +64,13 @@ class GroupCommitService(threading.Thread):
                 batch, self._pending = self._pending, None
             try:
                 flushed = self._flush()
-            except Exception as exc:  # disk failure: every waiter must hear of it
+            except OSError as exc:  # disk failure: every waiter must hear of it
+                self._on_failure(exc)
+                if batch is not None:
+                    batch.set_exception(exc)
+                time.sleep(0.05)
+                continue
+            except Exception as exc:
                 log.exception("commit log fsync failed")
                 if batch is not None:
                     batch.set_exception(exc)

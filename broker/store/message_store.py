@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal, NamedTuple
 
-from .atomic_file import read_json, write_json
+from .atomic_file import DamagedFile, read_json, write_json
 from .commit_log import CommitLog, CorruptLogError, Damage
 from .consume_queue import ConsumeQueue, QueueEntry
 from .damaged_records import DamagedEntry, DamagedRecordError, DamagedRecords
 from .data_lock import DataDirLock
+from .failure_watch import FailureWatch
 from .flush_service import GroupCommitService, PeriodicService
 from .offset_table import OffsetTable
 from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, RecordError, StoredMessage, encode_parts, encode_properties, record_size, tag_hash
@@ -88,6 +89,13 @@ class MessageStore:
             self._queues: dict[tuple[str, int], ConsumeQueue] = {}
             self._listeners: list[Listener] = []
             self.damaged = DamagedRecords()
+            self._writes = FailureWatch(
+                "store unavailable: %s; writes are refused until the disk takes them again",
+                "store available again: writes succeed", log)
+            self._snapshots = FailureWatch(
+                "cannot write the checkpoint and consumer offsets: %s; retrying every interval",
+                "checkpoint and consumer offsets written again", log)
+            self.read_only: str | None = None  # why no write is taken until a restart (unfinished recovery, failed fsync)
             self.recovery = self._recover()
         except BaseException:
             self._lock_file.release()
@@ -95,6 +103,7 @@ class MessageStore:
         self._group_commit = GroupCommitService(
             self.commit_log.flush, self.commit_log.end_offset,
             interval=config.async_flush_interval if config.flush_mode == "async" else None,
+            on_failure=self._fsync_failed,
         )
         self._checkpointer = PeriodicService("halfmq-checkpoint", self.checkpoint, config.checkpoint_interval)
         self._group_commit.start()
@@ -106,11 +115,27 @@ class MessageStore:
         return self.topics.get(name)
 
     def create_topic(self, name: str, queues: int) -> TopicConfig:
+        """Create a topic durably before anything can be sent to it (StoreNotWritable if the disk refuses).
+
+        Every queue gets its consume-queue directory first, so a lost topics.json
+        can be rebuilt with the right queue counts.
+        """
         with self._write_lock:
             existing = self.topics.get(name)
             if existing is not None:
                 return existing
-            return self.topics.put(name, queues)
+            self._check_writable()
+            try:
+                for qid in range(queues):
+                    self._queue(name, qid)
+                return self.topics.put(name, queues)
+            except OSError as exc:
+                raise self._refused(f"cannot create topic {name!r}", exc) from exc
+
+    @property
+    def write_problem(self) -> str | None:
+        """Why writes are refused now (read-only, or the last write failed), None while they work."""
+        return self.read_only or self._writes.failure
 
     def queue_range(self, topic: str, queue_id: int) -> tuple[int, int]:
         cq = self._queues.get((topic, queue_id))
@@ -155,16 +180,22 @@ class MessageStore:
         results: list[PutResult] = []
         last = len(items) - 1
         with self._write_lock:
-            if self._closed:
-                raise StoreClosed("the store is closed")
-            offset = self.commit_log.next_offset_for(total)
+            self._check_writable()
+            try:
+                offset = self.commit_log.next_offset_for(total)
+            except OSError as exc:
+                raise self._refused("cannot start a commit-log segment", exc) from exc
             queues: dict[tuple[str, int], tuple[list[int], list[tuple[int, int, int]]]] = {}  # next offset, entries
             chunks: list[bytes] = []
             for i, it in enumerate(items):
                 key = (it.topic, it.queue_id)
                 queue = queues.get(key)
                 if queue is None:
-                    queue = queues[key] = ([self._queue(*key).max_offset], [])
+                    try:
+                        cq = self._queue(*key)
+                    except OSError as exc:
+                        raise self._refused(f"cannot open consume queue {key[0]}/{key[1]}", exc) from exc
+                    queue = queues[key] = ([cq.max_offset], [])
                 qoff = queue[0][0]
                 queue[0][0] = qoff + 1
                 t, p, size = parts[i]
@@ -173,18 +204,61 @@ class MessageStore:
                 results.append(PutResult(it.topic, it.queue_id, qoff, offset, size, it.properties, now))
                 queue[1].append((offset, size, tag_hash(it.tag) if it.tag else 0))
                 offset += size
-            self.commit_log.write(b"".join(chunks))
-            for key, (_, queue_entries) in queues.items():
-                self._queues[key].append_many(queue_entries)
+            self._append_entries_then(queues, lambda: self.commit_log.write(b"".join(chunks)))
+        self._writes.succeeded()
         for key in queues:
             for listener in self._listeners:
                 listener(*key)
         return results, offset
 
+    def _append_entries_then(self, queues: dict[tuple[str, int], tuple[list[int], list[tuple[int, int, int]]]],
+                             write_log: Callable[[], object]) -> None:
+        """Consume-queue entries first, then the log; a refusal from the disk undoes the entries.
+
+        In this order a failure leaves nothing behind: entries pointing past the log
+        are cut here (and by recovery after a crash), whereas a log record without
+        its entry would make the next message reuse its queue offset.
+        """
+        done: list[tuple[ConsumeQueue, int]] = []
+        try:
+            for key, (_, entries) in queues.items():
+                cq = self._queues[key]
+                done.append((cq, cq.max_offset))
+                cq.append_many(entries)
+            write_log()
+        except OSError as exc:
+            for cq, before in reversed(done):
+                try:
+                    cq.truncate_to(before)
+                except OSError as undo:
+                    self.read_only = f"cannot undo consume-queue entries of a failed write ({undo}); restart the broker"
+                    log.error("store is read-only: %s", self.read_only)
+            raise self._refused("cannot append messages", exc) from exc
+
+    def _fsync_failed(self, exc: OSError) -> None:
+        """After a failed fsync Linux may drop the unwritten pages and report it only once, so a later
+        fsync that succeeds proves nothing about them: take no more writes, let recovery check the log."""
+        if self.read_only is None:
+            self.read_only = (f"an fsync of the commit log failed ({exc}); what was written since the last good "
+                              "fsync may not be on disk: restart the broker so recovery checks the log")
+            log.error("store is read-only: %s", self.read_only)
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        if self.read_only is not None:
+            raise StoreNotWritable(f"the store is read-only: {self.read_only}")
+
+    def _refused(self, what: str, exc: OSError) -> "StoreNotWritable":
+        self._writes.failed(f"{what}: {exc}")
+        return StoreNotWritable(f"{what}: {exc.strerror or exc}")
+
     def wait_flushed(self, offset: int) -> Future[int] | None:
         """A future resolved once ``offset`` is on disk; None in async mode (acknowledge after write)."""
         if self.config.flush_mode == "async":
             return None
+        if self.read_only is not None and offset > self._group_commit.flushed_offset:
+            raise StoreNotWritable(f"the store is read-only: {self.read_only}")  # no fsync after a failed one is trusted
         return self._group_commit.wait_for(offset)
 
     @property
@@ -263,23 +337,42 @@ class MessageStore:
 
     # --- durability -------------------------------------------------------------
     def checkpoint(self) -> None:
-        """Make consume queues and offsets durable and record how far the log is dispatched."""
+        """Make consume queues and offsets durable and record how far the log is dispatched.
+
+        A disk that refuses is logged once (not each second) and retried next time.
+        Topics recovery found but could not save are saved first: the checkpoint
+        must not move past the records they were learnt from. A read-only store
+        (recovery unfinished) writes consumer offsets only.
+        """
         # Offsets are taken before the fsync: a persisted offset may then only point at
         # records the fsync below made durable (the transaction checkpoint relies on it).
         offsets = self.offsets.snapshot()
-        with self._write_lock:
-            dispatched = self.commit_log.end_offset
-            sizes = {f"{t}/{q}": cq.max_offset for (t, q), cq in self._queues.items()}
-            queues = list(self._queues.values())
-        flushed = self.commit_log.flush()
-        for cq in queues:
-            cq.flush()
-        write_json(self._checkpoint_path, {"commit_log_offset": min(dispatched, flushed), "queues": sizes})
-        self.offsets.write(offsets)
+        try:
+            with self._write_lock:
+                dispatched = self.commit_log.end_offset
+                sizes = {f"{t}/{q}": cq.max_offset for (t, q), cq in self._queues.items()}
+                queues = list(self._queues.values())
+            flushed = self.commit_log.flush()
+            if self.read_only is None:
+                for cq in queues:
+                    cq.flush()
+                with self._write_lock:  # create_topic writes the same file
+                    self.topics.save_if_changed()
+                write_json(self._checkpoint_path, {"commit_log_offset": min(dispatched, flushed), "queues": sizes})
+            self.offsets.write(offsets)
+        except OSError as exc:
+            self.offsets.unsaved()
+            self._snapshots.failed(exc)
+            return
+        self._snapshots.succeeded()
 
     def _recover(self) -> RecoveryReport:
         started = time.monotonic()
-        ckpt = read_json(self._checkpoint_path, None)
+        try:
+            ckpt = read_json(self._checkpoint_path, None, _parse_checkpoint)
+        except DamagedFile as exc:
+            log.warning("%s; it is derived: scanning the whole commit log instead", exc)
+            ckpt = None
         log_end_before = self.commit_log.end_offset
         start = ckpt["commit_log_offset"] if ckpt else self.commit_log.min_offset
         if start > log_end_before:
@@ -292,11 +385,15 @@ class MessageStore:
         trimmed = 0
         replay_from = start
         known = {(cfg.name, q) for cfg in self.topics.all() for q in range(cfg.queues)}
+        on_disk: set[tuple[str, int]] = set()
         if self._cq_root.exists():
             for topic_dir in self._cq_root.iterdir():
                 for qdir in topic_dir.iterdir():
                     if qdir.name.isdigit():
-                        known.add((topic_dir.name, int(qdir.name)))
+                        on_disk.add((topic_dir.name, int(qdir.name)))
+        known |= on_disk
+        if not self.topics.found and on_disk:
+            self._rebuild_topics(on_disk)
         expected = (ckpt or {}).get("queues", {})
         for topic, qid in sorted(known):
             cq = self._queue(topic, qid)
@@ -304,9 +401,17 @@ class MessageStore:
             if cq.repaired or cq.max_offset < expected.get(f"{topic}/{qid}", 0):
                 last = cq.last_entry()
                 replay_from = min(replay_from, last.commit_log_offset + last.size if last else self.commit_log.min_offset)
-        rebuilt = self._replay(replay_from)
-        for group, topic, qid, was, now in self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1]):
-            log.warning("offset of group %s on %s/%d lowered from %d to %d, the end of the recovered queue", group, topic, qid, was, now)
+        try:
+            rebuilt = self._replay(replay_from)
+        except OSError as exc:
+            rebuilt = 0
+            self.read_only = (f"recovery could not rebuild the consume queues ({exc.strerror or exc}); "
+                              "restart the broker once the disk has room")
+            log.error("store is read-only: %s", self.read_only)
+        if self.read_only is None:  # half-rebuilt queue ends would lower offsets for good
+            for group, topic, qid, was, now in self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1]):
+                log.warning("offset of group %s on %s/%d lowered from %d to %d, the end of the recovered queue",
+                            group, topic, qid, was, now)
         report = RecoveryReport(end, replay_from, rebuilt, trimmed, time.monotonic() - started)
         if rebuilt or trimmed or log_end_before != end:
             log.warning("recovered store: %s", report)
@@ -330,7 +435,7 @@ class MessageStore:
                 continue
             cfg = self.topics.get(rec.topic)
             if cfg is None or rec.queue_id >= cfg.queues:
-                self.topics.put(rec.topic, rec.queue_id + 1)
+                self.topics.learn(rec.topic, rec.queue_id + 1)
             cq = self._queue(rec.topic, rec.queue_id)
             if rec.queue_offset > cq.max_offset and damage is not None:
                 log.warning("consume queue %s/%d: offsets %d to %d index damaged records (%s)", rec.topic, rec.queue_id,
@@ -348,6 +453,16 @@ class MessageStore:
                 )
         return rebuilt
 
+    def _rebuild_topics(self, queues: set[tuple[str, int]]) -> None:
+        """topics.json is gone but the consume queues are there: one topic per directory, as many queues as it has."""
+        counts: dict[str, int] = {}
+        for topic, qid in queues:
+            counts[topic] = max(counts.get(topic, 0), qid + 1)
+        for topic, count in sorted(counts.items()):
+            self.topics.learn(topic, count)
+        log.warning("%s is missing: rebuilt %d topics from the consume-queue directories: %s",
+                    self.topics.path, len(counts), ", ".join(f"{t} ({n} queues)" for t, n in sorted(counts.items())))
+
     def close(self) -> None:
         with self._write_lock:
             if self._closed:
@@ -363,6 +478,16 @@ class MessageStore:
 
 class StoreClosed(Exception):
     pass
+
+
+class StoreNotWritable(Exception):
+    """The disk refused a write (full, over quota, failing): nothing of it is stored; trying later may work."""
+
+
+def _parse_checkpoint(raw: dict) -> dict:
+    if not isinstance(raw["commit_log_offset"], int) or not isinstance(raw.get("queues", {}), dict):
+        raise ValueError("unexpected checkpoint layout")
+    return raw
 
 
 class GroupTooLarge(ValueError):

@@ -16,14 +16,13 @@ from .atomic_file import read_json, write_json
 
 
 class OffsetTable:
+    REMEDY = ("restore it from a backup, or move it aside to have every consumer group "
+              "start again from each queue's first message")
+
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        raw = read_json(path, {"offsets": {}})
-        self._offsets: dict[str, dict[str, dict[int, int]]] = {
-            group: {topic: {int(q): off for q, off in queues.items()} for topic, queues in topics.items()}
-            for group, topics in raw["offsets"].items()
-        }
+        self._offsets: dict[str, dict[str, dict[int, int]]] = read_json(path, {}, _parse_offsets, self.REMEDY)
         self._dirty = False
 
     def get(self, group: str, topic: str, queue_id: int) -> int | None:
@@ -70,8 +69,29 @@ class OffsetTable:
             return {g: {t: {str(q): o for q, o in qs.items()} for t, qs in ts.items()} for g, ts in self._offsets.items()}
 
     def write(self, snapshot: dict | None) -> None:
-        if snapshot is not None:
+        """Persist a ``snapshot``; when that fails, the next snapshot is taken again."""
+        if snapshot is None:
+            return
+        try:
             write_json(self.path, {"offsets": snapshot})
+        except BaseException:
+            self.unsaved()
+            raise
+
+    def unsaved(self) -> None:
+        """The last snapshot did not reach the disk: the next one must not be skipped."""
+        with self._lock:
+            self._dirty = True
 
     def persist(self) -> None:
         self.write(self.snapshot())
+
+
+def _parse_offsets(raw: dict) -> dict[str, dict[str, dict[int, int]]]:
+    out = {
+        group: {topic: {int(q): off for q, off in queues.items()} for topic, queues in topics.items()}
+        for group, topics in raw["offsets"].items()
+    }
+    if any(not isinstance(off, int) for topics in out.values() for queues in topics.values() for off in queues.values()):
+        raise ValueError("an offset is not an integer")
+    return out

@@ -44,12 +44,20 @@ class TopicConfig:
 
 
 class TopicTable:
-    """Durable map of topic name → config; rewritten atomically on every change (changes are rare)."""
+    """Durable map of topic name → config; rewritten atomically on every change (changes are rare).
+
+    ``put`` changes memory only once the file holds the change, so nothing can
+    depend on a topic a crash would forget. ``learn`` is for recovery, which
+    finds topics in the commit log and the consume queues and saves them once.
+    """
+
+    REMEDY = "restore it from a backup, or move it aside to rebuild the topics from the consume-queue directories"
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        raw = read_json(path, {"topics": {}})
-        self._topics = {name: TopicConfig(name, cfg["queues"], cfg.get("created_at", 0)) for name, cfg in raw["topics"].items()}
+        self.found = path.exists()
+        self._topics = read_json(path, {}, _parse_topics, self.REMEDY)
+        self._unsaved = False
 
     def get(self, name: str) -> TopicConfig | None:
         return self._topics.get(name)
@@ -58,10 +66,35 @@ class TopicTable:
         return sorted(self._topics.values(), key=lambda t: t.name)
 
     def put(self, name: str, queues: int) -> TopicConfig:
+        """Add or change a topic durably (OSError, and no change, when the file cannot be written)."""
         cfg = TopicConfig(name, queues, int(time.time() * 1000))
-        self._topics[name] = cfg
-        self._save()
+        topics = {**self._topics, name: cfg}
+        self._write(topics)
+        self._topics = topics
+        self._unsaved = False
         return cfg
 
-    def _save(self) -> None:
-        write_json(self.path, {"topics": {n: {"queues": c.queues, "created_at": c.created_at} for n, c in self._topics.items()}})
+    def learn(self, name: str, queues: int) -> TopicConfig:
+        """Add or widen a topic in memory only; ``save_if_changed`` makes it durable."""
+        cfg = TopicConfig(name, queues, int(time.time() * 1000))
+        self._topics[name] = cfg
+        self._unsaved = True
+        return cfg
+
+    def save_if_changed(self) -> None:
+        if self._unsaved:
+            self._write(self._topics)
+            self._unsaved = False
+
+    def _write(self, topics: dict[str, TopicConfig]) -> None:
+        write_json(self.path, {"topics": {n: {"queues": c.queues, "created_at": c.created_at} for n, c in topics.items()}})
+
+
+def _parse_topics(raw: dict) -> dict[str, TopicConfig]:
+    topics = {}
+    for name, cfg in raw["topics"].items():
+        queues = cfg["queues"]
+        if not isinstance(queues, int) or queues < 1:
+            raise ValueError(f"topic {name!r} has {queues!r} queues")
+        topics[name] = TopicConfig(name, queues, cfg.get("created_at", 0))
+    return topics

@@ -15,8 +15,9 @@ import logging
 import time
 from typing import Callable
 
-from broker.errors import DamagedRecord, TransactionConflict
+from broker.errors import DamagedRecord, StoreUnavailable, TransactionConflict
 from broker.message_view import restored_view
+from broker.store.message_store import StoreNotWritable
 
 from .check_client import CheckAnswer, CheckClient, CheckOutcome
 from .check_policy import CheckDecision, CheckPolicy, decide
@@ -78,7 +79,10 @@ class CheckService:
         decision = decide(now=now, due_at=tx.due_at, check_times=tx.check_times,
                           has_producer=bool(self._registry.live(tx.producer_group)), policy=self._policy)
         if decision is CheckDecision.DISCARD:
-            self._txs.apply(tx, TxEvent.DISCARD, note="check max")
+            try:
+                self._txs.apply(tx, TxEvent.DISCARD, note="check max")
+            except StoreNotWritable:  # a full disk (the store logs it): discard at the next check
+                self._txs.reschedule(tx, now + self._policy.check_interval)
         elif decision is CheckDecision.NO_PRODUCER:
             self.no_producer += 1
             self._txs.reschedule(tx, now + self._policy.check_interval)
@@ -128,14 +132,17 @@ class CheckService:
                 self.no_producer += 1
                 self._txs.reschedule(tx, self._clock() + self._policy.check_interval)
                 return
-            self._txs.record_check(tx, answer.outcome.value)
-            if answer.outcome in (CheckOutcome.COMMIT, CheckOutcome.ROLLBACK):
-                try:
-                    await self._txs.end(tx.transaction_id, tx.producer_group, answer.outcome.value, from_check=True)
-                except TransactionConflict:
-                    pass
-            elif answer.outcome is not CheckOutcome.UNKNOWN:
-                log.info("check of %s: %s %s", tx.transaction_id, answer.outcome.value, answer.detail)
+            try:
+                self._txs.record_check(tx, answer.outcome.value)
+                if answer.outcome in (CheckOutcome.COMMIT, CheckOutcome.ROLLBACK):
+                    try:
+                        await self._txs.end(tx.transaction_id, tx.producer_group, answer.outcome.value, from_check=True)
+                    except TransactionConflict:
+                        pass
+                elif answer.outcome is not CheckOutcome.UNKNOWN:
+                    log.info("check of %s: %s %s", tx.transaction_id, answer.outcome.value, answer.detail)
+            except (StoreNotWritable, StoreUnavailable):  # a full disk (the store logs it): ask again next interval
+                self._txs.reschedule(tx, self._clock() + self._policy.check_interval)
 
     def recheck_now(self, tx: Tx) -> None:
         if tx.state is not TxState.PENDING:

@@ -2,10 +2,10 @@
 
 Membership is snapshotted to disk when it changes (not on every heartbeat), so
 a restarted broker can check back at once instead of waiting for heartbeats;
-restored members get a fresh expiry window. A heartbeat that changes membership is
-written before it is applied, so one whose snapshot fails changes nothing; an
-expiry is applied even when its snapshot fails (it happens inside a check round,
-and a stale snapshot only restores members that expire again).
+restored members get a fresh expiry window. A snapshot the disk refuses is logged
+once (not per heartbeat) and the change is kept in memory: registrations are
+soft state that producers renew, and the next change writes them all again. An
+expiry never raises into the check round that noticed it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from broker.store.atomic_file import read_json, write_json
+from broker.store.atomic_file import DamagedFile, read_json, write_json
+from broker.store.failure_watch import FailureWatch
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +38,16 @@ class ProducerRegistry:
         self._clock = clock
         self._groups: dict[str, dict[str, ProducerEntry]] = {}
         self._cursor: dict[str, itertools.count[int]] = {}
+        self._saves = FailureWatch(f"cannot write {path}: %s; producers stay registered in memory", f"{path} written again", log)
         if path is not None:
             now = clock()
-            for entry in read_json(path, {"producers": []})["producers"]:
-                self._groups.setdefault(entry["group"], {})[entry["client_id"]] = ProducerEntry(
-                    entry["group"], entry["client_id"], entry.get("check_url"), now)
+            try:
+                entries = read_json(path, [], _parse_producers)
+            except DamagedFile as exc:  # soft state: producers heartbeat again within their expiry
+                log.warning("%s; starting with no registered producers until they heartbeat again", exc)
+                entries = []
+            for group, client_id, check_url in entries:
+                self._groups.setdefault(group, {})[client_id] = ProducerEntry(group, client_id, check_url, now)
 
     def heartbeat(self, group: str, client_id: str, check_url: str | None) -> None:
         entry = ProducerEntry(group, client_id, check_url, self._clock())
@@ -59,10 +65,7 @@ class ProducerRegistry:
         for cid in expired:
             del members[cid]
         if expired:
-            try:
-                self._save(self._entries())
-            except OSError:
-                log.exception("could not snapshot producer registrations after expiring %s of %s", expired, group)
+            self._save(self._entries())
         return [e for e in members.values() if e.check_url]
 
     def rotation(self, group: str) -> list[ProducerEntry]:
@@ -82,4 +85,14 @@ class ProducerRegistry:
     def _save(self, entries: list[ProducerEntry]) -> None:
         if self._path is None:
             return
-        write_json(self._path, {"producers": [{"group": e.group, "client_id": e.client_id, "check_url": e.check_url} for e in entries]})
+        try:
+            write_json(self._path, {"producers": [{"group": e.group, "client_id": e.client_id, "check_url": e.check_url}
+                                                  for e in entries]})
+        except OSError as exc:  # a full disk: members stay in memory, written with the next change
+            self._saves.failed(exc)
+            return
+        self._saves.succeeded()
+
+
+def _parse_producers(raw: dict) -> list[tuple[str, str, str | None]]:
+    return [(str(e["group"]), str(e["client_id"]), e.get("check_url")) for e in raw["producers"]]

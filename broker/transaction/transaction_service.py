@@ -231,14 +231,17 @@ class TransactionService:
         return EndOutcome(tx, duplicate=False, half=half)
 
     def record_check(self, tx: Tx, answer: str) -> None:
-        """Count a check that reached a producer, durably, and schedule the next one."""
+        """Count a check that reached a producer, durably, and schedule the next one.
+
+        The op record is written first: a disk that refuses it (StoreNotWritable) leaves the count as it was.
+        """
+        op = self._op(tx, "check", None)
+        op.properties.update({"TRANSACTION_CHECK_TIMES": str(tx.check_times + 1), "LAST_ANSWER": answer})
+        self.store.put([op])
         tx.check_times += 1
         tx.last_answer = answer
         tx.last_check_ms = int(self._clock() * 1000)
         self.reschedule(tx, next_check_at(self._clock(), self.policy))
-        op = self._op(tx, "check", None)
-        op.properties.update({"TRANSACTION_CHECK_TIMES": str(tx.check_times), "LAST_ANSWER": answer})
-        self.store.put([op])
         self.stats.checks[answer] = self.stats.checks.get(answer, 0) + 1
 
     def reschedule(self, tx: Tx, due_at: float) -> None:

@@ -25,6 +25,7 @@ async def healthz(request: Request) -> JsonResponse:
         "flushed_offset": store.flushed_offset,
         "flush_mode": rt.settings.flush_mode,
         "topics": len(store.topics.all()),
+        "store_problem": store.write_problem,  # why writes answer STORE_UNAVAILABLE, if they do
         "recovery_seconds": round(store.recovery.seconds, 4),
     })
 

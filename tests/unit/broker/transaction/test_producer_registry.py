@@ -1,3 +1,4 @@
+import logging
 from pathlib import Path
 
 import pytest
@@ -57,17 +58,23 @@ def _block_snapshots(path: Path) -> None:
     (path.parent / (path.name + ".tmp")).mkdir()
 
 
-def test_a_heartbeat_whose_snapshot_fails_changes_nothing(tmp_path: Path) -> None:
+def test_a_heartbeat_whose_snapshot_fails_is_kept_in_memory_logged_once_and_written_with_the_next_change(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "producers.json"
     reg = ProducerRegistry(path, expiry=10, clock=FakeClock())
     reg.heartbeat("pg", "a", "http://127.0.0.1/a")
     _block_snapshots(path)
-    with pytest.raises(OSError):
+    with caplog.at_level(logging.WARNING):
         reg.heartbeat("pg", "b", "http://127.0.0.1/b")
-    with pytest.raises(OSError):
         reg.heartbeat("pg", "a", "http://127.0.0.1/moved")
-    assert [(e.client_id, e.check_url) for e in reg.live("pg")] == [("a", "http://127.0.0.1/a")]
-    assert ProducerRegistry(path, expiry=10, clock=FakeClock()).groups() == reg.groups()
+    assert [(e.client_id, e.check_url) for e in reg.live("pg")] == [("a", "http://127.0.0.1/moved"), ("b", "http://127.0.0.1/b")]
+    assert len([r for r in caplog.records if str(path) in r.getMessage()]) == 1
+    assert [e.client_id for e in ProducerRegistry(path, expiry=10, clock=FakeClock()).live("pg")] == ["a"]
+    (path.parent / (path.name + ".tmp")).rmdir()
+    reg.heartbeat("pg", "c", "http://127.0.0.1/c")
+    again = ProducerRegistry(path, expiry=10, clock=FakeClock())
+    assert sorted((e.client_id, e.check_url) for e in again.live("pg")) == [
+        ("a", "http://127.0.0.1/moved"), ("b", "http://127.0.0.1/b"), ("c", "http://127.0.0.1/c")]
 
 
 def test_expiry_whose_snapshot_fails_still_expires_and_answers(tmp_path: Path) -> None:
@@ -84,3 +91,12 @@ def test_expiry_whose_snapshot_fails_still_expires_and_answers(tmp_path: Path) -
     clock.advance(3)
     assert [e.client_id for e in reg.live("pg")] == ["a"]
     assert list(reg.groups()) == ["pg"]
+
+
+def test_a_damaged_registry_file_starts_empty_with_one_warning_naming_it(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "producers.json"
+    path.write_text('{"producers": [{"group": "pg", "cli')
+    with caplog.at_level(logging.WARNING):
+        registry = ProducerRegistry(path, expiry=30)
+    assert registry.groups() == {}
+    assert [r for r in caplog.records if str(path) in r.getMessage()] and len(caplog.records) == 1
