@@ -102,6 +102,14 @@ class MessageTooLarge(BrokerError):
     title = "The message is larger than the broker accepts"
 
 
+class RequestTooLarge(BrokerError):
+    """The request body is over ``max_request_bytes``; refused while reading, before it is buffered whole."""
+
+    code = "REQUEST_TOO_LARGE"
+    status = 413
+    title = "The request body is larger than the broker accepts"
+
+
 class TopicNotFound(BrokerError):
     code = "TOPIC_NOT_FOUND"
     status = 404

@@ -40,4 +40,5 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.include_router(consumer_groups.router)
     app.include_router(transactions.router)
     app.include_router(operations.router)
-    return HotPathApp(app, [r for module in (topics, consumer_groups, transactions) for r in module.RAW_ROUTES])
+    return HotPathApp(app, [r for module in (topics, consumer_groups, transactions) for r in module.RAW_ROUTES],
+                      max_request_bytes=settings.max_request_bytes)

@@ -17,18 +17,17 @@ from typing import Any, Awaitable, Callable
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from broker.errors import BrokerError, MethodNotAllowed
+from broker.asgi_body import ClientGone, declared_length, read_body, too_large
+from broker.errors import BrokerError, MethodNotAllowed, RequestTooLarge
 
+from .allowed_methods import allow_header, allowed_methods, serves
 from .problems import PROBLEM
 
 log = logging.getLogger(__name__)
 _JSON = b"application/json"
 _PROBLEM = PROBLEM.encode()
+_CLOSE = [(b"connection", b"close")]  # the rest of a refused body is not worth reading
 DISCONNECT_PROBE_SECONDS = 0.005
-
-
-class ClientGone(Exception):
-    """The client hung up before its request body arrived; nothing was done and nobody is left to answer."""
 
 
 class Reply:
@@ -44,13 +43,14 @@ class Reply:
 class HotRequest:
     """What a hot endpoint gets: path parameters, the runtime and the body, nothing parsed eagerly."""
 
-    __slots__ = ("scope", "receive", "path_params", "runtime")
+    __slots__ = ("scope", "receive", "path_params", "runtime", "max_body_bytes")
 
-    def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], runtime: Any) -> None:
+    def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], runtime: Any, max_body_bytes: int) -> None:
         self.scope = scope
         self.receive = receive
         self.path_params = path_params
         self.runtime = runtime
+        self.max_body_bytes = max_body_bytes
 
     @property
     def content_type(self) -> str:
@@ -60,14 +60,7 @@ class HotRequest:
         return ""
 
     async def body(self) -> bytes:
-        chunks = []
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                raise ClientGone()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return await read_body(self.receive, self.max_body_bytes)
 
     async def is_disconnected(self) -> bool:
         """Whether the client has hung up, waiting at most a few ms for the server to say so.
@@ -93,7 +86,6 @@ class HotRoute:
         self.path = path
         self.endpoint = endpoint
         self.methods = frozenset(methods)
-        self.allow = ", ".join(sorted(methods)).encode()
         self.segments = [(s[1:-1], True) if s.startswith("{") else (s, False) for s in path.split("/")]
 
     def match(self, parts: list[str]) -> dict[str, str] | None:
@@ -124,45 +116,74 @@ def _problem(error: BrokerError, path: str) -> bytes:
 
 
 class HotPathApp:
-    def __init__(self, app: Any, routes: list[tuple[str, Endpoint, list[str]]]) -> None:
+    """The front door: hot routes served here, the rest handed to FastAPI; every body read under ``max_request_bytes``.
+
+    FastAPI's routes get their body read here (bounded) and replayed, so one
+    reader enforces the cap for all routes, and the 413 is the same problem.
+    """
+
+    def __init__(self, app: Any, routes: list[tuple[str, Endpoint, list[str]]], max_request_bytes: int) -> None:
         self.app = app
         self.routes = [HotRoute(path, endpoint, methods) for path, endpoint, methods in routes]
+        self.max_request_bytes = max_request_bytes
 
     def __getattr__(self, name: str) -> Any:  # tests and tools reach app.state etc. through the front
         return getattr(self.app, name)
-
-    def _app_serves(self, scope: Scope) -> bool:
-        """Whether the FastAPI app has a route for this method and path (e.g. GET /v1/transactions)."""
-        from starlette.routing import Match
-
-        return any(route.matches(scope)[0] is Match.FULL for route in self.app.router.routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path = scope["path"]
+        declared = declared_length(scope)
+        if declared is not None and declared > self.max_request_bytes:
+            await _answer(send, 413, _PROBLEM, _problem(too_large(self.max_request_bytes), path), _CLOSE)
+            return
         parts = path.split("/")
         for route in self.routes:
             params = route.match(parts)
             if params is None:
                 continue
             if scope["method"] not in route.methods:
-                if self._app_serves(scope):
+                if serves(self.app.router.routes, scope):  # e.g. GET /v1/transactions
                     break
                 error = MethodNotAllowed(f"{scope['method']} is not allowed on {path}")
-                await _answer(send, 405, _PROBLEM, _problem(error, path), [(b"allow", route.allow)])
+                allow = allow_header(route.methods | allowed_methods(self.app.router.routes, scope)).encode()
+                await _answer(send, 405, _PROBLEM, _problem(error, path), [(b"allow", allow)])
                 return
             await self._serve(route, params, scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        await self._pass_on(scope, receive, send)
+
+    async def _pass_on(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """FastAPI gets the body already read under the cap; later ``receive`` calls still see a hang-up."""
+        try:
+            body = await read_body(receive, self.max_request_bytes)
+        except ClientGone:
+            return
+        except RequestTooLarge as exc:
+            await _answer(send, exc.status, _PROBLEM, _problem(exc, scope["path"]), _CLOSE)
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
 
     async def _serve(self, route: HotRoute, params: dict[str, str], scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         try:
-            reply = await route.endpoint(HotRequest(scope, receive, params, self.app.state.runtime))
+            reply = await route.endpoint(HotRequest(scope, receive, params, self.app.state.runtime, self.max_request_bytes))
             body = orjson.dumps(reply.content)
         except ClientGone:
+            return
+        except RequestTooLarge as exc:
+            await _answer(send, exc.status, _PROBLEM, _problem(exc, path), _CLOSE)
             return
         except BrokerError as exc:
             if exc.status >= 500:
