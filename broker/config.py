@@ -56,6 +56,7 @@ class BrokerSettings(BaseSettings):
     max_connections: int = Field(default=10_000, ge=16)
     listen_backlog: int = Field(default=2048, ge=128)
     request_head_timeout: float = Field(default=20.0, gt=0, le=600)
+    request_body_timeout: float = Field(default=60.0, gt=0)
     max_request_head_bytes: int = Field(default=64 * 1024, ge=8192)
 
     @field_validator("check_url_allow", "retry_delays", mode="before")

@@ -17,8 +17,8 @@ from typing import Any, Awaitable, Callable
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from broker.asgi_body import ClientGone, declared_length, read_body, too_large
-from broker.errors import BrokerError, MethodNotAllowed, RequestTooLarge
+from broker.asgi_body import BodyReader, ClientGone, declared_length, too_large
+from broker.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge
 
 from .allowed_methods import allow_header, allowed_methods, serves
 from .problems import PROBLEM
@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 _JSON = b"application/json"
 _PROBLEM = PROBLEM.encode()
 _CLOSE = [(b"connection", b"close")]  # the rest of a refused body is not worth reading
+_BODY_REFUSED = (RequestTooLarge, RequestBodyTimeout)
 DISCONNECT_PROBE_SECONDS = 0.005
 
 
@@ -43,14 +44,14 @@ class Reply:
 class HotRequest:
     """What a hot endpoint gets: path parameters, the runtime and the body, nothing parsed eagerly."""
 
-    __slots__ = ("scope", "receive", "path_params", "runtime", "max_body_bytes")
+    __slots__ = ("scope", "receive", "path_params", "runtime", "body_reader")
 
-    def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], runtime: Any, max_body_bytes: int) -> None:
+    def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], runtime: Any, body_reader: BodyReader) -> None:
         self.scope = scope
         self.receive = receive
         self.path_params = path_params
         self.runtime = runtime
-        self.max_body_bytes = max_body_bytes
+        self.body_reader = body_reader
 
     @property
     def content_type(self) -> str:
@@ -60,7 +61,7 @@ class HotRequest:
         return ""
 
     async def body(self) -> bytes:
-        return await read_body(self.receive, self.max_body_bytes)
+        return await self.body_reader.read(self.receive)
 
     async def is_disconnected(self) -> bool:
         """Whether the client has hung up, waiting at most a few ms for the server to say so.
@@ -116,16 +117,16 @@ def _problem(error: BrokerError, path: str) -> bytes:
 
 
 class HotPathApp:
-    """The front door: hot routes served here, the rest handed to FastAPI; every body read under ``max_request_bytes``.
+    """The front door: hot routes served here, the rest handed to FastAPI; every body read by one ``BodyReader``.
 
-    FastAPI's routes get their body read here (bounded) and replayed, so one
-    reader enforces the cap for all routes, and the 413 is the same problem.
+    FastAPI's routes get their body read here (capped, with a deadline) and
+    replayed, so the limits and their problems are the same for all routes.
     """
 
-    def __init__(self, app: Any, routes: list[tuple[str, Endpoint, list[str]]], max_request_bytes: int) -> None:
+    def __init__(self, app: Any, routes: list[tuple[str, Endpoint, list[str]]], body_reader: BodyReader) -> None:
         self.app = app
         self.routes = [HotRoute(path, endpoint, methods) for path, endpoint, methods in routes]
-        self.max_request_bytes = max_request_bytes
+        self.body_reader = body_reader
 
     def __getattr__(self, name: str) -> Any:  # tests and tools reach app.state etc. through the front
         return getattr(self.app, name)
@@ -136,8 +137,8 @@ class HotPathApp:
             return
         path = scope["path"]
         declared = declared_length(scope)
-        if declared is not None and declared > self.max_request_bytes:
-            await _answer(send, 413, _PROBLEM, _problem(too_large(self.max_request_bytes), path), _CLOSE)
+        if declared is not None and declared > self.body_reader.limit:
+            await _answer(send, 413, _PROBLEM, _problem(too_large(self.body_reader.limit), path), _CLOSE)
             return
         parts = path.split("/")
         for route in self.routes:
@@ -156,12 +157,12 @@ class HotPathApp:
         await self._pass_on(scope, receive, send)
 
     async def _pass_on(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """FastAPI gets the body already read under the cap; later ``receive`` calls still see a hang-up."""
+        """FastAPI gets the body already read under the limits; later ``receive`` calls still see a hang-up."""
         try:
-            body = await read_body(receive, self.max_request_bytes)
+            body = await self.body_reader.read(receive)
         except ClientGone:
             return
-        except RequestTooLarge as exc:
+        except _BODY_REFUSED as exc:
             await _answer(send, exc.status, _PROBLEM, _problem(exc, scope["path"]), _CLOSE)
             return
         replayed = False
@@ -178,11 +179,11 @@ class HotPathApp:
     async def _serve(self, route: HotRoute, params: dict[str, str], scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         try:
-            reply = await route.endpoint(HotRequest(scope, receive, params, self.app.state.runtime, self.max_request_bytes))
+            reply = await route.endpoint(HotRequest(scope, receive, params, self.app.state.runtime, self.body_reader))
             body = orjson.dumps(reply.content)
         except ClientGone:
             return
-        except RequestTooLarge as exc:
+        except _BODY_REFUSED as exc:
             await _answer(send, exc.status, _PROBLEM, _problem(exc, path), _CLOSE)
             return
         except BrokerError as exc:

@@ -27,6 +27,7 @@ from tests.support.processes import BrokerProcess
 SERVERS = ("granian", "uvicorn")
 MAX_REQUEST_BYTES = 1024 * 1024
 HEAD_TIMEOUT = 3.0
+BODY_TIMEOUT = 3.0
 MAX_HEAD_BYTES = 16 * 1024
 
 
@@ -36,6 +37,7 @@ def limited_broker(server: str, tmp_path: Path, **env: str) -> BrokerProcess:
         "HALFMQ_BROKER_MAX_REQUEST_BYTES": str(MAX_REQUEST_BYTES),
         "HALFMQ_BROKER_REQUEST_HEAD_TIMEOUT": str(HEAD_TIMEOUT),
         "HALFMQ_BROKER_MAX_REQUEST_HEAD_BYTES": str(MAX_HEAD_BYTES),
+        "HALFMQ_BROKER_REQUEST_BODY_TIMEOUT": str(BODY_TIMEOUT),
         **env,
     })
 
@@ -207,6 +209,24 @@ def test_idle_and_half_sent_connections_are_closed_after_the_head_timeout(broker
         stop.set()
         for sock in (silent, partial, kept_alive, trickling):
             sock.close()
+
+
+@pytest.mark.parametrize("path", ["/v1/topics/SLOW/messages", "/v1/topics"])
+def test_a_body_that_trickles_in_is_refused_at_the_body_deadline(broker: BrokerProcess, client: httpx.Client, path: str) -> None:
+    body = json.dumps({"messages": [{"body": "late"}]} if "messages" in path else {"name": "SLOW"}).encode()
+    with stores_nothing(client), connect(broker) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                     f"content-length: {len(body)}\r\n\r\n".encode())
+        started = time.monotonic()
+        for byte in body[:-1]:  # everything but the last byte, a byte every half second
+            if select.select([sock], [], [], 0.5)[0]:
+                break
+            sock.sendall(bytes([byte]))
+        answer = read_response(sock)
+        assert answer is not None and answer.status == 408, answer
+        assert json.loads(answer.body)["code"] == "REQUEST_BODY_TIMEOUT"
+        assert BODY_TIMEOUT - 0.5 < time.monotonic() - started < BODY_TIMEOUT + 3
+        assert closed_within(sock, 3) is not None
 
 
 def test_a_huge_header_block_is_refused_before_it_is_read(broker: BrokerProcess) -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from typing import Any
+
 import pytest
 
-from broker.asgi_body import ClientGone, declared_length, read_body
-from broker.errors import RequestTooLarge
+from broker.asgi_body import BodyReader, ClientGone, declared_length, read_body
+from broker.errors import RequestBodyTimeout, RequestTooLarge
 from tests.support.asgi_messages import chunks
 
 
@@ -30,3 +34,27 @@ def test_the_declared_length_is_read_from_the_headers() -> None:
     assert declared_length({"headers": [(b"host", b"x"), (b"content-length", b"123")]}) == 123
     assert declared_length({"headers": [(b"host", b"x")]}) is None
     assert declared_length({"headers": [(b"content-length", b"lots")]}) is None
+
+
+async def stalled() -> dict[str, Any]:
+    await asyncio.Event().wait()
+    raise AssertionError("unreachable")
+
+
+async def test_a_body_not_all_there_by_the_deadline_is_refused_and_the_task_carries_on() -> None:
+    reader = BodyReader(limit=100, timeout=0.2, sweep_every=0.05)
+    started = time.monotonic()
+    with pytest.raises(RequestBodyTimeout):
+        await reader.read(stalled)
+    assert 0.2 <= time.monotonic() - started < 1
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+    assert await reader.read(chunks(b"in ", b"time")) == b"in time"
+
+
+async def test_a_read_cancelled_by_someone_else_stays_cancelled() -> None:
+    reader = BodyReader(limit=100, timeout=30)
+    read = asyncio.ensure_future(reader.read(stalled))
+    await asyncio.sleep(0.01)
+    read.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await read
