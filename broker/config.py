@@ -5,11 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # RocketMQ's messageDelayLevel from 1s..2h, minus the sub-10s levels it does not use for retries.
 ROCKETMQ_RETRY_DELAYS = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+
+
+def default_max_request_bytes(max_message_size: int) -> int:
+    """32 MiB, or 8 x max_message_size if that is more: a message of the largest size always fits,
+    even as base64 (x4/3) or as text JSON-escaped at worst (x6), and a batch may carry up to 32 MiB."""
+    return max(32 * 1024 * 1024, 8 * max_message_size)
 
 
 def _split_csv(value: object) -> object:
@@ -46,8 +52,21 @@ class BrokerSettings(BaseSettings):
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
     log_level: str = "info"
     http_server: Literal["granian", "uvicorn"] = "granian"  # why: halfmq_cli/broker_server.py
+    # HTTP limits, the same on both servers (why these values: docs/decisions.md, "HTTP limits").
+    max_request_bytes: int = Field(default=0, ge=0)  # 0: see default_max_request_bytes
+    max_connections: int = Field(default=10_000, ge=16)
+    listen_backlog: int = Field(default=2048, ge=128)
+    request_head_timeout: float = Field(default=20.0, gt=0, le=600)
+    request_body_timeout: float = Field(default=60.0, gt=0)
+    max_request_head_bytes: int = Field(default=64 * 1024, ge=8192)
 
     @field_validator("check_url_allow", "retry_delays", mode="before")
     @classmethod
     def _csv(cls, value: object) -> object:
         return _split_csv(value)
+
+    @model_validator(mode="after")
+    def _request_bytes_follow_message_size(self) -> "BrokerSettings":
+        if not self.max_request_bytes:
+            self.max_request_bytes = default_max_request_bytes(self.max_message_size)
+        return self

@@ -108,6 +108,23 @@ class MessageTooLarge(BrokerError):
     title = "The message is larger than the broker accepts"
 
 
+class RequestTooLarge(BrokerError):
+    """The request body is over ``max_request_bytes``; refused while reading, before it is buffered whole."""
+
+    code = "REQUEST_TOO_LARGE"
+    status = 413
+    title = "The request body is larger than the broker accepts"
+
+
+class RequestBodyTimeout(BrokerError):
+    """The body did not arrive within ``request_body_timeout`` of its head; nothing was done, so a retry is safe."""
+
+    code = "REQUEST_BODY_TIMEOUT"
+    status = 408
+    retriable = True
+    title = "The request body did not arrive in time"
+
+
 class TopicNotFound(BrokerError):
     code = "TOPIC_NOT_FOUND"
     status = 404

@@ -8,6 +8,10 @@ work off the event loop: on two cores, +15-25 % half+end pairs and single sends
 against uvicorn in the same session (docs/benchmarks.md). Its embedded mode is
 marked experimental upstream, so uvicorn stays one setting away
 (``HALFMQ_BROKER_HTTP_SERVER=uvicorn``) and the broker's HTTP tests run on both.
+
+Both get the same connection limits from the settings: thousands of connections
+(consumers long-poll, so most are idle), a listen backlog for bursts, and a
+deadline for each request head that sheds idle and trickling clients.
 """
 
 from __future__ import annotations
@@ -15,12 +19,17 @@ from __future__ import annotations
 import asyncio
 import errno
 import gc
+import logging
+import resource
 import signal
 import socket
 from typing import Any
 
 from broker.api.runtime import BrokerRuntime
 from broker.config import BrokerSettings
+
+log = logging.getLogger(__name__)
+SPARE_FILES = 1024  # the store's segments, queues and sockets out, beside the connections in
 
 
 def tune_gc() -> None:
@@ -43,6 +52,7 @@ class PortInUse(Exception):
 def serve(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:
     """Serve until SIGTERM/SIGINT; PortInUse if something already listens on the port."""
     check_port_free(settings.host, settings.port)
+    raise_open_file_limit(settings.max_connections + SPARE_FILES)
     tune_gc()
     if settings.http_server == "granian":
         _serve_granian(app, runtime, settings)
@@ -64,8 +74,20 @@ def check_port_free(host: str, port: int) -> None:
             raise
 
 
+def raise_open_file_limit(wanted: int) -> None:
+    """Every connection is a file descriptor; the soft limit (often 1024) would cap connections long before max_connections."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if target < wanted:
+        log.warning("open-file limit %d is below max_connections + %d; raise it (ulimit -n) to serve that many", hard, SPARE_FILES)
+
+
 def _serve_uvicorn(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:
     import uvicorn
+
+    from .uvicorn_head_limits import head_limited_httptools
 
     class BrokerServer(uvicorn.Server):
         """uvicorn, but a stop signal also ends open long polls so shutdown is not held up by idle consumers."""
@@ -79,7 +101,10 @@ def _serve_uvicorn(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
 
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-        access_log=False, loop="uvloop", http="httptools", timeout_graceful_shutdown=5,
+        access_log=False, loop="uvloop", timeout_graceful_shutdown=5,
+        http=head_limited_httptools(settings.request_head_timeout, settings.max_request_head_bytes),
+        backlog=settings.listen_backlog, limit_concurrency=settings.max_connections,
+        timeout_keep_alive=settings.request_head_timeout,  # type: ignore[arg-type]  # a float works
         proxy_headers=False,  # no proxy in front by default; the middleware costs ~2 % per request
     )
     BrokerServer(config).run()
@@ -87,15 +112,22 @@ def _serve_uvicorn(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
 
 def _serve_granian(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:
     import uvloop
-    from granian.constants import Interfaces
+    from granian.constants import HTTPModes, Interfaces
+    from granian.http import HTTP1Settings
     from granian.log import LogLevels
     from granian.server.embed import Server
 
     to_root = {"handlers": [], "propagate": True}  # granian's lines in the broker's own log format
 
     async def run() -> None:
+        # HTTP/1 only: in "auto" hyper-util first sniffs for an HTTP/2 preface with no deadline, so a
+        # connection that sends nothing would never time out. backpressure is granian's cap on open
+        # connections per worker (a permit held for each connection's life), 128 unless told.
+        head = HTTP1Settings(header_read_timeout=round(settings.request_head_timeout * 1000), keep_alive=True,
+                             max_buffer_size=settings.max_request_head_bytes)
         server = Server(app, address=settings.host, port=settings.port, interface=Interfaces.ASGI,
-                        websockets=False, log_access=False, log_level=LogLevels(settings.log_level.lower()),
+                        http=HTTPModes.http1, http1_settings=head, backlog=settings.listen_backlog,
+                        backpressure=settings.max_connections, websockets=False, log_access=False, log_level=LogLevels(settings.log_level.lower()),
                         log_dictconfig={"loggers": {"_granian": dict(to_root), "granian.access": dict(to_root)}})
         loop = asyncio.get_running_loop()
 

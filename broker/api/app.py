@@ -8,6 +8,7 @@ from typing import AsyncIterator
 
 from fastapi import FastAPI
 
+from broker.asgi_body import BodyReader
 from broker.config import BrokerSettings
 
 from . import problems
@@ -40,4 +41,5 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.include_router(consumer_groups.router)
     app.include_router(transactions.router)
     app.include_router(operations.router)
-    return HotPathApp(app, [r for module in (topics, consumer_groups, transactions) for r in module.RAW_ROUTES])
+    return HotPathApp(app, [r for module in (topics, consumer_groups, transactions) for r in module.RAW_ROUTES],
+                      BodyReader(settings.max_request_bytes, settings.request_body_timeout))

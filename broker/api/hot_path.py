@@ -17,18 +17,18 @@ from typing import Any, Awaitable, Callable
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from broker.errors import BrokerError, MethodNotAllowed
+from broker.asgi_body import BodyReader, ClientGone, declared_length, too_large
+from broker.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge
 
+from .allowed_methods import allow_header, allowed_methods, serves
 from .problems import PROBLEM, as_broker_error, log_server_error, problem_headers
 
 log = logging.getLogger(__name__)
 _JSON = b"application/json"
 _PROBLEM = PROBLEM.encode()
+_CLOSE = [(b"connection", b"close")]  # the rest of a refused body is not worth reading
+_BODY_REFUSED = (RequestTooLarge, RequestBodyTimeout)
 DISCONNECT_PROBE_SECONDS = 0.005
-
-
-class ClientGone(Exception):
-    """The client hung up before its request body arrived; nothing was done and nobody is left to answer."""
 
 
 class Reply:
@@ -44,13 +44,14 @@ class Reply:
 class HotRequest:
     """What a hot endpoint gets: path parameters, the runtime and the body, nothing parsed eagerly."""
 
-    __slots__ = ("scope", "receive", "path_params", "runtime")
+    __slots__ = ("scope", "receive", "path_params", "runtime", "body_reader")
 
-    def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], runtime: Any) -> None:
+    def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], runtime: Any, body_reader: BodyReader) -> None:
         self.scope = scope
         self.receive = receive
         self.path_params = path_params
         self.runtime = runtime
+        self.body_reader = body_reader
 
     @property
     def content_type(self) -> str:
@@ -60,14 +61,7 @@ class HotRequest:
         return ""
 
     async def body(self) -> bytes:
-        chunks = []
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                raise ClientGone()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return await self.body_reader.read(self.receive)
 
     async def is_disconnected(self) -> bool:
         """Whether the client has hung up, waiting at most a few ms for the server to say so.
@@ -93,7 +87,6 @@ class HotRoute:
         self.path = path
         self.endpoint = endpoint
         self.methods = frozenset(methods)
-        self.allow = ", ".join(sorted(methods)).encode()
         self.segments = [(s[1:-1], True) if s.startswith("{") else (s, False) for s in path.split("/")]
 
     def match(self, parts: list[str]) -> dict[str, str] | None:
@@ -124,45 +117,74 @@ def _problem(error: BrokerError, path: str) -> bytes:
 
 
 class HotPathApp:
-    def __init__(self, app: Any, routes: list[tuple[str, Endpoint, list[str]]]) -> None:
+    """The front door: hot routes served here, the rest handed to FastAPI; every body read by one ``BodyReader``.
+
+    FastAPI's routes get their body read here (capped, with a deadline) and
+    replayed, so the limits and their problems are the same for all routes.
+    """
+
+    def __init__(self, app: Any, routes: list[tuple[str, Endpoint, list[str]]], body_reader: BodyReader) -> None:
         self.app = app
         self.routes = [HotRoute(path, endpoint, methods) for path, endpoint, methods in routes]
+        self.body_reader = body_reader
 
     def __getattr__(self, name: str) -> Any:  # tests and tools reach app.state etc. through the front
         return getattr(self.app, name)
-
-    def _app_serves(self, scope: Scope) -> bool:
-        """Whether the FastAPI app has a route for this method and path (e.g. GET /v1/transactions)."""
-        from starlette.routing import Match
-
-        return any(route.matches(scope)[0] is Match.FULL for route in self.app.router.routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path = scope["path"]
+        declared = declared_length(scope)
+        if declared is not None and declared > self.body_reader.limit:
+            await _answer(send, 413, _PROBLEM, _problem(too_large(self.body_reader.limit), path), _CLOSE)
+            return
         parts = path.split("/")
         for route in self.routes:
             params = route.match(parts)
             if params is None:
                 continue
             if scope["method"] not in route.methods:
-                if self._app_serves(scope):
+                if serves(self.app.router.routes, scope):  # e.g. GET /v1/transactions
                     break
                 error = MethodNotAllowed(f"{scope['method']} is not allowed on {path}")
-                await _answer(send, 405, _PROBLEM, _problem(error, path), [(b"allow", route.allow)])
+                allow = allow_header(route.methods | allowed_methods(self.app.router.routes, scope)).encode()
+                await _answer(send, 405, _PROBLEM, _problem(error, path), [(b"allow", allow)])
                 return
             await self._serve(route, params, scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        await self._pass_on(scope, receive, send)
+
+    async def _pass_on(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """FastAPI gets the body already read under the limits; later ``receive`` calls still see a hang-up."""
+        try:
+            body = await self.body_reader.read(receive)
+        except ClientGone:
+            return
+        except _BODY_REFUSED as exc:
+            await _answer(send, exc.status, _PROBLEM, _problem(exc, scope["path"]), _CLOSE)
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
 
     async def _serve(self, route: HotRoute, params: dict[str, str], scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         try:
-            reply = await route.endpoint(HotRequest(scope, receive, params, self.app.state.runtime))
+            reply = await route.endpoint(HotRequest(scope, receive, params, self.app.state.runtime, self.body_reader))
             body = orjson.dumps(reply.content)
         except ClientGone:
+            return
+        except _BODY_REFUSED as exc:
+            await _answer(send, exc.status, _PROBLEM, _problem(exc, path), _CLOSE)
             return
         except Exception as exc:
             error = as_broker_error(exc)

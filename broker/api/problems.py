@@ -6,6 +6,7 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from .allowed_methods import allow_header, allowed_methods
 from .responses import JsonResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -74,7 +75,9 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 404:
             return problem_response(RouteNotFound(f"no resource at {request.url.path}"), request)
         if exc.status_code == 405:
-            return problem_response(MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}"), request)
+            response = problem_response(MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}"), request)
+            response.headers["allow"] = allow_header(allowed_methods(request.app.router.routes, request.scope))
+            return response
         if exc.status_code == 400 and isinstance(exc.__cause__, (ValueError, RecursionError)):
             # FastAPI's "error parsing the body": not UTF-8 (UnicodeDecodeError) or nested too deeply to parse.
             return problem_response(MalformedJson("the request body is not a JSON document (invalid UTF-8 or nested too deeply)"), request)

@@ -45,7 +45,8 @@ from typing import Any
 
 import orjson
 
-from broker.errors import BrokerError, InvalidRequest, MalformedJson, MessageTooLarge, MethodNotAllowed, ProducerGroupMismatch
+from broker.asgi_body import ClientGone, read_body
+from broker.errors import BrokerError, InvalidRequest, MalformedJson, MessageTooLarge, MethodNotAllowed, ProducerGroupMismatch, RequestTooLarge
 from broker.protocol import CheckRequest
 
 from .transaction import (
@@ -66,10 +67,6 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 # The broker's messages are at most 4 MiB by default; base64 and the envelope add a third.
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
-
-
-class _TooLarge(Exception):
-    pass
 
 
 class CheckApp:
@@ -110,7 +107,7 @@ class CheckApp:
             return
         try:
             body = await self._read_body(receive)
-        except _TooLarge:
+        except RequestTooLarge:
             await _problem(send, MessageTooLarge(f"a check request is at most {self.max_body_bytes} bytes"))
             return
         if body is None:
@@ -146,20 +143,11 @@ class CheckApp:
         return state
 
     async def _read_body(self, receive: Receive) -> bytes | None:
-        """The request body, ``None`` on disconnect; ``_TooLarge`` as soon as it passes the cap."""
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise _TooLarge
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        """The request body, ``None`` on disconnect; RequestTooLarge as soon as it passes the cap."""
+        try:
+            return await read_body(receive, self.max_body_bytes)
+        except ClientGone:
+            return None
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

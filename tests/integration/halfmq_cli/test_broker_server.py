@@ -45,6 +45,16 @@ def test_hot_and_regular_routes_answer_alike(served: BrokerProcess) -> None:
         assert http.get("/v1/topics/SRV/queues/0/messages").json()["messages"][0]["body"] == "one"
 
 
+def test_a_405_lists_every_method_the_path_takes(served: BrokerProcess) -> None:
+    with httpx.Client(base_url=served.url, timeout=10) as http:
+        for path, allow in [("/v1/topics/T/messages", "POST"),                # hot route only
+                            ("/v1/transactions", "GET, POST"),                # hot POST, FastAPI GET
+                            ("/v1/topics", "GET, POST"),                      # two FastAPI routes
+                            ("/v1/transactions/t1/force-commit", "POST")]:    # one FastAPI route
+            refused = http.delete(path)
+            assert (refused.status_code, refused.json()["code"], refused.headers.get("allow")) == (405, "METHOD_NOT_ALLOWED", allow), path
+
+
 def test_a_hung_up_long_poll_hands_its_message_back(served: BrokerProcess) -> None:
     httpx.post(f"{served.url}/v1/topics", json={"name": "HANG", "queues": 1})
     body = b'{"max_messages": 1, "invisible_seconds": 300, "wait_seconds": 10}'
