@@ -81,6 +81,7 @@ def _serve_uvicorn(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
         app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
         access_log=False, loop="uvloop", http="httptools", timeout_graceful_shutdown=5,
         proxy_headers=False,  # no proxy in front by default; the middleware costs ~2 % per request
+        ssl_certfile=settings.tls_cert_file, ssl_keyfile=settings.tls_key_file,
     )
     BrokerServer(config).run()
 
@@ -96,6 +97,7 @@ def _serve_granian(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
     async def run() -> None:
         server = Server(app, address=settings.host, port=settings.port, interface=Interfaces.ASGI,
                         websockets=False, log_access=False, log_level=LogLevels(settings.log_level.lower()),
+                        ssl_cert=settings.tls_cert_file, ssl_key=settings.tls_key_file,
                         log_dictconfig={"loggers": {"_granian": dict(to_root), "granian.access": dict(to_root)}})
         loop = asyncio.get_running_loop()
 

@@ -25,10 +25,18 @@ def cmd_broker(args: argparse.Namespace) -> int:
     from broker.store.commit_log import CorruptLogError
     from broker.store.data_lock import DataDirLocked
 
+    from broker.security.protected_mode import refusal
+
     overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items() if v is not None}
+    if args.insecure:
+        overrides["insecure"] = True
     settings = BrokerSettings(**overrides)
     _configure_logging(settings.log_level)
     log = logging.getLogger("halfmq.broker")
+    refused = refusal(settings.host, settings.auth_file is not None, settings.insecure)
+    if refused:
+        log.error("%s", refused)
+        return 4
     try:
         runtime = BrokerRuntime.open(settings)
     except DataDirLocked as exc:
@@ -49,11 +57,12 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(app, host: str, port: int, log_level: str) -> None:
+def _serve(app, host: str, port: int, log_level: str, tls_cert_file: Path | None = None, tls_key_file: Path | None = None) -> None:
     import uvicorn
 
     uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), access_log=False,
-                loop="uvloop", http="httptools", timeout_graceful_shutdown=5)
+                loop="uvloop", http="httptools", timeout_graceful_shutdown=5,
+                ssl_certfile=tls_cert_file, ssl_keyfile=tls_key_file)
 
 
 def cmd_order(args: argparse.Namespace) -> int:
@@ -69,7 +78,7 @@ def cmd_order(args: argparse.Namespace) -> int:
     if args.port is not None and "ORDER_PUBLIC_URL" not in os.environ:
         settings.public_url = f"http://127.0.0.1:{settings.port}"
     _configure_logging(settings.log_level)
-    _serve(create_app(settings), settings.host, settings.port, settings.log_level)
+    _serve(create_app(settings), settings.host, settings.port, settings.log_level, settings.tls_cert_file, settings.tls_key_file)
     return 0
 
 
@@ -84,7 +93,7 @@ def cmd_credit(args: argparse.Namespace) -> int:
         overrides["database_url"] = f"sqlite:///{Path(args.data_dir).resolve()}/credit.db"
     settings = CreditSettings(**overrides)
     _configure_logging(settings.log_level)
-    _serve(create_app(settings), settings.host, settings.port, settings.log_level)
+    _serve(create_app(settings), settings.host, settings.port, settings.log_level, settings.tls_cert_file, settings.tls_key_file)
     return 0
 
 
@@ -96,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--host")
     broker.add_argument("--port", type=int)
     broker.add_argument("--data-dir", type=Path)
+    broker.add_argument("--insecure", action="store_true",
+                        help="serve a non-loopback address without authentication (protected mode off)")
     broker.set_defaults(func=cmd_broker)
 
     order = sub.add_parser("order", help="run the order service (producer side of the demo)")

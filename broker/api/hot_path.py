@@ -17,13 +17,14 @@ from typing import Any, Awaitable, Callable
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from broker.errors import BrokerError, MethodNotAllowed
+from broker.errors import BrokerError, MethodNotAllowed, Unauthenticated
 
-from .problems import PROBLEM
+from .problems import CHALLENGE, PROBLEM
 
 log = logging.getLogger(__name__)
 _JSON = b"application/json"
 _PROBLEM = PROBLEM.encode()
+_CHALLENGE = [(k.encode(), v.encode()) for k, v in CHALLENGE.items()]
 DISCONNECT_PROBE_SECONDS = 0.005
 
 
@@ -167,7 +168,7 @@ class HotPathApp:
         except BrokerError as exc:
             if exc.status >= 500:
                 log.warning("%s %s: %s", scope["method"], path, exc.detail)
-            await _answer(send, exc.status, _PROBLEM, _problem(exc, path))
+            await _answer(send, exc.status, _PROBLEM, _problem(exc, path), _CHALLENGE if isinstance(exc, Unauthenticated) else None)
             return
         except Exception:
             log.exception("unhandled error on %s %s", scope["method"], path)

@@ -9,14 +9,16 @@ from fastapi.exceptions import RequestValidationError
 from .responses import JsonResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from broker.errors import BrokerError, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, UnsupportedMediaType
+from broker.errors import BrokerError, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, Unauthenticated, UnsupportedMediaType
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
+CHALLENGE = {"www-authenticate": 'Bearer realm="halfmq"'}  # RFC 9110: every 401 names its scheme
 
 
 def problem_response(error: BrokerError, request: Request) -> JsonResponse:
-    return JsonResponse(error.to_problem(request.url.path), status_code=error.status, media_type=PROBLEM)
+    headers = CHALLENGE if isinstance(error, Unauthenticated) else None
+    return JsonResponse(error.to_problem(request.url.path), status_code=error.status, media_type=PROBLEM, headers=headers)
 
 
 def _validation_error(exc: RequestValidationError, request: Request) -> BrokerError:

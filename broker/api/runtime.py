@@ -17,9 +17,13 @@ from broker.store.message_store import MessageStore, StoreConfig
 from broker.transaction.check_client import CheckClient
 from broker.transaction.check_policy import CheckPolicy
 from broker.transaction.check_service import CheckService
+from broker.transaction.check_url import OwnAddress
 from broker.transaction.producer_registry import ProducerRegistry
 from broker.transaction.transaction_service import TransactionService
 
+from broker.security.auth_file import Authenticator
+
+from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
 
 log = logging.getLogger(__name__)
@@ -38,6 +42,8 @@ class BrokerRuntime:
     durable: Callable[[int], Awaitable[None]]
     started_at: float
     checks: CheckService | None = None
+    guard: Guard = field(default_factory=lambda: Guard(None))
+    own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
     _check_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
@@ -63,6 +69,9 @@ class BrokerRuntime:
             producers = ProducerRegistry(settings.data_dir / "producers.json", settings.producer_expiry)
             rt = cls(settings, store, topics, SendService(store, topics), delivery, transactions, producers,
                      create_metrics(lambda: rt.state_snapshot()), durable, time.time())
+            authenticator = Authenticator.from_file(settings.auth_file) if settings.auth_file else None
+            rt.guard = Guard(authenticator, lambda result: rt.metrics.auth_decisions.labels(result).inc())
+            rt.own_address = OwnAddress.of(settings.host, settings.port)
             return rt
         except BaseException:
             store.close()
@@ -74,7 +83,9 @@ class BrokerRuntime:
 
     async def start(self) -> None:
         self.checks = CheckService(
-            self.transactions, self.producers, CheckClient(read_timeout=self.settings.check_timeout),
+            self.transactions, self.producers,
+            CheckClient(read_timeout=self.settings.check_timeout, secret_for=self.guard.check_secret,
+                        ca_file=str(self.settings.check_ca_file) if self.settings.check_ca_file else None),
             self.check_policy(self.settings), concurrency=self.settings.check_concurrency,
         )
         self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())

@@ -87,7 +87,7 @@ class CheckService:
             }
             answer = None
             for producer in self._registry.rotation(tx.producer_group):
-                answer = await self._client.check(producer.check_url or "", payload)
+                answer = await self._client.check(producer.check_url or "", payload, producer.address)
                 if answer.reached:
                     break
                 log.info("check of %s: producer %s unreachable (%s)", tx.transaction_id, producer.client_id, answer.detail)

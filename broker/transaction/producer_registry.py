@@ -22,6 +22,7 @@ class ProducerEntry:
     client_id: str
     check_url: str | None
     last_seen: float
+    address: str | None = None  # what check_url resolved to when it was checked; the broker dials this
 
 
 class ProducerRegistry:
@@ -34,14 +35,16 @@ class ProducerRegistry:
         if path is not None:
             now = clock()
             for entry in read_json(path, {"producers": []})["producers"]:
+                if entry.get("check_url") and not entry.get("address"):
+                    continue  # saved before addresses were pinned: it re-registers with its next heartbeat
                 self._groups.setdefault(entry["group"], {})[entry["client_id"]] = ProducerEntry(
-                    entry["group"], entry["client_id"], entry.get("check_url"), now)
+                    entry["group"], entry["client_id"], entry.get("check_url"), now, entry.get("address"))
 
-    def heartbeat(self, group: str, client_id: str, check_url: str | None) -> None:
+    def heartbeat(self, group: str, client_id: str, check_url: str | None, address: str | None = None) -> None:
         members = self._groups.setdefault(group, {})
         existing = members.get(client_id)
-        changed = existing is None or existing.check_url != check_url
-        members[client_id] = ProducerEntry(group, client_id, check_url, self._clock())
+        changed = existing is None or existing.check_url != check_url or existing.address != address
+        members[client_id] = ProducerEntry(group, client_id, check_url, self._clock(), address)
         if changed:
             self._save()
 
@@ -64,6 +67,13 @@ class ProducerRegistry:
         start = next(self._cursor.setdefault(group, itertools.count())) % len(live)
         return live[start:] + live[:start]
 
+    def registered(self, group: str, client_id: str, check_url: str) -> ProducerEntry | None:
+        """The live entry already registered with this very URL (its address was checked then)."""
+        entry = self._groups.get(group, {}).get(client_id)
+        if entry is None or entry.check_url != check_url or self._clock() - entry.last_seen > self._expiry:
+            return None
+        return entry
+
     def groups(self) -> dict[str, list[ProducerEntry]]:
         return {g: self.live(g) for g in list(self._groups)}
 
@@ -71,7 +81,7 @@ class ProducerRegistry:
         if self._path is None:
             return
         entries = [
-            {"group": e.group, "client_id": e.client_id, "check_url": e.check_url}
+            {"group": e.group, "client_id": e.client_id, "check_url": e.check_url, "address": e.address}
             for members in self._groups.values() for e in members.values()
         ]
         write_json(self._path, {"producers": entries})

@@ -90,3 +90,17 @@ def test_a_taken_port_refuses_to_start(server: str, tmp_path: Path) -> None:
         )
     assert proc.returncode != 0
     assert "in use" in proc.stderr.lower()
+
+
+def test_protected_mode_refuses_a_non_loopback_bind_without_auth_in_one_line(tmp_path) -> None:
+    """Refused before anything binds: no socket is opened on 0.0.0.0."""
+    import subprocess
+
+    from tests.support.processes import halfmq_command
+
+    done = subprocess.run(halfmq_command("broker", "--host", "0.0.0.0", "--port", "1", "--data-dir", str(tmp_path / "d")),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 4
+    lines = [line for line in done.stderr.splitlines() if "refusing" in line]
+    assert len(lines) == 1 and "--insecure" in lines[0] and "HALFMQ_BROKER_AUTH_FILE" in lines[0]
+    assert not (tmp_path / "d").exists()  # nothing opened, nothing written

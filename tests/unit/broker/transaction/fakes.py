@@ -25,7 +25,7 @@ class ScriptedCheckClient:
         self.script: deque[CheckOutcome] = deque()
         self.calls: list[tuple[str, dict]] = []
 
-    async def check(self, url: str, payload: dict) -> CheckAnswer:
+    async def check(self, url: str, payload: dict, address: str | None = None) -> CheckAnswer:
         self.calls.append((url, payload))
         outcome = self.script.popleft() if self.script else CheckOutcome.UNKNOWN
         return CheckAnswer(outcome)

@@ -43,8 +43,13 @@ def test_producer_without_check_url_is_not_asked() -> None:
 def test_membership_survives_a_restart_with_a_fresh_expiry(tmp_path: Path) -> None:
     clock = FakeClock()
     reg = ProducerRegistry(tmp_path / "producers.json", expiry=10, clock=clock)
-    reg.heartbeat("pg", "a", "http://127.0.0.1/a")
+    reg.heartbeat("pg", "a", "http://127.0.0.1/a", "127.0.0.1")
     clock.advance(9)
     again = ProducerRegistry(tmp_path / "producers.json", expiry=10, clock=clock)
     clock.advance(9)
-    assert [e.client_id for e in again.live("pg")] == ["a"]
+    assert [(e.client_id, e.address) for e in again.live("pg")] == [("a", "127.0.0.1")]
+
+
+def test_a_saved_check_url_without_a_checked_address_is_not_restored(tmp_path: Path) -> None:
+    (tmp_path / "producers.json").write_text('{"producers": [{"group": "pg", "client_id": "a", "check_url": "http://order:8001/c"}]}')
+    assert ProducerRegistry(tmp_path / "producers.json", expiry=10, clock=FakeClock()).live("pg") == []
