@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .demo import command as demo_command
 
     demo_command.add_parser(sub)
+    from . import admin_command
+
+    admin_command.add_parser(sub)
     from . import aggregate_command
 
     aggregate_command.add_parser(sub)

@@ -26,6 +26,10 @@ class Guard:
         self._auth = authenticator
         self._count = count
 
+    def use(self, authenticator: Authenticator) -> None:
+        """Swap in a re-read auth file (new and revoked tokens take effect at once)."""
+        self._auth = authenticator
+
     @property
     def enabled(self) -> bool:
         return self._auth is not None

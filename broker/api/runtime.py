@@ -7,6 +7,7 @@ import logging
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Awaitable, Callable
 
 from broker.config import BrokerSettings
@@ -45,6 +46,7 @@ class BrokerRuntime:
     guard: Guard = field(default_factory=lambda: Guard(None))
     own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
     _check_task: asyncio.Task | None = field(default=None, repr=False)
+    _auth_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: BrokerSettings) -> "BrokerRuntime":
@@ -89,8 +91,27 @@ class BrokerRuntime:
             self.check_policy(self.settings), concurrency=self.settings.check_concurrency,
         )
         self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())
+        if self.settings.auth_file is not None:
+            self._auth_task = asyncio.get_running_loop().create_task(self._watch_auth_file(self.settings.auth_file))
+
+    async def _watch_auth_file(self, path: Path, every: float = 2.0) -> None:
+        """Re-read the auth file when it changes (`halfmq admin tokens create|revoke`); a broken edit keeps the old one."""
+        seen = path.stat().st_mtime_ns
+        while True:
+            await asyncio.sleep(every)
+            try:
+                changed = path.stat().st_mtime_ns
+                if changed == seen:
+                    continue
+                seen = changed
+                self.guard.use(Authenticator.from_file(path))
+                log.info("auth file %s re-read", path)
+            except (OSError, ValueError) as exc:
+                log.error("auth file %s unreadable (%s); keeping the one loaded before", path, exc)
 
     async def stop(self) -> None:
+        if self._auth_task is not None:
+            self._auth_task.cancel()
         if self._check_task is not None:
             self._check_task.cancel()
             await asyncio.gather(self._check_task, return_exceptions=True)
