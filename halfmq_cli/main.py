@@ -25,6 +25,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
     from broker.store.commit_log import CorruptLogError
     from broker.store.data_lock import DataDirLocked
 
+    from broker.security.auth_file import AuthFileError
     from broker.security.protected_mode import refusal
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items() if v is not None}
@@ -45,6 +46,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
     except CorruptLogError as exc:
         log.error("cannot start: %s", exc)
         return 3
+    except AuthFileError as exc:
+        log.error("cannot start: %s", exc)
+        return 5
     log.info("recovered in %.3fs (%s)", runtime.store.recovery.seconds, runtime.store.recovery)
     from .broker_server import PortInUse, serve
 

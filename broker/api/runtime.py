@@ -13,6 +13,7 @@ from typing import Awaitable, Callable
 from broker.config import BrokerSettings
 from broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from broker.errors import FlushDiskTimeout, StoreUnavailable
+from broker.security.auth_file import AuthFileError, Authenticator
 from broker.send_service import SendService, TopicPolicy, TopicService
 from broker.store.message_store import MessageStore, StoreConfig
 from broker.transaction.check_client import CheckClient
@@ -21,8 +22,6 @@ from broker.transaction.check_service import CheckService
 from broker.transaction.check_url import OwnAddress
 from broker.transaction.producer_registry import ProducerRegistry
 from broker.transaction.transaction_service import TransactionService
-
-from broker.security.auth_file import Authenticator
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
@@ -106,8 +105,8 @@ class BrokerRuntime:
                 seen = changed
                 self.guard.use(Authenticator.from_file(path))
                 log.info("auth file %s re-read", path)
-            except (OSError, ValueError) as exc:
-                log.error("auth file %s unreadable (%s); keeping the one loaded before", path, exc)
+            except (OSError, AuthFileError) as exc:
+                log.error("%s; keeping the one loaded before", exc)
 
     async def stop(self) -> None:
         if self._auth_task is not None:

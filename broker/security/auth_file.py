@@ -16,9 +16,9 @@ import secrets
 from pathlib import Path
 
 import orjson
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, model_validator
 
-from .policy import Policy, Principal, ResourcePattern
+from .policy import Policy, Principal
 
 TOKEN_PREFIX = "hmq_"
 
@@ -45,12 +45,10 @@ class PolicyEntry(BaseModel):
     actions: list[str]
     resources: list[str]
 
-    @field_validator("resources")
-    @classmethod
-    def _patterns(cls, value: list[str]) -> list[str]:
-        for pattern in value:
-            ResourcePattern.parse(pattern)
-        return value
+    @model_validator(mode="after")
+    def _parses(self) -> "PolicyEntry":
+        self.to_policy()  # a bad action or pattern fails the whole file, not silently one principal
+        return self
 
     def to_policy(self) -> Policy:
         return Policy.parse(self.actions, self.resources)
@@ -102,6 +100,10 @@ def write_private(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+class AuthFileError(Exception):
+    """The auth file is missing or not valid: the broker must not start open instead."""
+
+
 class Authenticator:
     """Token -> principal, and group -> check-back secret, from one loaded auth file."""
 
@@ -112,7 +114,10 @@ class Authenticator:
 
     @classmethod
     def from_file(cls, path: Path) -> "Authenticator":
-        return cls(AuthFile.load(path))
+        try:
+            return cls(AuthFile.load(path))
+        except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+            raise AuthFileError(f"auth file {path}: {str(exc).splitlines()[0]}") from exc
 
     def principal_for(self, token: str) -> Principal | None:
         return self._by_hash.get(token_hash(token))

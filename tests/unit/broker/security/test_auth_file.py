@@ -32,3 +32,11 @@ def test_each_producer_group_gets_its_own_check_secret():
     assert a != b
     assert a == derive_check_secret(auth.check_secret_key, "group_a").encode()
     assert Authenticator(AuthFile()).check_secret("group_a") != a  # another key, another secret
+
+
+def test_a_policy_with_an_unknown_action_or_pattern_fails_the_whole_file():
+    import pytest
+
+    for policy in ({"actions": ["root"], "resources": ["*"]}, {"actions": ["publish"], "resources": ["ORDER_TOPIC"]}):
+        with pytest.raises(ValueError):
+            AuthFile.model_validate({"principals": [{"name": "x", "policies": [policy]}]})
