@@ -71,7 +71,8 @@ class BrokerRuntime:
             rt = cls(settings, store, topics, SendService(store, topics), delivery, transactions, producers,
                      create_metrics(lambda: rt.state_snapshot()), durable, time.time())
             authenticator = Authenticator.from_file(settings.auth_file) if settings.auth_file else None
-            rt.guard = Guard(authenticator, lambda result: rt.metrics.auth_decisions.labels(result).inc())
+            decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
+            rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             return rt
         except BaseException:

@@ -53,3 +53,14 @@ def test_membership_survives_a_restart_with_a_fresh_expiry(tmp_path: Path) -> No
 def test_a_saved_check_url_without_a_checked_address_is_not_restored(tmp_path: Path) -> None:
     (tmp_path / "producers.json").write_text('{"producers": [{"group": "pg", "client_id": "a", "check_url": "http://order:8001/c"}]}')
     assert ProducerRegistry(tmp_path / "producers.json", expiry=10, clock=FakeClock()).live("pg") == []
+
+
+def test_a_heartbeat_with_the_same_url_finds_the_address_checked_at_registration() -> None:
+    clock = FakeClock()
+    reg = ProducerRegistry(None, expiry=10, clock=clock)
+    reg.heartbeat("pg", "a", "http://order:8001/c", "172.18.0.5")
+    assert reg.registered("pg", "a", "http://order:8001/c").address == "172.18.0.5"
+    assert reg.registered("pg", "a", "http://order:8001/other") is None  # a new URL is checked again
+    assert reg.registered("pg", "b", "http://order:8001/c") is None
+    clock.advance(11)
+    assert reg.registered("pg", "a", "http://order:8001/c") is None  # expired: registering again resolves again
