@@ -47,7 +47,11 @@ class BrokerSettings(BaseSettings):
     transaction_retention: float = 900.0
     check_timeout: float = 3.0
     check_concurrency: int = 16
-    check_url_allow: Annotated[list[str], NoDecode] = ["127.0.0.1", "localhost", "::1", "order", "credit", "broker"]
+    # scheme://host:port (or :* for any port); loopback for `halfmq up` and tests, the compose order service.
+    check_url_allow: Annotated[list[str], NoDecode] = [
+        "http://127.0.0.1:*", "https://127.0.0.1:*", "http://localhost:*", "https://localhost:*",
+        "http://[::1]:*", "https://[::1]:*", "http://order:8001", "https://order:8001",
+    ]
     max_reconsume_times: int = Field(default=16, ge=0)
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
     log_level: str = "info"
@@ -59,6 +63,12 @@ class BrokerSettings(BaseSettings):
     request_head_timeout: float = Field(default=20.0, gt=0, le=600)
     request_body_timeout: float = Field(default=60.0, gt=0)
     max_request_head_bytes: int = Field(default=64 * 1024, ge=8192)
+    # Security (docs/decisions.md, "Security"): auth is on iff an auth file is given.
+    auth_file: Path | None = None
+    insecure: bool = False  # serve a non-loopback address without auth (protected mode off)
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    check_ca_file: Path | None = None  # CA bundle for https check_urls (default: the system's)
 
     @field_validator("check_url_allow", "retry_delays", mode="before")
     @classmethod
@@ -70,3 +80,12 @@ class BrokerSettings(BaseSettings):
         if not self.max_request_bytes:
             self.max_request_bytes = default_max_request_bytes(self.max_message_size)
         return self
+
+    @field_validator("check_url_allow")
+    @classmethod
+    def _allow_entries(cls, value: list[str]) -> list[str]:
+        from broker.transaction.check_url import parse_allow_entry
+
+        for entry in value:
+            parse_allow_entry(entry)
+        return value

@@ -167,6 +167,25 @@ class CheckUrlRefused(BrokerError):
     title = "The check-back URL is not allowed"
 
 
+class Unauthenticated(BrokerError):
+    code = "UNAUTHENTICATED"
+    status = 401
+    title = "A valid bearer token is required"
+
+
+class CheckSignatureInvalid(Unauthenticated):
+    """Raised by the SDK's check app: the check request is unsigned, stale, replayed or tampered with."""
+
+    code = "CHECK_SIGNATURE_INVALID"
+    title = "The check request is not signed by the broker"
+
+
+class AccessDenied(BrokerError):
+    code = "ACCESS_DENIED"
+    status = 403
+    title = "The principal's policies do not allow this"
+
+
 class RouteNotFound(BrokerError):
     code = "NOT_FOUND"
     status = 404

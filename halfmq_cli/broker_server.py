@@ -106,6 +106,7 @@ def _serve_uvicorn(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
         backlog=settings.listen_backlog, limit_concurrency=settings.max_connections,
         timeout_keep_alive=settings.request_head_timeout,  # type: ignore[arg-type]  # a float works
         proxy_headers=False,  # no proxy in front by default; the middleware costs ~2 % per request
+        ssl_certfile=settings.tls_cert_file, ssl_keyfile=settings.tls_key_file,
     )
     BrokerServer(config).run()
 
@@ -128,6 +129,7 @@ def _serve_granian(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
         server = Server(app, address=settings.host, port=settings.port, interface=Interfaces.ASGI,
                         http=HTTPModes.http1, http1_settings=head, backlog=settings.listen_backlog,
                         backpressure=settings.max_connections, websockets=False, log_access=False, log_level=LogLevels(settings.log_level.lower()),
+                        ssl_cert=settings.tls_cert_file, ssl_key=settings.tls_key_file,
                         log_dictconfig={"loggers": {"_granian": dict(to_root), "granian.access": dict(to_root)}})
         loop = asyncio.get_running_loop()
 

@@ -20,9 +20,11 @@ def _configure_logging(level: str) -> None:
 
 # `halfmq broker` exit codes: 1 port in use, 2 data dir locked, 3 corrupt commit log,
 # 4 a damaged source metadata file (topics.json, consumer_offsets.json),
-# 5 the data directory cannot be created or written at all (a new one on a full disk).
+# 5 the data directory cannot be created or written at all (a new one on a full disk),
+# 6 refused configuration (protected mode: a non-loopback bind without auth; a missing or invalid auth file).
 EXIT_DAMAGED_METADATA = 4
 EXIT_DATA_DIR_UNUSABLE = 5
+EXIT_REFUSED_CONFIGURATION = 6
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -34,7 +36,12 @@ def cmd_broker(args: argparse.Namespace) -> int:
     from broker.store.data_lock import DataDirLocked
     from broker.store.message_store import StoreNotWritable
 
+    from broker.security.auth_file import AuthFileError
+    from broker.security.protected_mode import refusal
+
     overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items() if v is not None}
+    if args.insecure:
+        overrides["insecure"] = True
     settings = BrokerSettings(**overrides)
     if args.verify:
         from .verify_command import run_verify
@@ -42,6 +49,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
         return run_verify(settings)
     _configure_logging(settings.log_level)
     log = logging.getLogger("halfmq.broker")
+    refused = refusal(settings.host, settings.auth_file is not None, settings.insecure)
+    if refused:
+        log.error("%s", refused)
+        return EXIT_REFUSED_CONFIGURATION
     try:
         runtime = BrokerRuntime.open(settings)
     except DataDirLocked as exc:
@@ -56,6 +67,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
     except (StoreNotWritable, OSError) as exc:
         log.error("cannot start: the data directory %s cannot be used: %s", settings.data_dir, exc)
         return EXIT_DATA_DIR_UNUSABLE
+    except AuthFileError as exc:
+        log.error("cannot start: %s", exc)
+        return EXIT_REFUSED_CONFIGURATION
     log.info("recovered in %.3fs (%s)", runtime.store.recovery.seconds, runtime.store.recovery)
     from .broker_server import PortInUse, serve
 
@@ -68,11 +82,12 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(app, host: str, port: int, log_level: str) -> None:
+def _serve(app, host: str, port: int, log_level: str, tls_cert_file: Path | None = None, tls_key_file: Path | None = None) -> None:
     import uvicorn
 
     uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), access_log=False,
-                loop="uvloop", http="httptools", timeout_graceful_shutdown=5)
+                loop="uvloop", http="httptools", timeout_graceful_shutdown=5,
+                ssl_certfile=tls_cert_file, ssl_keyfile=tls_key_file)
 
 
 def cmd_order(args: argparse.Namespace) -> int:
@@ -88,7 +103,7 @@ def cmd_order(args: argparse.Namespace) -> int:
     if args.port is not None and "ORDER_PUBLIC_URL" not in os.environ:
         settings.public_url = f"http://127.0.0.1:{settings.port}"
     _configure_logging(settings.log_level)
-    _serve(create_app(settings), settings.host, settings.port, settings.log_level)
+    _serve(create_app(settings), settings.host, settings.port, settings.log_level, settings.tls_cert_file, settings.tls_key_file)
     return 0
 
 
@@ -103,7 +118,7 @@ def cmd_credit(args: argparse.Namespace) -> int:
         overrides["database_url"] = f"sqlite:///{Path(args.data_dir).resolve()}/credit.db"
     settings = CreditSettings(**overrides)
     _configure_logging(settings.log_level)
-    _serve(create_app(settings), settings.host, settings.port, settings.log_level)
+    _serve(create_app(settings), settings.host, settings.port, settings.log_level, settings.tls_cert_file, settings.tls_key_file)
     return 0
 
 
@@ -118,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--verify", action="store_true",
                         help="check every commit-log record and consume-queue entry, list what is damaged, then exit "
                              "(0 clean, 3 damaged) instead of serving")
+    broker.add_argument("--insecure", action="store_true",
+                        help="serve a non-loopback address without authentication (protected mode off)")
     broker.set_defaults(func=cmd_broker)
 
     order = sub.add_parser("order", help="run the order service (producer side of the demo)")
@@ -138,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .demo import command as demo_command
 
     demo_command.add_parser(sub)
+    from . import admin_command
+
+    admin_command.add_parser(sub)
     from . import aggregate_command
 
     aggregate_command.add_parser(sub)

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from .credentials import Credentials, ensure_credentials
 from .supervisor import Component, Supervisor, component_command
 
 
@@ -17,6 +18,7 @@ class Topology:
     order_port: int = 8001
     credit_port: int = 8002
     faults: bool = True
+    auth: bool = True
 
     @property
     def broker_url(self) -> str:
@@ -38,21 +40,38 @@ class Topology:
     def credit_db(self) -> str:
         return f"sqlite:///{self.data_dir.resolve()}/credit.db"
 
+    @property
+    def credentials(self) -> Credentials | None:
+        """Where `up` keeps the tokens it generated on first start (None with auth off)."""
+        return Credentials(self.data_dir.resolve() / "auth") if self.auth else None
+
+    def auth_env(self) -> dict[str, dict[str, str]]:
+        creds = self.credentials
+        if creds is None:
+            return {"broker": {}, "order": {}, "credit": {}}
+        return {
+            "broker": {"HALFMQ_BROKER_AUTH_FILE": str(creds.auth_file)},
+            "order": {"ORDER_BROKER_TOKEN_FILE": str(creds.token_file("order")),
+                      "ORDER_CHECK_SECRET_FILE": str(creds.order_check_secret_file)},
+            "credit": {"CREDIT_BROKER_TOKEN_FILE": str(creds.token_file("credit"))},
+        }
+
     def components(self, extra_env: dict[str, str] | None = None) -> list[Component]:
         extra = extra_env or {}
+        auth = self.auth_env()
         return [
             Component("broker", component_command("broker"), {
                 "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port),
-                "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **extra,
+                "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **auth["broker"], **extra,
             }, f"{self.broker_url}/healthz", "cyan"),
             Component("order", component_command("order"), {
                 "ORDER_HOST": self.host, "ORDER_PORT": str(self.order_port), "ORDER_DATABASE_URL": self.order_db,
                 "ORDER_BROKER_URL": self.broker_url, "ORDER_PUBLIC_URL": self.order_url,
-                "ORDER_FAULTS_ENABLED": "true" if self.faults else "false", **extra,
+                "ORDER_FAULTS_ENABLED": "true" if self.faults else "false", **auth["order"], **extra,
             }, f"{self.order_url}/healthz", "magenta"),
             Component("credit", component_command("credit"), {
                 "CREDIT_HOST": self.host, "CREDIT_PORT": str(self.credit_port), "CREDIT_DATABASE_URL": self.credit_db,
-                "CREDIT_BROKER_URL": self.broker_url, **extra,
+                "CREDIT_BROKER_URL": self.broker_url, **auth["credit"], **extra,
             }, f"{self.credit_url}/healthz", "green"),
         ]
 
@@ -63,15 +82,20 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker-port", type=int, default=10911)
     parser.add_argument("--order-port", type=int, default=8001)
     parser.add_argument("--credit-port", type=int, default=8002)
+    parser.add_argument("--no-auth", action="store_true",
+                        help="run the broker without tokens (loopback only); by default `up` generates them into DATA_DIR/auth")
 
 
 def topology_from(args: argparse.Namespace, faults: bool = True) -> Topology:
-    return Topology(args.data_dir, args.host, args.broker_port, args.order_port, args.credit_port, faults)
+    return Topology(args.data_dir, args.host, args.broker_port, args.order_port, args.credit_port, faults, not args.no_auth)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     topology = topology_from(args, faults=not args.no_faults)
     topology.data_dir.mkdir(parents=True, exist_ok=True)
+    if topology.credentials is not None:
+        creds, made = ensure_credentials(topology.credentials.directory)
+        print(f"auth on: {'generated' if made else 'using'} tokens in {creds.directory} (admin token: {creds.token_file('admin')})", flush=True)
     return Supervisor(topology.components(), restart=not args.no_restart).run()
 
 

@@ -6,7 +6,7 @@ import logging
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI, Request
 
 from broker.asgi_body import BodyReader
 from broker.config import BrokerSettings
@@ -17,6 +17,10 @@ from .hot_path import HotPathApp
 from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
+
+
+def _authenticated(request: Request) -> None:
+    request.app.state.runtime.guard.principal(request.scope)
 
 
 def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | None = None) -> HotPathApp:
@@ -37,9 +41,11 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
 
     app = FastAPI(title="halfmq broker", version="1", lifespan=lifespan)
     problems.install(app)
-    app.include_router(topics.router)
-    app.include_router(consumer_groups.router)
-    app.include_router(transactions.router)
+    # Who is asking, before any body is validated: a stranger gets 401, not a hint about the request's shape.
+    authenticated = [Depends(_authenticated)]
+    app.include_router(topics.router, dependencies=authenticated)
+    app.include_router(consumer_groups.router, dependencies=authenticated)
+    app.include_router(transactions.router, dependencies=authenticated)
     app.include_router(operations.router)
     return HotPathApp(app, [r for module in (topics, consumer_groups, transactions) for r in module.RAW_ROUTES],
                       BodyReader(settings.max_request_bytes, settings.request_body_timeout))

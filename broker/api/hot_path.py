@@ -18,7 +18,7 @@ import orjson
 from starlette.types import Receive, Scope, Send
 
 from broker.asgi_body import BodyReader, ClientGone, declared_length, too_large
-from broker.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge
+from broker.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge, Unauthenticated
 
 from .allowed_methods import allow_header, allowed_methods, serves
 from .problems import PROBLEM, as_broker_error, log_server_error, problem_headers
@@ -157,7 +157,17 @@ class HotPathApp:
         await self._pass_on(scope, receive, send)
 
     async def _pass_on(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """FastAPI gets the body already read under the limits; later ``receive`` calls still see a hang-up."""
+        """FastAPI gets the body already read under the limits; later ``receive`` calls still see a hang-up.
+
+        A stranger is refused before the body is read, so no token means no 32 MiB read either.
+        """
+        if scope["path"].startswith("/v1/"):
+            try:
+                self.app.state.runtime.guard.principal(scope)
+            except Unauthenticated as exc:
+                await _answer(send, exc.status, _PROBLEM, _problem(exc, scope["path"]),
+                              [(k.encode(), v.encode()) for k, v in problem_headers(exc).items()] + _CLOSE)
+                return
         try:
             body = await self.body_reader.read(receive)
         except ClientGone:

@@ -23,6 +23,7 @@ class BrokerMetrics:
     acks: Counter
     nacks: Counter
     tx_finish_latency: Histogram
+    auth_decisions: Counter
 
 
 class _StateCollector(Collector):
@@ -69,4 +70,5 @@ def create_metrics(read_state: Callable[[], dict]) -> BrokerMetrics:
         nacks=Counter("halfmq_nack_messages", "Nacked receipt handles", ["result"], registry=registry),
         tx_finish_latency=Histogram("halfmq_transaction_finish_latency_seconds", "From half message to commit or rollback",
                                     buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900), registry=registry),
+        auth_decisions=Counter("halfmq_auth_decisions", "Authentication and authorization decisions by result", ["result"], registry=registry),
     )

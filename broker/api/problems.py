@@ -10,7 +10,7 @@ from .allowed_methods import allow_header, allowed_methods
 from .responses import JsonResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from broker.errors import BrokerError, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, StoreUnavailable, UnsupportedMediaType
+from broker.errors import BrokerError, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, StoreUnavailable, Unauthenticated, UnsupportedMediaType
 from broker.store.message_store import StoreClosed, StoreNotWritable
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,13 @@ def as_broker_error(exc: Exception) -> BrokerError | None:
     return None
 
 
+CHALLENGE = {"www-authenticate": 'Bearer realm="halfmq"'}  # RFC 9110: every 401 names its scheme
+
+
 def problem_headers(error: BrokerError) -> dict[str, str]:
+    """Headers a problem carries besides its body: when to retry, how to authenticate."""
+    if isinstance(error, Unauthenticated):
+        return CHALLENGE
     return {"retry-after": str(error.retry_after)} if error.retry_after else {}
 
 

@@ -7,20 +7,24 @@ import logging
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Awaitable, Callable
 
 from broker.config import BrokerSettings
 from broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from broker.delivery.receipt_handle import load_or_create_key
 from broker.errors import FlushDiskTimeout, StoreUnavailable
+from broker.security.auth_file import AuthFileError, Authenticator
 from broker.send_service import SendService, TopicPolicy, TopicService
 from broker.store.message_store import MessageStore, StoreConfig
 from broker.transaction.check_client import CheckClient
 from broker.transaction.check_policy import CheckPolicy
 from broker.transaction.check_service import CheckService
+from broker.transaction.check_url import OwnAddress
 from broker.transaction.producer_registry import ProducerRegistry
 from broker.transaction.transaction_service import TransactionService
 
+from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
 
 log = logging.getLogger(__name__)
@@ -39,7 +43,10 @@ class BrokerRuntime:
     durable: Callable[[int], Awaitable[None]]
     started_at: float
     checks: CheckService | None = None
+    guard: Guard = field(default_factory=lambda: Guard(None))
+    own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
     _check_task: asyncio.Task | None = field(default=None, repr=False)
+    _auth_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: BrokerSettings) -> "BrokerRuntime":
@@ -65,6 +72,10 @@ class BrokerRuntime:
             producers = ProducerRegistry(settings.data_dir / "producers.json", settings.producer_expiry)
             rt = cls(settings, store, topics, SendService(store, topics), delivery, transactions, producers,
                      create_metrics(lambda: rt.state_snapshot()), durable, time.time())
+            authenticator = Authenticator.from_file(settings.auth_file) if settings.auth_file else None
+            decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
+            rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
+            rt.own_address = OwnAddress.of(settings.host, settings.port)
             return rt
         except BaseException:
             store.close()
@@ -76,12 +87,33 @@ class BrokerRuntime:
 
     async def start(self) -> None:
         self.checks = CheckService(
-            self.transactions, self.producers, CheckClient(read_timeout=self.settings.check_timeout),
+            self.transactions, self.producers,
+            CheckClient(read_timeout=self.settings.check_timeout, secret_for=self.guard.check_secret,
+                        ca_file=str(self.settings.check_ca_file) if self.settings.check_ca_file else None),
             self.check_policy(self.settings), concurrency=self.settings.check_concurrency,
         )
         self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())
+        if self.settings.auth_file is not None:
+            self._auth_task = asyncio.get_running_loop().create_task(self._watch_auth_file(self.settings.auth_file))
+
+    async def _watch_auth_file(self, path: Path, every: float = 2.0) -> None:
+        """Re-read the auth file when it changes (`halfmq admin tokens create|revoke`); a broken edit keeps the old one."""
+        seen = path.stat().st_mtime_ns
+        while True:
+            await asyncio.sleep(every)
+            try:
+                changed = path.stat().st_mtime_ns
+                if changed == seen:
+                    continue
+                seen = changed
+                self.guard.use(Authenticator.from_file(path))
+                log.info("auth file %s re-read", path)
+            except (OSError, AuthFileError) as exc:
+                log.error("%s; keeping the one loaded before", exc)
 
     async def stop(self) -> None:
+        if self._auth_task is not None:
+            self._auth_task.cancel()
         if self._check_task is not None:
             self._check_task.cancel()
             await asyncio.gather(self._check_task, return_exceptions=True)

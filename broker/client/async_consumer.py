@@ -20,6 +20,7 @@ from broker.errors import BrokerError
 from broker.protocol import Message, ReceiveRequest
 
 from .consumer_client import AsyncConsumerClient
+from .transport import Verify
 from .retry import backoff_delay
 from .settlement import Outcome, log_expired, log_handler_failure, split
 
@@ -48,12 +49,14 @@ class AsyncConsumer:
         concurrency: int = 4,
         timeout: float = 10.0,
         retries: int = 3,
+        token: str | None = None,
+        verify: Verify | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         # Fail here on out-of-range settings, not on the first poll inside run().
         ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds)
-        self.client = AsyncConsumerClient(base_url, group, topic, timeout=timeout, retries=retries)
+        self.client = AsyncConsumerClient(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
         self._handler = handler
         self._max_messages = max_messages
         self._invisible_seconds = invisible_seconds

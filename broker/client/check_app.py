@@ -30,6 +30,14 @@ Without a producer at hand, ``CheckApp(listener, producer_group=...)`` builds
 the same app. Any ASGI server can also serve it on its own (``uvicorn.run(app)``);
 lifespan events are answered, and a mounted app, which gets none, needs none.
 
+Signed check-backs: give ``check_secret`` (the producer group's secret from
+the broker's operator, ``halfmq admin check-secret --group G``) and the app
+refuses, with 401, any request the broker did not sign, one whose body was
+changed, one signed more than ``signature_window`` seconds away from now, and
+one it has already answered (``broker.check_signing``). Without a secret it
+answers anyone who can reach it, which is only fit for a loopback broker
+without auth.
+
 Answers: 200 with the state (a listener that raises, or answers something
 that is not a state, gives ``unknown`` and a log line: the broker asks again
 later); 400 problem+json for a body that is not a check request; 403 for a
@@ -46,7 +54,9 @@ from typing import Any
 import orjson
 
 from broker.asgi_body import ClientGone, read_body
-from broker.errors import BrokerError, InvalidRequest, MalformedJson, MessageTooLarge, MethodNotAllowed, ProducerGroupMismatch, RequestTooLarge
+from broker.check_signing import DEFAULT_WINDOW, SIGNATURE_HEADER, TIMESTAMP_HEADER, CheckVerifier
+from broker.errors import (BrokerError, CheckSignatureInvalid, InvalidRequest, MalformedJson, MessageTooLarge, MethodNotAllowed,
+                           ProducerGroupMismatch, RequestTooLarge)
 from broker.protocol import CheckRequest
 
 from .transaction import (
@@ -83,12 +93,16 @@ class CheckApp:
         *,
         producer_group: str | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        check_secret: str | bytes | None = None,
+        signature_window: float = DEFAULT_WINDOW,
     ) -> None:
         if not callable(getattr(listener, "check_local_transaction", None)):
             raise TypeError("the listener has no check_local_transaction method")
         self.listener = listener
         self.producer_group = producer_group
         self.max_body_bytes = max_body_bytes
+        secret = check_secret.encode() if isinstance(check_secret, str) else check_secret
+        self._verifier = CheckVerifier(secret, signature_window) if secret else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -112,6 +126,13 @@ class CheckApp:
             return
         if body is None:
             return  # the broker hung up; nobody to answer
+        if self._verifier is not None:
+            try:
+                self._verifier.verify(_header(scope, TIMESTAMP_HEADER), _header(scope, SIGNATURE_HEADER), body)
+            except CheckSignatureInvalid as exc:
+                log.warning("refused a check request: %s", exc.detail)
+                await _problem(send, exc)
+                return
         try:
             data = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -148,6 +169,14 @@ class CheckApp:
             return await read_body(receive, self.max_body_bytes)
         except ClientGone:
             return None
+
+
+def _header(scope: Scope, name: str) -> str | None:
+    wanted = name.encode()
+    for key, value in scope.get("headers", ()):
+        if key.lower() == wanted:
+            return value.decode("latin-1")
+    return None
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -19,7 +19,7 @@ from broker.protocol import MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequ
 
 from . import endpoints
 from .retry import async_retrying, retrying
-from .transport import AsyncTransport, Transport
+from .transport import AsyncTransport, Transport, Verify
 
 __all__ = ["AsyncConsumerClient", "ConsumerClient"]
 
@@ -43,13 +43,14 @@ def _receive_call(
 class ConsumerClient:
     """Blocking receive/ack/nack for one consumer group on one topic; thread-safe."""
 
-    def __init__(self, base_url: str, group: str, topic: str, *, timeout: float = 10.0, retries: int = 3) -> None:
+    def __init__(self, base_url: str, group: str, topic: str, *, timeout: float = 10.0, retries: int = 3,
+                 token: str | None = None, verify: Verify | None = None) -> None:
         retrying(retries)
         self.group = group
         self.topic = topic
         self._timeout = timeout
         self._retries = retries
-        self._transport = Transport(base_url, timeout=timeout)
+        self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
 
     def receive(self, max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 0.0) -> list[Message]:
         call = _receive_call(self.group, self.topic, self._timeout, max_messages, invisible_seconds, wait_seconds)
@@ -100,6 +101,8 @@ class AsyncConsumerClient:
         pool_size: int = 2,
         connections_per_client: int = 8,
         max_in_flight: int = 16,
+        token: str | None = None,
+        verify: Verify | None = None,
     ) -> None:
         async_retrying(retries)
         self.group = group
@@ -112,6 +115,8 @@ class AsyncConsumerClient:
             pool_size=pool_size,
             connections_per_client=connections_per_client,
             max_in_flight=max_in_flight,
+            token=token,
+            verify=verify,
         )
 
     async def receive(

@@ -20,7 +20,7 @@ from . import endpoints
 from .endpoints import Call
 from .messages import Body, outgoing
 from .retry import async_retrying, retrying
-from .transport import AsyncTransport, Transport
+from .transport import AsyncTransport, Transport, Verify
 
 __all__ = ["AsyncProducer", "Producer"]
 
@@ -39,10 +39,11 @@ def _batch(messages: Iterable[OutgoingMessage | Body]) -> list[OutgoingMessage]:
 class Producer:
     """Blocking producer; one instance can be shared by many threads."""
 
-    def __init__(self, base_url: str, *, timeout: float = 10.0, retries: int = 3) -> None:
+    def __init__(self, base_url: str, *, timeout: float = 10.0, retries: int = 3,
+                 token: str | None = None, verify: Verify | None = None) -> None:
         retrying(retries)  # validate now rather than on the first send
         self._retries = retries
-        self._transport = Transport(base_url, timeout=timeout)
+        self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
 
     def _call(self, call: Call[T]) -> T:
         return retrying(self._retries)(self._transport.call, call)
@@ -112,6 +113,8 @@ class AsyncProducer:
         pool_size: int = 8,
         connections_per_client: int = 8,
         max_in_flight: int = 64,
+        token: str | None = None,
+        verify: Verify | None = None,
     ) -> None:
         async_retrying(retries)
         self._retries = retries
@@ -121,6 +124,8 @@ class AsyncProducer:
             pool_size=pool_size,
             connections_per_client=connections_per_client,
             max_in_flight=max_in_flight,
+            token=token,
+            verify=verify,
         )
 
     async def _call(self, call: Call[T]) -> T:

@@ -53,7 +53,7 @@ from .transaction import (
     listener_message,
     state_after_half,
 )
-from .transport import AsyncTransport, Transport, request_not_sent
+from .transport import AsyncTransport, Transport, Verify, request_not_sent
 
 __all__ = ["AsyncTransactionProducer", "TransactionProducer", "default_client_id"]
 
@@ -203,11 +203,13 @@ class TransactionProducer(_Base):
         heartbeat_interval: float = 10.0,
         timeout: float = 10.0,
         retries: int = 3,
+        token: str | None = None,
+        verify: Verify | None = None,
     ) -> None:
         super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries)
         if is_async_callable(listener.execute_local_transaction):
             raise TypeError("the listener's methods are coroutines: use AsyncTransactionProducer")
-        self._transport = Transport(base_url, timeout=timeout)
+        self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
         self._stop = threading.Event()
         self._heartbeat_thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -344,6 +346,8 @@ class AsyncTransactionProducer(_Base):
         pool_size: int = 8,
         connections_per_client: int = 8,
         max_in_flight: int = 64,
+        token: str | None = None,
+        verify: Verify | None = None,
     ) -> None:
         super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries)
         self._transport = AsyncTransport(
@@ -352,6 +356,8 @@ class AsyncTransactionProducer(_Base):
             pool_size=pool_size,
             connections_per_client=connections_per_client,
             max_in_flight=max_in_flight,
+            token=token,
+            verify=verify,
         )
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._start_lock = asyncio.Lock()

@@ -10,6 +10,8 @@ policy of the callers (see ``retry``).
 from __future__ import annotations
 
 import asyncio
+import os
+import ssl
 from typing import Any, TypeVar
 
 import aiohttp
@@ -22,7 +24,8 @@ from .endpoints import Call
 
 T = TypeVar("T")
 
-__all__ = ["AsyncTransport", "Transport", "error_from_exception", "error_from_response", "request_not_sent"]
+__all__ = ["AsyncTransport", "Transport", "Verify", "auth_headers", "error_from_exception", "error_from_response",
+           "request_not_sent", "tls_context"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
 # Failures after which the broker may simply be back a moment later.
@@ -35,6 +38,26 @@ _TRANSIENT_STATUSES = frozenset({502, 503, 504})
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, aiohttp.ClientConnectorError)
 _ACCEPT = {"accept": "application/json, application/problem+json"}
 _SEND_JSON = {**_ACCEPT, "content-type": "application/json"}
+
+
+TOKEN_ENV = "HALFMQ_TOKEN"
+CA_FILE_ENV = "HALFMQ_CA_FILE"
+Verify = bool | str  # True: the system's CAs; a path: this CA bundle; False: no verification (tests only)
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    """The bearer header for ``token``, else for $HALFMQ_TOKEN, else none (a broker with auth off)."""
+    token = token if token is not None else os.environ.get(TOKEN_ENV)
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
+def tls_context(verify: Verify | None) -> ssl.SSLContext | bool:
+    """Certificates are always verified unless ``verify=False``; a path (or $HALFMQ_CA_FILE) adds a private CA."""
+    if verify is None:
+        verify = os.environ.get(CA_FILE_ENV) or True
+    if isinstance(verify, str):
+        return ssl.create_default_context(cafile=verify)
+    return verify
 
 
 def _override(error: BrokerError, **attrs: Any) -> BrokerError:
@@ -135,11 +158,14 @@ def _timeout(call: Call[Any]) -> Any:
 class Transport:
     """Blocking transport over one ``httpx.Client``, safe to share between threads."""
 
-    def __init__(self, base_url: str, *, timeout: float = 10.0, limits: httpx.Limits | None = None) -> None:
+    def __init__(self, base_url: str, *, timeout: float = 10.0, limits: httpx.Limits | None = None,
+                 token: str | None = None, verify: Verify | None = None) -> None:
         self._client = httpx.Client(
             base_url=base_url,
             timeout=timeout,
             limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            headers=auth_headers(token),
+            verify=tls_context(verify),
         )
 
     def call(self, call: Call[T]) -> T:
@@ -175,6 +201,8 @@ class AsyncTransport:
         pool_size: int = 8,
         connections_per_client: int = 8,
         max_in_flight: int = 64,
+        token: str | None = None,
+        verify: Verify | None = None,
     ) -> None:
         if pool_size < 1 or connections_per_client < 1 or max_in_flight < 1:
             raise ValueError("pool_size, connections_per_client and max_in_flight must be at least 1")
@@ -183,13 +211,15 @@ class AsyncTransport:
         self._connections = min(pool_size * connections_per_client, max_in_flight)
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self._session: aiohttp.ClientSession | None = None
+        self._headers = auth_headers(token)
+        self._ssl = tls_context(verify)
 
     def _client(self) -> aiohttp.ClientSession:
         # Created on first use, inside the running loop (aiohttp binds a session to its loop).
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300),
-                timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False,
+                connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300, ssl=self._ssl),
+                timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers,
             )
         return self._session
 

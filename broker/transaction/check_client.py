@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+import ssl
+from typing import Any, Callable
 
 import httpx
 import orjson
+
+from broker.check_signing import signed_headers
+
+from .check_url import CheckTarget
 
 MAX_RESPONSE_BYTES = 64 * 1024
 
@@ -37,17 +42,31 @@ class CheckAnswer:
 
 
 class CheckClient:
-    def __init__(self, connect_timeout: float = 1.0, read_timeout: float = 3.0) -> None:
+    """Dials the address a check_url was checked at and signs each request with its group's secret (if any)."""
+
+    def __init__(self, connect_timeout: float = 1.0, read_timeout: float = 3.0, *,
+                 secret_for: Callable[[str], bytes | None] = lambda group: None, ca_file: str | None = None) -> None:
+        self._secret_for = secret_for
         self._client = httpx.AsyncClient(
             follow_redirects=False,
             timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
             trust_env=False,
+            verify=ssl.create_default_context(cafile=ca_file) if ca_file else True,
         )
 
-    async def check(self, url: str, payload: dict[str, Any]) -> CheckAnswer:
+    async def check(self, url: str, payload: dict[str, Any], address: str | None = None) -> CheckAnswer:
+        body = orjson.dumps(payload)
+        headers = {"content-type": "application/json"}
+        extensions: dict[str, Any] = {}
+        if address is not None:
+            url, host, extensions = CheckTarget(url, address).dial()
+            headers.update(host)
+        secret = self._secret_for(str(payload.get("producer_group", "")))
+        if secret:
+            headers.update(signed_headers(secret, body))
         try:
-            async with self._client.stream("POST", url, content=orjson.dumps(payload), headers={"content-type": "application/json"}) as resp:
+            async with self._client.stream("POST", url, content=body, headers=headers, extensions=extensions) as resp:
                 body = b""
                 async for chunk in resp.aiter_bytes():
                     body += chunk

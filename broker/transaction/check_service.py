@@ -102,7 +102,7 @@ class CheckService:
 
     async def _ask(self, tx: Tx, producer: ProducerEntry, payload: dict) -> CheckAnswer:
         try:
-            return await self._client.check(producer.check_url or "", payload)
+            return await self._client.check(producer.check_url or "", payload, producer.address)
         except Exception as exc:
             log.exception("check of %s: calling producer %s failed", tx.transaction_id, producer.client_id)
             return CheckAnswer(CheckOutcome.UNREACHABLE, f"{type(exc).__name__}: {exc}")

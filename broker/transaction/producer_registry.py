@@ -29,6 +29,7 @@ class ProducerEntry:
     client_id: str
     check_url: str | None
     last_seen: float
+    address: str | None = None  # what check_url resolved to when it was checked; the broker dials this
 
 
 class ProducerRegistry:
@@ -46,13 +47,14 @@ class ProducerRegistry:
             except DamagedFile as exc:  # soft state: producers heartbeat again within their expiry
                 log.warning("%s; starting with no registered producers until they heartbeat again", exc)
                 entries = []
-            for group, client_id, check_url in entries:
-                self._groups.setdefault(group, {})[client_id] = ProducerEntry(group, client_id, check_url, now)
+            for entry in entries:  # restored members get a fresh expiry window
+                entry.last_seen = now
+                self._groups.setdefault(entry.group, {})[entry.client_id] = entry
 
-    def heartbeat(self, group: str, client_id: str, check_url: str | None) -> None:
-        entry = ProducerEntry(group, client_id, check_url, self._clock())
+    def heartbeat(self, group: str, client_id: str, check_url: str | None, address: str | None = None) -> None:
+        entry = ProducerEntry(group, client_id, check_url, self._clock(), address)
         existing = self._groups.get(group, {}).get(client_id)
-        if existing is None or existing.check_url != check_url:
+        if existing is None or existing.check_url != check_url or existing.address != address:
             others = [e for e in self._entries() if (e.group, e.client_id) != (group, client_id)]
             self._save([*others, entry])
         self._groups.setdefault(group, {})[client_id] = entry
@@ -76,6 +78,13 @@ class ProducerRegistry:
         start = next(self._cursor.setdefault(group, itertools.count())) % len(live)
         return live[start:] + live[:start]
 
+    def registered(self, group: str, client_id: str, check_url: str) -> ProducerEntry | None:
+        """The live entry already registered with this very URL (its address was checked then)."""
+        entry = self._groups.get(group, {}).get(client_id)
+        if entry is None or entry.check_url != check_url or self._clock() - entry.last_seen > self._expiry:
+            return None
+        return entry
+
     def groups(self) -> dict[str, list[ProducerEntry]]:
         return {g: self.live(g) for g in list(self._groups)}
 
@@ -86,13 +95,15 @@ class ProducerRegistry:
         if self._path is None:
             return
         try:
-            write_json(self._path, {"producers": [{"group": e.group, "client_id": e.client_id, "check_url": e.check_url}
-                                                  for e in entries]})
+            write_json(self._path, {"producers": [
+                {"group": e.group, "client_id": e.client_id, "check_url": e.check_url, "address": e.address} for e in entries]})
         except OSError as exc:  # a full disk: members stay in memory, written with the next change
             self._saves.failed(exc)
             return
         self._saves.succeeded()
 
 
-def _parse_producers(raw: dict) -> list[tuple[str, str, str | None]]:
-    return [(str(e["group"]), str(e["client_id"]), e.get("check_url")) for e in raw["producers"]]
+def _parse_producers(raw: dict) -> list[ProducerEntry]:
+    """Entries saved before check addresses were pinned are dropped: they re-register with their next heartbeat."""
+    return [ProducerEntry(str(e["group"]), str(e["client_id"]), e.get("check_url"), 0.0, e.get("address"))
+            for e in raw["producers"] if not (e.get("check_url") and not e.get("address"))]

@@ -40,6 +40,8 @@ def _start_up(topology: Topology, console: Console) -> subprocess.Popen:
     log = open(topology.data_dir / "up.log", "w")
     argv = [sys.executable, "-m", "halfmq_cli.main", "up", "--data-dir", str(topology.data_dir), "--host", topology.host,
             "--broker-port", str(topology.broker_port), "--order-port", str(topology.order_port), "--credit-port", str(topology.credit_port)]
+    if not topology.auth:
+        argv.append("--no-auth")
     proc = subprocess.Popen(argv, env={**os.environ, **FAST_CHECKS}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     console.print(f"started [bold]halfmq up[/] (pid {proc.pid}) in {topology.data_dir}, logs in {topology.data_dir / 'up.log'}")
     deadline = time.monotonic() + 90
@@ -63,12 +65,13 @@ def _run_spark(topology: Topology, console: Console) -> tuple[int | None, dict[s
 def cmd_demo(args: argparse.Namespace) -> int:
     console = Console()
     attach_dir = args.data_dir or Path("./data")
-    topology = Topology(attach_dir, args.host, args.broker_port, args.order_port, args.credit_port)
+    topology = Topology(attach_dir, args.host, args.broker_port, args.order_port, args.credit_port, auth=not args.no_auth)
     own = None
     if args.attach or all(_healthy(u) for u in (topology.broker_url, topology.order_url, topology.credit_url)):
         console.print(f"using the running halfmq at {topology.broker_url} / {topology.order_url} / {topology.credit_url}")
     else:
-        topology = Topology(args.data_dir or Path("./data/demo"), args.host, args.broker_port, args.order_port, args.credit_port)
+        topology = Topology(args.data_dir or Path("./data/demo"), args.host, args.broker_port, args.order_port, args.credit_port,
+                            auth=not args.no_auth)
         own = _start_up(topology, console)
     started = time.monotonic()
     try:

@@ -147,10 +147,17 @@ class DemoDriver:
                     offset = page["next_offset"]
         return out
 
+    def _admin_token(self) -> str | None:
+        """Reading ORDER_TOPIC back is an operator's job: the admin token `up` generated, if auth is on."""
+        creds = self.t.credentials
+        if creds is None or not creds.token_file("admin").exists():
+            return None
+        return creds.token("admin")
+
     def visible_order_ids(self) -> list[str]:
         mine = set(self.all_users)
         ids: list[str] = []
-        with Producer(self.t.broker_url) as producer:
+        with Producer(self.t.broker_url, token=self._admin_token()) as producer:
             try:
                 topic = producer.get_topic("ORDER_TOPIC")
             except Exception:  # noqa: BLE001 — no topic yet means nothing visible yet

@@ -14,6 +14,7 @@ from sqlalchemy import text
 from broker.client import AsyncConsumer
 
 from .. import http_problems
+from ..credentials import secret_value
 from ..database import create_db_engine, is_migrated, migrate
 from .config import CreditSettings
 from .credit_service import CreditService
@@ -33,6 +34,8 @@ def create_app(settings: CreditSettings | None = None) -> FastAPI:
         settings.broker_url, settings.consumer_group, settings.topic, service.handle,
         max_messages=settings.max_messages, invisible_seconds=settings.invisible_seconds,
         wait_seconds=settings.wait_seconds, concurrency=settings.consumer_concurrency,
+        token=secret_value(settings.broker_token, settings.broker_token_file),
+        verify=str(settings.broker_ca_file) if settings.broker_ca_file else None,
     )
 
     @asynccontextmanager

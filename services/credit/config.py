@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -24,6 +26,11 @@ class CreditSettings(BaseSettings):
     db_pool_size: int = 20
     write_batch_max: int = 64  # most credits one database transaction may carry
     log_level: str = "info"
+    broker_token: str | None = None  # or broker_token_file (Docker secrets)
+    broker_token_file: Path | None = None
+    broker_ca_file: Path | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
     # Fault injection for tests and demos: exit right after crediting this order, before its ack.
     faults_enabled: bool = False
     crash_after_commit_order: str | None = None

@@ -14,6 +14,7 @@ from sqlalchemy import text
 from broker.client import AsyncTransactionProducer, BrokerError
 
 from .. import http_problems
+from ..credentials import secret_value
 from ..database import create_db_engine, is_migrated, migrate
 from .config import OrderSettings
 from .local_transaction import OrderTransactionListener
@@ -31,7 +32,12 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     producer = AsyncTransactionProducer(
         settings.broker_url, settings.producer_group, OrderTransactionListener(repo, settings.local_tx_timeout, settings.write_batch_max),
         check_url=settings.check_url, heartbeat_interval=settings.heartbeat_interval,
+        token=secret_value(settings.broker_token, settings.broker_token_file),
+        verify=str(settings.broker_ca_file) if settings.broker_ca_file else None,
     )
+    check_secret = secret_value(settings.check_secret, settings.check_secret_file)
+    if check_secret is None:
+        log.warning("no ORDER_CHECK_SECRET: the check-back endpoint answers unsigned requests (fit only for a loopback broker without auth)")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -52,7 +58,7 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     app.state.orders = OrderService(repo, producer, settings.topic, settings.faults_enabled)
     http_problems.install(app)
     app.include_router(router)
-    app.add_route("/halfmq/check", producer.check_app(), methods=["POST"])
+    app.add_route("/halfmq/check", producer.check_app(check_secret=check_secret), methods=["POST"])
 
     @app.get("/healthz")
     async def healthz(request: Request) -> JSONResponse:

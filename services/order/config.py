@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -23,6 +25,15 @@ class OrderSettings(BaseSettings):
     # transactions run at the same time share one; see services/group_commit.py).
     write_batch_max: int = 64
     log_level: str = "info"
+    # Security: the broker token and the producer group's check-back secret, each as a value or a file
+    # (Docker secrets); TLS for this service's own endpoint and a private CA for the broker's.
+    broker_token: str | None = None
+    broker_token_file: Path | None = None
+    check_secret: str | None = None
+    check_secret_file: Path | None = None
+    broker_ca_file: Path | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
 
     @property
     def check_url(self) -> str:

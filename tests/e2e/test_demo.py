@@ -23,6 +23,7 @@ def test_demo_keeps_every_guarantee_through_faults_and_a_broker_kill(tmp_path) -
     result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     data = json.loads(report.read_text())
+    assert (tmp_path / "demo" / "auth" / "auth.json").exists(), "the demo's `up` runs with auth on"
     assert data["broker_kills"] == 1
     assert data["placement"].get("rolled back (local transaction failed)") == 5
     assert data["placement"].get("crashed (recovered by restart + check-back)") == 2

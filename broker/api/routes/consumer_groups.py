@@ -7,6 +7,7 @@ import time
 from fastapi import APIRouter, Request
 
 from broker.protocol import ReceiveRequest, SettleRequest
+from broker.security.policy import Action, Resource
 
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
@@ -24,8 +25,9 @@ def _runtime(request: Request) -> BrokerRuntime:
 async def receive(request: HotRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
-    body = await parse_body(request, ReceiveRequest)
     rt = request.runtime
+    rt.guard.require(request.scope, Action.SUBSCRIBE, Resource.group(group), Resource.topic(topic))
+    body = await parse_body(request, ReceiveRequest)
     started = time.perf_counter()
     deliveries = await rt.delivery.receive(group, topic, body.max_messages, body.invisible_seconds, body.wait_seconds)
     if deliveries and body.wait_seconds > 0 and await request.is_disconnected():
@@ -51,8 +53,9 @@ def _settled(results: list[tuple[str, bool]]) -> dict:
 async def ack(request: HotRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
-    body = await parse_body(request, SettleRequest)
     rt = request.runtime
+    rt.guard.require(request.scope, Action.SUBSCRIBE, Resource.group(group), Resource.topic(topic))
+    body = await parse_body(request, SettleRequest)
     results = rt.delivery.ack(group, topic, body.receipt_handles)
     for _, ok in results:
         rt.metrics.acks.labels("ok" if ok else "expired").inc()
@@ -62,8 +65,9 @@ async def ack(request: HotRequest) -> Reply:
 async def nack(request: HotRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
-    body = await parse_body(request, SettleRequest)
     rt = request.runtime
+    rt.guard.require(request.scope, Action.SUBSCRIBE, Resource.group(group), Resource.topic(topic))
+    body = await parse_body(request, SettleRequest)
     results = rt.delivery.nack(group, topic, body.receipt_handles)
     for _, ok in results:
         rt.metrics.nacks.labels("ok" if ok else "expired").inc()
@@ -73,6 +77,7 @@ async def nack(request: HotRequest) -> Reply:
 @router.get("/{group}")
 async def describe_group(group: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
+    rt.guard.require(request.scope, Action.DESCRIBE, Resource.group(group))
     lag = rt.delivery.group_lag(group)
     return JsonResponse({
         "group": group,

@@ -8,6 +8,8 @@ from fastapi import APIRouter, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
+from broker.security.policy import CLUSTER, Action
+
 from ..body import StrictJsonRoute
 from ..responses import JsonResponse
 
@@ -32,4 +34,5 @@ async def healthz(request: Request) -> JsonResponse:
 
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
+    request.app.state.runtime.guard.require(request.scope, Action.ADMIN, CLUSTER)
     return Response(generate_latest(request.app.state.runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)

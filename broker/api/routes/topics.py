@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query, Request
 from broker.errors import FlushDiskTimeout, InvalidQueueId
 from broker.protocol import SendRequest, TopicCreate
 from broker.store.damaged_records import DamagedEntry
+from broker.security.policy import Action, Resource
 from broker.store.topics import TopicConfig
 
 from ..body import StrictJsonRoute, parse_body
@@ -36,6 +37,7 @@ def topic_view(rt: BrokerRuntime, cfg: TopicConfig) -> dict:
 @router.post("")
 async def create_topic(body: TopicCreate, request: Request) -> JsonResponse:
     rt = _runtime(request)
+    rt.guard.require(request.scope, Action.ADMIN, Resource.topic(body.name))
     cfg, created = rt.topics.create(body.name, body.queues)
     return JsonResponse(topic_view(rt, cfg), status_code=201 if created else 200)
 
@@ -43,19 +45,23 @@ async def create_topic(body: TopicCreate, request: Request) -> JsonResponse:
 @router.get("")
 async def list_topics(request: Request) -> JsonResponse:
     rt = _runtime(request)
-    return JsonResponse({"topics": [topic_view(rt, cfg) for cfg in rt.store.topics.all()]})
+    who = rt.guard.principal(request.scope)
+    visible = [cfg for cfg in rt.store.topics.all() if rt.guard.allows(who, Action.DESCRIBE, Resource.topic(cfg.name))]
+    return JsonResponse({"topics": [topic_view(rt, cfg) for cfg in visible]})
 
 
 @router.get("/{topic}")
 async def describe_topic(topic: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
+    rt.guard.require(request.scope, Action.DESCRIBE, Resource.topic(topic))
     return JsonResponse(topic_view(rt, rt.topics.get(topic)))
 
 
 async def send_messages(request: HotRequest) -> Reply:
     topic = request.path_params["topic"]
-    body = await parse_body(request, SendRequest)
     rt = request.runtime
+    rt.guard.require(request.scope, Action.PUBLISH, Resource.topic(topic))
+    body = await parse_body(request, SendRequest)
     started = time.perf_counter()
     results, end = rt.sender.send(topic, body.messages)
     status = "SEND_OK"
@@ -88,6 +94,7 @@ async def read_messages(
     max: int = Query(32, ge=1, le=1000),
 ) -> JsonResponse:
     rt = _runtime(request)
+    rt.guard.require(request.scope, Action.SUBSCRIBE, Resource.topic(topic))
     cfg = rt.topics.get(topic)
     if not 0 <= queue_id < cfg.queues:
         raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}, not {queue_id}")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Query, Request
 
 from broker.errors import FlushDiskTimeout, InvalidGroupName
 from broker.message_view import restored_view
 from broker.protocol import EndRequest, HalfSendRequest, Heartbeat
+from broker.security.policy import CLUSTER, Action, Resource
 from broker.store.record import StoredMessage
 from broker.store.topics import is_valid_user_name
-from broker.transaction.check_url import validate_check_url
+from broker.transaction.check_url import OwnAddress, validate_check_url
 from broker.transaction.state_machine import TxEvent, TxState
 from broker.transaction.transaction_service import Tx
 
@@ -53,9 +56,12 @@ def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: S
 
 
 async def send_half(request: HotRequest) -> Reply:
-    body = await parse_body(request, HalfSendRequest)
     rt = request.runtime
+    who = rt.guard.principal(request.scope)
+    body = await parse_body(request, HalfSendRequest)
     group = _group(body.producer_group)
+    for resource in (Resource.group(group), Resource.topic(body.topic)):
+        rt.guard.authorize(who, Action.PUBLISH, resource, request.scope)
     cfg, exists = rt.topics.writable(body.topic)
     item = rt.sender.prepare(cfg, body.message)
     if not exists:
@@ -77,8 +83,11 @@ async def send_half(request: HotRequest) -> Reply:
 
 async def end_transaction(request: HotRequest) -> Reply:
     transaction_id = request.path_params["transaction_id"]
-    body = await parse_body(request, EndRequest)
     rt = request.runtime
+    who = rt.guard.principal(request.scope)
+    body = await parse_body(request, EndRequest)
+    # Ownership: the body's group must be the transaction's (the domain checks) and the principal's to publish for.
+    rt.guard.authorize(who, Action.PUBLISH, Resource.group(body.producer_group), request.scope)
     outcome = await rt.transactions.end(transaction_id, body.producer_group, body.state, from_check=body.from_check)
     return Reply(tx_view(rt, outcome.tx, duplicate=outcome.duplicate, half=outcome.half))
 
@@ -90,6 +99,7 @@ async def list_transactions(
     limit: int = Query(100, ge=1, le=10_000),
 ) -> JsonResponse:
     rt = _runtime(request)
+    rt.guard.require(request.scope, Action.ADMIN, CLUSTER)
     txs = rt.transactions.pending() if state is TxState.PENDING else rt.transactions.in_state(state)
     return JsonResponse({"state": state.value, "count": len(txs), "transactions": [tx_view(rt, tx) for tx in txs[:limit]]})
 
@@ -97,12 +107,21 @@ async def list_transactions(
 @router.get("/v1/transactions/{transaction_id}")
 async def get_transaction(transaction_id: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
-    return JsonResponse(tx_view(rt, rt.transactions.get(transaction_id)))
+    return JsonResponse(tx_view(rt, _owned(rt, request, transaction_id, Action.DESCRIBE)))
+
+
+def _owned(rt: BrokerRuntime, request: Request, transaction_id: str, action: Action) -> Tx:
+    """The transaction, if the caller may ``action`` its producer group (asked who first: no 404 oracle for strangers)."""
+    who = rt.guard.principal(request.scope)
+    tx = rt.transactions.get(transaction_id)
+    rt.guard.authorize(who, action, Resource.group(tx.producer_group), request.scope)
+    return tx
 
 
 @router.post("/v1/transactions/{transaction_id}/force-commit")
 async def force_commit(transaction_id: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
+    _owned(rt, request, transaction_id, Action.ADMIN)
     outcome = await rt.transactions.end(transaction_id, None, "commit")
     return JsonResponse(tx_view(rt, outcome.tx, duplicate=outcome.duplicate))
 
@@ -110,6 +129,7 @@ async def force_commit(transaction_id: str, request: Request) -> JsonResponse:
 @router.post("/v1/transactions/{transaction_id}/force-rollback")
 async def force_rollback(transaction_id: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
+    _owned(rt, request, transaction_id, Action.ADMIN)
     outcome = await rt.transactions.end(transaction_id, None, "rollback")
     return JsonResponse(tx_view(rt, outcome.tx, duplicate=outcome.duplicate))
 
@@ -117,7 +137,7 @@ async def force_rollback(transaction_id: str, request: Request) -> JsonResponse:
 @router.post("/v1/transactions/{transaction_id}/recheck")
 async def recheck(transaction_id: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
-    tx = rt.transactions.get(transaction_id)
+    tx = _owned(rt, request, transaction_id, Action.ADMIN)
     assert rt.checks is not None
     rt.checks.recheck_now(tx)
     return JsonResponse(tx_view(rt, tx), status_code=202)
@@ -126,7 +146,7 @@ async def recheck(transaction_id: str, request: Request) -> JsonResponse:
 @router.post("/v1/transactions/{transaction_id}/resend")
 async def resend(transaction_id: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
-    tx = rt.transactions.get(transaction_id)
+    tx = _owned(rt, request, transaction_id, Action.ADMIN)
     outcome = rt.transactions.apply(tx, TxEvent.RESEND, note="operator")
     await rt.durable(outcome.tx.end_offset)
     return JsonResponse(tx_view(rt, outcome.tx, duplicate=outcome.duplicate))
@@ -136,14 +156,24 @@ async def resend(transaction_id: str, request: Request) -> JsonResponse:
 async def heartbeat(body: Heartbeat, request: Request) -> JsonResponse:
     rt = _runtime(request)
     group = _group(body.producer_group)
-    check_url = validate_check_url(body.check_url, rt.settings.check_url_allow) if body.check_url else None
-    rt.producers.heartbeat(group, body.client_id, check_url)
+    rt.guard.require(request.scope, Action.PUBLISH, Resource.group(group))
+    address = None
+    if body.check_url:
+        known = rt.producers.registered(group, body.client_id, body.check_url)
+        if known is not None and known.address is not None:
+            address = known.address  # resolved once, at registration: a later DNS answer changes nothing
+        else:
+            own = rt.own_address or OwnAddress.of(rt.settings.host, rt.settings.port)
+            target = await asyncio.to_thread(validate_check_url, body.check_url, rt.settings.check_url_allow, own)
+            address = target.address
+    rt.producers.heartbeat(group, body.client_id, body.check_url or None, address)
     return JsonResponse({"producer_group": group, "client_id": body.client_id, "expires_in": rt.settings.producer_expiry})
 
 
 @router.get("/v1/producers")
 async def list_producers(request: Request) -> JsonResponse:
     rt = _runtime(request)
+    rt.guard.require(request.scope, Action.ADMIN, CLUSTER)
     return JsonResponse({"groups": [
         {"producer_group": g, "producers": [{"client_id": e.client_id, "check_url": e.check_url} for e in members]}
         for g, members in sorted(rt.producers.groups().items())

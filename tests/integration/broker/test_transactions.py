@@ -227,3 +227,16 @@ def test_a_poisoned_producer_never_stops_check_backs_for_other_groups(start_brok
         tx = half(c, "o1", group="healthy")
         wait_for(lambda: steady_heartbeat() or state_of(c, tx["transaction_id"])["state"] == "committed", timeout=15)
         assert [p["client_id"] for g in c.get("/v1/producers").json()["groups"] for p in g["producers"]] == ["steady"]
+
+
+def test_a_check_url_aimed_at_the_brokers_own_routes_is_refused_and_rolls_nothing_back(client: httpx.Client, tx_broker: BrokerProcess) -> None:
+    """The attack: a check_url pointing at the broker's force-rollback route made it roll back another group's transaction."""
+    victim = half(client, "victim", group="victim_group")["transaction_id"]
+    for host in ("127.0.0.1", "localhost", "[::1]"):
+        aimed = f"http://{host}:{tx_broker.port}/v1/transactions/{victim}/force-rollback"
+        resp = heartbeat(client, aimed, group="attacker_group")
+        assert resp.status_code == 400 and resp.json()["code"] == "CHECK_URL_REFUSED", resp.text
+    half(client, "bait", group="attacker_group")  # a transaction the broker would check back with attacker_group
+    time.sleep(2.0)  # several check rounds (FAST_CHECKS)
+    assert state_of(client, victim)["state"] == "pending"
+    assert "attacker_group" not in {g["producer_group"] for g in client.get("/v1/producers").json()["groups"] if g["producers"]}

@@ -8,6 +8,7 @@ taken port refusing to start instead of being shared.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -100,3 +101,24 @@ def test_a_taken_port_refuses_to_start(server: str, tmp_path: Path) -> None:
         )
     assert proc.returncode != 0
     assert "in use" in proc.stderr.lower()
+
+
+def test_protected_mode_refuses_a_non_loopback_bind_without_auth_in_one_line(tmp_path) -> None:
+    """Refused before anything binds: no socket is opened on 0.0.0.0."""
+    done = subprocess.run(halfmq_command("broker", "--host", "0.0.0.0", "--port", str(free_port()), "--data-dir", str(tmp_path / "d")),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 6
+    lines = [line for line in done.stderr.splitlines() if "refusing" in line]
+    assert len(lines) == 1 and "--insecure" in lines[0] and "HALFMQ_BROKER_AUTH_FILE" in lines[0]
+    assert not (tmp_path / "d").exists()  # nothing opened, nothing written
+
+
+@pytest.mark.parametrize("content", [None, "{not json", '{"principals": [{"name": "x", "policies": [{"actions": ["root"], "resources": ["*"]}]}]}'])
+def test_a_missing_or_broken_auth_file_stops_the_broker_instead_of_serving_it_open(tmp_path, content) -> None:
+    auth = tmp_path / "auth.json"
+    if content is not None:
+        auth.write_text(content)
+    done = subprocess.run(halfmq_command("broker", "--port", str(free_port()), "--data-dir", str(tmp_path / "d")),
+                          env={**os.environ, "HALFMQ_BROKER_AUTH_FILE": str(auth)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 6, done.stderr[-2000:]
+    assert "cannot start: auth file" in done.stderr and "Traceback" not in done.stderr

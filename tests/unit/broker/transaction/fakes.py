@@ -26,7 +26,7 @@ class ScriptedCheckClient:
         self.calls: list[tuple[str, dict]] = []
         self.raising: set[str] = set()  # URLs whose call raises, as an unforeseen failure would
 
-    async def check(self, url: str, payload: dict) -> CheckAnswer:
+    async def check(self, url: str, payload: dict, address: str | None = None) -> CheckAnswer:
         self.calls.append((url, payload))
         if url in self.raising:
             raise RuntimeError(f"unforeseen failure calling {url}")

@@ -46,11 +46,11 @@ def test_producer_without_check_url_is_not_asked() -> None:
 def test_membership_survives_a_restart_with_a_fresh_expiry(tmp_path: Path) -> None:
     clock = FakeClock()
     reg = ProducerRegistry(tmp_path / "producers.json", expiry=10, clock=clock)
-    reg.heartbeat("pg", "a", "http://127.0.0.1/a")
+    reg.heartbeat("pg", "a", "http://127.0.0.1/a", "127.0.0.1")
     clock.advance(9)
     again = ProducerRegistry(tmp_path / "producers.json", expiry=10, clock=clock)
     clock.advance(9)
-    assert [e.client_id for e in again.live("pg")] == ["a"]
+    assert [(e.client_id, e.address) for e in again.live("pg")] == [("a", "127.0.0.1")]
 
 
 def _block_snapshots(path: Path) -> None:
@@ -62,16 +62,16 @@ def test_a_heartbeat_whose_snapshot_fails_is_kept_in_memory_logged_once_and_writ
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "producers.json"
     reg = ProducerRegistry(path, expiry=10, clock=FakeClock())
-    reg.heartbeat("pg", "a", "http://127.0.0.1/a")
+    reg.heartbeat("pg", "a", "http://127.0.0.1/a", "127.0.0.1")
     _block_snapshots(path)
     with caplog.at_level(logging.WARNING):
-        reg.heartbeat("pg", "b", "http://127.0.0.1/b")
-        reg.heartbeat("pg", "a", "http://127.0.0.1/moved")
+        reg.heartbeat("pg", "b", "http://127.0.0.1/b", "127.0.0.1")
+        reg.heartbeat("pg", "a", "http://127.0.0.1/moved", "127.0.0.1")
     assert [(e.client_id, e.check_url) for e in reg.live("pg")] == [("a", "http://127.0.0.1/moved"), ("b", "http://127.0.0.1/b")]
     assert len([r for r in caplog.records if str(path) in r.getMessage()]) == 1
     assert [e.client_id for e in ProducerRegistry(path, expiry=10, clock=FakeClock()).live("pg")] == ["a"]
     (path.parent / (path.name + ".tmp")).rmdir()
-    reg.heartbeat("pg", "c", "http://127.0.0.1/c")
+    reg.heartbeat("pg", "c", "http://127.0.0.1/c", "127.0.0.1")
     again = ProducerRegistry(path, expiry=10, clock=FakeClock())
     assert sorted((e.client_id, e.check_url) for e in again.live("pg")) == [
         ("a", "http://127.0.0.1/moved"), ("b", "http://127.0.0.1/b"), ("c", "http://127.0.0.1/c")]
@@ -100,3 +100,19 @@ def test_a_damaged_registry_file_starts_empty_with_one_warning_naming_it(tmp_pat
         registry = ProducerRegistry(path, expiry=30)
     assert registry.groups() == {}
     assert [r for r in caplog.records if str(path) in r.getMessage()] and len(caplog.records) == 1
+
+
+def test_a_saved_check_url_without_a_checked_address_is_not_restored(tmp_path: Path) -> None:
+    (tmp_path / "producers.json").write_text('{"producers": [{"group": "pg", "client_id": "a", "check_url": "http://order:8001/c"}]}')
+    assert ProducerRegistry(tmp_path / "producers.json", expiry=10, clock=FakeClock()).live("pg") == []
+
+
+def test_a_heartbeat_with_the_same_url_finds_the_address_checked_at_registration() -> None:
+    clock = FakeClock()
+    reg = ProducerRegistry(None, expiry=10, clock=clock)
+    reg.heartbeat("pg", "a", "http://order:8001/c", "172.18.0.5")
+    assert reg.registered("pg", "a", "http://order:8001/c").address == "172.18.0.5"
+    assert reg.registered("pg", "a", "http://order:8001/other") is None  # a new URL is checked again
+    assert reg.registered("pg", "b", "http://order:8001/c") is None
+    clock.advance(11)
+    assert reg.registered("pg", "a", "http://order:8001/c") is None  # expired: registering again resolves again

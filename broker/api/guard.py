@@ -1,0 +1,94 @@
+"""The one place a request meets the policies: bearer token -> principal -> ``decide``.
+
+Hot routes and FastAPI routes both hand over their ASGI scope. With auth off
+(no auth file: the loopback-only default) every request acts as an anonymous
+superuser. Every decision is counted by result; admin actions and every
+refusal get an audit line (principal, action, resource, result).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from broker.errors import AccessDenied, Unauthenticated
+from broker.security.auth_file import Authenticator
+from broker.security.policy import Action, Decision, Policy, Principal, Resource, ResourcePattern, decide
+
+audit = logging.getLogger("halfmq.audit")
+
+ANONYMOUS = Principal("anonymous", (Policy(frozenset({Action.ADMIN}), (ResourcePattern(None, "*"),)),))
+_BEARER = "bearer "
+_MAX_REMEMBERED = 65_536
+
+
+class Guard:
+    def __init__(self, authenticator: Authenticator | None, count: Callable[[str], None] = lambda result: None) -> None:
+        self._auth = authenticator
+        self._count = count
+        # decide() is pure, so its answers are kept per (principal, action, resource): ~6 us less per hot request.
+        self._decisions: dict[tuple[int, Action, Resource], Decision] = {}
+
+    def use(self, authenticator: Authenticator) -> None:
+        """Swap in a re-read auth file (new and revoked tokens take effect at once)."""
+        self._auth = authenticator
+        self._decisions = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self._auth is not None
+
+    def principal(self, scope: dict[str, Any]) -> Principal:
+        """Who is asking: Unauthenticated (401) without a known bearer token."""
+        if self._auth is None:
+            return ANONYMOUS
+        token = _bearer(scope)
+        found = self._auth.principal_for(token) if token else None
+        if found is None:
+            self._count("unauthenticated")
+            audit.warning("principal=- action=- resource=- result=unauthenticated path=%s", scope.get("path"))
+            raise Unauthenticated("send 'Authorization: Bearer <token>' with a token the broker knows")
+        return found
+
+    def authorize(self, principal: Principal, action: Action, resource: Resource, scope: dict[str, Any]) -> None:
+        """AccessDenied (403) unless the principal's policies allow ``action`` on ``resource``."""
+        if self._auth is None:
+            return
+        key = (id(principal), action, resource)  # principals live as long as their authenticator
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = decide(principal, action, resource)
+            if len(self._decisions) >= _MAX_REMEMBERED:
+                self._decisions.clear()
+            self._decisions[key] = decision
+        result = "allow" if decision.allowed else "deny"
+        self._count(result)
+        if not decision.allowed or decision.action is Action.ADMIN:
+            audit.info("principal=%s action=%s resource=%s result=%s path=%s",
+                       principal.name, decision.action.value, resource, result, scope.get("path"))
+        if not decision.allowed:
+            raise AccessDenied(f"principal {principal.name!r} may not {decision.action.value} {resource}",
+                               action=decision.action.value, resource=str(resource))
+
+    def require(self, scope: dict[str, Any], action: Action, *resources: Resource) -> Principal:
+        principal = self.principal(scope)
+        for resource in resources:
+            self.authorize(principal, action, resource, scope)
+        return principal
+
+    def allows(self, principal: Principal, action: Action, resource: Resource) -> bool:
+        """For filtering listings: no count, no audit line."""
+        return self._auth is None or decide(principal, action, resource).allowed
+
+    def check_secret(self, producer_group: str) -> bytes | None:
+        return None if self._auth is None else self._auth.check_secret(producer_group)
+
+
+def _bearer(scope: dict[str, Any]) -> str | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            text = value.decode("latin-1")
+            if text[:7].lower() == _BEARER:
+                return text[7:].strip() or None
+            return None
+    return None

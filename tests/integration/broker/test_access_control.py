@@ -1,0 +1,160 @@
+"""The attacks from the security issue against a real broker with auth on: each answered 401/403, nothing changed."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.integration.broker.api.support import assert_problem
+from tests.support.auth import bearer, write_auth_file
+from tests.support.processes import BrokerProcess
+
+from .http_helpers import path
+
+HALF = "RMQ_SYS_TRANS_HALF_TOPIC"
+
+
+@pytest.fixture
+def secured(start_broker, tmp_path) -> tuple[BrokerProcess, dict[str, str]]:
+    _, tokens = write_auth_file(tmp_path / "auth.json")
+    return start_broker({"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json")}), tokens
+
+
+@pytest.fixture
+def as_(secured):
+    broker, tokens = secured
+    clients: list[httpx.Client] = []
+
+    def client(name: str | None) -> httpx.Client:
+        c = httpx.Client(base_url=broker.url, timeout=15, headers=bearer(tokens[name]) if name else {})
+        clients.append(c)
+        return c
+
+    yield client
+    for c in clients:
+        c.close()
+
+
+def open_transaction(order: httpx.Client) -> str:
+    resp = order.post("/v1/transactions", json={"producer_group": "order_producer_group", "topic": "ORDER_TOPIC",
+                                                 "message": {"body": '{"order_id": "o-1", "amount": "10"}'}})
+    resp.raise_for_status()
+    return resp.json()["transaction_id"]
+
+
+def order_topic_size(admin: httpx.Client) -> int:
+    resp = admin.get(path("v1", "topics", "ORDER_TOPIC"))
+    if resp.status_code == 404:
+        return 0
+    return sum(q["max_offset"] for q in resp.json()["queues"])
+
+
+def tx_state(admin: httpx.Client, txid: str) -> str:
+    return admin.get(path("v1", "transactions", txid)).json()["state"]
+
+
+def test_a_forged_order_without_a_token_is_401_and_with_a_foreign_token_403(as_):
+    forged = {"messages": [{"body": '{"order_id": "forged", "user_id": "u", "amount": "999999999"}'}]}
+    before = order_topic_size(as_("admin"))
+    anonymous = as_(None).post(path("v1", "topics", "ORDER_TOPIC", "messages"), json=forged)
+    assert_problem(anonymous, 401, "UNAUTHENTICATED")
+    assert anonymous.headers["www-authenticate"].startswith("Bearer")
+    for name in ("credit", "mallory"):
+        assert_problem(as_(name).post(path("v1", "topics", "ORDER_TOPIC", "messages"), json=forged), 403, "ACCESS_DENIED")
+    assert_problem(as_(None).post("/v1/transactions", json={"producer_group": "order_producer_group", "topic": "ORDER_TOPIC",
+                                                          "message": {"body": "forged"}}), 401, "UNAUTHENTICATED")
+    assert_problem(as_("mallory").post("/v1/transactions", json={"producer_group": "mallory_group", "topic": "ORDER_TOPIC",
+                                                               "message": {"body": "forged"}}), 403, "ACCESS_DENIED")
+    assert order_topic_size(as_("admin")) == before
+
+
+@pytest.mark.parametrize("header", ["Bearer hmq_not-a-token", "Basic YWRtaW46YWRtaW4=", "Bearer", "hmq_token-without-scheme"])
+def test_a_wrong_or_malformed_token_is_401(secured, header):
+    broker, _ = secured
+    with httpx.Client(base_url=broker.url, headers={"authorization": header}) as client:
+        assert_problem(client.get("/v1/topics"), 401, "UNAUTHENTICATED")
+        assert_problem(client.post(path("v1", "topics", "ORDER_TOPIC", "messages"), json={"messages": [{"body": "x"}]}), 401, "UNAUTHENTICATED")
+
+
+def test_only_the_producer_groups_principal_ends_its_transaction(as_):
+    order, mallory, admin = as_("order"), as_("mallory"), as_("admin")
+    txid = open_transaction(order)
+    for client, status, code in ((as_(None), 401, "UNAUTHENTICATED"), (mallory, 403, "ACCESS_DENIED"), (as_("credit"), 403, "ACCESS_DENIED")):
+        # the group name is the one the transaction really has: knowing it is not enough
+        resp = client.post(path("v1", "transactions", txid, "end"), json={"producer_group": "order_producer_group", "state": "rollback"})
+        assert_problem(resp, status, code)
+    # mallory's own group does not own it either
+    resp = mallory.post(path("v1", "transactions", txid, "end"), json={"producer_group": "mallory_group", "state": "commit"})
+    assert_problem(resp, 403, "PRODUCER_GROUP_MISMATCH")
+    assert tx_state(admin, txid) == "pending"
+    assert order.post(path("v1", "transactions", txid, "end"), json={"producer_group": "order_producer_group", "state": "commit"}).status_code == 200
+    assert tx_state(admin, txid) == "committed"
+
+
+@pytest.mark.parametrize("action", ["force-commit", "force-rollback", "recheck", "resend"])
+def test_operator_actions_on_a_transaction_need_admin_on_its_group(as_, action):
+    order, admin = as_("order"), as_("admin")
+    txid = open_transaction(order)
+    assert_problem(as_(None).post(path("v1", "transactions", txid, action)), 401, "UNAUTHENTICATED")
+    for name in ("mallory", "credit", "order"):  # publishing for a group is not administering it
+        assert_problem(as_(name).post(path("v1", "transactions", txid, action)), 403, "ACCESS_DENIED")
+    assert tx_state(admin, txid) == "pending"
+    if action == "force-rollback":
+        assert admin.post(path("v1", "transactions", txid, action)).status_code == 200
+        assert tx_state(admin, txid) == "rolled_back"
+
+
+def test_strangers_cannot_look_transactions_or_producers_up(as_):
+    txid = open_transaction(as_("order"))
+    assert_problem(as_(None).get(path("v1", "transactions", "no-such-tx")), 401, "UNAUTHENTICATED")  # no 404 oracle
+    assert_problem(as_("mallory").get(path("v1", "transactions", txid)), 403, "ACCESS_DENIED")
+    assert as_("order").get(path("v1", "transactions", txid)).json()["state"] == "pending"
+    for route in ("/v1/transactions", "/v1/producers", "/metrics"):
+        assert_problem(as_("mallory").get(route), 403, "ACCESS_DENIED")
+        assert as_("admin").get(route).status_code == 200
+
+
+def test_the_half_topic_is_readable_by_admin_only(as_):
+    open_transaction(as_("order"))
+    for name in ("order", "credit", "mallory"):
+        resp = as_(name).get(path("v1", "topics", HALF, "queues", 0, "messages"), params={"offset": 0})
+        assert_problem(resp, 403, "ACCESS_DENIED")
+    resp = as_("admin").get(path("v1", "topics", HALF, "queues", 0, "messages"), params={"offset": 0})
+    assert resp.status_code == 200 and len(resp.json()["messages"]) == 1
+
+
+def test_consuming_needs_subscribe_on_both_group_and_topic(as_):
+    receive = {"max_messages": 1, "invisible_seconds": 30, "wait_seconds": 0}
+    url = path("v1", "consumer-groups", "credit_group", "topics", "ORDER_TOPIC", "receive")
+    assert_problem(as_(None).post(url, json=receive), 401, "UNAUTHENTICATED")
+    assert_problem(as_("mallory").post(url, json=receive), 403, "ACCESS_DENIED")
+    assert_problem(as_("mallory").post(path("v1", "consumer-groups", "mallory_group", "topics", "ORDER_TOPIC", "receive"), json=receive),
+                   403, "ACCESS_DENIED")
+    assert_problem(as_("mallory").post(path("v1", "consumer-groups", "credit_group", "topics", "ORDER_TOPIC", "ack"),
+                                       json={"receipt_handles": ["x"]}), 403, "ACCESS_DENIED")
+    as_("order").post(path("v1", "topics", "ORDER_TOPIC", "messages"), json={"messages": [{"body": "real"}]}).raise_for_status()
+    assert len(as_("credit").post(url, json=receive).json()["messages"]) == 1
+
+
+def test_topic_listing_shows_only_what_the_principal_may_describe(as_):
+    as_("order").post(path("v1", "topics", "ORDER_TOPIC", "messages"), json={"messages": [{"body": "x"}]}).raise_for_status()
+    as_("mallory").post(path("v1", "topics", "MALLORY_T", "messages"), json={"messages": [{"body": "x"}]}).raise_for_status()
+    names = {t["name"] for t in as_("mallory").get("/v1/topics").json()["topics"]}
+    assert names == {"MALLORY_T"}
+    assert_problem(as_("mallory").post("/v1/topics", json={"name": "MALLORY_NEW", "queues": 1}), 403, "ACCESS_DENIED")
+
+
+def test_decisions_are_counted_and_refusals_audited(secured, as_):
+    broker, _ = secured
+    as_("mallory").post(path("v1", "topics", "ORDER_TOPIC", "messages"), json={"messages": [{"body": "x"}]})
+    as_(None).get("/v1/topics")
+    metrics = as_("admin").get("/metrics").text
+    assert 'halfmq_auth_decisions_total{result="deny"} 1.0' in metrics
+    assert 'halfmq_auth_decisions_total{result="unauthenticated"} 1.0' in metrics
+    log = broker.log_path.read_text()
+    assert "principal=mallory action=publish resource=topic:ORDER_TOPIC result=deny" in log
+    assert "principal=admin action=admin resource=cluster:broker result=allow" in log
+
+
+def test_health_stays_open(as_):
+    assert as_(None).get("/healthz").status_code == 200

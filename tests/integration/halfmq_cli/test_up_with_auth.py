@@ -1,0 +1,69 @@
+"""`halfmq up` turns auth on: tokens generated into the data dir on first start, picked up by the services, reused after a restart."""
+
+from __future__ import annotations
+
+import signal
+import stat
+import subprocess
+import time
+
+import httpx
+import pytest
+
+from tests.support.processes import ROOT, free_port, halfmq_command
+from tests.support.waiting import wait_for
+
+
+def healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+class Up:
+    def __init__(self, data_dir, ports: tuple[int, int, int]) -> None:
+        self.data_dir = data_dir
+        self.broker, self.order, self.credit = (f"http://127.0.0.1:{p}" for p in ports)
+        self.argv = halfmq_command("up", "--no-restart", "--data-dir", str(data_dir), "--broker-port", str(ports[0]),
+                                   "--order-port", str(ports[1]), "--credit-port", str(ports[2]))
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Up":
+        self.log = open(self.data_dir.parent / "up.log", "ab")
+        self.proc = subprocess.Popen(self.argv, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for(lambda: all(healthy(u) for u in (self.broker, self.order, self.credit)), timeout=90, interval=0.3)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(60)
+        self.log.close()
+
+
+def credits(up: Up, user: str) -> int:
+    return httpx.get(f"{up.credit}/users/{user}/credits").json()["balance"]
+
+
+@pytest.mark.slow
+def test_up_generates_tokens_on_first_start_and_the_services_use_them_across_a_restart(tmp_path) -> None:
+    data = tmp_path / "data"
+    up = Up(data, (free_port(), free_port(), free_port()))
+    with up:
+        auth = data / "auth"
+        for name in ("auth.json", "admin.token", "order.token", "credit.token", "order_producer_group.check-secret"):
+            assert stat.S_IMODE((auth / name).stat().st_mode) == 0o600, name
+        admin_token = (auth / "admin.token").read_text().strip()
+        assert admin_token not in (auth / "auth.json").read_text()
+        assert httpx.post(f"{up.broker}/v1/topics/ORDER_TOPIC/messages", json={"messages": [{"body": "forged"}]}).status_code == 401
+        placed = httpx.post(f"{up.order}/orders", json={"user_id": "u1", "amount": "4"}, timeout=30)
+        assert placed.status_code == 201, placed.text
+        wait_for(lambda: credits(up, "u1") == 4, timeout=30)
+    with up:  # restarted on the same data dir: same tokens, still working
+        assert (data / "auth" / "admin.token").read_text().strip() == admin_token
+        placed = httpx.post(f"{up.order}/orders", json={"user_id": "u1", "amount": "1"}, timeout=30)
+        assert placed.status_code == 201, placed.text
+        wait_for(lambda: credits(up, "u1") == 5, timeout=30)
+        listing = httpx.get(f"{up.broker}/v1/transactions", headers={"authorization": f"Bearer {admin_token}"})
+        assert listing.status_code == 200
