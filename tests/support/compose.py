@@ -1,0 +1,80 @@
+"""The repository's docker-compose.yml driven through the Compose CLI, as a user would run it.
+
+Compose v2 (`docker compose`) is used where the Docker CLI has it, else Debian's `docker-compose`
+1.29; HALFMQ_COMPOSE (e.g. "docker-compose") chooses explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+
+from tests.support.processes import ROOT
+
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+
+
+def compose_command(env: dict[str, str]) -> list[str]:
+    chosen = os.environ.get("HALFMQ_COMPOSE")
+    if chosen:
+        return shlex.split(chosen)
+    if subprocess.run(["docker", "compose", "version"], env=env, capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    raise RuntimeError("neither `docker compose` nor `docker-compose` is installed (bin/setup --with-docker installs the latter)")
+
+
+class ComposeStack:
+    def __init__(self, project: str, env: dict[str, str]) -> None:
+        self.env = env
+        self.command = compose_command(env)
+        self.argv = [*self.command, "-p", project, "-f", str(COMPOSE_FILE)]
+
+    def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*self.argv, *args], env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise AssertionError(f"{' '.join(self.command)} {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        return done
+
+    def docker(self, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(["docker", *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise AssertionError(f"docker {' '.join(args)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        return done
+
+    def version(self) -> str:
+        return self("version", "--short").stdout.strip()
+
+    def container(self, service: str) -> str:
+        found = self("ps", "-q", service).stdout.split()
+        assert found, f"{service} has no container"
+        return found[0]
+
+    def state(self, service: str) -> dict:
+        return json.loads(self.docker("inspect", "--format", "{{json .State}}", self.container(service)).stdout)
+
+    def health(self, service: str) -> str:
+        state = self.state(service)
+        return (state.get("Health") or {}).get("Status") or state.get("Status", "?")
+
+    def wait_healthy(self, services: list[str], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            status = {s: self.health(s) for s in services}
+            if all(v == "healthy" for v in status.values()):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not healthy after {timeout:.0f} s: {status}\n{self.logs()}")
+            time.sleep(1)
+
+    def logs(self, tail: int = 30) -> str:
+        return self("logs", "--no-color", "--tail", str(tail), check=False).stdout[-8000:]
+
+    def volume_targets(self, service: str) -> list[str]:
+        mounts = json.loads(self.docker("inspect", "--format", "{{json .Mounts}}", self.container(service)).stdout)
+        return [m["Destination"] for m in mounts if m.get("Type") == "volume"]
