@@ -28,6 +28,7 @@ BASE = "halfmq-standin/bookworm"
 STANDIN_LABEL = "org.halfmq.standin"
 PULL_TIMEOUT = 30.0
 PIP_CA_IN_IMAGE = "/etc/pip-ca-bundle.crt"
+ROOTFS = ["--variant=minbase", "--include=ca-certificates", "bookworm"]
 
 
 def recipes() -> dict[str, str]:
@@ -96,8 +97,7 @@ def base_tag(sources: list[str], options: list[str], pip: dict[str, str]) -> str
     for path in sources + options + [pip.get("cert", "")]:
         if path and Path(path).is_file():
             digest.update(path.encode() + Path(path).read_bytes())
-    digest.update(repr(sorted(pip.items())).encode())
-    digest.update(Path(__file__).read_bytes())
+    digest.update(repr((sorted(pip.items()), ROOTFS, PIP_CA_IN_IMAGE)).encode())
     return f"{BASE}:{digest.hexdigest()[:12]}"
 
 
@@ -118,10 +118,8 @@ def build_base() -> None:
             (Path(tmp) / "pip.conf").write_text("[global]\n" + "".join(f"{k} = {v}\n" for k, v in sorted(pip.items())))
             hooks.append(f"upload {tmp}/pip.conf /etc/pip.conf")
         hooks.append('rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin')
-        argv = ["mmdebstrap", "--quiet", "--variant=minbase", "--include=ca-certificates"]
-        argv += [f"--aptopt={path}" for path in options]
-        argv += [f"--customize-hook={hook}" for hook in hooks]
-        argv += ["bookworm", "-", *sources]
+        argv = ["mmdebstrap", "--quiet", *[f"--aptopt={path}" for path in options], *[f"--customize-hook={hook}" for hook in hooks]]
+        argv += [*ROOTFS, "-", *sources]
         rootfs = subprocess.Popen(argv, stdout=subprocess.PIPE)
         docker("import", "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                "--change", 'CMD ["bash"]', "-", tag, stdin=rootfs.stdout, check=True, stdout=subprocess.DEVNULL)
@@ -132,8 +130,10 @@ def build_base() -> None:
 
 def build_standin(image: str, dockerfile: str) -> None:
     build_base()
-    docker("build", "--quiet", "--label", f"{STANDIN_LABEL}={dockerfile}", "-t", image, "-f", str(HERE / dockerfile), str(HERE),
-           check=True, stdout=subprocess.DEVNULL)
+    built = docker("build", "--label", f"{STANDIN_LABEL}={dockerfile}", "-t", image, "-f", str(HERE / dockerfile), str(HERE),
+                   capture_output=True, text=True)
+    if built.returncode != 0:
+        raise SystemExit(f"building the stand-in {image} failed:\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}")
 
 
 def ensure(image: str, dockerfile: str) -> str:

@@ -8,7 +8,7 @@ RUN apt-get update \
  && install -d -o postgres -g postgres -m 700 /var/lib/postgresql/data \
  && install -d -o postgres -g postgres -m 2775 /var/run/postgresql /docker-entrypoint-initdb.d
 COPY postgres-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
-ENV PATH=/usr/lib/postgresql/15/bin:$PATH PGDATA=/var/lib/postgresql/data
+ENV PATH=/usr/lib/postgresql/15/bin:$PATH PGDATA=/var/lib/postgresql/data LANG=C.UTF-8
 ENTRYPOINT ["docker-entrypoint.sh"]
 STOPSIGNAL SIGINT
 EXPOSE 5432

@@ -52,6 +52,8 @@ def engine() -> Iterator[DockerEngine]:
             raise
         pytest.skip(f"no Docker engine: {exc}")
     yield engine
+    if engine.started:
+        subprocess.run(["docker", "image", "prune", "--force"], env=engine.env(), capture_output=True, timeout=300)  # bounded cache
     engine.stop()
 
 
@@ -75,7 +77,8 @@ def stack(engine: DockerEngine, figures: dict[str, str]) -> Iterator[ComposeStac
     compose("build", timeout=2400)
     figures["build"] = f"{time.monotonic() - started:.1f} s"
     started = time.monotonic()
-    compose("up", "-d", timeout=600)
+    up = compose("up", "-d", timeout=600, check=False)
+    assert up.returncode == 0, f"up -d exited {up.returncode}:\n{up.stderr[-2000:]}\n{compose.logs()}"
     compose.wait_healthy(["postgres", "broker", "order", "credit"], timeout=180)
     figures["time to healthy (postgres, broker, order, credit)"] = f"{time.monotonic() - started:.1f} s"
     try:
