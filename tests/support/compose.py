@@ -34,6 +34,7 @@ class ComposeStack:
         self.env = env
         self.command = compose_command(env)
         self.argv = [*self.command, "-p", project, "-f", str(COMPOSE_FILE)]
+        self.containers: dict[str, str] = {}  # a container keeps its id across restarts
 
     def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run([*self.argv, *args], env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
@@ -51,12 +52,18 @@ class ComposeStack:
         return self("version", "--short").stdout.strip()
 
     def container(self, service: str) -> str:
-        found = self("ps", "-q", service).stdout.split()
-        assert found, f"{service} has no container"
-        return found[0]
+        if service not in self.containers:
+            found = self("ps", "-q", service).stdout.split()
+            assert found, f"{service} has no container"
+            self.containers[service] = found[0]
+        return self.containers[service]
 
     def state(self, service: str) -> dict:
         return json.loads(self.docker("inspect", "--format", "{{json .State}}", self.container(service)).stdout)
+
+    def restarts(self, service: str) -> int:
+        """How often Docker's restart policy has restarted the service's container."""
+        return int(self.docker("inspect", "--format", "{{.RestartCount}}", self.container(service)).stdout)
 
     def health(self, service: str) -> str:
         state = self.state(service)
