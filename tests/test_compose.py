@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -93,3 +96,14 @@ def test_the_image_creates_every_mount_point_of_its_volumes_for_its_user(compose
         for volume in service.get("volumes", []):
             target = volume.split(":")[1]
             assert target in owned, f"{name} mounts a volume at {target}, which the image does not create for halfmq"
+
+
+def test_debians_docker_compose_1_29_accepts_the_file() -> None:
+    """Debian bookworm's `docker-compose` refuses keys newer than it, such as a top-level `name:`."""
+    if shutil.which("docker-compose") is None:
+        if os.environ.get("CI"):
+            pytest.fail("docker-compose is not installed (bin/setup --with-docker installs it)")
+        pytest.skip("docker-compose is not installed")
+    checked = subprocess.run(["docker-compose", "-f", str(ROOT / "docker-compose.yml"), "config", "--quiet"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stderr
