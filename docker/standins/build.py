@@ -3,7 +3,7 @@
 For each line of ``images``: an image already present is used as it is; a missing one is pulled;
 where no registry answers, a stand-in is built from Debian packages and tagged with the official
 name: ``mmdebstrap`` makes a bookworm root file system (once, cached as
-``halfmq-standin/bookworm``) and the line's Dockerfile adds the image's own packages.
+``halfmq-standin/bookworm``) and the line's recipe adds the image's own packages.
 
 The stand-ins must reach the package registries the way this machine does, so its apt sources and
 options and its pip configuration (with the CA bundle it names) are copied into the root file
@@ -15,6 +15,7 @@ Usage: python3 docker/standins/build.py [IMAGE ...]   (default: every image in `
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -28,17 +29,17 @@ BASE = "halfmq-standin/bookworm"
 STANDIN_LABEL = "org.halfmq.standin"
 PULL_TIMEOUT = 30.0
 PIP_CA_IN_IMAGE = "/etc/pip-ca-bundle.crt"
-ROOTFS = ["--variant=minbase", "--include=ca-certificates", "bookworm"]
+ROOTFS = ["--variant=minbase", "--include=ca-certificates", "--dpkgopt=force-unsafe-io", "bookworm"]  # unsafe-io: as in the official images
 
 
 def recipes() -> dict[str, str]:
-    """``images`` as {official image name: Dockerfile in this directory}."""
+    """``images`` as {official image name: recipe (a Dockerfile here, or apt:<packages>)}."""
     table = {}
     for line in (HERE / "images").read_text().splitlines():
         fields = line.split("#", 1)[0].split()
         if fields:
-            image, dockerfile = fields
-            table[image] = dockerfile
+            image, recipe = fields
+            table[image] = recipe
     return table
 
 
@@ -51,8 +52,6 @@ def labels_of(image: str) -> dict[str, str] | None:
     found = docker("image", "inspect", "--format", "{{json .Config.Labels}}", image, capture_output=True, text=True)
     if found.returncode != 0:
         return None
-    import json
-
     return json.loads(found.stdout) or {}
 
 
@@ -128,22 +127,26 @@ def build_base() -> None:
     docker("tag", tag, BASE, check=True)
 
 
-def build_standin(image: str, dockerfile: str) -> None:
+def build_standin(image: str, recipe: str) -> None:
     build_base()
-    built = docker("build", "--label", f"{STANDIN_LABEL}={dockerfile}", "-t", image, "-f", str(HERE / dockerfile), str(HERE),
+    if recipe.startswith("apt:"):
+        dockerfile, args = "packages.Dockerfile", ["--build-arg", f"PACKAGES={recipe[4:].replace(',', ' ')}"]
+    else:
+        dockerfile, args = recipe, []
+    built = docker("build", *args, "--label", f"{STANDIN_LABEL}={recipe}", "-t", image, "-f", str(HERE / dockerfile), str(HERE),
                    capture_output=True, text=True)
     if built.returncode != 0:
         raise SystemExit(f"building the stand-in {image} failed:\n{built.stdout[-3000:]}\n{built.stderr[-3000:]}")
 
 
-def ensure(image: str, dockerfile: str) -> str:
+def ensure(image: str, recipe: str) -> str:
     """Make ``image`` available; returns how: present, pulled or stand-in."""
     labels = labels_of(image)
     if labels is not None and STANDIN_LABEL not in labels:
         return "present"
     if labels is None and pulled(image):
         return "pulled"
-    build_standin(image, dockerfile)  # also refreshes a stand-in whose recipe changed (layer cache otherwise)
+    build_standin(image, recipe)  # also refreshes a stand-in whose recipe changed (layer cache otherwise)
     return "stand-in"
 
 

@@ -30,9 +30,12 @@ def compose_command(env: dict[str, str]) -> list[str]:
 
 
 class ComposeStack:
-    def __init__(self, project: str, env: dict[str, str]) -> None:
-        self.env = env
-        self.command = compose_command(env)
+    """``ports``: {service: host port} published on 127.0.0.1 (HALFMQ_COMPOSE_<SERVICE>_PORT in the file)."""
+
+    def __init__(self, project: str, env: dict[str, str], ports: dict[str, int]) -> None:
+        self.ports = ports
+        self.env = env | {f"HALFMQ_COMPOSE_{service.upper()}_PORT": str(port) for service, port in ports.items()}
+        self.command = compose_command(self.env)
         self.argv = [*self.command, "-p", project, "-f", str(COMPOSE_FILE)]
         self.containers: dict[str, str] = {}  # a container keeps its id across restarts
 
@@ -48,6 +51,9 @@ class ComposeStack:
             raise AssertionError(f"docker {' '.join(args)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
         return done
 
+    def url(self, service: str) -> str:
+        return f"http://127.0.0.1:{self.ports[service]}"
+
     def version(self) -> str:
         return self("version", "--short").stdout.strip()
 
@@ -60,6 +66,17 @@ class ComposeStack:
 
     def state(self, service: str) -> dict:
         return json.loads(self.docker("inspect", "--format", "{{json .State}}", self.container(service)).stdout)
+
+    def kill9(self, service: str) -> int:
+        """kill -9 of the service's main process, as a crash would; returns its pid.
+
+        Sent from the host's pid namespace: `docker kill` is a manual stop that the restart policy
+        leaves down, and from inside the container the kernel does not deliver it to pid 1.
+        """
+        pid = self.state(service)["Pid"]
+        image = self.docker("inspect", "--format", "{{.Image}}", self.container(service)).stdout.strip()
+        self.docker("run", "--rm", "--pid", "host", "--user", "root", "--entrypoint", "sh", image, "-c", f"kill -9 {pid}")
+        return pid
 
     def restarts(self, service: str) -> int:
         """How often Docker's restart policy has restarted the service's container."""
