@@ -7,6 +7,7 @@ are stood in for by images built from Debian packages (docker/standins). On CI t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -37,7 +38,7 @@ def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
     yield measured
     lines = ["", "compose stack figures:"] + [f"  {name}: {value}" for name, value in measured.items()]
     capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled():  # past pytest's capture, also when every test passed
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():  # shown also when all passed
         print("\n".join(lines), flush=True)
 
 
