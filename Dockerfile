@@ -8,16 +8,24 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY pyproject.toml README.md alembic.ini ./
+# Dependencies first, in a layer of their own: a code change does not download pyspark again.
+COPY pyproject.toml ./
+RUN python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' > /tmp/requirements.txt \
+ && pip install --no-cache-dir -r /tmp/requirements.txt \
+ && rm /tmp/requirements.txt
+COPY README.md alembic.ini ./
 COPY broker ./broker
 COPY services ./services
 COPY jobs ./jobs
 COPY migrations ./migrations
 COPY halfmq_cli ./halfmq_cli
 COPY bench ./bench
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir --no-deps .
 
-RUN useradd --create-home --uid 10001 halfmq && mkdir -p /data && chown halfmq /data
+# Every directory a volume mounts must exist here and belong to halfmq: Docker gives a new named
+# volume the owner of the directory it mounts on, and creates a missing one owned by root.
+ARG DATA_DIRS="/data /data/broker /data/spark"
+RUN useradd --create-home --uid 10001 halfmq && install -d -o halfmq -g halfmq $DATA_DIRS
 USER halfmq
 ENV PYTHONUNBUFFERED=1
 CMD ["halfmq", "--help"]

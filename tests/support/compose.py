@@ -1,0 +1,104 @@
+"""The repository's docker-compose.yml driven through the Compose CLI, as a user would run it.
+
+Compose v2 (`docker compose`) is used where the Docker CLI has it, else Debian's `docker-compose`
+1.29; HALFMQ_COMPOSE (e.g. "docker-compose") chooses explicitly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+
+from tests.support.processes import ROOT
+
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+
+
+def compose_command(env: dict[str, str]) -> list[str]:
+    chosen = os.environ.get("HALFMQ_COMPOSE")
+    if chosen:
+        return shlex.split(chosen)
+    if subprocess.run(["docker", "compose", "version"], env=env, capture_output=True).returncode == 0:
+        return ["docker", "compose"]
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    raise RuntimeError("neither `docker compose` nor `docker-compose` is installed (bin/setup --with-docker installs the latter)")
+
+
+class ComposeStack:
+    """``ports``: {service: host port} published on 127.0.0.1 (HALFMQ_COMPOSE_<SERVICE>_PORT in the file)."""
+
+    def __init__(self, project: str, env: dict[str, str], ports: dict[str, int]) -> None:
+        self.ports = ports
+        self.env = env | {f"HALFMQ_COMPOSE_{service.upper()}_PORT": str(port) for service, port in ports.items()}
+        self.command = compose_command(self.env)
+        self.argv = [*self.command, "-p", project, "-f", str(COMPOSE_FILE)]
+        self.containers: dict[str, str] = {}  # a container keeps its id across restarts
+
+    def __call__(self, *args: str, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([*self.argv, *args], env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise AssertionError(f"{' '.join(self.command)} {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        return done
+
+    def docker(self, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(["docker", *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise AssertionError(f"docker {' '.join(args)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        return done
+
+    def url(self, service: str) -> str:
+        return f"http://127.0.0.1:{self.ports[service]}"
+
+    def version(self) -> str:
+        return self("version", "--short").stdout.strip()
+
+    def container(self, service: str) -> str:
+        if service not in self.containers:
+            found = self("ps", "-q", service).stdout.split()
+            assert found, f"{service} has no container"
+            self.containers[service] = found[0]
+        return self.containers[service]
+
+    def state(self, service: str) -> dict:
+        return json.loads(self.docker("inspect", "--format", "{{json .State}}", self.container(service)).stdout)
+
+    def kill9(self, service: str) -> int:
+        """kill -9 of the service's main process, as a crash would; returns its pid.
+
+        Sent from the host's pid namespace: `docker kill` is a manual stop that the restart policy
+        leaves down, and from inside the container the kernel does not deliver it to pid 1.
+        """
+        pid = self.state(service)["Pid"]
+        image = self.docker("inspect", "--format", "{{.Image}}", self.container(service)).stdout.strip()
+        self.docker("run", "--rm", "--pid", "host", "--user", "root", "--entrypoint", "sh", image, "-c", f"kill -9 {pid}")
+        return pid
+
+    def restarts(self, service: str) -> int:
+        """How often Docker's restart policy has restarted the service's container."""
+        return int(self.docker("inspect", "--format", "{{.RestartCount}}", self.container(service)).stdout)
+
+    def health(self, service: str) -> str:
+        state = self.state(service)
+        return (state.get("Health") or {}).get("Status") or state.get("Status", "?")
+
+    def wait_healthy(self, services: list[str], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            status = {s: self.health(s) for s in services}
+            if all(v == "healthy" for v in status.values()):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not healthy after {timeout:.0f} s: {status}\n{self.logs()}")
+            time.sleep(1)
+
+    def logs(self, tail: int = 30) -> str:
+        return self("logs", "--no-color", "--tail", str(tail), check=False).stdout[-8000:]
+
+    def volume_targets(self, service: str) -> list[str]:
+        mounts = json.loads(self.docker("inspect", "--format", "{{json .Mounts}}", self.container(service)).stdout)
+        return [m["Destination"] for m in mounts if m.get("Type") == "volume"]
