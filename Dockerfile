@@ -24,7 +24,7 @@ RUN pip install --no-cache-dir --no-deps .
 
 # Every directory a volume mounts must exist here and belong to halfmq: Docker gives a new named
 # volume the owner of the directory it mounts on, and creates a missing one owned by root.
-ARG DATA_DIRS="/data /data/broker /data/spark"
+ARG DATA_DIRS="/data /data/auth /data/broker /data/spark"
 RUN useradd --create-home --uid 10001 halfmq && install -d -o halfmq -g halfmq $DATA_DIRS
 USER halfmq
 ENV PYTHONUNBUFFERED=1

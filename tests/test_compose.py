@@ -20,6 +20,7 @@ from services.order.config import OrderSettings
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "tests" / "data" / "compose-spec.json"  # the compose-spec project's schema, carried by the repo
 LONG_RUNNING = {"postgres", "broker", "order", "credit", "spark"}
+ONE_SHOT = {"auth-init"}  # makes the tokens on the first `up`, then exits
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def test_compose_file_matches_the_compose_spec(compose: dict) -> None:
 
 def test_every_long_running_service_has_a_health_check(compose: dict) -> None:
     services = compose["services"]
-    assert set(services) == LONG_RUNNING
+    assert set(services) == LONG_RUNNING | ONE_SHOT
     for name in LONG_RUNNING:
         assert "healthcheck" in services[name], f"{name} has no healthcheck"
 
@@ -57,7 +58,8 @@ def test_every_long_running_service_has_a_health_check(compose: dict) -> None:
 def test_dependencies_wait_for_health(compose: dict) -> None:
     for name, service in compose["services"].items():
         for dep, spec in (service.get("depends_on") or {}).items():
-            assert spec == {"condition": "service_healthy"}, f"{name} -> {dep} does not wait for health"
+            wanted = "service_completed_successfully" if dep in ONE_SHOT else "service_healthy"
+            assert spec == {"condition": wanted}, f"{name} -> {dep} does not wait for {wanted}"
     assert set(compose["services"]["order"]["depends_on"]) == {"broker", "postgres"}
 
 
@@ -81,7 +83,17 @@ def test_service_urls_point_at_compose_service_names(compose: dict) -> None:
     env = compose["services"]["order"]["environment"]
     assert env["ORDER_BROKER_URL"] == "http://broker:10911"
     assert env["ORDER_PUBLIC_URL"].startswith("http://order:")
-    assert "order" in compose["services"]["broker"]["environment"]["HALFMQ_BROKER_CHECK_URL_ALLOW"].split(",")
+    assert "http://order:8001" in compose["services"]["broker"]["environment"]["HALFMQ_BROKER_CHECK_URL_ALLOW"].split(",")
+
+
+def test_no_token_or_secret_is_written_in_the_compose_file(compose: dict) -> None:
+    """Services read them from files the auth-init service makes into a volume on the first `up`."""
+    broker = compose["services"]["broker"]["environment"]
+    assert broker["HALFMQ_BROKER_AUTH_FILE"].startswith("/data/auth/")
+    for name, service in compose["services"].items():
+        for var, value in (service.get("environment") or {}).items():
+            if "TOKEN" in var or "SECRET" in var:
+                assert var.endswith("_FILE") and str(value).startswith("/data/auth/"), f"{name}: {var} is given in plain text"
 
 
 def test_the_image_creates_every_mount_point_of_its_volumes_for_its_user(compose: dict) -> None:

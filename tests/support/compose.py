@@ -100,5 +100,6 @@ class ComposeStack:
         return self("logs", "--no-color", "--tail", str(tail), check=False).stdout[-8000:]
 
     def volume_targets(self, service: str) -> list[str]:
+        """Where the service's writable named volumes are mounted (a read-only one, like the tokens, is not its to write)."""
         mounts = json.loads(self.docker("inspect", "--format", "{{json .Mounts}}", self.container(service)).stdout)
-        return [m["Destination"] for m in mounts if m.get("Type") == "volume"]
+        return [m["Destination"] for m in mounts if m.get("Type") == "volume" and m.get("RW", True)]
