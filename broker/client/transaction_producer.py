@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from broker.errors import BrokerError
-from broker.protocol import HalfSendResult, OutgoingMessage
+from halfmq.broker.errors import BrokerError
+from halfmq.broker.protocol import HalfSendResult, OutgoingMessage
 
 from . import endpoints
 from .check_app import CheckApp

@@ -18,7 +18,7 @@ import aiohttp
 import httpx
 import orjson
 
-from broker.errors import BrokerError, BrokerUnavailable, error_class_for
+from halfmq.broker.errors import BrokerError, BrokerUnavailable, error_class_for
 
 from .endpoints import Call
 

@@ -24,7 +24,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from broker.client import (
+from halfmq.client import (
     UNIQ_KEY,
     AsyncTransactionProducer,
     BrokerUnavailable,
@@ -38,8 +38,8 @@ from broker.client import (
     TransactionProducer,
     message_json,
 )
-from broker.client.transport import request_not_sent
-from broker.errors import StoreUnavailable, SystemTopicForbidden, TransactionConflict
+from halfmq.client.transport import request_not_sent
+from halfmq.broker.errors import StoreUnavailable, SystemTopicForbidden, TransactionConflict
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_for
 
@@ -265,7 +265,7 @@ def test_a_broker_that_is_down_raises_broker_unavailable_after_retrying_the_conn
             producer.send_in_transaction("T", "x")
     assert request_not_sent(caught.value)
     assert listener.executed == []
-    retried = [r for r in caplog.records if r.name == "broker.client.retry"]
+    retried = [r for r in caplog.records if r.name == "halfmq.client.retry"]
     assert len(retried) == 2, "a refused connection is safe to retry: the half never left"
 
 
