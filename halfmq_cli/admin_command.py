@@ -66,11 +66,16 @@ def cmd_users_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def _existing_principal(auth: AuthFile, name: str) -> PrincipalEntry:
+    entry = auth.principal(name)
+    if entry is None:
+        raise SystemExit(f"no principal {name!r}")
+    return entry
+
+
 def cmd_users_grant(args: argparse.Namespace) -> int:
     path, auth = _load(args)
-    entry = auth.principal(args.name)
-    if entry is None:
-        raise SystemExit(f"no principal {args.name!r}")
+    entry = _existing_principal(auth, args.name)
     entry.policies.append(_policy(args))
     auth.save(path)
     return 0
@@ -96,9 +101,7 @@ def cmd_tokens_create(args: argparse.Namespace) -> int:
 
 def cmd_tokens_revoke(args: argparse.Namespace) -> int:
     path, auth = _load(args)
-    entry = auth.principal(args.name)
-    if entry is None:
-        raise SystemExit(f"no principal {args.name!r}")
+    entry = _existing_principal(auth, args.name)
     before = len(entry.tokens)
     entry.tokens = [t for t in entry.tokens if not (args.all or t.id == args.id)]
     auth.save(path)

@@ -31,6 +31,11 @@ _BODY_REFUSED = (RequestTooLarge, RequestBodyTimeout)
 DISCONNECT_PROBE_SECONDS = 0.005
 
 
+def _raw_headers(error: BrokerError) -> list[tuple[bytes, bytes]]:
+    """A problem's headers (Retry-After, WWW-Authenticate) as ASGI wants them."""
+    return [(k.encode(), v.encode()) for k, v in problem_headers(error).items()]
+
+
 class Reply:
     """A JSON answer, rendered once by the front."""
 
@@ -166,7 +171,7 @@ class HotPathApp:
                 self.app.state.runtime.guard.principal(scope)
             except Unauthenticated as exc:
                 await _answer(send, exc.status, _PROBLEM, _problem(exc, scope["path"]),
-                              [(k.encode(), v.encode()) for k, v in problem_headers(exc).items()] + _CLOSE)
+                              _raw_headers(exc) + _CLOSE)
                 return
         try:
             body = await self.body_reader.read(receive)
@@ -203,7 +208,6 @@ class HotPathApp:
                 error = BrokerError("internal error; see the broker log")
             else:
                 log_server_error(scope["method"], path, error)
-            headers = [(k.encode(), v.encode()) for k, v in problem_headers(error).items()]
-            await _answer(send, error.status, _PROBLEM, _problem(error, path), headers)
+            await _answer(send, error.status, _PROBLEM, _problem(error, path), _raw_headers(error))
             return
         await _answer(send, reply.status, _JSON, body)
