@@ -10,10 +10,12 @@ RUN apt-get update \
 WORKDIR /app
 # Dependencies first, in a layer of their own: a code change does not download pyspark again.
 COPY pyproject.toml ./
-RUN python -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))' > /tmp/requirements.txt \
+# The SDK's dependencies and those of the extras the image runs (broker, services, spark).
+RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print("\n".join(p["dependencies"] + [d for x in ("broker", "services", "spark") for d in extras[x]]))' > /tmp/requirements.txt \
  && pip install --no-cache-dir -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt
-COPY README.md alembic.ini ./
+COPY README.md ./
+COPY halfmq ./halfmq
 COPY broker ./broker
 COPY services ./services
 COPY jobs ./jobs

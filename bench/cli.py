@@ -1,7 +1,7 @@
 """`halfmq bench [SCENARIO…] [--quick] [--json PATH]`: run scenarios, print tables, write JSON.
 
-``add_parser(subparsers)`` registers the subcommand on the ``halfmq`` parser;
-``python -m bench.cli …`` runs the same thing standalone. Order of a run: the
+``halfmq bench …`` hands its arguments to ``main`` here (so ``halfmq --help``
+loads no benchmark code); ``python -m halfmq.bench.cli …`` is the same thing. Order of a run: the
 in-run baselines the selected scenarios compare with, then each scenario
 (each starts and stops its own processes), then ratios and gates. A scenario
 that fails is recorded as failed and the others still run; the exit code is
@@ -45,12 +45,6 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--keep", action="store_true", help="keep data dirs and server logs after the run")
     parser.set_defaults(func=cmd_bench)
     return parser
-
-
-def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    parser = subparsers.add_parser("bench", help="run benchmarks (each scenario starts its own processes)",
-                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    return configure(parser)
 
 
 def settings_from(args: argparse.Namespace) -> BenchSettings:
@@ -131,10 +125,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if unknown:
         raise SystemExit(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(scenarios.NAMES)}")
     settings = settings_from(args)
-    argv = getattr(args, "argv", None)
-    if argv is None:  # reached through the `halfmq` parser: drop the subcommand itself
-        argv = sys.argv[1:]
-        argv = argv[1:] if argv[:1] == ["bench"] else argv
+    argv = args.argv
     command = " ".join(["halfmq", "bench", *(shlex.quote(a) for a in argv)])
     doc = run_bench(selected, settings, with_baselines=not args.no_baselines, keep=args.keep, command=command)
     if args.json:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ class ServerProcess:
 
 
 def halfmq_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "halfmq_cli.main", *args]
+    return [sys.executable, "-m", "halfmq.cli.main", *args]
 
 
 # Durable by default (DESIGN section 3); the bench states it rather than relying on the default.
@@ -161,7 +161,7 @@ class BaselineApp(ServerProcess):
         self.url = f"http://{HOST}:{self.port}"
         super().__init__(
             "baseline-app",
-            [sys.executable, "-m", "uvicorn", "bench.baseline_app:app", "--host", HOST, "--port", str(self.port),
+            [sys.executable, "-m", "uvicorn", "halfmq.bench.baseline_app:app", "--host", HOST, "--port", str(self.port),
              "--workers", "1", "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"],
             {"BENCH_APPEND_LOG": str(append_log)},
             f"{self.url}/health",

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from broker.errors import RequestBodyTimeout, RequestTooLarge
+from halfmq.broker.errors import RequestBodyTimeout, RequestTooLarge
 
 Receive = Callable[[], Awaitable[Mapping[str, Any]]]
 

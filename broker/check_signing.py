@@ -16,7 +16,7 @@ import hmac
 import time
 from typing import Callable
 
-from broker.errors import CheckSignatureInvalid
+from halfmq.broker.errors import CheckSignatureInvalid
 
 TIMESTAMP_HEADER = "x-halfmq-timestamp"
 SIGNATURE_HEADER = "x-halfmq-signature"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from broker.store.record import StoredMessage
+from halfmq.broker.store.record import StoredMessage
 
 HIDDEN = ("KEYS", "TAGS")
 

@@ -15,7 +15,7 @@ from typing import Callable
 
 import crc32c
 
-from broker.errors import (
+from halfmq.broker.errors import (
     BadBodyEncoding,
     InvalidQueueCount,
     InvalidRequest,
@@ -28,11 +28,11 @@ from broker.errors import (
     TopicAlreadyExists,
     TopicNotFound,
 )
-from broker.counter_ids import CounterIds
-from broker.protocol import OutgoingMessage
-from broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
-from broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic, is_valid_user_name
-from broker.transaction.check_policy import immunity_seconds
+from halfmq.broker.counter_ids import CounterIds
+from halfmq.broker.protocol import OutgoingMessage
+from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
+from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic, is_valid_user_name
+from halfmq.broker.transaction.check_policy import immunity_seconds
 
 # Properties only the broker may set: a producer forging them could impersonate a
 # transaction, a retry or a DLQ entry.

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from broker.security.auth_file import AuthFile, PolicyEntry, PrincipalEntry, derive_check_secret
+from halfmq.broker.security.auth_file import AuthFile, PolicyEntry, PrincipalEntry, derive_check_secret
 
 from .credentials import ensure_credentials
 

@@ -12,7 +12,7 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
     """Exit code 0 when the reconciliation is clean, 1 when it found problems, 2 on errors."""
     from pydantic import ValidationError
 
-    from jobs import credit_aggregate as job
+    from halfmq.jobs import credit_aggregate as job
 
     job.configure_logging()
     try:

@@ -25,8 +25,8 @@ import signal
 import socket
 from typing import Any
 
-from broker.api.runtime import BrokerRuntime
-from broker.config import BrokerSettings
+from halfmq.broker.api.runtime import BrokerRuntime
+from halfmq.broker.config import BrokerSettings
 
 log = logging.getLogger(__name__)
 SPARE_FILES = 1024  # the store's segments, queues and sockets out, beside the connections in

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.security.auth_file import AuthFile, PolicyEntry, PrincipalEntry, derive_check_secret, write_private
+from halfmq.broker.security.auth_file import AuthFile, PolicyEntry, PrincipalEntry, derive_check_secret, write_private
 
 ORDER_TOPIC = "ORDER_TOPIC"
 ORDER_GROUP = "order_producer_group"

@@ -121,4 +121,4 @@ class Supervisor:
 
 
 def component_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "halfmq_cli.main", *args]
+    return [sys.executable, "-m", "halfmq.cli.main", *args]

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .credentials import Credentials, ensure_credentials
-from .supervisor import Component, Supervisor, component_command
+
+if TYPE_CHECKING:  # the supervisor needs rich: loaded when `up` runs, not when the CLI parses
+    from .supervisor import Component
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,8 @@ class Topology:
         }
 
     def components(self, extra_env: dict[str, str] | None = None) -> list[Component]:
+        from .supervisor import Component, component_command
+
         extra = extra_env or {}
         auth = self.auth_env()
         return [
@@ -96,6 +101,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     if topology.credentials is not None:
         creds, made = ensure_credentials(topology.credentials.directory)
         print(f"auth on: {'generated' if made else 'using'} tokens in {creds.directory} (admin token: {creds.token_file('admin')})", flush=True)
+    from .supervisor import Supervisor
+
     return Supervisor(topology.components(), restart=not args.no_restart).run()
 
 

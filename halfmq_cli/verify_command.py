@@ -7,9 +7,9 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-from broker.config import BrokerSettings
-from broker.store.data_lock import DataDirLocked
-from broker.store.verify import verify_store
+from halfmq.broker.config import BrokerSettings
+from halfmq.broker.store.data_lock import DataDirLocked
+from halfmq.broker.store.verify import verify_store
 
 EXIT_DAMAGED = 3  # the same code as a broker refusing to start on corruption
 

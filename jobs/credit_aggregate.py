@@ -568,7 +568,7 @@ def preflight(credit_url: str, order_url: str) -> IdBounds:
             path = Path(make_url(url).database or "")
             if not path.is_file():
                 raise AggregateError(f"the {name} database {path.resolve()} does not exist "
-                                     f"(start the {name} service once, or run `alembic --name {name} upgrade head`)")
+                                     f"(start the {name} service once, or run `alembic -c migrations/alembic.ini --name {name} upgrade head`)")
     t = tables()
     engine = create_engine_for(credit_url)
     try:

@@ -24,10 +24,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ALEMBIC_INI = Path(str(files("halfmq.migrations") / "alembic.ini"))  # package data, also from a wheel
 DEFAULT_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
@@ -262,8 +263,8 @@ def migrate(name: str, url: str) -> None:
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database:
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "alembic", "-c", str(ROOT / "alembic.ini"), "--name", name, "-x", f"url={url}",
-                    "upgrade", "head"], check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-m", "alembic", "-c", str(ALEMBIC_INI), "--name", name, "-x", f"url={url}",
+                    "upgrade", "head"], check=True, stdout=subprocess.DEVNULL)
 
 
 def main(argv: list[str] | None = None) -> int:

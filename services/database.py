@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import datetime, timezone
+from importlib.resources import files
 from pathlib import Path
 from typing import TypeVar
 
@@ -18,7 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DataError, IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-ROOT = Path(__file__).resolve().parents[1]
+MIGRATIONS = Path(str(files("halfmq.migrations")))  # alembic.ini and one tree per database, as package data
 
 
 # Execution options (arbitrary keys are allowed): ``_WRITES`` marks an engine whose transactions
@@ -128,8 +129,7 @@ def together_or_each_alone(batch: list[T], together: Callable[[list[T]], list[R]
 
 
 def alembic_config(name: str, url: str) -> Config:
-    cfg = Config(str(ROOT / "alembic.ini"), ini_section=name)
-    cfg.set_main_option("script_location", str(ROOT / "migrations" / name))
+    cfg = Config(str(MIGRATIONS / "alembic.ini"), ini_section=name)
     cfg.attributes["url"] = url
     return cfg
 

@@ -24,7 +24,7 @@ SCENARIOS = ("send", "tx", "consume")
 def test_quick_bench_writes_the_documented_json(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.cli", "--quick", "--json", str(out), "--seconds", "0.4", "--warmup", "0.1",
+        [sys.executable, "-m", "halfmq.bench.cli", "--quick", "--json", str(out), "--seconds", "0.4", "--warmup", "0.1",
          "--consume-prefill", "3000", "--workdir", str(tmp_path / "work"), *SCENARIOS],
         cwd=ROOT, capture_output=True, text=True, timeout=110,
     )
@@ -70,7 +70,7 @@ def test_quick_bench_writes_the_documented_json(tmp_path: Path) -> None:
 
 def test_report_renders_without_peer_results(tmp_path: Path) -> None:
     """bench.report turns a (hand-made, minimal) result into markdown even before the peers ran."""
-    from bench import report
+    from halfmq.bench import report
 
     case = {"what": "x", "unit": "msg/s", "concurrency": 64, "driver": "aiohttp", "runs": [],
             "ops_per_s": {"median": 1000.0, "min": 900.0, "max": 1100.0}, "p50_ms": 1.0, "p99_ms": 2.0}

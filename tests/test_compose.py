@@ -13,9 +13,9 @@ import pytest
 import yaml
 from jsonschema import Draft7Validator
 
-from broker.config import BrokerSettings
-from services.credit.config import CreditSettings
-from services.order.config import OrderSettings
+from halfmq.broker.config import BrokerSettings
+from halfmq.services.credit.config import CreditSettings
+from halfmq.services.order.config import OrderSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "tests" / "data" / "compose-spec.json"  # the compose-spec project's schema, carried by the repo
@@ -29,7 +29,7 @@ def compose() -> dict:
 
 
 def settings_fields() -> dict[str, set[str]]:
-    from jobs.credit_aggregate import AggregateSettings
+    from halfmq.jobs.credit_aggregate import AggregateSettings
 
     fields = {
         "HALFMQ_BROKER_": set(BrokerSettings.model_fields),

@@ -37,7 +37,7 @@ async def _aiohttp(url: str, body: bytes, items: int, conc: int, seconds: float,
 
 
 async def _sdk(broker_url: str, conc: int, seconds: float, max_ops: int, warmup: float, size: int) -> Run:
-    from broker.client import AsyncProducer
+    from halfmq.client import AsyncProducer
 
     body = payloads.message_body(size)
     async with AsyncProducer(broker_url, max_in_flight=conc) as producer:

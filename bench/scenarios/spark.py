@@ -51,8 +51,8 @@ def _stage_timings(log_text: str) -> dict[str, float]:
 
 def _unavailable_reason() -> str | None:
     try:
-        from jobs.credit_aggregate import AggregateError, AggregateSettings, jdbc_classpath  # noqa: F401
-        from jobs.generate_credits import generate, migrate  # noqa: F401
+        from halfmq.jobs.credit_aggregate import AggregateError, AggregateSettings, jdbc_classpath  # noqa: F401
+        from halfmq.jobs.generate_credits import generate, migrate  # noqa: F401
     except ImportError as exc:
         return f"the Spark job is not importable: {exc}"
     try:
@@ -75,7 +75,7 @@ def run(ctx: Context) -> dict[str, Any]:
     if reason:
         ctx.note(f"spark unavailable: {reason}")
         return scenario_unavailable(reason)
-    from jobs.generate_credits import generate, migrate
+    from halfmq.jobs.generate_credits import generate, migrate
 
     s = ctx.settings
     data = ctx.dir("spark")
@@ -94,7 +94,7 @@ def run(ctx: Context) -> dict[str, Any]:
         log_path = ctx.logs / f"spark-run-{i + 1}.log"
         with open(log_path, "wb") as log:
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "jobs.credit_aggregate"], cwd=ROOT, env=env,
+            proc = subprocess.run([sys.executable, "-m", "halfmq.jobs.credit_aggregate"], cwd=ROOT, env=env,
                                   stdout=log, stderr=subprocess.STDOUT, timeout=s.spark_timeout)
             wall = time.perf_counter() - t0
         text = log_path.read_text(errors="replace")

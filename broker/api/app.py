@@ -8,8 +8,8 @@ from typing import AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
 
-from broker.asgi_body import BodyReader
-from broker.config import BrokerSettings
+from halfmq.broker.asgi_body import BodyReader
+from halfmq.broker.config import BrokerSettings
 
 from . import problems
 from .routes import consumer_groups, operations, topics, transactions

@@ -18,7 +18,7 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
-from broker.errors import InvalidRequest, MalformedJson, UnsupportedMediaType
+from halfmq.broker.errors import InvalidRequest, MalformedJson, UnsupportedMediaType
 
 from .hot_path import HotRequest
 

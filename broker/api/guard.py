@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from broker.errors import AccessDenied, Unauthenticated
-from broker.security.auth_file import Authenticator
-from broker.security.policy import Action, Decision, Policy, Principal, Resource, ResourcePattern, decide
+from halfmq.broker.errors import AccessDenied, Unauthenticated
+from halfmq.broker.security.auth_file import Authenticator
+from halfmq.broker.security.policy import Action, Decision, Policy, Principal, Resource, ResourcePattern, decide
 
 audit = logging.getLogger("halfmq.audit")
 

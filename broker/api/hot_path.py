@@ -17,8 +17,8 @@ from typing import Any, Awaitable, Callable
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from broker.asgi_body import BodyReader, ClientGone, declared_length, too_large
-from broker.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge, Unauthenticated
+from halfmq.broker.asgi_body import BodyReader, ClientGone, declared_length, too_large
+from halfmq.broker.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge, Unauthenticated
 
 from .allowed_methods import allow_header, allowed_methods, serves
 from .problems import PROBLEM, as_broker_error, log_server_error, problem_headers

@@ -10,8 +10,8 @@ from .allowed_methods import allow_header, allowed_methods
 from .responses import JsonResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from broker.errors import BrokerError, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, StoreUnavailable, Unauthenticated, UnsupportedMediaType
-from broker.store.message_store import StoreClosed, StoreNotWritable
+from halfmq.broker.errors import BrokerError, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, StoreUnavailable, Unauthenticated, UnsupportedMediaType
+from halfmq.broker.store.message_store import StoreClosed, StoreNotWritable
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"

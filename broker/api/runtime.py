@@ -10,19 +10,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Awaitable, Callable
 
-from broker.config import BrokerSettings
-from broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
-from broker.delivery.receipt_handle import load_or_create_key
-from broker.errors import FlushDiskTimeout, StoreUnavailable
-from broker.security.auth_file import AuthFileError, Authenticator
-from broker.send_service import SendService, TopicPolicy, TopicService
-from broker.store.message_store import MessageStore, StoreConfig
-from broker.transaction.check_client import CheckClient
-from broker.transaction.check_policy import CheckPolicy
-from broker.transaction.check_service import CheckService
-from broker.transaction.check_url import OwnAddress
-from broker.transaction.producer_registry import ProducerRegistry
-from broker.transaction.transaction_service import TransactionService
+from halfmq.broker.config import BrokerSettings
+from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from halfmq.broker.delivery.receipt_handle import load_or_create_key
+from halfmq.broker.errors import FlushDiskTimeout, StoreUnavailable
+from halfmq.broker.security.auth_file import AuthFileError, Authenticator
+from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
+from halfmq.broker.store.message_store import MessageStore, StoreConfig
+from halfmq.broker.transaction.check_client import CheckClient
+from halfmq.broker.transaction.check_policy import CheckPolicy
+from halfmq.broker.transaction.check_service import CheckService
+from halfmq.broker.transaction.check_url import OwnAddress
+from halfmq.broker.transaction.producer_registry import ProducerRegistry
+from halfmq.broker.transaction.transaction_service import TransactionService
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics

@@ -5,8 +5,8 @@ a stranger would; the wire models and error types are re-exported here so
 they need nothing else from ``broker``.
 """
 
-from broker.errors import BrokerError, BrokerUnavailable, CheckUrlRefused
-from broker.protocol import (
+from halfmq.broker.errors import BrokerError, BrokerUnavailable, CheckUrlRefused
+from halfmq.broker.protocol import (
     CheckRequest,
     ConsumerGroupInfo,
     HalfSendResult,

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self
 
-from broker.errors import BrokerError
-from broker.protocol import Message, ReceiveRequest
+from halfmq.broker.errors import BrokerError
+from halfmq.broker.protocol import Message, ReceiveRequest
 
 from .consumer_client import AsyncConsumerClient
 from .transport import Verify

@@ -53,11 +53,11 @@ from typing import Any
 
 import orjson
 
-from broker.asgi_body import ClientGone, read_body
-from broker.check_signing import DEFAULT_WINDOW, SIGNATURE_HEADER, TIMESTAMP_HEADER, CheckVerifier
-from broker.errors import (BrokerError, CheckSignatureInvalid, InvalidRequest, MalformedJson, MessageTooLarge, MethodNotAllowed,
+from halfmq.broker.asgi_body import ClientGone, read_body
+from halfmq.broker.check_signing import DEFAULT_WINDOW, SIGNATURE_HEADER, TIMESTAMP_HEADER, CheckVerifier
+from halfmq.broker.errors import (BrokerError, CheckSignatureInvalid, InvalidRequest, MalformedJson, MessageTooLarge, MethodNotAllowed,
                            ProducerGroupMismatch, RequestTooLarge)
-from broker.protocol import CheckRequest
+from halfmq.broker.protocol import CheckRequest
 
 from .transaction import (
     AsyncTransactionListener,

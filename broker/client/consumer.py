@@ -16,8 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
-from broker.errors import BrokerError
-from broker.protocol import Message, ReceiveRequest
+from halfmq.broker.errors import BrokerError
+from halfmq.broker.protocol import Message, ReceiveRequest
 
 from .consumer_client import ConsumerClient
 from .transport import Verify

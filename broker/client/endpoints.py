@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
-from broker.errors import BrokerError
-from broker.protocol import (
+from halfmq.broker.errors import BrokerError
+from halfmq.broker.protocol import (
     ConsumerGroupInfo,
     HalfSendResult,
     Message,

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from broker.protocol import Message, OutgoingMessage
+from halfmq.broker.protocol import Message, OutgoingMessage
 
 __all__ = ["UNIQ_KEY", "Body", "message_body_bytes", "message_json", "outgoing", "with_uniq_key"]
 

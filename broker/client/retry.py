@@ -22,7 +22,7 @@ from tenacity import (
     wait_random,
 )
 
-from broker.errors import BrokerError
+from halfmq.broker.errors import BrokerError
 
 __all__ = ["async_retrying", "backoff_delay", "is_retriable", "retrying"]
 

@@ -11,11 +11,11 @@ import logging
 from collections.abc import Sequence
 from enum import Enum
 
-from broker.protocol import Message, SettleResult, SettleStatus
+from halfmq.broker.protocol import Message, SettleResult, SettleStatus
 
 __all__ = ["Outcome", "log_expired", "log_handler_failure", "split"]
 
-log = logging.getLogger("broker.client.consumer")
+log = logging.getLogger("halfmq.client.consumer")
 
 
 class Outcome(Enum):

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from broker.errors import BrokerError
-from broker.protocol import HalfSendResult, Message, OutgoingMessage, SendStatus
+from halfmq.broker.errors import BrokerError
+from halfmq.broker.protocol import HalfSendResult, Message, OutgoingMessage, SendStatus
 
 __all__ = [
     "AsyncTransactionListener",

@@ -19,7 +19,9 @@
 
 The producer registers ``check_url`` with the broker by heartbeat so that the
 broker can ask about transactions whose end it never got; ``check_app()``
-returns the ASGI app to serve at that URL.
+returns the ASGI app to serve at that URL. Without a ``check_url`` a producer
+refuses to start unless told ``check_backs=False``: leaving it out by accident
+silently turned check-backs off.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from broker.errors import BrokerError
-from broker.protocol import HalfSendResult, OutgoingMessage
+from halfmq.broker.errors import BrokerError
+from halfmq.broker.protocol import HalfSendResult, OutgoingMessage
 
 from . import endpoints
 from .check_app import CheckApp
@@ -53,7 +55,7 @@ from .transaction import (
     listener_message,
     state_after_half,
 )
-from .transport import AsyncTransport, Transport, Verify, request_not_sent
+from .transport import AsyncTransport, Transport, Verify, request_not_sent, require_http_url
 
 __all__ = ["AsyncTransactionProducer", "TransactionProducer", "default_client_id"]
 
@@ -82,7 +84,12 @@ class _Base:
         client_id: str | None,
         heartbeat_interval: float,
         retries: int,
+        check_backs: bool,
     ) -> None:
+        if check_url is not None:
+            if not check_backs:
+                raise ValueError("check_url given with check_backs=False: leave one of them out")
+            require_http_url(check_url, "check_url")
         if retries < 0:
             raise ValueError("retries must be >= 0")
         if heartbeat_interval <= 0:
@@ -93,6 +100,7 @@ class _Base:
         self.producer_group = producer_group
         self.listener = listener
         self.check_url = check_url
+        self.check_backs = check_backs
         self.client_id = client_id or default_client_id()
         self.heartbeat_interval = heartbeat_interval
         self._retries = retries
@@ -122,6 +130,16 @@ class _Base:
             # As RocketMQ's makeSureStateOK: without start() a check_url is never
             # registered, and a transaction whose end is lost would wait forever.
             raise RuntimeError("call start() (or use the producer as a context manager) before sending")
+
+    def _refuse_start_without_check_url(self) -> None:
+        # Without a check URL a transaction whose end is lost (a crash between the local
+        # commit and the end call) is never asked about: the broker discards it.
+        if self.check_url is None and self.check_backs:
+            raise RuntimeError(
+                f"producer group {self.producer_group!r} has no check_url, so the broker could never ask about a "
+                "transaction whose end is lost: pass check_url=... (and serve check_app() there), "
+                "or check_backs=False to run without check-backs"
+            )
 
     def _first_heartbeat_failed(self, exc: BrokerError) -> None:
         if not exc.retriable:
@@ -187,7 +205,7 @@ class TransactionProducer(_Base):
     """Blocking transactional producer (RocketMQ's TransactionMQProducer).
 
     One instance can be shared by many threads; sends do not serialize.
-    ``start()`` registers ``check_url`` (if given) with a first heartbeat,
+    ``start()`` registers ``check_url`` (required unless ``check_backs=False``) with a first heartbeat,
     raising ``CheckUrlRefused`` if the broker will not dial it, and keeps it
     registered from a daemon thread; ``close()`` stops that thread.
     """
@@ -199,6 +217,7 @@ class TransactionProducer(_Base):
         listener: TransactionListener,
         *,
         check_url: str | None = None,
+        check_backs: bool = True,
         client_id: str | None = None,
         heartbeat_interval: float = 10.0,
         timeout: float = 10.0,
@@ -206,7 +225,7 @@ class TransactionProducer(_Base):
         token: str | None = None,
         verify: Verify | None = None,
     ) -> None:
-        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries)
+        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs)
         if is_async_callable(listener.execute_local_transaction):
             raise TypeError("the listener's methods are coroutines: use AsyncTransactionProducer")
         self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
@@ -221,6 +240,7 @@ class TransactionProducer(_Base):
                 raise RuntimeError("a closed transaction producer cannot be started again")
             if self._started:
                 return self
+            self._refuse_start_without_check_url()
             if self.check_url is not None:
                 try:
                     self._call(self._heartbeat_call())
@@ -339,6 +359,7 @@ class AsyncTransactionProducer(_Base):
         listener: AsyncTransactionListener | TransactionListener,
         *,
         check_url: str | None = None,
+        check_backs: bool = True,
         client_id: str | None = None,
         heartbeat_interval: float = 10.0,
         timeout: float = 10.0,
@@ -349,7 +370,7 @@ class AsyncTransactionProducer(_Base):
         token: str | None = None,
         verify: Verify | None = None,
     ) -> None:
-        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries)
+        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs)
         self._transport = AsyncTransport(
             base_url,
             timeout=timeout,
@@ -369,6 +390,7 @@ class AsyncTransactionProducer(_Base):
                 raise RuntimeError("a closed transaction producer cannot be started again")
             if self._started:
                 return self
+            self._refuse_start_without_check_url()
             if self.check_url is not None:
                 try:
                     await self._call(self._heartbeat_call())

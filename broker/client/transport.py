@@ -13,19 +13,20 @@ import asyncio
 import os
 import ssl
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
 import orjson
 
-from broker.errors import BrokerError, BrokerUnavailable, error_class_for
+from halfmq.broker.errors import BrokerError, BrokerUnavailable, error_class_for
 
 from .endpoints import Call
 
 T = TypeVar("T")
 
 __all__ = ["AsyncTransport", "Transport", "Verify", "auth_headers", "error_from_exception", "error_from_response",
-           "request_not_sent", "tls_context"]
+           "request_not_sent", "require_http_url", "tls_context"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
 # Failures after which the broker may simply be back a moment later.
@@ -49,6 +50,19 @@ def auth_headers(token: str | None) -> dict[str, str]:
     """The bearer header for ``token``, else for $HALFMQ_TOKEN, else none (a broker with auth off)."""
     token = token if token is not None else os.environ.get(TOKEN_ENV)
     return {"authorization": f"Bearer {token}"} if token else {}
+
+
+def require_http_url(url: str, what: str = "broker URL") -> str:
+    """``url`` if it is http(s) with a host; else a ValueError naming the fix.
+
+    Without this, ``localhost:10911`` parses as scheme ``localhost`` and fails at the
+    first request with httpx's generic ``UnsupportedProtocol``, far from the mistake.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        rest = url.split("://", 1)[-1] or "127.0.0.1:10911"
+        raise ValueError(f"{what} {url!r} must start with http:// or https://, e.g. http://{rest}")
+    return url
 
 
 def tls_context(verify: Verify | None) -> ssl.SSLContext | bool:
@@ -161,7 +175,7 @@ class Transport:
     def __init__(self, base_url: str, *, timeout: float = 10.0, limits: httpx.Limits | None = None,
                  token: str | None = None, verify: Verify | None = None) -> None:
         self._client = httpx.Client(
-            base_url=base_url,
+            base_url=require_http_url(base_url),
             timeout=timeout,
             limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
             headers=auth_headers(token),
@@ -206,7 +220,7 @@ class AsyncTransport:
     ) -> None:
         if pool_size < 1 or connections_per_client < 1 or max_in_flight < 1:
             raise ValueError("pool_size, connections_per_client and max_in_flight must be at least 1")
-        self._base = base_url.rstrip("/")
+        self._base = require_http_url(base_url).rstrip("/")
         self._timeout = timeout
         self._connections = min(pool_size * connections_per_client, max_in_flight)
         self._in_flight = asyncio.Semaphore(max_in_flight)

@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from broker.errors import ConsumerGroupNotFound, InvalidGroupName, InvalidReceiptHandle, SystemTopicForbidden, TopicNotFound
-from broker.store.damaged_records import DamagedEntry
-from broker.store.message_store import MessageStore, PutItem, StoreNotWritable
-from broker.store.record import StoredMessage
-from broker.store.topics import CHECK_MAX_TIME_TOPIC, dlq_topic, is_valid_user_name
+from halfmq.broker.errors import ConsumerGroupNotFound, InvalidGroupName, InvalidReceiptHandle, SystemTopicForbidden, TopicNotFound
+from halfmq.broker.store.damaged_records import DamagedEntry
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreNotWritable
+from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, dlq_topic, is_valid_user_name
 
 from .backoff import exhausted, retry_delay
 from .queue_progress import InFlight, QueueProgress

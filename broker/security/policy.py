@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from broker.store.topics import is_system_topic
+from halfmq.broker.store.topics import is_system_topic
 
 
 class Action(str, Enum):

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import httpx
 import orjson
 
-from broker.check_signing import signed_headers
+from halfmq.broker.check_signing import signed_headers
 
 from .check_url import CheckTarget
 

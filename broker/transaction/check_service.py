@@ -15,9 +15,9 @@ import logging
 import time
 from typing import Callable
 
-from broker.errors import DamagedRecord, StoreUnavailable, TransactionConflict
-from broker.message_view import restored_view
-from broker.store.message_store import StoreNotWritable
+from halfmq.broker.errors import DamagedRecord, StoreUnavailable, TransactionConflict
+from halfmq.broker.message_view import restored_view
+from halfmq.broker.store.message_store import StoreNotWritable
 
 from .check_client import CheckAnswer, CheckClient, CheckOutcome
 from .check_policy import CheckDecision, CheckPolicy, decide

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from broker.store.atomic_file import DamagedFile, read_json, write_json
-from broker.store.failure_watch import FailureWatch
+from halfmq.broker.store.atomic_file import DamagedFile, read_json, write_json
+from halfmq.broker.store.failure_watch import FailureWatch
 
 log = logging.getLogger(__name__)
 

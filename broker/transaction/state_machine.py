@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from broker.errors import TransactionConflict
+from halfmq.broker.errors import TransactionConflict
 
 
 class TxState(str, Enum):

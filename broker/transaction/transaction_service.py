@@ -25,12 +25,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
-from broker.counter_ids import CounterIds
-from broker.errors import DamagedRecord, MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
-from broker.store.damaged_records import DamagedEntry, DamagedRecordError
-from broker.store.message_store import MessageStore, PutItem
-from broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
-from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
+from halfmq.broker.counter_ids import CounterIds
+from halfmq.broker.errors import DamagedRecord, MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
+from halfmq.broker.store.damaged_records import DamagedEntry, DamagedRecordError
+from halfmq.broker.store.message_store import MessageStore, PutItem
+from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
 
 from .check_policy import CheckPolicy, first_check_at, next_check_at, parse_immunity
 from .state_machine import TxAction, TxEvent, TxState, transition

@@ -9,15 +9,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import orjson
-from rich.console import Console
-from rich.table import Table
 
 from ..up_command import Topology, add_topology_arguments
-from .driver import DemoDriver
 from .guarantees import Observed, check_all
+
+if TYPE_CHECKING:  # rich is loaded when the demo runs, not when the CLI parses
+    from rich.console import Console
 
 FAST_CHECKS = {  # the demo should not wait RocketMQ-scale minutes for check-backs
     "HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3",
@@ -38,7 +39,7 @@ def _start_up(topology: Topology, console: Console) -> subprocess.Popen:
         shutil.rmtree(topology.data_dir)
     topology.data_dir.mkdir(parents=True)
     log = open(topology.data_dir / "up.log", "w")
-    argv = [sys.executable, "-m", "halfmq_cli.main", "up", "--data-dir", str(topology.data_dir), "--host", topology.host,
+    argv = [sys.executable, "-m", "halfmq.cli.main", "up", "--data-dir", str(topology.data_dir), "--host", topology.host,
             "--broker-port", str(topology.broker_port), "--order-port", str(topology.order_port), "--credit-port", str(topology.credit_port)]
     if not topology.auth:
         argv.append("--no-auth")
@@ -53,7 +54,7 @@ def _start_up(topology: Topology, console: Console) -> subprocess.Popen:
 
 
 def _run_spark(topology: Topology, console: Console) -> tuple[int | None, dict[str, int] | None, dict | None]:
-    from jobs.credit_aggregate import AggregateSettings, run
+    from halfmq.jobs.credit_aggregate import AggregateSettings, run
 
     settings = AggregateSettings(credit_database_url=topology.credit_db, order_database_url=topology.order_db,
                                  output_dir=str(topology.data_dir / "spark"))
@@ -63,6 +64,11 @@ def _run_spark(topology: Topology, console: Console) -> tuple[int | None, dict[s
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .driver import DemoDriver
+
     console = Console()
     attach_dir = args.data_dir or Path("./data")
     topology = Topology(attach_dir, args.host, args.broker_port, args.order_port, args.credit_port, auth=not args.no_auth)

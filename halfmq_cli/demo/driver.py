@@ -18,7 +18,7 @@ import orjson
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from broker.client import Producer
+from halfmq.client import Producer
 
 from ..up_command import Topology
 

@@ -1,9 +1,9 @@
-"""Alembic environment of the order database (`alembic --name order upgrade head`)."""
+"""Alembic environment of the order database (`alembic -c migrations/alembic.ini --name order upgrade head`)."""
 
 from alembic import context
 
-from services.order.config import OrderSettings
-from services.order.models import Base
-from services.database import run_alembic_env
+from halfmq.services.order.config import OrderSettings
+from halfmq.services.order.models import Base
+from halfmq.services.database import run_alembic_env
 
 run_alembic_env(context, Base.metadata, OrderSettings().database_url)

@@ -11,7 +11,7 @@ from fastapi import FastAPI, Path, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from broker.client import AsyncConsumer
+from halfmq.client import AsyncConsumer
 
 from .. import http_problems
 from ..credentials import secret_value

@@ -11,7 +11,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
-from broker.client import Message, message_body_bytes
+from halfmq.client import Message, message_body_bytes
 
 from ..group_commit import GroupCommit
 from .repository import CreditRepository

@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from broker.client import AsyncTransactionProducer, BrokerError
+from halfmq.client import AsyncTransactionProducer, BrokerError
 
 from .. import http_problems
 from ..credentials import secret_value

@@ -20,7 +20,7 @@ from enum import Enum
 
 import orjson
 
-from broker.client import LocalTransactionState, Message, OutgoingMessage
+from halfmq.client import LocalTransactionState, Message, OutgoingMessage
 
 from ..group_commit import GroupCommit
 from .models import Order

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import orjson
 
-from broker.client import AsyncTransactionProducer, BrokerError, LocalTransactionState, OutgoingMessage, SendStatus
+from halfmq.client import AsyncTransactionProducer, BrokerError, LocalTransactionState, OutgoingMessage, SendStatus
 
 from ..http_problems import ServiceProblem
 from .local_transaction import Fault, InjectedFailure, LocalOrder

@@ -16,7 +16,7 @@ from tests.support.processes import ROOT, free_port
 def test_demo_keeps_every_guarantee_through_faults_and_a_broker_kill(tmp_path) -> None:
     report = tmp_path / "report.json"
     argv = [
-        sys.executable, "-m", "halfmq_cli.main", "demo", "--orders", "200", "--users", "6", "--chaos",
+        sys.executable, "-m", "halfmq.cli.main", "demo", "--orders", "200", "--users", "6", "--chaos",
         "--data-dir", str(tmp_path / "demo"), "--json", str(report),
         "--broker-port", str(free_port()), "--order-port", str(free_port()), "--credit-port", str(free_port()),
     ]

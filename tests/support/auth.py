@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.security.auth_file import AuthFile, PolicyEntry, PrincipalEntry
+from halfmq.broker.security.auth_file import AuthFile, PolicyEntry, PrincipalEntry
 
 # name -> [(actions, resources)]
 PRINCIPALS = {

@@ -95,7 +95,7 @@ def _verify(verify: bool | str) -> Any:
 
 
 def halfmq_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "halfmq_cli.main", *args]
+    return [sys.executable, "-m", "halfmq.cli.main", *args]
 
 
 class BrokerProcess(ManagedProcess):

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
-from broker.security.policy import CLUSTER, Action
+from halfmq.broker.security.policy import CLUSTER, Action
 
 from ..body import StrictJsonRoute
 from ..responses import JsonResponse

@@ -7,17 +7,17 @@ import time
 
 from fastapi import APIRouter, Query, Request
 
-from broker.errors import FlushDiskTimeout, InvalidQueueId
-from broker.protocol import SendRequest, TopicCreate
-from broker.store.damaged_records import DamagedEntry
-from broker.security.policy import Action, Resource
-from broker.store.topics import TopicConfig
+from halfmq.broker.errors import FlushDiskTimeout, InvalidQueueId
+from halfmq.broker.protocol import SendRequest, TopicCreate
+from halfmq.broker.store.damaged_records import DamagedEntry
+from halfmq.broker.security.policy import Action, Resource
+from halfmq.broker.store.topics import TopicConfig
 
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
-from broker.message_view import message_view
+from halfmq.broker.message_view import message_view
 
 router = APIRouter(prefix="/v1/topics", route_class=StrictJsonRoute)
 

@@ -6,15 +6,15 @@ import asyncio
 
 from fastapi import APIRouter, Query, Request
 
-from broker.errors import FlushDiskTimeout, InvalidGroupName
-from broker.message_view import restored_view
-from broker.protocol import EndRequest, HalfSendRequest, Heartbeat
-from broker.security.policy import CLUSTER, Action, Resource
-from broker.store.record import StoredMessage
-from broker.store.topics import is_valid_user_name
-from broker.transaction.check_url import OwnAddress, validate_check_url
-from broker.transaction.state_machine import TxEvent, TxState
-from broker.transaction.transaction_service import Tx
+from halfmq.broker.errors import FlushDiskTimeout, InvalidGroupName
+from halfmq.broker.message_view import restored_view
+from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
+from halfmq.broker.security.policy import CLUSTER, Action, Resource
+from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.store.topics import is_valid_user_name
+from halfmq.broker.transaction.check_url import OwnAddress, validate_check_url
+from halfmq.broker.transaction.state_machine import TxEvent, TxState
+from halfmq.broker.transaction.transaction_service import Tx
 
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply

@@ -7,8 +7,8 @@ import shutil
 import httpx
 import pytest
 
-from bench import payloads, probe
-from bench.load import wrk_pairs
+from halfmq.bench import payloads, probe
+from halfmq.bench.load import wrk_pairs
 from tests.support.processes import BrokerProcess
 
 pytestmark = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is installed by bin/setup")

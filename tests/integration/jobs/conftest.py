@@ -10,7 +10,7 @@ def spark():
     Same builder as the unit tests' session: Spark allows one session per process and fixes its
     classpath when the JVM starts, so whichever suite runs first must bring the drivers.
     """
-    from jobs.credit_aggregate import AggregateSettings, build_spark
+    from halfmq.jobs.credit_aggregate import AggregateSettings, build_spark
 
     session = build_spark(AggregateSettings(spark_master="local[2]", partitions=2), dialects=("sqlite", "postgresql"))
     yield session

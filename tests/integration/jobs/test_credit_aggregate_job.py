@@ -18,12 +18,12 @@ import pytest
 from sqlalchemy import Date, Engine, cast, func, select
 from sqlalchemy.exc import IntegrityError
 
-from jobs import credit_aggregate as job
-from jobs.generate_credits import Generated, generate
-from services.credit.models import CreditAccount, CreditRecord, SummaryCurrent, SummaryDay, SummaryRun, SummaryUser
-from services.credit.repository import CreditRepository
-from services.database import create_db_engine, migrate
-from services.order.models import Order
+from halfmq.jobs import credit_aggregate as job
+from halfmq.jobs.generate_credits import Generated, generate
+from halfmq.services.credit.models import CreditAccount, CreditRecord, SummaryCurrent, SummaryDay, SummaryRun, SummaryUser
+from halfmq.services.credit.repository import CreditRepository
+from halfmq.services.database import create_db_engine, migrate
+from halfmq.services.order.models import Order
 
 CREDITS = 3000
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from jobs.credit_aggregate import APP_NAME, EXIT_CLEAN
-from jobs.generate_credits import generate
-from services.credit.models import CreditRecord, SummaryCurrent, SummaryUser
-from services.database import create_db_engine, migrate
+from halfmq.jobs.credit_aggregate import APP_NAME, EXIT_CLEAN
+from halfmq.jobs.generate_credits import generate
+from halfmq.services.credit.models import CreditRecord, SummaryCurrent, SummaryUser
+from halfmq.services.database import create_db_engine, migrate
 from tests.support.processes import ROOT, free_port
 
 
@@ -110,7 +110,7 @@ def test_the_job_runs_on_a_standalone_cluster_and_publishes_the_right_totals(clu
 
     env = {**spark_env(), "SPARK_MASTER": cluster.url, "CREDIT_DATABASE_URL": credit_url, "ORDER_DATABASE_URL": order_url,
            "AGGREGATE_OUTPUT_DIR": str(tmp_path / "spark"), "AGGREGATE_PARTITIONS": "3", "AGGREGATE_DRIVER_MEMORY": "1g"}
-    done = subprocess.run([sys.executable, "-m", "jobs.credit_aggregate"], env=env, cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "halfmq.jobs.credit_aggregate"], env=env, cwd=ROOT, capture_output=True,
                           text=True, timeout=240)
     assert done.returncode == EXIT_CLEAN, done.stdout[-3000:] + done.stderr[-5000:]
     assert f"master={cluster.url}" in done.stderr

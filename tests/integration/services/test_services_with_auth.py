@@ -6,7 +6,7 @@ import httpx
 import orjson
 import pytest
 
-from halfmq_cli.credentials import ensure_credentials
+from halfmq.cli.credentials import ensure_credentials
 from tests.integration.broker.api.support import assert_problem
 from tests.support.processes import ServiceProcess
 from tests.support.waiting import wait_for

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from broker.asgi_body import BodyReader, ClientGone, declared_length, read_body
-from broker.errors import RequestBodyTimeout, RequestTooLarge
+from halfmq.broker.asgi_body import BodyReader, ClientGone, declared_length, read_body
+from halfmq.broker.errors import RequestBodyTimeout, RequestTooLarge
 from tests.support.asgi_messages import chunks
 
 

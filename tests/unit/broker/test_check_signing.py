@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from broker.check_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, CheckVerifier, signed_headers
-from broker.errors import CheckSignatureInvalid
+from halfmq.broker.check_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, CheckVerifier, signed_headers
+from halfmq.broker.errors import CheckSignatureInvalid
 
 SECRET = b"group-secret"
 BODY = b'{"transaction_id":"t1","producer_group":"g","check_times":1}'

@@ -1,7 +1,7 @@
 import pytest
 from pydantic import ValidationError
 
-from broker.config import BrokerSettings
+from halfmq.broker.config import BrokerSettings
 
 
 @pytest.mark.parametrize("name", ["HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL", "HALFMQ_BROKER_TRANSACTION_TIMEOUT", "HALFMQ_BROKER_PRODUCER_EXPIRY"])

@@ -11,7 +11,7 @@ def spark():
     session per process and its classpath is fixed when the JVM starts, so the integration tests
     (which need the drivers) can share it whichever runs first.
     """
-    from jobs.credit_aggregate import AggregateSettings, build_spark
+    from halfmq.jobs.credit_aggregate import AggregateSettings, build_spark
 
     session = build_spark(AggregateSettings(spark_master="local[2]", partitions=2),
                           dialects=("sqlite", "postgresql"), missing_drivers_ok=True)

@@ -7,7 +7,7 @@ from datetime import date, datetime, timezone
 import pytest
 from pyspark.sql import functions as F
 
-from jobs.credit_aggregate import aggregate, normalize_credits
+from halfmq.jobs.credit_aggregate import aggregate, normalize_credits
 
 SCHEMA = "id long, order_id string, user_id string, points long, created_at string"
 

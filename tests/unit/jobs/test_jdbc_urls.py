@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.credit_aggregate import (
+from halfmq.jobs.credit_aggregate import (
     AggregateError,
     AggregateSettings,
     DriverClasspath,

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from pyspark.sql import functions as F
 
-from jobs.credit_aggregate import Reconciliation, reconcile
+from halfmq.jobs.credit_aggregate import Reconciliation, reconcile
 
 CREDITS = "order_id string, user_id string, points long"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from halfmq_cli import aggregate_command
-from jobs import credit_aggregate as job
+from halfmq.cli import aggregate_command
+from halfmq.jobs import credit_aggregate as job
 
 
 def test_settings_have_working_local_defaults(monkeypatch: pytest.MonkeyPatch) -> None:

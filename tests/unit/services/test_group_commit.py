@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from services.group_commit import GroupCommit
+from halfmq.services.group_commit import GroupCommit
 
 
 class Recorder:

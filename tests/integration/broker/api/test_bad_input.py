@@ -20,7 +20,7 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from broker.protocol import EndRequest, HalfSendRequest, Heartbeat, ReceiveRequest, SendRequest, SettleRequest, TopicCreate, _Wire
+from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat, ReceiveRequest, SendRequest, SettleRequest, TopicCreate, _Wire
 
 from ..http_helpers import group_state, path, receive, send, settle
 from .support import ModuleBrokerFactory
@@ -559,7 +559,7 @@ SURROGATE_CASES = [
 
 
 def test_the_surrogate_sweep_covers_every_string_field_of_every_request_model() -> None:
-    models = {m for m in _Wire.__subclasses__()} | {m for m in BaseModel.__subclasses__() if m.__module__ == "broker.protocol"}
+    models = {m for m in _Wire.__subclasses__()} | {m for m in BaseModel.__subclasses__() if m.__module__ == "halfmq.broker.protocol"}
     requests = {m.__name__ for m in models} - NOT_REQUESTS - {"_Wire", "OutgoingMessage"}
     assert requests == {m.__name__ for m, *_ in REQUEST_TEMPLATES}, "classify the new wire model"
     for model in {m for m, *_ in REQUEST_TEMPLATES}:

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from broker.client import AsyncProducer, BrokerError, BrokerUnavailable, ConsumerClient, Producer, endpoints
-from broker.client.transport import AsyncTransport
-from broker.errors import FlushDiskTimeout, SystemTopicForbidden, TopicNotFound
+from halfmq.client import AsyncProducer, BrokerError, BrokerUnavailable, ConsumerClient, Producer, endpoints
+from halfmq.client.transport import AsyncTransport
+from halfmq.broker.errors import FlushDiskTimeout, SystemTopicForbidden, TopicNotFound
 
 SEND_OK = {
     "status": "SEND_OK",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from broker.client import AsyncConsumer, Consumer, ConsumerClient, Message, Producer
+from halfmq.client import AsyncConsumer, Consumer, ConsumerClient, Message, Producer
 
 
 def unique(prefix: str) -> str:

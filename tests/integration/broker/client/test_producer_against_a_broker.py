@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from broker.client import (
+from halfmq.client import (
     UNIQ_KEY,
     AsyncProducer,
     BrokerUnavailable,
@@ -19,7 +19,7 @@ from broker.client import (
     message_body_bytes,
     message_json,
 )
-from broker.errors import SystemTopicForbidden
+from halfmq.broker.errors import SystemTopicForbidden
 
 
 def unique(prefix: str) -> str:

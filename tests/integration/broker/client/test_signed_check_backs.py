@@ -8,8 +8,8 @@ from typing import Any, Callable
 import httpx
 import pytest
 
-from broker.client import LocalTransactionState, TransactionProducer
-from broker.security.auth_file import AuthFile, derive_check_secret
+from halfmq.client import LocalTransactionState, TransactionProducer
+from halfmq.broker.security.auth_file import AuthFile, derive_check_secret
 from tests.integration.broker.api.support import assert_problem
 from tests.support.auth import write_auth_file
 from tests.support.processes import BrokerProcess

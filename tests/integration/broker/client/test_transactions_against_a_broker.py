@@ -24,7 +24,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from broker.client import (
+from halfmq.client import (
     UNIQ_KEY,
     AsyncTransactionProducer,
     BrokerUnavailable,
@@ -38,8 +38,8 @@ from broker.client import (
     TransactionProducer,
     message_json,
 )
-from broker.client.transport import request_not_sent
-from broker.errors import StoreUnavailable, SystemTopicForbidden, TransactionConflict
+from halfmq.client.transport import request_not_sent
+from halfmq.broker.errors import StoreUnavailable, SystemTopicForbidden, TransactionConflict
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_for
 
@@ -135,7 +135,7 @@ def heartbeat_threads() -> list[threading.Thread]:
 
 def test_a_committed_local_transaction_delivers_the_message_once(tx_broker: BrokerProcess, reader: Producer, topic: str) -> None:
     listener = Listener(lambda msg, arg: COMMIT)
-    with TransactionProducer(tx_broker.url, "pg_commit", listener) as producer:
+    with TransactionProducer(tx_broker.url, "pg_commit", listener, check_backs=False) as producer:
         result = producer.send_in_transaction(topic, {"order": 1}, arg={"ctx": 1}, keys=["order-1"], tag="TagA")
 
     assert result.send_status is SendStatus.SEND_OK
@@ -158,7 +158,7 @@ def test_a_committed_local_transaction_delivers_the_message_once(tx_broker: Brok
 
 def test_a_rolled_back_local_transaction_delivers_nothing(tx_broker: BrokerProcess, reader: Producer, topic: str) -> None:
     listener = Listener(lambda msg, arg: ROLLBACK)
-    with TransactionProducer(tx_broker.url, "pg_rollback", listener) as producer:
+    with TransactionProducer(tx_broker.url, "pg_rollback", listener, check_backs=False) as producer:
         result = producer.send_in_transaction(topic, "o1")
         assert producer.get_transaction(result.transaction_id)["state"] == "rolled_back"
 
@@ -175,7 +175,7 @@ def test_a_local_transaction_that_raises_is_rolled_back_and_the_error_kept(
     def execute(msg: OutgoingMessage, arg: Any) -> LocalTransactionState:
         raise boom
 
-    with TransactionProducer(tx_broker.url, "pg_raises", Listener(execute)) as producer:
+    with TransactionProducer(tx_broker.url, "pg_raises", Listener(execute), check_backs=False) as producer:
         result = producer.send_in_transaction(topic, "o1")
 
     assert result.local_state is ROLLBACK
@@ -253,19 +253,19 @@ def test_a_producer_dying_after_its_local_commit_is_committed_by_the_check_back(
 
 def test_a_half_refused_by_the_broker_raises_and_the_local_transaction_never_runs(tx_broker: BrokerProcess) -> None:
     listener = Listener()
-    with TransactionProducer(tx_broker.url, "pg_sys", listener) as producer, pytest.raises(SystemTopicForbidden):
+    with TransactionProducer(tx_broker.url, "pg_sys", listener, check_backs=False) as producer, pytest.raises(SystemTopicForbidden):
         producer.send_in_transaction("RMQ_SYS_TRANS_HALF_TOPIC", "x")
     assert listener.executed == []
 
 
 def test_a_broker_that_is_down_raises_broker_unavailable_after_retrying_the_connect(caplog: pytest.LogCaptureFixture) -> None:
     listener = Listener()
-    with TransactionProducer(closed_port_url(), "pg_down", listener, retries=2) as producer:
+    with TransactionProducer(closed_port_url(), "pg_down", listener, retries=2, check_backs=False) as producer:
         with pytest.raises(BrokerUnavailable) as caught:
             producer.send_in_transaction("T", "x")
     assert request_not_sent(caught.value)
     assert listener.executed == []
-    retried = [r for r in caplog.records if r.name == "broker.client.retry"]
+    retried = [r for r in caplog.records if r.name == "halfmq.client.retry"]
     assert len(retried) == 2, "a refused connection is safe to retry: the half never left"
 
 
@@ -364,7 +364,7 @@ async def test_64_concurrent_async_transactions_each_commit_exactly_once(tx_brok
             return UNKNOW
 
     expected = [f"order-{i:02d}" for i in range(64)]
-    async with AsyncTransactionProducer(tx_broker.url, "pg_async", AsyncListener()) as producer:
+    async with AsyncTransactionProducer(tx_broker.url, "pg_async", AsyncListener(), check_backs=False) as producer:
         results = await asyncio.gather(*(producer.send_in_transaction(topic, body, keys=[body]) for body in expected))
 
     assert [r.local_state for r in results] == [COMMIT] * 64
@@ -487,7 +487,7 @@ def test_a_half_stored_without_send_ok_is_rolled_back_without_running_the_local_
     script.answer("/v1/transactions", 200, half_answer("FLUSH_DISK_TIMEOUT"))
     script.answer("/v1/transactions/T1/end", 200, view("rolled_back"))
     listener = Listener()
-    with TransactionProducer(url, "pg", listener) as producer:
+    with TransactionProducer(url, "pg", listener, check_backs=False) as producer:
         result = producer.send_in_transaction("T", "x")
     assert listener.executed == []
     assert (result.send_status, result.local_state) == (SendStatus.FLUSH_DISK_TIMEOUT, ROLLBACK)
@@ -499,7 +499,7 @@ def test_an_end_is_retried_and_a_failed_end_is_returned_not_raised(scripted: tup
     script.answer("/v1/transactions", 200, half_answer())
     script.answer("/v1/transactions/T1/end", 503, StoreUnavailable("not now").to_problem())
     script.answer("/v1/transactions/T1/end", 409, TransactionConflict("already rolled back by a check").to_problem())
-    with TransactionProducer(url, "pg", Listener(lambda msg, arg: COMMIT), retries=3) as producer:
+    with TransactionProducer(url, "pg", Listener(lambda msg, arg: COMMIT), retries=3, check_backs=False) as producer:
         result = producer.send_in_transaction("T", "x")
     assert result.local_state is COMMIT and result.end is None
     assert isinstance(result.end_error, TransactionConflict)
@@ -510,7 +510,7 @@ def test_a_half_that_reached_the_broker_is_never_retried(scripted: tuple[str, Sc
     url, script = scripted
     script.answer("/v1/transactions", 503, StoreUnavailable("not now").to_problem())
     listener = Listener()
-    with TransactionProducer(url, "pg", listener, retries=3) as producer, pytest.raises(StoreUnavailable):
+    with TransactionProducer(url, "pg", listener, retries=3, check_backs=False) as producer, pytest.raises(StoreUnavailable):
         producer.send_in_transaction("T", "x")
     assert len(script.requests("/v1/transactions")) == 1 and listener.executed == []
 
@@ -522,11 +522,11 @@ def test_a_half_that_timed_out_waiting_for_the_answer_is_never_retried(scripted:
     script.answer("/v1/transactions", 200, half_answer())
     listener = Listener()
     if flavour == "sync":
-        with TransactionProducer(url, "pg", listener, timeout=0.3, retries=3) as producer, pytest.raises(BrokerUnavailable) as caught:
+        with TransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False) as producer, pytest.raises(BrokerUnavailable) as caught:
             producer.send_in_transaction("T", "x")
     else:
         async def run() -> None:
-            async with AsyncTransactionProducer(url, "pg", listener, timeout=0.3, retries=3) as producer:
+            async with AsyncTransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False) as producer:
                 await producer.send_in_transaction("T", "x")
 
         with pytest.raises(BrokerUnavailable) as caught:

@@ -8,10 +8,10 @@ from decimal import Decimal
 import pytest
 from sqlalchemy import func, select
 
-from services.credit.models import CreditRecord
-from services.credit.repository import CreditRepository
-from services.credit.rules import CreditCommand
-from services.database import create_db_engine, migrate
+from halfmq.services.credit.models import CreditRecord
+from halfmq.services.credit.repository import CreditRepository
+from halfmq.services.credit.rules import CreditCommand
+from halfmq.services.database import create_db_engine, migrate
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from decimal import Decimal
 import pytest
 from sqlalchemy import inspect, select
 
-from services.database import create_db_engine, downgrade, is_migrated, migrate
-from services.order.models import OrderTransaction
-from services.order.repository import IdempotencyKeyTaken, NewOrder, OrderRepository
+from halfmq.services.database import create_db_engine, downgrade, is_migrated, migrate
+from halfmq.services.order.models import OrderTransaction
+from halfmq.services.order.repository import IdempotencyKeyTaken, NewOrder, OrderRepository
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from broker.api.runtime import FlushWaiter
-from broker.errors import FlushDiskTimeout, StoreUnavailable
+from halfmq.broker.api.runtime import FlushWaiter
+from halfmq.broker.errors import FlushDiskTimeout, StoreUnavailable
 
 
 @dataclass

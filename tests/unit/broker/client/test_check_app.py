@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from broker.client.check_app import CheckApp
+from halfmq.client.check_app import CheckApp
 from tests.support.asgi_messages import chunks
 
 

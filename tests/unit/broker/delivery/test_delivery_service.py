@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
-from broker.errors import ConsumerGroupNotFound, InvalidReceiptHandle
-from broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from halfmq.broker.errors import ConsumerGroupNotFound, InvalidReceiptHandle
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 
 
 class FakeClock:

@@ -1,5 +1,5 @@
-from broker.delivery.backoff import exhausted, retry_delay
-from broker.delivery.queue_progress import QueueProgress
+from halfmq.broker.delivery.backoff import exhausted, retry_delay
+from halfmq.broker.delivery.queue_progress import QueueProgress
 
 
 def test_committed_offset_advances_only_over_contiguous_acks() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.security.policy import CLUSTER, Action, Kind, Policy, Principal, Resource, ResourcePattern, decide
+from halfmq.broker.security.policy import CLUSTER, Action, Kind, Policy, Principal, Resource, ResourcePattern, decide
 
 
 def principal(*policies: tuple[list[str], list[str]]) -> Principal:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.security.protected_mode import refusal
+from halfmq.broker.security.protected_mode import refusal
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"])

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.store.atomic_file import DamagedFile, read_json, write_json
+from halfmq.broker.store.atomic_file import DamagedFile, read_json, write_json
 from tests.support.small_disk import SmallDisk, small_disk  # noqa: F401  (fixture)
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.store.commit_log import CommitLog, CorruptLogError
-from broker.store.message_store import MessageStore, PutItem, StoreConfig
-from broker.store.record import HEADER_SIZE
+from halfmq.broker.store.commit_log import CommitLog, CorruptLogError
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.broker.store.record import HEADER_SIZE
 
 SEGMENT = 1 << 20
 TOPIC = "T"

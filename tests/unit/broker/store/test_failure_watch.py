@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from broker.store.failure_watch import FailureWatch
+from halfmq.broker.store.failure_watch import FailureWatch
 
 
 def test_one_line_when_writes_start_failing_and_one_when_they_work_again(caplog: pytest.LogCaptureFixture) -> None:

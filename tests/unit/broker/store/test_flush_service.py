@@ -4,7 +4,7 @@ import errno
 
 import pytest
 
-from broker.store.flush_service import GroupCommitService
+from halfmq.broker.store.flush_service import GroupCommitService
 
 
 def test_a_failed_fsync_fails_its_waiters_reports_the_error_and_claims_nothing_durable() -> None:

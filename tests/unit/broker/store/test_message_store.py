@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.store.commit_log import CorruptLogError
-from broker.store.data_lock import DataDirLocked
-from broker.store.damaged_records import DamagedRecordError
-from broker.store.message_store import MessageStore, PutItem, StoreConfig
-from broker.store.record import HEADER_SIZE
+from halfmq.broker.store.commit_log import CorruptLogError
+from halfmq.broker.store.data_lock import DataDirLocked
+from halfmq.broker.store.damaged_records import DamagedRecordError
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.broker.store.record import HEADER_SIZE
 
 
 def open_store(path: Path, **kw) -> MessageStore:
@@ -156,7 +156,7 @@ def test_crc_detects_a_flipped_bit(tmp_path: Path) -> None:
     data = bytearray(seg.read_bytes())
     data[r.commit_log_offset + r.size - 1] ^= 0x01
     seg.write_bytes(bytes(data))
-    from broker.store.record import RecordError, decode
+    from halfmq.broker.store.record import RecordError, decode
 
     with pytest.raises(RecordError, match="crc"):
         decode(bytes(data), r.commit_log_offset)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.store.message_store import MessageStore, PutItem, StoreConfig, StoreNotWritable
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig, StoreNotWritable
 from tests.support.small_disk import SmallDisk, small_disk  # noqa: F401  (fixture)
 
 BIG = b"x" * 20_000

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.store.data_lock import DataDirLocked
-from broker.store.message_store import MessageStore, PutItem, StoreConfig
-from broker.store.verify import verify_store
+from halfmq.broker.store.data_lock import DataDirLocked
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.broker.store.verify import verify_store
 
 ENTRIES = 16
 

@@ -2,8 +2,8 @@ import itertools
 
 import pytest
 
-from broker.errors import TransactionConflict
-from broker.transaction.state_machine import TRANSITIONS, TxAction, TxEvent, TxState, transition
+from halfmq.broker.errors import TransactionConflict
+from halfmq.broker.transaction.state_machine import TRANSITIONS, TxAction, TxEvent, TxState, transition
 
 S, E, A = TxState, TxEvent, TxAction
 

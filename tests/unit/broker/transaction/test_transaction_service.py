@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from broker.api.runtime import FlushWaiter
-from broker.errors import DamagedRecord, ProducerGroupMismatch, TransactionConflict, TransactionNotFound
-from broker.store.message_store import MessageStore, PutItem, StoreConfig
-from broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
-from broker.transaction.check_client import CheckOutcome
-from broker.transaction.check_policy import CheckPolicy
-from broker.transaction.check_service import CheckService
-from broker.transaction.producer_registry import ProducerRegistry
-from broker.transaction.state_machine import TxState
-from broker.transaction.transaction_service import TransactionService
+from halfmq.broker.api.runtime import FlushWaiter
+from halfmq.broker.errors import DamagedRecord, ProducerGroupMismatch, TransactionConflict, TransactionNotFound
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
+from halfmq.broker.transaction.check_client import CheckOutcome
+from halfmq.broker.transaction.check_policy import CheckPolicy
+from halfmq.broker.transaction.check_service import CheckService
+from halfmq.broker.transaction.producer_registry import ProducerRegistry
+from halfmq.broker.transaction.state_machine import TxState
+from halfmq.broker.transaction.transaction_service import TransactionService
 
 from .fakes import FakeClock, ScriptedCheckClient
 
@@ -189,7 +189,7 @@ async def test_discarded_transaction_can_be_resent_once(broker: Broker, clock, c
     txid = broker.half("o1")
     for _ in range(5):
         await broker.check_round(clock, 6)
-    from broker.transaction.state_machine import TxEvent
+    from halfmq.broker.transaction.state_machine import TxEvent
 
     tx = broker.txs.get(txid)
     broker.txs.apply(tx, TxEvent.RESEND)
@@ -205,7 +205,7 @@ async def test_check_storms_do_not_grow_the_half_queue(broker: Broker, clock, cl
     txid = broker.half(big)
     for _ in range(20):
         await broker.check_round(clock, 6)
-    from broker.store.topics import OP_HALF_TOPIC
+    from halfmq.broker.store.topics import OP_HALF_TOPIC
 
     assert broker.store.queue_range(HALF_TOPIC, 0) == (0, 1)
     ops = broker.store.read_queue(OP_HALF_TOPIC, 0, 0, 100)
@@ -215,7 +215,7 @@ async def test_check_storms_do_not_grow_the_half_queue(broker: Broker, clock, cl
 
 
 async def test_resend_survives_a_restart_and_is_not_offered_again(tmp_path: Path, clock, client) -> None:
-    from broker.transaction.state_machine import TxEvent
+    from halfmq.broker.transaction.state_machine import TxEvent
 
     b = Broker(tmp_path, clock, client)
     b.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")

@@ -17,15 +17,15 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
-from broker.api.runtime import FlushWaiter
-from broker.errors import ProducerGroupMismatch, TransactionConflict
-from broker.store.message_store import MessageStore, PutItem, StoreConfig
-from broker.transaction.check_client import CheckOutcome
-from broker.transaction.check_policy import CheckPolicy
-from broker.transaction.check_service import CheckService
-from broker.transaction.producer_registry import ProducerRegistry
-from broker.transaction.state_machine import TxState
-from broker.transaction.transaction_service import TransactionService
+from halfmq.broker.api.runtime import FlushWaiter
+from halfmq.broker.errors import ProducerGroupMismatch, TransactionConflict
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.broker.transaction.check_client import CheckOutcome
+from halfmq.broker.transaction.check_policy import CheckPolicy
+from halfmq.broker.transaction.check_service import CheckService
+from halfmq.broker.transaction.producer_registry import ProducerRegistry
+from halfmq.broker.transaction.state_machine import TxState
+from halfmq.broker.transaction.transaction_service import TransactionService
 
 from .fakes import FakeClock, ScriptedCheckClient
 

@@ -2,7 +2,7 @@ from decimal import Decimal
 
 import pytest
 
-from services.credit.rules import PoisonMessage, parse_order_message, points_for
+from halfmq.services.credit.rules import PoisonMessage, parse_order_message, points_for
 
 
 @pytest.mark.parametrize(("amount", "rate", "points"), [("12.99", 1, 12), ("0.99", 1, 0), ("100.00", 3, 300), ("1", 10, 10)])

@@ -3,8 +3,8 @@ from decimal import Decimal
 import pytest
 from pydantic import ValidationError
 
-from services.order.rules import CheckAnswer, check_back_answer, fingerprint
-from services.order.schemas import OrderCreate
+from halfmq.services.order.rules import CheckAnswer, check_back_answer, fingerprint
+from halfmq.services.order.schemas import OrderCreate
 
 
 def test_found_order_commits_at_any_age() -> None:
