@@ -17,12 +17,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import Message, ReceiveRequest
+from halfmq.broker.protocol import Message
 
 from .consumer_client import ConsumerClient
-from .transport import Verify
-from .retry import backoff_delay
+from .polling import PollFailures, PollSettings
 from .settlement import Outcome, log_expired, log_handler_failure, split
+from .transport import Verify
 
 __all__ = ["Consumer"]
 
@@ -52,16 +52,9 @@ class Consumer:
         token: str | None = None,
         verify: Verify | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        # Fail here on out-of-range settings, not on the first poll inside run().
-        ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds)
+        self._poll = PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)
         self.client = ConsumerClient(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
         self._handler = handler
-        self._max_messages = max_messages
-        self._invisible_seconds = invisible_seconds
-        self._wait_seconds = wait_seconds
-        self._concurrency = concurrency
         self._stop = threading.Event()
         # Set by stop() and by every finished poll or handler, so the loop can
         # sleep on one thing and re-check its state when anything changes.
@@ -83,21 +76,17 @@ class Consumer:
 
     def run(self) -> None:
         self._acquire_client()
-        failures = 0
+        failures = PollFailures(self.client.topic)
         poller = ThreadPoolExecutor(max_workers=1, thread_name_prefix="halfmq-poll")
-        workers = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="halfmq-handler")
+        workers = ThreadPoolExecutor(max_workers=self._poll.concurrency, thread_name_prefix="halfmq-handler")
         try:
             while not self._stop.is_set():
                 try:
                     batch = self._receive(poller)
                 except BrokerError as exc:
-                    failures += 1
-                    delay = backoff_delay(failures)
-                    level = logging.WARNING if exc.retriable else logging.ERROR
-                    log.log(level, "receive from %s failed (%s); retrying in %.2fs", self.client.topic, exc, delay)
-                    self._stop.wait(delay)
+                    self._stop.wait(failures.failed(exc))
                     continue
-                failures = 0
+                failures.succeeded()
                 if batch:
                     self._process(batch, workers)
         finally:
@@ -107,7 +96,7 @@ class Consumer:
             self._release_client()
 
     def _receive(self, poller: ThreadPoolExecutor) -> list[Message] | None:
-        poll = poller.submit(self.client.receive, self._max_messages, self._invisible_seconds, self._wait_seconds)
+        poll = poller.submit(self.client.receive, self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds)
         poll.add_done_callback(lambda _: self._wake.set())
         while True:
             # Clear before checking, so a wake-up landing in between is not
