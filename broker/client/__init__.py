@@ -26,6 +26,7 @@ from .consumer import Consumer
 from .consumer_client import AsyncConsumerClient, ConsumerClient
 from .messages import UNIQ_KEY, message_body_bytes, message_json
 from .producer import AsyncProducer, Producer
+from .send_options import SendOptions
 from .transaction import (
     AsyncTransactionListener,
     LocalTransactionState,
@@ -55,6 +56,7 @@ __all__ = [
     "OffsetReadResponse",
     "OutgoingMessage",
     "Producer",
+    "SendOptions",
     "SendResult",
     "SendStatus",
     "SettleResult",

@@ -11,22 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import Message
+from halfmq.broker.protocol import Message, SettleResult
 
 from .consumer_client import AsyncConsumerClient
 from .polling import PollFailures, PollSettings
-from .settlement import Outcome, log_expired, log_handler_failure, split
+from .settlement import Outcome, Settle, log_handler_failure, settle_batch
+from .step_drivers import run_steps_async
 from .transport import Verify
 
 __all__ = ["AsyncConsumer"]
-
-log = logging.getLogger(__name__)
 
 
 class AsyncConsumer:
@@ -139,14 +137,10 @@ class AsyncConsumer:
 
     async def _process(self, batch: list[Message], semaphore: asyncio.Semaphore) -> None:
         outcomes = await asyncio.gather(*(self._handle(m, semaphore) for m in batch))
-        acks, nacks = split(batch, outcomes)
-        for action, handles, settle in (("ack", acks, self.client.ack), ("nack", nacks, self.client.nack)):
-            if not handles:
-                continue
-            try:
-                log_expired(action, await settle(handles))
-            except BrokerError as exc:
-                log.warning("%s of %d message(s) failed: %s", action, len(handles), exc)
+        await run_steps_async(settle_batch(batch, outcomes), self._perform_settle)
+
+    async def _perform_settle(self, step: Settle) -> list[SettleResult]:
+        return await (self.client.ack if step.action == "ack" else self.client.nack)(step.handles)
 
     async def close(self) -> None:
         """Stop, let a running run() finish its batch and settle it, then close the pool."""

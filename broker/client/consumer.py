@@ -17,11 +17,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import Message
+from halfmq.broker.protocol import Message, SettleResult
 
 from .consumer_client import ConsumerClient
 from .polling import PollFailures, PollSettings
-from .settlement import Outcome, log_expired, log_handler_failure, split
+from .settlement import Outcome, Settle, log_handler_failure, settle_batch
+from .step_drivers import run_steps
 from .transport import Verify
 
 __all__ = ["Consumer"]
@@ -156,15 +157,10 @@ class Consumer:
         return future.result()
 
     def _settle(self, batch: list[Message], outcomes: list[Outcome]) -> None:
-        acks, nacks = split(batch, outcomes)
-        for action, handles, settle in (("ack", acks, self.client.ack), ("nack", nacks, self.client.nack)):
-            if not handles:
-                continue
-            try:
-                log_expired(action, settle(handles))
-            except BrokerError as exc:
-                # Unsettled messages come back after invisible_seconds.
-                log.warning("%s of %d message(s) failed: %s", action, len(handles), exc)
+        run_steps(settle_batch(batch, outcomes), self._perform_settle)
+
+    def _perform_settle(self, step: Settle) -> list[SettleResult]:
+        return (self.client.ack if step.action == "ack" else self.client.nack)(step.handles)
 
     def _acquire_client(self) -> None:
         with self._lock:

@@ -1,4 +1,4 @@
-"""Run a step sequence (``transaction_steps``) with blocking or with asyncio I/O.
+"""Run a step sequence (``transaction_steps``, ``settlement``) with blocking or with asyncio I/O.
 
 A driver only performs steps: it sends each step's result back into the
 sequence, or throws in the ``Exception`` the step raised, and the sequence
@@ -8,15 +8,16 @@ never thrown in: it leaves the sequence where it stopped, so no later step runs.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
 from .retry import RetryPredicate, is_retriable
-from .transaction_steps import Request, Step, Steps
+from .transaction_steps import Request
 from .transport import request_not_sent
 
 __all__ = ["retry_on", "run_steps", "run_steps_async"]
 
+S = TypeVar("S")
 T = TypeVar("T")
 
 
@@ -25,7 +26,7 @@ def retry_on(request: Request) -> RetryPredicate:
     return is_retriable if request.idempotent else request_not_sent
 
 
-def run_steps(steps: Steps[T], perform: Callable[[Step], Any]) -> T:
+def run_steps(steps: Generator[S, Any, T], perform: Callable[[S], Any]) -> T:
     reply: Any = None
     error: Exception | None = None
     while True:
@@ -41,7 +42,7 @@ def run_steps(steps: Steps[T], perform: Callable[[Step], Any]) -> T:
             error = exc
 
 
-async def run_steps_async(steps: Steps[T], perform: Callable[[Step], Awaitable[Any]]) -> T:
+async def run_steps_async(steps: Generator[S, Any, T], perform: Callable[[S], Awaitable[Any]]) -> T:
     reply: Any = None
     error: Exception | None = None
     while True:
