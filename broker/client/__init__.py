@@ -21,6 +21,7 @@ from halfmq.broker.protocol import (
 )
 
 from .async_consumer import AsyncConsumer
+from .async_transaction_producer import AsyncTransactionProducer
 from .check_app import CheckApp
 from .consumer import Consumer
 from .consumer_client import AsyncConsumerClient, ConsumerClient
@@ -33,7 +34,7 @@ from .transaction import (
     TransactionListener,
     TransactionSendResult,
 )
-from .transaction_producer import AsyncTransactionProducer, TransactionProducer
+from .transaction_producer import TransactionProducer
 
 __all__ = [
     "UNIQ_KEY",

@@ -1,5 +1,11 @@
 """What both transaction producers are, apart from how they do I/O.
 
+The producer registers ``check_url`` with the broker by heartbeat so that the
+broker can ask about transactions whose end it never got; ``check_app()``
+returns the ASGI app to serve at that URL. Without a ``check_url`` a producer
+refuses to start unless told ``check_backs=False``: leaving it out by accident
+silently turned check-backs off.
+
 Settings and their checks, the state (started, closed), the check app, and
 the steps of ``start`` and ``send_in_transaction`` as ``transaction_steps``
 sequences; each flavour only runs them with its own driver and keeps its
