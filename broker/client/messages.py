@@ -39,10 +39,8 @@ def with_uniq_key(message: OutgoingMessage) -> OutgoingMessage:
 
 def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> OutgoingMessage:
     """An ``OutgoingMessage`` with a UNIQ_KEY, from a ready message or a bare body."""
-    check_send_options(options)
+    check_send_options(options, beside_a_message=isinstance(message, OutgoingMessage))
     if isinstance(message, OutgoingMessage):
-        if any(v is not None for v in options.values()):
-            raise TypeError("pass keys/tag/properties/queue_id/sharding_key inside the OutgoingMessage, not beside it")
         return with_uniq_key(message)
     encoding: Literal["utf-8", "base64"]
     if isinstance(message, str):

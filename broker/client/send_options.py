@@ -23,11 +23,13 @@ class SendOptions(TypedDict, total=False):
     sharding_key: str | None
 
 
-_NAMES = frozenset(SendOptions.__annotations__)
+_NAMES = tuple(SendOptions.__annotations__)
 
 
-def check_send_options(options: Mapping[str, object]) -> None:
-    """A TypeError for a keyword that is no send option, as a misspelt keyword argument would give."""
-    unknown = sorted(set(options) - _NAMES)
+def check_send_options(options: Mapping[str, object], *, beside_a_message: bool = False) -> None:
+    """A TypeError for a keyword that is no send option, or for options given beside a ready ``OutgoingMessage``."""
+    unknown = sorted(set(options) - set(_NAMES))
     if unknown:
-        raise TypeError(f"unexpected send option(s) {', '.join(map(repr, unknown))}; the options are {', '.join(sorted(_NAMES))}")
+        raise TypeError(f"unexpected send option(s) {', '.join(map(repr, unknown))}; the options are {', '.join(_NAMES)}")
+    if beside_a_message and any(value is not None for value in options.values()):
+        raise TypeError(f"pass {'/'.join(_NAMES)} inside the OutgoingMessage, not beside it")
