@@ -21,18 +21,20 @@ from halfmq.broker.protocol import (
 )
 
 from .async_consumer import AsyncConsumer
+from .async_transaction_producer import AsyncTransactionProducer
 from .check_app import CheckApp
 from .consumer import Consumer
 from .consumer_client import AsyncConsumerClient, ConsumerClient
 from .messages import UNIQ_KEY, message_body_bytes, message_json
 from .producer import AsyncProducer, Producer
+from .send_options import SendOptions
 from .transaction import (
     AsyncTransactionListener,
     LocalTransactionState,
     TransactionListener,
     TransactionSendResult,
 )
-from .transaction_producer import AsyncTransactionProducer, TransactionProducer
+from .transaction_producer import TransactionProducer
 
 __all__ = [
     "UNIQ_KEY",
@@ -55,6 +57,7 @@ __all__ = [
     "OffsetReadResponse",
     "OutgoingMessage",
     "Producer",
+    "SendOptions",
     "SendResult",
     "SendStatus",
     "SettleResult",

@@ -11,22 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import Message, ReceiveRequest
+from halfmq.broker.protocol import Message, SettleResult
 
 from .consumer_client import AsyncConsumerClient
+from .polling import PollFailures, PollSettings
+from .settlement import Outcome, Settle, log_handler_failure, settle_batch
+from .step_drivers import run_steps_async
 from .transport import Verify
-from .retry import backoff_delay
-from .settlement import Outcome, log_expired, log_handler_failure, split
 
 __all__ = ["AsyncConsumer"]
-
-log = logging.getLogger(__name__)
 
 
 class AsyncConsumer:
@@ -52,16 +50,9 @@ class AsyncConsumer:
         token: str | None = None,
         verify: Verify | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        # Fail here on out-of-range settings, not on the first poll inside run().
-        ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds)
+        self._poll = PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)
         self.client = AsyncConsumerClient(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
         self._handler = handler
-        self._max_messages = max_messages
-        self._invisible_seconds = invisible_seconds
-        self._wait_seconds = wait_seconds
-        self._concurrency = concurrency
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
@@ -92,20 +83,16 @@ class AsyncConsumer:
         self._stop_event = asyncio.Event()
         self._run_done = asyncio.Event()
         self._loop = asyncio.get_running_loop()
-        semaphore = asyncio.Semaphore(self._concurrency)
-        failures = 0
+        semaphore = asyncio.Semaphore(self._poll.concurrency)
+        failures = PollFailures(self.client.topic)
         try:
             while not self._stopping:
                 try:
                     batch = await self._receive()
                 except BrokerError as exc:
-                    failures += 1
-                    delay = backoff_delay(failures)
-                    level = logging.WARNING if exc.retriable else logging.ERROR
-                    log.log(level, "receive from %s failed (%s); retrying in %.2fs", self.client.topic, exc, delay)
-                    await self._sleep(delay)
+                    await self._sleep(failures.failed(exc))
                     continue
-                failures = 0
+                failures.succeeded()
                 if batch:
                     await self._process(batch, semaphore)
         finally:
@@ -114,7 +101,7 @@ class AsyncConsumer:
     async def _receive(self) -> list[Message] | None:
         assert self._stop_event is not None
         poll = asyncio.ensure_future(
-            self.client.receive(self._max_messages, self._invisible_seconds, self._wait_seconds)
+            self.client.receive(self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds)
         )
         stopped = asyncio.ensure_future(self._stop_event.wait())
         try:
@@ -150,14 +137,10 @@ class AsyncConsumer:
 
     async def _process(self, batch: list[Message], semaphore: asyncio.Semaphore) -> None:
         outcomes = await asyncio.gather(*(self._handle(m, semaphore) for m in batch))
-        acks, nacks = split(batch, outcomes)
-        for action, handles, settle in (("ack", acks, self.client.ack), ("nack", nacks, self.client.nack)):
-            if not handles:
-                continue
-            try:
-                log_expired(action, await settle(handles))
-            except BrokerError as exc:
-                log.warning("%s of %d message(s) failed: %s", action, len(handles), exc)
+        await run_steps_async(settle_batch(batch, outcomes), self._perform_settle)
+
+    async def _perform_settle(self, step: Settle) -> list[SettleResult]:
+        return await (self.client.ack if step.action == "ack" else self.client.nack)(step.handles)
 
     async def close(self) -> None:
         """Stop, let a running run() finish its batch and settle it, then close the pool."""

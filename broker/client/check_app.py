@@ -175,7 +175,8 @@ def _header(scope: Scope, name: str) -> str | None:
     wanted = name.encode()
     for key, value in scope.get("headers", ()):
         if key.lower() == wanted:
-            return value.decode("latin-1")
+            decoded: str = value.decode("latin-1")
+            return decoded
     return None
 
 

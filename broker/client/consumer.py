@@ -17,12 +17,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import Message, ReceiveRequest
+from halfmq.broker.protocol import Message, SettleResult
 
 from .consumer_client import ConsumerClient
+from .polling import PollFailures, PollSettings
+from .settlement import Outcome, Settle, log_handler_failure, settle_batch
+from .step_drivers import run_steps
 from .transport import Verify
-from .retry import backoff_delay
-from .settlement import Outcome, log_expired, log_handler_failure, split
 
 __all__ = ["Consumer"]
 
@@ -52,16 +53,9 @@ class Consumer:
         token: str | None = None,
         verify: Verify | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        # Fail here on out-of-range settings, not on the first poll inside run().
-        ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds)
+        self._poll = PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)
         self.client = ConsumerClient(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
         self._handler = handler
-        self._max_messages = max_messages
-        self._invisible_seconds = invisible_seconds
-        self._wait_seconds = wait_seconds
-        self._concurrency = concurrency
         self._stop = threading.Event()
         # Set by stop() and by every finished poll or handler, so the loop can
         # sleep on one thing and re-check its state when anything changes.
@@ -83,21 +77,17 @@ class Consumer:
 
     def run(self) -> None:
         self._acquire_client()
-        failures = 0
+        failures = PollFailures(self.client.topic)
         poller = ThreadPoolExecutor(max_workers=1, thread_name_prefix="halfmq-poll")
-        workers = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="halfmq-handler")
+        workers = ThreadPoolExecutor(max_workers=self._poll.concurrency, thread_name_prefix="halfmq-handler")
         try:
             while not self._stop.is_set():
                 try:
                     batch = self._receive(poller)
                 except BrokerError as exc:
-                    failures += 1
-                    delay = backoff_delay(failures)
-                    level = logging.WARNING if exc.retriable else logging.ERROR
-                    log.log(level, "receive from %s failed (%s); retrying in %.2fs", self.client.topic, exc, delay)
-                    self._stop.wait(delay)
+                    self._stop.wait(failures.failed(exc))
                     continue
-                failures = 0
+                failures.succeeded()
                 if batch:
                     self._process(batch, workers)
         finally:
@@ -107,7 +97,7 @@ class Consumer:
             self._release_client()
 
     def _receive(self, poller: ThreadPoolExecutor) -> list[Message] | None:
-        poll = poller.submit(self.client.receive, self._max_messages, self._invisible_seconds, self._wait_seconds)
+        poll = poller.submit(self.client.receive, self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds)
         poll.add_done_callback(lambda _: self._wake.set())
         while True:
             # Clear before checking, so a wake-up landing in between is not
@@ -167,15 +157,10 @@ class Consumer:
         return future.result()
 
     def _settle(self, batch: list[Message], outcomes: list[Outcome]) -> None:
-        acks, nacks = split(batch, outcomes)
-        for action, handles, settle in (("ack", acks, self.client.ack), ("nack", nacks, self.client.nack)):
-            if not handles:
-                continue
-            try:
-                log_expired(action, settle(handles))
-            except BrokerError as exc:
-                # Unsettled messages come back after invisible_seconds.
-                log.warning("%s of %d message(s) failed: %s", action, len(handles), exc)
+        run_steps(settle_batch(batch, outcomes), self._perform_settle)
+
+    def _perform_settle(self, step: Settle) -> list[SettleResult]:
+        return (self.client.ack if step.action == "ack" else self.client.nack)(step.handles)
 
     def _acquire_client(self) -> None:
         with self._lock:

@@ -71,7 +71,8 @@ class ConsumerClient:
         return results
 
     def group_info(self) -> ConsumerGroupInfo:
-        return retrying(self._retries)(self._transport.call, endpoints.consumer_group(self.group))
+        result: ConsumerGroupInfo = retrying(self._retries)(self._transport.call, endpoints.consumer_group(self.group))
+        return result
 
     def close(self) -> None:
         self._transport.close()

@@ -48,6 +48,7 @@ __all__ = [
     "read",
     "receive",
     "send",
+    "send_one",
 ]
 
 
@@ -110,6 +111,11 @@ def send(topic: str, messages: Sequence[OutgoingMessage]) -> Call[list[SendResul
 
     body = {"messages": [m.model_dump(exclude_none=True) for m in messages]}
     return Call("POST", f"{_topic_path(topic)}/messages", parse=parse, body=body)
+
+
+def send_one(topic: str, message: OutgoingMessage) -> Call[SendResult]:
+    many = send(topic, [message])
+    return Call(many.method, many.path, parse=lambda data: many.parse(data)[0], body=many.body)
 
 
 def read(topic: str, queue_id: int, offset: int, max_messages: int) -> Call[OffsetReadResponse]:

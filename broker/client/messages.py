@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, Unpack
 
 import orjson
 
 from halfmq.broker.protocol import Message, OutgoingMessage
+
+from .send_options import SendOptions, check_send_options
 
 __all__ = ["UNIQ_KEY", "Body", "message_body_bytes", "message_json", "outgoing", "with_uniq_key"]
 
@@ -36,20 +37,12 @@ def with_uniq_key(message: OutgoingMessage) -> OutgoingMessage:
     return message.model_copy(update={"properties": {**message.properties, UNIQ_KEY: _new_uniq_key()}})
 
 
-def outgoing(
-    message: OutgoingMessage | Body,
-    *,
-    keys: list[str] | str | None = None,
-    tag: str | None = None,
-    properties: Mapping[str, str] | None = None,
-    queue_id: int | None = None,
-    sharding_key: str | None = None,
-) -> OutgoingMessage:
+def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> OutgoingMessage:
     """An ``OutgoingMessage`` with a UNIQ_KEY, from a ready message or a bare body."""
+    check_send_options(options, beside_a_message=isinstance(message, OutgoingMessage))
     if isinstance(message, OutgoingMessage):
-        if any(v is not None for v in (keys, tag, properties, queue_id, sharding_key)):
-            raise TypeError("pass keys/tag/properties/queue_id/sharding_key inside the OutgoingMessage, not beside it")
         return with_uniq_key(message)
+    encoding: Literal["utf-8", "base64"]
     if isinstance(message, str):
         body, encoding = message, "utf-8"
     elif isinstance(message, (bytes, bytearray, memoryview)):
@@ -61,11 +54,11 @@ def outgoing(
     built = OutgoingMessage(
         body=body,
         body_encoding=encoding,
-        keys=keys,
-        tag=tag,
-        properties=dict(properties or {}),
-        queue_id=queue_id,
-        sharding_key=sharding_key,
+        keys=options.get("keys"),
+        tag=options.get("tag"),
+        properties=dict(options.get("properties") or {}),
+        queue_id=options.get("queue_id"),
+        sharding_key=options.get("sharding_key"),
     )
     return with_uniq_key(built)
 

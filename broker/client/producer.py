@@ -10,9 +10,9 @@ identifies a message that might end up stored twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, Unpack
 
 from halfmq.broker.protocol import MAX_BATCH, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo
 
@@ -20,6 +20,7 @@ from . import endpoints
 from .endpoints import Call
 from .messages import Body, outgoing
 from .retry import async_retrying, retrying
+from .send_options import SendOptions
 from .transport import AsyncTransport, Transport, Verify
 
 __all__ = ["AsyncProducer", "Producer"]
@@ -46,22 +47,11 @@ class Producer:
         self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
 
     def _call(self, call: Call[T]) -> T:
-        return retrying(self._retries)(self._transport.call, call)
+        result: T = retrying(self._retries)(self._transport.call, call)
+        return result
 
-    def send(
-        self,
-        topic: str,
-        message: OutgoingMessage | Body,
-        *,
-        keys: list[str] | str | None = None,
-        tag: str | None = None,
-        properties: Mapping[str, str] | None = None,
-        queue_id: int | None = None,
-        sharding_key: str | None = None,
-    ) -> SendResult:
-        msg = outgoing(message, keys=keys, tag=tag, properties=properties, queue_id=queue_id, sharding_key=sharding_key)
-        results: list[SendResult] = self._call(endpoints.send(topic, [msg]))
-        return results[0]
+    def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
+        return self._call(endpoints.send_one(topic, outgoing(message, **options)))
 
     def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         """One request for many messages; results come back in the order sent."""
@@ -132,20 +122,8 @@ class AsyncProducer:
         result: T = await async_retrying(self._retries)(self._transport.call, call)
         return result
 
-    async def send(
-        self,
-        topic: str,
-        message: OutgoingMessage | Body,
-        *,
-        keys: list[str] | str | None = None,
-        tag: str | None = None,
-        properties: Mapping[str, str] | None = None,
-        queue_id: int | None = None,
-        sharding_key: str | None = None,
-    ) -> SendResult:
-        msg = outgoing(message, keys=keys, tag=tag, properties=properties, queue_id=queue_id, sharding_key=sharding_key)
-        results: list[SendResult] = await self._call(endpoints.send(topic, [msg]))
-        return results[0]
+    async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
+        return await self._call(endpoints.send_one(topic, outgoing(message, **options)))
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         batch = _batch(messages)

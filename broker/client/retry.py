@@ -65,5 +65,5 @@ def backoff_delay(failures: int, *, initial: float = 0.1, cap: float = 5.0) -> f
 
     Jitter keeps a fleet of consumers from hammering a recovering broker in step.
     """
-    base = min(cap, initial * 2 ** max(0, failures - 1))
+    base = min(cap, initial * 2.0 ** max(0, failures - 1))
     return base * random.uniform(0.5, 1.0)

@@ -3,17 +3,22 @@
 Shared by the thread and asyncio loops so both settle a batch the same way:
 one ack request for the successes, one nack request for the failures and for
 messages that were received but never handed to the handler (released on stop).
+``settle_batch`` is that as a step sequence, which each loop runs with its
+own driver (``step_drivers``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from enum import Enum
+from typing import Literal
 
+from halfmq.broker.errors import BrokerError
 from halfmq.broker.protocol import Message, SettleResult, SettleStatus
 
-__all__ = ["Outcome", "log_expired", "log_handler_failure", "split"]
+__all__ = ["Outcome", "Settle", "log_expired", "log_handler_failure", "settle_batch", "split"]
 
 log = logging.getLogger("halfmq.client.consumer")
 
@@ -35,6 +40,26 @@ def split(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> tuple[list[s
             continue
         (acks if outcome is Outcome.ACK else nacks).append(message.receipt_handle)
     return acks, nacks
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """Ack or nack these receipt handles and send back the broker's results."""
+
+    action: Literal["ack", "nack"]
+    handles: list[str]
+
+
+def settle_batch(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> Generator[Settle, list[SettleResult], None]:
+    acks, nacks = split(batch, outcomes)
+    for settle in (Settle("ack", acks), Settle("nack", nacks)):
+        if not settle.handles:
+            continue
+        try:
+            log_expired(settle.action, (yield settle))
+        except BrokerError as exc:
+            # Unsettled messages come back after invisible_seconds.
+            log.warning("%s of %d message(s) failed: %s", settle.action, len(settle.handles), exc)
 
 
 def log_handler_failure(message: Message, exc: BaseException) -> None:

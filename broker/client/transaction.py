@@ -175,4 +175,4 @@ async def call_listener(fn: Callable[..., T | Awaitable[T]], *args: Any) -> T:
         result = await asyncio.to_thread(fn, *args)
     if inspect.isawaitable(result):
         result = await result
-    return result  # type: ignore[return-value]
+    return result

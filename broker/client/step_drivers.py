@@ -1,0 +1,58 @@
+"""Run a step sequence (``transaction_steps``, ``settlement``) with blocking or with asyncio I/O.
+
+A driver only performs steps: it sends each step's result back into the
+sequence, or throws in the ``Exception`` the step raised, and the sequence
+decides what that means. A ``BaseException`` (a crash, cancellation) is
+never thrown in: it leaves the sequence where it stopped, so no later step runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, TypeVar
+
+from .retry import RetryPredicate, is_retriable
+from .transaction_steps import Request
+from .transport import request_not_sent
+
+__all__ = ["retry_on", "run_steps", "run_steps_async"]
+
+S = TypeVar("S")
+T = TypeVar("T")
+
+
+def retry_on(request: Request) -> RetryPredicate:
+    """Which failures of ``request`` may be retried: any retriable one only if repeating it is harmless."""
+    return is_retriable if request.idempotent else request_not_sent
+
+
+def run_steps(steps: Generator[S, Any, T], perform: Callable[[S], Any]) -> T:
+    reply: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            step = steps.send(reply) if error is None else steps.throw(error)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        reply, error = None, None
+        try:
+            reply = perform(step)
+        except Exception as exc:
+            error = exc
+
+
+async def run_steps_async(steps: Generator[S, Any, T], perform: Callable[[S], Awaitable[Any]]) -> T:
+    reply: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            step = steps.send(reply) if error is None else steps.throw(error)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        reply, error = None, None
+        try:
+            reply = await perform(step)
+        except Exception as exc:
+            error = exc

@@ -1,0 +1,50 @@
+"""The send options, defined once (``SendOptions``), behave the same on every send path."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from halfmq import AsyncProducer, AsyncTransactionProducer, OutgoingMessage, Producer, TransactionProducer
+from halfmq.client.messages import UNIQ_KEY, outgoing
+
+CLOSED = "http://127.0.0.1:9"  # every call below is refused before a request is made
+
+
+class Listener:
+    def execute_local_transaction(self, msg: Any, arg: Any) -> None:
+        return None
+
+    def check_local_transaction(self, msg: Any) -> None:
+        return None
+
+
+def test_the_options_become_the_fields_of_the_message() -> None:
+    msg = outgoing({"id": 7}, keys=["order-7"], tag="created", properties={"p": "1"}, queue_id=1, sharding_key="7")
+    assert (msg.keys, msg.tag, msg.queue_id, msg.sharding_key) == (["order-7"], "created", 1, "7")
+    assert msg.properties["p"] == "1" and msg.properties[UNIQ_KEY]
+    assert msg.body == '{"id":7}'
+
+
+def test_options_beside_a_ready_message_are_refused() -> None:
+    with pytest.raises(TypeError, match="inside the OutgoingMessage"):
+        outgoing(OutgoingMessage(body="x"), tag="t")
+
+
+def test_a_misspelt_option_is_a_type_error_naming_it_on_every_send_path() -> None:
+    with Producer(CLOSED, retries=0) as producer, pytest.raises(TypeError, match="'tags'.*sharding_key"):
+        producer.send("T", "body", tags="t")  # type: ignore[call-arg]
+    with TransactionProducer(CLOSED, "pg", Listener(), check_backs=False) as tx, pytest.raises(TypeError, match="'tags'"):
+        tx.send_in_transaction("T", "body", None, tags="t")  # type: ignore[call-arg]
+
+    async def async_paths() -> None:
+        async with AsyncProducer(CLOSED, retries=0) as producer:
+            with pytest.raises(TypeError, match="'tags'"):
+                await producer.send("T", "body", tags="t")  # type: ignore[call-arg]
+        async with AsyncTransactionProducer(CLOSED, "pg", Listener(), check_backs=False) as tx:
+            with pytest.raises(TypeError, match="'tags'"):
+                await tx.send_in_transaction("T", "body", tags="t")  # type: ignore[call-arg]
+
+    asyncio.run(async_paths())
