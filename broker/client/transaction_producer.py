@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import HalfSendResult, OutgoingMessage
+from halfmq.broker.protocol import HalfSendResult, OutgoingMessage, TransactionState
 
 from . import endpoints
 from .check_app import CheckApp
@@ -65,7 +65,6 @@ T = TypeVar("T")
 
 # A heartbeat in flight must not hold close() up for a whole request timeout.
 _HEARTBEAT_TIMEOUT = 5.0
-_TRANSACTION_STATES = ("pending", "committed", "rolled_back", "discarded")
 
 
 def default_client_id() -> str:
@@ -196,9 +195,10 @@ def _end_state(state: LocalTransactionState | str) -> str:
 
 
 def _check_state_filter(state: str) -> str:
-    if state not in _TRANSACTION_STATES:
-        raise ValueError(f"state must be one of {_TRANSACTION_STATES}, not {state!r}")
-    return state
+    try:
+        return TransactionState(state).value
+    except ValueError:
+        raise ValueError(f"state must be one of {tuple(s.value for s in TransactionState)}, not {state!r}") from None
 
 
 class TransactionProducer(_Base):
