@@ -12,18 +12,22 @@ from .allowed_methods import allow_header, allowed_methods
 from .responses import JsonResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from halfmq.broker.errors import BrokerError, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, StoreUnavailable, Unauthenticated, UnsupportedMediaType
+from halfmq.broker.errors import (BrokerError, FlushDiskTimeout, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, StoreUnavailable,
+                                  Unauthenticated, UnsupportedMediaType)
+from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.message_store import StoreClosed, StoreNotWritable
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
-STORE_ERRORS = (StoreNotWritable, StoreClosed)
+STORE_ERRORS = (StoreNotWritable, StoreClosed, FlushTimedOut)
 
 
 def as_broker_error(exc: Exception) -> BrokerError | None:
     """The problem a domain exception stands for; None for a bug (a 500 with its traceback in the log)."""
     if isinstance(exc, BrokerError):
         return exc
+    if isinstance(exc, FlushTimedOut):
+        return FlushDiskTimeout(str(exc))
     if isinstance(exc, STORE_ERRORS):
         return StoreUnavailable(str(exc))
     return None
@@ -86,7 +90,9 @@ def install(app: FastAPI) -> None:
         return problem_response(exc, request)
 
     async def _store_error(request: Request, exc: Exception) -> JsonResponse:
-        return problem_response(StoreUnavailable(str(exc)), request)
+        error = as_broker_error(exc) or StoreUnavailable(str(exc))
+        log_server_error(request.method, request.url.path, error)
+        return problem_response(error, request)
 
     for store_error in STORE_ERRORS:
         app.add_exception_handler(store_error, _store_error)

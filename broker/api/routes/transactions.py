@@ -6,10 +6,11 @@ import asyncio
 
 from fastapi import APIRouter, Query, Request
 
-from halfmq.broker.errors import FlushDiskTimeout, InvalidGroupName
+from halfmq.broker.errors import InvalidGroupName
 from halfmq.broker.message_view import restored_view
-from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat, TransactionState
+from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat, SendStatus, TransactionState
 from halfmq.broker.security.policy import CLUSTER, Action, Resource
+from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import is_valid_user_name
 from halfmq.broker.transaction.check_url import OwnAddress, validate_check_url
@@ -67,11 +68,11 @@ async def send_half(request: HotRequest) -> Reply:
     if not exists:
         rt.store.create_topic(cfg.name, cfg.queues)
     tx, end = rt.transactions.send_half(group, item, cfg.queues)
-    status = "SEND_OK"
+    status = SendStatus.SEND_OK.value
     try:
         await rt.durable(end)
-    except FlushDiskTimeout:
-        status = "FLUSH_DISK_TIMEOUT"
+    except FlushTimedOut:
+        status = SendStatus.FLUSH_DISK_TIMEOUT.value
     return Reply({
         "status": status,
         "transaction_id": tx.transaction_id,

@@ -3,9 +3,11 @@
 import pytest
 from pydantic import ValidationError
 
-from halfmq.broker.api.problems import non_json_body, validation_problem
-from halfmq.broker.errors import InvalidRequest, MalformedJson, UnsupportedMediaType
+from halfmq.broker.api.problems import as_broker_error, non_json_body, validation_problem
+from halfmq.broker.errors import FlushDiskTimeout, InvalidRequest, MalformedJson, StoreUnavailable, UnsupportedMediaType
 from halfmq.broker.protocol import EndRequest
+from halfmq.broker.store.flush_waiter import FlushTimedOut
+from halfmq.broker.store.message_store import StoreNotWritable
 
 
 def _errors(raw: bytes) -> list:
@@ -35,3 +37,12 @@ def test_only_a_json_content_type_is_read_as_json() -> None:
     assert non_json_body("application/json; charset=utf-8") is None
     assert isinstance(non_json_body("text/plain"), UnsupportedMediaType)
     assert "no content type" in non_json_body("").detail
+
+
+def test_the_stores_durability_errors_are_answered_as_before_the_waiter_moved_into_the_store() -> None:
+    timed_out = as_broker_error(FlushTimedOut("fsync did not complete within 5s"))
+    assert isinstance(timed_out, FlushDiskTimeout) and timed_out.to_problem()["code"] == "FLUSH_DISK_TIMEOUT"
+    assert timed_out.status == 503 and timed_out.retriable and timed_out.detail == "fsync did not complete within 5s"
+    failed = as_broker_error(StoreNotWritable("fsync failed: EIO"))
+    assert isinstance(failed, StoreUnavailable) and failed.to_problem()["code"] == "STORE_UNAVAILABLE"
+    assert failed.detail == "fsync failed: EIO"

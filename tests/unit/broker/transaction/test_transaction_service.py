@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from halfmq.broker.api.runtime import FlushWaiter
 from halfmq.broker.errors import DamagedRecord, ProducerGroupMismatch, TransactionConflict, TransactionNotFound
 from halfmq.broker.protocol import TransactionState
+from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
 from halfmq.broker.transaction.check_client import CheckOutcome

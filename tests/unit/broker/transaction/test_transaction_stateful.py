@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
-from halfmq.broker.api.runtime import FlushWaiter
 from halfmq.broker.errors import ProducerGroupMismatch, TransactionConflict
 from halfmq.broker.protocol import TransactionState
+from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.transaction.check_client import CheckOutcome
 from halfmq.broker.transaction.check_policy import CheckPolicy
