@@ -6,6 +6,7 @@ import base64
 from typing import Any
 
 from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.transaction.record_names import REAL_QID, REAL_TOPIC
 
 HIDDEN = ("KEYS", "TAGS")
 
@@ -33,6 +34,6 @@ def restored_view(msg: StoredMessage) -> dict[str, Any]:
     """A half message as its producer sent it: real topic and queue, broker bookkeeping hidden."""
     view = message_view(msg)
     props = view["properties"]
-    view["topic"] = props.pop("REAL_TOPIC", view["topic"])
-    view["queue_id"] = int(props.pop("REAL_QID", view["queue_id"]))
+    view["topic"] = props.pop(REAL_TOPIC, view["topic"])
+    view["queue_id"] = int(props.pop(REAL_QID, view["queue_id"]))
     return view

@@ -147,13 +147,15 @@ class ConsumerGroupInfo(_Wire):
 
 # Transactional messages (DESIGN section 4).
 class TransactionState(str, Enum):
+    """A transaction's state: the broker's state machine moves it, GET /v1/transactions?state= filters on it."""
+
     PENDING = "pending"
     COMMITTED = "committed"
     ROLLED_BACK = "rolled_back"
     DISCARDED = "discarded"
 
 
-EndState = Literal["commit", "rollback", "unknown"]
+EndState = Literal["commit", "rollback", "unknown"]  # an end request's state, and a check-back's answer
 
 
 class HalfSendRequest(_Wire):
@@ -176,14 +178,6 @@ class EndRequest(_Wire):
     from_check: bool = False
 
 
-class Transaction(_Wire):
-    transaction_id: str
-    producer_group: str
-    state: TransactionState
-    check_times: int
-    message: Message
-
-
 class Heartbeat(_Wire):
     producer_group: str = Field(min_length=1, max_length=255)
     client_id: str = Field(min_length=1, max_length=255)
@@ -195,7 +189,3 @@ class CheckRequest(_Wire):
     producer_group: str
     check_times: int
     message: Message
-
-
-class CheckResponse(BaseModel):
-    state: EndState

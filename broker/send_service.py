@@ -32,13 +32,14 @@ from halfmq.broker.counter_ids import CounterIds
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic, is_valid_user_name
+from halfmq.broker.transaction import record_names as tx_names
 from halfmq.broker.transaction.check_policy import immunity_seconds
 
 # Properties only the broker may set: a producer forging them could impersonate a
 # transaction, a retry or a DLQ entry.
 RESERVED_PROPERTIES = frozenset({
-    "TRAN_MSG", "REAL_TOPIC", "REAL_QID", "PGROUP", "TRANSACTION_CHECK_TIMES",
-    "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", "TRANSACTION_ID",
+    tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID, tx_names.PRODUCER_GROUP, tx_names.CHECK_TIMES,
+    "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", tx_names.TRANSACTION_ID,
 })
 
 

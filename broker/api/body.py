@@ -18,32 +18,21 @@ from fastapi import Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
-from halfmq.broker.errors import InvalidRequest, MalformedJson, UnsupportedMediaType
-
 from .hot_path import HotRequest
+from .problems import non_json_body, validation_problem
 
 M = TypeVar("M", bound=BaseModel)
 
 
 async def parse_body(request: HotRequest, model: type[M]) -> M:
-    content_type = request.content_type
-    if "json" not in content_type:
-        raise UnsupportedMediaType(f"send the body as application/json, not {content_type or 'no content type'}")
+    refused = non_json_body(request.content_type)
+    if refused is not None:
+        raise refused
     body = await request.body()
     try:
         return model.model_validate_json(body)
     except ValidationError as exc:
-        raise validation_problem(exc) from None
-
-
-def validation_problem(exc: ValidationError) -> InvalidRequest:
-    errors = exc.errors(include_url=False, include_input=False)
-    bad_json = [e for e in errors if e.get("type") in ("json_invalid", "json_type")]
-    if bad_json:
-        return MalformedJson(f"the request body is not valid JSON: {bad_json[0].get('msg', '')}")
-    details = [{"loc": ["body", *(str(p) for p in e.get("loc", ()))], "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors]
-    summary = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details[:5])
-    return InvalidRequest(summary, errors=details)
+        raise validation_problem(exc.errors(include_url=False, include_input=False), where=("body",)) from None
 
 
 class StrictJsonRequest(Request):

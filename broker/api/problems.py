@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -10,18 +12,22 @@ from .allowed_methods import allow_header, allowed_methods
 from .responses import JsonResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from halfmq.broker.errors import BrokerError, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, StoreUnavailable, Unauthenticated, UnsupportedMediaType
+from halfmq.broker.errors import (BrokerError, FlushDiskTimeout, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, StoreUnavailable,
+                                  Unauthenticated, UnsupportedMediaType)
+from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.message_store import StoreClosed, StoreNotWritable
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
-STORE_ERRORS = (StoreNotWritable, StoreClosed)
+STORE_ERRORS = (StoreNotWritable, StoreClosed, FlushTimedOut)
 
 
 def as_broker_error(exc: Exception) -> BrokerError | None:
     """The problem a domain exception stands for; None for a bug (a 500 with its traceback in the log)."""
     if isinstance(exc, BrokerError):
         return exc
+    if isinstance(exc, FlushTimedOut):
+        return FlushDiskTimeout(str(exc))
     if isinstance(exc, STORE_ERRORS):
         return StoreUnavailable(str(exc))
     return None
@@ -48,16 +54,33 @@ def problem_response(error: BrokerError, request: Request) -> JsonResponse:
                         headers=problem_headers(error) or None)
 
 
-def _validation_error(exc: RequestValidationError, request: Request) -> BrokerError:
-    errors = exc.errors()
-    content_type = request.headers.get("content-type", "")
-    if "json" not in content_type and any(e.get("loc", ())[:1] == ("body",) for e in errors):
-        return UnsupportedMediaType(f"send the body as application/json, not {content_type or 'no content type'}")
-    if any(e.get("type") in ("json_invalid", "json_type") for e in errors):
-        return MalformedJson("the request body is not a JSON document")
-    details = [{"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors]
+def non_json_body(content_type: str) -> UnsupportedMediaType | None:
+    """415 for a body sent as anything but JSON; None when it is JSON."""
+    if "json" in content_type:
+        return None
+    return UnsupportedMediaType(f"send the body as application/json, not {content_type or 'no content type'}")
+
+
+def validation_problem(errors: Sequence[Mapping[str, Any]], *, where: tuple[str, ...] = ()) -> BrokerError:
+    """pydantic's errors as one problem, for the hot routes and FastAPI's alike.
+
+    ``where`` prefixes each location: the hot routes validate the body alone,
+    FastAPI's errors already say body, query or path.
+    """
+    bad_json = [e for e in errors if e.get("type") in ("json_invalid", "json_type")]
+    if bad_json:
+        return MalformedJson(f"the request body is not valid JSON: {bad_json[0].get('msg', '')}")
+    details = [{"loc": [*where, *(str(p) for p in e.get("loc", ()))], "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors]
     summary = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details[:5])
     return InvalidRequest(summary, errors=details)
+
+
+def _validation_error(exc: RequestValidationError, request: Request) -> BrokerError:
+    errors = exc.errors()
+    refused = non_json_body(request.headers.get("content-type", ""))
+    if refused is not None and any(e.get("loc", ())[:1] == ("body",) for e in errors):
+        return refused
+    return validation_problem(errors)
 
 
 def install(app: FastAPI) -> None:
@@ -67,7 +90,9 @@ def install(app: FastAPI) -> None:
         return problem_response(exc, request)
 
     async def _store_error(request: Request, exc: Exception) -> JsonResponse:
-        return problem_response(StoreUnavailable(str(exc)), request)
+        error = as_broker_error(exc) or StoreUnavailable(str(exc))
+        log_server_error(request.method, request.url.path, error)
+        return problem_response(error, request)
 
     for store_error in STORE_ERRORS:
         app.add_exception_handler(store_error, _store_error)

@@ -21,7 +21,7 @@ import socket
 from typing import Any
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import OutgoingMessage
+from halfmq.broker.protocol import OutgoingMessage, TransactionState
 
 from . import endpoints, transaction_steps
 from .check_app import CheckApp
@@ -38,7 +38,6 @@ log = logging.getLogger("halfmq.client.transaction_producer")
 
 # A heartbeat in flight must not hold close() up for a whole request timeout.
 HEARTBEAT_TIMEOUT = 5.0
-_TRANSACTION_STATES = ("pending", "committed", "rolled_back", "discarded")
 
 
 def default_client_id() -> str:
@@ -138,6 +137,8 @@ class TransactionProducerBase:
 
     @staticmethod
     def _list_call(state: str, limit: int) -> Call[list[dict[str, Any]]]:
-        if state not in _TRANSACTION_STATES:
-            raise ValueError(f"state must be one of {_TRANSACTION_STATES}, not {state!r}")
+        try:
+            state = TransactionState(state).value
+        except ValueError:
+            raise ValueError(f"state must be one of {tuple(s.value for s in TransactionState)}, not {state!r}") from None
         return endpoints.list_transactions(state, limit)

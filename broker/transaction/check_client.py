@@ -9,16 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 import ssl
-from typing import Any, Callable
+from typing import Any, Callable, get_args
 
 import httpx
 import orjson
 
 from halfmq.broker.check_signing import signed_headers
+from halfmq.broker.protocol import EndState
 
 from .check_url import CheckTarget
 
 MAX_RESPONSE_BYTES = 64 * 1024
+ANSWERS: tuple[str, ...] = get_args(EndState)  # a tuple: a JSON list or object as the answer is unhashable
 
 
 class CheckOutcome(str, Enum):
@@ -96,6 +98,6 @@ def interpret(status: int, body: bytes) -> CheckAnswer:
         state = orjson.loads(body).get("state")
     except (orjson.JSONDecodeError, AttributeError):
         return CheckAnswer(CheckOutcome.ERROR, "body is not a JSON object")
-    if state in ("commit", "rollback", "unknown"):
+    if state in ANSWERS:
         return CheckAnswer(CheckOutcome(state))
     return CheckAnswer(CheckOutcome.UNKNOWN, f"unrecognised state {state!r}")

@@ -17,12 +17,13 @@ from typing import Callable
 
 from halfmq.broker.errors import DamagedRecord, StoreUnavailable, TransactionConflict
 from halfmq.broker.message_view import restored_view
+from halfmq.broker.protocol import TransactionState
 from halfmq.broker.store.message_store import StoreNotWritable
 
 from .check_client import CheckAnswer, CheckClient, CheckOutcome
 from .check_policy import CheckDecision, CheckPolicy, decide
 from .producer_registry import ProducerEntry, ProducerRegistry
-from .state_machine import TxEvent, TxState
+from .state_machine import TxEvent
 from .transaction_service import TransactionService, Tx
 
 log = logging.getLogger(__name__)
@@ -126,7 +127,7 @@ class CheckService:
                 if answer.reached:
                     break
                 log.info("check of %s: producer %s unreachable (%s)", tx.transaction_id, producer.client_id, answer.detail)
-            if tx.state is not TxState.PENDING:
+            if tx.state is not TransactionState.PENDING:
                 return  # ended by the producer while we were asking
             if answer is None or not answer.reached:
                 self.no_producer += 1
@@ -145,7 +146,7 @@ class CheckService:
                 self._txs.reschedule(tx, self._clock() + self._policy.check_interval)
 
     def recheck_now(self, tx: Tx) -> None:
-        if tx.state is not TxState.PENDING:
+        if tx.state is not TransactionState.PENDING:
             raise TransactionConflict(f"transaction is {tx.state.value}; only pending transactions can be rechecked", state=tx.state.value)
         self._txs.reschedule(tx, self._clock())
 

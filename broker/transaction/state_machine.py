@@ -10,13 +10,9 @@ from __future__ import annotations
 from enum import Enum
 
 from halfmq.broker.errors import TransactionConflict
+from halfmq.broker.protocol import TransactionState
 
-
-class TxState(str, Enum):
-    PENDING = "pending"
-    COMMITTED = "committed"
-    ROLLED_BACK = "rolled_back"
-    DISCARDED = "discarded"
+from .record_names import OpKind
 
 
 class TxEvent(str, Enum):
@@ -34,9 +30,9 @@ class TxAction(str, Enum):
     MOVE_TO_CHECK_MAX = "move_to_check_max"
 
 
-S, E, A = TxState, TxEvent, TxAction
+S, E, A = TransactionState, TxEvent, TxAction
 
-TRANSITIONS: dict[tuple[TxState, TxEvent], tuple[TxState, TxAction]] = {
+TRANSITIONS: dict[tuple[TransactionState, TxEvent], tuple[TransactionState, TxAction]] = {
     (S.PENDING, E.COMMIT): (S.COMMITTED, A.APPEND_FINAL_AND_OP),
     (S.PENDING, E.ROLLBACK): (S.ROLLED_BACK, A.APPEND_OP),
     (S.PENDING, E.UNKNOWN): (S.PENDING, A.NONE),
@@ -51,8 +47,25 @@ TRANSITIONS: dict[tuple[TxState, TxEvent], tuple[TxState, TxAction]] = {
 }
 
 
-def transition(state: TxState, event: TxEvent) -> tuple[TxState, TxAction]:
+def transition(state: TransactionState, event: TxEvent) -> tuple[TransactionState, TxAction]:
     try:
         return TRANSITIONS[(state, event)]
     except KeyError:
         raise TransactionConflict(f"transaction is {state.value}; {event.value} is not allowed", state=state.value) from None
+
+
+# Each writing event reaches one state whatever it starts from: what its op record means on replay.
+_DECIDED_BY = {event: new for (_, event), (new, action) in TRANSITIONS.items() if action is not A.NONE}
+
+
+def op_kind(event: TxEvent) -> OpKind:
+    """The op record an event writes: its kind is the event's name."""
+    return OpKind(event.value)
+
+
+def state_after_op(kind: str) -> TransactionState | None:
+    """The state an op record of ``kind`` leaves its transaction in; None for a check (it decides nothing)."""
+    try:
+        return _DECIDED_BY.get(TxEvent(kind))
+    except ValueError:
+        return None

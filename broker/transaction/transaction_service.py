@@ -27,18 +27,20 @@ from typing import Awaitable, Callable
 
 from halfmq.broker.counter_ids import CounterIds
 from halfmq.broker.errors import DamagedRecord, MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
+from halfmq.broker.protocol import TransactionState
 from halfmq.broker.store.damaged_records import DamagedEntry, DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
 
+from . import record_names as names
 from .check_policy import CheckPolicy, first_check_at, next_check_at, parse_immunity
-from .state_machine import TxAction, TxEvent, TxState, transition
+from .record_names import OpKind
+from .state_machine import TxAction, TxEvent, op_kind, state_after_op, transition
 
 log = logging.getLogger(__name__)
 
 SYSTEM_GROUP = "CID_SYS_RMQ_TRANS"
-HIDDEN_ON_FINAL = ("REAL_TOPIC", "REAL_QID", "TRANSACTION_CHECK_TIMES")
 MAX_CACHED_HALVES = 16_384  # pending halves kept in memory for their end; older ones are read back from the log
 
 
@@ -46,7 +48,7 @@ MAX_CACHED_HALVES = 16_384  # pending halves kept in memory for their end; older
 class Tx:
     transaction_id: str
     producer_group: str
-    state: TxState
+    state: TransactionState
     half_clog_offset: int
     half_offset: int
     born_ms: int
@@ -120,7 +122,7 @@ class TransactionService:
     def pending(self) -> list[Tx]:
         return list(self._pending.values())
 
-    def in_state(self, state: TxState) -> list[Tx]:
+    def in_state(self, state: TransactionState) -> list[Tx]:
         return [tx for tx in self._txs.values() if tx.state is state]
 
     def now(self) -> float:
@@ -151,14 +153,14 @@ class TransactionService:
         """Rewrite a validated message for the half topic; return it and its transaction id."""
         transaction_id = self._ids()
         props = dict(item.properties)
-        for name in ("DELAY", "__STARTDELIVERTIME", "TIMER_DELAY_SEC", "TIMER_DELIVER_MS"):
+        for name in names.DELAY_PROPERTIES:
             props.pop(name, None)  # delay properties are ignored for transactional messages
         props.update({
-            "REAL_TOPIC": item.topic,
-            "REAL_QID": str(item.queue_id),
-            "TRAN_MSG": "true",
-            "PGROUP": producer_group,
-            "TRANSACTION_ID": transaction_id,
+            names.REAL_TOPIC: item.topic,
+            names.REAL_QID: str(item.queue_id),
+            names.TRAN_MSG: "true",
+            names.PRODUCER_GROUP: producer_group,
+            names.TRANSACTION_ID: transaction_id,
         })
         half = PutItem(HALF_TOPIC, 0, item.body, props, item.born_timestamp, item.binary, item.tag)
         return half, transaction_id
@@ -171,14 +173,14 @@ class TransactionService:
         op_max = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
         [result], end = self.store.put([half])
         now_ms = int(self._clock() * 1000)
-        tx = Tx(transaction_id, producer_group, TxState.PENDING, result.commit_log_offset, result.queue_offset,
-                now_ms, half.properties["UNIQ_KEY"], op_max, end_offset=end)
+        tx = Tx(transaction_id, producer_group, TransactionState.PENDING, result.commit_log_offset, result.queue_offset,
+                now_ms, half.properties[names.UNIQ_KEY], op_max, end_offset=end)
         self._txs[transaction_id] = tx
         if len(self._halves) < MAX_CACHED_HALVES:
             self._halves[transaction_id] = StoredMessage(
                 HALF_TOPIC, 0, result.queue_offset, result.commit_log_offset, half.born_timestamp or result.store_timestamp,
                 result.store_timestamp, half.properties, half.body, FLAG_BODY_BINARY if half.binary else 0, result.size)
-        self.reschedule(tx, first_check_at(now_ms / 1000, self.policy, parse_immunity(half.properties.get("CHECK_IMMUNITY_TIME_IN_SECONDS"))))
+        self.reschedule(tx, first_check_at(now_ms / 1000, self.policy, parse_immunity(half.properties.get(names.CHECK_IMMUNITY))))
         self._pending[transaction_id] = tx
         return tx, end
 
@@ -196,17 +198,17 @@ class TransactionService:
         """Run one event through the state machine and write what it says (synchronously: no interleaving)."""
         new_state, action = transition(tx.state, event)
         if action is TxAction.NONE:
-            if event is TxEvent.UNKNOWN and tx.state is TxState.PENDING:
+            if event is TxEvent.UNKNOWN and tx.state is TransactionState.PENDING:
                 log.info("transaction %s: producer answered unknown (%s)", tx.transaction_id, note)
-            return EndOutcome(tx, duplicate=tx.state is not TxState.PENDING)
+            return EndOutcome(tx, duplicate=tx.state is not TransactionState.PENDING)
         half = self._readable_half(tx) if action is TxAction.APPEND_OP else self.half_message(tx)
-        op = self._op(tx, event.value, half)
+        op = self._op(tx, op_kind(event), half)
         if action is TxAction.APPEND_FINAL_AND_OP:
             final = self._final(half)
-            op.properties["FINAL_SIZE"] = str(record_size(final.topic.encode(), encode_properties(final.properties), final.body))
+            op.properties[names.FINAL_SIZE] = str(record_size(final.topic.encode(), encode_properties(final.properties), final.body))
             items = [final, op]
             if event is TxEvent.RESEND:
-                items.append(PutItem(CHECK_MAX_TIME_TOPIC, 0, b"", {"TRANSACTION_ID": tx.transaction_id, "RESENT": "true"}))
+                items.append(PutItem(CHECK_MAX_TIME_TOPIC, 0, b"", {names.TRANSACTION_ID: tx.transaction_id, names.RESENT: "true"}))
             results, end = self.store.put(items)
             f = results[0]
             tx.final = {"msg_id": tx.msg_id, "topic": f.topic, "queue_id": f.queue_id, "queue_offset": f.queue_offset, "commit_log_offset": f.commit_log_offset}
@@ -215,7 +217,7 @@ class TransactionService:
             _, end = self.store.put([op])
             self.stats.rollbacks += 1
         else:  # MOVE_TO_CHECK_MAX
-            copy = PutItem(CHECK_MAX_TIME_TOPIC, 0, half.body, dict(half.properties), half.born_timestamp, half.binary, half.properties.get("TAGS"))
+            copy = PutItem(CHECK_MAX_TIME_TOPIC, 0, half.body, dict(half.properties), half.born_timestamp, half.binary, half.properties.get(names.TAGS))
             _, end = self.store.put([copy, op])
             self.stats.discards += 1
             log.warning("transaction %s discarded after %d checks", tx.transaction_id, tx.check_times)
@@ -223,7 +225,7 @@ class TransactionService:
         tx.state = new_state
         tx.end_offset = end
         tx.resolved_ms = int(self._clock() * 1000)
-        if previous is TxState.PENDING:
+        if previous is TransactionState.PENDING:
             self._on_finish(max(0.0, (tx.resolved_ms - tx.born_ms) / 1000))
             self._resolve(tx)
         else:
@@ -235,8 +237,8 @@ class TransactionService:
 
         The op record is written first: a disk that refuses it (StoreNotWritable) leaves the count as it was.
         """
-        op = self._op(tx, "check", None)
-        op.properties.update({"TRANSACTION_CHECK_TIMES": str(tx.check_times + 1), "LAST_ANSWER": answer})
+        op = self._op(tx, OpKind.CHECK, None)
+        op.properties.update({names.CHECK_TIMES: str(tx.check_times + 1), names.LAST_ANSWER: answer})
         self.store.put([op])
         tx.check_times += 1
         tx.last_answer = answer
@@ -259,15 +261,15 @@ class TransactionService:
         return out
 
     # --- bookkeeping ------------------------------------------------------------
-    def _op(self, tx: Tx, kind: str, half: StoredMessage | None) -> PutItem:
-        props = {"TRANSACTION_ID": tx.transaction_id, "OP": kind, "PGROUP": tx.producer_group,
-                 "HALF_CLOG": str(tx.half_clog_offset), "BORN_MS": str(tx.born_ms)}
+    def _op(self, tx: Tx, kind: OpKind, half: StoredMessage | None) -> PutItem:
+        props = {names.TRANSACTION_ID: tx.transaction_id, names.OP: kind.value, names.PRODUCER_GROUP: tx.producer_group,
+                 names.HALF_CLOG: str(tx.half_clog_offset), names.BORN_MS: str(tx.born_ms)}
         return PutItem(OP_HALF_TOPIC, 0, str(tx.half_offset).encode(), props, tag=tags_of(half))
 
     def _final(self, half: StoredMessage) -> PutItem:
-        props = {k: v for k, v in half.properties.items() if k not in HIDDEN_ON_FINAL}
-        return PutItem(half.properties["REAL_TOPIC"], int(half.properties["REAL_QID"]), half.body, props,
-                       half.born_timestamp, half.binary, half.properties.get("TAGS"))
+        props = {k: v for k, v in half.properties.items() if k not in names.HIDDEN_ON_FINAL}
+        return PutItem(half.properties[names.REAL_TOPIC], int(half.properties[names.REAL_QID]), half.body, props,
+                       half.born_timestamp, half.binary, half.properties.get(names.TAGS))
 
     def _resolve(self, tx: Tx) -> None:
         first = next(iter(self._pending), None)
@@ -292,10 +294,10 @@ class TransactionService:
         horizon = int((self._clock() - self._retention) * 1000)
         while self._resolved:
             tx = self._txs.get(self._resolved[0])
-            if tx is not None and tx.state is not TxState.DISCARDED and len(self._resolved) <= self._max_resolved and (tx.resolved_ms or 0) >= horizon:
+            if tx is not None and tx.state is not TransactionState.DISCARDED and len(self._resolved) <= self._max_resolved and (tx.resolved_ms or 0) >= horizon:
                 break
             txid = self._resolved.popleft()
-            if tx is not None and tx.state is not TxState.DISCARDED:
+            if tx is not None and tx.state is not TransactionState.DISCARDED:
                 self._txs.pop(txid, None)
 
     # --- restart ----------------------------------------------------------------
@@ -305,27 +307,27 @@ class TransactionService:
         op_from = self.store.offsets.get(SYSTEM_GROUP, OP_HALF_TOPIC, 0) or 0
         retained_from = self.store.offset_for_time(OP_HALF_TOPIC, 0, int((self._clock() - self._retention) * 1000))
         for half in self._scan(HALF_TOPIC, half_from):
-            txid = half.properties.get("TRANSACTION_ID")
+            txid = half.properties.get(names.TRANSACTION_ID)
             if not txid:
                 continue
-            tx = Tx(txid, half.properties.get("PGROUP", ""), TxState.PENDING, half.commit_log_offset, half.queue_offset,
-                    half.store_timestamp, half.properties.get("UNIQ_KEY", ""), op_from)
+            tx = Tx(txid, half.properties.get(names.PRODUCER_GROUP, ""), TransactionState.PENDING, half.commit_log_offset,
+                    half.queue_offset, half.store_timestamp, half.properties.get(names.UNIQ_KEY, ""), op_from)
             self._txs[txid] = tx
             self._pending[txid] = tx
         for op in self._scan(OP_HALF_TOPIC, min(op_from, retained_from)):
             self._replay_op(op)
         for marker in self._scan(CHECK_MAX_TIME_TOPIC, 0):
-            txid = marker.properties.get("TRANSACTION_ID", "")
+            txid = marker.properties.get(names.TRANSACTION_ID, "")
             tx = self._txs.get(txid)
-            if marker.properties.get("RESENT") == "true":
-                if tx is not None and tx.state is TxState.DISCARDED:
-                    tx.state = TxState.COMMITTED
+            if marker.properties.get(names.RESENT) == "true":
+                if tx is not None and tx.state is TransactionState.DISCARDED:
+                    tx.state = TransactionState.COMMITTED
             elif tx is None:
-                self._txs[txid] = self._from_op(marker, TxState.DISCARDED)
+                self._txs[txid] = self._from_op(marker, TransactionState.DISCARDED)
         now = self._clock()
         for tx in self._pending.values():
             half = self.half_message(tx)
-            first = first_check_at(tx.born_ms / 1000, self.policy, parse_immunity(half.properties.get("CHECK_IMMUNITY_TIME_IN_SECONDS")))
+            first = first_check_at(tx.born_ms / 1000, self.policy, parse_immunity(half.properties.get(names.CHECK_IMMUNITY)))
             self.reschedule(tx, max(first, next_check_at(tx.last_check_ms / 1000, self.policy) if tx.last_check_ms else first))
         self._advance_checkpoint()
         if self._txs:
@@ -333,18 +335,18 @@ class TransactionService:
 
     def _replay_op(self, op: StoredMessage) -> None:
         props = op.properties
-        txid, kind = props.get("TRANSACTION_ID", ""), props.get("OP", "")
+        txid, kind = props.get(names.TRANSACTION_ID, ""), props.get(names.OP, "")
         tx = self._txs.get(txid)
-        if kind == "check":
-            if tx is not None and tx.state is TxState.PENDING:
-                tx.check_times = int(props.get("TRANSACTION_CHECK_TIMES", tx.check_times + 1))
-                tx.last_answer = props.get("LAST_ANSWER")
+        if kind == OpKind.CHECK:
+            if tx is not None and tx.state is TransactionState.PENDING:
+                tx.check_times = int(props.get(names.CHECK_TIMES, tx.check_times + 1))
+                tx.last_answer = props.get(names.LAST_ANSWER)
                 tx.last_check_ms = op.store_timestamp
             return
-        state = {"commit": TxState.COMMITTED, "resend": TxState.COMMITTED, "rollback": TxState.ROLLED_BACK, "discard": TxState.DISCARDED}.get(kind)
+        state = state_after_op(kind)
         if state is None:
             return
-        was_resolved = tx is not None and tx.state is not TxState.PENDING
+        was_resolved = tx is not None and tx.state is not TransactionState.PENDING
         if tx is None:
             tx = self._from_op(op, state)
             self._txs[txid] = tx
@@ -358,28 +360,28 @@ class TransactionService:
         if not was_resolved:
             self._resolved.append(txid)
 
-    def _from_op(self, op: StoredMessage, state: TxState) -> Tx:
+    def _from_op(self, op: StoredMessage, state: TransactionState) -> Tx:
         """A resolved transaction whose half lies before the rebuild's start, from its op (or CHECK_MAX copy)."""
         props = op.properties
-        half_clog = int(props.get("HALF_CLOG", op.commit_log_offset))
-        msg_id = props.get("UNIQ_KEY") or self._uniq_key_at(half_clog)
-        return Tx(props.get("TRANSACTION_ID", ""), props.get("PGROUP", ""), state, half_clog,
-                  int(op.body or b"0") if op.topic == OP_HALF_TOPIC else -1, int(props.get("BORN_MS", op.born_timestamp)),
+        half_clog = int(props.get(names.HALF_CLOG, op.commit_log_offset))
+        msg_id = props.get(names.UNIQ_KEY) or self._uniq_key_at(half_clog)
+        return Tx(props.get(names.TRANSACTION_ID, ""), props.get(names.PRODUCER_GROUP, ""), state, half_clog,
+                  int(op.body or b"0") if op.topic == OP_HALF_TOPIC else -1, int(props.get(names.BORN_MS, op.born_timestamp)),
                   msg_id, 0, resolved_ms=op.store_timestamp,
-                  check_times=int(props.get("TRANSACTION_CHECK_TIMES", 0)))
+                  check_times=int(props.get(names.CHECK_TIMES, 0)))
 
     def _final_of(self, op: StoredMessage) -> StoredMessage | None:
         """The final message a commit op was written with (it lies just before the op), if readable."""
-        if "FINAL_SIZE" not in op.properties:
+        if names.FINAL_SIZE not in op.properties:
             return None
         try:
-            return self.store.read_at(op.commit_log_offset - int(op.properties["FINAL_SIZE"]))
+            return self.store.read_at(op.commit_log_offset - int(op.properties[names.FINAL_SIZE]))
         except DamagedRecordError:
             return None  # reported by the store; the transaction's state is still known from its op
 
     def _uniq_key_at(self, half_clog: int) -> str:
         try:
-            return self.store.read_at(half_clog).properties.get("UNIQ_KEY", "")
+            return self.store.read_at(half_clog).properties.get(names.UNIQ_KEY, "")
         except DamagedRecordError:
             return ""
 
@@ -395,4 +397,4 @@ class TransactionService:
 
 
 def tags_of(msg: StoredMessage | None) -> str | None:
-    return msg.properties.get("TAGS") if msg is not None else None
+    return msg.properties.get(names.TAGS) if msg is not None else None

@@ -7,10 +7,11 @@ import time
 
 from fastapi import APIRouter, Query, Request
 
-from halfmq.broker.errors import FlushDiskTimeout, InvalidQueueId
-from halfmq.broker.protocol import SendRequest, TopicCreate
-from halfmq.broker.store.damaged_records import DamagedEntry
+from halfmq.broker.errors import InvalidQueueId
+from halfmq.broker.protocol import SendRequest, SendStatus, TopicCreate
 from halfmq.broker.security.policy import Action, Resource
+from halfmq.broker.store.damaged_records import DamagedEntry
+from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.topics import TopicConfig
 
 from ..body import StrictJsonRoute, parse_body
@@ -64,11 +65,11 @@ async def send_messages(request: HotRequest) -> Reply:
     body = await parse_body(request, SendRequest)
     started = time.perf_counter()
     results, end = rt.sender.send(topic, body.messages)
-    status = "SEND_OK"
+    status = SendStatus.SEND_OK.value
     try:
         await rt.durable(end)
-    except FlushDiskTimeout:
-        status = "FLUSH_DISK_TIMEOUT"
+    except FlushTimedOut:
+        status = SendStatus.FLUSH_DISK_TIMEOUT.value
     rt.metrics.messages_in.inc(len(results))
     rt.metrics.send_requests.labels(status).inc()
     rt.metrics.send_latency.observe(time.perf_counter() - started)

@@ -6,14 +6,15 @@ import asyncio
 
 from fastapi import APIRouter, Query, Request
 
-from halfmq.broker.errors import FlushDiskTimeout, InvalidGroupName
+from halfmq.broker.errors import InvalidGroupName
 from halfmq.broker.message_view import restored_view
-from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
+from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat, SendStatus, TransactionState
 from halfmq.broker.security.policy import CLUSTER, Action, Resource
+from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import is_valid_user_name
 from halfmq.broker.transaction.check_url import OwnAddress, validate_check_url
-from halfmq.broker.transaction.state_machine import TxEvent, TxState
+from halfmq.broker.transaction.state_machine import TxEvent
 from halfmq.broker.transaction.transaction_service import Tx
 
 from ..body import StrictJsonRoute, parse_body
@@ -45,7 +46,7 @@ def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: S
         "age_seconds": round((now_ms - tx.born_ms) / 1000, 3),
         "last_answer": tx.last_answer,
         "last_check_timestamp": tx.last_check_ms,
-        "next_check_timestamp": int(tx.due_at * 1000) if tx.state is TxState.PENDING else None,
+        "next_check_timestamp": int(tx.due_at * 1000) if tx.state is TransactionState.PENDING else None,
         "resolved_timestamp": tx.resolved_ms,
         "final": tx.final,
         "message": restored_view(half or rt.transactions.half_message(tx)),
@@ -67,11 +68,11 @@ async def send_half(request: HotRequest) -> Reply:
     if not exists:
         rt.store.create_topic(cfg.name, cfg.queues)
     tx, end = rt.transactions.send_half(group, item, cfg.queues)
-    status = "SEND_OK"
+    status = SendStatus.SEND_OK.value
     try:
         await rt.durable(end)
-    except FlushDiskTimeout:
-        status = "FLUSH_DISK_TIMEOUT"
+    except FlushTimedOut:
+        status = SendStatus.FLUSH_DISK_TIMEOUT.value
     return Reply({
         "status": status,
         "transaction_id": tx.transaction_id,
@@ -95,12 +96,12 @@ async def end_transaction(request: HotRequest) -> Reply:
 @router.get("/v1/transactions")
 async def list_transactions(
     request: Request,
-    state: TxState = Query(TxState.PENDING),
+    state: TransactionState = Query(TransactionState.PENDING),
     limit: int = Query(100, ge=1, le=10_000),
 ) -> JsonResponse:
     rt = _runtime(request)
     rt.guard.require(request.scope, Action.ADMIN, CLUSTER)
-    txs = rt.transactions.pending() if state is TxState.PENDING else rt.transactions.in_state(state)
+    txs = rt.transactions.pending() if state is TransactionState.PENDING else rt.transactions.in_state(state)
     return JsonResponse({"state": state.value, "count": len(txs), "transactions": [tx_view(rt, tx) for tx in txs[:limit]]})
 
 

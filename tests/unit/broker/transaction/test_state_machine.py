@@ -3,9 +3,10 @@ import itertools
 import pytest
 
 from halfmq.broker.errors import TransactionConflict
-from halfmq.broker.transaction.state_machine import TRANSITIONS, TxAction, TxEvent, TxState, transition
+from halfmq.broker.protocol import TransactionState
+from halfmq.broker.transaction.state_machine import TRANSITIONS, TxAction, TxEvent, op_kind, state_after_op, transition
 
-S, E, A = TxState, TxEvent, TxAction
+S, E, A = TransactionState, TxEvent, TxAction
 
 LEGAL = {
     (S.PENDING, E.COMMIT): (S.COMMITTED, A.APPEND_FINAL_AND_OP),
@@ -27,7 +28,7 @@ def test_every_legal_transition_lands_where_the_table_says(state, event) -> None
     assert transition(state, event) == LEGAL[(state, event)]
 
 
-ILLEGAL = [pair for pair in itertools.product(TxState, TxEvent) if pair not in LEGAL]
+ILLEGAL = [pair for pair in itertools.product(TransactionState, TxEvent) if pair not in LEGAL]
 
 
 @pytest.mark.parametrize(("state", "event"), ILLEGAL, ids=[f"{s.value}-{e.value}" for s, e in ILLEGAL])
@@ -51,3 +52,15 @@ def test_a_decided_outcome_never_flips() -> None:
 def test_repeating_the_decided_outcome_writes_nothing() -> None:
     assert transition(S.COMMITTED, E.COMMIT)[1] is A.NONE
     assert transition(S.ROLLED_BACK, E.ROLLBACK)[1] is A.NONE
+
+
+def test_every_event_that_writes_leaves_an_op_record_of_its_own_name() -> None:
+    writing = {event for (_, event), (_, action) in TRANSITIONS.items() if action is not A.NONE}
+    assert writing == {E.COMMIT, E.ROLLBACK, E.DISCARD, E.RESEND}
+    assert {op_kind(event).value for event in writing} == {"commit", "rollback", "discard", "resend"}
+
+
+def test_an_op_record_replays_to_the_state_its_event_reached() -> None:
+    replayed = {kind: state_after_op(kind) for kind in ("commit", "resend", "rollback", "discard", "check", "unknown", "")}
+    assert replayed == {"commit": S.COMMITTED, "resend": S.COMMITTED, "rollback": S.ROLLED_BACK, "discard": S.DISCARDED,
+                        "check": None, "unknown": None, "": None}

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from halfmq.broker.api.runtime import FlushWaiter
 from halfmq.broker.errors import DamagedRecord, ProducerGroupMismatch, TransactionConflict, TransactionNotFound
+from halfmq.broker.protocol import TransactionState
+from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
 from halfmq.broker.transaction.check_client import CheckOutcome
 from halfmq.broker.transaction.check_policy import CheckPolicy
 from halfmq.broker.transaction.check_service import CheckService
 from halfmq.broker.transaction.producer_registry import ProducerRegistry
-from halfmq.broker.transaction.state_machine import TxState
 from halfmq.broker.transaction.transaction_service import TransactionService
 
 from .fakes import FakeClock, ScriptedCheckClient
@@ -71,7 +71,7 @@ async def test_half_message_is_invisible_until_committed(broker: Broker) -> None
     assert broker.visible() == []
     assert broker.store.queue_range(HALF_TOPIC, 0) == (0, 1)
     outcome = await broker.txs.end(txid, "pg", "commit")
-    assert outcome.tx.state is TxState.COMMITTED and not outcome.duplicate
+    assert outcome.tx.state is TransactionState.COMMITTED and not outcome.duplicate
     assert broker.visible() == [b"o1"]
 
 
@@ -119,7 +119,7 @@ async def test_wrong_producer_group_and_unknown_transaction_are_refused(broker: 
         await broker.txs.end(txid, "other", "commit")
     with pytest.raises(TransactionNotFound):
         await broker.txs.end("nope", "pg", "commit")
-    assert broker.txs.get(txid).state is TxState.PENDING
+    assert broker.txs.get(txid).state is TransactionState.PENDING
 
 
 async def test_unanswered_transaction_is_checked_and_committed_by_the_check(broker: Broker, clock, client) -> None:
@@ -131,7 +131,7 @@ async def test_unanswered_transaction_is_checked_and_committed_by_the_check(brok
     await broker.check_round(clock, 0.2)
     assert len(client.calls) == 1
     assert client.calls[0][1]["message"]["topic"] == "ORDERS"
-    assert broker.txs.get(txid).state is TxState.COMMITTED
+    assert broker.txs.get(txid).state is TransactionState.COMMITTED
     assert broker.visible() == [b"o1"]
 
 
@@ -141,7 +141,7 @@ async def test_unknown_answers_discard_after_check_max(broker: Broker, clock, cl
     for _ in range(6):
         await broker.check_round(clock, 6)
     tx = broker.txs.get(txid)
-    assert tx.state is TxState.DISCARDED
+    assert tx.state is TransactionState.DISCARDED
     assert tx.check_times == POLICY.check_max
     assert len(client.calls) == POLICY.check_max
     assert [m.body for m in broker.store.read_queue(CHECK_MAX_TIME_TOPIC, 0, 0, 10)] == [b"o1"]
@@ -153,11 +153,11 @@ async def test_checks_that_reach_no_producer_do_not_count(broker: Broker, clock,
     for _ in range(10):
         await broker.check_round(clock, 6)
     assert broker.txs.get(txid).check_times == 0
-    assert broker.txs.get(txid).state is TxState.PENDING
+    assert broker.txs.get(txid).state is TransactionState.PENDING
     broker.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
     client.script.append(CheckOutcome.ROLLBACK)
     await broker.check_round(clock, 6)
-    assert broker.txs.get(txid).state is TxState.ROLLED_BACK
+    assert broker.txs.get(txid).state is TransactionState.ROLLED_BACK
 
 
 async def test_state_and_check_counts_survive_a_restart(tmp_path: Path, clock, client) -> None:
@@ -171,10 +171,10 @@ async def test_state_and_check_counts_survive_a_restart(tmp_path: Path, clock, c
     b.close()
     b = Broker(tmp_path, clock, client)
     try:
-        assert b.txs.get(committed).state is TxState.COMMITTED
+        assert b.txs.get(committed).state is TransactionState.COMMITTED
         assert b.txs.get(committed).final == first.tx.final
-        assert b.txs.get(rolled).state is TxState.ROLLED_BACK
-        assert b.txs.get(pending).state is TxState.PENDING
+        assert b.txs.get(rolled).state is TransactionState.ROLLED_BACK
+        assert b.txs.get(pending).state is TransactionState.PENDING
         assert b.txs.get(pending).check_times == 2
         again = await b.txs.end(committed, "pg", "commit")
         assert again.duplicate and b.visible() == [b"c"]
@@ -193,7 +193,7 @@ async def test_discarded_transaction_can_be_resent_once(broker: Broker, clock, c
 
     tx = broker.txs.get(txid)
     broker.txs.apply(tx, TxEvent.RESEND)
-    assert tx.state is TxState.COMMITTED and broker.visible() == [b"o1"]
+    assert tx.state is TransactionState.COMMITTED and broker.visible() == [b"o1"]
     with pytest.raises(TransactionConflict):
         broker.txs.apply(tx, TxEvent.RESEND)
 
@@ -211,7 +211,7 @@ async def test_check_storms_do_not_grow_the_half_queue(broker: Broker, clock, cl
     ops = broker.store.read_queue(OP_HALF_TOPIC, 0, 0, 100)
     assert [op.properties["OP"] for op in ops] == ["check"] * POLICY.check_max + ["discard"]
     assert all(op.size < 1024 for op in ops), [op.size for op in ops]
-    assert broker.txs.get(txid).state is TxState.DISCARDED
+    assert broker.txs.get(txid).state is TransactionState.DISCARDED
 
 
 async def test_resend_survives_a_restart_and_is_not_offered_again(tmp_path: Path, clock, client) -> None:
@@ -226,8 +226,8 @@ async def test_resend_survives_a_restart_and_is_not_offered_again(tmp_path: Path
     b.close()
     b = Broker(tmp_path, clock, client)
     try:
-        assert b.txs.get(txid).state is TxState.COMMITTED
-        assert b.txs.in_state(TxState.DISCARDED) == []
+        assert b.txs.get(txid).state is TransactionState.COMMITTED
+        assert b.txs.in_state(TransactionState.DISCARDED) == []
         assert b.visible() == [b"o1"]
     finally:
         b.close()
@@ -302,9 +302,9 @@ async def test_a_pending_transaction_whose_half_is_damaged_can_still_be_rolled_b
         assert [payload["transaction_id"] for _, payload in client.calls] == [txids[1]]
         with pytest.raises(DamagedRecord):
             await b.txs.end(txids[0], "pg", "commit")
-        assert b.txs.get(txids[0]).state is TxState.PENDING
+        assert b.txs.get(txids[0]).state is TransactionState.PENDING
         outcome = await b.txs.end(txids[0], "pg", "rollback")
-        assert outcome.tx.state is TxState.ROLLED_BACK
+        assert outcome.tx.state is TransactionState.ROLLED_BACK
         assert [tx.transaction_id for tx in b.txs.pending()] == [txids[1]]
     finally:
         b.close()
@@ -318,7 +318,7 @@ async def test_a_producer_whose_check_raises_is_passed_over_for_the_next_one_of_
     client.script.append(CheckOutcome.COMMIT)
     await broker.check_round(clock, 6)
     assert [url for url, _ in client.calls] == ["http://127.0.0.1:1/broken", "http://127.0.0.1:1/check"]
-    assert broker.txs.get(txid).state is TxState.COMMITTED
+    assert broker.txs.get(txid).state is TransactionState.COMMITTED
 
 
 async def test_a_group_whose_only_producer_raises_keeps_its_transaction_pending_and_uncounted(broker: Broker, clock, client) -> None:
@@ -328,7 +328,7 @@ async def test_a_group_whose_only_producer_raises_keeps_its_transaction_pending_
     for _ in range(3):
         await broker.check_round(clock, 6)
     tx = broker.txs.get(txid)
-    assert tx.state is TxState.PENDING and tx.check_times == 0
+    assert tx.state is TransactionState.PENDING and tx.check_times == 0
     assert len(client.calls) == 3  # asked again every round, not dropped from the schedule
 
 
@@ -349,6 +349,21 @@ async def test_a_failure_in_one_group_never_stops_the_check_round_for_the_others
         b.registry.heartbeat("py", "y", "http://127.0.0.1:1/y")
         client.script.extend([CheckOutcome.COMMIT, CheckOutcome.COMMIT])
         await b.check_round(clock, 3)  # "x-leaves" expires during this round
-        assert {b.txs.get(first).state, b.txs.get(second).state} == {TxState.COMMITTED}
+        assert {b.txs.get(first).state, b.txs.get(second).state} == {TransactionState.COMMITTED}
     finally:
         b.close()
+
+
+async def test_a_committed_transaction_leaves_records_in_rocketmqs_names(broker: Broker) -> None:
+    from halfmq.broker.store.topics import OP_HALF_TOPIC
+
+    txid = broker.half("o1", group="pg")
+    await broker.txs.end(txid, "pg", "commit")
+    [half] = broker.store.read_queue(HALF_TOPIC, 0, 0, 10)
+    [op] = broker.store.read_queue(OP_HALF_TOPIC, 0, 0, 10)
+    [final] = broker.store.read_queue("ORDERS", 0, 0, 10)
+    assert {k: half.properties[k] for k in ("REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP", "TRANSACTION_ID")} == {
+        "REAL_TOPIC": "ORDERS", "REAL_QID": "0", "TRAN_MSG": "true", "PGROUP": "pg", "TRANSACTION_ID": txid}
+    assert {"OP", "TRANSACTION_ID", "PGROUP", "HALF_CLOG", "BORN_MS", "FINAL_SIZE"} <= op.properties.keys()
+    assert (op.properties["OP"], op.properties["HALF_CLOG"]) == ("commit", str(half.commit_log_offset))
+    assert not {"REAL_TOPIC", "REAL_QID"} & final.properties.keys() and final.properties["TRANSACTION_ID"] == txid

@@ -17,14 +17,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
-from halfmq.broker.api.runtime import FlushWaiter
 from halfmq.broker.errors import ProducerGroupMismatch, TransactionConflict
+from halfmq.broker.protocol import TransactionState
+from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.transaction.check_client import CheckOutcome
 from halfmq.broker.transaction.check_policy import CheckPolicy
 from halfmq.broker.transaction.check_service import CheckService
 from halfmq.broker.transaction.producer_registry import ProducerRegistry
-from halfmq.broker.transaction.state_machine import TxState
 from halfmq.broker.transaction.transaction_service import TransactionService
 
 from .fakes import FakeClock, ScriptedCheckClient
@@ -32,7 +32,7 @@ from .fakes import FakeClock, ScriptedCheckClient
 POLICY = CheckPolicy(transaction_timeout=6, check_interval=5, check_max=3)
 ANSWERS = [CheckOutcome.COMMIT, CheckOutcome.ROLLBACK, CheckOutcome.UNKNOWN, CheckOutcome.TIMEOUT,
            CheckOutcome.ERROR, CheckOutcome.DEFERRED, CheckOutcome.UNREACHABLE]
-FINAL = {TxState.COMMITTED, TxState.ROLLED_BACK, TxState.DISCARDED}
+FINAL = {TransactionState.COMMITTED, TransactionState.ROLLED_BACK, TransactionState.DISCARDED}
 
 
 class TransactionMachine(RuleBasedStateMachine):
@@ -44,7 +44,7 @@ class TransactionMachine(RuleBasedStateMachine):
         self.loop = asyncio.new_event_loop()
         self.clock = FakeClock()
         self.client = ScriptedCheckClient()
-        self.model: dict[str, TxState] = {}
+        self.model: dict[str, TransactionState] = {}
         self.body: dict[str, bytes] = {}
         self.counter = 0
         self._open()
@@ -65,15 +65,15 @@ class TransactionMachine(RuleBasedStateMachine):
         self.counter += 1
         body = f"tx-{self.counter}".encode()
         tx, _ = self.service.send_half("pg", PutItem("ORDERS", queue, body, {"UNIQ_KEY": body.decode()}), 2)
-        self.model[tx.transaction_id] = TxState.PENDING
+        self.model[tx.transaction_id] = TransactionState.PENDING
         self.body[tx.transaction_id] = body
         return tx.transaction_id
 
     @rule(txid=txs, state=st.sampled_from(["commit", "rollback", "unknown"]), from_check=st.booleans())
     def end(self, txid: str, state: str, from_check: bool) -> None:
         before = self.model[txid]
-        expected = {"commit": TxState.COMMITTED, "rollback": TxState.ROLLED_BACK}.get(state, before)
-        legal = before is TxState.PENDING or expected is before
+        expected = {"commit": TransactionState.COMMITTED, "rollback": TransactionState.ROLLED_BACK}.get(state, before)
+        legal = before is TransactionState.PENDING or expected is before
         try:
             outcome = self.run(self.service.end(txid, "pg", state, from_check=from_check))
         except TransactionConflict:
@@ -81,7 +81,7 @@ class TransactionMachine(RuleBasedStateMachine):
             return
         assert legal, f"{state} on {before} should be a conflict"
         assert outcome.tx.state is expected
-        assert outcome.duplicate == (before is not TxState.PENDING)
+        assert outcome.duplicate == (before is not TransactionState.PENDING)
         self.model[txid] = expected
 
     @rule(txid=txs)
@@ -118,7 +118,7 @@ class TransactionMachine(RuleBasedStateMachine):
     @invariant()
     def committed_visible_exactly_once_and_nothing_else(self) -> None:
         visible = Counter(m.body for q in range(2) for m in self.store.read_queue("ORDERS", q, 0, 100_000))
-        committed = Counter(self.body[t] for t, s in self.model.items() if s is TxState.COMMITTED)
+        committed = Counter(self.body[t] for t, s in self.model.items() if s is TransactionState.COMMITTED)
         assert visible == committed
 
     @invariant()

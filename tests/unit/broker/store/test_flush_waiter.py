@@ -1,4 +1,7 @@
-"""FlushWaiter: one fsync request per event-loop pass, every waiter settled by it, timeouts and failures reported."""
+"""FlushWaiter: one fsync request per event-loop pass, every waiter settled by it, timeouts and failures reported.
+
+The API answers FlushTimedOut as FLUSH_DISK_TIMEOUT and StoreNotWritable as STORE_UNAVAILABLE (tests/unit/broker/api/test_problems.py).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +11,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from halfmq.broker.api.runtime import FlushWaiter
-from halfmq.broker.errors import FlushDiskTimeout, StoreUnavailable
+from halfmq.broker.store.flush_waiter import FlushTimedOut, FlushWaiter
+from halfmq.broker.store.message_store import StoreNotWritable
 
 
 @dataclass
@@ -67,9 +70,9 @@ async def test_already_durable_offsets_and_async_mode_do_not_wait() -> None:
     assert store.requests == [] and lazy.requests == []
 
 
-async def test_an_fsync_slower_than_the_timeout_is_a_flush_disk_timeout() -> None:
+async def test_an_fsync_slower_than_the_timeout_is_a_flush_timeout() -> None:
     store = FakeStore()
-    with pytest.raises(FlushDiskTimeout):
+    with pytest.raises(FlushTimedOut):
         await FlushWaiter(store, timeout=0.05)(10)  # type: ignore[arg-type]
 
 
@@ -80,7 +83,7 @@ async def test_a_failed_fsync_fails_every_waiter_of_it() -> None:
     await asyncio.sleep(0.01)
     store.requests[0][1].set_exception(OSError("EIO"))
     results = await asyncio.gather(*waits, return_exceptions=True)
-    assert all(isinstance(r, StoreUnavailable) for r in results)
+    assert all(isinstance(r, StoreNotWritable) for r in results)
 
 
 async def test_a_cancelled_request_does_not_cancel_its_neighbours() -> None:
