@@ -9,7 +9,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.processes import ROOT
+
+pytestmark = pytest.mark.slow
 
 SUITE = ROOT / "examples" / "user_suite"
 
