@@ -5,7 +5,7 @@ The same app as the peers' ``http_app.py`` (bench/peers in the shared tree):
 ``POST /append_fsync`` also appends it to a file and fsyncs inline, blocking
 the event loop on purpose - the naive "durable HTTP endpoint" a broker must
 beat. Served by uvicorn + uvloop + httptools with one worker, as the peers' HTTP baselines
-are (the broker itself runs on granian by default, uvicorn optionally).
+are (the broker itself runs on uvicorn by default, granian optionally).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
-"""Serving the broker's app: granian's embedded server (the default) or uvicorn.
+"""Serving the broker's app: uvicorn (the default) or granian's embedded server.
 
 Both run the app on this process's asyncio loop (uvloop), so the store, the
 group-commit thread and every request share one process: kill -9 of the pid a
-supervisor started kills the broker, and the data-dir lock goes with it. Granian
-reads requests and writes responses on its own Rust threads, which takes that
-work off the event loop: on two cores, +15-25 % half+end pairs and single sends
-against uvicorn in the same session (docs/benchmarks.md). Its embedded mode is
-marked experimental upstream, so uvicorn stays one setting away
-(``HALFMQ_BROKER_HTTP_SERVER=uvicorn``) and the broker's HTTP tests run on both.
+supervisor started kills the broker, and the data-dir lock goes with it.
+uvicorn is the default because it runs that way in a mode its authors support
+for production; granian's embedded mode (``HALFMQ_BROKER_HTTP_SERVER=granian``)
+is faster but marked experimental upstream, and granian's supported mode forks
+a worker process (docs/decisions.md, "The broker's production HTTP server").
+The broker's HTTP tests run on both.
 
 Both get the same connection limits from the settings: thousands of connections
 (consumers long-poll, so most are idle), a listen backlog for bursts, and a

@@ -19,6 +19,12 @@ BrokerFactory = Callable[..., BrokerProcess]
 
 
 @pytest.fixture
+def halfmq_broker_settings() -> dict[str, str]:
+    """The same test settings for the in-process broker (halfmq.testing's `halfmq_broker`)."""
+    return {name.removeprefix("HALFMQ_BROKER_").lower(): value for name, value in TEST_BROKER_ENV.items()}
+
+
+@pytest.fixture
 def start_broker(tmp_path: Path) -> Iterator[BrokerFactory]:
     """Start real `halfmq broker` processes; every one is stopped at teardown."""
     started: list[BrokerProcess] = []

@@ -43,3 +43,18 @@ def test_the_top_level_package_exports_the_sdk_lazily() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "halfmq.client.producer"]
+
+
+def test_the_pytest_plugin_loads_no_broker_code_until_its_fixture_is_used() -> None:
+    """pytest loads it in every suite where halfmq is installed, the SDK alone included."""
+    probe = "import sys, halfmq.pytest_plugin; print(repr(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    loaded = {m for m in eval(done.stdout) if m.startswith((*HEAVY, "halfmq.broker", "halfmq.testing"))}  # noqa: S307
+    assert not loaded, sorted(loaded)
+
+
+def test_the_pytest_plugin_is_registered_by_an_entry_point() -> None:
+    from importlib.metadata import entry_points
+
+    assert [e.value for e in entry_points(group="pytest11") if e.name == "halfmq"] == ["halfmq.pytest_plugin"]

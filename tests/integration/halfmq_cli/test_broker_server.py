@@ -1,6 +1,6 @@
 """`halfmq broker` on each HTTP server it can run on: the same answers, the same shutdown, the same refusals.
 
-The rest of the suite runs on the default (granian); these pin what must not
+The rest of the suite runs on the default (uvicorn); these pin what must not
 depend on the server: hot and FastAPI routes, problem responses, a hung-up long
 poll handing its messages back, SIGTERM ending open long polls promptly, and a
 taken port refusing to start instead of being shared.
@@ -122,3 +122,15 @@ def test_a_missing_or_broken_auth_file_stops_the_broker_instead_of_serving_it_op
                           env={**os.environ, "HALFMQ_BROKER_AUTH_FILE": str(auth)}, capture_output=True, text=True, timeout=60)
     assert done.returncode == 6, done.stderr[-2000:]
     assert "cannot start: auth file" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_default_server_runs_in_a_mode_its_authors_support_for_production(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HALFMQ_BROKER_HTTP_SERVER", raising=False)
+    broker = BrokerProcess(tmp_path / "data", tmp_path, {"HALFMQ_BROKER_LOG_LEVEL": "debug"})
+    broker.start()
+    try:
+        assert httpx.get(f"{broker.url}/healthz", timeout=5).status_code == 200
+    finally:
+        broker.stop()
+    assert "experimental" not in broker.tail(200).lower(), broker.tail(200)

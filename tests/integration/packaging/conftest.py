@@ -80,5 +80,5 @@ def sdk_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Installed
 @pytest.fixture(scope="session")
 def services_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> InstalledVenv:
     env = fresh_venv(tmp_path_factory.mktemp("services") / "venv")
-    pip_install(env, f"halfmq[services] @ {wheel.as_uri()}")
+    pip_install(env, f"halfmq[services,broker] @ {wheel.as_uri()}")
     return env

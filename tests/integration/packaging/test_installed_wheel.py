@@ -88,6 +88,12 @@ def test_importing_the_sdk_loads_no_server_side_module(sdk_venv: InstalledVenv, 
     assert not loaded & set(SERVER_SIDE), sorted(loaded & set(SERVER_SIDE))
 
 
+def test_halfmq_testing_without_the_broker_extra_names_the_extra_to_install(sdk_venv: InstalledVenv, tmp_path: Path) -> None:
+    done = sdk_venv.run("-c", "import halfmq.testing", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "ModuleNotFoundError" in done.stderr and "pip install 'halfmq[broker]'" in done.stderr, done.stderr
+
+
 def test_the_wheel_ships_py_typed_and_the_migrations(sdk_venv: InstalledVenv) -> None:
     package = sdk_venv.site_packages / "halfmq"
     assert (package / "py.typed").is_file()
@@ -114,19 +120,32 @@ def test_version_is_one_figure_everywhere(sdk_venv: InstalledVenv, wheel: Path, 
     assert wheel.name.startswith(f"halfmq-{installed_version}-")
 
 
-def test_the_services_extra_migrates_and_serves_the_order_service(services_venv: InstalledVenv,
-                                                                 start_broker: BrokerFactory, tmp_path: Path) -> None:
-    broker = start_broker()
-    port = free_port()
-    order = ManagedProcess(
-        "order", [str(services_venv.root / "bin" / "halfmq"), "order", "--port", str(port), "--data-dir", str(tmp_path)],
-        {"ORDER_BROKER_URL": broker.url, "ORDER_PUBLIC_URL": f"http://127.0.0.1:{port}", "ORDER_LOG_LEVEL": "info"},
-        f"http://127.0.0.1:{port}/healthz", tmp_path / "order.log",
-    )
+def _from_the_venv(env: InstalledVenv, name: str, args: list[str], environ: dict[str, str], health_url: str,
+                   log_dir: Path) -> ManagedProcess:
+    """The venv's own `halfmq` script, with nothing of the checkout on its path."""
+    return ManagedProcess(name, [str(env.root / "bin" / "halfmq"), *args], {"PYTHONPATH": "", **environ}, health_url,
+                          log_dir / f"{name}.log")
+
+
+def test_the_services_extra_migrates_and_serves_the_order_service(services_venv: InstalledVenv, tmp_path: Path) -> None:
+    broker_port, order_port = free_port(), free_port()
+    broker_url, order_url = f"http://127.0.0.1:{broker_port}", f"http://127.0.0.1:{order_port}"
+    broker = _from_the_venv(services_venv, "broker", ["broker", "--port", str(broker_port), "--data-dir", str(tmp_path / "broker")],
+                            {}, f"{broker_url}/healthz", tmp_path)
+    order = _from_the_venv(services_venv, "order", ["order", "--port", str(order_port), "--data-dir", str(tmp_path)],
+                           {"ORDER_BROKER_URL": broker_url, "ORDER_PUBLIC_URL": order_url, "ORDER_LOG_LEVEL": "info"},
+                           f"{order_url}/healthz", tmp_path)
     try:
+        broker.start(timeout=60)
         order.start(timeout=60)
-        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
+        placed = httpx.post(f"{order_url}/orders", json={"user_id": "wheel", "amount": "1.50"}, timeout=30)
+        assert placed.status_code == 201, placed.text
+        topic = httpx.get(f"{broker_url}/v1/topics/ORDER_TOPIC", timeout=5).json()
+        assert sum(q["max_offset"] for q in topic["queues"]) == 1, topic  # committed through the wheel's SDK
     finally:
         order.stop()
+        broker.stop()
     with sqlite3.connect(tmp_path / "order.db") as db:  # migrated by the wheel's own alembic.ini and versions
         assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("0001_orders",)]
+    migrations = services_venv.run("-c", "from halfmq.services.database import MIGRATIONS; print(MIGRATIONS)", cwd=tmp_path)
+    assert migrations.stdout.strip() == str(services_venv.site_packages / "halfmq" / "migrations"), migrations

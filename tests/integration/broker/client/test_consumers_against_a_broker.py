@@ -1,6 +1,6 @@
-"""The consumer loops against a real broker process.
+"""The consumer loops against the real broker, served in this test process (halfmq.testing).
 
-The test broker (tests/conftest.py) retries nacked messages after a fraction
+The test broker (tests/conftest.py, `halfmq_broker_settings`) retries nacked messages after a fraction
 of a second, but these tests only rely on redelivery happening eventually,
 within a generous deadline.
 """
@@ -16,10 +16,17 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from halfmq.client import AsyncConsumer, Consumer, ConsumerClient, Message, Producer
+from halfmq.testing import InProcessBroker
 
 
 def unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def broker_url(halfmq_broker: InProcessBroker) -> str:
+    """The real broker in this test process: these tests need no broker process of their own."""
+    return halfmq_broker.url
 
 
 @pytest.fixture

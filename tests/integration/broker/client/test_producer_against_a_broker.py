@@ -1,4 +1,4 @@
-"""The producer SDK against a real broker process."""
+"""The producer SDK against the real broker, served in this test process (halfmq.testing)."""
 
 from __future__ import annotations
 
@@ -20,10 +20,17 @@ from halfmq.client import (
     message_json,
 )
 from halfmq.broker.errors import SystemTopicForbidden
+from halfmq.testing import InProcessBroker
 
 
 def unique(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def broker_url(halfmq_broker: InProcessBroker) -> str:
+    """The real broker in this test process: these tests need no broker process of their own."""
+    return halfmq_broker.url
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from tests.support.auth import write_auth_file
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_for
 
-from .asgi_server import ThreadedUvicorn
+from halfmq.testing import ServedApp
 
 GROUP = "order_producer_group"
 FAST_CHECKS = {"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "0.5", "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "0.3"}
@@ -76,7 +76,7 @@ def test_a_signed_check_back_commits_and_replayed_tampered_or_unsigned_copies_ar
     listener = Listener()
     producer = TransactionProducer(broker.url, GROUP, listener, token=tokens["order"], heartbeat_interval=0.2)
     recorder = Recorder(producer.check_app(check_secret=derive_check_secret(auth.check_secret_key, GROUP)))
-    server = ThreadedUvicorn(recorder)
+    server = ServedApp(recorder)
     producer.check_url = f"{server.url}/halfmq/check"
     with server, producer:
         result = producer.send_in_transaction("ORDER_TOPIC", "o-1", keys=["o-1"])
@@ -102,7 +102,7 @@ def test_a_check_app_with_another_groups_secret_refuses_the_brokers_checks(secur
     listener = Listener()
     producer = TransactionProducer(broker.url, GROUP, listener, token=tokens["order"], heartbeat_interval=0.2)
     recorder = Recorder(producer.check_app(check_secret=derive_check_secret(auth.check_secret_key, "another_group")))
-    server = ThreadedUvicorn(recorder)
+    server = ServedApp(recorder)
     producer.check_url = f"{server.url}/halfmq/check"
     with server, producer:
         result = producer.send_in_transaction("ORDER_TOPIC", "o-2", keys=["o-2"])

@@ -40,10 +40,10 @@ from halfmq.client import (
 )
 from halfmq.client.transport import request_not_sent
 from halfmq.broker.errors import StoreUnavailable, SystemTopicForbidden, TransactionConflict
+from halfmq.testing import ServedApp
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_for
 
-from .asgi_server import ThreadedUvicorn
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
@@ -191,7 +191,7 @@ def test_a_local_transaction_that_raises_is_rolled_back_and_the_error_kept(
 def test_unknown_stays_pending_until_the_check_back_commits_it(tx_broker: BrokerProcess, reader: Producer, topic: str) -> None:
     listener = Listener(lambda msg, arg: UNKNOW)  # the business change is still in flight
     app = FastAPI()
-    server = ThreadedUvicorn(app)
+    server = ServedApp(app)
     check_url = f"{server.url}/halfmq/check/"  # a Mount serves the path with the slash
     producer = TransactionProducer(tx_broker.url, "pg_unknown", listener, check_url=check_url, heartbeat_interval=0.2)
     app.mount("/halfmq/check", producer.check_app())
@@ -234,7 +234,7 @@ def test_a_producer_dying_after_its_local_commit_is_committed_by_the_check_back(
 
     listener = Listener(commit_then_die)
     app = FastAPI()
-    server = ThreadedUvicorn(app)
+    server = ServedApp(app)
     producer = TransactionProducer(tx_broker.url, "pg_crash", listener, check_url=f"{server.url}/halfmq/check")
     app.add_route("/halfmq/check", producer.check_app())  # the exact path, no trailing slash
     with server, producer:
@@ -309,7 +309,7 @@ def test_the_check_app_answers_states_problems_and_methods_over_http(caplog: pyt
             return answers[key]
 
     # Served on its own with lifespan on: uvicorn fails to start unless the app answers it.
-    with ThreadedUvicorn(CheckApp(Answering(), producer_group="pg"), lifespan="on") as server, httpx.Client(base_url=server.url) as http:
+    with ServedApp(CheckApp(Answering(), producer_group="pg"), lifespan="on") as server, httpx.Client(base_url=server.url) as http:
         ok = http.post("/", json=check_request(keys=["order-ok"]))
         assert (ok.status_code, ok.json()) == (200, {"state": "commit"})
         assert http.post("/", json=check_request(keys=["order-none"])).json() == {"state": "unknown"}
@@ -337,7 +337,7 @@ def test_in_fastapi_a_mount_needs_the_trailing_slash_and_a_route_does_not() -> N
     app = FastAPI()
     app.mount("/mounted", CheckApp(listener))
     app.add_route("/routed", CheckApp(listener))
-    with ThreadedUvicorn(app) as server, httpx.Client(base_url=server.url) as http:
+    with ServedApp(app) as server, httpx.Client(base_url=server.url) as http:
         assert http.post("/mounted/", json=check_request()).json() == {"state": "commit"}
         assert http.post("/mounted", json=check_request()).status_code == 307
         assert http.post("/routed", json=check_request()).json() == {"state": "commit"}
@@ -389,7 +389,7 @@ async def test_the_async_producer_runs_a_blocking_listener_in_a_thread_and_a_cra
 
     listener = Listener(execute)
     app = FastAPI()
-    server = ThreadedUvicorn(app)
+    server = ServedApp(app)
     producer = AsyncTransactionProducer(
         tx_broker.url, "pg_async_sync", listener, check_url=f"{server.url}/halfmq/check", heartbeat_interval=0.1
     )
