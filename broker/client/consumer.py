@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import Message, ReceiveRequest
+from halfmq.broker.wire import Message, ReceiveRequest
 
 from .consumer_client import ConsumerClient
 from .transport import Verify

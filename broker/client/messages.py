@@ -14,9 +14,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
+import msgspec
 
-from halfmq.broker.protocol import Message, OutgoingMessage
+from halfmq.broker.wire import Message, OutgoingMessage
 
 __all__ = ["UNIQ_KEY", "Body", "message_body_bytes", "message_json", "outgoing", "with_uniq_key"]
 
@@ -33,7 +33,7 @@ def with_uniq_key(message: OutgoingMessage) -> OutgoingMessage:
     """The message with a UNIQ_KEY property, copying rather than mutating the caller's."""
     if message.properties.get(UNIQ_KEY):
         return message
-    return message.model_copy(update={"properties": {**message.properties, UNIQ_KEY: _new_uniq_key()}})
+    return msgspec.structs.replace(message, properties={**message.properties, UNIQ_KEY: _new_uniq_key()})
 
 
 def outgoing(
@@ -55,7 +55,7 @@ def outgoing(
     elif isinstance(message, (bytes, bytearray, memoryview)):
         body, encoding = base64.b64encode(message).decode("ascii"), "base64"
     elif isinstance(message, (dict, list)):
-        body, encoding = orjson.dumps(message).decode("utf-8"), "utf-8"
+        body, encoding = msgspec.json.encode(message).decode("utf-8"), "utf-8"
     else:
         raise TypeError(f"a message body must be str, bytes, dict or list, not {type(message).__name__}")
     built = OutgoingMessage(
@@ -79,4 +79,4 @@ def message_body_bytes(message: Message | OutgoingMessage) -> bytes:
 
 def message_json(message: Message | OutgoingMessage) -> Any:
     """The body parsed as JSON (as sent by ``send(topic, {...})``)."""
-    return orjson.loads(message_body_bytes(message))
+    return msgspec.json.decode(message_body_bytes(message))

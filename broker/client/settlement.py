@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from enum import Enum
 
-from halfmq.broker.protocol import Message, SettleResult, SettleStatus
+from halfmq.broker.wire import Message, SettleResult, SettleStatus
 
 __all__ = ["Outcome", "log_expired", "log_handler_failure", "split"]
 

@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import HalfSendResult, OutgoingMessage
+from halfmq.broker.wire import HalfSendResult, OutgoingMessage
 
 from . import endpoints
 from .check_app import CheckApp
