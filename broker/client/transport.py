@@ -106,7 +106,7 @@ def error_from_answer(status: int, body: bytes, where: str) -> BrokerError:
     if isinstance(problem, dict) and "detail" in problem:
         text = str(problem["detail"])
     else:
-        text = body[:500].decode("utf-8", "replace")
+        text = " ".join(body[:500].decode("utf-8", "replace").split())  # a proxy's HTML page, on one line
     error = BrokerError(f"HTTP {status} from {where}: {text}".rstrip(": "))
     return _override(error, status=status, retriable=status in _TRANSIENT_STATUSES)
 
