@@ -120,8 +120,9 @@ def _causes(exc: BaseException) -> list[BaseException]:
             continue
         seen.append(item)
         # Libraries keep the OS error in different places: the chain, ``os_error``
-        # (aiohttp), ``reason`` or an argument (urllib3).
-        todo += [item.__cause__, item.__context__, getattr(item, "os_error", None), getattr(item, "reason", None)]
+        # or ``certificate_error`` (aiohttp), ``reason`` or an argument (urllib3).
+        todo += [item.__cause__, item.__context__, getattr(item, "os_error", None),
+                 getattr(item, "certificate_error", None), getattr(item, "reason", None)]
         todo += [arg for arg in item.args if isinstance(arg, BaseException)]
     return seen
 
@@ -129,9 +130,13 @@ def _causes(exc: BaseException) -> list[BaseException]:
 def failure_reason(exc: BaseException, timeout: float | None = None) -> str:
     """A few words a person can act on, for whatever a network library raised."""
     causes = _causes(exc)
+    untrusted = [c for c in causes if isinstance(c, ssl.SSLCertVerificationError)]
+    if untrusted:
+        why = next((c.verify_message for c in untrusted if getattr(c, "verify_message", None)), untrusted[-1])
+        return (f"certificate not trusted: {why}; "
+                f"pass verify= the CA file, or set ${CA_FILE_ENV}")
     for kind, words in ((ConnectionRefusedError, "connection refused"), (socket.gaierror, "host name not found"),
-                        (ConnectionResetError, "connection reset"), (ssl.SSLCertVerificationError, "certificate not trusted"),
-                        (ssl.SSLError, "TLS failed")):
+                        (ConnectionResetError, "connection reset"), (ssl.SSLError, "TLS failed")):
         if any(isinstance(c, kind) for c in causes):
             return words
     names = " ".join(type(c).__name__.lower() for c in causes)
@@ -225,7 +230,10 @@ class Transport:
             response = self._pool.request(call.method, url, body=content, headers=self._headers[id(headers)], timeout=timeout,
                                           redirect=False)
         except self._errors as exc:
-            raise _unavailable(self._base, call, exc, sent=not isinstance(exc, self._not_sent), timeout=timeout) from None
+            # A certificate is refused in the handshake, before a byte of the request.
+            sent = not isinstance(exc, self._not_sent) and not any(
+                isinstance(c, ssl.SSLCertVerificationError) for c in _causes(exc))
+            raise _unavailable(self._base, call, exc, sent=sent, timeout=timeout) from None
         return _answer(call, response.status, response.headers.get("content-type", ""), response.data,
                        f"{call.method} {url}")
 

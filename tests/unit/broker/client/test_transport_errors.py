@@ -22,7 +22,6 @@ def _chained(outer: Exception, inner: BaseException) -> Exception:
      "connection refused"),
     (_chained(OSError("connect"), socket.gaierror(-2, "Name or service not known")), "host name not found"),
     (OSError("Connection aborted.", ConnectionResetError(104, "reset by peer")), "connection reset"),
-    (_chained(OSError("handshake"), ssl.SSLCertVerificationError("self-signed certificate")), "certificate not trusted"),
     (TimeoutError(), "no answer within 2.5s"),
 ])
 def test_a_network_failure_is_named_in_a_few_words(exc: BaseException, words: str) -> None:
@@ -43,3 +42,11 @@ def test_a_proxys_html_error_page_becomes_one_line_with_the_status() -> None:
 def test_a_problem_answer_becomes_its_error_class() -> None:
     error = error_from_answer(404, msgspec.json.encode(TopicNotFound("no topic t").to_problem()), "GET http://b/v1/topics/t")
     assert isinstance(error, TopicNotFound) and error.detail == "no topic t" and error.status == 404
+
+
+def test_an_untrusted_certificate_says_why_and_how_to_trust_it() -> None:
+    refused = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    refused.verify_message = "self-signed certificate in certificate chain"
+    assert failure_reason(_chained(OSError("handshake"), refused)) == (
+        "certificate not trusted: self-signed certificate in certificate chain; "
+        "pass verify= the CA file, or set $HALFMQ_CA_FILE")
