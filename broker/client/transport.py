@@ -218,16 +218,17 @@ class Transport:
         # connection instead of waiting; only max_connections are kept.
         self._pool: urllib3.PoolManager = urllib3.PoolManager(maxsize=max_connections, block=False, retries=False, **options)
         auth = auth_headers(token)  # urllib3 drops a pool's default headers when a request brings its own
-        self._headers = {id(_ACCEPT): {**_ACCEPT, **auth}, id(_SEND_JSON): {**_SEND_JSON, **auth}}
+        self._plain_headers, self._json_headers = {**_ACCEPT, **auth}, {**_SEND_JSON, **auth}
 
     def call(self, call: Call[T]) -> T:
-        content, headers = _encode(call.body)
+        content = None if call.body is None else msgspec.json.encode(call.body)
+        headers = self._plain_headers if content is None else self._json_headers
         url = self._base + call.path
         if call.params:
             url += "?" + urlencode(call.params)
         timeout = self._timeout if call.timeout is None else call.timeout
         try:
-            response = self._pool.request(call.method, url, body=content, headers=self._headers[id(headers)], timeout=timeout,
+            response = self._pool.request(call.method, url, body=content, headers=headers, timeout=timeout,
                                           redirect=False)
         except self._errors as exc:
             # A certificate is refused in the handshake, before a byte of the request.

@@ -51,6 +51,19 @@ PROGRAMS = {
         with TransactionProducer(URL, "orders-pg", Listener(), check_backs=False) as producer:
             producer.send_in_transaction("orders", "hello")
     """,
+    "AsyncTransactionProducer": """
+        import asyncio
+        from halfmq import AsyncTransactionProducer, LocalTransactionState
+        class Listener:
+            async def execute_local_transaction(self, message, arg):
+                return LocalTransactionState.COMMIT_MESSAGE
+            async def check_local_transaction(self, message):
+                return LocalTransactionState.COMMIT_MESSAGE
+        async def main():
+            async with AsyncTransactionProducer(URL, "orders-pg", Listener(), check_backs=False) as producer:
+                await producer.send_in_transaction("orders", "hello")
+        asyncio.run(main())
+    """,
 }
 CONSUMER_LOOPS = {
     "Consumer": """
