@@ -119,9 +119,10 @@ def _causes(exc: BaseException) -> list[BaseException]:
         if not isinstance(item, BaseException) or any(item is s for s in seen):
             continue
         seen.append(item)
-        # Libraries keep the OS error in different places: the chain, ``os_error``
-        # or ``certificate_error`` (aiohttp), ``reason`` or an argument (urllib3).
-        todo += [item.__cause__, item.__context__, getattr(item, "os_error", None),
+        # Libraries keep the OS error in different places: ``__cause__``, ``os_error``
+        # or ``certificate_error`` (aiohttp), ``reason`` or an argument (urllib3). Not
+        # ``__context__``: that may be whatever the caller was handling at the time.
+        todo += [item.__cause__, getattr(item, "os_error", None),
                  getattr(item, "certificate_error", None), getattr(item, "reason", None)]
         todo += [arg for arg in item.args if isinstance(arg, BaseException)]
     return seen
