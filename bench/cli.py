@@ -1,5 +1,7 @@
 """`halfmq bench [SCENARIO…] [--quick] [--json PATH]`: run scenarios, print tables, write JSON.
 
+(`halfmq bench footprint` is the SDK's install and import footprint beside other clients: ``footprint``.)
+
 ``halfmq bench …`` hands its arguments to ``main`` here (so ``halfmq --help``
 loads no benchmark code); ``python -m halfmq.bench.cli …`` is the same thing. Order of a run: the
 in-run baselines the selected scenarios compare with, then each scenario
@@ -138,10 +140,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = argv if argv is not None else sys.argv[1:]
+    if argv[:1] == ["footprint"]:  # not a scenario: it starts no broker, it installs clients into venvs
+        from .footprint import main as footprint_main
+
+        return footprint_main(argv[1:])
     parser = configure(argparse.ArgumentParser(prog="halfmq bench", description=__doc__,
                                                formatter_class=argparse.RawDescriptionHelpFormatter))
     args = parser.parse_args(argv)
-    args.argv = argv if argv is not None else sys.argv[1:]
+    args.argv = argv
     return args.func(args)
 
 

@@ -225,12 +225,22 @@ class DamagedRecord(BrokerError):
 
 
 class BrokerUnavailable(BrokerError):
-    """Raised by the client only: the broker could not be reached or did not answer."""
+    """Raised by the client only: the broker could not be reached or did not answer.
 
+    ``cause`` is the HTTP library's own exception (kept off the traceback, where it
+    is noise); ``sent`` is False only when the request certainly never left.
+    """
+
+    __module__ = "halfmq.client"  # where a user imports it from, and what a traceback names
     code = "BROKER_UNAVAILABLE"
     status = 503
     retriable = True
     title = "The broker could not be reached"
+
+    def __init__(self, detail: str = "", *, cause: BaseException | None = None, sent: bool = True, **extra: Any) -> None:
+        super().__init__(detail, **extra)
+        self.cause = cause
+        self.sent = sent
 
 
 def _all_subclasses(cls: type[BrokerError]) -> list[type[BrokerError]]:

@@ -48,7 +48,7 @@ async def _sdk(broker_url: str, conc: int, seconds: float, max_ops: int, warmup:
             return 1
 
         run = await drive(lambda _i: op, conc, seconds, max_ops, warmup=warmup)
-    run.driver = "sdk(httpx)"
+    run.driver = "sdk(aiohttp)"
     return run
 
 
@@ -96,5 +96,5 @@ def run(ctx: Context) -> dict[str, Any]:
             broker.url, lambda secs: run_async(_sdk(broker.url, c, secs, s.max_ops, 0.0, s.body_bytes)), w, s.seconds))
         cases["sdk_single_c64"] = throughput_case(
             runs, unit="msg/s", concurrency=c, baseline=name_for("fastapi_fsync_c64", "aiohttp"),
-            what=f"durable single-message send through the SDK's AsyncProducer (httpx pools), {c} in flight")
+            what=f"durable single-message send through the SDK's AsyncProducer (aiohttp), {c} in flight")
     return scenario_ok(cases, topic=TOPIC, queues=4, body_bytes=s.body_bytes, flush_mode="sync")

@@ -2,41 +2,84 @@
 
 Services talk to the broker only through this package, over HTTP, exactly as
 a stranger would; the wire models and error types are re-exported here so
-they need nothing else from ``broker``.
+they need nothing else from ``broker``. Names load on first use (PEP 562), so
+``from halfmq.client import Producer`` loads the blocking client and not the
+asyncio consumers or the check app.
 """
 
-from halfmq.broker.errors import BrokerError, BrokerUnavailable, CheckUrlRefused
-from halfmq.broker.protocol import (
-    CheckRequest,
-    ConsumerGroupInfo,
-    HalfSendResult,
-    Message,
-    OffsetReadResponse,
-    OutgoingMessage,
-    SendResult,
-    SendStatus,
-    SettleResult,
-    SettleStatus,
-    TopicInfo,
-)
+from __future__ import annotations
 
-from .async_consumer import AsyncConsumer
-from .async_transaction_producer import AsyncTransactionProducer
-from .check_app import CheckApp
-from .consumer import Consumer
-from .consumer_client import AsyncConsumerClient, ConsumerClient
-from .messages import UNIQ_KEY, message_body_bytes, message_json
-from .producer import AsyncProducer, Producer
-from .send_options import SendOptions
-from .transaction import (
-    AsyncTransactionListener,
-    LocalTransactionState,
-    TransactionListener,
-    TransactionSendResult,
-)
-from .transaction_producer import TransactionProducer
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from halfmq.broker.errors import BrokerError, BrokerUnavailable, CheckUrlRefused
+    from halfmq.broker.wire import (
+        CheckRequest,
+        ConsumerGroupInfo,
+        HalfSendResult,
+        Message,
+        OffsetReadResponse,
+        OutgoingMessage,
+        SendResult,
+        SendStatus,
+        SettleResult,
+        SettleStatus,
+        TopicInfo,
+    )
+
+    from halfmq.client.async_consumer import AsyncConsumer
+    from halfmq.client.check_app import CheckApp
+    from halfmq.client.consumer import Consumer
+    from halfmq.client.consumer_client import AsyncConsumerClient, ConsumerClient
+    from halfmq.client.messages import UNIQ_KEY, message_body_bytes, message_json
+    from halfmq.client.producer import AsyncProducer, Producer
+    from halfmq.client.transaction import (
+        AsyncTransactionListener,
+        LocalTransactionState,
+        TransactionListener,
+        TransactionSendResult,
+    )
+    from halfmq.client.async_transaction_producer import AsyncTransactionProducer
+    from halfmq.client.send_options import SendOptions
+    from halfmq.client.transaction_producer import TransactionProducer
+
+_HOMES = {
+    "BrokerError": "halfmq.broker.errors",
+    "BrokerUnavailable": "halfmq.broker.errors",
+    "CheckUrlRefused": "halfmq.broker.errors",
+    "CheckRequest": "halfmq.broker.wire",
+    "ConsumerGroupInfo": "halfmq.broker.wire",
+    "HalfSendResult": "halfmq.broker.wire",
+    "Message": "halfmq.broker.wire",
+    "OffsetReadResponse": "halfmq.broker.wire",
+    "OutgoingMessage": "halfmq.broker.wire",
+    "SendResult": "halfmq.broker.wire",
+    "SendStatus": "halfmq.broker.wire",
+    "SettleResult": "halfmq.broker.wire",
+    "SettleStatus": "halfmq.broker.wire",
+    "TopicInfo": "halfmq.broker.wire",
+    "AsyncConsumer": "halfmq.client.async_consumer",
+    "CheckApp": "halfmq.client.check_app",
+    "Consumer": "halfmq.client.consumer",
+    "AsyncConsumerClient": "halfmq.client.consumer_client",
+    "ConsumerClient": "halfmq.client.consumer_client",
+    "UNIQ_KEY": "halfmq.client.messages",
+    "message_body_bytes": "halfmq.client.messages",
+    "message_json": "halfmq.client.messages",
+    "AsyncProducer": "halfmq.client.producer",
+    "Producer": "halfmq.client.producer",
+    "AsyncTransactionListener": "halfmq.client.transaction",
+    "LocalTransactionState": "halfmq.client.transaction",
+    "TransactionListener": "halfmq.client.transaction",
+    "TransactionSendResult": "halfmq.client.transaction",
+    "AsyncTransactionProducer": "halfmq.client.async_transaction_producer",
+    "SendOptions": "halfmq.client.send_options",
+    "TransactionProducer": "halfmq.client.transaction_producer",
+}
 
 __all__ = [
+    "SendOptions",
     "UNIQ_KEY",
     "AsyncConsumer",
     "AsyncConsumerClient",
@@ -57,7 +100,6 @@ __all__ = [
     "OffsetReadResponse",
     "OutgoingMessage",
     "Producer",
-    "SendOptions",
     "SendResult",
     "SendStatus",
     "SettleResult",
@@ -69,3 +111,16 @@ __all__ = [
     "message_body_bytes",
     "message_json",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'halfmq.client' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import Message, SettleResult
+from halfmq.broker.wire import Message, SettleResult
 
 from .consumer_client import AsyncConsumerClient
 from .polling import PollFailures, PollSettings

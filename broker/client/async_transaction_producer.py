@@ -11,7 +11,7 @@ import logging
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
 
-from halfmq.broker.protocol import OutgoingMessage
+from halfmq.broker.wire import OutgoingMessage
 
 from . import endpoints
 from .endpoints import Call
@@ -44,7 +44,7 @@ class AsyncTransactionProducer(TransactionProducerBase):
     Requests go through the pooled ``AsyncTransport`` (``pool_size`` clients of
     ``connections_per_client`` connections, at most ``max_in_flight`` requests
     at once), so 64 concurrent ``send_in_transaction`` calls do not queue
-    behind one httpx client. An async listener is awaited; a blocking one runs
+    behind one HTTP client. An async listener is awaited; a blocking one runs
     in the default thread pool via ``asyncio.to_thread``.
     """
 

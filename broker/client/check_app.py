@@ -51,13 +51,13 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-import orjson
+import msgspec
 
 from halfmq.broker.asgi_body import ClientGone, read_body
 from halfmq.broker.check_signing import DEFAULT_WINDOW, SIGNATURE_HEADER, TIMESTAMP_HEADER, CheckVerifier
 from halfmq.broker.errors import (BrokerError, CheckSignatureInvalid, InvalidRequest, MalformedJson, MessageTooLarge, MethodNotAllowed,
                            ProducerGroupMismatch, RequestTooLarge)
-from halfmq.broker.protocol import CheckRequest
+from halfmq.broker.wire import CheckRequest, decode
 
 from .transaction import (
     AsyncTransactionListener,
@@ -134,13 +134,13 @@ class CheckApp:
                 await _problem(send, exc)
                 return
         try:
-            data = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
+            data = msgspec.json.decode(body)
+        except msgspec.DecodeError as exc:
             await _problem(send, MalformedJson(f"the body is not JSON: {exc}"))
             return
         try:
-            request = CheckRequest.model_validate(data)
-        except ValueError as exc:  # pydantic's ValidationError
+            request = decode(data, CheckRequest)
+        except ValueError as exc:
             await _problem(send, InvalidRequest(f"the body is not a check request: {str(exc)[:1000]}"))
             return
         if self.producer_group is not None and request.producer_group != self.producer_group:
@@ -150,7 +150,7 @@ class CheckApp:
                 f"this endpoint answers for producer group {self.producer_group!r}, not {request.producer_group!r}"))
             return
         state = await self._ask(request)
-        await _respond(send, 200, orjson.dumps({"state": state.value}), b"application/json")
+        await _respond(send, 200, msgspec.json.encode({"state": state.value}), b"application/json")
 
     async def _ask(self, request: CheckRequest) -> LocalTransactionState:
         try:
@@ -199,4 +199,4 @@ async def _respond(send: Send, status: int, body: bytes, content_type: bytes, ex
 
 
 async def _problem(send: Send, error: BrokerError, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    await _respond(send, error.status, orjson.dumps(error.to_problem()), b"application/problem+json", extra)
+    await _respond(send, error.status, msgspec.json.encode(error.to_problem()), b"application/problem+json", extra)

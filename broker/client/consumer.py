@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Self
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import Message, SettleResult
+from halfmq.broker.wire import Message, SettleResult
 
 from .consumer_client import ConsumerClient
 from .polling import PollFailures, PollSettings

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Self
 
-from halfmq.broker.protocol import MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequest, SettleResult
+from halfmq.broker.wire import MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequest, SettleResult
 
 from . import endpoints
 from .retry import async_retrying, retrying

@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import (
+from halfmq.broker.wire import (
     ConsumerGroupInfo,
     HalfSendResult,
     Message,
@@ -25,9 +25,10 @@ from halfmq.broker.protocol import (
     SendResult,
     SettleResponse,
     SettleResult,
-    TopicCreate,
     TopicInfo,
     TopicList,
+    decode,
+    to_wire,
 )
 
 T = TypeVar("T")
@@ -67,6 +68,10 @@ class Call(Generic[T]):
     timeout: float | None = None
 
 
+def _as(shape: type[T]) -> Callable[[Any], T]:
+    return lambda data: decode(data, shape)
+
+
 def _seg(value: str | int) -> str:
     # Topic and group names may hold '%' (e.g. '%DLQ%group') or '/', which must
     # reach the server as one path segment.
@@ -86,30 +91,30 @@ def health() -> Call[Any]:
 
 
 def create_topic(name: str, queues: int | None) -> Call[TopicInfo]:
-    body = TopicCreate(name=name, queues=queues).model_dump(exclude_none=True)
-    return Call("POST", "/v1/topics", parse=TopicInfo.model_validate, body=body)
+    body = {"name": name} if queues is None else {"name": name, "queues": queues}
+    return Call("POST", "/v1/topics", parse=_as(TopicInfo), body=body)
 
 
 def list_topics() -> Call[list[TopicInfo]]:
-    return Call("GET", "/v1/topics", parse=lambda data: TopicList.model_validate(data).topics)
+    return Call("GET", "/v1/topics", parse=lambda data: decode(data, TopicList).topics)
 
 
 def get_topic(name: str) -> Call[TopicInfo]:
-    return Call("GET", _topic_path(name), parse=TopicInfo.model_validate)
+    return Call("GET", _topic_path(name), parse=_as(TopicInfo))
 
 
 def send(topic: str, messages: Sequence[OutgoingMessage]) -> Call[list[SendResult]]:
     expected = len(messages)
 
     def parse(data: Any) -> list[SendResult]:
-        results = SendResponse.model_validate(data).results
+        results = decode(data, SendResponse).results
         if len(results) != expected:
             # Results are matched to messages by position; a short answer
             # would silently pair a message with another one's outcome.
             raise BrokerError(f"broker answered {len(results)} send results for {expected} messages")
         return results
 
-    body = {"messages": [m.model_dump(exclude_none=True) for m in messages]}
+    body = {"messages": [to_wire(m) for m in messages]}
     return Call("POST", f"{_topic_path(topic)}/messages", parse=parse, body=body)
 
 
@@ -122,7 +127,7 @@ def read(topic: str, queue_id: int, offset: int, max_messages: int) -> Call[Offs
     return Call(
         "GET",
         f"{_topic_path(topic)}/queues/{_seg(queue_id)}/messages",
-        parse=OffsetReadResponse.model_validate,
+        parse=_as(OffsetReadResponse),
         params={"offset": offset, "max": max_messages},
     )
 
@@ -131,8 +136,8 @@ def receive(group: str, topic: str, request: ReceiveRequest, *, timeout: float) 
     return Call(
         "POST",
         _group_topic_path(group, topic, "receive"),
-        parse=lambda data: ReceiveResponse.model_validate(data).messages,
-        body=request.model_dump(),
+        parse=lambda data: decode(data, ReceiveResponse).messages,
+        body=to_wire(request),
         timeout=timeout,
     )
 
@@ -141,7 +146,7 @@ def _settle(group: str, topic: str, action: str, handles: Sequence[str]) -> Call
     return Call(
         "POST",
         _group_topic_path(group, topic, action),
-        parse=lambda data: SettleResponse.model_validate(data).results,
+        parse=lambda data: decode(data, SettleResponse).results,
         body={"receipt_handles": list(handles)},
     )
 
@@ -155,14 +160,14 @@ def nack(group: str, topic: str, handles: Sequence[str]) -> Call[list[SettleResu
 
 
 def consumer_group(group: str) -> Call[ConsumerGroupInfo]:
-    return Call("GET", f"/v1/consumer-groups/{_seg(group)}", parse=ConsumerGroupInfo.model_validate)
+    return Call("GET", f"/v1/consumer-groups/{_seg(group)}", parse=_as(ConsumerGroupInfo))
 
 
 # Transactional messages (DESIGN section 4). Bodies are built as plain dicts:
 # the broker is the one to judge a producer group or URL, with its own codes.
 def half_send(group: str, topic: str, message: OutgoingMessage) -> Call[HalfSendResult]:
-    body = {"producer_group": group, "topic": topic, "message": message.model_dump(exclude_none=True)}
-    return Call("POST", "/v1/transactions", parse=HalfSendResult.model_validate, body=body)
+    body = {"producer_group": group, "topic": topic, "message": to_wire(message)}
+    return Call("POST", "/v1/transactions", parse=_as(HalfSendResult), body=body)
 
 
 def _transaction_view(data: Any) -> dict[str, Any]:

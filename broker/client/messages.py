@@ -13,9 +13,9 @@ import base64
 import uuid
 from typing import Any, Literal, Unpack
 
-import orjson
+import msgspec
 
-from halfmq.broker.protocol import Message, OutgoingMessage
+from halfmq.broker.wire import Message, OutgoingMessage
 
 from .send_options import SendOptions, check_send_options
 
@@ -34,7 +34,7 @@ def with_uniq_key(message: OutgoingMessage) -> OutgoingMessage:
     """The message with a UNIQ_KEY property, copying rather than mutating the caller's."""
     if message.properties.get(UNIQ_KEY):
         return message
-    return message.model_copy(update={"properties": {**message.properties, UNIQ_KEY: _new_uniq_key()}})
+    return msgspec.structs.replace(message, properties={**message.properties, UNIQ_KEY: _new_uniq_key()})
 
 
 def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> OutgoingMessage:
@@ -48,7 +48,7 @@ def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) ->
     elif isinstance(message, (bytes, bytearray, memoryview)):
         body, encoding = base64.b64encode(message).decode("ascii"), "base64"
     elif isinstance(message, (dict, list)):
-        body, encoding = orjson.dumps(message).decode("utf-8"), "utf-8"
+        body, encoding = msgspec.json.encode(message).decode("utf-8"), "utf-8"
     else:
         raise TypeError(f"a message body must be str, bytes, dict or list, not {type(message).__name__}")
     built = OutgoingMessage(
@@ -72,4 +72,4 @@ def message_body_bytes(message: Message | OutgoingMessage) -> bytes:
 
 def message_json(message: Message | OutgoingMessage) -> Any:
     """The body parsed as JSON (as sent by ``send(topic, {...})``)."""
-    return orjson.loads(message_body_bytes(message))
+    return msgspec.json.decode(message_body_bytes(message))

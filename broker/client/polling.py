@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import ReceiveRequest
+from halfmq.broker.wire import ReceiveRequest
 
 from .retry import backoff_delay
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
 
-from halfmq.broker.protocol import MAX_BATCH, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo
+from halfmq.broker.wire import MAX_BATCH, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo
 
 from . import endpoints
 from .endpoints import Call

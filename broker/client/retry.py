@@ -4,29 +4,29 @@ Only errors that say ``retriable`` (the broker unreachable, a flush that timed
 out, a store not taking writes) are retried: anything else would fail the same
 way again. Sends stay safe to retry because every message carries a UNIQ_KEY
 the broker and consumers can recognise.
+
+The loop is ours rather than tenacity's: it is a dozen lines, it keeps
+tenacity's frames out of every traceback a user reads, and the last error can
+say how many attempts it took (docs/decisions.md, "SDK footprint").
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
-from collections.abc import Callable
-
-from tenacity import (
-    AsyncRetrying,
-    Retrying,
-    before_sleep_log,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential,
-    wait_random,
-)
+import time
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, TypeVar
 
 from halfmq.broker.errors import BrokerError
 
 __all__ = ["async_retrying", "backoff_delay", "is_retriable", "retrying"]
 
 log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def is_retriable(exc: BaseException) -> bool:
@@ -36,30 +36,6 @@ def is_retriable(exc: BaseException) -> bool:
 RetryPredicate = Callable[[BaseException], bool]
 
 
-def _policy(retries: int, retry_on: RetryPredicate) -> dict[str, object]:
-    if retries < 0:
-        raise ValueError("retries must be >= 0")
-    return {
-        "stop": stop_after_attempt(retries + 1),
-        "wait": wait_exponential(multiplier=0.1, max=2.0) + wait_random(0, 0.1),
-        "retry": retry_if_exception(retry_on),
-        "before_sleep": before_sleep_log(log, logging.WARNING),
-        "reraise": True,
-    }
-
-
-# A fresh controller per call: tenacity keeps per-attempt state on the object
-# (thread-local, so shared between coroutines of one loop), which concurrent
-# calls would otherwise trample. ``retry_on`` narrows what is retried for
-# requests that are not safe to repeat (see ``transport.request_not_sent``).
-def retrying(retries: int, retry_on: RetryPredicate = is_retriable) -> Retrying:
-    return Retrying(**_policy(retries, retry_on))  # type: ignore[arg-type]
-
-
-def async_retrying(retries: int, retry_on: RetryPredicate = is_retriable) -> AsyncRetrying:
-    return AsyncRetrying(**_policy(retries, retry_on))  # type: ignore[arg-type]
-
-
 def backoff_delay(failures: int, *, initial: float = 0.1, cap: float = 5.0) -> float:
     """Capped exponential delay with jitter, for loops that must keep going.
 
@@ -67,3 +43,74 @@ def backoff_delay(failures: int, *, initial: float = 0.1, cap: float = 5.0) -> f
     """
     base = min(cap, initial * 2.0 ** max(0, failures - 1))
     return base * random.uniform(0.5, 1.0)
+
+
+def _retry_delay(failures: int) -> float:
+    return backoff_delay(failures, initial=0.1, cap=2.0)
+
+
+def _given_up(exc: BrokerError, attempts: int) -> BrokerError:
+    """``exc`` as the caller sees it: saying how often it was tried, its traceback starting at the caller."""
+    if attempts > 1:
+        exc.detail = f"{exc.detail} after {attempts} attempts"
+        exc.args = (exc.detail,)
+    return exc.with_traceback(None)
+
+
+class _Policy:
+    def __init__(self, retries: int, retry_on: RetryPredicate) -> None:
+        if retries < 0:
+            raise ValueError("retries must be >= 0")
+        self.attempts = retries + 1
+        self.retry_on = retry_on
+
+    def should_retry(self, exc: BaseException, attempt: int) -> float | None:
+        """The pause before the next attempt, or None to give up."""
+        if attempt >= self.attempts or not self.retry_on(exc):
+            return None
+        delay = _retry_delay(attempt)
+        log.warning("attempt %d of %d failed (%s); retrying in %.2fs", attempt, self.attempts, exc, delay)
+        return delay
+
+
+class Retrying(_Policy):
+    def __call__(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                delay = self.should_retry(exc, attempt)
+                if delay is None:
+                    if isinstance(exc, BrokerError):
+                        raise _given_up(exc, attempt) from None
+                    raise
+            time.sleep(delay)
+
+
+class AsyncRetrying(_Policy):
+    async def __call__(self, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await fn(*args, **kwargs)
+            except Exception as exc:
+                delay = self.should_retry(exc, attempt)
+                if delay is None:
+                    if isinstance(exc, BrokerError):
+                        raise _given_up(exc, attempt) from None
+                    raise
+            await asyncio.sleep(delay)
+
+
+# A fresh policy per call is cheap and keeps the call sites as they were.
+# ``retry_on`` narrows what is retried for requests that are not safe to
+# repeat (see ``transport.request_not_sent``).
+def retrying(retries: int, retry_on: RetryPredicate = is_retriable) -> Retrying:
+    return Retrying(retries, retry_on)
+
+
+def async_retrying(retries: int, retry_on: RetryPredicate = is_retriable) -> AsyncRetrying:
+    return AsyncRetrying(retries, retry_on)

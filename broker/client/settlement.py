@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Literal
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import Message, SettleResult, SettleStatus
+from halfmq.broker.wire import Message, SettleResult, SettleStatus
 
 __all__ = ["Outcome", "Settle", "log_expired", "log_handler_failure", "settle_batch", "split"]
 

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+import msgspec
+
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import HalfSendResult, Message, OutgoingMessage, SendStatus
+from halfmq.broker.wire import HalfSendResult, Message, OutgoingMessage, SendStatus
 
 __all__ = [
     "AsyncTransactionListener",
@@ -153,7 +155,7 @@ def listener_message(message: OutgoingMessage, half: HalfSendResult, producer_gr
         "PGROUP": producer_group,
         "TRANSACTION_ID": half.transaction_id,
     }
-    return message.model_copy(update={"properties": properties})
+    return msgspec.structs.replace(message, properties=properties)
 
 
 def is_async_callable(fn: Callable[..., Any]) -> bool:

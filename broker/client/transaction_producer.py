@@ -12,7 +12,7 @@ import logging
 import threading
 from typing import Any, Self, TypeVar, Unpack
 
-from halfmq.broker.protocol import OutgoingMessage
+from halfmq.broker.wire import OutgoingMessage
 
 from . import endpoints
 from .endpoints import Call

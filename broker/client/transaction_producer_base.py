@@ -21,7 +21,7 @@ import socket
 from typing import Any
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import OutgoingMessage, TransactionState
+from halfmq.broker.wire import OutgoingMessage, TransactionState
 
 from . import endpoints, transaction_steps
 from .check_app import CheckApp

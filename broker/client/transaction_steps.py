@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from halfmq.broker.errors import BrokerError
-from halfmq.broker.protocol import HalfSendResult, OutgoingMessage
+from halfmq.broker.wire import HalfSendResult, OutgoingMessage
 
 from . import endpoints
 from .endpoints import Call

@@ -1,42 +1,46 @@
 """The one place HTTP becomes broker semantics.
 
 Callers of the SDK should only ever have to catch ``BrokerError``: a network
-failure becomes ``BrokerUnavailable`` (retriable), a problem+json answer
-becomes the error class its ``code`` names, and a body that does not match the
-protocol becomes a plain ``BrokerError``. Retrying is not done here; it is a
-policy of the callers (see ``retry``).
+failure becomes ``BrokerUnavailable`` (retriable) with a one-line message and
+the library's own exception on ``.cause``, a problem+json answer becomes the
+error class its ``code`` names, and a body that does not match the protocol
+becomes a plain ``BrokerError``. Retrying is not done here; it is a policy of
+the callers (see ``retry``).
+
+Each transport imports its HTTP library when it is first built, never at
+import: a program that only sends blockingly never loads aiohttp, and
+``from halfmq import AsyncProducer`` costs no more than the SDK's own modules
+(docs/decisions.md, "SDK footprint").
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import ssl
-from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlencode, urlsplit
 
-import aiohttp
-import httpx
-import orjson
+import msgspec
 
 from halfmq.broker.errors import BrokerError, BrokerUnavailable, error_class_for
 
 from .endpoints import Call
 
+if TYPE_CHECKING:
+    import aiohttp
+    import urllib3
+
 T = TypeVar("T")
 
-__all__ = ["AsyncTransport", "Transport", "Verify", "auth_headers", "error_from_exception", "error_from_response",
+__all__ = ["AsyncTransport", "Transport", "Verify", "auth_headers", "error_from_answer", "failure_reason",
            "request_not_sent", "require_http_url", "tls_context"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
-# Failures after which the broker may simply be back a moment later.
-_UNAVAILABLE = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError)
 # A plain-text 502/503/504 usually comes from a proxy in front of a broker
 # that is restarting, so it is as transient as a refused connection.
 _TRANSIENT_STATUSES = frozenset({502, 503, 504})
-# Failures that happen before a single byte of the request leaves: no
-# connection could be made, or none was free in the pool in time.
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, aiohttp.ClientConnectorError)
 _ACCEPT = {"accept": "application/json, application/problem+json"}
 _SEND_JSON = {**_ACCEPT, "content-type": "application/json"}
 
@@ -56,7 +60,7 @@ def require_http_url(url: str, what: str = "broker URL") -> str:
     """``url`` if it is http(s) with a host; else a ValueError naming the fix.
 
     Without this, ``localhost:10911`` parses as scheme ``localhost`` and fails at the
-    first request with httpx's generic ``UnsupportedProtocol``, far from the mistake.
+    first request with the HTTP library's generic complaint, far from the mistake.
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -82,43 +86,75 @@ def _override(error: BrokerError, **attrs: Any) -> BrokerError:
     return error
 
 
-def error_from_response(response: httpx.Response) -> BrokerError:
+def error_from_answer(status: int, body: bytes, where: str) -> BrokerError:
     """The typed error a non-2xx answer stands for, carrying its HTTP status."""
-    status = response.status_code
-    where = f"{response.request.method} {response.request.url}"
     try:
-        body = orjson.loads(response.content)
-    except orjson.JSONDecodeError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("code"), str):
-        cls = error_class_for(body["code"])
-        detail = body.get("detail") or body.get("title") or ""
-        extra = {k: v for k, v in body.items() if k not in _PROBLEM_FIELDS}
+        problem = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        problem = None
+    if isinstance(problem, dict) and isinstance(problem.get("code"), str):
+        cls = error_class_for(problem["code"])
+        detail = problem.get("detail") or problem.get("title") or ""
+        extra = {k: v for k, v in problem.items() if k not in _PROBLEM_FIELDS}
         error = cls(str(detail), **extra)
         if cls is BrokerError:
             # A code newer than this SDK: the server's own word on it is the
             # best information there is.
-            _override(error, code=body["code"], retriable=bool(body.get("retriable", status in _TRANSIENT_STATUSES)))
+            _override(error, code=problem["code"],
+                      retriable=bool(problem.get("retriable", status in _TRANSIENT_STATUSES)))
         return _override(error, status=status)
-    if isinstance(body, dict) and "detail" in body:
-        text = str(body["detail"])
+    if isinstance(problem, dict) and "detail" in problem:
+        text = str(problem["detail"])
     else:
-        text = response.text[:500]
+        text = " ".join(body[:500].decode("utf-8", "replace").split())  # a proxy's HTML page, on one line
     error = BrokerError(f"HTTP {status} from {where}: {text}".rstrip(": "))
     return _override(error, status=status, retriable=status in _TRANSIENT_STATUSES)
 
 
-def error_from_exception(exc: httpx.RequestError) -> BrokerError:
-    """The typed error an httpx failure stands for."""
-    try:
-        where = f"{exc.request.method} {exc.request.url}"
-    except RuntimeError:  # no request attached
-        where = "request"
-    message = f"{where}: {type(exc).__name__}: {exc}"
-    if isinstance(exc, _UNAVAILABLE):
-        return BrokerUnavailable(message)
-    # Bad URL scheme, local protocol misuse, redirects: retrying cannot help.
-    return BrokerError(message)
+def _causes(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    todo: list[Any] = [exc]
+    while todo:
+        item = todo.pop()
+        if not isinstance(item, BaseException) or any(item is s for s in seen):
+            continue
+        seen.append(item)
+        # Libraries keep the OS error in different places: ``__cause__``, ``os_error``
+        # or ``certificate_error`` (aiohttp), ``reason`` or an argument (urllib3). Not
+        # ``__context__``: that may be whatever the caller was handling at the time.
+        todo += [item.__cause__, getattr(item, "os_error", None),
+                 getattr(item, "certificate_error", None), getattr(item, "reason", None)]
+        todo += [arg for arg in item.args if isinstance(arg, BaseException)]
+    return seen
+
+
+def failure_reason(exc: BaseException, timeout: float | None = None) -> str:
+    """A few words a person can act on, for whatever a network library raised."""
+    causes = _causes(exc)
+    untrusted = [c for c in causes if isinstance(c, ssl.SSLCertVerificationError)]
+    if untrusted:
+        why = next((c.verify_message for c in untrusted if getattr(c, "verify_message", None)), untrusted[-1])
+        return (f"certificate not trusted: {why}; "
+                f"pass verify= the CA file, or set ${CA_FILE_ENV}")
+    for kind, words in ((ConnectionRefusedError, "connection refused"), (socket.gaierror, "host name not found"),
+                        (ConnectionResetError, "connection reset"), (ssl.SSLError, "TLS failed")):
+        if any(isinstance(c, kind) for c in causes):
+            return words
+    names = " ".join(type(c).__name__.lower() for c in causes)
+    if "timeout" in names or any(isinstance(c, TimeoutError) for c in causes):
+        return "no answer in time" if timeout is None else f"no answer within {timeout:g}s"
+    if "disconnect" in names or "protocolerror" in names:
+        return "the connection closed before an answer"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _unavailable(base: str, call: Call[Any], exc: BaseException, *, sent: bool, timeout: float | None) -> BrokerUnavailable:
+    reason = failure_reason(exc, timeout)
+    if sent:
+        message = f"no answer from the broker at {base} to {call.method} {call.path} ({reason})"
+    else:
+        message = f"cannot reach the broker at {base} ({reason})"
+    return BrokerUnavailable(message, cause=exc, sent=sent)
 
 
 def request_not_sent(exc: BaseException) -> bool:
@@ -129,71 +165,82 @@ def request_not_sent(exc: BaseException) -> bool:
     are not idempotent (a half send opens a new transaction each time) may be
     retried on this and nothing else.
     """
-    cause: BaseException | None = exc
-    while cause is not None:
-        if isinstance(cause, _NOT_SENT):
-            return True
-        cause = cause.__cause__
-    return False
+    return isinstance(exc, BrokerUnavailable) and exc.sent is False
 
 
 def _encode(body: Any) -> tuple[bytes | None, dict[str, str]]:
     if body is None:
         return None, _ACCEPT
-    return orjson.dumps(body), _SEND_JSON
+    return msgspec.json.encode(body), _SEND_JSON
 
 
-def _decode(response: httpx.Response) -> Any:
-    if not response.is_success:
-        raise error_from_response(response)
-    if not response.content:
-        return None
-    if "json" not in response.headers.get("content-type", "application/json"):
-        return response.text
-    try:
-        return orjson.loads(response.content)
-    except orjson.JSONDecodeError as exc:
-        raise BrokerError(f"{response.request.method} {response.request.url}: response is not JSON: {exc}") from exc
-
-
-def _parse(call: Call[T], data: Any) -> T:
+def _answer(call: Call[T], status: int, content_type: str, body: bytes, where: str) -> T:
+    """What a 2xx answer means for ``call``; the typed error anything else stands for."""
+    if not 200 <= status < 300:
+        raise error_from_answer(status, body, where)
+    if not body:
+        data: Any = None
+    elif "json" not in (content_type or "application/json"):
+        data = body.decode("utf-8", "replace")
+    else:
+        try:
+            data = msgspec.json.decode(body)
+        except msgspec.DecodeError as exc:
+            raise BrokerError(f"{where}: response is not JSON: {exc}") from None
     try:
         return call.parse(data)
     except BrokerError:
         raise
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        raise BrokerError(f"{call.method} {call.path}: response does not match the protocol: {exc}") from exc
-
-
-def _timeout(call: Call[Any]) -> Any:
-    return httpx.USE_CLIENT_DEFAULT if call.timeout is None else call.timeout
+    except ValueError as exc:
+        raise BrokerError(f"{call.method} {call.path}: response does not match the protocol: {exc}") from None
 
 
 class Transport:
-    """Blocking transport over one ``httpx.Client``, safe to share between threads."""
+    """Blocking transport on one urllib3 pool, safe to share between threads.
 
-    def __init__(self, base_url: str, *, timeout: float = 10.0, limits: httpx.Limits | None = None,
+    urllib3 alone (no certifi: TLS trusts the system's CAs like ``ssl`` does) is
+    one package where httpx was six, and it is faster per request.
+    """
+
+    def __init__(self, base_url: str, *, timeout: float = 10.0, max_connections: int = 20,
                  token: str | None = None, verify: Verify | None = None) -> None:
-        self._client = httpx.Client(
-            base_url=require_http_url(base_url),
-            timeout=timeout,
-            limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
-            headers=auth_headers(token),
-            verify=tls_context(verify),
-        )
+        import urllib3
+
+        self._base = require_http_url(base_url).rstrip("/")
+        self._timeout = timeout
+        self._errors: tuple[type[BaseException], ...] = (urllib3.exceptions.HTTPError, OSError)
+        self._not_sent: tuple[type[BaseException], ...] = (urllib3.exceptions.NewConnectionError,
+                                                           urllib3.exceptions.ConnectTimeoutError)
+        tls = tls_context(verify)
+        options: dict[str, Any] = {"cert_reqs": "CERT_NONE"} if tls is False else {}
+        if isinstance(tls, ssl.SSLContext):
+            options["ssl_context"] = tls
+        # block=False: past max_connections a request opens one more
+        # connection instead of waiting; only max_connections are kept.
+        self._pool: urllib3.PoolManager = urllib3.PoolManager(maxsize=max_connections, block=False, retries=False, **options)
+        auth = auth_headers(token)  # urllib3 drops a pool's default headers when a request brings its own
+        self._plain_headers, self._json_headers = {**_ACCEPT, **auth}, {**_SEND_JSON, **auth}
 
     def call(self, call: Call[T]) -> T:
-        content, headers = _encode(call.body)
+        content = None if call.body is None else msgspec.json.encode(call.body)
+        headers = self._plain_headers if content is None else self._json_headers
+        url = self._base + call.path
+        if call.params:
+            url += "?" + urlencode(call.params)
+        timeout = self._timeout if call.timeout is None else call.timeout
         try:
-            response = self._client.request(
-                call.method, call.path, content=content, headers=headers, params=call.params, timeout=_timeout(call)
-            )
-        except httpx.RequestError as exc:
-            raise error_from_exception(exc) from exc
-        return _parse(call, _decode(response))
+            response = self._pool.request(call.method, url, body=content, headers=headers, timeout=timeout,
+                                          redirect=False)
+        except self._errors as exc:
+            # A certificate is refused in the handshake, before a byte of the request.
+            sent = not isinstance(exc, self._not_sent) and not any(
+                isinstance(c, ssl.SSLCertVerificationError) for c in _causes(exc))
+            raise _unavailable(self._base, call, exc, sent=sent, timeout=timeout) from None
+        return _answer(call, response.status, response.headers.get("content-type", ""), response.data,
+                       f"{call.method} {url}")
 
     def close(self) -> None:
-        self._client.close()
+        self._pool.clear()
 
 
 class AsyncTransport:
@@ -220,6 +267,9 @@ class AsyncTransport:
     ) -> None:
         if pool_size < 1 or connections_per_client < 1 or max_in_flight < 1:
             raise ValueError("pool_size, connections_per_client and max_in_flight must be at least 1")
+        import aiohttp
+
+        self._aiohttp = aiohttp
         self._base = require_http_url(base_url).rstrip("/")
         self._timeout = timeout
         self._connections = min(pool_size * connections_per_client, max_in_flight)
@@ -231,6 +281,7 @@ class AsyncTransport:
     def _client(self) -> aiohttp.ClientSession:
         # Created on first use, inside the running loop (aiohttp binds a session to its loop).
         if self._session is None or self._session.closed:
+            aiohttp = self._aiohttp
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300, ssl=self._ssl),
                 timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers,
@@ -238,26 +289,23 @@ class AsyncTransport:
         return self._session
 
     async def call(self, call: Call[T]) -> T:
+        aiohttp = self._aiohttp
         content, headers = _encode(call.body)
         url = self._base + call.path
         params = {k: str(v) for k, v in call.params.items()} if call.params else None
-        timeout = aiohttp.ClientTimeout(total=self._timeout if call.timeout is None else call.timeout)
+        seconds = self._timeout if call.timeout is None else call.timeout
+        timeout = aiohttp.ClientTimeout(total=seconds)
         async with self._in_flight:
             try:
-                async with self._client().request(call.method, url, data=content, headers=headers, params=params, timeout=timeout) as resp:
+                async with self._client().request(call.method, url, data=content, headers=headers, params=params,
+                                                  timeout=timeout, allow_redirects=False) as resp:
                     body = await resp.read()
                     status, content_type = resp.status, resp.headers.get("content-type", "")
             except aiohttp.ClientConnectorError as exc:
-                raise BrokerUnavailable(f"{call.method} {url}: cannot connect: {exc}") from exc
+                raise _unavailable(self._base, call, exc, sent=False, timeout=seconds) from None
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                raise BrokerUnavailable(f"{call.method} {url}: {type(exc).__name__}: {exc}") from exc
-        if 200 <= status < 300 and "json" in content_type:
-            try:
-                return _parse(call, orjson.loads(body) if body else None)
-            except orjson.JSONDecodeError as exc:
-                raise BrokerError(f"{call.method} {url}: response is not JSON: {exc}") from exc
-        response = httpx.Response(status, headers={"content-type": content_type}, content=body, request=httpx.Request(call.method, url))
-        return _parse(call, _decode(response))
+                raise _unavailable(self._base, call, exc, sent=True, timeout=seconds) from None
+        return _answer(call, status, content_type, body, f"{call.method} {url}")
 
     async def close(self) -> None:
         if self._session is not None:

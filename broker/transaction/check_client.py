@@ -15,7 +15,7 @@ import httpx
 import orjson
 
 from halfmq.broker.check_signing import signed_headers
-from halfmq.broker.protocol import EndState
+from halfmq.broker.wire import EndState
 
 from .check_url import CheckTarget
 

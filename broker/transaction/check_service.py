@@ -17,7 +17,7 @@ from typing import Callable
 
 from halfmq.broker.errors import DamagedRecord, StoreUnavailable, TransactionConflict
 from halfmq.broker.message_view import restored_view
-from halfmq.broker.protocol import TransactionState
+from halfmq.broker.wire import TransactionState
 from halfmq.broker.store.message_store import StoreNotWritable
 
 from .check_client import CheckAnswer, CheckClient, CheckOutcome

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 
 from halfmq.broker.errors import TransactionConflict
-from halfmq.broker.protocol import TransactionState
+from halfmq.broker.wire import TransactionState
 
 from .record_names import OpKind
 

@@ -27,7 +27,7 @@ from typing import Awaitable, Callable
 
 from halfmq.broker.counter_ids import CounterIds
 from halfmq.broker.errors import DamagedRecord, MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
-from halfmq.broker.protocol import TransactionState
+from halfmq.broker.wire import TransactionState
 from halfmq.broker.store.damaged_records import DamagedEntry, DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size

@@ -8,7 +8,8 @@ import time
 from fastapi import APIRouter, Query, Request
 
 from halfmq.broker.errors import InvalidQueueId
-from halfmq.broker.protocol import SendRequest, SendStatus, TopicCreate
+from halfmq.broker.protocol import SendRequest, TopicCreate
+from halfmq.broker.wire import SendStatus
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.flush_waiter import FlushTimedOut

@@ -8,7 +8,8 @@ from fastapi import APIRouter, Query, Request
 
 from halfmq.broker.errors import InvalidGroupName
 from halfmq.broker.message_view import restored_view
-from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat, SendStatus, TransactionState
+from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
+from halfmq.broker.wire import SendStatus, TransactionState
 from halfmq.broker.security.policy import CLUSTER, Action, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.record import StoredMessage

@@ -2,52 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import venv
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from halfmq.bench.footprint import Venv as InstalledVenv
+from halfmq.bench.footprint import fresh_venv, pip_install
 from tests.support.package_layout import ROOT
 
-
-@dataclass
-class InstalledVenv:
-    root: Path
-
-    @property
-    def python(self) -> Path:
-        return self.root / "bin" / "python"
-
-    @property
-    def site_packages(self) -> Path:
-        return next((self.root / "lib").glob("python3*/site-packages"))
-
-    def run(self, *args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run the venv's Python away from the checkout, so only the installed package can be imported."""
-        return subprocess.run([str(self.python), *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              env={"PATH": f"{self.root / 'bin'}:/usr/bin:/bin", "HOME": str(cwd)})
-
-    def distributions(self) -> set[str]:
-        listed = self.run("-m", "pip", "list", "--format", "json", cwd=self.root)
-        assert listed.returncode == 0, listed.stderr
-        return {d["name"].lower() for d in json.loads(listed.stdout)}
-
-    def size(self) -> int:
-        return sum(f.stat().st_size for f in self.site_packages.rglob("*") if f.is_file())
-
-
-def fresh_venv(path: Path) -> InstalledVenv:
-    venv.EnvBuilder(with_pip=True, symlinks=True).create(path)
-    return InstalledVenv(path)
-
-
-def pip_install(env: InstalledVenv, requirement: str) -> None:
-    done = env.run("-m", "pip", "install", "-q", "--disable-pip-version-check", requirement, cwd=env.root, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+__all__ = ["InstalledVenv", "fresh_venv", "pip_install"]
 
 
 @pytest.fixture(scope="session")
@@ -81,4 +46,12 @@ def sdk_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Installed
 def services_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> InstalledVenv:
     env = fresh_venv(tmp_path_factory.mktemp("services") / "venv")
     pip_install(env, f"halfmq[services,broker] @ {wheel.as_uri()}")
+    return env
+
+
+@pytest.fixture(scope="session")
+def redis_venv(tmp_path_factory: pytest.TempPathFactory) -> InstalledVenv:
+    """redis-py, the yardstick for the SDK's import time."""
+    env = fresh_venv(tmp_path_factory.mktemp("redis") / "venv")
+    pip_install(env, "redis")
     return env

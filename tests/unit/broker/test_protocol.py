@@ -2,7 +2,7 @@
 
 from typing import get_args
 
-from halfmq.broker.protocol import EndState, TransactionState
+from halfmq.broker.wire import EndState, TransactionState
 from halfmq.client import LocalTransactionState
 
 

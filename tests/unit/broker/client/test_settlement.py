@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from halfmq.broker.errors import BrokerUnavailable
-from halfmq.broker.protocol import Message, SettleResult, SettleStatus
+from halfmq.broker.wire import Message, SettleResult, SettleStatus
 from halfmq.client.settlement import Outcome, Settle, settle_batch
 from halfmq.client.step_drivers import run_steps
 

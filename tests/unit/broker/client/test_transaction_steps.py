@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from halfmq.broker.errors import BrokerUnavailable, CheckUrlRefused, StoreUnavailable
-from halfmq.broker.protocol import HalfSendResult, OutgoingMessage, SendStatus
+from halfmq.broker.wire import HalfSendResult, OutgoingMessage, SendStatus
 from halfmq.client import LocalTransactionState, TransactionSendResult
 from halfmq.client.retry import is_retriable
 from halfmq.client.step_drivers import retry_on, run_steps, run_steps_async

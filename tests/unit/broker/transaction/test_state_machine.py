@@ -3,7 +3,7 @@ import itertools
 import pytest
 
 from halfmq.broker.errors import TransactionConflict
-from halfmq.broker.protocol import TransactionState
+from halfmq.broker.wire import TransactionState
 from halfmq.broker.transaction.state_machine import TRANSITIONS, TxAction, TxEvent, op_kind, state_after_op, transition
 
 S, E, A = TransactionState, TxEvent, TxAction

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.errors import DamagedRecord, ProducerGroupMismatch, TransactionConflict, TransactionNotFound
-from halfmq.broker.protocol import TransactionState
+from halfmq.broker.wire import TransactionState
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from halfmq.broker.errors import ProducerGroupMismatch, TransactionConflict
-from halfmq.broker.protocol import TransactionState
+from halfmq.broker.wire import TransactionState
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.transaction.check_client import CheckOutcome
