@@ -47,13 +47,10 @@ def wait_until(predicate, timeout: float = 10.0) -> bool:  # noqa: ANN001
 
 
 def test_start_returns_once_the_health_url_answers_and_stop_ends_the_child(tmp_path: Path) -> None:
-    web = child(tmp_path).start(timeout=20)
-    try:
+    with child(tmp_path).start(timeout=20) as web:
         assert web.alive and web.starts == 1
         assert 0 < web.healthy_after < 20
-    finally:
-        code = web.stop()
-    assert code == -signal.SIGTERM
+        assert web.stop() == -signal.SIGTERM
     assert not web.alive
 
 
@@ -82,10 +79,10 @@ def test_the_child_runs_in_its_own_session_so_a_ctrl_c_at_the_parent_does_not_re
 def test_stop_and_kill9_reach_the_processes_the_child_started(tmp_path: Path, how: str) -> None:
     port = free_port()
     script = f"sleep 60 & echo grandchild=$! ; exec {' '.join(http_server(port))}"
-    web = child(tmp_path, ["sh", "-c", script], port=port).start(timeout=20)
-    grandchild = int(web.tail().rsplit("grandchild=", 1)[1].split()[0])
-    assert not gone(grandchild)
-    getattr(web, how)()
+    with child(tmp_path, ["sh", "-c", script], port=port).start(timeout=20) as web:
+        grandchild = int(web.tail().rsplit("grandchild=", 1)[1].split()[0])
+        assert not gone(grandchild)
+        getattr(web, how)()
     assert not web.alive
     assert web.proc is not None and web.proc.returncode == (-signal.SIGTERM if how == "stop" else -signal.SIGKILL)
     assert wait_until(lambda: gone(grandchild)), f"pid {grandchild} outlived its parent's {how}"
@@ -122,9 +119,9 @@ def test_restart_is_a_new_process_and_each_start_is_marked_in_the_log(tmp_path: 
 def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
     port = free_port()
     argv = ["sh", "-c", f"trap '' TERM; exec {' '.join(http_server(port))}"]  # an ignored signal stays ignored over exec
-    web = child(tmp_path, argv, port=port).start(timeout=20)
-    started = time.monotonic()
-    assert web.stop(grace=0.5) == -signal.SIGKILL
+    with child(tmp_path, argv, port=port).start(timeout=20) as web:
+        started = time.monotonic()
+        assert web.stop(grace=0.5) == -signal.SIGKILL
     assert time.monotonic() - started < 10
 
 
