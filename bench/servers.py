@@ -9,112 +9,25 @@ measures. Output goes to a log file whose tail is shown when a start fails.
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+from halfmq.cli.child_process import HOST, ChildProcess, free_port, halfmq_command
+
 ROOT = Path(__file__).resolve().parents[1]
-HOST = "127.0.0.1"
+
+__all__ = ["HOST", "ROOT", "BaselineApp", "BrokerServer", "ServerProcess", "ServiceServer", "free_port", "halfmq_command"]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
+class ServerProcess(ChildProcess):
+    """A server the bench measures: run from the repository root, output in a log file, health polled every 20 ms
+    (``healthy_after`` is a figure the bench reports)."""
 
-
-def healthy(url: str, timeout: float = 1.0) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - loopback only
-            return resp.status == 200
-    except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-        return False
-
-
-class ServerProcess:
-    """One child process with a health URL; started in its own session, stopped by its pid."""
+    start_timeout = 60.0
+    health_poll = 0.02
 
     def __init__(self, name: str, argv: list[str], env: dict[str, str], health_url: str, log_path: Path) -> None:
-        self.name = name
-        self.argv = argv
-        self.env = env
-        self.health_url = health_url
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.started_at = 0.0  # perf_counter at Popen
-        self.healthy_after = 0.0  # seconds from Popen to the first 200 of the health URL
-
-    def start(self, timeout: float = 60.0, poll: float = 0.02) -> "ServerProcess":
-        with open(self.log_path, "ab") as log:
-            log.write(f"\n===== {' '.join(self.argv)}\n".encode())
-            log.flush()
-            self.started_at = time.perf_counter()
-            self.proc = subprocess.Popen(
-                self.argv, env={**os.environ, **self.env}, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = self.started_at + timeout
-        while time.perf_counter() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode} while starting:\n{self.tail()}")
-            if healthy(self.health_url, timeout=1.0):
-                self.healthy_after = time.perf_counter() - self.started_at
-                return self
-            time.sleep(poll)
-        self.stop()
-        raise TimeoutError(f"{self.name} not healthy after {timeout}s:\n{self.tail()}")
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def kill9(self) -> None:
-        """SIGKILL to the whole process group we started (uvicorn may have children)."""
-        if self.proc is None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(10)
-
-    def stop(self, grace: float = 15.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            self.kill9()
-
-    def tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return "(no log)"
-
-    def __enter__(self) -> "ServerProcess":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def halfmq_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "halfmq.cli.main", *args]
+        super().__init__(name, argv, env, health_url, log_path, cwd=ROOT)
 
 
 # Durable by default (DESIGN section 3); the bench states it rather than relying on the default.

@@ -5,30 +5,26 @@ What ``restart: unless-stopped`` does in compose, for ``halfmq up`` on a laptop.
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import IO
 
-import httpx
 from rich.console import Console
 from rich.text import Text
 
+from .child_process import ChildProcess
 
-@dataclass
-class Component:
-    name: str
-    argv: list[str]
-    env: dict[str, str]
-    health_url: str
-    color: str
-    proc: subprocess.Popen | None = field(default=None, repr=False)
-    restarts: int = 0
-    started_at: float = 0.0
+
+class Component(ChildProcess):
+    """One component of ``halfmq up``: its output is printed with its name, in its colour."""
+
+    start_timeout = 60.0
+    health_poll = 0.2
+
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], health_url: str, color: str) -> None:
+        super().__init__(name, argv, env, health_url)
+        self.color = color
+        self.restarts = 0
 
 
 class Supervisor:
@@ -38,6 +34,8 @@ class Supervisor:
         self.restart = restart
         self._stopping = threading.Event()
         self._print_lock = threading.Lock()
+        for comp in components:
+            comp.on_line = lambda line, comp=comp: self.say(comp.name, comp.color, line)
 
     def say(self, name: str, color: str, line: str) -> None:
         text = Text(f"{name:>7} | ", style=f"bold {color}")
@@ -45,30 +43,14 @@ class Supervisor:
         with self._print_lock:
             self.console.print(text, soft_wrap=True)
 
-    def _pump(self, comp: Component, stream: IO[str]) -> None:
-        for line in stream:
-            self.say(comp.name, comp.color, line)
-
-    def start(self, comp: Component, timeout: float = 60.0) -> None:
-        comp.proc = subprocess.Popen(
-            comp.argv, env={**os.environ, **comp.env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, bufsize=1, start_new_session=True,
-        )
-        comp.started_at = time.monotonic()
-        threading.Thread(target=self._pump, args=(comp, comp.proc.stdout), daemon=True).start()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not self._stopping.is_set():
-            if comp.proc.poll() is not None:
-                raise RuntimeError(f"{comp.name} exited with {comp.proc.returncode} while starting")
-            try:
-                if httpx.get(comp.health_url, timeout=1).status_code == 200:
-                    self.say("up", "white", f"{comp.name} healthy at {comp.health_url.rsplit('/', 1)[0]} (pid {comp.proc.pid})")
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        if not self._stopping.is_set():
-            raise RuntimeError(f"{comp.name} not healthy after {timeout}s")
+    def start(self, comp: Component) -> None:
+        comp.spawn()
+        try:
+            healthy = comp.wait_healthy(comp.start_timeout, comp.health_poll, interrupted=self._stopping)
+        except TimeoutError as exc:
+            raise RuntimeError(str(exc)) from None
+        if healthy:
+            self.say("up", "white", f"{comp.name} healthy at {comp.health_url.rsplit('/', 1)[0]} (pid {comp.pid})")
 
     def run(self) -> int:
         """Start everything in order, keep it running until a signal; return an exit code."""
@@ -85,7 +67,7 @@ class Supervisor:
                             self.say("up", "red", f"{comp.name} exited with {code}; stopping")
                             return 1
                         comp.restarts += 1
-                        backoff = min(5.0, 0.5 * comp.restarts) if time.monotonic() - comp.started_at < 10 else 0.2
+                        backoff = min(5.0, 0.5 * comp.restarts) if time.perf_counter() - comp.started_at < 10 else 0.2
                         self.say("up", "yellow", f"{comp.name} exited with {code}; restarting in {backoff:.1f}s (restart #{comp.restarts})")
                         time.sleep(backoff)
                         try:
@@ -110,15 +92,6 @@ class Supervisor:
         for comp in reversed(self.components):
             if comp.proc is None:
                 continue
-            if comp.proc.poll() is None:
-                comp.proc.send_signal(signal.SIGTERM)
-                try:
-                    comp.proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    comp.proc.kill()
-                    comp.proc.wait(5)
+            comp.stop()
             self.say("up", "white", f"{comp.name} stopped")
 
-
-def component_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "halfmq.cli.main", *args]

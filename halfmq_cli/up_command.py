@@ -60,21 +60,22 @@ class Topology:
         }
 
     def components(self, extra_env: dict[str, str] | None = None) -> list[Component]:
-        from .supervisor import Component, component_command
+        from .child_process import halfmq_command
+        from .supervisor import Component
 
         extra = extra_env or {}
         auth = self.auth_env()
         return [
-            Component("broker", component_command("broker"), {
+            Component("broker", halfmq_command("broker"), {
                 "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port),
                 "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **auth["broker"], **extra,
             }, f"{self.broker_url}/healthz", "cyan"),
-            Component("order", component_command("order"), {
+            Component("order", halfmq_command("order"), {
                 "ORDER_HOST": self.host, "ORDER_PORT": str(self.order_port), "ORDER_DATABASE_URL": self.order_db,
                 "ORDER_BROKER_URL": self.broker_url, "ORDER_PUBLIC_URL": self.order_url,
                 "ORDER_FAULTS_ENABLED": "true" if self.faults else "false", **auth["order"], **extra,
             }, f"{self.order_url}/healthz", "magenta"),
-            Component("credit", component_command("credit"), {
+            Component("credit", halfmq_command("credit"), {
                 "CREDIT_HOST": self.host, "CREDIT_PORT": str(self.credit_port), "CREDIT_DATABASE_URL": self.credit_db,
                 "CREDIT_BROKER_URL": self.broker_url, **auth["credit"], **extra,
             }, f"{self.credit_url}/healthz", "green"),

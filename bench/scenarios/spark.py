@@ -1,8 +1,8 @@
 """`spark`: the aggregation + reconciliation job on 1,000,000 generated credits (quick: 10,000).
 
 Setup, not timed: the credit and order SQLite databases are migrated and
-filled by ``jobs.generate_credits`` (every order credited once, balances
-right). Each run then starts ``python -m jobs.credit_aggregate`` as a fresh
+filled by ``halfmq.jobs.generate_credits`` (every order credited once, balances
+right). Each run then starts ``python -m halfmq.jobs.credit_aggregate`` as a fresh
 process - so the JVM start is inside the figure - and times it from
 ``Popen`` to exit: read the ledger over JDBC, aggregate per user and day,
 publish the summary, write Parquet, reconcile. The job's own stage timings

@@ -1,101 +1,26 @@
-"""Real processes for integration and end-to-end tests: start, wait healthy, kill -9, restart."""
+"""Real processes for integration and end-to-end tests: the broker and the services, on free ports.
+
+Starting, waiting, stopping and kill -9 are :class:`halfmq.cli.child_process.ChildProcess`'s, the one
+helper the CLI and the bench use too.
+"""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import ssl
-import subprocess
-import sys
-import time
 from pathlib import Path
-from typing import Any
 
-import httpx
+from halfmq.cli.child_process import ChildProcess, free_port, halfmq_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+__all__ = ["ROOT", "BrokerProcess", "ManagedProcess", "ServiceProcess", "free_port", "halfmq_command"]
 
 
-class ManagedProcess:
-    """A child process with a health URL; its output goes to a log file shown on failure."""
+class ManagedProcess(ChildProcess):
+    """A test's child process: run from the repository root, its output in a log file shown on failure."""
 
     def __init__(self, name: str, argv: list[str], env: dict[str, str], health_url: str, log_path: Path,
                  verify: bool | str = True) -> None:
-        self.verify = verify  # a CA file when the process serves HTTPS with a test CA
-        self.name = name
-        self.argv = argv
-        self.env = env
-        self.health_url = health_url
-        self.log_path = log_path
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-
-    def start(self, timeout: float = 30.0) -> "ManagedProcess":
-        log = open(self.log_path, "ab")
-        log.write(f"\n===== start #{self.starts + 1}: {' '.join(self.argv)}\n".encode())
-        log.flush()
-        self.proc = subprocess.Popen(self.argv, env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-        log.close()
-        self.starts += 1
-        self.wait_healthy(timeout)
-        return self
-
-    def wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.tail()}")
-            try:
-                if httpx.get(self.health_url, timeout=1.0, verify=_verify(self.verify)).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise TimeoutError(f"{self.name} not healthy after {timeout}s:\n{self.tail()}")
-
-    def kill9(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self) -> int | None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        return self.proc.returncode if self.proc else None
-
-    def restart(self, timeout: float = 30.0) -> None:
-        self.stop()
-        self.start(timeout)
-
-    @property
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def tail(self, lines: int = 60) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return "(no log)"
-
-
-def _verify(verify: bool | str) -> Any:
-    return ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
-
-
-def halfmq_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "halfmq.cli.main", *args]
+        super().__init__(name, argv, env, health_url, log_path, verify=verify, cwd=ROOT)
 
 
 class BrokerProcess(ManagedProcess):
@@ -128,7 +53,3 @@ class ServiceProcess(ManagedProcess):
             base_env["ORDER_PUBLIC_URL"] = self.url
         super().__init__(kind, halfmq_command(kind), {**base_env, **env}, f"{self.url}/healthz", log_dir / f"{kind}-{self.port}.log",
                          str(ca_file) if ca_file else True)
-
-    def wait_exit(self, timeout: float = 30.0) -> int:
-        assert self.proc is not None
-        return self.proc.wait(timeout)

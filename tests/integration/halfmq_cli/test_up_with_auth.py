@@ -4,42 +4,30 @@ from __future__ import annotations
 
 import signal
 import stat
-import subprocess
-import time
 
 import httpx
 import pytest
 
-from tests.support.processes import ROOT, free_port, halfmq_command
+from tests.support.processes import ManagedProcess, free_port, halfmq_command
 from tests.support.waiting import wait_for
 
 
-def healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
+class Up(ManagedProcess):
+    """``halfmq up`` as a real process; it starts credit last, after broker and order are healthy."""
 
-
-class Up:
     def __init__(self, data_dir, ports: tuple[int, int, int]) -> None:
         self.data_dir = data_dir
         self.broker, self.order, self.credit = (f"http://127.0.0.1:{p}" for p in ports)
-        self.argv = halfmq_command("up", "--no-restart", "--data-dir", str(data_dir), "--broker-port", str(ports[0]),
-                                   "--order-port", str(ports[1]), "--credit-port", str(ports[2]))
-        self.proc: subprocess.Popen | None = None
+        super().__init__("up", halfmq_command("up", "--no-restart", "--data-dir", str(data_dir), "--broker-port", str(ports[0]),
+                                              "--order-port", str(ports[1]), "--credit-port", str(ports[2])),
+                         {}, f"{self.credit}/healthz", data_dir.parent / "up.log")
 
     def __enter__(self) -> "Up":
-        self.log = open(self.data_dir.parent / "up.log", "ab")
-        self.proc = subprocess.Popen(self.argv, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for(lambda: all(healthy(u) for u in (self.broker, self.order, self.credit)), timeout=90, interval=0.3)
+        self.start(timeout=90)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(60)
-        self.log.close()
+        self.stop(grace=60, sig=signal.SIGINT)
 
 
 def credits(up: Up, user: str) -> int:
