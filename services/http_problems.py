@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -10,16 +11,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .errors import ServiceError
+
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
 
-
-class ServiceProblem(Exception):
-    """A domain error of a service: a stable code, an HTTP status, and whether retrying can help."""
-
-    def __init__(self, status: int, code: str, detail: str, *, retriable: bool = False, **extra: Any) -> None:
-        super().__init__(detail)
-        self.status, self.code, self.detail, self.retriable, self.extra = status, code, detail, retriable, extra
+ProblemStatus = Mapping[type[ServiceError], int]
 
 
 def problem(request: Request, status: int, code: str, detail: str, *, retriable: bool = False, **extra: Any) -> JSONResponse:
@@ -36,10 +33,23 @@ def problem(request: Request, status: int, code: str, detail: str, *, retriable:
     return JSONResponse(body, status_code=status, media_type=PROBLEM)
 
 
-def install(app: FastAPI) -> None:
-    @app.exception_handler(ServiceProblem)
-    async def _service(request: Request, exc: ServiceProblem) -> JSONResponse:
-        return problem(request, exc.status, exc.code, exc.detail, retriable=exc.retriable, **exc.extra)
+def status_of(error: ServiceError, statuses: ProblemStatus) -> int:
+    """The HTTP status the service's table gives the error's class (or its nearest base); 500 if none."""
+    for cls in type(error).__mro__:
+        if cls in statuses:
+            return statuses[cls]
+    return 500
+
+
+def install(app: FastAPI, statuses: ProblemStatus) -> None:
+    """Answer every error as a problem; ``statuses`` is the service's one map from domain error to HTTP status."""
+
+    @app.exception_handler(ServiceError)
+    async def _service(request: Request, exc: ServiceError) -> JSONResponse:
+        status = status_of(exc, statuses)
+        if status == 500:
+            log.error("%s has no HTTP status in the service's problem table", type(exc).__name__)
+        return problem(request, status, exc.code, exc.detail, retriable=exc.retriable)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

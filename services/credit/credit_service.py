@@ -7,6 +7,7 @@ transaction holding its credit has committed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from dataclasses import dataclass, field
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from halfmq.client import Message, message_body_bytes
 
 from ..group_commit import GroupCommit
-from .repository import CreditRepository
+from .models import CreditAccount, CreditRecord, SummaryDay, SummaryRun, SummaryUser
+from .ports import CreditLedger
 from .rules import CreditCommand, PoisonMessage, parse_order_message, points_for
 
 log = logging.getLogger(__name__)
@@ -33,7 +35,7 @@ CRASH_EXIT_CODE = 87
 
 
 class CreditService:
-    def __init__(self, repo: CreditRepository, points_per_unit: int, crash_after_commit_order: str | None = None,
+    def __init__(self, repo: CreditLedger, points_per_unit: int, crash_after_commit_order: str | None = None,
                  write_batch_max: int = 64) -> None:
         self.repo = repo
         self.points_per_unit = points_per_unit
@@ -65,3 +67,11 @@ class CreditService:
             self.stats.duplicates += 1
             log.info("order %s already credited: duplicate delivery absorbed", cmd.order_id)
         return created
+
+    async def account(self, user_id: str) -> tuple[CreditAccount | None, list[CreditRecord], int]:
+        """Balance (None before the first credit), the most recent records, and how many credits in all."""
+        return await asyncio.to_thread(self.repo.account, user_id)
+
+    async def summary(self) -> tuple[SummaryRun, list[SummaryUser], list[SummaryDay]] | None:
+        """The Spark job's last published summary, or None before its first run."""
+        return await asyncio.to_thread(self.repo.current_summary)

@@ -7,9 +7,13 @@ from decimal import Decimal, InvalidOperation
 
 import orjson
 
+from ..errors import ServiceError
 
-class PoisonMessage(ValueError):
-    """The message can never be credited (bad JSON, missing fields, bad amount)."""
+
+class PoisonMessage(ServiceError, ValueError):
+    """The message can never be credited (bad JSON, missing fields, bad amount): retrying cannot help."""
+
+    code = "POISON_MESSAGE"
 
 
 @dataclass(frozen=True)

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
-from sqlalchemy import text
+from fastapi import FastAPI
+from sqlalchemy import Engine
 
 from halfmq.client import AsyncTransactionProducer, BrokerError
 
 from .. import http_problems
 from ..credentials import secret_value
-from ..database import create_db_engine, is_migrated, migrate
+from ..database import create_db_engine, migrate
+from ..health import DatabaseProbe
 from .config import OrderSettings
 from .local_transaction import OrderTransactionListener
 from .order_service import OrderService
 from .repository import OrderRepository
-from .routes import router
+from .routes import PROBLEM_STATUS, router
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +32,23 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     producer = AsyncTransactionProducer(
         settings.broker_url, settings.producer_group, OrderTransactionListener(repo, settings.local_tx_timeout, settings.write_batch_max),
         check_url=settings.check_url, heartbeat_interval=settings.heartbeat_interval,
-        token=secret_value(settings.broker_token, settings.broker_token_file),
-        verify=str(settings.broker_ca_file) if settings.broker_ca_file else None,
+        token=settings.broker_token_value(), verify=settings.broker_verify(),
     )
     check_secret = secret_value(settings.check_secret, settings.check_secret_file)
     if check_secret is None:
         log.warning("no ORDER_CHECK_SECRET: the check-back endpoint answers unsigned requests (fit only for a loopback broker without auth)")
 
+    app = FastAPI(title="halfmq order service", lifespan=_lifespan(settings, engine, producer))
+    app.state.settings = settings
+    app.state.orders = OrderService(repo, producer, settings.topic, settings.faults_enabled)
+    app.state.database_probe = DatabaseProbe(engine, "order")
+    http_problems.install(app, PROBLEM_STATUS)
+    app.include_router(router)
+    app.add_route("/halfmq/check", producer.check_app(check_secret=check_secret), methods=["POST"])
+    return app
+
+
+def _lifespan(settings: OrderSettings, engine: Engine, producer: AsyncTransactionProducer) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(migrate, "order", engine)
@@ -53,25 +63,4 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
             await producer.close()
             engine.dispose()
 
-    app = FastAPI(title="halfmq order service", lifespan=lifespan)
-    app.state.settings = settings
-    app.state.orders = OrderService(repo, producer, settings.topic, settings.faults_enabled)
-    http_problems.install(app)
-    app.include_router(router)
-    app.add_route("/halfmq/check", producer.check_app(check_secret=check_secret), methods=["POST"])
-
-    @app.get("/healthz")
-    async def healthz(request: Request) -> JSONResponse:
-        def probe() -> bool:
-            with engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
-            return is_migrated("order", engine)
-
-        try:
-            migrated = await asyncio.to_thread(probe)
-        except Exception as exc:  # the DB is down: unhealthy, not a 500 page
-            return JSONResponse({"status": "unhealthy", "database": f"unreachable: {type(exc).__name__}"}, status_code=503)
-        status = 200 if migrated else 503
-        return JSONResponse({"status": "ok" if migrated else "unhealthy", "database": "ok", "migrated": migrated}, status_code=status)
-
-    return app
+    return lifespan

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -24,7 +25,8 @@ from halfmq.client import LocalTransactionState, Message, OutgoingMessage
 
 from ..group_commit import GroupCommit
 from .models import Order
-from .repository import NewOrder, OrderRepository
+from .ports import OrderStore
+from .repository import NewOrder
 from .rules import CheckAnswer, check_back_answer
 
 log = logging.getLogger(__name__)
@@ -59,9 +61,11 @@ _STATES = {
 
 
 class OrderTransactionListener:
-    def __init__(self, repository: OrderRepository, local_tx_timeout: float, write_batch_max: int = 64) -> None:
+    def __init__(self, repository: OrderStore, local_tx_timeout: float, write_batch_max: int = 64,
+                 clock: Callable[[], float] = time.time) -> None:
         self._repo = repository
         self._timeout = local_tx_timeout
+        self._clock = clock
         self._writes: GroupCommit[tuple[NewOrder, str], Order] = GroupCommit(repository.create_many, write_batch_max)
 
     async def execute_local_transaction(self, msg: OutgoingMessage, arg: LocalOrder) -> LocalTransactionState:
@@ -85,7 +89,7 @@ class OrderTransactionListener:
     def check_local_transaction(self, msg: Message) -> LocalTransactionState:
         order_id = order_id_of(msg)
         found = order_id is not None and self._repo.exists(order_id)
-        age = time.time() - msg.born_timestamp / 1000
+        age = self._clock() - msg.born_timestamp / 1000
         answer = check_back_answer(found, age, self._timeout)
         log.info("check-back for order %s (age %.1fs): %s", order_id, age, answer.value)
         return _STATES[answer]

@@ -1,4 +1,8 @@
-"""Placing an order: half message, order created in the local transaction, end (or check-back)."""
+"""Placing an order: half message, order created in the local transaction, end (or check-back).
+
+The service layer: it raises the order's domain errors (``errors``) and knows no HTTP; it
+reaches the broker and the database only through the ``ports`` Protocols.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,13 @@ from datetime import datetime, timezone
 
 import orjson
 
-from halfmq.client import AsyncTransactionProducer, BrokerError, LocalTransactionState, OutgoingMessage, SendStatus
+from halfmq.client import BrokerError, LocalTransactionState, OutgoingMessage, SendStatus, TransactionSendResult
 
-from ..http_problems import ServiceProblem
+from .errors import BrokerNotDurable, BrokerUnreachable, FaultsDisabled, IdempotencyKeyReused, LocalTransactionFailed, OrderNotFound, UnknownFault
 from .local_transaction import Fault, InjectedFailure, LocalOrder
 from .models import Order
-from .repository import IdempotencyKeyTaken, NewOrder, OrderRepository
+from .ports import OrderStore, TransactionSender
+from .repository import IdempotencyKeyTaken, NewOrder
 from .rules import fingerprint
 from .schemas import OrderCreate
 
@@ -28,7 +33,7 @@ class Placed:
 
 
 class OrderService:
-    def __init__(self, repo: OrderRepository, producer: AsyncTransactionProducer, topic: str, faults_enabled: bool) -> None:
+    def __init__(self, repo: OrderStore, producer: TransactionSender, topic: str, faults_enabled: bool) -> None:
         self.repo = repo
         self.producer = producer
         self.topic = topic
@@ -38,11 +43,20 @@ class OrderService:
         if header is None:
             return None
         if not self.faults_enabled:
-            raise ServiceProblem(403, "FAULTS_DISABLED", "fault injection is off; start the service with ORDER_FAULTS_ENABLED=true")
+            raise FaultsDisabled("fault injection is off; start the service with ORDER_FAULTS_ENABLED=true")
         try:
             return Fault(header)
         except ValueError:
-            raise ServiceProblem(400, "UNKNOWN_FAULT", f"X-Fault must be one of {[f.value for f in Fault]}") from None
+            raise UnknownFault(f"X-Fault must be one of {[f.value for f in Fault]}") from None
+
+    async def get(self, order_id: str) -> Order:
+        order = await asyncio.to_thread(self.repo.get, order_id)
+        if order is None:
+            raise OrderNotFound(f"no order {order_id!r}")
+        return order
+
+    async def orders_of(self, user_id: str, limit: int, offset: int) -> list[Order]:
+        return await asyncio.to_thread(self.repo.by_user, user_id, limit, offset)
 
     async def place(self, request: OrderCreate, idempotency_key: str | None, fault: Fault | None) -> Placed:
         print_ = fingerprint(request.user_id, request.amount)
@@ -51,27 +65,21 @@ class OrderService:
             if replay is not None:
                 return replay
         new = NewOrder(uuid.uuid4().hex, request.user_id, request.amount, datetime.now(timezone.utc), idempotency_key, print_)
-        body = {"order_id": new.order_id, "user_id": new.user_id, "amount": str(new.amount), "created_at": new.created_at.isoformat()}
-        message = OutgoingMessage(body=orjson.dumps(body).decode(), keys=[new.order_id], tag="order_created")
         local = LocalOrder(new, fault)
         try:
-            result = await self.producer.send_in_transaction(self.topic, message, local)
+            result = await self.producer.send_in_transaction(self.topic, order_message(new), local)
         except BrokerError as exc:
-            raise ServiceProblem(503, "BROKER_UNAVAILABLE", f"the order was not placed: the broker refused or could not be reached ({exc.code})", retriable=True) from exc
+            raise BrokerUnreachable(f"the order was not placed: the broker refused or could not be reached ({exc.code})") from exc
         if result.local_state is LocalTransactionState.ROLLBACK_MESSAGE:
             if isinstance(result.local_error, IdempotencyKeyTaken) and idempotency_key is not None:
                 replay = await self._replay(idempotency_key, print_)
                 if replay is not None:
                     return replay
-            if result.send_status is not SendStatus.SEND_OK:
-                raise ServiceProblem(503, "BROKER_NOT_DURABLE", f"the broker answered {result.send_status.value}; the order was not placed", retriable=True)
-            if isinstance(result.local_error, InjectedFailure):
-                raise ServiceProblem(503, "LOCAL_TRANSACTION_FAILED", str(result.local_error), retriable=True)
-            raise ServiceProblem(503, "LOCAL_TRANSACTION_FAILED", f"the order could not be stored: {type(result.local_error).__name__}", retriable=True)
+            raise _not_placed(result)
         # The local transaction hands back the order it committed; read it only if it did not.
         order = local.created or await asyncio.to_thread(self.repo.get, new.order_id)
         if order is None:  # UNKNOW without a committed order cannot happen here; be explicit if it does
-            raise ServiceProblem(503, "LOCAL_TRANSACTION_FAILED", "the order is not in the database after its local transaction", retriable=True)
+            raise LocalTransactionFailed("the order is not in the database after its local transaction")
         committed = result.local_state is LocalTransactionState.COMMIT_MESSAGE and result.end_error is None
         return Placed(order, "committed" if committed else "pending_check", result.transaction_id)
 
@@ -81,7 +89,7 @@ class OrderService:
             return None
         order, stored_print = found
         if stored_print != print_:
-            raise ServiceProblem(409, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was used for a different order")
+            raise IdempotencyKeyReused("this Idempotency-Key was used for a different order")
         transaction_id = await asyncio.to_thread(self.repo.transaction_of, order.order_id)
         state = "pending_check"
         if transaction_id is not None:
@@ -91,3 +99,18 @@ class OrderService:
             except BrokerError:
                 pass  # the order exists; its message is settled by check-back if not yet committed
         return Placed(order, state, transaction_id, replayed=True)
+
+
+def order_message(new: NewOrder) -> OutgoingMessage:
+    """The ORDER_TOPIC message the credit service consumes (its body is that service's contract)."""
+    body = {"order_id": new.order_id, "user_id": new.user_id, "amount": str(new.amount), "created_at": new.created_at.isoformat()}
+    return OutgoingMessage(body=orjson.dumps(body).decode(), keys=[new.order_id], tag="order_created")
+
+
+def _not_placed(result: TransactionSendResult) -> BrokerNotDurable | LocalTransactionFailed:
+    """Why a rolled-back send placed no order."""
+    if result.send_status is not SendStatus.SEND_OK:
+        return BrokerNotDurable(f"the broker answered {result.send_status.value}; the order was not placed")
+    if isinstance(result.local_error, InjectedFailure):
+        return LocalTransactionFailed(str(result.local_error))
+    return LocalTransactionFailed(f"the order could not be stored: {type(result.local_error).__name__}")

@@ -1,16 +1,26 @@
-"""HTTP routes of the order service: parse, call OrderService, shape the answer."""
+"""HTTP routes of the order service: parse, call OrderService, shape the answer; the one map from domain error to status."""
 
 from __future__ import annotations
-
-import asyncio
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import JSONResponse
 
-from ..http_problems import ServiceProblem
+from ..health import health
+from ..http_problems import ProblemStatus
+from .errors import BrokerNotDurable, BrokerUnreachable, FaultsDisabled, IdempotencyKeyReused, LocalTransactionFailed, OrderNotFound, UnknownFault
 from .models import Order
 from .order_service import OrderService
 from .schemas import OrderCreate
+
+PROBLEM_STATUS: ProblemStatus = {
+    UnknownFault: 400,
+    FaultsDisabled: 403,
+    OrderNotFound: 404,
+    IdempotencyKeyReused: 409,
+    BrokerUnreachable: 503,
+    BrokerNotDurable: 503,
+    LocalTransactionFailed: 503,
+}
 
 router = APIRouter()
 
@@ -45,10 +55,7 @@ async def create_order(
 
 @router.get("/orders/{order_id}")
 async def get_order(order_id: str, request: Request) -> JSONResponse:
-    order = await asyncio.to_thread(_service(request).repo.get, order_id)
-    if order is None:
-        raise ServiceProblem(404, "ORDER_NOT_FOUND", f"no order {order_id!r}")
-    return JSONResponse(order_view(order))
+    return JSONResponse(order_view(await _service(request).get(order_id)))
 
 
 @router.get("/orders")
@@ -58,6 +65,11 @@ async def list_orders(
     limit: int = Query(50, ge=1, le=500),
     offset: int = Query(0, ge=0),
 ) -> JSONResponse:
-    orders = await asyncio.to_thread(_service(request).repo.by_user, user_id, limit, offset)
+    orders = await _service(request).orders_of(user_id, limit, offset)
     next_offset = offset + len(orders) if len(orders) == limit else None
     return JSONResponse({"orders": [order_view(o) for o in orders], "next_offset": next_offset})
+
+
+@router.get("/healthz")
+async def healthz(request: Request) -> JSONResponse:
+    return await health(request.app.state.database_probe)

@@ -1,0 +1,51 @@
+"""The order service's domain errors: one class per refusal, each with its stable code.
+
+``routes.PROBLEM_STATUS`` gives each its HTTP status; nothing here knows HTTP.
+"""
+
+from __future__ import annotations
+
+from ..errors import ServiceError
+
+
+class OrderError(ServiceError):
+    """Any refusal of the order service."""
+
+
+class FaultsDisabled(OrderError):
+    code = "FAULTS_DISABLED"
+
+
+class UnknownFault(OrderError):
+    code = "UNKNOWN_FAULT"
+
+
+class OrderNotFound(OrderError):
+    code = "ORDER_NOT_FOUND"
+
+
+class IdempotencyKeyReused(OrderError):
+    """The key was bound to an order with another user or amount: a retry must ask for the same order."""
+
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+
+class BrokerUnreachable(OrderError):
+    """The half message was refused or never arrived: nothing was placed."""
+
+    code = "BROKER_UNAVAILABLE"
+    retriable = True
+
+
+class BrokerNotDurable(OrderError):
+    """The broker stored the half message without knowing it durable, so it is rolled back unrun."""
+
+    code = "BROKER_NOT_DURABLE"
+    retriable = True
+
+
+class LocalTransactionFailed(OrderError):
+    """The order did not commit in the database, so its message was rolled back."""
+
+    code = "LOCAL_TRANSACTION_FAILED"
+    retriable = True

@@ -1,0 +1,40 @@
+"""What every service's settings share; each service adds its env prefix, port, database and own knobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .credentials import secret_value
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    database_url: str = "sqlite:///./data/service.db"
+    broker_url: str = "http://127.0.0.1:10911"
+    topic: str = "ORDER_TOPIC"
+    db_pool_size: int = 20
+    # Most writes one database transaction may carry (group commit: writes that arrive
+    # while one transaction runs share the next; see services/group_commit.py).
+    write_batch_max: int = 64
+    log_level: str = "info"
+    # Security: the broker token as a value or a file (Docker secrets); a private CA for the
+    # broker's TLS; TLS for this service's own endpoint.
+    broker_token: str | None = None
+    broker_token_file: Path | None = None
+    broker_ca_file: Path | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    # Fault injection for tests and demos (each service documents its faults).
+    faults_enabled: bool = False
+
+    def broker_token_value(self) -> str | None:
+        return secret_value(self.broker_token, self.broker_token_file)
+
+    def broker_verify(self) -> str | None:
+        """The SDK's ``verify``: the private CA's path, or None for the system's."""
+        return str(self.broker_ca_file) if self.broker_ca_file else None

@@ -1,0 +1,140 @@
+"""OrderService with fakes: every path of placing an order, and the domain error each refusal raises."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import orjson
+import pytest
+
+from halfmq.client import SendStatus
+from halfmq.services.order.errors import (
+    BrokerNotDurable,
+    BrokerUnreachable,
+    FaultsDisabled,
+    IdempotencyKeyReused,
+    LocalTransactionFailed,
+    OrderNotFound,
+    UnknownFault,
+)
+from halfmq.services.order.local_transaction import Fault
+from halfmq.services.order.order_service import OrderService
+from halfmq.services.order.schemas import OrderCreate
+from tests.unit.services.fakes import FakeOrderRepository, FakeTransactionSender
+
+ORDER = OrderCreate(user_id="u1", amount=Decimal("12.50"))
+
+
+async def test_a_placed_order_is_stored_and_its_message_committed(service: OrderService, repo, sender) -> None:
+    placed = await service.place(ORDER, None, None)
+    assert (placed.message_state, placed.replayed) == ("committed", False)
+    assert repo.get(placed.order.order_id) is placed.order
+    assert repo.transaction_of(placed.order.order_id) == placed.transaction_id
+    [message] = sender.committed()
+    assert orjson.loads(message.body) == {"order_id": placed.order.order_id, "user_id": "u1", "amount": "12.50",
+                                          "created_at": placed.order.created_at.isoformat()}
+    assert message.keys == [placed.order.order_id] and message.tag == "order_created"
+
+
+async def test_a_retry_with_the_same_key_and_body_replays_the_first_order(service: OrderService, sender) -> None:
+    first = await service.place(ORDER, "k-1", None)
+    again = await service.place(OrderCreate(user_id="u1", amount=Decimal("12.5")), "k-1", None)
+    assert again.replayed and again.order.order_id == first.order.order_id
+    assert (again.message_state, again.transaction_id) == ("committed", first.transaction_id)
+    assert len(sender.sent) == 1
+
+
+async def test_a_key_reused_for_another_body_is_refused_and_sends_nothing(service: OrderService, sender) -> None:
+    await service.place(ORDER, "k-1", None)
+    with pytest.raises(IdempotencyKeyReused) as refused:
+        await service.place(OrderCreate(user_id="u1", amount=Decimal("99.00")), "k-1", None)
+    assert refused.value.code == "IDEMPOTENCY_KEY_REUSED" and not refused.value.retriable
+    assert len(sender.sent) == 1
+
+
+async def test_a_replay_while_the_broker_is_down_answers_pending_check(service: OrderService, sender) -> None:
+    first = await service.place(ORDER, "k-1", None)
+    sender.down = True
+    again = await service.place(ORDER, "k-1", None)
+    assert again.replayed and again.order.order_id == first.order.order_id and again.message_state == "pending_check"
+
+
+async def test_a_request_that_lost_the_race_for_its_key_replays_the_winner(repo: FakeOrderRepository, service: OrderService, sender) -> None:
+    winner = await service.place(ORDER, "k-race", None)
+    lookups = iter([None])  # the loser's first lookup ran before the winner committed
+    real_lookup = repo.by_idempotency_key
+    repo.by_idempotency_key = lambda key: next(lookups, real_lookup(key))  # type: ignore[method-assign]
+    loser = await service.place(ORDER, "k-race", None)
+    assert loser.replayed and loser.order.order_id == winner.order.order_id
+    assert len(repo.orders) == 1 and len(sender.committed()) == 1
+    assert [t["state"] for t in sender.transactions.values()] == ["committed", "rolled_back"]
+
+
+async def test_a_down_broker_places_no_order(service: OrderService, repo, sender) -> None:
+    sender.down = True
+    with pytest.raises(BrokerUnreachable) as refused:
+        await service.place(ORDER, "k-1", None)
+    assert refused.value.code == "BROKER_UNAVAILABLE" and refused.value.retriable
+    assert "BROKER_UNAVAILABLE" in refused.value.detail
+    assert repo.orders == {} and repo.keys == {}
+
+
+async def test_a_half_message_not_known_durable_is_rolled_back_before_the_local_transaction(service: OrderService, repo, sender) -> None:
+    sender.half_status = SendStatus.FLUSH_DISK_TIMEOUT
+    with pytest.raises(BrokerNotDurable) as refused:
+        await service.place(ORDER, None, None)
+    assert refused.value.code == "BROKER_NOT_DURABLE" and refused.value.retriable
+    assert "FLUSH_DISK_TIMEOUT" in refused.value.detail
+    assert repo.orders == {} and sender.committed() == []
+
+
+async def test_a_failed_local_transaction_stores_nothing_and_rolls_the_message_back(service: OrderService, repo, sender) -> None:
+    with pytest.raises(LocalTransactionFailed) as refused:
+        await service.place(ORDER, "k-1", Fault.FAIL_LOCAL_TX)
+    assert refused.value.code == "LOCAL_TRANSACTION_FAILED" and refused.value.retriable
+    assert refused.value.detail == "injected fault: fail-local-tx"
+    assert repo.orders == {} and repo.keys == {}
+    assert [t["state"] for t in sender.transactions.values()] == ["rolled_back"]
+
+
+async def test_a_database_error_in_the_local_transaction_rolls_the_message_back(service: OrderService, repo, sender) -> None:
+    repo.down = True
+    with pytest.raises(LocalTransactionFailed, match="could not be stored: DatabaseDown"):
+        await service.place(ORDER, None, None)
+    assert sender.committed() == []
+
+
+async def test_a_dropped_end_answers_pending_check_with_the_order_stored(service: OrderService, repo, sender) -> None:
+    placed = await service.place(ORDER, None, Fault.DROP_END)
+    assert placed.message_state == "pending_check" and repo.exists(placed.order.order_id)
+    assert sender.transactions[placed.transaction_id]["state"] == "pending"
+
+
+async def test_an_end_lost_on_the_way_answers_pending_check(service: OrderService, repo, sender) -> None:
+    sender.end_lost = True
+    placed = await service.place(ORDER, None, None)
+    assert placed.message_state == "pending_check" and repo.exists(placed.order.order_id)
+
+
+def test_a_fault_header_is_refused_while_faults_are_off(repo, sender) -> None:
+    with pytest.raises(FaultsDisabled):
+        OrderService(repo, sender, "ORDER_TOPIC", faults_enabled=False).parse_fault("drop-end")
+
+
+def test_an_unknown_fault_is_refused_and_no_header_means_no_fault(service: OrderService) -> None:
+    with pytest.raises(UnknownFault, match="fail-local-tx"):
+        service.parse_fault("set-fire")
+    assert service.parse_fault(None) is None
+    assert service.parse_fault("drop-end") is Fault.DROP_END
+
+
+async def test_reading_an_unknown_order_raises_order_not_found(service: OrderService) -> None:
+    with pytest.raises(OrderNotFound, match="'nope'"):
+        await service.get("nope")
+
+
+async def test_orders_of_a_user_are_paged_in_creation_order(service: OrderService) -> None:
+    placed = [await service.place(OrderCreate(user_id="u-page", amount=Decimal(i)), None, None) for i in (1, 2, 3)]
+    await service.place(OrderCreate(user_id="someone-else", amount=Decimal(1)), None, None)
+    page = await service.orders_of("u-page", 2, 1)
+    assert [o.order_id for o in page] == [p.order.order_id for p in placed[1:]]
