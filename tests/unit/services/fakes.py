@@ -14,6 +14,7 @@ import uuid
 from datetime import date, datetime, timezone
 from typing import Any
 
+import msgspec
 import orjson
 
 from halfmq.client import (
@@ -115,7 +116,7 @@ class FakeTransactionSender:
             raise BrokerUnavailable("connection refused")
         transaction_id, msg_id = uuid.uuid4().hex, uuid.uuid4().hex
         half = HalfSendResult(status=self.half_status, transaction_id=transaction_id, msg_id=msg_id, commit_log_offset=0, queue_offset=0)
-        seen = message.model_copy(update={"properties": {**message.properties, "TRANSACTION_ID": transaction_id}})
+        seen = msgspec.structs.replace(message, properties={**message.properties, "TRANSACTION_ID": transaction_id})
         state, local_error = LocalTransactionState.ROLLBACK_MESSAGE, None
         if self.half_status is SendStatus.SEND_OK:
             try:
