@@ -93,7 +93,7 @@ def measure(ctx: Context, names: list[str]) -> dict[str, Any]:
     for name in names:
         if name in FSYNC:
             path = str(ctx.dir("fsync") / "append.log")
-            runs = ctx.repeat(f"baseline {name}", lambda _i, _w, g=FSYNC[name]: fsync_loop(path, g, s.fsync_seconds, 5_000_000))
+            runs = ctx.repeat(f"baseline {name}", lambda _i, _w, g=FSYNC[name], path=path: fsync_loop(path, g, s.fsync_seconds, 5_000_000))
             out[name] = throughput_case(runs, unit="records/s", concurrency=1, what=WHAT[name])
     http_names = [n for n in names if n.removesuffix("_wrk") in HTTP]
     if not http_names:
@@ -106,8 +106,8 @@ def measure(ctx: Context, names: list[str]) -> dict[str, Any]:
             path, conc = HTTP[base]
             url = app.url + path
             if name.endswith("_wrk"):
-                runs = ctx.repeat(f"baseline {name}", lambda _i, w: wrk_run(url, PEER_PAYLOAD, conc, s.seconds, warmup=w))
+                runs = ctx.repeat(f"baseline {name}", lambda _i, w, url=url, conc=conc: wrk_run(url, PEER_PAYLOAD, conc, s.seconds, warmup=w))
             else:
-                runs = ctx.repeat(f"baseline {name}", lambda _i, w: run_async(_http(url, conc, s.seconds, s.max_ops, w)))
+                runs = ctx.repeat(f"baseline {name}", lambda _i, w, url=url, conc=conc: run_async(_http(url, conc, s.seconds, s.max_ops, w)))
             out[name] = throughput_case(runs, unit="req/s", concurrency=conc, what=WHAT[base])
     return out

@@ -46,7 +46,7 @@ class CheckBackServer:
         self._loop.run_until_complete(self._runner.cleanup())
         self._loop.close()
 
-    def start(self) -> "CheckBackServer":
+    def start(self) -> CheckBackServer:
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("check-back server did not start")
@@ -57,7 +57,7 @@ class CheckBackServer:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
 
-    def __enter__(self) -> "CheckBackServer":
+    def __enter__(self) -> CheckBackServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

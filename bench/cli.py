@@ -17,7 +17,7 @@ import shlex
 import sys
 import time
 import traceback
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ def settings_from(args: argparse.Namespace) -> BenchSettings:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def run_bench(selected: list[str], settings: BenchSettings, *, with_baselines: bool = True, keep: bool = False,

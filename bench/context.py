@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from rich.console import Console
 
@@ -26,7 +26,7 @@ class Context:
     partial: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, settings: BenchSettings, console: Console) -> "Context":
+    def create(cls, settings: BenchSettings, console: Console) -> Context:
         parent = settings.workdir
         if parent is not None:
             parent.mkdir(parents=True, exist_ok=True)

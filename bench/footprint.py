@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ def import_medians(programs: dict[str, tuple[Venv, str]], runs: int, cwd: Path) 
 
 
 def run(workdir: Path, runs: int, wheel: Path | None = None) -> dict[str, Any]:
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     wheel = wheel or build_wheel(workdir / "dist")
     empty = fresh_venv(workdir / "empty")
     envs: dict[str, Venv] = {}
@@ -137,7 +137,7 @@ def run(workdir: Path, runs: int, wheel: Path | None = None) -> dict[str, Any]:
     imports = [{"client": name, "imports": programs[name][1], "median_ms": round(seconds * 1000, 1),
                 "ratio_to_redis_asyncio": round(seconds / reference, 2)} for name, seconds in medians.items()]
     return {"format": "halfmq-footprint/1", "started_at": started,
-            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "python": sys.version.split()[0], "runs": runs, "installs": rows, "imports": imports}
 
 

@@ -24,9 +24,10 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Coroutine, TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 

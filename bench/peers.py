@@ -13,6 +13,7 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,12 @@ def load(results_dir: Path) -> dict[str, Any]:
 
 def written(results_dir: Path) -> tuple[str, str] | None:
     """When the peers' result files were written (oldest, newest), UTC, to judge "same session"."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     stamps = sorted(p.stat().st_mtime for p in results_dir.glob("*.json")) if results_dir.is_dir() else []
     if not stamps:
         return None
-    fmt = lambda t: datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="minutes")  # noqa: E731
+    fmt = lambda t: datetime.fromtimestamp(t, UTC).isoformat(timespec="minutes")  # noqa: E731
     return fmt(stamps[0]), fmt(stamps[-1])
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .load import Run
 

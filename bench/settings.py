@@ -35,12 +35,12 @@ class BenchSettings:
     workdir: Path | None = None      # where temp dirs go (default: the system temp dir)
 
     @classmethod
-    def for_mode(cls, quick: bool, **overrides: object) -> "BenchSettings":
+    def for_mode(cls, quick: bool, **overrides: object) -> BenchSettings:
         base = cls.quick_settings() if quick else cls()
         return replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
     @classmethod
-    def quick_settings(cls) -> "BenchSettings":
+    def quick_settings(cls) -> BenchSettings:
         return cls(
             quick=True, runs=1, seconds=1.0, warmup=0.3, max_ops=200_000, consume_prefill=20_000,
             tx_check_wait=15.0, orders_max=1_000, orders_credit_wait=60.0, recovery_bytes=32 << 20,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from halfmq.broker.errors import CheckSignatureInvalid
 

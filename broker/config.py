@@ -76,7 +76,7 @@ class BrokerSettings(BaseSettings):
         return _split_csv(value)
 
     @model_validator(mode="after")
-    def _request_bytes_follow_message_size(self) -> "BrokerSettings":
+    def _request_bytes_follow_message_size(self) -> BrokerSettings:
         if not self.max_request_bytes:
             self.max_request_bytes = default_max_request_bytes(self.max_message_size)
         return self

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from halfmq.broker.wire import EndState, TransactionState, MAX_BATCH, MAX_INVISIBLE_SECONDS, MAX_RECEIVE, MAX_TAG_LENGTH, MAX_WAIT_SECONDS
+from halfmq.broker.wire import MAX_BATCH, MAX_INVISIBLE_SECONDS, MAX_RECEIVE, MAX_TAG_LENGTH, MAX_WAIT_SECONDS, EndState, TransactionState
 
 
 class _Wire(BaseModel):

@@ -10,17 +10,18 @@ import base64
 import binascii
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import crc32c
 
+from halfmq.broker.counter_ids import CounterIds
 from halfmq.broker.errors import (
     BadBodyEncoding,
-    InvalidQueueCount,
-    InvalidRequest,
     InvalidProperty,
+    InvalidQueueCount,
     InvalidQueueId,
+    InvalidRequest,
     InvalidTopicName,
     MessageTooLarge,
     ReservedProperty,
@@ -28,7 +29,6 @@ from halfmq.broker.errors import (
     TopicAlreadyExists,
     TopicNotFound,
 )
-from halfmq.broker.counter_ids import CounterIds
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic, is_valid_user_name

@@ -85,7 +85,7 @@ class ChildProcess:
                                          text=True, bufsize=1, start_new_session=True)
             threading.Thread(target=self._pump, args=(self.proc.stdout, self.on_line), daemon=True).start()
             return
-        log = open(self.log_path, "ab") if self.log_path is not None else None  # noqa: SIM115 - the child keeps it
+        log = open(self.log_path, "ab") if self.log_path is not None else None
         try:
             if log is not None:
                 log.write(f"\n===== start #{self.starts}: {' '.join(self.argv)}\n".encode())

@@ -33,13 +33,12 @@ def cmd_broker(args: argparse.Namespace) -> int:
     from halfmq.broker.api.app import create_app
     from halfmq.broker.api.runtime import BrokerRuntime
     from halfmq.broker.config import BrokerSettings
+    from halfmq.broker.security.auth_file import AuthFileError
+    from halfmq.broker.security.protected_mode import refusal
     from halfmq.broker.store.atomic_file import DamagedFile
     from halfmq.broker.store.commit_log import CorruptLogError
     from halfmq.broker.store.data_lock import DataDirLocked
     from halfmq.broker.store.message_store import StoreNotWritable
-
-    from halfmq.broker.security.auth_file import AuthFileError
-    from halfmq.broker.security.protected_mode import refusal
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items() if v is not None}
     if args.insecure:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.resources import files
 from pathlib import Path
 from typing import TypeVar
@@ -46,7 +46,7 @@ def create_db_engine(url: str, pool_size: int = 20) -> Engine:
         engine.update_execution_options(**{_WRITE_LOCK: threading.Lock()})
 
         @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001
+        def _pragmas(dbapi_conn, _record) -> None:
             dbapi_conn.isolation_level = None  # SQLAlchemy's "begin" hook below issues BEGIN itself
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
@@ -56,7 +56,7 @@ def create_db_engine(url: str, pool_size: int = 20) -> Engine:
             cur.close()
 
         @event.listens_for(engine, "begin")
-        def _begin(conn) -> None:  # noqa: ANN001
+        def _begin(conn) -> None:
             # A writer takes the write lock up front: two deferred transactions that both upgrade
             # to writers deadlock into "database is locked" instead of waiting their turn.
             conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITES) else "BEGIN")
@@ -123,7 +123,7 @@ def together_or_each_alone(batch: list[T], together: Callable[[list[T]], list[R]
     for item in batch:
         try:
             outcomes.append(alone(item))
-        except Exception as exc:  # this item's own failure, handed to its caller
+        except Exception as exc:  # noqa: BLE001 - this item's own failure, handed to its caller
             outcomes.append(exc)
     return outcomes
 
@@ -161,18 +161,18 @@ class UtcDateTime(TypeDecorator):
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:  # noqa: ANN001
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
         if value is not None and value.tzinfo is None:
             raise ValueError("naive datetime: use datetime.now(timezone.utc)")
-        return value.astimezone(timezone.utc) if value is not None else None
+        return value.astimezone(UTC) if value is not None else None
 
-    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:  # noqa: ANN001
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
         if value is None:
             return None
-        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def run_alembic_env(context, metadata, default_url: str) -> None:  # noqa: ANN001
+def run_alembic_env(context, metadata, default_url: str) -> None:
     """The body of both migrations/*/env.py: use the caller's connection, or connect to the URL."""
     config = context.config
     connection = config.attributes.get("connection")

@@ -74,9 +74,9 @@ class GroupCommit(Generic[T, R]):
             for _, future in batch:
                 future.cancel()
             raise
-        except Exception as exc:  # the batch function itself failed: nothing of it is reported committed
+        except Exception as exc:  # noqa: BLE001 - the batch function itself failed: nothing of it is reported committed
             outcomes = [exc] * len(batch)
-        for (_, future), outcome in zip(batch, outcomes):
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
             if future.done():  # the caller was cancelled meanwhile
                 continue
             if isinstance(outcome, Exception):

@@ -34,7 +34,7 @@ async def health(probe: Callable[[], bool], extra: Extra | None = None) -> JSONR
     """200 when the database is migrated and ``extra`` is healthy, else 503; a down database is a 503, never a 500 page."""
     try:
         migrated = await asyncio.to_thread(probe)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any database failure is a 503
         return JSONResponse({"status": "unhealthy", "database": f"unreachable: {type(exc).__name__}"}, status_code=503)
     extra_ok, fields = extra() if extra is not None else (True, {})
     ok = migrated and extra_ok

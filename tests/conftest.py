@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
 from tests.support.processes import BrokerProcess
+from tests.support.small_disk import small_disk  # noqa: F401 - the fixture, for every test that asks for a small disk
 
 # Test brokers: small segments to exercise rollover, fast retries so DLQ tests do not wait minutes.
 TEST_BROKER_ENV = {

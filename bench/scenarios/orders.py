@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 import statistics
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -71,7 +71,7 @@ def _credited_at(db_path: str, order_ids: list[str]) -> dict[str, float]:
                                chunk).fetchall()
             for order_id, created in rows:
                 ts = datetime.fromisoformat(created)
-                out[order_id] = (ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)).timestamp()
+                out[order_id] = (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp()
     finally:
         con.close()
     return out

@@ -10,12 +10,13 @@ comparison is the FastAPI endpoint that fsyncs inline and the raw fsync loop.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from .. import payloads, probe
 from ..baselines import name_for
 from ..context import Context
 from ..load import Run, drive, http_session, post, run_async, wrk_run
-from .. import payloads, probe
 from ..results import scenario_ok, throughput_case
 from ..servers import BrokerServer
 

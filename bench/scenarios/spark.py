@@ -51,7 +51,7 @@ def _stage_timings(log_text: str) -> dict[str, float]:
 
 def _unavailable_reason() -> str | None:
     try:
-        from halfmq.jobs.credit_aggregate import AggregateError, AggregateSettings, jdbc_classpath  # noqa: F401
+        from halfmq.jobs.credit_aggregate import AggregateError, AggregateSettings, jdbc_classpath
         from halfmq.jobs.generate_credits import generate, migrate  # noqa: F401
     except ImportError as exc:
         return f"the Spark job is not importable: {exc}"

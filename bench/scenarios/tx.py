@@ -96,7 +96,7 @@ async def _mix(broker_url: str, conc: int, seconds: float, max_ops: int, warmup:
     return run
 
 
-async def _await_checks(broker_url: str, never_ended: list[tuple[str, float]], timeout: float) -> dict[str, Any]:
+async def _await_checks(broker_url: str, never_ended: list[tuple[str, float]], timeout: float) -> dict[str, Any]:  # noqa: ASYNC109 - one deadline for many polls
     """Wait until the check service resolved every never-ended transaction; latency half send → commit.
 
     Polls each transaction (GET /v1/transactions/{id}) rather than the pending
@@ -154,13 +154,31 @@ def run(ctx: Context) -> dict[str, Any]:
         for name, conc, base in (("pairs_seq", 1, "fastapi_fsync_c1"), ("pairs_c64", c, "fastapi_fsync_c64")):
             if s.driver == "wrk":  # the broker-bound figure; the Python client's figure follows as *_aiohttp
                 half, commit = payloads.half(GROUP, TOPIC, s.body_bytes), payloads.end(GROUP, "commit")
-                runs = ctx.repeat(f"tx {name}", lambda _i, w, conc=conc: wrk_pairs(broker.url, half, commit, conc, s.seconds, warmup=w))
-                cases[name] = throughput_case(runs, unit="tx/s", concurrency=conc, baseline=name_for(base, "wrk"),
-                                              what=f"half send + end(commit) pairs, {conc} requests in flight (wrk)")
+                runs = ctx.repeat(
+                    f"tx {name}",
+                    lambda _i, w, conc=conc, half=half, commit=commit: wrk_pairs(
+                        broker.url, half, commit, conc, s.seconds, warmup=w
+                    ),
+                )
+                cases[name] = throughput_case(
+                    runs,
+                    unit="tx/s",
+                    concurrency=conc,
+                    baseline=name_for(base, "wrk"),
+                    what=f"half send + end(commit) pairs, {conc} requests in flight (wrk)",
+                )
                 name = f"{name}_aiohttp"
-            runs = ctx.repeat(f"tx {name}", lambda _i, w, conc=conc: run_async(_pairs(broker.url, conc, s.seconds, s.max_ops, w, s.body_bytes)))
-            cases[name] = throughput_case(runs, unit="tx/s", concurrency=conc, baseline=name_for(base, "aiohttp"),
-                                          what=f"half send + end(commit) pairs, {conc} in flight (aiohttp client)")
+            runs = ctx.repeat(
+                f"tx {name}",
+                lambda _i, w, conc=conc: run_async(_pairs(broker.url, conc, s.seconds, s.max_ops, w, s.body_bytes)),
+            )
+            cases[name] = throughput_case(
+                runs,
+                unit="tx/s",
+                concurrency=conc,
+                baseline=name_for(base, "aiohttp"),
+                what=f"half send + end(commit) pairs, {conc} in flight (aiohttp client)",
+            )
 
     mix_broker = BrokerServer(ctx.dir("tx", "mix-broker"), ctx.logs, env=MIX_ENV)
     with mix_broker, CheckBackServer("commit") as checker:
@@ -169,28 +187,56 @@ def run(ctx: Context) -> dict[str, Any]:
         checks: list[dict[str, Any]] = []
 
         def once(i: int, warmup: float) -> Run:
-            probe.call("POST", f"{mix_broker.url}/v1/producers/heartbeat",
-                       {"producer_group": GROUP, "client_id": "bench-checkback", "check_url": checker.url})
+            probe.call(
+                "POST",
+                f"{mix_broker.url}/v1/producers/heartbeat",
+                {"producer_group": GROUP, "client_id": "bench-checkback", "check_url": checker.url},
+            )
             never_ended: list[tuple[str, float]] = []
-            run = run_async(_mix(mix_broker.url, c, s.seconds, s.max_ops, warmup, s.body_bytes,
-                                 s.tx_mix_rollback, s.tx_mix_unended, 1000 + i, never_ended))
+            run = run_async(
+                _mix(
+                    mix_broker.url,
+                    c,
+                    s.seconds,
+                    s.max_ops,
+                    warmup,
+                    s.body_bytes,
+                    s.tx_mix_rollback,
+                    s.tx_mix_unended,
+                    1000 + i,
+                    never_ended,
+                )
+            )
             result = run_async(_await_checks(mix_broker.url, never_ended, s.tx_check_wait))
             run.extra["check_back"] = result
             checks.append(result)
-            ctx.note(f"tx mix run {i + 1}: {result['committed_by_check']}/{result['never_ended']} committed by check-back, "
-                     f"half→commit p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms")
+            ctx.note(
+                f"tx mix run {i + 1}: {result['committed_by_check']}/{result['never_ended']} committed by check-back, "
+                f"half→commit p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms"
+            )
             return run
 
         runs = ctx.repeat("tx mix_c64", once)
-        med = lambda k: round(statistics.median([r[k] for r in checks if r[k] is not None]), 1) if any(r[k] is not None for r in checks) else None  # noqa: E731
+        def med(k: str) -> float | None:
+            seen = [r[k] for r in checks if r[k] is not None]
+            return round(statistics.median(seen), 1) if seen else None
+
         cases["mix_c64"] = throughput_case(
-            runs, unit="tx/s", concurrency=c, baseline=name_for("fastapi_fsync_c64", "aiohttp"),
+            runs,
+            unit="tx/s",
+            concurrency=c,
+            baseline=name_for("fastapi_fsync_c64", "aiohttp"),
             what=f"{c} in flight: {1 - s.tx_mix_rollback - s.tx_mix_unended:.0%} commit, {s.tx_mix_rollback:.0%} rollback, "
-                 f"{s.tx_mix_unended:.0%} never ended (committed by check-back)",
-            check_back={"p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"), "max_ms": med("max_ms"),
-                        "never_ended": sum(r["never_ended"] for r in checks),
-                        "committed_by_check": sum(r["committed_by_check"] for r in checks),
-                        "checks_answered": checker.calls,
-                        "transaction_timeout_s": 1.0, "check_interval_s": 0.5},
+            f"{s.tx_mix_unended:.0%} never ended (committed by check-back)",
+            check_back={
+                "p50_ms": med("p50_ms"),
+                "p99_ms": med("p99_ms"),
+                "max_ms": med("max_ms"),
+                "never_ended": sum(r["never_ended"] for r in checks),
+                "committed_by_check": sum(r["committed_by_check"] for r in checks),
+                "checks_answered": checker.calls,
+                "transaction_timeout_s": 1.0,
+                "check_interval_s": 0.5,
+            },
         )
     return scenario_ok(cases, topic=TOPIC, producer_group=GROUP, body_bytes=s.body_bytes, mix_broker_env=MIX_ENV)

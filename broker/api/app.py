@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
 
@@ -12,8 +12,8 @@ from halfmq.broker.asgi_body import BodyReader
 from halfmq.broker.config import BrokerSettings
 
 from . import problems
-from .routes import consumer_groups, operations, topics, transactions
 from .hot_path import HotPathApp
+from .routes import consumer_groups, operations, topics, transactions
 from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,8 @@ store nor echo: a heartbeat carrying one once answered 500 and poisoned the regi
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Coroutine, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 import pydantic_core
 from fastapi import Request, Response

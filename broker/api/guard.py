@@ -9,7 +9,8 @@ refusal get an audit line (principal, action, resource, result).
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from halfmq.broker.errors import AccessDenied, Unauthenticated
 from halfmq.broker.security.auth_file import Authenticator

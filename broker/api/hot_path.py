@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import orjson
 from starlette.types import Receive, Scope, Send
@@ -98,7 +99,7 @@ class HotRoute:
         if len(parts) != len(self.segments):
             return None
         params = {}
-        for part, (text, is_param) in zip(parts, self.segments):
+        for part, (text, is_param) in zip(parts, self.segments, strict=True):
             if is_param:
                 if not part:
                     return None

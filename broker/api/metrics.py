@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -63,12 +63,31 @@ def create_metrics(read_state: Callable[[], dict]) -> BrokerMetrics:
         registry=registry,
         messages_in=Counter("halfmq_send_messages", "Messages stored by sends", registry=registry),
         send_requests=Counter("halfmq_send_requests", "Send requests by outcome", ["status"], registry=registry),
-        send_latency=Histogram("halfmq_send_latency_seconds", "Send request latency including flush", buckets=LATENCY_BUCKETS, registry=registry),
+        send_latency=Histogram(
+            "halfmq_send_latency_seconds",
+            "Send request latency including flush",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        ),
         messages_out=Counter("halfmq_receive_messages", "Messages handed to consumers", registry=registry),
-        receive_latency=Histogram("halfmq_receive_latency_seconds", "Receive latency excluding long-poll waits that found nothing", buckets=LATENCY_BUCKETS, registry=registry),
+        receive_latency=Histogram(
+            "halfmq_receive_latency_seconds",
+            "Receive latency excluding long-poll waits that found nothing",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        ),
         acks=Counter("halfmq_ack_messages", "Acked receipt handles", ["result"], registry=registry),
         nacks=Counter("halfmq_nack_messages", "Nacked receipt handles", ["result"], registry=registry),
-        tx_finish_latency=Histogram("halfmq_transaction_finish_latency_seconds", "From half message to commit or rollback",
-                                    buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900), registry=registry),
-        auth_decisions=Counter("halfmq_auth_decisions", "Authentication and authorization decisions by result", ["result"], registry=registry),
+        tx_finish_latency=Histogram(
+            "halfmq_transaction_finish_latency_seconds",
+            "From half message to commit or rollback",
+            buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900),
+            registry=registry,
+        ),
+        auth_decisions=Counter(
+            "halfmq_auth_decisions",
+            "Authentication and authorization decisions by result",
+            ["result"],
+            registry=registry,
+        ),
     )

@@ -8,14 +8,24 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from .allowed_methods import allow_header, allowed_methods
-from .responses import JsonResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from halfmq.broker.errors import (BrokerError, FlushDiskTimeout, InvalidRequest, MalformedJson, MethodNotAllowed, RouteNotFound, StoreUnavailable,
-                                  Unauthenticated, UnsupportedMediaType)
+from halfmq.broker.errors import (
+    BrokerError,
+    FlushDiskTimeout,
+    InvalidRequest,
+    MalformedJson,
+    MethodNotAllowed,
+    RouteNotFound,
+    StoreUnavailable,
+    Unauthenticated,
+    UnsupportedMediaType,
+)
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.message_store import StoreClosed, StoreNotWritable
+
+from .allowed_methods import allow_header, allowed_methods
+from .responses import JsonResponse
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable
 
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.delivery.receipt_handle import load_or_create_key
-from halfmq.broker.security.auth_file import AuthFileError, Authenticator
+from halfmq.broker.security.auth_file import Authenticator, AuthFileError
 from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
@@ -48,7 +48,7 @@ class BrokerRuntime:
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
-    def open(cls, settings: BrokerSettings) -> "BrokerRuntime":
+    def open(cls, settings: BrokerSettings) -> BrokerRuntime:
         """Lock the data dir, recover the store and rebuild indexes (DataDirLocked / CorruptLogError)."""
         store = MessageStore(StoreConfig(
             data_dir=settings.data_dir,
@@ -97,11 +97,11 @@ class BrokerRuntime:
 
     async def _watch_auth_file(self, path: Path, every: float = 2.0) -> None:
         """Re-read the auth file when it changes (`halfmq admin tokens create|revoke`); a broken edit keeps the old one."""
-        seen = path.stat().st_mtime_ns
+        seen = path.stat().st_mtime_ns  # noqa: ASYNC240 - one small file's stat every 2 s
         while True:
             await asyncio.sleep(every)
             try:
-                changed = path.stat().st_mtime_ns
+                changed = path.stat().st_mtime_ns  # noqa: ASYNC240
                 if changed == seen:
                     continue
                 seen = changed

@@ -27,21 +27,20 @@ if TYPE_CHECKING:
         SettleStatus,
         TopicInfo,
     )
-
     from halfmq.client.async_consumer import AsyncConsumer
+    from halfmq.client.async_transaction_producer import AsyncTransactionProducer
     from halfmq.client.check_app import CheckApp
     from halfmq.client.consumer import Consumer
     from halfmq.client.consumer_client import AsyncConsumerClient, ConsumerClient
     from halfmq.client.messages import UNIQ_KEY, message_body_bytes, message_json
     from halfmq.client.producer import AsyncProducer, Producer
+    from halfmq.client.send_options import SendOptions
     from halfmq.client.transaction import (
         AsyncTransactionListener,
         LocalTransactionState,
         TransactionListener,
         TransactionSendResult,
     )
-    from halfmq.client.async_transaction_producer import AsyncTransactionProducer
-    from halfmq.client.send_options import SendOptions
     from halfmq.client.transaction_producer import TransactionProducer
 
 _HOMES = {

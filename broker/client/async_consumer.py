@@ -130,7 +130,7 @@ class AsyncConsumer:
                 result = self._handler(message)
                 if inspect.isawaitable(result):
                     await result
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a failed handler means nack, whatever it raised
                 log_handler_failure(message, exc)
                 return Outcome.NACK
             return Outcome.ACK

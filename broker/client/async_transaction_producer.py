@@ -115,7 +115,7 @@ class AsyncTransactionProducer(TransactionProducerBase):
             await asyncio.sleep(self.heartbeat_interval)
             try:
                 await self._transport.call(self._heartbeat_call())
-            except Exception as exc:  # the loop must outlive any one failure
+            except Exception as exc:  # noqa: BLE001 - the loop must outlive any one failure
                 log.warning("producer %s of group %s: heartbeat failed: %s", self.client_id, self.producer_group, exc)
 
     # --- sending -----------------------------------------------------------------

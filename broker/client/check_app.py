@@ -55,8 +55,16 @@ import msgspec
 
 from halfmq.broker.asgi_body import ClientGone, read_body
 from halfmq.broker.check_signing import DEFAULT_WINDOW, SIGNATURE_HEADER, TIMESTAMP_HEADER, CheckVerifier
-from halfmq.broker.errors import (BrokerError, CheckSignatureInvalid, InvalidRequest, MalformedJson, MessageTooLarge, MethodNotAllowed,
-                           ProducerGroupMismatch, RequestTooLarge)
+from halfmq.broker.errors import (
+    BrokerError,
+    CheckSignatureInvalid,
+    InvalidRequest,
+    MalformedJson,
+    MessageTooLarge,
+    MethodNotAllowed,
+    ProducerGroupMismatch,
+    RequestTooLarge,
+)
 from halfmq.broker.wire import CheckRequest, decode
 
 from .transaction import (

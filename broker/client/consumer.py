@@ -126,7 +126,7 @@ class Consumer:
     def _handle(self, message: Message) -> Outcome:
         try:
             self._handler(message)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed handler means nack, whatever it raised
             log_handler_failure(message, exc)
             return Outcome.NACK
         return Outcome.ACK

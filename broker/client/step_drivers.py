@@ -38,7 +38,7 @@ def run_steps(steps: Generator[S, Any, T], perform: Callable[[S], Any]) -> T:
         reply, error = None, None
         try:
             reply = perform(step)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the sequence decides what a failed step means
             error = exc
 
 
@@ -54,5 +54,5 @@ async def run_steps_async(steps: Generator[S, Any, T], perform: Callable[[S], Aw
         reply, error = None, None
         try:
             reply = await perform(step)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the sequence decides what a failed step means
             error = exc

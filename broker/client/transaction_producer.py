@@ -97,7 +97,7 @@ class TransactionProducer(TransactionProducerBase):
         while not self._stop.wait(self.heartbeat_interval):
             try:
                 self._transport.call(self._heartbeat_call())
-            except Exception as exc:  # the loop must outlive any one failure
+            except Exception as exc:  # noqa: BLE001 - the loop must outlive any one failure
                 if not self._stop.is_set():
                     log.warning("producer %s of group %s: heartbeat failed: %s", self.client_id, self.producer_group, exc)
 

@@ -303,7 +303,7 @@ class AsyncTransport:
                     status, content_type = resp.status, resp.headers.get("content-type", "")
             except aiohttp.ClientConnectorError as exc:
                 raise _unavailable(self._base, call, exc, sent=False, timeout=seconds) from None
-            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, aiohttp.ClientError) as exc:
                 raise _unavailable(self._base, call, exc, sent=True, timeout=seconds) from None
         return _answer(call, status, content_type, body, f"{call.method} {url}")
 

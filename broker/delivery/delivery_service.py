@@ -12,8 +12,8 @@ import heapq
 import logging
 import secrets
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from halfmq.broker.errors import ConsumerGroupNotFound, InvalidGroupName, InvalidReceiptHandle, SystemTopicForbidden, TopicNotFound
 from halfmq.broker.store.damaged_records import DamagedEntry

@@ -48,7 +48,7 @@ class ReceiptHandle:
         return base64.urlsafe_b64encode(raw + _mac(key, raw)).decode().rstrip("=")
 
     @classmethod
-    def decode(cls, text: str, key: bytes) -> "ReceiptHandle":
+    def decode(cls, text: str, key: bytes) -> ReceiptHandle:
         try:
             blob = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
             raw, mac = blob[:-MAC_BYTES], blob[-MAC_BYTES:]

@@ -46,7 +46,7 @@ class PolicyEntry(BaseModel):
     resources: list[str]
 
     @model_validator(mode="after")
-    def _parses(self) -> "PolicyEntry":
+    def _parses(self) -> PolicyEntry:
         self.to_policy()  # a bad action or pattern fails the whole file, not silently one principal
         return self
 
@@ -69,7 +69,7 @@ class AuthFile(BaseModel):
     principals: list[PrincipalEntry] = []
 
     @classmethod
-    def load(cls, path: Path) -> "AuthFile":
+    def load(cls, path: Path) -> AuthFile:
         return cls.model_validate_json(path.read_bytes())
 
     def save(self, path: Path) -> None:
@@ -113,7 +113,7 @@ class Authenticator:
         self._secrets: dict[str, bytes] = {}
 
     @classmethod
-    def from_file(cls, path: Path) -> "Authenticator":
+    def from_file(cls, path: Path) -> Authenticator:
         try:
             return cls(AuthFile.load(path))
         except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError

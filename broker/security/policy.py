@@ -47,11 +47,11 @@ class Resource:
         return f"{self.kind.value}:{self.name}"
 
     @classmethod
-    def topic(cls, name: str) -> "Resource":
+    def topic(cls, name: str) -> Resource:
         return cls(Kind.TOPIC, name)
 
     @classmethod
-    def group(cls, name: str) -> "Resource":
+    def group(cls, name: str) -> Resource:
         return cls(Kind.GROUP, name)
 
 
@@ -66,7 +66,7 @@ class ResourcePattern:
     name: str
 
     @classmethod
-    def parse(cls, text: str) -> "ResourcePattern":
+    def parse(cls, text: str) -> ResourcePattern:
         if text == "*":
             return cls(None, "*")
         kind, sep, name = text.partition(":")
@@ -96,7 +96,7 @@ class Policy:
     resources: tuple[ResourcePattern, ...]
 
     @classmethod
-    def parse(cls, actions: list[str], resources: list[str]) -> "Policy":
+    def parse(cls, actions: list[str], resources: list[str]) -> Policy:
         parsed = frozenset(Action(a) for a in actions)
         if not parsed or not parsed <= GRANTABLE:
             raise ValueError(f"policy actions must be some of {sorted(a.value for a in GRANTABLE)}, not {actions}")

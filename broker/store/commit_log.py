@@ -14,9 +14,9 @@ import bisect
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from .record import HEADER_SIZE, MAGIC, MAGIC_AT, MAX_RECORD_SIZE, RecordError, StoredMessage, claims_offset, damaged_field, decode, peek_size
 
@@ -265,7 +265,7 @@ class CommitLog:
 
     def segment_gaps(self) -> list[tuple[int, int]]:
         """(end of a segment, base of the next) wherever a segment file is missing between them."""
-        return [(a.end, b.base) for a, b in zip(self._segments, self._segments[1:]) if a.end != b.base]
+        return [(a.end, b.base) for a, b in zip(self._segments, self._segments[1:], strict=False) if a.end != b.base]
 
     def damage_at(self, offset: int, reason: str) -> Damage:
         """Describe the record at ``offset`` that failed to decode with ``reason``."""

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Callable
 
 from .failure_watch import FailureWatch
 

@@ -54,7 +54,7 @@ class FlushWaiter:
         self._kick_scheduled = False
         try:
             cf: Future[int] | None = self._store.wait_flushed(end)
-        except Exception as exc:  # a closed store: every waiter hears of it
+        except Exception as exc:  # noqa: BLE001 - a closed store: every waiter hears of it
             self._settle(waiters, exc, None)
             return
         if cf is None or cf.done() and cf.exception() is None:

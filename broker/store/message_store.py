@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from .atomic_file import DamagedFile, read_json, write_json
 from .commit_log import CommitLog, CorruptLogError, Damage
@@ -249,7 +250,7 @@ class MessageStore:
         if self.read_only is not None:
             raise StoreNotWritable(f"the store is read-only: {self.read_only}")
 
-    def _refused(self, what: str, exc: OSError) -> "StoreNotWritable":
+    def _refused(self, what: str, exc: OSError) -> StoreNotWritable:
         self._writes.failed(f"{what}: {exc}")
         return StoreNotWritable(f"{what}: {exc.strerror or exc}")
 

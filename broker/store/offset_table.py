@@ -9,8 +9,8 @@ of acked messages again (at-least-once), never loses older progress.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .atomic_file import read_json, write_json
 

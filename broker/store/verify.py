@@ -11,9 +11,9 @@ of the log) are listed apart from damage.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .commit_log import NAME_WIDTH, CommitLog, Damage
 from .consume_queue import ENTRY, ENTRY_SIZE, first_break, queue_files

@@ -6,10 +6,11 @@ commit / rollback / unknown counts as unknown.
 
 from __future__ import annotations
 
+import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-import ssl
-from typing import Any, Callable, get_args
+from typing import Any, get_args
 
 import httpx
 import orjson

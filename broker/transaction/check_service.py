@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from halfmq.broker.errors import DamagedRecord, StoreUnavailable, TransactionConflict
 from halfmq.broker.message_view import restored_view
-from halfmq.broker.wire import TransactionState
 from halfmq.broker.store.message_store import StoreNotWritable
+from halfmq.broker.wire import TransactionState
 
 from .check_client import CheckAnswer, CheckClient, CheckOutcome
 from .check_policy import CheckDecision, CheckPolicy, decide

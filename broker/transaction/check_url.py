@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 from halfmq.broker.errors import CheckUrlRefused
@@ -82,7 +82,7 @@ class OwnAddress:
     local_addresses: frozenset[Address] = frozenset()
 
     @classmethod
-    def of(cls, host: str, port: int, resolve: Resolve = resolve_host) -> "OwnAddress":
+    def of(cls, host: str, port: int, resolve: Resolve = resolve_host) -> OwnAddress:
         names = {host, socket.gethostname(), "localhost"}
         return cls(host, port, frozenset(ipaddress.ip_address(a) for n in names for a in resolve(n, port)))
 

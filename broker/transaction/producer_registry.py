@@ -13,9 +13,9 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from halfmq.broker.store.atomic_file import DamagedFile, read_json, write_json
 from halfmq.broker.store.failure_watch import FailureWatch

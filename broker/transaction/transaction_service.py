@@ -22,16 +22,16 @@ import itertools
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
 
 from halfmq.broker.counter_ids import CounterIds
 from halfmq.broker.errors import DamagedRecord, MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
-from halfmq.broker.wire import TransactionState
 from halfmq.broker.store.damaged_records import DamagedEntry, DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
+from halfmq.broker.wire import TransactionState
 
 from . import record_names as names
 from .check_policy import CheckPolicy, first_check_at, next_check_at, parse_immunity
@@ -324,7 +324,7 @@ class TransactionService:
                     tx.state = TransactionState.COMMITTED
             elif tx is None:
                 self._txs[txid] = self._from_op(marker, TransactionState.DISCARDED)
-        now = self._clock()
+
         for tx in self._pending.values():
             half = self.half_message(tx)
             first = first_check_at(tx.born_ms / 1000, self.policy, parse_immunity(half.properties.get(names.CHECK_IMMUNITY)))
@@ -355,7 +355,8 @@ class TransactionService:
         tx.resolved_ms = op.store_timestamp
         final = self._final_of(op)
         if final is not None:
-            tx.final = {"msg_id": tx.msg_id, "topic": final.topic, "queue_id": final.queue_id, "queue_offset": final.queue_offset, "commit_log_offset": final.commit_log_offset}
+            tx.final = {"msg_id": tx.msg_id, "topic": final.topic, "queue_id": final.queue_id,
+                        "queue_offset": final.queue_offset, "commit_log_offset": final.commit_log_offset}
         self._pending.pop(txid, None)
         if not was_resolved:
             self._resolved.append(txid)
@@ -365,10 +366,18 @@ class TransactionService:
         props = op.properties
         half_clog = int(props.get(names.HALF_CLOG, op.commit_log_offset))
         msg_id = props.get(names.UNIQ_KEY) or self._uniq_key_at(half_clog)
-        return Tx(props.get(names.TRANSACTION_ID, ""), props.get(names.PRODUCER_GROUP, ""), state, half_clog,
-                  int(op.body or b"0") if op.topic == OP_HALF_TOPIC else -1, int(props.get(names.BORN_MS, op.born_timestamp)),
-                  msg_id, 0, resolved_ms=op.store_timestamp,
-                  check_times=int(props.get(names.CHECK_TIMES, 0)))
+        return Tx(
+            props.get(names.TRANSACTION_ID, ""),
+            props.get(names.PRODUCER_GROUP, ""),
+            state,
+            half_clog,
+            int(op.body or b"0") if op.topic == OP_HALF_TOPIC else -1,
+            int(props.get(names.BORN_MS, op.born_timestamp)),
+            msg_id,
+            0,
+            resolved_ms=op.store_timestamp,
+            check_times=int(props.get(names.CHECK_TIMES, 0)),
+        )
 
     def _final_of(self, op: StoredMessage) -> StoredMessage | None:
         """The final message a commit op was written with (it lies just before the op), if readable."""

@@ -2,8 +2,9 @@
 
 import threading
 
-from halfmq import Consumer, message_json
 from shop import place_order
+
+from halfmq import Consumer, message_json
 
 
 def test_a_placed_order_is_published_once(halfmq_broker):

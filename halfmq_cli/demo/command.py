@@ -130,18 +130,34 @@ def cmd_demo(args: argparse.Namespace) -> int:
         verdict.add_row(c.name, "[green]PASS[/]" if c.ok else "[red]FAIL[/]", c.detail)
     console.print(verdict)
     failed = [c for c in checks if not c.ok]
-    console.print(f"demo finished in {time.monotonic() - started:.1f}s: " + ("[green]all guarantees hold[/]" if not failed else f"[red]{len(failed)} guarantee(s) failed[/]"))
+    console.print(
+        f"demo finished in {time.monotonic() - started:.1f}s: "
+        + ("[green]all guarantees hold[/]" if not failed else f"[red]{len(failed)} guarantee(s) failed[/]")
+    )
     if args.json:
-        Path(args.json).write_bytes(orjson.dumps({
-            "placement": dict(placement.outcomes), "retries": placement.retries, "broker_kills": placement.broker_kills,
-            "orders": len(orders), "visible": len(visible), "credits": credited, "points": expected_points,
-            "spark_points": spark_points, "checks": [c.__dict__ for c in checks],
-        }, option=orjson.OPT_INDENT_2))
+        Path(args.json).write_bytes(
+            orjson.dumps(
+                {
+                    "placement": dict(placement.outcomes),
+                    "retries": placement.retries,
+                    "broker_kills": placement.broker_kills,
+                    "orders": len(orders),
+                    "visible": len(visible),
+                    "credits": credited,
+                    "points": expected_points,
+                    "spark_points": spark_points,
+                    "checks": [c.__dict__ for c in checks],
+                },
+                option=orjson.OPT_INDENT_2,
+            )
+        )
     return 1 if failed else 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    demo = sub.add_parser("demo", help="drive orders through halfmq (starting `up` if none runs) and check the guarantees")
+    demo = sub.add_parser(
+        "demo", help="drive orders through halfmq (starting `up` if none runs) and check the guarantees"
+    )
     add_topology_arguments(demo)
     demo.set_defaults(data_dir=None)
     demo.add_argument("--orders", type=int, default=300)

@@ -54,7 +54,7 @@ class DemoDriver:
         headers = {"Idempotency-Key": uuid.uuid4().hex}
         if fault:
             headers["X-Fault"] = fault
-        for attempt in range(60):
+        for _attempt in range(60):
             try:
                 resp = client.post(f"{self.t.order_url}/orders", json={"user_id": user, "amount": str(amount)}, headers=headers)
             except httpx.HTTPError:

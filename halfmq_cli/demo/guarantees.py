@@ -42,21 +42,50 @@ def check_all(o: Observed) -> list[Check]:
     failed_orders = [oid for oid, (user, _) in o.orders.items() if user in o.failed_users]
     wrong_balance = {u: (o.balances.get(u, 0), p) for u, p in expected_by_user.items() if o.balances.get(u, 0) != p}
     checks = [
-        Check("every committed order reaches ORDER_TOPIC", not missing, f"{len(o.orders) - len(missing)}/{len(o.orders)} delivered" + (f"; missing {missing[:3]}" if missing else "")),
-        Check("each committed order is delivered once", not doubled, "no duplicates" if not doubled else f"{len(doubled)} doubled, e.g. {doubled[:3]}"),
-        Check("a failed local transaction is never visible", not strangers and not failed_orders,
-              "no message without an order" if not strangers and not failed_orders else f"{len(strangers)} stray messages, {len(failed_orders)} failed orders stored"),
-        Check("every committed order yields exactly one credit", o.credited_orders == len(o.orders) and not wrong_balance,
-              f"{o.credited_orders} credits for {len(o.orders)} orders" + (f"; wrong balances {dict(list(wrong_balance.items())[:3])}" if wrong_balance else "")),
+        Check(
+            "every committed order reaches ORDER_TOPIC",
+            not missing,
+            f"{len(o.orders) - len(missing)}/{len(o.orders)} delivered"
+            + (f"; missing {missing[:3]}" if missing else ""),
+        ),
+        Check(
+            "each committed order is delivered once",
+            not doubled,
+            "no duplicates" if not doubled else f"{len(doubled)} doubled, e.g. {doubled[:3]}",
+        ),
+        Check(
+            "a failed local transaction is never visible",
+            not strangers and not failed_orders,
+            "no message without an order"
+            if not strangers and not failed_orders
+            else f"{len(strangers)} stray messages, {len(failed_orders)} failed orders stored",
+        ),
+        Check(
+            "every committed order yields exactly one credit",
+            o.credited_orders == len(o.orders) and not wrong_balance,
+            f"{o.credited_orders} credits for {len(o.orders)} orders"
+            + (f"; wrong balances {dict(list(wrong_balance.items())[:3])}" if wrong_balance else ""),
+        ),
     ]
     if o.spark_points is not None:
         total = sum(expected_by_user.values())
         users_ok = o.spark_users is None or all(o.spark_users.get(u, 0) == p for u, p in expected_by_user.items())
-        checks.append(Check("Spark totals equal the committed orders' credits", o.spark_points == total and users_ok,
-                            f"Spark {o.spark_points} points, orders {total}"))
+        checks.append(
+            Check(
+                "Spark totals equal the committed orders' credits",
+                o.spark_points == total and users_ok,
+                f"Spark {o.spark_points} points, orders {total}",
+            )
+        )
     if o.reconciliation is not None:
         r = o.reconciliation
         clean = not r.get("missing_credits") and not r.get("orphan_credits") and not r.get("balance_mismatches")
-        checks.append(Check("reconciliation is clean", clean,
-                            f"missing {len(r.get('missing_credits', []))}, orphan {len(r.get('orphan_credits', []))}, mismatched balances {len(r.get('balance_mismatches', []))}"))
+        checks.append(
+            Check(
+                "reconciliation is clean",
+                clean,
+                f"missing {len(r.get('missing_credits', []))}, orphan {len(r.get('orphan_credits', []))}, "
+                f"mismatched balances {len(r.get('balance_mismatches', []))}",
+            )
+        )
     return checks

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 DESCRIPTION = "The Spark job: per-user and per-day credit totals, and order ↔ credit reconciliation (DESIGN section 9)."
 
 
-def print_report(result: AggregateResult, console=None, limit: int = 20) -> None:  # noqa: ANN001
+def print_report(result: AggregateResult, console=None, limit: int = 20) -> None:
     """The reconciliation as a rich table, then the report's JSON, on stdout."""
     from rich.console import Console
     from rich.table import Table
@@ -66,7 +66,7 @@ def _error_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def execute(settings: AggregateSettings, spark: SparkSession | None = None, console=None) -> int:  # noqa: ANN001
+def execute(settings: AggregateSettings, spark: SparkSession | None = None, console=None) -> int:
     """Run, print, and turn the outcome into an exit code (0 clean, 1 problems found, 2 error)."""
     from rich.console import Console
 

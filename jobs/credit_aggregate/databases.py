@@ -52,12 +52,12 @@ def create_engine_for(url: str, write: bool = False) -> Engine:
         engine = create_engine(url, connect_args={"timeout": 60})
 
         @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001
+        def _pragmas(dbapi_conn, _record) -> None:
             dbapi_conn.isolation_level = None
             dbapi_conn.execute("PRAGMA busy_timeout=60000")
 
         @event.listens_for(engine, "begin")
-        def _begin(conn) -> None:  # noqa: ANN001
+        def _begin(conn) -> None:
             conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
         return engine
@@ -90,7 +90,7 @@ def preflight(credit_url: str, order_url: str) -> IdBounds:
         with engine.connect() as conn:
             low, high, rows = conn.execute(select(func.min(t["credit_records"].c.id), func.max(t["credit_records"].c.id),
                                                   func.count())).one()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise AggregateError(f"cannot read credit_records in {_safe(credit_url)}: {exc}") from exc
     finally:
         engine.dispose()
@@ -98,7 +98,7 @@ def preflight(credit_url: str, order_url: str) -> IdBounds:
     try:
         with engine.connect() as conn:
             conn.execute(select(t["orders"].c.order_id).limit(1)).all()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise AggregateError(f"cannot read orders in {_safe(order_url)}: {exc}") from exc
     finally:
         engine.dispose()

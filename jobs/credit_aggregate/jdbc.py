@@ -110,7 +110,7 @@ class DriverClasspath:
 
 
 def jdbc_classpath(settings: AggregateSettings, dialects: Iterable[str], *, missing_ok: bool = False,
-                   exists=os.path.isfile) -> DriverClasspath:  # noqa: ANN001 - injectable for tests
+                   exists=os.path.isfile) -> DriverClasspath:
     """Which JDBC driver jars Spark gets: ``SPARK_JDBC_PACKAGES`` from Maven, else local jars that must exist."""
     wanted = sorted(set(dialects))
     if settings.spark_jdbc_packages:

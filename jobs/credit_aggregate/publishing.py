@@ -10,7 +10,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +63,7 @@ _RUN_DIR = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{8}$")
 
 def new_run_id(now: datetime) -> str:
     """Sortable by time: ``20261122T065200123456Z-1a2b3c4d``."""
-    return f"{now.astimezone(timezone.utc):%Y%m%dT%H%M%S%f}Z-{uuid.uuid4().hex[:8]}"
+    return f"{now.astimezone(UTC):%Y%m%dT%H%M%S%f}Z-{uuid.uuid4().hex[:8]}"
 
 
 def prune_run_dirs(output_dir: Path, keep: int) -> list[str]:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,7 +98,7 @@ def run(settings: AggregateSettings, spark: SparkSession | None = None) -> Aggre
             credits, buckets = read_ledger(spark, credit_db, bounds, settings.partitions, cached, notes)
         with stage("aggregate") as notes:
             summary = summarize(buckets, cached, notes)
-        computed_at = datetime.now(timezone.utc)
+        computed_at = datetime.now(UTC)
         run_id = new_run_id(computed_at)
         with stage("write-back") as notes:
             removed = publish_summary(credit_engine, run_id, computed_at, summary.users, summary.days, settings.keep_runs)

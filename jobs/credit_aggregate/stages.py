@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +41,7 @@ class Summary:
 
 
 def _micros_to_utc(us: int | None) -> datetime | None:
-    return None if us is None else datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=int(us))
+    return None if us is None else datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(us))
 
 
 def check_sources(settings: AggregateSettings, spark: SparkSession | None, credit_db: JdbcTarget, order_db: JdbcTarget,
@@ -104,7 +104,7 @@ def reconcile_and_report(spark: SparkSession, credit_db: JdbcTarget, order_db: J
     The ledger per user is the summary's (no second scan); what the services changed since the scans is
     sorted out by the re-check.
     """
-    checked_at = datetime.now(timezone.utc)
+    checked_at = datetime.now(UTC)
     candidates = reconcile(read_orders(spark, order_db), credits, read_accounts(spark, credit_db),
                            ledger=summary.users_df.select("user_id", "points"))
     rec, cleared = recheck(candidates, *readers)

@@ -15,11 +15,11 @@ from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from .writers import writer_for
 
-DEFAULT_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -42,7 +42,7 @@ def _rows(n: int, rng: random.Random, users: list[str], start: datetime, span: t
     created_at)`` with naive UTC datetimes; the writers turn them into what each database wants.
     """
     step = span / max(n, 1)
-    base = start.astimezone(timezone.utc).replace(tzinfo=None)
+    base = start.astimezone(UTC).replace(tzinfo=None)
     bits, pick, n_users = rng.getrandbits, rng.randrange, len(users)
     orders: list[tuple] = []
     credits: list[tuple] = []
@@ -117,7 +117,7 @@ def generate(credit_url: str, order_url: str, credits: int, *, users: int | None
         out.orphan_credits = sorted(c[0] for c in extra_credits)
         for user in sorted(balances)[:wrong_balances]:
             out.wrong_balances[user] = 7
-        now = (start + span).astimezone(timezone.utc).replace(tzinfo=None)
+        now = (start + span).astimezone(UTC).replace(tzinfo=None)
         cw.accounts([(u, b + out.wrong_balances.get(u, 0), now) for u, b in sorted(balances.items())])
         out.users = len(balances)
         out.points = sum(balances.values())

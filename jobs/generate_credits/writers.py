@@ -7,7 +7,7 @@ with ``COPY``: the ORM would take minutes for a million rows.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,18 +78,18 @@ class PostgresWriter:
 
     def orders(self, rows: list[tuple]) -> None:
         self._copy("COPY orders (order_id, user_id, amount, status, created_at) FROM STDIN",
-                   ((o, u, self._amount(c), "created", t.replace(tzinfo=timezone.utc)) for o, u, c, t in rows))
+                   ((o, u, self._amount(c), "created", t.replace(tzinfo=UTC)) for o, u, c, t in rows))
 
     def credits(self, rows: list[tuple]) -> None:
         self._copy("COPY credit_records (order_id, user_id, amount, points, message_id, created_at) FROM STDIN",
-                   ((o, u, self._amount(c), p, m, t.replace(tzinfo=timezone.utc)) for o, u, c, p, m, t in rows))
+                   ((o, u, self._amount(c), p, m, t.replace(tzinfo=UTC)) for o, u, c, p, m, t in rows))
 
     def accounts(self, rows: list[tuple]) -> None:
         with self.conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO credit_accounts (user_id, balance, updated_at) VALUES (%s,%s,%s) ON CONFLICT (user_id) DO UPDATE "
                 "SET balance = credit_accounts.balance + excluded.balance, updated_at = excluded.updated_at",
-                [(u, b, t.replace(tzinfo=timezone.utc)) for u, b, t in rows])
+                [(u, b, t.replace(tzinfo=UTC)) for u, b, t in rows])
 
     def execute(self, sql: str) -> None:
         self.conn.execute(sql)

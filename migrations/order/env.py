@@ -2,8 +2,8 @@
 
 from alembic import context
 
+from halfmq.services.database import run_alembic_env
 from halfmq.services.order.config import OrderSettings
 from halfmq.services.order.models import Base
-from halfmq.services.database import run_alembic_env
 
 run_alembic_env(context, Base.metadata, OrderSettings().database_url)

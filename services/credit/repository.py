@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
@@ -42,7 +42,7 @@ class CreditRepository:
         return together_or_each_alone(batch, self._apply, lambda item: self._apply([item])[0])
 
     def _apply(self, batch: list[tuple[CreditCommand, int, str]]) -> list[bool]:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         first: dict[str, tuple[CreditCommand, int, str]] = {}
         for item in batch:
             first.setdefault(item[0].order_id, item)

@@ -56,7 +56,12 @@ def _lifespan(settings: OrderSettings, engine: Engine, producer: AsyncTransactio
             await producer.start()
         except BrokerError as exc:  # keep serving reads; heartbeats go on in the background
             log.warning("broker not reachable at start (%s); will keep trying", exc)
-        log.info("order service ready: db %s, broker %s, check-backs at %s", engine.url.render_as_string(hide_password=True), settings.broker_url, settings.check_url)
+        log.info(
+            "order service ready: db %s, broker %s, check-backs at %s",
+            engine.url.render_as_string(hide_password=True),
+            settings.broker_url,
+            settings.check_url,
+        )
         try:
             yield
         finally:

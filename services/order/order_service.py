@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import orjson
 
@@ -64,7 +64,7 @@ class OrderService:
             replay = await self._replay(idempotency_key, print_)
             if replay is not None:
                 return replay
-        new = NewOrder(uuid.uuid4().hex, request.user_id, request.amount, datetime.now(timezone.utc), idempotency_key, print_)
+        new = NewOrder(uuid.uuid4().hex, request.user_id, request.amount, datetime.now(UTC), idempotency_key, print_)
         local = LocalOrder(new, fault)
         try:
             result = await self.producer.send_in_transaction(self.topic, order_message(new), local)

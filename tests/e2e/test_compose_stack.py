@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -61,14 +61,25 @@ def engine() -> Iterator[DockerEngine]:
 def stack(engine: DockerEngine, figures: dict[str, str]) -> Iterator[ComposeStack]:
     env = engine.env() | {"DOCKER_BUILDKIT": "0", "COMPOSE_DOCKER_CLI_BUILD": "1"}  # the classic builder: no buildx here
     compose = ComposeStack(PROJECT, env, {service: free_port() for service in ("broker", "order", "credit")})
-    figures["engine"] = f"{compose.docker('version', '--format', '{{.Server.Version}}').stdout.strip()} ({'started here' if engine.started else 'already running'})"
+    figures["engine"] = (
+        f"{compose.docker('version', '--format', '{{.Server.Version}}').stdout.strip()} ({'started here' if engine.started else 'already running'})"
+    )
     figures["compose"] = f"{' '.join(compose.command)} {compose.version()}"
 
     started = time.monotonic()
-    images = subprocess.run([sys.executable, str(ROOT / "docker/standins/build.py")], env=compose.env, capture_output=True, text=True, timeout=1800)
+    images = subprocess.run(
+        [sys.executable, str(ROOT / "docker/standins/build.py")],
+        env=compose.env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert images.returncode == 0, images.stdout[-3000:] + images.stderr[-3000:]
     figures["base images"] = f"{time.monotonic() - started:.1f} s: " + "; ".join(
-        line.removeprefix("standins: ") for line in images.stdout.splitlines() if line.startswith("standins: ") and ":" in line[10:])
+        line.removeprefix("standins: ")
+        for line in images.stdout.splitlines()
+        if line.startswith("standins: ") and ":" in line[10:]
+    )
 
     compose("down", "-v", "--remove-orphans")  # what a killed earlier run may have left
     started = time.monotonic()
@@ -95,7 +106,9 @@ def place(client: httpx.Client, compose: ComposeStack, user: str, fault: str | N
     """POST /orders for ``user``; the status code, or None when the connection broke (a crash fault)."""
     headers = {"X-Fault": fault} if fault else {}
     try:
-        return client.post(f"{compose.url('order')}/orders", json={"user_id": user, "amount": "3"}, headers=headers, timeout=30).status_code
+        return client.post(
+            f"{compose.url('order')}/orders", json={"user_id": user, "amount": "3"}, headers=headers, timeout=30
+        ).status_code
     except httpx.TransportError:
         return None
 
@@ -119,7 +132,9 @@ def service_up(compose: ComposeStack, service: str, path: str = "/healthz") -> b
         return False
 
 
-def settled(client: httpx.Client, compose: ComposeStack, users: list[str]) -> dict[str, tuple[list[str], list[str]]] | None:
+def settled(
+    client: httpx.Client, compose: ComposeStack, users: list[str]
+) -> dict[str, tuple[list[str], list[str]]] | None:
     """{user: (orders, credits)} once every order of every user has its credit, else None."""
     seen = {u: (orders_of(client, compose, u), credits_of(client, compose, u)) for u in users}
     return seen if all(sorted(o) == sorted(c) for o, c in seen.values()) else None
@@ -136,9 +151,9 @@ def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9
     stack: ComposeStack, figures: dict[str, str], placed: dict[str, int]
 ) -> None:
     run = uuid.uuid4().hex[:6]
-    acked: list[str] = []      # users whose order was answered 201: it must be credited
-    refused: list[str] = []    # answered 503 (fail-local-tx, broker down): no order, no credit
-    unknown: list[str] = []    # the connection broke (crash fault): at most one order, credited if it exists
+    acked: list[str] = []  # users whose order was answered 201: it must be credited
+    refused: list[str] = []  # answered 503 (fail-local-tx, broker down): no order, no credit
+    unknown: list[str] = []  # the connection broke (crash fault): at most one order, credited if it exists
     plan = [(None, 20), ("drop-end", 5), ("fail-local-tx", 3), ("crash-after-commit", 2)]
     with httpx.Client() as client:
         for fault, count in plan:
@@ -155,7 +170,9 @@ def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9
                 else:
                     assert status == 201, status
                     acked.append(user)
-        figures["orders before the kill"] = f"{len(acked)} acked, {len(refused)} refused (fail-local-tx), {len(unknown)} crash-after-commit"
+        figures["orders before the kill"] = (
+            f"{len(acked)} acked, {len(refused)} refused (fail-local-tx), {len(unknown)} crash-after-commit"
+        )
 
         # kill -9 of the broker's process while orders keep coming
         placing = threading.Event()
@@ -176,7 +193,11 @@ def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9
         time.sleep(1.0)
         pid = stack.kill9("broker")
         killed = time.monotonic()
-        wait_for(lambda: stack.state("broker")["Pid"] not in (0, pid) and service_up(stack, "broker"), timeout=60, interval=0.1)
+        wait_for(
+            lambda: stack.state("broker")["Pid"] not in (0, pid) and service_up(stack, "broker"),
+            timeout=60,
+            interval=0.1,
+        )
         restart = time.monotonic() - killed
         time.sleep(2.0)
         placing.set()
@@ -184,7 +205,9 @@ def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9
         after = stack.state("broker")
         assert after["Status"] == "running" and after["Pid"] != pid
         assert stack.restarts("broker") == restarts + 1, "the broker came back, but not through its restart policy"
-        figures["broker restart after kill -9"] = f"{restart:.1f} s until /healthz answered again (restarted by the restart policy)"
+        figures["broker restart after kill -9"] = (
+            f"{restart:.1f} s until /healthz answered again (restarted by the restart policy)"
+        )
         for user, status in during:  # a 503 is a refusal: the order was not placed
             {201: acked, 503: refused}.get(status, unknown).append(user)
         statuses: dict[str, int] = {}
@@ -207,7 +230,9 @@ def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9
         crashed = [u for u in unknown if "crash-after-commit" in u]
         assert all(len(seen[u][0]) == 1 for u in crashed), "a crash-after-commit order was lost"
         committed = sum(len(o) for o, _ in seen.values())
-        figures["orders committed / credited"] = f"{committed} / {sum(len(c) for _, c in seen.values())} (each credited exactly once)"
+        figures["orders committed / credited"] = (
+            f"{committed} / {sum(len(c) for _, c in seen.values())} (each credited exactly once)"
+        )
         placed["committed"] = committed
 
 
@@ -219,15 +244,19 @@ def test_docker_kill_is_a_manual_stop_the_restart_policy_leaves_down(stack: Comp
     stack.wait_healthy(["broker"], timeout=60)
 
 
-def test_spark_job_reconciles_in_its_container(stack: ComposeStack, figures: dict[str, str], placed: dict[str, int]) -> None:
+def test_spark_job_reconciles_in_its_container(
+    stack: ComposeStack, figures: dict[str, str], placed: dict[str, int]
+) -> None:
     started = time.monotonic()
     stack.wait_healthy(["spark"], timeout=400)  # its first scheduled aggregation has finished
     figures["spark service healthy after"] = f"{time.monotonic() - started:.1f} s more"
     started = time.monotonic()
     done = stack("run", "--rm", "-T", "spark", "halfmq", "aggregate", timeout=600, check=False)
     assert done.returncode == 0, f"aggregate exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    report = json.loads(done.stdout[done.stdout.rindex("\n{") + 1:])
-    figures["spark aggregate (compose run)"] = f"{time.monotonic() - started:.1f} s: {report['orders_committed']} orders, {report['credits']} credits"
+    report = json.loads(done.stdout[done.stdout.rindex("\n{") + 1 :])
+    figures["spark aggregate (compose run)"] = (
+        f"{time.monotonic() - started:.1f} s: {report['orders_committed']} orders, {report['credits']} credits"
+    )
     assert report["missing_credits"] == [] and report["orphan_credits"] == [] and report["balance_mismatches"] == []
     assert report["orders_committed"] == report["credits"]
     if "committed" in placed:  # the order test ran first: the databases hold exactly its orders

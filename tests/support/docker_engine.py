@@ -44,7 +44,7 @@ class DockerEngine:
     def started(self) -> bool:
         return self.pid is not None
 
-    def start(self, timeout: float = 90.0) -> "DockerEngine":
+    def start(self, timeout: float = 90.0) -> DockerEngine:
         if answers(os.environ.get("DOCKER_HOST")):
             self.host = os.environ.get("DOCKER_HOST")
             return self

@@ -41,7 +41,7 @@ class PostgresCluster:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
         return subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=120)
 
-    def start(self) -> "PostgresCluster":
+    def start(self) -> PostgresCluster:
         self.socket_dir.mkdir(parents=True)
         if self._as_postgres:
             shutil.chown(self.root, "postgres", "postgres")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -26,7 +26,7 @@ class SmallDisk:
         self.size = size
         self.filler = path / "filler"
 
-    def mount(self) -> "SmallDisk":
+    def mount(self) -> SmallDisk:
         self.path.mkdir(parents=True, exist_ok=True)
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.size}", "tmpfs", str(self.path)],
                               capture_output=True, text=True)

@@ -6,6 +6,7 @@ import time
 
 from fastapi import APIRouter, Request
 
+from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import ReceiveRequest, SettleRequest
 from halfmq.broker.security.policy import Action, Resource
 
@@ -13,7 +14,6 @@ from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
-from halfmq.broker.message_view import message_view
 
 router = APIRouter(prefix="/v1/consumer-groups", route_class=StrictJsonRoute)
 

@@ -8,18 +8,18 @@ import time
 from fastapi import APIRouter, Query, Request
 
 from halfmq.broker.errors import InvalidQueueId
+from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import SendRequest, TopicCreate
-from halfmq.broker.wire import SendStatus
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.topics import TopicConfig
+from halfmq.broker.wire import SendStatus
 
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
-from halfmq.broker.message_view import message_view
 
 router = APIRouter(prefix="/v1/topics", route_class=StrictJsonRoute)
 
@@ -93,7 +93,7 @@ async def read_messages(
     queue_id: int,
     request: Request,
     offset: int = Query(0, ge=0),
-    max: int = Query(32, ge=1, le=1000),
+    max: int = Query(32, ge=1, le=1000),  # noqa: A002 - the API's query parameter is called max
 ) -> JsonResponse:
     rt = _runtime(request)
     rt.guard.require(request.scope, Action.SUBSCRIBE, Resource.topic(topic))

@@ -9,7 +9,6 @@ from fastapi import APIRouter, Query, Request
 from halfmq.broker.errors import InvalidGroupName
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
-from halfmq.broker.wire import SendStatus, TransactionState
 from halfmq.broker.security.policy import CLUSTER, Action, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.record import StoredMessage
@@ -17,6 +16,7 @@ from halfmq.broker.store.topics import is_valid_user_name
 from halfmq.broker.transaction.check_url import OwnAddress, validate_check_url
 from halfmq.broker.transaction.state_machine import TxEvent
 from halfmq.broker.transaction.transaction_service import Tx
+from halfmq.broker.wire import SendStatus, TransactionState
 
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply

@@ -44,7 +44,7 @@ class Producer(threading.Thread):
                 if resp.status_code != 200:
                     self.errors += 1
                     continue
-                for body, result in zip(bodies, resp.json()["results"]):
+                for body, result in zip(bodies, resp.json()["results"], strict=True):
                     if result["status"] == "SEND_OK":
                         self.acked.append({"body": body, **result})
 

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import TEST_BROKER_ENV
 from tests.support.check_server import CheckServer
 from tests.support.processes import BrokerProcess
-from tests.support.small_disk import SmallDisk, small_disk  # noqa: F401  (fixture)
+from tests.support.small_disk import SmallDisk
 from tests.support.waiting import wait_for
 
 from .http_helpers import path, read_all, receive, settle

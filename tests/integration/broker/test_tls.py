@@ -8,8 +8,8 @@ import ssl
 import httpx
 import pytest
 
-from halfmq.client import AsyncProducer, BrokerError, Producer
 from halfmq.cli.credentials import ensure_credentials
+from halfmq.client import AsyncProducer, BrokerError, Producer
 from tests.conftest import TEST_BROKER_ENV
 from tests.support.processes import BrokerProcess, ServiceProcess, free_port
 from tests.support.tls import TlsFiles, make_ca_and_server_cert

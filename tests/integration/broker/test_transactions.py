@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from tests.support.check_server import CheckServer
-from tests.support.waiting import wait_for
 from tests.support.processes import BrokerProcess
+from tests.support.waiting import wait_for
 
 from .http_helpers import path, read_all, receive
 

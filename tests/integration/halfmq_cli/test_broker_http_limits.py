@@ -13,9 +13,9 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import h11
 import httpx

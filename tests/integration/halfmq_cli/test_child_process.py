@@ -37,7 +37,7 @@ def gone(pid: int) -> bool:
     return "\nState:\tZ" in status
 
 
-def wait_until(predicate, timeout: float = 10.0) -> bool:  # noqa: ANN001
+def wait_until(predicate, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

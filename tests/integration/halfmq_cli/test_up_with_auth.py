@@ -22,7 +22,7 @@ class Up(ManagedProcess):
                                               "--order-port", str(ports[1]), "--credit-port", str(ports[2])),
                          {}, f"{self.credit}/healthz", data_dir.parent / "up.log")
 
-    def __enter__(self) -> "Up":
+    def __enter__(self) -> Up:
         self.start(timeout=90)
         return self
 

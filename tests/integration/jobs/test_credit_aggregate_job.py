@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -72,7 +72,7 @@ def first_run(dataset: Dataset, spark) -> job.AggregateResult:
 
 
 def utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def ledger_per_user(engine: Engine) -> dict[str, tuple]:
@@ -194,7 +194,7 @@ def test_a_failed_publish_leaves_the_current_summary_untouched(dataset: Dataset,
     before = published(dataset.credit, first_run.run_id)
     row = {"user_id": "dup", "points": 1, "orders": 1, "first_credit_at": first_run.computed_at, "last_credit_at": first_run.computed_at}
     with pytest.raises(IntegrityError):  # the second row violates summary_users' key half-way through
-        job.publish_summary(dataset.credit, "failed-run", datetime.now(timezone.utc), [row, row], [])
+        job.publish_summary(dataset.credit, "failed-run", datetime.now(UTC), [row, row], [])
     assert current_run(dataset.credit) == first_run.run_id
     assert "failed-run" not in run_ids(dataset.credit)
     assert published(dataset.credit, first_run.run_id) == before
@@ -202,7 +202,7 @@ def test_a_failed_publish_leaves_the_current_summary_untouched(dataset: Dataset,
 
 def test_a_second_run_replaces_the_first_atomically_and_two_runs_are_kept(dataset: Dataset, first_run, spark) -> None:
     # a new order and its credit arrive between runs
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with dataset.order.begin() as conn:
         conn.execute(Order.__table__.insert().values(order_id="late-order", user_id="late-user", amount=Decimal("9.99"),
                                                      status="created", created_at=now))
@@ -236,7 +236,7 @@ def test_an_empty_ledger_publishes_an_empty_summary_and_reports_every_order_miss
     migrate("order", order)
     with order.begin() as conn:
         conn.execute(Order.__table__.insert().values(order_id="lonely", user_id="u", amount=Decimal("1.00"),
-                                                     status="created", created_at=datetime.now(timezone.utc)))
+                                                     status="created", created_at=datetime.now(UTC)))
     result = job.run(job.AggregateSettings(credit_database_url=credit_url, order_database_url=order_url,
                                            output_dir=str(tmp_path / "spark")), spark=spark)
     assert (result.users, result.days, result.credits, result.points) == ([], [], 0, 0)

@@ -47,7 +47,7 @@ class Cluster:
     work_dir: Path
 
     def state(self) -> dict:
-        with urllib.request.urlopen(f"{self.ui}/json/", timeout=2) as resp:
+        with urllib.request.urlopen(f"{self.ui}/json/", timeout=2) as resp:  # noqa: S310 - the local Spark UI
             return json.load(resp)
 
 

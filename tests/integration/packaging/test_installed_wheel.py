@@ -13,10 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from halfmq.bench.footprint import import_medians
 from tests.conftest import BrokerFactory
 from tests.support.processes import ManagedProcess, free_port
-
-from halfmq.bench.footprint import import_medians
 
 from .conftest import InstalledVenv
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 from pyspark.sql import functions as F
@@ -18,7 +18,7 @@ def ledger(spark, rows):
 
 
 def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=timezone.utc)
+    return datetime(*args, tzinfo=UTC)
 
 
 def users_of(df) -> dict[str, tuple]:
@@ -28,7 +28,7 @@ def users_of(df) -> dict[str, tuple]:
 
 
 def micros(us: int) -> datetime:
-    return datetime.fromtimestamp(us // 1_000_000, timezone.utc).replace(microsecond=us % 1_000_000)
+    return datetime.fromtimestamp(us // 1_000_000, UTC).replace(microsecond=us % 1_000_000)
 
 
 LEDGER = [

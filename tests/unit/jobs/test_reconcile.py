@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pyspark.sql import functions as F
 
@@ -60,7 +60,7 @@ def test_nothing_at_all_reconciles_clean(spark) -> None:
 
 def test_the_report_has_exactly_the_design_shape(spark) -> None:
     result = reconcile(*frames(spark, ["o1", "o2"], [("o1", "alice", 10), ("o3", "bob", 1)], [("alice", 11)]))
-    checked = datetime(2026, 11, 22, 6, 52, tzinfo=timezone.utc)
+    checked = datetime(2026, 11, 22, 6, 52, tzinfo=UTC)
     report = result.as_dict(checked)
     assert list(report) == ["checked_at", "orders_committed", "credits", "missing_credits", "orphan_credits", "balance_mismatches"]
     assert report == {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -70,8 +71,8 @@ def test_a_missing_database_file_exits_2_with_a_hint(tmp_path: Path, monkeypatch
 
 
 def test_run_ids_sort_by_time() -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    t = datetime(2026, 11, 22, 6, 52, tzinfo=timezone.utc)
+    t = datetime(2026, 11, 22, 6, 52, tzinfo=UTC)
     ids = [job.new_run_id(t + timedelta(microseconds=d)) for d in (0, 1, 1_000_000, 86_400_000_000)]
     assert ids == sorted(ids) and all(len(i) <= 64 for i in ids)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 import msgspec
@@ -64,7 +64,7 @@ class FakeOrderRepository:
         for new, transaction_id in batch:
             try:
                 outcomes.append(self.create(new, transaction_id))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - as the real repository reports it
                 outcomes.append(exc)
         return outcomes
 
@@ -121,7 +121,7 @@ class FakeTransactionSender:
         if self.half_status is SendStatus.SEND_OK:
             try:
                 state = await self.listener.execute_local_transaction(seen, arg)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - as the SDK does: an exception is a rollback
                 local_error = exc
         end_error = BrokerUnavailable("the end was lost") if self.end_lost else None
         broker_state = "pending" if end_error else _BROKER_STATE[state]
@@ -170,7 +170,7 @@ class FakeCreditLedger:
             if new:
                 self.records[cmd.order_id] = CreditRecord(
                     id=len(self.records) + 1, order_id=cmd.order_id, user_id=cmd.user_id, amount=cmd.amount,
-                    points=points, message_id=message_id, created_at=datetime.now(timezone.utc),
+                    points=points, message_id=message_id, created_at=datetime.now(UTC),
                 )
                 self.balances[cmd.user_id] = self.balances.get(cmd.user_id, 0) + points
             outcomes.append(new)
@@ -180,7 +180,7 @@ class FakeCreditLedger:
         mine = sorted((r for r in self.records.values() if r.user_id == user_id), key=lambda r: r.id, reverse=True)
         account = None
         if user_id in self.balances:
-            account = CreditAccount(user_id=user_id, balance=self.balances[user_id], updated_at=datetime.now(timezone.utc))
+            account = CreditAccount(user_id=user_id, balance=self.balances[user_id], updated_at=datetime.now(UTC))
         return account, mine[:recent], len(mine)
 
     def current_summary(self) -> tuple[SummaryRun, list[SummaryUser], list[SummaryDay]] | None:

@@ -14,7 +14,8 @@ import itertools
 import json
 import random
 import typing
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -23,8 +24,7 @@ from pydantic import BaseModel
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat, ReceiveRequest, SendRequest, SettleRequest, TopicCreate, _Wire
 
 from ..http_helpers import group_state, path, receive, send, settle
-from .support import ModuleBrokerFactory
-from .support import assert_problem, store_state, stores_nothing, topic_names
+from .support import ModuleBrokerFactory, assert_problem, store_state, stores_nothing, topic_names
 
 MAX_MESSAGE_SIZE = 1024
 _names = itertools.count()
@@ -552,18 +552,30 @@ def _field_path(at: tuple) -> tuple[str, ...]:
 
 
 SURROGATE_CASES = [
-    pytest.param(model, method, url, body, at, is_key, id=f"{model.__name__}-{method}{url.rsplit('/', 1)[-1]}-{'.'.join(map(str, at))}{'-key' if is_key else ''}")
+    pytest.param(
+        model,
+        method,
+        url,
+        body,
+        at,
+        is_key,
+        id=f"{model.__name__}-{method}{url.rsplit('/', 1)[-1]}-{'.'.join(map(str, at))}{'-key' if is_key else ''}",
+    )
     for model, method, url, body in REQUEST_TEMPLATES
     for at, is_key in _string_locations(body)
 ]
 
 
 def test_the_surrogate_sweep_covers_every_string_field_of_every_request_model() -> None:
-    models = {m for m in _Wire.__subclasses__()} | {m for m in BaseModel.__subclasses__() if m.__module__ == "halfmq.broker.protocol"}
+    models = {m for m in _Wire.__subclasses__()} | {
+        m for m in BaseModel.__subclasses__() if m.__module__ == "halfmq.broker.protocol"
+    }
     requests = {m.__name__ for m in models} - NOT_REQUESTS - {"_Wire", "OutgoingMessage"}
     assert requests == {m.__name__ for m, *_ in REQUEST_TEMPLATES}, "classify the new wire model"
     for model in {m for m, *_ in REQUEST_TEMPLATES}:
-        covered = {_field_path(at) for m, _, _, body in REQUEST_TEMPLATES if m is model for at, _ in _string_locations(body)}
+        covered = {
+            _field_path(at) for m, _, _, body in REQUEST_TEMPLATES if m is model for at, _ in _string_locations(body)
+        }
         assert _string_fields(model) <= covered, f"{model.__name__}: add the missing string fields to its template"
 
 
@@ -573,9 +585,17 @@ def sweep_context(client: httpx.Client) -> dict[str, str]:
     create_topic(client, SWEEP_TOPIC, 1)
     send(client, SWEEP_TOPIC, "held")
     [held] = receive(client, SWEEP_GROUP, SWEEP_TOPIC, n=1, invisible=3600)
-    half = client.post("/v1/transactions", json={"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": {"body": "pending"}})
+    half = client.post(
+        "/v1/transactions",
+        json={"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": {"body": "pending"}},
+    )
     half.raise_for_status()
-    return {"topic": SWEEP_TOPIC, "group": SWEEP_GROUP, "handle": held["receipt_handle"], "transaction_id": half.json()["transaction_id"]}
+    return {
+        "topic": SWEEP_TOPIC,
+        "group": SWEEP_GROUP,
+        "handle": held["receipt_handle"],
+        "transaction_id": half.json()["transaction_id"],
+    }
 
 
 def broker_state(client: httpx.Client, ctx: dict[str, str]) -> tuple[Any, ...]:
@@ -591,13 +611,25 @@ def broker_state(client: httpx.Client, ctx: dict[str, str]) -> tuple[Any, ...]:
 @pytest.mark.parametrize("encoding", ["escaped", "raw-utf8-bytes"])
 @pytest.mark.parametrize(("model", "method", "url", "body", "at", "is_key"), SURROGATE_CASES)
 def test_lone_surrogate_in_any_string_of_any_request_is_malformed_json_and_changes_nothing(
-    client: httpx.Client, sweep_context: dict[str, str], model: type, method: str, url: str, body: dict, at: tuple, is_key: bool, encoding: str
+    client: httpx.Client,
+    sweep_context: dict[str, str],
+    model: type,
+    method: str,
+    url: str,
+    body: dict,
+    at: tuple,
+    is_key: bool,
+    encoding: str,
 ) -> None:
     # "escaped" is the JSON escape \udc00; "raw" sends the surrogate's would-be UTF-8 bytes (ED B0 80), which
     # Python's json.loads(bytes) decodes with surrogatepass: both once reached FastAPI's routes.
     filled = json.loads(json.dumps(body).replace("{handle}", sweep_context["handle"]))
     poisoned = _poisoned(filled, at, is_key, "\udc00")
-    content = json.dumps(poisoned).encode() if encoding == "escaped" else json.dumps(poisoned, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    content = (
+        json.dumps(poisoned).encode()
+        if encoding == "escaped"
+        else json.dumps(poisoned, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    )
     before = broker_state(client, sweep_context)
     resp = post_raw(client, url.format(**sweep_context), content)
     assert_problem(resp, 400, "MALFORMED_JSON")
@@ -614,18 +646,31 @@ def test_a_refused_poisoned_heartbeat_leaves_registration_and_listing_working(cl
     # The heartbeat of the hardening issue: it once answered 500 yet stayed in memory, and from then on
     # every registration and GET /v1/producers failed (the snapshot could not encode it).
     group = fresh("poison-pg")
-    poisoned = json.dumps({"producer_group": group, "client_id": "c1", "check_url": "http://127.0.0.1:9/\udc00"}).encode()
+    poisoned = json.dumps(
+        {"producer_group": group, "client_id": "c1", "check_url": "http://127.0.0.1:9/\udc00"}
+    ).encode()
     assert_problem(post_raw(client, "/v1/producers/heartbeat", poisoned), 400, "MALFORMED_JSON")
     assert producers_of(client, group) == []
-    good = client.post("/v1/producers/heartbeat", json={"producer_group": group, "client_id": "c2", "check_url": "http://127.0.0.1:9/ok"})
+    good = client.post(
+        "/v1/producers/heartbeat",
+        json={"producer_group": group, "client_id": "c2", "check_url": "http://127.0.0.1:9/ok"},
+    )
     assert good.status_code == 200, good.text
     assert producers_of(client, group) == [{"client_id": "c2", "check_url": "http://127.0.0.1:9/ok"}]
 
 
-@pytest.mark.parametrize("url", [
-    "http://127.0.0.1:9/\x00", "http://127.0.0.1:9/a\tb", "http://127.0.0.1:9/\r\nX-Injected: 1", "http://127.0.0.1:9/\x7f",
-    "http://127.0.0.1:9/\u200b", "http://127.0.0.1:9/\x85",
-], ids=["nul", "tab", "crlf", "del", "zero-width-space", "c1-control"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/\x00",
+        "http://127.0.0.1:9/a\tb",
+        "http://127.0.0.1:9/\r\nX-Injected: 1",
+        "http://127.0.0.1:9/\x7f",
+        "http://127.0.0.1:9/\u200b",
+        "http://127.0.0.1:9/\x85",
+    ],
+    ids=["nul", "tab", "crlf", "del", "zero-width-space", "c1-control"],
+)
 def test_check_url_with_control_or_invisible_characters_is_refused_at_heartbeat(client: httpx.Client, url: str) -> None:
     # They pass urlsplit, but the check client cannot dial them (httpx.InvalidURL): the group would be stuck.
     group = fresh("ctl-pg")
@@ -637,27 +682,62 @@ def test_check_url_with_control_or_invisible_characters_is_refused_at_heartbeat(
 # --- numbers the broker interprets ---------------------------------------------------------------
 
 
-def half_raw(client: httpx.Client, message: dict[str, Any], group: str = "num-pg", topic: str = "NUMS") -> httpx.Response:
-    return post_raw(client, "/v1/transactions", json.dumps({"producer_group": group, "topic": topic, "message": message}).encode())
+def half_raw(
+    client: httpx.Client, message: dict[str, Any], group: str = "num-pg", topic: str = "NUMS"
+) -> httpx.Response:
+    return post_raw(
+        client, "/v1/transactions", json.dumps({"producer_group": group, "topic": topic, "message": message}).encode()
+    )
 
 
-@pytest.mark.parametrize("immunity", [
-    "1e400", "inf", "-inf", "Infinity", "nan", "NaN", "-1", "-0.5", "1e300", "99999999999999999999999", "86401",
-    "abc", "", " 5", "5 ", "0x10", "1_000", "٣",
-])
-def test_check_immunity_time_that_is_not_a_sane_number_of_seconds_is_refused_at_half_send(client: httpx.Client, immunity: str) -> None:
+@pytest.mark.parametrize(
+    "immunity",
+    [
+        "1e400",
+        "inf",
+        "-inf",
+        "Infinity",
+        "nan",
+        "NaN",
+        "-1",
+        "-0.5",
+        "1e300",
+        "99999999999999999999999",
+        "86401",
+        "abc",
+        "",
+        " 5",
+        "5 ",
+        "0x10",
+        "1_000",
+        "٣",
+    ],
+)
+def test_check_immunity_time_that_is_not_a_sane_number_of_seconds_is_refused_at_half_send(
+    client: httpx.Client, immunity: str
+) -> None:
     # Once stored, "1e400" or "inf" made the pending listing and the lookup answer 500 (next check at infinity).
     create_topic(client, "NUMS", 1)
     with stores_nothing(client):
-        body = assert_problem(half_raw(client, {"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}}), 400, "INVALID_PROPERTY")
+        body = assert_problem(
+            half_raw(client, {"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}}),
+            400,
+            "INVALID_PROPERTY",
+        )
     assert "CHECK_IMMUNITY_TIME_IN_SECONDS" in body["detail"]
     with stores_nothing(client):  # a plain send carrying it is refused alike: one rule for the property
-        assert_problem(send_raw(client, "NUMS", [{"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}}]), 400, "INVALID_PROPERTY")
+        assert_problem(
+            send_raw(client, "NUMS", [{"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}}]),
+            400,
+            "INVALID_PROPERTY",
+        )
     assert client.get("/v1/transactions", params={"state": "pending"}).status_code == 200
 
 
 @pytest.mark.parametrize(("immunity", "delay"), [("0", None), ("30", 30.0), ("1.5", 1.5), ("86400", 86400.0)])
-def test_check_immunity_time_within_range_sets_the_first_check_and_the_views_answer(client: httpx.Client, immunity: str, delay: float | None) -> None:
+def test_check_immunity_time_within_range_sets_the_first_check_and_the_views_answer(
+    client: httpx.Client, immunity: str, delay: float | None
+) -> None:
     create_topic(client, "NUMS", 1)
     resp = half_raw(client, {"body": "x", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": immunity}})
     assert resp.status_code == 200, resp.text
@@ -665,7 +745,9 @@ def test_check_immunity_time_within_range_sets_the_first_check_and_the_views_ans
     tx = client.get(path("v1", "transactions", txid))
     assert tx.status_code == 200, tx.text
     first_check = (tx.json()["next_check_timestamp"] - tx.json()["born_timestamp"]) / 1000
-    assert first_check == pytest.approx(delay if delay is not None else 6.0, abs=0.01)  # "0": the broker's transaction_timeout
+    assert first_check == pytest.approx(
+        delay if delay is not None else 6.0, abs=0.01
+    )  # "0": the broker's transaction_timeout
     listed = client.get("/v1/transactions", params={"state": "pending", "limit": 10_000})
     assert listed.status_code == 200 and txid in {t["transaction_id"] for t in listed.json()["transactions"]}
     client.post(path("v1", "transactions", txid, "force-rollback")).raise_for_status()
@@ -673,32 +755,99 @@ def test_check_immunity_time_within_range_sets_the_first_check_and_the_views_ans
 
 NUMBER_CASES = [
     # (id, method, url, raw body or None, expected status, expected code)
-    *[(f"queue-id-{text}", "POST", "/v1/topics/NUMS/messages", b'{"messages": [{"body": "x", "queue_id": %s}]}' % text.encode(), 400, code)
-      for text, code in [("1e400", "INVALID_REQUEST"), ("-1e400", "INVALID_REQUEST"), ("NaN", "INVALID_REQUEST"), ("Infinity", "INVALID_REQUEST"),
-                         ("-1", "INVALID_REQUEST"), ("1.5", "INVALID_REQUEST"), ("1" + "0" * 30, "INVALID_QUEUE_ID"), ('"abc"', "INVALID_REQUEST")]],
-    *[(f"half-queue-id-{text}", "POST", "/v1/transactions", b'{"producer_group": "num-pg", "topic": "NUMS", "message": {"body": "x", "queue_id": %s}}' % text.encode(), 400, code)
-      for text, code in [("1e400", "INVALID_REQUEST"), ("NaN", "INVALID_REQUEST"), ("-1", "INVALID_REQUEST"), ("1" + "0" * 30, "INVALID_QUEUE_ID")]],
-    *[(f"queues-{text}", "POST", "/v1/topics", b'{"name": "NUMS-NEW", "queues": %s}' % text.encode(), 400, code)
-      for text, code in [("1e400", "INVALID_REQUEST"), ("NaN", "INVALID_REQUEST"), ("Infinity", "INVALID_REQUEST"), ("-1", "INVALID_QUEUE_COUNT"),
-                         ("1" + "0" * 30, "INVALID_QUEUE_COUNT"), ("2.5", "INVALID_REQUEST"), ('"many"', "INVALID_REQUEST")]],
-    *[(f"receive-{field}-{text}", "POST", "/v1/consumer-groups/num-g/topics/NUMS/receive", b'{"%s": %s}' % (field.encode(), text.encode()), 400, "INVALID_REQUEST")
-      for field in ("max_messages", "invisible_seconds", "wait_seconds")
-      for text in ("1e400", "-1e400", "NaN", "Infinity", "-1", "1" + "0" * 30, '"soon"')],
-    *[(f"read-{name}-{text}", "GET", f"/v1/topics/NUMS/queues/0/messages?{name}={text}", None, 400, "INVALID_REQUEST")
-      for name in ("offset", "max") for text in ("1e400", "inf", "nan", "-1", "abc", "1.5")],
-    *[(f"read-queue-{text}", "GET", f"/v1/topics/NUMS/queues/{text}/messages", None, 400, code)
-      for text, code in [("inf", "INVALID_REQUEST"), ("nan", "INVALID_REQUEST"), ("1e400", "INVALID_REQUEST"), ("-1", "INVALID_QUEUE_ID"), ("9" * 30, "INVALID_QUEUE_ID")]],
-    *[(f"list-limit-{text}", "GET", f"/v1/transactions?limit={text}", None, 400, "INVALID_REQUEST") for text in ("1e400", "inf", "nan", "-1", "0", "9" * 30)],
+    *[
+        (
+            f"queue-id-{text}",
+            "POST",
+            "/v1/topics/NUMS/messages",
+            b'{"messages": [{"body": "x", "queue_id": %s}]}' % text.encode(),
+            400,
+            code,
+        )
+        for text, code in [
+            ("1e400", "INVALID_REQUEST"),
+            ("-1e400", "INVALID_REQUEST"),
+            ("NaN", "INVALID_REQUEST"),
+            ("Infinity", "INVALID_REQUEST"),
+            ("-1", "INVALID_REQUEST"),
+            ("1.5", "INVALID_REQUEST"),
+            ("1" + "0" * 30, "INVALID_QUEUE_ID"),
+            ('"abc"', "INVALID_REQUEST"),
+        ]
+    ],
+    *[
+        (
+            f"half-queue-id-{text}",
+            "POST",
+            "/v1/transactions",
+            b'{"producer_group": "num-pg", "topic": "NUMS", "message": {"body": "x", "queue_id": %s}}' % text.encode(),
+            400,
+            code,
+        )
+        for text, code in [
+            ("1e400", "INVALID_REQUEST"),
+            ("NaN", "INVALID_REQUEST"),
+            ("-1", "INVALID_REQUEST"),
+            ("1" + "0" * 30, "INVALID_QUEUE_ID"),
+        ]
+    ],
+    *[
+        (f"queues-{text}", "POST", "/v1/topics", b'{"name": "NUMS-NEW", "queues": %s}' % text.encode(), 400, code)
+        for text, code in [
+            ("1e400", "INVALID_REQUEST"),
+            ("NaN", "INVALID_REQUEST"),
+            ("Infinity", "INVALID_REQUEST"),
+            ("-1", "INVALID_QUEUE_COUNT"),
+            ("1" + "0" * 30, "INVALID_QUEUE_COUNT"),
+            ("2.5", "INVALID_REQUEST"),
+            ('"many"', "INVALID_REQUEST"),
+        ]
+    ],
+    *[
+        (
+            f"receive-{field}-{text}",
+            "POST",
+            "/v1/consumer-groups/num-g/topics/NUMS/receive",
+            b'{"%s": %s}' % (field.encode(), text.encode()),
+            400,
+            "INVALID_REQUEST",
+        )
+        for field in ("max_messages", "invisible_seconds", "wait_seconds")
+        for text in ("1e400", "-1e400", "NaN", "Infinity", "-1", "1" + "0" * 30, '"soon"')
+    ],
+    *[
+        (f"read-{name}-{text}", "GET", f"/v1/topics/NUMS/queues/0/messages?{name}={text}", None, 400, "INVALID_REQUEST")
+        for name in ("offset", "max")
+        for text in ("1e400", "inf", "nan", "-1", "abc", "1.5")
+    ],
+    *[
+        (f"read-queue-{text}", "GET", f"/v1/topics/NUMS/queues/{text}/messages", None, 400, code)
+        for text, code in [
+            ("inf", "INVALID_REQUEST"),
+            ("nan", "INVALID_REQUEST"),
+            ("1e400", "INVALID_REQUEST"),
+            ("-1", "INVALID_QUEUE_ID"),
+            ("9" * 30, "INVALID_QUEUE_ID"),
+        ]
+    ],
+    *[
+        (f"list-limit-{text}", "GET", f"/v1/transactions?limit={text}", None, 400, "INVALID_REQUEST")
+        for text in ("1e400", "inf", "nan", "-1", "0", "9" * 30)
+    ],
 ]
 
 
-@pytest.mark.parametrize(("method", "url", "content", "status", "code"), [c[1:] for c in NUMBER_CASES], ids=[c[0] for c in NUMBER_CASES])
+@pytest.mark.parametrize(
+    ("method", "url", "content", "status", "code"), [c[1:] for c in NUMBER_CASES], ids=[c[0] for c in NUMBER_CASES]
+)
 def test_numbers_that_are_not_finite_in_range_values_are_refused_and_change_nothing(
     client: httpx.Client, method: str, url: str, content: bytes | None, status: int, code: str
 ) -> None:
     create_topic(client, "NUMS", 1)
     with stores_nothing(client):
-        resp = client.request(method, url, content=content, headers={"content-type": "application/json"} if content is not None else {})
+        resp = client.request(
+            method, url, content=content, headers={"content-type": "application/json"} if content is not None else {}
+        )
         assert_problem(resp, status, code)
     assert_problem(client.get("/v1/consumer-groups/num-g"), 404, "CONSUMER_GROUP_NOT_FOUND")
 
@@ -728,7 +877,7 @@ def _retargeted(handle: str, group: str, topic: str, new_group: str) -> str:
     raw = _b64decode(handle)
     prefix = f"{group}\x1f{topic}\x1f".encode()
     assert raw.startswith(prefix)
-    return _b64encode(f"{new_group}\x1f{topic}\x1f".encode() + raw[len(prefix):])
+    return _b64encode(f"{new_group}\x1f{topic}\x1f".encode() + raw[len(prefix) :])
 
 
 def _tampered_offset(handle: str, group: str, topic: str) -> str:
@@ -736,7 +885,7 @@ def _tampered_offset(handle: str, group: str, topic: str) -> str:
     raw = _b64decode(handle)
     head = f"{group}\x1f{topic}\x1f0\x1f".encode()
     assert raw.startswith(head)
-    offset, rest = raw[len(head):].split(b"\x1f", 1)
+    offset, rest = raw[len(head) :].split(b"\x1f", 1)
     return _b64encode(head + str(int(offset) + 1).encode() + b"\x1f" + rest)
 
 
@@ -796,7 +945,9 @@ def test_receipt_handle_issued_by_another_broker_is_refused_and_creates_no_group
         send(c, topic, "m")
     [elsewhere] = receive(strict_client, group, topic, n=1)
     with stores_nothing(client):
-        assert_problem(_settle_raw(client, "ack", group, topic, [elsewhere["receipt_handle"]]), 400, "INVALID_RECEIPT_HANDLE")
+        assert_problem(
+            _settle_raw(client, "ack", group, topic, [elsewhere["receipt_handle"]]), 400, "INVALID_RECEIPT_HANDLE"
+        )
     assert_problem(client.get(path("v1", "consumer-groups", group)), 404, "CONSUMER_GROUP_NOT_FOUND")
 
 
@@ -816,12 +967,21 @@ def test_a_producer_set_uniq_key_is_the_msg_id_and_a_repeat_is_stored_again(clie
     assert [(m["msg_id"], m["body"]) for m in received] == [("7F0000011C2A18B4AAC2", "order-1")] * 2
 
 
-@pytest.mark.parametrize("key", ["", " ", "a b", "x" * 129, "tab\there", "ünï", "k\x00", "\u200b"],
-                         ids=["empty", "space", "inner-space", "too-long", "tab", "non-ascii", "nul", "zero-width"])
+@pytest.mark.parametrize(
+    "key",
+    ["", " ", "a b", "x" * 129, "tab\there", "ünï", "k\x00", "\u200b"],
+    ids=["empty", "space", "inner-space", "too-long", "tab", "non-ascii", "nul", "zero-width"],
+)
 def test_a_uniq_key_that_is_not_1_to_128_visible_ascii_characters_is_refused(client: httpx.Client, key: str) -> None:
     topic = fresh("UNIQBAD")
     with stores_nothing(client):
-        body = assert_problem(send_raw(client, topic, [{"body": "fine"}, {"body": "x", "properties": {"UNIQ_KEY": key}}]), 400, "INVALID_PROPERTY")
+        body = assert_problem(
+            send_raw(client, topic, [{"body": "fine"}, {"body": "x", "properties": {"UNIQ_KEY": key}}]),
+            400,
+            "INVALID_PROPERTY",
+        )
         assert "UNIQ_KEY" in body["detail"]
-        assert_problem(half_raw(client, {"body": "x", "properties": {"UNIQ_KEY": key}}, topic=topic), 400, "INVALID_PROPERTY")
+        assert_problem(
+            half_raw(client, {"body": "x", "properties": {"UNIQ_KEY": key}}, topic=topic), 400, "INVALID_PROPERTY"
+        )
     assert topic not in topic_names(client)

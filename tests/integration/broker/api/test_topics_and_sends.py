@@ -7,7 +7,7 @@ import itertools
 import os
 import subprocess
 from collections import Counter
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -47,7 +47,7 @@ def describe(client: httpx.Client, topic: str) -> dict:
     return resp.json()
 
 
-def read(client: httpx.Client, topic: str, queue_id: int, offset: int = 0, max: int = 32) -> dict:
+def read(client: httpx.Client, topic: str, queue_id: int, offset: int = 0, max: int = 32) -> dict:  # noqa: A002 - as the API calls it
     resp = client.get(path("v1", "topics", topic, "queues", queue_id, "messages"), params={"offset": offset, "max": max})
     resp.raise_for_status()
     assert resp.headers["content-type"].startswith("application/json")
@@ -167,7 +167,7 @@ def test_a_batch_of_100_gets_consecutive_offsets_per_queue_and_pages_through_off
     results = send_batch(client, topic, [{"body": b} for b in bodies])
 
     sent_per_queue: dict[int, list[tuple[int, str]]] = {}
-    for body, r in zip(bodies, results):
+    for body, r in zip(bodies, results, strict=True):
         sent_per_queue.setdefault(r["queue_id"], []).append((r["queue_offset"], body))
     for qid, entries in sent_per_queue.items():
         first = 1 if qid == 1 else 0
@@ -247,7 +247,7 @@ def test_keys_tag_and_properties_round_trip(client: httpx.Client) -> None:
     assert {k: a["properties"][k] for k in ("trace", "note", "empty")} == {"trace": "t-1", "note": "ünïcode ✓", "empty": ""}
     assert b["keys"] == ["order-2"] and b["tag"] is None
     assert c["keys"] == [] and c["tag"] is None
-    for message, result in zip((a, b, c), results):
+    for message, result in zip((a, b, c), results, strict=True):
         assert message["msg_id"] == result["msg_id"] == message["properties"]["UNIQ_KEY"]
         assert "KEYS" not in message["properties"] and "TAGS" not in message["properties"]  # surfaced as keys / tag
         assert message["born_timestamp"] <= message["store_timestamp"]

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from halfmq.broker.errors import FlushDiskTimeout, SystemTopicForbidden, TopicNotFound
 from halfmq.client import AsyncProducer, BrokerError, BrokerUnavailable, ConsumerClient, Producer, endpoints
 from halfmq.client.transport import AsyncTransport
-from halfmq.broker.errors import FlushDiskTimeout, SystemTopicForbidden, TopicNotFound
 
 SEND_OK = {
     "status": "SEND_OK",
@@ -62,7 +62,7 @@ def scripted() -> Iterator[tuple[str, Script]]:
             self.end_headers()
             self.wfile.write(raw)
 
-        do_GET = do_POST = _reply
+        do_GET = do_POST = _reply  # noqa: N815 - http.server's names
 
         def log_message(self, *args: object) -> None:
             pass

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from halfmq.broker.errors import SystemTopicForbidden
 from halfmq.client import (
     UNIQ_KEY,
     AsyncProducer,
@@ -19,7 +20,6 @@ from halfmq.client import (
     message_body_bytes,
     message_json,
 )
-from halfmq.broker.errors import SystemTopicForbidden
 from halfmq.testing import InProcessBroker
 
 

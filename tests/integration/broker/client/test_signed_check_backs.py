@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import pytest
 
-from halfmq.client import LocalTransactionState, TransactionProducer
 from halfmq.broker.security.auth_file import AuthFile, derive_check_secret
+from halfmq.client import LocalTransactionState, TransactionProducer
+from halfmq.testing import ServedApp
 from tests.integration.broker.api.support import assert_problem
 from tests.support.auth import write_auth_file
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_for
-
-from halfmq.testing import ServedApp
 
 GROUP = "order_producer_group"
 FAST_CHECKS = {"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "0.5", "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "0.3"}

@@ -24,6 +24,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from halfmq.broker.errors import StoreUnavailable, SystemTopicForbidden, TransactionConflict
 from halfmq.client import (
     UNIQ_KEY,
     AsyncTransactionProducer,
@@ -39,11 +40,9 @@ from halfmq.client import (
     message_json,
 )
 from halfmq.client.transport import request_not_sent
-from halfmq.broker.errors import StoreUnavailable, SystemTopicForbidden, TransactionConflict
 from halfmq.testing import ServedApp
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_for
-
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
@@ -446,7 +445,7 @@ def scripted() -> Iterator[tuple[str, Script]]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             script.seen.append((self.path, json.loads(raw or b"{}")))
             if script.hang:

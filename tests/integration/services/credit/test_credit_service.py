@@ -9,8 +9,8 @@ import httpx
 import orjson
 import pytest
 
-from tests.support.waiting import wait_for
 from tests.support.processes import BrokerProcess, ServiceProcess
+from tests.support.waiting import wait_for
 
 TOPIC = "ORDER_TOPIC"
 

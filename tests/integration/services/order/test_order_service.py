@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -10,8 +9,8 @@ import httpx
 import orjson
 import pytest
 
-from tests.support.waiting import wait_for
 from tests.support.processes import BrokerProcess, ServiceProcess, free_port
+from tests.support.waiting import wait_for
 
 TOPIC = "ORDER_TOPIC"
 FAST_CHECKS = {

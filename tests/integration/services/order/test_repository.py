@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import threading
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 from sqlalchemy import inspect, select
+from sqlalchemy.exc import IntegrityError
 
 from halfmq.services.database import create_db_engine, downgrade, is_migrated, migrate
 from halfmq.services.order.models import OrderTransaction
@@ -24,7 +25,7 @@ def repo(database_url: str):
 
 
 def new_order(key: str | None = None, amount: str = "12.50") -> NewOrder:
-    return NewOrder(uuid.uuid4().hex, "u-1", Decimal(amount), datetime.now(timezone.utc), key, f"u-1|{amount}")
+    return NewOrder(uuid.uuid4().hex, "u-1", Decimal(amount), datetime.now(UTC), key, f"u-1|{amount}")
 
 
 def test_order_and_its_transaction_record_commit_together(repo: OrderRepository) -> None:
@@ -47,7 +48,7 @@ def test_a_failure_before_commit_leaves_neither_order_nor_transaction_record(rep
 def test_duplicate_transaction_record_rolls_the_whole_order_back(repo: OrderRepository) -> None:
     repo.create(new_order(), "tx-dup")
     second = new_order()
-    with pytest.raises(Exception):
+    with pytest.raises(IntegrityError):
         repo.create(second, "tx-dup")
     assert repo.get(second.order_id) is None
 

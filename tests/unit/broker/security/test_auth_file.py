@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import stat
 
-from halfmq.broker.security.auth_file import AuthFile, Authenticator, PrincipalEntry, derive_check_secret, token_hash
+from halfmq.broker.security.auth_file import Authenticator, AuthFile, PrincipalEntry, derive_check_secret, token_hash
 
 
 def test_the_file_keeps_hashes_never_tokens_and_is_owner_only(tmp_path):

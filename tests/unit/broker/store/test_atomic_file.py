@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.store.atomic_file import DamagedFile, read_json, write_json
-from tests.support.small_disk import SmallDisk, small_disk  # noqa: F401  (fixture)
+from tests.support.small_disk import SmallDisk
 
 
 def test_a_missing_file_reads_as_the_default(tmp_path: Path) -> None:

@@ -115,7 +115,7 @@ def test_damage_in_a_segment_before_the_last_refuses_to_start(tmp_path: Path) ->
     store = MessageStore(StoreConfig(tmp_path, segment_bytes=4096))
     store.create_topic(TOPIC, 1)
     results = []
-    for i in range(60):
+    for _ in range(60):
         [result], end = store.put([PutItem(TOPIC, 0, b"x" * 200)])
         results.append(result)
     store.wait_flushed(end).result(5)

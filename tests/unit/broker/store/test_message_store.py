@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.store.commit_log import CorruptLogError
-from halfmq.broker.store.data_lock import DataDirLocked
 from halfmq.broker.store.damaged_records import DamagedRecordError
+from halfmq.broker.store.data_lock import DataDirLocked
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.record import HEADER_SIZE
 
@@ -40,7 +40,7 @@ def test_appended_messages_read_back_in_queue_order(store: MessageStore) -> None
 
 
 def test_log_rolls_over_into_segments_named_by_start_offset(store: MessageStore, tmp_path: Path) -> None:
-    for i in range(100):
+    for _ in range(100):
         send(store, "T", 0, b"x" * 200)
     names = sorted(p.name for p in (tmp_path / "commitlog").iterdir())
     assert len(names) > 5
@@ -194,7 +194,7 @@ def test_second_store_on_the_same_directory_is_refused(store: MessageStore, tmp_
 def test_consumer_offsets_survive_reopen(tmp_path: Path) -> None:
     s = open_store(tmp_path)
     s.create_topic("T", 2)
-    for i in range(8):
+    for _ in range(8):
         send(s, "T", 1, b"m")
     s.offsets.commit("g", "T", 1, 7)
     s.close()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig, StoreNotWritable
-from tests.support.small_disk import SmallDisk, small_disk  # noqa: F401  (fixture)
+from tests.support.small_disk import SmallDisk
 
 BIG = b"x" * 20_000
 

@@ -3,8 +3,8 @@ import itertools
 import pytest
 
 from halfmq.broker.errors import TransactionConflict
-from halfmq.broker.wire import TransactionState
 from halfmq.broker.transaction.state_machine import TRANSITIONS, TxAction, TxEvent, op_kind, state_after_op, transition
+from halfmq.broker.wire import TransactionState
 
 S, E, A = TransactionState, TxEvent, TxAction
 
@@ -44,7 +44,7 @@ def test_commit_after_rollback_is_rejected() -> None:
 
 
 def test_a_decided_outcome_never_flips() -> None:
-    for (state, event), (new_state, _) in TRANSITIONS.items():
+    for (state, _event), (new_state, _) in TRANSITIONS.items():
         if state in (S.COMMITTED, S.ROLLED_BACK):
             assert new_state is state
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -68,7 +68,7 @@ async def test_an_account_reads_balance_recent_records_and_count(service: Credit
 
 async def test_the_summary_is_none_before_the_first_run_then_the_published_one(service: CreditService, ledger: FakeCreditLedger) -> None:
     assert await service.summary() is None
-    ledger.publish_summary(datetime(2026, 11, 22, tzinfo=timezone.utc), {"u1": 5}, {date(2026, 11, 21): 5})
+    ledger.publish_summary(datetime(2026, 11, 22, tzinfo=UTC), {"u1": 5}, {date(2026, 11, 21): 5})
     run, users, days = await service.summary()
     assert (run.run_id, [u.user_id for u in users], [d.points for d in days]) == ("r1", ["u1"], [5])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 import httpx
 import pytest
@@ -58,7 +58,7 @@ async def test_a_too_long_user_id_is_a_400_problem(client: httpx.AsyncClient) ->
 
 async def test_the_summary_reads_empty_then_the_published_run(ledger: FakeCreditLedger, client: httpx.AsyncClient) -> None:
     assert (await client.get("/credits/summary")).json() == {"computed_at": None, "users": [], "days": []}
-    at = datetime(2026, 11, 22, 3, 0, tzinfo=timezone.utc)
+    at = datetime(2026, 11, 22, 3, 0, tzinfo=UTC)
     ledger.publish_summary(at, {"u1": 7}, {date(2026, 11, 21): 7})
     assert (await client.get("/credits/summary")).json() == {
         "computed_at": at.isoformat(),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
@@ -17,7 +17,7 @@ from .conftest import LOCAL_TX_TIMEOUT, NOW
 
 @pytest.fixture
 def stored(repo: FakeOrderRepository) -> str:
-    repo.create(NewOrder("o-1", "u1", Decimal("1.00"), datetime.now(timezone.utc)), "tx-1")
+    repo.create(NewOrder("o-1", "u1", Decimal("1.00"), datetime.now(UTC)), "tx-1")
     return "o-1"
 
 

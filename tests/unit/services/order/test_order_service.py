@@ -20,7 +20,7 @@ from halfmq.services.order.errors import (
 from halfmq.services.order.local_transaction import Fault
 from halfmq.services.order.order_service import OrderService
 from halfmq.services.order.schemas import OrderCreate
-from tests.unit.services.fakes import FakeOrderRepository, FakeTransactionSender
+from tests.unit.services.fakes import FakeOrderRepository
 
 ORDER = OrderCreate(user_id="u1", amount=Decimal("12.50"))
 
