@@ -77,7 +77,7 @@ def scores(work: Path, modules: list[str]) -> dict[str, dict]:
         out[module] = {
             "mutants": len(statuses),
             "detected": detected,
-            "score": detected / len(statuses) if statuses else 1.0,
+            "score": detected / len(statuses) if statuses else None,  # None: nothing mutated, which fails a gate
             "survivors": sorted(name for name, status in statuses.items() if status not in DETECTED),
         }
     return out
@@ -113,13 +113,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     result = scores(WORK, modules)
-    failed = [m for m in GATED if result[m]["score"] < THRESHOLD]
+    failed = [m for m in GATED if result[m]["score"] is None or result[m]["score"] < THRESHOLD]
     (WORK / "summary.json").write_text(json.dumps({"threshold": THRESHOLD, "seconds": round(elapsed, 1),
                                                    "modules": result, "below_threshold": failed}, indent=2))
     print(f"{'module':<46} {'mutants':>7} {'killed':>7} {'score':>6}")
     for module, r in result.items():
         mark = "  < gate" if module in failed else ("" if module in GATED else "  (not gated)")
-        print(f"{module:<46} {r['mutants']:>7} {r['detected']:>7} {r['score']:>6.0%}{mark}")
+        score = "-" if r["score"] is None else f"{r['score']:.0%}"
+        print(f"{module:<46} {r['mutants']:>7} {r['detected']:>7} {score:>6}{mark}")
     for module, r in result.items():
         for name in r["survivors"]:
             print(f"survived: {name}")
