@@ -63,3 +63,30 @@ def test_an_immunity_stored_before_the_rule_existed_falls_back_to_the_timeout() 
     # and the views that render the next check time stay finite.
     for stored in ("inf", "1e400", "nan", "-5", "999999999"):
         assert first_check_at(100.0, POLICY, parse_immunity(stored)) == 106.0
+
+
+@pytest.mark.parametrize(("immunity", "due"), [(0.5, 100.5), (1.0, 101.0), (0.001, 100.001)])
+def test_an_immunity_under_a_second_is_honoured(immunity: float, due: float) -> None:
+    assert first_check_at(100.0, POLICY, immunity) == due
+
+
+def test_a_stored_immunity_is_read_as_seconds() -> None:
+    assert parse_immunity("30") == 30.0
+    assert parse_immunity("0.25") == 0.25
+
+
+def test_a_half_without_an_immunity_has_none() -> None:
+    assert parse_immunity(None) is None
+    assert parse_immunity("") is None
+
+
+def test_a_refused_immunity_says_what_is_allowed_and_quotes_the_value_cut_short() -> None:
+    with pytest.raises(ValueError) as info:
+        immunity_seconds("9" * 100)
+    message = str(info.value)
+    assert "86400" in message and "plain decimal digits" in message
+    assert repr("9" * 40) in message
+
+
+def test_the_check_decisions_have_their_names() -> None:
+    assert {d.value for d in CheckDecision} == {"not_due", "check", "discard", "no_producer"}

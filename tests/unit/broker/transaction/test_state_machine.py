@@ -43,6 +43,21 @@ def test_commit_after_rollback_is_rejected() -> None:
         transition(S.ROLLED_BACK, E.COMMIT)
 
 
+def test_the_states_and_events_have_their_wire_names() -> None:
+    assert {s.value for s in S} == {"pending", "committed", "rolled_back", "discarded"}
+    assert (S("pending"), S("committed"), S("rolled_back"), S("discarded")) == (S.PENDING, S.COMMITTED, S.ROLLED_BACK, S.DISCARDED)
+    assert (E("commit"), E("rollback"), E("unknown")) == (E.COMMIT, E.ROLLBACK, E.UNKNOWN)
+
+
+def test_a_conflict_tells_the_client_the_decided_state_and_the_refused_end() -> None:
+    with pytest.raises(TransactionConflict) as info:
+        transition(S.ROLLED_BACK, E.COMMIT)
+    problem = info.value.to_problem()
+    assert problem["state"] == "rolled_back"
+    assert "rolled_back" in problem["detail"] and "commit" in problem["detail"]
+    assert problem["code"] == "TRANSACTION_CONFLICT"
+
+
 def test_a_decided_outcome_never_flips() -> None:
     for (state, _event), (new_state, _) in TRANSITIONS.items():
         if state in (S.COMMITTED, S.ROLLED_BACK):

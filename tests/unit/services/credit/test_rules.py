@@ -1,5 +1,6 @@
 from decimal import Decimal
 
+import orjson
 import pytest
 
 from halfmq.services.credit.rules import PoisonMessage, parse_order_message, points_for
@@ -27,4 +28,48 @@ def test_a_well_formed_order_message_parses() -> None:
 ])
 def test_malformed_messages_are_poison(body: bytes) -> None:
     with pytest.raises(PoisonMessage):
+        parse_order_message(body)
+
+
+def message(order_id: object = "o1", user_id: object = "u1", amount: object = "12.50") -> bytes:
+    return orjson.dumps({"order_id": order_id, "user_id": user_id, "amount": amount})
+
+
+@pytest.mark.parametrize("amount", ["0.01", "0.5", "0.99", "1", 3, 7.25])
+def test_any_positive_amount_in_cents_is_credited(amount: object) -> None:
+    assert parse_order_message(message(amount=amount)).amount == Decimal(str(amount))
+
+
+@pytest.mark.parametrize("amount", ["0", "0.00", "-0.01", "-1"])
+def test_an_amount_of_zero_or_less_is_poison(amount: str) -> None:
+    with pytest.raises(PoisonMessage, match="positive"):
+        parse_order_message(message(amount=amount))
+
+
+def test_ids_of_up_to_64_characters_are_accepted() -> None:
+    cmd = parse_order_message(message(order_id="o" * 64, user_id="u" * 64))
+    assert (cmd.order_id, cmd.user_id) == ("o" * 64, "u" * 64)
+
+
+@pytest.mark.parametrize(("order_id", "user_id"), [("o" * 65, "u1"), ("o1", "u" * 65), ("o" * 65, "u" * 65)])
+def test_an_id_longer_than_64_characters_is_poison(order_id: str, user_id: str) -> None:
+    with pytest.raises(PoisonMessage, match="at most 64 characters"):
+        parse_order_message(message(order_id=order_id, user_id=user_id))
+
+
+@pytest.mark.parametrize(("order_id", "user_id"), [(5, "u1"), ("o1", 7), ("o1", ["u"])])
+def test_an_id_that_is_not_a_string_is_poison(order_id: object, user_id: object) -> None:
+    with pytest.raises(PoisonMessage, match="must be strings"):
+        parse_order_message(message(order_id=order_id, user_id=user_id))
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    (b"not json", "not JSON"),
+    (b"[1,2]", "not a JSON object"),
+    (b'{"order_id": "o1", "amount": "1"}', "missing fields: \\['user_id'\\]"),
+    (b'{"order_id": "o1", "user_id": "u1", "amount": "abc"}', "'abc' is not a number"),
+    (b'{"order_id": "o1", "user_id": "u1", "amount": "1.001"}', "'1.001' must be positive with at most 2 decimals"),
+])
+def test_a_poison_message_says_why(body: bytes, reason: str) -> None:
+    with pytest.raises(PoisonMessage, match=reason):
         parse_order_message(body)

@@ -48,3 +48,12 @@ def test_idempotency_fingerprint_ignores_amount_formatting_but_not_value() -> No
     assert fingerprint("u", Decimal("12.5")) == fingerprint("u", Decimal("12.50"))
     assert fingerprint("u", Decimal("12.5")) != fingerprint("u", Decimal("12.51"))
     assert fingerprint("u", Decimal("1")) != fingerprint("v", Decimal("1"))
+
+
+def test_check_back_answers_have_their_wire_names() -> None:
+    assert (CheckAnswer.COMMIT.value, CheckAnswer.ROLLBACK.value, CheckAnswer.UNKNOWN.value) == ("commit", "rollback", "unknown")
+
+
+def test_the_fingerprint_is_the_user_and_the_amount_in_cents() -> None:
+    assert fingerprint("u-1", Decimal("12.5")) == "u-1|12.50"
+    assert fingerprint("u-1", Decimal("7")) == "u-1|7.00"
