@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         mark = "  < gate" if module in failed else ("" if module in GATED else "  (not gated)")
         score = "-" if r["score"] is None else f"{r['score']:.0%}"
         print(f"{module:<46} {r['mutants']:>7} {r['detected']:>7} {score:>6}{mark}")
-    for module, r in result.items():
+    for r in result.values():
         for name in r["survivors"]:
             print(f"survived: {name}")
             if args.diffs:
