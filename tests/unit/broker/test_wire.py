@@ -58,3 +58,14 @@ def test_an_answer_that_does_not_fit_its_shape_is_a_value_error_naming_the_field
     with pytest.raises(ValueError, match="queue_offset"):
         wire.decode({"status": "SEND_OK", "msg_id": "m", "topic": "t", "queue_id": 0, "queue_offset": "one",
                      "commit_log_offset": 0}, wire.SendResult)
+
+
+def test_a_field_a_newer_broker_adds_to_an_answer_is_ignored_so_an_older_sdk_keeps_working() -> None:
+    answer = {"status": "SEND_OK", "msg_id": "m", "topic": "T", "queue_id": 0, "queue_offset": 1,
+              "commit_log_offset": 2, "replicas_acked": 2}
+    assert wire.decode(answer, wire.SendResult).queue_offset == 1
+
+
+def test_a_misspelt_field_in_a_request_the_sdk_builds_is_refused() -> None:
+    with pytest.raises(ValueError):
+        wire.decode({"body": "x", "tags": "t"}, wire.OutgoingMessage)
