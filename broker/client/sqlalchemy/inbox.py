@@ -20,6 +20,8 @@ bounded batches; the default, 7 days, is longer than the broker's longest redeli
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -48,6 +50,8 @@ __all__ = [
     "inbox_key",
     "inbox_table",
 ]
+
+log = logging.getLogger(__name__)
 
 INBOX_TABLE = "halfmq_inbox"
 DEFAULT_RETENTION = timedelta(days=7)
@@ -114,6 +118,15 @@ class InboxStats:
     skipped: int = 0
 
 
+def _outcomes(keyed: Sequence[tuple[str, str]], inserted: set[str]) -> list[bool]:
+    """Per pair, whether its row was inserted now: only the first of a key repeated in the batch is new."""
+    outcomes = []
+    for key, _ in keyed:
+        outcomes.append(key in inserted)
+        inserted.discard(key)
+    return outcomes
+
+
 class Inbox:
     """Run handlers exactly once per key for one consumer group.
 
@@ -160,42 +173,37 @@ class Inbox:
 
     def claim_many(self, session: Session, messages: Sequence[Message]) -> list[bool]:
         """``claim`` for several messages in one statement; a key repeated in ``messages`` is new at most once, the first time."""
-        statement = self._claim_statement(session.get_bind().dialect.name, messages)
-        inserted = set() if statement is None else set(session.scalars(statement))
-        return self._outcomes(messages, inserted)
+        return self.claim_keys(session, [(self.key_of(m), m.msg_id) for m in messages])
+
+    def claim_keys(self, session: Session, keyed: Sequence[tuple[str, str]]) -> list[bool]:
+        """``claim_many`` for (key, msg_id) pairs the caller has already worked out (e.g. from a parsed body)."""
+        statement = self._claim_statement(session.get_bind().dialect.name, keyed)
+        return _outcomes(keyed, set() if statement is None else set(session.scalars(statement)))
 
     async def claim_async(self, session: AsyncSession, message: Message) -> bool:
         [claimed] = await self.claim_many_async(session, [message])
         return claimed
 
     async def claim_many_async(self, session: AsyncSession, messages: Sequence[Message]) -> list[bool]:
-        statement = self._claim_statement(session.get_bind().dialect.name, messages)
-        inserted = set() if statement is None else set((await session.scalars(statement)).all())
-        return self._outcomes(messages, inserted)
+        keyed = [(self.key_of(m), m.msg_id) for m in messages]
+        statement = self._claim_statement(session.get_bind().dialect.name, keyed)
+        return _outcomes(keyed, set() if statement is None else set((await session.scalars(statement)).all()))
 
-    def _claim_statement(self, dialect: str, messages: Sequence[Message]) -> Insert | None:
+    def _claim_statement(self, dialect: str, keyed: Sequence[tuple[str, str]]) -> Insert | None:
+        if dialect not in ("postgresql", "sqlite"):
+            raise NotImplementedError(f"the inbox supports PostgreSQL and SQLite, not {dialect}")
         rows: dict[str, str] = {}
-        for message in messages:
-            rows.setdefault(self.key_of(message), message.msg_id)
+        for key, msg_id in keyed:
+            rows.setdefault(key, msg_id)
         if not rows:
             return None
         now = self._clock()
         insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        if dialect not in ("postgresql", "sqlite"):
-            raise NotImplementedError(f"the inbox supports PostgreSQL and SQLite, not {dialect}")
         t = self.table
         # Sorted, so two transactions claiming overlapping keys take them in the same order (no deadlock).
         values = [{"consumer_group": self.group, "key": k, "msg_id": m, "handled_at": now} for k, m in sorted(rows.items())]
         return (insert(t).values(values).on_conflict_do_nothing(index_elements=[t.c.consumer_group, t.c.key])
                 .returning(t.c.key))
-
-    def _outcomes(self, messages: Sequence[Message], inserted: set[str]) -> list[bool]:
-        outcomes = []
-        for message in messages:
-            key = self.key_of(message)
-            outcomes.append(key in inserted)
-            inserted.discard(key)
-        return outcomes
 
     # -- handlers for the consumers ---------------------------------------------------------
 
@@ -280,6 +288,20 @@ class Inbox:
             if count < self._purge_batch:
                 break
         return removed
+
+    async def purge_every(self, seconds: float) -> None:
+        """Purge now and every ``seconds`` until cancelled: a task for consumers that claim in their own transactions.
+
+        The handlers purge as they go; code calling ``claim_keys`` (e.g. from a group commit) runs this beside its consumer.
+        """
+        while True:
+            try:
+                removed = await (self.purge_async() if self._async_sessions else asyncio.to_thread(self.purge))
+                if removed:
+                    log.info("inbox %s: purged %d rows older than %s", self.group, removed, self.retention)
+            except Exception as exc:  # noqa: BLE001 - the next round tries again; consuming is unaffected
+                log.warning("inbox %s: purge failed: %s", self.group, exc)
+            await asyncio.sleep(seconds)
 
     def _purge_due(self) -> bool:
         """True for one caller once per ``purge_interval`` (the handlers purge as they go, one at a time)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -173,3 +174,26 @@ def test_the_purge_removes_only_this_groups_rows_older_than_the_retention_in_bou
     assert inbox.purge() == 0
     assert inbox_rows(engine) == 2  # "recent" and the other group's row
     assert DEFAULT_RETENTION == timedelta(days=7)
+
+
+async def test_purge_every_purges_at_once_and_again_until_cancelled(engine: Engine) -> None:
+    now = [datetime(2026, 11, 1, tzinfo=UTC)]
+    inbox = Inbox(engine, "g", clock=lambda: now[0])
+    with Session(engine) as session, session.begin():
+        inbox.claim(session, message(uniq_key="old"))
+    now[0] += timedelta(days=8)
+    task = asyncio.get_running_loop().create_task(inbox.purge_every(0.05))
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if inbox_rows(engine) == 0:
+            break
+    assert inbox_rows(engine) == 0
+    with Session(engine) as session, session.begin():
+        inbox.claim(session, message(uniq_key="later"))
+    now[0] += timedelta(days=8)
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if inbox_rows(engine) == 0:
+            break
+    task.cancel()
+    assert inbox_rows(engine) == 0
