@@ -68,13 +68,12 @@ def start_consumer(broker: BrokerProcess, database_url: str, tmp_path: Path) -> 
     started: list[subprocess.Popen[bytes]] = []
 
     def start(**env: str) -> subprocess.Popen[bytes]:
-        log = open(tmp_path / f"consumer-{len(started)}.log", "wb")  # noqa: SIM115 - the child owns it
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.inbox_consumer"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-            env={**os.environ, "INBOX_BROKER_URL": broker.url, "INBOX_DB_URL": database_url, "INBOX_TOPIC": TOPIC,
-                 "INBOX_GROUP": GROUP, "INBOX_EVENTS": str(tmp_path / "events"), **env},
-        )
-        log.close()
+        with open(tmp_path / f"consumer-{len(started)}.log", "wb") as log:  # the child keeps its own copy
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.support.inbox_consumer"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, "INBOX_BROKER_URL": broker.url, "INBOX_DB_URL": database_url, "INBOX_TOPIC": TOPIC,
+                     "INBOX_GROUP": GROUP, "INBOX_EVENTS": str(tmp_path / "events"), **env},
+            )
         started.append(proc)
         return proc
 
