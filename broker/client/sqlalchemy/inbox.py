@@ -150,6 +150,8 @@ class Inbox:
         self._purge_batch = purge_batch
         self._next_purge = time.monotonic() + purge_interval
         self._purge_lock = threading.Lock()
+        self._stats_lock = threading.Lock()
+        self._purging: set[asyncio.Task[None]] = set()
         self._sessions: sessionmaker[Session] | None = None
         self._async_sessions: async_sessionmaker[AsyncSession] | None = None
         if isinstance(bind, Engine):
@@ -185,7 +187,9 @@ class Inbox:
         return claimed
 
     async def claim_many_async(self, session: AsyncSession, messages: Sequence[Message]) -> list[bool]:
-        keyed = [(self.key_of(m), m.msg_id) for m in messages]
+        return await self.claim_keys_async(session, [(self.key_of(m), m.msg_id) for m in messages])
+
+    async def claim_keys_async(self, session: AsyncSession, keyed: Sequence[tuple[str, str]]) -> list[bool]:
         statement = self._claim_statement(session.get_bind().dialect.name, keyed)
         return _outcomes(keyed, set() if statement is None else set((await session.scalars(statement)).all()))
 
@@ -218,14 +222,15 @@ class Inbox:
             raise TypeError("Inbox.handler needs an Engine or a sessionmaker; use async_handler with an AsyncEngine")
 
         def handle(message: Message) -> bool:
-            self.key_of(message)  # a missing business key fails before any transaction
+            keyed = [(self.key_of(message), message.msg_id)]  # a missing business key fails before any transaction
             with sessions.begin() as session:
-                if not self.claim(session, message):
-                    self.stats.skipped += 1
+                if not self.claim_keys(session, keyed)[0]:
+                    self._count(skipped=1)
                     return False
                 fn(session, message)
-            self.stats.handled += 1
-            self._purge_if_due()
+            self._count(handled=1)
+            if self._purge_due():  # in the background: the ack must not wait for it
+                threading.Thread(target=self._purge_quietly, name="halfmq-inbox-purge", daemon=True).start()
             return True
 
         return handle
@@ -237,15 +242,17 @@ class Inbox:
             raise TypeError("Inbox.async_handler needs an AsyncEngine or an async_sessionmaker; use handler with an Engine")
 
         async def handle(message: Message) -> bool:
-            self.key_of(message)
+            keyed = [(self.key_of(message), message.msg_id)]
             async with sessions.begin() as session:
-                if not await self.claim_async(session, message):
-                    self.stats.skipped += 1
+                if not (await self.claim_keys_async(session, keyed))[0]:
+                    self._count(skipped=1)
                     return False
                 await fn(session, message)
-            self.stats.handled += 1
+            self._count(handled=1)
             if self._purge_due():
-                await self.purge_async()
+                purge = asyncio.get_running_loop().create_task(self._purge_quietly_async(), name="halfmq-inbox-purge")
+                self._purging.add(purge)  # the loop keeps only a weak reference to a task
+                purge.add_done_callback(self._purging.discard)
             return True
 
         return handle
@@ -312,6 +319,19 @@ class Inbox:
             self._next_purge = now + self._purge_interval
             return True
 
-    def _purge_if_due(self) -> None:
-        if self._purge_due():
+    def _purge_quietly(self) -> None:
+        try:
             self.purge()
+        except Exception as exc:  # noqa: BLE001 - the next purge tries again; consuming is unaffected
+            log.warning("inbox %s: purge failed: %s", self.group, exc)
+
+    async def _purge_quietly_async(self) -> None:
+        try:
+            await self.purge_async()
+        except Exception as exc:  # noqa: BLE001 - as _purge_quietly
+            log.warning("inbox %s: purge failed: %s", self.group, exc)
+
+    def _count(self, handled: int = 0, skipped: int = 0) -> None:
+        with self._stats_lock:  # handlers run on several threads
+            self.stats.handled += handled
+            self.stats.skipped += skipped

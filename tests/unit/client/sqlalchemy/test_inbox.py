@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -197,3 +198,17 @@ async def test_purge_every_purges_at_once_and_again_until_cancelled(engine: Engi
             break
     task.cancel()
     assert inbox_rows(engine) == 0
+
+
+def test_the_handler_purges_old_rows_in_the_background_once_the_interval_has_passed(engine: Engine) -> None:
+    now = [datetime(2026, 11, 1, tzinfo=UTC)]
+    inbox = Inbox(engine, "g", purge_interval=0.0, clock=lambda: now[0])
+    handle = inbox.handler(record)
+    assert handle(message(uniq_key="old"))
+    now[0] += timedelta(days=8)
+    assert handle(message(uniq_key="new"))
+    deadline = time.monotonic() + 10
+    while inbox_rows(engine) != 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with engine.connect() as conn:
+        assert list(conn.scalars(select(INBOX.c.key))) == ["new"]
