@@ -24,7 +24,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias
@@ -34,10 +34,11 @@ from sqlalchemy import Column, DateTime, Engine, Index, MetaData, String, Table,
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, sessionmaker
-from sqlalchemy.sql import Insert
+from sqlalchemy.sql import Delete, Insert
 
 from halfmq.broker.wire import Message
 from halfmq.client.messages import UNIQ_KEY, message_body_bytes
+from halfmq.client.step_drivers import run_steps, run_steps_async
 
 __all__ = [
     "DEFAULT_RETENTION",
@@ -262,7 +263,7 @@ class Inbox:
     def _cutoff(self) -> datetime:
         return self._clock() - self.retention
 
-    def _purge_statement(self) -> Any:
+    def _purge_statement(self) -> Delete:
         t = self.table
         old = (select(t.c.consumer_group, t.c.key)
                .where(and_(t.c.consumer_group == self.group, t.c.handled_at < self._cutoff()))
@@ -274,23 +275,30 @@ class Inbox:
         sessions = self._sessions
         if sessions is None:
             raise TypeError("Inbox.purge needs an Engine or a sessionmaker; use purge_async")
-        removed, batches = 0, 0
-        while max_batches is None or batches < max_batches:
+
+        def delete_batch(statement: Delete) -> int:
             with sessions.begin() as session:
-                count = session.execute(self._purge_statement()).rowcount or 0  # type: ignore[attr-defined]
-            removed, batches = removed + count, batches + 1
-            if count < self._purge_batch:
-                break
-        return removed
+                return int(session.execute(statement).rowcount or 0)  # type: ignore[attr-defined]
+
+        return run_steps(self._purge_steps(max_batches), delete_batch)
 
     async def purge_async(self, *, max_batches: int | None = None) -> int:
+        """``purge`` on the asyncio engine."""
         sessions = self._async_sessions
         if sessions is None:
             raise TypeError("Inbox.purge_async needs an AsyncEngine or an async_sessionmaker; use purge")
+
+        async def delete_batch(statement: Delete) -> int:
+            async with sessions.begin() as session:
+                return int((await session.execute(statement)).rowcount or 0)  # type: ignore[attr-defined]
+
+        return await run_steps_async(self._purge_steps(max_batches), delete_batch)
+
+    def _purge_steps(self, max_batches: int | None) -> Generator[Delete, int, int]:
+        """The purge as steps (one DELETE per transaction, each answered by its row count), for either driver."""
         removed, batches = 0, 0
         while max_batches is None or batches < max_batches:
-            async with sessions.begin() as session:
-                count = (await session.execute(self._purge_statement())).rowcount or 0  # type: ignore[attr-defined]
+            count = yield self._purge_statement()
             removed, batches = removed + count, batches + 1
             if count < self._purge_batch:
                 break
