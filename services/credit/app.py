@@ -65,4 +65,3 @@ def _lifespan(settings: CreditSettings, engine: Engine, consumer: AsyncConsumer,
             engine.dispose()
 
     return lifespan
-
