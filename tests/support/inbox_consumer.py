@@ -100,7 +100,7 @@ def main() -> None:
             after(message, await inner(message))
 
         async def run() -> None:
-            consumer = AsyncConsumer(broker, group, topic, ahandle, **options)  # type: ignore[arg-type]
+            consumer = AsyncConsumer(broker, group, topic, ahandle, **options)
             loop = asyncio.get_running_loop()
             loop.add_signal_handler(signal.SIGTERM, consumer.stop)
             try:
@@ -115,7 +115,7 @@ def main() -> None:
     def handle(message: Message) -> None:
         after(message, handler(message))
 
-    consumer = Consumer(broker, group, topic, handle, **options)  # type: ignore[arg-type]
+    consumer = Consumer(broker, group, topic, handle, **options)
     signal.signal(signal.SIGTERM, lambda *_: consumer.stop())
     with consumer:
         consumer.run()

@@ -132,8 +132,9 @@ class Inbox:
     """Run handlers exactly once per key for one consumer group.
 
     ``bind`` is an Engine or sessionmaker for ``handler`` (the thread ``Consumer``), an AsyncEngine
-    or async_sessionmaker for ``async_handler`` (the ``AsyncConsumer``). ``claim`` / ``claim_many``
-    work inside any transaction the caller opened, e.g. one batched by a group commit.
+    or async_sessionmaker for ``async_handler`` (the ``AsyncConsumer``; a blocking handler there would
+    stall its event loop). ``claim`` / ``claim_many`` / ``claim_keys`` work inside any transaction the
+    caller opened, e.g. one batched by a group commit (the credit service's).
     """
 
     def __init__(self, bind: Bind, group: str, *, key: str | None = None, retention: timedelta = DEFAULT_RETENTION,
