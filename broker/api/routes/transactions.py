@@ -72,8 +72,8 @@ async def send_half(request: HotRequest) -> Reply:
     status = SendStatus.SEND_OK.value
     try:
         await rt.durable(end)
-    except FlushTimedOut:
-        status = SendStatus.FLUSH_DISK_TIMEOUT.value
+    except FlushTimedOut as exc:  # a broker set's replicas: FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
+        status = getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)
     return Reply({
         "status": status,
         "transaction_id": tx.transaction_id,
