@@ -74,15 +74,22 @@ class FollowerProgress:
     caught_up_at: float   # when it last reported the leader's whole log
 
 
-def in_sync_set(leader: str, progress: Mapping[str, FollowerProgress], now: float, lag_time: float) -> frozenset[str]:
+def in_sync_set(leader: str, current: frozenset[str], progress: Mapping[str, FollowerProgress], now: float, lag_time: float,
+                cluster_size: int) -> frozenset[str]:
     """The in-sync set as it should be now: the leader, and every follower caught up within ``lag_time``.
 
     A follower that has not caught up for longer drops out (a dead node too), so
-    acknowledgements stop waiting for it; one that catches up again joins.
-    Acknowledgements count only the set as published in etcd, so a node leaves
-    it in etcd before anything it lacks is acknowledged.
+    acknowledgements stop waiting for it; one that catches up again joins. The set
+    never shrinks below a majority: the members furthest along stay, sends time out
+    instead (FLUSH_SLAVE_TIMEOUT), and another member can still be elected if the
+    leader is cut off. Acknowledgements count only the set as published in etcd, so
+    a node leaves it in etcd before anything it lacks is acknowledged.
     """
-    return frozenset({leader} | {node for node, p in progress.items() if now - p.caught_up_at <= lag_time})
+    members = {leader} | {node for node, p in progress.items() if now - p.caught_up_at <= lag_time}
+    lagging = sorted((n for n in current if n not in members), key=lambda n: -(progress[n].durable if n in progress else -1))
+    while len(members) < majority(cluster_size) and lagging:
+        members.add(lagging.pop(0))
+    return frozenset(members)
 
 
 def acknowledged_offset(leader: str, leader_durable: int, in_sync: frozenset[str], progress: Mapping[str, FollowerProgress]) -> int:

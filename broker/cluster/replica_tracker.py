@@ -40,7 +40,7 @@ class ReplicaTracker:
         self._release()
 
     def wanted_in_sync(self) -> frozenset[str]:
-        return in_sync_set(self.node_id, self.progress, self._clock(), self.lag_time)
+        return in_sync_set(self.node_id, self.in_sync, self.progress, self._clock(), self.lag_time, self.cluster_size)
 
     def published(self, in_sync: frozenset[str]) -> None:
         """etcd holds ``in_sync`` now: acknowledgements count it from here on."""

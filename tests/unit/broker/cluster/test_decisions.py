@@ -47,8 +47,21 @@ def test_only_an_in_sync_node_may_stand_for_election() -> None:
 
 def test_a_follower_that_stops_catching_up_leaves_the_in_sync_set_after_the_lag_time() -> None:
     progress = {"n2": FollowerProgress(500, caught_up_at=10.0), "n3": FollowerProgress(300, caught_up_at=7.0)}
-    assert in_sync_set("n1", progress, now=11.0, lag_time=2.0) == frozenset({"n1", "n2"})
-    assert in_sync_set("n1", progress, now=12.5, lag_time=2.0) == frozenset({"n1"})
+    everyone = frozenset({"n1", "n2", "n3"})
+    assert in_sync_set("n1", everyone, progress, now=11.0, lag_time=2.0, cluster_size=3) == frozenset({"n1", "n2"})
+    assert in_sync_set("n1", everyone, progress, now=11.0, lag_time=2.0, cluster_size=5) == frozenset({"n1", "n2", "n3"})
+
+
+def test_the_in_sync_set_never_shrinks_below_a_majority_keeping_the_furthest_follower() -> None:
+    progress = {"n2": FollowerProgress(500, caught_up_at=1.0), "n3": FollowerProgress(300, caught_up_at=1.0)}
+    everyone = frozenset({"n1", "n2", "n3"})
+    assert in_sync_set("n1", everyone, progress, now=12.5, lag_time=2.0, cluster_size=3) == frozenset({"n1", "n2"})
+    assert in_sync_set("n1", frozenset({"n1", "n3"}), progress, now=12.5, lag_time=2.0, cluster_size=3) == frozenset({"n1", "n3"})
+
+
+def test_a_follower_that_catches_up_joins_the_in_sync_set() -> None:
+    progress = {"n2": FollowerProgress(500, caught_up_at=11.0), "n3": FollowerProgress(600, caught_up_at=12.0)}
+    assert in_sync_set("n1", frozenset({"n1", "n2"}), progress, now=12.5, lag_time=2.0, cluster_size=3) == frozenset({"n1", "n2", "n3"})
 
 
 def test_a_write_is_acknowledged_only_as_far_as_every_in_sync_node_has_it_on_disk() -> None:
