@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from halfmq.broker.errors import BrokerError
+from halfmq.broker.errors import NotLeader as BaseNotLeader
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.wire import SendStatus
 
 
-class NotLeader(BrokerError):
-    """This node does not lead the set (or can no longer prove it does); ``leader_url`` says where to go."""
-
-    code = "NOT_LEADER"
-    status = 421
-    retriable = True
-    title = "This broker is not the leader of its set"
+class NotLeader(BaseNotLeader):
+    """Raised by the node with the leader's URL (None while no leader is known)."""
 
     def __init__(self, detail: str = "", leader_url: str | None = None) -> None:
         super().__init__(detail, leader_url=leader_url)

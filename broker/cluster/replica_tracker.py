@@ -50,7 +50,7 @@ class ReplicaTracker:
     def acknowledged(self, leader_durable: int) -> int:
         return acknowledged_offset(self.node_id, leader_durable, self.in_sync, self.progress)
 
-    async def wait(self, end: int, timeout: float) -> None:
+    async def wait(self, end: int, seconds: float) -> None:
         """Return once every in-sync node has ``end`` on disk (the leader's own fsync is awaited before)."""
         if not quorum_possible(self.in_sync, self.cluster_size):
             raise SlaveNotAvailable(f"only {len(self.in_sync)} of {self.cluster_size} nodes are in sync; a quorum needs a majority")
@@ -59,9 +59,9 @@ class ReplicaTracker:
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append((end, waiter))
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), timeout)
+            await asyncio.wait_for(asyncio.shield(waiter), seconds)
         except TimeoutError:
-            raise FlushSlaveTimeout(f"the in-sync replicas did not have offset {end} on disk within {timeout}s") from None
+            raise FlushSlaveTimeout(f"the in-sync replicas did not have offset {end} on disk within {seconds}s") from None
         finally:
             if not waiter.done():
                 waiter.cancel()

@@ -24,8 +24,19 @@ from .data_lock import DataDirLock
 from .failure_watch import FailureWatch
 from .flush_service import GroupCommitService, PeriodicService
 from .offset_table import OffsetTable
-from .record import (FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, RecordError, StoredMessage, decode, encode_parts, encode_properties, peek_size,
-                     record_size, tag_hash)
+from .record import (
+    FLAG_BODY_BINARY,
+    FLAG_GROUP_MORE,
+    HEADER_SIZE,
+    RecordError,
+    StoredMessage,
+    decode,
+    encode_parts,
+    encode_properties,
+    peek_size,
+    record_size,
+    tag_hash,
+)
 from .topics import TopicConfig, TopicTable
 
 log = logging.getLogger(__name__)
