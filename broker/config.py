@@ -78,6 +78,7 @@ class BrokerSettings(BaseSettings):
     lease_ttl: int = Field(default=5, ge=2, le=60)
     ack: Literal["quorum", "leader"] = "quorum"
     replica_lag_time: float = Field(default=2.0, gt=0)
+    cluster_token_file: Path | None = None  # with auth on: the token (admin on cluster:broker) nodes fetch with
 
     @field_validator("check_url_allow", "retry_delays", mode="before")
     @classmethod

@@ -58,7 +58,9 @@ class ClusterNode:
         self.history = TermHistory(settings.data_dir / "term-history.json")
         self.tracker = ReplicaTracker(self.node_id, settings.cluster_size, settings.replica_lag_time, clock)
         self.appended = asyncio.Event()
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(5.0, connect=1.0))
+        token = settings.cluster_token_file.read_text().strip() if settings.cluster_token_file else None
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(5.0, connect=1.0),
+                                       headers={"authorization": f"Bearer {token}"} if token else None)
         self.follower = Follower(self.node_id, lambda: self.runtime.store, self.history, settings.data_dir, self._http, lambda: self.term)
         self._following: tuple[str, int] | None = None
         self._follow_task: asyncio.Task | None = None

@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
+from halfmq.broker.security.policy import CLUSTER, Action
 from halfmq.broker.store.atomic_file import read_json
 
 from .errors import NotLeader
@@ -35,8 +36,10 @@ class Diverged(NotLeader):
     title = "The follower's log is longer than the leader's: it must cut its tail first"
 
 
-def _node(request: Request) -> ClusterNode:
+def _node(request: Request, action: Action = Action.ADMIN) -> ClusterNode:
+    """The node, once the caller may do ``action`` on the cluster (replication reads the whole log: admin)."""
     node: ClusterNode = request.app.state.cluster
+    node.runtime.guard.require(request.scope, action, CLUSTER)
     return node
 
 
@@ -47,7 +50,7 @@ def _leader(node: ClusterNode, term: int | None = None) -> None:
 
 @router.get("/v1/cluster")
 async def cluster_view(request: Request) -> dict[str, Any]:
-    return await _node(request).view()
+    return await _node(request, Action.DESCRIBE).view()
 
 
 @router.get("/v1/replication/term-end")
