@@ -27,6 +27,7 @@ class Gate:
     baseline: bool = False         # relative to the case's own in-run baseline
     peer: tuple[str, ...] | None = None  # (result file, key…) relative to a peer figure
     size_bound: bool = False       # meaningless on --quick sizes
+    relative_to: str | None = None  # relative to another case of the same scenario, same run
 
 
 GATES: tuple[Gate, ...] = (
@@ -46,6 +47,12 @@ GATES: tuple[Gate, ...] = (
          "recovery", "kill9_restart", "<=", absolute=5.0, size_bound=True),
     Gate("spark", "Spark aggregation + reconciliation on 1,000,000 credits ≤ 30 s (incl. JVM start)",
          "spark", "aggregate", "<=", absolute=30.0, size_bound=True),
+    Gate("replicated_send", "durable single send on a 3-node set with ack=quorum, 64 in flight ≥ 0.5× one broker (same run)",
+         "replicated", "quorum_c64", ">=", 0.5, relative_to="single_c64"),
+    Gate("failover", "kill -9 of a set's leader → a new leader acknowledging ≤ lease TTL + 2 s (7 s)",
+         "replicated", "failover", "<=", absolute=7.0),
+    Gate("replicated_vs_nats", "quorum sends, 64 in flight ≥ 1.0× NATS JetStream with 3 replicas (64 in flight)",
+         "replicated", "quorum_c64", ">=", 1.0, peer=("nats_jetstream_r3", "publish_c64")),
 )
 
 
@@ -71,6 +78,12 @@ def evaluate(doc: dict[str, Any], peers: dict[str, Any] | None = None) -> list[d
             if base:
                 target = base["ops_per_s"]["median"] * gate.factor
                 ref = f"{gate.factor:g}× {case['baseline']} ({base['ops_per_s']['median']:,.0f}/s, same run)"
+        elif gate.relative_to is not None:
+            other = _case(doc, gate.scenario, gate.relative_to)
+            base_figure = headline(other) if other else None
+            if base_figure:
+                target = base_figure * gate.factor
+                ref = f"{gate.factor:g}× {gate.scenario}/{gate.relative_to} ({base_figure:,.0f}/s, same run)"
         elif gate.peer is not None:
             fig = peer_results.figure(peers or {}, *gate.peer)
             if fig is not None:

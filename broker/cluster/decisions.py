@@ -86,7 +86,11 @@ def in_sync_set(leader: str, current: frozenset[str], progress: Mapping[str, Fol
     a node leaves it in etcd before anything it lacks is acknowledged.
     """
     members = {leader} | {node for node, p in progress.items() if now - p.caught_up_at <= lag_time}
-    lagging = sorted((n for n in current if n not in members), key=lambda n: -(progress[n].durable if n in progress else -1))
+    def furthest(n: str) -> tuple[float, float]:
+        p = progress.get(n)
+        return (-p.durable, -p.caught_up_at) if p is not None else (1.0, float("inf"))
+
+    lagging = sorted((n for n in current if n not in members), key=furthest)
     while len(members) < majority(cluster_size) and lagging:
         members.add(lagging.pop(0))
     return frozenset(members)

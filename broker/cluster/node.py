@@ -147,14 +147,19 @@ class ClusterNode:
         if kv is None or kv.mod_revision != self.term:
             await self._step_down("the leader key is gone or another node's")
             return
+        await self._publish_in_sync()
+
+    async def _publish_in_sync(self) -> None:
+        """Write the in-sync set to etcd if it should change, guarded by this term's leader key; then count it."""
         wanted = self.tracker.wanted_in_sync()
-        if wanted != self.tracker.in_sync:
-            if await self.etcd.put_if(self.address.key("in-sync"), json.dumps(sorted(wanted)), 0,
-                                      [unchanged(self.address.key("leader"), self.term)]) is None:
-                await self._step_down("the leader key changed while publishing the in-sync set")
-                return
-            log.info("node %s: in-sync set now %s", self.node_id, sorted(wanted))
-            self.tracker.published(wanted)
+        if wanted == self.tracker.in_sync:
+            return
+        if await self.etcd.put_if(self.address.key("in-sync"), json.dumps(sorted(wanted)), 0,
+                                  [unchanged(self.address.key("leader"), self.term)]) is None:
+            await self._step_down("the leader key changed while publishing the in-sync set")
+            return
+        log.info("node %s: in-sync set now %s", self.node_id, sorted(wanted))
+        self.tracker.published(wanted)
 
     async def _overdue(self) -> None:
         """etcd did not answer: a leader past its fence takes no write; past the lease itself it steps down."""
@@ -188,6 +193,7 @@ class ClusterNode:
             self.leader = info
             self._follow(info["url"], kv.mod_revision)
             return
+        previous = self.leader["node_id"] if self.leader else None  # its lease expired: dead or cut off
         self.leader = None
         in_sync_kv = await self.etcd.get(self.address.key("in-sync"))
         in_sync = frozenset(in_sync_kv.json()) if in_sync_kv else None
@@ -202,7 +208,7 @@ class ClusterNode:
             with contextlib.suppress(EtcdUnavailable):
                 await self.etcd.revoke(lease)
             return
-        await self._promote(term, lease, sent, in_sync or frozenset({self.node_id}))
+        await self._promote(term, lease, sent, in_sync or frozenset({self.node_id}), previous)
 
     def _follow(self, url: str, term: int) -> None:
         if self._following == (url, term) and self._follow_task is not None and not self._follow_task.done():
@@ -227,16 +233,17 @@ class ClusterNode:
         self._follow_task = None
         self._following = None
 
-    async def _promote(self, term: int, lease: int, sent: float, in_sync: frozenset[str]) -> None:
+    async def _promote(self, term: int, lease: int, sent: float, in_sync: frozenset[str], previous: str | None) -> None:
         self._stop_following()
         self.term, self.lease, self.renewal_sent_at = term, lease, sent
         self.history.begin(term, self.runtime.store.commit_log.end_offset)
-        self.tracker.reset(in_sync)
+        self.tracker.reset(in_sync, lagging=previous)
         self.leader = {"node_id": self.node_id, "url": self.url}
         await self._reopen(start=True)
         self._set_role(next_role(self.role, Event.ELECTED))
         log.warning("node %s: leader of term %d from log offset %d (in sync: %s)", self.node_id, term,
                     self.runtime.store.commit_log.end_offset, sorted(self.tracker.in_sync))
+        await self._publish_in_sync()  # the old leader out at once (a majority stays), not after the lag time
 
     async def _reopen(self, start: bool) -> None:
         """Close the runtime and open it again from the data dir: as leader (started) or as follower (not)."""

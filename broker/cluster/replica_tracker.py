@@ -26,10 +26,14 @@ class ReplicaTracker:
         self.in_sync: frozenset[str] = frozenset({node_id})  # as published in etcd
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
 
-    def reset(self, in_sync: frozenset[str]) -> None:
-        """A new term: the published set stays; its followers count as caught up now, at offset 0, until they report."""
+    def reset(self, in_sync: frozenset[str], lagging: str | None = None) -> None:
+        """A new term: the published set stays; its followers count as caught up now, at offset 0, until they report.
+
+        ``lagging`` (the previous leader, whose lease expired) counts as behind from the start,
+        so it leaves the set at the first publication instead of holding acknowledgements for the lag time.
+        """
         now = self._clock()
-        self.progress = {n: FollowerProgress(0, now) for n in in_sync if n != self.node_id}
+        self.progress = {n: FollowerProgress(0, float("-inf") if n == lagging else now) for n in in_sync if n != self.node_id}
         self.in_sync = in_sync | {self.node_id}
 
     def report(self, node: str, durable: int, leader_end: int) -> None:
