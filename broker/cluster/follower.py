@@ -63,7 +63,7 @@ class Follower:
         if store.commit_log.end_offset > cut:
             log.warning("node %s: log ends at %d, past where term %d ends on the leader (%d): cutting the divergent tail",
                         self.node_id, store.commit_log.end_offset, self.history.last_term, cut)
-            await asyncio.to_thread(store.truncate_log, cut)
+            store.truncate_log(cut)  # on the loop, not a thread: a cancelled follower must not leave it running
             self.history.truncate(cut)
 
     async def _fetch_once(self, leader_url: str, term: int) -> None:

@@ -191,7 +191,7 @@ class ClusterNode:
                 await self.etcd.revoke(kv.lease)
                 return
             self.leader = info
-            self._follow(info["url"], kv.mod_revision)
+            await self._follow(info["url"], kv.mod_revision)
             return
         previous = self.leader["node_id"] if self.leader else None  # its lease expired: dead or cut off
         self.leader = None
@@ -210,10 +210,10 @@ class ClusterNode:
             return
         await self._promote(term, lease, sent, in_sync or frozenset({self.node_id}), previous)
 
-    def _follow(self, url: str, term: int) -> None:
+    async def _follow(self, url: str, term: int) -> None:
         if self._following == (url, term) and self._follow_task is not None and not self._follow_task.done():
             return
-        self._stop_following()
+        await self._stop_following()
         log.info("node %s: following %s (term %d)", self.node_id, url, term)
         self._following = (url, term)
         self._follow_task = asyncio.get_running_loop().create_task(self._follow_loop(url, term))
@@ -227,14 +227,15 @@ class ClusterNode:
             log.info("node %s: replication from %s stopped: %r", self.node_id, url, exc)
             await asyncio.sleep(0.2)
 
-    def _stop_following(self) -> None:
-        if self._follow_task is not None:
-            self._follow_task.cancel()
-        self._follow_task = None
-        self._following = None
+    async def _stop_following(self) -> None:
+        """Cancel replication and wait until it has stopped touching the store (a truncation runs in a thread)."""
+        task, self._follow_task, self._following = self._follow_task, None, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
     async def _promote(self, term: int, lease: int, sent: float, in_sync: frozenset[str], previous: str | None) -> None:
-        self._stop_following()
+        await self._stop_following()
         self.term, self.lease, self.renewal_sent_at = term, lease, sent
         self.history.begin(term, self.runtime.store.commit_log.end_offset)
         self.tracker.reset(in_sync, lagging=previous)
