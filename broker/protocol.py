@@ -71,7 +71,42 @@ class Heartbeat(_Wire):
     client_id: str = Field(min_length=1, max_length=255)
     check_url: str | None = None
 
+# Producer transactions (DESIGN section 11)
+
+
+class TxnMessage(OutgoingMessage):
+    """A message of a producer transaction: any topic, named per message."""
+
+    topic: str
+
+
+class InitProducer(_Wire):
+    transaction_timeout_ms: int | None = None
+
+
+class _Producer(_Wire):
+    producer_id: int = Field(ge=0)
+    epoch: int = Field(ge=0)
+
+
+class SequencedRequest(_Producer):
+    sequence: int = Field(ge=0)
+
+
+class TxnMessagesRequest(SequencedRequest):
+    messages: list[TxnMessage] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class TxnAcksRequest(SequencedRequest):
+    receipt_handles: list[str] = Field(min_length=1, max_length=MAX_RECEIVE)
+
+
+class EndTxnRequest(_Producer):
+    pass
+
+
 __all__ = [
     "BodyEncoding", "EndRequest", "EndState", "HalfSendRequest", "Heartbeat", "OutgoingMessage", "ReceiveRequest",
     "SendRequest", "SettleRequest", "TopicCreate", "TransactionState",
+    "EndTxnRequest", "InitProducer", "SequencedRequest", "TxnAcksRequest", "TxnMessage", "TxnMessagesRequest",
 ]
