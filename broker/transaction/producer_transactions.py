@@ -253,6 +253,7 @@ class ProducerTransactions:
             {"msg_id": r.properties.get("UNIQ_KEY", ""), "topic": r.topic, "queue_id": r.queue_id, "queue_offset": r.queue_offset,
              "commit_log_offset": r.commit_log_offset} for r in results[:-1]])
         txn.items, txn.acks = [], []
+        txn.last_event = txn.last_answer = None  # numbers count within one transaction: a begin after this is new
         self.commits += 1
         await self._durable(end)
         return {**txn.end_answer, "duplicate": False}
@@ -318,6 +319,7 @@ class ProducerTransactions:
         txn.state, txn.ended_ms, txn.aborted_by = ProducerTxnState.COMPLETE_ABORT, self.now_ms(), by
         txn.end_answer = self._end_answer(txn, [])
         txn.items, txn.acks = [], []
+        txn.last_event = txn.last_answer = None
         self.aborts += 1
 
     def _release_keys(self, txn: ProducerTxn) -> None:

@@ -240,3 +240,14 @@ def test_a_restart_keeps_ids_and_epochs_aborts_the_open_transaction_and_reapplie
         assert again.store.queue_range(TXN_STATE_TOPIC, 0)[1] > 0
     finally:
         again.close()
+
+
+def test_a_begin_after_an_abort_starts_a_new_transaction_not_a_repeat_of_the_last_begin(broker: Broker) -> None:
+    pid, epoch = init(broker)
+    first = run(broker.txns.begin("t1", pid, epoch, 0))
+    run(broker.txns.abort("t1", pid, epoch))
+    second = run(broker.txns.begin("t1", pid, epoch, 0))
+    assert second["transaction"] == first["transaction"] + 1 and "duplicate" not in second
+    broker.txns.add_messages("t1", pid, epoch, 1, [broker.item("a")], [])
+    run(broker.txns.commit("t1", pid, epoch))
+    assert broker.visible() == ["a"]
