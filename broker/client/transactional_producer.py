@@ -87,7 +87,8 @@ class TransactionalProducer:
         """Ack received messages inside the transaction: hidden from their group while open, settled on commit."""
         self.flush()
         if receipts:
-            self._steps.answered(self._call(self._steps.acks(receipts)))
+            acked = self._call(self._steps.acks(receipts))
+            self._steps.answered(acked)
 
     def commit_transaction(self) -> TxnEndResult:
         """Every message visible and every ack applied, or none; a retried commit gets the first answer."""
@@ -158,7 +159,8 @@ class AsyncTransactionalProducer:
     async def send_offsets_to_transaction(self, receipts: Sequence[Message | str]) -> None:
         await self.flush()
         if receipts:
-            self._steps.answered(await self._call(self._steps.acks(receipts)))
+            acked = await self._call(self._steps.acks(receipts))
+            self._steps.answered(acked)
 
     async def commit_transaction(self) -> TxnEndResult:
         await self.flush()

@@ -18,7 +18,17 @@ from typing import Any, TypeVar
 import msgspec
 
 from halfmq.broker.errors import InvalidTxnState, ProducerFenced
-from halfmq.broker.wire import Message, OutgoingMessage, TxnInitResult, TxnMessage, TxnSendResult
+from halfmq.broker.wire import (
+    Message,
+    OutgoingMessage,
+    TxnAcksResult,
+    TxnBeginResult,
+    TxnEndResult,
+    TxnInitResult,
+    TxnMessage,
+    TxnMessagesResult,
+    TxnSendResult,
+)
 
 from . import endpoints
 from .endpoints import Call
@@ -84,7 +94,7 @@ class TransactionalSteps:
         self.producer_id, self.epoch = result.producer_id, result.epoch
         self.in_transaction, self._buffer, self._unanswered, self.results = False, [], None, []
 
-    def begin(self) -> Call[Any]:
+    def begin(self) -> Call[TxnBeginResult]:
         producer_id, epoch = self._ids()
         if self.in_transaction:
             raise InvalidTxnState("a transaction is already open: commit or abort it first")
@@ -107,23 +117,24 @@ class TransactionalSteps:
             self._unanswered = endpoints.txn_messages(self.transactional_id, producer_id, epoch, self._sequence + 1, batch)
         return self._unanswered
 
-    def acks(self, receipts: Sequence[Message | str]) -> Call[Any]:
+    def acks(self, receipts: Sequence[Message | str]) -> Call[TxnAcksResult]:
         producer_id, epoch = self._open()
         handles = [receipt_of(r) for r in receipts]
-        self._unanswered = endpoints.txn_acks(self.transactional_id, producer_id, epoch, self._sequence + 1, handles)
-        return self._unanswered
+        call = endpoints.txn_acks(self.transactional_id, producer_id, epoch, self._sequence + 1, handles)
+        self._unanswered = call
+        return call
 
-    def answered(self, result: Any) -> None:
+    def answered(self, result: object) -> None:
         self._sequence += 1
         self._unanswered = None
-        if hasattr(result, "results"):
+        if isinstance(result, TxnMessagesResult):
             self.results.extend(result.results)
 
-    def commit(self) -> Call[Any]:
+    def commit(self) -> Call[TxnEndResult]:
         producer_id, epoch = self._open()
         return endpoints.txn_commit(self.transactional_id, producer_id, epoch)
 
-    def abort(self) -> Call[Any]:
+    def abort(self) -> Call[TxnEndResult]:
         producer_id, epoch = self._ids()
         return endpoints.txn_abort(self.transactional_id, producer_id, epoch)
 

@@ -33,12 +33,12 @@ async def _durable(offset: int) -> None:
 
 
 class Broker:
-    def __init__(self, path: Path, clock: FakeClock, limits: TxnLimits = TxnLimits()) -> None:
+    def __init__(self, path: Path, clock: FakeClock, limits: TxnLimits | None = None) -> None:
         self.store = MessageStore(StoreConfig(path), clock=clock)
         self.store.create_topic("IN", 1)
         self.store.create_topic("OUT", 2)
         self.delivery = DeliveryService(self.store, DeliveryPolicy(), clock=clock, key=KEY)
-        self.txns = ProducerTransactions(self.store, self.delivery, _durable, limits=limits, clock=clock)
+        self.txns = ProducerTransactions(self.store, self.delivery, _durable, limits=limits or TxnLimits(), clock=clock)
 
     def item(self, body: str, queue: int = 0) -> PutItem:
         return PutItem("OUT", queue, body.encode(), {"UNIQ_KEY": body})
