@@ -43,8 +43,11 @@ def copy_round(producer: TransactionalProducer, consumer: ConsumerClient, target
         return 0
     producer.begin_transaction()
     try:
+        copied_by = f"{producer.transactional_id}@{producer.epoch}"
         for message in messages:
-            producer.send(target, transform(message), keys=message.keys, properties={"SOURCE_MSG_ID": message.msg_id})
+            # The first key picks the target queue, so one key's copies stay in one queue.
+            producer.send(target, transform(message), keys=message.keys, sharding_key=message.keys[0] if message.keys else None,
+                          properties={"SOURCE_MSG_ID": message.msg_id, "COPIED_BY": copied_by})
         producer.send_offsets_to_transaction(messages)
     except ProducerFenced:
         raise
