@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import threading
 import time
+from collections import Counter
 
 import httpx
 import pytest
@@ -261,3 +264,58 @@ def test_kill_9_mid_transaction_aborts_it_and_committed_ones_stay_whole(start_br
             open_txn.client = client
             open_txn.commit()
         assert info.value.code == "TRANSACTION_ABORTED"
+
+
+class Committer(threading.Thread):
+    """Commits transactions of 200 messages in a loop; remembers which commits the broker answered."""
+
+    def __init__(self, url: str, tid: str, stop: threading.Event) -> None:
+        super().__init__(daemon=True)
+        self.url, self.tid, self.stop_event = url, tid, stop
+        self.answered: set[str] = set()
+        self.attempted: set[str] = set()
+
+    def run(self) -> None:
+        round_no = 0
+        while not self.stop_event.is_set():
+            try:
+                with httpx.Client(base_url=self.url, timeout=5) as client:
+                    t = Txn(client, self.tid)
+                    while not self.stop_event.is_set():
+                        round_no += 1
+                        name = f"{self.tid}-{round_no}"
+                        t.begin()
+                        t.send("OUT", *[f"{name}:{i}" for i in range(200)])
+                        self.attempted.add(name)
+                        t.commit()
+                        self.answered.add(name)
+            except (httpx.HTTPError, Problem):
+                time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_kill_9_while_transactions_commit_leaves_each_one_whole_or_absent(start_broker) -> None:
+    broker = start_broker({"HALFMQ_BROKER_SEGMENT_BYTES": str(1 << 20)})
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        client.post("/v1/topics", json={"name": "OUT", "queues": 2}).raise_for_status()
+    stop = threading.Event()
+    committers = [Committer(broker.url, f"c{i}", stop) for i in range(3)]
+    for c in committers:
+        c.start()
+    for _ in range(4):
+        time.sleep(random.uniform(0.6, 1.2))
+        broker.kill9()
+        broker.start()
+    time.sleep(0.5)
+    stop.set()
+    for c in committers:
+        c.join(15)
+    with httpx.Client(base_url=broker.url, timeout=30) as client:
+        per_txn = Counter(b.split(":")[0] for b in bodies(client, "OUT", 2))
+    answered = set().union(*(c.answered for c in committers))
+    attempted = set().union(*(c.attempted for c in committers))
+    partial = {name: n for name, n in per_txn.items() if n != 200}
+    print(f"{len(answered)} commits answered, {len(per_txn)} transactions visible, {len(attempted)} attempted, partial: {partial}")
+    assert partial == {}
+    assert answered <= set(per_txn) <= attempted
+    assert len(answered) > 10
