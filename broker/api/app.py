@@ -48,5 +48,5 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.include_router(transactions.router, dependencies=authenticated)
     app.include_router(transactional_ids.router, dependencies=authenticated)
     app.include_router(operations.router)
-    return HotPathApp(app, [r for module in (topics, consumer_groups, transactions) for r in module.RAW_ROUTES],
+    return HotPathApp(app, [r for module in (topics, consumer_groups, transactions, transactional_ids) for r in module.RAW_ROUTES],
                       BodyReader(settings.max_request_bytes, settings.request_body_timeout))

@@ -76,7 +76,7 @@ def init(b: Broker, tid: str = "t1", timeout_ms: int | None = None) -> tuple[int
 
 def test_a_commit_makes_every_message_visible_at_once_and_only_then(broker: Broker) -> None:
     pid, epoch = init(broker)
-    run(broker.txns.begin("t1", pid, epoch, 0))
+    broker.txns.begin("t1", pid, epoch, 0)
     broker.txns.add_messages("t1", pid, epoch, 1, [broker.item("a"), broker.item("b", 1)], [])
     broker.txns.add_messages("t1", pid, epoch, 2, [broker.item("c")], [])
     assert broker.visible() == []
@@ -90,7 +90,7 @@ def test_a_commit_makes_every_message_visible_at_once_and_only_then(broker: Brok
 
 def test_an_abort_shows_nothing_and_commit_after_it_is_refused(broker: Broker) -> None:
     pid, epoch = init(broker)
-    run(broker.txns.begin("t1", pid, epoch, 0))
+    broker.txns.begin("t1", pid, epoch, 0)
     broker.txns.add_messages("t1", pid, epoch, 1, [broker.item("a")], [])
     run(broker.txns.abort("t1", pid, epoch))
     with pytest.raises(TransactionAborted):
@@ -100,13 +100,13 @@ def test_an_abort_shows_nothing_and_commit_after_it_is_refused(broker: Broker) -
 
 def test_a_second_init_fences_the_first_instance_and_aborts_its_transaction(broker: Broker) -> None:
     pid, old = init(broker)
-    run(broker.txns.begin("t1", pid, old, 0))
+    broker.txns.begin("t1", pid, old, 0)
     broker.txns.add_messages("t1", pid, old, 1, [broker.item("zombie")], [])
     pid2, new = init(broker)
     assert (pid2, new) == (pid, old + 1)
     for request in (lambda: run(broker.txns.commit("t1", pid, old)),
                     lambda: broker.txns.add_messages("t1", pid, old, 2, [broker.item("z2")], []),
-                    lambda: run(broker.txns.begin("t1", pid, old, 0))):
+                    lambda: broker.txns.begin("t1", pid, old, 0)):
         with pytest.raises(ProducerFenced):
             request()
     assert broker.visible() == []
@@ -115,12 +115,12 @@ def test_a_second_init_fences_the_first_instance_and_aborts_its_transaction(brok
 
 def test_unknown_ids_foreign_producer_ids_and_unissued_epochs_are_refused(broker: Broker) -> None:
     with pytest.raises(UnknownTransactionalId):
-        run(broker.txns.begin("nope", 1, 0, 0))
+        broker.txns.begin("nope", 1, 0, 0)
     pid, epoch = init(broker)
     with pytest.raises(InvalidProducerEpoch):
-        run(broker.txns.begin("t1", pid + 1, epoch, 0))
+        broker.txns.begin("t1", pid + 1, epoch, 0)
     with pytest.raises(InvalidProducerEpoch):
-        run(broker.txns.begin("t1", pid, epoch + 1, 0))
+        broker.txns.begin("t1", pid, epoch + 1, 0)
     with pytest.raises(InvalidTxnState):
         run(broker.txns.commit("t1", pid, epoch))  # commit without begin
     with pytest.raises(InvalidTxnState):
@@ -129,8 +129,8 @@ def test_unknown_ids_foreign_producer_ids_and_unissued_epochs_are_refused(broker
 
 def test_a_retried_request_gets_the_stored_answer_and_a_gap_is_out_of_order(broker: Broker) -> None:
     pid, epoch = init(broker)
-    first_begin = run(broker.txns.begin("t1", pid, epoch, 0))
-    assert run(broker.txns.begin("t1", pid, epoch, 0))["transaction"] == first_begin["transaction"]
+    first_begin = broker.txns.begin("t1", pid, epoch, 0)
+    assert broker.txns.begin("t1", pid, epoch, 0)["transaction"] == first_begin["transaction"]
     first = broker.txns.add_messages("t1", pid, epoch, 1, [broker.item("a")], [])
     again = broker.txns.add_messages("t1", pid, epoch, 1, [broker.item("a")], [])
     assert again["duplicate"] and again["results"] == first["results"]
@@ -145,7 +145,7 @@ def test_an_oversized_transaction_is_refused_and_keeps_what_it_had(tmp_path: Pat
     b = Broker(tmp_path, clock, TxnLimits(max_messages=2))
     try:
         pid, epoch = init(b)
-        run(b.txns.begin("t1", pid, epoch, 0))
+        b.txns.begin("t1", pid, epoch, 0)
         b.txns.add_messages("t1", pid, epoch, 1, [b.item("a")], [])
         with pytest.raises(TransactionTooLarge):
             b.txns.add_messages("t1", pid, epoch, 2, [b.item("b"), b.item("c")], [])
@@ -161,7 +161,7 @@ def test_acks_are_held_while_open_applied_on_commit_and_given_back_on_abort(brok
     got = broker.receive(2)
     receipts = broker.delivery.parse_receipts([d.receipt_handle for d in got])
     pid, epoch = init(broker)
-    run(broker.txns.begin("t1", pid, epoch, 0))
+    broker.txns.begin("t1", pid, epoch, 0)
     broker.txns.add_acks("t1", pid, epoch, 1, receipts)
     clock.advance(60)  # past the invisibility: still held by the open transaction
     assert [d.message.body for d in broker.receive()] == [b"m2", b"m3"]
@@ -171,7 +171,7 @@ def test_acks_are_held_while_open_applied_on_commit_and_given_back_on_abort(brok
     clock.advance(60)
     again = broker.receive()  # m2 and m3 are due again
     assert sorted(d.message.body for d in again) == [b"m2", b"m3"]
-    run(broker.txns.begin("t1", pid, epoch, 0))
+    broker.txns.begin("t1", pid, epoch, 0)
     broker.txns.add_acks("t1", pid, epoch, 1, broker.delivery.parse_receipts([d.receipt_handle for d in again]))
     run(broker.txns.abort("t1", pid, epoch))
     assert sorted(d.message.body for d in broker.receive()) == [b"m2", b"m3"]  # deliverable again at once
@@ -184,8 +184,8 @@ def test_an_expired_or_doubly_held_receipt_is_refused_and_nothing_is_held(broker
     broker.delivery.ack("g", "IN", [got[0].receipt_handle])
     a = init(broker, "a")
     b = init(broker, "b")
-    run(broker.txns.begin("a", *a, 0))
-    run(broker.txns.begin("b", *b, 0))
+    broker.txns.begin("a", *a, 0)
+    broker.txns.begin("b", *b, 0)
     with pytest.raises(ReceiptNotHeld):
         broker.txns.add_acks("a", *a, 1, receipts)
     broker.txns.add_acks("a", *a, 1, receipts[1:])
@@ -197,7 +197,7 @@ def test_the_timeout_aborts_an_open_transaction_and_gives_its_acks_back(broker: 
     broker.store.put([PutItem("IN", 0, b"m0", {"UNIQ_KEY": "m0"})])
     got = broker.receive()
     pid, epoch = init(broker, timeout_ms=1_000)
-    run(broker.txns.begin("t1", pid, epoch, 0))
+    broker.txns.begin("t1", pid, epoch, 0)
     broker.txns.add_messages("t1", pid, epoch, 1, [broker.item("a")], [])
     broker.txns.add_acks("t1", pid, epoch, 2, broker.delivery.parse_receipts([got[0].receipt_handle]))
     clock.advance(1.0)
@@ -216,12 +216,12 @@ def test_a_restart_keeps_ids_and_epochs_aborts_the_open_transaction_and_reapplie
     b.store.put([PutItem("IN", 0, f"m{i}".encode(), {"UNIQ_KEY": f"m{i}"}) for i in range(3)])
     got = b.receive(2)
     pid, epoch = init(b)
-    run(b.txns.begin("t1", pid, epoch, 0))
+    b.txns.begin("t1", pid, epoch, 0)
     b.txns.add_messages("t1", pid, epoch, 1, [b.item("a")], [])
     b.txns.add_acks("t1", pid, epoch, 2, b.delivery.parse_receipts([d.receipt_handle for d in got]))
     run(b.txns.commit("t1", pid, epoch))
     pid2, epoch2 = init(b, "t2")
-    run(b.txns.begin("t2", pid2, epoch2, 0))
+    b.txns.begin("t2", pid2, epoch2, 0)
     b.txns.add_messages("t2", pid2, epoch2, 1, [b.item("open")], [])
     b.close()
     (tmp_path / "consumer_offsets.json").unlink()  # as if the offsets file had not caught up before a crash
@@ -244,9 +244,9 @@ def test_a_restart_keeps_ids_and_epochs_aborts_the_open_transaction_and_reapplie
 
 def test_a_begin_after_an_abort_starts_a_new_transaction_not_a_repeat_of_the_last_begin(broker: Broker) -> None:
     pid, epoch = init(broker)
-    first = run(broker.txns.begin("t1", pid, epoch, 0))
+    first = broker.txns.begin("t1", pid, epoch, 0)
     run(broker.txns.abort("t1", pid, epoch))
-    second = run(broker.txns.begin("t1", pid, epoch, 0))
+    second = broker.txns.begin("t1", pid, epoch, 0)
     assert second["transaction"] == first["transaction"] + 1 and "duplicate" not in second
     broker.txns.add_messages("t1", pid, epoch, 1, [broker.item("a")], [])
     run(broker.txns.commit("t1", pid, epoch))
