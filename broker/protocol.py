@@ -84,29 +84,35 @@ class InitProducer(_Wire):
     transaction_timeout_ms: int | None = None
 
 
-class _Producer(_Wire):
+# Each request spells its producer fields out (no shared base): every request model is a direct _Wire
+# subclass, which is how the bad-input sweep finds them all.
+class BeginTxnRequest(_Wire):
     producer_id: int = Field(ge=0)
     epoch: int = Field(ge=0)
-
-
-class SequencedRequest(_Producer):
     sequence: int = Field(ge=0)
 
 
-class TxnMessagesRequest(SequencedRequest):
+class TxnMessagesRequest(_Wire):
+    producer_id: int = Field(ge=0)
+    epoch: int = Field(ge=0)
+    sequence: int = Field(ge=0)
     messages: list[TxnMessage] = Field(min_length=1, max_length=MAX_BATCH)
 
 
-class TxnAcksRequest(SequencedRequest):
+class TxnAcksRequest(_Wire):
+    producer_id: int = Field(ge=0)
+    epoch: int = Field(ge=0)
+    sequence: int = Field(ge=0)
     receipt_handles: list[str] = Field(min_length=1, max_length=MAX_RECEIVE)
 
 
-class EndTxnRequest(_Producer):
-    pass
+class EndTxnRequest(_Wire):
+    producer_id: int = Field(ge=0)
+    epoch: int = Field(ge=0)
 
 
 __all__ = [
     "BodyEncoding", "EndRequest", "EndState", "HalfSendRequest", "Heartbeat", "OutgoingMessage", "ReceiveRequest",
     "SendRequest", "SettleRequest", "TopicCreate", "TransactionState",
-    "EndTxnRequest", "InitProducer", "SequencedRequest", "TxnAcksRequest", "TxnMessage", "TxnMessagesRequest",
+    "BeginTxnRequest", "EndTxnRequest", "InitProducer", "TxnAcksRequest", "TxnMessage", "TxnMessagesRequest",
 ]

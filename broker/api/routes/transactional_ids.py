@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from halfmq.broker.protocol import EndTxnRequest, InitProducer, OutgoingMessage, SequencedRequest, TxnAcksRequest, TxnMessagesRequest
+from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.security.policy import Action, Kind, Principal, Resource
 from halfmq.broker.transaction.producer_records import AbortedBy
 
@@ -69,7 +69,7 @@ def _hot_acting(request: HotRequest) -> tuple[BrokerRuntime, Principal, str]:
 
 async def begin(request: HotRequest) -> Reply:
     rt, _, tid = _hot_acting(request)
-    body = await parse_body(request, SequencedRequest)
+    body = await parse_body(request, BeginTxnRequest)
     return Reply(rt.producer_txns.begin(tid, body.producer_id, body.epoch, body.sequence))
 
 
