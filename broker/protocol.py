@@ -34,6 +34,10 @@ class OutgoingMessage(_Wire):
 
 class SendRequest(_Wire):
     messages: list[OutgoingMessage] = Field(min_length=1, max_length=MAX_BATCH)
+    # An idempotent send (DESIGN section 11) carries all three: the producer id and epoch from an init, and its number.
+    producer_id: int | None = Field(default=None, ge=0)
+    epoch: int | None = Field(default=None, ge=0)
+    sequence: int | None = Field(default=None, ge=0)
 
 
 class TopicCreate(_Wire):

@@ -17,6 +17,7 @@ TXN_NO = "TXN_NO"  # the transaction's number within its transactional id
 TIMEOUT_MS = "TIMEOUT_MS"
 MESSAGES = "TXN_MESSAGES"
 ABORTED_BY = "ABORTED_BY"
+SEQUENCE = "SEQUENCE"
 
 
 class TxnRecord(str, Enum):
@@ -24,6 +25,7 @@ class TxnRecord(str, Enum):
     BEGIN = "begin"
     COMMIT = "commit"  # written last in the write group that holds every message of the transaction
     ABORT = "abort"
+    SEND = "send"  # an idempotent plain send's sequence number, last in the send's own write group
 
 
 class AbortedBy(str, Enum):
@@ -45,3 +47,12 @@ def decode_acks(body: bytes) -> list[AckRef]:
     if not body:
         return []
     return [(str(g), str(t), int(q), int(o)) for g, t, q, o in json.loads(body)]
+
+
+def encode_sizes(sizes: list[int]) -> bytes:
+    """The record sizes of an idempotent send's messages: enough to read its answer back after a restart."""
+    return json.dumps(sizes, separators=(",", ":")).encode()
+
+
+def decode_sizes(body: bytes) -> list[int]:
+    return [int(n) for n in json.loads(body)] if body else []

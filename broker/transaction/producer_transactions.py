@@ -39,7 +39,7 @@ from halfmq.broker.errors import (
 )
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, PutItem
-from halfmq.broker.store.record import HEADER_SIZE, StoredMessage
+from halfmq.broker.store.record import HEADER_SIZE, StoredMessage, encode_properties, record_size
 from halfmq.broker.store.topics import TXN_STATE_TOPIC, TopicConfig
 
 from . import producer_records as rec
@@ -91,6 +91,10 @@ class ProducerTxn:
     last_event: TxnEvent | None = None
     last_answer: dict[str, Any] | None = None
     end_answer: dict[str, Any] | None = None
+    # Idempotent plain sends under this producer id and epoch (outside transactions): the last one's number and answer.
+    send_sequence: int = -1
+    send_answer: list[dict[str, Any]] | None = None
+    send_ref: tuple[int, list[int]] | None = None  # after a restart: (commit-log offset of its sequence record, sizes)
 
 
 class ProducerTransactions:
@@ -103,6 +107,7 @@ class ProducerTransactions:
         self._clock = clock
         self._txns: dict[str, ProducerTxn] = {}
         self._held_by: dict[tuple[str, str, int, int], str] = {}
+        self._tid_of: dict[int, str] = {}  # producer id -> transactional id
         self._next_producer_id = 1
         self.commits = 0
         self.aborts = 0
@@ -144,6 +149,7 @@ class ProducerTransactions:
             _, end = self.store.put(items)
             self._next_producer_id += 1
             self._txns[tid] = txn
+            self._tid_of[txn.producer_id] = tid
         else:
             move = transition(old.state, TxnEvent.INIT)
             bumped = ProducerTxn(tid, old.producer_id, old.epoch + 1, timeout, number=old.number)
@@ -288,6 +294,44 @@ class ProducerTransactions:
             log.warning("transaction %d of %s aborted: open longer than %d ms", txn.number, tid, txn.timeout_ms)
         return due
 
+    # --- idempotent plain sends (outside transactions) ------------------------------
+    def sender(self, producer_id: int, epoch: int) -> ProducerTxn:
+        """The producer an idempotent send names (its id from ``init``); fenced or unknown ones are refused."""
+        tid = self._tid_of.get(producer_id)
+        if tid is None:
+            raise InvalidProducerEpoch(f"producer id {producer_id} was never handed out (init a transactional id first)")
+        return self._current(tid, producer_id, epoch)
+
+    def sent_before(self, txn: ProducerTxn, sequence: int) -> list[dict[str, Any]] | None:
+        """The stored answer when ``sequence`` is the last send again; None when it is the next; else OUT_OF_ORDER_SEQUENCE."""
+        if sequence == txn.send_sequence:
+            if txn.send_answer is None and txn.send_ref is not None:
+                txn.send_answer = self._read_back(*txn.send_ref)
+            return txn.send_answer
+        if sequence != txn.send_sequence + 1:
+            raise OutOfOrderSequence(f"expected send sequence {txn.send_sequence + 1}, not {sequence}", expected=txn.send_sequence + 1)
+        return None
+
+    def send_record(self, txn: ProducerTxn, sequence: int, items: list[PutItem]) -> PutItem:
+        """The record that goes last in the send's write group: the sequence number, and the sizes to read the answer back."""
+        record = self._record(txn, TxnRecord.SEND)
+        record.properties[rec.SEQUENCE] = str(sequence)
+        record.body = rec.encode_sizes([record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items])
+        return record
+
+    def sent(self, txn: ProducerTxn, sequence: int, answer: list[dict[str, Any]]) -> None:
+        txn.send_sequence, txn.send_answer, txn.send_ref = sequence, answer, None
+
+    def _read_back(self, record_offset: int, sizes: list[int]) -> list[dict[str, Any]]:
+        offset = record_offset - sum(sizes)
+        out = []
+        for size in sizes:
+            msg = self.store.read_at(offset)
+            out.append({"status": "SEND_OK", "msg_id": msg.properties.get("UNIQ_KEY", ""), "topic": msg.topic, "queue_id": msg.queue_id,
+                        "queue_offset": msg.queue_offset, "commit_log_offset": msg.commit_log_offset})
+            offset += size
+        return out
+
     # --- checks -----------------------------------------------------------------
     def _current(self, tid: str, producer_id: int, epoch: int) -> ProducerTxn:
         txn = self.get(tid)
@@ -369,11 +413,16 @@ class ProducerTransactions:
         self._next_producer_id = max(self._next_producer_id, producer_id + 1)
         if kind == TxnRecord.INIT:
             self._txns[tid] = ProducerTxn(tid, producer_id, epoch, int(props.get(rec.TIMEOUT_MS, 60_000)), number=number)
+            self._tid_of[producer_id] = tid
             return
         txn = self._txns.get(tid)
         if txn is None:
             return
-        if kind == TxnRecord.BEGIN:
+        if kind == TxnRecord.SEND:
+            if epoch == txn.epoch:
+                txn.send_sequence, txn.send_answer = int(props.get(rec.SEQUENCE, -1)), None
+                txn.send_ref = (record.commit_log_offset, rec.decode_sizes(record.body))
+        elif kind == TxnRecord.BEGIN:
             txn.state, txn.number, txn.begun_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, record.store_timestamp, None
         elif kind == TxnRecord.COMMIT:
             acks = rec.decode_acks(record.body)

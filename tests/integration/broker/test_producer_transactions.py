@@ -319,3 +319,36 @@ def test_kill_9_while_transactions_commit_leaves_each_one_whole_or_absent(start_
     assert partial == {}
     assert answered <= set(per_txn) <= attempted
     assert len(answered) > 10
+
+
+def _idempotent_send(client: httpx.Client, ids: dict, sequence: int, *bodies: str) -> httpx.Response:
+    return client.post(path("v1", "topics", "PLAIN", "messages"),
+                       json={**ids, "sequence": sequence, "messages": [{"body": b} for b in bodies]})
+
+
+def test_an_idempotent_plain_send_repeated_is_stored_once_and_a_gap_or_an_old_epoch_is_refused(start_broker) -> None:
+    broker = start_broker()
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        client.post("/v1/topics", json={"name": "PLAIN", "queues": 1}).raise_for_status()
+        t = Txn(client, "svc")
+        ids = {"producer_id": t.producer_id, "epoch": t.epoch}
+        first = _idempotent_send(client, ids, 0, "a", "b")
+        assert first.status_code == 200, first.text
+        again = _idempotent_send(client, ids, 0, "a", "b")
+        assert again.json()["duplicate"] is True and again.json()["results"] == first.json()["results"]
+        gap = _idempotent_send(client, ids, 5, "x")
+        assert (gap.status_code, gap.json()["code"]) == (409, "OUT_OF_ORDER_SEQUENCE")
+        half = client.post(path("v1", "topics", "PLAIN", "messages"), json={**ids, "messages": [{"body": "x"}]})
+        assert (half.status_code, half.json()["code"]) == (400, "INVALID_REQUEST")
+        assert _idempotent_send(client, ids, 1, "c").status_code == 200
+        assert [m["body"] for m in read_all(client, "PLAIN", 0)] == ["a", "b", "c"]
+    broker.kill9()
+    broker.start()
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        after = _idempotent_send(client, ids, 1, "c")  # the retry of the last send, after a crash: its answer, read back
+        assert after.status_code == 200 and after.json()["duplicate"] is True
+        assert after.json()["results"][0]["queue_offset"] == 2
+        Txn(client, "svc")  # a new instance: the old epoch is fenced for sends too
+        fenced = _idempotent_send(client, ids, 2, "d")
+        assert (fenced.status_code, fenced.json()["code"]) == (409, "PRODUCER_FENCED")
+        assert [m["body"] for m in read_all(client, "PLAIN", 0)] == ["a", "b", "c"]
