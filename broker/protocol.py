@@ -62,6 +62,9 @@ class HalfSendRequest(_Wire):
     producer_group: str = Field(min_length=1, max_length=255)
     topic: str
     message: OutgoingMessage
+    producer_id: int | None = Field(default=None, ge=0)  # an idempotent half send, as for SendRequest
+    epoch: int | None = Field(default=None, ge=0)
+    sequence: int | None = Field(default=None, ge=0)
 
 
 class EndRequest(_Wire):

@@ -18,6 +18,7 @@ TIMEOUT_MS = "TIMEOUT_MS"
 MESSAGES = "TXN_MESSAGES"
 ABORTED_BY = "ABORTED_BY"
 SEQUENCE = "SEQUENCE"
+SEND_PATH = "SEND_PATH"  # which send a SEND record numbers: "messages" (plain or batch) or "half"
 
 
 class TxnRecord(str, Enum):

@@ -93,8 +93,8 @@ class ProducerTxn:
     end_answer: dict[str, Any] | None = None
     # Idempotent plain sends under this producer id and epoch (outside transactions): the last one's number and answer.
     send_sequence: int = -1
-    send_answer: list[dict[str, Any]] | None = None
-    send_ref: tuple[int, list[int]] | None = None  # after a restart: (commit-log offset of its sequence record, sizes)
+    send_answer: Any = None  # what the last numbered send answered (a list of results, or a half's result)
+    send_ref: tuple[int, list[int], str] | None = None  # after a restart: (offset of its sequence record, sizes, send path)
 
 
 class ProducerTransactions:
@@ -302,7 +302,7 @@ class ProducerTransactions:
             raise InvalidProducerEpoch(f"producer id {producer_id} was never handed out (init a transactional id first)")
         return self._current(tid, producer_id, epoch)
 
-    def sent_before(self, txn: ProducerTxn, sequence: int) -> list[dict[str, Any]] | None:
+    def sent_before(self, txn: ProducerTxn, sequence: int) -> Any:
         """The stored answer when ``sequence`` is the last send again; None when it is the next; else OUT_OF_ORDER_SEQUENCE."""
         if sequence == txn.send_sequence:
             if txn.send_answer is None and txn.send_ref is not None:
@@ -312,24 +312,31 @@ class ProducerTransactions:
             raise OutOfOrderSequence(f"expected send sequence {txn.send_sequence + 1}, not {sequence}", expected=txn.send_sequence + 1)
         return None
 
-    def send_record(self, txn: ProducerTxn, sequence: int, items: list[PutItem]) -> PutItem:
+    def send_record(self, txn: ProducerTxn, sequence: int, items: list[PutItem], path: str = "messages") -> PutItem:
         """The record that goes last in the send's write group: the sequence number, and the sizes to read the answer back."""
         record = self._record(txn, TxnRecord.SEND)
         record.properties[rec.SEQUENCE] = str(sequence)
+        record.properties[rec.SEND_PATH] = path
         record.body = rec.encode_sizes([record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items])
         return record
 
-    def sent(self, txn: ProducerTxn, sequence: int, answer: list[dict[str, Any]]) -> None:
+    def sent(self, txn: ProducerTxn, sequence: int, answer: Any) -> None:
         txn.send_sequence, txn.send_answer, txn.send_ref = sequence, answer, None
 
-    def _read_back(self, record_offset: int, sizes: list[int]) -> list[dict[str, Any]]:
+    def _read_back(self, record_offset: int, sizes: list[int], path: str) -> Any:
         offset = record_offset - sum(sizes)
         out = []
         for size in sizes:
             msg = self.store.read_at(offset)
             out.append({"status": "SEND_OK", "msg_id": msg.properties.get("UNIQ_KEY", ""), "topic": msg.topic, "queue_id": msg.queue_id,
-                        "queue_offset": msg.queue_offset, "commit_log_offset": msg.commit_log_offset})
+                        "queue_offset": msg.queue_offset, "commit_log_offset": msg.commit_log_offset,
+                        "transaction_id": msg.properties.get("TRANSACTION_ID", "")})
             offset += size
+        if path == "half":
+            [half] = out
+            return {k: half[k] for k in ("status", "transaction_id", "msg_id", "commit_log_offset", "queue_offset")}
+        for result in out:
+            del result["transaction_id"]
         return out
 
     # --- checks -----------------------------------------------------------------
@@ -421,7 +428,7 @@ class ProducerTransactions:
         if kind == TxnRecord.SEND:
             if epoch == txn.epoch:
                 txn.send_sequence, txn.send_answer = int(props.get(rec.SEQUENCE, -1)), None
-                txn.send_ref = (record.commit_log_offset, rec.decode_sizes(record.body))
+                txn.send_ref = (record.commit_log_offset, rec.decode_sizes(record.body), props.get(rec.SEND_PATH, "messages"))
         elif kind == TxnRecord.BEGIN:
             txn.state, txn.number, txn.begun_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, record.store_timestamp, None
         elif kind == TxnRecord.COMMIT:

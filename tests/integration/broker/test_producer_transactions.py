@@ -352,3 +352,26 @@ def test_an_idempotent_plain_send_repeated_is_stored_once_and_a_gap_or_an_old_ep
         fenced = _idempotent_send(client, ids, 2, "d")
         assert (fenced.status_code, fenced.json()["code"]) == (409, "PRODUCER_FENCED")
         assert [m["body"] for m in read_all(client, "PLAIN", 0)] == ["a", "b", "c"]
+
+
+def test_an_idempotent_half_send_repeated_keeps_one_transaction_even_across_kill_9(start_broker) -> None:
+    broker = start_broker({"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3600"})
+    half = {"producer_group": "pg", "topic": "HALVES", "message": {"body": "h"}}
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        t = Txn(client, "half-svc")
+        ids = {"producer_id": t.producer_id, "epoch": t.epoch}
+        first = client.post("/v1/transactions", json={**half, **ids, "sequence": 0})
+        assert first.status_code == 200, first.text
+        again = client.post("/v1/transactions", json={**half, **ids, "sequence": 0})
+        assert again.json()["duplicate"] is True and again.json()["transaction_id"] == first.json()["transaction_id"]
+        gap = client.post("/v1/transactions", json={**half, **ids, "sequence": 2})
+        assert (gap.status_code, gap.json()["code"]) == (409, "OUT_OF_ORDER_SEQUENCE")
+    broker.kill9()
+    broker.start()
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        after = client.post("/v1/transactions", json={**half, **ids, "sequence": 0})
+        assert after.status_code == 200 and after.json()["duplicate"] is True
+        assert {k: after.json()[k] for k in ("transaction_id", "msg_id", "queue_offset")} == \
+            {k: first.json()[k] for k in ("transaction_id", "msg_id", "queue_offset")}
+        pending = client.get("/v1/transactions", params={"state": "pending"}).json()
+        assert [x["transaction_id"] for x in pending["transactions"]] == [first.json()["transaction_id"]]
