@@ -78,7 +78,7 @@ class BrokerRuntime:
             decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
             rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
             rt.producer_txns = ProducerTransactions(
-                store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes))
+                store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks))
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             return rt
         except BaseException:

@@ -67,6 +67,7 @@ class AckLedger(Protocol):
 class TxnLimits:
     max_messages: int = 10_000
     max_bytes: int = 16 * 1024 * 1024
+    max_acks: int = 10_000
 
 
 @dataclass
@@ -231,8 +232,8 @@ class ProducerTransactions:
                 mine.add(key)
                 fresh.append(h)
         self._acks.check_held(fresh)
-        if len(txn.items) + len(txn.acks) + len(fresh) > self.limits.max_messages + 10_000:
-            raise TransactionTooLarge("too many acks in one transaction", max_messages=self.limits.max_messages)
+        if len(txn.acks) + len(fresh) > self.limits.max_acks:
+            raise TransactionTooLarge(f"a transaction holds at most {self.limits.max_acks} acks", max_acks=self.limits.max_acks)
         self._acks.hold(fresh)
         for h in fresh:
             self._held_by[_key(h)] = tid

@@ -251,3 +251,18 @@ def test_a_begin_after_an_abort_starts_a_new_transaction_not_a_repeat_of_the_las
     broker.txns.add_messages("t1", pid, epoch, 1, [broker.item("a")], [])
     run(broker.txns.commit("t1", pid, epoch))
     assert broker.visible() == ["a"]
+
+
+def test_too_many_acks_in_one_transaction_is_refused_and_none_of_them_is_held(tmp_path: Path, clock: FakeClock) -> None:
+    b = Broker(tmp_path, clock, TxnLimits(max_acks=1))
+    try:
+        b.store.put([PutItem("IN", 0, f"m{i}".encode(), {"UNIQ_KEY": f"m{i}"}) for i in range(2)])
+        got = b.receive(2)
+        pid, epoch = init(b)
+        b.txns.begin("t1", pid, epoch, 0)
+        with pytest.raises(TransactionTooLarge):
+            b.txns.add_acks("t1", pid, epoch, 1, b.delivery.parse_receipts([d.receipt_handle for d in got]))
+        assert b.txns.view(b.txns.get("t1"))["open"]["acks"] == 0
+        b.txns.add_acks("t1", pid, epoch, 1, b.delivery.parse_receipts([got[0].receipt_handle]))
+    finally:
+        b.close()
