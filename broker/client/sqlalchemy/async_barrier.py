@@ -10,7 +10,7 @@ the check-back, the cleanup and the errors, is as in ``barrier``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -21,11 +21,9 @@ from halfmq.client.async_transaction_producer import AsyncTransactionProducer
 from halfmq.client.messages import Body
 from halfmq.client.transaction import LocalTransactionState
 
-from .barrier_base import AfterCommit, BarrierBase, DuplicateBusinessKey, Sent, Work
+from .barrier_base import AfterCommit, BarrierBase, DuplicateBusinessKey, R, Sent, Work
 
 __all__ = ["AsyncTransactionBarrier"]
-
-R = TypeVar("R")
 
 
 class AsyncTransactionBarrier(BarrierBase):
@@ -72,6 +70,12 @@ class AsyncTransactionBarrier(BarrierBase):
         async with self.engine.connect() as conn:
             found = bool(await conn.scalar(select(self._found_query(txid))))
         return self._answer(msg, found)
+
+    async def transaction_of(self, business_key: str) -> str | None:
+        """The transaction id that committed ``business_key``, while its record is kept."""
+        async with self.engine.connect() as conn:
+            txid: str | None = await conn.scalar(select(self.table.c.txid).where(self.table.c.business_key == business_key))
+            return txid
 
     async def _key_taken(self, business_key: str) -> bool:
         async with self.engine.connect() as conn:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
@@ -41,11 +41,9 @@ from halfmq.client.group_commit import GroupCommit
 from halfmq.client.messages import Body
 from halfmq.client.transaction import LocalTransactionState
 
-from .barrier_base import AfterCommit, BarrierBase, DuplicateBusinessKey, Sent, Work
+from .barrier_base import AfterCommit, BarrierBase, DuplicateBusinessKey, R, Sent, Work
 
 __all__ = ["TransactionBarrier"]
-
-R = TypeVar("R")
 
 Item = tuple[Work[Any], str]
 
@@ -98,6 +96,11 @@ class TransactionBarrier(BarrierBase):
         with self.engine.connect() as conn:
             found = bool(conn.scalar(select(self._found_query(txid))))
         return self._answer(msg, found)
+
+    def transaction_of(self, business_key: str) -> str | None:
+        """The transaction id that committed ``business_key`` (blocking), while its record is kept."""
+        with self.engine.connect() as conn:
+            return conn.scalar(select(self.table.c.txid).where(self.table.c.business_key == business_key))
 
     # --- writes (in a worker thread) ---------------------------------------------------
     def _write_batch(self, batch: list[Item]) -> Sequence[Any]:

@@ -27,11 +27,11 @@ from halfmq.client.transaction import LocalTransactionState, TransactionSendResu
 from .horizon import DEFAULT_COMMIT_GRACE, DEFAULT_LOCAL_TX_TIMEOUT, CheckAnswer, Horizon, check_answer, half_age_seconds
 from .records import transaction_records_table
 
-__all__ = ["BarrierBase", "BarrierError", "DuplicateBusinessKey", "HalfNotDurable", "Sent", "Work"]
+__all__ = ["AfterCommit", "BarrierBase", "BarrierError", "DuplicateBusinessKey", "HalfNotDurable", "R", "Sent", "Work"]
 
 log = logging.getLogger("halfmq.client.sqlalchemy.barrier")
 
-R = TypeVar("R")
+R = TypeVar("R")  # what the caller's ``run`` returns, handed back in ``Sent.value``
 
 # Long enough that no check-back can still arrive for a deleted record: the broker asks about a
 # pending transaction for transaction_timeout + transaction_check_max * transaction_check_interval
@@ -46,7 +46,7 @@ _STATES = {
     CheckAnswer.UNKNOWN: LocalTransactionState.UNKNOW,
 }
 
-AfterCommit = Callable[[Any], "LocalTransactionState | None | Awaitable[LocalTransactionState | None]"]
+AfterCommit = Callable[[Any], LocalTransactionState | None | Awaitable[LocalTransactionState | None]]
 
 
 class BarrierError(Exception):

@@ -42,3 +42,7 @@ def test_a_horizon_that_could_roll_back_a_running_transaction_is_refused(timeout
 
 def test_a_zero_grace_is_allowed() -> None:
     assert Horizon(5, 0).seconds == 5
+
+
+def test_the_answers_have_the_brokers_wire_names() -> None:
+    assert [a.value for a in CheckAnswer] == ["commit", "rollback", "unknown"]
