@@ -29,6 +29,8 @@ def readme_programs() -> list[str]:
     text = (ROOT / "README.md").read_text()
     section = text[text.index(SECTION):]
     section = section[:section.index("\n## ", len(SECTION))]
+    if "\n### " in section:  # the subsections' programs live in examples/ and have tests of their own
+        section = section[:section.index("\n### ")]
     return re.findall(r"^```python\n(.*?)^```$", section, flags=re.S | re.M)
 
 
