@@ -83,3 +83,48 @@ def test_cleanup_deletes_only_records_older_than_the_retention_in_bounded_batche
 def test_a_retention_the_check_backs_could_outlive_is_refused(tmp_path: Path, settings: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         TransactionBarrier(create_engine("sqlite://"), **settings)
+
+
+async def test_the_async_barrier_deletes_expired_records_too(tmp_path: Path) -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from halfmq.client.sqlalchemy.async_barrier import AsyncTransactionBarrier
+
+    create_transaction_records(create_engine(f"sqlite:///{tmp_path}/r.db"))
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path}/r.db")
+    barrier = AsyncTransactionBarrier(engine, retention=3600, cleanup_batch=2, clock=lambda: NOW)
+    now = datetime.fromtimestamp(NOW, UTC)
+    async with engine.begin() as conn:
+        await conn.execute(barrier.table.insert(), [
+            {"txid": f"t{i}", "business_key": f"b{i}", "created_at": now - timedelta(seconds=age)} for i, age in enumerate([4000] * 5 + [5])
+        ])
+    assert await barrier.purge() == 5
+    assert await barrier.transaction_of("b5") == "t5" and await barrier.transaction_of("b0") is None
+    await engine.dispose()
+
+
+async def test_cleanup_runs_at_start_and_then_every_interval_until_closed(tmp_path: Path) -> None:
+    import asyncio
+
+    engine = create_engine(f"sqlite:///{tmp_path}/r.db")
+    create_transaction_records(engine)
+    clock = [NOW]
+    barrier = TransactionBarrier(engine, retention=3600, cleanup_interval=0.05, clock=lambda: clock[0])
+
+    def add(txid: str) -> None:
+        with engine.begin() as conn:
+            conn.execute(barrier.table.insert().values(txid=txid, business_key=txid, created_at=datetime.fromtimestamp(NOW - 4000, UTC)))
+
+    add("old-1")
+    await barrier.start()
+    assert barrier.transaction_of("old-1") is None, "deleted at start"
+    add("old-2")
+    for _ in range(100):
+        if barrier.transaction_of("old-2") is None:
+            break
+        await asyncio.sleep(0.02)
+    assert barrier.transaction_of("old-2") is None, "deleted by the periodic cleanup"
+    await barrier.close()
+    add("old-3")
+    await asyncio.sleep(0.2)
+    assert barrier.transaction_of("old-3") == "old-3", "no cleanup after close"
