@@ -45,7 +45,7 @@ class AsyncTransactionBarrier(BarrierBase):
     ) -> Sent[R]:
         """Half message, then ``await run(session)`` and the record in one DB transaction, then the end."""
         self._check_producer(producer)
-        work: Work[R] = Work(business_key, run, after_commit)
+        work: Work[R] = self._work(business_key, run, after_commit)
         result = await producer.send_in_transaction(topic, message, work)
         return self._outcome(result, work)
 
@@ -57,6 +57,7 @@ class AsyncTransactionBarrier(BarrierBase):
             async with self._sessions.begin() as session:
                 work.value = await work.run(session)
                 await session.execute(self.table.insert(), [self._record(txid, work.business_key)])
+                work.check_deadline()
         except IntegrityError as exc:
             if await self._key_taken(work.business_key):
                 raise DuplicateBusinessKey(work.business_key) from exc

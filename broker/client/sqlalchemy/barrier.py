@@ -11,7 +11,9 @@ Five lines instead of a listener and a record table::
 ``send`` sends the half message; then ``run(session)`` and the insert of the record
 ``(transaction id, business_key)`` commit in ONE database transaction; then the transaction is
 ended COMMIT. If ``run`` (or the commit) raises, the transaction is ended ROLLBACK and the error
-re-raised; a business key committed before fails the insert and raises ``DuplicateBusinessKey``.
+re-raised; a business key committed before fails the insert and raises ``DuplicateBusinessKey``;
+a local transaction still uncommitted ``local_tx_timeout`` after the send began is rolled back
+(``LocalTransactionTimedOut``), which is what makes the check-back's horizon safe.
 The check-back is answered from the record (``horizon``).
 
 Concurrent sends share database transactions (``halfmq.client.group_commit``): the local
@@ -76,7 +78,7 @@ class TransactionBarrier(BarrierBase):
         leaves the end to the check-back: fault injection, tests).
         """
         self._check_producer(producer)
-        work: Work[R] = Work(business_key, run, after_commit)
+        work: Work[R] = self._work(business_key, run, after_commit)
         result = await producer.send_in_transaction(topic, message, work)
         return self._outcome(result, work)
 
@@ -110,6 +112,8 @@ class TransactionBarrier(BarrierBase):
                 with self._sessions.begin() as session:
                     values = [work.run(session) for work, _ in batch]
                     session.execute(self.table.insert(), [self._record(txid, work.business_key) for work, txid in batch])
+                    for work, _ in batch:
+                        work.check_deadline()
                 return values
             except Exception:  # noqa: BLE001 - redone item by item below, where each failure is its item's
                 pass
@@ -126,6 +130,7 @@ class TransactionBarrier(BarrierBase):
             with self._sessions.begin() as session:
                 value = work.run(session)
                 session.execute(self.table.insert(), [self._record(txid, work.business_key)])
+                work.check_deadline()
             return value
         except IntegrityError as exc:
             if self._key_taken(work.business_key):

@@ -27,7 +27,7 @@ from halfmq.client.transaction import LocalTransactionState, TransactionSendResu
 from .horizon import DEFAULT_COMMIT_GRACE, DEFAULT_LOCAL_TX_TIMEOUT, CheckAnswer, Horizon, check_answer, half_age_seconds
 from .records import transaction_records_table
 
-__all__ = ["AfterCommit", "BarrierBase", "BarrierError", "DuplicateBusinessKey", "HalfNotDurable", "R", "Sent", "Work"]
+__all__ = ["AfterCommit", "BarrierBase", "BarrierError", "DuplicateBusinessKey", "HalfNotDurable", "LocalTransactionTimedOut", "R", "Sent", "Work"]
 
 log = logging.getLogger("halfmq.client.sqlalchemy.barrier")
 
@@ -71,14 +71,33 @@ class HalfNotDurable(BarrierError):
     code = "HALF_NOT_DURABLE"
 
 
+class LocalTransactionTimedOut(BarrierError):
+    """The local transaction ran past ``local_tx_timeout`` and was rolled back instead of committed.
+
+    Past that time a check-back may already be on its way to answering ROLLBACK (at the
+    horizon), so committing late could commit a change whose message is rolled back.
+    """
+
+    code = "LOCAL_TRANSACTION_TIMED_OUT"
+
+
 @dataclass(eq=False)
 class Work(Generic[R]):
-    """One send's local transaction: what the producer hands the barrier as ``arg``."""
+    """One send's local transaction: what the producer hands the barrier as ``arg``.
+
+    ``deadline`` (``time.monotonic``) is ``local_tx_timeout`` after the send began, before its half.
+    """
 
     business_key: str
     run: Callable[..., Any]
     after_commit: AfterCommit | None = None
     value: Any = field(default=None)
+    deadline: float = float("inf")
+
+    def check_deadline(self) -> None:
+        """Raise, inside the transaction and before its commit, if the local transaction took too long."""
+        if time.monotonic() > self.deadline:
+            raise LocalTransactionTimedOut(f"the local transaction of {self.business_key!r} ran past local_tx_timeout; rolled back")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +188,9 @@ class BarrierBase:
         if inspect.isawaitable(answer):
             answer = await answer
         return LocalTransactionState.COMMIT_MESSAGE if answer in (None, LocalTransactionState.COMMIT_MESSAGE) else LocalTransactionState.UNKNOW
+
+    def _work(self, business_key: str, run: Callable[..., Any], after_commit: AfterCommit | None) -> Work[Any]:
+        return Work(business_key, run, after_commit, deadline=time.monotonic() + self.horizon.local_tx_timeout)
 
     def _check_producer(self, producer: Any) -> None:
         if getattr(producer, "listener", None) is not self:

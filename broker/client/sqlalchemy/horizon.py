@@ -11,8 +11,9 @@ record of T is written in the same database transaction as the business change, 
   commit it, answer ROLLBACK.
 
 The horizon is ``local_tx_timeout + commit_grace``. ``local_tx_timeout`` bounds how long a local
-transaction may run once the half message is stored (the service must enforce it, e.g. with a
-statement timeout or pool timeout); ``commit_grace`` covers what the timeout does not see: a
+transaction may run: the barrier rolls back, instead of committing, one that is still uncommitted
+``local_tx_timeout`` after its send began (before the half message was sent, so the half is never
+older than the transaction's clock says); ``commit_grace`` covers what that check does not see: a
 COMMIT already sent to the database and not yet durable, a thread that was descheduled between
 the half send and its BEGIN, and the clock difference between the broker (which stamps the half
 message's born time) and this service. Answering ROLLBACK at exactly ``local_tx_timeout`` (what

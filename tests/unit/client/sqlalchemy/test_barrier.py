@@ -76,3 +76,26 @@ def test_a_check_without_a_transaction_id_is_unknown(barrier: TransactionBarrier
     msg = msgspec.convert({"msg_id": "m", "topic": "T", "queue_id": 0, "queue_offset": 0, "commit_log_offset": 0,
                            "born_timestamp": 0, "store_timestamp": 0, "body": "{}"}, Message)
     assert barrier.check_local_transaction(msg) is UNKNOW
+
+
+async def test_a_local_transaction_past_its_timeout_is_rolled_back_not_committed(tmp_path: Any) -> None:
+    import time
+
+    from sqlalchemy import func, select
+
+    from halfmq.client.sqlalchemy.barrier_base import LocalTransactionTimedOut
+    from halfmq.client.sqlalchemy.records import create_transaction_records
+
+    engine = create_engine(f"sqlite:///{tmp_path}/b.db")
+    create_transaction_records(engine)
+    barrier = TransactionBarrier(engine, local_tx_timeout=0.05, commit_grace=0, retention=60)
+    msg = OutgoingMessage(body="{}", properties={"TRANSACTION_ID": "tx-slow"})
+    slow = barrier._work("slow", lambda s: time.sleep(0.1), None)
+    with pytest.raises(LocalTransactionTimedOut) as raised:
+        await barrier.execute_local_transaction(msg, slow)
+    assert raised.value.code == "LOCAL_TRANSACTION_TIMED_OUT"
+    fast = barrier._work("fast", lambda s: "ok", None)
+    assert await barrier.execute_local_transaction(OutgoingMessage(body="{}", properties={"TRANSACTION_ID": "tx-fast"}), fast) is COMMIT
+    with engine.connect() as conn:
+        assert list(conn.scalars(select(barrier.table.c.txid))) == ["tx-fast"]
+        assert conn.scalar(select(func.count()).select_from(barrier.table)) == 1
