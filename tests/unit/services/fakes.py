@@ -161,7 +161,7 @@ def broker_message(body: dict[str, Any] | str, *, keys: list[str] | None = None,
 
 
 class FakeCreditLedger:
-    """Credits by order id; an order already credited adds nothing (the real ledger's unique order id)."""
+    """Credits by order id; an order already credited adds nothing (the real ledger's inbox, keyed by order id)."""
 
     def __init__(self) -> None:
         self.records: dict[str, CreditRecord] = {}
