@@ -6,11 +6,13 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import timedelta
 
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from halfmq.client import AsyncConsumer
+from halfmq.client.sqlalchemy.inbox import Inbox
 
 from .. import http_problems
 from ..database import create_db_engine, migrate
@@ -26,7 +28,8 @@ log = logging.getLogger(__name__)
 def create_app(settings: CreditSettings | None = None) -> FastAPI:
     settings = settings or CreditSettings()
     engine = create_db_engine(settings.database_url, settings.db_pool_size)
-    service = CreditService(CreditRepository(engine), settings.points_per_unit,
+    repo = CreditRepository(engine, settings.consumer_group, timedelta(days=settings.inbox_retention_days))
+    service = CreditService(repo, settings.points_per_unit,
                             settings.crash_after_commit_order if settings.faults_enabled else None,
                             settings.write_batch_max)
     consumer = AsyncConsumer(
@@ -35,7 +38,7 @@ def create_app(settings: CreditSettings | None = None) -> FastAPI:
         wait_seconds=settings.wait_seconds, concurrency=settings.consumer_concurrency,
         token=settings.broker_token_value(), verify=settings.broker_verify(),
     )
-    app = FastAPI(title="halfmq credit service", lifespan=_lifespan(settings, engine, consumer))
+    app = FastAPI(title="halfmq credit service", lifespan=_lifespan(settings, engine, consumer, repo.inbox))
     app.state.credits = service
     app.state.database_probe = DatabaseProbe(engine, "credit")
     http_problems.install(app, PROBLEM_STATUS)
@@ -43,18 +46,21 @@ def create_app(settings: CreditSettings | None = None) -> FastAPI:
     return app
 
 
-def _lifespan(settings: CreditSettings, engine: Engine, consumer: AsyncConsumer) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+def _lifespan(settings: CreditSettings, engine: Engine, consumer: AsyncConsumer,
+              inbox: Inbox) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(migrate, "credit", engine)
         task = asyncio.get_running_loop().create_task(consumer.run())
+        purging = asyncio.get_running_loop().create_task(inbox.purge_every(settings.inbox_purge_interval))
         app.state.consumer_task = task
         log.info("credit service consuming %s as %s from %s", settings.topic, settings.consumer_group, settings.broker_url)
         try:
             yield
         finally:
+            purging.cancel()
             consumer.stop()  # finishes in-flight credits and acks them; the rest become visible again
-            await asyncio.gather(task, return_exceptions=True)
+            await asyncio.gather(task, purging, return_exceptions=True)
             await consumer.close()
             engine.dispose()
 

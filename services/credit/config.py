@@ -20,5 +20,8 @@ class CreditSettings(ServiceSettings):
     max_messages: int = 64
     invisible_seconds: float = 30.0
     wait_seconds: float = 5.0
+    # The inbox's rows outlive the broker's longest redelivery window (docs/decisions.md, "The inbox").
+    inbox_retention_days: float = 7.0
+    inbox_purge_interval: float = 3600.0
     # Fault injection (needs faults_enabled): exit right after crediting this order, before its ack.
     crash_after_commit_order: str | None = None

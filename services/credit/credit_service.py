@@ -1,8 +1,9 @@
 """Consuming ORDER_TOPIC: each message credits its order once, then is acked.
 
 The messages handled at the same time share database transactions (a group commit, see
-``services.group_commit``); a handler returns, and its message is acked, only after the
-transaction holding its credit has committed.
+``halfmq.client.group_commit``); a handler returns, and its message is acked, only after the
+transaction holding its credit and its inbox row (``halfmq.client.sqlalchemy.inbox``) has
+committed. Which delivery credits an order is the inbox's decision, not this module's.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class CreditService:
         self._writes: GroupCommit[tuple[CreditCommand, int, str], bool] = GroupCommit(repo.apply_many, write_batch_max)
 
     async def handle(self, message: Message) -> bool:
-        """Credit one order message; True if new, False if already credited. Raising means nack."""
+        """Credit one order message; True if it credited, False if the inbox had the order already. Raising means nack."""
         try:
             cmd = parse_order_message(message_body_bytes(message))
         except PoisonMessage as exc:
@@ -65,7 +66,7 @@ class CreditService:
             self.stats.credited += 1
         else:
             self.stats.duplicates += 1
-            log.info("order %s already credited: duplicate delivery absorbed", cmd.order_id)
+            log.info("order %s: the inbox absorbed a repeated delivery", cmd.order_id)
         return created
 
     async def account(self, user_id: str) -> tuple[CreditAccount | None, list[CreditRecord], int]:

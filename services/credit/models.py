@@ -1,4 +1,4 @@
-"""Tables of the credit service: the ledger, balances, and the Spark job's published summaries."""
+"""Tables of the credit service: the ledger, balances, the inbox, and the Spark job's published summaries."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from decimal import Decimal
 from sqlalchemy import BigInteger, Date, Integer, Numeric, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from halfmq.client.sqlalchemy.inbox import inbox_table
+
 from ..database import UtcDateTime
 
 
@@ -16,7 +18,7 @@ class Base(DeclarativeBase):
 
 
 class CreditRecord(Base):
-    """One credit per order (order_id is unique: a redelivered message cannot credit twice).
+    """One credit per order: the inbox row keyed by order_id, committed with it, decides (``repository``).
 
     ``id`` is a dense integer so Spark's JDBC source can partition reads on it.
     """
@@ -24,12 +26,16 @@ class CreditRecord(Base):
     __tablename__ = "credit_records"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    order_id: Mapped[str] = mapped_column(String(64), unique=True)
+    order_id: Mapped[str] = mapped_column(String(64), index=True)
     user_id: Mapped[str] = mapped_column(String(64), index=True)
     amount: Mapped[Decimal] = mapped_column(Numeric(14, 2))
     points: Mapped[int] = mapped_column(BigInteger)
     message_id: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+# The SDK's inbox (halfmq.client.sqlalchemy.inbox): one row per order credited, per consumer group.
+INBOX = inbox_table(Base.metadata)
 
 
 class CreditAccount(Base):

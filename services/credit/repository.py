@@ -1,24 +1,29 @@
-"""The ledger: credits recorded in group-committed database transactions, duplicates absorbed by the unique order id."""
+"""The ledger: credits recorded in group-committed database transactions, each order once by the SDK's inbox."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import sessionmaker
 
-from ..database import WriteSessions, together_or_each_alone
-from .models import CreditAccount, CreditRecord, SummaryCurrent, SummaryDay, SummaryRun, SummaryUser
+from halfmq.client.sqlalchemy.inbox import DEFAULT_RETENTION, Inbox
+
+from ..database import WriteSessions, together_or_each_alone, writer
+from .models import INBOX, CreditAccount, CreditRecord, SummaryCurrent, SummaryDay, SummaryRun, SummaryUser
 from .rules import CreditCommand
 
 
 class CreditRepository:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, consumer_group: str = "credit_group", inbox_retention: timedelta = DEFAULT_RETENTION) -> None:
         self._engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._writes = WriteSessions(engine)
         self._insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
+        # Keyed by order id, not message: a second message about an order (a resend) credits nothing either.
+        self.inbox = Inbox(writer(engine), consumer_group, key="order_id", table=INBOX,
+                           retention=inbox_retention)
 
     def apply(self, cmd: CreditCommand, points: int, message_id: str) -> bool:
         """Insert the credit and add to the balance together; False when the order was already credited."""
@@ -30,56 +35,41 @@ class CreditRepository:
     def apply_many(self, batch: list[tuple[CreditCommand, int, str]]) -> list[bool | Exception]:
         """Credit several orders in ONE database transaction; per item True (new), False (already credited) or its error.
 
-        The group commit's batch function (``services.group_commit``). Each credit record and
-        its balance change commit together; an order already in the ledger, or twice in the
-        batch, is skipped by ``ON CONFLICT (order_id) DO NOTHING`` and adds nothing to the
-        balance. Rows go in order-id and user-id order so that two consumers' batches lock
-        PostgreSQL rows in the same order and cannot deadlock. If the batch cannot commit as a
-        whole because of a statement's data (a constraint, a value out of range), each item is
-        redone alone so that one bad item fails only itself; any other error (the database is
-        down or locked) fails the whole batch at once, and nothing of it was committed.
+        The group commit's batch function (``services.group_commit``). Each credit record, its
+        balance change and its inbox row commit together; an order whose inbox row exists
+        already, or that comes twice in the batch, is claimed once and credited once (the
+        inbox's ``claim_keys``). Balances go in user-id order so that two consumers' batches
+        lock PostgreSQL rows in the same order and cannot deadlock. If the batch cannot commit
+        as a whole because of a statement's data (a constraint, a value out of range), each
+        item is redone alone so that one bad item fails only itself; any other error (the
+        database is down or locked) fails the whole batch at once, and nothing of it was committed.
         """
         return together_or_each_alone(batch, self._apply, lambda item: self._apply([item])[0])
 
     def _apply(self, batch: list[tuple[CreditCommand, int, str]]) -> list[bool]:
         now = datetime.now(UTC)
-        first: dict[str, tuple[CreditCommand, int, str]] = {}
-        for item in batch:
-            first.setdefault(item[0].order_id, item)
-        rows = [
-            {"order_id": cmd.order_id, "user_id": cmd.user_id, "amount": cmd.amount, "points": points,
-             "message_id": message_id, "created_at": now}
-            for cmd, points, message_id in sorted(first.values(), key=lambda item: item[0].order_id)
-        ]
-        records = CreditRecord.__table__
-        record = (self._insert(records).values(rows).on_conflict_do_nothing(index_elements=[records.c.order_id])
-                  .returning(records.c.order_id))
         with self._writes.begin() as session:
-            inserted = set(session.scalars(record))
+            claimed = self.inbox.claim_keys(session, [(cmd.order_id, message_id) for cmd, _, message_id in batch])
+            new = [item for item, fresh in zip(batch, claimed, strict=True) if fresh]
+            if not new:
+                return claimed
+            session.execute(CreditRecord.__table__.insert(), [
+                {"order_id": cmd.order_id, "user_id": cmd.user_id, "amount": cmd.amount, "points": points,
+                 "message_id": message_id, "created_at": now}
+                for cmd, points, message_id in sorted(new, key=lambda item: item[0].order_id)
+            ])
             gained: dict[str, int] = {}
-            for order_id in sorted(inserted):
-                cmd, points, _ = first[order_id]
+            for cmd, points, _ in new:
                 gained[cmd.user_id] = gained.get(cmd.user_id, 0) + points
-            if gained:
-                accounts = CreditAccount.__table__
-                upsert = self._insert(accounts).values(
-                    [{"user_id": user_id, "balance": points, "updated_at": now} for user_id, points in sorted(gained.items())]
-                )
-                session.execute(upsert.on_conflict_do_update(
-                    index_elements=[accounts.c.user_id],
-                    set_={"balance": accounts.c.balance + upsert.excluded.balance, "updated_at": upsert.excluded.updated_at},
-                ))
-        # Only the first delivery of an order that was not in the ledger yet is new.
-        credited = set(inserted)
-        outcomes = []
-        for cmd, _, _ in batch:
-            outcomes.append(cmd.order_id in credited)
-            credited.discard(cmd.order_id)
-        return outcomes
-
-    def is_credited(self, order_id: str) -> bool:
-        with self._sessions() as session:
-            return session.scalar(select(CreditRecord.id).where(CreditRecord.order_id == order_id)) is not None
+            accounts = CreditAccount.__table__
+            upsert = self._insert(accounts).values(
+                [{"user_id": user_id, "balance": points, "updated_at": now} for user_id, points in sorted(gained.items())]
+            )
+            session.execute(upsert.on_conflict_do_update(
+                index_elements=[accounts.c.user_id],
+                set_={"balance": accounts.c.balance + upsert.excluded.balance, "updated_at": upsert.excluded.updated_at},
+            ))
+        return claimed
 
     def account(self, user_id: str, recent: int = 20) -> tuple[CreditAccount | None, list[CreditRecord], int]:
         """Balance, the most recent records, and how many credits the user has in all."""

@@ -30,6 +30,8 @@ def readme_programs(heading: str = SECTION) -> list[str]:
     text = (ROOT / "README.md").read_text()
     section = text[text.index(heading):]
     section = section[:section.index("\n## ", len(heading))]
+    if "\n### " in section:  # the subsections' programs live in examples/ and have tests of their own
+        section = section[:section.index("\n### ")]
     return re.findall(r"^```python\n(.*?)^```$", section, flags=re.S | re.M)
 
 
