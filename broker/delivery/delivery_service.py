@@ -49,6 +49,7 @@ class DeliveryPolicy:
 
 
 DLQ_RETRY_SECONDS = 1.0
+HELD_BY_TRANSACTION = float("inf")  # visible_at of a delivery acked in an open producer transaction: a nack cannot free it
 
 
 @dataclass
@@ -235,7 +236,7 @@ class DeliveryService:
         results = []
         for text, h in parsed:
             progress = self._held(state, h)
-            ok = progress is not None
+            ok = progress is not None and progress.in_flight[h.offset].visible_at != HELD_BY_TRANSACTION
             if ok:
                 item = progress.in_flight[h.offset]
                 item = progress.postpone(h.offset, now + retry_delay(item.deliveries, self._policy.retry_delays))
@@ -252,7 +253,7 @@ class DeliveryService:
         now = self._clock()
         for _, h in parsed:
             progress = self._held(state, h)
-            if progress is not None:
+            if progress is not None and progress.in_flight[h.offset].visible_at != HELD_BY_TRANSACTION:
                 item = progress.postpone(h.offset, now)
                 item.deliveries -= 1
                 heapq.heappush(state.due, (now, h.queue_id, h.offset, item.nonce))
@@ -274,7 +275,7 @@ class DeliveryService:
         """Keep the deliveries invisible to their group until ``settle_held`` or ``release_held`` (a transaction's end)."""
         self.check_held(receipts)
         for h in receipts:
-            self._state[(h.group, h.topic)].queues[h.queue_id].postpone(h.offset, float("inf"))
+            self._state[(h.group, h.topic)].queues[h.queue_id].postpone(h.offset, HELD_BY_TRANSACTION)
 
     def settle_held(self, receipts: list[ReceiptHandle]) -> None:
         """The transaction committed: its acks take effect."""

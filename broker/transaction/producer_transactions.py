@@ -174,7 +174,7 @@ class ProducerTransactions:
         if sequence != 0:
             raise OutOfOrderSequence(f"a transaction's begin carries sequence 0, not {sequence}", expected=0)
         number = txn.number + 1
-        _, end = self.store.put([self._record(txn, TxnRecord.BEGIN, number=number)])
+        self.store.put([self._record(txn, TxnRecord.BEGIN, number=number)])
         txn.state, txn.number, txn.begun_ms, txn.ended_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, self.now_ms(), None, None
         txn.items, txn.size, txn.acks, txn.message_count, txn.ack_count, txn.end_answer = [], 0, [], 0, 0, None
         answer = {"transactional_id": tid, "producer_id": producer_id, "epoch": epoch, "transaction": number,
@@ -183,7 +183,6 @@ class ProducerTransactions:
         # Not waited for on disk: an open transaction is aborted by recovery whatever happens, and a begin record lost
         # to a power cut only makes the producer's next request INVALID_TXN_STATE instead of TRANSACTION_ABORTED. The
         # commit's fsync covers it. (One fsync per transaction, not two: `halfmq bench eos`.)
-        del end
         return answer
 
     def add_messages(self, tid: str, producer_id: int, epoch: int, sequence: int, items: list[PutItem],
