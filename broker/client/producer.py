@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
 
-from halfmq.broker.wire import MAX_BATCH, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo, TxnInitResult
+from halfmq.broker.wire import MAX_BATCH, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo
 
 from . import endpoints
 from .endpoints import Call
 from .messages import Body, outgoing
+from .numbering import Numbering
 from .retry import async_retrying, retrying
 from .send_options import SendOptions
 from .transport import AsyncTransport, Transport, Verify
@@ -28,36 +29,6 @@ from .transport import AsyncTransport, Transport, Verify
 __all__ = ["AsyncProducer", "Numbering", "Producer"]
 
 T = TypeVar("T")
-
-
-class Numbering:
-    """An idempotent producer's numbers: a producer id and epoch from ``init`` of its id, and the next sequence.
-
-    Every retry of a send carries the same number, so the broker answers it from what it stored. A send that
-    fails for good leaves its fate unknown: the next send takes a new epoch (a fresh ``init``), so it never
-    meets a gap. Numbered sends go one at a time; use one producer per thread or task for more in flight.
-    """
-
-    def __init__(self, idempotent_id: str) -> None:
-        self.idempotent_id = idempotent_id
-        self.ids: dict[str, int] | None = None
-        self.sequence = 0
-
-    def init(self) -> Call[TxnInitResult]:
-        return endpoints.txn_init(self.idempotent_id, None)
-
-    def initialised(self, result: TxnInitResult) -> None:
-        self.ids, self.sequence = {"producer_id": result.producer_id, "epoch": result.epoch}, 0
-
-    def next(self) -> dict[str, int]:
-        assert self.ids is not None
-        return {**self.ids, "sequence": self.sequence}
-
-    def sent(self) -> None:
-        self.sequence += 1
-
-    def failed(self) -> None:
-        self.ids = None
 
 
 def _batch(messages: Iterable[OutgoingMessage | Body]) -> list[OutgoingMessage]:

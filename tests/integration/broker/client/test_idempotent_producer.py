@@ -7,7 +7,7 @@ import asyncio
 import httpx
 import pytest
 
-from halfmq.client import AsyncProducer, Producer
+from halfmq.client import AsyncProducer, LocalTransactionState, Producer, TransactionProducer
 from tests.integration.broker.http_helpers import read_all
 from tests.support.lossy_proxy import LossyProxy
 from tests.support.processes import BrokerProcess
@@ -49,3 +49,31 @@ def test_the_asyncio_producer_numbers_its_sends_too(broker: BrokerProcess, proxy
 
     asyncio.run(scenario())
     assert sorted(stored(broker.url, "ONCE")) == [f"a{i}" for i in range(5)]
+
+
+class Recording:
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def execute_local_transaction(self, message, arg):
+        self.runs += 1
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    def check_local_transaction(self, message):
+        return LocalTransactionState.UNKNOW
+
+
+def test_a_numbered_half_whose_answer_was_lost_is_one_transaction_and_one_local_run(broker: BrokerProcess) -> None:
+    httpx.post(f"{broker.url}/v1/topics", json={"name": "HALVES", "queues": 1}).raise_for_status()
+    proxy = LossyProxy(broker.port, "POST /v1/transactions HTTP", drops=1)
+    listener = Recording()
+    try:
+        with TransactionProducer(proxy.url, "pg", listener, check_backs=False, idempotent_id="half-svc", retries=4) as producer:
+            result = producer.send_in_transaction("HALVES", "h1")
+    finally:
+        proxy.close()
+    assert proxy.dropped == 1 and listener.runs == 1
+    assert result.end is not None and result.end["state"] == "committed"
+    assert stored(broker.url, "HALVES") == ["h1"]
+    pending = httpx.get(f"{broker.url}/v1/transactions", params={"state": "pending"}).json()
+    assert pending["count"] == 0
