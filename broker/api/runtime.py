@@ -155,4 +155,7 @@ class BrokerRuntime:
             "rollbacks": tx.rollbacks,
             "discards": tx.discards,
             "checks": checks,
+            "producer_txns_open": self.producer_txns.open_count,
+            "producer_txn_commits": self.producer_txns.commits,
+            "producer_txn_aborts": self.producer_txns.aborts,
         }

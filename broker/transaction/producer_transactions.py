@@ -125,6 +125,10 @@ class ProducerTransactions:
             raise UnknownTransactionalId(f"no producer has initialised transactional id {tid!r}")
         return txn
 
+    @property
+    def open_count(self) -> int:
+        return sum(1 for t in self._txns.values() if t.state is ProducerTxnState.ONGOING)
+
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
 

@@ -83,6 +83,8 @@ def test_messages_to_several_topics_appear_only_on_commit_and_a_repeat_commit_an
     assert bodies(client, "OUT", 2) == ["a", "b"] and bodies(client, "IN") == ["c"]
     again = t.commit()
     assert again["duplicate"] is True and again["results"] == first["results"]
+    metrics = client.get("/metrics").text
+    assert "halfmq_producer_transaction_commits_total 1.0" in metrics and "halfmq_producer_transactions_open 0.0" in metrics
     listing = client.get("/v1/transactional-ids").json()
     assert [(x["transactional_id"], x["state"], x["open"]) for x in listing["transactional_ids"]] == [("copier-1", "COMPLETE_COMMIT", None)]
 
