@@ -27,6 +27,7 @@ class Gate:
     baseline: bool = False         # relative to the case's own in-run baseline
     peer: tuple[str, ...] | None = None  # (result file, key…) relative to a peer figure
     size_bound: bool = False       # meaningless on --quick sizes
+    versus_case: str | None = None  # relative to another case of the same scenario, same run
 
 
 GATES: tuple[Gate, ...] = (
@@ -40,6 +41,10 @@ GATES: tuple[Gate, ...] = (
          "tx", "pairs_c64", ">=", 1.0, peer=("rabbitmq_classic", "tx_c64")),
     Gate("consume_vs_rabbitmq", "consume with ack (one consumer) ≥ 2× RabbitMQ consume (one consumer, prefetch 256)",
          "consume", "one_consumer", ">=", 2.0, peer=("rabbitmq_classic", "consume")),
+    Gate("eos_batch10", "copy with producer transactions of 10 ≥ 0.5× the same copy done at-least-once",
+         "eos", "eos_batch10", ">=", 0.5, versus_case="at_least_once_batch10"),
+    Gate("eos_batch100", "copy with producer transactions of 100 ≥ 0.5× the same copy done at-least-once",
+         "eos", "eos_batch100", ">=", 0.5, versus_case="at_least_once_batch100"),
     Gate("orders", "orders credited end to end ≥ 500 orders/s",
          "orders", "orders_c64", ">=", absolute=500),
     Gate("recovery", "restart after kill -9 with 1 GiB of commit log ≤ 5 s",
@@ -66,6 +71,12 @@ def evaluate(doc: dict[str, Any], peers: dict[str, Any] | None = None) -> list[d
         ref = ""
         if gate.absolute is not None:
             target = gate.absolute
+        elif gate.versus_case is not None:
+            other = _case(doc, gate.scenario, gate.versus_case)
+            other_figure = headline(other) if other else None
+            if other_figure is not None:
+                target = other_figure * gate.factor
+                ref = f"{gate.factor:g}× {gate.versus_case} ({other_figure:,.0f}/s, same run)"
         elif gate.baseline and case and case.get("baseline"):
             base = doc.get("baselines", {}).get(case["baseline"])
             if base:
