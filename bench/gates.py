@@ -27,7 +27,7 @@ class Gate:
     baseline: bool = False         # relative to the case's own in-run baseline
     peer: tuple[str, ...] | None = None  # (result file, key…) relative to a peer figure
     size_bound: bool = False       # meaningless on --quick sizes
-    relative_to: str | None = None  # relative to another case of the same scenario, same run
+    versus_case: str | None = None  # relative to another case of the same scenario, same run
 
 
 GATES: tuple[Gate, ...] = (
@@ -41,6 +41,10 @@ GATES: tuple[Gate, ...] = (
          "tx", "pairs_c64", ">=", 1.0, peer=("rabbitmq_classic", "tx_c64")),
     Gate("consume_vs_rabbitmq", "consume with ack (one consumer) ≥ 2× RabbitMQ consume (one consumer, prefetch 256)",
          "consume", "one_consumer", ">=", 2.0, peer=("rabbitmq_classic", "consume")),
+    Gate("eos_batch10", "copy with producer transactions of 10 ≥ 0.5× the same copy done at-least-once",
+         "eos", "eos_batch10", ">=", 0.5, versus_case="at_least_once_batch10"),
+    Gate("eos_batch100", "copy with producer transactions of 100 ≥ 0.5× the same copy done at-least-once",
+         "eos", "eos_batch100", ">=", 0.5, versus_case="at_least_once_batch100"),
     Gate("orders", "orders credited end to end ≥ 500 orders/s",
          "orders", "orders_c64", ">=", absolute=500),
     Gate("recovery", "restart after kill -9 with 1 GiB of commit log ≤ 5 s",
@@ -48,7 +52,7 @@ GATES: tuple[Gate, ...] = (
     Gate("spark", "Spark aggregation + reconciliation on 1,000,000 credits ≤ 30 s (incl. JVM start)",
          "spark", "aggregate", "<=", absolute=30.0, size_bound=True),
     Gate("replicated_send", "durable single send on a 3-node set with ack=quorum, 64 in flight ≥ 0.5× one broker (same run)",
-         "replicated", "quorum_c64", ">=", 0.5, relative_to="single_c64"),
+         "replicated", "quorum_c64", ">=", 0.5, versus_case="single_c64"),
     Gate("failover", "kill -9 of a set's leader → a new leader acknowledging ≤ lease TTL + 2 s (7 s)",
          "replicated", "failover", "<=", absolute=7.0),
     Gate("replicated_vs_nats", "quorum sends, 64 in flight ≥ 1.0× NATS JetStream with 3 replicas (64 in flight)",
@@ -73,17 +77,17 @@ def evaluate(doc: dict[str, Any], peers: dict[str, Any] | None = None) -> list[d
         ref = ""
         if gate.absolute is not None:
             target = gate.absolute
+        elif gate.versus_case is not None:
+            other = _case(doc, gate.scenario, gate.versus_case)
+            other_figure = headline(other) if other else None
+            if other_figure is not None:
+                target = other_figure * gate.factor
+                ref = f"{gate.factor:g}× {gate.versus_case} ({other_figure:,.0f}/s, same run)"
         elif gate.baseline and case and case.get("baseline"):
             base = doc.get("baselines", {}).get(case["baseline"])
             if base:
                 target = base["ops_per_s"]["median"] * gate.factor
                 ref = f"{gate.factor:g}× {case['baseline']} ({base['ops_per_s']['median']:,.0f}/s, same run)"
-        elif gate.relative_to is not None:
-            other = _case(doc, gate.scenario, gate.relative_to)
-            base_figure = headline(other) if other else None
-            if base_figure:
-                target = base_figure * gate.factor
-                ref = f"{gate.factor:g}× {gate.scenario}/{gate.relative_to} ({base_figure:,.0f}/s, same run)"
         elif gate.peer is not None:
             fig = peer_results.figure(peers or {}, *gate.peer)
             if fig is not None:

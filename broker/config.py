@@ -45,6 +45,11 @@ class BrokerSettings(BaseSettings):
     transaction_check_max: int = 15
     producer_expiry: float = 120.0
     transaction_retention: float = 900.0
+    # Producer transactions (DESIGN section 11): what one commit may hold, and how often timeouts are looked for.
+    producer_txn_max_messages: int = Field(default=10_000, ge=1)
+    producer_txn_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    producer_txn_max_acks: int = Field(default=10_000, ge=1)
+    producer_txn_timeout_scan_interval: float = Field(default=0.5, gt=0)
     check_timeout: float = 3.0
     check_concurrency: int = 16
     # scheme://host:port (or :* for any port); loopback for `halfmq up` and tests, the compose order service.

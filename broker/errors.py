@@ -155,6 +155,73 @@ class TransactionConflict(BrokerError):
     title = "The transaction already ended the other way"
 
 
+# Producer transactions (Kafka semantics, DESIGN section 11)
+class UnknownTransactionalId(BrokerError):
+    code = "UNKNOWN_TRANSACTIONAL_ID"
+    status = 404
+    title = "No producer has initialised this transactional id"
+
+
+class ProducerFenced(BrokerError):
+    """Fatal for the producer: a newer instance initialised the same transactional id (a higher epoch)."""
+
+    code = "PRODUCER_FENCED"
+    status = 409
+    title = "A newer producer with the same transactional id fenced this one"
+
+
+class InvalidProducerEpoch(BrokerError):
+    """The producer id or epoch was never handed out for this transactional id (not older: unknown)."""
+
+    code = "INVALID_PRODUCER_EPOCH"
+    status = 409
+    title = "The producer id and epoch do not belong to this transactional id"
+
+
+class InvalidTxnState(BrokerError):
+    code = "INVALID_TXN_STATE"
+    status = 409
+    title = "The request is not allowed in the transaction's current state"
+
+
+class TransactionAborted(InvalidTxnState):
+    """Abortable: the transaction was aborted (timeout, restart, operator, or by the producer); begin a new one."""
+
+    code = "TRANSACTION_ABORTED"
+    title = "The transaction was aborted"
+
+
+class OutOfOrderSequence(BrokerError):
+    code = "OUT_OF_ORDER_SEQUENCE"
+    status = 409
+    title = "The request's sequence number is not the next one expected"
+
+
+class TransactionTooLarge(BrokerError):
+    code = "TRANSACTION_TOO_LARGE"
+    status = 413
+    title = "The transaction holds more than the broker accepts in one commit"
+
+
+class InvalidTransactionTimeout(InvalidRequest):
+    code = "INVALID_TRANSACTION_TIMEOUT"
+    title = "transaction_timeout_ms is out of range"
+
+
+class ReceiptNotHeld(BrokerError):
+    """An ack in a transaction names a delivery the group no longer holds (expired, settled, or from before a restart)."""
+
+    code = "RECEIPT_EXPIRED"
+    status = 409
+    title = "The receipt handle no longer names a delivery in flight"
+
+
+class ReceiptInOtherTransaction(BrokerError):
+    code = "RECEIPT_IN_TRANSACTION"
+    status = 409
+    title = "The receipt handle is already acked in another open transaction"
+
+
 class TopicAlreadyExists(BrokerError):
     code = "TOPIC_EXISTS"
     status = 409

@@ -34,6 +34,10 @@ class OutgoingMessage(_Wire):
 
 class SendRequest(_Wire):
     messages: list[OutgoingMessage] = Field(min_length=1, max_length=MAX_BATCH)
+    # An idempotent send (DESIGN section 11) carries all three: the producer id and epoch from an init, and its number.
+    producer_id: int | None = Field(default=None, ge=0)
+    epoch: int | None = Field(default=None, ge=0)
+    sequence: int | None = Field(default=None, ge=0)
 
 
 class TopicCreate(_Wire):
@@ -58,6 +62,9 @@ class HalfSendRequest(_Wire):
     producer_group: str = Field(min_length=1, max_length=255)
     topic: str
     message: OutgoingMessage
+    producer_id: int | None = Field(default=None, ge=0)  # an idempotent half send, as for SendRequest
+    epoch: int | None = Field(default=None, ge=0)
+    sequence: int | None = Field(default=None, ge=0)
 
 
 class EndRequest(_Wire):
@@ -71,7 +78,48 @@ class Heartbeat(_Wire):
     client_id: str = Field(min_length=1, max_length=255)
     check_url: str | None = None
 
+# Producer transactions (DESIGN section 11)
+
+
+class TxnMessage(OutgoingMessage):
+    """A message of a producer transaction: any topic, named per message."""
+
+    topic: str
+
+
+class InitProducer(_Wire):
+    transaction_timeout_ms: int | None = None
+
+
+# Each request spells its producer fields out (no shared base): every request model is a direct _Wire
+# subclass, which is how the bad-input sweep finds them all.
+class BeginTxnRequest(_Wire):
+    producer_id: int = Field(ge=0)
+    epoch: int = Field(ge=0)
+    sequence: int = Field(ge=0)
+
+
+class TxnMessagesRequest(_Wire):
+    producer_id: int = Field(ge=0)
+    epoch: int = Field(ge=0)
+    sequence: int = Field(ge=0)
+    messages: list[TxnMessage] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class TxnAcksRequest(_Wire):
+    producer_id: int = Field(ge=0)
+    epoch: int = Field(ge=0)
+    sequence: int = Field(ge=0)
+    receipt_handles: list[str] = Field(min_length=1, max_length=MAX_RECEIVE)
+
+
+class EndTxnRequest(_Wire):
+    producer_id: int = Field(ge=0)
+    epoch: int = Field(ge=0)
+
+
 __all__ = [
     "BodyEncoding", "EndRequest", "EndState", "HalfSendRequest", "Heartbeat", "OutgoingMessage", "ReceiveRequest",
     "SendRequest", "SettleRequest", "TopicCreate", "TransactionState",
+    "BeginTxnRequest", "EndTxnRequest", "InitProducer", "TxnAcksRequest", "TxnMessage", "TxnMessagesRequest",
 ]

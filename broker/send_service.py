@@ -219,14 +219,19 @@ class SendService:
             items.append(PutItem(cfg.name, next(counter) % cfg.queues, body, {"UNIQ_KEY": key}))
         return items
 
-    def send(self, topic: str, messages: list[OutgoingMessage]) -> tuple[list[PutResult], int]:
+    def send(self, topic: str, messages: list[OutgoingMessage],
+             then: Callable[[list[PutItem]], PutItem] | None = None) -> tuple[list[PutResult], int]:
+        """Validate and append a batch as one write group; ``then`` adds a last record to the group built from the
+        batch (an idempotent producer's sequence record), so both land together or not at all."""
         cfg, exists = self.topics.writable(topic)
         items = self.prepare_many(cfg, messages)
+        group = items if then is None else [*items, then(items)]
         if not exists:
-            if not self.store.fits(items):  # checked before the topic is created: bad input changes nothing
+            if not self.store.fits(group):  # checked before the topic is created: bad input changes nothing
                 raise MessageTooLarge("the batch does not fit one commit-log segment; send smaller batches")
             self.store.create_topic(cfg.name, cfg.queues)
         try:
-            return self.store.put(items)
+            results, end = self.store.put(group)
         except GroupTooLarge:
             raise MessageTooLarge("the batch does not fit one commit-log segment; send smaller batches") from None
+        return (results if then is None else results[:-1]), end

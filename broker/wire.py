@@ -21,6 +21,7 @@ __all__ = [
     "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
     "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",
     "decode", "to_wire",
+    "TxnAcksResult", "TxnBeginResult", "TxnEndResult", "TxnInitResult", "TxnMessage", "TxnMessagesResult", "TxnSendResult",
 ]
 
 MAX_BATCH = 1000
@@ -198,6 +199,62 @@ class CheckRequest(_Wire):
     producer_group: str
     check_times: int
     message: Message
+
+
+# Producer transactions (Kafka semantics, DESIGN section 11)
+
+
+class TxnMessage(OutgoingMessage, kw_only=True, omit_defaults=True):
+    """A message inside a producer transaction: each names its own topic."""
+
+    topic: str
+
+
+class TxnInitResult(_Wire):
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    transaction_timeout_ms: int
+
+
+class TxnBeginResult(_Wire):
+    transactional_id: str
+    transaction: int
+    state: str
+
+
+class TxnSendResult(_Wire):
+    msg_id: str
+    topic: str
+    queue_id: int
+    queue_offset: int | None = None  # known once committed
+    commit_log_offset: int | None = None
+
+
+class TxnMessagesResult(_Wire):
+    sequence: int
+    messages: int
+    results: list[TxnSendResult]
+    duplicate: bool = False
+
+
+class TxnAcksResult(_Wire):
+    sequence: int
+    acks: int
+    duplicate: bool = False
+
+
+class TxnEndResult(_Wire):
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    transaction: int
+    state: str  # COMPLETE_COMMIT or COMPLETE_ABORT
+    messages: int
+    acks: int
+    results: list[TxnSendResult] = []
+    aborted_by: str | None = None
+    duplicate: bool = False
 
 
 def decode(data: Any, shape: type[W]) -> W:

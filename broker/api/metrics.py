@@ -50,6 +50,12 @@ class _StateCollector(Collector):
         yield CounterMetricFamily("halfmq_commit_messages", "Transactions committed", value=state.get("commits", 0))
         yield CounterMetricFamily("halfmq_rollback_messages", "Transactions rolled back", value=state.get("rollbacks", 0))
         yield CounterMetricFamily("halfmq_discarded_messages", "Transactions discarded after transaction_check_max checks", value=state.get("discards", 0))
+        yield GaugeMetricFamily("halfmq_producer_transactions_open", "Producer transactions (Kafka semantics) open now",
+                                value=state.get("producer_txns_open", 0))
+        yield CounterMetricFamily("halfmq_producer_transaction_commits", "Producer transactions committed since start",
+                                  value=state.get("producer_txn_commits", 0))
+        yield CounterMetricFamily("halfmq_producer_transaction_aborts", "Producer transactions aborted since start (any cause)",
+                                  value=state.get("producer_txn_aborts", 0))
         checks = CounterMetricFamily("halfmq_check_requests", "Check-back requests by result", labels=["result"])
         for result, value in sorted(state.get("checks", {}).items()):
             checks.add_metric([result], value)

@@ -21,6 +21,7 @@ from halfmq.broker.transaction.check_policy import CheckPolicy
 from halfmq.broker.transaction.check_service import CheckService
 from halfmq.broker.transaction.check_url import OwnAddress
 from halfmq.broker.transaction.producer_registry import ProducerRegistry
+from halfmq.broker.transaction.producer_transactions import ProducerTransactions, TxnLimits
 from halfmq.broker.transaction.transaction_service import TransactionService
 
 from .guard import Guard
@@ -41,11 +42,13 @@ class BrokerRuntime:
     metrics: BrokerMetrics
     durable: Callable[[int], Awaitable[None]]
     started_at: float
+    producer_txns: ProducerTransactions = field(default=None)  # type: ignore[assignment]  # set by open()
     checks: CheckService | None = None
     guard: Guard = field(default_factory=lambda: Guard(None))
     own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
     _check_task: asyncio.Task | None = field(default=None, repr=False)
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
+    _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: BrokerSettings,
@@ -80,6 +83,8 @@ class BrokerRuntime:
             authenticator = Authenticator.from_file(settings.auth_file) if settings.auth_file else None
             decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
             rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
+            rt.producer_txns = ProducerTransactions(
+                store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks))
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             return rt
         except BaseException:
@@ -98,6 +103,7 @@ class BrokerRuntime:
             self.check_policy(self.settings), concurrency=self.settings.check_concurrency,
         )
         self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())
+        self._txn_timeout_task = asyncio.get_running_loop().create_task(self._abort_expired_transactions())
         if self.settings.auth_file is not None:
             self._auth_task = asyncio.get_running_loop().create_task(self._watch_auth_file(self.settings.auth_file))
 
@@ -116,7 +122,18 @@ class BrokerRuntime:
             except (OSError, AuthFileError) as exc:
                 log.error("%s; keeping the one loaded before", exc)
 
+    async def _abort_expired_transactions(self) -> None:
+        """The producer-transaction timeout's loop: only sleeps and writes; what expires is a pure decision."""
+        while True:
+            await asyncio.sleep(self.settings.producer_txn_timeout_scan_interval)
+            try:
+                self.producer_txns.abort_expired()
+            except Exception:  # a refusing disk: the store logs it; the next pass tries again
+                log.exception("aborting expired producer transactions failed")
+
     async def stop(self) -> None:
+        if self._txn_timeout_task is not None:
+            self._txn_timeout_task.cancel()
         if self._auth_task is not None:
             self._auth_task.cancel()
         if self._check_task is not None:
@@ -144,4 +161,7 @@ class BrokerRuntime:
             "rollbacks": tx.rollbacks,
             "discards": tx.discards,
             "checks": checks,
+            "producer_txns_open": self.producer_txns.open_count,
+            "producer_txn_commits": self.producer_txns.commits,
+            "producer_txn_aborts": self.producer_txns.aborts,
         }

@@ -13,7 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from halfmq.broker.errors import BrokerError, BrokerUnavailable, CheckUrlRefused
+    from halfmq.broker.errors import BrokerError, BrokerUnavailable, CheckUrlRefused, ProducerFenced, TransactionAborted
     from halfmq.broker.wire import (
         CheckRequest,
         ConsumerGroupInfo,
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
         SettleResult,
         SettleStatus,
         TopicInfo,
+        TxnEndResult,
+        TxnSendResult,
     )
     from halfmq.client.async_consumer import AsyncConsumer
     from halfmq.client.async_transaction_producer import AsyncTransactionProducer
@@ -42,11 +44,18 @@ if TYPE_CHECKING:
         TransactionSendResult,
     )
     from halfmq.client.transaction_producer import TransactionProducer
+    from halfmq.client.transactional_producer import AsyncTransactionalProducer, TransactionalProducer
 
 _HOMES = {
     "BrokerError": "halfmq.broker.errors",
     "BrokerUnavailable": "halfmq.broker.errors",
     "CheckUrlRefused": "halfmq.broker.errors",
+    "ProducerFenced": "halfmq.broker.errors",
+    "TransactionAborted": "halfmq.broker.errors",
+    "TxnEndResult": "halfmq.broker.wire",
+    "TxnSendResult": "halfmq.broker.wire",
+    "AsyncTransactionalProducer": "halfmq.client.transactional_producer",
+    "TransactionalProducer": "halfmq.client.transactional_producer",
     "CheckRequest": "halfmq.broker.wire",
     "ConsumerGroupInfo": "halfmq.broker.wire",
     "HalfSendResult": "halfmq.broker.wire",
@@ -85,6 +94,7 @@ __all__ = [
     "AsyncProducer",
     "AsyncTransactionListener",
     "AsyncTransactionProducer",
+    "AsyncTransactionalProducer",
     "BrokerError",
     "BrokerUnavailable",
     "CheckApp",
@@ -99,14 +109,19 @@ __all__ = [
     "OffsetReadResponse",
     "OutgoingMessage",
     "Producer",
+    "ProducerFenced",
     "SendResult",
     "SendStatus",
     "SettleResult",
     "SettleStatus",
     "TopicInfo",
     "TransactionListener",
+    "TransactionAborted",
     "TransactionProducer",
+    "TransactionalProducer",
     "TransactionSendResult",
+    "TxnEndResult",
+    "TxnSendResult",
     "message_body_bytes",
     "message_json",
 ]

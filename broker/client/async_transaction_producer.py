@@ -67,8 +67,10 @@ class AsyncTransactionProducer(TransactionProducerBase):
         max_in_flight: int = 64,
         token: str | None = None,
         verify: Verify | None = None,
+        idempotent_id: str | None = None,
     ) -> None:
-        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs)
+        """``idempotent_id``: number the half sends under this id, so a retried half is stored once (opt-in)."""
+        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs, idempotent_id)
         self._transport = AsyncTransport(
             base_url,
             timeout=timeout,
@@ -79,6 +81,7 @@ class AsyncTransactionProducer(TransactionProducerBase):
             verify=verify,
         )
         self._heartbeat_task: asyncio.Task[None] | None = None
+        self._numbered_lock = asyncio.Lock()
         self._start_lock = asyncio.Lock()
 
     # --- lifecycle ---------------------------------------------------------------
@@ -121,6 +124,19 @@ class AsyncTransactionProducer(TransactionProducerBase):
     # --- sending -----------------------------------------------------------------
     async def _perform(self, step: Step) -> Any:
         if isinstance(step, Request):
+            numbering = self._numbering
+            if step.numbered and numbering is not None:
+                async with self._numbered_lock:  # one numbered half in flight: the broker keeps one sequence per producer
+                    if numbering.ids is None:
+                        numbering.initialised(await self._call(numbering.init()))
+                    try:
+                        result = await async_retrying(self._retries, retry_on=retry_on(step))(
+                            self._transport.call, numbering.numbered(step.call))
+                    except BaseException:
+                        numbering.failed()
+                        raise
+                    numbering.sent()
+                    return result
             return await async_retrying(self._retries, retry_on=retry_on(step))(self._transport.call, step.call)
         return await call_listener(self.listener.execute_local_transaction, step.message, step.arg)
 

@@ -27,6 +27,12 @@ from halfmq.broker.wire import (
     SettleResult,
     TopicInfo,
     TopicList,
+    TxnAcksResult,
+    TxnBeginResult,
+    TxnEndResult,
+    TxnInitResult,
+    TxnMessage,
+    TxnMessagesResult,
     decode,
     to_wire,
 )
@@ -50,6 +56,12 @@ __all__ = [
     "receive",
     "send",
     "send_one",
+    "txn_abort",
+    "txn_acks",
+    "txn_begin",
+    "txn_commit",
+    "txn_init",
+    "txn_messages",
 ]
 
 
@@ -103,7 +115,7 @@ def get_topic(name: str) -> Call[TopicInfo]:
     return Call("GET", _topic_path(name), parse=_as(TopicInfo))
 
 
-def send(topic: str, messages: Sequence[OutgoingMessage]) -> Call[list[SendResult]]:
+def send(topic: str, messages: Sequence[OutgoingMessage], numbering: dict[str, int] | None = None) -> Call[list[SendResult]]:
     expected = len(messages)
 
     def parse(data: Any) -> list[SendResult]:
@@ -114,12 +126,14 @@ def send(topic: str, messages: Sequence[OutgoingMessage]) -> Call[list[SendResul
             raise BrokerError(f"broker answered {len(results)} send results for {expected} messages")
         return results
 
-    body = {"messages": [to_wire(m) for m in messages]}
+    body: dict[str, Any] = {"messages": [to_wire(m) for m in messages]}
+    if numbering is not None:  # an idempotent producer's {producer_id, epoch, sequence}
+        body.update(numbering)
     return Call("POST", f"{_topic_path(topic)}/messages", parse=parse, body=body)
 
 
-def send_one(topic: str, message: OutgoingMessage) -> Call[SendResult]:
-    many = send(topic, [message])
+def send_one(topic: str, message: OutgoingMessage, numbering: dict[str, int] | None = None) -> Call[SendResult]:
+    many = send(topic, [message], numbering)
     return Call(many.method, many.path, parse=lambda data: many.parse(data)[0], body=many.body)
 
 
@@ -208,3 +222,37 @@ def producer_heartbeat(group: str, client_id: str, check_url: str | None, *, tim
         body={"producer_group": group, "client_id": client_id, "check_url": check_url},
         timeout=timeout,
     )
+
+
+# Producer transactions (DESIGN section 11): every request of one instance carries its producer id and epoch.
+def _txn_path(transactional_id: str, verb: str) -> str:
+    return f"/v1/transactional-ids/{_seg(transactional_id)}/{verb}"
+
+
+def txn_init(transactional_id: str, timeout_ms: int | None) -> Call[TxnInitResult]:
+    body = {} if timeout_ms is None else {"transaction_timeout_ms": timeout_ms}
+    return Call("POST", _txn_path(transactional_id, "init"), parse=_as(TxnInitResult), body=body)
+
+
+def txn_begin(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnBeginResult]:
+    body = {"producer_id": producer_id, "epoch": epoch, "sequence": 0}
+    return Call("POST", _txn_path(transactional_id, "begin"), parse=_as(TxnBeginResult), body=body)
+
+
+def txn_messages(transactional_id: str, producer_id: int, epoch: int, sequence: int,
+                 messages: Sequence[TxnMessage]) -> Call[TxnMessagesResult]:
+    body = {"producer_id": producer_id, "epoch": epoch, "sequence": sequence, "messages": [to_wire(m) for m in messages]}
+    return Call("POST", _txn_path(transactional_id, "messages"), parse=_as(TxnMessagesResult), body=body)
+
+
+def txn_acks(transactional_id: str, producer_id: int, epoch: int, sequence: int, handles: Sequence[str]) -> Call[TxnAcksResult]:
+    body = {"producer_id": producer_id, "epoch": epoch, "sequence": sequence, "receipt_handles": list(handles)}
+    return Call("POST", _txn_path(transactional_id, "acks"), parse=_as(TxnAcksResult), body=body)
+
+
+def txn_commit(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnEndResult]:
+    return Call("POST", _txn_path(transactional_id, "commit"), parse=_as(TxnEndResult), body={"producer_id": producer_id, "epoch": epoch})
+
+
+def txn_abort(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnEndResult]:
+    return Call("POST", _txn_path(transactional_id, "abort"), parse=_as(TxnEndResult), body={"producer_id": producer_id, "epoch": epoch})

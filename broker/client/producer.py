@@ -10,7 +10,9 @@ identifies a message that might end up stored twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+import threading
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
 
@@ -19,11 +21,12 @@ from halfmq.broker.wire import MAX_BATCH, OffsetReadResponse, OutgoingMessage, S
 from . import endpoints
 from .endpoints import Call
 from .messages import Body, outgoing
+from .numbering import Numbering
 from .retry import async_retrying, retrying
 from .send_options import SendOptions
 from .transport import AsyncTransport, Transport, Verify
 
-__all__ = ["AsyncProducer", "Producer"]
+__all__ = ["AsyncProducer", "Numbering", "Producer"]
 
 T = TypeVar("T")
 
@@ -41,24 +44,43 @@ class Producer:
     """Blocking producer; one instance can be shared by many threads."""
 
     def __init__(self, base_url: str, *, timeout: float = 10.0, retries: int = 3,
-                 token: str | None = None, verify: Verify | None = None) -> None:
+                 token: str | None = None, verify: Verify | None = None, idempotent_id: str | None = None) -> None:
+        """``idempotent_id``: number every send under this id (see ``Numbering``), so a retry never stores twice."""
         retrying(retries)  # validate now rather than on the first send
         self._retries = retries
         self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
+        self._numbering = Numbering(idempotent_id) if idempotent_id else None
+        self._lock = threading.Lock()
 
     def _call(self, call: Call[T]) -> T:
         result: T = retrying(self._retries)(self._transport.call, call)
         return result
 
+    def _send(self, build: Callable[[dict[str, int] | None], Call[T]]) -> T:
+        numbering = self._numbering
+        if numbering is None:
+            return self._call(build(None))
+        with self._lock:  # one numbered send in flight: the broker keeps one sequence per producer
+            if numbering.ids is None:
+                numbering.initialised(self._call(numbering.init()))
+            try:
+                result = self._call(build(numbering.next()))
+            except BaseException:
+                numbering.failed()
+                raise
+            numbering.sent()
+            return result
+
     def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
-        return self._call(endpoints.send_one(topic, outgoing(message, **options)))
+        msg = outgoing(message, **options)
+        return self._send(lambda numbers: endpoints.send_one(topic, msg, numbers))
 
     def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         """One request for many messages; results come back in the order sent."""
         batch = _batch(messages)
         if not batch:
             return []
-        return self._call(endpoints.send(topic, batch))
+        return self._send(lambda numbers: endpoints.send(topic, batch, numbers))
 
     def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         return self._call(endpoints.create_topic(name, queues))
@@ -105,9 +127,12 @@ class AsyncProducer:
         max_in_flight: int = 64,
         token: str | None = None,
         verify: Verify | None = None,
+        idempotent_id: str | None = None,
     ) -> None:
         async_retrying(retries)
         self._retries = retries
+        self._numbering = Numbering(idempotent_id) if idempotent_id else None
+        self._lock = asyncio.Lock()
         self._transport = AsyncTransport(
             base_url,
             timeout=timeout,
@@ -122,14 +147,30 @@ class AsyncProducer:
         result: T = await async_retrying(self._retries)(self._transport.call, call)
         return result
 
+    async def _send(self, build: Callable[[dict[str, int] | None], Call[T]]) -> T:
+        numbering = self._numbering
+        if numbering is None:
+            return await self._call(build(None))
+        async with self._lock:  # one numbered send in flight: the broker keeps one sequence per producer
+            if numbering.ids is None:
+                numbering.initialised(await self._call(numbering.init()))
+            try:
+                result = await self._call(build(numbering.next()))
+            except BaseException:
+                numbering.failed()
+                raise
+            numbering.sent()
+            return result
+
     async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
-        return await self._call(endpoints.send_one(topic, outgoing(message, **options)))
+        msg = outgoing(message, **options)
+        return await self._send(lambda numbers: endpoints.send_one(topic, msg, numbers))
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         batch = _batch(messages)
         if not batch:
             return []
-        return await self._call(endpoints.send(topic, batch))
+        return await self._send(lambda numbers: endpoints.send(topic, batch, numbers))
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         return await self._call(endpoints.create_topic(name, queues))

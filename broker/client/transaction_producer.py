@@ -57,14 +57,17 @@ class TransactionProducer(TransactionProducerBase):
         retries: int = 3,
         token: str | None = None,
         verify: Verify | None = None,
+        idempotent_id: str | None = None,
     ) -> None:
-        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs)
+        """``idempotent_id``: number the half sends under this id, so a retried half is stored once (opt-in)."""
+        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs, idempotent_id)
         if is_async_callable(listener.execute_local_transaction):
             raise TypeError("the listener's methods are coroutines: use AsyncTransactionProducer")
         self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
         self._stop = threading.Event()
         self._heartbeat_thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._numbered_lock = threading.Lock()
 
     # --- lifecycle ---------------------------------------------------------------
     def start(self) -> Self:
@@ -104,6 +107,18 @@ class TransactionProducer(TransactionProducerBase):
     # --- sending -----------------------------------------------------------------
     def _perform(self, step: Step) -> Any:
         if isinstance(step, Request):
+            numbering = self._numbering
+            if step.numbered and numbering is not None:
+                with self._numbered_lock:  # one numbered half in flight: the broker keeps one sequence per producer
+                    if numbering.ids is None:
+                        numbering.initialised(self._call(numbering.init()))
+                    try:
+                        result = retrying(self._retries, retry_on=retry_on(step))(self._transport.call, numbering.numbered(step.call))
+                    except BaseException:
+                        numbering.failed()
+                        raise
+                    numbering.sent()
+                    return result
             return retrying(self._retries, retry_on=retry_on(step))(self._transport.call, step.call)
         return self.listener.execute_local_transaction(step.message, step.arg)
 

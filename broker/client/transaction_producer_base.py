@@ -27,6 +27,7 @@ from . import endpoints, transaction_steps
 from .check_app import CheckApp
 from .endpoints import Call
 from .messages import Body, outgoing
+from .numbering import Numbering
 from .send_options import SendOptions
 from .transaction import AsyncTransactionListener, LocalTransactionState, TransactionListener, TransactionSendResult
 from .transaction_steps import Request, Steps, end_state
@@ -57,6 +58,7 @@ class TransactionProducerBase:
         heartbeat_interval: float,
         retries: int,
         check_backs: bool,
+        idempotent_id: str | None = None,
     ) -> None:
         if check_url is not None:
             if not check_backs:
@@ -76,6 +78,7 @@ class TransactionProducerBase:
         self.client_id = client_id or default_client_id()
         self.heartbeat_interval = heartbeat_interval
         self._retries = retries
+        self._numbering = Numbering(idempotent_id) if idempotent_id else None
         self._started = False
         self._closed = False
 
@@ -130,7 +133,7 @@ class TransactionProducerBase:
             # registered, and a transaction whose end is lost would wait forever.
             raise RuntimeError("call start() (or use the producer as a context manager) before sending")
         msg = outgoing(message, **options)
-        return transaction_steps.send_in_transaction(self.producer_group, topic, msg, arg)
+        return transaction_steps.send_in_transaction(self.producer_group, topic, msg, arg, numbered=self._numbering is not None)
 
     def _end_call(self, transaction_id: str, state: LocalTransactionState | str, from_check: bool) -> Call[dict[str, Any]]:
         return endpoints.end_transaction(transaction_id, self.producer_group, end_state(state), from_check=from_check)

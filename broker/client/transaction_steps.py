@@ -62,6 +62,7 @@ class Request:
 
     call: Call[Any]
     idempotent: bool = True
+    numbered: bool = False  # an idempotent producer adds its {producer_id, epoch, sequence} when it sends this
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +90,14 @@ def end_state(state: LocalTransactionState | str) -> str:
         return member.value
 
 
-def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessage, arg: Any) -> Steps[TransactionSendResult]:
-    """Half → local transaction → end; see the module docstring for each step's failures."""
+def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessage, arg: Any,
+                        numbered: bool = False) -> Steps[TransactionSendResult]:
+    """Half → local transaction → end; see the module docstring for each step's failures.
+
+    ``numbered``: the producer numbers its half sends, so retrying one is harmless (the broker answers a repeat).
+    """
     # Raises, and the local transaction never runs, if the half is not stored.
-    half: HalfSendResult = yield Request(endpoints.half_send(producer_group, topic, message), idempotent=False)
+    half: HalfSendResult = yield Request(endpoints.half_send(producer_group, topic, message), idempotent=numbered, numbered=numbered)
     seen = listener_message(message, half, producer_group)
     local_error: Exception | None = None
     state = state_after_half(half)

@@ -15,11 +15,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from halfmq.broker.errors import ConsumerGroupNotFound, InvalidGroupName, InvalidReceiptHandle, SystemTopicForbidden, TopicNotFound
+from halfmq.broker.errors import (
+    ConsumerGroupNotFound,
+    InvalidGroupName,
+    InvalidReceiptHandle,
+    ReceiptNotHeld,
+    SystemTopicForbidden,
+    TopicNotFound,
+)
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, dlq_topic, is_valid_user_name
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic, is_valid_user_name
 
 from .backoff import exhausted, retry_delay
 from .queue_progress import InFlight, QueueProgress
@@ -42,6 +49,7 @@ class DeliveryPolicy:
 
 
 DLQ_RETRY_SECONDS = 1.0
+HELD_BY_TRANSACTION = float("inf")  # visible_at of a delivery acked in an open producer transaction: a nack cannot free it
 
 
 @dataclass
@@ -108,7 +116,7 @@ class DeliveryService:
     async def receive(self, group: str, topic: str, max_messages: int, invisible: float, wait: float) -> list[Delivery]:
         if not is_valid_user_name(group):
             raise InvalidGroupName(f"invalid consumer group name {group!r}: use 1-127 of A-Z a-z 0-9 _ -")
-        if topic.startswith("RMQ_SYS_") or topic == CHECK_MAX_TIME_TOPIC:
+        if topic.startswith("RMQ_SYS_") or topic in (CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC):
             raise SystemTopicForbidden(f"{topic} is internal to the broker and cannot be consumed")
         deadline = self._clock() + wait
         while True:
@@ -173,6 +181,8 @@ class DeliveryService:
             for entry in entries:
                 if entry.queue_offset != progress.cursor:
                     progress.cursor = entry.queue_offset  # below min offset: skip what retention removed
+                if progress.pass_acked():
+                    continue
                 if type(entry) is DamagedEntry:
                     self._skip_damaged(group, topic, qid, progress)
                     continue
@@ -226,7 +236,7 @@ class DeliveryService:
         results = []
         for text, h in parsed:
             progress = self._held(state, h)
-            ok = progress is not None
+            ok = progress is not None and progress.in_flight[h.offset].visible_at != HELD_BY_TRANSACTION
             if ok:
                 item = progress.in_flight[h.offset]
                 item = progress.postpone(h.offset, now + retry_delay(item.deliveries, self._policy.retry_delays))
@@ -243,11 +253,57 @@ class DeliveryService:
         now = self._clock()
         for _, h in parsed:
             progress = self._held(state, h)
-            if progress is not None:
+            if progress is not None and progress.in_flight[h.offset].visible_at != HELD_BY_TRANSACTION:
                 item = progress.postpone(h.offset, now)
                 item.deliveries -= 1
                 heapq.heappush(state.due, (now, h.queue_id, h.offset, item.nonce))
         self._on_message(topic, -1)
+
+    # --- acks inside a producer transaction (DESIGN section 11) -----------------
+    def parse_receipts(self, handles: list[str]) -> list[ReceiptHandle]:
+        """Decode and verify ``handles`` (INVALID_RECEIPT_HANDLE for one this broker did not sign); changes nothing."""
+        return [ReceiptHandle.decode(text, self._key) for text in handles]
+
+    def check_held(self, receipts: list[ReceiptHandle]) -> None:
+        """RECEIPT_EXPIRED (409) unless every receipt still names a delivery in flight; changes nothing."""
+        for h in receipts:
+            if self._held(self._state.get((h.group, h.topic)), h) is None:
+                raise ReceiptNotHeld(f"receipt for {h.group}/{h.topic}/{h.queue_id}@{h.offset} is expired or settled",
+                                     queue_id=h.queue_id, offset=h.offset)
+
+    def hold(self, receipts: list[ReceiptHandle]) -> None:
+        """Keep the deliveries invisible to their group until ``settle_held`` or ``release_held`` (a transaction's end)."""
+        self.check_held(receipts)
+        for h in receipts:
+            self._state[(h.group, h.topic)].queues[h.queue_id].postpone(h.offset, HELD_BY_TRANSACTION)
+
+    def settle_held(self, receipts: list[ReceiptHandle]) -> None:
+        """The transaction committed: its acks take effect."""
+        for h in receipts:
+            state = self._state.get((h.group, h.topic))
+            progress = self._held(state, h)
+            if progress is not None:
+                self._settle(h.group, h.topic, h.queue_id, progress, h.offset)
+
+    def release_held(self, receipts: list[ReceiptHandle]) -> None:
+        """The transaction aborted: the acked deliveries become deliverable again at once (the attempt counts)."""
+        now = self._clock()
+        for h in receipts:
+            state = self._state.get((h.group, h.topic))
+            progress = self._held(state, h)
+            if progress is not None and state is not None:
+                item = progress.postpone(h.offset, now)
+                heapq.heappush(state.due, (now, h.queue_id, h.offset, item.nonce))
+                self._on_message(h.topic, -1)
+
+    def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """At start-up: an ack a committed producer transaction made, which the offsets file may not hold yet."""
+        try:
+            state = self._group_topic(group, topic)
+        except TopicNotFound:
+            return
+        if queue_id < len(state.queues):
+            self._settle(group, topic, queue_id, state.queues[queue_id], offset)
 
     def _settle(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> None:
         if progress.settle(offset):

@@ -37,6 +37,13 @@ class QueueProgress:
         self.cursor += 1
         return item
 
+    def pass_acked(self) -> bool:
+        """Step over the next offset if it is already acked (restored from a committed producer transaction)."""
+        if self.cursor < self.committed or (self.acked and self.cursor in self.acked):
+            self.cursor += 1
+            return True
+        return False
+
     def skip(self) -> bool:
         """Pass over the next offset without delivering it (its record is damaged); True when committed moved."""
         offset = self.cursor

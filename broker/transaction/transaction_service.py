@@ -165,13 +165,16 @@ class TransactionService:
         half = PutItem(HALF_TOPIC, 0, item.body, props, item.born_timestamp, item.binary, item.tag)
         return half, transaction_id
 
-    def send_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[Tx, int]:
+    def send_half(self, producer_group: str, item: PutItem, real_queues: int,
+                  then: Callable[[list[PutItem]], PutItem] | None = None) -> tuple[Tx, int]:
+        """Store a half message; ``then`` adds a last record to its write group (an idempotent producer's number)."""
         half, transaction_id = self.prepare_half(producer_group, item, real_queues)
         commit_group = [half, PutItem(OP_HALF_TOPIC, 0, b"0" * 20, {"PAD": "x" * 400})]
         if not self.store.fits(commit_group):  # its commit (final message + op) must fit one segment too
             raise MessageTooLarge("the message is too large for an atomic commit in one commit-log segment")
         op_max = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
-        [result], end = self.store.put([half])
+        results, end = self.store.put([half] if then is None else [half, then([half])])
+        result = results[0]
         now_ms = int(self._clock() * 1000)
         tx = Tx(transaction_id, producer_group, TransactionState.PENDING, result.commit_log_offset, result.queue_offset,
                 now_ms, half.properties[names.UNIQ_KEY], op_max, end_offset=end)

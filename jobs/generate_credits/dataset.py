@@ -79,7 +79,7 @@ def generate(credit_url: str, order_url: str, credits: int, *, users: int | None
         if reset:
             for table in ("summary_current", "summary_users", "summary_days", "summary_runs", "credit_accounts", "credit_records"):
                 cw.execute(f"DELETE FROM {table}")
-            for table in ("idempotency_keys", "order_transactions", "orders"):
+            for table in ("idempotency_keys", "halfmq_transaction_records", "orders"):
                 ow.execute(f"DELETE FROM {table}")
         # the two databases are written side by side: the drivers release the GIL while the database works
         pending = None

@@ -1,4 +1,4 @@
-"""The order service's app factory: builds engine, producer and routes from settings."""
+"""The order service's app factory: builds engine, barrier, producer and routes from settings."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from halfmq.client import AsyncTransactionProducer, BrokerError
+from halfmq.client import AsyncTransactionProducer
+from halfmq.client.fastapi import mount_check_endpoint, producer_lifespan
+from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 
 from .. import http_problems
 from ..credentials import secret_value
-from ..database import create_db_engine, migrate
+from ..database import create_db_engine, migrate, writer
 from ..health import DatabaseProbe
 from .config import OrderSettings
-from .local_transaction import OrderTransactionListener
 from .order_service import OrderService
 from .repository import OrderRepository
 from .routes import PROBLEM_STATUS, router
@@ -28,9 +29,10 @@ log = logging.getLogger(__name__)
 def create_app(settings: OrderSettings | None = None) -> FastAPI:
     settings = settings or OrderSettings()
     engine = create_db_engine(settings.database_url, settings.db_pool_size)
-    repo = OrderRepository(engine)
+    barrier = TransactionBarrier(writer(engine), write_batch_max=settings.write_batch_max, local_tx_timeout=settings.local_tx_timeout,
+                                 commit_grace=settings.commit_grace, retention=settings.record_retention)
     producer = AsyncTransactionProducer(
-        settings.broker_url, settings.producer_group, OrderTransactionListener(repo, settings.local_tx_timeout, settings.write_batch_max),
+        settings.broker_url, settings.producer_group, barrier,
         check_url=settings.check_url, heartbeat_interval=settings.heartbeat_interval,
         token=settings.broker_token_value(), verify=settings.broker_verify(),
     )
@@ -38,34 +40,27 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     if check_secret is None:
         log.warning("no ORDER_CHECK_SECRET: the check-back endpoint answers unsigned requests (fit only for a loopback broker without auth)")
 
-    app = FastAPI(title="halfmq order service", lifespan=_lifespan(settings, engine, producer))
+    app = FastAPI(title="halfmq order service", lifespan=_lifespan(settings, engine, producer_lifespan(producer, barrier)))
     app.state.settings = settings
-    app.state.orders = OrderService(repo, producer, settings.topic, settings.faults_enabled)
+    app.state.orders = OrderService(OrderRepository(engine), barrier, producer, settings.topic, settings.faults_enabled)
     app.state.database_probe = DatabaseProbe(engine, "order")
     http_problems.install(app, PROBLEM_STATUS)
     app.include_router(router)
-    app.add_route("/halfmq/check", producer.check_app(check_secret=check_secret), methods=["POST"])
+    mount_check_endpoint(app, producer, check_secret=check_secret)
     return app
 
 
-def _lifespan(settings: OrderSettings, engine: Engine, producer: AsyncTransactionProducer) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+def _lifespan(settings: OrderSettings, engine: Engine,
+              producing: Callable[[FastAPI], AbstractAsyncContextManager[None]]) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(migrate, "order", engine)
         try:
-            await producer.start()
-        except BrokerError as exc:  # keep serving reads; heartbeats go on in the background
-            log.warning("broker not reachable at start (%s); will keep trying", exc)
-        log.info(
-            "order service ready: db %s, broker %s, check-backs at %s",
-            engine.url.render_as_string(hide_password=True),
-            settings.broker_url,
-            settings.check_url,
-        )
-        try:
-            yield
+            async with producing(app):
+                log.info("order service ready: db %s, broker %s, check-backs at %s",
+                         engine.url.render_as_string(hide_password=True), settings.broker_url, settings.check_url)
+                yield
         finally:
-            await producer.close()
             engine.dispose()
 
     return lifespan

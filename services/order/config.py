@@ -17,6 +17,10 @@ class OrderSettings(ServiceSettings):
     public_url: str = "http://127.0.0.1:8001"  # where the broker reaches this service's check-back endpoint
     producer_group: str = "order_producer_group"
     local_tx_timeout: float = 30.0
+    # The barrier's horizon is local_tx_timeout + commit_grace (halfmq.client.sqlalchemy.horizon).
+    commit_grace: float = 30.0
+    # Transaction records are kept this long (seconds): past any check-back the broker can still send.
+    record_retention: float = 86_400.0
     heartbeat_interval: float = 10.0
     # The producer group's check-back secret, as a value or a file (Docker secrets).
     check_secret: str | None = None

@@ -8,6 +8,8 @@ from decimal import Decimal
 from sqlalchemy import ForeignKey, Numeric, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from halfmq.client.sqlalchemy.records import transaction_records_table
+
 from ..database import UtcDateTime
 
 
@@ -25,16 +27,6 @@ class Order(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
-class OrderTransaction(Base):
-    """The local half of the transactional message: written in the same DB transaction as the order."""
-
-    __tablename__ = "order_transactions"
-
-    transaction_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    order_id: Mapped[str] = mapped_column(ForeignKey("orders.order_id"), unique=True)
-    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
-
-
 class IdempotencyKey(Base):
     __tablename__ = "idempotency_keys"
 
@@ -42,3 +34,7 @@ class IdempotencyKey(Base):
     order_id: Mapped[str] = mapped_column(ForeignKey("orders.order_id"))
     fingerprint: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+# The barrier's records (the SDK owns them), in this metadata so that Alembic sees the table.
+transaction_records_table(Base.metadata)

@@ -13,13 +13,14 @@ from datetime import UTC, datetime
 
 import orjson
 
-from halfmq.client import BrokerError, LocalTransactionState, OutgoingMessage, SendStatus, TransactionSendResult
+from halfmq.client import BrokerError, OutgoingMessage
+from halfmq.client.sqlalchemy.barrier_base import HalfNotDurable
 
 from .errors import BrokerNotDurable, BrokerUnreachable, FaultsDisabled, IdempotencyKeyReused, LocalTransactionFailed, OrderNotFound, UnknownFault
-from .local_transaction import Fault, InjectedFailure, LocalOrder
+from .local_transaction import Fault, InjectedFailure, after_commit, create_order
 from .models import Order
-from .ports import OrderStore, TransactionSender
-from .repository import IdempotencyKeyTaken, NewOrder
+from .ports import Barrier, OrderStore, TransactionReader
+from .repository import NewOrder
 from .rules import fingerprint
 from .schemas import OrderCreate
 
@@ -33,8 +34,9 @@ class Placed:
 
 
 class OrderService:
-    def __init__(self, repo: OrderStore, producer: TransactionSender, topic: str, faults_enabled: bool) -> None:
+    def __init__(self, repo: OrderStore, barrier: Barrier, producer: TransactionReader, topic: str, faults_enabled: bool) -> None:
         self.repo = repo
+        self.barrier = barrier
         self.producer = producer
         self.topic = topic
         self.faults_enabled = faults_enabled
@@ -65,23 +67,20 @@ class OrderService:
             if replay is not None:
                 return replay
         new = NewOrder(uuid.uuid4().hex, request.user_id, request.amount, datetime.now(UTC), idempotency_key, print_)
-        local = LocalOrder(new, fault)
         try:
-            result = await self.producer.send_in_transaction(self.topic, order_message(new), local)
+            sent = await self.barrier.send(self.producer, self.topic, order_message(new), new.order_id,
+                                           create_order(self.repo, new, fault), after_commit(fault))
         except BrokerError as exc:
             raise BrokerUnreachable(f"the order was not placed: the broker refused or could not be reached ({exc.code})") from exc
-        if result.local_state is LocalTransactionState.ROLLBACK_MESSAGE:
-            if isinstance(result.local_error, IdempotencyKeyTaken) and idempotency_key is not None:
+        except HalfNotDurable as exc:
+            raise BrokerNotDurable(f"{exc}; the order was not placed") from exc
+        except Exception as exc:
+            if idempotency_key is not None:  # a request with the same key may have committed first
                 replay = await self._replay(idempotency_key, print_)
                 if replay is not None:
                     return replay
-            raise _not_placed(result)
-        # The local transaction hands back the order it committed; read it only if it did not.
-        order = local.created or await asyncio.to_thread(self.repo.get, new.order_id)
-        if order is None:  # UNKNOW without a committed order cannot happen here; be explicit if it does
-            raise LocalTransactionFailed("the order is not in the database after its local transaction")
-        committed = result.local_state is LocalTransactionState.COMMIT_MESSAGE and result.end_error is None
-        return Placed(order, "committed" if committed else "pending_check", result.transaction_id)
+            raise _not_placed(exc) from exc
+        return Placed(sent.value, "committed" if sent.committed else "pending_check", sent.transaction_id)
 
     async def _replay(self, key: str, print_: str) -> Placed | None:
         found = await asyncio.to_thread(self.repo.by_idempotency_key, key)
@@ -90,7 +89,7 @@ class OrderService:
         order, stored_print = found
         if stored_print != print_:
             raise IdempotencyKeyReused("this Idempotency-Key was used for a different order")
-        transaction_id = await asyncio.to_thread(self.repo.transaction_of, order.order_id)
+        transaction_id = await asyncio.to_thread(self.barrier.transaction_of, order.order_id)
         state = "pending_check"
         if transaction_id is not None:
             try:
@@ -107,10 +106,8 @@ def order_message(new: NewOrder) -> OutgoingMessage:
     return OutgoingMessage(body=orjson.dumps(body).decode(), keys=[new.order_id], tag="order_created")
 
 
-def _not_placed(result: TransactionSendResult) -> BrokerNotDurable | LocalTransactionFailed:
-    """Why a rolled-back send placed no order."""
-    if result.send_status is not SendStatus.SEND_OK:
-        return BrokerNotDurable(f"the broker answered {result.send_status.value}; the order was not placed")
-    if isinstance(result.local_error, InjectedFailure):
-        return LocalTransactionFailed(str(result.local_error))
-    return LocalTransactionFailed(f"the order could not be stored: {type(result.local_error).__name__}")
+def _not_placed(error: Exception) -> LocalTransactionFailed:
+    """Why a failed local transaction placed no order."""
+    if isinstance(error, InjectedFailure):
+        return LocalTransactionFailed(str(error))
+    return LocalTransactionFailed(f"the order could not be stored: {type(error).__name__}")

@@ -1,4 +1,4 @@
-"""Order persistence: the one place SQL lives (a unit of work per local transaction, or per group commit)."""
+"""Order persistence: the one place SQL lives (the writes run in the barrier's session)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import Engine, exists, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..database import WriteSessions, together_or_each_alone
-from .models import IdempotencyKey, Order, OrderTransaction
-
-
-class IdempotencyKeyTaken(Exception):
-    """Another request with the same Idempotency-Key committed first."""
+from .models import IdempotencyKey, Order
 
 
 @dataclass(frozen=True)
@@ -28,69 +22,25 @@ class NewOrder:
     fingerprint: str = ""
 
 
-def _order(new: NewOrder) -> Order:
-    """The row as committed (a detached Order; no read back needed)."""
-    return Order(order_id=new.order_id, user_id=new.user_id, amount=new.amount, status="created", created_at=new.created_at)
-
-
 class OrderRepository:
     def __init__(self, engine: Engine) -> None:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
-        self._writes = WriteSessions(engine)
 
-    def create(self, new: NewOrder, transaction_id: str, *, fail_before_commit: Exception | None = None) -> Order:
-        """Insert the order, its transaction record and its idempotency key in ONE database transaction."""
-        try:
-            with self._writes.begin() as session:
-                self._insert(session, [(new, transaction_id)])
-                if fail_before_commit is not None:
-                    raise fail_before_commit
-        except IntegrityError as exc:
-            if new.idempotency_key is not None and self.by_idempotency_key(new.idempotency_key) is not None:
-                raise IdempotencyKeyTaken(new.idempotency_key) from exc
-            raise
-        return _order(new)
+    def insert(self, session: Session, new: NewOrder) -> Order:
+        """The order and its Idempotency-Key, in the caller's transaction (the barrier's, with the record).
 
-    def create_many(self, batch: list[tuple[NewOrder, str]]) -> list[Order | Exception]:
-        """Several local transactions' orders (each with its transaction id) in ONE database transaction.
-
-        The group commit's batch function (``services.group_commit``): each order's row,
-        transaction record and idempotency key still commit together, and a result is
-        returned only after the commit. If the batch cannot commit as a whole because of one
-        order's data (its Idempotency-Key is taken, a transaction id repeats), nothing of it is
-        kept and every order is redone in its own ``create``, so the conflict fails that order
-        only. Any other error (the database is down) fails the whole batch.
+        Plain INSERTs: the ORM's unit of work cost more CPU per order than SQLite itself.
         """
-        return together_or_each_alone(batch, self._create_together, lambda item: self.create(*item))
-
-    def _create_together(self, batch: list[tuple[NewOrder, str]]) -> list[Order]:
-        with self._writes.begin() as session:
-            self._insert(session, batch)
-        return [_order(new) for new, _ in batch]
-
-    @staticmethod
-    def _insert(session: Session, batch: list[tuple[NewOrder, str]]) -> None:
-        # Plain executemany INSERTs, orders first for the foreign keys: the ORM's unit of
-        # work cost more CPU per order than SQLite itself.
         session.execute(Order.__table__.insert(), [
-            {"order_id": new.order_id, "user_id": new.user_id, "amount": new.amount, "status": "created", "created_at": new.created_at}
-            for new, _ in batch
-        ])
-        session.execute(OrderTransaction.__table__.insert(), [
-            {"transaction_id": transaction_id, "order_id": new.order_id, "created_at": new.created_at} for new, transaction_id in batch
-        ])
-        keys = [{"key": new.idempotency_key, "order_id": new.order_id, "fingerprint": new.fingerprint, "created_at": new.created_at}
-                for new, _ in batch if new.idempotency_key is not None]
-        if keys:
-            session.execute(IdempotencyKey.__table__.insert(), keys)
+            {"order_id": new.order_id, "user_id": new.user_id, "amount": new.amount, "status": "created", "created_at": new.created_at}])
+        if new.idempotency_key is not None:
+            session.execute(IdempotencyKey.__table__.insert(), [
+                {"key": new.idempotency_key, "order_id": new.order_id, "fingerprint": new.fingerprint, "created_at": new.created_at}])
+        return Order(order_id=new.order_id, user_id=new.user_id, amount=new.amount, status="created", created_at=new.created_at)
 
     def get(self, order_id: str) -> Order | None:
         with self._sessions() as session:
             return session.get(Order, order_id)
-
-    def exists(self, order_id: str) -> bool:
-        with self._sessions() as session:
-            return bool(session.scalar(select(exists().where(Order.order_id == order_id))))
 
     def by_user(self, user_id: str, limit: int, offset: int) -> list[Order]:
         with self._sessions() as session:
@@ -104,13 +54,7 @@ class OrderRepository:
                 return None
             return session.get(Order, row.order_id), row.fingerprint
 
-    def transaction_of(self, order_id: str) -> str | None:
-        with self._sessions() as session:
-            return session.scalar(select(OrderTransaction.transaction_id).where(OrderTransaction.order_id == order_id))
-
     def count(self) -> int:
-        from sqlalchemy import func
-
         with self._sessions() as session:
             return int(session.scalar(select(func.count()).select_from(Order)) or 0)
 

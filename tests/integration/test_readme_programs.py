@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import BrokerFactory
@@ -25,10 +26,10 @@ pytestmark = pytest.mark.slow
 SECTION = "## Use halfmq from your service"
 
 
-def readme_programs() -> list[str]:
+def readme_programs(heading: str = SECTION) -> list[str]:
     text = (ROOT / "README.md").read_text()
-    section = text[text.index(SECTION):]
-    section = section[:section.index("\n## ", len(SECTION))]
+    section = text[text.index(heading):]
+    section = section[:section.index("\n## ", len(heading))]
     if "\n### " in section:  # the subsections' programs live in examples/ and have tests of their own
         section = section[:section.index("\n### ")]
     return re.findall(r"^```python\n(.*?)^```$", section, flags=re.S | re.M)
@@ -82,3 +83,19 @@ def test_each_readme_program_runs_as_printed_against_a_broker(start_broker: Brok
         out, err = consumer.communicate(timeout=30)
     assert consumer.returncode == 0, out + err
     assert not [line for line in lines + err.splitlines() if " received " in line and line.split()[-1] not in expected]
+
+
+WHICH = "## Which transaction do I need?"
+
+
+def test_both_kinds_of_transaction_in_the_readme_run_as_printed(start_broker: BrokerFactory, tmp_path: Path) -> None:
+    half, producer_transaction = readme_programs(WHICH)
+    assert "TransactionProducer(" in half and "TransactionalProducer(" in producer_transaction
+    broker = start_broker()
+    env = {"HALFMQ_URL": broker.url}
+    assert run_program(half, env, tmp_path).split() == ["commit", "committed"]
+    assert (tmp_path / "shop.db").is_file()
+    state, copied, _ = run_program(producer_transaction, env, tmp_path).split()
+    assert (state, copied) == ("COMPLETE_COMMIT", "1")  # the half message above, now committed on ORDERS
+    audit = httpx.get(f"{broker.url}/v1/topics/AUDIT").json()
+    assert sum(q["max_offset"] for q in audit["queues"]) == 1

@@ -9,7 +9,7 @@ from halfmq.broker.security.auth_file import AuthFile, PolicyEntry, PrincipalEnt
 # name -> [(actions, resources)]
 PRINCIPALS = {
     "admin": [(["admin"], ["*"])],
-    "order": [(["publish"], ["topic:ORDER_TOPIC", "group:order_producer_group"])],
+    "order": [(["publish"], ["topic:ORDER_TOPIC", "group:order_producer_group", "transactional-id:order-tx"])],
     "credit": [(["subscribe"], ["topic:ORDER_TOPIC", "group:credit_group"])],
     # A stranger with rights of its own: a valid token is not a licence for other groups' topics or transactions.
     "mallory": [(["publish", "subscribe"], ["topic:MALLORY_*", "group:mallory_group"])],

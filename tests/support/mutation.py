@@ -33,6 +33,7 @@ GATED: dict[str, tuple[str, ...]] = {
     "halfmq/broker/store/record.py": ("tests/unit/broker/store/test_record.py",),
     "halfmq/broker/delivery/receipt_handle.py": ("tests/unit/broker/delivery/test_receipt_handle.py",),
     "halfmq/services/order/rules.py": ("tests/unit/services/order/test_rules.py",),
+    "halfmq/client/sqlalchemy/horizon.py": ("tests/unit/client/sqlalchemy/test_horizon.py",),
     "halfmq/services/credit/rules.py": ("tests/unit/services/credit/test_rules.py",),
 }
 # --all: every module of broker/store, transaction and delivery against their unit tests (reported, not

@@ -7,7 +7,7 @@ import time
 
 from fastapi import APIRouter, Query, Request
 
-from halfmq.broker.errors import InvalidQueueId
+from halfmq.broker.errors import InvalidQueueId, InvalidRequest
 from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import SendRequest, TopicCreate
 from halfmq.broker.security.policy import Action, Resource
@@ -65,6 +65,8 @@ async def send_messages(request: HotRequest) -> Reply:
     rt.guard.require(request.scope, Action.PUBLISH, Resource.topic(topic))
     body = await parse_body(request, SendRequest)
     started = time.perf_counter()
+    if body.producer_id is not None or body.epoch is not None or body.sequence is not None:
+        return await _send_idempotent(rt, topic, body, started)
     results, end = rt.sender.send(topic, body.messages)
     status = SendStatus.SEND_OK.value
     try:
@@ -85,6 +87,31 @@ async def send_messages(request: HotRequest) -> Reply:
         }
         for r in results
     ]})
+
+
+async def _send_idempotent(rt: BrokerRuntime, topic: str, body: SendRequest, started: float) -> Reply:
+    """A numbered send: a repeat of the producer's last one gets the stored answer and stores nothing."""
+    if body.producer_id is None or body.epoch is None or body.sequence is None:
+        raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
+    txn = rt.producer_txns.sender(body.producer_id, body.epoch)
+    stored = rt.producer_txns.sent_before(txn, body.sequence)
+    if stored is not None:
+        await rt.durable(rt.store.commit_log.end_offset)  # the first attempt may still be waiting for its fsync
+        return Reply({"results": stored, "duplicate": True})
+    sequence = body.sequence
+    results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_txns.send_record(txn, sequence, items))
+    answer = [{"status": SendStatus.SEND_OK.value, "msg_id": r.properties["UNIQ_KEY"], "topic": r.topic, "queue_id": r.queue_id,
+               "queue_offset": r.queue_offset, "commit_log_offset": r.commit_log_offset} for r in results]
+    rt.producer_txns.sent(txn, sequence, answer)  # before the fsync wait: a retry arriving meanwhile is a repeat
+    status = SendStatus.SEND_OK.value
+    try:
+        await rt.durable(end)
+    except FlushTimedOut as exc:  # a broker set's replicas: FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
+        status = getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)
+    rt.metrics.messages_in.inc(len(results))
+    rt.metrics.send_requests.labels(status).inc()
+    rt.metrics.send_latency.observe(time.perf_counter() - started)
+    return Reply({"results": [{**a, "status": status} for a in answer]})
 
 
 @router.get("/{topic}/queues/{queue_id}/messages")

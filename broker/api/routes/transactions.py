@@ -6,7 +6,7 @@ import asyncio
 
 from fastapi import APIRouter, Query, Request
 
-from halfmq.broker.errors import InvalidGroupName
+from halfmq.broker.errors import InvalidGroupName, InvalidRequest
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
 from halfmq.broker.security.policy import CLUSTER, Action, Resource
@@ -64,23 +64,36 @@ async def send_half(request: HotRequest) -> Reply:
     group = _group(body.producer_group)
     for resource in (Resource.group(group), Resource.topic(body.topic)):
         rt.guard.authorize(who, Action.PUBLISH, resource, request.scope)
+    numbered = body.producer_id is not None or body.epoch is not None or body.sequence is not None
+    then = None
+    if numbered:  # an idempotent half send: a repeat of the producer's last send gets its stored answer
+        if body.producer_id is None or body.epoch is None or body.sequence is None:
+            raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
+        producer, sequence = rt.producer_txns.sender(body.producer_id, body.epoch), body.sequence
+        stored = rt.producer_txns.sent_before(producer, sequence)
+        if stored is not None:
+            await rt.durable(rt.store.commit_log.end_offset)
+            return Reply({**stored, "duplicate": True})
+        then = lambda items: rt.producer_txns.send_record(producer, sequence, items, "half")  # noqa: E731
     cfg, exists = rt.topics.writable(body.topic)
     item = rt.sender.prepare(cfg, body.message)
     if not exists:
         rt.store.create_topic(cfg.name, cfg.queues)
-    tx, end = rt.transactions.send_half(group, item, cfg.queues)
-    status = SendStatus.SEND_OK.value
-    try:
-        await rt.durable(end)
-    except FlushTimedOut as exc:  # a broker set's replicas: FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
-        status = getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)
-    return Reply({
-        "status": status,
+    tx, end = rt.transactions.send_half(group, item, cfg.queues, then)
+    answer = {
+        "status": SendStatus.SEND_OK.value,
         "transaction_id": tx.transaction_id,
         "msg_id": tx.msg_id,
         "commit_log_offset": tx.half_clog_offset,
         "queue_offset": tx.half_offset,
-    })
+    }
+    if numbered:
+        rt.producer_txns.sent(producer, sequence, answer)
+    try:
+        await rt.durable(end)
+    except FlushTimedOut as exc:  # a broker set's replicas: FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
+        answer = {**answer, "status": getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)}
+    return Reply(answer)
 
 
 async def end_transaction(request: HotRequest) -> Reply:

@@ -27,18 +27,20 @@ import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 from sqlalchemy import Column, DateTime, Engine, Index, MetaData, String, Table, and_, delete, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql import Delete, Insert
 
 from halfmq.broker.wire import Message
 from halfmq.client.messages import UNIQ_KEY, message_body_bytes
 from halfmq.client.step_drivers import run_steps, run_steps_async
+
+if TYPE_CHECKING:  # at run time only for an asyncio bind: SQLAlchemy 2.1's asyncio needs greenlet, which sync users lack
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 __all__ = [
     "DEFAULT_RETENTION",
@@ -158,12 +160,17 @@ class Inbox:
         self._async_sessions: async_sessionmaker[AsyncSession] | None = None
         if isinstance(bind, Engine):
             self._sessions = sessionmaker(bind)
-        elif isinstance(bind, AsyncEngine):
-            self._async_sessions = async_sessionmaker(bind)
-        elif isinstance(bind, async_sessionmaker):
-            self._async_sessions = bind
-        else:
+        elif isinstance(bind, sessionmaker):
             self._sessions = bind
+        else:
+            from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+            if isinstance(bind, AsyncEngine):
+                self._async_sessions = async_sessionmaker(bind)
+            elif isinstance(bind, async_sessionmaker):
+                self._async_sessions = bind
+            else:
+                raise TypeError(f"Inbox needs an Engine, sessionmaker, AsyncEngine or async_sessionmaker, not {type(bind).__name__}")
 
     def key_of(self, message: Message) -> str:
         return inbox_key(message, self.key)

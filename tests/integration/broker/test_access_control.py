@@ -158,3 +158,21 @@ def test_decisions_are_counted_and_refusals_audited(secured, as_):
 
 def test_health_stays_open(as_):
     assert as_(None).get("/healthz").status_code == 200
+
+
+def test_one_service_cannot_init_or_end_another_services_producer_transaction(as_):
+    order = as_("order")
+    answer = order.post(path("v1", "transactional-ids", "order-tx", "init"), json={})
+    assert answer.status_code == 200, answer.text
+    ids = {"producer_id": answer.json()["producer_id"], "epoch": answer.json()["epoch"]}
+    assert order.post(path("v1", "transactional-ids", "order-tx", "begin"), json={**ids, "sequence": 0}).status_code == 200
+    for verb, body in (("init", {}), ("commit", ids), ("abort", ids), ("force-abort", None)):
+        assert_problem(as_("mallory").post(path("v1", "transactional-ids", "order-tx", verb), json=body), 403, "ACCESS_DENIED")
+        assert_problem(as_(None).post(path("v1", "transactional-ids", "order-tx", verb), json=body), 401, "UNAUTHENTICATED")
+    assert_problem(order.post(path("v1", "transactional-ids", "order-tx", "force-abort")), 403, "ACCESS_DENIED")  # publish is not admin
+    assert_problem(order.post(path("v1", "transactional-ids", "order-tx", "messages"),
+                              json={**ids, "sequence": 1, "messages": [{"topic": "MALLORY_T", "body": "x"}]}), 403, "ACCESS_DENIED")
+    assert as_("mallory").get("/v1/transactional-ids").json()["transactional_ids"] == []
+    view = as_("admin").get(path("v1", "transactional-ids", "order-tx")).json()
+    assert view["state"] == "ONGOING" and view["epoch"] == ids["epoch"]
+    assert order.post(path("v1", "transactional-ids", "order-tx", "commit"), json=ids).status_code == 200

@@ -1,8 +1,8 @@
-"""In-memory stand-ins for the services' ports: the order store, the SDK's transaction sender, the credit ledger.
+"""In-memory stand-ins for the services' ports: the order store, the SDK's barrier, the credit ledger.
 
 Each keeps the one promise the service relies on (an order, its transaction record and its
-Idempotency-Key commit together or not at all; a send runs the listener between half and
-end, as the SDK does) and lets a test switch a failure on. The real classes are checked
+Idempotency-Key commit together or not at all; a send runs ``run`` between half and end, as
+the SDK's barrier does) and lets a test switch a failure on. The real classes are checked
 against the same Protocols in ``test_ports.py``; the process tests in tests/integration/services
 run the real ones.
 """
@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from typing import Any
 
 import msgspec
 import orjson
+from sqlalchemy.orm import Session
 
 from halfmq.client import (
-    AsyncTransactionListener,
+    AsyncTransactionProducer,
     BrokerError,
     BrokerUnavailable,
     HalfSendResult,
@@ -28,45 +30,38 @@ from halfmq.client import (
     SendStatus,
     TransactionSendResult,
 )
+from halfmq.client.messages import Body
+from halfmq.client.sqlalchemy.barrier_base import AfterCommit, DuplicateBusinessKey, HalfNotDurable, R, Sent
 from halfmq.services.credit.models import CreditAccount, CreditRecord, SummaryDay, SummaryRun, SummaryUser
 from halfmq.services.credit.rules import CreditCommand
 from halfmq.services.order.models import Order
-from halfmq.services.order.repository import IdempotencyKeyTaken, NewOrder
+from halfmq.services.order.repository import NewOrder
 
 
 class DatabaseDown(Exception):
     """What a fake store raises while ``down`` is set."""
 
 
+class KeyTaken(Exception):
+    """What the fake store raises for an Idempotency-Key already stored (the real one: an IntegrityError)."""
+
+
 class FakeOrderRepository:
     def __init__(self) -> None:
         self.orders: dict[str, Order] = {}
-        self.transactions: dict[str, str] = {}  # order id -> transaction id
         self.keys: dict[str, tuple[str, str]] = {}  # Idempotency-Key -> (order id, fingerprint)
         self.down = False
 
-    def create(self, new: NewOrder, transaction_id: str, *, fail_before_commit: Exception | None = None) -> Order:
+    def insert(self, session: Session, new: NewOrder) -> Order:
         if self.down:
             raise DatabaseDown("the database is down")
         if new.idempotency_key is not None and new.idempotency_key in self.keys:
-            raise IdempotencyKeyTaken(new.idempotency_key)
-        if fail_before_commit is not None:
-            raise fail_before_commit  # as the real one: raised inside the transaction, so nothing is kept
+            raise KeyTaken(new.idempotency_key)
         order = Order(order_id=new.order_id, user_id=new.user_id, amount=new.amount, status="created", created_at=new.created_at)
         self.orders[new.order_id] = order
-        self.transactions[new.order_id] = transaction_id
         if new.idempotency_key is not None:
             self.keys[new.idempotency_key] = (new.order_id, new.fingerprint)
         return order
-
-    def create_many(self, batch: list[tuple[NewOrder, str]]) -> list[Order | Exception]:
-        outcomes: list[Order | Exception] = []
-        for new, transaction_id in batch:
-            try:
-                outcomes.append(self.create(new, transaction_id))
-            except Exception as exc:  # noqa: BLE001 - as the real repository reports it
-                outcomes.append(exc)
-        return outcomes
 
     def get(self, order_id: str) -> Order | None:
         return self.orders.get(order_id)
@@ -84,9 +79,6 @@ class FakeOrderRepository:
         order_id, fingerprint = self.keys[key]
         return self.orders[order_id], fingerprint
 
-    def transaction_of(self, order_id: str) -> str | None:
-        return self.transactions.get(order_id)
-
 
 _BROKER_STATE = {
     LocalTransactionState.COMMIT_MESSAGE: "committed",
@@ -95,42 +87,58 @@ _BROKER_STATE = {
 }
 
 
-class FakeTransactionSender:
-    """The SDK producer's send: half, ``execute_local_transaction``, end, with the broker's answers held in a dict.
+class FakeBarrier:
+    """The SDK's barrier and its producer's broker: half, ``run`` with the record (all or nothing), end.
 
     ``down``: every call fails as an unreachable broker does. ``half_status``: what the half
-    send answers (not SEND_OK: rolled back without running the listener, as the SDK does).
+    send answers (not SEND_OK: rolled back without running ``run``, as the SDK does).
     ``end_lost``: the end never arrives, so the transaction stays pending for the check-back.
+    The fake store's writes are undone when ``run`` raises, as the database transaction is.
     """
 
-    def __init__(self, listener: AsyncTransactionListener) -> None:
-        self.listener = listener
+    def __init__(self, repo: FakeOrderRepository) -> None:
+        self.repo = repo
         self.down = False
         self.half_status = SendStatus.SEND_OK
         self.end_lost = False
         self.transactions: dict[str, dict[str, Any]] = {}
+        self.records: dict[str, str] = {}  # business key -> transaction id
         self.sent: list[OutgoingMessage] = []
 
-    async def send_in_transaction(self, topic: str, message: OutgoingMessage, arg: Any = None) -> TransactionSendResult:
+    async def send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
+                   run: Callable[[Session], R], after_commit: AfterCommit | None = None) -> Sent[R]:
         if self.down:
             raise BrokerUnavailable("connection refused")
+        assert isinstance(message, OutgoingMessage)
         transaction_id, msg_id = uuid.uuid4().hex, uuid.uuid4().hex
         half = HalfSendResult(status=self.half_status, transaction_id=transaction_id, msg_id=msg_id, commit_log_offset=0, queue_offset=0)
         seen = msgspec.structs.replace(message, properties={**message.properties, "TRANSACTION_ID": transaction_id})
-        state, local_error = LocalTransactionState.ROLLBACK_MESSAGE, None
-        if self.half_status is SendStatus.SEND_OK:
-            try:
-                state = await self.listener.execute_local_transaction(seen, arg)
-            except Exception as exc:  # noqa: BLE001 - as the SDK does: an exception is a rollback
-                local_error = exc
-        end_error = BrokerUnavailable("the end was lost") if self.end_lost else None
-        broker_state = "pending" if end_error else _BROKER_STATE[state]
-        self.transactions[transaction_id] = {"transaction_id": transaction_id, "state": broker_state}
         self.sent.append(seen)
-        return TransactionSendResult(
+        self.transactions[transaction_id] = {"transaction_id": transaction_id, "state": "rolled_back"}
+        if self.half_status is not SendStatus.SEND_OK:
+            raise HalfNotDurable(f"the broker answered {self.half_status.value}; the message was rolled back and nothing ran")
+        before = (dict(self.repo.orders), dict(self.repo.keys))
+        try:
+            value = run(None)  # type: ignore[arg-type] - the fake store needs no session
+            if business_key in self.records:
+                raise DuplicateBusinessKey(business_key)
+        except Exception:
+            self.repo.orders, self.repo.keys = before
+            raise
+        self.records[business_key] = transaction_id
+        state = LocalTransactionState.COMMIT_MESSAGE
+        if after_commit is not None and after_commit(value) is not None:
+            state = LocalTransactionState.UNKNOW
+        end_error = BrokerUnavailable("the end was lost") if self.end_lost else None
+        self.transactions[transaction_id]["state"] = "pending" if end_error else _BROKER_STATE[state]
+        result = TransactionSendResult(
             transaction_id=transaction_id, msg_id=msg_id, send_status=self.half_status, local_state=state, half=half,
-            message=seen, end=None if end_error else self.transactions[transaction_id], end_error=end_error, local_error=local_error,
+            message=seen, end=None if end_error else self.transactions[transaction_id], end_error=end_error,
         )
+        return Sent(value, result)
+
+    def transaction_of(self, business_key: str) -> str | None:
+        return self.records.get(business_key)
 
     async def get_transaction(self, transaction_id: str) -> dict[str, Any]:
         if self.down:

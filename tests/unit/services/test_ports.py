@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from halfmq.client import AsyncTransactionProducer
+from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 from halfmq.services.credit.ports import CreditLedger
 from halfmq.services.credit.repository import CreditRepository
-from halfmq.services.order.ports import OrderStore, TransactionSender
+from halfmq.services.order.ports import Barrier, OrderStore, TransactionReader
 from halfmq.services.order.repository import OrderRepository
-from tests.unit.services.fakes import FakeCreditLedger, FakeOrderRepository, FakeTransactionSender
+from tests.unit.services.fakes import FakeBarrier, FakeCreditLedger, FakeOrderRepository
 
 
 def _accepts(impl: Any, wanted: Any) -> bool:
@@ -58,10 +59,12 @@ def mismatches(cls: type, protocol: type) -> list[str]:
 
 
 @pytest.mark.parametrize(("cls", "protocol"), [
-    (AsyncTransactionProducer, TransactionSender),
+    (AsyncTransactionProducer, TransactionReader),
+    (TransactionBarrier, Barrier),
     (OrderRepository, OrderStore),
     (CreditRepository, CreditLedger),
-    (FakeTransactionSender, TransactionSender),
+    (FakeBarrier, Barrier),
+    (FakeBarrier, TransactionReader),
     (FakeOrderRepository, OrderStore),
     (FakeCreditLedger, CreditLedger),
 ], ids=lambda x: x.__name__)
@@ -72,11 +75,14 @@ def test_the_class_satisfies_the_protocol_structurally(cls: type, protocol: type
 
 def test_a_class_missing_a_method_or_a_parameter_is_caught() -> None:
     class Partial:
-        async def send_in_transaction(self, topic: str) -> None: ...
+        async def send(self, producer: AsyncTransactionProducer, topic: str) -> None: ...
 
-    assert mismatches(Partial, TransactionSender) == [
-        "send_in_transaction: parameter message is not in the same place",
-        "send_in_transaction: parameter arg is not in the same place",
-        "send_in_transaction: returns <class 'NoneType'>, not <class 'halfmq.client.transaction.TransactionSendResult'>",
-        "get_transaction: missing",
+    found = mismatches(Partial, Barrier)
+    assert found[:4] == [
+        "send: parameter message is not in the same place",
+        "send: parameter business_key is not in the same place",
+        "send: parameter run is not in the same place",
+        "send: parameter after_commit is not in the same place",
     ]
+    assert found[4].startswith("send: returns <class 'NoneType'>, not ")
+    assert found[5:] == ["transaction_of: missing"]

@@ -21,7 +21,21 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat, ReceiveRequest, SendRequest, SettleRequest, TopicCreate, _Wire
+from halfmq.broker.protocol import (
+    BeginTxnRequest,
+    EndRequest,
+    EndTxnRequest,
+    HalfSendRequest,
+    Heartbeat,
+    InitProducer,
+    ReceiveRequest,
+    SendRequest,
+    SettleRequest,
+    TopicCreate,
+    TxnAcksRequest,
+    TxnMessagesRequest,
+    _Wire,
+)
 
 from ..http_helpers import group_state, path, receive, send, settle
 from .support import ModuleBrokerFactory, assert_problem, store_state, stores_nothing, topic_names
@@ -493,6 +507,13 @@ REQUEST_TEMPLATES: list[tuple[type, str, str, dict[str, Any]]] = [
     (SettleRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/nack", {"receipt_handles": ["{handle}"]}),
     (Heartbeat, "POST", "/v1/producers/heartbeat", {"producer_group": SWEEP_PRODUCERS, "client_id": "c1", "check_url": "http://127.0.0.1:9/check"}),
     (ReceiveRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/receive", {"max_messages": 1, "invisible_seconds": 30, "wait_seconds": 0}),
+    (InitProducer, "POST", "/v1/transactional-ids/sweep-tid/init", {"transaction_timeout_ms": 1000}),
+    (BeginTxnRequest, "POST", "/v1/transactional-ids/sweep-tid/begin", {"producer_id": 1, "epoch": 0, "sequence": 0}),
+    (TxnMessagesRequest, "POST", "/v1/transactional-ids/sweep-tid/messages",
+     {"producer_id": 1, "epoch": 0, "sequence": 1, "messages": [{**_FULL_MESSAGE, "topic": SWEEP_TOPIC}]}),
+    (TxnAcksRequest, "POST", "/v1/transactional-ids/sweep-tid/acks", {"producer_id": 1, "epoch": 0, "sequence": 1, "receipt_handles": ["{handle}"]}),
+    (EndTxnRequest, "POST", "/v1/transactional-ids/sweep-tid/commit", {"producer_id": 1, "epoch": 0}),
+    (EndTxnRequest, "POST", "/v1/transactional-ids/sweep-tid/abort", {"producer_id": 1, "epoch": 0}),
 ]
 # Models that only travel from the broker (answers, and the check-back it POSTs): never parsed from a stranger.
 NOT_REQUESTS = {

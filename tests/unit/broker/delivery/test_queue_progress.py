@@ -50,3 +50,13 @@ def test_a_skipped_offset_counts_as_settled_so_the_commit_passes_it() -> None:
     assert p.committed == 2
     p.settle(third.offset)
     assert p.committed == 3
+
+
+def test_offsets_acked_before_delivery_are_passed_over_not_handed_out() -> None:
+    from halfmq.broker.delivery.queue_progress import QueueProgress
+
+    progress = QueueProgress(0)
+    assert progress.settle(1) is False  # acked by a committed producer transaction, restored at start-up
+    assert progress.pass_acked() is False
+    progress.deliver_new(0.0, 30.0)
+    assert progress.pass_acked() is True and progress.cursor == 2

@@ -29,7 +29,7 @@ async def test_a_placed_order_is_stored_and_its_message_committed(service: Order
     placed = await service.place(ORDER, None, None)
     assert (placed.message_state, placed.replayed) == ("committed", False)
     assert repo.get(placed.order.order_id) is placed.order
-    assert repo.transaction_of(placed.order.order_id) == placed.transaction_id
+    assert sender.transaction_of(placed.order.order_id) == placed.transaction_id
     [message] = sender.committed()
     assert orjson.loads(message.body) == {"order_id": placed.order.order_id, "user_id": "u1", "amount": "12.50",
                                           "created_at": placed.order.created_at.isoformat()}
@@ -118,7 +118,7 @@ async def test_an_end_lost_on_the_way_answers_pending_check(service: OrderServic
 
 def test_a_fault_header_is_refused_while_faults_are_off(repo, sender) -> None:
     with pytest.raises(FaultsDisabled):
-        OrderService(repo, sender, "ORDER_TOPIC", faults_enabled=False).parse_fault("drop-end")
+        OrderService(repo, sender, sender, "ORDER_TOPIC", faults_enabled=False).parse_fault("drop-end")
 
 
 def test_an_unknown_fault_is_refused_and_no_header_means_no_fault(service: OrderService) -> None:

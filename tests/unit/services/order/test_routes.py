@@ -12,7 +12,7 @@ from halfmq.services import http_problems
 from halfmq.services.order import errors
 from halfmq.services.order.order_service import OrderService
 from halfmq.services.order.routes import PROBLEM_STATUS, router
-from tests.unit.services.fakes import FakeTransactionSender
+from tests.unit.services.fakes import FakeBarrier
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ async def test_a_placed_order_is_a_201_and_its_replay_a_200(client: httpx.AsyncC
     (lambda s: None, {"X-Fault": "fail-local-tx"}, 503, "LOCAL_TRANSACTION_FAILED", True),
     (lambda s: None, {"X-Fault": "set-fire"}, 400, "UNKNOWN_FAULT", False),
 ])
-async def test_a_refused_order_is_its_problem(client: httpx.AsyncClient, sender: FakeTransactionSender, arrange, headers, status, code, retriable) -> None:
+async def test_a_refused_order_is_its_problem(client: httpx.AsyncClient, sender: FakeBarrier, arrange, headers, status, code, retriable) -> None:
     arrange(sender)
     resp = await client.post("/orders", json={"user_id": "u1", "amount": "1.00"}, headers=headers)
     assert resp.status_code == status and resp.headers["content-type"] == "application/problem+json"

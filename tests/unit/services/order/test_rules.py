@@ -3,21 +3,8 @@ from decimal import Decimal
 import pytest
 from pydantic import ValidationError
 
-from halfmq.services.order.rules import CheckAnswer, check_back_answer, fingerprint
+from halfmq.services.order.rules import fingerprint
 from halfmq.services.order.schemas import OrderCreate
-
-
-def test_found_order_commits_at_any_age() -> None:
-    assert check_back_answer(True, 0.0, 30) is CheckAnswer.COMMIT
-    assert check_back_answer(True, 9999.0, 30) is CheckAnswer.COMMIT
-
-
-def test_missing_order_is_unknown_while_its_local_transaction_may_still_run() -> None:
-    assert check_back_answer(False, 29.9, 30) is CheckAnswer.UNKNOWN
-
-
-def test_missing_order_older_than_the_local_timeout_rolls_back() -> None:
-    assert check_back_answer(False, 30.0, 30) is CheckAnswer.ROLLBACK
 
 
 @pytest.mark.parametrize("amount", ["0.01", "12.5", "12.50", 7, "1000000000"])
@@ -48,10 +35,6 @@ def test_idempotency_fingerprint_ignores_amount_formatting_but_not_value() -> No
     assert fingerprint("u", Decimal("12.5")) == fingerprint("u", Decimal("12.50"))
     assert fingerprint("u", Decimal("12.5")) != fingerprint("u", Decimal("12.51"))
     assert fingerprint("u", Decimal("1")) != fingerprint("v", Decimal("1"))
-
-
-def test_check_back_answers_have_their_wire_names() -> None:
-    assert (CheckAnswer.COMMIT.value, CheckAnswer.ROLLBACK.value, CheckAnswer.UNKNOWN.value) == ("commit", "rollback", "unknown")
 
 
 def test_the_fingerprint_is_the_user_and_the_amount_in_cents() -> None:

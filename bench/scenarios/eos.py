@@ -1,0 +1,110 @@
+"""`eos`: the copier's messages/s with producer transactions versus the same copy done at-least-once.
+
+Two copiers in one consumer group copy a pre-filled topic into another, as
+``examples/copy_topic.py`` does, with raw HTTP from aiohttp (the load
+generator is never httpx). One copy round of ``batch`` messages is:
+
+- at-least-once: receive ``batch`` → send them as one batch → ack them (3 requests);
+- exactly-once: receive ``batch`` → begin → messages → acks → commit (5 requests, one fsync'd commit).
+
+Each measured run uses a fresh consumer group (it starts at the backlog's
+first offset) and fresh transactional ids. The gate: a transactional copy of
+10 and of 100 messages per transaction keeps ≥ 0.5× the at-least-once copy of
+the same batch, in the same run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import orjson
+
+from .. import payloads
+from ..context import Context
+from ..load import Run, StopLoad, drive, http_session, post, run_async
+from ..results import scenario_ok, throughput_case
+from ..servers import BrokerServer
+
+SOURCE = "BENCH_EOS_IN"
+TARGET = "BENCH_EOS_OUT"
+QUEUES = 4
+COPIERS = 2
+BATCHES = (10, 100)
+
+_runs = itertools.count()
+
+
+def baselines(driver: str) -> list[str]:
+    return []  # compared with the at-least-once copy measured beside it
+
+
+async def _copy(broker_url: str, transactional: bool, batch: int, seconds: float, max_ops: int, warmup: float, backlog: int) -> Run:
+    receive_body = payloads.receive(batch, invisible_seconds=60.0, wait_seconds=0.0)
+
+    async def one_run(secs: float) -> Run:
+        run_no = next(_runs)
+        group = f"bench_eos_{run_no}"
+        base = f"{broker_url}/v1/consumer-groups/{group}/topics/{SOURCE}"
+        copied = 0
+
+        async with http_session(COPIERS) as session:
+            def op_for(worker: int):
+                tid_url = f"{broker_url}/v1/transactional-ids/bench-{run_no}-{worker}"
+                ids: dict[str, int] = {}
+
+                async def copy_round() -> int:
+                    nonlocal copied
+                    if copied >= backlog:
+                        raise StopLoad
+                    messages = orjson.loads(await post(session, f"{base}/receive", receive_body))["messages"]
+                    if not messages:
+                        return 0
+                    copies = [{"body": m["body"].upper(), "keys": m["keys"]} for m in messages]
+                    handles = [m["receipt_handle"] for m in messages]
+                    if transactional:
+                        if not ids:
+                            answer = orjson.loads(await post(session, f"{tid_url}/init", b"{}"))
+                            ids.update(producer_id=answer["producer_id"], epoch=answer["epoch"])
+                        await post(session, f"{tid_url}/begin", orjson.dumps({**ids, "sequence": 0}))
+                        await post(session, f"{tid_url}/messages",
+                                   orjson.dumps({**ids, "sequence": 1, "messages": [{"topic": TARGET, **c} for c in copies]}))
+                        await post(session, f"{tid_url}/acks", orjson.dumps({**ids, "sequence": 2, "receipt_handles": handles}))
+                        await post(session, f"{tid_url}/commit", orjson.dumps(ids))
+                    else:
+                        await post(session, f"{broker_url}/v1/topics/{TARGET}/messages", orjson.dumps({"messages": copies}))
+                        await post(session, f"{base}/ack", payloads.ack(handles))
+                    copied += len(messages)
+                    return len(messages)
+                return copy_round
+
+            return await drive(op_for, COPIERS, secs, max_ops, requests_per_op=5 if transactional else 3)
+
+    if warmup > 0:
+        await one_run(warmup)
+    return await one_run(seconds)
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    from ..fill import fill  # the store itself: imported only when this scenario runs
+
+    s = ctx.settings
+    data = ctx.dir("eos", "broker")
+    ctx.note(f"eos: pre-filling {SOURCE} with {s.consume_prefill:,} messages of {s.body_bytes} bytes")
+    filled = fill(data, SOURCE, QUEUES, messages=s.consume_prefill, body_size=s.body_bytes)
+    broker = BrokerServer(data, ctx.logs)
+    cases = ctx.cases()
+    with broker:
+        broker.start()
+        for batch in BATCHES:
+            for transactional in (False, True):
+                name = f"{'eos' if transactional else 'at_least_once'}_batch{batch}"
+                runs = ctx.repeat(f"eos {name}", lambda _i, w, t=transactional, b=batch: run_async(
+                    _copy(broker.url, t, b, s.seconds, s.max_ops, w, s.consume_prefill)))
+                what = (f"copy {batch} per transaction (receive, begin, messages, acks, commit), {COPIERS} copiers (messages/s)"
+                        if transactional else f"copy {batch} at-least-once (receive, send batch, ack), {COPIERS} copiers (messages/s)")
+                cases[name] = throughput_case(runs, unit="msg/s", concurrency=COPIERS, what=what)
+            alo, eos = cases[f"at_least_once_batch{batch}"], cases[f"eos_batch{batch}"]
+            if alo["ops_per_s"]["median"]:
+                eos["ratio_to_at_least_once"] = round(eos["ops_per_s"]["median"] / alo["ops_per_s"]["median"], 3)
+    return scenario_ok(cases, source=SOURCE, target=TARGET, queues=QUEUES, copiers=COPIERS, backlog=filled.as_json())

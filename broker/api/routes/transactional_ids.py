@@ -1,0 +1,127 @@
+"""Producer transactions (Kafka semantics, DESIGN section 11): init, begin, messages, acks, commit, abort.
+
+Thin: the guard decides who may act for a transactional id (``publish`` on
+``transactional-id:{tid}``, plus ``publish`` on every topic written and
+``subscribe`` on every group and topic acked), then the domain service does
+the rest. An operator abort needs ``admin`` on the transactional id.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
+from halfmq.broker.security.policy import Action, Kind, Principal, Resource
+from halfmq.broker.transaction.producer_records import AbortedBy
+
+from ..body import StrictJsonRoute, parse_body
+from ..hot_path import HotRequest, Reply
+from ..responses import JsonResponse
+from ..runtime import BrokerRuntime
+
+router = APIRouter(prefix="/v1/transactional-ids", route_class=StrictJsonRoute)
+
+
+def _runtime(request: Request) -> BrokerRuntime:
+    return request.app.state.runtime
+
+
+def _tid_resource(tid: str) -> Resource:
+    return Resource(Kind.TRANSACTIONAL_ID, tid)
+
+
+def _acting(request: Request, tid: str, action: Action = Action.PUBLISH) -> tuple[BrokerRuntime, Principal]:
+    rt = _runtime(request)
+    who = rt.guard.principal(request.scope)
+    rt.guard.authorize(who, action, _tid_resource(tid), request.scope)
+    return rt, who
+
+
+@router.get("")
+async def list_transactional_ids(request: Request) -> JsonResponse:
+    rt = _runtime(request)
+    who = rt.guard.principal(request.scope)
+    txns = [t for t in rt.producer_txns.all() if rt.guard.allows(who, Action.DESCRIBE, _tid_resource(t.transactional_id))]
+    return JsonResponse({"count": len(txns), "transactional_ids": [rt.producer_txns.view(t) for t in txns]})
+
+
+@router.get("/{tid}")
+async def describe_transactional_id(tid: str, request: Request) -> JsonResponse:
+    rt, _ = _acting(request, tid, Action.DESCRIBE)
+    return JsonResponse(rt.producer_txns.view(rt.producer_txns.get(tid)))
+
+
+@router.post("/{tid}/init")
+async def init(tid: str, body: InitProducer, request: Request) -> JsonResponse:
+    rt, _ = _acting(request, tid)
+    return JsonResponse(await rt.producer_txns.init(tid, body.transaction_timeout_ms))
+
+
+# The steps of a running transaction are hot paths (raw ASGI routes, see hot_path.py): a copier makes five
+# requests per transaction, so FastAPI's per-request cost showed in `halfmq bench eos`.
+def _hot_acting(request: HotRequest) -> tuple[BrokerRuntime, Principal, str]:
+    rt: BrokerRuntime = request.runtime
+    tid = request.path_params["tid"]
+    who = rt.guard.principal(request.scope)
+    rt.guard.authorize(who, Action.PUBLISH, _tid_resource(tid), request.scope)
+    return rt, who, tid
+
+
+async def begin(request: HotRequest) -> Reply:
+    rt, _, tid = _hot_acting(request)
+    body = await parse_body(request, BeginTxnRequest)
+    return Reply(rt.producer_txns.begin(tid, body.producer_id, body.epoch, body.sequence))
+
+
+async def messages(request: HotRequest) -> Reply:
+    rt, who, tid = _hot_acting(request)
+    body = await parse_body(request, TxnMessagesRequest)
+    by_topic: dict[str, list[OutgoingMessage]] = {}
+    for msg in body.messages:  # every message is checked before anything is kept or a topic created
+        by_topic.setdefault(msg.topic, []).append(msg)
+    items, missing = [], []
+    for topic, batch in by_topic.items():
+        rt.guard.authorize(who, Action.PUBLISH, Resource.topic(topic), request.scope)
+        cfg, exists = rt.topics.writable(topic)
+        if not exists:
+            missing.append(cfg)
+        items.extend(rt.sender.prepare_many(cfg, batch))
+    return Reply(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing))
+
+
+async def acks(request: HotRequest) -> Reply:
+    rt, who, tid = _hot_acting(request)
+    body = await parse_body(request, TxnAcksRequest)
+    receipts = rt.delivery.parse_receipts(body.receipt_handles)
+    for h in receipts:  # one service cannot settle another's deliveries
+        rt.guard.authorize(who, Action.SUBSCRIBE, Resource.group(h.group), request.scope)
+        rt.guard.authorize(who, Action.SUBSCRIBE, Resource.topic(h.topic), request.scope)
+    return Reply(rt.producer_txns.add_acks(tid, body.producer_id, body.epoch, body.sequence, receipts))
+
+
+async def commit(request: HotRequest) -> Reply:
+    rt, _, tid = _hot_acting(request)
+    body = await parse_body(request, EndTxnRequest)
+    return Reply(await rt.producer_txns.commit(tid, body.producer_id, body.epoch))
+
+
+async def abort(request: HotRequest) -> Reply:
+    rt, _, tid = _hot_acting(request)
+    body = await parse_body(request, EndTxnRequest)
+    return Reply(await rt.producer_txns.abort(tid, body.producer_id, body.epoch))
+
+
+@router.post("/{tid}/force-abort")
+async def force_abort(tid: str, request: Request) -> JsonResponse:
+    """An operator ends a stuck transaction now (its producer's next request learns TRANSACTION_ABORTED)."""
+    rt, _ = _acting(request, tid, Action.ADMIN)
+    return JsonResponse(await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR))
+
+
+RAW_ROUTES = [
+    ("/v1/transactional-ids/{tid}/begin", begin, ["POST"]),
+    ("/v1/transactional-ids/{tid}/messages", messages, ["POST"]),
+    ("/v1/transactional-ids/{tid}/acks", acks, ["POST"]),
+    ("/v1/transactional-ids/{tid}/commit", commit, ["POST"]),
+    ("/v1/transactional-ids/{tid}/abort", abort, ["POST"]),
+]

@@ -1,0 +1,461 @@
+"""Producer transactions with Kafka semantics (DESIGN section 11): transactional ids, epochs, one atomic commit.
+
+Durable state is a record stream in the system topic HALFMQ_TXN_STATE (queue 0):
+``init`` (a new producer id or epoch), ``begin``, ``commit`` and ``abort``. The
+messages and acks of an open transaction are kept in memory: an open
+transaction never survives a restart (recovery aborts it, as the design says),
+so writing them before the commit would only write them twice.
+
+A commit is ONE atomic write group on the commit log, the primitive a half
+message's commit uses for its final message and op record: every message of
+the transaction in its real topic and queue, then the commit record carrying
+the acks. The store keeps a group whole or drops it whole, so after a kill -9
+either all of it is visible (and its acks are re-applied from the commit
+record on start) or none of it is and the transaction is aborted.
+
+Each method checks, in this order and before anything changes: the
+transactional id is known, the producer id and epoch are current (an older
+epoch is PRODUCER_FENCED), the request is not a retry of the last one (which
+gets the stored answer), the state machine allows the event, and the sequence
+number is the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from halfmq.broker.delivery.receipt_handle import ReceiptHandle
+from halfmq.broker.errors import (
+    InvalidProducerEpoch,
+    OutOfOrderSequence,
+    ProducerFenced,
+    ReceiptInOtherTransaction,
+    TransactionTooLarge,
+    UnknownTransactionalId,
+)
+from halfmq.broker.store.damaged_records import DamagedEntry
+from halfmq.broker.store.message_store import MessageStore, PutItem
+from halfmq.broker.store.record import HEADER_SIZE, StoredMessage, encode_properties, record_size
+from halfmq.broker.store.topics import TXN_STATE_TOPIC, TopicConfig
+
+from . import producer_records as rec
+from .producer_records import AbortedBy, AckRef, TxnRecord
+from .producer_state_machine import ProducerTxnState, TxnAction, TxnEvent, transition
+from .producer_timeout import checked_timeout, deadline_ms, expired
+
+log = logging.getLogger(__name__)
+
+Durable = Callable[[int], Awaitable[None]]
+_RECORD_ALLOWANCE = 512  # the commit record's header and properties, on top of its acks
+
+
+class AckLedger(Protocol):
+    """What a transaction needs of consumption (DeliveryService): hold acks while open, settle or release at the end."""
+
+    def check_held(self, receipts: list[ReceiptHandle]) -> None: ...
+    def hold(self, receipts: list[ReceiptHandle]) -> None: ...
+    def settle_held(self, receipts: list[ReceiptHandle]) -> None: ...
+    def release_held(self, receipts: list[ReceiptHandle]) -> None: ...
+    def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class TxnLimits:
+    max_messages: int = 10_000
+    max_bytes: int = 16 * 1024 * 1024
+    max_acks: int = 10_000
+
+
+@dataclass
+class ProducerTxn:
+    """One transactional id: its producer, epoch, and its current (or last) transaction."""
+
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    timeout_ms: int
+    state: ProducerTxnState = ProducerTxnState.EMPTY
+    number: int = 0  # transactions begun under this id, ever
+    begun_ms: int = 0
+    ended_ms: int | None = None
+    aborted_by: AbortedBy | None = None
+    items: list[PutItem] = field(default_factory=list)
+    size: int = 0
+    acks: list[ReceiptHandle] = field(default_factory=list)
+    ack_count: int = 0
+    message_count: int = 0
+    last_sequence: int = -1
+    last_event: TxnEvent | None = None
+    last_answer: dict[str, Any] | None = None
+    end_answer: dict[str, Any] | None = None
+    # Idempotent plain sends under this producer id and epoch (outside transactions): the last one's number and answer.
+    send_sequence: int = -1
+    send_answer: Any = None  # what the last numbered send answered (a list of results, or a half's result)
+    send_ref: tuple[int, list[int], str] | None = None  # after a restart: (offset of its sequence record, sizes, send path)
+
+
+class ProducerTransactions:
+    def __init__(self, store: MessageStore, acks: AckLedger, durable: Durable, *, limits: TxnLimits = TxnLimits(),
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self._acks = acks
+        self._durable = durable
+        self.limits = limits
+        self._clock = clock
+        self._txns: dict[str, ProducerTxn] = {}
+        self._held_by: dict[tuple[str, str, int, int], str] = {}
+        self._tid_of: dict[int, str] = {}  # producer id -> transactional id
+        self._next_producer_id = 1
+        self.commits = 0
+        self.aborts = 0
+        store.create_topic(TXN_STATE_TOPIC, 1)
+        self._replay()
+
+    # --- queries ----------------------------------------------------------------
+    def all(self) -> list[ProducerTxn]:
+        return [self._txns[tid] for tid in sorted(self._txns)]
+
+    def get(self, tid: str) -> ProducerTxn:
+        txn = self._txns.get(tid)
+        if txn is None:
+            raise UnknownTransactionalId(f"no producer has initialised transactional id {tid!r}")
+        return txn
+
+    @property
+    def open_count(self) -> int:
+        return sum(1 for t in self._txns.values() if t.state is ProducerTxnState.ONGOING)
+
+    def now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def view(self, txn: ProducerTxn) -> dict[str, Any]:
+        """What GET /v1/transactional-ids shows of one id."""
+        open_txn = None
+        if txn.state is ProducerTxnState.ONGOING:
+            open_txn = {"transaction": txn.number, "age_seconds": round((self.now_ms() - txn.begun_ms) / 1000, 3),
+                        "deadline_timestamp": deadline_ms(txn.begun_ms, txn.timeout_ms),
+                        "messages": len(txn.items), "acks": len(txn.acks)}
+        return {"transactional_id": txn.transactional_id, "producer_id": txn.producer_id, "epoch": txn.epoch,
+                "state": txn.state.value, "transaction_timeout_ms": txn.timeout_ms, "transaction": txn.number,
+                "open": open_txn, "aborted_by": txn.aborted_by.value if txn.aborted_by else None}
+
+    # --- requests ---------------------------------------------------------------
+    async def init(self, tid: str, timeout_ms: int | None) -> dict[str, Any]:
+        """A new producer instance: bump the epoch durably, abort what the previous one left open, then answer."""
+        timeout = checked_timeout(timeout_ms)
+        old = self._txns.get(tid)
+        if old is None:
+            txn = ProducerTxn(tid, self._next_producer_id, 0, timeout)
+            items = [self._record(txn, TxnRecord.INIT)]
+            _, end = self.store.put(items)
+            self._next_producer_id += 1
+            self._txns[tid] = txn
+            self._tid_of[txn.producer_id] = tid
+        else:
+            move = transition(old.state, TxnEvent.INIT)
+            bumped = ProducerTxn(tid, old.producer_id, old.epoch + 1, timeout, number=old.number)
+            items = [self._record(bumped, TxnRecord.INIT)]
+            if move.action is TxnAction.ABORT_THEN_INIT:
+                items.insert(0, self._record(old, TxnRecord.ABORT, aborted_by=AbortedBy.NEW_EPOCH))
+            _, end = self.store.put(items)
+            if move.action is TxnAction.ABORT_THEN_INIT:
+                self._aborted(old, AbortedBy.NEW_EPOCH)
+            self._txns[tid] = bumped
+            txn = bumped
+        await self._durable(end)
+        return {"transactional_id": tid, "producer_id": txn.producer_id, "epoch": txn.epoch, "transaction_timeout_ms": txn.timeout_ms}
+
+    def begin(self, tid: str, producer_id: int, epoch: int, sequence: int) -> dict[str, Any]:
+        txn = self._current(tid, producer_id, epoch)
+        repeat = self._repeat(txn, TxnEvent.BEGIN, sequence)
+        if repeat is not None:
+            return repeat
+        transition(txn.state, TxnEvent.BEGIN)
+        if sequence != 0:
+            raise OutOfOrderSequence(f"a transaction's begin carries sequence 0, not {sequence}", expected=0)
+        number = txn.number + 1
+        self.store.put([self._record(txn, TxnRecord.BEGIN, number=number)])
+        txn.state, txn.number, txn.begun_ms, txn.ended_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, self.now_ms(), None, None
+        txn.items, txn.size, txn.acks, txn.message_count, txn.ack_count, txn.end_answer = [], 0, [], 0, 0, None
+        answer = {"transactional_id": tid, "producer_id": producer_id, "epoch": epoch, "transaction": number,
+                  "state": txn.state.value, "sequence": sequence}
+        self._remember(txn, TxnEvent.BEGIN, sequence, answer)
+        # Not waited for on disk: an open transaction is aborted by recovery whatever happens, and a begin record lost
+        # to a power cut only makes the producer's next request INVALID_TXN_STATE instead of TRANSACTION_ABORTED. The
+        # commit's fsync covers it. (One fsync per transaction, not two: `halfmq bench eos`.)
+        return answer
+
+    def add_messages(self, tid: str, producer_id: int, epoch: int, sequence: int, items: list[PutItem],
+                     missing_topics: list[TopicConfig]) -> dict[str, Any]:
+        """Keep validated messages for the commit; create the topics they need once everything is accepted."""
+        txn = self._current(tid, producer_id, epoch)
+        repeat = self._repeat(txn, TxnEvent.ADD_MESSAGES, sequence)
+        if repeat is not None:
+            return repeat
+        transition(txn.state, TxnEvent.ADD_MESSAGES)
+        self._check_next(txn, sequence)
+        # An estimate (UTF-8 names counted by characters) for the limit; the commit checks the exact fit to a segment.
+        size = sum(HEADER_SIZE + len(i.topic) + len(i.body) + sum(len(k) + len(v) + 2 for k, v in i.properties.items()) for i in items)
+        count = len(txn.items) + len(items)
+        if count > self.limits.max_messages or txn.size + size > self.limits.max_bytes:
+            raise TransactionTooLarge(
+                f"the transaction would hold {count} messages of {txn.size + size} bytes; at most "
+                f"{self.limits.max_messages} messages and {self.limits.max_bytes} bytes commit as one",
+                max_messages=self.limits.max_messages, max_bytes=self.limits.max_bytes)
+        for cfg in missing_topics:
+            self.store.create_topic(cfg.name, cfg.queues)
+        txn.items.extend(items)
+        txn.size += size
+        txn.message_count = len(txn.items)
+        answer = {"transactional_id": tid, "sequence": sequence, "messages": len(txn.items),
+                  "results": [{"msg_id": i.properties.get("UNIQ_KEY", ""), "topic": i.topic, "queue_id": i.queue_id} for i in items]}
+        self._remember(txn, TxnEvent.ADD_MESSAGES, sequence, answer)
+        return answer
+
+    def add_acks(self, tid: str, producer_id: int, epoch: int, sequence: int, receipts: list[ReceiptHandle]) -> dict[str, Any]:
+        """Hold consumed deliveries in the transaction: invisible to their group until it ends."""
+        txn = self._current(tid, producer_id, epoch)
+        repeat = self._repeat(txn, TxnEvent.ADD_ACKS, sequence)
+        if repeat is not None:
+            return repeat
+        transition(txn.state, TxnEvent.ADD_ACKS)
+        self._check_next(txn, sequence)
+        mine = {_key(h) for h in txn.acks}
+        fresh = []
+        for h in receipts:
+            key = _key(h)
+            owner = self._held_by.get(key)
+            if owner is not None and owner != tid:
+                raise ReceiptInOtherTransaction(f"{h.group}/{h.topic}/{h.queue_id}@{h.offset} is acked in another open transaction")
+            if key not in mine:
+                mine.add(key)
+                fresh.append(h)
+        self._acks.check_held(fresh)
+        if len(txn.acks) + len(fresh) > self.limits.max_acks:
+            raise TransactionTooLarge(f"a transaction holds at most {self.limits.max_acks} acks", max_acks=self.limits.max_acks)
+        self._acks.hold(fresh)
+        for h in fresh:
+            self._held_by[_key(h)] = tid
+        txn.acks.extend(fresh)
+        txn.ack_count = len(txn.acks)
+        answer = {"transactional_id": tid, "sequence": sequence, "acks": len(txn.acks)}
+        self._remember(txn, TxnEvent.ADD_ACKS, sequence, answer)
+        return answer
+
+    async def commit(self, tid: str, producer_id: int, epoch: int) -> dict[str, Any]:
+        """ONE write group: every message, then the commit record with the acks; a repeat gets the first answer."""
+        txn = self._current(tid, producer_id, epoch)
+        move = transition(txn.state, TxnEvent.COMMIT)
+        if move.action is TxnAction.NONE:
+            assert txn.end_answer is not None
+            return {**txn.end_answer, "duplicate": True}
+        acks: list[AckRef] = [(h.group, h.topic, h.queue_id, h.offset) for h in txn.acks]
+        marker = self._record(txn, TxnRecord.COMMIT, body=rec.encode_acks(acks))
+        marker.properties[rec.MESSAGES] = str(len(txn.items))
+        group = [*txn.items, marker]
+        if not self.store.fits(group):
+            raise TransactionTooLarge("the transaction does not fit one commit-log segment; commit smaller transactions")
+        results, end = self.store.put(group)
+        self._acks.settle_held(txn.acks)
+        self._release_keys(txn)
+        txn.state, txn.ended_ms = move.state, self.now_ms()
+        txn.end_answer = self._end_answer(txn, [
+            {"msg_id": r.properties.get("UNIQ_KEY", ""), "topic": r.topic, "queue_id": r.queue_id, "queue_offset": r.queue_offset,
+             "commit_log_offset": r.commit_log_offset} for r in results[:-1]])
+        txn.items, txn.acks = [], []
+        txn.last_event = txn.last_answer = None  # numbers count within one transaction: a begin after this is new
+        self.commits += 1
+        await self._durable(end)
+        return {**txn.end_answer, "duplicate": False}
+
+    async def abort(self, tid: str, producer_id: int | None, epoch: int | None, by: AbortedBy = AbortedBy.PRODUCER) -> dict[str, Any]:
+        """The producer's abort (or an operator's, ``producer_id=None``): nothing becomes visible, acked receipts come back."""
+        txn = self._current(tid, producer_id, epoch) if producer_id is not None and epoch is not None else self.get(tid)
+        event = TxnEvent.ABORT if by is AbortedBy.PRODUCER else TxnEvent.EXPIRE
+        move = transition(txn.state, event)
+        if move.action is TxnAction.NONE:
+            answer = txn.end_answer or self._end_answer(txn, [])
+            return {**answer, "duplicate": True}
+        _, end = self.store.put([self._record(txn, TxnRecord.ABORT, aborted_by=by)])
+        self._aborted(txn, by)
+        await self._durable(end)
+        assert txn.end_answer is not None
+        return {**txn.end_answer, "duplicate": False}
+
+    def abort_expired(self) -> list[str]:
+        """Abort every open transaction past its timeout (the decision is ``producer_timeout.expired``)."""
+        now = self.now_ms()
+        due = expired({t.transactional_id: (t.begun_ms, t.timeout_ms) for t in self._txns.values()
+                       if t.state is ProducerTxnState.ONGOING}, now)
+        for tid in due:
+            txn = self._txns[tid]
+            self.store.put([self._record(txn, TxnRecord.ABORT, aborted_by=AbortedBy.TIMEOUT)])
+            self._aborted(txn, AbortedBy.TIMEOUT)
+            log.warning("transaction %d of %s aborted: open longer than %d ms", txn.number, tid, txn.timeout_ms)
+        return due
+
+    # --- idempotent plain sends (outside transactions) ------------------------------
+    def sender(self, producer_id: int, epoch: int) -> ProducerTxn:
+        """The producer an idempotent send names (its id from ``init``); fenced or unknown ones are refused."""
+        tid = self._tid_of.get(producer_id)
+        if tid is None:
+            raise InvalidProducerEpoch(f"producer id {producer_id} was never handed out (init a transactional id first)")
+        return self._current(tid, producer_id, epoch)
+
+    def sent_before(self, txn: ProducerTxn, sequence: int) -> Any:
+        """The stored answer when ``sequence`` is the last send again; None when it is the next; else OUT_OF_ORDER_SEQUENCE."""
+        if sequence == txn.send_sequence:
+            if txn.send_answer is None and txn.send_ref is not None:
+                txn.send_answer = self._read_back(*txn.send_ref)
+            return txn.send_answer
+        if sequence != txn.send_sequence + 1:
+            raise OutOfOrderSequence(f"expected send sequence {txn.send_sequence + 1}, not {sequence}", expected=txn.send_sequence + 1)
+        return None
+
+    def send_record(self, txn: ProducerTxn, sequence: int, items: list[PutItem], path: str = "messages") -> PutItem:
+        """The record that goes last in the send's write group: the sequence number, and the sizes to read the answer back."""
+        record = self._record(txn, TxnRecord.SEND)
+        record.properties[rec.SEQUENCE] = str(sequence)
+        record.properties[rec.SEND_PATH] = path
+        record.body = rec.encode_sizes([record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items])
+        return record
+
+    def sent(self, txn: ProducerTxn, sequence: int, answer: Any) -> None:
+        txn.send_sequence, txn.send_answer, txn.send_ref = sequence, answer, None
+
+    def _read_back(self, record_offset: int, sizes: list[int], path: str) -> Any:
+        offset = record_offset - sum(sizes)
+        out = []
+        for size in sizes:
+            msg = self.store.read_at(offset)
+            out.append({"status": "SEND_OK", "msg_id": msg.properties.get("UNIQ_KEY", ""), "topic": msg.topic, "queue_id": msg.queue_id,
+                        "queue_offset": msg.queue_offset, "commit_log_offset": msg.commit_log_offset,
+                        "transaction_id": msg.properties.get("TRANSACTION_ID", "")})
+            offset += size
+        if path == "half":
+            [half] = out
+            return {k: half[k] for k in ("status", "transaction_id", "msg_id", "commit_log_offset", "queue_offset")}
+        for result in out:
+            del result["transaction_id"]
+        return out
+
+    # --- checks -----------------------------------------------------------------
+    def _current(self, tid: str, producer_id: int, epoch: int) -> ProducerTxn:
+        txn = self.get(tid)
+        if producer_id != txn.producer_id:
+            raise InvalidProducerEpoch(f"producer id {producer_id} is not {tid!r}'s ({txn.producer_id})")
+        if epoch < txn.epoch:
+            raise ProducerFenced(f"epoch {epoch} of {tid!r} is fenced by epoch {txn.epoch}: another instance initialised it",
+                                 epoch=txn.epoch)
+        if epoch > txn.epoch:
+            raise InvalidProducerEpoch(f"epoch {epoch} of {tid!r} was never handed out (current {txn.epoch})")
+        return txn
+
+    @staticmethod
+    def _repeat(txn: ProducerTxn, event: TxnEvent, sequence: int) -> dict[str, Any] | None:
+        """The stored answer when this is a retry of the last request (same kind, same sequence)."""
+        if txn.last_event is event and txn.last_sequence == sequence and txn.last_answer is not None:
+            return {**txn.last_answer, "duplicate": True}
+        return None
+
+    @staticmethod
+    def _check_next(txn: ProducerTxn, sequence: int) -> None:
+        if sequence != txn.last_sequence + 1:
+            raise OutOfOrderSequence(f"expected sequence {txn.last_sequence + 1}, not {sequence}", expected=txn.last_sequence + 1)
+
+    @staticmethod
+    def _remember(txn: ProducerTxn, event: TxnEvent, sequence: int, answer: dict[str, Any]) -> None:
+        txn.last_event, txn.last_sequence, txn.last_answer = event, sequence, answer
+
+    # --- bookkeeping ------------------------------------------------------------
+    def _aborted(self, txn: ProducerTxn, by: AbortedBy) -> None:
+        self._acks.release_held(txn.acks)
+        self._release_keys(txn)
+        txn.state, txn.ended_ms, txn.aborted_by = ProducerTxnState.COMPLETE_ABORT, self.now_ms(), by
+        txn.end_answer = self._end_answer(txn, [])
+        txn.items, txn.acks = [], []
+        txn.last_event = txn.last_answer = None
+        self.aborts += 1
+
+    def _release_keys(self, txn: ProducerTxn) -> None:
+        for h in txn.acks:
+            self._held_by.pop(_key(h), None)
+
+    @staticmethod
+    def _end_answer(txn: ProducerTxn, results: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"transactional_id": txn.transactional_id, "producer_id": txn.producer_id, "epoch": txn.epoch,
+                "transaction": txn.number, "state": txn.state.value, "messages": txn.message_count, "acks": txn.ack_count,
+                "aborted_by": txn.aborted_by.value if txn.aborted_by else None, "results": results}
+
+    def _record(self, txn: ProducerTxn, kind: TxnRecord, *, number: int | None = None, aborted_by: AbortedBy | None = None,
+                body: bytes = b"") -> PutItem:
+        props = {rec.TXN_ID: txn.transactional_id, rec.TXN_OP: kind.value, rec.PRODUCER_ID: str(txn.producer_id),
+                 rec.EPOCH: str(txn.epoch), rec.TXN_NO: str(txn.number if number is None else number)}
+        if kind is TxnRecord.INIT:
+            props[rec.TIMEOUT_MS] = str(txn.timeout_ms)
+        if aborted_by is not None:
+            props[rec.ABORTED_BY] = aborted_by.value
+        return PutItem(TXN_STATE_TOPIC, 0, body, props)
+
+    # --- restart ----------------------------------------------------------------
+    def _replay(self) -> None:
+        """Rebuild every id from its records; re-apply committed acks; abort what was open (it cannot resume)."""
+        started = time.monotonic()
+        for record in self._scan():
+            self._replay_one(record)
+        left_open = [t for t in self._txns.values() if t.state is ProducerTxnState.ONGOING]
+        if left_open:
+            self.store.put([self._record(t, TxnRecord.ABORT, aborted_by=AbortedBy.RECOVERY) for t in left_open])
+            for txn in left_open:
+                self._aborted(txn, AbortedBy.RECOVERY)
+            log.warning("aborted %d producer transactions left open by the last run: %s", len(left_open),
+                        ", ".join(t.transactional_id for t in left_open))
+        if self._txns:
+            log.info("producer transactions rebuilt in %.3fs: %d transactional ids", time.monotonic() - started, len(self._txns))
+
+    def _replay_one(self, record: StoredMessage) -> None:
+        props = record.properties
+        tid, kind = props.get(rec.TXN_ID, ""), props.get(rec.TXN_OP, "")
+        producer_id, epoch, number = int(props.get(rec.PRODUCER_ID, 0)), int(props.get(rec.EPOCH, 0)), int(props.get(rec.TXN_NO, 0))
+        self._next_producer_id = max(self._next_producer_id, producer_id + 1)
+        if kind == TxnRecord.INIT:
+            self._txns[tid] = ProducerTxn(tid, producer_id, epoch, int(props.get(rec.TIMEOUT_MS, 60_000)), number=number)
+            self._tid_of[producer_id] = tid
+            return
+        txn = self._txns.get(tid)
+        if txn is None:
+            return
+        if kind == TxnRecord.SEND:
+            if epoch == txn.epoch:
+                txn.send_sequence, txn.send_answer = int(props.get(rec.SEQUENCE, -1)), None
+                txn.send_ref = (record.commit_log_offset, rec.decode_sizes(record.body), props.get(rec.SEND_PATH, "messages"))
+        elif kind == TxnRecord.BEGIN:
+            txn.state, txn.number, txn.begun_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, record.store_timestamp, None
+        elif kind == TxnRecord.COMMIT:
+            acks = rec.decode_acks(record.body)
+            for group, topic, queue_id, offset in acks:
+                self._acks.restore_acked(group, topic, queue_id, offset)
+            txn.state, txn.ended_ms = ProducerTxnState.COMPLETE_COMMIT, record.store_timestamp
+            txn.message_count, txn.ack_count = int(props.get(rec.MESSAGES, 0)), len(acks)
+            txn.end_answer = self._end_answer(txn, [])
+        elif kind == TxnRecord.ABORT:
+            txn.state, txn.ended_ms = ProducerTxnState.COMPLETE_ABORT, record.store_timestamp
+            txn.aborted_by = AbortedBy(props.get(rec.ABORTED_BY, AbortedBy.PRODUCER.value))
+            txn.end_answer = self._end_answer(txn, [])
+
+    def _scan(self, batch: int = 512) -> Iterator[StoredMessage]:
+        offset = 0
+        while True:
+            chunk = self.store.read_entries(TXN_STATE_TOPIC, 0, offset, batch)
+            if not chunk:
+                return
+            yield from (m for m in chunk if type(m) is not DamagedEntry)
+            offset = chunk[-1].queue_offset + 1
+
+
+def _key(h: ReceiptHandle) -> tuple[str, str, int, int]:
+    return (h.group, h.topic, h.queue_id, h.offset)
