@@ -51,6 +51,12 @@ GATES: tuple[Gate, ...] = (
          "recovery", "kill9_restart", "<=", absolute=5.0, size_bound=True),
     Gate("spark", "Spark aggregation + reconciliation on 1,000,000 credits ≤ 30 s (incl. JVM start)",
          "spark", "aggregate", "<=", absolute=30.0, size_bound=True),
+    Gate("replicated_send", "durable single send on a 3-node set with ack=quorum, 64 in flight ≥ 0.5× one broker (same run)",
+         "replicated", "quorum_c64", ">=", 0.5, versus_case="single_c64"),
+    Gate("failover", "kill -9 of a set's leader → a new leader acknowledging ≤ lease TTL + 2 s (7 s)",
+         "replicated", "failover", "<=", absolute=7.0),
+    Gate("replicated_vs_nats", "quorum sends, 64 in flight ≥ 1.0× NATS JetStream with 3 replicas (64 in flight)",
+         "replicated", "quorum_c64", ">=", 1.0, peer=("nats_jetstream_r3", "publish_c64")),
 )
 
 

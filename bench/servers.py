@@ -16,7 +16,7 @@ from halfmq.cli.child_process import HOST, ChildProcess, free_port, halfmq_comma
 
 ROOT = Path(__file__).resolve().parents[1]
 
-__all__ = ["HOST", "ROOT", "BaselineApp", "BrokerServer", "ServerProcess", "ServiceServer", "free_port", "halfmq_command"]
+__all__ = ["HOST", "ROOT", "BaselineApp", "BrokerServer", "EtcdServer", "ServerProcess", "ServiceServer", "free_port", "halfmq_command"]
 
 
 class ServerProcess(ChildProcess):
@@ -80,3 +80,17 @@ class BaselineApp(ServerProcess):
             f"{self.url}/health",
             log_dir / f"baseline-app-{self.port}.log",
         )
+
+
+class EtcdServer(ServerProcess):
+    """Debian's etcd (``etcd-server``) on free ports, data in ``data_dir``: a broker set's leadership (replicated scenario)."""
+
+    def __init__(self, data_dir: Path, log_dir: Path) -> None:
+        self.port = free_port()
+        peer = f"http://{HOST}:{free_port()}"
+        self.url = f"http://{HOST}:{self.port}"
+        super().__init__("etcd", [
+            "etcd", "--name", "bench", "--data-dir", str(data_dir), "--listen-client-urls", self.url,
+            "--advertise-client-urls", self.url, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+            "--initial-cluster", f"bench={peer}", "--log-level", "warn",
+        ], {}, f"{self.url}/health", log_dir / f"etcd-{self.port}.log")

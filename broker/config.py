@@ -74,6 +74,16 @@ class BrokerSettings(BaseSettings):
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
     check_ca_file: Path | None = None  # CA bundle for https check_urls (default: the system's)
+    # A replicated broker set (design section 12, docs/decisions.md "A replicated broker set"); without
+    # `cluster` the broker is the single-node default and none of these is read.
+    cluster: str | None = None  # etcd://HOST:PORT/PREFIX
+    node_id: str = ""
+    advertise_url: str = ""  # where the other nodes and clients reach this one (default http://host:port)
+    cluster_size: int = Field(default=3, ge=1, le=9)
+    lease_ttl: int = Field(default=5, ge=2, le=60)
+    ack: Literal["quorum", "leader"] = "quorum"
+    replica_lag_time: float = Field(default=2.0, gt=0)
+    cluster_token_file: Path | None = None  # with auth on: the token (admin on cluster:broker) nodes fetch with
 
     @field_validator("check_url_allow", "retry_delays", mode="before")
     @classmethod

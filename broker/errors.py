@@ -273,6 +273,15 @@ class FlushDiskTimeout(BrokerError):
     title = "The write did not reach disk in time"
 
 
+class NotLeader(BrokerError):
+    """A node of a broker set that does not lead it (or can no longer prove it does); ``leader_url`` says where to go."""
+
+    code = "NOT_LEADER"
+    status = 421
+    retriable = True
+    title = "This broker is not the leader of its set"
+
+
 class StoreUnavailable(BrokerError):
     """The disk refused a write (full, over quota, failing); nothing of the request was acknowledged."""
 

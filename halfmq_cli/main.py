@@ -40,7 +40,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
     from halfmq.broker.store.data_lock import DataDirLocked
     from halfmq.broker.store.message_store import StoreNotWritable
 
-    overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir}.items() if v is not None}
+    overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir, "cluster": getattr(args, "cluster", None),
+                                   "node_id": getattr(args, "node_id", None), "advertise_url": getattr(args, "advertise_url", None)}.items() if v is not None}
     if args.insecure:
         overrides["insecure"] = True
     settings = BrokerSettings(**overrides)
@@ -137,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "(0 clean, 3 damaged) instead of serving")
     broker.add_argument("--insecure", action="store_true",
                         help="serve a non-loopback address without authentication (protected mode off)")
+    broker.add_argument("--cluster", help="join a replicated broker set whose leadership lives in etcd: etcd://HOST:2379/PREFIX")
+    broker.add_argument("--node-id", help="this node's name in its broker set")
+    broker.add_argument("--advertise-url", help="where clients and the other nodes reach this broker (default http://HOST:PORT)")
     broker.set_defaults(func=cmd_broker)
 
     order = sub.add_parser("order", help="run the order service (producer side of the demo)")

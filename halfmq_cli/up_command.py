@@ -22,10 +22,17 @@ class Topology:
     credit_port: int = 8002
     faults: bool = True
     auth: bool = True
+    replicas: int = 1  # more than 1: a broker set (design section 12) with a local etcd
+    etcd_port: int = 2379
 
     @property
     def broker_url(self) -> str:
         return f"http://{self.host}:{self.broker_port}"
+
+    @property
+    def broker_urls(self) -> str:
+        """Every broker node, comma-separated, as the services' *_BROKER_URL takes it."""
+        return ",".join(f"http://{self.host}:{self.broker_port + i}" for i in range(self.replicas))
 
     @property
     def order_url(self) -> str:
@@ -66,20 +73,48 @@ class Topology:
         extra = extra_env or {}
         auth = self.auth_env()
         return [
-            Component("broker", halfmq_command("broker"), {
-                "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port),
-                "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **auth["broker"], **extra,
-            }, f"{self.broker_url}/healthz", "cyan"),
+            *self.broker_components(extra),
             Component("order", halfmq_command("order"), {
                 "ORDER_HOST": self.host, "ORDER_PORT": str(self.order_port), "ORDER_DATABASE_URL": self.order_db,
-                "ORDER_BROKER_URL": self.broker_url, "ORDER_PUBLIC_URL": self.order_url,
+                "ORDER_BROKER_URL": self.broker_urls, "ORDER_PUBLIC_URL": self.order_url,
                 "ORDER_FAULTS_ENABLED": "true" if self.faults else "false", **auth["order"], **extra,
             }, f"{self.order_url}/healthz", "magenta"),
             Component("credit", halfmq_command("credit"), {
                 "CREDIT_HOST": self.host, "CREDIT_PORT": str(self.credit_port), "CREDIT_DATABASE_URL": self.credit_db,
-                "CREDIT_BROKER_URL": self.broker_url, **auth["credit"], **extra,
+                "CREDIT_BROKER_URL": self.broker_urls, **auth["credit"], **extra,
             }, f"{self.credit_url}/healthz", "green"),
         ]
+
+
+    def broker_components(self, extra: dict[str, str]) -> list[Component]:
+        """One broker, or with ``replicas`` > 1 a local etcd and that many broker nodes of one set."""
+        from .child_process import halfmq_command
+        from .supervisor import Component
+
+        auth = self.auth_env()["broker"]
+        if self.replicas > 1 and self.credentials is not None:  # the nodes fetch from the leader as admin
+            auth = {**auth, "HALFMQ_BROKER_CLUSTER_TOKEN_FILE": str(self.credentials.token_file("admin"))}
+        if self.replicas <= 1:
+            return [Component("broker", halfmq_command("broker"), {
+                "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port),
+                "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **auth, **extra,
+            }, f"{self.broker_url}/healthz", "cyan")]
+        etcd_url = f"http://{self.host}:{self.etcd_port}"
+        peer_url = f"http://{self.host}:{self.etcd_port + 1}"
+        nodes = [Component("etcd", [
+            "etcd", "--name", "halfmq", "--data-dir", str(self.data_dir.resolve() / "etcd"),
+            "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url, "--listen-peer-urls", peer_url,
+            "--initial-advertise-peer-urls", peer_url, "--initial-cluster", f"halfmq={peer_url}", "--log-level", "warn",
+        ], {}, f"{etcd_url}/health", "white")]
+        for i in range(self.replicas):
+            url = f"http://{self.host}:{self.broker_port + i}"
+            nodes.append(Component(f"broker-n{i + 1}", halfmq_command("broker"), {
+                "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port + i),
+                "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / f"broker-n{i + 1}"),
+                "HALFMQ_BROKER_CLUSTER": f"etcd://{self.host}:{self.etcd_port}/halfmq", "HALFMQ_BROKER_NODE_ID": f"n{i + 1}",
+                "HALFMQ_BROKER_ADVERTISE_URL": url, "HALFMQ_BROKER_CLUSTER_SIZE": str(self.replicas), **auth, **extra,
+            }, f"{url}/healthz", ("cyan", "blue", "bright_cyan", "bright_blue", "turquoise2")[i % 5]))
+        return nodes
 
 
 def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +128,8 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def topology_from(args: argparse.Namespace, faults: bool = True) -> Topology:
-    return Topology(args.data_dir, args.host, args.broker_port, args.order_port, args.credit_port, faults, not args.no_auth)
+    return Topology(args.data_dir, args.host, args.broker_port, args.order_port, args.credit_port, faults, not args.no_auth,
+                    replicas=getattr(args, "replicas", 1), etcd_port=getattr(args, "etcd_port", 2379))
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -112,4 +148,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_topology_arguments(up)
     up.add_argument("--no-faults", action="store_true", help="refuse X-Fault headers (fault injection is on by default here)")
     up.add_argument("--no-restart", action="store_true", help="stop everything when one component dies")
+    up.add_argument("--replicas", type=int, default=1, choices=range(1, 10), metavar="N",
+                    help="run a broker set of N nodes (ports BROKER_PORT..BROKER_PORT+N-1) with a local etcd (default 1: one broker)")
+    up.add_argument("--etcd-port", type=int, default=2379, help="the local etcd's client port with --replicas (its peer port is the next one)")
     up.set_defaults(func=cmd_up)

@@ -31,12 +31,21 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rt = runtime or BrokerRuntime.open(settings)
         app.state.runtime = rt
-        await rt.start()
+        node = None
+        if settings.cluster:  # a broker set: the node starts the runtime once it leads (broker/cluster/node.py)
+            from halfmq.broker.cluster.node import ClusterNode
+
+            node = app.state.cluster = ClusterNode(settings, app.state)
+            await node.start()
+        else:
+            await rt.start()
         log.info("broker ready: data dir %s, commit log end %d", settings.data_dir, rt.store.commit_log.end_offset)
         try:
             yield
         finally:
-            await rt.stop()
+            if node is not None:
+                await node.stop()
+            await app.state.runtime.stop()
             log.info("broker stopped cleanly")
 
     app = FastAPI(title="halfmq broker", version="1", lifespan=lifespan)
@@ -48,5 +57,12 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.include_router(transactions.router, dependencies=authenticated)
     app.include_router(transactional_ids.router, dependencies=authenticated)
     app.include_router(operations.router)
-    return HotPathApp(app, [r for module in (topics, consumer_groups, transactions, transactional_ids) for r in module.RAW_ROUTES],
-                      BodyReader(settings.max_request_bytes, settings.request_body_timeout))
+    hot = HotPathApp(app, [r for module in (topics, consumer_groups, transactions, transactional_ids) for r in module.RAW_ROUTES],
+                     BodyReader(settings.max_request_bytes, settings.request_body_timeout))
+    if settings.cluster:
+        from halfmq.broker.cluster import routes as cluster_routes
+        from halfmq.broker.cluster.gate import LeaderGate
+
+        app.include_router(cluster_routes.router)
+        return LeaderGate(hot, app.state)  # type: ignore[return-value]
+    return hot

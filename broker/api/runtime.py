@@ -51,8 +51,12 @@ class BrokerRuntime:
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
-    def open(cls, settings: BrokerSettings) -> BrokerRuntime:
-        """Lock the data dir, recover the store and rebuild indexes (DataDirLocked / CorruptLogError)."""
+    def open(cls, settings: BrokerSettings,
+             durable_wrapper: Callable[[Callable[[int], Awaitable[None]]], Callable[[int], Awaitable[None]]] | None = None) -> BrokerRuntime:
+        """Lock the data dir, recover the store and rebuild indexes (DataDirLocked / CorruptLogError).
+
+        ``durable_wrapper`` (a broker set's leader) adds waiting for replicas to the local fsync.
+        """
         store = MessageStore(StoreConfig(
             data_dir=settings.data_dir,
             segment_bytes=settings.segment_bytes,
@@ -65,7 +69,9 @@ class BrokerRuntime:
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))
-            durable = FlushWaiter(store, settings.sync_flush_timeout)
+            durable: Callable[[int], Awaitable[None]] = FlushWaiter(store, settings.sync_flush_timeout)
+            if durable_wrapper is not None:
+                durable = durable_wrapper(durable)
             rt: BrokerRuntime  # bound below; the closures only run after that
             transactions = TransactionService(
                 store, cls.check_policy(settings), durable, retention=settings.transaction_retention,

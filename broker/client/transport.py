@@ -26,6 +26,7 @@ import msgspec
 
 from halfmq.broker.errors import BrokerError, BrokerUnavailable, error_class_for
 
+from .broker_urls import BrokerUrls, split_urls
 from .endpoints import Call
 
 if TYPE_CHECKING:
@@ -206,7 +207,7 @@ class Transport:
                  token: str | None = None, verify: Verify | None = None) -> None:
         import urllib3
 
-        self._base = require_http_url(base_url).rstrip("/")
+        self._urls = BrokerUrls([require_http_url(u) for u in split_urls(base_url)] or [require_http_url(base_url)])
         self._timeout = timeout
         self._errors: tuple[type[BaseException], ...] = (urllib3.exceptions.HTTPError, OSError)
         self._not_sent: tuple[type[BaseException], ...] = (urllib3.exceptions.NewConnectionError,
@@ -221,7 +222,22 @@ class Transport:
         auth = auth_headers(token)  # urllib3 drops a pool's default headers when a request brings its own
         self._plain_headers, self._json_headers = {**_ACCEPT, **auth}, {**_SEND_JSON, **auth}
 
+    @property
+    def _base(self) -> str:
+        return self._urls.base
+
     def call(self, call: Call[T]) -> T:
+        """``call`` on the node believed to lead; after NOT_LEADER or a refused connection, on the next (a broker set)."""
+        for _ in range(self._urls.attempts - 1):
+            asked = self._urls.base
+            try:
+                return self._call_once(call)
+            except BrokerError as exc:
+                if not self._urls.redirect(exc, asked):
+                    raise
+        return self._call_once(call)
+
+    def _call_once(self, call: Call[T]) -> T:
         content = None if call.body is None else msgspec.json.encode(call.body)
         headers = self._plain_headers if content is None else self._json_headers
         url = self._base + call.path
@@ -270,7 +286,7 @@ class AsyncTransport:
         import aiohttp
 
         self._aiohttp = aiohttp
-        self._base = require_http_url(base_url).rstrip("/")
+        self._urls = BrokerUrls([require_http_url(u) for u in split_urls(base_url)] or [require_http_url(base_url)])
         self._timeout = timeout
         self._connections = min(pool_size * connections_per_client, max_in_flight)
         self._in_flight = asyncio.Semaphore(max_in_flight)
@@ -288,7 +304,22 @@ class AsyncTransport:
             )
         return self._session
 
+    @property
+    def _base(self) -> str:
+        return self._urls.base
+
     async def call(self, call: Call[T]) -> T:
+        """``call`` on the node believed to lead; after NOT_LEADER or a refused connection, on the next (a broker set)."""
+        for _ in range(self._urls.attempts - 1):
+            asked = self._urls.base
+            try:
+                return await self._call_once(call)
+            except BrokerError as exc:
+                if not self._urls.redirect(exc, asked):
+                    raise
+        return await self._call_once(call)
+
+    async def _call_once(self, call: Call[T]) -> T:
         aiohttp = self._aiohttp
         content, headers = _encode(call.body)
         url = self._base + call.path

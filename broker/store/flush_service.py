@@ -53,6 +53,11 @@ class GroupCommitService(threading.Thread):
                 self._cond.notify()
             return self._pending
 
+    def truncated(self, offset: int) -> None:
+        """The log was cut back to ``offset`` (a follower's divergent tail): durable no further than that."""
+        with self._cond:
+            self._flushed = min(self._flushed, offset)
+
     def run(self) -> None:
         while True:
             with self._cond:

@@ -24,7 +24,19 @@ from .data_lock import DataDirLock
 from .failure_watch import FailureWatch
 from .flush_service import GroupCommitService, PeriodicService
 from .offset_table import OffsetTable
-from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, RecordError, StoredMessage, encode_parts, encode_properties, record_size, tag_hash
+from .record import (
+    FLAG_BODY_BINARY,
+    FLAG_GROUP_MORE,
+    HEADER_SIZE,
+    RecordError,
+    StoredMessage,
+    decode,
+    encode_parts,
+    encode_properties,
+    peek_size,
+    record_size,
+    tag_hash,
+)
 from .topics import TopicConfig, TopicTable
 
 log = logging.getLogger(__name__)
@@ -211,6 +223,77 @@ class MessageStore:
             for listener in self._listeners:
                 listener(*key)
         return results, offset
+
+    def append_replicated(self, blob: bytes | memoryview, start: int) -> int:
+        """Append a leader's log bytes at ``start`` unchanged (a follower of a broker set); return the new log end.
+
+        Only whole write groups are taken; a trailing partial one is left for the
+        next fetch. Each group lands where the leader wrote it: the same size rule
+        rolls segments at the same places, and a record must name its own offset.
+        A mismatch is ReplicationMismatch and nothing of that group is written.
+        """
+        view = memoryview(blob)
+        pos = 0
+        with self._write_lock:
+            self._check_writable()
+            if start != self.commit_log.end_offset:
+                raise ReplicationMismatch(f"replicated bytes start at {start}, the log ends at {self.commit_log.end_offset}")
+            while True:
+                group: list[StoredMessage] = []
+                at = pos
+                complete = False
+                while at + HEADER_SIZE <= len(view):
+                    size = peek_size(view, at)
+                    if size < HEADER_SIZE or at + size > len(view):
+                        break
+                    try:
+                        rec = decode(view, at)
+                    except RecordError as exc:
+                        raise ReplicationMismatch(f"replicated record at {start + at} is damaged: {exc}") from None
+                    group.append(rec)
+                    at += size
+                    if not rec.group_more:
+                        complete = True
+                        break
+                if not complete:
+                    break
+                size = at - pos
+                try:
+                    offset = self.commit_log.next_offset_for(size)
+                except OSError as exc:
+                    raise self._refused("cannot start a commit-log segment", exc) from exc
+                if offset != group[0].commit_log_offset:
+                    raise ReplicationMismatch(f"a replicated group names offset {group[0].commit_log_offset} but lands at {offset}"
+                                              " (do both nodes use the same segment size?)")
+                queues: dict[tuple[str, int], tuple[list[int], list[tuple[int, int, int]]]] = {}
+                for rec in group:
+                    key = (rec.topic, rec.queue_id)
+                    cfg = self.topics.get(rec.topic)
+                    if cfg is None or rec.queue_id >= cfg.queues:
+                        self.topics.learn(rec.topic, rec.queue_id + 1)
+                    if key not in queues:
+                        queues[key] = ([self._queue(*key).max_offset], [])
+                    queues[key][1].append((rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS"))))
+                chunk = bytes(view[pos:at])
+                self._append_entries_then(queues, lambda chunk=chunk: self.commit_log.write(chunk))  # type: ignore[misc]
+                pos = at
+        for listener in self._listeners:
+            for rec_key in {(r.topic, r.queue_id) for r in group}:
+                listener(*rec_key)
+        return self.commit_log.end_offset
+
+    def truncate_log(self, offset: int) -> None:
+        """Cut the log (and consume queues, offsets) back to ``offset``: a node's divergent tail, as its new leader says."""
+        with self._write_lock:
+            if offset >= self.commit_log.end_offset:
+                return
+            log.warning("truncating the commit log from %d to %d: the tail diverged from the leader's", self.commit_log.end_offset, offset)
+            self.commit_log._truncate(offset)
+            for cq in self._queues.values():
+                cq.trim_beyond(offset)
+            self._group_commit.truncated(offset)
+        self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1])
+        self.checkpoint()
 
     def _append_entries_then(self, queues: dict[tuple[str, int], tuple[list[int], list[tuple[int, int, int]]]],
                              write_log: Callable[[], object]) -> None:
@@ -489,6 +572,10 @@ def _parse_checkpoint(raw: dict) -> dict:
     if not isinstance(raw["commit_log_offset"], int) or not isinstance(raw.get("queues", {}), dict):
         raise ValueError("unexpected checkpoint layout")
     return raw
+
+
+class ReplicationMismatch(Exception):
+    """Bytes from a leader do not continue this log where they claim to: the follower must resynchronise."""
 
 
 class GroupTooLarge(ValueError):

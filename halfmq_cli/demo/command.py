@@ -43,6 +43,8 @@ def _start_up(topology: Topology, console: Console) -> subprocess.Popen:
             "--broker-port", str(topology.broker_port), "--order-port", str(topology.order_port), "--credit-port", str(topology.credit_port)]
     if not topology.auth:
         argv.append("--no-auth")
+    if topology.replicas > 1:
+        argv += ["--replicas", str(topology.replicas), "--etcd-port", str(topology.etcd_port)]
     proc = subprocess.Popen(argv, env={**os.environ, **FAST_CHECKS}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     console.print(f"started [bold]halfmq up[/] (pid {proc.pid}) in {topology.data_dir}, logs in {topology.data_dir / 'up.log'}")
     deadline = time.monotonic() + 90
@@ -71,13 +73,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     console = Console()
     attach_dir = args.data_dir or Path("./data")
-    topology = Topology(attach_dir, args.host, args.broker_port, args.order_port, args.credit_port, auth=not args.no_auth)
+    cluster = {"replicas": args.replicas, "etcd_port": args.etcd_port}
+    topology = Topology(attach_dir, args.host, args.broker_port, args.order_port, args.credit_port, auth=not args.no_auth, **cluster)
     own = None
     if args.attach or all(_healthy(u) for u in (topology.broker_url, topology.order_url, topology.credit_url)):
         console.print(f"using the running halfmq at {topology.broker_url} / {topology.order_url} / {topology.credit_url}")
     else:
         topology = Topology(args.data_dir or Path("./data/demo"), args.host, args.broker_port, args.order_port, args.credit_port,
-                            auth=not args.no_auth)
+                            auth=not args.no_auth, **cluster)
         own = _start_up(topology, console)
     started = time.monotonic()
     try:
@@ -165,6 +168,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--concurrency", type=int, default=16)
     demo.add_argument("--seed", type=int, default=7)
     demo.add_argument("--chaos", action="store_true", help="also kill -9 the broker in the middle of the run")
+    demo.add_argument("--replicas", type=int, default=1, choices=range(1, 10), metavar="N",
+                      help="run (or attach to) a broker set of N nodes with a local etcd; --chaos then kills the leader")
+    demo.add_argument("--etcd-port", type=int, default=2379, help="the local etcd's client port with --replicas")
     demo.add_argument("--no-spark", action="store_true", help="skip the Spark job")
     demo.add_argument("--attach", action="store_true", help="require an already running halfmq")
     demo.add_argument("--keep-running", action="store_true", help="leave the demo's own `up` running afterwards")

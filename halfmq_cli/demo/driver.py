@@ -92,12 +92,28 @@ class DemoDriver:
             time.sleep(0.3)
         raise RuntimeError(f"{url} did not come back within {timeout}s")
 
+    def _leader_url(self) -> str:
+        """The broker to kill: the one broker, or in a broker set (``--replicas``) the node that leads."""
+        if self.t.replicas <= 1:
+            return self.t.broker_url
+        token = self._admin_token()
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        for url in self.t.broker_urls.split(","):
+            try:
+                view = httpx.get(f"{url}/v1/cluster", headers=headers, timeout=2).json()
+            except (httpx.HTTPError, ValueError):
+                continue
+            if view.get("role") == "leader":
+                return url
+        return self.t.broker_url
+
     def _kill_broker(self) -> None:
-        pid = httpx.get(f"{self.t.broker_url}/healthz", timeout=2).json().get("pid")
+        pid = httpx.get(f"{self._leader_url()}/healthz", timeout=2).json().get("pid")
         if pid:
             os.kill(int(pid), signal.SIGKILL)
             self.placement.broker_kills += 1
-            self.console.print(f"[yellow]chaos: kill -9 of the broker (pid {pid}) in the middle of the run[/]")
+            what = "the leader of the broker set" if self.t.replicas > 1 else "the broker"
+            self.console.print(f"[yellow]chaos: kill -9 of {what} (pid {pid}) in the middle of the run[/]")
 
     def place_all(self) -> Placement:
         plan: list[tuple[str, Decimal, str | None]] = [
@@ -157,7 +173,7 @@ class DemoDriver:
     def visible_order_ids(self) -> list[str]:
         mine = set(self.all_users)
         ids: list[str] = []
-        with Producer(self.t.broker_url, token=self._admin_token()) as producer:
+        with Producer(self.t.broker_urls, token=self._admin_token(), retries=20) as producer:
             try:
                 topic = producer.get_topic("ORDER_TOPIC")
             except Exception:  # noqa: BLE001 — no topic yet means nothing visible yet

@@ -71,8 +71,8 @@ async def send_messages(request: HotRequest) -> Reply:
     status = SendStatus.SEND_OK.value
     try:
         await rt.durable(end)
-    except FlushTimedOut:
-        status = SendStatus.FLUSH_DISK_TIMEOUT.value
+    except FlushTimedOut as exc:  # a broker set's replicas: FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
+        status = getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)
     rt.metrics.messages_in.inc(len(results))
     rt.metrics.send_requests.labels(status).inc()
     rt.metrics.send_latency.observe(time.perf_counter() - started)
@@ -106,8 +106,8 @@ async def _send_idempotent(rt: BrokerRuntime, topic: str, body: SendRequest, sta
     status = SendStatus.SEND_OK.value
     try:
         await rt.durable(end)
-    except FlushTimedOut:
-        status = SendStatus.FLUSH_DISK_TIMEOUT.value
+    except FlushTimedOut as exc:  # a broker set's replicas: FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
+        status = getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)
     rt.metrics.messages_in.inc(len(results))
     rt.metrics.send_requests.labels(status).inc()
     rt.metrics.send_latency.observe(time.perf_counter() - started)

@@ -91,8 +91,8 @@ async def send_half(request: HotRequest) -> Reply:
         rt.producer_txns.sent(producer, sequence, answer)
     try:
         await rt.durable(end)
-    except FlushTimedOut:
-        answer = {**answer, "status": SendStatus.FLUSH_DISK_TIMEOUT.value}
+    except FlushTimedOut as exc:  # a broker set's replicas: FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
+        answer = {**answer, "status": getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)}
     return Reply(answer)
 
 

@@ -1,0 +1,136 @@
+"""`replicated`: a broker set of three local brokers and etcd against one broker, in the same run.
+
+Cases: durable single-message sends at 64 in flight on one broker
+(``single_c64``) and on the leader of a three-node set with ``ack=quorum``
+(``quorum_c64``, only SEND_OK counts; anything else is an error), and the
+failover time: kill -9 of the leader, then time until another node answers a
+quorum send with SEND_OK (``failover``; the lease TTL is 5 s). The gates: quorum
+sends at least 0.5x the single broker, failover at most TTL + 2 s. The NATS
+JetStream peer (three ``nats-server`` with R3) is a peer script's figure, not
+run here.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from typing import Any
+
+import httpx
+import orjson
+
+from .. import payloads, probe
+from ..context import Context
+from ..load import Run, drive, http_session, run_async
+from ..results import scenario_ok, scenario_unavailable, throughput_case, timed_case
+from ..servers import BrokerServer, EtcdServer
+
+TOPIC = "BENCH_REPLICATED"
+NODES = 3
+LEASE_TTL = 5
+
+
+def baselines(driver: str) -> list[str]:
+    return []
+
+
+async def _quorum_sends(url: str, body: bytes, conc: int, seconds: float, max_ops: int) -> Run:
+    async with http_session(conc) as session:
+        async def op() -> int:
+            async with session.post(url, data=body, headers={"content-type": "application/json"}) as resp:
+                answer = await resp.read()
+            if resp.status != 200 or orjson.loads(answer)["results"][0]["status"] != "SEND_OK":
+                raise RuntimeError(f"not acknowledged: {resp.status} {answer[:200]!r}")
+            return 1
+
+        return await drive(lambda _i: op, conc, seconds, max_ops)
+
+
+def _measure(url: str, body: bytes, conc: int, seconds: float, max_ops: int, warmup: float) -> Run:
+    """A warm-up (discarded), then the measured run."""
+    if warmup > 0:
+        run_async(_quorum_sends(url, body, conc, warmup, max_ops))
+    return run_async(_quorum_sends(url, body, conc, seconds, max_ops))
+
+
+def _leader(nodes: dict[str, BrokerServer], timeout: float = 60.0, not_: str | None = None) -> str:
+    """The node taking quorum writes (a majority in sync)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for node_id, node in nodes.items():
+            if node_id == not_ or not node.alive:
+                continue
+            try:
+                view = httpx.get(f"{node.url}/v1/cluster", timeout=1).json()
+            except (httpx.HTTPError, ValueError):
+                continue
+            if view.get("writable") and len(view.get("in_sync") or []) > NODES // 2:
+                return node_id
+        time.sleep(0.05)
+    raise RuntimeError(f"no leader within {timeout}s")
+
+
+def _acknowledged(url: str) -> bool:
+    try:
+        answer = httpx.post(f"{url}/v1/topics/{TOPIC}/messages", json={"messages": [{"body": "failover"}]}, timeout=2)
+    except httpx.HTTPError:
+        return False
+    return answer.status_code == 200 and answer.json()["results"][0]["status"] == "SEND_OK"
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    if shutil.which("etcd") is None:
+        return scenario_unavailable("etcd is not installed (bin/setup installs Debian's etcd-server)")
+    s = ctx.settings
+    c = s.concurrency
+    body = payloads.send(1, s.body_bytes)
+    cases = ctx.cases()
+
+    single = BrokerServer(ctx.dir("replicated", "single"), ctx.logs)
+    with single:
+        single.start()
+        probe.create_topic(single.url, TOPIC, 4)
+        url = f"{single.url}/v1/topics/{TOPIC}/messages"
+        runs = ctx.repeat("replicated single_c64", lambda _i, w: _measure(url, body, c, s.seconds, s.max_ops, w))
+    cases["single_c64"] = throughput_case(runs, unit="msg/s", concurrency=c, what=f"one broker: durable single-message send, {c} in flight")
+
+    etcd = EtcdServer(ctx.dir("replicated", "etcd"), ctx.logs)
+    nodes: dict[str, BrokerServer] = {}
+    failovers: list[dict[str, Any]] = []
+    try:
+        etcd.start()
+        for i in range(1, NODES + 1):
+            node = BrokerServer(ctx.dir("replicated", f"n{i}"), ctx.logs, env={
+                "HALFMQ_BROKER_CLUSTER": f"etcd://127.0.0.1:{etcd.port}/bench", "HALFMQ_BROKER_NODE_ID": f"n{i}",
+                "HALFMQ_BROKER_CLUSTER_SIZE": str(NODES), "HALFMQ_BROKER_LEASE_TTL": str(LEASE_TTL), "HALFMQ_BROKER_ACK": "quorum"})
+            node.env["HALFMQ_BROKER_ADVERTISE_URL"] = node.url
+            nodes[f"n{i}"] = node
+            node.spawn()
+        for node in nodes.values():
+            node.wait_healthy(60)
+        leader = _leader(nodes)
+        probe.create_topic(nodes[leader].url, TOPIC, 4)
+        url = f"{nodes[leader].url}/v1/topics/{TOPIC}/messages"
+        runs = ctx.repeat("replicated quorum_c64", lambda _i, w: _measure(url, body, c, s.seconds, s.max_ops, w))
+        cases["quorum_c64"] = throughput_case(runs, unit="msg/s", concurrency=c, what=(
+            f"leader of a {NODES}-node set, ack=quorum: durable single-message send, {c} in flight"))
+        for i in range(s.runs):
+            leader = _leader(nodes)
+            killed = time.monotonic()
+            nodes[leader].kill9()
+            new = _leader(nodes, not_=leader)
+            while not _acknowledged(nodes[new].url):
+                time.sleep(0.02)
+            seconds = time.monotonic() - killed
+            failovers.append({"seconds": round(seconds, 3), "killed": leader, "new_leader": new})
+            ctx.note(f"replicated failover {i + 1}/{s.runs}: {leader} killed, {new} acknowledging after {seconds:.2f} s")
+            nodes[leader].start(timeout=60)
+    finally:
+        for node in nodes.values():
+            node.stop()
+        etcd.stop()
+    cases["failover"] = timed_case(failovers, what=f"kill -9 of the leader → another node answers a quorum send SEND_OK (lease TTL {LEASE_TTL} s)")
+    single_median = cases["single_c64"]["ops_per_s"]["median"]
+    if single_median:
+        cases["quorum_c64"]["ratio_to_single"] = round(cases["quorum_c64"]["ops_per_s"]["median"] / single_median, 2)
+    return scenario_ok(cases, nodes=NODES, lease_ttl_s=LEASE_TTL, ack="quorum", body_bytes=s.body_bytes)

@@ -1,0 +1,110 @@
+"""The broker set's decisions as pure functions of time and offsets (tested with a fake clock).
+
+Who may write, who may stand for election, who is in sync and how far a write
+is acknowledged: the node and the replication code only feed these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Role(str, Enum):
+    FOLLOWER = "follower"
+    LEADER = "leader"
+    FENCED = "fenced"  # holds the leader key but could not renew in time: takes no write until it renews or steps down
+
+
+class Event(str, Enum):
+    ELECTED = "elected"
+    RENEWAL_OVERDUE = "renewal_overdue"
+    RENEWED = "renewed"
+    LOST = "lost"  # the leader key is gone or someone else's
+
+
+# The one transition table of a node's role; a pair not listed keeps the role.
+TRANSITIONS: dict[tuple[Role, Event], Role] = {
+    (Role.FOLLOWER, Event.ELECTED): Role.LEADER,
+    (Role.LEADER, Event.RENEWAL_OVERDUE): Role.FENCED,
+    (Role.FENCED, Event.RENEWED): Role.LEADER,
+    (Role.LEADER, Event.LOST): Role.FOLLOWER,
+    (Role.FENCED, Event.LOST): Role.FOLLOWER,
+}
+
+
+def next_role(role: Role, event: Event) -> Role:
+    return TRANSITIONS.get((role, event), role)
+
+
+@dataclass(frozen=True)
+class LeaseFence:
+    """A leader writes only while its lease surely lives, with ``margin`` seconds to spare.
+
+    etcd restarts a lease's TTL when a keep-alive *arrives*, which is after it was
+    sent; so counting from the moment the last successful renewal was sent never
+    overestimates the lease's life, whatever the network delay. The margin covers
+    clock-rate drift and a write that passed the check just before the deadline.
+    """
+
+    ttl: float
+    margin: float
+
+    def may_write(self, now: float, renewal_sent_at: float | None) -> bool:
+        return renewal_sent_at is not None and now < renewal_sent_at + self.ttl - self.margin
+
+    @classmethod
+    def for_ttl(cls, ttl: float) -> LeaseFence:
+        return cls(ttl, max(1.0, ttl * 0.3))
+
+
+def may_campaign(node_id: str, in_sync: frozenset[str] | None) -> bool:
+    """Only an in-sync node may become leader; a set with no in-sync list yet (first start) lets anyone."""
+    return in_sync is None or not in_sync or node_id in in_sync
+
+
+def majority(cluster_size: int) -> int:
+    return cluster_size // 2 + 1
+
+
+@dataclass(frozen=True)
+class FollowerProgress:
+    durable: int          # the follower's fsynced log end, as its last fetch reported
+    caught_up_at: float   # when it last reported the leader's whole log
+
+
+def in_sync_set(leader: str, current: frozenset[str], progress: Mapping[str, FollowerProgress], now: float, lag_time: float,
+                cluster_size: int) -> frozenset[str]:
+    """The in-sync set as it should be now: the leader, and every follower caught up within ``lag_time``.
+
+    A follower that has not caught up for longer drops out (a dead node too), so
+    acknowledgements stop waiting for it; one that catches up again joins. The set
+    never shrinks below a majority: the members furthest along stay, sends time out
+    instead (FLUSH_SLAVE_TIMEOUT), and another member can still be elected if the
+    leader is cut off. Acknowledgements count only the set as published in etcd, so
+    a node leaves it in etcd before anything it lacks is acknowledged.
+    """
+    members = {leader} | {node for node, p in progress.items() if now - p.caught_up_at <= lag_time}
+    def furthest(n: str) -> tuple[float, float]:
+        p = progress.get(n)
+        return (-p.durable, -p.caught_up_at) if p is not None else (1.0, float("inf"))
+
+    lagging = sorted((n for n in current if n not in members), key=furthest)
+    while len(members) < majority(cluster_size) and lagging:
+        members.add(lagging.pop(0))
+    return frozenset(members)
+
+
+def acknowledged_offset(leader: str, leader_durable: int, in_sync: frozenset[str], progress: Mapping[str, FollowerProgress]) -> int:
+    """How far the log is on disk on every in-sync node: what ``ack=quorum`` may acknowledge."""
+    ends = [leader_durable]
+    for node in in_sync:
+        if node != leader:
+            p = progress.get(node)
+            ends.append(p.durable if p is not None else 0)
+    return min(ends)
+
+
+def quorum_possible(in_sync: frozenset[str], cluster_size: int) -> bool:
+    return len(in_sync) >= majority(cluster_size)

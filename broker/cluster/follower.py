@@ -1,0 +1,111 @@
+"""A follower's replication loop: fetch the leader's log bytes, append them unchanged, fsync, report.
+
+Before the first fetch from a leader the follower asks where its own last term
+ends in the leader's log and cuts its tail there (an old leader's divergent
+writes). Every fetch names the term the follower knows; an answer from a lower
+term is refused. Consumer-group offsets and the receipt-handle key are not in
+the commit log: the follower copies them from the leader about once a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from halfmq.broker.store.atomic_file import read_json, write_json
+from halfmq.broker.store.message_store import MessageStore
+
+from .term_history import TermHistory
+
+log = logging.getLogger(__name__)
+
+TERM_HEADER = "x-halfmq-term"
+HISTORY_HEADER = "x-halfmq-term-history"
+SEGMENT_HEADER = "x-halfmq-segment-bytes"
+
+
+class LowerTerm(Exception):
+    """The node answering is from an older term than this follower knows: not its leader any more."""
+
+
+class Follower:
+    def __init__(self, node_id: str, store: Callable[[], MessageStore], history: TermHistory, data_dir: Path,
+                 http: httpx.AsyncClient, known_term: Callable[[], int]) -> None:
+        self.node_id = node_id
+        self._store = store
+        self.history = history
+        self.data_dir = data_dir
+        self._http = http
+        self._known_term = known_term
+        self.leader_end = 0
+
+    async def follow(self, leader_url: str, term: int) -> None:
+        """Replicate from ``leader_url`` until cancelled or the leader stops answering as leader."""
+        await self._cut_divergent_tail(leader_url, term)
+        state = asyncio.get_running_loop().create_task(self._copy_state(leader_url, term))
+        try:
+            while True:
+                await self._fetch_once(leader_url, term)
+        finally:
+            state.cancel()
+
+    async def _cut_divergent_tail(self, leader_url: str, term: int) -> None:
+        answer = await self._http.get(f"{leader_url}/v1/replication/term-end", params={"term": self.history.last_term, "node_id": self.node_id})
+        answer.raise_for_status()
+        self._check_term(answer)
+        cut = int(answer.json()["end_offset"])
+        store = self._store()
+        if store.commit_log.end_offset > cut:
+            log.warning("node %s: log ends at %d, past where term %d ends on the leader (%d): cutting the divergent tail",
+                        self.node_id, store.commit_log.end_offset, self.history.last_term, cut)
+            store.truncate_log(cut)  # on the loop, not a thread: a cancelled follower must not leave it running
+            self.history.truncate(cut)
+
+    async def _fetch_once(self, leader_url: str, term: int) -> None:
+        store = self._store()
+        start = store.commit_log.end_offset
+        answer = await self._http.post(f"{leader_url}/v1/replication/fetch",
+                                       json={"node_id": self.node_id, "term": term, "from_offset": start})
+        answer.raise_for_status()
+        self._check_term(answer)
+        if int(answer.headers.get(SEGMENT_HEADER, store.config.segment_bytes)) != store.config.segment_bytes:
+            raise RuntimeError("the leader uses another segment size: offsets could not match; configure the same segment_bytes")
+        self.leader_end = int(answer.headers.get("x-halfmq-log-end", start))
+        if answer.content:
+            end = store.append_replicated(answer.content, start)
+            flushed = store.wait_flushed(end)
+            if flushed is not None:
+                await asyncio.wrap_future(flushed)
+        else:
+            end = start
+        self.history.adopt([tuple(e) for e in json.loads(answer.headers.get(HISTORY_HEADER, "[]"))], end)  # type: ignore[misc]
+
+    async def _copy_state(self, leader_url: str, term: int, every: float = 0.5) -> None:
+        """Consumer offsets (they only move forward) and the receipt-handle key, so both survive a failover."""
+        while True:
+            try:
+                answer = await self._http.get(f"{leader_url}/v1/replication/state")
+                if answer.status_code == 200:
+                    state = answer.json()
+                    offsets = self._store().offsets
+                    for group, topics in state["offsets"].items():
+                        for topic, queues in topics.items():
+                            for queue_id, offset in queues.items():
+                                offsets.commit(group, topic, int(queue_id), int(offset))
+                    key = state.get("receipt_key")
+                    path = self.data_dir / "receipt-key.json"
+                    if key and read_json(path, None) != key:
+                        write_json(path, key)
+            except (httpx.HTTPError, ValueError, KeyError) as exc:
+                log.debug("copying state from %s: %s", leader_url, exc)
+            await asyncio.sleep(every)
+
+    def _check_term(self, answer: httpx.Response) -> None:
+        their = int(answer.headers.get(TERM_HEADER, "0"))
+        if their < self._known_term():
+            raise LowerTerm(f"{answer.url} answers for term {their}, older than the known term {self._known_term()}")

@@ -1,0 +1,293 @@
+"""One node of a broker set: its role, its lease in etcd, and the runtime it serves with.
+
+A tick every ``lease_ttl / 5`` seconds does the etcd work: a leader renews its
+lease, checks the leader key is still its own and publishes the in-sync set; a
+follower reads who leads and follows it, or stands for election when no one
+does and it is in sync. Roles change only through decisions.TRANSITIONS.
+
+Changing role reopens the runtime from the data dir (a short recovery): a new
+leader rebuilds its transaction index from the replicated half and op queues and
+starts the check service, which checks back every pending half; a node that
+steps down drops all in-memory leader state and takes no request but replication.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+
+from halfmq.broker.api.runtime import BrokerRuntime
+from halfmq.broker.config import BrokerSettings
+
+from .decisions import Event, LeaseFence, Role, may_campaign, next_role
+from .errors import NotLeader
+from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, absent, unchanged
+from .follower import Follower
+from .replica_tracker import ReplicaTracker
+from .term_history import TermHistory
+
+log = logging.getLogger(__name__)
+
+Durable = Callable[[int], Awaitable[None]]
+
+
+class ClusterNode:
+    def __init__(self, settings: BrokerSettings, state: Any, clock: Callable[[], float] = time.monotonic) -> None:
+        if not settings.cluster or not settings.node_id:
+            raise ValueError("a broker set needs --cluster etcd://HOST:PORT/PREFIX and --node-id")
+        self.settings = settings
+        self.state = state  # the app's state: .runtime is swapped on a role change
+        self.node_id = settings.node_id
+        self.url = settings.advertise_url or f"http://{settings.host}:{settings.port}"
+        self.address = ClusterAddress.parse(settings.cluster)
+        self.etcd = EtcdClient(self.address.endpoint, timeout=max(0.5, settings.lease_ttl / 5))
+        self.fence = LeaseFence.for_ttl(settings.lease_ttl)
+        self._clock = clock
+        self.role = Role.FOLLOWER
+        self.term = 0  # the highest term this node knows of
+        self.leader: dict[str, str] | None = None
+        self.lease = 0
+        self.renewal_sent_at: float | None = None
+        self.history = TermHistory(settings.data_dir / "term-history.json")
+        self.tracker = ReplicaTracker(self.node_id, settings.cluster_size, settings.replica_lag_time, clock)
+        self.appended = asyncio.Event()
+        token = settings.cluster_token_file.read_text().strip() if settings.cluster_token_file else None
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(5.0, connect=1.0),
+                                       headers={"authorization": f"Bearer {token}"} if token else None)
+        self.follower = Follower(self.node_id, lambda: self.runtime.store, self.history, settings.data_dir, self._http, lambda: self.term)
+        self._following: tuple[str, int] | None = None
+        self._follow_task: asyncio.Task | None = None
+        self._task: asyncio.Task | None = None
+        self.etcd_error: str | None = None
+
+    # --- what the HTTP layer asks --------------------------------------------------
+    @property
+    def runtime(self) -> BrokerRuntime:
+        rt: BrokerRuntime = self.state.runtime
+        return rt
+
+    @property
+    def writable(self) -> bool:
+        return self.role is Role.LEADER and self.fence.may_write(self._clock(), self.renewal_sent_at)
+
+    def not_leader(self) -> NotLeader:
+        url = self.leader["url"] if self.leader and self.leader.get("node_id") != self.node_id else None
+        why = ("this node leads but cannot renew its lease in etcd" if self.role is not Role.FOLLOWER
+               else f"node {self.node_id} is a follower")
+        return NotLeader(f"{why}; the leader is {url or 'not known yet'}", leader_url=url)
+
+    def durable(self, local: Durable) -> Durable:
+        """The runtime's "durable" for a leader: the local fsync, then the in-sync replicas (ack=quorum)."""
+        async def replicated(end: int) -> None:
+            await local(end)
+            if self.settings.ack == "quorum":
+                await self.tracker.wait(end, self.settings.sync_flush_timeout)
+            if not self.writable:  # leadership lost while waiting: acknowledge nothing
+                raise self.not_leader()
+        return replicated
+
+    # --- life ------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self._register()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        for task in (self._task, self._follow_task):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if self.role is not Role.FOLLOWER and self.lease:
+            with contextlib.suppress(EtcdUnavailable):
+                await self.etcd.revoke(self.lease)  # a clean stop hands over at once, not after the TTL
+        await self.etcd.aclose()
+        await self._http.aclose()
+
+    async def _run(self) -> None:
+        every = self.settings.lease_ttl / 5
+        while True:
+            try:
+                await self.tick()
+                self.etcd_error = None
+            except EtcdUnavailable as exc:
+                if self.etcd_error is None:
+                    log.error("node %s: %s", self.node_id, exc)
+                self.etcd_error = str(exc)
+                await self._overdue()
+            except Exception:
+                log.exception("node %s: cluster tick failed", self.node_id)
+            await asyncio.sleep(every)
+
+    async def tick(self) -> None:
+        if self.role is Role.FOLLOWER:
+            await self._as_follower()
+        else:
+            await self._as_leader()
+
+    async def _register(self) -> None:
+        with contextlib.suppress(EtcdUnavailable):
+            await self.etcd.put(self.address.key("nodes", self.node_id), json.dumps({"node_id": self.node_id, "url": self.url}))
+
+    # --- leader ------------------------------------------------------------------------
+    async def _as_leader(self) -> None:
+        sent = self._clock()
+        ttl = await self.etcd.keepalive(self.lease)
+        if ttl <= 0:
+            await self._step_down("the lease expired in etcd")
+            return
+        self.renewal_sent_at = sent
+        self._set_role(next_role(self.role, Event.RENEWED))
+        kv = await self.etcd.get(self.address.key("leader"))
+        if kv is None or kv.mod_revision != self.term:
+            await self._step_down("the leader key is gone or another node's")
+            return
+        await self._publish_in_sync()
+
+    async def _publish_in_sync(self) -> None:
+        """Write the in-sync set to etcd if it should change, guarded by this term's leader key; then count it."""
+        wanted = self.tracker.wanted_in_sync()
+        if wanted == self.tracker.in_sync:
+            return
+        if await self.etcd.put_if(self.address.key("in-sync"), json.dumps(sorted(wanted)), 0,
+                                  [unchanged(self.address.key("leader"), self.term)]) is None:
+            await self._step_down("the leader key changed while publishing the in-sync set")
+            return
+        log.info("node %s: in-sync set now %s", self.node_id, sorted(wanted))
+        self.tracker.published(wanted)
+
+    async def _overdue(self) -> None:
+        """etcd did not answer: a leader past its fence takes no write; past the lease itself it steps down."""
+        if self.role is Role.FOLLOWER:
+            return
+        now = self._clock()
+        if not self.fence.may_write(now, self.renewal_sent_at):
+            self._set_role(next_role(self.role, Event.RENEWAL_OVERDUE))
+        if self.renewal_sent_at is None or now > self.renewal_sent_at + self.settings.lease_ttl:
+            await self._step_down("the lease could not be renewed before it expired")
+
+    async def _step_down(self, why: str) -> None:
+        log.warning("node %s: stepping down from term %d: %s", self.node_id, self.term, why)
+        self._set_role(next_role(self.role, Event.LOST))
+        self.renewal_sent_at = None
+        self.leader = None
+        self.tracker.fail_all(self.not_leader())
+        await self._reopen(start=False)
+
+    # --- follower ------------------------------------------------------------------------
+    async def _as_follower(self) -> None:
+        kv = await self.etcd.get(self.address.key("leader"))
+        if kv is not None:
+            info = kv.json()
+            self.term = max(self.term, kv.mod_revision)
+            if info["node_id"] == self.node_id:
+                # our own key from before a restart: nobody serves it, so hand it over now rather than after the TTL
+                log.warning("node %s: revoking the lease of its own leader key from an earlier run", self.node_id)
+                await self.etcd.revoke(kv.lease)
+                return
+            self.leader = info
+            await self._follow(info["url"], kv.mod_revision)
+            return
+        previous = self.leader["node_id"] if self.leader else None  # its lease expired: dead or cut off
+        self.leader = None
+        in_sync_kv = await self.etcd.get(self.address.key("in-sync"))
+        in_sync = frozenset(in_sync_kv.json()) if in_sync_kv else None
+        if not may_campaign(self.node_id, in_sync):
+            return
+        sent = self._clock()
+        lease = await self.etcd.grant(self.settings.lease_ttl)
+        term = await self.etcd.put_if(
+            self.address.key("leader"), json.dumps({"node_id": self.node_id, "url": self.url}), lease,
+            [absent(self.address.key("leader")), unchanged(self.address.key("in-sync"), in_sync_kv.mod_revision if in_sync_kv else 0)])
+        if term is None:
+            with contextlib.suppress(EtcdUnavailable):
+                await self.etcd.revoke(lease)
+            return
+        await self._promote(term, lease, sent, in_sync or frozenset({self.node_id}), previous)
+
+    async def _follow(self, url: str, term: int) -> None:
+        if self._following == (url, term) and self._follow_task is not None and not self._follow_task.done():
+            return
+        await self._stop_following()
+        log.info("node %s: following %s (term %d)", self.node_id, url, term)
+        self._following = (url, term)
+        self._follow_task = asyncio.get_running_loop().create_task(self._follow_loop(url, term))
+
+    async def _follow_loop(self, url: str, term: int) -> None:
+        try:
+            await self.follower.follow(url, term)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure: the next tick follows again (or campaigns)
+            log.info("node %s: replication from %s stopped: %r", self.node_id, url, exc)
+            await asyncio.sleep(0.2)
+
+    async def _stop_following(self) -> None:
+        """Cancel replication and wait until it has stopped touching the store (a truncation runs in a thread)."""
+        task, self._follow_task, self._following = self._follow_task, None, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _promote(self, term: int, lease: int, sent: float, in_sync: frozenset[str], previous: str | None) -> None:
+        await self._stop_following()
+        self.term, self.lease, self.renewal_sent_at = term, lease, sent
+        self.history.begin(term, self.runtime.store.commit_log.end_offset)
+        self.tracker.reset(in_sync, lagging=previous)
+        self.leader = {"node_id": self.node_id, "url": self.url}
+        await self._reopen(start=True)
+        self._set_role(next_role(self.role, Event.ELECTED))
+        log.warning("node %s: leader of term %d from log offset %d (in sync: %s)", self.node_id, term,
+                    self.runtime.store.commit_log.end_offset, sorted(self.tracker.in_sync))
+        await self._publish_in_sync()  # the old leader out at once (a majority stays), not after the lag time
+
+    async def _reopen(self, start: bool) -> None:
+        """Close the runtime and open it again from the data dir: as leader (started) or as follower (not)."""
+        old = self.runtime
+        await old.stop()
+        rt = BrokerRuntime.open(self.settings, durable_wrapper=self.durable if start else None)
+        self.state.runtime = rt
+        if start:
+            rt.store.add_listener(self._on_append)
+            await rt.start()
+
+    def _on_append(self, topic: str, queue_id: int) -> None:
+        self.appended.set()
+
+    def _set_role(self, role: Role) -> None:
+        if role is not self.role:
+            log.info("node %s: %s -> %s", self.node_id, self.role.value, role.value)
+            self.role = role
+
+    # --- the view -------------------------------------------------------------------------
+    async def view(self) -> dict[str, Any]:
+        store = self.runtime.store
+        end = store.commit_log.end_offset
+        nodes: dict[str, dict[str, Any]] = {}
+        try:
+            for kv in await self.etcd.get_prefix(self.address.key("nodes", "")):
+                info = kv.json()
+                nodes[info["node_id"]] = {"node_id": info["node_id"], "url": info["url"], "role": "follower"}
+        except EtcdUnavailable:
+            pass
+        leader_id = self.leader["node_id"] if self.leader else None
+        if leader_id in nodes:
+            nodes[leader_id]["role"] = "leader"
+        nodes.setdefault(self.node_id, {"node_id": self.node_id, "url": self.url})["role"] = self.role.value
+        nodes[self.node_id].update({"durable_offset": store.flushed_offset, "log_end": end})
+        if self.role is not Role.FOLLOWER:
+            for row in self.tracker.view(end):
+                nodes.setdefault(str(row["node_id"]), {"node_id": row["node_id"], "role": "follower"}).update(row)
+        else:
+            nodes[self.node_id]["lag"] = max(0, self.follower.leader_end - store.flushed_offset)
+        return {
+            "node_id": self.node_id, "role": self.role.value, "term": self.term, "writable": self.writable,
+            "leader": self.leader, "in_sync": sorted(self.tracker.in_sync) if self.role is not Role.FOLLOWER else None,
+            "ack": self.settings.ack, "cluster_size": self.settings.cluster_size, "etcd_error": self.etcd_error,
+            "log_end": end, "durable_offset": store.flushed_offset, "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])),
+        }

@@ -1,0 +1,95 @@
+"""The leader's view of its followers: how far each has the log on disk, and who waits for them.
+
+Followers report their durable log end with every fetch (Kafka's fetch offset is
+its acknowledgement). A send with ``ack=quorum`` waits here until every node of
+the in-sync set *as published in etcd* has it on disk; the published set has at
+least a majority, or the send answers SLAVE_NOT_AVAILABLE at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from .decisions import FollowerProgress, acknowledged_offset, in_sync_set, quorum_possible
+from .errors import FlushSlaveTimeout, SlaveNotAvailable
+
+
+class ReplicaTracker:
+    def __init__(self, node_id: str, cluster_size: int, lag_time: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.node_id = node_id
+        self.cluster_size = cluster_size
+        self.lag_time = lag_time
+        self._clock = clock
+        self.progress: dict[str, FollowerProgress] = {}
+        self.in_sync: frozenset[str] = frozenset({node_id})  # as published in etcd
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    def reset(self, in_sync: frozenset[str], lagging: str | None = None) -> None:
+        """A new term: the published set stays; its followers count as caught up now, at offset 0, until they report.
+
+        ``lagging`` (the previous leader, whose lease expired) counts as behind from the start,
+        so it leaves the set at the first publication instead of holding acknowledgements for the lag time.
+        """
+        now = self._clock()
+        self.progress = {n: FollowerProgress(0, float("-inf") if n == lagging else now) for n in in_sync if n != self.node_id}
+        self.in_sync = in_sync | {self.node_id}
+
+    def report(self, node: str, durable: int, leader_end: int) -> None:
+        now = self._clock()
+        before = self.progress.get(node)
+        caught_up_at = now if durable >= leader_end else (before.caught_up_at if before else float("-inf"))
+        self.progress[node] = FollowerProgress(durable, caught_up_at)
+        self._release()
+
+    def wanted_in_sync(self) -> frozenset[str]:
+        return in_sync_set(self.node_id, self.in_sync, self.progress, self._clock(), self.lag_time, self.cluster_size)
+
+    def published(self, in_sync: frozenset[str]) -> None:
+        """etcd holds ``in_sync`` now: acknowledgements count it from here on."""
+        self.in_sync = in_sync
+        self._release()
+
+    def acknowledged(self, leader_durable: int) -> int:
+        return acknowledged_offset(self.node_id, leader_durable, self.in_sync, self.progress)
+
+    async def wait(self, end: int, seconds: float) -> None:
+        """Return once every in-sync node has ``end`` on disk (the leader's own fsync is awaited before)."""
+        if not quorum_possible(self.in_sync, self.cluster_size):
+            raise SlaveNotAvailable(f"only {len(self.in_sync)} of {self.cluster_size} nodes are in sync; a quorum needs a majority")
+        if self.acknowledged(end) >= end:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append((end, waiter))
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), seconds)
+        except TimeoutError:
+            raise FlushSlaveTimeout(f"the in-sync replicas did not have offset {end} on disk within {seconds}s") from None
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+            self._waiters = [(e, w) for e, w in self._waiters if w is not waiter]
+
+    def fail_all(self, error: Exception) -> None:
+        for _, waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_exception(error)
+        self._waiters = []
+
+    def _release(self) -> None:
+        if not self._waiters:
+            return
+        keep = []
+        for end, waiter in self._waiters:
+            if waiter.done():
+                continue
+            if self.acknowledged(end) >= end:
+                waiter.set_result(None)
+            else:
+                keep.append((end, waiter))
+        self._waiters = keep
+
+    def view(self, leader_end: int) -> list[dict[str, object]]:
+        return [{"node_id": n, "durable_offset": p.durable, "lag": max(0, leader_end - p.durable), "in_sync": n in self.in_sync}
+                for n, p in sorted(self.progress.items())]

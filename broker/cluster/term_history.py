@@ -1,0 +1,52 @@
+"""Which term wrote which stretch of the log (Kafka's leader-epoch cache), to find where two logs diverge.
+
+Entries are (term, start offset), in order. A leader adds one when it is elected;
+followers copy the leader's. A node that comes back asks its leader where its
+own last term ends in the leader's log and truncates there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from halfmq.broker.store.atomic_file import read_json, write_json
+
+
+class TermHistory:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: list[tuple[int, int]] = [tuple(e) for e in read_json(path, {"entries": []}, lambda raw: raw)["entries"]]  # type: ignore[misc]
+
+    @property
+    def last_term(self) -> int:
+        return self.entries[-1][0] if self.entries else 0
+
+    def begin(self, term: int, start: int) -> None:
+        """Record that ``term`` writes from ``start`` on (elected, or heard from a new leader)."""
+        if term <= self.last_term:
+            return
+        self.entries.append((term, start))
+        self._save()
+
+    def end_of(self, term: int, log_end: int) -> int:
+        """Where ``term``'s records end in this log: the start of the first later term, else the log end."""
+        for t, start in self.entries:
+            if t > term:
+                return start
+        return log_end
+
+    def adopt(self, leader_entries: list[tuple[int, int]], log_end: int) -> None:
+        """Take the leader's entries that lie within this log (the later ones arrive with the bytes)."""
+        entries = [(t, s) for t, s in leader_entries if s <= log_end]
+        if entries != self.entries:
+            self.entries = entries
+            self._save()
+
+    def truncate(self, offset: int) -> None:
+        entries = [(t, s) for t, s in self.entries if s <= offset]
+        if entries != self.entries:
+            self.entries = entries
+            self._save()
+
+    def _save(self) -> None:
+        write_json(self.path, {"entries": [list(e) for e in self.entries]})
