@@ -34,10 +34,17 @@ def test_the_age_comes_from_the_born_timestamp_in_milliseconds() -> None:
     assert check_answer(False, half_age_seconds(1_700_000_100_500, now), HORIZON) is CheckAnswer.UNKNOWN
 
 
-@pytest.mark.parametrize(("timeout", "grace"), [(0, 30), (-1, 30), (30, -0.1)])
-def test_a_horizon_that_could_roll_back_a_running_transaction_is_refused(timeout: float, grace: float) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(("timeout", "grace", "says"), [(0, 30, "^local_tx_timeout must be positive$"),
+                                                       (-1, 30, "^local_tx_timeout must be positive$"),
+                                                       (30, -0.1, "^commit_grace must be >= 0$")])
+def test_a_horizon_that_could_roll_back_a_running_transaction_is_refused(timeout: float, grace: float, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
         Horizon(timeout, grace)
+
+
+def test_a_local_timeout_under_a_second_is_allowed() -> None:
+    assert Horizon(0.5, 0).seconds == 0.5
+    assert Horizon(1, 0).seconds == 1
 
 
 def test_a_zero_grace_is_allowed() -> None:
