@@ -76,3 +76,24 @@ def test_a_quorum_needs_a_majority_in_sync() -> None:
     assert majority(3) == 2 and majority(5) == 3
     assert quorum_possible(frozenset({"n1", "n2"}), 3)
     assert not quorum_possible(frozenset({"n1"}), 3)
+
+
+def test_an_empty_in_sync_list_lets_anyone_campaign() -> None:
+    assert may_campaign("n3", frozenset())
+
+
+def test_a_follower_caught_up_exactly_the_lag_time_ago_is_still_in_sync() -> None:
+    progress = {"n2": FollowerProgress(durable=10, caught_up_at=9.0)}
+    assert in_sync_set("n1", frozenset({"n1", "n2"}), progress, now=11.0, lag_time=2.0, cluster_size=1) == frozenset({"n1", "n2"})
+
+
+def test_to_keep_a_majority_the_furthest_lagging_members_stay_first_by_log_then_by_recency() -> None:
+    everyone = frozenset({"n1", "a", "b", "c", "d"})
+    progress = {"a": FollowerProgress(durable=95, caught_up_at=0.5), "b": FollowerProgress(durable=90, caught_up_at=1.0),
+                "c": FollowerProgress(durable=90, caught_up_at=3.0)}  # d: never reported
+    # five nodes need three: the leader, a (furthest log), then c (as far as b, but caught up later); b and d wait
+    assert in_sync_set("n1", everyone, progress, now=100.0, lag_time=2.0, cluster_size=5) == frozenset({"n1", "a", "c"})
+    # a node that never reported comes after every node that did, even one far behind
+    few = {"a": FollowerProgress(durable=1, caught_up_at=1.0)}
+    assert in_sync_set("n1", frozenset({"n1", "a", "d"}), few, now=100.0, lag_time=2.0, cluster_size=3) == frozenset({"n1", "a"})
+    assert in_sync_set("n1", frozenset({"n1", "d", "a"}), {}, now=100.0, lag_time=2.0, cluster_size=3) in (frozenset({"n1", "a"}), frozenset({"n1", "d"}))

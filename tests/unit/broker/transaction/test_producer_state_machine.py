@@ -68,3 +68,10 @@ def test_commit_without_begin_commit_after_abort_and_messages_after_commit_are_r
 def test_repeating_the_decided_end_writes_nothing() -> None:
     assert transition(S.COMPLETE_COMMIT, E.COMMIT).action is A.NONE
     assert transition(S.COMPLETE_ABORT, E.ABORT).action is A.NONE
+
+
+def test_a_refusal_names_the_state_and_the_request() -> None:
+    with pytest.raises(InvalidTxnState) as refused:
+        transition(ProducerTxnState.EMPTY, TxnEvent.COMMIT)
+    assert refused.value.detail == f"the transaction is {ProducerTxnState.EMPTY.value}: {TxnEvent.COMMIT.value} is not allowed"
+    assert refused.value.to_problem()["state"] == ProducerTxnState.EMPTY.value

@@ -30,3 +30,10 @@ def test_expired_picks_exactly_the_transactions_past_their_deadline() -> None:
     assert expired(open_txns, 101) == ["a"]
     assert expired(open_txns, 151) == ["a", "b"]
     assert expired(open_txns, 5_000) == ["a", "b", "c"]
+
+
+def test_a_refused_timeout_says_the_range_and_the_value_and_carries_the_maximum() -> None:
+    with pytest.raises(InvalidTransactionTimeout) as refused:
+        checked_timeout(0)
+    assert refused.value.detail == f"transaction_timeout_ms must be 1..{MAX_TIMEOUT_MS}, not 0"
+    assert refused.value.to_problem()["max"] == MAX_TIMEOUT_MS
