@@ -13,10 +13,15 @@ from halfmq.broker.config import BrokerSettings
 
 from . import problems
 from .hot_path import HotPathApp
+from .route_table import HotRouteSpec, document, raw
 from .routes import consumer_groups, operations, topics, transactional_ids, transactions
 from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
+
+# The one table of hot routes: the raw front serves them, the OpenAPI document describes them (route_table.py).
+HOT_ROUTES: list[HotRouteSpec] = [*topics.HOT_ROUTES, *consumer_groups.HOT_ROUTES, *transactions.HOT_ROUTES,
+                                  *transactional_ids.HOT_ROUTES]
 
 
 def _authenticated(request: Request) -> None:
@@ -48,5 +53,5 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.include_router(transactions.router, dependencies=authenticated)
     app.include_router(transactional_ids.router, dependencies=authenticated)
     app.include_router(operations.router)
-    return HotPathApp(app, [r for module in (topics, consumer_groups, transactions, transactional_ids) for r in module.RAW_ROUTES],
-                      BodyReader(settings.max_request_bytes, settings.request_body_timeout))
+    document(app, HOT_ROUTES)
+    return HotPathApp(app, raw(HOT_ROUTES), BodyReader(settings.max_request_bytes, settings.request_body_timeout))

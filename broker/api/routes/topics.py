@@ -16,9 +16,11 @@ from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.wire import SendStatus
 
+from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
+from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime
 
 router = APIRouter(prefix="/v1/topics", route_class=StrictJsonRoute)
@@ -139,6 +141,8 @@ async def read_messages(
 
 
 # Hot paths as raw ASGI routes (see hot_path.py); the app factory mounts them.
-RAW_ROUTES = [
-    ("/v1/topics/{topic}/messages", send_messages, ["POST"]),
+HOT_ROUTES = [
+    HotRouteSpec("POST", "/v1/topics/{topic}/messages", send_messages, SendRequest, answers.SendAnswer,
+                 "Send messages to a topic", "topics",
+                 {"messages": [{"body": "order 42 paid", "keys": ["42"], "tag": "paid"}]}),
 ]

@@ -14,9 +14,11 @@ from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer,
 from halfmq.broker.security.policy import Action, Kind, Principal, Resource
 from halfmq.broker.transaction.producer_records import AbortedBy
 
+from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
+from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime
 
 router = APIRouter(prefix="/v1/transactional-ids", route_class=StrictJsonRoute)
@@ -118,10 +120,18 @@ async def force_abort(tid: str, request: Request) -> JsonResponse:
     return JsonResponse(await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR))
 
 
-RAW_ROUTES = [
-    ("/v1/transactional-ids/{tid}/begin", begin, ["POST"]),
-    ("/v1/transactional-ids/{tid}/messages", messages, ["POST"]),
-    ("/v1/transactional-ids/{tid}/acks", acks, ["POST"]),
-    ("/v1/transactional-ids/{tid}/commit", commit, ["POST"]),
-    ("/v1/transactional-ids/{tid}/abort", abort, ["POST"]),
+_FENCE = {"producer_id": 7, "epoch": 0}
+HOT_ROUTES = [
+    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/begin", begin, BeginTxnRequest, answers.ProducerTxnStep,
+                 "Begin a producer transaction", "transactional-ids", {**_FENCE, "sequence": 0}),
+    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/messages", messages, TxnMessagesRequest, answers.ProducerTxnStep,
+                 "Add messages to the open transaction", "transactional-ids",
+                 {**_FENCE, "sequence": 1, "messages": [{"topic": "ORDER_TOTALS", "body": "42"}]}),
+    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/acks", acks, TxnAcksRequest, answers.ProducerTxnStep,
+                 "Ack consumed messages inside the open transaction", "transactional-ids",
+                 {**_FENCE, "sequence": 2, "receipt_handles": ["<receipt_handle from receive>"]}),
+    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/commit", commit, EndTxnRequest, answers.ProducerTxnStep,
+                 "Commit the open transaction (messages and acks at once)", "transactional-ids", _FENCE),
+    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/abort", abort, EndTxnRequest, answers.ProducerTxnStep,
+                 "Abort the open transaction", "transactional-ids", _FENCE),
 ]

@@ -18,9 +18,11 @@ from halfmq.broker.transaction.state_machine import TxEvent
 from halfmq.broker.transaction.transaction_service import Tx
 from halfmq.broker.wire import SendStatus, TransactionState
 
+from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
+from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime
 
 router = APIRouter(route_class=StrictJsonRoute)
@@ -196,7 +198,11 @@ async def list_producers(request: Request) -> JsonResponse:
 
 
 # Hot paths as raw ASGI routes (see hot_path.py); the app factory mounts them.
-RAW_ROUTES = [
-    ("/v1/transactions", send_half, ["POST"]),
-    ("/v1/transactions/{transaction_id}/end", end_transaction, ["POST"]),
+HOT_ROUTES = [
+    HotRouteSpec("POST", "/v1/transactions", send_half, HalfSendRequest, answers.HalfSendAnswer,
+                 "Send a half message (invisible until committed)", "transactions",
+                 {"producer_group": "order_producer_group", "topic": "ORDER_PAID", "message": {"body": "order 42 paid"}}),
+    HotRouteSpec("POST", "/v1/transactions/{transaction_id}/end", end_transaction, EndRequest, answers.TransactionView,
+                 "Commit or roll back a half message", "transactions",
+                 {"producer_group": "order_producer_group", "state": "commit"}),
 ]
