@@ -14,7 +14,7 @@ from halfmq.broker.config import BrokerSettings
 from . import problems
 from .hot_path import HotPathApp
 from .route_table import HotRouteSpec, document, raw
-from .routes import consumer_groups, operations, topics, transactional_ids, transactions
+from .routes import consumer_groups, operations, operator_views, topics, transactional_ids, transactions
 from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     # Who is asking, before any body is validated: a stranger gets 401, not a hint about the request's shape.
     authenticated = [Depends(_authenticated)]
     app.include_router(topics.router, dependencies=authenticated)
+    app.include_router(operator_views.router, dependencies=authenticated)  # before /{group}: GET '' and /{group}/dlq
     app.include_router(consumer_groups.router, dependencies=authenticated)
     app.include_router(transactions.router, dependencies=authenticated)
     app.include_router(transactional_ids.router, dependencies=authenticated)
