@@ -122,3 +122,15 @@ def test_an_open_producer_transaction_is_aborted_from_the_terminal(broker, clien
 def test_a_refusal_is_one_line_with_the_problem_code(broker, client) -> None:
     done = admin(broker, "transactions", "show", "nope", ok=False)
     assert done.returncode != 0 and "TRANSACTION_NOT_FOUND" in done.stderr
+
+
+def test_under_auth_the_verbs_need_an_admin_token(start_broker, tmp_path) -> None:
+    from tests.support.auth import write_auth_file
+
+    _, tokens = write_auth_file(tmp_path / "auth.json")
+    secured = start_broker({"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json")})
+    assert "UNAUTHENTICATED" in admin(secured, "groups", "list", ok=False).stderr
+    assert "ACCESS_DENIED" in admin(secured, "groups", "list", token=tokens["credit"], ok=False).stderr
+    assert "ACCESS_DENIED" in admin(secured, "dlq", "resend", "credit_group", "0", token=tokens["credit"], ok=False).stderr
+    answer = admin(secured, "groups", "list", "--json", token=tokens["admin"])
+    assert json.loads(answer.stdout)["count"] == 0
