@@ -54,5 +54,11 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.include_router(transactions.router, dependencies=authenticated)
     app.include_router(transactional_ids.router, dependencies=authenticated)
     app.include_router(operations.router)
+    from fastapi.staticfiles import StaticFiles
+
+    from .console import pages as console  # the operators' web console (HTML, not in the OpenAPI document)
+
+    app.include_router(console.router)
+    app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
     document(app, HOT_ROUTES)
     return HotPathApp(app, raw(HOT_ROUTES), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
