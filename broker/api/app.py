@@ -61,4 +61,6 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.include_router(console.router)
     app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
     document(app, HOT_ROUTES)
-    return HotPathApp(app, raw(HOT_ROUTES), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
+    front = HotPathApp(app, raw(HOT_ROUTES), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
+    app.state.front = front  # the console asks the broker's own routes (hot ones too) through the front
+    return front

@@ -75,7 +75,7 @@ async def _cluster(request: Request, rt: BrokerRuntime) -> Any:
     import httpx
 
     token = session.cookie_token(request.scope)
-    transport = httpx.ASGITransport(app=request.app)
+    transport = httpx.ASGITransport(app=getattr(request.app.state, "front", request.app))
     async with httpx.AsyncClient(transport=transport, base_url="http://console") as client:
         answer = await client.get("/v1/cluster", headers={"authorization": f"Bearer {token}"} if token else {})
     if answer.status_code == 200:
