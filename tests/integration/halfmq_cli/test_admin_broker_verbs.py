@@ -134,3 +134,27 @@ def test_under_auth_the_verbs_need_an_admin_token(start_broker, tmp_path) -> Non
     assert "ACCESS_DENIED" in admin(secured, "dlq", "resend", "credit_group", "0", token=tokens["credit"], ok=False).stderr
     answer = admin(secured, "groups", "list", "--json", token=tokens["admin"])
     assert json.loads(answer.stdout)["count"] == 0
+
+
+def test_a_discarded_transaction_is_resent_and_a_pending_one_rechecked_from_the_terminal(start_broker) -> None:
+    from tests.support.check_server import CheckServer
+
+    checks = CheckServer()
+    try:
+        fast = start_broker({"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "0.5", "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "0.3",
+                             "HALFMQ_BROKER_TRANSACTION_CHECK_MAX": "3", "HALFMQ_BROKER_CHECK_TIMEOUT": "1.0"})
+        with httpx.Client(base_url=fast.url, timeout=15) as client:
+            client.post("/v1/topics", json={"name": "ORDERS", "queues": 1}).raise_for_status()
+            client.post("/v1/producers/heartbeat", json={"producer_group": "pg", "client_id": "c1", "check_url": checks.url}).raise_for_status()
+            other = half(client, "asked again")  # young: not due for a check for 0.5 s
+            assert admin_json(fast, "transactions", "recheck", other)["transaction_id"] == other
+            wait_for(lambda: checks.calls_for(other), timeout=10)
+            txid = half(client, "unsure")  # the check server answers "unknown" until told otherwise
+            wait_for(lambda: client.get(f"/v1/transactions/{txid}").json()["state"] == "discarded", timeout=20)
+            assert txid in {t["transaction_id"] for t in admin_json(fast, "transactions", "list", "--state", "discarded")["transactions"]}
+            checks.answer_state("commit")
+            assert admin_json(fast, "transactions", "resend", txid)["state"] in ("pending", "committed")  # checked at once
+            wait_for(lambda: client.get(f"/v1/transactions/{txid}").json()["state"] == "committed", timeout=20)
+            assert "unsure" in [m["body"] for m in receive(client, "g", "ORDERS", wait=2)]
+    finally:
+        checks.close()
