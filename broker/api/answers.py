@@ -97,3 +97,128 @@ class ProducerTxnStep(_Answer):
     messages: int | None = None
     acks: int | None = None
     duplicate: bool | None = None
+
+
+class TransactionList(_Answer):
+    state: str
+    count: int
+    transactions: list[TransactionView]
+
+
+class QueueRange(_Answer):
+    queue_id: int
+    min_offset: int
+    max_offset: int
+
+
+class TopicView(_Answer):
+    name: str
+    queues: list[QueueRange]
+
+
+class TopicList(_Answer):
+    topics: list[TopicView]
+
+
+class MessagePage(_Answer):
+    messages: list[MessageView]
+    next_offset: int
+    damaged_offsets: list[int] | None = None
+
+
+class QueueLagView(_Answer):
+    queue_id: int
+    committed_offset: int
+    max_offset: int
+    lag: int
+    in_flight: int
+
+
+class TopicLag(_Answer):
+    topic: str
+    queues: list[QueueLagView]
+
+
+class GroupLag(_Answer):
+    group: str
+    topics: list[TopicLag]
+
+
+class GroupSummary(_Answer):
+    group: str
+    topics: list[str]
+    lag: int
+    in_flight: int
+    retrying: int
+    dlq_depth: int
+
+
+class GroupList(_Answer):
+    count: int
+    groups: list[GroupSummary]
+
+
+class DeadLetters(_Answer):
+    group: str
+    depth: int
+    messages: list[MessageView]
+
+
+class DlqResent(_Answer):
+    group: str
+    dlq_offset: int
+    msg_id: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+
+
+class ProducerEntry(_Answer):
+    client_id: str
+    check_url: str | None = None
+
+
+class ProducerGroup(_Answer):
+    producer_group: str
+    producers: list[ProducerEntry]
+
+
+class ProducerList(_Answer):
+    groups: list[ProducerGroup]
+
+
+class HeartbeatAnswer(_Answer):
+    producer_group: str
+    client_id: str
+    expires_in: float
+
+
+class TransactionalIdView(_Answer):
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    state: str
+    transaction_timeout_ms: int
+    transaction: int
+    open: dict | None = None
+    aborted_by: str | None = None
+
+
+class TransactionalIdList(_Answer):
+    count: int
+    transactional_ids: list[TransactionalIdView]
+
+
+class InitAnswer(_Answer):
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    transaction_timeout_ms: int
+
+
+class Health(_Answer):
+    status: str
+    pid: int
+    commit_log_end_offset: int
+    flushed_offset: int

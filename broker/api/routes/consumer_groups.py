@@ -76,7 +76,7 @@ async def nack(request: HotRequest) -> Reply:
     return Reply(_settled(results))
 
 
-@router.get("/{group}")
+@router.get("/{group}", response_model=answers.GroupLag)
 async def describe_group(group: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
     rt.guard.require(request.scope, Action.DESCRIBE, Resource.group(group))

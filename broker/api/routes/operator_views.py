@@ -14,6 +14,7 @@ from halfmq.broker.message_view import message_view
 from halfmq.broker.security.policy import CLUSTER, Action, Resource
 from halfmq.broker.store.topics import is_system_topic
 
+from .. import answers
 from ..body import StrictJsonRoute
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
@@ -36,7 +37,7 @@ def group_summary(rt: BrokerRuntime, group: str) -> dict:
             "retrying": rt.delivery.retrying(group), "dlq_depth": dead_letters.depth(rt.store, group)}
 
 
-@router.get("")
+@router.get("", response_model=answers.GroupList)
 async def list_groups(request: Request, system: bool = Query(False)) -> JsonResponse:
     """Every consumer group with its total lag, in-flight deliveries, retries and DLQ depth.
 
@@ -50,7 +51,7 @@ async def list_groups(request: Request, system: bool = Query(False)) -> JsonResp
     return JsonResponse({"count": len(groups), "groups": groups})
 
 
-@router.get("/{group}/dlq")
+@router.get("/{group}/dlq", response_model=answers.DeadLetters)
 async def list_dlq(group: str, request: Request, offset: int = Query(0, ge=0), max: int = Query(100, ge=1, le=1000)) -> JsonResponse:  # noqa: A002
     rt = _runtime(request)
     rt.guard.require(request.scope, Action.ADMIN, Resource.group(group))
@@ -58,7 +59,7 @@ async def list_dlq(group: str, request: Request, offset: int = Query(0, ge=0), m
     return JsonResponse({"group": group, "depth": dead_letters.depth(rt.store, group), "messages": messages})
 
 
-@router.post("/{group}/dlq/{offset}/resend")
+@router.post("/{group}/dlq/{offset}/resend", response_model=answers.DlqResent)
 async def resend_dlq(group: str, offset: int, request: Request) -> JsonResponse:
     """Put a DLQ message back on its own topic and queue (it is delivered again)."""
     rt = _runtime(request)

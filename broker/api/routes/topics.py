@@ -38,7 +38,7 @@ def topic_view(rt: BrokerRuntime, cfg: TopicConfig) -> dict:
     return {"name": cfg.name, "queues": queues}
 
 
-@router.post("")
+@router.post("", response_model=answers.TopicView)
 async def create_topic(body: TopicCreate, request: Request) -> JsonResponse:
     rt = _runtime(request)
     rt.guard.require(request.scope, Action.ADMIN, Resource.topic(body.name))
@@ -46,7 +46,7 @@ async def create_topic(body: TopicCreate, request: Request) -> JsonResponse:
     return JsonResponse(topic_view(rt, cfg), status_code=201 if created else 200)
 
 
-@router.get("")
+@router.get("", response_model=answers.TopicList)
 async def list_topics(request: Request) -> JsonResponse:
     rt = _runtime(request)
     who = rt.guard.principal(request.scope)
@@ -54,7 +54,7 @@ async def list_topics(request: Request) -> JsonResponse:
     return JsonResponse({"topics": [topic_view(rt, cfg) for cfg in visible]})
 
 
-@router.get("/{topic}")
+@router.get("/{topic}", response_model=answers.TopicView)
 async def describe_topic(topic: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
     rt.guard.require(request.scope, Action.DESCRIBE, Resource.topic(topic))
@@ -116,7 +116,7 @@ async def _send_idempotent(rt: BrokerRuntime, topic: str, body: SendRequest, sta
     return Reply({"results": [{**a, "status": status} for a in answer]})
 
 
-@router.get("/{topic}/queues/{queue_id}/messages")
+@router.get("/{topic}/queues/{queue_id}/messages", response_model=answers.MessagePage)
 async def read_messages(
     topic: str,
     queue_id: int,

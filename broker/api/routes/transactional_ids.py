@@ -39,7 +39,7 @@ def _acting(request: Request, tid: str, action: Action = Action.PUBLISH) -> tupl
     return rt, who
 
 
-@router.get("")
+@router.get("", response_model=answers.TransactionalIdList)
 async def list_transactional_ids(request: Request) -> JsonResponse:
     rt = _runtime(request)
     who = rt.guard.principal(request.scope)
@@ -47,13 +47,13 @@ async def list_transactional_ids(request: Request) -> JsonResponse:
     return JsonResponse({"count": len(txns), "transactional_ids": [rt.producer_txns.view(t) for t in txns]})
 
 
-@router.get("/{tid}")
+@router.get("/{tid}", response_model=answers.TransactionalIdView)
 async def describe_transactional_id(tid: str, request: Request) -> JsonResponse:
     rt, _ = _acting(request, tid, Action.DESCRIBE)
     return JsonResponse(rt.producer_txns.view(rt.producer_txns.get(tid)))
 
 
-@router.post("/{tid}/init")
+@router.post("/{tid}/init", response_model=answers.InitAnswer)
 async def init(tid: str, body: InitProducer, request: Request) -> JsonResponse:
     rt, _ = _acting(request, tid)
     return JsonResponse(await rt.producer_txns.init(tid, body.transaction_timeout_ms))
@@ -113,7 +113,7 @@ async def abort(request: HotRequest) -> Reply:
     return Reply(await rt.producer_txns.abort(tid, body.producer_id, body.epoch))
 
 
-@router.post("/{tid}/force-abort")
+@router.post("/{tid}/force-abort", response_model=answers.ProducerTxnStep)
 async def force_abort(tid: str, request: Request) -> JsonResponse:
     """An operator ends a stuck transaction now (its producer's next request learns TRANSACTION_ABORTED)."""
     rt, _ = _acting(request, tid, Action.ADMIN)

@@ -42,3 +42,11 @@ def test_the_hot_front_serves_exactly_the_table() -> None:
 def test_each_hot_example_is_a_valid_request() -> None:
     for spec in HOT_ROUTES:
         spec.request.model_validate(spec.example)
+
+
+def test_every_json_operation_documents_the_shape_of_its_answer() -> None:
+    paths = create_app().openapi()["paths"]
+    bare = [f"{method.upper()} {path}" for path, ops in paths.items() for method, op in ops.items()
+            if path != "/metrics" and not any(r.get("content", {}).get("application/json", {}).get("schema")
+                                              for code, r in op["responses"].items() if code.startswith("2"))]
+    assert not bare, f"operations without an answer schema: {bare}"
