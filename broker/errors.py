@@ -333,3 +333,9 @@ def error_class_for(code: str) -> type[BrokerError]:
         if cls.code == code:
             return cls
     return BrokerError
+
+
+class DlqMessageNotFound(BrokerError):
+    code = "DLQ_MESSAGE_NOT_FOUND"
+    status = 404
+    title = "No such message in the consumer group's DLQ"

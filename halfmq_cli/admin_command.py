@@ -116,7 +116,7 @@ def cmd_check_secret(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    admin = sub.add_parser("admin", help="principals, tokens and check-back secrets (the broker's auth file)")
+    admin = sub.add_parser("admin", help="operate a broker (transactions, topics, groups, DLQ, ...) and its auth file")
     verbs = admin.add_subparsers(dest="admin_command", required=True)
 
     def with_file(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -153,3 +153,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     secret = with_file(verbs.add_parser("check-secret", help="print a producer group's check-back secret (for its check app)"))
     secret.add_argument("group")
     secret.set_defaults(func=cmd_check_secret)
+
+    from .admin import commands as broker_verbs  # transactions, topics, groups, dlq, ... against a running broker
+
+    broker_verbs.add_verbs(verbs)

@@ -13,10 +13,15 @@ from halfmq.broker.config import BrokerSettings
 
 from . import problems
 from .hot_path import HotPathApp
-from .routes import consumer_groups, operations, topics, transactional_ids, transactions
+from .route_table import HotRouteSpec, document, raw
+from .routes import consumer_groups, operations, operator_views, topics, transactional_ids, transactions
 from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
+
+# The one table of hot routes: the raw front serves them, the OpenAPI document describes them (route_table.py).
+HOT_ROUTES: list[HotRouteSpec] = [*topics.HOT_ROUTES, *consumer_groups.HOT_ROUTES, *transactions.HOT_ROUTES,
+                                  *transactional_ids.HOT_ROUTES]
 
 
 def _authenticated(request: Request) -> None:
@@ -53,16 +58,26 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     # Who is asking, before any body is validated: a stranger gets 401, not a hint about the request's shape.
     authenticated = [Depends(_authenticated)]
     app.include_router(topics.router, dependencies=authenticated)
+    app.include_router(operator_views.router, dependencies=authenticated)  # before /{group}: GET '' and /{group}/dlq
     app.include_router(consumer_groups.router, dependencies=authenticated)
     app.include_router(transactions.router, dependencies=authenticated)
     app.include_router(transactional_ids.router, dependencies=authenticated)
     app.include_router(operations.router)
-    hot = HotPathApp(app, [r for module in (topics, consumer_groups, transactions, transactional_ids) for r in module.RAW_ROUTES],
-                     BodyReader(settings.max_request_bytes, settings.request_body_timeout))
+    from fastapi.staticfiles import StaticFiles
+
+    from .console import pages as console  # the operators' web console (HTML, not in the OpenAPI document)
+
+    app.include_router(console.router)
+    app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
     if settings.cluster:
         from halfmq.broker.cluster import routes as cluster_routes
-        from halfmq.broker.cluster.gate import LeaderGate
 
         app.include_router(cluster_routes.router)
-        return LeaderGate(hot, app.state)  # type: ignore[return-value]
-    return hot
+    document(app, HOT_ROUTES)
+    front = HotPathApp(app, raw(HOT_ROUTES), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
+    app.state.front = front  # the console asks the broker's own routes (hot ones too) through the front
+    if settings.cluster:
+        from halfmq.broker.cluster.gate import LeaderGate
+
+        return LeaderGate(front, app.state)  # type: ignore[return-value]
+    return front

@@ -26,6 +26,7 @@ from halfmq.broker.transaction.transaction_service import TransactionService
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
+from .operator_metrics import OperatorCollector
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class BrokerRuntime:
             rt.producer_txns = ProducerTransactions(
                 store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks))
             rt.own_address = OwnAddress.of(settings.host, settings.port)
+            rt.metrics.registry.register(OperatorCollector(rt))  # lag per queue, transactions by age, ... at scrape time
             return rt
         except BaseException:
             store.close()

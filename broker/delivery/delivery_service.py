@@ -341,6 +341,15 @@ class DeliveryService:
             out[topic] = rows
         return out
 
+    def groups(self) -> list[str]:
+        """Every group that has consumed or committed anything (operators' listings)."""
+        return sorted(set(self._store.offsets.groups()) | {g for (g, _) in self._state})
+
+    def retrying(self, group: str) -> int:
+        """The group's in-flight deliveries past their first attempt (nacked or timed out before)."""
+        return sum(1 for (g, _), state in self._state.items() if g == group
+                   for progress in state.queues for item in progress.in_flight.values() if item.deliveries > 1)
+
     def total_lag(self) -> dict[str, int]:
         lag: dict[str, int] = {}
         for (group, topic), state in self._state.items():

@@ -10,9 +10,11 @@ from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import ReceiveRequest, SettleRequest
 from halfmq.broker.security.policy import Action, Resource
 
+from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
+from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime
 
 router = APIRouter(prefix="/v1/consumer-groups", route_class=StrictJsonRoute)
@@ -74,7 +76,7 @@ async def nack(request: HotRequest) -> Reply:
     return Reply(_settled(results))
 
 
-@router.get("/{group}")
+@router.get("/{group}", response_model=answers.GroupLag)
 async def describe_group(group: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
     rt.guard.require(request.scope, Action.DESCRIBE, Resource.group(group))
@@ -92,8 +94,13 @@ async def describe_group(group: str, request: Request) -> JsonResponse:
 
 
 # Hot paths as raw ASGI routes (see hot_path.py); the app factory mounts them.
-RAW_ROUTES = [
-    ("/v1/consumer-groups/{group}/topics/{topic}/receive", receive, ["POST"]),
-    ("/v1/consumer-groups/{group}/topics/{topic}/ack", ack, ["POST"]),
-    ("/v1/consumer-groups/{group}/topics/{topic}/nack", nack, ["POST"]),
+_HANDLES = {"receipt_handles": ["<receipt_handle from receive>"]}
+HOT_ROUTES = [
+    HotRouteSpec("POST", "/v1/consumer-groups/{group}/topics/{topic}/receive", receive, ReceiveRequest, answers.ReceiveAnswer,
+                 "Receive messages (pop consumption, long poll)", "consumer-groups",
+                 {"max_messages": 16, "invisible_seconds": 30, "wait_seconds": 5}),
+    HotRouteSpec("POST", "/v1/consumer-groups/{group}/topics/{topic}/ack", ack, SettleRequest, answers.SettleAnswer,
+                 "Ack received messages", "consumer-groups", _HANDLES),
+    HotRouteSpec("POST", "/v1/consumer-groups/{group}/topics/{topic}/nack", nack, SettleRequest, answers.SettleAnswer,
+                 "Nack received messages (redelivered after a back-off, then DLQ)", "consumer-groups", _HANDLES),
 ]

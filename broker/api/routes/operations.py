@@ -10,13 +10,14 @@ from starlette.responses import Response
 
 from halfmq.broker.security.policy import CLUSTER, Action
 
+from .. import answers
 from ..body import StrictJsonRoute
 from ..responses import JsonResponse
 
 router = APIRouter(route_class=StrictJsonRoute)
 
 
-@router.get("/healthz")
+@router.get("/healthz", response_model=answers.Health)
 async def healthz(request: Request) -> JsonResponse:
     rt = request.app.state.runtime
     store = rt.store

@@ -16,9 +16,11 @@ from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.wire import SendStatus
 
+from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
+from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime
 
 router = APIRouter(prefix="/v1/topics", route_class=StrictJsonRoute)
@@ -36,7 +38,7 @@ def topic_view(rt: BrokerRuntime, cfg: TopicConfig) -> dict:
     return {"name": cfg.name, "queues": queues}
 
 
-@router.post("")
+@router.post("", response_model=answers.TopicView)
 async def create_topic(body: TopicCreate, request: Request) -> JsonResponse:
     rt = _runtime(request)
     rt.guard.require(request.scope, Action.ADMIN, Resource.topic(body.name))
@@ -44,7 +46,7 @@ async def create_topic(body: TopicCreate, request: Request) -> JsonResponse:
     return JsonResponse(topic_view(rt, cfg), status_code=201 if created else 200)
 
 
-@router.get("")
+@router.get("", response_model=answers.TopicList)
 async def list_topics(request: Request) -> JsonResponse:
     rt = _runtime(request)
     who = rt.guard.principal(request.scope)
@@ -52,7 +54,7 @@ async def list_topics(request: Request) -> JsonResponse:
     return JsonResponse({"topics": [topic_view(rt, cfg) for cfg in visible]})
 
 
-@router.get("/{topic}")
+@router.get("/{topic}", response_model=answers.TopicView)
 async def describe_topic(topic: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
     rt.guard.require(request.scope, Action.DESCRIBE, Resource.topic(topic))
@@ -114,7 +116,7 @@ async def _send_idempotent(rt: BrokerRuntime, topic: str, body: SendRequest, sta
     return Reply({"results": [{**a, "status": status} for a in answer]})
 
 
-@router.get("/{topic}/queues/{queue_id}/messages")
+@router.get("/{topic}/queues/{queue_id}/messages", response_model=answers.MessagePage)
 async def read_messages(
     topic: str,
     queue_id: int,
@@ -139,6 +141,8 @@ async def read_messages(
 
 
 # Hot paths as raw ASGI routes (see hot_path.py); the app factory mounts them.
-RAW_ROUTES = [
-    ("/v1/topics/{topic}/messages", send_messages, ["POST"]),
+HOT_ROUTES = [
+    HotRouteSpec("POST", "/v1/topics/{topic}/messages", send_messages, SendRequest, answers.SendAnswer,
+                 "Send messages to a topic", "topics",
+                 {"messages": [{"body": "order 42 paid", "keys": ["42"], "tag": "paid"}]}),
 ]

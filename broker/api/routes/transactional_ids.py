@@ -14,9 +14,11 @@ from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer,
 from halfmq.broker.security.policy import Action, Kind, Principal, Resource
 from halfmq.broker.transaction.producer_records import AbortedBy
 
+from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
+from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime
 
 router = APIRouter(prefix="/v1/transactional-ids", route_class=StrictJsonRoute)
@@ -37,7 +39,7 @@ def _acting(request: Request, tid: str, action: Action = Action.PUBLISH) -> tupl
     return rt, who
 
 
-@router.get("")
+@router.get("", response_model=answers.TransactionalIdList)
 async def list_transactional_ids(request: Request) -> JsonResponse:
     rt = _runtime(request)
     who = rt.guard.principal(request.scope)
@@ -45,13 +47,13 @@ async def list_transactional_ids(request: Request) -> JsonResponse:
     return JsonResponse({"count": len(txns), "transactional_ids": [rt.producer_txns.view(t) for t in txns]})
 
 
-@router.get("/{tid}")
+@router.get("/{tid}", response_model=answers.TransactionalIdView)
 async def describe_transactional_id(tid: str, request: Request) -> JsonResponse:
     rt, _ = _acting(request, tid, Action.DESCRIBE)
     return JsonResponse(rt.producer_txns.view(rt.producer_txns.get(tid)))
 
 
-@router.post("/{tid}/init")
+@router.post("/{tid}/init", response_model=answers.InitAnswer)
 async def init(tid: str, body: InitProducer, request: Request) -> JsonResponse:
     rt, _ = _acting(request, tid)
     return JsonResponse(await rt.producer_txns.init(tid, body.transaction_timeout_ms))
@@ -111,17 +113,25 @@ async def abort(request: HotRequest) -> Reply:
     return Reply(await rt.producer_txns.abort(tid, body.producer_id, body.epoch))
 
 
-@router.post("/{tid}/force-abort")
+@router.post("/{tid}/force-abort", response_model=answers.ProducerTxnStep)
 async def force_abort(tid: str, request: Request) -> JsonResponse:
     """An operator ends a stuck transaction now (its producer's next request learns TRANSACTION_ABORTED)."""
     rt, _ = _acting(request, tid, Action.ADMIN)
     return JsonResponse(await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR))
 
 
-RAW_ROUTES = [
-    ("/v1/transactional-ids/{tid}/begin", begin, ["POST"]),
-    ("/v1/transactional-ids/{tid}/messages", messages, ["POST"]),
-    ("/v1/transactional-ids/{tid}/acks", acks, ["POST"]),
-    ("/v1/transactional-ids/{tid}/commit", commit, ["POST"]),
-    ("/v1/transactional-ids/{tid}/abort", abort, ["POST"]),
+_FENCE = {"producer_id": 7, "epoch": 0}
+HOT_ROUTES = [
+    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/begin", begin, BeginTxnRequest, answers.ProducerTxnStep,
+                 "Begin a producer transaction", "transactional-ids", {**_FENCE, "sequence": 0}),
+    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/messages", messages, TxnMessagesRequest, answers.ProducerTxnStep,
+                 "Add messages to the open transaction", "transactional-ids",
+                 {**_FENCE, "sequence": 1, "messages": [{"topic": "ORDER_TOTALS", "body": "42"}]}),
+    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/acks", acks, TxnAcksRequest, answers.ProducerTxnStep,
+                 "Ack consumed messages inside the open transaction", "transactional-ids",
+                 {**_FENCE, "sequence": 2, "receipt_handles": ["<receipt_handle from receive>"]}),
+    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/commit", commit, EndTxnRequest, answers.ProducerTxnStep,
+                 "Commit the open transaction (messages and acks at once)", "transactional-ids", _FENCE),
+    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/abort", abort, EndTxnRequest, answers.ProducerTxnStep,
+                 "Abort the open transaction", "transactional-ids", _FENCE),
 ]

@@ -18,9 +18,11 @@ from halfmq.broker.transaction.state_machine import TxEvent
 from halfmq.broker.transaction.transaction_service import Tx
 from halfmq.broker.wire import SendStatus, TransactionState
 
+from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
+from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime
 
 router = APIRouter(route_class=StrictJsonRoute)
@@ -107,7 +109,7 @@ async def end_transaction(request: HotRequest) -> Reply:
     return Reply(tx_view(rt, outcome.tx, duplicate=outcome.duplicate, half=outcome.half))
 
 
-@router.get("/v1/transactions")
+@router.get("/v1/transactions", response_model=answers.TransactionList)
 async def list_transactions(
     request: Request,
     state: TransactionState = Query(TransactionState.PENDING),
@@ -119,7 +121,7 @@ async def list_transactions(
     return JsonResponse({"state": state.value, "count": len(txs), "transactions": [tx_view(rt, tx) for tx in txs[:limit]]})
 
 
-@router.get("/v1/transactions/{transaction_id}")
+@router.get("/v1/transactions/{transaction_id}", response_model=answers.TransactionView)
 async def get_transaction(transaction_id: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
     return JsonResponse(tx_view(rt, _owned(rt, request, transaction_id, Action.DESCRIBE)))
@@ -133,7 +135,7 @@ def _owned(rt: BrokerRuntime, request: Request, transaction_id: str, action: Act
     return tx
 
 
-@router.post("/v1/transactions/{transaction_id}/force-commit")
+@router.post("/v1/transactions/{transaction_id}/force-commit", response_model=answers.TransactionView)
 async def force_commit(transaction_id: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
     _owned(rt, request, transaction_id, Action.ADMIN)
@@ -141,7 +143,7 @@ async def force_commit(transaction_id: str, request: Request) -> JsonResponse:
     return JsonResponse(tx_view(rt, outcome.tx, duplicate=outcome.duplicate))
 
 
-@router.post("/v1/transactions/{transaction_id}/force-rollback")
+@router.post("/v1/transactions/{transaction_id}/force-rollback", response_model=answers.TransactionView)
 async def force_rollback(transaction_id: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
     _owned(rt, request, transaction_id, Action.ADMIN)
@@ -149,7 +151,7 @@ async def force_rollback(transaction_id: str, request: Request) -> JsonResponse:
     return JsonResponse(tx_view(rt, outcome.tx, duplicate=outcome.duplicate))
 
 
-@router.post("/v1/transactions/{transaction_id}/recheck")
+@router.post("/v1/transactions/{transaction_id}/recheck", response_model=answers.TransactionView)
 async def recheck(transaction_id: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
     tx = _owned(rt, request, transaction_id, Action.ADMIN)
@@ -158,7 +160,7 @@ async def recheck(transaction_id: str, request: Request) -> JsonResponse:
     return JsonResponse(tx_view(rt, tx), status_code=202)
 
 
-@router.post("/v1/transactions/{transaction_id}/resend")
+@router.post("/v1/transactions/{transaction_id}/resend", response_model=answers.TransactionView)
 async def resend(transaction_id: str, request: Request) -> JsonResponse:
     rt = _runtime(request)
     tx = _owned(rt, request, transaction_id, Action.ADMIN)
@@ -167,7 +169,7 @@ async def resend(transaction_id: str, request: Request) -> JsonResponse:
     return JsonResponse(tx_view(rt, outcome.tx, duplicate=outcome.duplicate))
 
 
-@router.post("/v1/producers/heartbeat")
+@router.post("/v1/producers/heartbeat", response_model=answers.HeartbeatAnswer)
 async def heartbeat(body: Heartbeat, request: Request) -> JsonResponse:
     rt = _runtime(request)
     group = _group(body.producer_group)
@@ -185,7 +187,7 @@ async def heartbeat(body: Heartbeat, request: Request) -> JsonResponse:
     return JsonResponse({"producer_group": group, "client_id": body.client_id, "expires_in": rt.settings.producer_expiry})
 
 
-@router.get("/v1/producers")
+@router.get("/v1/producers", response_model=answers.ProducerList)
 async def list_producers(request: Request) -> JsonResponse:
     rt = _runtime(request)
     rt.guard.require(request.scope, Action.ADMIN, CLUSTER)
@@ -196,7 +198,11 @@ async def list_producers(request: Request) -> JsonResponse:
 
 
 # Hot paths as raw ASGI routes (see hot_path.py); the app factory mounts them.
-RAW_ROUTES = [
-    ("/v1/transactions", send_half, ["POST"]),
-    ("/v1/transactions/{transaction_id}/end", end_transaction, ["POST"]),
+HOT_ROUTES = [
+    HotRouteSpec("POST", "/v1/transactions", send_half, HalfSendRequest, answers.HalfSendAnswer,
+                 "Send a half message (invisible until committed)", "transactions",
+                 {"producer_group": "order_producer_group", "topic": "ORDER_PAID", "message": {"body": "order 42 paid"}}),
+    HotRouteSpec("POST", "/v1/transactions/{transaction_id}/end", end_transaction, EndRequest, answers.TransactionView,
+                 "Commit or roll back a half message", "transactions",
+                 {"producer_group": "order_producer_group", "state": "commit"}),
 ]

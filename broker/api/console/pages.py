@@ -1,0 +1,228 @@
+"""The console's routes: pages, their polled fragments, actions, login. Thin: views.py reads, the domain acts.
+
+Each page is ``/console/{page}``; its table is ``/console/{page}/fragment``,
+which htmx polls every few seconds (no manual reload) and which every action
+answers with, so a click shows its result at once. Destructive actions carry
+``hx-confirm``. Not in the OpenAPI document: these are HTML pages, not the API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from halfmq.broker.delivery import dead_letters
+from halfmq.broker.errors import AccessDenied, BrokerError, Unauthenticated
+from halfmq.broker.transaction.state_machine import TxEvent
+
+from ..runtime import BrokerRuntime
+from . import session, views
+
+HERE = Path(__file__).parent
+STATIC_DIR = HERE / "static"
+POLL_SECONDS = 2
+_env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+
+router = APIRouter(prefix="/console", include_in_schema=False)
+
+PAGES: dict[str, tuple[str, Callable[[Request, BrokerRuntime], Any]]] = {}
+
+
+def _page(name: str, title: str) -> Callable[[Callable[[Request, BrokerRuntime], Any]], Callable[[Request, BrokerRuntime], Any]]:
+    def register(read: Callable[[Request, BrokerRuntime], Any]) -> Callable[[Request, BrokerRuntime], Any]:
+        PAGES[name] = (title, read)
+        return read
+    return register
+
+
+@_page("transactions", "Transactions")
+def _transactions(request: Request, rt: BrokerRuntime) -> Any:
+    return views.transactions(rt)
+
+
+@_page("transactional-ids", "Transactional ids")
+def _tids(request: Request, rt: BrokerRuntime) -> Any:
+    return views.transactional_ids(rt)
+
+
+@_page("topics", "Topics")
+def _topics(request: Request, rt: BrokerRuntime) -> Any:
+    rates = getattr(request.app.state, "console_rates", None)
+    if rates is None:
+        rates = request.app.state.console_rates = views.Rates()
+    return views.topics(rt, rates)
+
+
+@_page("groups", "Consumer groups")
+def _groups(request: Request, rt: BrokerRuntime) -> Any:
+    return views.groups(rt)
+
+
+@_page("producers", "Producers")
+def _producers(request: Request, rt: BrokerRuntime) -> Any:
+    return views.producers(rt)
+
+
+@_page("cluster", "Broker set")
+async def _cluster(request: Request, rt: BrokerRuntime) -> Any:
+    """GET /v1/cluster through the app itself when that route exists (a replicated set); else this one node."""
+    import httpx
+
+    token = session.cookie_token(request.scope)
+    transport = httpx.ASGITransport(app=getattr(request.app.state, "front", request.app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as client:
+        answer = await client.get("/v1/cluster", headers={"authorization": f"Bearer {token}"} if token else {})
+    if answer.status_code == 200:
+        return {"cluster": answer.json(), "single": False}
+    store = rt.store
+    return {"single": True, "cluster": {"mode": "single node", "brokers": [{
+        "address": f"{rt.settings.host}:{rt.settings.port}", "role": "single node (leader of itself)",
+        "commit_log_end_offset": store.commit_log.end_offset, "flushed_offset": store.flushed_offset}]}}
+
+
+def _runtime(request: Request) -> BrokerRuntime:
+    return request.app.state.runtime
+
+
+def _who(request: Request) -> str | None:
+    """The session's token after the guard said yes (Unauthenticated / AccessDenied otherwise)."""
+    token = session.cookie_token(request.scope)
+    session.admin(_runtime(request).guard, request.scope, token)
+    return token
+
+
+async def _render(request: Request, name: str, template: str, flash: str | None = None, status: int = 200) -> HTMLResponse:
+    title, read = PAGES[name]
+    data = read(request, _runtime(request))
+    if hasattr(data, "__await__"):
+        data = await data
+    token = session.cookie_token(request.scope)
+    html = _env.get_template(template).render(
+        page=name, title=title, pages=[(k, v[0]) for k, v in PAGES.items()], data=data, flash=flash,
+        csrf=session.csrf_token(token), poll=POLL_SECONDS, auth=_runtime(request).guard.enabled)
+    return HTMLResponse(html, status_code=status)
+
+
+def _refused(request: Request, exc: BrokerError) -> Response:
+    if isinstance(exc, Unauthenticated):
+        return RedirectResponse("/console/login", status_code=303)
+    return HTMLResponse(_env.get_template("refused.html").render(detail=exc.detail, title="Refused"), status_code=exc.status)
+
+
+@router.get("")
+async def console_home() -> RedirectResponse:
+    return RedirectResponse("/console/transactions", status_code=303)
+
+
+@router.get("/login")
+async def login_form(request: Request) -> HTMLResponse:
+    return HTMLResponse(_env.get_template("login.html").render(title="Log in", error=None))
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    token = (form.get("token") or [""])[0].strip()
+    try:
+        session.admin(_runtime(request).guard, request.scope, token or None)
+    except (Unauthenticated, AccessDenied) as exc:
+        html = _env.get_template("login.html").render(title="Log in", error=exc.detail)
+        return HTMLResponse(html, status_code=exc.status)
+    answer = RedirectResponse("/console/transactions", status_code=303)
+    answer.set_cookie(session.COOKIE, token, httponly=True, samesite="strict", path="/console",
+                      secure=request.url.scheme == "https")
+    return answer
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    answer = RedirectResponse("/console/login", status_code=303)
+    answer.delete_cookie(session.COOKIE, path="/console")
+    return answer
+
+
+@router.get("/{page}")
+async def page(page: str, request: Request) -> Response:
+    if page not in PAGES:
+        return HTMLResponse("no such page", status_code=404)
+    try:
+        _who(request)
+    except (Unauthenticated, AccessDenied) as exc:
+        return _refused(request, exc)
+    return await _render(request, page, "page.html")
+
+
+@router.get("/{page}/fragment")
+async def fragment(page: str, request: Request) -> Response:
+    if page not in PAGES:
+        return HTMLResponse("no such page", status_code=404)
+    try:
+        _who(request)
+    except (Unauthenticated, AccessDenied) as exc:
+        return _refused(request, exc)
+    return await _render(request, page, f"{page}.html")
+
+
+async def _act(request: Request, page: str, action: Callable[[BrokerRuntime], Any], done: str) -> Response:
+    """Check the session and the CSRF token, act, and answer with the page's refreshed table."""
+    try:
+        token = _who(request)
+    except (Unauthenticated, AccessDenied) as exc:
+        return _refused(request, exc)
+    if not session.csrf_ok(token, request.headers.get("x-csrf-token")):
+        return HTMLResponse("missing or wrong CSRF token: reload the page", status_code=403)
+    try:
+        result = action(_runtime(request))
+        if hasattr(result, "__await__"):
+            await result
+        flash = done
+    except BrokerError as exc:
+        flash = f"refused: {exc.code}: {exc.detail}"
+    return await _render(request, page, f"{page}.html", flash=flash)
+
+
+@router.post("/transactions/{transaction_id}/{verb}")
+async def transaction_action(transaction_id: str, verb: str, request: Request) -> Response:
+    async def commit(rt: BrokerRuntime) -> None:
+        await rt.transactions.end(transaction_id, None, "commit")
+
+    async def rollback(rt: BrokerRuntime) -> None:
+        await rt.transactions.end(transaction_id, None, "rollback")
+
+    def recheck(rt: BrokerRuntime) -> None:
+        assert rt.checks is not None
+        rt.checks.recheck_now(rt.transactions.get(transaction_id))
+
+    async def resend(rt: BrokerRuntime) -> None:
+        outcome = rt.transactions.apply(rt.transactions.get(transaction_id), TxEvent.RESEND, note="operator (console)")
+        await rt.durable(outcome.tx.end_offset)
+
+    actions: dict[str, Callable[[BrokerRuntime], Any]] = {"commit": commit, "rollback": rollback, "recheck": recheck, "resend": resend}
+    if verb not in actions:
+        return HTMLResponse("no such action", status_code=404)
+    return await _act(request, "transactions", actions[verb], f"{verb}: {transaction_id}")
+
+
+@router.post("/groups/{group}/dlq/{offset}/resend")
+async def dlq_resend(group: str, offset: int, request: Request) -> Response:
+    async def resend(rt: BrokerRuntime) -> None:
+        _, end = rt.store.put([dead_letters.resend_item(rt.store, group, offset)])
+        await rt.durable(end)
+
+    return await _act(request, "groups", resend, f"resent DLQ message {offset} of {group}")
+
+
+@router.post("/transactional-ids/{tid}/abort")
+async def tid_abort(tid: str, request: Request) -> Response:
+    from halfmq.broker.transaction.producer_records import AbortedBy
+
+    async def abort(rt: BrokerRuntime) -> None:
+        await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR)
+
+    return await _act(request, "transactional-ids", abort, f"aborted the open transaction of {tid}")

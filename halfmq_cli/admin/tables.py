@@ -1,0 +1,99 @@
+"""Rich tables for `halfmq admin` reads; `--json` prints the broker's answer instead."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+
+def _when(ms: int | None) -> str:
+    if not ms:
+        return "-"
+    seconds = ms / 1000 - time.time()
+    return f"in {seconds:.0f}s" if seconds >= 0 else f"{-seconds:.0f}s ago"
+
+
+def emit(data: Any, as_json: bool, table: Any) -> int:
+    if as_json:
+        print(json.dumps(data, indent=2, sort_keys=True))
+        return 0
+    from rich.console import Console
+
+    Console().print(table(data))
+    return 0
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Any:
+    from rich.table import Table
+
+    t = Table(title=title)
+    for i, c in enumerate(columns):
+        t.add_column(c, no_wrap=i == 0)  # an id is copied whole
+    for r in rows:
+        t.add_row(*("-" if v is None else str(v) for v in r))
+    return t
+
+
+def transactions(data: dict) -> Any:
+    return _table(f"{data['count']} {data['state']} transaction(s)",
+                  ["transaction id", "producer group", "topic", "age s", "checks", "last answer", "next check"],
+                  [[t["transaction_id"], t["producer_group"], t["message"]["topic"], t["age_seconds"], t["check_times"],
+                    t["last_answer"], _when(t["next_check_timestamp"])] for t in data["transactions"]])
+
+
+def transaction(t: dict) -> Any:
+    rows = [[k, t.get(k)] for k in ("transaction_id", "producer_group", "state", "age_seconds", "check_times", "last_answer")]
+    rows += [["last check", _when(t.get("last_check_timestamp"))], ["next check", _when(t.get("next_check_timestamp"))],
+             ["topic", t["message"]["topic"]], ["msg_id", t["message"]["msg_id"]], ["body", t["message"]["body"][:200]]]
+    return _table("transaction", ["field", "value"], rows)
+
+
+def topics(data: dict) -> Any:
+    return _table("topics", ["topic", "queues", "messages (max offset sum)"],
+                  [[t["name"], len(t["queues"]), sum(q["max_offset"] for q in t["queues"])] for t in data["topics"]])
+
+
+def topic(t: dict) -> Any:
+    return _table(f"topic {t['name']}", ["queue", "min offset", "max offset"],
+                  [[q["queue_id"], q["min_offset"], q["max_offset"]] for q in t["queues"]])
+
+
+def groups(data: dict) -> Any:
+    return _table("consumer groups", ["group", "topics", "lag", "in flight", "retrying", "dlq depth"],
+                  [[g["group"], ",".join(g["topics"]), g["lag"], g["in_flight"], g["retrying"], g["dlq_depth"]] for g in data["groups"]])
+
+
+def group_lag(data: dict) -> Any:
+    return _table(f"group {data['group']}", ["topic", "queue", "committed", "max offset", "lag", "in flight"],
+                  [[t["topic"], q["queue_id"], q["committed_offset"], q["max_offset"], q["lag"], q["in_flight"]]
+                   for t in data["topics"] for q in t["queues"]])
+
+
+def dlq(data: dict) -> Any:
+    return _table(f"DLQ of {data['group']} ({data['depth']} message(s))", ["offset", "msg_id", "from topic", "reconsumed", "body"],
+                  [[m["queue_offset"], m["msg_id"], m["properties"].get("REAL_TOPIC"), m["properties"].get("RECONSUME_TIME"),
+                    m["body"][:60]] for m in data["messages"]])
+
+
+def producers(data: dict) -> Any:
+    return _table("producers", ["producer group", "client id", "check url"],
+                  [[g["producer_group"], p["client_id"], p["check_url"]] for g in data["groups"] for p in g["producers"]])
+
+
+def transactional_ids(data: dict) -> Any:
+    return _table("transactional ids", ["transactional id", "producer id", "epoch", "state", "open txn", "open age s", "aborted by"],
+                  [[t["transactional_id"], t["producer_id"], t["epoch"], t["state"], (t["open"] or {}).get("transaction"),
+                    (t["open"] or {}).get("age_seconds"), t["aborted_by"]] for t in data["transactional_ids"]])
+
+
+def cluster(data: dict) -> Any:
+    brokers = data.get("brokers") or []
+    if not brokers:
+        return _table("broker set", ["field", "value"], [[k, v] for k, v in data.items()])
+    columns = sorted({k for b in brokers for k in b})
+    return _table(f"broker set ({data.get('mode', '')})", columns, [[b.get(c) for c in columns] for b in brokers])
+
+
+def done(data: dict) -> Any:
+    return _table("done", ["field", "value"], [[k, v if not isinstance(v, dict | list) else json.dumps(v)[:80]] for k, v in data.items()])

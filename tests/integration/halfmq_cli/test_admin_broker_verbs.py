@@ -1,0 +1,160 @@
+"""`halfmq admin transactions|topics|groups|dlq|producers|cluster|transactional-ids` against a real broker.
+
+Every read is run with --json and parsed back; actions are checked by what the
+broker does afterwards (a consumer gets the force-committed message, a DLQ
+message is delivered again).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import httpx
+import pytest
+
+from tests.integration.broker.http_helpers import path, receive, send
+from tests.support.processes import ROOT, BrokerProcess, halfmq_command
+from tests.support.waiting import wait_for
+
+
+def admin(broker: BrokerProcess, *args: str, token: str | None = None, ok: bool = True) -> subprocess.CompletedProcess:
+    argv = halfmq_command("admin", *args, "--broker", broker.url, *(["--token", token] if token else []))
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    if ok:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def admin_json(broker: BrokerProcess, *args: str) -> dict:
+    return json.loads(admin(broker, *args, "--json").stdout)
+
+
+@pytest.fixture
+def client(broker: BrokerProcess):
+    with httpx.Client(base_url=broker.url, timeout=15) as c:
+        c.post("/v1/topics", json={"name": "ORDERS", "queues": 2}).raise_for_status()
+        yield c
+
+
+def half(client: httpx.Client, body: str) -> str:
+    resp = client.post("/v1/transactions", json={"producer_group": "pg", "topic": "ORDERS", "message": {"body": body}})
+    resp.raise_for_status()
+    return resp.json()["transaction_id"]
+
+
+def test_a_hanging_transaction_is_listed_shown_and_force_committed_to_a_consumer(broker, client) -> None:
+    txid = half(client, "order 42 paid")
+    listed = admin_json(broker, "transactions", "list")
+    assert [t["transaction_id"] for t in listed["transactions"]] == [txid]
+    assert txid in admin(broker, "transactions", "list").stdout  # the table names it too
+    shown = admin_json(broker, "transactions", "show", txid)
+    assert shown["state"] == "pending" and shown["message"]["body"] == "order 42 paid"
+    assert receive(client, "g", "ORDERS") == []
+    committed = admin_json(broker, "transactions", "commit", txid)
+    assert committed["state"] == "committed"
+    assert [m["body"] for m in receive(client, "g", "ORDERS")] == ["order 42 paid"]
+    assert admin_json(broker, "transactions", "list")["count"] == 0
+
+
+def test_a_rollback_from_the_terminal_keeps_the_message_from_consumers(broker, client) -> None:
+    txid = half(client, "cancelled")
+    assert admin_json(broker, "transactions", "rollback", txid)["state"] == "rolled_back"
+    assert receive(client, "g", "ORDERS") == []
+    assert admin_json(broker, "transactions", "list", "--state", "rolled_back")["count"] == 1
+
+
+def test_topics_groups_and_lag_read_back_as_json(broker, client) -> None:
+    created = admin_json(broker, "topics", "create", "PAYMENTS", "--queues", "3")
+    assert len(created["queues"]) == 3
+    assert {t["name"] for t in admin_json(broker, "topics", "list")["topics"]} >= {"ORDERS", "PAYMENTS"}
+    send(client, "PAYMENTS", "a", "b", "c", "d")
+    assert sum(q["max_offset"] for q in admin_json(broker, "topics", "show", "PAYMENTS")["queues"]) == 4
+    receive(client, "billing", "PAYMENTS", n=1)
+    groups = admin_json(broker, "groups", "list")["groups"]
+    [group] = groups
+    assert (group["group"], group["lag"], group["in_flight"], group["dlq_depth"]) == ("billing", 4, 1, 0)
+    lag = admin_json(broker, "groups", "lag", "billing")
+    assert sum(q["lag"] for t in lag["topics"] for q in t["queues"]) == 4
+    assert "billing" in admin(broker, "groups", "list").stdout
+
+
+def test_a_dead_letter_is_listed_and_resent_to_its_topic(broker, client) -> None:
+    send(client, "ORDERS", "poison")
+    # conftest's broker: 3 deliveries, then the DLQ
+    def dead() -> bool:
+        for m in receive(client, "g", "ORDERS", invisible=0.2):
+            client.post(path("v1", "consumer-groups", "g", "topics", "ORDERS", "nack"), json={"receipt_handles": [m["receipt_handle"]]})
+        return admin_json(broker, "dlq", "list", "g")["depth"] == 1
+    wait_for(dead, timeout=20, interval=0.3)
+    [letter] = admin_json(broker, "dlq", "list", "g")["messages"]
+    assert letter["body"] == "poison" and letter["properties"]["REAL_TOPIC"] == "ORDERS"
+    resent = admin_json(broker, "dlq", "resend", "g", str(letter["queue_offset"]))
+    assert resent["topic"] == "ORDERS"
+    again = receive(client, "g", "ORDERS", wait=2)
+    assert [m["body"] for m in again] == ["poison"]
+    assert again[0]["properties"]["DLQ_RESENT_FROM"] == f"%DLQ%g@{letter['queue_offset']}"
+    assert "DLQ_MESSAGE_NOT_FOUND" in admin(broker, "dlq", "resend", "g", "99", ok=False).stderr
+
+
+def test_producers_cluster_and_transactional_ids_read_back(broker, client) -> None:
+    client.post("/v1/producers/heartbeat", json={"producer_group": "pg", "client_id": "c1", "check_url": "http://127.0.0.1:9/check"}).raise_for_status()
+    assert admin_json(broker, "producers", "list")["groups"][0]["producers"][0]["client_id"] == "c1"
+    cluster = admin_json(broker, "cluster", "show")
+    assert cluster["mode"] == "single node" or cluster.get("brokers")
+    client.post("/v1/transactional-ids/copier/init", json={}).raise_for_status()
+    [tid] = admin_json(broker, "transactional-ids", "list")["transactional_ids"]
+    assert tid["transactional_id"] == "copier"
+
+
+def test_an_open_producer_transaction_is_aborted_from_the_terminal(broker, client) -> None:
+    init = client.post("/v1/transactional-ids/copier/init", json={}).json()
+    fence = {"producer_id": init["producer_id"], "epoch": init["epoch"]}
+    client.post("/v1/transactional-ids/copier/begin", json={**fence, "sequence": 0}).raise_for_status()
+    [open_one] = admin_json(broker, "transactional-ids", "list")["transactional_ids"]
+    assert open_one["open"] is not None
+    admin_json(broker, "transactional-ids", "abort", "copier")
+    [after] = admin_json(broker, "transactional-ids", "list")["transactional_ids"]
+    assert after["open"] is None and after["aborted_by"] == "operator"
+
+
+def test_a_refusal_is_one_line_with_the_problem_code(broker, client) -> None:
+    done = admin(broker, "transactions", "show", "nope", ok=False)
+    assert done.returncode != 0 and "TRANSACTION_NOT_FOUND" in done.stderr
+
+
+def test_under_auth_the_verbs_need_an_admin_token(start_broker, tmp_path) -> None:
+    from tests.support.auth import write_auth_file
+
+    _, tokens = write_auth_file(tmp_path / "auth.json")
+    secured = start_broker({"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json")})
+    assert "UNAUTHENTICATED" in admin(secured, "groups", "list", ok=False).stderr
+    assert "ACCESS_DENIED" in admin(secured, "groups", "list", token=tokens["credit"], ok=False).stderr
+    assert "ACCESS_DENIED" in admin(secured, "dlq", "resend", "credit_group", "0", token=tokens["credit"], ok=False).stderr
+    answer = admin(secured, "groups", "list", "--json", token=tokens["admin"])
+    assert json.loads(answer.stdout)["count"] == 0
+
+
+def test_a_discarded_transaction_is_resent_and_a_pending_one_rechecked_from_the_terminal(start_broker) -> None:
+    from tests.support.check_server import CheckServer
+
+    checks = CheckServer()
+    try:
+        fast = start_broker({"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "0.5", "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "0.3",
+                             "HALFMQ_BROKER_TRANSACTION_CHECK_MAX": "3", "HALFMQ_BROKER_CHECK_TIMEOUT": "1.0"})
+        with httpx.Client(base_url=fast.url, timeout=15) as client:
+            client.post("/v1/topics", json={"name": "ORDERS", "queues": 1}).raise_for_status()
+            client.post("/v1/producers/heartbeat", json={"producer_group": "pg", "client_id": "c1", "check_url": checks.url}).raise_for_status()
+            other = half(client, "asked again")  # young: not due for a check for 0.5 s
+            assert admin_json(fast, "transactions", "recheck", other)["transaction_id"] == other
+            wait_for(lambda: checks.calls_for(other), timeout=10)
+            txid = half(client, "unsure")  # the check server answers "unknown" until told otherwise
+            wait_for(lambda: client.get(f"/v1/transactions/{txid}").json()["state"] == "discarded", timeout=20)
+            assert txid in {t["transaction_id"] for t in admin_json(fast, "transactions", "list", "--state", "discarded")["transactions"]}
+            checks.answer_state("commit")
+            assert admin_json(fast, "transactions", "resend", txid)["state"] in ("pending", "committed")  # checked at once
+            wait_for(lambda: client.get(f"/v1/transactions/{txid}").json()["state"] == "committed", timeout=20)
+            assert "unsure" in [m["body"] for m in receive(client, "g", "ORDERS", wait=2)]
+    finally:
+        checks.close()
