@@ -10,6 +10,7 @@ from fastapi import Depends, FastAPI, Request
 
 from halfmq.broker.asgi_body import BodyReader
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.grpc_front.front import GrpcFront
 
 from . import problems
 from .hot_path import HotPathApp
@@ -32,10 +33,13 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
         rt = runtime or BrokerRuntime.open(settings)
         app.state.runtime = rt
         await rt.start()
+        grpc_front = GrpcFront()  # the RocketMQ 5 front on the same runtime (DESIGN section 14)
+        await grpc_front.start(rt)
         log.info("broker ready: data dir %s, commit log end %d", settings.data_dir, rt.store.commit_log.end_offset)
         try:
             yield
         finally:
+            await grpc_front.stop()
             await rt.stop()
             log.info("broker stopped cleanly")
 
