@@ -28,8 +28,12 @@ def outgoing(message: pb.Message) -> OutgoingMessage:
     properties = dict(message.user_properties)
     if sp.message_id:
         properties["UNIQ_KEY"] = sp.message_id
+    try:  # text stays text, so the HTTP front hands it out as a string; anything else travels as base64
+        body, encoding = message.body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        body, encoding = base64.b64encode(message.body).decode("ascii"), "base64"
     return OutgoingMessage(
-        body=base64.b64encode(message.body).decode("ascii"), body_encoding="base64",
+        body=body, body_encoding=encoding,
         keys=list(sp.keys) or None, tag=sp.tag or None, properties=properties,
     )
 

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
 from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc as rpc
@@ -177,6 +178,9 @@ class MessagingService(rpc.MessagingServiceServicer):
         if not wanted:
             yield spb.ReceiveMessageResponse(status=pb.Status(code=pb.Code.MESSAGE_NOT_FOUND, message="no new message"))
             return
+        now = Timestamp()
+        now.GetCurrentTime()
+        yield spb.ReceiveMessageResponse(delivery_timestamp=now)  # the push consumer's latency metric reads it
         for d in wanted:
             yield spb.ReceiveMessageResponse(message=mm.to_protobuf(d.message, receipt_handle=d.receipt_handle,
                                                                     delivery_attempt=d.delivery_attempt, invisible_seconds=invisible))
