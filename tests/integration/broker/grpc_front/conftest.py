@@ -32,7 +32,7 @@ class RmqBroker:
     def url(self) -> str:
         return self.process.url
 
-    def config(self):  # noqa: ANN201 - rocketmq.ClientConfiguration
+    def config(self):
         return rocketmq.ClientConfiguration(self.endpoint, rocketmq.Credentials())
 
 
@@ -55,7 +55,7 @@ def started() -> Iterator[Callable]:
     """Start a RocketMQ client; every one is shut down at teardown."""
     clients: list = []
 
-    def start(client):  # noqa: ANN001, ANN202
+    def start(client):
         client.startup()
         clients.append(client)
         return client
@@ -66,7 +66,7 @@ def started() -> Iterator[Callable]:
             client.shutdown()
 
 
-def message(topic: str, body: bytes, tag: str | None = None, keys: str | None = None):  # noqa: ANN201
+def message(topic: str, body: bytes, tag: str | None = None, keys: str | None = None):
     msg = rocketmq.Message()
     msg.topic = topic
     msg.body = body

@@ -21,11 +21,11 @@ pytestmark = pytest.mark.slow
 class Answers(TransactionChecker):
     """The producer's check-back: answers what the test says and remembers what it was asked."""
 
-    def __init__(self, answer=Resolution.COMMIT) -> None:  # noqa: ANN001
+    def __init__(self, answer=Resolution.COMMIT) -> None:
         self.answer = answer
         self.asked: list[str] = []
 
-    def check(self, message):  # noqa: ANN001, ANN201
+    def check(self, message):
         self.asked.append(message.message_id)
         return self.answer
 
@@ -107,7 +107,7 @@ def test_a_push_consumer_with_a_listener_gets_every_message(rmq_broker: RmqBroke
     lock = threading.Lock()
 
     class Collect(MessageListener):
-        def consume(self, message):  # noqa: ANN001, ANN201
+        def consume(self, message):
             with lock:
                 seen.append(message.body)
             return ConsumeResult.SUCCESS
@@ -126,7 +126,7 @@ def test_a_message_failing_every_attempt_lands_in_the_dead_letter_queue(start_rm
     attempts: list[int] = []
 
     class Fail(MessageListener):
-        def consume(self, message):  # noqa: ANN001, ANN201
+        def consume(self, message):
             attempts.append(message.delivery_attempt)
             return ConsumeResult.FAILURE
 
