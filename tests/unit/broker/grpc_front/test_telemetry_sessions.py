@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("rocketmq.grpc_protocol")
 
-from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
+from rocketmq.grpc_protocol import definition_pb2 as pb
 
-from halfmq.broker.grpc_front.telemetry_sessions import Session, TelemetrySessions  # noqa: E402
+from halfmq.broker.grpc_front.telemetry_sessions import Session, TelemetrySessions
 
 
 async def test_checks_go_round_robin_over_the_groups_streams_and_stop_when_they_close() -> None:

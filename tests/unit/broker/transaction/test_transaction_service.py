@@ -378,7 +378,7 @@ class Pushes:
     def connected(self, group: str) -> bool:
         return group in self.groups
 
-    def push(self, transaction_id: str, group: str, half) -> bool:  # noqa: ANN001
+    def push(self, transaction_id: str, group: str, half) -> bool:
         self.pushed.append((transaction_id, group, half.body))
         return True
 
