@@ -1,10 +1,8 @@
 """Starting and stopping the RocketMQ 5 front next to the HTTP one, and its check-back transport.
 
 Called from the HTTP app's lifespan, so both fronts share one runtime and one
-event loop. The front stays off when the port is 0, when the ``rocketmq`` extra
-is not installed, or when auth is on: RocketMQ's HMAC signatures cannot be
-checked against halfmq's hashed tokens yet (docs/decisions.md), and a front
-that skipped auth would bypass every policy.
+event loop. The front stays off when the port is 0 or the ``rocketmq`` extra
+is not installed. With auth on, every call is signed (``request_auth``).
 """
 
 from __future__ import annotations
@@ -43,9 +41,6 @@ class GrpcFront:
     async def start(self, runtime: Any) -> None:
         settings = runtime.settings
         if not settings.grpc_port:
-            return
-        if runtime.guard.enabled:
-            log.warning("RocketMQ gRPC front off: auth is on and RocketMQ request signatures are not verified yet")
             return
         try:
             from .messaging_service import start_server

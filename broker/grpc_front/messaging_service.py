@@ -20,9 +20,11 @@ from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc as rpc
 
 from halfmq.broker.errors import BrokerError, InvalidRequest, TransactionConflict
+from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 
 from . import message_mapping as mm
+from . import request_auth
 from .status_codes import OK, RocketMQRefusal, status_of
 from .telemetry_sessions import Session, TelemetrySessions
 
@@ -44,6 +46,15 @@ class MessagingService(rpc.MessagingServiceServicer):
         self.endpoints = pb.Endpoints(scheme=pb.AddressScheme.IPv4, addresses=[pb.Address(host=host, port=port)])
         self.broker = pb.Broker(name="halfmq", id=0, endpoints=self.endpoints)
 
+    # --- who may ----------------------------------------------------------------
+    def _allow(self, context: Any, method: str, action: Action | None = None, *resources: Resource) -> Any:
+        """The signer of this call, allowed ``action`` on every resource (Unauthenticated / AccessDenied otherwise)."""
+        path = f"/apache.rocketmq.v2.MessagingService/{method}"
+        who = request_auth.principal(self.rt.guard, dict(context.invocation_metadata() or ()), path)
+        for resource in resources:
+            self.rt.guard.authorize(who, action, resource, {"path": path})
+        return who
+
     # --- routes ----------------------------------------------------------------
     def _queues(self, topic: str, queues: int) -> list[pb.MessageQueue]:
         return [pb.MessageQueue(topic=pb.Resource(name=topic), id=q, permission=pb.Permission.READ_WRITE, broker=self.broker,
@@ -51,6 +62,7 @@ class MessagingService(rpc.MessagingServiceServicer):
 
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:  # noqa: N802
         try:
+            self._allow(context, "QueryRoute", Action.DESCRIBE, Resource.topic(request.topic.name))
             cfg, _ = self.rt.topics.writable(request.topic.name)
         except BrokerError as exc:
             return _refusal(spb.QueryRouteResponse, exc)
@@ -58,6 +70,7 @@ class MessagingService(rpc.MessagingServiceServicer):
 
     async def QueryAssignment(self, request: spb.QueryAssignmentRequest, context: Any) -> spb.QueryAssignmentResponse:  # noqa: N802
         try:
+            self._allow(context, "QueryAssignment", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
             cfg = self.rt.topics.get(request.topic.name)
         except BrokerError as exc:
             return _refusal(spb.QueryAssignmentResponse, exc)
@@ -66,6 +79,10 @@ class MessagingService(rpc.MessagingServiceServicer):
         return spb.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=queue)])
 
     async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:  # noqa: N802
+        try:
+            self._allow(context, "Heartbeat")
+        except BrokerError as exc:
+            return _refusal(spb.HeartbeatResponse, exc)
         return spb.HeartbeatResponse(status=OK)
 
     async def NotifyClientTermination(self, request: spb.NotifyClientTerminationRequest, context: Any) -> spb.NotifyClientTerminationResponse:  # noqa: N802
@@ -87,16 +104,22 @@ class MessagingService(rpc.MessagingServiceServicer):
         return reply
 
     async def Telemetry(self, request_iterator: AsyncIterator[spb.TelemetryCommand], context: Any) -> AsyncIterator[spb.TelemetryCommand]:  # noqa: N802
-        client_id = dict(context.invocation_metadata()).get("x-mq-client-id", "")
+        client_id = dict(context.invocation_metadata() or ()).get("x-mq-client-id", "")
         session = Session(client_id)
+        try:
+            who = self._allow(context, "Telemetry")
+        except BrokerError as exc:
+            yield spb.TelemetryCommand(status=status_of(exc))
+            return
 
         async def read() -> None:
             try:
                 async for command in request_iterator:
                     if command.HasField("settings"):
                         settings = command.settings
-                        if settings.client_type == pb.ClientType.PRODUCER:
-                            self.sessions.publishes(session, [t.name for t in settings.publishing.topics])
+                        if settings.client_type == pb.ClientType.PRODUCER:  # check-backs go only to who may publish for the group
+                            self.sessions.publishes(session, [t.name for t in settings.publishing.topics
+                                                              if self.rt.guard.allows(who, Action.PUBLISH, Resource.group(t.name))])
                         session.outbox.put_nowait(spb.TelemetryCommand(status=OK, settings=self._settings_reply(settings)))
             finally:
                 session.outbox.put_nowait(None)
@@ -112,6 +135,11 @@ class MessagingService(rpc.MessagingServiceServicer):
     # --- producing -----------------------------------------------------------------
     async def SendMessage(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:  # noqa: N802
         try:
+            for topic in {m.topic.name for m in request.messages}:
+                resources = [Resource.topic(topic)]
+                if any(m.system_properties.message_type == pb.MessageType.TRANSACTION for m in request.messages if m.topic.name == topic):
+                    resources.append(Resource.group(topic))  # a transactional producer's group is its topic
+                self._allow(context, "SendMessage", Action.PUBLISH, *resources)
             entries = [await self._send_one(message) for message in request.messages]
         except FlushTimedOut:
             return spb.SendMessageResponse(status=pb.Status(code=pb.Code.MASTER_PERSISTENCE_TIMEOUT, message="flush timed out"))
@@ -151,6 +179,7 @@ class MessagingService(rpc.MessagingServiceServicer):
         if state is None:
             return spb.EndTransactionResponse(status=pb.Status(code=pb.Code.BAD_REQUEST, message="resolution must be COMMIT or ROLLBACK"))
         try:
+            self._allow(context, "EndTransaction", Action.PUBLISH, Resource.group(request.topic.name))
             await self.rt.transactions.end(request.transaction_id, request.topic.name, state,
                                            from_check=request.source == pb.TransactionSource.SOURCE_SERVER_CHECK)
         except TransactionConflict as exc:
@@ -167,6 +196,7 @@ class MessagingService(rpc.MessagingServiceServicer):
         tags = None if expression in ("", "*") else {t.strip() for t in expression.split("||")}
         group, topic = request.group.name, request.message_queue.topic.name
         try:
+            self._allow(context, "ReceiveMessage", Action.SUBSCRIBE, Resource.group(group), Resource.topic(topic))
             deliveries = await self.rt.delivery.receive(group, topic, max(1, min(request.batch_size or 32, 1024)), invisible, wait)
         except BrokerError as exc:
             yield _refusal(spb.ReceiveMessageResponse, exc)
@@ -187,6 +217,10 @@ class MessagingService(rpc.MessagingServiceServicer):
         yield spb.ReceiveMessageResponse(status=OK)
 
     async def AckMessage(self, request: spb.AckMessageRequest, context: Any) -> spb.AckMessageResponse:  # noqa: N802
+        try:
+            self._allow(context, "AckMessage", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
+        except BrokerError as exc:
+            return _refusal(spb.AckMessageResponse, exc)
         entries = []
         for entry in request.entries:
             try:
@@ -201,6 +235,7 @@ class MessagingService(rpc.MessagingServiceServicer):
 
     async def ChangeInvisibleDuration(self, request: spb.ChangeInvisibleDurationRequest, context: Any) -> spb.ChangeInvisibleDurationResponse:  # noqa: N802
         try:
+            self._allow(context, "ChangeInvisibleDuration", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
             ok = self.rt.delivery.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
                                                    mm.seconds(request.invisible_duration))
         except BrokerError as exc:
@@ -212,6 +247,8 @@ class MessagingService(rpc.MessagingServiceServicer):
     async def ForwardMessageToDeadLetterQueue(self, request: spb.ForwardMessageToDeadLetterQueueRequest,  # noqa: N802
                                               context: Any) -> spb.ForwardMessageToDeadLetterQueueResponse:
         try:
+            self._allow(context, "ForwardMessageToDeadLetterQueue", Action.SUBSCRIBE, Resource.group(request.group.name),
+                        Resource.topic(request.topic.name))
             ok = self.rt.delivery.dead_letter(request.group.name, request.topic.name, request.receipt_handle)
         except BrokerError as exc:
             return _refusal(spb.ForwardMessageToDeadLetterQueueResponse, exc)
