@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from halfmq.broker.grpc_front.request_auth import fresh, signed_parts
-from halfmq.broker.security.auth_file import AuthFile, Authenticator, PolicyEntry, PrincipalEntry, derive_rocketmq_secret
+from halfmq.broker.security.auth_file import Authenticator, AuthFile, PolicyEntry, PrincipalEntry, derive_rocketmq_secret
 
 NOW = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 
