@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from tests.support.processes import BrokerProcess, free_port
 
 rocketmq = pytest.importorskip("rocketmq", reason="the rocketmq extra (Apache's rocketmq-python-client)")
+
+NODE_DIR = Path(__file__).parent / "nodejs"  # rocketmq-client-nodejs, pinned by its package-lock.json
 
 FAST_CHECKS = {
     "HALFMQ_BROKER_TRANSACTION_TIMEOUT": "0.5",
@@ -75,3 +80,12 @@ def message(topic: str, body: bytes, tag: str | None = None, keys: str | None = 
     if keys:
         msg.keys = keys
     return msg
+
+
+@pytest.fixture(scope="module")
+def node_client() -> Path:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are not installed (bin/setup installs Debian's nodejs and npm)")
+    if not (NODE_DIR / "node_modules" / "rocketmq-client-nodejs").is_dir():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, capture_output=True, timeout=300)
+    return NODE_DIR / "flow.js"

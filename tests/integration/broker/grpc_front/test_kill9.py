@@ -28,7 +28,7 @@ class FromTheDatabase(TransactionChecker):
     def __init__(self, decided: set[bytes]) -> None:
         self.decided = decided
 
-    def check(self, message):  # noqa: ANN001, ANN201
+    def check(self, message):
         return Resolution.COMMIT if message.body in self.decided else Resolution.ROLLBACK
 
 

@@ -13,7 +13,6 @@ from tests.integration.test_readme_programs import readme_programs, run_program
 from tests.support.processes import ROOT
 
 from .conftest import RmqBroker
-from .test_nodejs_client import node_client  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.slow
 
