@@ -49,6 +49,7 @@ def test_every_message_sent_and_committed_is_delivered_after_a_kill_9_and_none_r
             failed_sends += 1
             if not rmq_broker.process.alive:
                 rmq_broker.process.start()
+            time.sleep(0.3)  # the app backs off; the client's channel reconnects on its own
             continue
         if i % 5 == 0:
             rolled_back.add(body)
