@@ -9,6 +9,7 @@ calls the HTTP front makes, and a typed halfmq error into a RocketMQ status
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -25,7 +26,7 @@ from halfmq.broker.store.flush_waiter import FlushTimedOut
 
 from . import message_mapping as mm
 from . import request_auth
-from .status_codes import OK, RocketMQRefusal, status_of
+from .status_codes import OK, RocketMQRefusal, broker_error_of, status_of
 from .telemetry_sessions import Session, TelemetrySessions
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,23 @@ MAX_LONG_POLL = 30.0
 
 def _refusal(response: Callable[..., Any], exc: BrokerError) -> Any:
     return response(status=status_of(exc))
+
+
+def answers(response: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Any exception a unary call lets out still answers with a RocketMQ status (a bug: INTERNAL_ERROR, logged)."""
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        async def call(self: Any, request: Any, context: Any) -> Any:
+            try:
+                return await method(self, request, context)
+            except Exception as exc:
+                error = broker_error_of(exc)
+                if error is None:
+                    log.exception("gRPC %s failed", method.__name__)
+                    return response(status=pb.Status(code=pb.Code.INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}"))
+                return response(status=status_of(error))
+        return call
+    return wrap
 
 
 class MessagingService(rpc.MessagingServiceServicer):
@@ -60,6 +78,7 @@ class MessagingService(rpc.MessagingServiceServicer):
         return [pb.MessageQueue(topic=pb.Resource(name=topic), id=q, permission=pb.Permission.READ_WRITE, broker=self.broker,
                                 accept_message_types=ACCEPTED_TYPES) for q in range(queues)]
 
+    @answers(spb.QueryRouteResponse)
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:  # noqa: N802
         try:
             self._allow(context, "QueryRoute", Action.DESCRIBE, Resource.topic(request.topic.name))
@@ -68,6 +87,7 @@ class MessagingService(rpc.MessagingServiceServicer):
             return _refusal(spb.QueryRouteResponse, exc)
         return spb.QueryRouteResponse(status=OK, message_queues=self._queues(cfg.name, cfg.queues))
 
+    @answers(spb.QueryAssignmentResponse)
     async def QueryAssignment(self, request: spb.QueryAssignmentRequest, context: Any) -> spb.QueryAssignmentResponse:  # noqa: N802
         try:
             self._allow(context, "QueryAssignment", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
@@ -78,6 +98,7 @@ class MessagingService(rpc.MessagingServiceServicer):
         queue.id = -1  # pop consumption: the broker picks among the topic's queues
         return spb.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=queue)])
 
+    @answers(spb.HeartbeatResponse)
     async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:  # noqa: N802
         try:
             self._allow(context, "Heartbeat")
@@ -85,6 +106,7 @@ class MessagingService(rpc.MessagingServiceServicer):
             return _refusal(spb.HeartbeatResponse, exc)
         return spb.HeartbeatResponse(status=OK)
 
+    @answers(spb.NotifyClientTerminationResponse)
     async def NotifyClientTermination(self, request: spb.NotifyClientTerminationRequest, context: Any) -> spb.NotifyClientTerminationResponse:  # noqa: N802
         return spb.NotifyClientTerminationResponse(status=OK)
 
@@ -133,6 +155,7 @@ class MessagingService(rpc.MessagingServiceServicer):
             reader.cancel()
 
     # --- producing -----------------------------------------------------------------
+    @answers(spb.SendMessageResponse)
     async def SendMessage(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:  # noqa: N802
         try:
             for topic in {m.topic.name for m in request.messages}:
@@ -174,6 +197,7 @@ class MessagingService(rpc.MessagingServiceServicer):
         await rt.durable(end)
         return spb.SendResultEntry(status=OK, message_id=message.system_properties.message_id, offset=results[0].queue_offset)
 
+    @answers(spb.EndTransactionResponse)
     async def EndTransaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:  # noqa: N802
         state = {pb.TransactionResolution.COMMIT: "commit", pb.TransactionResolution.ROLLBACK: "rollback"}.get(request.resolution)
         if state is None:
@@ -216,6 +240,7 @@ class MessagingService(rpc.MessagingServiceServicer):
                                                                     delivery_attempt=d.delivery_attempt, invisible_seconds=invisible))
         yield spb.ReceiveMessageResponse(status=OK)
 
+    @answers(spb.AckMessageResponse)
     async def AckMessage(self, request: spb.AckMessageRequest, context: Any) -> spb.AckMessageResponse:  # noqa: N802
         try:
             self._allow(context, "AckMessage", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
@@ -233,6 +258,7 @@ class MessagingService(rpc.MessagingServiceServicer):
             entries[0].status if len(entries) == 1 else pb.Status(code=pb.Code.MULTIPLE_RESULTS, message="see entries"))
         return spb.AckMessageResponse(status=overall, entries=entries)
 
+    @answers(spb.ChangeInvisibleDurationResponse)
     async def ChangeInvisibleDuration(self, request: spb.ChangeInvisibleDurationRequest, context: Any) -> spb.ChangeInvisibleDurationResponse:  # noqa: N802
         try:
             self._allow(context, "ChangeInvisibleDuration", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
@@ -244,6 +270,7 @@ class MessagingService(rpc.MessagingServiceServicer):
             return spb.ChangeInvisibleDurationResponse(status=pb.Status(code=pb.Code.INVALID_RECEIPT_HANDLE, message="expired or settled"))
         return spb.ChangeInvisibleDurationResponse(status=OK, receipt_handle=request.receipt_handle)
 
+    @answers(spb.ForwardMessageToDeadLetterQueueResponse)
     async def ForwardMessageToDeadLetterQueue(self, request: spb.ForwardMessageToDeadLetterQueueRequest,  # noqa: N802
                                               context: Any) -> spb.ForwardMessageToDeadLetterQueueResponse:
         try:

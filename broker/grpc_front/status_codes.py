@@ -46,6 +46,20 @@ class RocketMQRefusal(errors.InvalidRequest):
         self.rocketmq_code = rocketmq_code
 
 
+def broker_error_of(exc: Exception) -> errors.BrokerError | None:
+    """The typed error an exception stands for (a refusing store, a flush that timed out); None for a bug."""
+    from halfmq.broker.store.flush_waiter import FlushTimedOut
+    from halfmq.broker.store.message_store import StoreClosed, StoreNotWritable
+
+    if isinstance(exc, errors.BrokerError):
+        return exc
+    if isinstance(exc, FlushTimedOut):
+        return errors.FlushDiskTimeout(str(exc))
+    if isinstance(exc, StoreNotWritable | StoreClosed):
+        return errors.StoreUnavailable(str(exc))
+    return None
+
+
 def code_of(error: errors.BrokerError) -> int:
     if isinstance(error, RocketMQRefusal):
         return error.rocketmq_code

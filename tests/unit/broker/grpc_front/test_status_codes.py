@@ -32,3 +32,13 @@ def test_every_halfmq_error_class_gets_a_rocketmq_code_that_is_not_ok() -> None:
 
 def test_the_status_message_carries_halfmqs_stable_code() -> None:
     assert status_of(errors.TopicNotFound("topic 'x' does not exist")).message == "TOPIC_NOT_FOUND: topic 'x' does not exist"
+
+
+def test_a_refusing_store_and_a_flush_timeout_answer_as_their_typed_errors_and_a_bug_as_none() -> None:
+    from halfmq.broker.grpc_front.status_codes import broker_error_of
+    from halfmq.broker.store.flush_waiter import FlushTimedOut
+    from halfmq.broker.store.message_store import StoreNotWritable
+
+    assert code_of(broker_error_of(StoreNotWritable("disk full"))) == pb.Code.INTERNAL_SERVER_ERROR
+    assert code_of(broker_error_of(FlushTimedOut("slow disk"))) == pb.Code.MASTER_PERSISTENCE_TIMEOUT
+    assert broker_error_of(KeyError("bug")) is None
