@@ -30,6 +30,7 @@ class BrokerSettings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 10911
+    grpc_port: int = Field(default=8081, ge=0, le=65535)  # the RocketMQ 5 front (DESIGN section 14); 0 turns it off
     data_dir: Path = Path("./data/broker")
     flush_mode: Literal["sync", "async"] = "sync"
     sync_flush_timeout: float = 5.0

@@ -42,6 +42,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir, "cluster": getattr(args, "cluster", None),
                                    "node_id": getattr(args, "node_id", None), "advertise_url": getattr(args, "advertise_url", None)}.items() if v is not None}
+    if args.grpc_port is not None:
+        overrides["grpc_port"] = args.grpc_port
     if args.insecure:
         overrides["insecure"] = True
     settings = BrokerSettings(**overrides)
@@ -133,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--host")
     broker.add_argument("--port", type=int)
     broker.add_argument("--data-dir", type=Path)
+    broker.add_argument("--grpc-port", type=int, help="the RocketMQ 5 gRPC front (default 8081, 0 turns it off)")
     broker.add_argument("--verify", action="store_true",
                         help="check every commit-log record and consume-queue entry, list what is damaged, then exit "
                              "(0 clean, 3 damaged) instead of serving")

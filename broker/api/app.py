@@ -10,6 +10,7 @@ from fastapi import Depends, FastAPI, Request
 
 from halfmq.broker.asgi_body import BodyReader
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.grpc_front.front import GrpcFront
 
 from . import problems
 from .hot_path import HotPathApp
@@ -36,7 +37,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rt = runtime or BrokerRuntime.open(settings)
         app.state.runtime = rt
-        node = None
+        node = grpc_front = None
         if settings.cluster:  # a broker set: the node starts the runtime once it leads (broker/cluster/node.py)
             from halfmq.broker.cluster.node import ClusterNode
 
@@ -44,10 +45,14 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
             await node.start()
         else:
             await rt.start()
+            grpc_front = GrpcFront()  # the RocketMQ 5 front on the same runtime (DESIGN section 14); single node only for now
+            await grpc_front.start(rt)
         log.info("broker ready: data dir %s, commit log end %d", settings.data_dir, rt.store.commit_log.end_offset)
         try:
             yield
         finally:
+            if grpc_front is not None:
+                await grpc_front.stop()
             if node is not None:
                 await node.stop()
             await app.state.runtime.stop()

@@ -51,6 +51,17 @@ class Guard:
             raise Unauthenticated("send 'Authorization: Bearer <token>' with a token the broker knows")
         return found
 
+    def rocketmq_principal(self, access_key: str, signed: str, signature: str, path: str) -> Principal:
+        """Who signed a RocketMQ 5 request (the gRPC front): Unauthenticated unless the signature is a principal's."""
+        if self._auth is None:
+            return ANONYMOUS
+        found = self._auth.rocketmq_principal(access_key, signed, signature) if access_key and signature else None
+        if found is None:
+            self._count("unauthenticated")
+            audit.warning("principal=- action=- resource=- result=unauthenticated path=%s", path)
+            raise Unauthenticated("sign RocketMQ requests with a principal's name as access key and its RocketMQ secret")
+        return found
+
     def authorize(self, principal: Principal, action: Action, resource: Resource, scope: dict[str, Any]) -> None:
         """AccessDenied (403) unless the principal's policies allow ``action`` on ``resource``."""
         if self._auth is None:

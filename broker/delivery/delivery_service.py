@@ -259,6 +259,31 @@ class DeliveryService:
                 heapq.heappush(state.due, (now, h.queue_id, h.offset, item.nonce))
         self._on_message(topic, -1)
 
+    def change_invisible(self, group: str, topic: str, handle: str, seconds: float) -> bool:
+        """Keep a delivery invisible for ``seconds`` from now (RocketMQ's ChangeInvisibleDuration); False if not held."""
+        [(_, h)] = self._resolve(group, topic, [handle])
+        state = self._state.get((group, topic))
+        progress = self._held(state, h)
+        if progress is None or state is None or progress.in_flight[h.offset].visible_at == HELD_BY_TRANSACTION:
+            return False
+        item = progress.postpone(h.offset, self._clock() + max(0.0, seconds))
+        heapq.heappush(state.due, (item.visible_at, h.queue_id, h.offset, item.nonce))
+        if seconds <= 0:
+            self._on_message(topic, -1)
+        return True
+
+    def dead_letter(self, group: str, topic: str, handle: str) -> bool:
+        """Move a held delivery to the group's DLQ now and settle it (the consumer gave up on it); False if not held."""
+        [(_, h)] = self._resolve(group, topic, [handle])
+        state = self._state.get((group, topic))
+        progress = self._held(state, h)
+        message = self._store.get(topic, h.queue_id, h.offset) if progress is not None else None
+        if progress is None or message is None:
+            return False
+        self._move_to_dlq(group, message, progress.in_flight[h.offset].deliveries)
+        self._settle(group, topic, h.queue_id, progress, h.offset)
+        return True
+
     # --- acks inside a producer transaction (DESIGN section 11) -----------------
     def parse_receipts(self, handles: list[str]) -> list[ReceiptHandle]:
         """Decode and verify ``handles`` (INVALID_RECEIPT_HANDLE for one this broker did not sign); changes nothing."""

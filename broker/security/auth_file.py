@@ -36,6 +36,12 @@ def derive_check_secret(key_hex: str, producer_group: str) -> str:
     return hmac.new(bytes.fromhex(key_hex), b"halfmq-check-secret:" + producer_group.encode(), hashlib.sha256).hexdigest()
 
 
+def derive_rocketmq_secret(key_hex: str, principal: str) -> str:
+    """The principal's RocketMQ 5 secret key (its access key is its name): RocketMQ clients sign with an HMAC the
+    broker must recompute, so the secret is derived from the file's key rather than stored as a hash like tokens."""
+    return hmac.new(bytes.fromhex(key_hex), b"halfmq-rocketmq-secret:" + principal.encode(), hashlib.sha256).hexdigest()
+
+
 class TokenEntry(BaseModel):
     id: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
@@ -111,6 +117,7 @@ class Authenticator:
         self._by_hash = {t.sha256: p.to_principal() for p in auth.principals for t in p.tokens}
         self._key = auth.check_secret_key
         self._secrets: dict[str, bytes] = {}
+        self._by_name = {p.name: p.to_principal() for p in auth.principals}
 
     @classmethod
     def from_file(cls, path: Path) -> Authenticator:
@@ -121,6 +128,15 @@ class Authenticator:
 
     def principal_for(self, token: str) -> Principal | None:
         return self._by_hash.get(token_hash(token))
+
+    def rocketmq_principal(self, access_key: str, signed: str, signature: str) -> Principal | None:
+        """The principal whose RocketMQ secret signed ``signed`` (HMAC-SHA1, hex) as ``signature``; None otherwise."""
+        principal = self._by_name.get(access_key)
+        if principal is None:
+            return None
+        secret = derive_rocketmq_secret(self._key, access_key).encode()
+        expected = hmac.new(secret, signed.encode(), hashlib.sha1).hexdigest()
+        return principal if hmac.compare_digest(expected, signature.lower()) else None
 
     def check_secret(self, producer_group: str) -> bytes:
         secret = self._secrets.get(producer_group)

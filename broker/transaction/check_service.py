@@ -14,10 +14,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from halfmq.broker.errors import DamagedRecord, StoreUnavailable, TransactionConflict
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.store.message_store import StoreNotWritable
+from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.wire import TransactionState
 
 from .check_client import CheckAnswer, CheckClient, CheckOutcome
@@ -27,6 +29,17 @@ from .state_machine import TxEvent
 from .transaction_service import TransactionService, Tx
 
 log = logging.getLogger(__name__)
+
+
+class PushTransport(Protocol):
+    """A second way to reach producers: a check pushed on a stream they hold open (RocketMQ 5's telemetry).
+
+    The producer answers by ending the transaction itself (from_check), so a push only counts the check.
+    """
+
+    def connected(self, group: str) -> bool: ...
+
+    def push(self, transaction_id: str, group: str, half: StoredMessage) -> bool: ...
 
 
 class CheckService:
@@ -54,6 +67,7 @@ class CheckService:
         self._tasks: set[asyncio.Task] = set()
         self.no_producer = 0
         self.in_flight_grace = 5.0
+        self.push_transport: PushTransport | None = None  # set by the gRPC front when it runs
 
     async def run_forever(self) -> None:
         while True:
@@ -78,7 +92,8 @@ class CheckService:
     def _handle_due(self, tx: Tx, now: float) -> int:
         """Act on one due transaction; return 1 when a check-back call was started."""
         decision = decide(now=now, due_at=tx.due_at, check_times=tx.check_times,
-                          has_producer=bool(self._registry.live(tx.producer_group)), policy=self._policy)
+                          has_producer=bool(self._registry.live(tx.producer_group)) or self._pushable(tx.producer_group),
+                          policy=self._policy)
         if decision is CheckDecision.DISCARD:
             try:
                 self._txs.apply(tx, TxEvent.DISCARD, note="check max")
@@ -94,6 +109,9 @@ class CheckService:
             task.add_done_callback(self._tasks.discard)
             return 1
         return 0
+
+    def _pushable(self, group: str) -> bool:
+        return self.push_transport is not None and self.push_transport.connected(group)
 
     async def _check(self, tx: Tx) -> None:
         try:
@@ -115,6 +133,13 @@ class CheckService:
                 message = restored_view(self._txs.half_message(tx))
             except DamagedRecord:
                 return  # reported by the store; the producer or an operator can still roll it back
+            if self.push_transport is not None and self._pushable(tx.producer_group):
+                if self.push_transport.push(tx.transaction_id, tx.producer_group, self._txs.half_message(tx)):
+                    try:
+                        self._txs.record_check(tx, "pushed")
+                    except (StoreNotWritable, StoreUnavailable):
+                        self._txs.reschedule(tx, self._clock() + self._policy.check_interval)
+                    return
             payload = {
                 "transaction_id": tx.transaction_id,
                 "producer_group": tx.producer_group,

@@ -33,7 +33,8 @@ class BrokerProcess(ManagedProcess):
         super().__init__(
             "broker",
             halfmq_command("broker", "--port", str(self.port), "--data-dir", str(data_dir)),
-            {"HALFMQ_BROKER_LOG_LEVEL": "info", **(env or {})},
+            # the RocketMQ front off unless a test asks for it: brokers running side by side would contend for 8081
+            {"HALFMQ_BROKER_LOG_LEVEL": "info", "HALFMQ_BROKER_GRPC_PORT": "0", **(env or {})},
             f"{self.url}/healthz",
             log_dir / f"broker-{self.port}.log",
             str(ca_file) if ca_file else True,

@@ -153,3 +153,34 @@ async def test_a_genuine_handle_from_before_a_restart_is_expired_and_creates_no_
     assert after.nack("g", "T", [d.receipt_handle]) == [(d.receipt_handle, False)]
     with pytest.raises(ConsumerGroupNotFound):
         after.group_lag("g")  # nothing received or acked in this incarnation, nothing committed before
+
+
+async def test_change_invisible_hides_a_delivery_for_exactly_the_new_duration(service, store, clock) -> None:
+    put(store, "a")
+    [d] = await service.receive("g", "T", 1, invisible=30, wait=0)
+    assert service.change_invisible("g", "T", d.receipt_handle, 100)
+    clock.now += 99.9
+    assert await service.receive("g", "T", 1, invisible=30, wait=0) == []
+    clock.now += 0.2
+    [again] = await service.receive("g", "T", 1, invisible=30, wait=0)
+    assert again.delivery_attempt == 2
+    assert not service.change_invisible("g", "T", d.receipt_handle, 5)  # the old delivery's handle is no longer held
+
+
+async def test_dead_letter_moves_a_held_delivery_to_the_groups_dlq_and_settles_it(service, store, clock) -> None:
+    put(store, "poison")
+    [d] = await service.receive("g", "T", 1, invisible=30, wait=0)
+    assert service.dead_letter("g", "T", d.receipt_handle)
+    assert [m.body for m in store.read_queue("%DLQ%g", 0, 0, 10)] == [b"poison"]
+    clock.now += 1000
+    assert await service.receive("g", "T", 1, invisible=30, wait=0) == []
+    assert not service.dead_letter("g", "T", d.receipt_handle)
+
+
+async def test_change_invisible_and_dead_letter_refuse_a_forged_handle(service, store) -> None:
+    put(store, "a")
+    await service.receive("g", "T", 1, invisible=30, wait=0)
+    with pytest.raises(InvalidReceiptHandle):
+        service.change_invisible("g", "T", "forged", 1)
+    with pytest.raises(InvalidReceiptHandle):
+        service.dead_letter("g", "T", "forged")

@@ -366,3 +366,41 @@ async def test_a_committed_transaction_leaves_records_in_rocketmqs_names(broker:
     assert {"OP", "TRANSACTION_ID", "PGROUP", "HALF_CLOG", "BORN_MS", "FINAL_SIZE"} <= op.properties.keys()
     assert (op.properties["OP"], op.properties["HALF_CLOG"]) == ("commit", str(half.commit_log_offset))
     assert not {"REAL_TOPIC", "REAL_QID"} & final.properties.keys() and final.properties["TRANSACTION_ID"] == txid
+
+
+class Pushes:
+    """A PushTransport fake: which groups hold a stream, and what was pushed."""
+
+    def __init__(self, *groups: str) -> None:
+        self.groups = set(groups)
+        self.pushed: list[tuple[str, str, bytes]] = []
+
+    def connected(self, group: str) -> bool:
+        return group in self.groups
+
+    def push(self, transaction_id: str, group: str, half) -> bool:
+        self.pushed.append((transaction_id, group, half.body))
+        return True
+
+
+async def test_a_group_with_a_telemetry_stream_is_checked_by_a_push_not_over_http(broker: Broker, clock, client) -> None:
+    broker.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+    broker.checks.push_transport = Pushes("pg")
+    txid = broker.half("o1")
+    await broker.check_round(clock, 6.1)
+    assert broker.checks.push_transport.pushed == [(txid, "pg", b"o1")]
+    assert client.calls == []
+    tx = broker.txs.get(txid)
+    assert (tx.state, tx.check_times, tx.last_answer) == (TransactionState.PENDING, 1, "pushed")
+    await broker.txs.end(txid, "pg", "commit", from_check=True)  # the client's EndTransaction(SOURCE_SERVER_CHECK)
+    assert broker.visible() == [b"o1"]
+
+
+async def test_a_pushed_group_without_any_http_producer_still_counts_as_having_a_producer(broker: Broker, clock, client) -> None:
+    broker.checks.push_transport = Pushes("pg")
+    txid = broker.half("o1")
+    for _ in range(6):
+        await broker.check_round(clock, 6)
+    assert broker.txs.get(txid).state is TransactionState.DISCARDED  # asked check_max times, never answered
+    assert len(broker.checks.push_transport.pushed) == POLICY.check_max
+    assert broker.checks.no_producer == 0

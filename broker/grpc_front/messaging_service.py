@@ -1,0 +1,317 @@
+"""``apache.rocketmq.v2.MessagingService`` on the broker's runtime: the RocketMQ 5 front.
+
+Thin like the HTTP routes: each call turns the protobuf into the same service
+calls the HTTP front makes, and a typed halfmq error into a RocketMQ status
+(``status_codes``). A gRPC producer's group is its topic (docs/decisions.md,
+"RocketMQ 5 front"). Calls halfmq does not serve answer NOT_IMPLEMENTED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as spb
+from rocketmq.grpc_protocol import service_pb2_grpc as rpc
+
+from halfmq.broker.errors import BrokerError, InvalidRequest, TransactionConflict
+from halfmq.broker.security.policy import Action, Resource
+from halfmq.broker.store.flush_waiter import FlushTimedOut
+
+from . import message_mapping as mm
+from . import request_auth
+from .status_codes import OK, RocketMQRefusal, broker_error_of, status_of
+from .telemetry_sessions import Session, TelemetrySessions
+
+log = logging.getLogger(__name__)
+
+ACCEPTED_TYPES = (pb.MessageType.NORMAL, pb.MessageType.TRANSACTION)
+DEFAULT_INVISIBLE = 30.0
+MAX_LONG_POLL = 30.0
+
+
+def _refusal(response: Callable[..., Any], exc: BrokerError) -> Any:
+    return response(status=status_of(exc))
+
+
+def answers(response: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Any exception a unary call lets out still answers with a RocketMQ status (a bug: INTERNAL_ERROR, logged)."""
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        async def call(self: Any, request: Any, context: Any) -> Any:
+            try:
+                return await method(self, request, context)
+            except Exception as exc:
+                error = broker_error_of(exc)
+                if error is None:
+                    log.exception("gRPC %s failed", method.__name__)
+                    return response(status=pb.Status(code=pb.Code.INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}"))
+                return response(status=status_of(error))
+        return call
+    return wrap
+
+
+class MessagingService(rpc.MessagingServiceServicer):
+    def __init__(self, runtime: Any, sessions: TelemetrySessions, host: str, port: int) -> None:
+        self.rt = runtime
+        self.sessions = sessions
+        self.endpoints = pb.Endpoints(scheme=pb.AddressScheme.IPv4, addresses=[pb.Address(host=host, port=port)])
+        self.broker = pb.Broker(name="halfmq", id=0, endpoints=self.endpoints)
+
+    # --- who may ----------------------------------------------------------------
+    def _allow(self, context: Any, method: str, action: Action | None = None, *resources: Resource) -> Any:
+        """The signer of this call, allowed ``action`` on every resource (Unauthenticated / AccessDenied otherwise)."""
+        path = f"/apache.rocketmq.v2.MessagingService/{method}"
+        who = request_auth.principal(self.rt.guard, dict(context.invocation_metadata() or ()), path)
+        for resource in resources:
+            self.rt.guard.authorize(who, action, resource, {"path": path})
+        return who
+
+    # --- routes ----------------------------------------------------------------
+    def _queues(self, topic: str, queues: int) -> list[pb.MessageQueue]:
+        return [pb.MessageQueue(topic=pb.Resource(name=topic), id=q, permission=pb.Permission.READ_WRITE, broker=self.broker,
+                                accept_message_types=ACCEPTED_TYPES) for q in range(queues)]
+
+    @answers(spb.QueryRouteResponse)
+    async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:  # noqa: N802
+        try:
+            self._allow(context, "QueryRoute", Action.DESCRIBE, Resource.topic(request.topic.name))
+            cfg, _ = self.rt.topics.writable(request.topic.name)
+        except BrokerError as exc:
+            return _refusal(spb.QueryRouteResponse, exc)
+        return spb.QueryRouteResponse(status=OK, message_queues=self._queues(cfg.name, cfg.queues))
+
+    @answers(spb.QueryAssignmentResponse)
+    async def QueryAssignment(self, request: spb.QueryAssignmentRequest, context: Any) -> spb.QueryAssignmentResponse:  # noqa: N802
+        try:
+            self._allow(context, "QueryAssignment", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
+            cfg = self.rt.topics.get(request.topic.name)
+        except BrokerError as exc:
+            return _refusal(spb.QueryAssignmentResponse, exc)
+        queue = self._queues(cfg.name, 1)[0]
+        queue.id = -1  # pop consumption: the broker picks among the topic's queues
+        return spb.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=queue)])
+
+    @answers(spb.HeartbeatResponse)
+    async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:  # noqa: N802
+        try:
+            self._allow(context, "Heartbeat")
+        except BrokerError as exc:
+            return _refusal(spb.HeartbeatResponse, exc)
+        return spb.HeartbeatResponse(status=OK)
+
+    @answers(spb.NotifyClientTerminationResponse)
+    async def NotifyClientTermination(self, request: spb.NotifyClientTerminationRequest, context: Any) -> spb.NotifyClientTerminationResponse:  # noqa: N802
+        return spb.NotifyClientTerminationResponse(status=OK)
+
+    # --- settings and check-backs ------------------------------------------------
+    def _settings_reply(self, settings: pb.Settings) -> pb.Settings:
+        reply = pb.Settings()
+        reply.CopyFrom(settings)
+        if not reply.HasField("backoff_policy"):
+            reply.backoff_policy.CopyFrom(pb.RetryPolicy(
+                max_attempts=self.rt.settings.max_reconsume_times + 1,
+                exponential_backoff=pb.ExponentialBackoff(initial=mm.duration(1), max=mm.duration(60), multiplier=2)))
+        if reply.HasField("publishing"):
+            reply.publishing.max_body_size = self.rt.settings.max_message_size
+            reply.publishing.validate_message_type = True
+        if reply.HasField("subscription") and not reply.subscription.HasField("long_polling_timeout"):
+            reply.subscription.long_polling_timeout.CopyFrom(mm.duration(MAX_LONG_POLL))
+        return reply
+
+    async def Telemetry(self, request_iterator: AsyncIterator[spb.TelemetryCommand], context: Any) -> AsyncIterator[spb.TelemetryCommand]:  # noqa: N802
+        client_id = dict(context.invocation_metadata() or ()).get("x-mq-client-id", "")
+        session = Session(client_id)
+        try:
+            who = self._allow(context, "Telemetry")
+        except BrokerError as exc:
+            yield spb.TelemetryCommand(status=status_of(exc))
+            return
+
+        async def read() -> None:
+            try:
+                async for command in request_iterator:
+                    if command.HasField("settings"):
+                        settings = command.settings
+                        if settings.client_type == pb.ClientType.PRODUCER:  # check-backs go only to who may publish for the group
+                            self.sessions.publishes(session, [t.name for t in settings.publishing.topics
+                                                              if self.rt.guard.allows(who, Action.PUBLISH, Resource.group(t.name))])
+                        session.outbox.put_nowait(spb.TelemetryCommand(status=OK, settings=self._settings_reply(settings)))
+            finally:
+                session.outbox.put_nowait(None)
+
+        reader = asyncio.get_running_loop().create_task(read())
+        try:
+            while (command := await session.outbox.get()) is not None:
+                yield command
+        finally:
+            self.sessions.close(session)
+            reader.cancel()
+
+    # --- producing -----------------------------------------------------------------
+    @answers(spb.SendMessageResponse)
+    async def SendMessage(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:  # noqa: N802
+        try:
+            for topic in {m.topic.name for m in request.messages}:
+                resources = [Resource.topic(topic)]
+                if any(m.system_properties.message_type == pb.MessageType.TRANSACTION for m in request.messages if m.topic.name == topic):
+                    resources.append(Resource.group(topic))  # a transactional producer's group is its topic
+                self._allow(context, "SendMessage", Action.PUBLISH, *resources)
+            entries = [await self._send_one(message) for message in request.messages]
+        except FlushTimedOut:
+            return spb.SendMessageResponse(status=pb.Status(code=pb.Code.MASTER_PERSISTENCE_TIMEOUT, message="flush timed out"))
+        except BrokerError as exc:
+            return _refusal(spb.SendMessageResponse, exc)
+        return spb.SendMessageResponse(status=OK, entries=entries)
+
+    async def _send_one(self, message: pb.Message) -> spb.SendResultEntry:
+        kind = message.system_properties.message_type
+        if kind not in ACCEPTED_TYPES:
+            name = pb.MessageType.Name(kind)
+            raise RocketMQRefusal(pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                                  f"halfmq topics accept NORMAL and TRANSACTION messages, not {name}")
+        if message.system_properties.HasField("delivery_timestamp") or message.system_properties.message_group:
+            raise RocketMQRefusal(pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                                  "delayed and FIFO (message group) messages are not supported by halfmq")
+        topic = message.topic.name
+        rt = self.rt
+        cfg, exists = rt.topics.writable(topic)
+        try:
+            outgoing = mm.outgoing(message)
+        except ValueError as exc:  # pydantic: e.g. a tag over the length limit
+            raise InvalidRequest(str(exc).splitlines()[0]) from None
+        if kind == pb.MessageType.TRANSACTION:
+            item = rt.sender.prepare(cfg, outgoing)
+            if not exists:
+                rt.store.create_topic(cfg.name, cfg.queues)
+            tx, end = rt.transactions.send_half(topic, item, cfg.queues)
+            await rt.durable(end)
+            return spb.SendResultEntry(status=OK, message_id=tx.msg_id, transaction_id=tx.transaction_id, offset=tx.half_offset)
+        results, end = rt.sender.send(topic, [outgoing])
+        await rt.durable(end)
+        return spb.SendResultEntry(status=OK, message_id=message.system_properties.message_id, offset=results[0].queue_offset)
+
+    @answers(spb.EndTransactionResponse)
+    async def EndTransaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:  # noqa: N802
+        state = {pb.TransactionResolution.COMMIT: "commit", pb.TransactionResolution.ROLLBACK: "rollback"}.get(request.resolution)
+        if state is None:
+            return spb.EndTransactionResponse(status=pb.Status(code=pb.Code.BAD_REQUEST, message="resolution must be COMMIT or ROLLBACK"))
+        try:
+            self._allow(context, "EndTransaction", Action.PUBLISH, Resource.group(request.topic.name))
+            await self.rt.transactions.end(request.transaction_id, request.topic.name, state,
+                                           from_check=request.source == pb.TransactionSource.SOURCE_SERVER_CHECK)
+        except TransactionConflict as exc:
+            return _refusal(spb.EndTransactionResponse, exc)
+        except BrokerError as exc:
+            return _refusal(spb.EndTransactionResponse, exc)
+        return spb.EndTransactionResponse(status=OK)
+
+    # --- consuming -------------------------------------------------------------------
+    async def ReceiveMessage(self, request: spb.ReceiveMessageRequest, context: Any) -> AsyncIterator[spb.ReceiveMessageResponse]:  # noqa: N802
+        invisible = mm.seconds(request.invisible_duration) or DEFAULT_INVISIBLE
+        wait = min(mm.seconds(request.long_polling_timeout), MAX_LONG_POLL)
+        expression = request.filter_expression.expression.strip() if request.HasField("filter_expression") else "*"
+        tags = None if expression in ("", "*") else {t.strip() for t in expression.split("||")}
+        group, topic = request.group.name, request.message_queue.topic.name
+        try:
+            self._allow(context, "ReceiveMessage", Action.SUBSCRIBE, Resource.group(group), Resource.topic(topic))
+            deliveries = await self.rt.delivery.receive(group, topic, max(1, min(request.batch_size or 32, 1024)), invisible, wait)
+        except BrokerError as exc:
+            yield _refusal(spb.ReceiveMessageResponse, exc)
+            return
+        skipped = [d.receipt_handle for d in deliveries if tags is not None and d.message.properties.get("TAGS") not in tags]
+        if skipped:  # RocketMQ filters by tag on the server: what the subscription does not want is consumed for it
+            self.rt.delivery.ack(group, topic, skipped)
+        wanted = [d for d in deliveries if d.receipt_handle not in skipped]
+        if not wanted:
+            yield spb.ReceiveMessageResponse(status=pb.Status(code=pb.Code.MESSAGE_NOT_FOUND, message="no new message"))
+            return
+        now = Timestamp()
+        now.GetCurrentTime()
+        yield spb.ReceiveMessageResponse(delivery_timestamp=now)  # the push consumer's latency metric reads it
+        for d in wanted:
+            yield spb.ReceiveMessageResponse(message=mm.to_protobuf(d.message, receipt_handle=d.receipt_handle,
+                                                                    delivery_attempt=d.delivery_attempt, invisible_seconds=invisible))
+        yield spb.ReceiveMessageResponse(status=OK)
+
+    @answers(spb.AckMessageResponse)
+    async def AckMessage(self, request: spb.AckMessageRequest, context: Any) -> spb.AckMessageResponse:  # noqa: N802
+        try:
+            self._allow(context, "AckMessage", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
+        except BrokerError as exc:
+            return _refusal(spb.AckMessageResponse, exc)
+        entries = []
+        for entry in request.entries:
+            try:
+                [(_, ok)] = self.rt.delivery.ack(request.group.name, request.topic.name, [entry.receipt_handle])
+                status = OK if ok else pb.Status(code=pb.Code.INVALID_RECEIPT_HANDLE, message="the receipt handle is expired or settled")
+            except BrokerError as exc:
+                status = status_of(exc)
+            entries.append(spb.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle, status=status))
+        overall = OK if all(e.status.code == pb.Code.OK for e in entries) else (
+            entries[0].status if len(entries) == 1 else pb.Status(code=pb.Code.MULTIPLE_RESULTS, message="see entries"))
+        return spb.AckMessageResponse(status=overall, entries=entries)
+
+    @answers(spb.ChangeInvisibleDurationResponse)
+    async def ChangeInvisibleDuration(self, request: spb.ChangeInvisibleDurationRequest, context: Any) -> spb.ChangeInvisibleDurationResponse:  # noqa: N802
+        try:
+            self._allow(context, "ChangeInvisibleDuration", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
+            ok = self.rt.delivery.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
+                                                   mm.seconds(request.invisible_duration))
+        except BrokerError as exc:
+            return _refusal(spb.ChangeInvisibleDurationResponse, exc)
+        if not ok:
+            return spb.ChangeInvisibleDurationResponse(status=pb.Status(code=pb.Code.INVALID_RECEIPT_HANDLE, message="expired or settled"))
+        return spb.ChangeInvisibleDurationResponse(status=OK, receipt_handle=request.receipt_handle)
+
+    @answers(spb.ForwardMessageToDeadLetterQueueResponse)
+    async def ForwardMessageToDeadLetterQueue(self, request: spb.ForwardMessageToDeadLetterQueueRequest,  # noqa: N802
+                                              context: Any) -> spb.ForwardMessageToDeadLetterQueueResponse:
+        try:
+            self._allow(context, "ForwardMessageToDeadLetterQueue", Action.SUBSCRIBE, Resource.group(request.group.name),
+                        Resource.topic(request.topic.name))
+            ok = self.rt.delivery.dead_letter(request.group.name, request.topic.name, request.receipt_handle)
+        except BrokerError as exc:
+            return _refusal(spb.ForwardMessageToDeadLetterQueueResponse, exc)
+        if not ok:
+            return spb.ForwardMessageToDeadLetterQueueResponse(status=pb.Status(code=pb.Code.INVALID_RECEIPT_HANDLE, message="expired or settled"))
+        return spb.ForwardMessageToDeadLetterQueueResponse(status=OK)
+
+    # --- not served ------------------------------------------------------------------
+    async def _not_implemented(self, response: Callable[..., Any], what: str) -> Any:
+        return response(status=pb.Status(code=pb.Code.NOT_IMPLEMENTED, message=f"halfmq does not serve {what}"))
+
+    async def UpdateOffset(self, request: Any, context: Any) -> Any:  # noqa: N802
+        return await self._not_implemented(spb.UpdateOffsetResponse, "UpdateOffset")
+
+    async def GetOffset(self, request: Any, context: Any) -> Any:  # noqa: N802
+        return await self._not_implemented(spb.GetOffsetResponse, "GetOffset")
+
+    async def QueryOffset(self, request: Any, context: Any) -> Any:  # noqa: N802
+        return await self._not_implemented(spb.QueryOffsetResponse, "QueryOffset")
+
+    async def RecallMessage(self, request: Any, context: Any) -> Any:  # noqa: N802
+        return await self._not_implemented(spb.RecallMessageResponse, "RecallMessage")
+
+    async def SyncLiteSubscription(self, request: Any, context: Any) -> Any:  # noqa: N802
+        return await self._not_implemented(spb.SyncLiteSubscriptionResponse, "SyncLiteSubscription")
+
+    async def PullMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:  # noqa: N802
+        yield await self._not_implemented(spb.PullMessageResponse, "PullMessage")
+
+
+async def start_server(runtime: Any, sessions: TelemetrySessions, host: str, port: int) -> grpc.aio.Server:
+    """Serve the front on ``host:port`` (RuntimeError when the port cannot be bound)."""
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", runtime.settings.max_request_bytes)])
+    rpc.add_MessagingServiceServicer_to_server(MessagingService(runtime, sessions, host, port), server)
+    bound = server.add_insecure_port(f"{host}:{port}")
+    if not bound:
+        raise RuntimeError(f"cannot bind the gRPC port {host}:{port}")
+    await server.start()
+    return server

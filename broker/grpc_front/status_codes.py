@@ -1,0 +1,76 @@
+"""halfmq's typed errors as RocketMQ 5 status codes: the one table both directions of the gRPC front use.
+
+The most specific class wins (the table is searched along the error's MRO), so a
+new subclass of InvalidRequest answers BAD_REQUEST until it is given its own row.
+"""
+
+from __future__ import annotations
+
+from rocketmq.grpc_protocol import definition_pb2 as pb
+
+from halfmq.broker import errors
+
+CODES: dict[type[errors.BrokerError], int] = {
+    errors.InvalidRequest: pb.Code.BAD_REQUEST,
+    errors.InvalidTopicName: pb.Code.ILLEGAL_TOPIC,
+    errors.SystemTopicForbidden: pb.Code.ILLEGAL_TOPIC,
+    errors.InvalidGroupName: pb.Code.ILLEGAL_CONSUMER_GROUP,
+    errors.ReservedProperty: pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+    errors.InvalidProperty: pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+    errors.InvalidReceiptHandle: pb.Code.INVALID_RECEIPT_HANDLE,
+    errors.ReceiptNotHeld: pb.Code.INVALID_RECEIPT_HANDLE,
+    errors.MessageTooLarge: pb.Code.MESSAGE_BODY_TOO_LARGE,
+    errors.RequestTooLarge: pb.Code.PAYLOAD_TOO_LARGE,
+    errors.TopicNotFound: pb.Code.TOPIC_NOT_FOUND,
+    errors.ConsumerGroupNotFound: pb.Code.CONSUMER_GROUP_NOT_FOUND,
+    errors.TransactionNotFound: pb.Code.INVALID_TRANSACTION_ID,
+    errors.ProducerGroupMismatch: pb.Code.INVALID_TRANSACTION_ID,
+    errors.TransactionConflict: pb.Code.PRECONDITION_FAILED,
+    errors.Unauthenticated: pb.Code.UNAUTHORIZED,
+    errors.AccessDenied: pb.Code.FORBIDDEN,
+    errors.FlushDiskTimeout: pb.Code.MASTER_PERSISTENCE_TIMEOUT,
+    errors.StoreUnavailable: pb.Code.INTERNAL_SERVER_ERROR,
+    errors.BrokerUnavailable: pb.Code.INTERNAL_SERVER_ERROR,
+    errors.DamagedRecord: pb.Code.MESSAGE_CORRUPTED,
+    errors.BrokerError: pb.Code.INTERNAL_SERVER_ERROR,
+}
+
+
+class RocketMQRefusal(errors.InvalidRequest):
+    """A request the RocketMQ protocol itself refuses, with its own code (a wrong message type, a FIFO send)."""
+
+    code = "ROCKETMQ_REFUSED"
+
+    def __init__(self, rocketmq_code: int, detail: str) -> None:
+        super().__init__(detail)
+        self.rocketmq_code = rocketmq_code
+
+
+def broker_error_of(exc: Exception) -> errors.BrokerError | None:
+    """The typed error an exception stands for (a refusing store, a flush that timed out); None for a bug."""
+    from halfmq.broker.store.flush_waiter import FlushTimedOut
+    from halfmq.broker.store.message_store import StoreClosed, StoreNotWritable
+
+    if isinstance(exc, errors.BrokerError):
+        return exc
+    if isinstance(exc, FlushTimedOut):
+        return errors.FlushDiskTimeout(str(exc))
+    if isinstance(exc, StoreNotWritable | StoreClosed):
+        return errors.StoreUnavailable(str(exc))
+    return None
+
+
+def code_of(error: errors.BrokerError) -> int:
+    if isinstance(error, RocketMQRefusal):
+        return error.rocketmq_code
+    for cls in type(error).__mro__:
+        if cls in CODES:
+            return CODES[cls]
+    return pb.Code.INTERNAL_SERVER_ERROR
+
+
+def status_of(error: errors.BrokerError) -> pb.Status:
+    return pb.Status(code=code_of(error), message=f"{error.code}: {error.detail}")
+
+
+OK = pb.Status(code=pb.Code.OK, message="OK")
