@@ -13,7 +13,7 @@ from halfmq.broker.config import BrokerSettings
 
 from . import problems
 from .hot_path import HotPathApp
-from .routes import consumer_groups, operations, topics, transactional_ids, transactions
+from .routes import consumer_groups, operations, producer_ids, topics, transactional_ids, transactions
 from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.include_router(consumer_groups.router, dependencies=authenticated)
     app.include_router(transactions.router, dependencies=authenticated)
     app.include_router(transactional_ids.router, dependencies=authenticated)
+    app.include_router(producer_ids.router, dependencies=authenticated)
     app.include_router(operations.router)
     return HotPathApp(app, [r for module in (topics, consumer_groups, transactions, transactional_ids) for r in module.RAW_ROUTES],
                       BodyReader(settings.max_request_bytes, settings.request_body_timeout))

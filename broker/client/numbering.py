@@ -1,50 +1,106 @@
 """An idempotent producer's numbers (DESIGN section 11): its producer id and epoch, and the next sequence.
 
-Shared by ``Producer``/``AsyncProducer`` (plain and batch sends) and the transaction producers (half sends).
+Every producer numbers its sends by default, as Kafka's enable.idempotence: the
+producer id comes lazily with the first send, from ``POST /v1/producer-ids``
+(or from ``init`` of ``idempotent_id`` when the caller wants a stable identity).
+Many numbered sends are in flight at once; the broker keeps a window of
+numbers (``idempotent_send_window``, 1024 by default) so they may arrive in any
+order. A retry reuses its request's number, so the broker answers it from what
+it stored instead of storing it again.
+
+A send that fails for good leaves a number the broker may never have stored: a
+gap that would stop the window ``window`` sends later. So the next send takes a
+new producer id (or epoch) and starts again at 0; sends in flight keep theirs.
+Shared by ``Producer``/``AsyncProducer`` (plain and batch sends) and the
+transaction producers (half sends).
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
-from halfmq.broker.wire import TxnInitResult
+from halfmq.broker.errors import UnknownProducerId
+from halfmq.broker.wire import ProducerIdResult, TxnInitResult
 
 from . import endpoints
 from .endpoints import Call
 
 __all__ = ["Numbering"]
 
+T = TypeVar("T")
+Numbers = dict[str, int]
+
 
 class Numbering:
-    """An idempotent producer's numbers: a producer id and epoch from ``init`` of its id, and the next sequence.
+    """The producer id and epoch in use and the next sequence; no I/O (the producers' ``send`` drives it)."""
 
-    Every retry of a send carries the same number, so the broker answers it from what it stored. A send that
-    fails for good leaves its fate unknown: the next send takes a new epoch (a fresh ``init``), so it never
-    meets a gap. Numbered sends go one at a time; use one producer per thread or task for more in flight.
-    """
-
-    def __init__(self, idempotent_id: str) -> None:
+    def __init__(self, idempotent_id: str | None = None) -> None:
         self.idempotent_id = idempotent_id
-        self.ids: dict[str, int] | None = None
+        self.ids: Numbers | None = None
         self.sequence = 0
 
-    def init(self) -> Call[TxnInitResult]:
+    def init(self) -> Call[ProducerIdResult] | Call[TxnInitResult]:
+        if self.idempotent_id is None:
+            return endpoints.new_producer_id()
         return endpoints.txn_init(self.idempotent_id, None)
 
-    def initialised(self, result: TxnInitResult) -> None:
+    def initialised(self, result: ProducerIdResult | TxnInitResult) -> None:
         self.ids, self.sequence = {"producer_id": result.producer_id, "epoch": result.epoch}, 0
 
-    def next(self) -> dict[str, int]:
+    def take(self) -> Numbers:
+        """The next number (with the ids), taken for one request and all its retries."""
         assert self.ids is not None
-        return {**self.ids, "sequence": self.sequence}
-
-    def sent(self) -> None:
+        numbers = {**self.ids, "sequence": self.sequence}
         self.sequence += 1
+        return numbers
 
-    def failed(self) -> None:
-        self.ids = None
+    def failed(self, numbers: Numbers) -> None:
+        """A send numbered ``numbers`` failed for good: later sends take new ids, unless that already happened."""
+        if self.ids is not None and (self.ids["producer_id"], self.ids["epoch"]) == (numbers["producer_id"], numbers["epoch"]):
+            self.ids = None
 
-    def numbered(self, call: Call[Any]) -> Call[Any]:
-        """``call`` with this producer's numbers added to its body."""
-        return replace(call, body={**call.body, **self.next()})
+    @staticmethod
+    def numbered(call: Call[Any], numbers: Numbers) -> Call[Any]:
+        """``call`` with the numbers added to its body."""
+        return replace(call, body={**call.body, **numbers})
+
+    def send(self, lock: threading.Lock, call: Callable[[Call[Any]], Any], send: Callable[[Numbers], T]) -> T:
+        """Run ``send`` with the next number; ``call`` fetches the ids when there are none (under ``lock``)."""
+        for attempt in (1, 2):
+            with lock:
+                if self.ids is None:
+                    self.initialised(call(self.init()))
+                numbers = self.take()
+            try:
+                return send(numbers)
+            except UnknownProducerId:  # the id expired while idle (or the broker lost it): a new id, once
+                self.failed(numbers)
+                if attempt == 2:
+                    raise
+            except BaseException:
+                self.failed(numbers)
+                raise
+        raise AssertionError("unreachable")
+
+    async def send_async(self, lock: asyncio.Lock, call: Callable[[Call[Any]], Awaitable[Any]],
+                         send: Callable[[Numbers], Awaitable[T]]) -> T:
+        """``send`` for asyncio."""
+        for attempt in (1, 2):
+            async with lock:
+                if self.ids is None:
+                    self.initialised(await call(self.init()))
+                numbers = self.take()
+            try:
+                return await send(numbers)
+            except UnknownProducerId:
+                self.failed(numbers)
+                if attempt == 2:
+                    raise
+            except BaseException:
+                self.failed(numbers)
+                raise
+        raise AssertionError("unreachable")

@@ -329,7 +329,7 @@ def _idempotent_send(client: httpx.Client, ids: dict, sequence: int, *bodies: st
 
 
 def test_an_idempotent_plain_send_repeated_is_stored_once_and_a_gap_or_an_old_epoch_is_refused(start_broker) -> None:
-    broker = start_broker()
+    broker = start_broker({"HALFMQ_BROKER_IDEMPOTENT_SEND_WINDOW": "4"})
     with httpx.Client(base_url=broker.url, timeout=10) as client:
         client.post("/v1/topics", json={"name": "PLAIN", "queues": 1}).raise_for_status()
         t = Txn(client, "svc")
@@ -357,7 +357,7 @@ def test_an_idempotent_plain_send_repeated_is_stored_once_and_a_gap_or_an_old_ep
 
 
 def test_an_idempotent_half_send_repeated_keeps_one_transaction_even_across_kill_9(start_broker) -> None:
-    broker = start_broker({"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3600"})
+    broker = start_broker({"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3600", "HALFMQ_BROKER_IDEMPOTENT_SEND_WINDOW": "4"})
     half = {"producer_group": "pg", "topic": "HALVES", "message": {"body": "h"}}
     with httpx.Client(base_url=broker.url, timeout=10) as client:
         t = Txn(client, "half-svc")
@@ -366,7 +366,7 @@ def test_an_idempotent_half_send_repeated_keeps_one_transaction_even_across_kill
         assert first.status_code == 200, first.text
         again = client.post("/v1/transactions", json={**half, **ids, "sequence": 0})
         assert again.json()["duplicate"] is True and again.json()["transaction_id"] == first.json()["transaction_id"]
-        gap = client.post("/v1/transactions", json={**half, **ids, "sequence": 2})
+        gap = client.post("/v1/transactions", json={**half, **ids, "sequence": 5})
         assert (gap.status_code, gap.json()["code"]) == (409, "OUT_OF_ORDER_SEQUENCE")
     broker.kill9()
     broker.start()
