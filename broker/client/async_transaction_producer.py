@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
 
@@ -129,8 +130,8 @@ class AsyncTransactionProducer(TransactionProducerBase):
             numbering = self._numbering
             if step.numbered and numbering is not None:
                 send = async_retrying(self._retries, retry_on=retry_on(step))
-                return await numbering.send_async(self._numbered_lock, self._call,
-                                                  lambda numbers: send(self._transport.call, numbering.numbered(step.call, numbers)))
+                return await numbering.send_async(
+                    self._numbered_lock, partial(async_retrying(self._retries), self._transport.call), partial(send, self._transport.call), step.call)
             return await async_retrying(self._retries, retry_on=retry_on(step))(self._transport.call, step.call)
         return await call_listener(self.listener.execute_local_transaction, step.message, step.arg)
 

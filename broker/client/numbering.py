@@ -68,15 +68,18 @@ class Numbering:
         """``call`` with the numbers added to its body."""
         return replace(call, body={**call.body, **numbers})
 
-    def send(self, lock: threading.Lock, call: Callable[[Call[Any]], Any], send: Callable[[Numbers], T]) -> T:
-        """Run ``send`` with the next number; ``call`` fetches the ids when there are none (under ``lock``)."""
+    def send(self, lock: threading.Lock, fetch: Callable[[Call[Any]], Any], send: Callable[[Call[Any]], T], call: Call[Any]) -> T:
+        """``send(call)`` with the next number in its body; ``fetch`` gets the ids when there are none (under ``lock``).
+
+        ``send`` retries as it likes: every attempt carries the same number.
+        """
         for attempt in (1, 2):
             with lock:
                 if self.ids is None:
-                    self.initialised(call(self.init()))
+                    self.initialised(fetch(self.init()))
                 numbers = self.take()
             try:
-                return send(numbers)
+                return send(self.numbered(call, numbers))
             except UnknownProducerId:  # the id expired while idle (or the broker lost it): a new id, once
                 self.failed(numbers)
                 if attempt == 2:
@@ -86,16 +89,16 @@ class Numbering:
                 raise
         raise AssertionError("unreachable")
 
-    async def send_async(self, lock: asyncio.Lock, call: Callable[[Call[Any]], Awaitable[Any]],
-                         send: Callable[[Numbers], Awaitable[T]]) -> T:
+    async def send_async(self, lock: asyncio.Lock, fetch: Callable[[Call[Any]], Awaitable[Any]],
+                         send: Callable[[Call[Any]], Awaitable[T]], call: Call[Any]) -> T:
         """``send`` for asyncio."""
         for attempt in (1, 2):
             async with lock:
                 if self.ids is None:
-                    self.initialised(await call(self.init()))
+                    self.initialised(await fetch(self.init()))
                 numbers = self.take()
             try:
-                return await send(numbers)
+                return await send(self.numbered(call, numbers))
             except UnknownProducerId:
                 self.failed(numbers)
                 if attempt == 2:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
 
@@ -66,22 +66,22 @@ class Producer:
         result: T = retrying(self._retries)(self._transport.call, call)
         return result
 
-    def _send(self, build: Callable[[dict[str, int] | None], Call[T]]) -> T:
+    def _send(self, call: Call[T]) -> T:
         numbering = self._numbering
         if numbering is None:
-            return self._call(build(None))
-        return numbering.send(self._lock, self._call, lambda numbers: self._call(build(numbers)))
+            return self._call(call)
+        return numbering.send(self._lock, self._call, self._call, call)
 
     def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
         msg = outgoing(message, **options)
-        return self._send(lambda numbers: endpoints.send_one(topic, msg, numbers))
+        return self._send(endpoints.send_one(topic, msg))
 
     def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         """One request for many messages; results come back in the order sent."""
         batch = _batch(messages)
         if not batch:
             return []
-        return self._send(lambda numbers: endpoints.send(topic, batch, numbers))
+        return self._send(endpoints.send(topic, batch))
 
     def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         return self._call(endpoints.create_topic(name, queues))
@@ -149,21 +149,21 @@ class AsyncProducer:
         result: T = await async_retrying(self._retries)(self._transport.call, call)
         return result
 
-    async def _send(self, build: Callable[[dict[str, int] | None], Call[T]]) -> T:
+    async def _send(self, call: Call[T]) -> T:
         numbering = self._numbering
         if numbering is None:
-            return await self._call(build(None))
-        return await numbering.send_async(self._lock, self._call, lambda numbers: self._call(build(numbers)))
+            return await self._call(call)
+        return await numbering.send_async(self._lock, self._call, self._call, call)
 
     async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
         msg = outgoing(message, **options)
-        return await self._send(lambda numbers: endpoints.send_one(topic, msg, numbers))
+        return await self._send(endpoints.send_one(topic, msg))
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         batch = _batch(messages)
         if not batch:
             return []
-        return await self._send(lambda numbers: endpoints.send(topic, batch, numbers))
+        return await self._send(endpoints.send(topic, batch))
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         return await self._call(endpoints.create_topic(name, queues))

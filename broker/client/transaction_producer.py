@@ -9,6 +9,7 @@ share (settings, start's steps, ``check_app``) is ``transaction_producer_base``.
 from __future__ import annotations
 
 import logging
+from functools import partial
 import threading
 from typing import Any, Self, TypeVar, Unpack
 
@@ -112,8 +113,8 @@ class TransactionProducer(TransactionProducerBase):
             numbering = self._numbering
             if step.numbered and numbering is not None:
                 send = retrying(self._retries, retry_on=retry_on(step))
-                return numbering.send(self._numbered_lock, self._call,
-                                      lambda numbers: send(self._transport.call, numbering.numbered(step.call, numbers)))
+                return numbering.send(
+                    self._numbered_lock, partial(retrying(self._retries), self._transport.call), partial(send, self._transport.call), step.call)
             return retrying(self._retries, retry_on=retry_on(step))(self._transport.call, step.call)
         return self.listener.execute_local_transaction(step.message, step.arg)
 
