@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
 
@@ -129,9 +128,8 @@ class AsyncTransactionProducer(TransactionProducerBase):
         if isinstance(step, Request):
             numbering = self._numbering
             if step.numbered and numbering is not None:
-                send = async_retrying(self._retries, retry_on=retry_on(step))
-                return await numbering.send_async(
-                    self._numbered_lock, partial(async_retrying(self._retries), self._transport.call), partial(send, self._transport.call), step.call)
+                return await numbering.send_async(self._numbered_lock, async_retrying(self._retries),
+                                                  async_retrying(self._retries, retry_on=retry_on(step)), self._transport.call, step.call)
             return await async_retrying(self._retries, retry_on=retry_on(step))(self._transport.call, step.call)
         return await call_listener(self.listener.execute_local_transaction, step.message, step.arg)
 

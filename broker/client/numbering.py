@@ -21,18 +21,19 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any
 
 from halfmq.broker.errors import UnknownProducerId
 from halfmq.broker.wire import ProducerIdResult, TxnInitResult
 
 from . import endpoints
 from .endpoints import Call
+from .retry import AsyncRetrying, Retrying
 
 __all__ = ["Numbering"]
 
-T = TypeVar("T")
 Numbers = dict[str, int]
+Transported = Callable[[Call[Any]], Any]
 
 
 class Numbering:
@@ -68,18 +69,16 @@ class Numbering:
         """``call`` with the numbers added to its body."""
         return replace(call, body={**call.body, **numbers})
 
-    def send(self, lock: threading.Lock, fetch: Callable[[Call[Any]], Any], send: Callable[[Call[Any]], T], call: Call[Any]) -> T:
-        """``send(call)`` with the next number in its body; ``fetch`` gets the ids when there are none (under ``lock``).
-
-        ``send`` retries as it likes: every attempt carries the same number.
-        """
+    def send(self, lock: threading.Lock, fetch: Retrying, send: Retrying, transport: Transported, call: Call[Any]) -> Any:
+        """``call`` with the next number in its body, sent through ``transport`` with the ``send`` policy (every retry
+        carries the same number); when there are no ids yet, ``fetch`` gets them first (under ``lock``)."""
         for attempt in (1, 2):
             with lock:
                 if self.ids is None:
-                    self.initialised(fetch(self.init()))
+                    self.initialised(fetch(transport, self.init()))
                 numbers = self.take()
             try:
-                return send(self.numbered(call, numbers))
+                return send(transport, self.numbered(call, numbers))
             except UnknownProducerId:  # the id expired while idle (or the broker lost it): a new id, once
                 self.failed(numbers)
                 if attempt == 2:
@@ -89,16 +88,16 @@ class Numbering:
                 raise
         raise AssertionError("unreachable")
 
-    async def send_async(self, lock: asyncio.Lock, fetch: Callable[[Call[Any]], Awaitable[Any]],
-                         send: Callable[[Call[Any]], Awaitable[T]], call: Call[Any]) -> T:
+    async def send_async(self, lock: asyncio.Lock, fetch: AsyncRetrying, send: AsyncRetrying,
+                         transport: Callable[[Call[Any]], Awaitable[Any]], call: Call[Any]) -> Any:
         """``send`` for asyncio."""
         for attempt in (1, 2):
             async with lock:
                 if self.ids is None:
-                    self.initialised(await fetch(self.init()))
+                    self.initialised(await fetch(transport, self.init()))
                 numbers = self.take()
             try:
-                return await send(self.numbered(call, numbers))
+                return await send(transport, self.numbered(call, numbers))
             except UnknownProducerId:
                 self.failed(numbers)
                 if attempt == 2:

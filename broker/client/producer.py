@@ -70,7 +70,9 @@ class Producer:
         numbering = self._numbering
         if numbering is None:
             return self._call(call)
-        return numbering.send(self._lock, self._call, self._call, call)
+        policy = retrying(self._retries)
+        result: T = numbering.send(self._lock, policy, policy, self._transport.call, call)
+        return result
 
     def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
         msg = outgoing(message, **options)
@@ -153,7 +155,9 @@ class AsyncProducer:
         numbering = self._numbering
         if numbering is None:
             return await self._call(call)
-        return await numbering.send_async(self._lock, self._call, self._call, call)
+        policy = async_retrying(self._retries)
+        result: T = await numbering.send_async(self._lock, policy, policy, self._transport.call, call)
+        return result
 
     async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
         msg = outgoing(message, **options)

@@ -9,7 +9,6 @@ share (settings, start's steps, ``check_app``) is ``transaction_producer_base``.
 from __future__ import annotations
 
 import logging
-from functools import partial
 import threading
 from typing import Any, Self, TypeVar, Unpack
 
@@ -112,9 +111,8 @@ class TransactionProducer(TransactionProducerBase):
         if isinstance(step, Request):
             numbering = self._numbering
             if step.numbered and numbering is not None:
-                send = retrying(self._retries, retry_on=retry_on(step))
-                return numbering.send(
-                    self._numbered_lock, partial(retrying(self._retries), self._transport.call), partial(send, self._transport.call), step.call)
+                return numbering.send(self._numbered_lock, retrying(self._retries),
+                                      retrying(self._retries, retry_on=retry_on(step)), self._transport.call, step.call)
             return retrying(self._retries, retry_on=retry_on(step))(self._transport.call, step.call)
         return self.listener.execute_local_transaction(step.message, step.arg)
 

@@ -521,7 +521,8 @@ def test_an_unnumbered_half_that_timed_out_waiting_for_the_answer_is_never_retri
     script.answer("/v1/transactions", 200, half_answer())
     listener = Listener()
     if flavour == "sync":
-        with TransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False, idempotent=False) as producer, pytest.raises(BrokerUnavailable) as caught:
+        producer = TransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False, idempotent=False)
+        with producer, pytest.raises(BrokerUnavailable) as caught:
             producer.send_in_transaction("T", "x")
     else:
         async def run() -> None:
