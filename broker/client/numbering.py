@@ -11,6 +11,7 @@ it stored instead of storing it again.
 A send that fails for good leaves a number the broker may never have stored: a
 gap that would stop the window ``window`` sends later. So the next send takes a
 new producer id (or epoch) and starts again at 0; sends in flight keep theirs.
+A new epoch of ``idempotent_id`` would fence them, so it waits until they end.
 Shared by ``Producer``/``AsyncProducer`` (plain and batch sends) and the
 transaction producers (half sends).
 """
@@ -43,6 +44,11 @@ class Numbering:
         self.idempotent_id = idempotent_id
         self.ids: Numbers | None = None
         self.sequence = 0
+        # Sends holding a number: a new epoch of ``idempotent_id`` fences the old one, so its ``init`` waits until none
+        # is left in flight (a new producer id of our own fences nothing and does not wait).
+        self._in_flight = 0
+        self._settled = threading.Condition()
+        self._settled_async: asyncio.Condition | None = None
 
     def init(self) -> Call[ProducerIdResult] | Call[TxnInitResult]:
         if self.idempotent_id is None:
@@ -75,8 +81,13 @@ class Numbering:
         for attempt in (1, 2):
             with lock:
                 if self.ids is None:
+                    if self.idempotent_id is not None:
+                        with self._settled:
+                            self._settled.wait_for(lambda: self._in_flight == 0)
                     self.initialised(fetch(transport, self.init()))
                 numbers = self.take()
+                with self._settled:
+                    self._in_flight += 1
             try:
                 return send(transport, self.numbered(call, numbers))
             except UnknownProducerId:  # the id expired while idle (or the broker lost it): a new id, once
@@ -86,16 +97,27 @@ class Numbering:
             except BaseException:
                 self.failed(numbers)
                 raise
+            finally:
+                with self._settled:
+                    self._in_flight -= 1
+                    self._settled.notify_all()
         raise AssertionError("unreachable")
 
     async def send_async(self, lock: asyncio.Lock, fetch: AsyncRetrying, send: AsyncRetrying,
                          transport: Callable[[Call[Any]], Awaitable[Any]], call: Call[Any]) -> Any:
         """``send`` for asyncio."""
+        if self._settled_async is None:
+            self._settled_async = asyncio.Condition()
+        settled = self._settled_async
         for attempt in (1, 2):
             async with lock:
                 if self.ids is None:
+                    if self.idempotent_id is not None:
+                        async with settled:
+                            await settled.wait_for(lambda: self._in_flight == 0)
                     self.initialised(await fetch(transport, self.init()))
                 numbers = self.take()
+                self._in_flight += 1
             try:
                 return await send(transport, self.numbered(call, numbers))
             except UnknownProducerId:
@@ -105,4 +127,8 @@ class Numbering:
             except BaseException:
                 self.failed(numbers)
                 raise
+            finally:
+                self._in_flight -= 1
+                async with settled:
+                    settled.notify_all()
         raise AssertionError("unreachable")
