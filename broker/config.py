@@ -51,6 +51,10 @@ class BrokerSettings(BaseSettings):
     producer_txn_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     producer_txn_max_acks: int = Field(default=10_000, ge=1)
     producer_txn_timeout_scan_interval: float = Field(default=0.5, gt=0)
+    # Idempotent sends: how many numbers past the contiguous ones a producer may have outstanding (the SDK keeps 64 in
+    # flight), and how long a producer id without a transactional id lives idle (Kafka's producer.id.expiration.ms).
+    idempotent_send_window: int = Field(default=1024, ge=1, le=65_536)
+    producer_id_expiration: float = Field(default=24 * 3600.0, gt=0)
     check_timeout: float = 3.0
     check_concurrency: int = 16
     # scheme://host:port (or :* for any port); loopback for `halfmq up` and tests, the compose order service.

@@ -197,6 +197,22 @@ class OutOfOrderSequence(BrokerError):
     title = "The request's sequence number is not the next one expected"
 
 
+class UnknownProducerId(BrokerError):
+    """The idempotent producer id was never handed out, or expired after being idle: get a new one (Kafka's UNKNOWN_PRODUCER_ID)."""
+
+    code = "UNKNOWN_PRODUCER_ID"
+    status = 409
+    title = "The producer id is unknown or expired"
+
+
+class DuplicateSequenceNumber(BrokerError):
+    """A numbered half send stored long ago, whose answer (its transaction id) is no longer remembered."""
+
+    code = "DUPLICATE_SEQUENCE_NUMBER"
+    status = 409
+    title = "The send was stored before, but its answer is no longer kept"
+
+
 class TransactionTooLarge(BrokerError):
     code = "TRANSACTION_TOO_LARGE"
     status = 413

@@ -91,6 +91,10 @@ class InitProducer(_Wire):
     transaction_timeout_ms: int | None = None
 
 
+class NewProducerId(_Wire):
+    """POST /v1/producer-ids: an idempotent producer id without a transactional id; the body is ``{}`` (nothing to choose)."""
+
+
 # Each request spells its producer fields out (no shared base): every request model is a direct _Wire
 # subclass, which is how the bad-input sweep finds them all.
 class BeginTxnRequest(_Wire):

@@ -17,7 +17,7 @@ import msgspec
 
 __all__ = [
     "MAX_BATCH", "MAX_INVISIBLE_SECONDS", "MAX_RECEIVE", "MAX_TAG_LENGTH", "MAX_WAIT_SECONDS",
-    "CheckRequest", "ConsumerGroupInfo", "EndState", "TransactionState", "GroupQueueState", "GroupTopicState", "HalfSendResult", "Message",
+    "CheckRequest", "ConsumerGroupInfo", "ProducerIdResult", "EndState", "TransactionState", "GroupQueueState", "GroupTopicState", "HalfSendResult", "Message",
     "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
     "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",
     "decode", "to_wire",
@@ -208,6 +208,13 @@ class TxnMessage(OutgoingMessage, kw_only=True, omit_defaults=True):
     """A message inside a producer transaction: each names its own topic."""
 
     topic: str
+
+
+class ProducerIdResult(_Wire):
+    """POST /v1/producer-ids: an idempotent producer id without a transactional id."""
+
+    producer_id: int
+    epoch: int
 
 
 class TxnInitResult(_Wire):

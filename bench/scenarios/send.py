@@ -37,11 +37,11 @@ async def _aiohttp(url: str, body: bytes, items: int, conc: int, seconds: float,
         return await drive(lambda _i: op, conc, seconds, max_ops, warmup=warmup)
 
 
-async def _sdk(broker_url: str, conc: int, seconds: float, max_ops: int, warmup: float, size: int) -> Run:
+async def _sdk(broker_url: str, conc: int, seconds: float, max_ops: int, warmup: float, size: int, idempotent: bool = True) -> Run:
     from halfmq.client import AsyncProducer
 
     body = payloads.message_body(size)
-    async with AsyncProducer(broker_url, max_in_flight=conc) as producer:
+    async with AsyncProducer(broker_url, max_in_flight=conc, idempotent=idempotent) as producer:
         async def op() -> int:
             result = await producer.send(TOPIC, body)
             if result.status.value != "SEND_OK":
@@ -97,5 +97,11 @@ def run(ctx: Context) -> dict[str, Any]:
             broker.url, lambda secs: run_async(_sdk(broker.url, c, secs, s.max_ops, 0.0, s.body_bytes)), w, s.seconds))
         cases["sdk_single_c64"] = throughput_case(
             runs, unit="msg/s", concurrency=c, baseline=name_for("fastapi_fsync_c64", "aiohttp"),
-            what=f"durable single-message send through the SDK's AsyncProducer (aiohttp), {c} in flight")
+            what=f"durable single-message send through the SDK's AsyncProducer (aiohttp), {c} in flight, numbered (the default)")
+        # What numbering every send costs: the same case with idempotent=False, in the same run.
+        runs = ctx.repeat("send sdk_single_c64_unnumbered", lambda _i, w: _measured(
+            broker.url, lambda secs: run_async(_sdk(broker.url, c, secs, s.max_ops, 0.0, s.body_bytes, idempotent=False)), w, s.seconds))
+        cases["sdk_single_c64_unnumbered"] = throughput_case(
+            runs, unit="msg/s", concurrency=c, baseline=name_for("fastapi_fsync_c64", "aiohttp"),
+            what=f"the same SDK send with idempotent=False (no numbers), {c} in flight")
     return scenario_ok(cases, topic=TOPIC, queues=4, body_bytes=s.body_bytes, flush_mode="sync")

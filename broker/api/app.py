@@ -15,7 +15,7 @@ from halfmq.broker.grpc_front.front import GrpcFront
 from . import problems
 from .hot_path import HotPathApp
 from .route_table import HotRouteSpec, document, raw
-from .routes import consumer_groups, operations, operator_views, topics, transactional_ids, transactions
+from .routes import consumer_groups, operations, operator_views, producer_ids, topics, transactional_ids, transactions
 from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.include_router(consumer_groups.router, dependencies=authenticated)
     app.include_router(transactions.router, dependencies=authenticated)
     app.include_router(transactional_ids.router, dependencies=authenticated)
+    app.include_router(producer_ids.router, dependencies=authenticated)
     app.include_router(operations.router)
     from fastapi.staticfiles import StaticFiles
 

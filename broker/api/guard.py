@@ -14,7 +14,7 @@ from typing import Any
 
 from halfmq.broker.errors import AccessDenied, Unauthenticated
 from halfmq.broker.security.auth_file import Authenticator
-from halfmq.broker.security.policy import Action, Decision, Policy, Principal, Resource, ResourcePattern, decide
+from halfmq.broker.security.policy import Action, Decision, Policy, Principal, Resource, ResourcePattern, decide, may_publish_somewhere
 
 audit = logging.getLogger("halfmq.audit")
 
@@ -81,6 +81,15 @@ class Guard:
         if not decision.allowed:
             raise AccessDenied(f"principal {principal.name!r} may not {decision.action.value} {resource}",
                                action=decision.action.value, resource=str(resource))
+
+    def require_publisher(self, scope: dict[str, Any]) -> Principal:
+        """AccessDenied (403) unless the principal may publish to something (an idempotent producer id's guard)."""
+        principal = self.principal(scope)
+        if self._auth is not None and not may_publish_somewhere(principal):
+            self._count("deny")
+            audit.info("principal=%s action=publish resource=* result=deny path=%s", principal.name, scope.get("path"))
+            raise AccessDenied(f"principal {principal.name!r} may not publish anywhere", action="publish", resource="*")
+        return principal
 
     def require(self, scope: dict[str, Any], action: Action, *resources: Resource) -> Principal:
         principal = self.principal(scope)

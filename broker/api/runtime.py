@@ -85,7 +85,8 @@ class BrokerRuntime:
             decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
             rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
             rt.producer_txns = ProducerTransactions(
-                store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks))
+                store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks),
+                send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000))
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.metrics.registry.register(OperatorCollector(rt))  # lag per queue, transactions by age, ... at scrape time
             return rt
@@ -130,6 +131,7 @@ class BrokerRuntime:
             await asyncio.sleep(self.settings.producer_txn_timeout_scan_interval)
             try:
                 self.producer_txns.abort_expired()
+                self.producer_txns.expire_idle_producers()
             except Exception:  # a refusing disk: the store logs it; the next pass tries again
                 log.exception("aborting expired producer transactions failed")
 

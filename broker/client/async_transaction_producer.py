@@ -67,10 +67,12 @@ class AsyncTransactionProducer(TransactionProducerBase):
         max_in_flight: int = 64,
         token: str | None = None,
         verify: Verify | None = None,
+        idempotent: bool = True,
         idempotent_id: str | None = None,
     ) -> None:
-        """``idempotent_id``: number the half sends under this id, so a retried half is stored once (opt-in)."""
-        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs, idempotent_id)
+        """Half sends are numbered (a retried half is stored once) unless ``idempotent=False``; ``idempotent_id``: a stable identity."""
+        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs, idempotent_id,
+                         idempotent)
         self._transport = AsyncTransport(
             base_url,
             timeout=timeout,
@@ -126,17 +128,8 @@ class AsyncTransactionProducer(TransactionProducerBase):
         if isinstance(step, Request):
             numbering = self._numbering
             if step.numbered and numbering is not None:
-                async with self._numbered_lock:  # one numbered half in flight: the broker keeps one sequence per producer
-                    if numbering.ids is None:
-                        numbering.initialised(await self._call(numbering.init()))
-                    try:
-                        result = await async_retrying(self._retries, retry_on=retry_on(step))(
-                            self._transport.call, numbering.numbered(step.call))
-                    except BaseException:
-                        numbering.failed()
-                        raise
-                    numbering.sent()
-                    return result
+                return await numbering.send_async(self._numbered_lock, async_retrying(self._retries),
+                                                  async_retrying(self._retries, retry_on=retry_on(step)), self._transport.call, step.call)
             return await async_retrying(self._retries, retry_on=retry_on(step))(self._transport.call, step.call)
         return await call_listener(self.listener.execute_local_transaction, step.message, step.arg)
 

@@ -19,6 +19,7 @@ from halfmq.broker.wire import (
     Message,
     OffsetReadResponse,
     OutgoingMessage,
+    ProducerIdResult,
     ReceiveRequest,
     ReceiveResponse,
     SendResponse,
@@ -52,6 +53,7 @@ __all__ = [
     "list_transactions",
     "producer_heartbeat",
     "nack",
+    "new_producer_id",
     "read",
     "receive",
     "send",
@@ -227,6 +229,10 @@ def producer_heartbeat(group: str, client_id: str, check_url: str | None, *, tim
 # Producer transactions (DESIGN section 11): every request of one instance carries its producer id and epoch.
 def _txn_path(transactional_id: str, verb: str) -> str:
     return f"/v1/transactional-ids/{_seg(transactional_id)}/{verb}"
+
+
+def new_producer_id() -> Call[ProducerIdResult]:
+    return Call("POST", "/v1/producer-ids", parse=_as(ProducerIdResult), body={})
 
 
 def txn_init(transactional_id: str, timeout_ms: int | None) -> Call[TxnInitResult]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
 
@@ -40,47 +40,50 @@ def _batch(messages: Iterable[OutgoingMessage | Body]) -> list[OutgoingMessage]:
     return batch
 
 
+def _numbering(idempotent: bool, idempotent_id: str | None) -> Numbering | None:
+    if idempotent_id is not None and not idempotent:
+        raise ValueError("idempotent_id given with idempotent=False: leave one of them out")
+    return Numbering(idempotent_id) if idempotent else None
+
+
 class Producer:
-    """Blocking producer; one instance can be shared by many threads."""
+    """Blocking producer; one instance can be shared by many threads, and their sends do not serialize."""
 
     def __init__(self, base_url: str, *, timeout: float = 10.0, retries: int = 3,
-                 token: str | None = None, verify: Verify | None = None, idempotent_id: str | None = None) -> None:
-        """``idempotent_id``: number every send under this id (see ``Numbering``), so a retry never stores twice."""
+                 token: str | None = None, verify: Verify | None = None, idempotent: bool = True,
+                 idempotent_id: str | None = None) -> None:
+        """Every send is numbered (see ``Numbering``), so a retry never stores twice; ``idempotent=False`` turns that off.
+
+        ``idempotent_id``: number under this transactional id (a stable identity) instead of a producer id of its own.
+        """
         retrying(retries)  # validate now rather than on the first send
         self._retries = retries
         self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
-        self._numbering = Numbering(idempotent_id) if idempotent_id else None
+        self._numbering = _numbering(idempotent, idempotent_id)
         self._lock = threading.Lock()
 
     def _call(self, call: Call[T]) -> T:
         result: T = retrying(self._retries)(self._transport.call, call)
         return result
 
-    def _send(self, build: Callable[[dict[str, int] | None], Call[T]]) -> T:
+    def _send(self, call: Call[T]) -> T:
         numbering = self._numbering
         if numbering is None:
-            return self._call(build(None))
-        with self._lock:  # one numbered send in flight: the broker keeps one sequence per producer
-            if numbering.ids is None:
-                numbering.initialised(self._call(numbering.init()))
-            try:
-                result = self._call(build(numbering.next()))
-            except BaseException:
-                numbering.failed()
-                raise
-            numbering.sent()
-            return result
+            return self._call(call)
+        policy = retrying(self._retries)
+        result: T = numbering.send(self._lock, policy, policy, self._transport.call, call)
+        return result
 
     def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
         msg = outgoing(message, **options)
-        return self._send(lambda numbers: endpoints.send_one(topic, msg, numbers))
+        return self._send(endpoints.send_one(topic, msg))
 
     def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         """One request for many messages; results come back in the order sent."""
         batch = _batch(messages)
         if not batch:
             return []
-        return self._send(lambda numbers: endpoints.send(topic, batch, numbers))
+        return self._send(endpoints.send(topic, batch))
 
     def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         return self._call(endpoints.create_topic(name, queues))
@@ -127,11 +130,12 @@ class AsyncProducer:
         max_in_flight: int = 64,
         token: str | None = None,
         verify: Verify | None = None,
+        idempotent: bool = True,
         idempotent_id: str | None = None,
     ) -> None:
         async_retrying(retries)
         self._retries = retries
-        self._numbering = Numbering(idempotent_id) if idempotent_id else None
+        self._numbering = _numbering(idempotent, idempotent_id)
         self._lock = asyncio.Lock()
         self._transport = AsyncTransport(
             base_url,
@@ -147,30 +151,23 @@ class AsyncProducer:
         result: T = await async_retrying(self._retries)(self._transport.call, call)
         return result
 
-    async def _send(self, build: Callable[[dict[str, int] | None], Call[T]]) -> T:
+    async def _send(self, call: Call[T]) -> T:
         numbering = self._numbering
         if numbering is None:
-            return await self._call(build(None))
-        async with self._lock:  # one numbered send in flight: the broker keeps one sequence per producer
-            if numbering.ids is None:
-                numbering.initialised(await self._call(numbering.init()))
-            try:
-                result = await self._call(build(numbering.next()))
-            except BaseException:
-                numbering.failed()
-                raise
-            numbering.sent()
-            return result
+            return await self._call(call)
+        policy = async_retrying(self._retries)
+        result: T = await numbering.send_async(self._lock, policy, policy, self._transport.call, call)
+        return result
 
     async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
         msg = outgoing(message, **options)
-        return await self._send(lambda numbers: endpoints.send_one(topic, msg, numbers))
+        return await self._send(endpoints.send_one(topic, msg))
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         batch = _batch(messages)
         if not batch:
             return []
-        return await self._send(lambda numbers: endpoints.send(topic, batch, numbers))
+        return await self._send(endpoints.send(topic, batch))
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         return await self._call(endpoints.create_topic(name, queues))

@@ -57,10 +57,12 @@ class TransactionProducer(TransactionProducerBase):
         retries: int = 3,
         token: str | None = None,
         verify: Verify | None = None,
+        idempotent: bool = True,
         idempotent_id: str | None = None,
     ) -> None:
-        """``idempotent_id``: number the half sends under this id, so a retried half is stored once (opt-in)."""
-        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs, idempotent_id)
+        """Half sends are numbered (a retried half is stored once) unless ``idempotent=False``; ``idempotent_id``: a stable identity."""
+        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs, idempotent_id,
+                         idempotent)
         if is_async_callable(listener.execute_local_transaction):
             raise TypeError("the listener's methods are coroutines: use AsyncTransactionProducer")
         self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
@@ -109,16 +111,8 @@ class TransactionProducer(TransactionProducerBase):
         if isinstance(step, Request):
             numbering = self._numbering
             if step.numbered and numbering is not None:
-                with self._numbered_lock:  # one numbered half in flight: the broker keeps one sequence per producer
-                    if numbering.ids is None:
-                        numbering.initialised(self._call(numbering.init()))
-                    try:
-                        result = retrying(self._retries, retry_on=retry_on(step))(self._transport.call, numbering.numbered(step.call))
-                    except BaseException:
-                        numbering.failed()
-                        raise
-                    numbering.sent()
-                    return result
+                return numbering.send(self._numbered_lock, retrying(self._retries),
+                                      retrying(self._retries, retry_on=retry_on(step)), self._transport.call, step.call)
             return retrying(self._retries, retry_on=retry_on(step))(self._transport.call, step.call)
         return self.listener.execute_local_transaction(step.message, step.arg)
 

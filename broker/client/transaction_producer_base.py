@@ -59,6 +59,7 @@ class TransactionProducerBase:
         retries: int,
         check_backs: bool,
         idempotent_id: str | None = None,
+        idempotent: bool = True,
     ) -> None:
         if check_url is not None:
             if not check_backs:
@@ -78,7 +79,9 @@ class TransactionProducerBase:
         self.client_id = client_id or default_client_id()
         self.heartbeat_interval = heartbeat_interval
         self._retries = retries
-        self._numbering = Numbering(idempotent_id) if idempotent_id else None
+        if idempotent_id is not None and not idempotent:
+            raise ValueError("idempotent_id given with idempotent=False: leave one of them out")
+        self._numbering = Numbering(idempotent_id) if idempotent else None
         self._started = False
         self._closed = False
 

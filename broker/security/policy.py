@@ -131,3 +131,8 @@ def decide(principal: Principal, action: Action, resource: Resource) -> Decision
     """Allow iff one of the principal's policies grants the (possibly escalated) action; default deny."""
     needed = required_action(action, resource)
     return Decision(any(p.allows(needed, resource) for p in principal.policies), needed, resource)
+
+
+def may_publish_somewhere(principal: Principal) -> bool:
+    """Whether any policy lets the principal publish (to something): enough to get an idempotent producer id."""
+    return any(Action.PUBLISH in _IMPLIES[a] for p in principal.policies for a in p.actions)

@@ -51,8 +51,12 @@ def decode_acks(body: bytes) -> list[AckRef]:
 
 
 def encode_sizes(sizes: list[int]) -> bytes:
-    """The record sizes of an idempotent send's messages: enough to read its answer back after a restart."""
-    return json.dumps(sizes, separators=(",", ":")).encode()
+    """The record sizes of an idempotent send's messages: enough to read its answer back after a restart.
+
+    The JSON list json.dumps would write, built by hand: json.dumps with separators builds an encoder per
+    call, a tenth of a numbered send's broker time.
+    """
+    return f"[{','.join(map(str, sizes))}]".encode()
 
 
 def decode_sizes(body: bytes) -> list[int]:

@@ -30,11 +30,13 @@ from typing import Any, Protocol
 
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
 from halfmq.broker.errors import (
+    DuplicateSequenceNumber,
     InvalidProducerEpoch,
     OutOfOrderSequence,
     ProducerFenced,
     ReceiptInOtherTransaction,
     TransactionTooLarge,
+    UnknownProducerId,
     UnknownTransactionalId,
 )
 from halfmq.broker.store.damaged_records import DamagedEntry
@@ -46,10 +48,12 @@ from . import producer_records as rec
 from .producer_records import AbortedBy, AckRef, TxnRecord
 from .producer_state_machine import ProducerTxnState, TxnAction, TxnEvent, transition
 from .producer_timeout import checked_timeout, deadline_ms, expired
+from .send_window import DEFAULT_SIZE, SendWindow, Verdict
 
 log = logging.getLogger(__name__)
 
 Durable = Callable[[int], Awaitable[None]]
+_SEND_OP = TxnRecord.SEND.value
 _RECORD_ALLOWANCE = 512  # the commit record's header and properties, on top of its acks
 
 
@@ -92,16 +96,29 @@ class ProducerTxn:
     last_event: TxnEvent | None = None
     last_answer: dict[str, Any] | None = None
     end_answer: dict[str, Any] | None = None
-    # Idempotent plain sends under this producer id and epoch (outside transactions): the last one's number and answer.
-    send_sequence: int = -1
-    send_answer: Any = None  # what the last numbered send answered (a list of results, or a half's result)
-    send_ref: tuple[int, list[int], str] | None = None  # after a restart: (offset of its sequence record, sizes, send path)
+    # Idempotent sends under this producer id and epoch (outside transactions): the window of stored numbers. An
+    # answer is what the send answered (a list of results, or a half's), or after a restart a StoredRef to read back.
+    sends: SendWindow = field(default_factory=SendWindow)
+    last_used_ms: int = 0  # a producer id without a transactional id expires after this much idleness
+
+
+@dataclass(frozen=True)
+class StoredRef:
+    """Where a numbered send's answer is after a restart: its sequence record's offset, the message sizes, the path."""
+
+    record_offset: int
+    sizes: list[int]
+    path: str
 
 
 class ProducerTransactions:
     def __init__(self, store: MessageStore, acks: AckLedger, durable: Durable, *, limits: TxnLimits = TxnLimits(),
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, send_window: int = DEFAULT_SIZE,
+                 producer_id_expiry_ms: int = 24 * 3600 * 1000) -> None:
         self.store = store
+        self.send_window = send_window
+        self.producer_id_expiry_ms = producer_id_expiry_ms
+        self._idempotent: dict[int, ProducerTxn] = {}  # producer ids without a transactional id (POST /v1/producer-ids)
         self._acks = acks
         self._durable = durable
         self.limits = limits
@@ -149,7 +166,7 @@ class ProducerTransactions:
         timeout = checked_timeout(timeout_ms)
         old = self._txns.get(tid)
         if old is None:
-            txn = ProducerTxn(tid, self._next_producer_id, 0, timeout)
+            txn = ProducerTxn(tid, self._next_producer_id, 0, timeout, sends=SendWindow(self.send_window))
             items = [self._record(txn, TxnRecord.INIT)]
             _, end = self.store.put(items)
             self._next_producer_id += 1
@@ -157,7 +174,7 @@ class ProducerTransactions:
             self._tid_of[txn.producer_id] = tid
         else:
             move = transition(old.state, TxnEvent.INIT)
-            bumped = ProducerTxn(tid, old.producer_id, old.epoch + 1, timeout, number=old.number)
+            bumped = ProducerTxn(tid, old.producer_id, old.epoch + 1, timeout, number=old.number, sends=SendWindow(self.send_window))
             items = [self._record(bumped, TxnRecord.INIT)]
             if move.action is TxnAction.ABORT_THEN_INIT:
                 items.insert(0, self._record(old, TxnRecord.ABORT, aborted_by=AbortedBy.NEW_EPOCH))
@@ -298,34 +315,76 @@ class ProducerTransactions:
             log.warning("transaction %d of %s aborted: open longer than %d ms", txn.number, tid, txn.timeout_ms)
         return due
 
-    # --- idempotent plain sends (outside transactions) ------------------------------
-    def sender(self, producer_id: int, epoch: int) -> ProducerTxn:
-        """The producer an idempotent send names (its id from ``init``); fenced or unknown ones are refused."""
-        tid = self._tid_of.get(producer_id)
-        if tid is None:
-            raise InvalidProducerEpoch(f"producer id {producer_id} was never handed out (init a transactional id first)")
-        return self._current(tid, producer_id, epoch)
+    # --- idempotent sends (outside transactions) ------------------------------------
+    async def new_producer_id(self) -> dict[str, Any]:
+        """An idempotent producer id without a transactional id (Kafka's InitProducerId): durable, epoch 0."""
+        txn = ProducerTxn("", self._next_producer_id, 0, 0, sends=SendWindow(self.send_window), last_used_ms=self.now_ms())
+        _, end = self.store.put([self._record(txn, TxnRecord.INIT)])
+        self._next_producer_id += 1
+        self._idempotent[txn.producer_id] = txn
+        await self._durable(end)
+        return {"producer_id": txn.producer_id, "epoch": txn.epoch}
 
-    def sent_before(self, txn: ProducerTxn, sequence: int) -> Any:
-        """The stored answer when ``sequence`` is the last send again; None when it is the next; else OUT_OF_ORDER_SEQUENCE."""
-        if sequence == txn.send_sequence:
-            if txn.send_answer is None and txn.send_ref is not None:
-                txn.send_answer = self._read_back(*txn.send_ref)
-            return txn.send_answer
-        if sequence != txn.send_sequence + 1:
-            raise OutOfOrderSequence(f"expected send sequence {txn.send_sequence + 1}, not {sequence}", expected=txn.send_sequence + 1)
-        return None
+    def sender(self, producer_id: int, epoch: int) -> ProducerTxn:
+        """The producer an idempotent send names (from ``init`` or ``new_producer_id``); fenced, unknown or expired: refused."""
+        tid = self._tid_of.get(producer_id)
+        if tid is not None:
+            return self._current(tid, producer_id, epoch)
+        txn = self._idempotent.get(producer_id)
+        now = self.now_ms()
+        if txn is not None and now - txn.last_used_ms > self.producer_id_expiry_ms:
+            del self._idempotent[producer_id]
+            txn = None
+        if txn is None:
+            raise UnknownProducerId(f"producer id {producer_id} is unknown or expired: get a new one (POST /v1/producer-ids)")
+        if epoch != txn.epoch:
+            raise InvalidProducerEpoch(f"producer id {producer_id} has epoch {txn.epoch}, not {epoch}")
+        txn.last_used_ms = now
+        return txn
+
+    def expire_idle_producers(self) -> int:
+        """Forget producer ids (without a transactional id) idle longer than the expiry, so their state does not grow forever."""
+        now = self.now_ms()
+        idle = [pid for pid, t in self._idempotent.items() if now - t.last_used_ms > self.producer_id_expiry_ms]
+        for pid in idle:
+            del self._idempotent[pid]
+        return len(idle)
+
+    def sent_before(self, txn: ProducerTxn, sequence: int, path: str = "messages") -> Any:
+        """None when ``sequence`` is new inside the window (store it); the stored answer when it is a repeat.
+
+        A repeat stored so long ago that its answer is forgotten answers ``OLD_REPEAT`` (a plain send then answers
+        success without offsets, as Kafka does; a half send, whose transaction id the producer needs, is refused).
+        Beyond the window: OUT_OF_ORDER_SEQUENCE.
+        """
+        verdict = txn.sends.decide(sequence)
+        if verdict is Verdict.STORE:
+            return None
+        if verdict is Verdict.REPEAT:
+            answer = txn.sends.answers[sequence]
+            if isinstance(answer, StoredRef):
+                answer = txn.sends.answers[sequence] = self._read_back(answer.record_offset, answer.sizes, answer.path)
+            return answer
+        if verdict is Verdict.OLD_REPEAT:
+            if path == "half":
+                raise DuplicateSequenceNumber(f"send sequence {sequence} was stored before and its answer is no longer kept",
+                                              sequence=sequence)
+            return Verdict.OLD_REPEAT
+        expected = txn.sends.next_expected
+        raise OutOfOrderSequence(f"send sequence {sequence} is beyond the window: the next missing one is {expected}, "
+                                 f"at most {txn.sends.size} may be outstanding", expected=expected)
 
     def send_record(self, txn: ProducerTxn, sequence: int, items: list[PutItem], path: str = "messages") -> PutItem:
         """The record that goes last in the send's write group: the sequence number, and the sizes to read the answer back."""
-        record = self._record(txn, TxnRecord.SEND)
-        record.properties[rec.SEQUENCE] = str(sequence)
-        record.properties[rec.SEND_PATH] = path
-        record.body = rec.encode_sizes([record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items])
-        return record
+        # Built inline (not through _record): this runs on every numbered send, and Enum.value and the general
+        # path showed in its profile. The same properties _record would write.
+        props = {rec.TXN_ID: txn.transactional_id, rec.TXN_OP: _SEND_OP, rec.PRODUCER_ID: str(txn.producer_id),
+                 rec.EPOCH: str(txn.epoch), rec.TXN_NO: str(txn.number), rec.SEQUENCE: str(sequence), rec.SEND_PATH: path}
+        sizes = [record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items]
+        return PutItem(TXN_STATE_TOPIC, 0, rec.encode_sizes(sizes), props)
 
     def sent(self, txn: ProducerTxn, sequence: int, answer: Any) -> None:
-        txn.send_sequence, txn.send_answer, txn.send_ref = sequence, answer, None
+        txn.sends.stored(sequence, answer)
 
     def _read_back(self, record_offset: int, sizes: list[int], path: str) -> Any:
         offset = record_offset - sum(sizes)
@@ -414,6 +473,7 @@ class ProducerTransactions:
                 self._aborted(txn, AbortedBy.RECOVERY)
             log.warning("aborted %d producer transactions left open by the last run: %s", len(left_open),
                         ", ".join(t.transactional_id for t in left_open))
+        self.expire_idle_producers()
         if self._txns:
             log.info("producer transactions rebuilt in %.3fs: %d transactional ids", time.monotonic() - started, len(self._txns))
 
@@ -422,8 +482,12 @@ class ProducerTransactions:
         tid, kind = props.get(rec.TXN_ID, ""), props.get(rec.TXN_OP, "")
         producer_id, epoch, number = int(props.get(rec.PRODUCER_ID, 0)), int(props.get(rec.EPOCH, 0)), int(props.get(rec.TXN_NO, 0))
         self._next_producer_id = max(self._next_producer_id, producer_id + 1)
+        if not tid:  # a producer id without a transactional id
+            self._replay_idempotent(record, kind, producer_id, epoch)
+            return
         if kind == TxnRecord.INIT:
-            self._txns[tid] = ProducerTxn(tid, producer_id, epoch, int(props.get(rec.TIMEOUT_MS, 60_000)), number=number)
+            self._txns[tid] = ProducerTxn(tid, producer_id, epoch, int(props.get(rec.TIMEOUT_MS, 60_000)), number=number,
+                                          sends=SendWindow(self.send_window))
             self._tid_of[producer_id] = tid
             return
         txn = self._txns.get(tid)
@@ -431,8 +495,7 @@ class ProducerTransactions:
             return
         if kind == TxnRecord.SEND:
             if epoch == txn.epoch:
-                txn.send_sequence, txn.send_answer = int(props.get(rec.SEQUENCE, -1)), None
-                txn.send_ref = (record.commit_log_offset, rec.decode_sizes(record.body), props.get(rec.SEND_PATH, "messages"))
+                self._replay_send(txn, record)
         elif kind == TxnRecord.BEGIN:
             txn.state, txn.number, txn.begun_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, record.store_timestamp, None
         elif kind == TxnRecord.COMMIT:
@@ -446,6 +509,22 @@ class ProducerTransactions:
             txn.state, txn.ended_ms = ProducerTxnState.COMPLETE_ABORT, record.store_timestamp
             txn.aborted_by = AbortedBy(props.get(rec.ABORTED_BY, AbortedBy.PRODUCER.value))
             txn.end_answer = self._end_answer(txn, [])
+
+    def _replay_idempotent(self, record: StoredMessage, kind: str, producer_id: int, epoch: int) -> None:
+        if kind == TxnRecord.INIT:
+            self._idempotent[producer_id] = ProducerTxn("", producer_id, epoch, 0, sends=SendWindow(self.send_window),
+                                                        last_used_ms=record.store_timestamp)
+            return
+        txn = self._idempotent.get(producer_id)
+        if txn is not None and kind == TxnRecord.SEND and epoch == txn.epoch:
+            self._replay_send(txn, record)
+            txn.last_used_ms = max(txn.last_used_ms, record.store_timestamp)
+
+    @staticmethod
+    def _replay_send(txn: ProducerTxn, record: StoredMessage) -> None:
+        props = record.properties
+        ref = StoredRef(record.commit_log_offset, rec.decode_sizes(record.body), props.get(rec.SEND_PATH, "messages"))
+        txn.sends.stored(int(props.get(rec.SEQUENCE, -1)), ref)
 
     def _scan(self, batch: int = 512) -> Iterator[StoredMessage]:
         offset = 0

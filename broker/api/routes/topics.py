@@ -14,6 +14,7 @@ from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.topics import TopicConfig
+from halfmq.broker.transaction.send_window import Verdict
 from halfmq.broker.wire import SendStatus
 
 from .. import answers
@@ -92,11 +93,14 @@ async def send_messages(request: HotRequest) -> Reply:
 
 
 async def _send_idempotent(rt: BrokerRuntime, topic: str, body: SendRequest, started: float) -> Reply:
-    """A numbered send: a repeat of the producer's last one gets the stored answer and stores nothing."""
+    """A numbered send: a repeat of one inside the producer's window gets the stored answer and stores nothing."""
     if body.producer_id is None or body.epoch is None or body.sequence is None:
         raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
     txn = rt.producer_txns.sender(body.producer_id, body.epoch)
     stored = rt.producer_txns.sent_before(txn, body.sequence)
+    if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
+        stored = [{"status": SendStatus.SEND_OK.value, "msg_id": m.properties.get("UNIQ_KEY", ""), "topic": topic,
+                   "queue_id": -1, "queue_offset": -1, "commit_log_offset": -1} for m in body.messages]
     if stored is not None:
         await rt.durable(rt.store.commit_log.end_offset)  # the first attempt may still be waiting for its fsync
         return Reply({"results": stored, "duplicate": True})

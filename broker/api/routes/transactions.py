@@ -68,11 +68,11 @@ async def send_half(request: HotRequest) -> Reply:
         rt.guard.authorize(who, Action.PUBLISH, resource, request.scope)
     numbered = body.producer_id is not None or body.epoch is not None or body.sequence is not None
     then = None
-    if numbered:  # an idempotent half send: a repeat of the producer's last send gets its stored answer
+    if numbered:  # an idempotent half send: a repeat inside the producer's window gets its stored answer
         if body.producer_id is None or body.epoch is None or body.sequence is None:
             raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
         producer, sequence = rt.producer_txns.sender(body.producer_id, body.epoch), body.sequence
-        stored = rt.producer_txns.sent_before(producer, sequence)
+        stored = rt.producer_txns.sent_before(producer, sequence, "half")
         if stored is not None:
             await rt.durable(rt.store.commit_log.end_offset)
             return Reply({**stored, "duplicate": True})

@@ -176,3 +176,14 @@ def test_one_service_cannot_init_or_end_another_services_producer_transaction(as
     view = as_("admin").get(path("v1", "transactional-ids", "order-tx")).json()
     assert view["state"] == "ONGOING" and view["epoch"] == ids["epoch"]
     assert order.post(path("v1", "transactional-ids", "order-tx", "commit"), json=ids).status_code == 200
+
+
+def test_a_producer_id_is_handed_to_principals_that_may_publish_and_refused_to_others(as_):
+    assert_problem(as_(None).post("/v1/producer-ids", json={}), 401, "UNAUTHENTICATED")
+    assert_problem(as_("credit").post("/v1/producer-ids", json={}), 403, "ACCESS_DENIED")  # subscribe only
+    ids = as_("order").post("/v1/producer-ids", json={})
+    assert ids.status_code == 201, ids.text
+    # The id numbers sends; each send is still authorised on its own topic.
+    numbered = {"messages": [{"body": "x"}], **ids.json(), "sequence": 0}
+    assert_problem(as_("mallory").post(path("v1", "topics", "ORDER_TOPIC", "messages"), json=numbered), 403, "ACCESS_DENIED")
+    assert as_("order").post(path("v1", "topics", "ORDER_TOPIC", "messages"), json=numbered).status_code == 200

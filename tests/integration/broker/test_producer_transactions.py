@@ -329,7 +329,7 @@ def _idempotent_send(client: httpx.Client, ids: dict, sequence: int, *bodies: st
 
 
 def test_an_idempotent_plain_send_repeated_is_stored_once_and_a_gap_or_an_old_epoch_is_refused(start_broker) -> None:
-    broker = start_broker()
+    broker = start_broker({"HALFMQ_BROKER_IDEMPOTENT_SEND_WINDOW": "4"})
     with httpx.Client(base_url=broker.url, timeout=10) as client:
         client.post("/v1/topics", json={"name": "PLAIN", "queues": 1}).raise_for_status()
         t = Txn(client, "svc")
@@ -357,7 +357,7 @@ def test_an_idempotent_plain_send_repeated_is_stored_once_and_a_gap_or_an_old_ep
 
 
 def test_an_idempotent_half_send_repeated_keeps_one_transaction_even_across_kill_9(start_broker) -> None:
-    broker = start_broker({"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3600"})
+    broker = start_broker({"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3600", "HALFMQ_BROKER_IDEMPOTENT_SEND_WINDOW": "4"})
     half = {"producer_group": "pg", "topic": "HALVES", "message": {"body": "h"}}
     with httpx.Client(base_url=broker.url, timeout=10) as client:
         t = Txn(client, "half-svc")
@@ -366,7 +366,7 @@ def test_an_idempotent_half_send_repeated_keeps_one_transaction_even_across_kill
         assert first.status_code == 200, first.text
         again = client.post("/v1/transactions", json={**half, **ids, "sequence": 0})
         assert again.json()["duplicate"] is True and again.json()["transaction_id"] == first.json()["transaction_id"]
-        gap = client.post("/v1/transactions", json={**half, **ids, "sequence": 2})
+        gap = client.post("/v1/transactions", json={**half, **ids, "sequence": 5})
         assert (gap.status_code, gap.json()["code"]) == (409, "OUT_OF_ORDER_SEQUENCE")
     broker.kill9()
     broker.start()
@@ -377,3 +377,104 @@ def test_an_idempotent_half_send_repeated_keeps_one_transaction_even_across_kill
             {k: first.json()[k] for k in ("transaction_id", "msg_id", "queue_offset")}
         pending = client.get("/v1/transactions", params={"state": "pending"}).json()
         assert [x["transaction_id"] for x in pending["transactions"]] == [first.json()["transaction_id"]]
+
+
+# --- idempotent producer ids without a transactional id, and the window of numbers -----------------
+
+def _new_ids(client: httpx.Client) -> dict:
+    resp = client.post("/v1/producer-ids", json={})
+    assert resp.status_code == 201, resp.text
+    return resp.json()
+
+
+def test_numbered_sends_arriving_out_of_order_inside_the_window_are_each_stored_once_even_across_kill_9(start_broker) -> None:
+    broker = start_broker({"HALFMQ_BROKER_IDEMPOTENT_SEND_WINDOW": "4"})
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        client.post("/v1/topics", json={"name": "PLAIN", "queues": 1}).raise_for_status()
+        ids = _new_ids(client)
+        assert ids["epoch"] == 0
+        answers = {}
+        for sequence in (2, 0, 3, 1, 4, 5, 6, 7, 8):  # out of order, never more than the window past the contiguous ones
+            resp = _idempotent_send(client, ids, sequence, f"s{sequence}")
+            assert resp.status_code == 200, resp.text
+            answers[sequence] = resp.json()["results"]
+        repeat = _idempotent_send(client, ids, 6, "s6")
+        assert repeat.json()["duplicate"] is True and repeat.json()["results"] == answers[6]
+        old = _idempotent_send(client, ids, 1, "s1")  # stored, its answer no longer kept: success without offsets
+        assert old.status_code == 200 and old.json()["duplicate"] is True
+        assert old.json()["results"][0]["queue_offset"] == -1
+        too_far = _idempotent_send(client, ids, 13, "s13")  # contiguous up to 8, window 4
+        assert (too_far.status_code, too_far.json()["code"], too_far.json()["expected"]) == (409, "OUT_OF_ORDER_SEQUENCE", 9)
+    broker.kill9()
+    broker.start()
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        for sequence in (5, 7, 8):  # retries after the crash: their answers, read back from the log
+            after = _idempotent_send(client, ids, sequence, f"s{sequence}")
+            assert after.status_code == 200 and after.json()["duplicate"] is True
+            assert after.json()["results"] == answers[sequence]
+        assert _idempotent_send(client, ids, 12, "s12").status_code == 200  # the window survived: 9..11 may still come
+        assert _idempotent_send(client, ids, 1, "s1").json()["results"][0]["queue_offset"] == -1
+        bodies = [m["body"] for m in read_all(client, "PLAIN", 0)]
+    assert sorted(bodies) == sorted(f"s{n}" for n in (*range(9), 12))
+
+
+def test_a_send_stored_when_the_broker_was_killed_before_answering_gets_its_stored_answer_on_retry(start_broker) -> None:
+    from tests.support.lossy_proxy import LossyProxy
+
+    broker = start_broker()
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        client.post("/v1/topics", json={"name": "PLAIN", "queues": 1}).raise_for_status()
+        ids = _new_ids(client)
+    proxy = LossyProxy(broker.port, "/v1/topics/PLAIN/messages", drops=1)
+    try:
+        with httpx.Client(base_url=proxy.url, timeout=10) as lossy, pytest.raises(httpx.TransportError):
+            _idempotent_send(lossy, ids, 0, "once")  # stored; the answer never reaches the producer
+    finally:
+        proxy.close()
+    broker.kill9()  # and the broker dies before the producer retries
+    broker.start()
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        retry = _idempotent_send(client, ids, 0, "once")
+        assert retry.status_code == 200 and retry.json()["duplicate"] is True
+        assert retry.json()["results"][0]["queue_offset"] == 0
+        assert [m["body"] for m in read_all(client, "PLAIN", 0)] == ["once"]
+
+
+def test_a_producer_id_expires_after_its_idle_time_and_survives_a_restart_until_then(start_broker) -> None:
+    broker = start_broker({"HALFMQ_BROKER_PRODUCER_ID_EXPIRATION": "3"})
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        client.post("/v1/topics", json={"name": "PLAIN", "queues": 1}).raise_for_status()
+        ids = _new_ids(client)
+        assert _idempotent_send(client, ids, 0, "a").status_code == 200
+    broker.kill9()
+    broker.start()
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        assert _idempotent_send(client, ids, 0, "a").json()["duplicate"] is True  # still known after the restart
+        time.sleep(4)
+        expired = _idempotent_send(client, ids, 1, "b")
+        assert (expired.status_code, expired.json()["code"]) == (409, "UNKNOWN_PRODUCER_ID")
+        assert [m["body"] for m in read_all(client, "PLAIN", 0)] == ["a"]
+        assert _new_ids(client)["producer_id"] != ids["producer_id"]
+
+
+@pytest.mark.parametrize(("body", "status", "code"), [
+    ({"epoch": 0}, 400, "INVALID_REQUEST"),
+    ([], 400, "INVALID_REQUEST"),
+], ids=["unknown field", "not an object"])
+def test_bad_input_to_producer_ids_is_a_problem_and_hands_out_nothing(broker: BrokerProcess, body, status, code) -> None:
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        resp = client.post("/v1/producer-ids", json=body)
+        assert (resp.status_code, resp.json()["code"]) == (status, code)
+        assert resp.headers["content-type"].startswith("application/problem+json")
+        assert _new_ids(client)["producer_id"] == 1  # nothing was handed out before
+
+
+def test_a_send_naming_an_unknown_producer_id_or_a_wrong_epoch_is_refused(broker: BrokerProcess) -> None:
+    with httpx.Client(base_url=broker.url, timeout=10) as client:
+        client.post("/v1/topics", json={"name": "PLAIN", "queues": 1}).raise_for_status()
+        unknown = _idempotent_send(client, {"producer_id": 77, "epoch": 0}, 0, "x")
+        assert (unknown.status_code, unknown.json()["code"]) == (409, "UNKNOWN_PRODUCER_ID")
+        ids = _new_ids(client)
+        wrong = _idempotent_send(client, {**ids, "epoch": 1}, 0, "x")
+        assert (wrong.status_code, wrong.json()["code"]) == (409, "INVALID_PRODUCER_EPOCH")
+        assert read_all(client, "PLAIN", 0) == []

@@ -28,6 +28,7 @@ from halfmq.broker.protocol import (
     HalfSendRequest,
     Heartbeat,
     InitProducer,
+    NewProducerId,
     ReceiveRequest,
     SendRequest,
     SettleRequest,
@@ -514,6 +515,7 @@ REQUEST_TEMPLATES: list[tuple[type, str, str, dict[str, Any]]] = [
     (TxnAcksRequest, "POST", "/v1/transactional-ids/sweep-tid/acks", {"producer_id": 1, "epoch": 0, "sequence": 1, "receipt_handles": ["{handle}"]}),
     (EndTxnRequest, "POST", "/v1/transactional-ids/sweep-tid/commit", {"producer_id": 1, "epoch": 0}),
     (EndTxnRequest, "POST", "/v1/transactional-ids/sweep-tid/abort", {"producer_id": 1, "epoch": 0}),
+    (NewProducerId, "POST", "/v1/producer-ids", {}),
 ]
 # Models that only travel from the broker (answers, and the check-back it POSTs): never parsed from a stranger.
 NOT_REQUESTS = {

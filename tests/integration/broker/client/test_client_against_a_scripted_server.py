@@ -127,17 +127,38 @@ def test_a_non_json_error_body_becomes_a_broker_error_with_the_http_status(scrip
     assert "oops" in caught.value.detail
 
 
-def test_a_flush_timeout_problem_is_retried_with_the_same_uniq_key(scripted: tuple[str, Script]) -> None:
+def test_a_flush_timeout_problem_is_retried_with_the_same_uniq_key_and_the_same_number(scripted: tuple[str, Script]) -> None:
     url, script = scripted
+    script.answer(201, {"producer_id": 5, "epoch": 0})
     script.answer(503, FlushDiskTimeout("disk slow").to_problem(), "application/problem+json")
     script.answer(200, {"results": [SEND_OK]})
     with Producer(url, retries=3) as producer:
         result = producer.send("t", "hello")
     assert result.queue_offset == 7
-    bodies = [json.loads(body) for _, _, body in script.seen]
+    assert [(method, path) for method, path, _ in script.seen[:2]] == [("POST", "/v1/producer-ids"), ("POST", "/v1/topics/t/messages")]
+    bodies = [json.loads(body) for _, _, body in script.seen[1:]]
     assert len(bodies) == 2
     keys = {b["messages"][0]["properties"]["UNIQ_KEY"] for b in bodies}
     assert len(keys) == 1 and len(keys.pop()) == 32
+    assert [(b["producer_id"], b["epoch"], b["sequence"]) for b in bodies] == [(5, 0, 0), (5, 0, 0)]
+
+
+def test_numbered_sends_take_one_producer_id_and_count_up_and_a_failed_one_takes_a_new_id(scripted: tuple[str, Script]) -> None:
+    url, script = scripted
+    script.answer(201, {"producer_id": 5, "epoch": 0})
+    script.answer(200, {"results": [SEND_OK]})
+    script.answer(200, {"results": [SEND_OK]})
+    script.answer(400, TopicNotFound("no").to_problem(), "application/problem+json")
+    script.answer(201, {"producer_id": 6, "epoch": 0})
+    script.answer(200, {"results": [SEND_OK]})
+    with Producer(url) as producer:
+        producer.send("t", "a")
+        producer.send("t", "b")
+        with pytest.raises(TopicNotFound):
+            producer.send("t", "c")
+        producer.send("t", "d")
+    sends = [json.loads(body) for _, path, body in script.seen if path.endswith("/messages")]
+    assert [(b["producer_id"], b["sequence"]) for b in sends] == [(5, 0), (5, 1), (5, 2), (6, 0)]
 
 
 def test_retries_stop_after_the_configured_number(scripted: tuple[str, Script]) -> None:
@@ -162,7 +183,7 @@ def test_topic_and_group_names_are_percent_encoded_as_one_path_segment(scripted:
 def test_bodies_are_encoded_by_type_and_user_properties_are_kept(scripted: tuple[str, Script]) -> None:
     url, script = scripted
     script.answer(200, {"results": [SEND_OK, SEND_OK, SEND_OK]})
-    with Producer(url) as producer:
+    with Producer(url, idempotent=False) as producer:
         producer.send_batch("t", ["text", b"\x00\xff", {"a": 1}])
         script.answer(200, {"results": [SEND_OK]})
         script.answers.pop(0)
@@ -181,7 +202,7 @@ def test_bodies_are_encoded_by_type_and_user_properties_are_kept(scripted: tuple
 def test_a_short_send_answer_is_reported_instead_of_mispairing_results(scripted: tuple[str, Script]) -> None:
     url, script = scripted
     script.answer(200, {"results": [SEND_OK]})
-    with Producer(url) as producer, pytest.raises(BrokerError, match="1 send results for 2 messages"):
+    with Producer(url, idempotent=False) as producer, pytest.raises(BrokerError, match="1 send results for 2 messages"):
         producer.send_batch("t", ["a", "b"])
 
 

@@ -486,7 +486,7 @@ def test_a_half_stored_without_send_ok_is_rolled_back_without_running_the_local_
     script.answer("/v1/transactions", 200, half_answer("FLUSH_DISK_TIMEOUT"))
     script.answer("/v1/transactions/T1/end", 200, view("rolled_back"))
     listener = Listener()
-    with TransactionProducer(url, "pg", listener, check_backs=False) as producer:
+    with TransactionProducer(url, "pg", listener, check_backs=False, idempotent=False) as producer:
         result = producer.send_in_transaction("T", "x")
     assert listener.executed == []
     assert (result.send_status, result.local_state) == (SendStatus.FLUSH_DISK_TIMEOUT, ROLLBACK)
@@ -498,34 +498,35 @@ def test_an_end_is_retried_and_a_failed_end_is_returned_not_raised(scripted: tup
     script.answer("/v1/transactions", 200, half_answer())
     script.answer("/v1/transactions/T1/end", 503, StoreUnavailable("not now").to_problem())
     script.answer("/v1/transactions/T1/end", 409, TransactionConflict("already rolled back by a check").to_problem())
-    with TransactionProducer(url, "pg", Listener(lambda msg, arg: COMMIT), retries=3, check_backs=False) as producer:
+    with TransactionProducer(url, "pg", Listener(lambda msg, arg: COMMIT), retries=3, check_backs=False, idempotent=False) as producer:
         result = producer.send_in_transaction("T", "x")
     assert result.local_state is COMMIT and result.end is None
     assert isinstance(result.end_error, TransactionConflict)
     assert [r["state"] for r in script.requests("/end")] == ["commit", "commit"], "503 retried, 409 not"
 
 
-def test_a_half_that_reached_the_broker_is_never_retried(scripted: tuple[str, Script]) -> None:
+def test_an_unnumbered_half_that_reached_the_broker_is_never_retried(scripted: tuple[str, Script]) -> None:
     url, script = scripted
     script.answer("/v1/transactions", 503, StoreUnavailable("not now").to_problem())
     listener = Listener()
-    with TransactionProducer(url, "pg", listener, retries=3, check_backs=False) as producer, pytest.raises(StoreUnavailable):
+    with TransactionProducer(url, "pg", listener, retries=3, check_backs=False, idempotent=False) as producer, pytest.raises(StoreUnavailable):
         producer.send_in_transaction("T", "x")
     assert len(script.requests("/v1/transactions")) == 1 and listener.executed == []
 
 
 @pytest.mark.parametrize("flavour", ["sync", "async"])
-def test_a_half_that_timed_out_waiting_for_the_answer_is_never_retried(scripted: tuple[str, Script], flavour: str) -> None:
+def test_an_unnumbered_half_that_timed_out_waiting_for_the_answer_is_never_retried(scripted: tuple[str, Script], flavour: str) -> None:
     url, script = scripted
     script.hang = 1.0  # longer than the client's timeout: the broker may well have stored it
     script.answer("/v1/transactions", 200, half_answer())
     listener = Listener()
     if flavour == "sync":
-        with TransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False) as producer, pytest.raises(BrokerUnavailable) as caught:
+        producer = TransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False, idempotent=False)
+        with producer, pytest.raises(BrokerUnavailable) as caught:
             producer.send_in_transaction("T", "x")
     else:
         async def run() -> None:
-            async with AsyncTransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False) as producer:
+            async with AsyncTransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False, idempotent=False) as producer:
                 await producer.send_in_transaction("T", "x")
 
         with pytest.raises(BrokerUnavailable) as caught:

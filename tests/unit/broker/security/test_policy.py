@@ -2,7 +2,17 @@ from __future__ import annotations
 
 import pytest
 
-from halfmq.broker.security.policy import CLUSTER, Action, Kind, Policy, Principal, Resource, ResourcePattern, decide
+from halfmq.broker.security.policy import (
+    CLUSTER,
+    Action,
+    Kind,
+    Policy,
+    Principal,
+    Resource,
+    ResourcePattern,
+    decide,
+    may_publish_somewhere,
+)
 
 
 def principal(*policies: tuple[list[str], list[str]]) -> Principal:
@@ -75,3 +85,12 @@ def test_describe_cannot_be_granted():
 def test_any_kind_pattern_parses():
     assert ResourcePattern.parse("*:x").kind is None
     assert ResourcePattern.parse("transactional-id:tx-*").kind is Kind.TRANSACTIONAL_ID
+
+
+@pytest.mark.parametrize(("actions", "allowed"), [
+    (["publish"], True), (["admin"], True), (["subscribe"], False), (["subscribe", "publish"], True),
+])
+def test_an_idempotent_producer_id_is_for_principals_that_may_publish_something(actions: list[str], allowed: bool) -> None:
+    principal = Principal("p", (Policy.parse(actions, ["topic:orders-*"]),))
+    assert may_publish_somewhere(principal) is allowed
+    assert may_publish_somewhere(Principal("nobody")) is False

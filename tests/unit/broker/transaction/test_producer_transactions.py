@@ -279,3 +279,51 @@ def test_a_nack_cannot_free_a_delivery_an_open_transaction_has_acked(broker: Bro
     assert broker.receive() == []  # still held: redelivering it could copy it twice
     run(broker.txns.commit("t1", pid, epoch))
     assert broker.store.offsets.get("g", "IN", 0) == 1
+
+
+# --- producer ids without a transactional id ------------------------------------------------------
+
+def _numbered_send(b: Broker, txn, sequence: int, body: str) -> None:
+    item = b.item(body)
+    b.store.put([item, b.txns.send_record(txn, sequence, [item])])
+    b.txns.sent(txn, sequence, [{"body": body}])
+
+
+def test_a_producer_id_idle_past_its_expiry_is_forgotten_and_a_used_one_is_kept(tmp_path: Path, clock: FakeClock) -> None:
+    from halfmq.broker.errors import UnknownProducerId
+
+    b = Broker(tmp_path, clock)
+    b.txns.producer_id_expiry_ms = 10_000
+    idle, busy = run(b.txns.new_producer_id()), run(b.txns.new_producer_id())
+    for second in range(12):
+        clock.advance(1)
+        _numbered_send(b, b.txns.sender(busy["producer_id"], 0), second, f"busy {second}")
+    assert b.txns.expire_idle_producers() == 1
+    with pytest.raises(UnknownProducerId):
+        b.txns.sender(idle["producer_id"], 0)
+    b.txns.sender(busy["producer_id"], 0)
+    b.close()
+
+
+def test_a_restart_rebuilds_a_producer_ids_window_and_its_idle_time_from_the_log(tmp_path: Path, clock: FakeClock) -> None:
+    from halfmq.broker.errors import UnknownProducerId
+    from halfmq.broker.transaction.send_window import Verdict
+
+    b = Broker(tmp_path, clock)
+    ids = run(b.txns.new_producer_id())
+    txn = b.txns.sender(ids["producer_id"], 0)
+    for sequence in (1, 0, 3):  # 2 never arrived
+        _numbered_send(b, txn, sequence, f"m{sequence}")
+    b.close()
+    clock.advance(3600)
+    again = Broker(tmp_path, clock)
+    txn = again.txns.sender(ids["producer_id"], 0)
+    assert (txn.sends.high, sorted(txn.sends.answers)) == (1, [0, 1, 3])
+    assert txn.sends.decide(2) is Verdict.STORE and txn.sends.decide(3) is Verdict.REPEAT
+    assert run(again.txns.new_producer_id())["producer_id"] == ids["producer_id"] + 1  # ids are never handed out twice
+    again.close()
+    clock.advance(25 * 3600)  # past a day without a send: gone after the next restart too
+    third = Broker(tmp_path, clock)
+    with pytest.raises(UnknownProducerId):
+        third.txns.sender(ids["producer_id"], 0)
+    third.close()

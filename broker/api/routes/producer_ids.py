@@ -1,0 +1,25 @@
+"""Idempotent producer ids without a transactional id (Kafka's InitProducerId for idempotence, DESIGN section 11).
+
+The SDK takes one lazily per producer instance and numbers every send under
+it. Anyone allowed to publish may get one: the id only numbers sends, each of
+which is still authorised on its own topic.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from halfmq.broker.protocol import NewProducerId
+
+from ..body import StrictJsonRoute
+from ..responses import JsonResponse
+from ..runtime import BrokerRuntime
+
+router = APIRouter(prefix="/v1/producer-ids", route_class=StrictJsonRoute)
+
+
+@router.post("")
+async def new_producer_id(body: NewProducerId, request: Request) -> JsonResponse:
+    rt: BrokerRuntime = request.app.state.runtime
+    rt.guard.require_publisher(request.scope)
+    return JsonResponse(await rt.producer_txns.new_producer_id(), status_code=201)
