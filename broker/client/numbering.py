@@ -37,6 +37,13 @@ Numbers = dict[str, int]
 Transported = Callable[[Call[Any]], Any]
 
 
+SPREAD = 512  # half the broker's default window (HALFMQ_BROKER_IDEMPOTENT_SEND_WINDOW, 1024)
+
+
+def _key(numbers: Numbers) -> tuple[int, int, int]:
+    return numbers["producer_id"], numbers["epoch"], numbers["sequence"]
+
+
 class Numbering:
     """The producer id and epoch in use and the next sequence; no I/O (the producers' ``send`` drives it)."""
 
@@ -47,6 +54,10 @@ class Numbering:
         # Sends holding a number: a new epoch of ``idempotent_id`` fences the old one, so its ``init`` waits until none
         # is left in flight (a new producer id of our own fences nothing and does not wait).
         self._in_flight = 0
+        # (producer_id, epoch, sequence) of every numbered send not yet settled: a new number waits while it would be
+        # SPREAD past the oldest of these, so one send stuck in retries (a failover) cannot push the others past
+        # the broker's window (its gap rule would refuse them with OUT_OF_ORDER_SEQUENCE).
+        self._outstanding: set[tuple[int, int, int]] = set()
         self._settled = threading.Condition()
         self._settled_async: asyncio.Condition | None = None
 
@@ -63,7 +74,16 @@ class Numbering:
         assert self.ids is not None
         numbers = {**self.ids, "sequence": self.sequence}
         self.sequence += 1
+        self._outstanding.add(_key(numbers))
         return numbers
+
+    def may_take(self) -> bool:
+        """False while the next number would be ``SPREAD`` or more past the oldest unsettled one of the same ids."""
+        if self.ids is None:
+            return True
+        ids = (self.ids["producer_id"], self.ids["epoch"])
+        oldest = min((seq for pid, epoch, seq in self._outstanding if (pid, epoch) == ids), default=self.sequence)
+        return self.sequence - oldest < SPREAD
 
     def failed(self, numbers: Numbers) -> None:
         """A send numbered ``numbers`` failed for good: later sends take new ids, unless that already happened."""
@@ -85,8 +105,9 @@ class Numbering:
                         with self._settled:
                             self._settled.wait_for(lambda: self._in_flight == 0)
                     self.initialised(fetch(transport, self.init()))
-                numbers = self.take()
                 with self._settled:
+                    self._settled.wait_for(self.may_take)
+                    numbers = self.take()
                     self._in_flight += 1
             try:
                 return send(transport, self.numbered(call, numbers))
@@ -100,6 +121,7 @@ class Numbering:
             finally:
                 with self._settled:
                     self._in_flight -= 1
+                    self._outstanding.discard(_key(numbers))
                     self._settled.notify_all()
         raise AssertionError("unreachable")
 
@@ -116,6 +138,9 @@ class Numbering:
                         async with settled:
                             await settled.wait_for(lambda: self._in_flight == 0)
                     self.initialised(await fetch(transport, self.init()))
+                if not self.may_take():
+                    async with settled:
+                        await settled.wait_for(self.may_take)
                 numbers = self.take()
                 self._in_flight += 1
             try:
@@ -129,6 +154,7 @@ class Numbering:
                 raise
             finally:
                 self._in_flight -= 1
+                self._outstanding.discard(_key(numbers))
                 async with settled:
                     settled.notify_all()
         raise AssertionError("unreachable")

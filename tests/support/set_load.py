@@ -25,7 +25,10 @@ class LoadResult:
 
 
 class SetLoad:
-    def __init__(self, urls: list[str], in_flight: int = 64, topic: str = "load") -> None:
+    """``numbered``: send through the SDK's AsyncProducer as a service would (every send numbered, retried across
+    failovers by the SDK itself), so a send whose answer was lost is stored once; otherwise raw unnumbered HTTP."""
+
+    def __init__(self, urls: list[str], in_flight: int = 64, topic: str = "load", numbered: bool = False) -> None:
         self.urls = urls
         self.in_flight = in_flight
         self.topic = topic
@@ -33,11 +36,18 @@ class SetLoad:
         self._leader = urls[0]
         self._stop = asyncio.Event()
         self._seq = itertools.count()
+        self.numbered = numbered
 
     def stop(self) -> None:
         self._stop.set()
 
     async def run(self) -> LoadResult:
+        if self.numbered:
+            from halfmq import AsyncProducer
+
+            async with AsyncProducer(",".join(self.urls), retries=200, timeout=5.0) as producer:
+                await asyncio.gather(*(self._sdk_producer(producer, p) for p in range(self.in_flight)))
+            return self.result
         async with httpx.AsyncClient(timeout=httpx.Timeout(10.0, connect=1.0)) as http:
             await asyncio.gather(*(self._producer(http, p) for p in range(self.in_flight)))
         return self.result
@@ -46,6 +56,20 @@ class SetLoad:
         while not self._stop.is_set():
             body = f"p{p}-{next(self._seq)}"
             await self._send_until_ok(http, body)
+
+    async def _sdk_producer(self, producer: object, p: int) -> None:
+        while not self._stop.is_set():
+            body = f"p{p}-{next(self._seq)}"
+            self.result.attempts += 1
+            try:
+                sent = await producer.send(self.topic, body)  # type: ignore[attr-defined]
+            except Exception as failed:  # noqa: BLE001 - counted; the body is simply not acknowledged
+                self.result.statuses[type(failed).__name__] += 1
+                continue
+            status = sent.status.value if hasattr(sent.status, "value") else str(sent.status)
+            self.result.statuses[status] += 1
+            if status == "SEND_OK":
+                self.result.acknowledged.add(body)
 
     async def _send_until_ok(self, http: httpx.AsyncClient, body: str) -> None:
         tries = 0
