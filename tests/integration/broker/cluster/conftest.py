@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.broker_set import BrokerSet
 from tests.support.etcd import EtcdProcess
 
 
@@ -17,3 +18,13 @@ def etcd(tmp_path: Path) -> Iterator[EtcdProcess]:
         yield process
     finally:
         process.stop(grace=5)
+
+
+@pytest.fixture
+def broker_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[BrokerSet]:
+    """Three broker processes on ``etcd``, stopped after the test."""
+    brokers = BrokerSet(etcd, tmp_path).start()
+    try:
+        yield brokers
+    finally:
+        brokers.stop()

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
 import pytest
 
 from tests.support.broker_set import BrokerSet
-from tests.support.etcd import EtcdProcess
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def broker_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[BrokerSet]:
-    brokers = BrokerSet(etcd, tmp_path).start()
-    try:
-        yield brokers
-    finally:
-        brokers.stop()
 
 
 def _send(url: str, bodies: list[str]) -> list[dict]:

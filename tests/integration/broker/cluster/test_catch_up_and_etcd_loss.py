@@ -6,27 +6,15 @@ import asyncio
 import shutil
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.support.broker_set import BrokerSet
-from tests.support.etcd import EtcdProcess
 from tests.support.set_load import SetLoad, read_back
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def broker_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[BrokerSet]:
-    brokers = BrokerSet(etcd, tmp_path).start()
-    try:
-        yield brokers
-    finally:
-        brokers.stop()
 
 
 def test_a_follower_restarted_from_an_empty_data_dir_catches_up_while_producers_run(broker_set: BrokerSet) -> None:

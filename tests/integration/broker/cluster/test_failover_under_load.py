@@ -12,26 +12,14 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.support.broker_set import BrokerSet
-from tests.support.etcd import EtcdProcess
 from tests.support.set_load import SetLoad, percentile, read_back
 
 pytestmark = pytest.mark.slow
 KILLS = int(os.environ.get("HALFMQ_FAILOVER_KILLS", "5"))
-
-
-@pytest.fixture
-def broker_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[BrokerSet]:
-    brokers = BrokerSet(etcd, tmp_path).start()
-    try:
-        yield brokers
-    finally:
-        brokers.stop()
 
 
 def _all_in_sync(brokers: BrokerSet, timeout: float = 60.0) -> None:

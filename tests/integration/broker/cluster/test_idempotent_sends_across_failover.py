@@ -7,26 +7,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from halfmq.client import Producer
 from tests.support.broker_set import BrokerSet
-from tests.support.etcd import EtcdProcess
 from tests.support.set_load import read_back
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def broker_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[BrokerSet]:
-    brokers = BrokerSet(etcd, tmp_path).start()
-    try:
-        yield brokers
-    finally:
-        brokers.stop()
 
 
 def test_numbered_sends_retried_across_a_leader_kill_are_stored_exactly_once(broker_set: BrokerSet) -> None:

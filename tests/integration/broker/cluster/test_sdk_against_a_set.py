@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from halfmq.client import Producer
 from tests.support.broker_set import BrokerSet
-from tests.support.etcd import EtcdProcess
 from tests.support.set_load import read_back
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def broker_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[BrokerSet]:
-    brokers = BrokerSet(etcd, tmp_path).start()
-    try:
-        yield brokers
-    finally:
-        brokers.stop()
 
 
 def test_a_producer_with_the_list_of_nodes_finds_the_leader_and_survives_its_kill(broker_set: BrokerSet) -> None:
