@@ -217,6 +217,11 @@ class InitAnswer(_Answer):
     transaction_timeout_ms: int
 
 
+class ProducerIdAnswer(_Answer):
+    producer_id: int
+    epoch: int
+
+
 class Health(_Answer):
     status: str
     pid: int

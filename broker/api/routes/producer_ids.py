@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 
 from halfmq.broker.protocol import NewProducerId
 
+from .. import answers
 from ..body import StrictJsonRoute
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
@@ -18,7 +19,7 @@ from ..runtime import BrokerRuntime
 router = APIRouter(prefix="/v1/producer-ids", route_class=StrictJsonRoute)
 
 
-@router.post("")
+@router.post("", status_code=201, response_model=answers.ProducerIdAnswer)
 async def new_producer_id(body: NewProducerId, request: Request) -> JsonResponse:
     rt: BrokerRuntime = request.app.state.runtime
     rt.guard.require_publisher(request.scope)
