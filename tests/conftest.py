@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import report
 from tests.support.processes import BrokerProcess
 from tests.support.small_disk import small_disk  # noqa: F401 - the fixture, for every test that asks for a small disk
 
@@ -58,3 +59,7 @@ def postgres():
     cluster = PostgresCluster().start()
     yield cluster
     cluster.stop()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    report.attach(config)  # fault tests' counts reach the terminal (tests/support/report.py)

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.support.processes import ROOT, BrokerProcess
+from tests.support.report import report
 
 from .http_helpers import path, read_all
 
@@ -123,14 +124,14 @@ def test_two_copiers_copy_every_message_exactly_once_through_copier_and_broker_k
                 broker.kill9()
                 broker.start()
             kills[event] += 1
-            print(f"kill -9 {event} #{kills[event]}: {len(output(broker.url))} copies so far")
+            report(f"kill -9 {event} #{kills[event]}: {len(output(broker.url))} copies so far")
         wait_for_distinct(broker.url, total, timeout=240)
         time.sleep(4)  # anything late (a duplicate) lands now
     finally:
         for c in copiers:
             c.stop()
     result = counts(output(broker.url), total)
-    print(f"exactly-once copy: {dict(kills)} kills; {result}")
+    report(f"exactly-once copy: {dict(kills)} kills; {result}")
     assert kills == {"copier": 10, "broker": 5}
     assert (result["missing"], result["duplicated"]) == (0, 0), result
 
@@ -166,5 +167,5 @@ def test_a_paused_copier_resumed_after_its_replacement_inits_commits_nothing(sta
     copies = output(broker.url)
     assert sum(1 for m in copies if m["properties"].get("COPIED_BY") == "copier-z@0") == by_zombie
     result = counts(copies, total)
-    print(f"zombie fencing: the paused copier committed {by_zombie} copies before the pause and none after; {result}")
+    report(f"zombie fencing: the paused copier committed {by_zombie} copies before the pause and none after; {result}")
     assert (result["missing"], result["duplicated"]) == (0, 0), result

@@ -16,6 +16,7 @@ import time
 import pytest
 
 from tests.support.broker_set import BrokerSet
+from tests.support.report import report
 from tests.support.set_load import SetLoad, percentile, read_back
 
 pytestmark = pytest.mark.slow
@@ -61,7 +62,7 @@ def test_kill_9_of_the_leader_under_load_loses_no_acknowledged_message(broker_se
     lost = result.acknowledged - set(stored)
     duplicated = sum(n - 1 for n in stored.values() if n > 1)
     kind = "SDK, numbered" if numbered else "raw HTTP, unnumbered"
-    print(f"\nfailover under load ({kind}): {KILLS} kill -9 of the leader, {len(result.acknowledged)} acknowledged, "
+    report(f"\nfailover under load ({kind}): {KILLS} kill -9 of the leader, {len(result.acknowledged)} acknowledged, "
           f"{len(stored)} distinct stored, acknowledged-but-lost={len(lost)}, duplicated={duplicated} "
           f"(retried sends {result.retried}; answers {dict(result.statuses)}); "
           f"failover p50={percentile(failovers, 0.5):.2f}s max={max(failovers):.2f}s")

@@ -15,6 +15,7 @@ import pytest
 from rocketmq import FilterExpression, Producer, SimpleConsumer, TransactionChecker
 from rocketmq import TransactionResolution as Resolution
 
+from tests.support.report import report
 from tests.support.waiting import wait_for
 
 from .conftest import RmqBroker, message
@@ -82,7 +83,7 @@ def test_every_message_sent_and_committed_is_delivered_after_a_kill_9_and_none_r
     wait_for(all_decided_delivered, timeout=60, interval=0.1)
     time.sleep(2)
     all_decided_delivered()
-    print(f"kill -9: {MESSAGES} attempted, {failed_sends} sends failed, {len(confirmed)} sent+committed confirmed, "
+    report(f"kill -9: {MESSAGES} attempted, {failed_sends} sends failed, {len(confirmed)} sent+committed confirmed, "
           f"{len(decided)} decided to commit, {len(rolled_back)} rolled back, {len(delivered)} delivered "
           f"({len(set(delivered))} distinct)")
     assert failed_sends > 0 or len(confirmed) < len(decided), "the kill -9 must hit the run"

@@ -25,6 +25,7 @@ from sqlalchemy import Engine, create_engine, func, select
 from tests.conftest import BrokerFactory
 from tests.support.inbox_consumer import EFFECTS, INBOX, metadata
 from tests.support.processes import ROOT, BrokerProcess
+from tests.support.report import report
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -163,7 +164,7 @@ def test_kill_9_between_commit_and_ack_again_and_again_still_handles_every_messa
 
     done = effects(engine)
     seen = Counter(event for event, _, _ in events(tmp_path))
-    print(f"\ninbox kill -9 on {database_url.split(':')[0]}: messages={MESSAGES} kills={kills} "
+    report(f"\ninbox kill -9 on {database_url.split(':')[0]}: messages={MESSAGES} kills={kills} "
           f"effects={sum(done.values())} redeliveries skipped={seen['skipped']}")
     assert kills >= 10
     assert len(done) == MESSAGES and set(done.values()) == {1}
