@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import time
+from typing import Any
 
 from fastapi import APIRouter, Query, Request
 
@@ -71,25 +72,30 @@ async def send_messages(request: HotRequest) -> Reply:
     if body.producer_id is not None or body.epoch is not None or body.sequence is not None:
         return await _send_idempotent(rt, topic, body, started)
     results, end = rt.sender.send(topic, body.messages)
-    status = SendStatus.SEND_OK.value
+    status = await _durable_status(rt, end)
+    _observe_send(rt, len(results), status, started)
+    return Reply({"results": _send_results(results, status)})
+
+
+def _send_results(results: list[Any], status: str) -> list[dict[str, Any]]:
+    return [{"status": status, "msg_id": r.properties["UNIQ_KEY"], "topic": r.topic, "queue_id": r.queue_id,
+             "queue_offset": r.queue_offset, "commit_log_offset": r.commit_log_offset} for r in results]
+
+
+async def _durable_status(rt: BrokerRuntime, end: int) -> str:
+    """SEND_OK once ``end`` is durable; the flush timeout's status otherwise (a broker set's replicas:
+    FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE)."""
     try:
         await rt.durable(end)
-    except FlushTimedOut as exc:  # a broker set's replicas: FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
-        status = getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)
-    rt.metrics.messages_in.inc(len(results))
+    except FlushTimedOut as exc:
+        return getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)
+    return SendStatus.SEND_OK.value
+
+
+def _observe_send(rt: BrokerRuntime, messages: int, status: str, started: float) -> None:
+    rt.metrics.messages_in.inc(messages)
     rt.metrics.send_requests.labels(status).inc()
     rt.metrics.send_latency.observe(time.perf_counter() - started)
-    return Reply({"results": [
-        {
-            "status": status,
-            "msg_id": r.properties["UNIQ_KEY"],
-            "topic": r.topic,
-            "queue_id": r.queue_id,
-            "queue_offset": r.queue_offset,
-            "commit_log_offset": r.commit_log_offset,
-        }
-        for r in results
-    ]})
 
 
 async def _send_idempotent(rt: BrokerRuntime, topic: str, body: SendRequest, started: float) -> Reply:
@@ -106,17 +112,10 @@ async def _send_idempotent(rt: BrokerRuntime, topic: str, body: SendRequest, sta
         return Reply({"results": stored, "duplicate": True})
     sequence = body.sequence
     results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_txns.send_record(txn, sequence, items))
-    answer = [{"status": SendStatus.SEND_OK.value, "msg_id": r.properties["UNIQ_KEY"], "topic": r.topic, "queue_id": r.queue_id,
-               "queue_offset": r.queue_offset, "commit_log_offset": r.commit_log_offset} for r in results]
+    answer = _send_results(results, SendStatus.SEND_OK.value)
     rt.producer_txns.sent(txn, sequence, answer)  # before the fsync wait: a retry arriving meanwhile is a repeat
-    status = SendStatus.SEND_OK.value
-    try:
-        await rt.durable(end)
-    except FlushTimedOut as exc:  # a broker set's replicas: FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
-        status = getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)
-    rt.metrics.messages_in.inc(len(results))
-    rt.metrics.send_requests.labels(status).inc()
-    rt.metrics.send_latency.observe(time.perf_counter() - started)
+    status = await _durable_status(rt, end)
+    _observe_send(rt, len(results), status, started)
     return Reply({"results": [{**a, "status": status} for a in answer]})
 
 
