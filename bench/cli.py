@@ -145,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         from .footprint import main as footprint_main
 
         return footprint_main(argv[1:])
+    if argv[:1] == ["peers"]:  # not a scenario: it runs the peers' own-client benchmarks (bench/peer_runners)
+        from .peer_command import main as peers_main
+
+        return peers_main(argv[1:])
     parser = configure(argparse.ArgumentParser(prog="halfmq bench", description=__doc__,
                                                formatter_class=argparse.RawDescriptionHelpFormatter))
     args = parser.parse_args(argv)

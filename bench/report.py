@@ -133,11 +133,11 @@ def _ratio(halfmq: float | None, fig: Figure | None, timed: bool) -> str:
     return f"{halfmq / fig.median:.2f}×" + (" (time)" if timed else "")
 
 
-def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peers_dir: Path, scripts_dir: Path,
+def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peers_dir: Path,
            out: Path) -> str:
     m, v, s = doc["machine"], doc["versions"], doc["settings"]
     gates = gate_rules.evaluate(doc, peers)
-    commands = peer_results.commands(scripts_dir)
+    commands = peer_results.commands(peers_dir)
     lines: list[str] = []
     w = lines.append
     w("# Benchmarks")
@@ -149,7 +149,7 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
     )
     w("")
     written = peer_results.written(peers_dir)
-    missing = f"no results in {peers_dir} yet (run `bash run_all.sh` and `bash run_extras.sh`, then re-render)"
+    missing = f"no results in {peers_dir} yet (run `halfmq bench peers --out {peers_dir}`, then re-render)"
     when = f", written {written[0]} → {written[1]} UTC" if written else ""
     w(
         f"halfmq measured {doc['started_at']} → {doc.get('finished_at', '?')} (UTC); page rendered "
@@ -329,12 +329,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("bench_json", type=Path, help="a `halfmq bench --json` result")
     parser.add_argument("--peers", type=Path, default=peer_results.DEFAULT_RESULTS, help="the peers' results directory")
     parser.add_argument(
-        "--peer-scripts",
-        type=Path,
-        default=peer_results.DEFAULT_SCRIPTS,
-        help="where run_all.sh lives (for the exact commands)",
-    )
-    parser.add_argument(
         "--out", type=Path, default=DOCS, help="markdown file to write (default docs/benchmarks.md; - for stdout)"
     )
     parser.add_argument(
@@ -347,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = load(args.bench_json)
     peers = peer_results.load(args.peers)
     text = render(
-        doc, peers, bench_json=args.bench_json, peers_dir=args.peers, scripts_dir=args.peer_scripts, out=args.out
+        doc, peers, bench_json=args.bench_json, peers_dir=args.peers, out=args.out
     )
     if args.footprint is not None:
         text += "\n".join(footprint.render(json.loads(args.footprint.read_text()))) + "\n"
