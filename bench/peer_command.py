@@ -1,6 +1,6 @@
 """`halfmq bench peers`: run the peers' own-client benchmarks and write one JSON per peer.
 
-    halfmq bench peers --setup                     # root: Debian servers + the clients' venv (bench/peer_runners/setup.sh)
+    halfmq bench peers --setup                     # root, once: Debian servers + the clients' venv (peer_runners/setup.sh)
     halfmq bench peers [NAME…] [--seconds S] [--reps N] [--out DIR]
 
 Each peer is a script in ``halfmq.bench.peer_runners`` run as a file by the
@@ -115,11 +115,11 @@ def main(argv_: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="seconds per measured loop (default: each script's own, 5-20)")
     parser.add_argument("--reps", type=int, help="repetitions per case (default: each script's own, 3)")
     parser.add_argument("--out", type=Path, default=DEFAULT_RESULTS, help=f"results directory (default {DEFAULT_RESULTS})")
-    parser.add_argument("--setup", action="store_true", help="install the peer servers and the clients' venv first (root)")
+    parser.add_argument("--setup", action="store_true", help="only install the peer servers and the clients' venv (root), run nothing")
     args = parser.parse_args(argv_)
     peers = selected(args.names)
-    if args.setup and setup() != 0:
-        return 1
+    if args.setup:
+        return setup()
     if not (VENV / "bin" / "python").exists():
         raise SystemExit(f"no peers venv at {VENV}: run `halfmq bench peers --setup` (or bash {RUNNERS / 'setup.sh'})")
     args.out.mkdir(parents=True, exist_ok=True)
