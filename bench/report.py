@@ -220,6 +220,7 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
     w("")
     w("```")
     w(f"{doc.get('command') or 'halfmq bench'}        # halfmq (this page's numbers)")
+    w(f"halfmq bench peers --out {peers_dir}        # the peers below, one after the other (as root once: --setup)")
     for name, cmd in commands.items():
         mark = "" if name in peers else "   # (no result yet)"
         w(f"{cmd}   # peer: {name}{mark}")
