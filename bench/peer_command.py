@@ -90,8 +90,9 @@ def selected(names: list[str]) -> list[Peer]:
     return [p for p in PEERS if p.name in names] if names else [p for p in PEERS if not p.contrast]
 
 
-def run_one(peer: Peer, out: Path, *, seconds: float | None, reps: int | None) -> int:
-    cmd = argv(peer, seconds=seconds, reps=reps)
+def run_one(peer: Peer, out: Path, *, seconds: float | None, reps: int | None, venv: Path = VENV) -> int:
+    """Run one peer to ``out/NAME.json`` (+ ``.err``, ``.cmd``); its exit code (124: timed out)."""
+    cmd = argv(peer, seconds=seconds, reps=reps, venv=venv)
     started = time.monotonic()
     print(f"== {peer.name}: {shlex.join(cmd)}", flush=True)
     (out / f"{peer.name}.cmd").write_text(shlex.join(cmd) + "\n")  # the exact command, for the docs page
