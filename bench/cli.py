@@ -1,6 +1,7 @@
 """`halfmq bench [SCENARIO…] [--quick] [--json PATH]`: run scenarios, print tables, write JSON.
 
-(`halfmq bench footprint` is the SDK's install and import footprint beside other clients: ``footprint``.)
+(`halfmq bench footprint` is the SDK's install and import footprint beside other clients: ``footprint``;
+`halfmq bench peers [NAME…]` runs the peers' own-client benchmarks: ``peer_command``.)
 
 ``halfmq bench …`` hands its arguments to ``main`` here (so ``halfmq --help``
 loads no benchmark code); ``python -m halfmq.bench.cli …`` is the same thing. Order of a run: the
