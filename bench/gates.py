@@ -45,7 +45,7 @@ GATES: tuple[Gate, ...] = (
          "send", "sdk_single_c64", ">=", 1.5, peer=(NATS, "publish_c64")),
     Gate("sdk_tx_vs_rabbitmq", "SDK AsyncTransactionProducer, 64 callers ≥ 1.5× RabbitMQ AMQP tx (aio-pika, 64 channels)",
          "tx", "sdk_tx_c64", ">=", 1.5, peer=RABBIT_TX),
-    Gate("tx_vs_rabbitmq", "half+end pairs, 64 in flight ≥ 1.5× RabbitMQ AMQP tx (aio-pika, 64 channels)",
+    Gate("tx_vs_rabbitmq", "half+end pairs, 64 in flight (wrk under --driver wrk) ≥ 1.5× RabbitMQ AMQP tx (aio-pika, 64 channels)",
          "tx", "pairs_c64", ">=", 1.5, peer=RABBIT_TX),
     Gate("sdk_consume_vs_nats", "SDK AsyncConsumer (receive + handler + ack), one process ≥ 1.0× NATS JetStream pull 256 + ack (nats-py)",
          "consume", "sdk_consumer", ">=", 1.0, peer=(NATS, "consume_pull_ack")),
