@@ -1,6 +1,7 @@
 """`halfmq bench [SCENARIO…] [--quick] [--json PATH]`: run scenarios, print tables, write JSON.
 
-(`halfmq bench footprint` is the SDK's install and import footprint beside other clients: ``footprint``.)
+(`halfmq bench footprint` is the SDK's install and import footprint beside other clients: ``footprint``;
+`halfmq bench peers [NAME…]` runs the peers' own-client benchmarks: ``peer_command``.)
 
 ``halfmq bench …`` hands its arguments to ``main`` here (so ``halfmq --help``
 loads no benchmark code); ``python -m halfmq.bench.cli …`` is the same thing. Order of a run: the
@@ -145,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         from .footprint import main as footprint_main
 
         return footprint_main(argv[1:])
+    if argv[:1] == ["peers"]:  # not a scenario: it runs the peers' own-client benchmarks (bench/peer_runners)
+        from .peer_command import main as peers_main
+
+        return peers_main(argv[1:])
     parser = configure(argparse.ArgumentParser(prog="halfmq bench", description=__doc__,
                                                formatter_class=argparse.RawDescriptionHelpFormatter))
     args = parser.parse_args(argv)

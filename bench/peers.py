@@ -1,7 +1,7 @@
-"""The peers' results (bench/peers/run_all.sh → one JSON line per file in /tmp/peer_results).
+"""The peers' results (`halfmq bench peers` → one JSON line per file in /tmp/peer_results).
 
-Only read here, never produced: the peer scripts live in the shared tree and
-are run by hand. Their three summary shapes (see their ``summarize.py``) are
+Only read here: :mod:`halfmq.bench.peer_command` runs the runner scripts in
+``halfmq.bench.peer_runners`` and writes the files. Their three summary shapes are
 ``{"rps_median", "rps_min", "rps_max", "p50_ms_median", "p99_ms_median"}``,
 ``{"median_rps", "min", "max"}`` (fsync) and ``{"median", "min", "max"}``
 (seconds, spark).
@@ -10,15 +10,12 @@ are run by hand. Their three summary shapes (see their ``summarize.py``) are
 from __future__ import annotations
 
 import json
-import re
-import shlex
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 DEFAULT_RESULTS = Path("/tmp/peer_results")
-DEFAULT_SCRIPTS = Path("/work/shared/bench/peers")
 
 
 @dataclass(frozen=True)
@@ -74,16 +71,15 @@ def figure(peers: dict[str, Any], file: str, *keys: str) -> Figure | None:
     return None
 
 
-def commands(scripts_dir: Path) -> dict[str, str]:
-    """``{result name: exact command}`` parsed from run_all.sh / run_extras.sh (``run NAME CMD…`` lines)."""
+def commands(results_dir: Path) -> dict[str, str]:
+    """``{peer name: exact command}``: the one each result was produced by (its ``NAME.cmd``), else the catalogue's."""
+    from .peer_command import PEERS, command_text
+
     out: dict[str, str] = {}
-    for script in ("run_all.sh", "run_extras.sh"):
-        path = scripts_dir / script
-        if not path.exists():
-            continue
-        for line in path.read_text().splitlines():
-            m = re.match(r"^\s*run\s+(\S+)\s+(.+?)\s*$", line)
-            if m and not line.lstrip().startswith("run()"):
-                cmd = m.group(2).replace("$PY", "/tmp/halfmq-peers/bin/python")
-                out[m.group(1)] = f"(cd {shlex.quote(str(scripts_dir))} && {cmd})"
+    for peer in PEERS:
+        recorded = results_dir / f"{peer.name}.cmd"
+        if recorded.is_file():
+            out[peer.name] = recorded.read_text().strip()
+        elif not peer.contrast:
+            out[peer.name] = command_text(peer)
     return out

@@ -57,7 +57,10 @@ COMPARISONS: list[tuple[str, str, str, list[PeerRef]]] = [
         PeerRef("raw append, fsync per 64 records", "fsync", ("fsync_group64",)),
         PeerRef("RabbitMQ 3 classic, publisher confirms, 64 in flight", "rabbitmq_classic", ("confirm_c64",)),
     ]),
-    ("SDK AsyncProducer (aiohttp), 64 in flight", "send", "sdk_single_c64", [
+    ("SDK AsyncProducer.send, 64 callers, durable", "send", "sdk_single_c64", [
+        PeerRef("Redis 7 XADD, appendfsync always (redis-py asyncio, 64 in flight)", "redis_always", ("xadd_c64",)),
+        PeerRef("NATS JetStream 2.15, sync always (nats-py, 64 in flight)", "nats_2_15_syncalways", ("publish_c64",)),
+        PeerRef("RabbitMQ 3 classic, publisher confirms (aio-pika, 64 in flight)", "rabbitmq_classic", ("confirm_c64",)),
         PeerRef("one httpx.AsyncClient, 64 in flight, trivial FastAPI", "http", ("workers1", "httpx_c64_pool64")),
         PeerRef("aiohttp, 64 in flight, trivial FastAPI", "http", ("workers1", "aiohttp_c64")),
     ]),
@@ -70,6 +73,10 @@ COMPARISONS: list[tuple[str, str, str, list[PeerRef]]] = [
         PeerRef("RabbitMQ AMQP tx, 64 channels", "rabbitmq_classic", ("tx_c64",)),
         PeerRef("PostgreSQL outbox txn, 32 clients", "outbox", ("pg_sync_commit_on_c32",)),
     ]),
+    ("SDK AsyncTransactionProducer.send_in_transaction, 64 callers", "tx", "sdk_tx_c64", [
+        PeerRef("RabbitMQ AMQP tx, 64 channels (aio-pika)", "rabbitmq_classic", ("tx_c64",)),
+        PeerRef("PostgreSQL outbox txn, 32 clients (asyncpg)", "outbox", ("pg_sync_commit_on_c32",)),
+    ]),
     ("transaction (half + commit), 64 in flight, Python (aiohttp) client", "tx", "pairs_c64_aiohttp", [
         PeerRef("RabbitMQ AMQP tx, 64 channels (aio-pika client)", "rabbitmq_classic", ("tx_c64",)),
     ]),
@@ -78,12 +85,23 @@ COMPARISONS: list[tuple[str, str, str, list[PeerRef]]] = [
         PeerRef("Redis XREADGROUP 256 + XACK", "redis_always", ("consume_group",)),
         PeerRef("NATS JetStream pull 256 + ack", "nats_2_15_syncalways", ("consume_pull_ack",)),
     ]),
+    ("SDK AsyncConsumer (receive + handler + ack), one process, msg/s", "consume", "sdk_consumer", [
+        PeerRef("NATS JetStream pull 256 + ack (nats-py)", "nats_2_15_syncalways", ("consume_pull_ack",)),
+        PeerRef("Redis XREADGROUP 256 + XACK (redis-py asyncio)", "redis_always", ("consume_group",)),
+        PeerRef("RabbitMQ consume, prefetch 256, ack each (aio-pika)", "rabbitmq_classic", ("consume",)),
+    ]),
     ("consume + ack, four consumers, msg/s", "consume", "four_consumers", [
         PeerRef("RabbitMQ consume, prefetch 256, ack each", "rabbitmq_classic", ("consume",)),
     ]),
     ("orders credited end to end, 64 in flight", "orders", "orders_c64", [
         PeerRef("PostgreSQL outbox txn alone, 32 clients", "outbox", ("pg_sync_commit_on_c32",)),
         PeerRef("SQLite WAL FULL outbox txn alone", "outbox", ("sqlite_wal_sync_full",)),
+    ]),
+    ("orders credited end to end on PostgreSQL, 64 in flight", "orders", "orders_c64_pg", [
+        PeerRef("PostgreSQL outbox txn alone, 32 clients", "outbox", ("pg_sync_commit_on_c32",)),
+    ]),
+    ("quorum send on a 3-node set (ack=quorum), 64 in flight", "replicated", "quorum_c64", [
+        PeerRef("NATS JetStream R3 cluster of 3, sync always (nats-py, 64 in flight)", "nats_jetstream_r3", ("publish_c64",)),
     ]),
     ("Spark job, wall time (s)", "spark", "aggregate", [
         PeerRef("Spark local[2]: start → first action", "spark", ("startup_to_first_action_s",)),
@@ -98,6 +116,12 @@ def _n(v: float | None, unit: str = "/s") -> str:
     if unit == "s":
         return f"{v:.2f} s"
     return f"{v:,.0f}" if v >= 100 else f"{v:,.1f}"
+
+
+def _gate_target(target: float, unit: str) -> str:
+    if unit == "ms":
+        return f"≤ {target:,.0f} ms"
+    return f"≤ {target:.2f} s" if unit == "s" else f"≥ {target:,.0f}/s"
 
 
 def _ms(v: float | None) -> str:
@@ -133,11 +157,11 @@ def _ratio(halfmq: float | None, fig: Figure | None, timed: bool) -> str:
     return f"{halfmq / fig.median:.2f}×" + (" (time)" if timed else "")
 
 
-def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peers_dir: Path, scripts_dir: Path,
+def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peers_dir: Path,
            out: Path) -> str:
     m, v, s = doc["machine"], doc["versions"], doc["settings"]
     gates = gate_rules.evaluate(doc, peers)
-    commands = peer_results.commands(scripts_dir)
+    commands = peer_results.commands(peers_dir)
     lines: list[str] = []
     w = lines.append
     w("# Benchmarks")
@@ -149,7 +173,7 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
     )
     w("")
     written = peer_results.written(peers_dir)
-    missing = f"no results in {peers_dir} yet (run `bash run_all.sh` and `bash run_extras.sh`, then re-render)"
+    missing = f"no results in {peers_dir} yet (run `halfmq bench peers --out {peers_dir}`, then re-render)"
     when = f", written {written[0]} → {written[1]} UTC" if written else ""
     w(
         f"halfmq measured {doc['started_at']} → {doc.get('finished_at', '?')} (UTC); page rendered "
@@ -196,6 +220,7 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
     w("")
     w("```")
     w(f"{doc.get('command') or 'halfmq bench'}        # halfmq (this page's numbers)")
+    w(f"halfmq bench peers --out {peers_dir}        # the peers below, one after the other (as root once: --setup)")
     for name, cmd in commands.items():
         mark = "" if name in peers else "   # (no result yet)"
         w(f"{cmd}   # peer: {name}{mark}")
@@ -219,12 +244,11 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
     w("|---|---|---|---|")
     for g in gates:
         unit = g["unit"]
-        target = (
-            "—" if g["target"] is None else (f"≤ {g['target']:.2f} s" if unit == "s" else f"≥ {g['target']:,.0f}/s")
-        )
+        target = "—" if g["target"] is None else _gate_target(g["target"], unit)
         ref = f" = {g['reference']}" if g["reference"] else ""
         status = {"met": "**met**", "missed": "**missed**"}.get(g["status"], g["status"])
-        w(f"| {g['text']} | {_n(g['measured'], unit)} | {target}{ref} | {status} |")
+        measured = _ms(g["measured"]) + " ms" if unit == "ms" and g["measured"] is not None else _n(g["measured"], unit)
+        w(f"| {g['text']} | {measured} | {target}{ref} | {status} |")
     w("")
     w(
         "`unknown`: a figure is missing (the scenario or the peer was not run); `n/a`: a quick run, whose sizes are not the gate's."
@@ -289,7 +313,7 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
             med, rng, p50, p99 = _case_figure(case)
             w(f"| {name} | {case['what']} | {med} {case['unit']} | {rng} | {p50} | {p99} |")
         w("")
-    w("## Peers (as measured by bench/peers)")
+    w("## Peers (as measured by `halfmq bench peers`, each through its own Python client)")
     w("")
     if not peers:
         w(f"No peer results in `{peers_dir}` when this page was rendered.")
@@ -329,12 +353,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("bench_json", type=Path, help="a `halfmq bench --json` result")
     parser.add_argument("--peers", type=Path, default=peer_results.DEFAULT_RESULTS, help="the peers' results directory")
     parser.add_argument(
-        "--peer-scripts",
-        type=Path,
-        default=peer_results.DEFAULT_SCRIPTS,
-        help="where run_all.sh lives (for the exact commands)",
-    )
-    parser.add_argument(
         "--out", type=Path, default=DOCS, help="markdown file to write (default docs/benchmarks.md; - for stdout)"
     )
     parser.add_argument(
@@ -347,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = load(args.bench_json)
     peers = peer_results.load(args.peers)
     text = render(
-        doc, peers, bench_json=args.bench_json, peers_dir=args.peers, scripts_dir=args.peer_scripts, out=args.out
+        doc, peers, bench_json=args.bench_json, peers_dir=args.peers, out=args.out
     )
     if args.footprint is not None:
         text += "\n".join(footprint.render(json.loads(args.footprint.read_text()))) + "\n"

@@ -82,5 +82,5 @@ def test_report_renders_without_peer_results(tmp_path: Path) -> None:
         "settings": {"quick": False, "runs": 3, "seconds": 8, "warmup": 1, "concurrency": 64, "body_bytes": 256, "driver": "aiohttp"},
         "baselines": {}, "scenarios": {"send": {"status": "ok", "cases": {"single_c64": case}}},
     }
-    text = report.render(doc, {}, bench_json=Path("r.json"), peers_dir=tmp_path / "none", scripts_dir=tmp_path, out=Path("-"))
+    text = report.render(doc, {}, bench_json=Path("r.json"), peers_dir=tmp_path / "none", out=Path("-"))
     assert "## Gates" in text and "single_c64" in text and "1,000" in text

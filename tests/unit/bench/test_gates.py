@@ -1,0 +1,89 @@
+"""Issue 18's gates: the SDK's figures against the peers' own-client figures, batch and orders targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from halfmq.bench.gates import evaluate
+
+
+def _case(ops: float, p99_ms: float = 10.0, baseline: str | None = None) -> dict[str, Any]:
+    return {"ops_per_s": {"median": ops, "min": ops, "max": ops}, "p50_ms": 1.0, "p99_ms": p99_ms, "baseline": baseline}
+
+
+def _doc(scenarios: dict[str, dict[str, dict[str, Any]]], baselines: dict[str, float] | None = None) -> dict[str, Any]:
+    return {
+        "settings": {"quick": False},
+        "baselines": {name: {"ops_per_s": {"median": v}} for name, v in (baselines or {}).items()},
+        "scenarios": {name: {"status": "ok", "cases": cases} for name, cases in scenarios.items()},
+    }
+
+
+def _peer(median: float) -> dict[str, Any]:
+    return {"rps_median": median, "rps_min": median, "rps_max": median}
+
+
+PEERS = {
+    "redis_always": {"xadd_c64": _peer(10_000)},
+    "nats_2_15_syncalways": {"publish_c64": _peer(7_000), "consume_pull_ack": _peer(18_000)},
+    "rabbitmq_classic": {"tx_c64": _peer(3_000)},
+    "nats_jetstream_r3": {"publish_c64": _peer(8_000)},
+}
+
+
+def _by_id(doc: dict[str, Any], peers: dict[str, Any] | None = PEERS) -> dict[str, dict[str, Any]]:
+    return {g["id"]: g for g in evaluate(doc, peers)}
+
+
+def test_the_sdk_send_must_reach_redis_and_one_and_a_half_times_nats() -> None:
+    gates = _by_id(_doc({"send": {"sdk_single_c64": _case(10_500)}}))
+    assert gates["sdk_send_vs_redis"]["status"] == "met"
+    assert gates["sdk_send_vs_redis"]["target"] == 10_000
+    assert gates["sdk_send_vs_nats"]["status"] == "met"  # 10,500 ≥ 1.5 × 7,000
+    gates = _by_id(_doc({"send": {"sdk_single_c64": _case(9_999)}}))
+    assert gates["sdk_send_vs_redis"]["status"] == "missed"
+    assert gates["sdk_send_vs_nats"]["status"] == "missed"
+
+
+def test_the_sdk_transaction_producer_and_the_pairs_must_reach_one_and_a_half_times_rabbitmq_tx() -> None:
+    gates = _by_id(_doc({"tx": {"sdk_tx_c64": _case(4_500), "pairs_c64": _case(4_499)}}))
+    assert gates["sdk_tx_vs_rabbitmq"]["status"] == "met"
+    assert gates["tx_vs_rabbitmq"]["status"] == "missed"
+    assert "rabbitmq_classic/tx_c64" in gates["sdk_tx_vs_rabbitmq"]["reference"]
+
+
+def test_the_sdk_consumer_is_compared_with_nats_pull_and_ack() -> None:
+    gates = _by_id(_doc({"consume": {"sdk_consumer": _case(18_000)}}))
+    assert gates["sdk_consume_vs_nats"]["status"] == "met"
+    assert gates["sdk_consume_vs_nats"]["target"] == 18_000
+
+
+def test_the_batched_send_needs_150k_and_0_64_of_the_in_run_grouped_fsync() -> None:
+    doc = _doc({"send": {"batch100_c64": _case(160_000, baseline="fsync_group64")}}, baselines={"fsync_group64": 300_000})
+    gates = _by_id(doc)
+    assert gates["batch_send"]["status"] == "met"
+    assert gates["batch_send_vs_fsync"]["status"] == "missed"  # 160k < 0.64 × 300k = 192k
+    assert gates["batch_send_vs_fsync"]["target"] == 192_000
+
+
+def test_orders_need_1000_per_second_and_a_p99_of_at_most_250_ms_on_both_databases() -> None:
+    doc = _doc({"orders": {"orders_c64": _case(1_000, p99_ms=250.0), "orders_c64_pg": _case(999, p99_ms=251.0)}})
+    gates = _by_id(doc)
+    assert gates["orders"]["status"] == "met"
+    assert gates["orders_p99"]["status"] == "met"
+    assert gates["orders_p99"]["unit"] == "ms" and gates["orders_p99"]["measured"] == 250.0
+    assert gates["orders_pg"]["status"] == "missed"
+    assert gates["orders_pg_p99"]["status"] == "missed"
+
+
+def test_replicated_sends_are_compared_with_the_nats_r3_peer() -> None:
+    gates = _by_id(_doc({"replicated": {"quorum_c64": _case(8_000), "single_c64": _case(9_000)}}))
+    assert gates["replicated_vs_nats"]["status"] == "met"
+    assert "nats_jetstream_r3/publish_c64" in gates["replicated_vs_nats"]["reference"]
+
+
+def test_a_case_not_measured_yet_or_a_peer_not_run_leaves_the_gate_unknown() -> None:
+    gates = _by_id(_doc({"send": {"single_c64": _case(10_000)}}))
+    assert gates["sdk_send_vs_redis"]["status"] == "unknown"  # no sdk_single_c64 case
+    gates = _by_id(_doc({"send": {"sdk_single_c64": _case(10_000)}}), peers={})
+    assert gates["sdk_send_vs_redis"]["status"] == "unknown"  # no peer results
