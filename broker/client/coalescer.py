@@ -1,0 +1,100 @@
+"""Coalescing: the items submitted in one event-loop pass go out together, as one batch.
+
+Why: 64 concurrent callers each paying one HTTP request (and one fsync wait)
+spend most of their time in per-request work; the same callers in one request
+pay it once. Nothing waits for a batch to fill, and there is no timer: the
+first item of a pass schedules the batch for the loop's next pass
+(``call_soon``), so a lone call goes out at once and the callers that run in the
+same pass (64 tasks woken by one answer, say) join it. Batches do not wait for
+each other: the next pass's items go out while earlier batches are in flight.
+
+The batch function returns one outcome per item, in order: the item's result,
+or the exception that item's caller gets. A failure of the batch as a whole
+(the request never answered) is every item's exception.
+
+The transaction producer uses it (``transaction_batches``); it is written to
+know nothing of what an item is, so another producer may share it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+__all__ = ["Coalescer"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+SendBatch = Callable[[list[T]], Awaitable[Sequence["R | Exception"]]]
+
+
+def _own_copy(exc: Exception) -> Exception:
+    """A copy per caller: a retry policy rewrites the error it gives up with, which must not show in the others'."""
+    try:
+        return copy.copy(exc)
+    except Exception:  # noqa: BLE001 - an exception that cannot be copied is shared as it is
+        return exc
+
+
+class Coalescer(Generic[T, R]):
+    """Items submitted in one loop pass become batches of at most ``max_batch``; each caller gets its own outcome.
+
+    Lives on one event loop (the first that submits); ``submit`` is not thread-safe.
+    """
+
+    def __init__(self, send_batch: SendBatch[T, R], max_batch: int) -> None:
+        if max_batch < 1:
+            raise ValueError("max_batch must be at least 1")
+        self._send_batch = send_batch
+        self._max_batch = max_batch
+        self._pending: list[tuple[T, asyncio.Future[R]]] = []
+        self._scheduled = False
+        self._in_flight: set[asyncio.Task[None]] = set()
+
+    async def submit(self, item: T) -> R:
+        """Send ``item`` in this pass's batch; its result, or its exception raised here."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[R] = loop.create_future()
+        self._pending.append((item, future))
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._flush, loop)
+        return await future
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._scheduled = False
+        pending, self._pending = self._pending, []
+        for start in range(0, len(pending), self._max_batch):
+            task = loop.create_task(self._run(pending[start:start + self._max_batch]), name="halfmq-coalesced-batch")
+            self._in_flight.add(task)
+            task.add_done_callback(self._in_flight.discard)
+
+    async def _run(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
+        live = [(item, future) for item, future in batch if not future.done()]  # a caller cancelled before it left
+        if not live:
+            return
+        try:
+            outcomes: Sequence[R | Exception] = await self._send_batch([item for item, _ in live])
+            if len(outcomes) != len(live):
+                raise RuntimeError(f"the batch answered {len(outcomes)} outcomes for {len(live)} items")
+        except asyncio.CancelledError:
+            for _, future in live:
+                future.cancel()
+            raise
+        except Exception as exc:  # noqa: BLE001 - the batch as a whole failed: that is each item's outcome
+            outcomes = [_own_copy(exc) for _ in live]
+        for (_, future), outcome in zip(live, outcomes, strict=True):
+            if future.done():  # the caller was cancelled meanwhile
+                continue
+            if isinstance(outcome, Exception):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+    async def aclose(self) -> None:
+        """Wait for the batches in flight (their callers are waiting for them too)."""
+        if self._in_flight:
+            await asyncio.gather(*self._in_flight, return_exceptions=True)
