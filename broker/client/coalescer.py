@@ -5,8 +5,11 @@ spend most of their time in per-request work; the same callers in one request
 pay it once. Nothing waits for a batch to fill, and there is no timer: the
 first item of a pass schedules the batch for the loop's next pass
 (``call_soon``), so a lone call goes out at once and the callers that run in the
-same pass (64 tasks woken by one answer, say) join it. Batches do not wait for
-each other: the next pass's items go out while earlier batches are in flight.
+same pass (64 tasks woken by one answer, say) join it. At most ``max_in_flight``
+batches are in flight; the items that arrive while that many are out wait for
+one of them to return and then leave together. Without that bound, callers that
+once fell out of step (an asyncio.Lock wakes its waiters one per pass) stayed
+out of step, and 64 callers sent 32 batches of two.
 
 The batch function returns one outcome per item, in order: the item's result,
 or the exception that item's caller gets. A failure of the batch as a whole
@@ -45,11 +48,12 @@ class Coalescer(Generic[T, R]):
     Lives on one event loop (the first that submits); ``submit`` is not thread-safe.
     """
 
-    def __init__(self, send_batch: SendBatch[T, R], max_batch: int) -> None:
-        if max_batch < 1:
-            raise ValueError("max_batch must be at least 1")
+    def __init__(self, send_batch: SendBatch[T, R], max_batch: int, max_in_flight: int = 2) -> None:
+        if max_batch < 1 or max_in_flight < 1:
+            raise ValueError("max_batch and max_in_flight must be at least 1")
         self._send_batch = send_batch
         self._max_batch = max_batch
+        self._max_in_flight = max_in_flight
         self._pending: list[tuple[T, asyncio.Future[R]]] = []
         self._scheduled = False
         self._in_flight: set[asyncio.Task[None]] = set()
@@ -59,18 +63,25 @@ class Coalescer(Generic[T, R]):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[R] = loop.create_future()
         self._pending.append((item, future))
-        if not self._scheduled:
+        self._schedule(loop)
+        return await future
+
+    def _schedule(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._scheduled and self._pending and len(self._in_flight) < self._max_in_flight:
             self._scheduled = True
             loop.call_soon(self._flush, loop)
-        return await future
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
         self._scheduled = False
-        pending, self._pending = self._pending, []
-        for start in range(0, len(pending), self._max_batch):
-            task = loop.create_task(self._run(pending[start:start + self._max_batch]), name="halfmq-coalesced-batch")
+        while self._pending and len(self._in_flight) < self._max_in_flight:
+            batch, self._pending = self._pending[:self._max_batch], self._pending[self._max_batch:]
+            task = loop.create_task(self._run(batch), name="halfmq-coalesced-batch")
             self._in_flight.add(task)
-            task.add_done_callback(self._in_flight.discard)
+            task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._in_flight.discard(task)
+        self._schedule(task.get_loop())
 
     async def _run(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
         live = [(item, future) for item, future in batch if not future.done()]  # a caller cancelled before it left
