@@ -8,7 +8,7 @@ needs no pydantic; the limits live there once, and a unit test keeps the two spe
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,6 +73,30 @@ class EndRequest(_Wire):
     from_check: bool = False
 
 
+class EndItem(EndRequest):
+    """One end of a batch end: the single end's body plus the transaction it ends (the single route's path)."""
+
+    transaction_id: str = Field(min_length=1, max_length=255)
+
+
+class HalfBatchRequest(_Wire):
+    """POST /v1/transaction-batches/half: up to MAX_BATCH half sends, each answered on its own."""
+
+    items: list[HalfSendRequest] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class EndBatchRequest(_Wire):
+    """POST /v1/transaction-batches/end: up to MAX_BATCH ends, each answered on its own."""
+
+    items: list[EndItem] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class RawBatch(_Wire):
+    """A batch's envelope only: each item is validated on its own, so one malformed item fails only itself."""
+
+    items: list[Any] = Field(min_length=1, max_length=MAX_BATCH)
+
+
 class Heartbeat(_Wire):
     producer_group: str = Field(min_length=1, max_length=255)
     client_id: str = Field(min_length=1, max_length=255)
@@ -123,6 +147,7 @@ class EndTxnRequest(_Wire):
 
 
 __all__ = [
+    "EndBatchRequest", "EndItem", "HalfBatchRequest", "RawBatch",
     "BodyEncoding", "EndRequest", "EndState", "HalfSendRequest", "Heartbeat", "OutgoingMessage", "ReceiveRequest",
     "SendRequest", "SettleRequest", "TopicCreate", "TransactionState",
     "BeginTxnRequest", "EndTxnRequest", "InitProducer", "TxnAcksRequest", "TxnMessage", "TxnMessagesRequest",

@@ -14,6 +14,12 @@
   latency from the half send to the broker's commit (its
   ``resolved_timestamp``), which is what an order stuck in
   ``pending_check`` waits.
+* ``sdk_tx_c64`` / ``sdk_tx_c64_nocoalesce``: what a Python service sees:
+  ``AsyncTransactionProducer.send_in_transaction`` from 64 concurrent callers
+  with a listener that just returns COMMIT, with the SDK coalescing halves and
+  ends into the batch routes (the default) and with ``coalesce=False``. The
+  two cases alternate run by run (A, B, A, B, ...) so their ratio comes from
+  the same minutes of a shared machine.
 """
 
 from __future__ import annotations
@@ -55,6 +61,53 @@ async def _pairs(broker_url: str, conc: int, seconds: float, max_ops: int, warmu
             return 1
 
         return await drive(lambda _i: op, conc, seconds, max_ops, requests_per_op=2, warmup=warmup)
+
+
+class _Commit:
+    """The trivial listener: the local transaction is nothing, and commits."""
+
+    async def execute_local_transaction(self, msg: Any, arg: Any) -> Any:
+        from halfmq.client import LocalTransactionState
+
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    async def check_local_transaction(self, msg: Any) -> Any:
+        from halfmq.client import LocalTransactionState
+
+        return LocalTransactionState.COMMIT_MESSAGE
+
+
+async def _sdk_tx(broker_url: str, conc: int, seconds: float, max_ops: int, warmup: float, size: int, coalesce: bool) -> Run:
+    from halfmq.client import AsyncTransactionProducer
+
+    body = payloads.message_body(size)
+    async with AsyncTransactionProducer(broker_url, GROUP, _Commit(), check_backs=False, max_in_flight=conc,
+                                        coalesce=coalesce) as producer:
+        async def op() -> int:
+            result = await producer.send_in_transaction(TOPIC, body)
+            if result.end is None or result.end["state"] != "committed":
+                raise RuntimeError(f"transaction not committed: {result.end_error or result.end}")
+            return 1
+
+        run = await drive(lambda _i: op, conc, seconds, max_ops, requests_per_op=2, warmup=warmup)
+    run.driver = "sdk(aiohttp)"
+    return run
+
+
+def _sdk_cases(ctx: Context, broker_url: str, cases: dict[str, dict]) -> None:
+    """sdk_tx_c64 (coalescing) and sdk_tx_c64_nocoalesce, alternating A, B, A, B, ... within this run."""
+    s, c = ctx.settings, ctx.settings.concurrency
+    runs: dict[bool, list[Run]] = {True: [], False: []}
+    for i in range(s.runs):
+        for coalesce in (True, False):
+            run = run_async(_sdk_tx(broker_url, c, s.seconds, s.max_ops, s.warmup if i == 0 else 0.0, s.body_bytes, coalesce))
+            runs[coalesce].append(run)
+            ctx.note(f"tx sdk_tx_c64{'' if coalesce else '_nocoalesce'} run {i + 1}/{s.runs}: {run.items_per_s:,.0f} tx/s")
+    for coalesce, name in ((True, "sdk_tx_c64"), (False, "sdk_tx_c64_nocoalesce")):
+        cases[name] = throughput_case(
+            runs[coalesce], unit="tx/s", concurrency=c, baseline=name_for("fastapi_fsync_c64", "aiohttp"),
+            what=f"AsyncTransactionProducer.send_in_transaction, {c} concurrent callers, listener returns COMMIT, "
+            + ("halves and ends coalesced into batch requests (the default)" if coalesce else "coalesce=False"))
 
 
 async def _mix(broker_url: str, conc: int, seconds: float, max_ops: int, warmup: float, size: int,
@@ -179,6 +232,7 @@ def run(ctx: Context) -> dict[str, Any]:
                 baseline=name_for(base, "aiohttp"),
                 what=f"half send + end(commit) pairs, {conc} in flight (aiohttp client)",
             )
+        _sdk_cases(ctx, broker.url, cases)
 
     mix_broker = BrokerServer(ctx.dir("tx", "mix-broker"), ctx.logs, env=MIX_ENV)
     with mix_broker, CheckBackServer("commit") as checker:

@@ -38,6 +38,18 @@ class HalfSendAnswer(_Answer):
     duplicate: bool | None = None
 
 
+class ItemProblem(_Answer):
+    """One batch item's failure: the problem+json the single route would have answered (stable ``code``)."""
+
+    problem: dict
+
+
+class HalfBatchAnswer(_Answer):
+    """Per item, in request order: its half send's answer, or ``{"problem": ...}``."""
+
+    results: list[HalfSendAnswer | ItemProblem]
+
+
 class MessageView(_Answer):
     msg_id: str
     topic: str
@@ -227,3 +239,9 @@ class Health(_Answer):
     pid: int
     commit_log_end_offset: int
     flushed_offset: int
+
+
+class EndBatchAnswer(_Answer):
+    """Per item, in request order: the transaction's view after its end, or ``{"problem": ...}``."""
+
+    results: list[TransactionView | ItemProblem]

@@ -15,14 +15,23 @@ from halfmq.broker.grpc_front.front import GrpcFront
 from . import problems
 from .hot_path import HotPathApp
 from .route_table import HotRouteSpec, document, raw
-from .routes import consumer_groups, operations, operator_views, producer_ids, topics, transactional_ids, transactions
+from .routes import (
+    consumer_groups,
+    operations,
+    operator_views,
+    producer_ids,
+    topics,
+    transaction_batches,
+    transactional_ids,
+    transactions,
+)
 from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
 
 # The one table of hot routes: the raw front serves them, the OpenAPI document describes them (route_table.py).
 HOT_ROUTES: list[HotRouteSpec] = [*topics.HOT_ROUTES, *consumer_groups.HOT_ROUTES, *transactions.HOT_ROUTES,
-                                  *transactional_ids.HOT_ROUTES]
+                                  *transaction_batches.HOT_ROUTES, *transactional_ids.HOT_ROUTES]
 
 
 def _authenticated(request: Request) -> None:

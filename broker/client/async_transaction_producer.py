@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self, TypeVar, Unpack
 
@@ -26,6 +27,7 @@ from .transaction import (
     TransactionSendResult,
     call_listener,
 )
+from .transaction_batches import TransactionBatches
 from .transaction_producer_base import TransactionProducerBase
 from .transaction_steps import Request, Step
 from .transport import AsyncTransport, Verify
@@ -69,8 +71,13 @@ class AsyncTransactionProducer(TransactionProducerBase):
         verify: Verify | None = None,
         idempotent: bool = True,
         idempotent_id: str | None = None,
+        coalesce: bool = True,
     ) -> None:
-        """Half sends are numbered (a retried half is stored once) unless ``idempotent=False``; ``idempotent_id``: a stable identity."""
+        """Half sends are numbered (a retried half is stored once) unless ``idempotent=False``; ``idempotent_id``: a stable identity.
+
+        ``coalesce``: the halves (and the ends) that concurrent ``send_in_transaction`` calls issue in one event-loop
+        pass go out as one batch request (``transaction_batches``); ``coalesce=False`` sends each on its own.
+        """
         super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs, idempotent_id,
                          idempotent)
         self._transport = AsyncTransport(
@@ -82,6 +89,8 @@ class AsyncTransactionProducer(TransactionProducerBase):
             token=token,
             verify=verify,
         )
+        self._batches = TransactionBatches(self._transport.call) if coalesce else None
+        self._send_call: Callable[[Call[Any]], Awaitable[Any]] = self._transport.call if self._batches is None else self._batches.call
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._numbered_lock = asyncio.Lock()
         self._start_lock = asyncio.Lock()
@@ -103,6 +112,8 @@ class AsyncTransactionProducer(TransactionProducerBase):
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        if self._batches is not None:
+            await self._batches.aclose()
         await self._transport.close()
 
     aclose = close
@@ -129,8 +140,8 @@ class AsyncTransactionProducer(TransactionProducerBase):
             numbering = self._numbering
             if step.numbered and numbering is not None:
                 return await numbering.send_async(self._numbered_lock, async_retrying(self._retries),
-                                                  async_retrying(self._retries, retry_on=retry_on(step)), self._transport.call, step.call)
-            return await async_retrying(self._retries, retry_on=retry_on(step))(self._transport.call, step.call)
+                                                  async_retrying(self._retries, retry_on=retry_on(step)), self._send_call, step.call)
+            return await async_retrying(self._retries, retry_on=retry_on(step))(self._send_call, step.call)
         return await call_listener(self.listener.execute_local_transaction, step.message, step.arg)
 
     async def _call(self, call: Call[T]) -> T:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
+from typing import Any
 
 from fastapi import APIRouter, Query, Request
+from starlette.types import Scope
 
 from halfmq.broker.errors import InvalidGroupName, InvalidRequest
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
-from halfmq.broker.security.policy import CLUSTER, Action, Resource
+from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import is_valid_user_name
@@ -59,13 +62,20 @@ def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: S
     return view
 
 
-async def send_half(request: HotRequest) -> Reply:
-    rt = request.runtime
-    who = rt.guard.principal(request.scope)
-    body = await parse_body(request, HalfSendRequest)
+@dataclass(frozen=True, slots=True)
+class StoredHalf:
+    """A half message written (or a numbered repeat found); durable once the commit log's ``end`` is on disk."""
+
+    answer: dict[str, Any]
+    end: int
+    duplicate: bool = False
+
+
+def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> StoredHalf:
+    """One half send's checks and write, without its fsync wait (the single and the batch route share it)."""
     group = _group(body.producer_group)
     for resource in (Resource.group(group), Resource.topic(body.topic)):
-        rt.guard.authorize(who, Action.PUBLISH, resource, request.scope)
+        rt.guard.authorize(who, Action.PUBLISH, resource, scope)
     numbered = body.producer_id is not None or body.epoch is not None or body.sequence is not None
     then = None
     if numbered:  # an idempotent half send: a repeat inside the producer's window gets its stored answer
@@ -73,9 +83,8 @@ async def send_half(request: HotRequest) -> Reply:
             raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
         producer, sequence = rt.producer_txns.sender(body.producer_id, body.epoch), body.sequence
         stored = rt.producer_txns.sent_before(producer, sequence, "half")
-        if stored is not None:
-            await rt.durable(rt.store.commit_log.end_offset)
-            return Reply({**stored, "duplicate": True})
+        if stored is not None:  # the first attempt may still be waiting for its fsync
+            return StoredHalf({**stored, "duplicate": True}, rt.store.commit_log.end_offset, duplicate=True)
         then = lambda items: rt.producer_txns.send_record(producer, sequence, items, "half")  # noqa: E731
     cfg, exists = rt.topics.writable(body.topic)
     item = rt.sender.prepare(cfg, body.message)
@@ -91,11 +100,36 @@ async def send_half(request: HotRequest) -> Reply:
     }
     if numbered:
         rt.producer_txns.sent(producer, sequence, answer)
+    return StoredHalf(answer, end)
+
+
+def with_flush_status(half: StoredHalf, timed_out: FlushTimedOut | None) -> dict[str, Any]:
+    """The half's answer once its fsync wait ended; a timed-out wait keeps the half (status FLUSH_*), a repeat raises.
+
+    A broker set's replicas answer FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE through the exception's ``send_status``.
+    """
+    if timed_out is None:
+        return half.answer
+    if half.duplicate:
+        raise timed_out
+    return {**half.answer, "status": getattr(timed_out, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)}
+
+
+async def flush_outcome(rt: BrokerRuntime, end: int) -> FlushTimedOut | None:
+    """Wait until ``end`` is durable; the timeout as a value, for answers that report it per item."""
     try:
         await rt.durable(end)
-    except FlushTimedOut as exc:  # a broker set's replicas: FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE
-        answer = {**answer, "status": getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)}
-    return Reply(answer)
+    except FlushTimedOut as exc:
+        return exc
+    return None
+
+
+async def send_half(request: HotRequest) -> Reply:
+    rt = request.runtime
+    who = rt.guard.principal(request.scope)
+    body = await parse_body(request, HalfSendRequest)
+    half = store_half(rt, who, request.scope, body)
+    return Reply(with_flush_status(half, await flush_outcome(rt, half.end)))
 
 
 async def end_transaction(request: HotRequest) -> Reply:

@@ -23,12 +23,15 @@ from pydantic import BaseModel
 
 from halfmq.broker.protocol import (
     BeginTxnRequest,
+    EndBatchRequest,
     EndRequest,
     EndTxnRequest,
+    HalfBatchRequest,
     HalfSendRequest,
     Heartbeat,
     InitProducer,
     NewProducerId,
+    RawBatch,
     ReceiveRequest,
     SendRequest,
     SettleRequest,
@@ -516,6 +519,13 @@ REQUEST_TEMPLATES: list[tuple[type, str, str, dict[str, Any]]] = [
     (EndTxnRequest, "POST", "/v1/transactional-ids/sweep-tid/commit", {"producer_id": 1, "epoch": 0}),
     (EndTxnRequest, "POST", "/v1/transactional-ids/sweep-tid/abort", {"producer_id": 1, "epoch": 0}),
     (NewProducerId, "POST", "/v1/producer-ids", {}),
+    (HalfBatchRequest, "POST", "/v1/transaction-batches/half",
+     {"items": [{"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": _FULL_MESSAGE}]}),
+    (EndBatchRequest, "POST", "/v1/transaction-batches/end",
+     {"items": [{"transaction_id": "{transaction_id}", "producer_group": SWEEP_PRODUCERS, "state": "commit", "from_check": False}]}),
+    # RawBatch is the envelope both batch routes parse first (each item is validated on its own after it).
+    (RawBatch, "POST", "/v1/transaction-batches/end",
+     {"items": [{"transaction_id": "{transaction_id}", "producer_group": SWEEP_PRODUCERS, "state": "rollback"}]}),
 ]
 # Models that only travel from the broker (answers, and the check-back it POSTs): never parsed from a stranger.
 NOT_REQUESTS = {
@@ -646,7 +656,8 @@ def test_lone_surrogate_in_any_string_of_any_request_is_malformed_json_and_chang
 ) -> None:
     # "escaped" is the JSON escape \udc00; "raw" sends the surrogate's would-be UTF-8 bytes (ED B0 80), which
     # Python's json.loads(bytes) decodes with surrogatepass: both once reached FastAPI's routes.
-    filled = json.loads(json.dumps(body).replace("{handle}", sweep_context["handle"]))
+    filled = json.loads(json.dumps(body).replace("{handle}", sweep_context["handle"])
+                        .replace("{transaction_id}", sweep_context["transaction_id"]))
     poisoned = _poisoned(filled, at, is_key, "\udc00")
     content = (
         json.dumps(poisoned).encode()

@@ -514,11 +514,12 @@ def test_an_unnumbered_half_that_reached_the_broker_is_never_retried(scripted: t
     assert len(script.requests("/v1/transactions")) == 1 and listener.executed == []
 
 
-@pytest.mark.parametrize("flavour", ["sync", "async"])
+@pytest.mark.parametrize("flavour", ["sync", "async", "async coalesced"])
 def test_an_unnumbered_half_that_timed_out_waiting_for_the_answer_is_never_retried(scripted: tuple[str, Script], flavour: str) -> None:
     url, script = scripted
     script.hang = 1.0  # longer than the client's timeout: the broker may well have stored it
     script.answer("/v1/transactions", 200, half_answer())
+    script.answer("/v1/transaction-batches/half", 200, {"results": [half_answer()]})
     listener = Listener()
     if flavour == "sync":
         producer = TransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False, idempotent=False)
@@ -526,13 +527,15 @@ def test_an_unnumbered_half_that_timed_out_waiting_for_the_answer_is_never_retri
             producer.send_in_transaction("T", "x")
     else:
         async def run() -> None:
-            async with AsyncTransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False, idempotent=False) as producer:
+            async with AsyncTransactionProducer(url, "pg", listener, timeout=0.3, retries=3, check_backs=False, idempotent=False,
+                                                coalesce=flavour == "async coalesced") as producer:
                 await producer.send_in_transaction("T", "x")
 
         with pytest.raises(BrokerUnavailable) as caught:
             asyncio.run(run())
     assert not request_not_sent(caught.value)
-    assert len(script.requests("/v1/transactions")) == 1, "a retried half would open a second transaction"
+    halves = script.requests("/v1/transactions") + script.requests("/v1/transaction-batches/half")
+    assert len(halves) == 1, "a retried half would open a second transaction"
     assert listener.executed == []
 
 

@@ -404,3 +404,15 @@ async def test_a_pushed_group_without_any_http_producer_still_counts_as_having_a
     assert broker.txs.get(txid).state is TransactionState.DISCARDED  # asked check_max times, never answered
     assert len(broker.checks.push_transport.pushed) == POLICY.check_max
     assert broker.checks.no_producer == 0
+
+
+def test_end_unflushed_writes_the_end_and_leaves_the_fsync_wait_to_the_caller(broker: Broker) -> None:
+    # A batch end applies each item this way, then waits once for the largest end offset.
+    first, second = broker.half("b1"), broker.half("b2")
+    committed = broker.txs.end_unflushed(first, "pg", "commit")
+    rolled_back = broker.txs.end_unflushed(second, "pg", "rollback")
+    assert (committed.tx.state, rolled_back.tx.state) == (TransactionState.COMMITTED, TransactionState.ROLLED_BACK)
+    assert rolled_back.tx.end_offset > committed.tx.end_offset > 0
+    assert broker.visible() == [b"b1"]
+    with pytest.raises(ProducerGroupMismatch):
+        broker.txs.end_unflushed(first, "other", "rollback")

@@ -1,0 +1,123 @@
+"""Batch half and batch end: many transactions' half sends (or ends) in one request, one fsync wait for all.
+
+Why: a transaction through the SDK was two HTTP requests and two fsync waits,
+and 64 concurrent ``send_in_transaction`` callers spent most of their time in
+per-request work. The SDK coalesces the halves (and the ends) its callers
+issue in one event-loop pass into one request here.
+
+Each item is the single route's body (an end adds its ``transaction_id``) and
+gets the single route's checks: its producer group and topic are authorized
+per item, only the producer group that sent a half may end it, a numbered
+half is answered from the producer's window when repeated. Each item gets its
+own answer or its own problem (``{"problem": {... "code": ...}}``) in request
+order, so one bad item never fails or hides the others. The request as a
+whole is refused with a 4xx only for what concerns all items: no valid token,
+a body that is not a JSON object with 1..MAX_BATCH ``items``.
+
+Items are written one after the other (each half stays its own atomic write
+group with its idempotence record, as the single route writes it); the
+request then waits once, for the last item's end offset, so the store's group
+commit covers them all with one fsync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from halfmq.broker.errors import BrokerError
+from halfmq.broker.protocol import EndBatchRequest, EndItem, HalfBatchRequest, HalfSendRequest, RawBatch
+from halfmq.broker.security.policy import Action, Resource
+from halfmq.broker.store.flush_waiter import FlushTimedOut
+from halfmq.broker.transaction.transaction_service import EndOutcome
+
+from .. import answers
+from ..body import parse_body
+from ..hot_path import HotRequest, Reply
+from ..problems import as_broker_error, validation_problem
+from ..route_table import HotRouteSpec
+from ..runtime import BrokerRuntime
+from .transactions import StoredHalf, flush_outcome, store_half, tx_view, with_flush_status
+
+HALF_BATCH_PATH = "/v1/transaction-batches/half"
+END_BATCH_PATH = "/v1/transaction-batches/end"
+
+M = TypeVar("M", bound=BaseModel)
+R = TypeVar("R")
+
+
+def _problem(error: BrokerError, path: str) -> dict[str, Any]:
+    return {"problem": error.to_problem(path)}
+
+
+def _each(items: list[Any], model: type[M], path: str, run: Callable[[M], R]) -> list[R | dict[str, Any]]:
+    """``run`` per item validated as ``model``: its result, or its problem; a bug (no domain error) still fails all."""
+    done: list[R | dict[str, Any]] = []
+    for index, raw in enumerate(items):
+        try:
+            try:
+                item = model.model_validate(raw)
+            except ValidationError as exc:
+                raise validation_problem(exc.errors(include_url=False, include_input=False),
+                                         where=("body", "items", str(index))) from None
+            done.append(run(item))
+        except Exception as exc:
+            error = as_broker_error(exc)
+            if error is None:
+                raise
+            done.append(_problem(error, path))
+    return done
+
+
+async def send_half_batch(request: HotRequest) -> Reply:
+    rt: BrokerRuntime = request.runtime
+    who = rt.guard.principal(request.scope)
+    batch = await parse_body(request, RawBatch)
+    halves = _each(batch.items, HalfSendRequest, HALF_BATCH_PATH,
+                   lambda body: store_half(rt, who, request.scope, body))
+    stored = [h for h in halves if isinstance(h, StoredHalf)]
+    timed_out = await flush_outcome(rt, max(h.end for h in stored)) if stored else None
+    results: list[dict[str, Any]] = []
+    for half in halves:
+        if not isinstance(half, StoredHalf):
+            results.append(half)
+            continue
+        try:
+            results.append(with_flush_status(half, timed_out))
+        except FlushTimedOut as exc:  # a repeat whose first attempt's fsync timed out: its problem, as the single route
+            results.append(_problem(as_broker_error(exc) or BrokerError(), HALF_BATCH_PATH))
+    return Reply({"results": results})
+
+
+async def end_transaction_batch(request: HotRequest) -> Reply:
+    rt: BrokerRuntime = request.runtime
+    who = rt.guard.principal(request.scope)
+    batch = await parse_body(request, RawBatch)
+
+    def end_one(item: EndItem) -> EndOutcome:
+        # Ownership as the single route: the item's group must be the transaction's (the domain checks it)
+        # and one the principal may publish for.
+        rt.guard.authorize(who, Action.PUBLISH, Resource.group(item.producer_group), request.scope)
+        return rt.transactions.end_unflushed(item.transaction_id, item.producer_group, item.state, from_check=item.from_check)
+
+    ended = _each(batch.items, EndItem, END_BATCH_PATH, end_one)
+    outcomes = [e for e in ended if isinstance(e, EndOutcome)]
+    timed_out = await flush_outcome(rt, max(o.tx.end_offset for o in outcomes)) if outcomes else None
+    failed = None if timed_out is None else _problem(as_broker_error(timed_out) or BrokerError(), END_BATCH_PATH)
+    results = [e if not isinstance(e, EndOutcome) else failed or tx_view(rt, e.tx, duplicate=e.duplicate, half=e.half)
+               for e in ended]
+    return Reply({"results": results})
+
+
+HOT_ROUTES = [
+    HotRouteSpec("POST", HALF_BATCH_PATH, send_half_batch, HalfBatchRequest, answers.HalfBatchAnswer,
+                 "Send up to MAX_BATCH half messages, each answered on its own", "transactions",
+                 {"items": [{"producer_group": "order_producer_group", "topic": "ORDER_PAID",
+                             "message": {"body": "order 42 paid"}}]}),
+    HotRouteSpec("POST", END_BATCH_PATH, end_transaction_batch, EndBatchRequest, answers.EndBatchAnswer,
+                 "End up to MAX_BATCH transactions, each answered on its own", "transactions",
+                 {"items": [{"transaction_id": "C0A8000100002A9F0000000000000000", "producer_group": "order_producer_group",
+                             "state": "commit"}]}),
+]
