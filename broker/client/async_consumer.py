@@ -7,8 +7,9 @@ cancelled rather than waited for; anything the broker handed out on it
 becomes visible again after ``invisible_seconds``.
 
 While batches are quick next to ``invisible_seconds`` (``polling.prefetch_next``)
-the next receive is already in flight while a batch's handlers run and its ack
-is sent, so the receive round trip costs no time of its own. A loop that stops
+the next receive is already in flight while a batch's handlers run, and a
+batch's ack goes out while the next batch is handled, so neither round trip
+costs the loop time of its own. A loop that stops
 with a prefetched batch in hand nacks it unhandled (a release), as it does
 with messages it received but never started.
 """
@@ -66,6 +67,7 @@ class AsyncConsumer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_event: asyncio.Event | None = None
         self._run_done: asyncio.Event | None = None
+        self._settling: asyncio.Future[None] | None = None  # the ack/nack of the latest batch, if still in flight
 
     @property
     def stopped(self) -> bool:
@@ -107,15 +109,17 @@ class AsyncConsumer:
                 failures.succeeded()
                 if not batch:
                     continue
-                if not self._stopping and prefetch_next(last_batch_seconds, self._poll.invisible_seconds):
+                quick = not self._stopping and prefetch_next(last_batch_seconds, self._poll.invisible_seconds)
+                if quick:
                     # Pipelining: the next batch's round trip overlaps this one's handlers and ack.
                     pending = self._start_receive()
                 started = loop.time()
-                await self._process(batch, semaphore)
+                await self._process(batch, semaphore, settle_behind=quick)
                 last_batch_seconds = loop.time() - started
         finally:
             if pending is not None:
                 await self._give_back(pending, semaphore)
+            await self._settled()
             self._run_done.set()
 
     def _start_receive(self) -> asyncio.Future[list[Message]]:
@@ -176,9 +180,23 @@ class AsyncConsumer:
                 return Outcome.NACK
             return Outcome.ACK
 
-    async def _process(self, batch: list[Message], semaphore: asyncio.Semaphore) -> None:
+    async def _process(self, batch: list[Message], semaphore: asyncio.Semaphore, *, settle_behind: bool = False) -> None:
+        """Handle ``batch``, then ack/nack it: awaited, or (``settle_behind``) while the next batch is handled.
+
+        Either way a message is settled only after its handler finished, and
+        one settle is in flight at a time, in batch order; ``run()`` returns
+        only once the last one is done.
+        """
         outcomes = await asyncio.gather(*(self._handle(m, semaphore) for m in batch))
-        await run_steps_async(settle_batch(batch, outcomes), self._perform_settle)
+        await self._settled()
+        self._settling = asyncio.ensure_future(run_steps_async(settle_batch(batch, outcomes), self._perform_settle))
+        if not settle_behind:
+            await self._settled()
+
+    async def _settled(self) -> None:
+        settling, self._settling = self._settling, None
+        if settling is not None:
+            await settling
 
     async def _perform_settle(self, step: Settle) -> list[SettleResult]:
         return await (self.client.ack if step.action == "ack" else self.client.nack)(step.handles)
