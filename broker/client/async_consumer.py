@@ -130,8 +130,9 @@ class AsyncConsumer:
     async def _receive(self, poll: asyncio.Future[list[Message]]) -> list[Message] | None:
         assert self._stop_event is not None
         stopped = asyncio.ensure_future(self._stop_event.wait())
+        either: set[asyncio.Future[Any]] = {poll, stopped}
         try:
-            await asyncio.wait({poll, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
             if not poll.done():
