@@ -18,11 +18,13 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import aiohttp
 import orjson
 
 from .. import payloads
 from ..context import Context
-from ..load import Run, StopLoad, drive, http_session, post, run_async
+from ..drain import Settle, drain
+from ..load import Run, post, run_async
 from ..results import scenario_ok, throughput_case
 from ..servers import BrokerServer
 
@@ -39,49 +41,40 @@ def baselines(driver: str) -> list[str]:
     return []  # compared with the at-least-once copy measured beside it
 
 
+def _copier(broker_url: str, transactional: bool) -> Settle:
+    """One copy round's work after the receive: the at-least-once send + ack, or the five-request transaction."""
+    run_no = next(_runs)
+    ids: dict[int, dict[str, int]] = {}  # per worker: its producer id and epoch
+
+    async def copy(session: aiohttp.ClientSession, worker: int, base: str, messages: list[dict[str, Any]]) -> None:
+        copies = [{"body": m["body"].upper(), "keys": m["keys"]} for m in messages]
+        handles = [m["receipt_handle"] for m in messages]
+        if not transactional:
+            await post(session, f"{broker_url}/v1/topics/{TARGET}/messages", orjson.dumps({"messages": copies}))
+            await post(session, f"{base}/ack", payloads.ack(handles))
+            return
+        tid_url = f"{broker_url}/v1/transactional-ids/bench-{run_no}-{worker}"
+        if worker not in ids:
+            answer = orjson.loads(await post(session, f"{tid_url}/init", b"{}"))
+            ids[worker] = {"producer_id": answer["producer_id"], "epoch": answer["epoch"]}
+        pid = ids[worker]
+        await post(session, f"{tid_url}/begin", orjson.dumps({**pid, "sequence": 0}))
+        await post(session, f"{tid_url}/messages",
+                   orjson.dumps({**pid, "sequence": 1, "messages": [{"topic": TARGET, **c} for c in copies]}))
+        await post(session, f"{tid_url}/acks", orjson.dumps({**pid, "sequence": 2, "receipt_handles": handles}))
+        await post(session, f"{tid_url}/commit", orjson.dumps(pid))
+
+    return copy
+
+
 async def _copy(broker_url: str, transactional: bool, batch: int, seconds: float, max_ops: int, warmup: float, backlog: int) -> Run:
-    receive_body = payloads.receive(batch, invisible_seconds=60.0, wait_seconds=0.0)
-
     async def one_run(secs: float) -> Run:
-        run_no = next(_runs)
-        group = f"bench_eos_{run_no}"
-        base = f"{broker_url}/v1/consumer-groups/{group}/topics/{SOURCE}"
-        copied = 0
-
-        async with http_session(COPIERS) as session:
-            def op_for(worker: int):
-                tid_url = f"{broker_url}/v1/transactional-ids/bench-{run_no}-{worker}"
-                ids: dict[str, int] = {}
-
-                async def copy_round() -> int:
-                    nonlocal copied
-                    if copied >= backlog:
-                        raise StopLoad
-                    messages = orjson.loads(await post(session, f"{base}/receive", receive_body))["messages"]
-                    if not messages:
-                        return 0
-                    copies = [{"body": m["body"].upper(), "keys": m["keys"]} for m in messages]
-                    handles = [m["receipt_handle"] for m in messages]
-                    if transactional:
-                        if not ids:
-                            answer = orjson.loads(await post(session, f"{tid_url}/init", b"{}"))
-                            ids.update(producer_id=answer["producer_id"], epoch=answer["epoch"])
-                        await post(session, f"{tid_url}/begin", orjson.dumps({**ids, "sequence": 0}))
-                        await post(session, f"{tid_url}/messages",
-                                   orjson.dumps({**ids, "sequence": 1, "messages": [{"topic": TARGET, **c} for c in copies]}))
-                        await post(session, f"{tid_url}/acks", orjson.dumps({**ids, "sequence": 2, "receipt_handles": handles}))
-                        await post(session, f"{tid_url}/commit", orjson.dumps(ids))
-                    else:
-                        await post(session, f"{broker_url}/v1/topics/{TARGET}/messages", orjson.dumps({"messages": copies}))
-                        await post(session, f"{base}/ack", payloads.ack(handles))
-                    copied += len(messages)
-                    return len(messages)
-                return copy_round
-
-            return await drive(op_for, COPIERS, secs, max_ops, requests_per_op=5 if transactional else 3)
+        return await drain(broker_url, SOURCE, group_prefix="bench_eos", workers=COPIERS, batch=batch, backlog=backlog,
+                           seconds=secs, max_ops=max_ops, warmup=0.0, settle=_copier(broker_url, transactional),
+                           requests_per_op=5 if transactional else 3)
 
     if warmup > 0:
-        await one_run(warmup)
+        await one_run(warmup)  # fresh transactional ids for the measured run, as before
     return await one_run(seconds)
 
 

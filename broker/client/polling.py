@@ -16,7 +16,7 @@ from halfmq.broker.wire import ReceiveRequest
 
 from .retry import backoff_delay
 
-__all__ = ["PollFailures", "PollSettings"]
+__all__ = ["PREFETCH_SHARE", "PollFailures", "PollSettings", "prefetch_next"]
 
 log = logging.getLogger("halfmq.client.consumer")
 
@@ -54,3 +54,20 @@ class PollFailures:
 
     def succeeded(self) -> None:
         self.count = 0
+
+
+# Ask for the next batch while this one is handled only when a batch takes at most this
+# share of invisible_seconds: the prefetched messages' invisibility runs while they wait.
+PREFETCH_SHARE = 0.25
+
+
+def prefetch_next(last_batch_seconds: float | None, invisible_seconds: float) -> bool:
+    """Whether the loop should have its next receive in flight while handling a batch.
+
+    Pipelining hides the receive round trip behind the handlers and the ack,
+    but the prefetched batch is invisible to other consumers from the moment
+    it is handed out, and its timer runs while it waits its turn. So a loop
+    prefetches only while its batches are quick next to ``invisible_seconds``
+    (the first batch, not yet timed, is not prefetched behind).
+    """
+    return last_batch_seconds is not None and last_batch_seconds <= invisible_seconds * PREFETCH_SHARE

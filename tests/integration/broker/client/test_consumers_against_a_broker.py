@@ -225,3 +225,44 @@ async def test_an_async_consumer_stops_promptly_during_a_long_poll_even_from_ano
         threading.Thread(target=consumer.stop).start()
         await asyncio.wait_for(task, timeout=2)
         assert time.monotonic() - started < 2
+
+
+async def test_an_async_consumer_stopped_mid_backlog_acks_what_it_handled_and_releases_its_prefetched_batch(
+    broker_url: str, producer: Producer
+) -> None:
+    topic, group = unique("SDK_ASYNC_PREFETCH"), unique("g")
+    producer.create_topic(topic, queues=1)
+    bodies = [f"m{i:02d}" for i in range(60)]
+    producer.send_batch(topic, bodies)
+    first: list[str] = []
+
+    def stop_after_a_few(message: Message) -> None:
+        first.append(message.body)
+        if len(first) == 14:  # a few batches in: the next receive is already out (quick batches prefetch)
+            consumer.stop()
+
+    # Invisibility far past the test's deadlines: a batch hidden instead of released would be missed.
+    consumer = AsyncConsumer(broker_url, group, topic, stop_after_a_few, max_messages=4, invisible_seconds=300,
+                             wait_seconds=1, concurrency=1)
+    async with consumer:
+        await asyncio.wait_for(consumer.run(), timeout=10)
+
+    second: list[str] = []
+    rest_done = asyncio.Event()
+
+    def collect(message: Message) -> None:
+        second.append(message.body)
+        if len(set(first) | set(second)) == len(bodies):
+            rest_done.set()
+
+    async with AsyncConsumer(broker_url, group, topic, collect, max_messages=16, invisible_seconds=300,
+                             wait_seconds=1) as again:
+        task = asyncio.create_task(again.run())
+        await asyncio.wait_for(rest_done.wait(), timeout=15)
+        again.stop()
+        await asyncio.wait_for(task, timeout=5)
+
+    assert len(first) >= 14
+    assert sorted(set(first) | set(second)) == bodies, "every message is handled by one consumer or the other"
+    assert not set(first) & set(second), "what the stopped consumer handled was acked before run() returned"
+    assert await asyncio.to_thread(wait_until, lambda: total_lag(broker_url, group, topic) == 0, 5), "every ack arrived"

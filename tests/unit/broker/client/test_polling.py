@@ -8,7 +8,7 @@ import pytest
 
 from halfmq import AsyncConsumer, Consumer
 from halfmq.broker.errors import BrokerUnavailable
-from halfmq.client.polling import PollFailures, PollSettings
+from halfmq.client.polling import PollFailures, PollSettings, prefetch_next
 
 CLOSED = "http://127.0.0.1:9"
 
@@ -33,3 +33,17 @@ def test_the_wait_after_failed_polls_grows_and_starts_over_after_a_success() -> 
     assert 0.05 <= first <= 0.1 and 0.4 <= fourth <= 0.8
     failures.succeeded()
     assert 0.05 <= failures.failed(BrokerUnavailable("down")) <= 0.1
+
+
+def test_the_first_batch_is_not_prefetched_behind_since_its_pace_is_unknown() -> None:
+    assert prefetch_next(None, 30.0) is False
+
+
+def test_quick_batches_have_the_next_receive_in_flight_while_they_are_handled() -> None:
+    assert prefetch_next(0.002, 30.0) is True
+    assert prefetch_next(7.5, 30.0) is True  # exactly a quarter of the invisibility
+
+
+def test_slow_batches_are_not_prefetched_behind_so_waiting_messages_do_not_outlive_their_invisibility() -> None:
+    assert prefetch_next(7.6, 30.0) is False
+    assert prefetch_next(20.0, 30.0) is False
