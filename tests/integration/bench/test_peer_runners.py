@@ -1,13 +1,15 @@
 """The peers' runners run: each starts its server, measures a short loop, stops it and prints one result.
 
 Real servers, real clients: the peers venv (`halfmq bench peers --setup`) and the Debian servers.
-A peer whose venv or server is not installed here is skipped, never faked. The fsync runner needs
+A peer whose venv or server is not installed here is skipped, never faked; in CI (``CI`` set,
+where bin/test installs them with ``bin/setup --with-peers``) a missing peer fails instead. The fsync runner needs
 only the standard library, so it also runs with this interpreter. Sizes are tiny: this proves the
 runners and the result shape, it measures nothing.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -50,10 +52,15 @@ def test_the_fsync_runner_writes_a_result_the_report_reads(tmp_path: Path) -> No
 @pytest.mark.parametrize("name", sorted(NEEDS))
 def test_a_broker_runner_measures_through_its_own_client_without_errors(name: str, tmp_path: Path) -> None:
     server, keys = NEEDS[name]
+    missing = None
     if not (VENV / "bin" / "python").exists():
-        pytest.skip(f"no peers venv at {VENV} (halfmq bench peers --setup)")
-    if server and not (Path(server).exists() or shutil.which(server)):
-        pytest.skip(f"{server} is not installed")
+        missing = f"no peers venv at {VENV} (halfmq bench peers --setup)"
+    elif server and not (Path(server).exists() or shutil.which(server)):
+        missing = f"{server} is not installed"
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing}: bin/test installs the peers in CI")
+        pytest.skip(missing)
     assert run_one(BY_NAME[name], tmp_path, seconds=0.5, reps=1) == 0, (tmp_path / f"{name}.err").read_text()[-3000:]
     result = peers.load(tmp_path)[name]
     for path in keys:
