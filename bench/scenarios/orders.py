@@ -19,6 +19,7 @@ own latency is reported alongside.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import statistics
 import time
@@ -69,6 +70,31 @@ async def _place(order_url: str, conc: int, seconds: float, max_ops: int, warmup
             await drive(lambda _i: op, conc, warmup, max_ops)
         recording = True
         return await drive(lambda _i: op, conc, seconds, max_ops)
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU a process has used so far (Linux ``/proc``; None elsewhere or once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except (OSError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_now(servers: dict[str, Any]) -> dict[str, float | None]:
+    now = {name: _cpu_seconds(server.pid) for name, server in servers.items()}
+    times = os.times()
+    now["driver"] = times.user + times.system
+    return now
+
+
+def _cpu_ms_per_order(before: dict[str, float | None], after: dict[str, float | None], orders: int) -> dict[str, float]:
+    """CPU milliseconds each process spent per credited order: the figure a shared machine does not skew much."""
+    out = {name: round((after[name] - start) * 1e3 / orders, 3)  # type: ignore[operator]
+           for name, start in before.items() if start is not None and after.get(name) is not None and orders}
+    if out:
+        out["total"] = round(sum(out.values()), 3)
+    return out
 
 
 CreditedAt = Callable[[list[str]], dict[str, float]]
@@ -139,9 +165,11 @@ def _orders_case(ctx: Context, label: str, database: str, postgres: PostgresClus
             credit.start(timeout=120)
             credited_at = (_postgres_credited_at(credit_env["CREDIT_DATABASE_URL"]) if postgres is not None
                            else _sqlite_credited_at(credit.database_path))
+            servers = {"broker": broker, "order": order, "credit": credit}
 
             def once(i: int, warmup: float) -> Run:
                 placed: dict[str, float] = {}
+                cpu_before = _cpu_now(servers)
                 post_run = run_async(_place(order.url, c, s.seconds, s.orders_max, warmup, f"bench{i}", placed))
                 ids = list(placed)
                 deadline = time.monotonic() + s.orders_credit_wait
@@ -153,6 +181,7 @@ def _orders_case(ctx: Context, label: str, database: str, postgres: PostgresClus
                         break
                     time.sleep(0.25)
                 waited = time.monotonic() - waited
+                cpu_per_order = _cpu_ms_per_order(cpu_before, _cpu_now(servers), len(credited))
                 latencies = sorted(credited[o] - placed[o] for o in credited)
                 span = (max(credited.values()) - min(placed.values())) if credited else 0.0
                 p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
@@ -164,6 +193,7 @@ def _orders_case(ctx: Context, label: str, database: str, postgres: PostgresClus
                     "post_p50_ms": round(post_run.p50_ms, 3) if post_run.p50_ms else None,
                     "post_p99_ms": round(post_run.p99_ms, 3) if post_run.p99_ms else None,
                     "credit_wait_after_last_post_s": round(waited, 2),
+                    "cpu_ms_per_order": cpu_per_order,
                 })
                 if post_run.extra.get("first_error"):
                     run.extra["first_error"] = post_run.extra["first_error"]
