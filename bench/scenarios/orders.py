@@ -7,21 +7,33 @@ receive → credit transaction → ack. A run POSTs for ``seconds`` (or
 ``orders_max`` orders), then waits until the credit service has credited
 every order it accepted.
 
+Two cases: ``orders_c64`` on SQLite files, ``orders_c64_pg`` with both services
+on one throwaway PostgreSQL cluster (the tests' ``halfmq.cli.postgres_cluster``,
+started durable: fsync and synchronous_commit on), one database each.
+
 Figures: orders/s = credited orders / (last credit's ``created_at`` − first
 POST), and the latency from each POST to its credit record's ``created_at``
-(read from the credit service's SQLite file, read-only). Same host, same
-clock. The POST's own latency is reported alongside.
+(read from the credit service's database). Same host, same clock. The POST's
+own latency is reported alongside.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import statistics
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import orjson
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
+
+from halfmq.cli.postgres_cluster import PostgresCluster
 
 from .. import payloads
 from ..context import Context
@@ -60,51 +72,116 @@ async def _place(order_url: str, conc: int, seconds: float, max_ops: int, warmup
         return await drive(lambda _i: op, conc, seconds, max_ops)
 
 
-def _credited_at(db_path: str, order_ids: list[str]) -> dict[str, float]:
-    """order id → credit ``created_at`` (epoch seconds) for those already credited."""
-    out: dict[str, float] = {}
-    con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
+def _cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU a process has used so far (Linux ``/proc``; None elsewhere or once it is gone)."""
     try:
-        for i in range(0, len(order_ids), 500):
-            chunk = order_ids[i:i + 500]
-            rows = con.execute(f"SELECT order_id, created_at FROM credit_records WHERE order_id IN ({','.join('?' * len(chunk))})",
-                               chunk).fetchall()
-            for order_id, created in rows:
-                ts = datetime.fromisoformat(created)
-                out[order_id] = (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp()
-    finally:
-        con.close()
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except (OSError, TypeError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_now(servers: dict[str, Any]) -> dict[str, float | None]:
+    now = {name: _cpu_seconds(server.pid) for name, server in servers.items()}
+    times = os.times()
+    now["driver"] = times.user + times.system
+    return now
+
+
+def _cpu_ms_per_order(before: dict[str, float | None], after: dict[str, float | None], orders: int) -> dict[str, float]:
+    """CPU milliseconds each process spent per credited order: the figure a shared machine does not skew much."""
+    out = {name: round((after[name] - start) * 1e3 / orders, 3)  # type: ignore[operator]
+           for name, start in before.items() if start is not None and after.get(name) is not None and orders}
+    if out:
+        out["total"] = round(sum(out.values()), 3)
     return out
 
 
+CreditedAt = Callable[[list[str]], dict[str, float]]
+
+
+def _epoch(created: str | datetime) -> float:
+    ts = datetime.fromisoformat(created) if isinstance(created, str) else created
+    return (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp()
+
+
+def _sqlite_credited_at(db_path: Path) -> CreditedAt:
+    """order id → credit ``created_at`` (epoch seconds) for those already credited, read-only from the SQLite file."""
+    def credited_at(order_ids: list[str]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=30)
+        try:
+            for i in range(0, len(order_ids), 500):
+                chunk = order_ids[i:i + 500]
+                rows = con.execute(f"SELECT order_id, created_at FROM credit_records WHERE order_id IN ({','.join('?' * len(chunk))})",
+                                   chunk).fetchall()
+                out.update((order_id, _epoch(created)) for order_id, created in rows)
+        finally:
+            con.close()
+        return out
+    return credited_at
+
+
+def _postgres_credited_at(url: str) -> CreditedAt:
+    """The same, from the credit service's PostgreSQL database (a fresh connection per poll)."""
+    def credited_at(order_ids: list[str]) -> dict[str, float]:
+        engine = create_engine(url, poolclass=NullPool)
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(text("SELECT order_id, created_at FROM credit_records WHERE order_id = ANY(:ids)"),
+                                    {"ids": order_ids}).all()
+        finally:
+            engine.dispose()
+        return {order_id: _epoch(created) for order_id, created in rows}
+    return credited_at
+
+
 def run(ctx: Context) -> dict[str, Any]:
+    cases = ctx.cases()
+    cases["orders_c64"] = _orders_case(ctx, "orders", "sqlite (WAL, synchronous=FULL)", postgres=None)
+    with ExitStack() as stack:
+        cluster = PostgresCluster().start(durable=True)
+        stack.callback(cluster.stop)
+        cases["orders_c64_pg"] = _orders_case(ctx, "orders_pg", "postgresql (fsync on, synchronous_commit on)", postgres=cluster)
+    return scenario_ok(cases, database="sqlite (WAL, synchronous=FULL); postgresql (durable)", users_per_run=USERS)
+
+
+def _orders_case(ctx: Context, label: str, database: str, postgres: PostgresCluster | None) -> dict[str, Any]:
     s = ctx.settings
     c = s.concurrency
-    data = ctx.dir("orders")
-    broker = BrokerServer(ctx.dir("orders", "broker"), ctx.logs)
-    cases = ctx.cases()
+    data = ctx.dir(label)
+    broker = BrokerServer(ctx.dir(label, "broker"), ctx.logs)
+    order_env: dict[str, str] = {}
+    credit_env: dict[str, str] = {}
+    if postgres is not None:
+        order_env["ORDER_DATABASE_URL"] = postgres.create_database("bench_order")
+        credit_env["CREDIT_DATABASE_URL"] = postgres.create_database("bench_credit")
     with broker:
         broker.start()
-        order = ServiceServer("order", data, ctx.logs, broker.url)
-        credit = ServiceServer("credit", data, ctx.logs, broker.url)
+        order = ServiceServer("order", data, ctx.logs, broker.url, order_env)
+        credit = ServiceServer("credit", data, ctx.logs, broker.url, credit_env)
         with credit, order:
             order.start(timeout=120)
             credit.start(timeout=120)
-            credit_db = str(credit.database_path)
+            credited_at = (_postgres_credited_at(credit_env["CREDIT_DATABASE_URL"]) if postgres is not None
+                           else _sqlite_credited_at(credit.database_path))
+            servers = {"broker": broker, "order": order, "credit": credit}
 
             def once(i: int, warmup: float) -> Run:
                 placed: dict[str, float] = {}
+                cpu_before = _cpu_now(servers)
                 post_run = run_async(_place(order.url, c, s.seconds, s.orders_max, warmup, f"bench{i}", placed))
                 ids = list(placed)
                 deadline = time.monotonic() + s.orders_credit_wait
                 waited = time.monotonic()
                 credited: dict[str, float] = {}
                 while time.monotonic() < deadline:
-                    credited = _credited_at(credit_db, ids)
+                    credited = credited_at(ids)
                     if len(credited) >= len(ids):
                         break
                     time.sleep(0.25)
                 waited = time.monotonic() - waited
+                cpu_per_order = _cpu_ms_per_order(cpu_before, _cpu_now(servers), len(credited))
                 latencies = sorted(credited[o] - placed[o] for o in credited)
                 span = (max(credited.values()) - min(placed.values())) if credited else 0.0
                 p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
@@ -116,15 +193,16 @@ def run(ctx: Context) -> dict[str, Any]:
                     "post_p50_ms": round(post_run.p50_ms, 3) if post_run.p50_ms else None,
                     "post_p99_ms": round(post_run.p99_ms, 3) if post_run.p99_ms else None,
                     "credit_wait_after_last_post_s": round(waited, 2),
+                    "cpu_ms_per_order": cpu_per_order,
                 })
                 if post_run.extra.get("first_error"):
                     run.extra["first_error"] = post_run.extra["first_error"]
                 return run
 
-            runs = ctx.repeat("orders", once)
-            cases["orders_c64"] = throughput_case(
+            runs = ctx.repeat(label, once)
+            return throughput_case(
                 runs, unit="orders/s", concurrency=c, baseline="fastapi_fsync_c64",
-                what=f"POST /orders at {c} in flight until credited (first POST → last credit; latency POST → credit record)",
+                what=f"POST /orders at {c} in flight until credited (first POST → last credit; latency POST → credit record); {database}",
                 post_p99_ms=statistics.median([r.extra["post_p99_ms"] for r in runs if r.extra.get("post_p99_ms")] or [0]),
+                database=database,
             )
-    return scenario_ok(cases, database="sqlite (WAL, synchronous=FULL)", users_per_run=USERS)

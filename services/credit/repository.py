@@ -20,7 +20,15 @@ class CreditRepository:
         self._engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._writes = WriteSessions(engine)
-        self._insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
+        accounts = CreditAccount.__table__
+        upsert = (postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert)(accounts)
+        # One statement, executed for many rows: compiled once and cached, where a multi-row VALUES
+        # of as many rows as the batch has users was compiled again for every batch (about a tenth
+        # of the credit service's CPU under load went to compiling it, py-spy).
+        self._add_to_balance = upsert.on_conflict_do_update(
+            index_elements=[accounts.c.user_id],
+            set_={"balance": accounts.c.balance + upsert.excluded.balance, "updated_at": upsert.excluded.updated_at},
+        )
         # Keyed by order id, not message: a second message about an order (a resend) credits nothing either.
         self.inbox = Inbox(writer(engine), consumer_group, key="order_id", table=INBOX,
                            retention=inbox_retention)
@@ -61,14 +69,9 @@ class CreditRepository:
             gained: dict[str, int] = {}
             for cmd, points, _ in new:
                 gained[cmd.user_id] = gained.get(cmd.user_id, 0) + points
-            accounts = CreditAccount.__table__
-            upsert = self._insert(accounts).values(
-                [{"user_id": user_id, "balance": points, "updated_at": now} for user_id, points in sorted(gained.items())]
-            )
-            session.execute(upsert.on_conflict_do_update(
-                index_elements=[accounts.c.user_id],
-                set_={"balance": accounts.c.balance + upsert.excluded.balance, "updated_at": upsert.excluded.updated_at},
-            ))
+            session.execute(self._add_to_balance, [
+                {"user_id": user_id, "balance": points, "updated_at": now} for user_id, points in sorted(gained.items())
+            ])
         return claimed
 
     def account(self, user_id: str, recent: int = 20) -> tuple[CreditAccount | None, list[CreditRecord], int]:

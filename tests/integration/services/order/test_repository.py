@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import event, inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from halfmq.services.database import create_db_engine, downgrade, is_migrated, migrate
@@ -112,3 +112,33 @@ def test_the_barrier_migration_moves_existing_transaction_records_and_back(datab
         assert "halfmq_transaction_records" not in inspect(engine).get_table_names()
     finally:
         engine.dispose()
+
+
+def test_a_rolled_back_transaction_leaves_nothing_for_the_sessions_next_commit(repo: OrderRepository) -> None:
+    dropped, kept = new_order(key="k-4"), new_order(key="k-5")
+    with repo.session() as session:
+        with session.begin():
+            repo.insert(session, dropped)
+            session.rollback()
+        with session.begin():
+            repo.insert(session, kept)
+    assert repo.get(dropped.order_id) is None and repo.by_idempotency_key("k-4") is None
+    assert repo.get(kept.order_id) is not None and repo.by_idempotency_key("k-5") is not None
+
+
+def test_the_orders_of_one_transaction_are_written_together_at_its_commit(repo: OrderRepository, engine) -> None:
+    orders = [new_order(key=f"k-batch-{i}") for i in range(5)]
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany) -> None:
+        statements.append(statement.split("(")[0].strip())
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        with repo.session() as session, session.begin():
+            for order in orders:
+                repo.insert(session, order)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert [s for s in statements if s.startswith("INSERT")] == ["INSERT INTO orders", "INSERT INTO idempotency_keys"]
+    assert all(repo.get(o.order_id) is not None for o in orders)
