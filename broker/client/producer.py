@@ -23,6 +23,7 @@ from .endpoints import Call
 from .messages import Body, outgoing
 from .numbering import Numbering
 from .retry import async_retrying, retrying
+from .send_coalescer import SendCoalescer
 from .send_options import SendOptions
 from .transport import AsyncTransport, Transport, Verify
 
@@ -117,6 +118,8 @@ class AsyncProducer:
     Requests spread over ``pool_size`` AsyncClients with ``connections_per_client``
     connections each, and at most ``max_in_flight`` run at once (DESIGN
     section 7: one AsyncClient collapses past about 8 concurrent requests).
+    Concurrent ``send`` calls to one topic share batch requests (``send_coalescer``),
+    each caller with its own result or error; ``coalesce=False`` sends one request per message.
     """
 
     def __init__(
@@ -132,6 +135,7 @@ class AsyncProducer:
         verify: Verify | None = None,
         idempotent: bool = True,
         idempotent_id: str | None = None,
+        coalesce: bool = True,
     ) -> None:
         async_retrying(retries)
         self._retries = retries
@@ -146,6 +150,7 @@ class AsyncProducer:
             token=token,
             verify=verify,
         )
+        self._coalescer = SendCoalescer(self._send_many, self._send_one) if coalesce else None
 
     async def _call(self, call: Call[T]) -> T:
         result: T = await async_retrying(self._retries)(self._transport.call, call)
@@ -159,9 +164,18 @@ class AsyncProducer:
         result: T = await numbering.send_async(self._lock, policy, policy, self._transport.call, call)
         return result
 
+    async def _send_one(self, topic: str, message: OutgoingMessage) -> SendResult:
+        return await self._send(endpoints.send_one(topic, message))
+
+    async def _send_many(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
+        return await self._send(endpoints.send(topic, messages))
+
     async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
+        """One message; sends issued while others are under way share their next request (unless ``coalesce=False``)."""
         msg = outgoing(message, **options)
-        return await self._send(endpoints.send_one(topic, msg))
+        if self._coalescer is None:
+            return await self._send_one(topic, msg)
+        return await self._coalescer.send(topic, msg)
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         batch = _batch(messages)
@@ -185,6 +199,9 @@ class AsyncProducer:
         return await self._transport.call(endpoints.health())
 
     async def close(self) -> None:
+        """Every send already made gets its answer first; then the connections close."""
+        if self._coalescer is not None:
+            await self._coalescer.drain()
         await self._transport.close()
 
     aclose = close
