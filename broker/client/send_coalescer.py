@@ -48,14 +48,16 @@ from halfmq.broker.errors import (
 )
 from halfmq.broker.wire import MAX_BATCH, OutgoingMessage, SendResult
 
-__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "SendCoalescer", "concerns_the_request", "take_count"]
+__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "SendCoalescer", "concerns_the_request", "take_count"]
 
 # A request's messages are kept well under the broker's smallest request limit (32 MiB): a few large
 # messages gain nothing from sharing a request, and one over the limit would only be split again.
 BATCH_BYTES = 1024 * 1024
 # Batch requests of one topic in flight at once: while they wait for the broker's fsync, the next
 # sends gather for the following one.
-MAX_REQUESTS_PER_TOPIC = 2
+MAX_REQUESTS_PER_TOPIC = 4
+# The fewest sends a request of a burst is cut down to when the burst is shared among several requests.
+MIN_SHARE = 16
 _OVERHEAD = 64  # JSON field names and quotes per message, for the byte estimate
 
 # Refusals that say the same about every message of the request: a member sent alone would get them too.
@@ -68,14 +70,20 @@ SendBatch = Callable[[str, list[OutgoingMessage]], Awaitable[list[SendResult]]]
 SendOne = Callable[[str, OutgoingMessage], Awaitable[SendResult]]
 
 
-def take_count(sizes: Sequence[int], max_messages: int = MAX_BATCH, max_bytes: int = BATCH_BYTES) -> int:
+def take_count(sizes: Sequence[int], free_requests: int = 1, max_messages: int = MAX_BATCH,
+               max_bytes: int = BATCH_BYTES, min_share: int = MIN_SHARE) -> int:
     """How many pending sends (oldest first, of these byte ``sizes``) the next request carries.
 
-    At least one (a message larger than ``max_bytes`` goes alone), then as many as fit both limits.
+    A burst is shared among the ``free_requests`` that may start now, but no request is cut below
+    ``min_share`` sends for it: parallel requests overlap their waits for the broker's fsync, and one
+    request's lost answers (each costs a retry) never hold a whole burst. At least one send (a message
+    larger than ``max_bytes`` goes alone), then as many as fit both limits.
     """
+    share = max(min_share, -(-len(sizes) // max(free_requests, 1)))
+    limit = min(share, max_messages)
     taken = total = 0
     for size in sizes:
-        if taken and (taken >= max_messages or total + size > max_bytes):
+        if taken and (taken >= limit or total + size > max_bytes):
             break
         taken += 1
         total += size
@@ -132,14 +140,15 @@ class SendCoalescer:
     """
 
     def __init__(self, send_batch: SendBatch, send_one: SendOne, *, max_requests: int = MAX_REQUESTS_PER_TOPIC,
-                 max_messages: int = MAX_BATCH, max_bytes: int = BATCH_BYTES) -> None:
-        if max_requests < 1 or not 1 <= max_messages <= MAX_BATCH or max_bytes < 1:
-            raise ValueError(f"max_requests >= 1, 1 <= max_messages <= {MAX_BATCH} and max_bytes >= 1 are needed")
+                 max_messages: int = MAX_BATCH, max_bytes: int = BATCH_BYTES, min_share: int = MIN_SHARE) -> None:
+        if min(max_requests, max_bytes, min_share) < 1 or not 1 <= max_messages <= MAX_BATCH:
+            raise ValueError(f"max_requests, max_bytes and min_share >= 1 and 1 <= max_messages <= {MAX_BATCH} are needed")
         self._send_batch = send_batch
         self._send_one = send_one
         self._max_requests = max_requests
         self._max_messages = max_messages
         self._max_bytes = max_bytes
+        self._min_share = min_share
         self._topics: dict[str, _Topic] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -172,8 +181,9 @@ class SendCoalescer:
             if not waiting:
                 state.pending.clear()
                 return
-            head = waiting[: self._max_messages]
-            count = take_count([wire_size(p.message) for p in head], self._max_messages, self._max_bytes)
+            free = self._max_requests - state.in_flight
+            count = take_count([wire_size(p.message) for p in waiting[: self._max_messages * free]], free, self._max_messages, self._max_bytes,
+                               self._min_share)
             batch, state.pending = waiting[:count], deque(waiting[count:])
             state.in_flight += 1
             assert self._loop is not None

@@ -16,6 +16,13 @@ def test_the_next_request_takes_every_pending_send_up_to_the_message_limit() -> 
     assert take_count([10] * 150, max_messages=100, max_bytes=10_000) == 100
 
 
+def test_a_burst_is_shared_among_the_requests_that_may_start_but_never_in_shares_below_the_minimum() -> None:
+    assert take_count([10] * 64, free_requests=4, min_share=16) == 16
+    assert take_count([10] * 200, free_requests=4, min_share=16) == 50
+    assert take_count([10] * 20, free_requests=4, min_share=16) == 16
+    assert take_count([10] * 5, free_requests=4, min_share=16) == 5
+
+
 def test_the_next_request_stops_before_the_byte_limit_but_always_takes_one() -> None:
     assert take_count([400, 400, 400], max_messages=100, max_bytes=1000) == 2
     assert take_count([5000, 10], max_messages=100, max_bytes=1000) == 1
@@ -64,6 +71,14 @@ async def test_sends_of_one_loop_pass_share_one_request_and_each_gets_its_own_re
     assert [r.msg_id for r in results] == [f"m{i}" for i in range(10)]
 
 
+async def test_a_large_burst_is_shared_among_parallel_requests() -> None:
+    recorder = Recorder()
+    sends = coalescer(recorder, max_requests=4, min_share=16)
+    await asyncio.gather(*(sends.send("T", OutgoingMessage(f"m{i}")) for i in range(64)))
+    assert [len(r) for r in recorder.requests] == [16, 16, 16, 16]
+    assert sum(recorder.requests, []) == [f"m{i}" for i in range(64)]
+
+
 async def test_a_lone_send_goes_as_a_single_request() -> None:
     recorder = Recorder()
     result = await coalescer(recorder).send("T", OutgoingMessage("alone"))
@@ -85,7 +100,7 @@ async def test_sends_made_while_requests_are_in_flight_gather_for_the_next_reque
 async def test_no_request_carries_more_than_the_message_limit() -> None:
     recorder = Recorder()
     await asyncio.gather(*(coalescer(recorder).send("T", OutgoingMessage("x")) for _ in range(1)))
-    sends = coalescer(recorder)
+    sends = coalescer(recorder, max_requests=1)
     await asyncio.gather(*(sends.send("T", OutgoingMessage("x")) for _ in range(MAX_BATCH + 5)))
     assert sorted(len(r) for r in recorder.requests[1:]) == [5, MAX_BATCH]
 
@@ -156,3 +171,5 @@ def test_limits_that_cannot_work_are_refused() -> None:
     recorder = Recorder()
     with pytest.raises(ValueError, match="max_messages"):
         SendCoalescer(recorder.batch, recorder.one, max_messages=MAX_BATCH + 1)
+    with pytest.raises(ValueError, match="min_share"):
+        SendCoalescer(recorder.batch, recorder.one, min_share=0)
