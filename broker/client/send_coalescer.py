@@ -57,7 +57,7 @@ BATCH_BYTES = 1024 * 1024
 # sends gather for the following one.
 MAX_REQUESTS_PER_TOPIC = 4
 # The fewest sends a request of a burst is cut down to when the burst is shared among several requests.
-MIN_SHARE = 16
+MIN_SHARE = 32
 _OVERHEAD = 64  # JSON field names and quotes per message, for the byte estimate
 
 # Refusals that say the same about every message of the request: a member sent alone would get them too.
