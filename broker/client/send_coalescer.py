@@ -194,6 +194,10 @@ class SendCoalescer:
     async def _run(self, state: _Topic, batch: list[_Pending]) -> None:
         try:
             await self._answer(batch)
+        except Exception as exc:  # noqa: BLE001 - a fault of ours must not leave a caller waiting for ever
+            for p in batch:
+                if not p.future.done():
+                    p.future.set_exception(_own(exc))
         finally:
             state.in_flight -= 1
             self._schedule(state)

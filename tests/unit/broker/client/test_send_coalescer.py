@@ -167,6 +167,16 @@ async def test_drain_returns_once_every_accepted_send_has_its_answer() -> None:
     assert sum(len(r) for r in recorder.requests) == 5
 
 
+async def test_a_sender_that_answers_with_too_few_results_fails_its_callers_instead_of_leaving_them_waiting() -> None:
+    async def short(topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
+        return []
+
+    sends = SendCoalescer(short, Recorder().one)
+    outcomes = await asyncio.wait_for(asyncio.gather(*(sends.send("T", OutgoingMessage(f"m{i}")) for i in range(3)),
+                                                     return_exceptions=True), 2)
+    assert all(isinstance(o, ValueError) for o in outcomes)
+
+
 def test_limits_that_cannot_work_are_refused() -> None:
     recorder = Recorder()
     with pytest.raises(ValueError, match="max_messages"):
