@@ -48,7 +48,7 @@ from halfmq.broker.errors import (
 )
 from halfmq.broker.wire import MAX_BATCH, OutgoingMessage, SendResult
 
-__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "SendCoalescer", "concerns_the_request", "take_count"]
+__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "SendCoalescer", "concerns_the_request", "own_error", "take_count", "wire_size"]
 
 # A request's messages are kept well under the broker's smallest request limit (32 MiB): a few large
 # messages gain nothing from sharing a request, and one over the limit would only be split again.
@@ -110,7 +110,7 @@ def wire_size(message: OutgoingMessage) -> int:
     return size
 
 
-def _own(error: BaseException) -> BaseException:
+def own_error(error: BaseException) -> BaseException:
     """A copy of ``error`` for one caller: raising one instance in many tasks would chain their tracebacks."""
     try:
         mine = copy.copy(error)
@@ -197,7 +197,7 @@ class SendCoalescer:
         except Exception as exc:  # noqa: BLE001 - a fault of ours must not leave a caller waiting for ever
             for p in batch:
                 if not p.future.done():
-                    p.future.set_exception(_own(exc))
+                    p.future.set_exception(own_error(exc))
         finally:
             state.in_flight -= 1
             self._schedule(state)
@@ -219,7 +219,7 @@ class SendCoalescer:
                 return
             for p in batch:
                 if not p.future.done():
-                    p.future.set_exception(_own(exc))
+                    p.future.set_exception(own_error(exc))
             return
         for p, result in zip(batch, results, strict=True):
             if not p.future.done():

@@ -1,16 +1,17 @@
-"""The asyncio producer's coalesced sends against a real broker process: fewer requests, each caller's own answer."""
+"""The producers' coalesced sends against a real broker process: fewer requests, each caller's own answer."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
 from halfmq.broker.errors import InvalidProperty, ReservedProperty
-from halfmq.client import UNIQ_KEY, AsyncProducer, OutgoingMessage, SendStatus
+from halfmq.client import UNIQ_KEY, AsyncProducer, OutgoingMessage, Producer, SendStatus
 from tests.integration.broker.http_helpers import read_all
 from tests.support.lossy_proxy import LossyProxy
 from tests.support.processes import BrokerProcess
@@ -182,3 +183,57 @@ def test_a_lone_send_is_one_request_either_way(broker: BrokerProcess, coalesce: 
     before = send_requests(broker.url)
     asyncio.run(scenario())
     assert send_requests(broker.url) - before == 5
+
+
+def send_from_threads(producer: Producer, topic: str, bodies: list[str], **options: object) -> list:
+    def one(body: str) -> object:
+        try:
+            return producer.send(topic, body, **options)  # type: ignore[arg-type]
+        except Exception as exc:  # noqa: BLE001 - returned for the assertions
+            return exc
+
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        return list(pool.map(one, bodies))
+
+
+def test_blocking_sends_from_many_threads_share_requests_and_each_thread_gets_its_own_offset(broker: BrokerProcess) -> None:
+    create(broker.url, "CO_THREADS")
+    bodies = [f"t{i:02}" for i in range(48)]
+    before = send_requests(broker.url)
+    with Producer(broker.url) as producer:
+        results = send_from_threads(producer, "CO_THREADS", bodies)
+    requests = send_requests(broker.url) - before
+    by_offset = {m["queue_offset"]: m["body"] for m in stored(broker.url, "CO_THREADS")}
+    assert len(by_offset) == 48
+    assert [by_offset[r.queue_offset] for r in results] == bodies
+    print(f"48 blocking sends from 48 threads in {requests} requests")
+    assert requests < 48
+
+
+def test_a_bad_blocking_send_among_threads_gets_its_own_error_and_the_others_are_stored_once(broker: BrokerProcess) -> None:
+    create(broker.url, "CO_THREADS_BAD")
+    with Producer(broker.url) as producer:
+        def one(i: int) -> object:
+            try:
+                if i == 7:
+                    return producer.send("CO_THREADS_BAD", "bad", properties={"ORIGIN_MESSAGE_ID": "forged"})
+                return producer.send("CO_THREADS_BAD", f"g{i:02}")
+            except Exception as exc:  # noqa: BLE001 - returned for the assertions
+                return exc
+
+        with ThreadPoolExecutor(24) as pool:
+            outcomes = list(pool.map(one, range(24)))
+    assert isinstance(outcomes[7], ReservedProperty)
+    assert sorted(m["body"] for m in stored(broker.url, "CO_THREADS_BAD")) == [f"g{i:02}" for i in range(24) if i != 7]
+
+
+def test_blocking_sends_through_a_proxy_that_loses_answers_are_stored_once(broker: BrokerProcess) -> None:
+    create(broker.url, "CO_THREADS_ONCE")
+    proxy = LossyProxy(broker.port, "/v1/topics/CO_THREADS_ONCE/messages", drops=4)
+    try:
+        with Producer(proxy.url, retries=6) as producer:
+            outcomes = send_from_threads(producer, "CO_THREADS_ONCE", [f"m{i}" for i in range(32)])
+    finally:
+        proxy.close()
+    assert all(not isinstance(o, Exception) for o in outcomes), outcomes
+    assert Counter(m["body"] for m in stored(broker.url, "CO_THREADS_ONCE")) == Counter(f"m{i}" for i in range(32))
