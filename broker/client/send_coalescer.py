@@ -48,10 +48,12 @@ from halfmq.broker.errors import (
 )
 from halfmq.broker.wire import MAX_BATCH, OutgoingMessage, SendResult
 
-__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "SendCoalescer", "concerns_the_request", "own_error", "take_count", "wire_size"]
+__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "SendCoalescer", "concerns_the_request", "own_error",
+           "take_count", "wire_size"]
 
-# A request's messages are kept well under the broker's smallest request limit (32 MiB): a few large
-# messages gain nothing from sharing a request, and one over the limit would only be split again.
+# A request's messages are kept well under the broker's default request limit (32 MiB at least): a few large
+# messages gain nothing from sharing a request. A broker set to a smaller limit refuses a batch over it with
+# REQUEST_TOO_LARGE, and its members are then sent alone.
 BATCH_BYTES = 1024 * 1024
 # Batch requests of one topic in flight at once: while they wait for the broker's fsync, the next
 # sends gather for the following one.
@@ -182,8 +184,8 @@ class SendCoalescer:
                 state.pending.clear()
                 return
             free = self._max_requests - state.in_flight
-            count = take_count([wire_size(p.message) for p in waiting[: self._max_messages * free]], free, self._max_messages, self._max_bytes,
-                               self._min_share)
+            sizes = [wire_size(p.message) for p in waiting[: self._max_messages * free]]
+            count = take_count(sizes, free, self._max_messages, self._max_bytes, self._min_share)
             batch, state.pending = waiting[:count], deque(waiting[count:])
             state.in_flight += 1
             assert self._loop is not None
