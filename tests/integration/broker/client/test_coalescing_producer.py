@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -186,7 +187,10 @@ def test_a_lone_send_is_one_request_either_way(broker: BrokerProcess, coalesce: 
 
 
 def send_from_threads(producer: Producer, topic: str, bodies: list[str], **options: object) -> list:
+    start = threading.Barrier(len(bodies))
+
     def one(body: str) -> object:
+        start.wait(10)  # every thread sends at the same moment, as a busy program's would
         try:
             return producer.send(topic, body, **options)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - returned for the assertions
