@@ -19,10 +19,12 @@ from typing import Any, Self, TypeVar, Unpack
 from halfmq.broker.wire import MAX_BATCH, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo
 
 from . import endpoints
+from .blocking_send_coalescer import BlockingSendCoalescer
 from .endpoints import Call
 from .messages import Body, outgoing
 from .numbering import Numbering
 from .retry import async_retrying, retrying
+from .send_coalescer import SendCoalescer
 from .send_options import SendOptions
 from .transport import AsyncTransport, Transport, Verify
 
@@ -51,16 +53,19 @@ class Producer:
 
     def __init__(self, base_url: str, *, timeout: float = 10.0, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None, idempotent: bool = True,
-                 idempotent_id: str | None = None) -> None:
+                 idempotent_id: str | None = None, coalesce: bool = True) -> None:
         """Every send is numbered (see ``Numbering``), so a retry never stores twice; ``idempotent=False`` turns that off.
 
         ``idempotent_id``: number under this transactional id (a stable identity) instead of a producer id of its own.
+        Threads sending to one topic at once share batch requests (``blocking_send_coalescer``); ``coalesce=False``
+        sends one request per message.
         """
         retrying(retries)  # validate now rather than on the first send
         self._retries = retries
         self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
         self._numbering = _numbering(idempotent, idempotent_id)
         self._lock = threading.Lock()
+        self._coalescer = BlockingSendCoalescer(self._send_many, self._send_one) if coalesce else None
 
     def _call(self, call: Call[T]) -> T:
         result: T = retrying(self._retries)(self._transport.call, call)
@@ -74,9 +79,17 @@ class Producer:
         result: T = numbering.send(self._lock, policy, policy, self._transport.call, call)
         return result
 
+    def _send_one(self, topic: str, message: OutgoingMessage) -> SendResult:
+        return self._send(endpoints.send_one(topic, message))
+
+    def _send_many(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
+        return self._send(endpoints.send(topic, messages))
+
     def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
         msg = outgoing(message, **options)
-        return self._send(endpoints.send_one(topic, msg))
+        if self._coalescer is None:
+            return self._send_one(topic, msg)
+        return self._coalescer.send(topic, msg)
 
     def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         """One request for many messages; results come back in the order sent."""
@@ -117,6 +130,8 @@ class AsyncProducer:
     Requests spread over ``pool_size`` AsyncClients with ``connections_per_client``
     connections each, and at most ``max_in_flight`` run at once (DESIGN
     section 7: one AsyncClient collapses past about 8 concurrent requests).
+    Concurrent ``send`` calls to one topic share batch requests (``send_coalescer``),
+    each caller with its own result or error; ``coalesce=False`` sends one request per message.
     """
 
     def __init__(
@@ -132,6 +147,7 @@ class AsyncProducer:
         verify: Verify | None = None,
         idempotent: bool = True,
         idempotent_id: str | None = None,
+        coalesce: bool = True,
     ) -> None:
         async_retrying(retries)
         self._retries = retries
@@ -146,6 +162,7 @@ class AsyncProducer:
             token=token,
             verify=verify,
         )
+        self._coalescer = SendCoalescer(self._send_many, self._send_one) if coalesce else None
 
     async def _call(self, call: Call[T]) -> T:
         result: T = await async_retrying(self._retries)(self._transport.call, call)
@@ -159,9 +176,18 @@ class AsyncProducer:
         result: T = await numbering.send_async(self._lock, policy, policy, self._transport.call, call)
         return result
 
+    async def _send_one(self, topic: str, message: OutgoingMessage) -> SendResult:
+        return await self._send(endpoints.send_one(topic, message))
+
+    async def _send_many(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
+        return await self._send(endpoints.send(topic, messages))
+
     async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
+        """One message; sends issued while others are under way share their next request (unless ``coalesce=False``)."""
         msg = outgoing(message, **options)
-        return await self._send(endpoints.send_one(topic, msg))
+        if self._coalescer is None:
+            return await self._send_one(topic, msg)
+        return await self._coalescer.send(topic, msg)
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         batch = _batch(messages)
@@ -185,6 +211,9 @@ class AsyncProducer:
         return await self._transport.call(endpoints.health())
 
     async def close(self) -> None:
+        """Every send already made gets its answer first; then the connections close."""
+        if self._coalescer is not None:
+            await self._coalescer.drain()
         await self._transport.close()
 
     aclose = close
