@@ -22,7 +22,6 @@ routes, streams, ``100 Continue``) writes through at once, as before.
 from __future__ import annotations
 
 import asyncio
-
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
