@@ -116,7 +116,7 @@ async def _answer(send: Send, status: int, media_type: bytes, body: bytes,
     raw = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
     if headers:
         raw.extend(headers)
-    cork = scope.get("extensions", {}).get(CORK) if scope is not None else None
+    cork = (scope.get("extensions") or {}).get(CORK) if scope is not None else None
     if cork is None:
         await send({"type": "http.response.start", "status": status, "headers": raw})
         await send({"type": "http.response.body", "body": body})
