@@ -149,9 +149,26 @@ def check_interpreted_properties(properties: dict[str, str]) -> None:
             raise InvalidProperty(f"property {name} must be {exc}", property=name) from None
 
 
+def own_uniq_key(msg: OutgoingMessage) -> str | None:
+    """The producer's UNIQ_KEY when it is the message's only property and valid, else None (the general path decides).
+
+    The SDK sets UNIQ_KEY on every message; the general path's checks (separators,
+    reserved names, interpreted values) all pass for one valid UNIQ_KEY, so it can skip them.
+    """
+    props = msg.properties
+    if len(props) != 1:
+        return None
+    key = props.get("UNIQ_KEY")
+    return key if key is not None and _UNIQ_KEY.fullmatch(key) else None
+
+
 def message_properties(msg: OutgoingMessage, new_key: Callable[[], str]) -> dict[str, str]:
     if not (msg.properties or msg.keys or msg.tag):  # the common case: nothing to check
         return {"UNIQ_KEY": new_key()}
+    if not (msg.keys or msg.tag):
+        key = own_uniq_key(msg)
+        if key is not None:  # the SDK's case: its own id and nothing else
+            return {"UNIQ_KEY": key}
     check_property_text(msg)
     bad = RESERVED_PROPERTIES.intersection(msg.properties)
     if bad:
@@ -194,7 +211,7 @@ class SendService:
         return next(counter) % cfg.queues
 
     def prepare_many(self, cfg: TopicConfig, messages: list[OutgoingMessage]) -> list[PutItem]:
-        """``prepare`` for a batch, with the common message (a UTF-8 body and nothing else) done inline.
+        """``prepare`` for a batch, with the common message (a UTF-8 body, at most its own UNIQ_KEY) done inline.
 
         Same checks, queue choice and ids as ``prepare``; a batch of 100 spends
         most of its broker time here, so the plain case skips the general path.
@@ -204,15 +221,21 @@ class SendService:
         new_key = self._uniq_keys
         items = []
         for msg in messages:
-            if (msg.properties or msg.keys or msg.tag or msg.queue_id is not None or msg.sharding_key is not None
+            if (msg.keys or msg.tag or msg.queue_id is not None or msg.sharding_key is not None
                     or msg.body_encoding != "utf-8"):
                 items.append(self.prepare(cfg, msg))
                 continue
+            if msg.properties:
+                key = own_uniq_key(msg)  # the SDK's messages carry their own id
+                if key is None:
+                    items.append(self.prepare(cfg, msg))
+                    continue
+            else:
+                key = new_key()
             try:
                 body = msg.body.encode("utf-8")
             except UnicodeEncodeError:
                 raise BadBodyEncoding("the body is not valid UTF-8 text (lone surrogates?)") from None
-            key = new_key()
             size = len(body) + 8 + len(key)  # + len("UNIQ_KEY") + len(key), as prepare counts it
             if size > limit:
                 raise MessageTooLarge(f"message of {size} bytes exceeds the limit of {limit} bytes", limit=limit)

@@ -27,6 +27,7 @@ from .problems import PROBLEM, as_broker_error, log_server_error, problem_header
 log = logging.getLogger(__name__)
 _JSON = b"application/json"
 _PROBLEM = PROBLEM.encode()
+CORK = "halfmq.cork"  # scope["extensions"] key of a server's write cork: head and body go out as one write
 _CLOSE = [(b"connection", b"close")]  # the rest of a refused body is not worth reading
 _BODY_REFUSED = (RequestTooLarge, RequestBodyTimeout)
 DISCONNECT_PROBE_SECONDS = 0.005
@@ -110,12 +111,22 @@ class HotRoute:
 
 
 async def _answer(send: Send, status: int, media_type: bytes, body: bytes,
-                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
+                  headers: list[tuple[bytes, bytes]] | None = None, scope: Scope | None = None) -> None:
+    """Head and body; through a server that offers a cork (halfmq_cli/uvicorn_head_limits.py), in one write."""
     raw = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
     if headers:
         raw.extend(headers)
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
+    cork = (scope.get("extensions") or {}).get(CORK) if scope is not None else None
+    if cork is None:
+        await send({"type": "http.response.start", "status": status, "headers": raw})
+        await send({"type": "http.response.body", "body": body})
+        return
+    cork.cork()
+    try:
+        await send({"type": "http.response.start", "status": status, "headers": raw})
+        await send({"type": "http.response.body", "body": body})
+    finally:
+        cork.uncork()
 
 
 def _problem(error: BrokerError, path: str) -> bytes:
@@ -209,6 +220,6 @@ class HotPathApp:
                 error = BrokerError("internal error; see the broker log")
             else:
                 log_server_error(scope["method"], path, error)
-            await _answer(send, error.status, _PROBLEM, _problem(error, path), _raw_headers(error))
+            await _answer(send, error.status, _PROBLEM, _problem(error, path), _raw_headers(error), scope)
             return
-        await _answer(send, reply.status, _JSON, body)
+        await _answer(send, reply.status, _JSON, body, scope=scope)
