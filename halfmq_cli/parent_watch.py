@@ -5,7 +5,8 @@ them when the parent dies without its cleanup: a test run killed by a timeout (S
 to pytest, mid-teardown) left its broker and order service running with parent pid 1. The parent
 puts its pid in ``HALFMQ_EXIT_WITH_PARENT``; the child takes the variable out of its environment
 (its own children must not inherit a pid that is not their parent's) and a daemon thread polls
-``getppid``. When it changes, the parent is gone: the child sends itself SIGTERM, so the server
+``getppid``. (A pid that is not this process's parent at start came through some other process
+and is ignored; parent pid 1 at start means the parent is gone already.) When it changes, the parent is gone: the child sends itself SIGTERM, so the server
 shuts down as on any stop, and SIGKILL if it is still running ``grace`` seconds later.
 """
 
@@ -33,6 +34,9 @@ def watch_parent_from_env(environ: MutableMapping[str, str] = os.environ, interv
         parent = int(value)
     except ValueError:
         log.warning("%s=%r is not a process id; not watching the parent", ENV, value)
+        return None
+    if os.getppid() != parent and os.getppid() != 1:
+        # Inherited through a process that is not halfmq's (a shell, a JVM): that one's parent is not ours to watch.
         return None
     thread = threading.Thread(target=_watch, args=(parent, interval, grace), name="halfmq-parent-watch", daemon=True)
     thread.start()
