@@ -22,6 +22,8 @@ from typing import IO, Any
 
 import httpx
 
+from .parent_watch import ENV as PARENT_ENV
+
 HOST = "127.0.0.1"
 
 
@@ -77,7 +79,8 @@ class ChildProcess:
 
     def spawn(self) -> None:
         """Start the process without waiting for it."""
-        env = {**os.environ, **self.env}
+        # A halfmq child stops by itself if this process dies without stopping it (parent_watch).
+        env = {**os.environ, **self.env, PARENT_ENV: str(os.getpid())}
         self.starts += 1
         if self.on_line is not None:
             self.started_at = time.perf_counter()

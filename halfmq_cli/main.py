@@ -177,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from .parent_watch import watch_parent_from_env
+
+    watch_parent_from_env()  # a server started by ChildProcess ends with its parent
     if argv[:1] == ["bench"]:
         from halfmq.bench.cli import main as bench_main
 

@@ -41,15 +41,20 @@ def status_of(error: ServiceError, statuses: ProblemStatus) -> int:
     return 500
 
 
+def service_problem(request: Request, error: ServiceError, statuses: ProblemStatus) -> JSONResponse:
+    """A domain error's problem (the app's handler, and a route's fast path that bypasses the handlers)."""
+    status = status_of(error, statuses)
+    if status == 500:
+        log.error("%s has no HTTP status in the service's problem table", type(error).__name__)
+    return problem(request, status, error.code, error.detail, retriable=error.retriable)
+
+
 def install(app: FastAPI, statuses: ProblemStatus) -> None:
     """Answer every error as a problem; ``statuses`` is the service's one map from domain error to HTTP status."""
 
     @app.exception_handler(ServiceError)
     async def _service(request: Request, exc: ServiceError) -> JSONResponse:
-        status = status_of(exc, statuses)
-        if status == 500:
-            log.error("%s has no HTTP status in the service's problem table", type(exc).__name__)
-        return problem(request, status, exc.code, exc.detail, retriable=exc.retriable)
+        return service_problem(request, exc, statuses)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

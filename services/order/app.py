@@ -19,6 +19,7 @@ from ..credentials import secret_value
 from ..database import create_db_engine, migrate, writer
 from ..health import DatabaseProbe
 from .config import OrderSettings
+from .fast_path import PlaceOrderFastPath
 from .order_service import OrderService
 from .repository import OrderRepository
 from .routes import PROBLEM_STATUS, router
@@ -46,6 +47,7 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     app.state.database_probe = DatabaseProbe(engine, "order")
     http_problems.install(app, PROBLEM_STATUS)
     app.include_router(router)
+    app.add_middleware(PlaceOrderFastPath, service=lambda: app.state.orders, statuses=PROBLEM_STATUS)
     mount_check_endpoint(app, producer, check_secret=check_secret)
     return app
 

@@ -128,3 +128,37 @@ def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path:
 def test_halfmq_command_runs_the_cli_of_this_interpreter() -> None:
     done = subprocess.run(halfmq_command("--version"), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("halfmq ")
+
+
+PARENT = """
+import sys, time
+from pathlib import Path
+from halfmq.cli.child_process import ChildProcess
+child = ChildProcess("sleeper", [sys.executable, "-c", sys.argv[1]], {}, "http://127.0.0.1:9/", Path(sys.argv[2]))
+child.spawn()
+print(child.pid, flush=True)
+time.sleep(120)
+"""
+SLEEPER = """
+import os, time
+from halfmq.cli.parent_watch import ENV, watch_parent_from_env
+watch_parent_from_env(interval=0.05, grace=2)
+assert ENV not in os.environ, "the child's own children must not inherit the parent's pid"
+time.sleep(120)
+"""
+
+
+def test_a_child_stops_by_itself_when_its_parent_is_killed_9(tmp_path: Path) -> None:
+    """A test run killed mid-teardown used to leave its broker and services running with parent pid 1."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, SLEEPER, str(tmp_path / "sleeper.log")], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    try:
+        child_pid = int(parent.stdout.readline())  # type: ignore[union-attr]
+        time.sleep(0.5)
+        assert not gone(child_pid), "the child runs while its parent does"
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(10)
+        assert wait_until(lambda: gone(child_pid), timeout=10), "the child outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()

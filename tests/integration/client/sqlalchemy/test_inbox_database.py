@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, create_engine, func, select
+from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import Session
 
@@ -71,6 +71,29 @@ def test_six_transactions_claiming_one_key_at_once_let_exactly_one_handler_run(e
         t.join(60)
     assert errors == [] and sorted(results) == [False] * 5 + [True]
     assert count(engine, EFFECTS) == 1 and count(engine, INBOX) == 1
+
+
+def test_a_batch_claim_is_new_once_per_key_and_its_statement_is_one_cached_insert(engine: Engine) -> None:
+    """Claimed keys, a key twice in the batch and batches of other sizes: one INSERT each, compiled once."""
+    inbox = Inbox(engine, "g")
+    executed: list[str] = []
+    event.listen(engine, "before_cursor_execute", lambda *args: executed.append(args[2]))
+    with Session(engine) as session, session.begin():
+        assert inbox.claim_keys(session, [("a", "m1"), ("b", "m2")]) == [True, True]
+    with Session(engine) as session, session.begin():
+        batch = [("c", "m3"), ("a", "m4"), ("c", "m5"), *((f"k{i:03}", f"n{i}") for i in range(150)), ("b", "m6")]
+        assert inbox.claim_keys(session, batch) == [True, False, False, *[True] * 150, False]
+    with Session(engine) as session, session.begin():
+        assert inbox.claim_many(session, [message("a"), message("z")]) == [False, True]
+    with Session(engine) as session, session.begin():
+        assert inbox.claim_keys(session, []) == []
+    claims = [sql for sql in executed if "halfmq_inbox" in sql and sql.lstrip().upper().startswith("INSERT")]
+    assert len(claims) == 3, "one statement per claimed batch"
+    assert count(engine, INBOX) == 154
+    with engine.connect() as conn:
+        rows = dict(conn.execute(select(INBOX.c.key, INBOX.c.msg_id)).all())  # type: ignore[call-overload]
+    assert (rows["a"], rows["b"], rows["c"]) == ("m1", "m2", "m3"), "the first claim of a key keeps its row"
+    assert len(inbox._claim_statements) == 1, "built once for the dialect"
 
 
 async def test_the_async_handler_runs_once_and_rolls_back_on_failure(database_url: str, engine: Engine) -> None:
