@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from halfmq.broker.wire import MAX_BATCH, OutgoingMessage, SendResult
 
-from .send_coalescer import BATCH_BYTES, MIN_SHARE, concerns_the_request, own_error, take_count, wire_size
+from .send_coalescer import BATCH_BYTES, MIN_SHARE, Limits, concerns_the_request, own_error
 
 __all__ = ["BlockingSendCoalescer"]
 
@@ -47,14 +47,9 @@ class _Topic:
 class BlockingSendCoalescer:
     def __init__(self, send_batch: SendBatch, send_one: SendOne, *, max_requests: int = MAX_REQUESTS_PER_TOPIC,
                  max_messages: int = MAX_BATCH, max_bytes: int = BATCH_BYTES, min_share: int = MIN_SHARE) -> None:
-        if min(max_requests, max_bytes, min_share) < 1 or not 1 <= max_messages <= MAX_BATCH:
-            raise ValueError(f"max_requests, max_bytes and min_share >= 1 and 1 <= max_messages <= {MAX_BATCH} are needed")
+        self._limits = Limits(max_requests, max_messages, max_bytes, min_share)
         self._send_batch = send_batch
         self._send_one = send_one
-        self._max_requests = max_requests
-        self._max_messages = max_messages
-        self._max_bytes = max_bytes
-        self._min_share = min_share
         self._lock = threading.Lock()
         self._topics: dict[str, _Topic] = {}
 
@@ -84,12 +79,11 @@ class BlockingSendCoalescer:
 
     def _take(self, state: _Topic) -> list[_Item] | None:
         """Under the lock: the next request's sends, taken off the pending list, if a request may start."""
-        free = self._max_requests - state.in_flight
         pending = state.pending
-        if free < 1 or not pending:
+        if state.in_flight >= self._limits.max_requests or not pending:
             return None
-        count = take_count([wire_size(i.message) for i in pending[: self._max_messages * free]], free,
-                           self._max_messages, self._max_bytes, self._min_share)
+        count = self._limits.next_count([i.message for i in pending[: self._limits.max_messages * self._limits.max_requests]],
+                                        state.in_flight)
         batch, state.pending = pending[:count], pending[count:]
         state.in_flight += 1
         return batch

@@ -26,7 +26,7 @@ import copy
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["Coalescer"]
+__all__ = ["Coalescer", "deliver"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,6 +41,17 @@ def _own_copy(exc: Exception) -> Exception:
     except Exception:  # noqa: BLE001 - an exception that cannot be copied is shared as it is
         return exc
 
+
+
+def deliver(futures: Sequence[asyncio.Future[R]], outcomes: Sequence[R | Exception]) -> None:
+    """Each waiting caller gets its own outcome: an exception is raised in it, anything else is its result."""
+    for future, outcome in zip(futures, outcomes, strict=True):
+        if future.done():  # the caller was cancelled meanwhile
+            continue
+        if isinstance(outcome, Exception):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
 
 class Coalescer(Generic[T, R]):
     """Items submitted in one loop pass become batches of at most ``max_batch``; each caller gets its own outcome.
@@ -97,13 +108,7 @@ class Coalescer(Generic[T, R]):
             raise
         except Exception as exc:  # noqa: BLE001 - the batch as a whole failed: that is each item's outcome
             outcomes = [_own_copy(exc) for _ in live]
-        for (_, future), outcome in zip(live, outcomes, strict=True):
-            if future.done():  # the caller was cancelled meanwhile
-                continue
-            if isinstance(outcome, Exception):
-                future.set_exception(outcome)
-            else:
-                future.set_result(outcome)
+        deliver([future for _, future in live], outcomes)
 
     async def aclose(self) -> None:
         """Wait for the batches in flight (their callers are waiting for them too)."""

@@ -21,6 +21,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+from .coalescer import deliver
+
 __all__ = ["GroupCommit"]
 
 T = TypeVar("T")
@@ -76,10 +78,4 @@ class GroupCommit(Generic[T, R]):
             raise
         except Exception as exc:  # noqa: BLE001 - the batch function itself failed: nothing of it is reported committed
             outcomes = [exc] * len(batch)
-        for (_, future), outcome in zip(batch, outcomes, strict=True):
-            if future.done():  # the caller was cancelled meanwhile
-                continue
-            if isinstance(outcome, Exception):
-                future.set_exception(outcome)
-            else:
-                future.set_result(outcome)
+        deliver([future for _, future in batch], outcomes)

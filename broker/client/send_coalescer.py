@@ -48,8 +48,8 @@ from halfmq.broker.errors import (
 )
 from halfmq.broker.wire import MAX_BATCH, OutgoingMessage, SendResult
 
-__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "SendCoalescer", "concerns_the_request", "own_error",
-           "take_count", "wire_size"]
+__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "Limits", "SendCoalescer", "concerns_the_request",
+           "own_error", "take_count", "wire_size"]
 
 # A request's messages are kept well under the broker's default request limit (32 MiB at least): a few large
 # messages gain nothing from sharing a request. A broker set to a smaller limit refuses a batch over it with
@@ -135,6 +135,26 @@ class _Topic:
     scheduled: bool = False
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How one topic's waiting sends are cut into requests; shared by the asyncio and the threaded coalescer."""
+
+    max_requests: int = MAX_REQUESTS_PER_TOPIC
+    max_messages: int = MAX_BATCH
+    max_bytes: int = BATCH_BYTES
+    min_share: int = MIN_SHARE
+
+    def __post_init__(self) -> None:
+        if min(self.max_requests, self.max_bytes, self.min_share) < 1 or not 1 <= self.max_messages <= MAX_BATCH:
+            raise ValueError(f"max_requests, max_bytes and min_share >= 1 and 1 <= max_messages <= {MAX_BATCH} are needed")
+
+    def next_count(self, waiting: Sequence[OutgoingMessage], in_flight: int) -> int:
+        """How many of the ``waiting`` messages (oldest first) the next request carries, with ``in_flight`` requests out."""
+        free = self.max_requests - in_flight
+        sizes = [wire_size(m) for m in waiting[: self.max_messages * free]]
+        return take_count(sizes, free, self.max_messages, self.max_bytes, self.min_share)
+
+
 class SendCoalescer:
     """Sends through ``send_batch`` (members of a refused batch through ``send_one``), per topic.
 
@@ -143,14 +163,9 @@ class SendCoalescer:
 
     def __init__(self, send_batch: SendBatch, send_one: SendOne, *, max_requests: int = MAX_REQUESTS_PER_TOPIC,
                  max_messages: int = MAX_BATCH, max_bytes: int = BATCH_BYTES, min_share: int = MIN_SHARE) -> None:
-        if min(max_requests, max_bytes, min_share) < 1 or not 1 <= max_messages <= MAX_BATCH:
-            raise ValueError(f"max_requests, max_bytes and min_share >= 1 and 1 <= max_messages <= {MAX_BATCH} are needed")
+        self._limits = Limits(max_requests, max_messages, max_bytes, min_share)
         self._send_batch = send_batch
         self._send_one = send_one
-        self._max_requests = max_requests
-        self._max_messages = max_messages
-        self._max_bytes = max_bytes
-        self._min_share = min_share
         self._topics: dict[str, _Topic] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -169,7 +184,7 @@ class SendCoalescer:
         return await future
 
     def _schedule(self, state: _Topic) -> None:
-        if not state.scheduled and state.pending and state.in_flight < self._max_requests:
+        if not state.scheduled and state.pending and state.in_flight < self._limits.max_requests:
             state.scheduled = True
             assert self._loop is not None
             # The next loop pass, not now: the other sends of this pass join the same request.
@@ -177,15 +192,14 @@ class SendCoalescer:
 
     def _start(self, state: _Topic) -> None:
         state.scheduled = False
-        while state.in_flight < self._max_requests:
+        while state.in_flight < self._limits.max_requests:
             # A caller cancelled before its request left is dropped: its message is never sent.
             waiting = [p for p in state.pending if not p.future.done()]
             if not waiting:
                 state.pending.clear()
                 return
-            free = self._max_requests - state.in_flight
-            sizes = [wire_size(p.message) for p in waiting[: self._max_messages * free]]
-            count = take_count(sizes, free, self._max_messages, self._max_bytes, self._min_share)
+            count = self._limits.next_count([p.message for p in waiting[: self._limits.max_messages * self._limits.max_requests]],
+                                            state.in_flight)
             batch, state.pending = waiting[:count], deque(waiting[count:])
             state.in_flight += 1
             assert self._loop is not None
