@@ -28,7 +28,7 @@ from halfmq.broker.wire import MAX_BATCH
 
 from .coalescer import Coalescer
 from .endpoints import Call
-from .transport import error_from_answer
+from .transport import error_from_answer, parsed
 
 __all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "TransactionBatches", "batch_item", "batch_call"]
 
@@ -101,13 +101,7 @@ class TransactionBatches:
             result: T = await self._transport(call)
             return result
         path, item = routed
-        raw = await self._routes[path].submit(item)
-        try:
-            return call.parse(raw)
-        except BrokerError:
-            raise
-        except ValueError as exc:
-            raise BrokerError(f"{call.method} {call.path}: response does not match the protocol: {exc}") from None
+        return parsed(call, await self._routes[path].submit(item))
 
     async def aclose(self) -> None:
         for coalescer in self._routes.values():

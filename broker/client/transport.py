@@ -188,6 +188,11 @@ def _answer(call: Call[T], status: int, content_type: str, body: bytes, where: s
             data = msgspec.json.decode(body)
         except msgspec.DecodeError as exc:
             raise BrokerError(f"{where}: response is not JSON: {exc}") from None
+    return parsed(call, data)
+
+
+def parsed(call: Call[T], data: Any) -> T:
+    """``call``'s result from its decoded answer; an answer of the wrong shape is a protocol error."""
     try:
         return call.parse(data)
     except BrokerError:
