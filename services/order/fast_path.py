@@ -23,7 +23,7 @@ from starlette.requests import Request
 from ..errors import ServiceError
 from ..http_problems import ProblemStatus, service_problem
 from .order_service import OrderService
-from .routes import order_view
+from .routes import placed_view
 from .schemas import OrderCreate
 
 Scope = MutableMapping[str, Any]
@@ -71,8 +71,7 @@ class PlaceOrderFastPath:
             problem = service_problem(Request(scope), exc, self.statuses)
             await problem(scope, _no_receive, send)
             return
-        payload = order_view(placed.order) | {"message_state": placed.message_state, "transaction_id": placed.transaction_id}
-        content = orjson.dumps(payload)
+        content = orjson.dumps(placed_view(placed))
         headers = [(b"content-length", str(len(content)).encode()), (b"content-type", _JSON)]
         if placed.replayed:
             headers.append((b"idempotent-replayed", b"true"))

@@ -9,7 +9,7 @@ from ..health import health
 from ..http_problems import ProblemStatus
 from .errors import BrokerNotDurable, BrokerUnreachable, FaultsDisabled, IdempotencyKeyReused, LocalTransactionFailed, OrderNotFound, UnknownFault
 from .models import Order
-from .order_service import OrderService
+from .order_service import OrderService, Placed
 from .schemas import OrderCreate
 
 PROBLEM_STATUS: ProblemStatus = {
@@ -35,6 +35,11 @@ def order_view(order: Order) -> dict:
     }
 
 
+def placed_view(placed: Placed) -> dict:
+    """A placed order's answer: the order, and where its message stands (the route and the fast path send the same)."""
+    return order_view(placed.order) | {"message_state": placed.message_state, "transaction_id": placed.transaction_id}
+
+
 def _service(request: Request) -> OrderService:
     return request.app.state.orders
 
@@ -48,7 +53,7 @@ async def create_order(
 ) -> JSONResponse:
     service = _service(request)
     placed = await service.place(body, idempotency_key, service.parse_fault(x_fault))
-    payload = order_view(placed.order) | {"message_state": placed.message_state, "transaction_id": placed.transaction_id}
+    payload = placed_view(placed)
     headers = {"Idempotent-Replayed": "true"} if placed.replayed else {}
     return JSONResponse(payload, status_code=200 if placed.replayed else 201, headers=headers)
 
