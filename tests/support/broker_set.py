@@ -1,4 +1,7 @@
-"""A broker set for tests: real etcd, N real broker processes (``halfmq broker --cluster ...``) on free ports."""
+"""A broker set for tests: real etcd, N real broker processes (``halfmq broker --cluster ...``) on free ports.
+
+Every node is configured with all N as the set's members; on an etcd with auth on it logs in as etcd's ``halfmq`` user.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +26,9 @@ class BrokerSet:
             })
             node.env["HALFMQ_BROKER_ADVERTISE_URL"] = node.url
             self.nodes[node_id] = node
+        members = ",".join(f"{node_id}={node.url}" for node_id, node in self.nodes.items())
+        for node in self.nodes.values():  # the configured members, and the etcd user when etcd has auth on
+            node.env.update({"HALFMQ_BROKER_CLUSTER_MEMBERS": members, **etcd.broker_env()})
 
     @property
     def urls(self) -> list[str]:
