@@ -15,8 +15,11 @@ from .processes import BrokerProcess
 
 
 class BrokerSet:
-    def __init__(self, etcd: EtcdProcess, root: Path, size: int = 3, prefix: str = "set", env: dict[str, str] | None = None) -> None:
+    def __init__(self, etcd: EtcdProcess, root: Path, size: int = 3, prefix: str = "set", env: dict[str, str] | None = None,
+                 token: str | None = None) -> None:
+        """``token``: with broker auth on (HALFMQ_BROKER_AUTH_FILE in ``env``), one that may describe the cluster, for ``view``."""
         self.etcd = etcd
+        self.token = token
         self.nodes: dict[str, BrokerProcess] = {}
         for i in range(1, size + 1):
             node_id = f"n{i}"
@@ -48,7 +51,8 @@ class BrokerSet:
 
     def view(self, node_id: str) -> dict | None:
         try:
-            answer = httpx.get(f"{self.nodes[node_id].url}/v1/cluster", timeout=2)
+            answer = httpx.get(f"{self.nodes[node_id].url}/v1/cluster", timeout=2,
+                               headers={"authorization": f"Bearer {self.token}"} if self.token else None)
         except httpx.HTTPError:
             return None
         return answer.json() if answer.status_code == 200 else None
