@@ -140,12 +140,11 @@ def test_a_credentialed_writer_naming_a_leader_outside_the_members_is_ignored_an
     attacker.start()
     while attacker.is_alive():
         answer = httpx.post(f"{url}/v1/topics/orders/messages", json={"messages": [{"body": "x"}]}, headers=bearer(admin), timeout=15)
-        assert answer.status_code == 200, answer.text
-        statuses.append(answer.json()["results"][0]["status"])
+        statuses.append(answer.json()["results"][0]["status"] if answer.status_code == 200 else str(answer.status_code))
         time.sleep(0.05)
     attacker.join()
 
-    assert fake_leader.requests == [] and fake_leader.tokens == []
+    assert (len(fake_leader.requests), len(fake_leader.tokens)) == (0, 0), fake_leader.requests[:5]
     assert statuses and set(statuses) == {"SEND_OK"}, statuses
     assert brokers.leader(timeout=15) == leader  # the set keeps its real leader ...
     deadline = time.monotonic() + 10
