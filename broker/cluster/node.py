@@ -148,29 +148,32 @@ class ClusterNode:
         self._set_role(next_role(self.role, Event.RENEWED))
         kv = await self.etcd.get(self.address.key("leader"))
         if kv is not None and kv.mod_revision != self.term and self._judge(kv) is Claim.FOREIGN:
-            kv = await self._reclaim(kv)
-        if kv is None or kv.mod_revision != self.term:
+            if not await self._reclaim(kv):
+                await self._step_down("the leader key changed while putting it back over a foreign one")
+                return
+        elif kv is None or kv.mod_revision != self.term:
             await self._step_down("the leader key is gone or another node's")
             return
         await self._publish_in_sync()
 
-    async def _reclaim(self, foreign: KeyValue) -> KeyValue | None:
+    async def _reclaim(self, foreign: KeyValue) -> bool:
         """A foreign value over our leader key while our lease lives: put ours back (a new term) unless it changed again.
 
         No member can have been elected meanwhile (the key never went away), so this
         node still leads; its followers follow the new term, nobody follows the foreign one.
+        The term history gets no entry: the same leadership keeps writing the same stretch
+        of the log, so no follower has a tail to cut.
         """
         self._warn_foreign(foreign)
         key = self.address.key("leader")
         term = await self.etcd.put_if(key, json.dumps({"node_id": self.node_id, "url": self.url}), self.lease,
                                       [unchanged(key, foreign.mod_revision)])
         if term is None:
-            return None
+            return False
         log.warning("node %s: put its leader key back over a foreign one: term %d -> %d", self.node_id, self.term, term)
         self.term = term
-        self.history.begin(term, self.runtime.store.commit_log.end_offset)
         self.leader = {"node_id": self.node_id, "url": self.url}
-        return await self.etcd.get(key)
+        return True
 
     async def _publish_in_sync(self) -> None:
         """Write the in-sync set to etcd if it should change, guarded by this term's leader key; then count it."""
@@ -179,8 +182,9 @@ class ClusterNode:
             return
         if await self.etcd.put_if(self.address.key("in-sync"), json.dumps(sorted(wanted)), 0,
                                   [unchanged(self.address.key("leader"), self.term)]) is None:
-            await self._step_down("the leader key changed while publishing the in-sync set")
-            return
+            if self._judge(await self.etcd.get(self.address.key("leader"))) is not Claim.FOREIGN:
+                await self._step_down("the leader key changed while publishing the in-sync set")
+            return  # a foreign value over our key: the next tick puts ours back, then publishes
         log.info("node %s: in-sync set now %s", self.node_id, sorted(wanted))
         self.tracker.published(wanted)
 
