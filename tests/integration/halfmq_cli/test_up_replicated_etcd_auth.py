@@ -49,12 +49,12 @@ def test_up_with_replicas_runs_etcd_with_auth_so_an_anonymous_process_cannot_nam
     for run in range(2):  # the second start finds etcd secured already and the same passwords
         up.start(timeout=120)
         try:
+            refused = _put(up.etcd, "/halfmq/leader", json.dumps({"node_id": "evil", "url": "http://127.0.0.1:23999"}))
+            assert refused.status_code != 200 and "user name is empty" in refused.text, (run, refused.text)
             auth = up.data_dir / "auth"
             for name in ("etcd-root.password", "etcd-halfmq.password"):
                 assert stat.S_IMODE((auth / name).stat().st_mode) == 0o600, name
             token = (auth / "admin.token").read_text().strip()
-            refused = _put(up.etcd, "/halfmq/leader", json.dumps({"node_id": "evil", "url": "http://127.0.0.1:23999"}))
-            assert refused.status_code != 200 and "user name is empty" in refused.text, (run, refused.text)
             assert _put(up.etcd, "/halfmq/in-sync", "[]").status_code != 200
             wait_for(lambda: up.leader(token), timeout=30)
             placed = httpx.post(f"{up.order}/orders", json={"user_id": "u1", "amount": "4"}, timeout=30)
