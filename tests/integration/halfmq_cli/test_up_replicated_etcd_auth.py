@@ -56,7 +56,7 @@ def test_up_with_replicas_runs_etcd_with_auth_so_an_anonymous_process_cannot_nam
                 assert stat.S_IMODE((auth / name).stat().st_mode) == 0o600, name
             token = (auth / "admin.token").read_text().strip()
             assert _put(up.etcd, "/halfmq/in-sync", "[]").status_code != 200
-            wait_for(lambda: up.leader(token), timeout=30)
+            wait_for(lambda token=token: up.leader(token), timeout=30)
             placed = httpx.post(f"{up.order}/orders", json={"user_id": "u1", "amount": "4"}, timeout=30)
             assert placed.status_code == 201, placed.text
         finally:
