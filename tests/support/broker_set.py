@@ -73,6 +73,7 @@ class BrokerSet:
     def caught_up(self, timeout: float = 30.0) -> None:
         """Wait until every live node's log is as long as the leader's and fsynced."""
         deadline = time.monotonic() + timeout
+        views: list[dict | None] = []
         while time.monotonic() < deadline:
             views = [self.view(n) for n, p in self.nodes.items() if p.alive]
             if all(views):
@@ -80,7 +81,9 @@ class BrokerSet:
                 if len(ends) == 1:
                     return
             time.sleep(0.1)
-        raise AssertionError("the nodes did not catch up")
+        seen = [{k: v.get(k) for k in ("node_id", "role", "term", "leader", "log_end", "durable_offset", "etcd_error")} if v else None
+                for v in views]
+        raise AssertionError(f"the nodes did not catch up: {seen}")
 
     def log_bytes(self, node_id: str) -> bytes:
         commitlog = self.nodes[node_id].data_dir / "commitlog"
