@@ -148,9 +148,9 @@ class ClusterNode:
         self._set_role(next_role(self.role, Event.RENEWED))
         kv = await self.etcd.get(self.address.key("leader"))
         if kv is not None and kv.mod_revision != self.term and self._judge(kv) is Claim.FOREIGN:
-            if not await self._reclaim(kv):
+            if not await self._reclaim(kv) and self._judge(await self.etcd.get(self.address.key("leader"))) is not Claim.FOREIGN:
                 await self._step_down("the leader key changed while putting it back over a foreign one")
-                return
+                return  # (written over again by the foreign writer: the next tick puts it back)
         elif kv is None or kv.mod_revision != self.term:
             await self._step_down("the leader key is gone or another node's")
             return
