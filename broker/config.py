@@ -31,6 +31,10 @@ class BrokerSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 10911
     grpc_port: int = Field(default=8081, ge=0, le=65535)  # the RocketMQ 5 front (DESIGN section 14); 0 turns it off
+    # What may wait unread on one telemetry stream (settings replies, checks); past it the stream ends with
+    # RESOURCE_EXHAUSTED (docs/decisions.md, "A telemetry stream that does not read").
+    grpc_telemetry_outbox_commands: int = Field(default=1024, ge=1)
+    grpc_telemetry_outbox_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     data_dir: Path = Path("./data/broker")
     flush_mode: Literal["sync", "async"] = "sync"
     sync_flush_timeout: float = 5.0
