@@ -31,6 +31,10 @@ class BrokerSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 10911
     grpc_port: int = Field(default=8081, ge=0, le=65535)  # the RocketMQ 5 front (DESIGN section 14); 0 turns it off
+    # What may wait unread on one telemetry stream (settings replies, checks); past it the stream ends with
+    # RESOURCE_EXHAUSTED (docs/decisions.md, "A telemetry stream that does not read").
+    grpc_telemetry_outbox_commands: int = Field(default=1024, ge=1)
+    grpc_telemetry_outbox_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     data_dir: Path = Path("./data/broker")
     flush_mode: Literal["sync", "async"] = "sync"
     sync_flush_timeout: float = 5.0
@@ -50,6 +54,10 @@ class BrokerSettings(BaseSettings):
     producer_txn_max_messages: int = Field(default=10_000, ge=1)
     producer_txn_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     producer_txn_max_acks: int = Field(default=10_000, ge=1)
+    # What every open transaction together (and those one principal fed) may hold in memory until it ends: past it
+    # 429 OPEN_TRANSACTIONS_FULL (why these values: docs/decisions.md, "Bytes held by open producer transactions").
+    producer_txn_max_open_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    producer_txn_max_open_bytes_per_principal: int = Field(default=64 * 1024 * 1024, ge=1024)
     producer_txn_timeout_scan_interval: float = Field(default=0.5, gt=0)
     # Idempotent sends: how many numbers past the contiguous ones a producer may have outstanding (the SDK keeps 64 in
     # flight), and how long a producer id without a transactional id lives idle (Kafka's producer.id.expiration.ms).

@@ -219,6 +219,20 @@ class TransactionTooLarge(BrokerError):
     title = "The transaction holds more than the broker accepts in one commit"
 
 
+class OpenTransactionsFull(BrokerError):
+    """Open producer transactions already hold the broker's (or this principal's) cap of message bytes; nothing was kept.
+
+    Retriable: the bytes come back as open transactions commit, abort or time out. ``scope`` says which cap
+    (``broker`` or ``principal``); ``limit_bytes``, ``held_bytes`` and ``request_bytes`` say by how much.
+    """
+
+    code = "OPEN_TRANSACTIONS_FULL"
+    status = 429
+    retriable = True
+    retry_after = 1
+    title = "Open producer transactions already hold as many bytes as the broker allows"
+
+
 class InvalidTransactionTimeout(InvalidRequest):
     code = "INVALID_TRANSACTION_TIMEOUT"
     title = "transaction_timeout_ms is out of range"
