@@ -18,6 +18,25 @@ def default_max_request_bytes(max_message_size: int) -> int:
     return max(32 * 1024 * 1024, 8 * max_message_size)
 
 
+DEFAULT_PORT = 10911
+DEFAULT_GRPC_PORT = 8081  # RocketMQ 5 proxy's
+_GRPC_OFFSET = DEFAULT_PORT - DEFAULT_GRPC_PORT
+
+
+def default_grpc_port(http_port: int) -> int:
+    """The RocketMQ gRPC front's port when none is set, derived from the HTTP port (design section 14).
+
+    8081 beside the default 10911, and otherwise as far from 8081 as the HTTP port is from 10911
+    (10912 -> 8082, 20000 -> 17170), so brokers on different HTTP ports from 3854 up (a second broker, the
+    nodes of `halfmq up --replicas`) never contend for one gRPC port. Where that would fall below 1024 the
+    offset is added instead (3000 -> 5830). An ephemeral HTTP port (0) has nothing to derive from: the front is off.
+    """
+    if http_port == 0:
+        return 0
+    below = http_port - _GRPC_OFFSET
+    return below if below >= 1024 else http_port + _GRPC_OFFSET
+
+
 def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
@@ -29,8 +48,9 @@ class BrokerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HALFMQ_BROKER_", extra="ignore", allow_inf_nan=False)
 
     host: str = "127.0.0.1"
-    port: int = 10911
-    grpc_port: int = Field(default=8081, ge=0, le=65535)  # the RocketMQ 5 front (DESIGN section 14); 0 turns it off
+    port: int = DEFAULT_PORT
+    # the RocketMQ 5 front (design section 14); 0 turns it off; unset, derived from `port` (default_grpc_port)
+    grpc_port: int | None = Field(default=None, ge=0, le=65535)
     # What may wait unread on one telemetry stream (settings replies, checks); past it the stream ends with
     # RESOURCE_EXHAUSTED (docs/decisions.md, "A telemetry stream that does not read").
     grpc_telemetry_outbox_commands: int = Field(default=1024, ge=1)
@@ -107,6 +127,12 @@ class BrokerSettings(BaseSettings):
     def _request_bytes_follow_message_size(self) -> BrokerSettings:
         if not self.max_request_bytes:
             self.max_request_bytes = default_max_request_bytes(self.max_message_size)
+        return self
+
+    @model_validator(mode="after")
+    def _grpc_port_follows_port(self) -> BrokerSettings:
+        if self.grpc_port is None:
+            self.grpc_port = default_grpc_port(self.port)
         return self
 
     @field_validator("check_url_allow")
