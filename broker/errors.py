@@ -75,6 +75,11 @@ class InvalidGroupName(InvalidRequest):
     title = "Invalid group name"
 
 
+class InvalidTransactionalId(InvalidRequest):
+    code = "INVALID_TRANSACTIONAL_ID"
+    title = "Invalid transactional id"
+
+
 class ReservedProperty(InvalidRequest):
     code = "RESERVED_PROPERTY"
     title = "The property name is reserved for the broker"
