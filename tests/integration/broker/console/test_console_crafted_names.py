@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import html
 import re
+from urllib.parse import quote
 
 import httpx
 
-from halfmq.broker.api.console.pages import path_segment
 from tests.conftest import TEST_BROKER_ENV
 from tests.integration.broker.http_helpers import path
 from tests.support.auth import bearer, write_auth_file
@@ -45,6 +45,10 @@ class OpenTxn:
 def tid_state(client: httpx.Client, tid: str) -> dict:
     [view] = [t for t in client.get("/v1/transactional-ids").json()["transactional_ids"] if t["transactional_id"] == tid]
     return view
+
+
+def path_segment(name: str) -> str:
+    return quote(name, safe="")  # what the console's segment filter must write (tests/unit/broker/api/test_console_templates.py)
 
 
 def css_string(text: str) -> str:
