@@ -7,7 +7,7 @@ answers with, so a click shows its result at once. Destructive actions carry
 
 Every name a template puts into a URL goes through the ``segment`` filter (one
 percent-encoded path segment: a stored name with a backslash, ``..``, ``#`` or ``?``
-cannot steer a button at another resource).
+cannot steer a button at another resource), and every answer forbids framing.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from halfmq.broker.delivery import dead_letters
@@ -31,6 +32,9 @@ from . import session, views
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
 POLL_SECONDS = 2
+NO_FRAMING = {"content-security-policy": "frame-ancestors 'none'", "x-frame-options": "DENY"}
+
+
 def path_segment(value: object) -> str:
     """``value`` as one URL path segment: everything but letters, digits and ``_.-~`` percent-encoded, ``/`` included.
 
@@ -44,7 +48,22 @@ _env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=selec
 _env.filters["segment"] = path_segment
 
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+class ConsoleRoute(APIRoute):
+    """Every console answer (pages, fragments, redirects, refusals) says it may not be framed: no clickjacking of
+    its buttons, no page elsewhere showing it."""
+
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        handler = super().get_route_handler()
+
+        async def not_framed(request: Request) -> Response:
+            response = await handler(request)
+            response.headers.update(NO_FRAMING)
+            return response
+
+        return not_framed
+
+
+router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
 
 PAGES: dict[str, tuple[str, Callable[[Request, BrokerRuntime], Any]]] = {}
 
