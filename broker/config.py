@@ -104,6 +104,9 @@ class BrokerSettings(BaseSettings):
     # Security (docs/decisions.md, "Security"): auth is on iff an auth file is given.
     auth_file: Path | None = None
     insecure: bool = False  # serve a non-loopback address without auth (protected mode off)
+    # Names the broker answers to besides loopback, its bind address and advertise_url (DNS rebinding:
+    # broker/security/allowed_hosts.py); "*" for any. Bound to 0.0.0.0 with none listed, any Host is served.
+    allowed_hosts: Annotated[list[str], NoDecode] = []
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
     check_ca_file: Path | None = None  # CA bundle for https check_urls (default: the system's)
@@ -118,7 +121,7 @@ class BrokerSettings(BaseSettings):
     replica_lag_time: float = Field(default=2.0, gt=0)
     cluster_token_file: Path | None = None  # with auth on: the token (admin on cluster:broker) nodes fetch with
 
-    @field_validator("check_url_allow", "retry_delays", mode="before")
+    @field_validator("check_url_allow", "retry_delays", "allowed_hosts", mode="before")
     @classmethod
     def _csv(cls, value: object) -> object:
         return _split_csv(value)

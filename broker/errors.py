@@ -75,6 +75,18 @@ class InvalidGroupName(InvalidRequest):
     title = "Invalid group name"
 
 
+class InvalidTransactionalId(InvalidRequest):
+    code = "INVALID_TRANSACTIONAL_ID"
+    title = "Invalid transactional id"
+
+
+class HostNotAllowed(InvalidRequest):
+    """The request's Host is none of the broker's names: a page on a rebinding domain must not reach a loopback broker."""
+
+    code = "HOST_NOT_ALLOWED"
+    title = "The broker does not answer to this Host"
+
+
 class ReservedProperty(InvalidRequest):
     code = "RESERVED_PROPERTY"
     title = "The property name is reserved for the broker"

@@ -39,6 +39,7 @@ from halfmq.broker.errors import (
     UnknownProducerId,
     UnknownTransactionalId,
 )
+from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import HEADER_SIZE, StoredMessage, encode_properties, record_size
@@ -166,10 +167,15 @@ class ProducerTransactions:
 
     # --- requests ---------------------------------------------------------------
     async def init(self, tid: str, timeout_ms: int | None) -> dict[str, Any]:
-        """A new producer instance: bump the epoch durably, abort what the previous one left open, then answer."""
+        """A new producer instance: bump the epoch durably, abort what the previous one left open, then answer.
+
+        A new id's name is checked here, where every front creates one; an id already on disk (an older broker
+        took any name) keeps working.
+        """
         timeout = checked_timeout(timeout_ms)
         old = self._txns.get(tid)
         if old is None:
+            checked_name(NameKind.TRANSACTIONAL_ID, tid)
             txn = ProducerTxn(tid, self._next_producer_id, 0, timeout, sends=SendWindow(self.send_window))
             items = [self._record(txn, TxnRecord.INIT)]
             _, end = self.store.put(items)
