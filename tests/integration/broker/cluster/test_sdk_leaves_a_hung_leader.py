@@ -69,13 +69,22 @@ def stopped(pid: int) -> Iterator[float]:
         os.kill(pid, signal.SIGCONT)
 
 
-def hold_until_resumed(acks: Acks, stopped_at: float) -> None:
-    """Keep the leader stopped until sends succeeded for PROGRESS_WHILE_HUNG without it, or HANG passed."""
+def hold_until_resumed(brokers: BrokerSet, old: str, acks: Acks, stopped_at: float) -> float | None:
+    """Keep the leader stopped until sends succeeded for PROGRESS_WHILE_HUNG without it, or HANG passed.
+
+    Returns when (after SIGSTOP) another node took quorum writes, for the record: the SDK cannot beat that.
+    """
+    try:
+        brokers.leader(timeout=HANG, not_=old)
+        elected: float | None = time.monotonic() - stopped_at
+    except AssertionError:
+        elected = None
     while time.monotonic() < stopped_at + HANG:
         first = acks.first_after(stopped_at + ANSWERED_BEFORE)
         if first is not None and time.monotonic() > first + PROGRESS_WHILE_HUNG:
-            return
+            break
         time.sleep(0.05)
+    return elected
 
 
 def resumed_after(acks: Acks, stopped_at: float) -> float | None:
@@ -98,12 +107,13 @@ def read_back(urls: str, group: str) -> collections.Counter[str]:
     return counts
 
 
-def check(kind: str, group: str, brokers: BrokerSet, acks: Acks, resumed: float | None) -> None:
+def check(kind: str, group: str, brokers: BrokerSet, acks: Acks, resumed: float | None, elected: float | None) -> None:
     stored = read_back(",".join(brokers.urls), group)
     lost = set(acks.at) - set(stored)
     duplicated = {body: n for body, n in stored.items() if n > 1}
     shown = "never" if resumed is None else f"{resumed:.2f}s"
-    report(f"\nhung leader ({kind}): first send acknowledged {shown} after SIGSTOP (bound {RESUME_BOUND:g}s); "
+    report(f"\nhung leader ({kind}): first send acknowledged {shown} after SIGSTOP (bound {RESUME_BOUND:g}s; "
+           f"another node took writes after {'never' if elected is None else f'{elected:.2f}s'}); "
            f"{len(acks.at)} acknowledged, {len(stored)} distinct read back, lost {len(lost)}, "
            f"duplicated {len(duplicated)}; failed sends {dict(acks.failed)}")
     assert resumed is not None and resumed <= RESUME_BOUND, (
@@ -133,20 +143,20 @@ def test_an_async_producer_with_64_sends_in_flight_leaves_a_hung_leader_within_l
                 acks.ok(body)
             await asyncio.sleep(0.1)
 
-    async def run() -> float | None:
+    async def run() -> tuple[float, float | None]:
         stop = asyncio.Event()
         async with AsyncProducer(",".join(broker_set.urls)) as producer:  # the defaults
             writers = [asyncio.create_task(writer(producer, w, stop)) for w in range(64)]
             await asyncio.sleep(2.0)
             assert acks.at, acks.failed
             with stopped(pid) as stopped_at:
-                await asyncio.to_thread(hold_until_resumed, acks, stopped_at)
+                elected = await asyncio.to_thread(hold_until_resumed, broker_set, leader, acks, stopped_at)
             stop.set()
             await asyncio.gather(*writers)
-        return stopped_at
+        return stopped_at, elected
 
-    stopped_at = asyncio.run(run())
-    check("AsyncProducer, 64 writers", "readback-async", broker_set, acks, resumed_after(acks, stopped_at))
+    stopped_at, elected = asyncio.run(run())
+    check("AsyncProducer, 64 writers", "readback-async", broker_set, acks, resumed_after(acks, stopped_at), elected)
 
 
 def test_a_blocking_producer_shared_by_threads_leaves_a_hung_leader_within_lease_ttl_plus_2s(
@@ -179,9 +189,9 @@ def test_a_blocking_producer_shared_by_threads_leaves_a_hung_leader_within_lease
             time.sleep(2.0)
             assert acks.at, acks.failed
             with stopped(pid) as stopped_at:
-                hold_until_resumed(acks, stopped_at)
+                elected = hold_until_resumed(broker_set, leader, acks, stopped_at)
         finally:
             stop.set()
             for t in threads:
                 t.join(timeout=60)
-    check("blocking Producer, 16 threads", "readback-blocking", broker_set, acks, resumed_after(acks, stopped_at))
+    check("blocking Producer, 16 threads", "readback-blocking", broker_set, acks, resumed_after(acks, stopped_at), elected)
