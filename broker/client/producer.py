@@ -59,6 +59,10 @@ class Producer:
         ``idempotent_id``: number under this transactional id (a stable identity) instead of a producer id of its own.
         Threads sending to one topic at once share batch requests (``blocking_send_coalescer``); ``coalesce=False``
         sends one request per message.
+
+        ``timeout`` bounds one attempt (5 s, ``transport.TIMEOUT``); ``retries`` counts the attempts after one that
+        failed retriably. Given a broker set's URLs, a node that did not answer within ``timeout`` is left: the retry
+        goes to the next URL; while the set elects a leader the call waits for it (``broker_urls``, not a retry).
         """
         retrying(retries)  # validate now rather than on the first send
         self._retries = retries
