@@ -117,7 +117,8 @@ class BrokerUrls:
 
     def suspects(self) -> set[str]:
         now = self.clock()
-        return {url for url, until in self._suspected_until.items() if until > now}
+        # A copy first: the blocking transport's threads may suspect a node meanwhile.
+        return {url for url, until in list(self._suspected_until.items()) if until > now}
 
     def redirect(self, error: BrokerError, asked: str) -> str | None:
         """After ``error`` from ``asked``: the node to repeat the call at now, or None (the error is the caller's).
