@@ -111,10 +111,6 @@ class BrokerUrls:
     def base(self) -> str:
         return self.urls[self._current]
 
-    @property
-    def several(self) -> bool:
-        return len(self.urls) > 1
-
     def suspects(self) -> set[str]:
         now = self.clock()
         # A copy first: the blocking transport's threads may suspect a node meanwhile.
