@@ -74,18 +74,19 @@ def next_url(urls: Sequence[str], asked: str, failure: Failure, leader: str | No
     """Where a call goes after ``failure`` on ``asked``; None when it stays (a single URL, or an answer).
 
     ``leader`` is the URL a 421 named; it is followed when it is listed, is not ``asked`` and is not one of the
-    ``suspects``. Otherwise the next listed URL after ``asked`` that is not suspected, or, when every other one
-    is, simply the next one.
+    ``suspects``. Otherwise the next listed URL after ``asked`` that is not suspected; when every other one is,
+    the named leader, else simply the next one.
     """
     if len(urls) < 2 or failure is Failure.ANSWERED:
         return None
     leader = (leader or "").rstrip("/")
-    if failure is Failure.NOT_LEADER and leader in urls and leader != asked and leader not in suspects:
-        return leader
+    named = leader if failure is Failure.NOT_LEADER and leader in urls and leader != asked else None
+    if named is not None and named not in suspects:
+        return named
     start = urls.index(asked) + 1 if asked in urls else 0
     ring = [urls[(start + i) % len(urls)] for i in range(len(urls))]
     others = [u for u in ring if u != asked]
-    return next((u for u in others if u not in suspects), others[0])
+    return next((u for u in others if u not in suspects), named or others[0])
 
 
 def round_pause(rounds: int) -> float:

@@ -80,6 +80,10 @@ def test_suspected_nodes_are_skipped_until_every_other_one_is_suspected() -> Non
     assert next_url([A, B, C], A, Failure.UNREACHABLE, suspects={A, B, C}) == B
 
 
+def test_when_every_other_node_is_suspected_the_named_leader_is_preferred() -> None:
+    assert next_url([A, B, C], C, Failure.NOT_LEADER, leader=B, suspects={A, B}) == B
+
+
 def test_an_answer_or_a_single_url_keeps_the_call_where_it_is() -> None:
     assert next_url([A, B], A, Failure.ANSWERED) is None
     assert next_url([A], A, Failure.NO_ANSWER) is None
