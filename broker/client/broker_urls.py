@@ -40,7 +40,7 @@ NOT_LEADER = "NOT_LEADER"
 # How long one call keeps looking for a leader among the set's nodes (421s, nodes that refuse connections): an
 # election takes about the set's lease TTL (5 s by default) plus one tick.
 LEADER_WAIT = 15.0
-_PAUSE_FIRST, _PAUSE_MAX = 0.1, 0.5
+_PAUSE_FIRST, _PAUSE_MAX = 0.1, 0.25
 
 
 def split_urls(spec: str) -> list[str]:

@@ -145,4 +145,4 @@ def test_a_route_on_one_url_never_repeats_the_call() -> None:
 
 
 def test_the_pauses_between_rounds_grow_but_stay_short() -> None:
-    assert [round_pause(n) for n in (1, 2, 3, 4, 10)] == [0.1, 0.2, 0.4, 0.5, 0.5]
+    assert [round_pause(n) for n in (1, 2, 3, 4, 10)] == [0.1, 0.2, 0.25, 0.25, 0.25]
