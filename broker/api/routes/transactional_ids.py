@@ -55,8 +55,8 @@ async def describe_transactional_id(tid: str, request: Request) -> JsonResponse:
 
 @router.post("/{tid}/init", response_model=answers.InitAnswer)
 async def init(tid: str, body: InitProducer, request: Request) -> JsonResponse:
-    rt, _ = _acting(request, tid)
-    return JsonResponse(await rt.producer_txns.init(tid, body.transaction_timeout_ms))
+    rt, who = _acting(request, tid)
+    return JsonResponse(await rt.producer_txns.init(tid, body.transaction_timeout_ms, who.name))
 
 
 # The steps of a running transaction are hot paths (raw ASGI routes, see hot_path.py): a copier makes five
