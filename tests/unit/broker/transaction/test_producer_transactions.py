@@ -282,6 +282,22 @@ def test_a_nack_cannot_free_a_delivery_an_open_transaction_has_acked(broker: Bro
     assert broker.store.offsets.get("g", "IN", 0) == 1
 
 
+def test_a_plain_ack_of_a_delivery_an_open_transaction_has_acked_is_refused_and_settles_nothing(broker: Broker) -> None:
+    broker.store.put([PutItem("IN", 0, f"m{i}".encode(), {"UNIQ_KEY": f"m{i}"}) for i in range(2)])
+    held, free = broker.receive()
+    pid, epoch = init(broker)
+    broker.txns.begin("t1", pid, epoch, 0)
+    broker.txns.add_acks("t1", pid, epoch, 1, broker.delivery.parse_receipts([held.receipt_handle]))
+    with pytest.raises(ReceiptInOtherTransaction):
+        broker.delivery.ack("g", "IN", [free.receipt_handle, held.receipt_handle])
+    with pytest.raises(ReceiptInOtherTransaction):
+        broker.delivery.dead_letter("g", "IN", held.receipt_handle)
+    run(broker.txns.abort("t1", pid, epoch))
+    assert sorted(d.message.body for d in broker.receive()) == [b"m0"]  # the abort gave it back: nothing had settled it
+    assert broker.store.offsets.get("g", "IN", 0) is None  # nothing was committed for the group
+    assert broker.delivery.ack("g", "IN", [free.receipt_handle]) == [(free.receipt_handle, True)]
+
+
 # --- producer ids without a transactional id ------------------------------------------------------
 
 def _numbered_send(b: Broker, txn, sequence: int, body: str) -> None:
