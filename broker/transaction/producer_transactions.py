@@ -35,7 +35,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
 from halfmq.broker.errors import (
@@ -353,7 +353,9 @@ class ProducerTransactions:
         """
         tid = self._tid_of.get(producer_id)
         if tid is not None:
-            self._check_owner(self._txns[tid], principal)
+            owned = self._txns[tid]
+            if owned.owner != principal:
+                self._not_owned(owned, principal)
             return self._current(tid, producer_id, epoch)
         txn = self._idempotent.get(producer_id)
         now = self.now_ms()
@@ -362,7 +364,8 @@ class ProducerTransactions:
             txn = None
         if txn is None:
             raise UnknownProducerId(f"producer id {producer_id} is unknown or expired: get a new one (POST /v1/producer-ids)")
-        self._check_owner(txn, principal)
+        if txn.owner != principal:
+            self._not_owned(txn, principal)
         if epoch != txn.epoch:
             raise InvalidProducerEpoch(f"producer id {producer_id} has epoch {txn.epoch}, not {epoch}")
         txn.last_used_ms = now
@@ -377,9 +380,7 @@ class ProducerTransactions:
         return len(idle)
 
     @staticmethod
-    def _check_owner(txn: ProducerTxn, principal: str) -> None:
-        if txn.owner == principal:
-            return
+    def _not_owned(txn: ProducerTxn, principal: str) -> NoReturn:
         if txn.owner is None:  # handed out before ids were bound to principals: nobody may prove it is theirs
             raise UnknownProducerId(f"producer id {txn.producer_id} was obtained before producer ids were bound to "
                                     "principals: get a new one (POST /v1/producer-ids, or init the transactional id)")
