@@ -379,6 +379,15 @@ class ProducerTransactions:
             del self._idempotent[pid]
         return len(idle)
 
+    def check_acting(self, tid: str, principal: str) -> None:
+        """PRODUCER_ID_NOT_OWNED when ``tid``'s producer id was obtained by another principal (the steps of its
+        transactions: begin, messages, acks, commit, abort). Its ``init`` is not checked: a new instance of any
+        principal allowed on the transactional id takes it over, fencing the old one. Unknown ids are the step's to
+        refuse; an id initialised before ids were bound has no owner and is left to the transactional-id policy."""
+        txn = self._txns.get(tid)
+        if txn is not None and txn.owner is not None and txn.owner != principal:
+            self._not_owned(txn, principal)
+
     @staticmethod
     def _not_owned(txn: ProducerTxn, principal: str) -> NoReturn:
         if txn.owner is None:  # handed out before ids were bound to principals: nobody may prove it is theirs

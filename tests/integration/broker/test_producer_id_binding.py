@@ -123,6 +123,23 @@ def test_a_transactional_ids_producer_id_numbers_only_its_owners_sends(as_, topi
     assert bodies(admin, "ORDER_TOPIC") == ["order 1"] and bodies(admin, "MALLORY_T") == []
 
 
+def test_a_transactional_ids_steps_are_refused_to_another_principal_allowed_on_it_until_it_initialises_the_id_itself(as_, topics):
+    order, admin = as_("order"), as_("admin")  # admin may publish on transactional-id:order-tx too
+    init = order.post(path("v1", "transactional-ids", "order-tx", "init"), json={}).json()
+    ids = {"producer_id": init["producer_id"], "epoch": init["epoch"]}
+    step = lambda who, verb, body: who.post(path("v1", "transactional-ids", "order-tx", verb), json={**ids, **body})  # noqa: E731
+    assert step(order, "begin", {"sequence": 0}).status_code == 200
+    forged = {"sequence": 1, "messages": [{"topic": "ORDER_TOPIC", "body": "forged"}]}
+    assert_problem(step(admin, "messages", forged), 403, "PRODUCER_ID_NOT_OWNED")
+    assert_problem(step(admin, "commit", {}), 403, "PRODUCER_ID_NOT_OWNED")
+    assert step(order, "messages", {"sequence": 1, "messages": [{"topic": "ORDER_TOPIC", "body": "order 1"}]}).status_code == 200
+    assert step(order, "commit", {}).status_code == 200
+    assert bodies(admin, "ORDER_TOPIC") == ["order 1"]
+    taken = admin.post(path("v1", "transactional-ids", "order-tx", "init"), json={}).json()  # a new instance: fences
+    assert (taken["producer_id"], taken["epoch"]) == (ids["producer_id"], ids["epoch"] + 1)
+    assert_problem(step(order, "begin", {"sequence": 0}), 403, "PRODUCER_ID_NOT_OWNED")
+
+
 def test_producer_ids_are_random_and_stay_bound_to_their_owner_across_kill_9(secured, as_, topics):
     broker, _ = secured
     order, mallory, admin = as_("order"), as_("mallory"), as_("admin")

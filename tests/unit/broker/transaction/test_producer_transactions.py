@@ -363,9 +363,15 @@ def test_a_producer_id_is_random_and_only_its_owner_numbers_sends_with_it_even_a
         with pytest.raises(ProducerIdNotOwned):
             again.txns.sender(pid, 0, "mallory")
         again.txns.sender(pid, 0, OWNER)
+    again.txns.check_acting("t1", OWNER)
+    with pytest.raises(ProducerIdNotOwned):
+        again.txns.check_acting("t1", "mallory")  # the steps of t1's transactions too
+    again.txns.check_acting("no-such-tid", "mallory")  # unknown: the step itself answers UNKNOWN_TRANSACTIONAL_ID
     run(again.txns.init("t1", None, "mallory"))  # a principal allowed on the transactional id initialises it anew
     with pytest.raises(ProducerIdNotOwned):
         again.txns.sender(tid_pid, 1, OWNER)  # the id is now the new instance's (the old epoch is fenced anyway)
+    with pytest.raises(ProducerIdNotOwned):
+        again.txns.check_acting("t1", OWNER)
     again.txns.sender(tid_pid, 1, "mallory")
     again.close()
 
@@ -376,12 +382,17 @@ def test_a_producer_id_handed_out_before_ids_were_bound_is_unknown_so_the_sdk_ta
 
     b = Broker(tmp_path, clock)
     legacy = {rec.TXN_ID: "", rec.TXN_OP: "init", rec.PRODUCER_ID: "7", rec.EPOCH: "0", rec.TXN_NO: "0", rec.TIMEOUT_MS: "0"}
-    b.store.put([PutItem(TXN_STATE_TOPIC, 0, b"", legacy)])  # what an older broker wrote: no OWNER
-    b.close()
+    b.store.put([PutItem(TXN_STATE_TOPIC, 0, b"", legacy), PutItem(TXN_STATE_TOPIC, 0, b"", {**legacy, rec.TXN_ID: "t1",
+                                                                                             rec.PRODUCER_ID: "8"})])
+    b.close()  # what an older broker wrote: no OWNER
     again = Broker(tmp_path, clock)
     for principal in (OWNER, "anonymous"):
-        with pytest.raises(UnknownProducerId):
-            again.txns.sender(7, 0, principal)
+        for pid in (7, 8):
+            with pytest.raises(UnknownProducerId):
+                again.txns.sender(pid, 0, principal)
+        again.txns.check_acting("t1", principal)  # its steps are the transactional-id policy's to allow
+    run(again.txns.init("t1", None, OWNER))  # the next init binds it
+    again.txns.sender(8, 1, OWNER)
     again.close()
 
 
