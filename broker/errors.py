@@ -225,6 +225,15 @@ class DuplicateSequenceNumber(BrokerError):
     title = "The send was stored before, but its answer is no longer kept"
 
 
+class SequenceNumberReused(BrokerError):
+    """A numbered send reuses a number its producer id already used for another request: another kind of send
+    (plain or half), or another topic or producer group. It is neither stored nor answered with the other's answer."""
+
+    code = "SEQUENCE_NUMBER_REUSED"
+    status = 409
+    title = "The sequence number was already used for a different request"
+
+
 class TransactionTooLarge(BrokerError):
     code = "TRANSACTION_TOO_LARGE"
     status = 413
@@ -293,6 +302,13 @@ class AccessDenied(BrokerError):
     code = "ACCESS_DENIED"
     status = 403
     title = "The principal's policies do not allow this"
+
+
+class ProducerIdNotOwned(AccessDenied):
+    """The producer id was handed to another principal: only the one that obtained it may number sends with it."""
+
+    code = "PRODUCER_ID_NOT_OWNED"
+    title = "The producer id belongs to another principal"
 
 
 class RouteNotFound(BrokerError):

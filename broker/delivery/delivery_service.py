@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from halfmq.broker.errors import (
     ConsumerGroupNotFound,
     InvalidReceiptHandle,
+    ReceiptInOtherTransaction,
     ReceiptNotHeld,
     SystemTopicForbidden,
     TopicNotFound,
@@ -217,8 +218,12 @@ class DeliveryService:
         return progress if progress.holds(h.offset, h.nonce) else None
 
     def ack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
+        """Settle held deliveries (False: expired or settled); RECEIPT_IN_TRANSACTION, settling none, when one of them
+        is acked in an open producer transaction: that transaction's end decides it."""
         parsed = self._resolve(group, topic, handles)
         state = self._state.get((group, topic))  # settling never creates a group: none means nothing is held
+        for _, h in parsed:
+            self._refuse_if_in_transaction(state, h)
         results = []
         for text, h in parsed:
             progress = self._held(state, h)
@@ -227,6 +232,12 @@ class DeliveryService:
                 self._settle(group, topic, h.queue_id, progress, h.offset)
             results.append((text, ok))
         return results
+
+    def _refuse_if_in_transaction(self, state: _GroupTopic | None, h: ReceiptHandle) -> None:
+        progress = self._held(state, h)
+        if progress is not None and progress.in_flight[h.offset].visible_at == HELD_BY_TRANSACTION:
+            raise ReceiptInOtherTransaction(f"{h.group}/{h.topic}/{h.queue_id}@{h.offset} is acked in an open producer "
+                                            "transaction: its commit settles it, its abort gives it back")
 
     def nack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
         parsed = self._resolve(group, topic, handles)
@@ -275,6 +286,7 @@ class DeliveryService:
         """Move a held delivery to the group's DLQ now and settle it (the consumer gave up on it); False if not held."""
         [(_, h)] = self._resolve(group, topic, [handle])
         state = self._state.get((group, topic))
+        self._refuse_if_in_transaction(state, h)
         progress = self._held(state, h)
         message = self._store.get(topic, h.queue_id, h.offset) if progress is not None else None
         if progress is None or message is None:

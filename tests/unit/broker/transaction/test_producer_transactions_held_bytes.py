@@ -22,6 +22,7 @@ from .fakes import FakeClock
 BODY = 1000  # each message's body; it holds a little more (header, topic, properties), under SIZE
 SIZE = 1100
 LIMITS = TxnLimits(max_open_bytes=5 * SIZE, max_open_bytes_per_principal=2 * SIZE + SIZE // 2)
+OWNER = "anonymous"  # who obtained the transactional ids (the binding of issue 30 item 1); the caps count by the acting principal
 
 
 async def _durable(offset: int) -> None:
@@ -48,7 +49,7 @@ class Broker:
         self.open()
 
     def begin(self, tid: str, timeout_ms: int | None = None) -> tuple[int, int]:
-        answer = run(self.txns.init(tid, timeout_ms))
+        answer = run(self.txns.init(tid, timeout_ms, OWNER))
         pid, epoch = answer["producer_id"], answer["epoch"]
         self.txns.begin(tid, pid, epoch, 0)
         return pid, epoch
@@ -105,7 +106,7 @@ def test_commit_abort_timeout_and_a_new_epoch_each_give_the_bytes_back(broker: B
     assert broker.txns.held.total == full * 3 // 4
     run(broker.txns.abort("a", *aborted))
     assert broker.txns.held.total == full // 2
-    run(broker.txns.init("f", None))  # a new instance fences the old one and aborts its transaction
+    run(broker.txns.init("f", None, OWNER))  # a new instance fences the old one and aborts its transaction
     assert broker.txns.held.total == full // 4
     broker.clock.advance(2)
     assert broker.txns.abort_expired() == ["t"]
