@@ -16,7 +16,7 @@ from halfmq.broker.security.policy import CLUSTER, Action
 from halfmq.broker.store.atomic_file import read_json
 
 from .errors import NotLeader
-from .follower import HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
+from .follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from .node import ClusterNode
 
 router = APIRouter()
@@ -84,7 +84,7 @@ async def fetch(body: FetchRequest, request: Request) -> Response:
     data = log.read(body.from_offset, stop - body.from_offset) if stop > body.from_offset else b""
     return Response(data, media_type="application/octet-stream", headers={
         TERM_HEADER: str(node.term), "x-halfmq-log-end": str(end), SEGMENT_HEADER: str(log.segment_bytes),
-        HISTORY_HEADER: json.dumps(node.history.entries),
+        HISTORY_HEADER: json.dumps(node.history.entries), HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark),
     })
 
 
