@@ -38,7 +38,7 @@ class LowerTerm(Exception):
 
 
 class ReplicaNotStored(Exception):
-    """This node's disk refused the leader's bytes (already logged by ``Follower.storing``); the next tick retries."""
+    """This node's disk refused the leader's bytes (logged once by the store or ``Follower.storing``); the next tick retries."""
 
 
 class Follower:
@@ -92,7 +92,9 @@ class Follower:
         self.leader_high_watermark = int(answer.headers.get(HIGH_WATERMARK_HEADER, self.leader_high_watermark))
         try:
             await self._keep(store, answer, start)
-        except (StoreNotWritable, OSError) as exc:
+        except StoreNotWritable as exc:  # the store's own FailureWatch has said so, once
+            raise ReplicaNotStored(str(exc)) from exc
+        except OSError as exc:  # a failed fsync, the term history
             self.storing.failed(exc)
             raise ReplicaNotStored(str(exc)) from exc
         if answer.content:

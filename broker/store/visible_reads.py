@@ -56,7 +56,7 @@ class VisibleReads:
         self._listeners.append(listener)
 
     def _written(self, topic: str, queue_id: int) -> None:
-        end = self._store.commit_log.end_offset  # the single writer's write group just ended here
+        end = self._store.commit_log.end_offset if self.bound is not None else 0  # the single writer's group ended here
         if self.bound is None or end <= self.bound:
             for listener in self._listeners:
                 listener(topic, queue_id)
