@@ -83,7 +83,8 @@ class Follower:
         store = self._store()
         start = store.commit_log.end_offset
         answer = await self._http.post(f"{leader_url}/v1/replication/fetch",
-                                       json={"node_id": self.node_id, "term": term, "from_offset": start})
+                                       json={"node_id": self.node_id, "term": term, "from_offset": start,
+                                             "high_watermark": self.leader_high_watermark})
         answer.raise_for_status()
         self._check_term(answer)
         if int(answer.headers.get(SEGMENT_HEADER, store.config.segment_bytes)) != store.config.segment_bytes:

@@ -5,7 +5,9 @@ Consumers of a broker set read only what every in-sync node has on disk
 the published in-sync set changes and when the leader's own fsync catches up.
 A write no send waits for (a DLQ move) is fsynced on the leader only with the
 next send's, so when the followers have more on disk than the leader this asks
-the leader's disk for it rather than leave the mark behind.
+the leader's disk for it rather than leave the mark behind. Followers learn the
+mark from every fetch answer (a fetch waiting for new bytes answers when it
+moves), so the one elected next starts where the last leader's consumers were.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from .replica_tracker import ReplicaTracker
 
 
 class HighWatermark:
-    def __init__(self, tracker: ReplicaTracker, store: Callable[[], MessageStore]) -> None:
+    def __init__(self, tracker: ReplicaTracker, store: Callable[[], MessageStore], moved: Callable[[], None] = lambda: None) -> None:
         self._tracker = tracker
         self._store = store
+        self._moved = moved  # the followers' waiting fetches answer at once, so they learn the mark without delay
         self._fsync_asked = 0
 
     def lead(self, store: MessageStore) -> None:
@@ -39,7 +42,10 @@ class HighWatermark:
         durable = store.acknowledged_end
         if replicated > durable and replicated > self._fsync_asked:
             self._ask_fsync(store, replicated)
+        before = store.visible.bound
         store.visible.advance(self._tracker.advance(durable))
+        if store.visible.bound != before:
+            self._moved()
 
     def _ask_fsync(self, store: MessageStore, offset: int) -> None:
         try:

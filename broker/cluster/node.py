@@ -59,8 +59,8 @@ class ClusterNode:
         self.history = TermHistory(settings.data_dir / "term-history.json")
         self.tracker = ReplicaTracker(self.node_id, settings.cluster_size, settings.replica_lag_time, clock,
                                       on_change=lambda: self.watermark.advance())
-        self.watermark = HighWatermark(self.tracker, lambda: self.runtime.store)  # what consumers may read
         self.appended = asyncio.Event()
+        self.watermark = HighWatermark(self.tracker, lambda: self.runtime.store, self.appended.set)  # what consumers may read
         token = settings.cluster_token_file.read_text().strip() if settings.cluster_token_file else None
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(5.0, connect=1.0),
                                        headers={"authorization": f"Bearer {token}"} if token else None)
