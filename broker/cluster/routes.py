@@ -28,7 +28,7 @@ class FetchRequest(BaseModel):
     node_id: str = Field(min_length=1, max_length=200)
     term: int = Field(ge=0)
     from_offset: int = Field(ge=0)
-    high_watermark: int = Field(default=0, ge=0)  # the follower's: a fetch waits for new bytes only while it is current
+    high_watermark: int | None = Field(default=None, ge=0)  # the follower's: a fetch waits for new bytes only while it is current
 
 
 class Diverged(NotLeader):
@@ -71,7 +71,7 @@ async def fetch(body: FetchRequest, request: Request) -> Response:
     if body.from_offset > end:
         raise Diverged(f"follower {body.node_id} asks from {body.from_offset}, the log ends at {end}")
     node.tracker.report(body.node_id, body.from_offset, end)
-    if body.from_offset == end and node.tracker.high_watermark <= body.high_watermark:
+    if body.from_offset == end and (body.high_watermark is None or node.tracker.high_watermark <= body.high_watermark):
         node.appended.clear()
         try:
             await asyncio.wait_for(node.appended.wait(), FETCH_WAIT_SECONDS)
