@@ -75,6 +75,18 @@ class InvalidGroupName(InvalidRequest):
     title = "Invalid group name"
 
 
+class InvalidTransactionalId(InvalidRequest):
+    code = "INVALID_TRANSACTIONAL_ID"
+    title = "Invalid transactional id"
+
+
+class HostNotAllowed(InvalidRequest):
+    """The request's Host is none of the broker's names: a page on a rebinding domain must not reach a loopback broker."""
+
+    code = "HOST_NOT_ALLOWED"
+    title = "The broker does not answer to this Host"
+
+
 class ReservedProperty(InvalidRequest):
     code = "RESERVED_PROPERTY"
     title = "The property name is reserved for the broker"
@@ -217,6 +229,20 @@ class TransactionTooLarge(BrokerError):
     code = "TRANSACTION_TOO_LARGE"
     status = 413
     title = "The transaction holds more than the broker accepts in one commit"
+
+
+class OpenTransactionsFull(BrokerError):
+    """Open producer transactions already hold the broker's (or this principal's) cap of message bytes; nothing was kept.
+
+    Retriable: the bytes come back as open transactions commit, abort or time out. ``scope`` says which cap
+    (``broker`` or ``principal``); ``limit_bytes``, ``held_bytes`` and ``request_bytes`` say by how much.
+    """
+
+    code = "OPEN_TRANSACTIONS_FULL"
+    status = 429
+    retriable = True
+    retry_after = 1
+    title = "Open producer transactions already hold as many bytes as the broker allows"
 
 
 class InvalidTransactionTimeout(InvalidRequest):

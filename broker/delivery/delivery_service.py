@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 
 from halfmq.broker.errors import (
     ConsumerGroupNotFound,
-    InvalidGroupName,
     InvalidReceiptHandle,
     ReceiptNotHeld,
     SystemTopicForbidden,
     TopicNotFound,
 )
+from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic, is_valid_user_name
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
 
 from .backoff import exhausted, retry_delay
 from .queue_progress import InFlight, QueueProgress
@@ -115,8 +115,7 @@ class DeliveryService:
 
     # --- receive ----------------------------------------------------------------
     async def receive(self, group: str, topic: str, max_messages: int, invisible: float, wait: float) -> list[Delivery]:
-        if not is_valid_user_name(group):
-            raise InvalidGroupName(f"invalid consumer group name {group!r}: use 1-127 of A-Z a-z 0-9 _ -")
+        checked_name(NameKind.CONSUMER_GROUP, group)
         if topic.startswith("RMQ_SYS_") or topic in (CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC):
             raise SystemTopicForbidden(f"{topic} is internal to the broker and cannot be consumed")
         deadline = self._clock() + wait

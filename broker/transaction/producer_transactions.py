@@ -39,12 +39,14 @@ from halfmq.broker.errors import (
     UnknownProducerId,
     UnknownTransactionalId,
 )
+from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import HEADER_SIZE, StoredMessage, encode_properties, record_size
 from halfmq.broker.store.topics import TXN_STATE_TOPIC, TopicConfig
 
 from . import producer_records as rec
+from .held_bytes import HeldBytes
 from .producer_records import AbortedBy, AckRef, TxnRecord
 from .producer_state_machine import ProducerTxnState, TxnAction, TxnEvent, transition
 from .producer_timeout import checked_timeout, deadline_ms, expired
@@ -72,6 +74,8 @@ class TxnLimits:
     max_messages: int = 10_000
     max_bytes: int = 16 * 1024 * 1024
     max_acks: int = 10_000
+    max_open_bytes: int = 256 * 1024 * 1024  # held by every open transaction together (held_bytes.py)
+    max_open_bytes_per_principal: int = 64 * 1024 * 1024
 
 
 @dataclass
@@ -122,6 +126,7 @@ class ProducerTransactions:
         self._acks = acks
         self._durable = durable
         self.limits = limits
+        self.held = HeldBytes(limits.max_open_bytes, limits.max_open_bytes_per_principal)
         self._clock = clock
         self._txns: dict[str, ProducerTxn] = {}
         self._held_by: dict[tuple[str, str, int, int], str] = {}
@@ -162,10 +167,15 @@ class ProducerTransactions:
 
     # --- requests ---------------------------------------------------------------
     async def init(self, tid: str, timeout_ms: int | None) -> dict[str, Any]:
-        """A new producer instance: bump the epoch durably, abort what the previous one left open, then answer."""
+        """A new producer instance: bump the epoch durably, abort what the previous one left open, then answer.
+
+        A new id's name is checked here, where every front creates one; an id already on disk (an older broker
+        took any name) keeps working.
+        """
         timeout = checked_timeout(timeout_ms)
         old = self._txns.get(tid)
         if old is None:
+            checked_name(NameKind.TRANSACTIONAL_ID, tid)
             txn = ProducerTxn(tid, self._next_producer_id, 0, timeout, sends=SendWindow(self.send_window))
             items = [self._record(txn, TxnRecord.INIT)]
             _, end = self.store.put(items)
@@ -207,7 +217,7 @@ class ProducerTransactions:
         return answer
 
     def add_messages(self, tid: str, producer_id: int, epoch: int, sequence: int, items: list[PutItem],
-                     missing_topics: list[TopicConfig]) -> dict[str, Any]:
+                     missing_topics: list[TopicConfig], *, principal: str | None = None) -> dict[str, Any]:
         """Keep validated messages for the commit; create the topics they need once everything is accepted."""
         txn = self._current(tid, producer_id, epoch)
         repeat = self._repeat(txn, TxnEvent.ADD_MESSAGES, sequence)
@@ -223,6 +233,7 @@ class ProducerTransactions:
                 f"the transaction would hold {count} messages of {txn.size + size} bytes; at most "
                 f"{self.limits.max_messages} messages and {self.limits.max_bytes} bytes commit as one",
                 max_messages=self.limits.max_messages, max_bytes=self.limits.max_bytes)
+        self.held.hold(tid, principal, size)  # the broker's and the principal's caps: refused before anything is kept
         for cfg in missing_topics:
             self.store.create_topic(cfg.name, cfg.queues)
         txn.items.extend(items)
@@ -279,6 +290,7 @@ class ProducerTransactions:
         results, end = self.store.put(group)
         self._acks.settle_held(txn.acks)
         self._release_keys(txn)
+        self.held.release(tid)
         txn.state, txn.ended_ms = move.state, self.now_ms()
         txn.end_answer = self._end_answer(txn, [
             {"msg_id": r.properties.get("UNIQ_KEY", ""), "topic": r.topic, "queue_id": r.queue_id, "queue_offset": r.queue_offset,
@@ -433,6 +445,7 @@ class ProducerTransactions:
     # --- bookkeeping ------------------------------------------------------------
     def _aborted(self, txn: ProducerTxn, by: AbortedBy) -> None:
         self._acks.release_held(txn.acks)
+        self.held.release(txn.transactional_id)
         self._release_keys(txn)
         txn.state, txn.ended_ms, txn.aborted_by = ProducerTxnState.COMPLETE_ABORT, self.now_ms(), by
         txn.end_answer = self._end_answer(txn, [])

@@ -88,7 +88,8 @@ async def messages(request: HotRequest) -> Reply:
         if not exists:
             missing.append(cfg)
         items.extend(rt.sender.prepare_many(cfg, batch))
-    return Reply(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing))
+    holder = who.name if rt.guard.enabled else None  # with auth off everyone is anonymous: only the broker-wide cap
+    return Reply(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing, principal=holder))
 
 
 async def acks(request: HotRequest) -> Reply:

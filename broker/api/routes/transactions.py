@@ -9,13 +9,13 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from starlette.types import Scope
 
-from halfmq.broker.errors import InvalidGroupName, InvalidRequest
+from halfmq.broker.errors import InvalidRequest
 from halfmq.broker.message_view import restored_view
+from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
 from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.store.topics import is_valid_user_name
 from halfmq.broker.transaction.check_url import OwnAddress, validate_check_url
 from halfmq.broker.transaction.state_machine import TxEvent
 from halfmq.broker.transaction.transaction_service import Tx
@@ -36,9 +36,7 @@ def _runtime(request: Request) -> BrokerRuntime:
 
 
 def _group(name: str) -> str:
-    if not is_valid_user_name(name):
-        raise InvalidGroupName(f"invalid producer group {name!r}: use 1-127 of A-Z a-z 0-9 _ -")
-    return name
+    return checked_name(NameKind.PRODUCER_GROUP, name)
 
 
 def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: StoredMessage | None = None) -> dict:
