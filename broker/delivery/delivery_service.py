@@ -73,6 +73,7 @@ class DeliveryService:
     def __init__(self, store: MessageStore, policy: DeliveryPolicy, clock: Callable[[], float] = time.monotonic,
                  *, key: bytes | None = None) -> None:
         self._store = store
+        self._reads = store.visible  # what consumers may see: a broker set's leader stops at its high watermark
         self._policy = policy
         self._clock = clock
         self._epoch = secrets.token_hex(4)
@@ -82,7 +83,7 @@ class DeliveryService:
         self.dlq_moves = 0
         self.damaged_skips = 0
         self._closing = False
-        store.add_listener(self._on_message)
+        self._reads.add_listener(self._on_message)
 
     def close(self) -> None:
         """End every long poll now (shutdown must not wait for idle consumers)."""
@@ -143,7 +144,7 @@ class DeliveryService:
             item = progress.in_flight.get(offset)
             if item is None or item.nonce != nonce or item.visible_at > now:
                 continue  # settled, or re-scheduled since this heap entry was pushed
-            message = self._store.get(topic, qid, offset)
+            message = self._reads.get(topic, qid, offset)
             if message is None:  # damaged since it was delivered (reported by the store)
                 self._settle(group, topic, qid, progress, offset)
                 continue
@@ -172,10 +173,10 @@ class DeliveryService:
         """Hand out never-delivered messages of one queue; a damaged one is skipped as if acked, and counted."""
         progress = state.queues[qid]
         while True:
-            want = min(limit - len(out), self._store.queue_range(topic, qid)[1] - progress.cursor)
+            want = min(limit - len(out), self._reads.queue_range(topic, qid)[1] - progress.cursor)
             if want <= 0:
                 return
-            entries = self._store.read_entries(topic, qid, progress.cursor, want)
+            entries = self._reads.read_entries(topic, qid, progress.cursor, want)
             if not entries:
                 return
             for entry in entries:
@@ -288,7 +289,7 @@ class DeliveryService:
         state = self._state.get((group, topic))
         self._refuse_if_in_transaction(state, h)
         progress = self._held(state, h)
-        message = self._store.get(topic, h.queue_id, h.offset) if progress is not None else None
+        message = self._reads.get(topic, h.queue_id, h.offset) if progress is not None else None
         if progress is None or message is None:
             return False
         self._move_to_dlq(group, message, progress.in_flight[h.offset].deliveries)

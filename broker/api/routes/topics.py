@@ -36,7 +36,7 @@ def _runtime(request: Request) -> BrokerRuntime:
 def topic_view(rt: BrokerRuntime, cfg: TopicConfig) -> dict:
     queues = []
     for qid in range(cfg.queues):
-        lo, hi = rt.store.queue_range(cfg.name, qid)
+        lo, hi = rt.store.visible.queue_range(cfg.name, qid)
         queues.append({"queue_id": qid, "min_offset": lo, "max_offset": hi})
     return {"name": cfg.name, "queues": queues}
 
@@ -134,8 +134,8 @@ async def read_messages(
     cfg = rt.topics.get(topic)
     if not 0 <= queue_id < cfg.queues:
         raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}, not {queue_id}")
-    entries = rt.store.read_entries(topic, queue_id, offset, max)
-    lo, hi = rt.store.queue_range(topic, queue_id)
+    entries = rt.store.visible.read_entries(topic, queue_id, offset, max)
+    lo, hi = rt.store.visible.queue_range(topic, queue_id)
     next_offset = entries[-1].queue_offset + 1 if entries else min(builtins.max(offset, lo), hi)
     answer = {"messages": [message_view(e) for e in entries if type(e) is not DamagedEntry], "next_offset": next_offset}
     damaged = [e.queue_offset for e in entries if type(e) is DamagedEntry]
