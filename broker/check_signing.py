@@ -47,10 +47,13 @@ class CheckVerifier:
     def verify(self, timestamp: str | None, sig: str | None, body: bytes) -> None:
         if not timestamp or not sig:
             raise CheckSignatureInvalid("the check request is not signed")
-        try:
-            ts = int(timestamp)
-        except ValueError:
-            raise CheckSignatureInvalid("the check request's timestamp is not a number") from None
+        # A header is any latin-1 text, and compare_digest raises TypeError on a str that is not ASCII:
+        # a signature or timestamp outside ASCII is a refusal, never a 500.
+        if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 20):
+            raise CheckSignatureInvalid("the check request's timestamp is not a number")
+        if not sig.isascii():
+            raise CheckSignatureInvalid("the check request's signature does not match its body")
+        ts = int(timestamp)
         if not hmac.compare_digest(signature(self._secret, ts, body), sig):
             raise CheckSignatureInvalid("the check request's signature does not match its body")
         now = self._clock()

@@ -18,6 +18,25 @@ def default_max_request_bytes(max_message_size: int) -> int:
     return max(32 * 1024 * 1024, 8 * max_message_size)
 
 
+DEFAULT_PORT = 10911
+DEFAULT_GRPC_PORT = 8081  # RocketMQ 5 proxy's
+_GRPC_OFFSET = DEFAULT_PORT - DEFAULT_GRPC_PORT
+
+
+def default_grpc_port(http_port: int) -> int:
+    """The RocketMQ gRPC front's port when none is set, derived from the HTTP port (design section 14).
+
+    8081 beside the default 10911, and otherwise as far from 8081 as the HTTP port is from 10911
+    (10912 -> 8082, 20000 -> 17170), so brokers on different HTTP ports from 3854 up (a second broker, the
+    nodes of `halfmq up --replicas`) never contend for one gRPC port. Where that would fall below 1024 the
+    offset is added instead (3000 -> 5830). An ephemeral HTTP port (0) has nothing to derive from: the front is off.
+    """
+    if http_port == 0:
+        return 0
+    below = http_port - _GRPC_OFFSET
+    return below if below >= 1024 else http_port + _GRPC_OFFSET
+
+
 def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
@@ -29,8 +48,13 @@ class BrokerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="HALFMQ_BROKER_", extra="ignore", allow_inf_nan=False)
 
     host: str = "127.0.0.1"
-    port: int = 10911
-    grpc_port: int = Field(default=8081, ge=0, le=65535)  # the RocketMQ 5 front (DESIGN section 14); 0 turns it off
+    port: int = DEFAULT_PORT
+    # the RocketMQ 5 front (design section 14); 0 turns it off; unset, derived from `port` (default_grpc_port)
+    grpc_port: int | None = Field(default=None, ge=0, le=65535)
+    # What may wait unread on one telemetry stream (settings replies, checks); past it the stream ends with
+    # RESOURCE_EXHAUSTED (docs/decisions.md, "A telemetry stream that does not read").
+    grpc_telemetry_outbox_commands: int = Field(default=1024, ge=1)
+    grpc_telemetry_outbox_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     data_dir: Path = Path("./data/broker")
     flush_mode: Literal["sync", "async"] = "sync"
     sync_flush_timeout: float = 5.0
@@ -50,6 +74,10 @@ class BrokerSettings(BaseSettings):
     producer_txn_max_messages: int = Field(default=10_000, ge=1)
     producer_txn_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     producer_txn_max_acks: int = Field(default=10_000, ge=1)
+    # What every open transaction together (and those one principal fed) may hold in memory until it ends: past it
+    # 429 OPEN_TRANSACTIONS_FULL (why these values: docs/decisions.md, "Bytes held by open producer transactions").
+    producer_txn_max_open_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
+    producer_txn_max_open_bytes_per_principal: int = Field(default=64 * 1024 * 1024, ge=1024)
     producer_txn_timeout_scan_interval: float = Field(default=0.5, gt=0)
     # Idempotent sends: how many numbers past the contiguous ones a producer may have outstanding (the SDK keeps 64 in
     # flight), and how long a producer id without a transactional id lives idle (Kafka's producer.id.expiration.ms).
@@ -76,6 +104,9 @@ class BrokerSettings(BaseSettings):
     # Security (docs/decisions.md, "Security"): auth is on iff an auth file is given.
     auth_file: Path | None = None
     insecure: bool = False  # serve a non-loopback address without auth (protected mode off)
+    # Names the broker answers to besides loopback, its bind address and advertise_url (DNS rebinding:
+    # broker/security/allowed_hosts.py); "*" for any. Bound to 0.0.0.0 with none listed, any Host is served.
+    allowed_hosts: Annotated[list[str], NoDecode] = []
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
     check_ca_file: Path | None = None  # CA bundle for https check_urls (default: the system's)
@@ -95,7 +126,7 @@ class BrokerSettings(BaseSettings):
     etcd_user: str = ""  # etcd's authentication (`halfmq up` and compose turn it on): the user, and a file with its password
     etcd_password_file: Path | None = None
 
-    @field_validator("check_url_allow", "retry_delays", "cluster_members", mode="before")
+    @field_validator("check_url_allow", "retry_delays", "allowed_hosts", "cluster_members", mode="before")
     @classmethod
     def _csv(cls, value: object) -> object:
         return _split_csv(value)
@@ -104,6 +135,12 @@ class BrokerSettings(BaseSettings):
     def _request_bytes_follow_message_size(self) -> BrokerSettings:
         if not self.max_request_bytes:
             self.max_request_bytes = default_max_request_bytes(self.max_message_size)
+        return self
+
+    @model_validator(mode="after")
+    def _grpc_port_follows_port(self) -> BrokerSettings:
+        if self.grpc_port is None:
+            self.grpc_port = default_grpc_port(self.port)
         return self
 
     @model_validator(mode="after")

@@ -75,6 +75,18 @@ class InvalidGroupName(InvalidRequest):
     title = "Invalid group name"
 
 
+class InvalidTransactionalId(InvalidRequest):
+    code = "INVALID_TRANSACTIONAL_ID"
+    title = "Invalid transactional id"
+
+
+class HostNotAllowed(InvalidRequest):
+    """The request's Host is none of the broker's names: a page on a rebinding domain must not reach a loopback broker."""
+
+    code = "HOST_NOT_ALLOWED"
+    title = "The broker does not answer to this Host"
+
+
 class ReservedProperty(InvalidRequest):
     code = "RESERVED_PROPERTY"
     title = "The property name is reserved for the broker"
@@ -213,10 +225,33 @@ class DuplicateSequenceNumber(BrokerError):
     title = "The send was stored before, but its answer is no longer kept"
 
 
+class SequenceNumberReused(BrokerError):
+    """A numbered send reuses a number its producer id already used for another request: another kind of send
+    (plain or half), or another topic or producer group. It is neither stored nor answered with the other's answer."""
+
+    code = "SEQUENCE_NUMBER_REUSED"
+    status = 409
+    title = "The sequence number was already used for a different request"
+
+
 class TransactionTooLarge(BrokerError):
     code = "TRANSACTION_TOO_LARGE"
     status = 413
     title = "The transaction holds more than the broker accepts in one commit"
+
+
+class OpenTransactionsFull(BrokerError):
+    """Open producer transactions already hold the broker's (or this principal's) cap of message bytes; nothing was kept.
+
+    Retriable: the bytes come back as open transactions commit, abort or time out. ``scope`` says which cap
+    (``broker`` or ``principal``); ``limit_bytes``, ``held_bytes`` and ``request_bytes`` say by how much.
+    """
+
+    code = "OPEN_TRANSACTIONS_FULL"
+    status = 429
+    retriable = True
+    retry_after = 1
+    title = "Open producer transactions already hold as many bytes as the broker allows"
 
 
 class InvalidTransactionTimeout(InvalidRequest):
@@ -267,6 +302,13 @@ class AccessDenied(BrokerError):
     code = "ACCESS_DENIED"
     status = 403
     title = "The principal's policies do not allow this"
+
+
+class ProducerIdNotOwned(AccessDenied):
+    """The producer id was handed to another principal: only the one that obtained it may number sends with it."""
+
+    code = "PRODUCER_ID_NOT_OWNED"
+    title = "The producer id belongs to another principal"
 
 
 class RouteNotFound(BrokerError):

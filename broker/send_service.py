@@ -22,16 +22,16 @@ from halfmq.broker.errors import (
     InvalidQueueCount,
     InvalidQueueId,
     InvalidRequest,
-    InvalidTopicName,
     MessageTooLarge,
     ReservedProperty,
     SystemTopicForbidden,
     TopicAlreadyExists,
     TopicNotFound,
 )
+from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
-from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic, is_valid_user_name
+from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic
 from halfmq.broker.transaction import record_names as tx_names
 from halfmq.broker.transaction.check_policy import immunity_seconds
 
@@ -92,9 +92,7 @@ class TopicService:
     def _check_name(name: str) -> None:
         if is_system_topic(name):
             raise SystemTopicForbidden(f"{name!r} is a system topic")
-        # "\n" check: is_valid_user_name's `$` also matches before a trailing newline.
-        if not is_valid_user_name(name) or "\n" in name:
-            raise InvalidTopicName(f"invalid topic name {name!r}: use 1-127 of A-Z a-z 0-9 _ -")
+        checked_name(NameKind.TOPIC, name)
 
 
 def decode_body(msg: OutgoingMessage) -> bytes:

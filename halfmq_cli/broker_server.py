@@ -9,7 +9,8 @@ is faster but marked experimental upstream, and granian's supported mode forks
 a worker process (docs/decisions.md, "The broker's production HTTP server").
 The broker's HTTP tests run on both.
 
-Both get the same connection limits from the settings: thousands of connections
+Both get the same connection limits from the settings (uvicorn through ``http_serving``, which the
+order and credit services are served by too): thousands of connections
 (consumers long-poll, so most are idle), a listen backlog for bursts, and a
 deadline for each request head that sheds idle and trickling clients.
 """
@@ -20,7 +21,6 @@ import asyncio
 import errno
 import gc
 import logging
-import resource
 import signal
 import socket
 from typing import Any
@@ -28,8 +28,9 @@ from typing import Any
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 
+from .http_serving import SPARE_FILES, HttpLimits, raise_open_file_limit, serve_uvicorn
+
 log = logging.getLogger(__name__)
-SPARE_FILES = 1024  # the store's segments, queues and sockets out, beside the connections in
 
 
 def tune_gc() -> None:
@@ -52,9 +53,9 @@ class PortInUse(Exception):
 def serve(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:
     """Serve until SIGTERM/SIGINT; PortInUse if something already listens on the port."""
     check_port_free(settings.host, settings.port)
-    raise_open_file_limit(settings.max_connections + SPARE_FILES)
     tune_gc()
     if settings.http_server == "granian":
+        raise_open_file_limit(settings.max_connections + SPARE_FILES)
         _serve_granian(app, runtime, settings)
     else:
         _serve_uvicorn(app, runtime, settings)
@@ -74,20 +75,8 @@ def check_port_free(host: str, port: int) -> None:
             raise
 
 
-def raise_open_file_limit(wanted: int) -> None:
-    """Every connection is a file descriptor; the soft limit (often 1024) would cap connections long before max_connections."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-    if soft != resource.RLIM_INFINITY and soft < target:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    if target < wanted:
-        log.warning("open-file limit %d is below max_connections + %d; raise it (ulimit -n) to serve that many", hard, SPARE_FILES)
-
-
 def _serve_uvicorn(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:
     import uvicorn
-
-    from .uvicorn_head_limits import head_limited_httptools
 
     class BrokerServer(uvicorn.Server):
         """uvicorn, but a stop signal also ends open long polls so shutdown is not held up by idle consumers."""
@@ -99,16 +88,8 @@ def _serve_uvicorn(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
                 pass
             super().handle_exit(sig, frame)
 
-    config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-        access_log=False, loop="uvloop", timeout_graceful_shutdown=5,
-        http=head_limited_httptools(settings.request_head_timeout, settings.max_request_head_bytes),
-        backlog=settings.listen_backlog, limit_concurrency=settings.max_connections,
-        timeout_keep_alive=settings.request_head_timeout,  # type: ignore[arg-type]  # a float works
-        proxy_headers=False,  # no proxy in front by default; the middleware costs ~2 % per request
-        ssl_certfile=settings.tls_cert_file, ssl_keyfile=settings.tls_key_file,
-    )
-    BrokerServer(config).run()
+    serve_uvicorn(app, host=settings.host, port=settings.port, limits=HttpLimits.of(settings), log_level=settings.log_level,
+                  tls_cert_file=settings.tls_cert_file, tls_key_file=settings.tls_key_file, server_class=BrokerServer)
 
 
 def _serve_granian(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:

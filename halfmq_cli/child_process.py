@@ -37,6 +37,27 @@ def free_port(host: str = HOST) -> int:
         return sock.getsockname()[1]
 
 
+def port_taken(host: str, port: int) -> bool:
+    """True if something listens on ``host:port`` (a bind without SO_REUSEPORT fails), so a server started there would not be ours."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed server's TIME_WAIT is no owner
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of process ``pid`` (Linux /proc), or None if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])  # after "pid (comm)": state, ppid
+
+
 def halfmq_command(*args: str) -> list[str]:
     """``halfmq <args>`` with this interpreter, so a child runs the same installation as its parent."""
     return [sys.executable, "-m", "halfmq.cli.main", *args]

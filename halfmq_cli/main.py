@@ -86,12 +86,12 @@ def cmd_broker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(app, host: str, port: int, log_level: str, tls_cert_file: Path | None = None, tls_key_file: Path | None = None) -> None:
-    import uvicorn
+def _serve_service(app, settings) -> None:
+    """A service under the broker's HTTP limits (head deadline, connection cap), read from its own settings."""
+    from .http_serving import HttpLimits, serve_uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level=log_level.lower(), access_log=False,
-                loop="uvloop", http="httptools", timeout_graceful_shutdown=5,
-                ssl_certfile=tls_cert_file, ssl_keyfile=tls_key_file)
+    serve_uvicorn(app, host=settings.host, port=settings.port, limits=HttpLimits.of(settings), log_level=settings.log_level,
+                  tls_cert_file=settings.tls_cert_file, tls_key_file=settings.tls_key_file)
 
 
 def cmd_order(args: argparse.Namespace) -> int:
@@ -107,7 +107,7 @@ def cmd_order(args: argparse.Namespace) -> int:
     if args.port is not None and "ORDER_PUBLIC_URL" not in os.environ:
         settings.public_url = f"http://127.0.0.1:{settings.port}"
     _configure_logging(settings.log_level)
-    _serve(create_app(settings), settings.host, settings.port, settings.log_level, settings.tls_cert_file, settings.tls_key_file)
+    _serve_service(create_app(settings), settings)
     return 0
 
 
@@ -122,7 +122,7 @@ def cmd_credit(args: argparse.Namespace) -> int:
         overrides["database_url"] = f"sqlite:///{Path(args.data_dir).resolve()}/credit.db"
     settings = CreditSettings(**overrides)
     _configure_logging(settings.log_level)
-    _serve(create_app(settings), settings.host, settings.port, settings.log_level, settings.tls_cert_file, settings.tls_key_file)
+    _serve_service(create_app(settings), settings)
     return 0
 
 
@@ -135,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--host")
     broker.add_argument("--port", type=int)
     broker.add_argument("--data-dir", type=Path)
-    broker.add_argument("--grpc-port", type=int, help="the RocketMQ 5 gRPC front (default 8081, 0 turns it off)")
+    broker.add_argument("--grpc-port", type=int, help="the RocketMQ 5 gRPC front (0 turns it off; default 8081 with the default --port 10911, "
+                                                            "else --port - 2830: 10912 -> 8082, see docs/decisions.md)")
     broker.add_argument("--verify", action="store_true",
                         help="check every commit-log record and consume-queue entry, list what is damaged, then exit "
                              "(0 clean, 3 damaged) instead of serving")

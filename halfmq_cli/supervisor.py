@@ -5,14 +5,18 @@ What ``restart: unless-stopped`` does in compose, for ``halfmq up`` on a laptop.
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import threading
 import time
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.text import Text
 
-from .child_process import ChildProcess
+from .child_process import ChildProcess, port_taken
 
 
 class Component(ChildProcess):
@@ -28,8 +32,10 @@ class Component(ChildProcess):
 
 
 class Supervisor:
-    def __init__(self, components: list[Component], console: Console | None = None, restart: bool = True) -> None:
+    def __init__(self, components: list[Component], console: Console | None = None, restart: bool = True,
+                 pid_file: Path | None = None) -> None:
         self.components = components
+        self.pid_file = pid_file  # {component: pid} of the children running now, for a caller that must signal one
         self.console = console or Console(stderr=True, highlight=False)
         self.restart = restart
         self._stopping = threading.Event()
@@ -44,7 +50,17 @@ class Supervisor:
             self.console.print(text, soft_wrap=True)
 
     def start(self, comp: Component) -> None:
+        """Spawn ``comp`` and wait until it answers; refused if its port is taken before it starts.
+
+        Otherwise another process on that port (a second `up`, someone's broker) would answer the
+        health probe in the child's place, and `up` would run with it as if it were its own.
+        """
+        where = urlsplit(comp.health_url)
+        if where.hostname and where.port and port_taken(where.hostname, where.port):
+            raise RuntimeError(f"{comp.name}: port {where.port} on {where.hostname} is taken by a process `halfmq up` did not start; "
+                               "stop it or choose another port")
         comp.spawn()
+        self._write_pids()
         try:
             healthy = comp.wait_healthy(comp.start_timeout, comp.health_poll, interrupted=self._stopping)
         except TimeoutError as exc:
@@ -82,6 +98,14 @@ class Supervisor:
             self.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+    def _write_pids(self) -> None:
+        if self.pid_file is None:
+            return
+        pids = {comp.name: comp.pid for comp in self.components if comp.pid is not None}
+        partial = self.pid_file.with_name(self.pid_file.name + ".tmp")
+        partial.write_text(json.dumps(pids))
+        os.replace(partial, self.pid_file)
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self._stopping.set()

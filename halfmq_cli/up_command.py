@@ -24,6 +24,15 @@ class Topology:
     auth: bool = True
     replicas: int = 1  # more than 1: a broker set (design section 12) with a local etcd
     etcd_port: int = 2379
+    grpc_port: int | None = None  # the (first) broker's RocketMQ gRPC front; None: each broker derives its own from its HTTP port
+
+    @property
+    def pid_file(self) -> Path:
+        """Where `up` keeps the pids of the children it runs now (``Supervisor.pid_file``)."""
+        return self.data_dir.resolve() / "up.pids.json"
+
+    def grpc_env(self, node: int = 0) -> dict[str, str]:
+        return {} if self.grpc_port is None else {"HALFMQ_BROKER_GRPC_PORT": str(self.grpc_port + node if self.grpc_port else 0)}
 
     @property
     def broker_url(self) -> str:
@@ -97,7 +106,7 @@ class Topology:
         if self.replicas <= 1:
             return [Component("broker", halfmq_command("broker"), {
                 "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port),
-                "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **auth, **extra,
+                "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **self.grpc_env(), **auth, **extra,
             }, f"{self.broker_url}/healthz", "cyan")]
         from .etcd_component import SecuredEtcd
 
@@ -115,7 +124,7 @@ class Topology:
                 "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port + i),
                 "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / f"broker-n{i + 1}"),
                 "HALFMQ_BROKER_CLUSTER": f"etcd://{self.host}:{self.etcd_port}/halfmq", "HALFMQ_BROKER_NODE_ID": f"n{i + 1}",
-                "HALFMQ_BROKER_ADVERTISE_URL": url, "HALFMQ_BROKER_CLUSTER_SIZE": str(self.replicas), **auth, **extra,
+                "HALFMQ_BROKER_ADVERTISE_URL": url, "HALFMQ_BROKER_CLUSTER_SIZE": str(self.replicas), **self.grpc_env(i), **auth, **extra,
             }, f"{url}/healthz", ("cyan", "blue", "bright_cyan", "bright_blue", "turquoise2")[i % 5]))
         return nodes
 
@@ -138,13 +147,15 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--broker-port", type=int, default=10911)
     parser.add_argument("--order-port", type=int, default=8001)
     parser.add_argument("--credit-port", type=int, default=8002)
+    parser.add_argument("--grpc-port", type=int, help="the broker's RocketMQ gRPC front (with --replicas, node i gets GRPC_PORT+i; 0 off); "
+                                                      "default: derived from the broker's port, 8081 for 10911")
     parser.add_argument("--no-auth", action="store_true",
                         help="run the broker without tokens (loopback only); by default `up` generates them into DATA_DIR/auth")
 
 
 def topology_from(args: argparse.Namespace, faults: bool = True) -> Topology:
     return Topology(args.data_dir, args.host, args.broker_port, args.order_port, args.credit_port, faults, not args.no_auth,
-                    replicas=getattr(args, "replicas", 1), etcd_port=getattr(args, "etcd_port", 2379))
+                    replicas=getattr(args, "replicas", 1), etcd_port=getattr(args, "etcd_port", 2379), grpc_port=args.grpc_port)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -159,7 +170,7 @@ def cmd_up(args: argparse.Namespace) -> int:
               flush=True)
     from .supervisor import Supervisor
 
-    return Supervisor(topology.components(), restart=not args.no_restart).run()
+    return Supervisor(topology.components(), restart=not args.no_restart, pid_file=topology.pid_file).run()
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

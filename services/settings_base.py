@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .credentials import secret_value
@@ -29,6 +30,12 @@ class ServiceSettings(BaseSettings):
     broker_ca_file: Path | None = None
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
+    # HTTP limits, the broker's names and defaults (halfmq_cli/http_serving.py serves both): a deadline for each
+    # request head, its size, and a cap on connections (past it: 503), so half-sent heads cannot hold every descriptor.
+    request_head_timeout: float = Field(default=20.0, gt=0, le=600)
+    max_request_head_bytes: int = Field(default=64 * 1024, ge=8192)
+    max_connections: int = Field(default=10_000, ge=16)
+    listen_backlog: int = Field(default=2048, ge=128)
     # Fault injection for tests and demos (each service documents its faults).
     faults_enabled: bool = False
 

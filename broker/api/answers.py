@@ -236,7 +236,6 @@ class ProducerIdAnswer(_Answer):
 
 class Health(_Answer):
     status: str
-    pid: int
     commit_log_end_offset: int
     flushed_offset: int
 

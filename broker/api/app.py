@@ -5,14 +5,17 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 
 from halfmq.broker.asgi_body import BodyReader
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import GrpcFront
+from halfmq.broker.security.allowed_hosts import HostAllowList
 
 from . import problems
+from .host_gate import HostGate
 from .hot_path import HotPathApp
 from .route_table import HotRouteSpec, document, raw
 from .routes import (
@@ -91,8 +94,10 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     document(app, HOT_ROUTES)
     front = HotPathApp(app, raw(HOT_ROUTES), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
     app.state.front = front  # the console asks the broker's own routes (hot ones too) through the front
+    served: Any = front
     if settings.cluster:
         from halfmq.broker.cluster.gate import LeaderGate
 
-        return LeaderGate(front, app.state)  # type: ignore[return-value]
-    return front
+        served = LeaderGate(front, app.state)
+    allowed = HostAllowList.for_broker(settings.host, settings.allowed_hosts, settings.advertise_url)
+    return HostGate(served, allowed)  # type: ignore[return-value]  # it passes attributes on to the front

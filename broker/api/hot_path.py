@@ -220,6 +220,9 @@ class HotPathApp:
                 error = BrokerError("internal error; see the broker log")
             else:
                 log_server_error(scope["method"], path, error)
-            await _answer(send, error.status, _PROBLEM, _problem(error, path), _raw_headers(error), scope)
+            try:
+                await _answer(send, error.status, _PROBLEM, _problem(error, path), _raw_headers(error), scope)
+            finally:  # the error's traceback holds this frame, which holds the error: a cycle that kept the request's
+                del error  # body alive until the next full gc (`except ... as exc` unbinds only exc)
             return
         await _answer(send, reply.status, _JSON, body, scope=scope)

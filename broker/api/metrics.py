@@ -52,6 +52,8 @@ class _StateCollector(Collector):
         yield CounterMetricFamily("halfmq_discarded_messages", "Transactions discarded after transaction_check_max checks", value=state.get("discards", 0))
         yield GaugeMetricFamily("halfmq_producer_transactions_open", "Producer transactions (Kafka semantics) open now",
                                 value=state.get("producer_txns_open", 0))
+        yield GaugeMetricFamily("halfmq_producer_transactions_held_bytes", "Message bytes open producer transactions hold in memory",
+                                value=state.get("producer_txns_held_bytes", 0))
         yield CounterMetricFamily("halfmq_producer_transaction_commits", "Producer transactions committed since start",
                                   value=state.get("producer_txn_commits", 0))
         yield CounterMetricFamily("halfmq_producer_transaction_aborts", "Producer transactions aborted since start (any cause)",

@@ -49,7 +49,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for code, text in ((400, "Malformed or invalid request (problem+json)"), (401, "No valid bearer token"),
                        (403, "Outside the principal's policies"), (404, "Unknown resource"),
                        (409, "Conflicts with the resource's state"), (413, "Body too large"),
-                       (415, "Body is not JSON"), (422, "Body fails validation"))
+                       (415, "Body is not JSON"), (422, "Body fails validation"),
+                       (429, "A broker capacity limit is reached; retry later (Retry-After)"))
 }
 
 

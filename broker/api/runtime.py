@@ -85,7 +85,8 @@ class BrokerRuntime:
             decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
             rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
             rt.producer_txns = ProducerTransactions(
-                store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks),
+                store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks,
+                                               settings.producer_txn_max_open_bytes, settings.producer_txn_max_open_bytes_per_principal),
                 send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000))
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.metrics.registry.register(OperatorCollector(rt))  # lag per queue, transactions by age, ... at scrape time
@@ -166,6 +167,7 @@ class BrokerRuntime:
             "discards": tx.discards,
             "checks": checks,
             "producer_txns_open": self.producer_txns.open_count,
+            "producer_txns_held_bytes": self.producer_txns.held.total,
             "producer_txn_commits": self.producer_txns.commits,
             "producer_txn_aborts": self.producer_txns.aborts,
         }

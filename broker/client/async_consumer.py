@@ -29,7 +29,7 @@ from .consumer_client import AsyncConsumerClient
 from .polling import PollFailures, PollSettings, prefetch_next
 from .settlement import Outcome, Settle, log_handler_failure, settle_batch
 from .step_drivers import run_steps_async
-from .transport import Verify
+from .transport import TIMEOUT, Verify
 
 __all__ = ["AsyncConsumer"]
 
@@ -55,7 +55,7 @@ class AsyncConsumer:
         invisible_seconds: float = 30.0,
         wait_seconds: float = 10.0,
         concurrency: int = 4,
-        timeout: float = 10.0,
+        timeout: float = TIMEOUT,
         retries: int = 3,
         token: str | None = None,
         verify: Verify | None = None,

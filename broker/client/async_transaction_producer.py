@@ -30,7 +30,7 @@ from .transaction import (
 from .transaction_batches import TransactionBatches
 from .transaction_producer_base import TransactionProducerBase
 from .transaction_steps import Request, Step
-from .transport import AsyncTransport, Verify
+from .transport import TIMEOUT, AsyncTransport, Verify
 
 __all__ = ["AsyncTransactionProducer"]
 
@@ -62,7 +62,7 @@ class AsyncTransactionProducer(TransactionProducerBase):
         check_backs: bool = True,
         client_id: str | None = None,
         heartbeat_interval: float = 10.0,
-        timeout: float = 10.0,
+        timeout: float = TIMEOUT,
         retries: int = 3,
         pool_size: int = 8,
         connections_per_client: int = 8,

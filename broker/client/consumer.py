@@ -23,7 +23,7 @@ from .consumer_client import ConsumerClient
 from .polling import PollFailures, PollSettings
 from .settlement import Outcome, Settle, log_handler_failure, settle_batch
 from .step_drivers import run_steps
-from .transport import Verify
+from .transport import TIMEOUT, Verify
 
 __all__ = ["Consumer"]
 
@@ -48,7 +48,7 @@ class Consumer:
         invisible_seconds: float = 30.0,
         wait_seconds: float = 10.0,
         concurrency: int = 4,
-        timeout: float = 10.0,
+        timeout: float = TIMEOUT,
         retries: int = 3,
         token: str | None = None,
         verify: Verify | None = None,

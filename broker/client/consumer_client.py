@@ -19,7 +19,7 @@ from halfmq.broker.wire import MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveR
 
 from . import endpoints
 from .retry import async_retrying, retrying
-from .transport import AsyncTransport, Transport, Verify
+from .transport import TIMEOUT, AsyncTransport, Transport, Verify
 
 __all__ = ["AsyncConsumerClient", "ConsumerClient"]
 
@@ -43,7 +43,7 @@ def _receive_call(
 class ConsumerClient:
     """Blocking receive/ack/nack for one consumer group on one topic; thread-safe."""
 
-    def __init__(self, base_url: str, group: str, topic: str, *, timeout: float = 10.0, retries: int = 3,
+    def __init__(self, base_url: str, group: str, topic: str, *, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None) -> None:
         retrying(retries)
         self.group = group
@@ -97,7 +97,7 @@ class AsyncConsumerClient:
         group: str,
         topic: str,
         *,
-        timeout: float = 10.0,
+        timeout: float = TIMEOUT,
         retries: int = 3,
         pool_size: int = 2,
         connections_per_client: int = 8,

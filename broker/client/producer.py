@@ -26,7 +26,7 @@ from .numbering import Numbering
 from .retry import async_retrying, retrying
 from .send_coalescer import SendCoalescer
 from .send_options import SendOptions
-from .transport import AsyncTransport, Transport, Verify
+from .transport import TIMEOUT, AsyncTransport, Transport, Verify
 
 __all__ = ["AsyncProducer", "Numbering", "Producer"]
 
@@ -51,7 +51,7 @@ def _numbering(idempotent: bool, idempotent_id: str | None) -> Numbering | None:
 class Producer:
     """Blocking producer; one instance can be shared by many threads, and their sends do not serialize."""
 
-    def __init__(self, base_url: str, *, timeout: float = 10.0, retries: int = 3,
+    def __init__(self, base_url: str, *, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None, idempotent: bool = True,
                  idempotent_id: str | None = None, coalesce: bool = True) -> None:
         """Every send is numbered (see ``Numbering``), so a retry never stores twice; ``idempotent=False`` turns that off.
@@ -59,6 +59,10 @@ class Producer:
         ``idempotent_id``: number under this transactional id (a stable identity) instead of a producer id of its own.
         Threads sending to one topic at once share batch requests (``blocking_send_coalescer``); ``coalesce=False``
         sends one request per message.
+
+        ``timeout`` bounds one attempt (5 s, ``transport.TIMEOUT``); ``retries`` counts the attempts after one that
+        failed retriably. Given a broker set's URLs, a node that did not answer within ``timeout`` is left: the retry
+        goes to the next URL; while the set elects a leader the call waits for it (``broker_urls``, not a retry).
         """
         retrying(retries)  # validate now rather than on the first send
         self._retries = retries
@@ -138,7 +142,7 @@ class AsyncProducer:
         self,
         base_url: str,
         *,
-        timeout: float = 10.0,
+        timeout: float = TIMEOUT,
         retries: int = 3,
         pool_size: int = 8,
         connections_per_client: int = 8,

@@ -41,6 +41,7 @@ from halfmq.broker.errors import (
     InvalidTopicName,
     OutOfOrderSequence,
     ProducerFenced,
+    SequenceNumberReused,
     SystemTopicForbidden,
     TopicNotFound,
     Unauthenticated,
@@ -66,6 +67,7 @@ _OVERHEAD = 64  # JSON field names and quotes per message, for the byte estimate
 _REQUEST_WIDE: tuple[type[BrokerError], ...] = (
     TopicNotFound, InvalidTopicName, SystemTopicForbidden, AccessDenied, Unauthenticated,
     ProducerFenced, InvalidProducerEpoch, OutOfOrderSequence, UnknownProducerId, DuplicateSequenceNumber,
+    SequenceNumberReused,  # (PRODUCER_ID_NOT_OWNED is an AccessDenied)
 )
 
 SendBatch = Callable[[str, list[OutgoingMessage]], Awaitable[list[SendResult]]]

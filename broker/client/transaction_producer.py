@@ -23,7 +23,7 @@ from .step_drivers import retry_on, run_steps
 from .transaction import LocalTransactionState, TransactionListener, TransactionSendResult, is_async_callable
 from .transaction_producer_base import HEARTBEAT_TIMEOUT, TransactionProducerBase, default_client_id
 from .transaction_steps import Request, Step
-from .transport import Transport, Verify
+from .transport import TIMEOUT, Transport, Verify
 
 __all__ = ["TransactionProducer", "default_client_id"]
 
@@ -53,7 +53,7 @@ class TransactionProducer(TransactionProducerBase):
         check_backs: bool = True,
         client_id: str | None = None,
         heartbeat_interval: float = 10.0,
-        timeout: float = 10.0,
+        timeout: float = TIMEOUT,
         retries: int = 3,
         token: str | None = None,
         verify: Verify | None = None,

@@ -30,7 +30,7 @@ from .messages import Body, outgoing
 from .retry import async_retrying, retrying
 from .send_options import SendOptions
 from .transactional_steps import TransactionalSteps
-from .transport import AsyncTransport, Transport, Verify
+from .transport import TIMEOUT, AsyncTransport, Transport, Verify
 
 __all__ = ["AsyncTransactionalProducer", "TransactionalProducer"]
 
@@ -41,7 +41,7 @@ class TransactionalProducer:
     """Blocking transactional producer; one transaction at a time, from one thread."""
 
     def __init__(self, base_url: str, transactional_id: str, *, transaction_timeout_ms: int | None = None,
-                 batch_size: int = 100, timeout: float = 10.0, retries: int = 3,
+                 batch_size: int = 100, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None) -> None:
         retrying(retries)
         self._retries = retries
@@ -116,7 +116,7 @@ class AsyncTransactionalProducer:
     """The asyncio flavour of ``TransactionalProducer``: the same steps, awaited."""
 
     def __init__(self, base_url: str, transactional_id: str, *, transaction_timeout_ms: int | None = None,
-                 batch_size: int = 100, timeout: float = 10.0, retries: int = 3,
+                 batch_size: int = 100, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None) -> None:
         async_retrying(retries)
         self._retries = retries

@@ -19,6 +19,7 @@ import asyncio
 import os
 import socket
 import ssl
+import time
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode, urlsplit
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["AsyncTransport", "Transport", "Verify", "auth_headers", "error_from_answer", "failure_reason",
+__all__ = ["TIMEOUT", "AsyncTransport", "Transport", "Verify", "auth_headers", "broker_urls", "error_from_answer", "failure_reason",
            "request_not_sent", "require_http_url", "tls_context"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
@@ -46,6 +47,12 @@ _ACCEPT = {"accept": "application/json, application/problem+json"}
 _SEND_JSON = {**_ACCEPT, "content-type": "application/json"}
 
 
+# How long one attempt waits for its answer (Kafka's request.timeout.ms). Long enough for a broker's own
+# FLUSH_*_TIMEOUT answer (sync_flush_timeout, 5 s) on a healthy node; short enough that a call leaves a hung
+# leader of a set (and a node that took no answer in that time is suspected as long) before the set has elected
+# another (lease TTL 5 s + a tick), so writes resume within lease TTL + 2 s. How long a whole call may take is the
+# retries' and the set's election's (``retry``, ``broker_urls.LEADER_WAIT``).
+TIMEOUT = 5.0
 TOKEN_ENV = "HALFMQ_TOKEN"
 CA_FILE_ENV = "HALFMQ_CA_FILE"
 Verify = bool | str  # True: the system's CAs; a path: this CA bundle; False: no verification (tests only)
@@ -68,6 +75,12 @@ def require_http_url(url: str, what: str = "broker URL") -> str:
         rest = url.split("://", 1)[-1] or "127.0.0.1:10911"
         raise ValueError(f"{what} {url!r} must start with http:// or https://, e.g. http://{rest}")
     return url
+
+
+def broker_urls(spec: str, timeout: float) -> BrokerUrls:
+    """The URLs of ``spec`` (one, or a broker set's comma-separated list); a node that did not answer within
+    ``timeout`` is suspected for as long."""
+    return BrokerUrls([require_http_url(u) for u in split_urls(spec)] or [require_http_url(spec)], suspect_for=timeout)
 
 
 def tls_context(verify: Verify | None) -> ssl.SSLContext | bool:
@@ -208,11 +221,11 @@ class Transport:
     one package where httpx was six, and it is faster per request.
     """
 
-    def __init__(self, base_url: str, *, timeout: float = 10.0, max_connections: int = 20,
+    def __init__(self, base_url: str, *, timeout: float = TIMEOUT, max_connections: int = 20,
                  token: str | None = None, verify: Verify | None = None) -> None:
         import urllib3
 
-        self._urls = BrokerUrls([require_http_url(u) for u in split_urls(base_url)] or [require_http_url(base_url)])
+        self._urls = broker_urls(base_url, timeout)
         self._timeout = timeout
         self._errors: tuple[type[BaseException], ...] = (urllib3.exceptions.HTTPError, OSError)
         self._not_sent: tuple[type[BaseException], ...] = (urllib3.exceptions.NewConnectionError,
@@ -227,25 +240,25 @@ class Transport:
         auth = auth_headers(token)  # urllib3 drops a pool's default headers when a request brings its own
         self._plain_headers, self._json_headers = {**_ACCEPT, **auth}, {**_SEND_JSON, **auth}
 
-    @property
-    def _base(self) -> str:
-        return self._urls.base
-
     def call(self, call: Call[T]) -> T:
-        """``call`` on the node believed to lead; after NOT_LEADER or a refused connection, on the next (a broker set)."""
-        for _ in range(self._urls.attempts - 1):
-            asked = self._urls.base
+        """``call`` on the node believed to lead; on another after a failure, as ``broker_urls.Route`` decides."""
+        route = self._urls.route()
+        attempt = route.first()
+        while True:
+            if attempt.wait:
+                time.sleep(attempt.wait)
             try:
-                return self._call_once(call)
+                return self._call_once(call, attempt.url)
             except BrokerError as exc:
-                if not self._urls.redirect(exc, asked):
+                following = route.after(exc, attempt.url)
+                if following is None:
                     raise
-        return self._call_once(call)
+                attempt = following
 
-    def _call_once(self, call: Call[T]) -> T:
+    def _call_once(self, call: Call[T], base: str) -> T:
         content = None if call.body is None else msgspec.json.encode(call.body)
         headers = self._plain_headers if content is None else self._json_headers
-        url = self._base + call.path
+        url = base + call.path
         if call.params:
             url += "?" + urlencode(call.params)
         timeout = self._timeout if call.timeout is None else call.timeout
@@ -256,7 +269,7 @@ class Transport:
             # A certificate is refused in the handshake, before a byte of the request.
             sent = not isinstance(exc, self._not_sent) and not any(
                 isinstance(c, ssl.SSLCertVerificationError) for c in _causes(exc))
-            raise _unavailable(self._base, call, exc, sent=sent, timeout=timeout) from None
+            raise _unavailable(base, call, exc, sent=sent, timeout=timeout) from None
         return _answer(call, response.status, response.headers.get("content-type", ""), response.data,
                        f"{call.method} {url}")
 
@@ -279,7 +292,7 @@ class AsyncTransport:
         self,
         base_url: str,
         *,
-        timeout: float = 10.0,
+        timeout: float = TIMEOUT,
         pool_size: int = 8,
         connections_per_client: int = 8,
         max_in_flight: int = 64,
@@ -291,7 +304,7 @@ class AsyncTransport:
         import aiohttp
 
         self._aiohttp = aiohttp
-        self._urls = BrokerUrls([require_http_url(u) for u in split_urls(base_url)] or [require_http_url(base_url)])
+        self._urls = broker_urls(base_url, timeout)
         self._timeout = timeout
         self._connections = min(pool_size * connections_per_client, max_in_flight)
         self._in_flight = asyncio.Semaphore(max_in_flight)
@@ -309,25 +322,25 @@ class AsyncTransport:
             )
         return self._session
 
-    @property
-    def _base(self) -> str:
-        return self._urls.base
-
     async def call(self, call: Call[T]) -> T:
-        """``call`` on the node believed to lead; after NOT_LEADER or a refused connection, on the next (a broker set)."""
-        for _ in range(self._urls.attempts - 1):
-            asked = self._urls.base
+        """``call`` on the node believed to lead; on another after a failure, as ``broker_urls.Route`` decides."""
+        route = self._urls.route()
+        attempt = route.first()
+        while True:
+            if attempt.wait:
+                await asyncio.sleep(attempt.wait)
             try:
-                return await self._call_once(call)
+                return await self._call_once(call, attempt.url)
             except BrokerError as exc:
-                if not self._urls.redirect(exc, asked):
+                following = route.after(exc, attempt.url)
+                if following is None:
                     raise
-        return await self._call_once(call)
+                attempt = following
 
-    async def _call_once(self, call: Call[T]) -> T:
+    async def _call_once(self, call: Call[T], base: str) -> T:
         aiohttp = self._aiohttp
         content, headers = _encode(call.body)
-        url = self._base + call.path
+        url = base + call.path
         params = {k: str(v) for k, v in call.params.items()} if call.params else None
         seconds = self._timeout if call.timeout is None else call.timeout
         timeout = aiohttp.ClientTimeout(total=seconds)
@@ -338,9 +351,9 @@ class AsyncTransport:
                     body = await resp.read()
                     status, content_type = resp.status, resp.headers.get("content-type", "")
             except aiohttp.ClientConnectorError as exc:
-                raise _unavailable(self._base, call, exc, sent=False, timeout=seconds) from None
+                raise _unavailable(base, call, exc, sent=False, timeout=seconds) from None
             except (TimeoutError, aiohttp.ClientError) as exc:
-                raise _unavailable(self._base, call, exc, sent=True, timeout=seconds) from None
+                raise _unavailable(base, call, exc, sent=True, timeout=seconds) from None
         return _answer(call, status, content_type, body, f"{call.method} {url}")
 
     async def close(self) -> None:

@@ -75,17 +75,20 @@ class FollowerProgress:
 
 
 def in_sync_set(leader: str, current: frozenset[str], progress: Mapping[str, FollowerProgress], now: float, lag_time: float,
-                cluster_size: int) -> frozenset[str]:
+                cluster_size: int, high_watermark: int = 0) -> frozenset[str]:
     """The in-sync set as it should be now: the leader, and every follower caught up within ``lag_time``.
 
     A follower that has not caught up for longer drops out (a dead node too), so
-    acknowledgements stop waiting for it; one that catches up again joins. The set
+    acknowledgements stop waiting for it; one that catches up again joins, once it
+    has the high watermark on disk (Kafka's rule: a member may be elected, and
+    consumers have seen everything below the mark). The set
     never shrinks below a majority: the members furthest along stay, sends time out
     instead (FLUSH_SLAVE_TIMEOUT), and another member can still be elected if the
     leader is cut off. Acknowledgements count only the set as published in etcd, so
     a node leaves it in etcd before anything it lacks is acknowledged.
     """
-    members = {leader} | {node for node, p in progress.items() if now - p.caught_up_at <= lag_time}
+    members = {leader} | {node for node, p in progress.items()
+                          if now - p.caught_up_at <= lag_time and (node in current or p.durable >= high_watermark)}
     def furthest(n: str) -> tuple[float, float]:
         p = progress.get(n)
         return (-p.durable, -p.caught_up_at) if p is not None else (1.0, float("inf"))
@@ -108,6 +111,17 @@ def acknowledged_offset(leader: str, leader_durable: int, in_sync: frozenset[str
 
 def quorum_possible(in_sync: frozenset[str], cluster_size: int) -> bool:
     return len(in_sync) >= majority(cluster_size)
+
+
+def high_watermark(previous: int, leader: str, leader_durable: int, in_sync: frozenset[str],
+                   progress: Mapping[str, FollowerProgress]) -> int:
+    """How far consumers may read a set's log: what every in-sync node has on disk, and never less than before.
+
+    Everything below it is on every node that may be elected, so no leader change
+    erases what a consumer saw (Kafka's high watermark). It does not depend on the
+    ack mode: an ``ack=leader`` send is acknowledged sooner, not visible sooner.
+    """
+    return max(previous, acknowledged_offset(leader, leader_durable, in_sync, progress))
 
 
 class Claim(str, Enum):

@@ -5,6 +5,8 @@ ends in the leader's log and cuts its tail there (an old leader's divergent
 writes). Every fetch names the term the follower knows; an answer from a lower
 term is refused. Consumer-group offsets and the receipt-handle key are not in
 the commit log: the follower copies them from the leader about once a second.
+A disk that refuses the leader's bytes is logged once when it starts and once
+when it works again (FailureWatch), not at every retry.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 import httpx
 
 from halfmq.broker.store.atomic_file import read_json, write_json
-from halfmq.broker.store.message_store import MessageStore
+from halfmq.broker.store.failure_watch import FailureWatch
+from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
 from .term_history import TermHistory
 
@@ -27,10 +30,15 @@ log = logging.getLogger(__name__)
 TERM_HEADER = "x-halfmq-term"
 HISTORY_HEADER = "x-halfmq-term-history"
 SEGMENT_HEADER = "x-halfmq-segment-bytes"
+HIGH_WATERMARK_HEADER = "x-halfmq-high-watermark"  # the leader's; a follower elected next starts showing the log there
 
 
 class LowerTerm(Exception):
     """The node answering is from an older term than this follower knows: not its leader any more."""
+
+
+class ReplicaNotStored(Exception):
+    """This node's disk refused the leader's bytes (logged once by the store or ``Follower.storing``); the next tick retries."""
 
 
 class Follower:
@@ -43,6 +51,10 @@ class Follower:
         self._http = http
         self._known_term = known_term
         self.leader_end = 0
+        self.leader_high_watermark = 0
+        who = node_id.replace("%", "%%")
+        self.storing = FailureWatch(f"node {who} cannot store the leader's log: %s; replication retries until the disk takes it",
+                                    f"node {who} stores the leader's log again", log)
 
     async def follow(self, leader_url: str, term: int) -> None:
         """Replicate from ``leader_url`` until cancelled or the leader stops answering as leader."""
@@ -65,17 +77,32 @@ class Follower:
                         self.node_id, store.commit_log.end_offset, self.history.last_term, cut)
             store.truncate_log(cut)  # on the loop, not a thread: a cancelled follower must not leave it running
             self.history.truncate(cut)
+            self.leader_high_watermark = min(self.leader_high_watermark, cut)
 
     async def _fetch_once(self, leader_url: str, term: int) -> None:
         store = self._store()
         start = store.commit_log.end_offset
         answer = await self._http.post(f"{leader_url}/v1/replication/fetch",
-                                       json={"node_id": self.node_id, "term": term, "from_offset": start})
+                                       json={"node_id": self.node_id, "term": term, "from_offset": start,
+                                             "high_watermark": self.leader_high_watermark})
         answer.raise_for_status()
         self._check_term(answer)
         if int(answer.headers.get(SEGMENT_HEADER, store.config.segment_bytes)) != store.config.segment_bytes:
             raise RuntimeError("the leader uses another segment size: offsets could not match; configure the same segment_bytes")
         self.leader_end = int(answer.headers.get("x-halfmq-log-end", start))
+        self.leader_high_watermark = int(answer.headers.get(HIGH_WATERMARK_HEADER, self.leader_high_watermark))
+        try:
+            await self._keep(store, answer, start)
+        except StoreNotWritable as exc:  # the store's own FailureWatch has said so, once
+            raise ReplicaNotStored(str(exc)) from exc
+        except OSError as exc:  # a failed fsync, the term history
+            self.storing.failed(exc)
+            raise ReplicaNotStored(str(exc)) from exc
+        if answer.content:
+            self.storing.succeeded()
+
+    async def _keep(self, store: MessageStore, answer: httpx.Response, start: int) -> None:
+        """Append the fetched bytes, wait for their fsync, take the leader's term history."""
         if answer.content:
             end = store.append_replicated(answer.content, start)
             flushed = store.wait_flushed(end)

@@ -29,7 +29,8 @@ from halfmq.broker.config import BrokerSettings
 from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, next_role
 from .errors import NotLeader
 from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, absent, unchanged
-from .follower import Follower
+from .follower import Follower, ReplicaNotStored
+from .high_watermark import HighWatermark
 from .peers import PeerClient
 from .replica_tracker import ReplicaTracker
 from .term_history import TermHistory
@@ -58,8 +59,10 @@ class ClusterNode:
         self.lease = 0
         self.renewal_sent_at: float | None = None
         self.history = TermHistory(settings.data_dir / "term-history.json")
-        self.tracker = ReplicaTracker(self.node_id, settings.cluster_size, settings.replica_lag_time, clock)
+        self.tracker = ReplicaTracker(self.node_id, settings.cluster_size, settings.replica_lag_time, clock,
+                                      on_change=lambda: self.watermark.advance())
         self.appended = asyncio.Event()
+        self.watermark = HighWatermark(self.tracker, lambda: self.runtime.store, self.appended.set)  # what consumers may read
         token = settings.cluster_token_file.read_text().strip() if settings.cluster_token_file else None
         self._http = PeerClient(self.members, token, timeout=httpx.Timeout(5.0, connect=1.0))  # the only client that calls peers
         self._foreign: tuple[int, bytes] | None = None  # the foreign leader key last warned about (revision, value)
@@ -90,6 +93,7 @@ class ClusterNode:
         """The runtime's "durable" for a leader: the local fsync, then the in-sync replicas (ack=quorum)."""
         async def replicated(end: int) -> None:
             await local(end)
+            self.watermark.advance()
             if self.settings.ack == "quorum":
                 await self.tracker.wait(end, self.settings.sync_flush_timeout)
             if not self.writable:  # leadership lost while waiting: acknowledge nothing
@@ -285,6 +289,8 @@ class ClusterNode:
             await self.follower.follow(url, term)
         except asyncio.CancelledError:
             raise
+        except ReplicaNotStored:  # a refusing disk: the follower logs it once, not at every tick
+            await asyncio.sleep(0.2)
         except Exception as exc:  # noqa: BLE001 - any failure: the next tick follows again (or campaigns)
             log.info("node %s: replication from %s stopped: %r", self.node_id, url, exc)
             await asyncio.sleep(0.2)
@@ -300,7 +306,8 @@ class ClusterNode:
         await self._stop_following()
         self.term, self.lease, self.renewal_sent_at = term, lease, sent
         self.history.begin(term, self.runtime.store.commit_log.end_offset)
-        self.tracker.reset(in_sync, lagging=previous)
+        shown = min(self.follower.leader_high_watermark, self.runtime.store.acknowledged_end)  # the last leader's mark
+        self.tracker.reset(in_sync, lagging=previous, high_watermark=shown)
         self.leader = {"node_id": self.node_id, "url": self.url}
         await self._reopen(start=True)
         self._set_role(next_role(self.role, Event.ELECTED))
@@ -315,6 +322,7 @@ class ClusterNode:
         rt = BrokerRuntime.open(self.settings, durable_wrapper=self.durable if start else None)
         self.state.runtime = rt
         if start:
+            self.watermark.lead(rt.store)
             rt.store.add_listener(self._on_append)
             await rt.start()
 
@@ -353,7 +361,8 @@ class ClusterNode:
             "node_id": self.node_id, "role": self.role.value, "term": self.term, "writable": self.writable,
             "leader": self.leader, "in_sync": sorted(self.tracker.in_sync) if self.role is not Role.FOLLOWER else None,
             "ack": self.settings.ack, "cluster_size": self.settings.cluster_size, "etcd_error": self.etcd_error,
-            "log_end": end, "durable_offset": store.flushed_offset, "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])),
+            "log_end": end, "durable_offset": store.flushed_offset, "high_watermark": store.visible.bound,
+            "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])),
         }
 
 

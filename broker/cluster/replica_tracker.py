@@ -3,7 +3,9 @@
 Followers report their durable log end with every fetch (Kafka's fetch offset is
 its acknowledgement). A send with ``ack=quorum`` waits here until every node of
 the in-sync set *as published in etcd* has it on disk; the published set has at
-least a majority, or the send answers SLAVE_NOT_AVAILABLE at once.
+least a majority, or the send answers SLAVE_NOT_AVAILABLE at once. The same
+offsets give the high watermark, how far consumers may read (``advance``);
+``on_change`` is told whenever a report or a new set may have moved it.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from .decisions import FollowerProgress, acknowledged_offset, in_sync_set, quorum_possible
+from .decisions import FollowerProgress, acknowledged_offset, high_watermark, in_sync_set, quorum_possible
 from .errors import FlushSlaveTimeout, SlaveNotAvailable
 
 
 class ReplicaTracker:
-    def __init__(self, node_id: str, cluster_size: int, lag_time: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, node_id: str, cluster_size: int, lag_time: float, clock: Callable[[], float] = time.monotonic,
+                 on_change: Callable[[], None] = lambda: None) -> None:
         self.node_id = node_id
         self.cluster_size = cluster_size
         self.lag_time = lag_time
@@ -25,16 +28,20 @@ class ReplicaTracker:
         self.progress: dict[str, FollowerProgress] = {}
         self.in_sync: frozenset[str] = frozenset({node_id})  # as published in etcd
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self.high_watermark = 0
+        self._on_change = on_change
 
-    def reset(self, in_sync: frozenset[str], lagging: str | None = None) -> None:
+    def reset(self, in_sync: frozenset[str], lagging: str | None = None, high_watermark: int = 0) -> None:
         """A new term: the published set stays; its followers count as caught up now, at offset 0, until they report.
 
         ``lagging`` (the previous leader, whose lease expired) counts as behind from the start,
         so it leaves the set at the first publication instead of holding acknowledgements for the lag time.
+        ``high_watermark`` is where the term starts showing the log: the last one this node heard of as a follower.
         """
         now = self._clock()
         self.progress = {n: FollowerProgress(0, float("-inf") if n == lagging else now) for n in in_sync if n != self.node_id}
         self.in_sync = in_sync | {self.node_id}
+        self.high_watermark = high_watermark
 
     def report(self, node: str, durable: int, leader_end: int) -> None:
         now = self._clock()
@@ -42,17 +49,25 @@ class ReplicaTracker:
         caught_up_at = now if durable >= leader_end else (before.caught_up_at if before else float("-inf"))
         self.progress[node] = FollowerProgress(durable, caught_up_at)
         self._release()
+        self._on_change()
 
     def wanted_in_sync(self) -> frozenset[str]:
-        return in_sync_set(self.node_id, self.in_sync, self.progress, self._clock(), self.lag_time, self.cluster_size)
+        return in_sync_set(self.node_id, self.in_sync, self.progress, self._clock(), self.lag_time, self.cluster_size,
+                           self.high_watermark)
 
     def published(self, in_sync: frozenset[str]) -> None:
         """etcd holds ``in_sync`` now: acknowledgements count it from here on."""
         self.in_sync = in_sync
         self._release()
+        self._on_change()
 
     def acknowledged(self, leader_durable: int) -> int:
         return acknowledged_offset(self.node_id, leader_durable, self.in_sync, self.progress)
+
+    def advance(self, leader_durable: int) -> int:
+        """The high watermark, with the leader's own log on disk up to ``leader_durable``."""
+        self.high_watermark = high_watermark(self.high_watermark, self.node_id, leader_durable, self.in_sync, self.progress)
+        return self.high_watermark
 
     async def wait(self, end: int, seconds: float) -> None:
         """Return once every in-sync node has ``end`` on disk (the leader's own fsync is awaited before)."""

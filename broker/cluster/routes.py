@@ -16,7 +16,7 @@ from halfmq.broker.security.policy import CLUSTER, Action
 from halfmq.broker.store.atomic_file import read_json
 
 from .errors import NotLeader
-from .follower import HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
+from .follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from .node import ClusterNode
 
 router = APIRouter()
@@ -28,6 +28,7 @@ class FetchRequest(BaseModel):
     node_id: str = Field(min_length=1, max_length=200)
     term: int = Field(ge=0)
     from_offset: int = Field(ge=0)
+    high_watermark: int | None = Field(default=None, ge=0)  # the follower's: a fetch waits for new bytes only while it is current
 
 
 class Diverged(NotLeader):
@@ -70,7 +71,7 @@ async def fetch(body: FetchRequest, request: Request) -> Response:
     if body.from_offset > end:
         raise Diverged(f"follower {body.node_id} asks from {body.from_offset}, the log ends at {end}")
     node.tracker.report(body.node_id, body.from_offset, end)
-    if body.from_offset == end:
+    if body.from_offset == end and (body.high_watermark is None or node.tracker.high_watermark <= body.high_watermark):
         node.appended.clear()
         try:
             await asyncio.wait_for(node.appended.wait(), FETCH_WAIT_SECONDS)
@@ -84,7 +85,7 @@ async def fetch(body: FetchRequest, request: Request) -> Response:
     data = log.read(body.from_offset, stop - body.from_offset) if stop > body.from_offset else b""
     return Response(data, media_type="application/octet-stream", headers={
         TERM_HEADER: str(node.term), "x-halfmq-log-end": str(end), SEGMENT_HEADER: str(log.segment_bytes),
-        HISTORY_HEADER: json.dumps(node.history.entries),
+        HISTORY_HEADER: json.dumps(node.history.entries), HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark),
     })
 
 

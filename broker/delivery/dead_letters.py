@@ -24,7 +24,7 @@ def depth(store: MessageStore, group: str) -> int:
     topic = dlq_topic(group)
     if store.topic(topic) is None:
         return 0
-    lo, hi = store.queue_range(topic, 0)
+    lo, hi = store.visible.queue_range(topic, 0)
     return hi - lo
 
 
@@ -32,7 +32,7 @@ def dead_letters(store: MessageStore, group: str, offset: int, limit: int) -> li
     topic = dlq_topic(group)
     if store.topic(topic) is None:
         return []
-    return [e for e in store.read_entries(topic, 0, offset, limit) if type(e) is not DamagedEntry]
+    return [e for e in store.visible.read_entries(topic, 0, offset, limit) if type(e) is not DamagedEntry]
 
 
 def resend_item(store: MessageStore, group: str, offset: int) -> PutItem:

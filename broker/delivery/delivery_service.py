@@ -17,16 +17,17 @@ from dataclasses import dataclass, field
 
 from halfmq.broker.errors import (
     ConsumerGroupNotFound,
-    InvalidGroupName,
     InvalidReceiptHandle,
+    ReceiptInOtherTransaction,
     ReceiptNotHeld,
     SystemTopicForbidden,
     TopicNotFound,
 )
+from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic, is_valid_user_name
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
 
 from .backoff import exhausted, retry_delay
 from .queue_progress import InFlight, QueueProgress
@@ -72,6 +73,7 @@ class DeliveryService:
     def __init__(self, store: MessageStore, policy: DeliveryPolicy, clock: Callable[[], float] = time.monotonic,
                  *, key: bytes | None = None) -> None:
         self._store = store
+        self._reads = store.visible  # what consumers may see: a broker set's leader stops at its high watermark
         self._policy = policy
         self._clock = clock
         self._epoch = secrets.token_hex(4)
@@ -81,7 +83,7 @@ class DeliveryService:
         self.dlq_moves = 0
         self.damaged_skips = 0
         self._closing = False
-        store.add_listener(self._on_message)
+        self._reads.add_listener(self._on_message)
 
     def close(self) -> None:
         """End every long poll now (shutdown must not wait for idle consumers)."""
@@ -114,8 +116,7 @@ class DeliveryService:
 
     # --- receive ----------------------------------------------------------------
     async def receive(self, group: str, topic: str, max_messages: int, invisible: float, wait: float) -> list[Delivery]:
-        if not is_valid_user_name(group):
-            raise InvalidGroupName(f"invalid consumer group name {group!r}: use 1-127 of A-Z a-z 0-9 _ -")
+        checked_name(NameKind.CONSUMER_GROUP, group)
         if topic.startswith("RMQ_SYS_") or topic in (CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC):
             raise SystemTopicForbidden(f"{topic} is internal to the broker and cannot be consumed")
         deadline = self._clock() + wait
@@ -143,7 +144,7 @@ class DeliveryService:
             item = progress.in_flight.get(offset)
             if item is None or item.nonce != nonce or item.visible_at > now:
                 continue  # settled, or re-scheduled since this heap entry was pushed
-            message = self._store.get(topic, qid, offset)
+            message = self._reads.get(topic, qid, offset)
             if message is None:  # damaged since it was delivered (reported by the store)
                 self._settle(group, topic, qid, progress, offset)
                 continue
@@ -172,10 +173,10 @@ class DeliveryService:
         """Hand out never-delivered messages of one queue; a damaged one is skipped as if acked, and counted."""
         progress = state.queues[qid]
         while True:
-            want = min(limit - len(out), self._store.queue_range(topic, qid)[1] - progress.cursor)
+            want = min(limit - len(out), self._reads.queue_range(topic, qid)[1] - progress.cursor)
             if want <= 0:
                 return
-            entries = self._store.read_entries(topic, qid, progress.cursor, want)
+            entries = self._reads.read_entries(topic, qid, progress.cursor, want)
             if not entries:
                 return
             for entry in entries:
@@ -218,8 +219,12 @@ class DeliveryService:
         return progress if progress.holds(h.offset, h.nonce) else None
 
     def ack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
+        """Settle held deliveries (False: expired or settled); RECEIPT_IN_TRANSACTION, settling none, when one of them
+        is acked in an open producer transaction: that transaction's end decides it."""
         parsed = self._resolve(group, topic, handles)
         state = self._state.get((group, topic))  # settling never creates a group: none means nothing is held
+        for _, h in parsed:
+            self._refuse_if_in_transaction(state, h)
         results = []
         for text, h in parsed:
             progress = self._held(state, h)
@@ -228,6 +233,12 @@ class DeliveryService:
                 self._settle(group, topic, h.queue_id, progress, h.offset)
             results.append((text, ok))
         return results
+
+    def _refuse_if_in_transaction(self, state: _GroupTopic | None, h: ReceiptHandle) -> None:
+        progress = self._held(state, h)
+        if progress is not None and progress.in_flight[h.offset].visible_at == HELD_BY_TRANSACTION:
+            raise ReceiptInOtherTransaction(f"{h.group}/{h.topic}/{h.queue_id}@{h.offset} is acked in an open producer "
+                                            "transaction: its commit settles it, its abort gives it back")
 
     def nack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
         parsed = self._resolve(group, topic, handles)
@@ -276,8 +287,9 @@ class DeliveryService:
         """Move a held delivery to the group's DLQ now and settle it (the consumer gave up on it); False if not held."""
         [(_, h)] = self._resolve(group, topic, [handle])
         state = self._state.get((group, topic))
+        self._refuse_if_in_transaction(state, h)
         progress = self._held(state, h)
-        message = self._store.get(topic, h.queue_id, h.offset) if progress is not None else None
+        message = self._reads.get(topic, h.queue_id, h.offset) if progress is not None else None
         if progress is None or message is None:
             return False
         self._move_to_dlq(group, message, progress.in_flight[h.offset].deliveries)

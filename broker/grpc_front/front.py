@@ -48,7 +48,7 @@ class GrpcFront:
         except ImportError as exc:
             log.warning("RocketMQ gRPC front off: %s (pip install 'halfmq[rocketmq]')", exc)
             return
-        sessions = TelemetrySessions()
+        sessions = TelemetrySessions(settings.grpc_telemetry_outbox_commands, settings.grpc_telemetry_outbox_bytes)
         try:
             self.server = await start_server(runtime, sessions, settings.host, settings.grpc_port)
         except RuntimeError as exc:

@@ -27,7 +27,7 @@ from halfmq.broker.store.flush_waiter import FlushTimedOut
 from . import message_mapping as mm
 from . import request_auth
 from .status_codes import OK, RocketMQRefusal, broker_error_of, status_of
-from .telemetry_sessions import Session, TelemetrySessions
+from .telemetry_sessions import TelemetrySessions
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class MessagingService(rpc.MessagingServiceServicer):
 
     async def Telemetry(self, request_iterator: AsyncIterator[spb.TelemetryCommand], context: Any) -> AsyncIterator[spb.TelemetryCommand]:  # noqa: N802
         client_id = dict(context.invocation_metadata() or ()).get("x-mq-client-id", "")
-        session = Session(client_id)
+        session = self.sessions.open(client_id)
         try:
             who = self._allow(context, "Telemetry")
         except BrokerError as exc:
@@ -142,14 +142,19 @@ class MessagingService(rpc.MessagingServiceServicer):
                         if settings.client_type == pb.ClientType.PRODUCER:  # check-backs go only to who may publish for the group
                             self.sessions.publishes(session, [t.name for t in settings.publishing.topics
                                                               if self.rt.guard.allows(who, Action.PUBLISH, Resource.group(t.name))])
-                        session.outbox.put_nowait(spb.TelemetryCommand(status=OK, settings=self._settings_reply(settings)))
+                        if not self.sessions.send(session, spb.TelemetryCommand(status=OK, settings=self._settings_reply(settings))):
+                            return  # its client does not read: stop reading too (gRPC's flow control then holds it back)
             finally:
-                session.outbox.put_nowait(None)
+                session.outbox.finish()
 
         reader = asyncio.get_running_loop().create_task(read())
         try:
             while (command := await session.outbox.get()) is not None:
                 yield command
+            if session.outbox.overflowed:
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                    f"the telemetry stream's outbox is full ({session.outbox.max_commands} commands or "
+                                    f"{session.outbox.max_bytes} bytes unread): read the broker's replies")
         finally:
             self.sessions.close(session)
             reader.cancel()

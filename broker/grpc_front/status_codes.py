@@ -19,6 +19,7 @@ CODES: dict[type[errors.BrokerError], int] = {
     errors.InvalidProperty: pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
     errors.InvalidReceiptHandle: pb.Code.INVALID_RECEIPT_HANDLE,
     errors.ReceiptNotHeld: pb.Code.INVALID_RECEIPT_HANDLE,
+    errors.ReceiptInOtherTransaction: pb.Code.PRECONDITION_FAILED,  # acked in an open producer transaction
     errors.MessageTooLarge: pb.Code.MESSAGE_BODY_TOO_LARGE,
     errors.RequestTooLarge: pb.Code.PAYLOAD_TOO_LARGE,
     errors.TopicNotFound: pb.Code.TOPIC_NOT_FOUND,

@@ -38,6 +38,7 @@ from .record import (
     tag_hash,
 )
 from .topics import TopicConfig, TopicTable
+from .visible_reads import VisibleReads
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,7 @@ class MessageStore:
         self._group_commit.start()
         self._checkpointer.start()
         self._closed = False
+        self.visible = VisibleReads(self)  # what consumers may read: every read made for them goes through it
 
     # --- topics -----------------------------------------------------------------
     def topic(self, name: str) -> TopicConfig | None:
@@ -272,11 +274,16 @@ class MessageStore:
                     if cfg is None or rec.queue_id >= cfg.queues:
                         self.topics.learn(rec.topic, rec.queue_id + 1)
                     if key not in queues:
-                        queues[key] = ([self._queue(*key).max_offset], [])
+                        try:
+                            queues[key] = ([self._queue(*key).max_offset], [])
+                        except OSError as exc:
+                            raise self._refused(f"cannot open consume queue {key[0]}/{key[1]}", exc) from exc
                     queues[key][1].append((rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS"))))
                 chunk = bytes(view[pos:at])
                 self._append_entries_then(queues, lambda chunk=chunk: self.commit_log.write(chunk))  # type: ignore[misc]
                 pos = at
+        if pos:
+            self._writes.succeeded()
         for listener in self._listeners:
             for rec_key in {(r.topic, r.queue_id) for r in group}:
                 listener(*rec_key)
@@ -350,6 +357,11 @@ class MessageStore:
         return self._group_commit.flushed_offset
 
     @property
+    def acknowledged_end(self) -> int:
+        """How far the log is as durable as a send's acknowledgement promises: fsynced (sync), written (async)."""
+        return self.commit_log.end_offset if self.config.flush_mode == "async" else self._group_commit.flushed_offset
+
+    @property
     def flush_count(self) -> int:
         return self._group_commit.flush_count
 
@@ -373,6 +385,21 @@ class MessageStore:
                 out.append(self._read_entry(topic, queue_id, offset + i, entry))
             offset += len(entries)
         return out
+
+    def queue_end_within(self, topic: str, queue_id: int, start: int, commit_log_offset: int) -> int:
+        """From queue offset ``start`` on, one past the last message that ends at or before ``commit_log_offset``."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            return start
+        offset = max(start, cq.min_offset)
+        while True:
+            entries = cq.get_range(offset, 256)
+            if not entries:
+                return offset
+            for entry in entries:
+                if entry.commit_log_offset + entry.size > commit_log_offset:
+                    return offset
+                offset += 1
 
     def _read_entry(self, topic: str, queue_id: int, queue_offset: int, entry: QueueEntry) -> StoredMessage | DamagedEntry:
         try:

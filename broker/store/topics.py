@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,6 @@ RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 SYSTEM_TOPICS = frozenset({HALF_TOPIC, OP_HALF_TOPIC, CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, "SCHEDULE_TOPIC_XXXX"})
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,127}$")
 MAX_QUEUES = 64
 
 
@@ -31,10 +29,6 @@ def dlq_topic(group: str) -> str:
 
 def is_system_topic(name: str) -> bool:
     return name in SYSTEM_TOPICS or name.startswith(("RMQ_SYS_", RETRY_PREFIX, DLQ_PREFIX))
-
-
-def is_valid_user_name(name: str) -> bool:
-    return bool(NAME_PATTERN.fullmatch(name))
 
 
 @dataclass(frozen=True, slots=True)

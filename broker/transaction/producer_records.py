@@ -18,7 +18,11 @@ TIMEOUT_MS = "TIMEOUT_MS"
 MESSAGES = "TXN_MESSAGES"
 ABORTED_BY = "ABORTED_BY"
 SEQUENCE = "SEQUENCE"
-SEND_PATH = "SEND_PATH"  # which send a SEND record numbers: "messages" (plain or batch) or "half"
+SEND_PATH = "SEND_PATH"  # which send a SEND record numbers: SEND_MESSAGES (plain or batch) or SEND_HALF
+OWNER = "OWNER"  # on an init record: the principal that obtained the producer id (absent before ids were bound)
+
+SEND_MESSAGES = "messages"
+SEND_HALF = "half"
 
 
 class TxnRecord(str, Enum):

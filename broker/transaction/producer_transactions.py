@@ -18,15 +18,24 @@ transactional id is known, the producer id and epoch are current (an older
 epoch is PRODUCER_FENCED), the request is not a retry of the last one (which
 gets the stored answer), the state machine allows the event, and the sequence
 number is the next one.
+
+A producer id is random (63 bits, never guessed) and bound to the principal
+that obtained it (``init`` or ``new_producer_id``; the owner is on the init
+record, so the binding survives a restart). ``sender`` is the one door every
+numbered send goes through, whichever route or front: another principal gets
+PRODUCER_ID_NOT_OWNED, and ``sent_before`` answers a repeat from the window only
+when it is the same request (``SendKey``: plain or half, the same topic and
+group), else SEQUENCE_NUMBER_REUSED.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
 from halfmq.broker.errors import (
@@ -34,17 +43,22 @@ from halfmq.broker.errors import (
     InvalidProducerEpoch,
     OutOfOrderSequence,
     ProducerFenced,
+    ProducerIdNotOwned,
     ReceiptInOtherTransaction,
+    SequenceNumberReused,
     TransactionTooLarge,
     UnknownProducerId,
     UnknownTransactionalId,
 )
+from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import HEADER_SIZE, StoredMessage, encode_properties, record_size
 from halfmq.broker.store.topics import TXN_STATE_TOPIC, TopicConfig
 
 from . import producer_records as rec
+from . import record_names as names
+from .held_bytes import HeldBytes
 from .producer_records import AbortedBy, AckRef, TxnRecord
 from .producer_state_machine import ProducerTxnState, TxnAction, TxnEvent, transition
 from .producer_timeout import checked_timeout, deadline_ms, expired
@@ -55,6 +69,8 @@ log = logging.getLogger(__name__)
 Durable = Callable[[int], Awaitable[None]]
 _SEND_OP = TxnRecord.SEND.value
 _RECORD_ALLOWANCE = 512  # the commit record's header and properties, on top of its acks
+# What a numbered send used its number for: (send path, producer group or "", topic). A repeat must match it.
+SendKey = tuple[str, str, str]
 
 
 class AckLedger(Protocol):
@@ -72,6 +88,8 @@ class TxnLimits:
     max_messages: int = 10_000
     max_bytes: int = 16 * 1024 * 1024
     max_acks: int = 10_000
+    max_open_bytes: int = 256 * 1024 * 1024  # held by every open transaction together (held_bytes.py)
+    max_open_bytes_per_principal: int = 64 * 1024 * 1024
 
 
 @dataclass
@@ -82,6 +100,7 @@ class ProducerTxn:
     producer_id: int
     epoch: int
     timeout_ms: int
+    owner: str | None = None  # the principal that obtained the producer id; None: obtained before ids were bound
     state: ProducerTxnState = ProducerTxnState.EMPTY
     number: int = 0  # transactions begun under this id, ever
     begun_ms: int = 0
@@ -97,7 +116,7 @@ class ProducerTxn:
     last_answer: dict[str, Any] | None = None
     end_answer: dict[str, Any] | None = None
     # Idempotent sends under this producer id and epoch (outside transactions): the window of stored numbers. An
-    # answer is what the send answered (a list of results, or a half's), or after a restart a StoredRef to read back.
+    # answer is (SendKey, what the send answered: a list of results, or a half's), or after a restart a StoredRef.
     sends: SendWindow = field(default_factory=SendWindow)
     last_used_ms: int = 0  # a producer id without a transactional id expires after this much idleness
 
@@ -122,11 +141,11 @@ class ProducerTransactions:
         self._acks = acks
         self._durable = durable
         self.limits = limits
+        self.held = HeldBytes(limits.max_open_bytes, limits.max_open_bytes_per_principal)
         self._clock = clock
         self._txns: dict[str, ProducerTxn] = {}
         self._held_by: dict[tuple[str, str, int, int], str] = {}
         self._tid_of: dict[int, str] = {}  # producer id -> transactional id
-        self._next_producer_id = 1
         self.commits = 0
         self.aborts = 0
         store.create_topic(TXN_STATE_TOPIC, 1)
@@ -161,20 +180,25 @@ class ProducerTransactions:
                 "open": open_txn, "aborted_by": txn.aborted_by.value if txn.aborted_by else None}
 
     # --- requests ---------------------------------------------------------------
-    async def init(self, tid: str, timeout_ms: int | None) -> dict[str, Any]:
-        """A new producer instance: bump the epoch durably, abort what the previous one left open, then answer."""
+    async def init(self, tid: str, timeout_ms: int | None, owner: str) -> dict[str, Any]:
+        """A new producer instance of ``owner``: bump the epoch durably, abort what the previous one left open, answer.
+
+        A new id's name is checked here, where every front creates one; an id already on disk (an older broker
+        took any name) keeps working.
+        """
         timeout = checked_timeout(timeout_ms)
         old = self._txns.get(tid)
         if old is None:
-            txn = ProducerTxn(tid, self._next_producer_id, 0, timeout, sends=SendWindow(self.send_window))
+            checked_name(NameKind.TRANSACTIONAL_ID, tid)
+            txn = ProducerTxn(tid, self._fresh_producer_id(), 0, timeout, owner, sends=SendWindow(self.send_window))
             items = [self._record(txn, TxnRecord.INIT)]
             _, end = self.store.put(items)
-            self._next_producer_id += 1
             self._txns[tid] = txn
             self._tid_of[txn.producer_id] = tid
         else:
             move = transition(old.state, TxnEvent.INIT)
-            bumped = ProducerTxn(tid, old.producer_id, old.epoch + 1, timeout, number=old.number, sends=SendWindow(self.send_window))
+            bumped = ProducerTxn(tid, old.producer_id, old.epoch + 1, timeout, owner, number=old.number,
+                                 sends=SendWindow(self.send_window))
             items = [self._record(bumped, TxnRecord.INIT)]
             if move.action is TxnAction.ABORT_THEN_INIT:
                 items.insert(0, self._record(old, TxnRecord.ABORT, aborted_by=AbortedBy.NEW_EPOCH))
@@ -207,7 +231,7 @@ class ProducerTransactions:
         return answer
 
     def add_messages(self, tid: str, producer_id: int, epoch: int, sequence: int, items: list[PutItem],
-                     missing_topics: list[TopicConfig]) -> dict[str, Any]:
+                     missing_topics: list[TopicConfig], *, principal: str | None = None) -> dict[str, Any]:
         """Keep validated messages for the commit; create the topics they need once everything is accepted."""
         txn = self._current(tid, producer_id, epoch)
         repeat = self._repeat(txn, TxnEvent.ADD_MESSAGES, sequence)
@@ -223,6 +247,7 @@ class ProducerTransactions:
                 f"the transaction would hold {count} messages of {txn.size + size} bytes; at most "
                 f"{self.limits.max_messages} messages and {self.limits.max_bytes} bytes commit as one",
                 max_messages=self.limits.max_messages, max_bytes=self.limits.max_bytes)
+        self.held.hold(tid, principal, size)  # the broker's and the principal's caps: refused before anything is kept
         for cfg in missing_topics:
             self.store.create_topic(cfg.name, cfg.queues)
         txn.items.extend(items)
@@ -279,6 +304,7 @@ class ProducerTransactions:
         results, end = self.store.put(group)
         self._acks.settle_held(txn.acks)
         self._release_keys(txn)
+        self.held.release(tid)
         txn.state, txn.ended_ms = move.state, self.now_ms()
         txn.end_answer = self._end_answer(txn, [
             {"msg_id": r.properties.get("UNIQ_KEY", ""), "topic": r.topic, "queue_id": r.queue_id, "queue_offset": r.queue_offset,
@@ -316,19 +342,32 @@ class ProducerTransactions:
         return due
 
     # --- idempotent sends (outside transactions) ------------------------------------
-    async def new_producer_id(self) -> dict[str, Any]:
-        """An idempotent producer id without a transactional id (Kafka's InitProducerId): durable, epoch 0."""
-        txn = ProducerTxn("", self._next_producer_id, 0, 0, sends=SendWindow(self.send_window), last_used_ms=self.now_ms())
+    async def new_producer_id(self, owner: str) -> dict[str, Any]:
+        """An idempotent producer id of ``owner`` without a transactional id (Kafka's InitProducerId): durable, epoch 0."""
+        txn = ProducerTxn("", self._fresh_producer_id(), 0, 0, owner, sends=SendWindow(self.send_window), last_used_ms=self.now_ms())
         _, end = self.store.put([self._record(txn, TxnRecord.INIT)])
-        self._next_producer_id += 1
         self._idempotent[txn.producer_id] = txn
         await self._durable(end)
         return {"producer_id": txn.producer_id, "epoch": txn.epoch}
 
-    def sender(self, producer_id: int, epoch: int) -> ProducerTxn:
-        """The producer an idempotent send names (from ``init`` or ``new_producer_id``); fenced, unknown or expired: refused."""
+    def _fresh_producer_id(self) -> int:
+        """A random 63-bit producer id no producer holds: an id names its owner's numbers and must not be guessed."""
+        while True:
+            producer_id = secrets.randbits(63)
+            if producer_id and producer_id not in self._idempotent and producer_id not in self._tid_of:
+                return producer_id
+
+    def sender(self, producer_id: int, epoch: int, principal: str) -> ProducerTxn:
+        """The producer an idempotent send names (from ``init`` or ``new_producer_id``), if ``principal`` obtained it.
+
+        Every numbered send of every front comes through here. Another principal's id: PRODUCER_ID_NOT_OWNED
+        (before anything else about it is told). Fenced, unknown or expired: refused.
+        """
         tid = self._tid_of.get(producer_id)
         if tid is not None:
+            owned = self._txns[tid]
+            if owned.owner != principal:
+                self._not_owned(owned, principal)
             return self._current(tid, producer_id, epoch)
         txn = self._idempotent.get(producer_id)
         now = self.now_ms()
@@ -337,6 +376,8 @@ class ProducerTransactions:
             txn = None
         if txn is None:
             raise UnknownProducerId(f"producer id {producer_id} is unknown or expired: get a new one (POST /v1/producer-ids)")
+        if txn.owner != principal:
+            self._not_owned(txn, principal)
         if epoch != txn.epoch:
             raise InvalidProducerEpoch(f"producer id {producer_id} has epoch {txn.epoch}, not {epoch}")
         txn.last_used_ms = now
@@ -350,23 +391,46 @@ class ProducerTransactions:
             del self._idempotent[pid]
         return len(idle)
 
-    def sent_before(self, txn: ProducerTxn, sequence: int, path: str = "messages") -> Any:
+    def check_acting(self, tid: str, principal: str) -> None:
+        """PRODUCER_ID_NOT_OWNED when ``tid``'s producer id was obtained by another principal (the steps of its
+        transactions: begin, messages, acks, commit, abort). Its ``init`` is not checked: a new instance of any
+        principal allowed on the transactional id takes it over, fencing the old one. Unknown ids are the step's to
+        refuse; an id initialised before ids were bound has no owner and is left to the transactional-id policy."""
+        txn = self._txns.get(tid)
+        if txn is not None and txn.owner is not None and txn.owner != principal:
+            self._not_owned(txn, principal)
+
+    @staticmethod
+    def _not_owned(txn: ProducerTxn, principal: str) -> NoReturn:
+        if txn.owner is None:  # handed out before ids were bound to principals: nobody may prove it is theirs
+            raise UnknownProducerId(f"producer id {txn.producer_id} was obtained before producer ids were bound to "
+                                    "principals: get a new one (POST /v1/producer-ids, or init the transactional id)")
+        raise ProducerIdNotOwned(f"producer id {txn.producer_id} was obtained by another principal, not {principal!r}")
+
+    def sent_before(self, txn: ProducerTxn, sequence: int, key: SendKey) -> Any:
         """None when ``sequence`` is new inside the window (store it); the stored answer when it is a repeat.
 
-        A repeat stored so long ago that its answer is forgotten answers ``OLD_REPEAT`` (a plain send then answers
-        success without offsets, as Kafka does; a half send, whose transaction id the producer needs, is refused).
+        A repeat is answered only when it is the same request (``key``: the same send path, topic and group);
+        a number used for another request is SEQUENCE_NUMBER_REUSED, and nothing is stored. A repeat stored
+        so long ago that its answer is forgotten answers ``OLD_REPEAT`` (a plain send then answers success
+        without offsets, as Kafka does; a half send, whose transaction id the producer needs, is refused).
         Beyond the window: OUT_OF_ORDER_SEQUENCE.
         """
         verdict = txn.sends.decide(sequence)
         if verdict is Verdict.STORE:
             return None
         if verdict is Verdict.REPEAT:
-            answer = txn.sends.answers[sequence]
-            if isinstance(answer, StoredRef):
-                answer = txn.sends.answers[sequence] = self._read_back(answer.record_offset, answer.sizes, answer.path)
+            entry = txn.sends.answers[sequence]
+            if type(entry) is StoredRef:
+                entry = txn.sends.answers[sequence] = self._read_back(entry.record_offset, entry.sizes, entry.path)
+            used_for, answer = entry
+            if used_for != key:
+                raise SequenceNumberReused(
+                    f"send sequence {sequence} of producer id {txn.producer_id} was used for a {used_for[0]} send to "
+                    f"another topic or group, or of another kind: number each request once", sequence=sequence)
             return answer
         if verdict is Verdict.OLD_REPEAT:
-            if path == "half":
+            if key[0] == rec.SEND_HALF:
                 raise DuplicateSequenceNumber(f"send sequence {sequence} was stored before and its answer is no longer kept",
                                               sequence=sequence)
             return Verdict.OLD_REPEAT
@@ -374,7 +438,7 @@ class ProducerTransactions:
         raise OutOfOrderSequence(f"send sequence {sequence} is beyond the window: the next missing one is {expected}, "
                                  f"at most {txn.sends.size} may be outstanding", expected=expected)
 
-    def send_record(self, txn: ProducerTxn, sequence: int, items: list[PutItem], path: str = "messages") -> PutItem:
+    def send_record(self, txn: ProducerTxn, sequence: int, items: list[PutItem], path: str = rec.SEND_MESSAGES) -> PutItem:
         """The record that goes last in the send's write group: the sequence number, and the sizes to read the answer back."""
         # Built inline (not through _record): this runs on every numbered send, and Enum.value and the general
         # path showed in its profile. The same properties _record would write.
@@ -383,10 +447,12 @@ class ProducerTransactions:
         sizes = [record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items]
         return PutItem(TXN_STATE_TOPIC, 0, rec.encode_sizes(sizes), props)
 
-    def sent(self, txn: ProducerTxn, sequence: int, answer: Any) -> None:
-        txn.sends.stored(sequence, answer)
+    def sent(self, txn: ProducerTxn, sequence: int, key: SendKey, answer: Any) -> None:
+        """The send numbered ``sequence`` was stored for ``key``: a repeat of it gets ``answer``."""
+        txn.sends.stored(sequence, (key, answer))
 
-    def _read_back(self, record_offset: int, sizes: list[int], path: str) -> Any:
+    def _read_back(self, record_offset: int, sizes: list[int], path: str) -> tuple[SendKey, Any]:
+        """A numbered send's key and answer, read back from its messages after a restart."""
         offset = record_offset - sum(sizes)
         out = []
         for size in sizes:
@@ -395,12 +461,13 @@ class ProducerTransactions:
                         "queue_offset": msg.queue_offset, "commit_log_offset": msg.commit_log_offset,
                         "transaction_id": msg.properties.get("TRANSACTION_ID", "")})
             offset += size
-        if path == "half":
+        if path == rec.SEND_HALF:
             [half] = out
-            return {k: half[k] for k in ("status", "transaction_id", "msg_id", "commit_log_offset", "queue_offset")}
+            key = (rec.SEND_HALF, msg.properties.get(names.PRODUCER_GROUP, ""), msg.properties.get(names.REAL_TOPIC, ""))
+            return key, {k: half[k] for k in ("status", "transaction_id", "msg_id", "commit_log_offset", "queue_offset")}
         for result in out:
             del result["transaction_id"]
-        return out
+        return (rec.SEND_MESSAGES, "", out[0]["topic"] if out else ""), out
 
     # --- checks -----------------------------------------------------------------
     def _current(self, tid: str, producer_id: int, epoch: int) -> ProducerTxn:
@@ -433,6 +500,7 @@ class ProducerTransactions:
     # --- bookkeeping ------------------------------------------------------------
     def _aborted(self, txn: ProducerTxn, by: AbortedBy) -> None:
         self._acks.release_held(txn.acks)
+        self.held.release(txn.transactional_id)
         self._release_keys(txn)
         txn.state, txn.ended_ms, txn.aborted_by = ProducerTxnState.COMPLETE_ABORT, self.now_ms(), by
         txn.end_answer = self._end_answer(txn, [])
@@ -456,6 +524,8 @@ class ProducerTransactions:
                  rec.EPOCH: str(txn.epoch), rec.TXN_NO: str(txn.number if number is None else number)}
         if kind is TxnRecord.INIT:
             props[rec.TIMEOUT_MS] = str(txn.timeout_ms)
+            if txn.owner is not None:
+                props[rec.OWNER] = txn.owner
         if aborted_by is not None:
             props[rec.ABORTED_BY] = aborted_by.value
         return PutItem(TXN_STATE_TOPIC, 0, body, props)
@@ -481,13 +551,12 @@ class ProducerTransactions:
         props = record.properties
         tid, kind = props.get(rec.TXN_ID, ""), props.get(rec.TXN_OP, "")
         producer_id, epoch, number = int(props.get(rec.PRODUCER_ID, 0)), int(props.get(rec.EPOCH, 0)), int(props.get(rec.TXN_NO, 0))
-        self._next_producer_id = max(self._next_producer_id, producer_id + 1)
         if not tid:  # a producer id without a transactional id
             self._replay_idempotent(record, kind, producer_id, epoch)
             return
         if kind == TxnRecord.INIT:
-            self._txns[tid] = ProducerTxn(tid, producer_id, epoch, int(props.get(rec.TIMEOUT_MS, 60_000)), number=number,
-                                          sends=SendWindow(self.send_window))
+            self._txns[tid] = ProducerTxn(tid, producer_id, epoch, int(props.get(rec.TIMEOUT_MS, 60_000)), props.get(rec.OWNER),
+                                          number=number, sends=SendWindow(self.send_window))
             self._tid_of[producer_id] = tid
             return
         txn = self._txns.get(tid)
@@ -512,8 +581,8 @@ class ProducerTransactions:
 
     def _replay_idempotent(self, record: StoredMessage, kind: str, producer_id: int, epoch: int) -> None:
         if kind == TxnRecord.INIT:
-            self._idempotent[producer_id] = ProducerTxn("", producer_id, epoch, 0, sends=SendWindow(self.send_window),
-                                                        last_used_ms=record.store_timestamp)
+            self._idempotent[producer_id] = ProducerTxn("", producer_id, epoch, 0, record.properties.get(rec.OWNER),
+                                                        sends=SendWindow(self.send_window), last_used_ms=record.store_timestamp)
             return
         txn = self._idempotent.get(producer_id)
         if txn is not None and kind == TxnRecord.SEND and epoch == txn.epoch:
@@ -523,7 +592,7 @@ class ProducerTransactions:
     @staticmethod
     def _replay_send(txn: ProducerTxn, record: StoredMessage) -> None:
         props = record.properties
-        ref = StoredRef(record.commit_log_offset, rec.decode_sizes(record.body), props.get(rec.SEND_PATH, "messages"))
+        ref = StoredRef(record.commit_log_offset, rec.decode_sizes(record.body), props.get(rec.SEND_PATH, rec.SEND_MESSAGES))
         txn.sends.stored(int(props.get(rec.SEQUENCE, -1)), ref)
 
     def _scan(self, batch: int = 512) -> Iterator[StoredMessage]:

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from halfmq.broker.counter_ids import CounterIds
-from halfmq.broker.errors import DamagedRecord, MessageTooLarge, ProducerGroupMismatch, TransactionNotFound
+from halfmq.broker.errors import DamagedRecord, MessageTooLarge, TransactionNotFound
 from halfmq.broker.store.damaged_records import DamagedEntry, DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
@@ -116,7 +116,7 @@ class TransactionService:
     def get(self, transaction_id: str) -> Tx:
         tx = self._txs.get(transaction_id)
         if tx is None:
-            raise TransactionNotFound(f"no transaction {transaction_id!r} (unknown, or resolved longer ago than the retention)")
+            raise not_found(transaction_id)
         return tx
 
     def pending(self) -> list[Tx]:
@@ -198,7 +198,8 @@ class TransactionService:
         """``end`` without its fsync wait: a batch of ends waits once, for ``max(outcome.tx.end_offset)``."""
         tx = self.get(transaction_id)
         if producer_group is not None and tx.producer_group != producer_group:
-            raise ProducerGroupMismatch(f"transaction {transaction_id} belongs to producer group {tx.producer_group!r}")
+            # Answered as no transaction at all: "another group's" would tell any group which ids exist.
+            raise not_found(transaction_id)
         return self.apply(tx, TxEvent(state), note="check" if from_check else "producer")
 
     def apply(self, tx: Tx, event: TxEvent, note: str = "") -> EndOutcome:
@@ -410,6 +411,11 @@ class TransactionService:
                 return
             yield from (m for m in chunk if type(m) is not DamagedEntry)
             offset = chunk[-1].queue_offset + 1
+
+
+def not_found(transaction_id: str) -> TransactionNotFound:
+    """The one answer for a transaction the caller may not see and for none at all: the same code and words."""
+    return TransactionNotFound(f"no transaction {transaction_id!r} (unknown, or resolved longer ago than the retention)")
 
 
 def tags_of(msg: StoredMessage | None) -> str | None:

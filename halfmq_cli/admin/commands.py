@@ -26,7 +26,7 @@ def _cluster(api: BrokerApi, _: argparse.Namespace) -> Any:
     if found is not None:
         return found
     health = api.get("/healthz")
-    return {"mode": "single node", "brokers": [{"url": api.url, "role": "single node", "pid": health.get("pid"),
+    return {"mode": "single node", "brokers": [{"url": api.url, "role": "single node",
                                                 "commit_log_end_offset": health.get("commit_log_end_offset")}]}
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import random
-import signal
 import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -31,7 +30,9 @@ class Placement:
 
 
 class DemoDriver:
-    def __init__(self, topology: Topology, *, orders: int, users: int, concurrency: int, seed: int, chaos: bool, console: Console) -> None:
+    def __init__(self, topology: Topology, *, orders: int, users: int, concurrency: int, seed: int,
+                 kill_broker: Callable[[str], int | None] | None, console: Console) -> None:
+        """``kill_broker(url)`` kill -9s the broker at ``url`` if the demo started it (its pid, or None); None: no chaos."""
         self.t = topology
         self.orders = orders
         self.users = [f"demo{uuid.uuid4().hex[:4]}-u{i}" for i in range(users)]
@@ -39,7 +40,7 @@ class DemoDriver:
         self.fail_user, self.drop_user, self.crash_user = f"{tag}-fail", f"{tag}-drop", f"{tag}-crash"
         self.concurrency = concurrency
         self.rng = random.Random(seed)
-        self.chaos = chaos
+        self.kill_broker = kill_broker
         self.console = console
         self.placement = Placement()
         self._lock = threading.Lock()
@@ -108,9 +109,11 @@ class DemoDriver:
         return self.t.broker_url
 
     def _kill_broker(self) -> None:
-        pid = httpx.get(f"{self._leader_url()}/healthz", timeout=2).json().get("pid")
-        if pid:
-            os.kill(int(pid), signal.SIGKILL)
+        assert self.kill_broker is not None
+        pid = self.kill_broker(self._leader_url())
+        if pid is None:
+            self.console.print("[yellow]chaos: the broker to kill is not one the demo started; nothing killed[/]")
+        else:
             self.placement.broker_kills += 1
             what = "the leader of the broker set" if self.t.replicas > 1 else "the broker"
             self.console.print(f"[yellow]chaos: kill -9 of {what} (pid {pid}) in the middle of the run[/]")
@@ -122,7 +125,7 @@ class DemoDriver:
         plan += [(self.fail_user, Decimal("9.99"), "fail-local-tx")] * 5
         plan += [(self.drop_user, Decimal(self.rng.randint(100, 5000)) / 100, "drop-end") for _ in range(5)]
         self.rng.shuffle(plan)
-        kill_at = len(plan) * 2 // 5 if self.chaos else -1
+        kill_at = len(plan) * 2 // 5 if self.kill_broker is not None else -1
         columns = (TextColumn("placing orders"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=self.console) as progress, httpx.Client(timeout=30) as client, ThreadPoolExecutor(self.concurrency) as pool:
             task = progress.add_task("orders", total=len(plan) + 2)

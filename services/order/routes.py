@@ -10,6 +10,7 @@ from ..http_problems import ProblemStatus
 from .errors import BrokerNotDurable, BrokerUnreachable, FaultsDisabled, IdempotencyKeyReused, LocalTransactionFailed, OrderNotFound, UnknownFault
 from .models import Order
 from .order_service import OrderService, Placed
+from .rules import MAX_PAGE_OFFSET
 from .schemas import OrderCreate
 
 PROBLEM_STATUS: ProblemStatus = {
@@ -68,7 +69,7 @@ async def list_orders(
     request: Request,
     user_id: str = Query(min_length=1, max_length=64),
     limit: int = Query(50, ge=1, le=500),
-    offset: int = Query(0, ge=0),
+    offset: int = Query(0, ge=0, le=MAX_PAGE_OFFSET),
 ) -> JSONResponse:
     orders = await _service(request).orders_of(user_id, limit, offset)
     next_offset = offset + len(orders) if len(orders) == limit else None

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .rules import MAX_AMOUNT
+from .rules import MAX_AMOUNT, written_in_ascii
 
 
 class OrderCreate(BaseModel):
@@ -16,6 +16,13 @@ class OrderCreate(BaseModel):
 
     user_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.@:-]+$")
     amount: Decimal = Field(gt=0, le=MAX_AMOUNT)
+
+    @field_validator("amount", mode="before")
+    @classmethod
+    def _ascii_digits(cls, value: object) -> object:
+        if not written_in_ascii(value):
+            raise ValueError("amount must be written with ASCII digits")
+        return value
 
     @field_validator("amount")
     @classmethod

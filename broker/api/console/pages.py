@@ -4,6 +4,10 @@ Each page is ``/console/{page}``; its table is ``/console/{page}/fragment``,
 which htmx polls every few seconds (no manual reload) and which every action
 answers with, so a click shows its result at once. Destructive actions carry
 ``hx-confirm``. Not in the OpenAPI document: these are HTML pages, not the API.
+
+Every name a template puts into a URL goes through the ``segment`` filter (one
+percent-encoded path segment: a stored name with a backslash, ``..``, ``#`` or ``?``
+cannot steer a button at another resource), and every answer forbids framing.
 """
 
 from __future__ import annotations
@@ -11,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from halfmq.broker.delivery import dead_letters
@@ -27,9 +32,38 @@ from . import session, views
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
 POLL_SECONDS = 2
-_env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+NO_FRAMING = {"content-security-policy": "frame-ancestors 'none'", "x-frame-options": "DENY"}
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+
+def path_segment(value: object) -> str:
+    """``value`` as one URL path segment: everything but letters, digits and ``_.-~`` percent-encoded, ``/`` included.
+
+    (Jinja's own ``urlencode`` keeps ``/``.) A browser still resolves a segment that is exactly ``.`` or ``..``
+    (even as ``%2e``): such a name, written by a broker older than the name rule, lands on no route.
+    """
+    return quote(str(value), safe="")
+
+
+_env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+_env.filters["segment"] = path_segment
+
+
+class ConsoleRoute(APIRoute):
+    """Every console answer (pages, fragments, redirects, refusals) says it may not be framed: no clickjacking of
+    its buttons, no page elsewhere showing it."""
+
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        handler = super().get_route_handler()
+
+        async def not_framed(request: Request) -> Response:
+            response = await handler(request)
+            response.headers.update(NO_FRAMING)
+            return response
+
+        return not_framed
+
+
+router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
 
 PAGES: dict[str, tuple[str, Callable[[Request, BrokerRuntime], Any]]] = {}
 

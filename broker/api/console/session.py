@@ -3,11 +3,14 @@
 A browser cannot be told to send ``Authorization: Bearer``, so the console's
 login form takes an admin token once and keeps it in an HttpOnly,
 SameSite=Strict cookie scoped to /console; each request replays it through the
-broker's own guard (the same principals, policies, audit lines). Every POST also
-carries a CSRF token, an HMAC of the session under a per-process key, as the
-``X-CSRF-Token`` header (htmx) or a ``csrf`` form field: a page on another site
-can make a browser POST but cannot read the token. With auth off (the loopback
-default) there is no login, and the CSRF check still stands.
+broker's own guard (the same principals, policies, audit lines). Every action
+POST also carries a CSRF token, an HMAC of the session under a per-process key,
+in the ``X-CSRF-Token`` header only (htmx sends it from the page's
+``hx-headers``; no form field is read): a page on another site can make a
+browser POST but can neither read the token nor, without a CORS preflight the
+broker never grants, attach a custom header. With auth off (the loopback
+default) there is no login, and the CSRF check still stands; the Host allow-list
+(``security.allowed_hosts``) keeps a rebinding page from reading the token.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 The SDK takes one lazily per producer instance and numbers every send under
 it. Anyone allowed to publish may get one: the id only numbers sends, each of
-which is still authorised on its own topic.
+which is still authorised on its own topic. The id is random and bound to the
+principal that got it: another principal's numbered send with it is refused
+(PRODUCER_ID_NOT_OWNED, in ``ProducerTransactions.sender``).
 """
 
 from __future__ import annotations
@@ -22,5 +24,5 @@ router = APIRouter(prefix="/v1/producer-ids", route_class=StrictJsonRoute)
 @router.post("", status_code=201, response_model=answers.ProducerIdAnswer)
 async def new_producer_id(body: NewProducerId, request: Request) -> JsonResponse:
     rt: BrokerRuntime = request.app.state.runtime
-    rt.guard.require_publisher(request.scope)
-    return JsonResponse(await rt.producer_txns.new_producer_id(), status_code=201)
+    who = rt.guard.require_publisher(request.scope)
+    return JsonResponse(await rt.producer_txns.new_producer_id(who.name), status_code=201)

@@ -11,10 +11,11 @@ from fastapi import APIRouter, Query, Request
 from halfmq.broker.errors import InvalidQueueId, InvalidRequest
 from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import SendRequest, TopicCreate
-from halfmq.broker.security.policy import Action, Resource
+from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.topics import TopicConfig
+from halfmq.broker.transaction.producer_records import SEND_MESSAGES
 from halfmq.broker.transaction.send_window import Verdict
 from halfmq.broker.wire import SendStatus
 
@@ -35,7 +36,7 @@ def _runtime(request: Request) -> BrokerRuntime:
 def topic_view(rt: BrokerRuntime, cfg: TopicConfig) -> dict:
     queues = []
     for qid in range(cfg.queues):
-        lo, hi = rt.store.queue_range(cfg.name, qid)
+        lo, hi = rt.store.visible.queue_range(cfg.name, qid)
         queues.append({"queue_id": qid, "min_offset": lo, "max_offset": hi})
     return {"name": cfg.name, "queues": queues}
 
@@ -66,11 +67,11 @@ async def describe_topic(topic: str, request: Request) -> JsonResponse:
 async def send_messages(request: HotRequest) -> Reply:
     topic = request.path_params["topic"]
     rt = request.runtime
-    rt.guard.require(request.scope, Action.PUBLISH, Resource.topic(topic))
+    who = rt.guard.require(request.scope, Action.PUBLISH, Resource.topic(topic))
     body = await parse_body(request, SendRequest)
     started = time.perf_counter()
     if body.producer_id is not None or body.epoch is not None or body.sequence is not None:
-        return await _send_idempotent(rt, topic, body, started)
+        return await _send_idempotent(rt, who, topic, body, started)
     results, end = rt.sender.send(topic, body.messages)
     status = await _durable_status(rt, end)
     _observe_send(rt, len(results), status, started)
@@ -98,12 +99,13 @@ def _observe_send(rt: BrokerRuntime, messages: int, status: str, started: float)
     rt.metrics.send_latency.observe(time.perf_counter() - started)
 
 
-async def _send_idempotent(rt: BrokerRuntime, topic: str, body: SendRequest, started: float) -> Reply:
+async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest, started: float) -> Reply:
     """A numbered send: a repeat of one inside the producer's window gets the stored answer and stores nothing."""
     if body.producer_id is None or body.epoch is None or body.sequence is None:
         raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
-    txn = rt.producer_txns.sender(body.producer_id, body.epoch)
-    stored = rt.producer_txns.sent_before(txn, body.sequence)
+    txn = rt.producer_txns.sender(body.producer_id, body.epoch, who.name)
+    key = (SEND_MESSAGES, "", topic)
+    stored = rt.producer_txns.sent_before(txn, body.sequence, key)
     if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
         stored = [{"status": SendStatus.SEND_OK.value, "msg_id": m.properties.get("UNIQ_KEY", ""), "topic": topic,
                    "queue_id": -1, "queue_offset": -1, "commit_log_offset": -1} for m in body.messages]
@@ -113,7 +115,7 @@ async def _send_idempotent(rt: BrokerRuntime, topic: str, body: SendRequest, sta
     sequence = body.sequence
     results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_txns.send_record(txn, sequence, items))
     answer = _send_results(results, SendStatus.SEND_OK.value)
-    rt.producer_txns.sent(txn, sequence, answer)  # before the fsync wait: a retry arriving meanwhile is a repeat
+    rt.producer_txns.sent(txn, sequence, key, answer)  # before the fsync wait: a retry arriving meanwhile is a repeat
     status = await _durable_status(rt, end)
     _observe_send(rt, len(results), status, started)
     return Reply({"results": [{**a, "status": status} for a in answer]})
@@ -132,8 +134,8 @@ async def read_messages(
     cfg = rt.topics.get(topic)
     if not 0 <= queue_id < cfg.queues:
         raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}, not {queue_id}")
-    entries = rt.store.read_entries(topic, queue_id, offset, max)
-    lo, hi = rt.store.queue_range(topic, queue_id)
+    entries = rt.store.visible.read_entries(topic, queue_id, offset, max)
+    lo, hi = rt.store.visible.queue_range(topic, queue_id)
     next_offset = entries[-1].queue_offset + 1 if entries else min(builtins.max(offset, lo), hi)
     answer = {"messages": [message_view(e) for e in entries if type(e) is not DamagedEntry], "next_offset": next_offset}
     damaged = [e.queue_offset for e in entries if type(e) is DamagedEntry]

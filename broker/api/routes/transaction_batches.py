@@ -12,7 +12,11 @@ half is answered from the producer's window when repeated. Each item gets its
 own answer or its own problem (``{"problem": {... "code": ...}}``) in request
 order, so one bad item never fails or hides the others. The request as a
 whole is refused with a 4xx only for what concerns all items: no valid token,
-a body that is not a JSON object with 1..MAX_BATCH ``items``.
+a body that is not a JSON object with 1..MAX_BATCH ``items``. Once the items
+are being written the request never fails as a whole, not even for a bug (its
+item answers a 500 problem, logged with its traceback): the items written
+before it are answered, so no caller is left with a half whose id it never
+learned.
 
 Items are written one after the other (each half stays its own atomic write
 group with its idempotence record, as the single route writes it); the
@@ -22,6 +26,7 @@ commit covers them all with one fsync.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -41,6 +46,8 @@ from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime
 from .transactions import StoredHalf, flush_outcome, store_half, tx_view, with_flush_status
 
+log = logging.getLogger(__name__)
+
 HALF_BATCH_PATH = "/v1/transaction-batches/half"
 END_BATCH_PATH = "/v1/transaction-batches/end"
 
@@ -53,7 +60,7 @@ def _problem(error: BrokerError, path: str) -> dict[str, Any]:
 
 
 def _each(items: list[Any], model: type[M], path: str, run: Callable[[M], R]) -> list[R | dict[str, Any]]:
-    """``run`` per item validated as ``model``: its result, or its problem; a bug (no domain error) still fails all."""
+    """``run`` per item validated as ``model``: its result, or its problem (a bug's is a 500, in the log too)."""
     done: list[R | dict[str, Any]] = []
     for index, raw in enumerate(items):
         try:
@@ -66,7 +73,8 @@ def _each(items: list[Any], model: type[M], path: str, run: Callable[[M], R]) ->
         except Exception as exc:
             error = as_broker_error(exc)
             if error is None:
-                raise
+                log.exception("unhandled error on item %d of %s", index, path)
+                error = BrokerError("internal error; see the broker log")
             done.append(_problem(error, path))
     return done
 

@@ -3,7 +3,9 @@
 Thin: the guard decides who may act for a transactional id (``publish`` on
 ``transactional-id:{tid}``, plus ``publish`` on every topic written and
 ``subscribe`` on every group and topic acked), then the domain service does
-the rest. An operator abort needs ``admin`` on the transactional id.
+the rest. An operator abort needs ``admin`` on the transactional id. The
+steps of a transaction also need the producer id to be the caller's: the
+principal whose ``init`` obtained it (PRODUCER_ID_NOT_OWNED otherwise).
 """
 
 from __future__ import annotations
@@ -55,8 +57,8 @@ async def describe_transactional_id(tid: str, request: Request) -> JsonResponse:
 
 @router.post("/{tid}/init", response_model=answers.InitAnswer)
 async def init(tid: str, body: InitProducer, request: Request) -> JsonResponse:
-    rt, _ = _acting(request, tid)
-    return JsonResponse(await rt.producer_txns.init(tid, body.transaction_timeout_ms))
+    rt, who = _acting(request, tid)
+    return JsonResponse(await rt.producer_txns.init(tid, body.transaction_timeout_ms, who.name))
 
 
 # The steps of a running transaction are hot paths (raw ASGI routes, see hot_path.py): a copier makes five
@@ -66,6 +68,7 @@ def _hot_acting(request: HotRequest) -> tuple[BrokerRuntime, Principal, str]:
     tid = request.path_params["tid"]
     who = rt.guard.principal(request.scope)
     rt.guard.authorize(who, Action.PUBLISH, _tid_resource(tid), request.scope)
+    rt.producer_txns.check_acting(tid, who.name)  # its producer id is the principal's that initialised it
     return rt, who, tid
 
 
@@ -88,7 +91,8 @@ async def messages(request: HotRequest) -> Reply:
         if not exists:
             missing.append(cfg)
         items.extend(rt.sender.prepare_many(cfg, batch))
-    return Reply(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing))
+    holder = who.name if rt.guard.enabled else None  # with auth off everyone is anonymous: only the broker-wide cap
+    return Reply(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing, principal=holder))
 
 
 async def acks(request: HotRequest) -> Reply:

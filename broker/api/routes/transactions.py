@@ -9,16 +9,17 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from starlette.types import Scope
 
-from halfmq.broker.errors import InvalidGroupName, InvalidRequest
+from halfmq.broker.errors import AccessDenied, InvalidRequest
 from halfmq.broker.message_view import restored_view
+from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
 from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.store.topics import is_valid_user_name
 from halfmq.broker.transaction.check_url import OwnAddress, validate_check_url
+from halfmq.broker.transaction.producer_records import SEND_HALF
 from halfmq.broker.transaction.state_machine import TxEvent
-from halfmq.broker.transaction.transaction_service import Tx
+from halfmq.broker.transaction.transaction_service import Tx, not_found
 from halfmq.broker.wire import SendStatus, TransactionState
 
 from .. import answers
@@ -36,9 +37,7 @@ def _runtime(request: Request) -> BrokerRuntime:
 
 
 def _group(name: str) -> str:
-    if not is_valid_user_name(name):
-        raise InvalidGroupName(f"invalid producer group {name!r}: use 1-127 of A-Z a-z 0-9 _ -")
-    return name
+    return checked_name(NameKind.PRODUCER_GROUP, name)
 
 
 def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: StoredMessage | None = None) -> dict:
@@ -81,11 +80,12 @@ def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRe
     if numbered:  # an idempotent half send: a repeat inside the producer's window gets its stored answer
         if body.producer_id is None or body.epoch is None or body.sequence is None:
             raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
-        producer, sequence = rt.producer_txns.sender(body.producer_id, body.epoch), body.sequence
-        stored = rt.producer_txns.sent_before(producer, sequence, "half")
+        producer, sequence = rt.producer_txns.sender(body.producer_id, body.epoch, who.name), body.sequence
+        key = (SEND_HALF, group, body.topic)
+        stored = rt.producer_txns.sent_before(producer, sequence, key)
         if stored is not None:  # the first attempt may still be waiting for its fsync
             return StoredHalf({**stored, "duplicate": True}, rt.store.commit_log.end_offset, duplicate=True)
-        then = lambda items: rt.producer_txns.send_record(producer, sequence, items, "half")  # noqa: E731
+        then = lambda items: rt.producer_txns.send_record(producer, sequence, items, SEND_HALF)  # noqa: E731
     cfg, exists = rt.topics.writable(body.topic)
     item = rt.sender.prepare(cfg, body.message)
     if not exists:
@@ -99,7 +99,7 @@ def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRe
         "queue_offset": tx.half_offset,
     }
     if numbered:
-        rt.producer_txns.sent(producer, sequence, answer)
+        rt.producer_txns.sent(producer, sequence, key, answer)
     return StoredHalf(answer, end)
 
 
@@ -162,9 +162,17 @@ async def get_transaction(transaction_id: str, request: Request) -> JsonResponse
 
 
 def _owned(rt: BrokerRuntime, request: Request, transaction_id: str, action: Action) -> Tx:
-    """The transaction, if the caller may ``action`` its producer group (asked who first: no 404 oracle for strangers)."""
+    """The transaction, if the caller may ``action`` its producer group.
+
+    No oracle: asked who first (401 before 404), and a transaction of a group the caller may not even describe is
+    answered as none at all (404), so a principal of another group cannot tell which ids exist.
+    """
     who = rt.guard.principal(request.scope)
     tx = rt.transactions.get(transaction_id)
+    try:
+        rt.guard.authorize(who, Action.DESCRIBE, Resource.group(tx.producer_group), request.scope)  # counted, audited
+    except AccessDenied:
+        raise not_found(transaction_id) from None
     rt.guard.authorize(who, action, Resource.group(tx.producer_group), request.scope)
     return tx
 

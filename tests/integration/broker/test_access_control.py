@@ -85,7 +85,7 @@ def test_only_the_producer_groups_principal_ends_its_transaction(as_):
         assert_problem(resp, status, code)
     # mallory's own group does not own it either
     resp = mallory.post(path("v1", "transactions", txid, "end"), json={"producer_group": "mallory_group", "state": "commit"})
-    assert_problem(resp, 403, "PRODUCER_GROUP_MISMATCH")
+    assert_problem(resp, 404, "TRANSACTION_NOT_FOUND")  # as for none at all: no oracle (issue 30, 12a)
     assert tx_state(admin, txid) == "pending"
     assert order.post(path("v1", "transactions", txid, "end"), json={"producer_group": "order_producer_group", "state": "commit"}).status_code == 200
     assert tx_state(admin, txid) == "committed"
@@ -96,8 +96,9 @@ def test_operator_actions_on_a_transaction_need_admin_on_its_group(as_, action):
     order, admin = as_("order"), as_("admin")
     txid = open_transaction(order)
     assert_problem(as_(None).post(path("v1", "transactions", txid, action)), 401, "UNAUTHENTICATED")
-    for name in ("mallory", "credit", "order"):  # publishing for a group is not administering it
-        assert_problem(as_(name).post(path("v1", "transactions", txid, action)), 403, "ACCESS_DENIED")
+    for name in ("mallory", "credit"):  # strangers to the group: as for no transaction at all (issue 30, 12a)
+        assert_problem(as_(name).post(path("v1", "transactions", txid, action)), 404, "TRANSACTION_NOT_FOUND")
+    assert_problem(as_("order").post(path("v1", "transactions", txid, action)), 403, "ACCESS_DENIED")  # publishing is not administering
     assert tx_state(admin, txid) == "pending"
     if action == "force-rollback":
         assert admin.post(path("v1", "transactions", txid, action)).status_code == 200
@@ -107,11 +108,29 @@ def test_operator_actions_on_a_transaction_need_admin_on_its_group(as_, action):
 def test_strangers_cannot_look_transactions_or_producers_up(as_):
     txid = open_transaction(as_("order"))
     assert_problem(as_(None).get(path("v1", "transactions", "no-such-tx")), 401, "UNAUTHENTICATED")  # no 404 oracle
-    assert_problem(as_("mallory").get(path("v1", "transactions", txid)), 403, "ACCESS_DENIED")
+    assert_problem(as_("mallory").get(path("v1", "transactions", txid)), 404, "TRANSACTION_NOT_FOUND")  # no oracle either
     assert as_("order").get(path("v1", "transactions", txid)).json()["state"] == "pending"
     for route in ("/v1/transactions", "/v1/producers", "/metrics"):
         assert_problem(as_("mallory").get(route), 403, "ACCESS_DENIED")
         assert as_("admin").get(route).status_code == 200
+
+
+def test_a_stranger_cannot_tell_whether_another_groups_transaction_exists(as_):
+    txid = open_transaction(as_("order"))
+    unknown = "C0A8000100002A9F" + "0" * (len(txid) - 16)
+    mallory = as_("mallory")
+    probes = [
+        lambda t: mallory.post(path("v1", "transactions", t, "end"), json={"producer_group": "mallory_group", "state": "rollback"}),
+        lambda t: mallory.get(path("v1", "transactions", t)),
+        lambda t: mallory.post(path("v1", "transactions", t, "force-rollback")),
+        lambda t: mallory.post("/v1/transaction-batches/end", json={"items": [
+            {"transaction_id": t, "producer_group": "mallory_group", "state": "rollback"}]}),
+    ]
+    for probe in probes:
+        real, none = probe(txid), probe(unknown)
+        assert real.status_code == none.status_code and real.text.replace(txid, "ID") == none.text.replace(unknown, "ID")
+        assert "TRANSACTION_NOT_FOUND" in real.text
+    assert tx_state(as_("admin"), txid) == "pending"
 
 
 def test_the_half_topic_is_readable_by_admin_only(as_):

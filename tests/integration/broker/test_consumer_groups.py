@@ -161,7 +161,7 @@ def test_messages_for_a_long_poller_that_hung_up_are_handed_back_at_once(client:
     body = b'{"max_messages": 1, "invisible_seconds": 300, "wait_seconds": 10}'
     with socket.create_connection(("127.0.0.1", broker.port)) as sock:
         sock.sendall(
-            b"POST /v1/consumer-groups/g/topics/HANGUP/receive HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+            b"POST /v1/consumer-groups/g/topics/HANGUP/receive HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
             + f"content-length: {len(body)}\r\n\r\n".encode() + body
         )
         time.sleep(0.3)

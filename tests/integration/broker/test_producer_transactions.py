@@ -105,6 +105,19 @@ def test_a_second_init_fences_the_first_and_the_zombie_changes_nothing(client: h
     assert bodies(client, "OUT", 2) == ["from-fresh"]
 
 
+def test_a_plain_ack_of_a_delivery_an_open_transaction_has_acked_is_409_and_the_abort_still_gives_it_back(client: httpx.Client) -> None:
+    client.post(path("v1", "topics", "IN", "messages"), json={"messages": [{"body": "m0"}]}).raise_for_status()
+    [got] = receive(client, "g", "IN", n=1)
+    t = Txn(client, "copier")
+    t.begin()
+    t.ack([got["receipt_handle"]])
+    plain = client.post(path("v1", "consumer-groups", "g", "topics", "IN", "ack"), json={"receipt_handles": [got["receipt_handle"]]})
+    assert (plain.status_code, plain.json()["code"]) == (409, "RECEIPT_IN_TRANSACTION"), plain.text
+    assert plain.headers["content-type"].startswith("application/problem+json")
+    t.abort()
+    assert [m["body"] for m in receive(client, "g", "IN", n=10)] == ["m0"]  # the plain ack had settled nothing
+
+
 def test_acks_in_a_transaction_are_invisible_while_open_applied_on_commit_and_redelivered_on_abort(client: httpx.Client) -> None:
     client.post(path("v1", "topics", "IN", "messages"), json={"messages": [{"body": f"m{i}"} for i in range(4)]}).raise_for_status()
     got = receive(client, "g", "IN", n=2, invisible=1)
@@ -466,7 +479,8 @@ def test_bad_input_to_producer_ids_is_a_problem_and_hands_out_nothing(broker: Br
         resp = client.post("/v1/producer-ids", json=body)
         assert (resp.status_code, resp.json()["code"]) == (status, code)
         assert resp.headers["content-type"].startswith("application/problem+json")
-        assert _new_ids(client)["producer_id"] == 1  # nothing was handed out before
+        _new_ids(client)
+        assert len(read_all(client, "HALFMQ_TXN_STATE", 0)) == 1  # that one's init record: nothing was handed out before
 
 
 def test_a_send_naming_an_unknown_producer_id_or_a_wrong_epoch_is_refused(broker: BrokerProcess) -> None:

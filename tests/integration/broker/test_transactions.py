@@ -97,7 +97,10 @@ def test_commit_after_rollback_is_409_and_delivers_nothing(client: httpx.Client)
 def test_end_from_another_producer_group_is_refused(client: httpx.Client) -> None:
     tx = half(client, "o1")
     resp = end(client, tx["transaction_id"], "commit", group="intruder")
-    assert resp.status_code == 403 and resp.json()["code"] == "PRODUCER_GROUP_MISMATCH"
+    # Issue 30 item 12a: answered as no transaction at all, or any group could tell which ids exist.
+    unknown = end(client, "no-such-transaction", "commit", group="intruder")
+    assert (resp.status_code, resp.json()["code"]) == (unknown.status_code, unknown.json()["code"]) == (404, "TRANSACTION_NOT_FOUND")
+    assert resp.json()["detail"].replace(tx["transaction_id"], "ID") == unknown.json()["detail"].replace("no-such-transaction", "ID")
     assert state_of(client, tx["transaction_id"])["state"] == "pending"
 
 

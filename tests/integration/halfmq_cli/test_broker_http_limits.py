@@ -70,7 +70,7 @@ class Answer:
 def read_response(sock: socket.socket) -> Answer | None:
     """The response on ``sock``, or None if the server closed it without answering."""
     conn = h11.Connection(h11.CLIENT)
-    conn.send(h11.Request(method="GET", target="/", headers=[("host", "x")]))  # h11 wants a request before a response
+    conn.send(h11.Request(method="GET", target="/", headers=[("host", "localhost")]))  # h11 wants a request before a response
     response, body = None, b""
     while True:
         event = conn.next_event()
@@ -128,7 +128,7 @@ def vm_peak_rss(broker: BrokerProcess) -> int:
 @pytest.mark.parametrize("path", ["/v1/topics/BIG/messages", "/v1/topics"])
 def test_a_declared_body_over_the_limit_is_refused_before_it_is_sent(broker: BrokerProcess, client: httpx.Client, path: str) -> None:
     with stores_nothing(client), connect(broker) as sock:
-        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
                      f"content-length: {50 * MAX_REQUEST_BYTES}\r\n\r\n".encode() + b'{"messages": [')
         assert_request_too_large(read_response(sock))
 
@@ -139,7 +139,7 @@ def test_a_streamed_batch_over_the_limit_is_refused_while_reading_and_stores_not
     batch = [b'{"messages": [', *([message + b","] * 399), message, b"]}"]  # 40 MB of valid batch, 400 messages
     peak_before = vm_peak_rss(broker)
     with stores_nothing(client), connect(broker) as sock:
-        head = b"POST /v1/topics/BIG/messages HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+        head = b"POST /v1/topics/BIG/messages HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
         sent = stream_until_answered(sock, head, iter(batch))
         assert_request_too_large(read_response(sock))
     assert sent < 20 * MAX_REQUEST_BYTES, f"the broker read {sent} bytes of a body over its {MAX_REQUEST_BYTES}-byte limit"
@@ -148,7 +148,7 @@ def test_a_streamed_batch_over_the_limit_is_refused_while_reading_and_stores_not
 
 def test_a_streamed_body_over_the_limit_is_refused_on_regular_routes_too(broker: BrokerProcess, client: httpx.Client) -> None:
     with stores_nothing(client), connect(broker) as sock:
-        head = b"POST /v1/topics HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+        head = b"POST /v1/topics HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
         stream_until_answered(sock, head, iter([b'{"name": "' + b"N" * 65536] * 40))
         assert_request_too_large(read_response(sock))
 
@@ -181,10 +181,10 @@ def closed_within(sock: socket.socket, seconds: float) -> float | None:
 def test_idle_and_half_sent_connections_are_closed_after_the_head_timeout(broker: BrokerProcess) -> None:
     httpx.post(f"{broker.url}/v1/topics", json={"name": "LP", "queues": 1}).raise_for_status()
     silent, partial, kept_alive, trickling = (connect(broker) for _ in range(4))
-    partial.sendall(b"POST /v1/topics HTTP/1.1\r\nHost: x\r\n")
-    kept_alive.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    partial.sendall(b"POST /v1/topics HTTP/1.1\r\nHost: localhost\r\n")
+    kept_alive.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
     assert read_response(kept_alive).status == 200
-    trickling.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+    trickling.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
     stop = threading.Event()
 
     def trickle() -> None:
@@ -215,7 +215,7 @@ def test_idle_and_half_sent_connections_are_closed_after_the_head_timeout(broker
 def test_a_body_that_trickles_in_is_refused_at_the_body_deadline(broker: BrokerProcess, client: httpx.Client, path: str) -> None:
     body = json.dumps({"messages": [{"body": "late"}]} if "messages" in path else {"name": "SLOW"}).encode()
     with stores_nothing(client), connect(broker) as sock:
-        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
                      f"content-length: {len(body)}\r\n\r\n".encode())
         started = time.monotonic()
         for byte in body[:-1]:  # everything but the last byte, a byte every half second
@@ -232,7 +232,7 @@ def test_a_body_that_trickles_in_is_refused_at_the_body_deadline(broker: BrokerP
 def test_a_huge_header_block_is_refused_before_it_is_read(broker: BrokerProcess) -> None:
     with connect(broker) as sock:
         huge = b"X-Big: " + b"a" * (20 * 1024 * 1024)
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
         sent = 0
         sock.settimeout(3)
         for start in range(0, len(huge), 65536):
@@ -271,13 +271,13 @@ def test_a_thousand_idle_connections_do_not_keep_producers_waiting(server: str, 
             idle = [connect(broker, timeout=3) for _ in range(1000)]
             held.extend(idle)
             for sock in idle[:100]:  # these have been served once and now idle in keep-alive
-                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
             for sock in idle[:100]:
                 assert read_response(sock).status == 200
             partial = [connect(broker, timeout=3) for _ in range(100)]
             held.extend(partial)
             for sock in partial:
-                sock.sendall(b"POST /v1/topics/LOAD/messages HTTP/1.1\r\nHost: x\r\ncontent-")
+                sock.sendall(b"POST /v1/topics/LOAD/messages HTTP/1.1\r\nHost: localhost\r\ncontent-")
             assert time.monotonic() - opened < 4, "opening the idle connections took too long to prove anything"
 
             sent = 0

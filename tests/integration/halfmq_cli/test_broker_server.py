@@ -60,7 +60,7 @@ def test_a_hung_up_long_poll_hands_its_message_back(served: BrokerProcess) -> No
     httpx.post(f"{served.url}/v1/topics", json={"name": "HANG", "queues": 1})
     body = b'{"max_messages": 1, "invisible_seconds": 300, "wait_seconds": 10}'
     with socket.create_connection(("127.0.0.1", served.port)) as sock:
-        sock.sendall(b"POST /v1/consumer-groups/g/topics/HANG/receive HTTP/1.1\r\nHost: x\r\n"
+        sock.sendall(b"POST /v1/consumer-groups/g/topics/HANG/receive HTTP/1.1\r\nHost: localhost\r\n"
                      b"content-type: application/json\r\n" + f"content-length: {len(body)}\r\n\r\n".encode() + body)
         time.sleep(0.3)
     time.sleep(0.2)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import orjson
 import pytest
@@ -59,6 +61,16 @@ def test_the_order_services_check_endpoint_is_no_open_oracle(stack) -> None:
     resp = httpx.post(f"{order.url}/halfmq/check", json=probe)
     assert_problem(resp, 401, "CHECK_SIGNATURE_INVALID")
     assert "state" not in resp.json()
+
+
+@pytest.mark.parametrize("signature", ["v1=\u00e9" + "0" * 63, "v1=\u00ff\u00fe"])
+def test_a_signature_header_outside_ascii_is_a_401_not_a_500(stack, signature: str) -> None:
+    _, order, _, _ = stack
+    body = orjson.dumps({"transaction_id": "t1", "producer_group": "order_producer_group", "check_times": 1, "message": {}})
+    resp = httpx.post(f"{order.url}/halfmq/check", content=body, headers={
+        "content-type": "application/json", "x-halfmq-timestamp": str(int(time.time())),
+        "x-halfmq-signature": signature.encode("latin-1")})  # the raw bytes an attacker sends
+    assert_problem(resp, 401, "CHECK_SIGNATURE_INVALID")
 
 
 def test_a_forged_order_straight_to_the_broker_credits_nothing(stack) -> None:

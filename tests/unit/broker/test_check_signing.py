@@ -59,3 +59,16 @@ def test_a_replay_inside_the_window_is_refused():
     verifier.verify(*headers(), BODY)
     with pytest.raises(CheckSignatureInvalid, match="replay"):
         verifier.verify(*headers(), BODY)
+
+
+@pytest.mark.parametrize("ts, sig", [
+    ("1000", "v1=\u00e9" + "0" * 63),  # latin-1 bytes in the header: compare_digest refuses a non-ASCII str
+    ("1000", "v1=\u2603"),
+    ("\uff11\uff10\uff10\uff10", None),  # full-width digits
+    ("9" * 5000, None),  # int() refuses more than 4,300 digits
+])
+def test_a_signature_or_timestamp_outside_ascii_is_refused_not_an_error(ts, sig):
+    if sig is None:
+        sig = headers()[1]
+    with pytest.raises(CheckSignatureInvalid):
+        CheckVerifier(SECRET, clock=Clock(1000.0)).verify(ts, sig, BODY)

@@ -1,7 +1,7 @@
 import pytest
 from pydantic import ValidationError
 
-from halfmq.broker.config import BrokerSettings
+from halfmq.broker.config import BrokerSettings, default_grpc_port
 
 
 @pytest.mark.parametrize("name", ["HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL", "HALFMQ_BROKER_TRANSACTION_TIMEOUT", "HALFMQ_BROKER_PRODUCER_EXPIRY"])
@@ -15,3 +15,21 @@ def test_a_duration_setting_that_is_not_finite_refuses_to_start(monkeypatch: pyt
 def test_finite_duration_settings_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL", "0.25")
     assert BrokerSettings().transaction_check_interval == 0.25
+
+
+@pytest.mark.parametrize(("port", "grpc"), [(10911, 8081), (10912, 8082), (10913, 8083), (20000, 17170), (3854, 1024), (3000, 5830), (0, 0)])
+def test_the_grpc_port_is_derived_from_the_http_port_unless_set(port: int, grpc: int) -> None:
+    assert default_grpc_port(port) == grpc
+    assert BrokerSettings(port=port).grpc_port == grpc
+
+
+def test_a_grpc_port_that_is_set_is_kept_and_zero_turns_the_front_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert BrokerSettings(port=10912, grpc_port=9000).grpc_port == 9000
+    monkeypatch.setenv("HALFMQ_BROKER_GRPC_PORT", "0")
+    assert BrokerSettings(port=10912).grpc_port == 0
+
+
+def test_brokers_on_different_unprivileged_http_ports_derive_different_grpc_ports() -> None:
+    derived = [default_grpc_port(port) for port in range(3854, 65536)]
+    assert all(1024 <= p <= 65535 for p in derived) and len(set(derived)) == len(derived)
+    assert all(1024 <= default_grpc_port(port) <= 65535 for port in range(1, 3854))

@@ -17,8 +17,17 @@ from typing import Any
 
 import pytest
 
-from halfmq.broker.errors import FlushDiskTimeout, SystemTopicForbidden, TopicNotFound
-from halfmq.client import AsyncProducer, BrokerError, BrokerUnavailable, ConsumerClient, Producer, endpoints
+from halfmq.broker.errors import FlushDiskTimeout, NotLeader, SystemTopicForbidden, TopicNotFound
+from halfmq.client import (
+    AsyncProducer,
+    BrokerError,
+    BrokerUnavailable,
+    ConsumerClient,
+    LocalTransactionState,
+    Producer,
+    TransactionProducer,
+    endpoints,
+)
 from halfmq.client.transport import AsyncTransport
 
 SEND_OK = {
@@ -217,3 +226,63 @@ async def test_the_async_transport_keeps_at_most_pool_size_times_connections_per
     assert len(script.seen) == 12
     # 3 x 1 connections: concurrent calls share exactly three keep-alive connections.
     assert len(script.peers) == 3
+
+
+@pytest.fixture
+def hung() -> Iterator[str]:
+    """A node that completes TCP handshakes (the kernel does) and never answers: a SIGSTOPped broker, as a client sees it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def _not_leader(leader_url: str) -> tuple[int, Any, str]:
+    return 421, NotLeader("follower", leader_url=leader_url).to_problem(), "application/problem+json"
+
+
+def test_a_numbered_send_a_hung_node_never_answers_is_sent_again_with_its_number_to_the_next_url(
+        scripted: tuple[str, Script], hung: str) -> None:
+    url, script = scripted
+    script.answer(201, {"producer_id": 5, "epoch": 0})
+    script.answer(*_not_leader(hung))  # the send is sent to the hung node, which it names as the leader
+    script.answer(200, {"results": [SEND_OK]})
+    with Producer(f"{url},{hung}", timeout=0.5, retries=1) as producer:
+        assert producer.send("t", "hello").status == "SEND_OK"
+    sends = [json.loads(body) for method, path, body in script.seen if path == "/v1/topics/t/messages"]
+    assert len(sends) == 2 and sends[0] == sends[1] and sends[1]["sequence"] == 0  # the same number: stored once
+
+
+async def test_the_async_producer_also_leaves_a_hung_node_for_the_next_url(scripted: tuple[str, Script], hung: str) -> None:
+    url, script = scripted
+    script.answer(201, {"producer_id": 5, "epoch": 0})
+    script.answer(*_not_leader(hung))
+    script.answer(200, {"results": [SEND_OK]})
+    async with AsyncProducer(f"{url},{hung}", timeout=0.5, retries=1) as producer:
+        assert (await producer.send("t", "hello")).status == "SEND_OK"
+    assert sum(path == "/v1/topics/t/messages" for _, path, _ in script.seen) == 2
+
+
+class _Listener:
+    def __init__(self) -> None:
+        self.ran = 0
+
+    def execute_local_transaction(self, msg: Any, arg: Any) -> LocalTransactionState:
+        self.ran += 1
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    def check_local_transaction(self, msg: Any) -> LocalTransactionState:
+        return LocalTransactionState.UNKNOW
+
+
+def test_an_unnumbered_half_send_a_hung_node_never_answers_is_not_sent_again_elsewhere(
+        scripted: tuple[str, Script], hung: str) -> None:
+    # It may have opened a transaction on the hung node; a second half would open another for the same change.
+    url, script = scripted
+    script.answer(*_not_leader(hung))
+    script.answer(200, {"status": "SEND_OK", "transaction_id": "T2", "msg_id": "M2", "commit_log_offset": 1, "queue_offset": 0})
+    listener = _Listener()
+    with TransactionProducer(f"{url},{hung}", "g", listener, check_backs=False, idempotent=False, timeout=0.5) as producer:
+        with pytest.raises(BrokerUnavailable, match="no answer"):
+            producer.send_in_transaction("t", "hello")
+    assert sum(path == "/v1/transactions" for _, path, _ in script.seen) == 1 and listener.ran == 0

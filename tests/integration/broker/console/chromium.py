@@ -13,13 +13,13 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-component-update", "--disable-sync", "--window-size=1400,900")
 
 
-def start_chromium(profile: Path) -> Any:
+def start_chromium(profile: Path, *extra_flags: str) -> Any:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in FLAGS:
+    for flag in (*FLAGS, *extra_flags):
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
     return webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))

@@ -151,6 +151,21 @@ def test_invalid_orders_are_refused_with_400_and_change_nothing(broker, start_or
     assert visible_orders(broker) == []
 
 
+def test_a_full_width_amount_is_refused_with_400_and_changes_nothing(broker, start_order) -> None:
+    order = start_order()
+    resp = place(order, amount="\uff14\uff12.\uff11\uff10")
+    assert (resp.status_code, resp.headers["content-type"], resp.json()["code"]) == (400, "application/problem+json", "INVALID_REQUEST")
+    assert visible_orders(broker) == [] and httpx.get(f"{order.url}/orders", params={"user_id": "u1"}).json()["orders"] == []
+
+
+def test_a_page_offset_past_the_database_integer_is_a_400_problem_not_a_500(start_order) -> None:
+    order = start_order()
+    assert place(order).status_code == 201
+    resp = httpx.get(f"{order.url}/orders", params={"user_id": "u1", "offset": str(10**30)})
+    assert (resp.status_code, resp.headers["content-type"], resp.json()["code"]) == (400, "application/problem+json", "INVALID_REQUEST")
+    assert httpx.get(f"{order.url}/orders", params={"user_id": "u1", "offset": "0"}).json()["orders"] != []
+
+
 def test_unknown_order_is_a_404_problem(start_order) -> None:
     resp = httpx.get(f"{start_order().url}/orders/nope")
     assert resp.status_code == 404 and resp.json()["code"] == "ORDER_NOT_FOUND"

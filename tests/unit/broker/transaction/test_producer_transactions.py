@@ -26,6 +26,7 @@ from halfmq.broker.transaction.producer_transactions import ProducerTransactions
 from .fakes import FakeClock
 
 KEY = b"k" * 32
+OWNER = "order"  # the principal every producer id of these tests is handed to
 
 
 async def _durable(offset: int) -> None:
@@ -70,7 +71,7 @@ def run(coro):
 
 
 def init(b: Broker, tid: str = "t1", timeout_ms: int | None = None) -> tuple[int, int]:
-    answer = run(b.txns.init(tid, timeout_ms))
+    answer = run(b.txns.init(tid, timeout_ms, OWNER))
     return answer["producer_id"], answer["epoch"]
 
 
@@ -236,7 +237,7 @@ def test_a_restart_keeps_ids_and_epochs_aborts_the_open_transaction_and_reapplie
         with pytest.raises(TransactionAborted):
             run(again.txns.commit("t2", pid2, epoch2))
         assert again.visible() == ["a"]
-        assert run(again.txns.init("t3", None))["producer_id"] == max(pid, pid2) + 1
+        assert run(again.txns.init("t3", None, OWNER))["producer_id"] not in (pid, pid2)  # random, never one in use
         assert again.store.queue_range(TXN_STATE_TOPIC, 0)[1] > 0
     finally:
         again.close()
@@ -281,12 +282,28 @@ def test_a_nack_cannot_free_a_delivery_an_open_transaction_has_acked(broker: Bro
     assert broker.store.offsets.get("g", "IN", 0) == 1
 
 
+def test_a_plain_ack_of_a_delivery_an_open_transaction_has_acked_is_refused_and_settles_nothing(broker: Broker) -> None:
+    broker.store.put([PutItem("IN", 0, f"m{i}".encode(), {"UNIQ_KEY": f"m{i}"}) for i in range(2)])
+    held, free = broker.receive()
+    pid, epoch = init(broker)
+    broker.txns.begin("t1", pid, epoch, 0)
+    broker.txns.add_acks("t1", pid, epoch, 1, broker.delivery.parse_receipts([held.receipt_handle]))
+    with pytest.raises(ReceiptInOtherTransaction):
+        broker.delivery.ack("g", "IN", [free.receipt_handle, held.receipt_handle])
+    with pytest.raises(ReceiptInOtherTransaction):
+        broker.delivery.dead_letter("g", "IN", held.receipt_handle)
+    run(broker.txns.abort("t1", pid, epoch))
+    assert sorted(d.message.body for d in broker.receive()) == [b"m0"]  # the abort gave it back: nothing had settled it
+    assert broker.store.offsets.get("g", "IN", 0) is None  # nothing was committed for the group
+    assert broker.delivery.ack("g", "IN", [free.receipt_handle]) == [(free.receipt_handle, True)]
+
+
 # --- producer ids without a transactional id ------------------------------------------------------
 
 def _numbered_send(b: Broker, txn, sequence: int, body: str) -> None:
     item = b.item(body)
     b.store.put([item, b.txns.send_record(txn, sequence, [item])])
-    b.txns.sent(txn, sequence, [{"body": body}])
+    b.txns.sent(txn, sequence, ("messages", "", "OUT"), [{"body": body}])
 
 
 def test_a_producer_id_idle_past_its_expiry_is_forgotten_and_a_used_one_is_kept(tmp_path: Path, clock: FakeClock) -> None:
@@ -294,14 +311,14 @@ def test_a_producer_id_idle_past_its_expiry_is_forgotten_and_a_used_one_is_kept(
 
     b = Broker(tmp_path, clock)
     b.txns.producer_id_expiry_ms = 10_000
-    idle, busy = run(b.txns.new_producer_id()), run(b.txns.new_producer_id())
+    idle, busy = run(b.txns.new_producer_id(OWNER)), run(b.txns.new_producer_id(OWNER))
     for second in range(12):
         clock.advance(1)
-        _numbered_send(b, b.txns.sender(busy["producer_id"], 0), second, f"busy {second}")
+        _numbered_send(b, b.txns.sender(busy["producer_id"], 0, OWNER), second, f"busy {second}")
     assert b.txns.expire_idle_producers() == 1
     with pytest.raises(UnknownProducerId):
-        b.txns.sender(idle["producer_id"], 0)
-    b.txns.sender(busy["producer_id"], 0)
+        b.txns.sender(idle["producer_id"], 0, OWNER)
+    b.txns.sender(busy["producer_id"], 0, OWNER)
     b.close()
 
 
@@ -310,20 +327,93 @@ def test_a_restart_rebuilds_a_producer_ids_window_and_its_idle_time_from_the_log
     from halfmq.broker.transaction.send_window import Verdict
 
     b = Broker(tmp_path, clock)
-    ids = run(b.txns.new_producer_id())
-    txn = b.txns.sender(ids["producer_id"], 0)
+    ids = run(b.txns.new_producer_id(OWNER))
+    txn = b.txns.sender(ids["producer_id"], 0, OWNER)
     for sequence in (1, 0, 3):  # 2 never arrived
         _numbered_send(b, txn, sequence, f"m{sequence}")
     b.close()
     clock.advance(3600)
     again = Broker(tmp_path, clock)
-    txn = again.txns.sender(ids["producer_id"], 0)
+    txn = again.txns.sender(ids["producer_id"], 0, OWNER)
     assert (txn.sends.high, sorted(txn.sends.answers)) == (1, [0, 1, 3])
     assert txn.sends.decide(2) is Verdict.STORE and txn.sends.decide(3) is Verdict.REPEAT
-    assert run(again.txns.new_producer_id())["producer_id"] == ids["producer_id"] + 1  # ids are never handed out twice
+    assert run(again.txns.new_producer_id(OWNER))["producer_id"] != ids["producer_id"]  # ids are never handed out twice
     again.close()
     clock.advance(25 * 3600)  # past a day without a send: gone after the next restart too
     third = Broker(tmp_path, clock)
     with pytest.raises(UnknownProducerId):
-        third.txns.sender(ids["producer_id"], 0)
+        third.txns.sender(ids["producer_id"], 0, OWNER)
     third.close()
+
+
+def test_a_producer_id_is_random_and_only_its_owner_numbers_sends_with_it_even_after_a_restart(tmp_path: Path, clock: FakeClock) -> None:
+    from halfmq.broker.errors import ProducerIdNotOwned
+
+    b = Broker(tmp_path, clock)
+    ids = [run(b.txns.new_producer_id(OWNER))["producer_id"] for _ in range(3)]
+    tid_pid, _ = init(b, "t1")
+    assert len({*ids, tid_pid}) == 4 and all(0 < pid < 2**63 for pid in ids) and max(ids) > 2**32
+    for pid in (ids[0], tid_pid):
+        with pytest.raises(ProducerIdNotOwned):
+            b.txns.sender(pid, 0, "mallory")
+        assert b.txns.sender(pid, 0, OWNER).producer_id == pid
+    b.close()
+    again = Broker(tmp_path, clock)
+    for pid in (ids[0], tid_pid):
+        with pytest.raises(ProducerIdNotOwned):
+            again.txns.sender(pid, 0, "mallory")
+        again.txns.sender(pid, 0, OWNER)
+    again.txns.check_acting("t1", OWNER)
+    with pytest.raises(ProducerIdNotOwned):
+        again.txns.check_acting("t1", "mallory")  # the steps of t1's transactions too
+    again.txns.check_acting("no-such-tid", "mallory")  # unknown: the step itself answers UNKNOWN_TRANSACTIONAL_ID
+    run(again.txns.init("t1", None, "mallory"))  # a principal allowed on the transactional id initialises it anew
+    with pytest.raises(ProducerIdNotOwned):
+        again.txns.sender(tid_pid, 1, OWNER)  # the id is now the new instance's (the old epoch is fenced anyway)
+    with pytest.raises(ProducerIdNotOwned):
+        again.txns.check_acting("t1", OWNER)
+    again.txns.sender(tid_pid, 1, "mallory")
+    again.close()
+
+
+def test_a_producer_id_handed_out_before_ids_were_bound_is_unknown_so_the_sdk_takes_a_new_one(tmp_path: Path, clock: FakeClock) -> None:
+    from halfmq.broker.errors import UnknownProducerId
+    from halfmq.broker.transaction import producer_records as rec
+
+    b = Broker(tmp_path, clock)
+    legacy = {rec.TXN_ID: "", rec.TXN_OP: "init", rec.PRODUCER_ID: "7", rec.EPOCH: "0", rec.TXN_NO: "0", rec.TIMEOUT_MS: "0"}
+    b.store.put([PutItem(TXN_STATE_TOPIC, 0, b"", legacy), PutItem(TXN_STATE_TOPIC, 0, b"", {**legacy, rec.TXN_ID: "t1",
+                                                                                             rec.PRODUCER_ID: "8"})])
+    b.close()  # what an older broker wrote: no OWNER
+    again = Broker(tmp_path, clock)
+    for principal in (OWNER, "anonymous"):
+        for pid in (7, 8):
+            with pytest.raises(UnknownProducerId):
+                again.txns.sender(pid, 0, principal)
+        again.txns.check_acting("t1", principal)  # its steps are the transactional-id policy's to allow
+    run(again.txns.init("t1", None, OWNER))  # the next init binds it
+    again.txns.sender(8, 1, OWNER)
+    again.close()
+
+
+def test_a_number_is_answered_from_the_window_only_for_the_same_request_even_after_a_restart(tmp_path: Path, clock: FakeClock) -> None:
+    from halfmq.broker.errors import SequenceNumberReused
+
+    b = Broker(tmp_path, clock)
+    pid = run(b.txns.new_producer_id(OWNER))["producer_id"]
+    txn = b.txns.sender(pid, 0, OWNER)
+    _numbered_send(b, txn, 0, "m0")  # a plain send to OUT
+    plain, half = ("messages", "", "OUT"), ("half", "pg", "OUT")
+    assert b.txns.sent_before(txn, 0, plain) == [{"body": "m0"}]
+    for other in (half, ("messages", "", "IN")):
+        with pytest.raises(SequenceNumberReused):
+            b.txns.sent_before(txn, 0, other)
+    assert b.txns.sent_before(txn, 1, half) is None  # a new number: store it
+    b.close()
+    again = Broker(tmp_path, clock)
+    txn = again.txns.sender(pid, 0, OWNER)
+    for other in (half, ("messages", "", "IN")):  # the key is read back from the stored messages
+        with pytest.raises(SequenceNumberReused):
+            again.txns.sent_before(txn, 0, other)
+    assert [r["msg_id"] for r in again.txns.sent_before(txn, 0, plain)] == ["m0"]
+    again.close()

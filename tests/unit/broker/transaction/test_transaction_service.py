@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from halfmq.broker.errors import DamagedRecord, ProducerGroupMismatch, TransactionConflict, TransactionNotFound
+from halfmq.broker.errors import DamagedRecord, TransactionConflict, TransactionNotFound
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
@@ -114,7 +114,7 @@ async def test_commit_after_rollback_is_a_conflict_and_writes_nothing(broker: Br
 
 async def test_wrong_producer_group_and_unknown_transaction_are_refused(broker: Broker) -> None:
     txid = broker.half("o1")
-    with pytest.raises(ProducerGroupMismatch):
+    with pytest.raises(TransactionNotFound):  # another group's: answered as none at all
         await broker.txs.end(txid, "other", "commit")
     with pytest.raises(TransactionNotFound):
         await broker.txs.end("nope", "pg", "commit")
@@ -414,5 +414,5 @@ def test_end_unflushed_writes_the_end_and_leaves_the_fsync_wait_to_the_caller(br
     assert (committed.tx.state, rolled_back.tx.state) == (TransactionState.COMMITTED, TransactionState.ROLLED_BACK)
     assert rolled_back.tx.end_offset > committed.tx.end_offset > 0
     assert broker.visible() == [b"b1"]
-    with pytest.raises(ProducerGroupMismatch):
+    with pytest.raises(TransactionNotFound):
         broker.txs.end_unflushed(first, "other", "rollback")

@@ -78,6 +78,7 @@ REFUSED = [
     ({"json": {"user_id": "u1", "amount": "1", "extra": True}}, {}),
     ({"json": {"user_id": "u1", "amount": -5}}, {}),
     ({"json": {"user_id": "bad id", "amount": "1"}}, {}),
+    ({"json": {"user_id": "u1", "amount": "\uff14\uff12.\uff11\uff10"}}, {}),  # full-width digits
     ({"json": ["u1", "1.00"]}, {}),
     ({"content": b'{"user_id": "u1", "amount": '}, {"Content-Type": "application/json"}),
     ({"content": b"user_id=u1&amount=1"}, {"Content-Type": "application/x-www-form-urlencoded"}),
@@ -126,3 +127,15 @@ async def test_the_fast_path_answers_a_placed_order_as_the_route_does(service: O
 
 async def test_the_fast_path_does_not_change_the_openapi_document(service: OrderService) -> None:
     assert order_app(service, True).openapi() == order_app(service, False).openapi()
+
+
+async def test_a_full_width_amount_is_a_400_problem_and_places_nothing(client: httpx.AsyncClient, repo) -> None:
+    resp = await client.post("/orders", json={"user_id": "u1", "amount": "\uff14\uff12.\uff11\uff10"})
+    assert (resp.status_code, resp.headers["content-type"], resp.json()["code"]) == (400, "application/problem+json", "INVALID_REQUEST")
+    assert (await client.get("/orders", params={"user_id": "u1"})).json()["orders"] == []
+
+
+@pytest.mark.parametrize("offset", [str(10**30), "-1", str(10**12 + 1)])
+async def test_a_page_offset_out_of_range_is_a_400_problem(client: httpx.AsyncClient, offset: str) -> None:
+    resp = await client.get("/orders", params={"user_id": "u1", "offset": offset})
+    assert (resp.status_code, resp.headers["content-type"], resp.json()["code"]) == (400, "application/problem+json", "INVALID_REQUEST")

@@ -20,6 +20,12 @@ def test_invalid_amounts_are_refused(amount) -> None:
         OrderCreate(user_id="u-1", amount=amount)
 
 
+@pytest.mark.parametrize("amount", ["\uff14\uff12.\uff11\uff10", "\uff14\uff12", "\u0661\u0662", "4\uff12.10", "\u0968\u0968"])
+def test_an_amount_in_digits_other_than_ascii_is_refused(amount: str) -> None:
+    with pytest.raises(ValidationError, match="ASCII digits"):
+        OrderCreate(user_id="u-1", amount=amount)
+
+
 @pytest.mark.parametrize("user_id", ["", "x" * 65, "has space", "semi;colon", "ünïcode"])
 def test_invalid_user_ids_are_refused(user_id: str) -> None:
     with pytest.raises(ValidationError):

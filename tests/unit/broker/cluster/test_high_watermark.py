@@ -1,0 +1,106 @@
+"""The high watermark: how far consumers of a set may read (pure decision, tracker, and the leader's store)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from halfmq.broker.cluster.decisions import FollowerProgress, high_watermark, in_sync_set
+from halfmq.broker.cluster.high_watermark import HighWatermark
+from halfmq.broker.cluster.replica_tracker import ReplicaTracker
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+
+ALL = frozenset({"n1", "n2", "n3"})
+
+
+def progress(**durable: int) -> dict[str, FollowerProgress]:
+    return {node: FollowerProgress(end, 100.0) for node, end in durable.items()}
+
+
+def test_the_mark_is_the_lowest_end_on_disk_among_the_in_sync_nodes_the_leaders_own_included() -> None:
+    assert high_watermark(0, "n1", 900, ALL, progress(n2=700, n3=800)) == 700
+    assert high_watermark(0, "n1", 600, ALL, progress(n2=700, n3=800)) == 600  # the leader's own fsync counts too
+
+
+def test_a_node_outside_the_in_sync_set_does_not_hold_the_mark_back() -> None:
+    assert high_watermark(0, "n1", 900, frozenset({"n1", "n2"}), progress(n2=800, n3=5)) == 800
+
+
+def test_a_follower_that_has_not_reported_holds_the_mark_at_where_it_was() -> None:
+    assert high_watermark(0, "n1", 900, ALL, progress(n2=800)) == 0
+    assert high_watermark(450, "n1", 900, ALL, progress(n2=800)) == 450
+
+
+def test_the_mark_never_moves_back() -> None:
+    assert high_watermark(750, "n1", 900, ALL, progress(n2=700, n3=800)) == 750
+
+
+def test_a_caught_up_follower_rejoins_the_in_sync_set_only_once_it_has_the_mark_on_disk() -> None:
+    current = frozenset({"n1", "n2"})
+    behind = {"n2": FollowerProgress(800, 100.0), "n3": FollowerProgress(600, 99.5)}
+    assert in_sync_set("n1", current, behind, 100.0, 2.0, 3, high_watermark=700) == current
+    caught_up = {**behind, "n3": FollowerProgress(700, 99.5)}
+    assert in_sync_set("n1", current, caught_up, 100.0, 2.0, 3, high_watermark=700) == ALL
+
+
+class Clock:
+    now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = MessageStore(StoreConfig(tmp_path))
+    s.create_topic("T", 1)
+    yield s
+    s.close()
+
+
+def put(store: MessageStore, body: str) -> int:
+    return store.put([PutItem("T", 0, body.encode())])[1]
+
+
+async def test_a_leaders_consumers_see_a_message_once_every_in_sync_follower_reported_it(store: MessageStore) -> None:
+    watermark: HighWatermark
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock(), on_change=lambda: watermark.advance())
+    watermark = HighWatermark(tracker, lambda: store)
+    tracker.reset(ALL)
+    watermark.lead(store)
+    end = put(store, "m")
+    await asyncio.wrap_future(store.wait_flushed(end))  # the leader's own fsync (ack=leader answers here)
+    watermark.advance()
+    assert store.visible.read_queue("T", 0, 0, 10) == []
+    tracker.report("n2", end, leader_end=end)
+    assert store.visible.read_queue("T", 0, 0, 10) == []  # n3 is in the published set and has not got it
+    tracker.report("n3", end, leader_end=end)
+    assert [m.body for m in store.visible.read_queue("T", 0, 0, 10)] == [b"m"]
+
+
+async def test_a_write_no_send_waits_for_gets_the_leaders_fsync_once_the_followers_have_it(store: MessageStore) -> None:
+    watermark: HighWatermark
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock(), on_change=lambda: watermark.advance())
+    watermark = HighWatermark(tracker, lambda: store)
+    tracker.reset(ALL)
+    watermark.lead(store)
+    end = put(store, "a DLQ move")  # nobody awaits its fsync
+    tracker.report("n2", end, leader_end=end)
+    tracker.report("n3", end, leader_end=end)
+    for _ in range(100):
+        if store.visible.bound == end:
+            break
+        await asyncio.sleep(0.01)
+    assert store.visible.bound == end and store.flushed_offset >= end
+
+
+def test_a_new_leader_starts_showing_the_log_at_the_mark_it_heard_as_a_follower(store: MessageStore) -> None:
+    end = put(store, "acknowledged by the last term")
+    tracker = ReplicaTracker("n2", 3, lag_time=2.0, clock=Clock())
+    watermark = HighWatermark(tracker, lambda: store)
+    tracker.reset(ALL, lagging="n1", high_watermark=end)
+    put(store, "not yet")
+    watermark.lead(store)
+    assert [m.body for m in store.visible.read_queue("T", 0, 0, 10)] == [b"acknowledged by the last term"]
