@@ -120,8 +120,13 @@ class BrokerSettings(BaseSettings):
     ack: Literal["quorum", "leader"] = "quorum"
     replica_lag_time: float = Field(default=2.0, gt=0)
     cluster_token_file: Path | None = None  # with auth on: the token (admin on cluster:broker) nodes fetch with
+    # NODE_ID=URL,...: every node of the set. A node follows only a leader listed here (id and URL) and sends its
+    # cluster token to no other URL; it defaults advertise_url and cluster_size. Required with `cluster`.
+    cluster_members: Annotated[list[str], NoDecode] = []
+    etcd_user: str = ""  # etcd's authentication (`halfmq up` and compose turn it on): the user, and a file with its password
+    etcd_password_file: Path | None = None
 
-    @field_validator("check_url_allow", "retry_delays", "allowed_hosts", mode="before")
+    @field_validator("check_url_allow", "retry_delays", "allowed_hosts", "cluster_members", mode="before")
     @classmethod
     def _csv(cls, value: object) -> object:
         return _split_csv(value)
@@ -137,6 +142,33 @@ class BrokerSettings(BaseSettings):
         if self.grpc_port is None:
             self.grpc_port = default_grpc_port(self.port)
         return self
+
+    @model_validator(mode="after")
+    def _members_of_a_set(self) -> BrokerSettings:
+        if not self.cluster:
+            return self
+        members = self.members()
+        if not members:
+            raise ValueError("a broker set needs its members: HALFMQ_BROKER_CLUSTER_MEMBERS=n1=http://HOST:PORT,n2=...")
+        if self.node_id and self.node_id not in members:
+            raise ValueError(f"node id {self.node_id!r} is not one of the set's members {sorted(members)}")
+        if self.node_id and not self.advertise_url:
+            self.advertise_url = members[self.node_id]
+        elif self.node_id and self.advertise_url.rstrip("/") != members[self.node_id]:
+            raise ValueError(f"advertise_url {self.advertise_url} is not node {self.node_id}'s member URL {members[self.node_id]}")
+        if "cluster_size" not in self.model_fields_set:
+            self.cluster_size = len(members)
+        elif self.cluster_size != len(members):
+            raise ValueError(f"cluster_size {self.cluster_size} but {len(members)} members are configured")
+        if bool(self.etcd_user) != (self.etcd_password_file is not None):
+            raise ValueError("etcd_user and etcd_password_file go together")
+        return self
+
+    def members(self) -> dict[str, str]:
+        """The set's configured members, node id -> URL (empty outside a set)."""
+        from halfmq.broker.cluster.members import parse_members
+
+        return parse_members(self.cluster_members)
 
     @field_validator("check_url_allow")
     @classmethod

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from halfmq.broker.security.auth_file import AuthFile, PolicyEntry, PrincipalEntry, derive_check_secret
 
-from .credentials import ensure_credentials
+from .credentials import ensure_credentials, ensure_etcd_passwords
 
 DEFAULT_AUTH_FILE = Path("./data/auth/auth.json")
 
@@ -45,6 +45,18 @@ def cmd_init(args: argparse.Namespace) -> int:
     for name in ("admin", "order", "credit"):
         print(f"  {name} token: {creds.token_file(name)}")
     print(f"  order_producer_group check secret: {creds.order_check_secret_file}")
+    if args.etcd:  # a broker set's etcd (compose's replicated overlay): its passwords here, its authentication on
+        from halfmq.broker.cluster.etcd import EtcdUnavailable
+
+        from .etcd_auth import secure_etcd
+
+        ensure_etcd_passwords(args.dir)
+        try:
+            turned_on = secure_etcd(args.etcd, creds, args.etcd_prefix)
+        except EtcdUnavailable as exc:
+            raise SystemExit(f"etcd: {exc}") from None
+        print(f"etcd {args.etcd}: authentication {'turned on' if turned_on else 'already on'}; nodes log in as halfmq "
+              f"(HALFMQ_BROKER_ETCD_USER=halfmq, HALFMQ_BROKER_ETCD_PASSWORD_FILE={creds.etcd_password_file()})")
     return 0
 
 
@@ -125,6 +137,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     init = verbs.add_parser("init", help="make an auth file with admin, order and credit principals and their tokens")
     init.add_argument("dir", type=Path, nargs="?", default=DEFAULT_AUTH_FILE.parent)
+    init.add_argument("--etcd", metavar="URL", help="also turn on authentication in a broker set's etcd (http://HOST:2379): "
+                                                    "users root and halfmq, passwords kept in DIR")
+    init.add_argument("--etcd-prefix", default="/halfmq/", help="the set's key prefix the halfmq user may read and write (default /halfmq/)")
     init.set_defaults(func=cmd_init)
 
     users = verbs.add_parser("users", help="principals and their policies").add_subparsers(dest="users_command", required=True)

@@ -9,6 +9,7 @@ the order service its secret); all owner-only.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from halfmq.broker.security.auth_file import AuthFile, PolicyEntry, PrincipalEnt
 ORDER_TOPIC = "ORDER_TOPIC"
 ORDER_GROUP = "order_producer_group"
 CREDIT_GROUP = "credit_group"
+ETCD_USER = "halfmq"  # the broker set's etcd user; its role may read and write the set's prefix only
+ETCD_ROOT = "root"
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,12 @@ class Credentials:
     def token(self, principal: str) -> str:
         return self.token_file(principal).read_text().strip()
 
+    def etcd_password_file(self, user: str = ETCD_USER) -> Path:
+        return self.directory / f"etcd-{user}.password"
+
+    def etcd_password(self, user: str = ETCD_USER) -> str:
+        return self.etcd_password_file(user).read_text().strip()
+
 
 def ensure_credentials(directory: Path, topic: str = ORDER_TOPIC, order_group: str = ORDER_GROUP,
                        credit_group: str = CREDIT_GROUP) -> tuple[Credentials, bool]:
@@ -56,3 +65,16 @@ def ensure_credentials(directory: Path, topic: str = ORDER_TOPIC, order_group: s
     write_private(creds.order_check_secret_file, derive_check_secret(auth.check_secret_key, order_group).encode() + b"\n")
     auth.save(creds.auth_file)  # last: its presence means the set is complete
     return creds, True
+
+
+def ensure_etcd_passwords(directory: Path) -> tuple[Credentials, bool]:
+    """etcd's root and ``halfmq`` passwords in ``directory``, each made on first use; also whether any was made now."""
+    creds = Credentials(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    made = False
+    for user in (ETCD_ROOT, ETCD_USER):
+        if not creds.etcd_password_file(user).exists():
+            write_private(creds.etcd_password_file(user), secrets.token_urlsafe(24).encode() + b"\n")
+            made = True
+    return creds, made

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .credentials import Credentials, ensure_credentials
+from .credentials import Credentials, ensure_credentials, ensure_etcd_passwords
 
 if TYPE_CHECKING:  # the supervisor needs rich: loaded when `up` runs, not when the CLI parses
     from .supervisor import Component
@@ -108,13 +108,16 @@ class Topology:
                 "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port),
                 "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **self.grpc_env(), **auth, **extra,
             }, f"{self.broker_url}/healthz", "cyan")]
+        from .etcd_component import SecuredEtcd
+
         etcd_url = f"http://{self.host}:{self.etcd_port}"
         peer_url = f"http://{self.host}:{self.etcd_port + 1}"
-        nodes = [Component("etcd", [
+        nodes: list[Component] = [SecuredEtcd([
             "etcd", "--name", "halfmq", "--data-dir", str(self.data_dir.resolve() / "etcd"),
             "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url, "--listen-peer-urls", peer_url,
             "--initial-advertise-peer-urls", peer_url, "--initial-cluster", f"halfmq={peer_url}", "--log-level", "warn",
-        ], {}, f"{etcd_url}/health", "white")]
+        ], etcd_url, self.etcd_credentials)]
+        auth = {**auth, **self.set_env()}
         for i in range(self.replicas):
             url = f"http://{self.host}:{self.broker_port + i}"
             nodes.append(Component(f"broker-n{i + 1}", halfmq_command("broker"), {
@@ -124,6 +127,18 @@ class Topology:
                 "HALFMQ_BROKER_ADVERTISE_URL": url, "HALFMQ_BROKER_CLUSTER_SIZE": str(self.replicas), **self.grpc_env(i), **auth, **extra,
             }, f"{url}/healthz", ("cyan", "blue", "bright_cyan", "bright_blue", "turquoise2")[i % 5]))
         return nodes
+
+    @property
+    def etcd_credentials(self) -> Credentials:
+        """Where `up` keeps its etcd's root and halfmq passwords (with or without broker auth: etcd always has it)."""
+        return Credentials(self.data_dir.resolve() / "auth")
+
+    def set_env(self) -> dict[str, str]:
+        """What every node of the set is told besides its own id: the members, and the etcd user to log in as."""
+        from .etcd_auth import node_env
+
+        members = ",".join(f"n{i + 1}=http://{self.host}:{self.broker_port + i}" for i in range(self.replicas))
+        return {"HALFMQ_BROKER_CLUSTER_MEMBERS": members, **node_env(self.etcd_credentials)}
 
 
 def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
@@ -149,6 +164,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     if topology.credentials is not None:
         creds, made = ensure_credentials(topology.credentials.directory)
         print(f"auth on: {'generated' if made else 'using'} tokens in {creds.directory} (admin token: {creds.token_file('admin')})", flush=True)
+    if topology.replicas > 1:
+        etcd_creds, made = ensure_etcd_passwords(topology.etcd_credentials.directory)
+        print(f"etcd auth: {'generated' if made else 'using'} passwords in {etcd_creds.directory} (etcd-root.password, etcd-halfmq.password)",
+              flush=True)
     from .supervisor import Supervisor
 
     return Supervisor(topology.components(), restart=not args.no_restart, pid_file=topology.pid_file).run()

@@ -105,6 +105,9 @@ def run(ctx: Context) -> dict[str, Any]:
                 "HALFMQ_BROKER_CLUSTER_SIZE": str(NODES), "HALFMQ_BROKER_LEASE_TTL": str(LEASE_TTL), "HALFMQ_BROKER_ACK": "quorum"})
             node.env["HALFMQ_BROKER_ADVERTISE_URL"] = node.url
             nodes[f"n{i}"] = node
+        members = ",".join(f"{node_id}={node.url}" for node_id, node in nodes.items())
+        for node in nodes.values():
+            node.env["HALFMQ_BROKER_CLUSTER_MEMBERS"] = members  # the set's members (required in a set)
             node.spawn()
         for node in nodes.values():
             node.wait_healthy(60)

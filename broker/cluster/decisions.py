@@ -122,3 +122,35 @@ def high_watermark(previous: int, leader: str, leader_durable: int, in_sync: fro
     ack mode: an ``ack=leader`` send is acknowledged sooner, not visible sooner.
     """
     return max(previous, acknowledged_offset(leader, leader_durable, in_sync, progress))
+
+
+class Claim(str, Enum):
+    """What a node makes of the value at the leader key."""
+
+    MEMBER = "member"    # another configured member, under its lease: follow it
+    OWN = "own"          # this node, under a lease: its own key (from an earlier run, or its current term)
+    FOREIGN = "foreign"  # anything else (another URL, an unknown id, no lease, not JSON): never followed, never sent a token
+
+
+def judge_leader_claim(claim: object, lease: int, node_id: str, members: Mapping[str, str]) -> Claim:
+    """Whom the leader key names: a node follows only a configured member, by id *and* URL.
+
+    Every node writes its key under a lease, so a key without one was written by
+    someone else (etcd's own ``put``, a compromised writer): foreign too.
+    """
+    if not isinstance(claim, Mapping) or not lease:
+        return Claim.FOREIGN
+    claimed, url = claim.get("node_id"), claim.get("url")
+    if not isinstance(claimed, str) or not isinstance(url, str) or members.get(claimed) != url.rstrip("/"):
+        return Claim.FOREIGN
+    return Claim.OWN if claimed == node_id else Claim.MEMBER
+
+
+def may_clear_foreign_claim(seen_since: float, now: float, lease_ttl: float) -> bool:
+    """A foreign leader key that has stood a whole lease TTL is removed (then the set elects a member).
+
+    Not sooner: a live leader puts its own key back over a foreign one within a tick
+    (TTL/5) and keeps leading; only when no member leads would
+    the foreign key otherwise block every election forever.
+    """
+    return now - seen_since >= lease_ttl

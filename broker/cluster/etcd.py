@@ -4,22 +4,49 @@ Why not an etcd3 gRPC package: the maintained Python ones are thin or abandoned
 and pull grpcio (~10 MB) into the broker; the gateway ships in every etcd since
 3.3, and the broker already has httpx (docs/decisions.md, "A replicated broker set").
 Only the handful of calls leadership needs: put, range, delete, lease grant /
-keep-alive / revoke, and one compare-and-put transaction.
+keep-alive / revoke, and compare-and-put / compare-and-delete transactions.
+
+With credentials the client authenticates (``/v3/auth/authenticate``) and sends
+the token etcd gave it with every call; when etcd says the token is invalid
+(expired, or etcd restarted and forgot it) it authenticates again once and
+repeats the call. ``secure`` (etcd_auth.py) sets the users and roles up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
+log = logging.getLogger(__name__)
+
+AUTH_NOT_ENABLED = "authentication is not enabled"
+NO_USER = "user name is empty"  # etcd has auth on and the call came without a token
+
 
 class EtcdUnavailable(Exception):
     """etcd did not answer (down, partitioned, timed out): leadership cannot be proven or renewed."""
+
+
+class EtcdRefused(EtcdUnavailable):
+    """etcd answered but refused: wrong credentials, no token, or no permission on the key."""
+
+    def __init__(self, message: str, status: int = 0, etcd_message: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.etcd_message = etcd_message
+
+
+@dataclass(frozen=True)
+class EtcdCredentials:
+    user: str
+    password: str = field(repr=False)
 
 
 def _b64(value: str | bytes) -> str:
@@ -64,59 +91,108 @@ class KeyValue:
 
 
 class EtcdClient:
-    def __init__(self, endpoint: str, timeout: float = 1.0) -> None:
+    def __init__(self, endpoint: str, timeout: float = 1.0, credentials: EtcdCredentials | None = None) -> None:
         self.endpoint = endpoint.rstrip("/")
+        self.credentials = credentials
         self._http = httpx.AsyncClient(base_url=self.endpoint, timeout=timeout)
+        self._token: str | None = None
+        self._auth_off = False  # etcd said it has no auth on: calls go without a token
+        self._auth_lock = asyncio.Lock()
 
-    async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST one gateway call, with a token when the client has credentials; a stale token is renewed once."""
+        used = await self._token_for_call()
         try:
-            response = await self._http.post(path, json=body)
+            return await self._post(path, body, used)
+        except EtcdRefused as exc:
+            if self.credentials is None or not (exc.status == 401 or NO_USER in exc.etcd_message):
+                raise
+        self._forget_token(used)
+        return await self._post(path, body, await self._token_for_call())
+
+    async def _post(self, path: str, body: dict[str, Any], token: str | None) -> dict[str, Any]:
+        try:
+            response = await self._http.post(path, json=body, headers={"authorization": token} if token else None)
         except httpx.HTTPError as exc:
             raise EtcdUnavailable(f"etcd at {self.endpoint} did not answer {path}: {exc!r}") from None
+        if response.status_code in (400, 401, 403, 412):
+            message = _etcd_message(response)
+            raise EtcdRefused(f"etcd at {self.endpoint} refused {path} ({response.status_code}): {message}", response.status_code, message)
         if response.status_code != 200:
             raise EtcdUnavailable(f"etcd at {self.endpoint} answered {path} with {response.status_code}: {response.text[:200]}")
         result: dict[str, Any] = response.json()
         return result
 
+    async def _token_for_call(self) -> str | None:
+        if self.credentials is None or self._auth_off:
+            return None
+        async with self._auth_lock:  # concurrent calls share one authentication
+            if self._token is None and not self._auth_off:
+                self._token = await self.authenticate(self.credentials)
+            return self._token
+
+    def _forget_token(self, used: str | None) -> None:
+        if self._token == used:
+            self._token = None
+        self._auth_off = False  # etcd may have turned auth on since
+
+    async def authenticate(self, credentials: EtcdCredentials, warn_if_off: bool = True) -> str | None:
+        """A token for ``credentials``; None if etcd has no auth on (logged once: anyone may write it)."""
+        try:
+            answer = await self._post("/v3/auth/authenticate", {"name": credentials.user, "password": credentials.password}, None)
+        except EtcdRefused as exc:
+            if AUTH_NOT_ENABLED not in exc.etcd_message:
+                raise
+            if warn_if_off and not self._auth_off:
+                log.warning("etcd at %s has no authentication on: anyone who reaches it can change the broker set's keys", self.endpoint)
+            self._auth_off = True
+            return None
+        return str(answer["token"])
+
     async def grant(self, ttl: int) -> int:
-        answer = await self._call("/v3/lease/grant", {"TTL": str(ttl)})
+        answer = await self.call("/v3/lease/grant", {"TTL": str(ttl)})
         return int(answer["ID"])
 
     async def keepalive(self, lease: int) -> int:
         """Renew ``lease`` once; return the TTL etcd restarted it with (0: the lease is gone)."""
-        answer = await self._call("/v3/lease/keepalive", {"ID": str(lease)})
+        answer = await self.call("/v3/lease/keepalive", {"ID": str(lease)})
         return int(answer.get("result", {}).get("TTL", 0))
 
     async def revoke(self, lease: int) -> None:
-        await self._call("/v3/lease/revoke", {"ID": str(lease)})
+        await self.call("/v3/lease/revoke", {"ID": str(lease)})
 
     async def put(self, key: str, value: str | bytes, lease: int = 0) -> int:
         body: dict[str, Any] = {"key": _b64(key), "value": _b64(value)}
         if lease:
             body["lease"] = str(lease)
-        answer = await self._call("/v3/kv/put", body)
+        answer = await self.call("/v3/kv/put", body)
         return int(answer["header"]["revision"])
 
     async def get(self, key: str) -> KeyValue | None:
-        answer = await self._call("/v3/kv/range", {"key": _b64(key)})
+        answer = await self.call("/v3/kv/range", {"key": _b64(key)})
         kvs = answer.get("kvs") or []
         return _kv(kvs[0]) if kvs else None
 
     async def get_prefix(self, prefix: str) -> list[KeyValue]:
         end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-        answer = await self._call("/v3/kv/range", {"key": _b64(prefix), "range_end": _b64(end)})
+        answer = await self.call("/v3/kv/range", {"key": _b64(prefix), "range_end": _b64(end)})
         return [_kv(kv) for kv in answer.get("kvs") or []]
 
     async def delete(self, key: str) -> None:
-        await self._call("/v3/kv/deleterange", {"key": _b64(key)})
+        await self.call("/v3/kv/deleterange", {"key": _b64(key)})
 
     async def put_if(self, key: str, value: str | bytes, lease: int, compares: list[dict[str, Any]]) -> int | None:
         """Put ``key`` in one transaction iff every compare holds; the revision it made, None if a compare failed."""
-        answer = await self._call("/v3/kv/txn", {
+        answer = await self.call("/v3/kv/txn", {
             "compare": compares,
             "success": [{"requestPut": {"key": _b64(key), "value": _b64(value), "lease": str(lease)}}],
         })
         return int(answer["header"]["revision"]) if answer.get("succeeded") else None
+
+    async def delete_if(self, key: str, compares: list[dict[str, Any]]) -> bool:
+        """Delete ``key`` in one transaction iff every compare holds; whether it did."""
+        answer = await self.call("/v3/kv/txn", {"compare": compares, "success": [{"requestDeleteRange": {"key": _b64(key)}}]})
+        return bool(answer.get("succeeded"))
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -130,6 +206,13 @@ def absent(key: str) -> dict[str, Any]:
 def unchanged(key: str, mod_revision: int) -> dict[str, Any]:
     """A txn compare: ``key`` was last written at ``mod_revision`` (0: it does not exist)."""
     return {"key": _b64(key), "target": "MOD", "result": "EQUAL", "mod_revision": str(mod_revision)}
+
+
+def _etcd_message(response: httpx.Response) -> str:
+    try:
+        return str(response.json().get("error") or response.json().get("message") or "")
+    except ValueError:
+        return response.text[:200]
 
 
 def _kv(raw: dict[str, Any]) -> KeyValue:

@@ -26,11 +26,12 @@ import httpx
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 
-from .decisions import Event, LeaseFence, Role, may_campaign, next_role
+from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, next_role
 from .errors import NotLeader
-from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, absent, unchanged
+from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, absent, unchanged
 from .follower import Follower, ReplicaNotStored
 from .high_watermark import HighWatermark
+from .peers import PeerClient
 from .replica_tracker import ReplicaTracker
 from .term_history import TermHistory
 
@@ -47,8 +48,9 @@ class ClusterNode:
         self.state = state  # the app's state: .runtime is swapped on a role change
         self.node_id = settings.node_id
         self.url = settings.advertise_url or f"http://{settings.host}:{settings.port}"
+        self.members = settings.members()
         self.address = ClusterAddress.parse(settings.cluster)
-        self.etcd = EtcdClient(self.address.endpoint, timeout=max(0.5, settings.lease_ttl / 5))
+        self.etcd = EtcdClient(self.address.endpoint, timeout=max(0.5, settings.lease_ttl / 5), credentials=_etcd_credentials(settings))
         self.fence = LeaseFence.for_ttl(settings.lease_ttl)
         self._clock = clock
         self.role = Role.FOLLOWER
@@ -62,8 +64,9 @@ class ClusterNode:
         self.appended = asyncio.Event()
         self.watermark = HighWatermark(self.tracker, lambda: self.runtime.store, self.appended.set)  # what consumers may read
         token = settings.cluster_token_file.read_text().strip() if settings.cluster_token_file else None
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(5.0, connect=1.0),
-                                       headers={"authorization": f"Bearer {token}"} if token else None)
+        self._http = PeerClient(self.members, token, timeout=httpx.Timeout(5.0, connect=1.0))  # the only client that calls peers
+        self._foreign: tuple[int, bytes] | None = None  # the foreign leader key last warned about (revision, value)
+        self._foreign_since = 0.0
         self.follower = Follower(self.node_id, lambda: self.runtime.store, self.history, settings.data_dir, self._http, lambda: self.term)
         self._following: tuple[str, int] | None = None
         self._follow_task: asyncio.Task | None = None
@@ -148,10 +151,33 @@ class ClusterNode:
         self.renewal_sent_at = sent
         self._set_role(next_role(self.role, Event.RENEWED))
         kv = await self.etcd.get(self.address.key("leader"))
-        if kv is None or kv.mod_revision != self.term:
+        if kv is not None and kv.mod_revision != self.term and self._judge(kv) is Claim.FOREIGN:
+            if not await self._reclaim(kv) and self._judge(await self.etcd.get(self.address.key("leader"))) is not Claim.FOREIGN:
+                await self._step_down("the leader key changed while putting it back over a foreign one")
+                return  # (written over again by the foreign writer: the next tick puts it back)
+        elif kv is None or kv.mod_revision != self.term:
             await self._step_down("the leader key is gone or another node's")
             return
         await self._publish_in_sync()
+
+    async def _reclaim(self, foreign: KeyValue) -> bool:
+        """A foreign value over our leader key while our lease lives: put ours back (a new term) unless it changed again.
+
+        No member can have been elected meanwhile (the key never went away), so this
+        node still leads; its followers follow the new term, nobody follows the foreign one.
+        The term history gets no entry: the same leadership keeps writing the same stretch
+        of the log, so no follower has a tail to cut.
+        """
+        self._warn_foreign(foreign)
+        key = self.address.key("leader")
+        term = await self.etcd.put_if(key, json.dumps({"node_id": self.node_id, "url": self.url}), self.lease,
+                                      [unchanged(key, foreign.mod_revision)])
+        if term is None:
+            return False
+        log.warning("node %s: put its leader key back over a foreign one: term %d -> %d", self.node_id, self.term, term)
+        self.term = term
+        self.leader = {"node_id": self.node_id, "url": self.url}
+        return True
 
     async def _publish_in_sync(self) -> None:
         """Write the in-sync set to etcd if it should change, guarded by this term's leader key; then count it."""
@@ -160,8 +186,9 @@ class ClusterNode:
             return
         if await self.etcd.put_if(self.address.key("in-sync"), json.dumps(sorted(wanted)), 0,
                                   [unchanged(self.address.key("leader"), self.term)]) is None:
-            await self._step_down("the leader key changed while publishing the in-sync set")
-            return
+            if self._judge(await self.etcd.get(self.address.key("leader"))) is not Claim.FOREIGN:
+                await self._step_down("the leader key changed while publishing the in-sync set")
+            return  # a foreign value over our key: the next tick puts ours back, then publishes
         log.info("node %s: in-sync set now %s", self.node_id, sorted(wanted))
         self.tracker.published(wanted)
 
@@ -186,10 +213,14 @@ class ClusterNode:
     # --- follower ------------------------------------------------------------------------
     async def _as_follower(self) -> None:
         kv = await self.etcd.get(self.address.key("leader"))
+        claim = self._judge(kv)
+        if kv is not None and claim is Claim.FOREIGN:
+            await self._ignore_foreign(kv)  # keep following whom we follow; no term from it
+            return
         if kv is not None:
             info = kv.json()
             self.term = max(self.term, kv.mod_revision)
-            if info["node_id"] == self.node_id:
+            if claim is Claim.OWN:
                 # our own key from before a restart: nobody serves it, so hand it over now rather than after the TTL
                 log.warning("node %s: revoking the lease of its own leader key from an earlier run", self.node_id)
                 await self.etcd.revoke(kv.lease)
@@ -213,6 +244,37 @@ class ClusterNode:
                 await self.etcd.revoke(lease)
             return
         await self._promote(term, lease, sent, in_sync or frozenset({self.node_id}), previous)
+
+    def _judge(self, kv: KeyValue | None) -> Claim | None:
+        if kv is None:
+            self._foreign = None
+            return None
+        try:
+            claim: object = kv.json()
+        except ValueError:
+            claim = None
+        verdict = judge_leader_claim(claim, kv.lease, self.node_id, self.members)
+        if verdict is not Claim.FOREIGN:
+            self._foreign = None
+        return verdict
+
+    def _warn_foreign(self, kv: KeyValue) -> None:
+        """One WARNING per foreign value (a new write of it is a new value)."""
+        if self._foreign == (kv.mod_revision, kv.value):
+            return
+        self._foreign = (kv.mod_revision, kv.value)
+        self._foreign_since = self._clock()
+        log.warning("node %s: ignoring the leader key in etcd: %r (revision %d, lease %d) names no member of this set %s",
+                    self.node_id, kv.value[:200], kv.mod_revision, kv.lease, sorted(self.members.items()))
+
+    async def _ignore_foreign(self, kv: KeyValue) -> None:
+        """A follower never follows a foreign leader key; one that stands a whole lease TTL is removed, so a member can be elected."""
+        self._warn_foreign(kv)
+        if may_clear_foreign_claim(self._foreign_since, self._clock(), self.settings.lease_ttl):
+            key = self.address.key("leader")
+            if await self.etcd.delete_if(key, [unchanged(key, kv.mod_revision)]):
+                log.warning("node %s: removed the foreign leader key (revision %d) after %ss: electing a member", self.node_id,
+                            kv.mod_revision, self.settings.lease_ttl)
 
     async def _follow(self, url: str, term: int) -> None:
         if self._following == (url, term) and self._follow_task is not None and not self._follow_task.done():
@@ -280,6 +342,8 @@ class ClusterNode:
         try:
             for kv in await self.etcd.get_prefix(self.address.key("nodes", "")):
                 info = kv.json()
+                if not isinstance(info, dict) or self.members.get(info.get("node_id")) != info.get("url"):
+                    continue  # a registration that names no member is not shown
                 nodes[info["node_id"]] = {"node_id": info["node_id"], "url": info["url"], "role": "follower"}
         except EtcdUnavailable:
             pass
@@ -300,3 +364,11 @@ class ClusterNode:
             "log_end": end, "durable_offset": store.flushed_offset, "high_watermark": store.visible.bound,
             "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])),
         }
+
+
+def _etcd_credentials(settings: BrokerSettings) -> EtcdCredentials | None:
+    if not settings.etcd_user or settings.etcd_password_file is None:
+        log.warning("node %s: no etcd credentials (HALFMQ_BROKER_ETCD_USER / _PASSWORD_FILE): an etcd without authentication "
+                    "lets anyone who reaches it stop this set", settings.node_id)
+        return None
+    return EtcdCredentials(settings.etcd_user, settings.etcd_password_file.read_text().strip())

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import TypeGuard
 
 from .failure_watch import FailureWatch
 
@@ -48,7 +49,7 @@ class GroupCommitService(threading.Thread):
                 done: Future[int] = Future()
                 done.set_result(self._flushed)
                 return done
-            if self._pending is None:
+            if self._pending is None or self._pending.cancelled():  # a cancelled one is never handed out again
                 self._pending = Future()
                 self._cond.notify()
             return self._pending
@@ -71,20 +72,20 @@ class GroupCommitService(threading.Thread):
                 flushed = self._flush()
             except OSError as exc:  # disk failure: every waiter must hear of it
                 self._on_failure(exc)
-                if batch is not None:
+                if _claim(batch):
                     batch.set_exception(exc)
                 time.sleep(0.05)
                 continue
             except Exception as exc:
                 log.exception("commit log fsync failed")
-                if batch is not None:
+                if _claim(batch):
                     batch.set_exception(exc)
                 time.sleep(0.05)
                 continue
             self.flush_count += 1
             with self._cond:
                 self._flushed = max(self._flushed, flushed)
-            if batch is not None:
+            if _claim(batch):
                 batch.set_result(flushed)
 
     def stop(self) -> None:
@@ -92,6 +93,12 @@ class GroupCommitService(threading.Thread):
             self._stopping = True
             self._cond.notify()
         self.join(timeout=10)
+
+
+def _claim(batch: Future[int] | None) -> TypeGuard[Future[int]]:
+    """True if ``batch`` may be resolved now: a waiter that gave up (a follower cancelled mid-fetch, through
+    ``asyncio.wrap_future``) may have cancelled it, and resolving a cancelled future would end this thread."""
+    return batch is not None and batch.set_running_or_notify_cancel()
 
 
 class PeriodicService(threading.Thread):

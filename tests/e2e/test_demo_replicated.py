@@ -4,28 +4,13 @@ credit flow across a leader kill) and still checks every guarantee of DESIGN sec
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 
 import pytest
 
 from tests.support.etcd import etcd_binary
-from tests.support.processes import ROOT, free_port
-
-
-def _free_run(length: int) -> int:
-    """A port p with p..p+length-1 all free (the set's nodes take consecutive ports)."""
-    for _ in range(50):
-        start = free_port()
-        try:
-            for port in range(start, start + length):
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return start
-    raise AssertionError("no run of free ports")
+from tests.support.processes import ROOT, free_port, free_port_run
 
 
 @pytest.mark.slow
@@ -34,8 +19,8 @@ def test_demo_with_three_replicas_keeps_every_guarantee_when_the_leader_is_kille
     report = tmp_path / "report.json"
     argv = [
         sys.executable, "-m", "halfmq.cli.main", "demo", "--orders", "200", "--users", "6", "--chaos", "--replicas", "3",
-        "--no-spark", "--data-dir", str(tmp_path / "demo"), "--json", str(report), "--broker-port", str(_free_run(3)),
-        "--order-port", str(free_port()), "--credit-port", str(free_port()), "--etcd-port", str(_free_run(2)),
+        "--no-spark", "--data-dir", str(tmp_path / "demo"), "--json", str(report), "--broker-port", str(free_port_run(3)),
+        "--order-port", str(free_port()), "--credit-port", str(free_port()), "--etcd-port", str(free_port_run(2)),
     ]
     result = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]

@@ -1,4 +1,7 @@
-"""A broker set for tests: real etcd, N real broker processes (``halfmq broker --cluster ...``) on free ports."""
+"""A broker set for tests: real etcd, N real broker processes (``halfmq broker --cluster ...``) on free ports.
+
+Every node is configured with all N as the set's members; on an etcd with auth on it logs in as etcd's ``halfmq`` user.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +15,11 @@ from .processes import BrokerProcess
 
 
 class BrokerSet:
-    def __init__(self, etcd: EtcdProcess, root: Path, size: int = 3, prefix: str = "set", env: dict[str, str] | None = None) -> None:
+    def __init__(self, etcd: EtcdProcess, root: Path, size: int = 3, prefix: str = "set", env: dict[str, str] | None = None,
+                 token: str | None = None) -> None:
+        """``token``: with broker auth on (HALFMQ_BROKER_AUTH_FILE in ``env``), one that may describe the cluster, for ``view``."""
         self.etcd = etcd
+        self.token = token
         self.nodes: dict[str, BrokerProcess] = {}
         for i in range(1, size + 1):
             node_id = f"n{i}"
@@ -23,6 +29,9 @@ class BrokerSet:
             })
             node.env["HALFMQ_BROKER_ADVERTISE_URL"] = node.url
             self.nodes[node_id] = node
+        members = ",".join(f"{node_id}={node.url}" for node_id, node in self.nodes.items())
+        for node in self.nodes.values():  # the configured members, and the etcd user when etcd has auth on
+            node.env.update({"HALFMQ_BROKER_CLUSTER_MEMBERS": members, **etcd.broker_env()})
 
     @property
     def urls(self) -> list[str]:
@@ -42,7 +51,8 @@ class BrokerSet:
 
     def view(self, node_id: str) -> dict | None:
         try:
-            answer = httpx.get(f"{self.nodes[node_id].url}/v1/cluster", timeout=2)
+            answer = httpx.get(f"{self.nodes[node_id].url}/v1/cluster", timeout=2,
+                               headers={"authorization": f"Bearer {self.token}"} if self.token else None)
         except httpx.HTTPError:
             return None
         return answer.json() if answer.status_code == 200 else None
@@ -63,6 +73,7 @@ class BrokerSet:
     def caught_up(self, timeout: float = 30.0) -> None:
         """Wait until every live node's log is as long as the leader's and fsynced."""
         deadline = time.monotonic() + timeout
+        views: list[dict | None] = []
         while time.monotonic() < deadline:
             views = [self.view(n) for n, p in self.nodes.items() if p.alive]
             if all(views):
@@ -70,7 +81,9 @@ class BrokerSet:
                 if len(ends) == 1:
                     return
             time.sleep(0.1)
-        raise AssertionError("the nodes did not catch up")
+        seen = [{k: v.get(k) for k in ("node_id", "role", "term", "leader", "log_end", "durable_offset", "etcd_error")} if v else None
+                for v in views]
+        raise AssertionError(f"the nodes did not catch up: {seen}")
 
     def log_bytes(self, node_id: str) -> bytes:
         commitlog = self.nodes[node_id].data_dir / "commitlog"

@@ -6,13 +6,28 @@ helper the CLI and the bench use too.
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from halfmq.cli.child_process import ChildProcess, free_port, halfmq_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
-__all__ = ["ROOT", "BrokerProcess", "ManagedProcess", "ServiceProcess", "free_port", "halfmq_command"]
+__all__ = ["ROOT", "BrokerProcess", "ManagedProcess", "ServiceProcess", "free_port", "free_port_run", "halfmq_command"]
+
+
+def free_port_run(length: int) -> int:
+    """A port p with p..p+length-1 all free (a set's nodes, and etcd's client and peer ports, take consecutive ports)."""
+    for _ in range(50):
+        start = free_port()
+        try:
+            for port in range(start, start + length):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return start
+    raise AssertionError("no run of free ports")
 
 
 class ManagedProcess(ChildProcess):

@@ -11,8 +11,8 @@ from tests.support.etcd import EtcdProcess
 
 @pytest.fixture
 def etcd(tmp_path: Path) -> Iterator[EtcdProcess]:
-    """A throwaway etcd on free ports, its data in the test's temp dir."""
-    process = EtcdProcess(tmp_path / "etcd", tmp_path)
+    """A throwaway etcd on free ports, its data in the test's temp dir, with authentication on as `halfmq up` sets it."""
+    process = EtcdProcess(tmp_path / "etcd", tmp_path, auth=True)
     process.start(timeout=30)
     try:
         yield process

@@ -54,7 +54,8 @@ async def test_a_full_disk_is_logged_once_per_change_at_error_not_at_info_every_
         small_disk: SmallDisk, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     leader = MessageStore(StoreConfig(tmp_path / "leader", segment_bytes=SEGMENT))
     replica = MessageStore(StoreConfig(small_disk.path / "data", segment_bytes=SEGMENT))
-    settings = BrokerSettings(data_dir=small_disk.path / "data", cluster="etcd://127.0.0.1:9/t", node_id="n2")
+    settings = BrokerSettings(data_dir=small_disk.path / "data", cluster="etcd://127.0.0.1:9/t", node_id="n2",
+                              cluster_members=f"n1={LEADER},n2=http://127.0.0.1:10911")  # a set names its members
     node = ClusterNode(settings, SimpleNamespace(runtime=SimpleNamespace(store=replica)))
     node.follower._http = httpx.AsyncClient(transport=fake_leader(leader))
     caplog.set_level(logging.INFO)
