@@ -14,33 +14,11 @@ import httpx
 import pytest
 
 from tests.integration.broker.api.support import assert_problem
-from tests.support.auth import bearer, write_auth_file
 from tests.support.processes import BrokerProcess
 
 from .http_helpers import path, read_all
 
 HALVES = "/v1/transaction-batches/half"
-
-
-@pytest.fixture
-def secured(start_broker, tmp_path) -> tuple[BrokerProcess, dict[str, str]]:
-    _, tokens = write_auth_file(tmp_path / "auth.json")
-    return start_broker({"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json")}), tokens
-
-
-@pytest.fixture
-def as_(secured):
-    broker, tokens = secured
-    clients: list[httpx.Client] = []
-
-    def client(name: str) -> httpx.Client:
-        c = httpx.Client(base_url=broker.url, timeout=15, headers=bearer(tokens[name]))
-        clients.append(c)
-        return c
-
-    yield client
-    for c in clients:
-        c.close()
 
 
 def send(client: httpx.Client, topic: str, ids: dict, sequence: int, body: str) -> httpx.Response:

@@ -1,0 +1,30 @@
+"""Fixtures shared by the broker's process-level tests: a real broker with auth on, and a client per principal."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.support.auth import bearer, write_auth_file
+from tests.support.processes import BrokerProcess
+
+
+@pytest.fixture
+def secured(start_broker, tmp_path) -> tuple[BrokerProcess, dict[str, str]]:
+    _, tokens = write_auth_file(tmp_path / "auth.json")
+    return start_broker({"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json")}), tokens
+
+
+@pytest.fixture
+def as_(secured):
+    broker, tokens = secured
+    clients: list[httpx.Client] = []
+
+    def client(name: str | None) -> httpx.Client:
+        c = httpx.Client(base_url=broker.url, timeout=15, headers=bearer(tokens[name]) if name else {})
+        clients.append(c)
+        return c
+
+    yield client
+    for c in clients:
+        c.close()
