@@ -47,3 +47,12 @@ def test_the_refusal_shows_a_long_name_shortened_and_control_characters_escaped(
 
 def test_a_non_string_is_no_name() -> None:
     assert not is_valid_name(None) and not is_valid_name(42)
+
+
+def test_a_refused_name_of_64_characters_is_shown_whole_and_one_of_65_is_cut_at_64() -> None:
+    with pytest.raises(InvalidTopicName) as refused:
+        checked_name(NameKind.TOPIC, "a" * 63 + " ")
+    assert repr("a" * 63 + " ") in refused.value.detail and "characters)" not in refused.value.detail
+    with pytest.raises(InvalidTopicName) as refused:
+        checked_name(NameKind.TOPIC, "a" * 64 + " ")
+    assert f"{'a' * 64}… (65 characters)" in refused.value.detail

@@ -25,7 +25,8 @@ def test_one_principal_at_its_cap_does_not_block_another() -> None:
     ledger.hold("a2", "alice", 30)
     with pytest.raises(OpenTransactionsFull) as info:
         ledger.hold("a3", "alice", 1)
-    assert info.value.extra["scope"] == "principal" and info.value.extra["limit_bytes"] == 100
+    assert info.value.extra == {"scope": "principal", "limit_bytes": 100, "held_bytes": 100, "request_bytes": 1}
+    assert "'alice' hold 100 bytes; 1 more" in info.value.detail
     ledger.hold("b1", "bob", 100)
     assert (ledger.of("alice"), ledger.of("bob"), ledger.total) == (100, 100, 200)
 
@@ -58,3 +59,10 @@ def test_a_refusal_by_the_broker_cap_counts_nothing_against_the_principal() -> N
         ledger.hold("t2", "alice", 20)
     assert info.value.extra["scope"] == "broker"
     assert (ledger.of("alice"), ledger.total) == (0, 90)
+
+
+def test_what_one_transactional_id_holds_is_counted_apart_from_the_others() -> None:
+    ledger = HeldBytes(cap=1000, per_principal=1000)
+    ledger.hold("t", None, 30)
+    ledger.hold("u", None, 12)
+    assert (ledger.held_by("t"), ledger.held_by("u"), ledger.held_by("none")) == (30, 12, 0)
