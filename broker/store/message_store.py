@@ -95,6 +95,9 @@ class MessageStore:
         self._lock_file.acquire()
         try:
             self._write_lock = threading.Lock()
+            # One checkpoint at a time: a tail cut checkpoints from the replication thread while the periodic one runs;
+            # both wrote checkpoint.json.tmp, and the later must write the later state (the cut's), not the earlier.
+            self._checkpoint_lock = threading.Lock()
             self.topics = TopicTable(root / "topics.json")
             self.offsets = OffsetTable(root / "consumer_offsets.json")
             self.commit_log = CommitLog(root / "commitlog", config.segment_bytes)
@@ -457,6 +460,10 @@ class MessageStore:
         """
         # Offsets are taken before the fsync: a persisted offset may then only point at
         # records the fsync below made durable (the transaction checkpoint relies on it).
+        with self._checkpoint_lock:
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
         offsets = self.offsets.snapshot()
         try:
             with self._write_lock:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import logging
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -339,3 +341,17 @@ def test_a_consume_queue_rebuilt_through_a_damaged_record_keeps_its_offsets_and_
         assert s.read_queue("T", 1, 0, 100)[-1].body == b"m39"
     finally:
         s.close()
+
+
+def test_checkpoints_taken_at_once_from_two_threads_never_collide_on_the_checkpoint_file(
+        store: MessageStore, caplog: pytest.LogCaptureFixture) -> None:
+    """A follower's tail cut checkpoints from the replication thread while the periodic checkpoint runs: both wrote
+    ``checkpoint.json.tmp`` and one was refused with "No such file" (seen in the broker-set tests, issue 30)."""
+    send(store, "T", 0, b"x")
+    threads = [threading.Thread(target=lambda: [store.checkpoint() for _ in range(300)]) for _ in range(2)]
+    with caplog.at_level(logging.WARNING, logger="halfmq.broker.store"):
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert [r.getMessage() for r in caplog.records] == []
