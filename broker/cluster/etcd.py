@@ -54,6 +54,11 @@ def _b64(value: str | bytes) -> str:
     return base64.b64encode(raw).decode()
 
 
+def prefix_range(prefix: str) -> dict[str, str]:
+    """etcd's ``key``/``range_end`` pair for every key under ``prefix`` (the end is the prefix with its last byte + 1)."""
+    return {"key": _b64(prefix), "range_end": _b64(prefix[:-1] + chr(ord(prefix[-1]) + 1))}
+
+
 def _unb64(value: str | None) -> bytes:
     return base64.b64decode(value) if value else b""
 
@@ -174,8 +179,7 @@ class EtcdClient:
         return _kv(kvs[0]) if kvs else None
 
     async def get_prefix(self, prefix: str) -> list[KeyValue]:
-        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-        answer = await self.call("/v3/kv/range", {"key": _b64(prefix), "range_end": _b64(end)})
+        answer = await self.call("/v3/kv/range", prefix_range(prefix))
         return [_kv(kv) for kv in answer.get("kvs") or []]
 
     async def delete(self, key: str) -> None:

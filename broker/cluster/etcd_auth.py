@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .etcd import AUTH_NOT_ENABLED, EtcdClient, EtcdCredentials, EtcdRefused, _b64
+from .etcd import AUTH_NOT_ENABLED, EtcdClient, EtcdCredentials, EtcdRefused, prefix_range
 
 ROOT = "root"
 EXISTS = "already exists"
@@ -29,14 +29,13 @@ class EtcdAuthPlan:
     def steps(self) -> list[tuple[str, dict[str, object]]]:
         """The gateway calls, in order; each one's "already exists" is success."""
         key = self.prefix if self.prefix.endswith("/") else self.prefix + "/"
-        end = key[:-1] + chr(ord(key[-1]) + 1)
         name = self.user.user
         return [
             ("/v3/auth/user/add", {"name": ROOT, "password": self.root_password}),
             ("/v3/auth/role/add", {"name": ROOT}),
             ("/v3/auth/user/grant", {"user": ROOT, "role": ROOT}),
             ("/v3/auth/role/add", {"name": name}),
-            ("/v3/auth/role/grant", {"name": name, "perm": {"permType": "READWRITE", "key": _b64(key), "range_end": _b64(end)}}),
+            ("/v3/auth/role/grant", {"name": name, "perm": {"permType": "READWRITE", **prefix_range(key)}}),
             ("/v3/auth/user/add", {"name": name, "password": self.user.password}),
             ("/v3/auth/user/changepw", {"name": name, "password": self.user.password}),
             ("/v3/auth/user/grant", {"user": name, "role": name}),
