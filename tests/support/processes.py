@@ -7,27 +7,33 @@ helper the CLI and the bench use too.
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from halfmq.cli.child_process import ChildProcess, free_port, halfmq_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
-__all__ = ["ROOT", "BrokerProcess", "ManagedProcess", "ServiceProcess", "free_port", "free_port_run", "halfmq_command"]
+__all__ = ["ROOT", "BrokerProcess", "ManagedProcess", "ServiceProcess", "free_port", "free_port_run", "free_start", "halfmq_command"]
 
 
-def free_port_run(length: int) -> int:
-    """A port p with p..p+length-1 all free (a set's nodes, and etcd's client and peer ports, take consecutive ports)."""
-    for _ in range(50):
+def free_start(ports_of: Callable[[int], Iterable[int]]) -> int:
+    """A free port p whose related ports, ``ports_of(p)``, are all free too (a set's consecutive ports, derived gRPC ports)."""
+    for _ in range(100):
         start = free_port()
         try:
-            for port in range(start, start + length):
+            for port in ports_of(start):
                 with socket.socket() as probe:
                     probe.bind(("127.0.0.1", port))
         except OSError:
             continue
         return start
-    raise AssertionError("no run of free ports")
+    raise AssertionError("no free run of ports")
+
+
+def free_port_run(length: int) -> int:
+    """A port p with p..p+length-1 all free (a set's nodes, and etcd's client and peer ports, take consecutive ports)."""
+    return free_start(lambda start: range(start, start + length))
 
 
 class ManagedProcess(ChildProcess):

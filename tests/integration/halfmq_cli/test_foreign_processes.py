@@ -7,7 +7,6 @@ untouched, and that the command said in one line what was in its way.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import httpx
 import pytest
 
 from halfmq.broker.config import default_grpc_port
-from tests.support.processes import ROOT, BrokerProcess, ManagedProcess, ServiceProcess, free_port, halfmq_command
+from tests.support.processes import ROOT, BrokerProcess, ManagedProcess, ServiceProcess, free_port, free_start, halfmq_command
 
 
 def run_cli(*argv: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -71,17 +70,7 @@ def test_demo_attached_to_a_running_halfmq_refuses_chaos(foreign: BrokerProcess,
 
 def _free_pair_with_grpc() -> int:
     """An HTTP port p with p, p+1 and their derived gRPC ports all free."""
-    for _ in range(100):
-        start = free_port()
-        ports = [start, start + 1, default_grpc_port(start), default_grpc_port(start + 1)]
-        try:
-            for port in ports:
-                with socket.socket() as probe:
-                    probe.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return start
-    raise AssertionError("no free ports")
+    return free_start(lambda start: [start, start + 1, default_grpc_port(start), default_grpc_port(start + 1)])
 
 
 def test_two_brokers_on_different_http_ports_each_serve_grpc_on_their_derived_port(tmp_path: Path) -> None:
