@@ -20,7 +20,7 @@ COPY broker ./broker
 COPY services ./services
 COPY jobs ./jobs
 COPY migrations ./migrations
-COPY halfmq_cli ./halfmq_cli
+COPY cli ./cli
 COPY bench ./bench
 RUN pip install --no-cache-dir --no-deps .
 

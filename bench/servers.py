@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from halfmq.cli.child_process import HOST, ChildProcess, free_port, halfmq_command
+from halfmq.cli.processes.child_process import HOST, ChildProcess, free_port, halfmq_command
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -93,7 +93,7 @@ class BrokerSettings(BaseSettings):
     max_reconsume_times: int = Field(default=16, ge=0)
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
     log_level: str = "info"
-    http_server: Literal["uvicorn", "granian"] = "uvicorn"  # why: halfmq_cli/broker_server.py
+    http_server: Literal["uvicorn", "granian"] = "uvicorn"  # why: broker/serving/server.py
     # HTTP limits, the same on both servers (why these values: docs/decisions.md, "HTTP limits").
     max_request_bytes: int = Field(default=0, ge=0)  # 0: see default_max_request_bytes
     max_connections: int = Field(default=10_000, ge=16)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from enum import Enum
 
-from halfmq.broker.errors import InvalidGroupName, InvalidRequest, InvalidTopicName, InvalidTransactionalId
+from halfmq.errors import InvalidGroupName, InvalidRequest, InvalidTopicName, InvalidTransactionalId
 
 MAX_NAME_LENGTH = 127
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,127}", re.ASCII)

@@ -1,7 +1,7 @@
 """The broker's validation of HTTP API v1 requests (pydantic, server side only).
 
 Field names follow DESIGN.md section 6. The answers, and the SDK's own spelling of the
-requests it sends, are msgspec structs in ``halfmq.broker.wire`` so ``pip install halfmq``
+requests it sends, are msgspec structs in ``halfmq.wire`` so ``pip install halfmq``
 needs no pydantic; the limits live there once, and a unit test keeps the two spellings of
 ``OutgoingMessage`` and ``ReceiveRequest`` alike.
 """
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from halfmq.broker.wire import MAX_BATCH, MAX_INVISIBLE_SECONDS, MAX_RECEIVE, MAX_TAG_LENGTH, MAX_WAIT_SECONDS, EndState, TransactionState
+from halfmq.wire import MAX_BATCH, MAX_INVISIBLE_SECONDS, MAX_RECEIVE, MAX_TAG_LENGTH, MAX_WAIT_SECONDS, EndState, TransactionState
 
 
 class _Wire(BaseModel):

@@ -30,7 +30,7 @@ class ServiceSettings(BaseSettings):
     broker_ca_file: Path | None = None
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
-    # HTTP limits, the broker's names and defaults (halfmq_cli/http_serving.py serves both): a deadline for each
+    # HTTP limits, the broker's names and defaults (broker/serving/http_serving.py serves both): a deadline for each
     # request head, its size, and a cap on connections (past it: 503), so half-sent heads cannot hold every descriptor.
     request_head_timeout: float = Field(default=20.0, gt=0, le=600)
     max_request_head_bytes: int = Field(default=64 * 1024, ge=8192)

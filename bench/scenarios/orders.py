@@ -8,7 +8,7 @@ receive → credit transaction → ack. A run POSTs for ``seconds`` (or
 every order it accepted.
 
 Two cases: ``orders_c64`` on SQLite files, ``orders_c64_pg`` with both services
-on one throwaway PostgreSQL cluster (the tests' ``halfmq.cli.postgres_cluster``,
+on one throwaway PostgreSQL cluster (the tests' ``halfmq.cli.processes.postgres_cluster``,
 started durable: fsync and synchronous_commit on), one database each.
 
 Figures: orders/s = credited orders / (last credit's ``created_at`` − first
@@ -33,7 +33,7 @@ import orjson
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from halfmq.cli.postgres_cluster import PostgresCluster
+from halfmq.cli.processes.postgres_cluster import PostgresCluster
 
 from .. import payloads
 from ..context import Context

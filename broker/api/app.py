@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 
-from halfmq.broker.asgi_body import BodyReader
+from halfmq.asgi_body import BodyReader
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import GrpcFront
 from halfmq.broker.security.allowed_hosts import HostAllowList

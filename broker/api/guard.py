@@ -12,9 +12,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from halfmq.broker.errors import AccessDenied, Unauthenticated
 from halfmq.broker.security.auth_file import Authenticator
 from halfmq.broker.security.policy import Action, Decision, Policy, Principal, Resource, ResourcePattern, decide, may_publish_somewhere
+from halfmq.errors import AccessDenied, Unauthenticated
 
 audit = logging.getLogger("halfmq.audit")
 

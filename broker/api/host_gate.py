@@ -13,8 +13,8 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
-from halfmq.broker.errors import HostNotAllowed
 from halfmq.broker.security.allowed_hosts import HostAllowList
+from halfmq.errors import HostNotAllowed
 
 from .hot_path import _CLOSE, _PROBLEM, _answer, _problem
 

@@ -18,16 +18,16 @@ from typing import Any
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from halfmq.broker.asgi_body import BodyReader, ClientGone, declared_length, too_large
-from halfmq.broker.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge, Unauthenticated
+from halfmq.asgi_body import BodyReader, ClientGone, declared_length, too_large
+from halfmq.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge, Unauthenticated
 
+from ..serving.cork import CORK
 from .allowed_methods import allow_header, allowed_methods, serves
 from .problems import PROBLEM, as_broker_error, log_server_error, problem_headers
 
 log = logging.getLogger(__name__)
 _JSON = b"application/json"
 _PROBLEM = PROBLEM.encode()
-CORK = "halfmq.cork"  # scope["extensions"] key of a server's write cork: head and body go out as one write
 _CLOSE = [(b"connection", b"close")]  # the rest of a refused body is not worth reading
 _BODY_REFUSED = (RequestTooLarge, RequestBodyTimeout)
 DISCONNECT_PROBE_SECONDS = 0.005
@@ -112,7 +112,7 @@ class HotRoute:
 
 async def _answer(send: Send, status: int, media_type: bytes, body: bytes,
                   headers: list[tuple[bytes, bytes]] | None = None, scope: Scope | None = None) -> None:
-    """Head and body; through a server that offers a cork (halfmq_cli/uvicorn_head_limits.py), in one write."""
+    """Head and body; through a server that offers a cork (broker/serving/uvicorn_head_limits.py), in one write."""
     raw = [(b"content-type", media_type), (b"content-length", str(len(body)).encode())]
     if headers:
         raw.extend(headers)

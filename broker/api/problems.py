@@ -10,7 +10,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from halfmq.broker.errors import (
+from halfmq.broker.store.flush_waiter import FlushTimedOut
+from halfmq.broker.store.message_store import StoreClosed, StoreNotWritable
+from halfmq.errors import (
     BrokerError,
     FlushDiskTimeout,
     InvalidRequest,
@@ -21,8 +23,6 @@ from halfmq.broker.errors import (
     Unauthenticated,
     UnsupportedMediaType,
 )
-from halfmq.broker.store.flush_waiter import FlushTimedOut
-from halfmq.broker.store.message_store import StoreClosed, StoreNotWritable
 
 from .allowed_methods import allow_header, allowed_methods
 from .responses import JsonResponse

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from halfmq.broker.errors import NotLeader as BaseNotLeader
 from halfmq.broker.store.flush_waiter import FlushTimedOut
-from halfmq.broker.wire import SendStatus
+from halfmq.errors import NotLeader as BaseNotLeader
+from halfmq.wire import SendStatus
 
 
 class NotLeader(BaseNotLeader):

@@ -10,11 +10,11 @@ carries ``DLQ_RESENT_FROM`` so a second resend is visible in the message.
 
 from __future__ import annotations
 
-from halfmq.broker.errors import DlqMessageNotFound
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import dlq_topic
+from halfmq.errors import DlqMessageNotFound
 
 DLQ_BOOKKEEPING = ("ORIGIN_MESSAGE_ID", "REAL_TOPIC", "REAL_QID", "RECONSUME_TIME", "CONSUMER_GROUP")
 

@@ -15,7 +15,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from halfmq.broker.errors import (
+from halfmq.broker.names import NameKind, checked_name
+from halfmq.broker.store.damaged_records import DamagedEntry
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreNotWritable
+from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
+from halfmq.errors import (
     ConsumerGroupNotFound,
     InvalidReceiptHandle,
     ReceiptInOtherTransaction,
@@ -23,11 +28,6 @@ from halfmq.broker.errors import (
     SystemTopicForbidden,
     TopicNotFound,
 )
-from halfmq.broker.names import NameKind, checked_name
-from halfmq.broker.store.damaged_records import DamagedEntry
-from halfmq.broker.store.message_store import MessageStore, PutItem, StoreNotWritable
-from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
 
 from .backoff import exhausted, retry_delay
 from .queue_progress import InFlight, QueueProgress

@@ -22,8 +22,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from halfmq.broker.errors import InvalidReceiptHandle
 from halfmq.broker.store.atomic_file import read_json, write_json
+from halfmq.errors import InvalidReceiptHandle
 
 SEP = "\x1f"
 MAC_BYTES = 16

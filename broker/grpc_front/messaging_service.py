@@ -20,9 +20,9 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc as rpc
 
-from halfmq.broker.errors import BrokerError, InvalidRequest, TransactionConflict
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
+from halfmq.errors import BrokerError, InvalidRequest, TransactionConflict
 
 from . import message_mapping as mm
 from . import request_auth

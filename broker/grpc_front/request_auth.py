@@ -14,7 +14,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from halfmq.broker.errors import Unauthenticated
+from halfmq.errors import Unauthenticated
 
 _AUTH = re.compile(r"^MQv2-HMAC-SHA1\s+Credential=([^,\s]*),\s*SignedHeaders=x-mq-date-time,\s*Signature=([0-9a-fA-F]+)\s*$")
 MAX_SKEW = timedelta(minutes=15)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
-from halfmq.broker import errors
+from halfmq import errors
 
 CODES: dict[type[errors.BrokerError], int] = {
     errors.InvalidRequest: pb.Code.BAD_REQUEST,

@@ -15,8 +15,8 @@ from typing import Any, get_args
 import httpx
 import orjson
 
-from halfmq.broker.check_signing import signed_headers
-from halfmq.broker.wire import EndState
+from halfmq.check_signing import signed_headers
+from halfmq.wire import EndState
 
 from .check_url import CheckTarget
 

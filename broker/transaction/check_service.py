@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from halfmq.broker.errors import DamagedRecord, StoreUnavailable, TransactionConflict
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.store.message_store import StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.wire import TransactionState
+from halfmq.errors import DamagedRecord, StoreUnavailable, TransactionConflict
+from halfmq.wire import TransactionState
 
 from .check_client import CheckAnswer, CheckClient, CheckOutcome
 from .check_policy import CheckDecision, CheckPolicy, decide

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-from halfmq.broker.errors import CheckUrlRefused
+from halfmq.errors import CheckUrlRefused
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 # Cloud metadata services outside link-local (AWS IPv6, Alibaba, Oracle); 169.254.169.254 is link-local anyway.

@@ -14,7 +14,7 @@ With auth off there are no principals to tell apart (every request is the anonym
 
 from __future__ import annotations
 
-from halfmq.broker.errors import OpenTransactionsFull
+from halfmq.errors import OpenTransactionsFull
 
 
 class HeldBytes:

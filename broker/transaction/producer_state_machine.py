@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from halfmq.broker.errors import BrokerError, InvalidTxnState, TransactionAborted
+from halfmq.errors import BrokerError, InvalidTxnState, TransactionAborted
 
 
 class ProducerTxnState(str, Enum):

@@ -7,7 +7,7 @@ on these answers only does I/O (``ProducerTransactions.abort_expired``).
 
 from __future__ import annotations
 
-from halfmq.broker.errors import InvalidTransactionTimeout
+from halfmq.errors import InvalidTransactionTimeout
 
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TIMEOUT_MS = 15 * 60_000  # Kafka's transaction.max.timeout.ms

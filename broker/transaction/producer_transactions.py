@@ -38,7 +38,12 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
-from halfmq.broker.errors import (
+from halfmq.broker.names import NameKind, checked_name
+from halfmq.broker.store.damaged_records import DamagedEntry
+from halfmq.broker.store.message_store import MessageStore, PutItem
+from halfmq.broker.store.record import HEADER_SIZE, StoredMessage, encode_properties, record_size
+from halfmq.broker.store.topics import TXN_STATE_TOPIC, TopicConfig
+from halfmq.errors import (
     DuplicateSequenceNumber,
     InvalidProducerEpoch,
     OutOfOrderSequence,
@@ -50,11 +55,6 @@ from halfmq.broker.errors import (
     UnknownProducerId,
     UnknownTransactionalId,
 )
-from halfmq.broker.names import NameKind, checked_name
-from halfmq.broker.store.damaged_records import DamagedEntry
-from halfmq.broker.store.message_store import MessageStore, PutItem
-from halfmq.broker.store.record import HEADER_SIZE, StoredMessage, encode_properties, record_size
-from halfmq.broker.store.topics import TXN_STATE_TOPIC, TopicConfig
 
 from . import producer_records as rec
 from . import record_names as names

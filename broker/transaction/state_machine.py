@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from enum import Enum
 
-from halfmq.broker.errors import TransactionConflict
-from halfmq.broker.wire import TransactionState
+from halfmq.errors import TransactionConflict
+from halfmq.wire import TransactionState
 
 from .record_names import OpKind
 

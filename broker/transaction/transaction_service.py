@@ -26,12 +26,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from halfmq.broker.counter_ids import CounterIds
-from halfmq.broker.errors import DamagedRecord, MessageTooLarge, TransactionNotFound
 from halfmq.broker.store.damaged_records import DamagedEntry, DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
-from halfmq.broker.wire import TransactionState
+from halfmq.errors import DamagedRecord, MessageTooLarge, TransactionNotFound
+from halfmq.wire import TransactionState
 
 from . import record_names as names
 from .check_policy import CheckPolicy, first_check_at, next_check_at, parse_immunity

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from halfmq.cli.child_process import port_taken
+from halfmq.cli.processes.child_process import port_taken
 from halfmq.cli.up_command import Topology
 from tests.support.processes import ROOT, BrokerProcess
 

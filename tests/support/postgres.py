@@ -1,5 +1,5 @@
-"""The tests' throwaway PostgreSQL cluster: the one the benchmarks use too (``halfmq.cli.postgres_cluster``)."""
+"""The tests' throwaway PostgreSQL cluster: the one the benchmarks use too (``halfmq.cli.processes.postgres_cluster``)."""
 
-from halfmq.cli.postgres_cluster import PostgresCluster
+from halfmq.cli.processes.postgres_cluster import PostgresCluster
 
 __all__ = ["PostgresCluster"]

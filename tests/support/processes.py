@@ -1,6 +1,6 @@
 """Real processes for integration and end-to-end tests: the broker and the services, on free ports.
 
-Starting, waiting, stopping and kill -9 are :class:`halfmq.cli.child_process.ChildProcess`'s, the one
+Starting, waiting, stopping and kill -9 are :class:`halfmq.cli.processes.child_process.ChildProcess`'s, the one
 helper the CLI and the bench use too.
 """
 
@@ -10,7 +10,7 @@ import socket
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from halfmq.cli.child_process import ChildProcess, free_port, halfmq_command
+from halfmq.cli.processes.child_process import ChildProcess, free_port, halfmq_command
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -23,8 +23,8 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from halfmq.broker.delivery import dead_letters
-from halfmq.broker.errors import AccessDenied, BrokerError, Unauthenticated
 from halfmq.broker.transaction.state_machine import TxEvent
+from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
 
 from ..runtime import BrokerRuntime
 from . import session, views

@@ -8,7 +8,7 @@ from typing import Any
 
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.message_view import message_view
-from halfmq.broker.wire import TransactionState
+from halfmq.wire import TransactionState
 
 from ..routes.operator_views import group_summary
 from ..routes.topics import topic_view

@@ -8,7 +8,6 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 
-from halfmq.broker.errors import InvalidQueueId, InvalidRequest
 from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import SendRequest, TopicCreate
 from halfmq.broker.security.policy import Action, Principal, Resource
@@ -17,7 +16,8 @@ from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.transaction.producer_records import SEND_MESSAGES
 from halfmq.broker.transaction.send_window import Verdict
-from halfmq.broker.wire import SendStatus
+from halfmq.errors import InvalidQueueId, InvalidRequest
+from halfmq.wire import SendStatus
 
 from .. import answers
 from ..body import StrictJsonRoute, parse_body

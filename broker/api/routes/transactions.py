@@ -9,7 +9,6 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from starlette.types import Scope
 
-from halfmq.broker.errors import AccessDenied, InvalidRequest
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
@@ -20,7 +19,8 @@ from halfmq.broker.transaction.check_url import OwnAddress, validate_check_url
 from halfmq.broker.transaction.producer_records import SEND_HALF
 from halfmq.broker.transaction.state_machine import TxEvent
 from halfmq.broker.transaction.transaction_service import Tx, not_found
-from halfmq.broker.wire import SendStatus, TransactionState
+from halfmq.errors import AccessDenied, InvalidRequest
+from halfmq.wire import SendStatus, TransactionState
 
 from .. import answers
 from ..body import StrictJsonRoute, parse_body

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from halfmq.broker.wire import MAX_BATCH
+from halfmq.wire import MAX_BATCH
 from tests.integration.broker.api.support import assert_problem
 from tests.support.auth import bearer, write_auth_file
 from tests.support.processes import BrokerProcess

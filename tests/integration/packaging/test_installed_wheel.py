@@ -54,7 +54,7 @@ def test_the_sdk_install_puts_only_halfmq_at_the_top_level(sdk_venv: InstalledVe
     added = _top_level_names(sdk_venv) - _top_level_names(empty_venv)
     ours = {name for name in added if name.lower().startswith("halfmq")}
     assert ours == {"halfmq", next(n for n in ours if n.endswith(".dist-info"))}, ours
-    for generic in ("broker", "services", "jobs", "bench", "migrations", "halfmq_cli"):
+    for generic in ("broker", "services", "jobs", "bench", "migrations", "cli"):
         assert generic not in added, f"{generic} installed at the top level of site-packages"
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from halfmq.broker.errors import InvalidGroupName, InvalidTopicName, InvalidTransactionalId
 from halfmq.broker.names import MAX_NAME_LENGTH, NameKind, checked_name, is_valid_name
+from halfmq.errors import InvalidGroupName, InvalidTopicName, InvalidTransactionalId
 from tests.support.crafted_names import CRAFTED
 
 

@@ -2,8 +2,8 @@
 
 from typing import get_args
 
-from halfmq.broker.wire import EndState, TransactionState
 from halfmq.client import LocalTransactionState
+from halfmq.wire import EndState, TransactionState
 
 
 def test_transaction_states_are_spelled_as_the_api_sends_and_filters_them() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from halfmq.broker.wire import ProducerIdResult
 from halfmq.client.numbering import SPREAD, Numbering, _key
+from halfmq.wire import ProducerIdResult
 
 
 def _numbering() -> Numbering:

@@ -4,10 +4,10 @@ import pytest
 from pydantic import ValidationError
 
 from halfmq.broker.api.problems import as_broker_error, non_json_body, validation_problem
-from halfmq.broker.errors import FlushDiskTimeout, InvalidRequest, MalformedJson, StoreUnavailable, UnsupportedMediaType
 from halfmq.broker.protocol import EndRequest
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.message_store import StoreNotWritable
+from halfmq.errors import FlushDiskTimeout, InvalidRequest, MalformedJson, StoreUnavailable, UnsupportedMediaType
 
 
 def _errors(raw: bytes) -> list:

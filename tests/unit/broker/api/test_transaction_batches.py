@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from halfmq.broker.api.routes.transaction_batches import _each
-from halfmq.broker.errors import SequenceNumberReused
+from halfmq.errors import SequenceNumberReused
 
 
 class Item(BaseModel):

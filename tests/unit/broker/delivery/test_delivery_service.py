@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
-from halfmq.broker.errors import ConsumerGroupNotFound, InvalidReceiptHandle
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle
 
 
 class FakeClock:

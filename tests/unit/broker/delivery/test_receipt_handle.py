@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle, load_or_create_key
-from halfmq.broker.errors import InvalidReceiptHandle
+from halfmq.errors import InvalidReceiptHandle
 
 KEY = b"k" * 32
 HANDLE = ReceiptHandle("g", "%RETRY%g", 1, 42, 7, "0a1b2c3d")

@@ -6,7 +6,7 @@ import pytest
 
 pb = pytest.importorskip("rocketmq.grpc_protocol.definition_pb2")
 
-from halfmq.broker import errors  # noqa: E402
+from halfmq import errors  # noqa: E402
 from halfmq.broker.grpc_front.status_codes import RocketMQRefusal, code_of, status_of  # noqa: E402
 
 

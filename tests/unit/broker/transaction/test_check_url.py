@@ -1,8 +1,8 @@
 import pytest
 
 from halfmq.broker.config import BrokerSettings
-from halfmq.broker.errors import CheckUrlRefused
 from halfmq.broker.transaction.check_url import CheckTarget, OwnAddress, parse_allow_entry, validate_check_url
+from halfmq.errors import CheckUrlRefused
 
 ALLOW = ["http://127.0.0.1:*", "https://localhost:8443", "http://order:8001", "http://metadata:80", "http://lan:80", "http://svc:10911"]
 DNS = {"127.0.0.1": ["127.0.0.1"], "localhost": ["127.0.0.1", "::1"], "order": ["172.18.0.5"],

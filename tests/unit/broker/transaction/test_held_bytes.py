@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from halfmq.broker.errors import OpenTransactionsFull
 from halfmq.broker.transaction.held_bytes import HeldBytes
+from halfmq.errors import OpenTransactionsFull
 
 
 def test_bytes_are_held_up_to_the_broker_cap_and_the_next_request_is_refused_without_being_counted() -> None:

@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from halfmq.broker.errors import InvalidTxnState, TransactionAborted
 from halfmq.broker.transaction.producer_state_machine import TRANSITIONS, Move, ProducerTxnState, TxnAction, TxnEvent, transition
+from halfmq.errors import InvalidTxnState, TransactionAborted
 
 S, E, A = ProducerTxnState, TxnEvent, TxnAction
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from halfmq.broker.errors import InvalidTransactionTimeout
 from halfmq.broker.transaction.producer_timeout import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, checked_timeout, expired, is_expired
+from halfmq.errors import InvalidTransactionTimeout
 
 
 def test_the_default_timeout_is_sixty_seconds_and_the_maximum_fifteen_minutes() -> None:

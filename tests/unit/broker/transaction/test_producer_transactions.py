@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
-from halfmq.broker.errors import (
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.broker.store.topics import TXN_STATE_TOPIC
+from halfmq.broker.transaction.producer_transactions import ProducerTransactions, TxnLimits
+from halfmq.errors import (
     InvalidProducerEpoch,
     InvalidTxnState,
     OutOfOrderSequence,
@@ -19,9 +22,6 @@ from halfmq.broker.errors import (
     TransactionTooLarge,
     UnknownTransactionalId,
 )
-from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
-from halfmq.broker.store.topics import TXN_STATE_TOPIC
-from halfmq.broker.transaction.producer_transactions import ProducerTransactions, TxnLimits
 
 from .fakes import FakeClock
 
@@ -307,7 +307,7 @@ def _numbered_send(b: Broker, txn, sequence: int, body: str) -> None:
 
 
 def test_a_producer_id_idle_past_its_expiry_is_forgotten_and_a_used_one_is_kept(tmp_path: Path, clock: FakeClock) -> None:
-    from halfmq.broker.errors import UnknownProducerId
+    from halfmq.errors import UnknownProducerId
 
     b = Broker(tmp_path, clock)
     b.txns.producer_id_expiry_ms = 10_000
@@ -323,8 +323,8 @@ def test_a_producer_id_idle_past_its_expiry_is_forgotten_and_a_used_one_is_kept(
 
 
 def test_a_restart_rebuilds_a_producer_ids_window_and_its_idle_time_from_the_log(tmp_path: Path, clock: FakeClock) -> None:
-    from halfmq.broker.errors import UnknownProducerId
     from halfmq.broker.transaction.send_window import Verdict
+    from halfmq.errors import UnknownProducerId
 
     b = Broker(tmp_path, clock)
     ids = run(b.txns.new_producer_id(OWNER))
@@ -347,7 +347,7 @@ def test_a_restart_rebuilds_a_producer_ids_window_and_its_idle_time_from_the_log
 
 
 def test_a_producer_id_is_random_and_only_its_owner_numbers_sends_with_it_even_after_a_restart(tmp_path: Path, clock: FakeClock) -> None:
-    from halfmq.broker.errors import ProducerIdNotOwned
+    from halfmq.errors import ProducerIdNotOwned
 
     b = Broker(tmp_path, clock)
     ids = [run(b.txns.new_producer_id(OWNER))["producer_id"] for _ in range(3)]
@@ -377,8 +377,8 @@ def test_a_producer_id_is_random_and_only_its_owner_numbers_sends_with_it_even_a
 
 
 def test_a_producer_id_handed_out_before_ids_were_bound_is_unknown_so_the_sdk_takes_a_new_one(tmp_path: Path, clock: FakeClock) -> None:
-    from halfmq.broker.errors import UnknownProducerId
     from halfmq.broker.transaction import producer_records as rec
+    from halfmq.errors import UnknownProducerId
 
     b = Broker(tmp_path, clock)
     legacy = {rec.TXN_ID: "", rec.TXN_OP: "init", rec.PRODUCER_ID: "7", rec.EPOCH: "0", rec.TXN_NO: "0", rec.TIMEOUT_MS: "0"}
@@ -397,7 +397,7 @@ def test_a_producer_id_handed_out_before_ids_were_bound_is_unknown_so_the_sdk_ta
 
 
 def test_a_number_is_answered_from_the_window_only_for_the_same_request_even_after_a_restart(tmp_path: Path, clock: FakeClock) -> None:
-    from halfmq.broker.errors import SequenceNumberReused
+    from halfmq.errors import SequenceNumberReused
 
     b = Broker(tmp_path, clock)
     pid = run(b.txns.new_producer_id(OWNER))["producer_id"]

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
-from halfmq.broker.errors import OpenTransactionsFull
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.transaction.producer_transactions import ProducerTransactions, TxnLimits
+from halfmq.errors import OpenTransactionsFull
 
 from .fakes import FakeClock
 

@@ -2,9 +2,9 @@ import itertools
 
 import pytest
 
-from halfmq.broker.errors import TransactionConflict
 from halfmq.broker.transaction.state_machine import TRANSITIONS, TxAction, TxEvent, op_kind, state_after_op, transition
-from halfmq.broker.wire import TransactionState
+from halfmq.errors import TransactionConflict
+from halfmq.wire import TransactionState
 
 S, E, A = TransactionState, TxEvent, TxAction
 

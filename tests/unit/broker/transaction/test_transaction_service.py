@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from halfmq.broker.errors import DamagedRecord, TransactionConflict, TransactionNotFound
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
@@ -15,7 +14,8 @@ from halfmq.broker.transaction.check_policy import CheckPolicy
 from halfmq.broker.transaction.check_service import CheckService
 from halfmq.broker.transaction.producer_registry import ProducerRegistry
 from halfmq.broker.transaction.transaction_service import TransactionService
-from halfmq.broker.wire import TransactionState
+from halfmq.errors import DamagedRecord, TransactionConflict, TransactionNotFound
+from halfmq.wire import TransactionState
 
 from .fakes import FakeClock, ScriptedCheckClient
 

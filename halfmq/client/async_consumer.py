@@ -1,0 +1,220 @@
+"""The asyncio consumer loop: receive, run handlers as tasks bounded by a
+semaphore, ack or nack the batch, repeat until stopped.
+
+``stop()`` may be called from the loop, from another thread or from a signal
+handler registered with ``loop.add_signal_handler``. A pending long poll is
+cancelled rather than waited for; anything the broker handed out on it
+becomes visible again after ``invisible_seconds``.
+
+While batches are quick next to ``invisible_seconds`` (``polling.prefetch_next``)
+the next receive is already in flight while a batch's handlers run, and a
+batch's ack goes out while the next batch is handled, so neither round trip
+costs the loop time of its own. A loop that stops
+with a prefetched batch in hand nacks it unhandled (a release), as it does
+with messages it received but never started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Self
+
+from halfmq.errors import BrokerError
+from halfmq.wire import Message, SettleResult
+
+from .consumer_client import AsyncConsumerClient
+from .polling import PollFailures, PollSettings, prefetch_next
+from .settlement import Outcome, Settle, log_handler_failure, settle_batch
+from .step_drivers import run_steps_async
+from .transport import TIMEOUT, Verify
+
+__all__ = ["AsyncConsumer"]
+
+# How long a stopping loop waits for its prefetched receive before cancelling it.
+PREFETCH_GRACE_SECONDS = 0.5
+
+
+class AsyncConsumer:
+    """Pop-style consumer for one group on one topic, handlers run as tasks.
+
+    ``handler`` may be a coroutine function or a plain function. Delivery is
+    at-least-once. A stopped consumer stays stopped.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        group: str,
+        topic: str,
+        handler: Callable[[Message], Awaitable[Any] | Any],
+        *,
+        max_messages: int = 16,
+        invisible_seconds: float = 30.0,
+        wait_seconds: float = 10.0,
+        concurrency: int = 4,
+        timeout: float = TIMEOUT,
+        retries: int = 3,
+        token: str | None = None,
+        verify: Verify | None = None,
+    ) -> None:
+        self._poll = PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)
+        self.client = AsyncConsumerClient(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
+        self._handler = handler
+        self._stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._run_done: asyncio.Event | None = None
+        self._settling: asyncio.Future[None] | None = None  # the ack/nack of the latest batch, if still in flight
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopping
+
+    def stop(self) -> None:
+        self._stopping = True
+        loop, event = self._loop, self._stop_event
+        if loop is None or event is None:
+            return  # run() has not started; it checks _stopping first
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            event.set()
+        else:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # loop already closed: nothing left to wake
+                pass
+
+    async def run(self) -> None:
+        self._stop_event = asyncio.Event()
+        self._run_done = asyncio.Event()
+        self._loop = loop = asyncio.get_running_loop()
+        semaphore = asyncio.Semaphore(self._poll.concurrency)
+        failures = PollFailures(self.client.topic)
+        last_batch_seconds: float | None = None
+        pending: asyncio.Future[list[Message]] | None = None  # the next receive, possibly already in flight
+        try:
+            while not self._stopping:
+                poll, pending = pending or self._start_receive(), None
+                try:
+                    batch = await self._receive(poll)
+                except BrokerError as exc:
+                    await self._sleep(failures.failed(exc))
+                    continue
+                failures.succeeded()
+                if not batch:
+                    continue
+                quick = not self._stopping and prefetch_next(last_batch_seconds, self._poll.invisible_seconds)
+                if quick:
+                    # Pipelining: the next batch's round trip overlaps this one's handlers and ack.
+                    pending = self._start_receive()
+                started = loop.time()
+                await self._process(batch, semaphore, settle_behind=quick)
+                last_batch_seconds = loop.time() - started
+        finally:
+            if pending is not None:
+                await self._give_back(pending, semaphore)
+            await self._settled()
+            self._run_done.set()
+
+    def _start_receive(self) -> asyncio.Future[list[Message]]:
+        return asyncio.ensure_future(
+            self.client.receive(self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds)
+        )
+
+    async def _receive(self, poll: asyncio.Future[list[Message]]) -> list[Message] | None:
+        assert self._stop_event is not None
+        stopped = asyncio.ensure_future(self._stop_event.wait())
+        either: set[asyncio.Future[Any]] = {poll, stopped}
+        try:
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            if not poll.done():
+                poll.cancel()
+                await asyncio.gather(poll, return_exceptions=True)
+        if poll.cancelled():
+            return None
+        return poll.result()
+
+    async def _give_back(self, poll: asyncio.Future[list[Message]], semaphore: asyncio.Semaphore) -> None:
+        """Release what a prefetched receive brought when the loop stops before handling it.
+
+        A prefetch against a backlog answers within milliseconds, so it gets a
+        short grace; one still out after that is a held long poll, cancelled
+        as at any stop (the broker hands its messages back when it finds the
+        client gone).
+        """
+        await asyncio.wait({poll}, timeout=PREFETCH_GRACE_SECONDS)
+        if not poll.done():
+            poll.cancel()
+            await asyncio.gather(poll, return_exceptions=True)
+            return
+        if poll.cancelled() or poll.exception() is not None:
+            return  # nothing was handed out to us, or we cannot know what: the invisibility timer covers it
+        batch = poll.result()
+        if batch:
+            await self._process(batch, semaphore)  # stopping: every message is a RELEASE, nacked at once
+
+    async def _sleep(self, delay: float) -> None:
+        assert self._stop_event is not None
+        try:
+            await asyncio.wait_for(self._stop_event.wait(), timeout=delay)
+        except TimeoutError:
+            pass
+
+    async def _handle(self, message: Message, semaphore: asyncio.Semaphore) -> Outcome:
+        async with semaphore:
+            if self._stopping:
+                return Outcome.RELEASE
+            try:
+                result = self._handler(message)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # noqa: BLE001 - a failed handler means nack, whatever it raised
+                log_handler_failure(message, exc)
+                return Outcome.NACK
+            return Outcome.ACK
+
+    async def _process(self, batch: list[Message], semaphore: asyncio.Semaphore, *, settle_behind: bool = False) -> None:
+        """Handle ``batch``, then ack/nack it: awaited, or (``settle_behind``) while the next batch is handled.
+
+        Either way a message is settled only after its handler finished, and
+        one settle is in flight at a time, in batch order; ``run()`` returns
+        only once the last one is done.
+        """
+        outcomes = await asyncio.gather(*(self._handle(m, semaphore) for m in batch))
+        await self._settled()
+        self._settling = asyncio.ensure_future(run_steps_async(settle_batch(batch, outcomes), self._perform_settle))
+        if not settle_behind:
+            await self._settled()
+
+    async def _settled(self) -> None:
+        settling, self._settling = self._settling, None
+        if settling is not None:
+            await settling
+
+    async def _perform_settle(self, step: Settle) -> list[SettleResult]:
+        return await (self.client.ack if step.action == "ack" else self.client.nack)(step.handles)
+
+    async def close(self) -> None:
+        """Stop, let a running run() finish its batch and settle it, then close the pool."""
+        self.stop()
+        if self._run_done is not None:
+            await self._run_done.wait()
+        await self.client.close()
+
+    aclose = close
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()

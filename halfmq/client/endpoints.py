@@ -1,0 +1,264 @@
+"""The HTTP API v1 as data: which method and path each operation uses, what it
+sends and how its answer becomes protocol models.
+
+Keeping this free of I/O lets the sync and asyncio clients share one
+description of the wire, so they cannot disagree about a path or a field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+from halfmq.errors import BrokerError
+from halfmq.wire import (
+    ConsumerGroupInfo,
+    HalfSendResult,
+    Message,
+    OffsetReadResponse,
+    OutgoingMessage,
+    ProducerIdResult,
+    ReceiveRequest,
+    ReceiveResponse,
+    SendResponse,
+    SendResult,
+    SettleResponse,
+    SettleResult,
+    TopicInfo,
+    TopicList,
+    TxnAcksResult,
+    TxnBeginResult,
+    TxnEndResult,
+    TxnInitResult,
+    TxnMessage,
+    TxnMessagesResult,
+    decode,
+    to_wire,
+)
+
+T = TypeVar("T")
+
+__all__ = [
+    "Call",
+    "ack",
+    "consumer_group",
+    "create_topic",
+    "end_transaction",
+    "get_transaction",
+    "half_send",
+    "health",
+    "list_topics",
+    "list_transactions",
+    "producer_heartbeat",
+    "nack",
+    "new_producer_id",
+    "read",
+    "receive",
+    "send",
+    "send_one",
+    "txn_abort",
+    "txn_acks",
+    "txn_begin",
+    "txn_commit",
+    "txn_init",
+    "txn_messages",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One request and the function that turns its decoded JSON answer into ``T``.
+
+    ``timeout`` overrides the client's default, which long polls need.
+    """
+
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    body: Any = None
+    params: dict[str, Any] | None = None
+    timeout: float | None = None
+
+
+def _as(shape: type[T]) -> Callable[[Any], T]:
+    return lambda data: decode(data, shape)
+
+
+def _seg(value: str | int) -> str:
+    # Topic and group names may hold '%' (e.g. '%DLQ%group') or '/', which must
+    # reach the server as one path segment.
+    return quote(str(value), safe="")
+
+
+def _topic_path(topic: str) -> str:
+    return f"/v1/topics/{_seg(topic)}"
+
+
+def _group_topic_path(group: str, topic: str, action: str) -> str:
+    return f"/v1/consumer-groups/{_seg(group)}/topics/{_seg(topic)}/{action}"
+
+
+def health() -> Call[Any]:
+    return Call("GET", "/healthz", parse=lambda data: data)
+
+
+def create_topic(name: str, queues: int | None) -> Call[TopicInfo]:
+    body = {"name": name} if queues is None else {"name": name, "queues": queues}
+    return Call("POST", "/v1/topics", parse=_as(TopicInfo), body=body)
+
+
+def list_topics() -> Call[list[TopicInfo]]:
+    return Call("GET", "/v1/topics", parse=lambda data: decode(data, TopicList).topics)
+
+
+def get_topic(name: str) -> Call[TopicInfo]:
+    return Call("GET", _topic_path(name), parse=_as(TopicInfo))
+
+
+def send(topic: str, messages: Sequence[OutgoingMessage], numbering: dict[str, int] | None = None) -> Call[list[SendResult]]:
+    expected = len(messages)
+
+    def parse(data: Any) -> list[SendResult]:
+        results = decode(data, SendResponse).results
+        if len(results) != expected:
+            # Results are matched to messages by position; a short answer
+            # would silently pair a message with another one's outcome.
+            raise BrokerError(f"broker answered {len(results)} send results for {expected} messages")
+        return results
+
+    body: dict[str, Any] = {"messages": [to_wire(m) for m in messages]}
+    if numbering is not None:  # an idempotent producer's {producer_id, epoch, sequence}
+        body.update(numbering)
+    return Call("POST", f"{_topic_path(topic)}/messages", parse=parse, body=body)
+
+
+def send_one(topic: str, message: OutgoingMessage, numbering: dict[str, int] | None = None) -> Call[SendResult]:
+    many = send(topic, [message], numbering)
+    return Call(many.method, many.path, parse=lambda data: many.parse(data)[0], body=many.body)
+
+
+def read(topic: str, queue_id: int, offset: int, max_messages: int) -> Call[OffsetReadResponse]:
+    return Call(
+        "GET",
+        f"{_topic_path(topic)}/queues/{_seg(queue_id)}/messages",
+        parse=_as(OffsetReadResponse),
+        params={"offset": offset, "max": max_messages},
+    )
+
+
+def receive(group: str, topic: str, request: ReceiveRequest, *, timeout: float) -> Call[list[Message]]:
+    return Call(
+        "POST",
+        _group_topic_path(group, topic, "receive"),
+        parse=lambda data: decode(data, ReceiveResponse).messages,
+        body=to_wire(request),
+        timeout=timeout,
+    )
+
+
+def _settle(group: str, topic: str, action: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
+    return Call(
+        "POST",
+        _group_topic_path(group, topic, action),
+        parse=lambda data: decode(data, SettleResponse).results,
+        body={"receipt_handles": list(handles)},
+    )
+
+
+def ack(group: str, topic: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
+    return _settle(group, topic, "ack", handles)
+
+
+def nack(group: str, topic: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
+    return _settle(group, topic, "nack", handles)
+
+
+def consumer_group(group: str) -> Call[ConsumerGroupInfo]:
+    return Call("GET", f"/v1/consumer-groups/{_seg(group)}", parse=_as(ConsumerGroupInfo))
+
+
+# Transactional messages (DESIGN section 4). Bodies are built as plain dicts:
+# the broker is the one to judge a producer group or URL, with its own codes.
+def half_send(group: str, topic: str, message: OutgoingMessage) -> Call[HalfSendResult]:
+    body = {"producer_group": group, "topic": topic, "message": to_wire(message)}
+    return Call("POST", "/v1/transactions", parse=_as(HalfSendResult), body=body)
+
+
+def _transaction_view(data: Any) -> dict[str, Any]:
+    # The view carries operator fields (age, next check, ...) that change more
+    # often than the protocol, so it stays a dict checked for what the SDK uses.
+    if not isinstance(data, dict) or not isinstance(data.get("transaction_id"), str) or not isinstance(data.get("state"), str):
+        raise BrokerError(f"response is not a transaction view: {str(data)[:200]}")
+    return data
+
+
+def end_transaction(transaction_id: str, group: str, state: str, *, from_check: bool = False) -> Call[dict[str, Any]]:
+    return Call(
+        "POST",
+        f"/v1/transactions/{_seg(transaction_id)}/end",
+        parse=_transaction_view,
+        body={"producer_group": group, "state": state, "from_check": from_check},
+    )
+
+
+def get_transaction(transaction_id: str) -> Call[dict[str, Any]]:
+    return Call("GET", f"/v1/transactions/{_seg(transaction_id)}", parse=_transaction_view)
+
+
+def list_transactions(state: str, limit: int) -> Call[list[dict[str, Any]]]:
+    def parse(data: Any) -> list[dict[str, Any]]:
+        if not isinstance(data, dict) or not isinstance(data.get("transactions"), list):
+            raise BrokerError(f"response is not a transaction list: {str(data)[:200]}")
+        return [_transaction_view(item) for item in data["transactions"]]
+
+    return Call("GET", "/v1/transactions", parse=parse, params={"state": state, "limit": limit})
+
+
+def producer_heartbeat(group: str, client_id: str, check_url: str | None, *, timeout: float | None = None) -> Call[Any]:
+    return Call(
+        "POST",
+        "/v1/producers/heartbeat",
+        parse=lambda data: data,
+        body={"producer_group": group, "client_id": client_id, "check_url": check_url},
+        timeout=timeout,
+    )
+
+
+# Producer transactions (DESIGN section 11): every request of one instance carries its producer id and epoch.
+def _txn_path(transactional_id: str, verb: str) -> str:
+    return f"/v1/transactional-ids/{_seg(transactional_id)}/{verb}"
+
+
+def new_producer_id() -> Call[ProducerIdResult]:
+    return Call("POST", "/v1/producer-ids", parse=_as(ProducerIdResult), body={})
+
+
+def txn_init(transactional_id: str, timeout_ms: int | None) -> Call[TxnInitResult]:
+    body = {} if timeout_ms is None else {"transaction_timeout_ms": timeout_ms}
+    return Call("POST", _txn_path(transactional_id, "init"), parse=_as(TxnInitResult), body=body)
+
+
+def txn_begin(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnBeginResult]:
+    body = {"producer_id": producer_id, "epoch": epoch, "sequence": 0}
+    return Call("POST", _txn_path(transactional_id, "begin"), parse=_as(TxnBeginResult), body=body)
+
+
+def txn_messages(transactional_id: str, producer_id: int, epoch: int, sequence: int,
+                 messages: Sequence[TxnMessage]) -> Call[TxnMessagesResult]:
+    body = {"producer_id": producer_id, "epoch": epoch, "sequence": sequence, "messages": [to_wire(m) for m in messages]}
+    return Call("POST", _txn_path(transactional_id, "messages"), parse=_as(TxnMessagesResult), body=body)
+
+
+def txn_acks(transactional_id: str, producer_id: int, epoch: int, sequence: int, handles: Sequence[str]) -> Call[TxnAcksResult]:
+    body = {"producer_id": producer_id, "epoch": epoch, "sequence": sequence, "receipt_handles": list(handles)}
+    return Call("POST", _txn_path(transactional_id, "acks"), parse=_as(TxnAcksResult), body=body)
+
+
+def txn_commit(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnEndResult]:
+    return Call("POST", _txn_path(transactional_id, "commit"), parse=_as(TxnEndResult), body={"producer_id": producer_id, "epoch": epoch})
+
+
+def txn_abort(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnEndResult]:
+    return Call("POST", _txn_path(transactional_id, "abort"), parse=_as(TxnEndResult), body={"producer_id": producer_id, "epoch": epoch})

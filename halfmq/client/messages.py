@@ -1,0 +1,75 @@
+"""Message bodies on the way out and on the way back.
+
+The wire carries bodies as text; binary data travels as base64 so it survives
+JSON, and structured data as JSON text so consumers in any language can read
+it. Every outgoing message gets a UNIQ_KEY (RocketMQ's client-side message id)
+before its first attempt, so a retried send carries the same id and the
+duplicate can be recognised downstream.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from typing import Any, Literal, Unpack
+
+import msgspec
+
+from halfmq.wire import Message, OutgoingMessage
+
+from .send_options import SendOptions, check_send_options
+
+__all__ = ["UNIQ_KEY", "Body", "message_body_bytes", "message_json", "outgoing", "with_uniq_key"]
+
+UNIQ_KEY = "UNIQ_KEY"
+
+Body = str | bytes | bytearray | memoryview | dict[str, Any] | list[Any]
+
+
+def _new_uniq_key() -> str:
+    return uuid.uuid4().hex.upper()
+
+
+def with_uniq_key(message: OutgoingMessage) -> OutgoingMessage:
+    """The message with a UNIQ_KEY property, copying rather than mutating the caller's."""
+    if message.properties.get(UNIQ_KEY):
+        return message
+    return msgspec.structs.replace(message, properties={**message.properties, UNIQ_KEY: _new_uniq_key()})
+
+
+def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> OutgoingMessage:
+    """An ``OutgoingMessage`` with a UNIQ_KEY, from a ready message or a bare body."""
+    check_send_options(options, beside_a_message=isinstance(message, OutgoingMessage))
+    if isinstance(message, OutgoingMessage):
+        return with_uniq_key(message)
+    encoding: Literal["utf-8", "base64"]
+    if isinstance(message, str):
+        body, encoding = message, "utf-8"
+    elif isinstance(message, (bytes, bytearray, memoryview)):
+        body, encoding = base64.b64encode(message).decode("ascii"), "base64"
+    elif isinstance(message, (dict, list)):
+        body, encoding = msgspec.json.encode(message).decode("utf-8"), "utf-8"
+    else:
+        raise TypeError(f"a message body must be str, bytes, dict or list, not {type(message).__name__}")
+    built = OutgoingMessage(
+        body=body,
+        body_encoding=encoding,
+        keys=options.get("keys"),
+        tag=options.get("tag"),
+        properties=dict(options.get("properties") or {}),
+        queue_id=options.get("queue_id"),
+        sharding_key=options.get("sharding_key"),
+    )
+    return with_uniq_key(built)
+
+
+def message_body_bytes(message: Message | OutgoingMessage) -> bytes:
+    """The body exactly as the producer handed it over, whatever its wire encoding."""
+    if message.body_encoding == "base64":
+        return base64.b64decode(message.body, validate=True)
+    return message.body.encode("utf-8")
+
+
+def message_json(message: Message | OutgoingMessage) -> Any:
+    """The body parsed as JSON (as sent by ``send(topic, {...})``)."""
+    return msgspec.json.decode(message_body_bytes(message))

@@ -1,0 +1,82 @@
+"""What a consumer loop does with each message of a batch once its handler is done.
+
+Shared by the thread and asyncio loops so both settle a batch the same way:
+one ack request for the successes, one nack request for the failures and for
+messages that were received but never handed to the handler (released on stop).
+``settle_batch`` is that as a step sequence, which each loop runs with its
+own driver (``step_drivers``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal
+
+from halfmq.errors import BrokerError
+from halfmq.wire import Message, SettleResult, SettleStatus
+
+__all__ = ["Outcome", "Settle", "log_expired", "log_handler_failure", "settle_batch", "split"]
+
+log = logging.getLogger("halfmq.client.consumer")
+
+
+class Outcome(Enum):
+    ACK = "ack"
+    NACK = "nack"
+    # Received but never started because the consumer is stopping: give it
+    # back now rather than leave it invisible until its timer runs out.
+    RELEASE = "release"
+
+
+def split(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> tuple[list[str], list[str]]:
+    """Receipt handles to ack and to nack, in batch order."""
+    acks: list[str] = []
+    nacks: list[str] = []
+    for message, outcome in zip(batch, outcomes, strict=True):
+        if message.receipt_handle is None:
+            continue
+        (acks if outcome is Outcome.ACK else nacks).append(message.receipt_handle)
+    return acks, nacks
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    """Ack or nack these receipt handles and send back the broker's results."""
+
+    action: Literal["ack", "nack"]
+    handles: list[str]
+
+
+def settle_batch(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> Generator[Settle, list[SettleResult], None]:
+    acks, nacks = split(batch, outcomes)
+    for settle in (Settle("ack", acks), Settle("nack", nacks)):
+        if not settle.handles:
+            continue
+        try:
+            log_expired(settle.action, (yield settle))
+        except BrokerError as exc:
+            # Unsettled messages come back after invisible_seconds.
+            log.warning("%s of %d message(s) failed: %s", settle.action, len(settle.handles), exc)
+
+
+def log_handler_failure(message: Message, exc: BaseException) -> None:
+    log.error(
+        "handler failed for msg_id=%s topic=%s queue=%s offset=%s attempt=%s; it will be redelivered",
+        message.msg_id,
+        message.topic,
+        message.queue_id,
+        message.queue_offset,
+        message.delivery_attempt,
+        exc_info=exc,
+    )
+
+
+def log_expired(action: str, results: Sequence[SettleResult]) -> None:
+    expired = [r.receipt_handle for r in results if r.status is SettleStatus.EXPIRED]
+    if expired:
+        # The handler outlived invisible_seconds: the message may already be
+        # with another consumer, so it can be processed twice.
+        log.warning("%d %s(s) came too late (receipt handle expired); raise invisible_seconds", len(expired), action)

@@ -1,0 +1,93 @@
+"""The barrier for an asyncio SQLAlchemy ``AsyncEngine``: ``TransactionBarrier`` with async sessions.
+
+``run`` is a coroutine function taking an ``AsyncSession``; it and the record insert commit in
+one database transaction per send. There is no group commit here: each send has its own
+transaction on the async driver's connection pool (a driver that does blocking I/O in worker
+threads, such as aiosqlite, already pays no event-loop stall per statement). Everything else,
+the check-back, the cleanup and the errors, is as in ``barrier``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from halfmq.client.async_transaction_producer import AsyncTransactionProducer
+from halfmq.client.messages import Body
+from halfmq.client.transaction import LocalTransactionState
+from halfmq.wire import Message, OutgoingMessage
+
+from .barrier_base import AfterCommit, BarrierBase, DuplicateBusinessKey, R, Sent, Work
+
+__all__ = ["AsyncTransactionBarrier"]
+
+
+class AsyncTransactionBarrier(BarrierBase):
+    """Transactional messages over an ``AsyncEngine``; the listener of an ``AsyncTransactionProducer``."""
+
+    def __init__(self, engine: AsyncEngine, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.engine = engine
+        self._sessions = async_sessionmaker(engine, expire_on_commit=False)
+
+    async def send(
+        self,
+        producer: AsyncTransactionProducer,
+        topic: str,
+        message: OutgoingMessage | Body,
+        business_key: str,
+        run: Callable[[AsyncSession], Awaitable[R]],
+        after_commit: AfterCommit | None = None,
+    ) -> Sent[R]:
+        """Half message, then ``await run(session)`` and the record in one DB transaction, then the end."""
+        self._check_producer(producer)
+        work: Work[R] = self._work(business_key, run, after_commit)
+        result = await producer.send_in_transaction(topic, message, work)
+        return self._outcome(result, work)
+
+    async def execute_local_transaction(self, msg: OutgoingMessage, work: Work[Any]) -> LocalTransactionState:
+        txid = self._transaction_id(msg)
+        if txid is None or not isinstance(work, Work):
+            raise TypeError("send through AsyncTransactionBarrier.send, not the producer's send_in_transaction")
+        try:
+            async with self._sessions.begin() as session:
+                work.value = await work.run(session)
+                await session.execute(self.table.insert(), [self._record(txid, work.business_key)])
+                work.check_deadline()
+        except IntegrityError as exc:
+            if await self._key_taken(work.business_key):
+                raise DuplicateBusinessKey(work.business_key) from exc
+            raise
+        return await self._after_commit(work)
+
+    async def check_local_transaction(self, msg: Message) -> LocalTransactionState:
+        txid = self._transaction_id(msg)
+        if txid is None:
+            return LocalTransactionState.UNKNOW
+        async with self.engine.connect() as conn:
+            found = bool(await conn.scalar(select(self._found_query(txid))))
+        return self._answer(msg, found)
+
+    async def transaction_of(self, business_key: str) -> str | None:
+        """The transaction id that committed ``business_key``, while its record is kept."""
+        async with self.engine.connect() as conn:
+            txid: str | None = await conn.scalar(select(self.table.c.txid).where(self.table.c.business_key == business_key))
+            return txid
+
+    async def _key_taken(self, business_key: str) -> bool:
+        async with self.engine.connect() as conn:
+            return bool(await conn.scalar(select(self._key_query(business_key))))
+
+    async def purge(self) -> int:
+        """Delete the records older than ``retention``, ``cleanup_batch`` rows per transaction."""
+        total = 0
+        while True:
+            async with self.engine.begin() as conn:
+                deleted = (await conn.execute(self._purge_statement())).rowcount
+            total += deleted
+            if deleted < self.cleanup_batch:
+                return total

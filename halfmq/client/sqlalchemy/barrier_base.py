@@ -1,0 +1,237 @@
+"""What the sync and asyncio barriers share: settings, the check-back answer, the send's outcome.
+
+A barrier is the transaction listener of one ``AsyncTransactionProducer``: the producer sends
+the half message, calls the barrier's ``execute_local_transaction`` (the caller's ``run`` and
+the record insert in ONE database transaction), and ends the transaction by its outcome. The
+check app the producer serves (``producer.check_app()``) calls the barrier's
+``check_local_transaction``, which answers from the records table (``horizon``). So a service
+writes no listener and keeps no bookkeeping of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Delete, Exists, MetaData, Table, delete, exists, select
+
+from halfmq.client.transaction import LocalTransactionState, TransactionSendResult
+from halfmq.wire import Message, OutgoingMessage, SendStatus
+
+from .horizon import DEFAULT_COMMIT_GRACE, DEFAULT_LOCAL_TX_TIMEOUT, CheckAnswer, Horizon, check_answer, half_age_seconds
+from .records import transaction_records_table
+
+__all__ = ["AfterCommit", "BarrierBase", "BarrierError", "DuplicateBusinessKey", "HalfNotDurable", "LocalTransactionTimedOut", "R", "Sent", "Work"]
+
+log = logging.getLogger("halfmq.client.sqlalchemy.barrier")
+
+R = TypeVar("R")  # what the caller's ``run`` returns, handed back in ``Sent.value``
+
+# Long enough that no check-back can still arrive for a deleted record: the broker asks about a
+# pending transaction for transaction_timeout + transaction_check_max * transaction_check_interval
+# (about 80 s by default) and forgets resolved ones after transaction_retention (900 s).
+DEFAULT_RETENTION = 24 * 3600.0
+DEFAULT_CLEANUP_INTERVAL = 300.0
+DEFAULT_CLEANUP_BATCH = 1000
+
+_STATES = {
+    CheckAnswer.COMMIT: LocalTransactionState.COMMIT_MESSAGE,
+    CheckAnswer.ROLLBACK: LocalTransactionState.ROLLBACK_MESSAGE,
+    CheckAnswer.UNKNOWN: LocalTransactionState.UNKNOW,
+}
+
+AfterCommit = Callable[[Any], LocalTransactionState | None | Awaitable[LocalTransactionState | None]]
+
+
+class BarrierError(Exception):
+    """A send the barrier refused; ``code`` is stable."""
+
+    code = "BARRIER_ERROR"
+
+
+class DuplicateBusinessKey(BarrierError):
+    """Another local transaction already committed this business key: this one was rolled back."""
+
+    code = "DUPLICATE_BUSINESS_KEY"
+
+    def __init__(self, business_key: str) -> None:
+        super().__init__(f"business key {business_key!r} was already committed by another transaction")
+        self.business_key = business_key
+
+
+class HalfNotDurable(BarrierError):
+    """The broker stored the half message without knowing it durable: rolled back, ``run`` never ran."""
+
+    code = "HALF_NOT_DURABLE"
+
+
+class LocalTransactionTimedOut(BarrierError):
+    """The local transaction ran past ``local_tx_timeout`` and was rolled back instead of committed.
+
+    Past that time a check-back may already be on its way to answering ROLLBACK (at the
+    horizon), so committing late could commit a change whose message is rolled back.
+    """
+
+    code = "LOCAL_TRANSACTION_TIMED_OUT"
+
+
+@dataclass(eq=False)
+class Work(Generic[R]):
+    """One send's local transaction: what the producer hands the barrier as ``arg``.
+
+    ``deadline`` (``time.monotonic``) is ``local_tx_timeout`` after the send began, before its half.
+    """
+
+    business_key: str
+    run: Callable[..., Any]
+    after_commit: AfterCommit | None = None
+    value: Any = field(default=None)
+    deadline: float = float("inf")
+
+    def check_deadline(self) -> None:
+        """Raise, inside the transaction and before its commit, if the local transaction took too long."""
+        if time.monotonic() > self.deadline:
+            raise LocalTransactionTimedOut(f"the local transaction of {self.business_key!r} ran past local_tx_timeout; rolled back")
+
+
+@dataclass(frozen=True, slots=True)
+class Sent(Generic[R]):
+    """A send whose local transaction committed: ``run``'s value and the producer's result.
+
+    ``committed`` says the broker acknowledged the commit; when False (the end was lost, or
+    ``after_commit`` left it to the check-back) the check-back commits it from the record.
+    """
+
+    value: R
+    result: TransactionSendResult
+
+    @property
+    def transaction_id(self) -> str:
+        return self.result.transaction_id
+
+    @property
+    def committed(self) -> bool:
+        return self.result.local_state is LocalTransactionState.COMMIT_MESSAGE and self.result.end_error is None
+
+
+class BarrierBase:
+    """Settings, the records table and the decisions; the I/O is the subclasses'."""
+
+    def __init__(
+        self,
+        *,
+        local_tx_timeout: float = DEFAULT_LOCAL_TX_TIMEOUT,
+        commit_grace: float = DEFAULT_COMMIT_GRACE,
+        retention: float = DEFAULT_RETENTION,
+        cleanup_interval: float = DEFAULT_CLEANUP_INTERVAL,
+        cleanup_batch: int = DEFAULT_CLEANUP_BATCH,
+        metadata: MetaData | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.horizon = Horizon(local_tx_timeout, commit_grace)
+        if retention <= self.horizon.seconds:
+            raise ValueError("retention must exceed local_tx_timeout + commit_grace (the broker asks at least that long)")
+        if cleanup_interval <= 0 or cleanup_batch < 1:
+            raise ValueError("cleanup_interval must be positive and cleanup_batch at least 1")
+        self.retention = retention
+        self.cleanup_interval = cleanup_interval
+        self.cleanup_batch = cleanup_batch
+        self.table: Table = transaction_records_table(metadata if metadata is not None else MetaData())
+        self._clock = clock
+        self._cleanup_task: asyncio.Task[None] | None = None
+
+    # --- decisions -----------------------------------------------------------------
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock(), UTC)
+
+    @staticmethod
+    def _transaction_id(msg: Message | OutgoingMessage) -> str | None:
+        return msg.properties.get("TRANSACTION_ID")
+
+    def _found_query(self, txid: str) -> Exists:
+        return exists().where(self.table.c.txid == txid)
+
+    def _key_query(self, business_key: str) -> Exists:
+        return exists().where(self.table.c.business_key == business_key)
+
+    def _record(self, txid: str, business_key: str) -> dict[str, Any]:
+        return {"txid": txid, "business_key": business_key, "created_at": self._now()}
+
+    def _answer(self, msg: Message, found: bool) -> LocalTransactionState:
+        age = half_age_seconds(msg.born_timestamp, self._clock())
+        answer = check_answer(found, age, self.horizon)
+        log.info("check-back for transaction %s (age %.1fs, record %s): %s",
+                 self._transaction_id(msg), age, "found" if found else "missing", answer.value)
+        return _STATES[answer]
+
+    def _purge_statement(self) -> Delete:
+        """At most ``cleanup_batch`` of the records older than ``retention``, oldest first."""
+        cutoff = self._now() - timedelta(seconds=self.retention)
+        oldest = select(self.table.c.txid).where(self.table.c.created_at < cutoff).order_by(self.table.c.created_at).limit(self.cleanup_batch)
+        return delete(self.table).where(self.table.c.txid.in_(oldest))
+
+    async def _after_commit(self, work: Work[Any]) -> LocalTransactionState:
+        """COMMIT, unless ``after_commit`` leaves the end to the check-back (UNKNOW).
+
+        The record is committed by now, so ROLLBACK is never a right answer: anything but
+        COMMIT is sent as UNKNOW, and the check-back commits it from the record.
+        """
+        if work.after_commit is None:
+            return LocalTransactionState.COMMIT_MESSAGE
+        answer = work.after_commit(work.value)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return LocalTransactionState.COMMIT_MESSAGE if answer in (None, LocalTransactionState.COMMIT_MESSAGE) else LocalTransactionState.UNKNOW
+
+    def _work(self, business_key: str, run: Callable[..., Any], after_commit: AfterCommit | None) -> Work[Any]:
+        return Work(business_key, run, after_commit, deadline=time.monotonic() + self.horizon.local_tx_timeout)
+
+    def _check_producer(self, producer: Any) -> None:
+        if getattr(producer, "listener", None) is not self:
+            raise ValueError("the producer's listener is not this barrier: build it as AsyncTransactionProducer(url, group, barrier, ...)")
+
+    @staticmethod
+    def _outcome(result: TransactionSendResult, work: Work[R]) -> Sent[R]:
+        """The send's value, or its failure raised (the transaction is rolled back by now)."""
+        if result.local_error is not None:
+            raise result.local_error
+        if result.send_status is not SendStatus.SEND_OK:
+            raise HalfNotDurable(f"the broker answered {result.send_status.value}; the message was rolled back and nothing ran")
+        return Sent(work.value, result)
+
+    # --- periodic cleanup ----------------------------------------------------------
+    async def purge(self) -> int:  # pragma: no cover - each barrier has its own
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        """Delete expired records now, then every ``cleanup_interval`` seconds until ``close``."""
+        if self._cleanup_task is not None:
+            return
+        await self._purge_logged()
+        self._cleanup_task = asyncio.get_running_loop().create_task(self._cleanup_loop(), name="halfmq-barrier-cleanup")
+
+    async def close(self) -> None:
+        task, self._cleanup_task = self._cleanup_task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    async def _cleanup_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.cleanup_interval)
+            await self._purge_logged()
+
+    async def _purge_logged(self) -> None:
+        try:
+            deleted = await self.purge()
+        except Exception:
+            log.exception("deleting expired transaction records failed; will try again")
+            return
+        if deleted:
+            log.info("deleted %d transaction records older than %.0fs", deleted, self.retention)

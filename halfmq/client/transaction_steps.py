@@ -1,0 +1,135 @@
+"""Sending in a transaction as a sequence of steps, free of I/O, following RocketMQ's sendMessageInTransaction.
+
+1. Send the half message. If that fails, the error is raised and the local
+   transaction does not run. The half send is retried only when the request
+   certainly never reached the broker (connection refused, connect timeout):
+   a retry after a read timeout could open a second transaction for the same
+   business change.
+2. A half stored with a status other than SEND_OK (FLUSH_DISK_TIMEOUT, ...)
+   is rolled back without running the local transaction.
+3. Otherwise run ``listener.execute_local_transaction(msg, arg)``. An
+   ``Exception`` from it means ROLLBACK_MESSAGE (logged, and kept on the
+   result as ``local_error``). A ``BaseException`` (``KeyboardInterrupt``,
+   ``SystemExit``, cancellation, a crash) propagates and no end is sent: the
+   local transaction may have committed, and only the check-back, answered
+   from the producer's records, can tell.
+4. End the transaction with that state (UNKNOW ends as "unknown", leaving it
+   to the check-back). Ending is idempotent, so it is retried on any
+   retriable error; a failure is returned in ``end_error``, not raised.
+
+The sequence is a generator: it yields each step (a ``Request`` to make, the
+``RunLocalTransaction`` to run) and is sent the step's result, or thrown the
+``Exception`` it raised. ``step_drivers`` runs it with blocking or asyncio I/O,
+so both producers follow this one text, and tests walk it with plain values.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from halfmq.errors import BrokerError
+from halfmq.wire import HalfSendResult, OutgoingMessage
+
+from . import endpoints
+from .endpoints import Call
+from .transaction import (
+    LocalTransactionState,
+    TransactionSendResult,
+    coerce_local_state,
+    listener_message,
+    state_after_half,
+)
+
+__all__ = ["Request", "RunLocalTransaction", "Step", "Steps", "end_state", "send_in_transaction"]
+
+# The producers' logger, as before the steps had a module of their own.
+log = logging.getLogger("halfmq.client.transaction_producer")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """Make this HTTP call and send back its result.
+
+    ``idempotent`` requests are retried on any retriable error; the others
+    only when the request certainly never left (a half send opens a new
+    transaction each time it arrives).
+    """
+
+    call: Call[Any]
+    idempotent: bool = True
+    numbered: bool = False  # an idempotent producer adds its {producer_id, epoch, sequence} when it sends this
+
+
+@dataclass(frozen=True, slots=True)
+class RunLocalTransaction:
+    """Run ``execute_local_transaction(message, arg)`` and send back its answer (or throw its Exception)."""
+
+    message: OutgoingMessage
+    arg: Any
+
+
+Step = Request | RunLocalTransaction
+Steps = Generator[Step, Any, T]
+
+
+def end_state(state: LocalTransactionState | str) -> str:
+    """The broker's end state for a ``LocalTransactionState``, its value or its name."""
+    if isinstance(state, LocalTransactionState):
+        return state.value
+    try:
+        return LocalTransactionState(state).value
+    except ValueError:
+        member = LocalTransactionState.__members__.get(str(state))
+        if member is None:
+            raise ValueError(f"not a transaction state: {state!r}") from None
+        return member.value
+
+
+def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessage, arg: Any,
+                        numbered: bool = False) -> Steps[TransactionSendResult]:
+    """Half → local transaction → end; see the module docstring for each step's failures.
+
+    ``numbered``: the producer numbers its half sends, so retrying one is harmless (the broker answers a repeat).
+    """
+    # Raises, and the local transaction never runs, if the half is not stored.
+    half: HalfSendResult = yield Request(endpoints.half_send(producer_group, topic, message), idempotent=numbered, numbered=numbered)
+    seen = listener_message(message, half, producer_group)
+    local_error: Exception | None = None
+    state = state_after_half(half)
+    if state is not None:
+        log.warning("half message %s of transaction %s stored with %s: rolling back without running the local transaction",
+                    half.msg_id, half.transaction_id, half.status.value)
+    else:
+        try:
+            answer = yield RunLocalTransaction(seen, arg)
+        except Exception as exc:  # only Exception: a BaseException must leave the end unsent
+            log.error("execute_local_transaction failed for transaction %s (msg %s); rolling back",
+                      half.transaction_id, half.msg_id, exc_info=exc)
+            state, local_error = LocalTransactionState.ROLLBACK_MESSAGE, exc
+        else:
+            state = coerce_local_state(answer, where="execute_local_transaction")
+    view: dict[str, Any] | None = None
+    end_error: BrokerError | None = None
+    try:
+        view = yield Request(endpoints.end_transaction(half.transaction_id, producer_group, state.value))
+    except BrokerError as exc:
+        level = logging.ERROR if state is LocalTransactionState.COMMIT_MESSAGE and not exc.retriable else logging.WARNING
+        log.log(level, "end of transaction %s with %s failed (%s: %s); the broker's check-back will settle it",
+                half.transaction_id, state.value, type(exc).__name__, exc)
+        end_error = exc
+    return TransactionSendResult(
+        transaction_id=half.transaction_id,
+        msg_id=half.msg_id,
+        send_status=half.status,
+        local_state=state,
+        half=half,
+        message=seen,
+        end=view,
+        end_error=end_error,
+        local_error=local_error,
+    )

@@ -1,0 +1,362 @@
+"""The one place HTTP becomes broker semantics.
+
+Callers of the SDK should only ever have to catch ``BrokerError``: a network
+failure becomes ``BrokerUnavailable`` (retriable) with a one-line message and
+the library's own exception on ``.cause``, a problem+json answer becomes the
+error class its ``code`` names, and a body that does not match the protocol
+becomes a plain ``BrokerError``. Retrying is not done here; it is a policy of
+the callers (see ``retry``).
+
+Each transport imports its HTTP library when it is first built, never at
+import: a program that only sends blockingly never loads aiohttp, and
+``from halfmq import AsyncProducer`` costs no more than the SDK's own modules
+(docs/decisions.md, "SDK footprint").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import ssl
+import time
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlencode, urlsplit
+
+import msgspec
+
+from halfmq.errors import BrokerError, BrokerUnavailable, error_class_for
+
+from .broker_urls import BrokerUrls, split_urls
+from .endpoints import Call
+
+if TYPE_CHECKING:
+    import aiohttp
+    import urllib3
+
+T = TypeVar("T")
+
+__all__ = ["TIMEOUT", "AsyncTransport", "Transport", "Verify", "auth_headers", "broker_urls", "error_from_answer", "failure_reason",
+           "request_not_sent", "require_http_url", "tls_context"]
+
+_PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
+# A plain-text 502/503/504 usually comes from a proxy in front of a broker
+# that is restarting, so it is as transient as a refused connection.
+_TRANSIENT_STATUSES = frozenset({502, 503, 504})
+_ACCEPT = {"accept": "application/json, application/problem+json"}
+_SEND_JSON = {**_ACCEPT, "content-type": "application/json"}
+
+
+# How long one attempt waits for its answer (Kafka's request.timeout.ms). Long enough for a broker's own
+# FLUSH_*_TIMEOUT answer (sync_flush_timeout, 5 s) on a healthy node; short enough that a call leaves a hung
+# leader of a set (and a node that took no answer in that time is suspected as long) before the set has elected
+# another (lease TTL 5 s + a tick), so writes resume within lease TTL + 2 s. How long a whole call may take is the
+# retries' and the set's election's (``retry``, ``broker_urls.LEADER_WAIT``).
+TIMEOUT = 5.0
+TOKEN_ENV = "HALFMQ_TOKEN"
+CA_FILE_ENV = "HALFMQ_CA_FILE"
+Verify = bool | str  # True: the system's CAs; a path: this CA bundle; False: no verification (tests only)
+
+
+def auth_headers(token: str | None) -> dict[str, str]:
+    """The bearer header for ``token``, else for $HALFMQ_TOKEN, else none (a broker with auth off)."""
+    token = token if token is not None else os.environ.get(TOKEN_ENV)
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
+def require_http_url(url: str, what: str = "broker URL") -> str:
+    """``url`` if it is http(s) with a host; else a ValueError naming the fix.
+
+    Without this, ``localhost:10911`` parses as scheme ``localhost`` and fails at the
+    first request with the HTTP library's generic complaint, far from the mistake.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        rest = url.split("://", 1)[-1] or "127.0.0.1:10911"
+        raise ValueError(f"{what} {url!r} must start with http:// or https://, e.g. http://{rest}")
+    return url
+
+
+def broker_urls(spec: str, timeout: float) -> BrokerUrls:
+    """The URLs of ``spec`` (one, or a broker set's comma-separated list); a node that did not answer within
+    ``timeout`` is suspected for as long."""
+    return BrokerUrls([require_http_url(u) for u in split_urls(spec)] or [require_http_url(spec)], suspect_for=timeout)
+
+
+def tls_context(verify: Verify | None) -> ssl.SSLContext | bool:
+    """Certificates are always verified unless ``verify=False``; a path (or $HALFMQ_CA_FILE) adds a private CA."""
+    if verify is None:
+        verify = os.environ.get(CA_FILE_ENV) or True
+    if isinstance(verify, str):
+        return ssl.create_default_context(cafile=verify)
+    return verify
+
+
+def _override(error: BrokerError, **attrs: Any) -> BrokerError:
+    # ``status``/``retriable``/``code`` are class-level facts of each error
+    # type; an answer from the wire can only refine them per instance.
+    for name, value in attrs.items():
+        setattr(error, name, value)
+    return error
+
+
+def error_from_answer(status: int, body: bytes, where: str) -> BrokerError:
+    """The typed error a non-2xx answer stands for, carrying its HTTP status."""
+    try:
+        problem = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        problem = None
+    if isinstance(problem, dict) and isinstance(problem.get("code"), str):
+        cls = error_class_for(problem["code"])
+        detail = problem.get("detail") or problem.get("title") or ""
+        extra = {k: v for k, v in problem.items() if k not in _PROBLEM_FIELDS}
+        error = cls(str(detail), **extra)
+        if cls is BrokerError:
+            # A code newer than this SDK: the server's own word on it is the
+            # best information there is.
+            _override(error, code=problem["code"],
+                      retriable=bool(problem.get("retriable", status in _TRANSIENT_STATUSES)))
+        return _override(error, status=status)
+    if isinstance(problem, dict) and "detail" in problem:
+        text = str(problem["detail"])
+    else:
+        text = " ".join(body[:500].decode("utf-8", "replace").split())  # a proxy's HTML page, on one line
+    error = BrokerError(f"HTTP {status} from {where}: {text}".rstrip(": "))
+    return _override(error, status=status, retriable=status in _TRANSIENT_STATUSES)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    todo: list[Any] = [exc]
+    while todo:
+        item = todo.pop()
+        if not isinstance(item, BaseException) or any(item is s for s in seen):
+            continue
+        seen.append(item)
+        # Libraries keep the OS error in different places: ``__cause__``, ``os_error``
+        # or ``certificate_error`` (aiohttp), ``reason`` or an argument (urllib3). Not
+        # ``__context__``: that may be whatever the caller was handling at the time.
+        todo += [item.__cause__, getattr(item, "os_error", None),
+                 getattr(item, "certificate_error", None), getattr(item, "reason", None)]
+        todo += [arg for arg in item.args if isinstance(arg, BaseException)]
+    return seen
+
+
+def failure_reason(exc: BaseException, timeout: float | None = None) -> str:
+    """A few words a person can act on, for whatever a network library raised."""
+    causes = _causes(exc)
+    untrusted = [c for c in causes if isinstance(c, ssl.SSLCertVerificationError)]
+    if untrusted:
+        why = next((c.verify_message for c in untrusted if getattr(c, "verify_message", None)), untrusted[-1])
+        return (f"certificate not trusted: {why}; "
+                f"pass verify= the CA file, or set ${CA_FILE_ENV}")
+    for kind, words in ((ConnectionRefusedError, "connection refused"), (socket.gaierror, "host name not found"),
+                        (ConnectionResetError, "connection reset"), (ssl.SSLError, "TLS failed")):
+        if any(isinstance(c, kind) for c in causes):
+            return words
+    names = " ".join(type(c).__name__.lower() for c in causes)
+    if "timeout" in names or any(isinstance(c, TimeoutError) for c in causes):
+        return "no answer in time" if timeout is None else f"no answer within {timeout:g}s"
+    if "disconnect" in names or "protocolerror" in names:
+        return "the connection closed before an answer"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _unavailable(base: str, call: Call[Any], exc: BaseException, *, sent: bool, timeout: float | None) -> BrokerUnavailable:
+    reason = failure_reason(exc, timeout)
+    if sent:
+        message = f"no answer from the broker at {base} to {call.method} {call.path} ({reason})"
+    else:
+        message = f"cannot reach the broker at {base} ({reason})"
+    return BrokerUnavailable(message, cause=exc, sent=sent)
+
+
+def request_not_sent(exc: BaseException) -> bool:
+    """True only when ``exc`` proves the request never reached the server.
+
+    A read timeout, a reset connection or a 5xx can all come after the server
+    acted on the request, so only a failure to connect counts. Requests that
+    are not idempotent (a half send opens a new transaction each time) may be
+    retried on this and nothing else.
+    """
+    return isinstance(exc, BrokerUnavailable) and exc.sent is False
+
+
+def _encode(body: Any) -> tuple[bytes | None, dict[str, str]]:
+    if body is None:
+        return None, _ACCEPT
+    return msgspec.json.encode(body), _SEND_JSON
+
+
+def _answer(call: Call[T], status: int, content_type: str, body: bytes, where: str) -> T:
+    """What a 2xx answer means for ``call``; the typed error anything else stands for."""
+    if not 200 <= status < 300:
+        raise error_from_answer(status, body, where)
+    if not body:
+        data: Any = None
+    elif "json" not in (content_type or "application/json"):
+        data = body.decode("utf-8", "replace")
+    else:
+        try:
+            data = msgspec.json.decode(body)
+        except msgspec.DecodeError as exc:
+            raise BrokerError(f"{where}: response is not JSON: {exc}") from None
+    return parsed(call, data)
+
+
+def parsed(call: Call[T], data: Any) -> T:
+    """``call``'s result from its decoded answer; an answer of the wrong shape is a protocol error."""
+    try:
+        return call.parse(data)
+    except BrokerError:
+        raise
+    except ValueError as exc:
+        raise BrokerError(f"{call.method} {call.path}: response does not match the protocol: {exc}") from None
+
+
+class Transport:
+    """Blocking transport on one urllib3 pool, safe to share between threads.
+
+    urllib3 alone (no certifi: TLS trusts the system's CAs like ``ssl`` does) is
+    one package where httpx was six, and it is faster per request.
+    """
+
+    def __init__(self, base_url: str, *, timeout: float = TIMEOUT, max_connections: int = 20,
+                 token: str | None = None, verify: Verify | None = None) -> None:
+        import urllib3
+
+        self._urls = broker_urls(base_url, timeout)
+        self._timeout = timeout
+        self._errors: tuple[type[BaseException], ...] = (urllib3.exceptions.HTTPError, OSError)
+        self._not_sent: tuple[type[BaseException], ...] = (urllib3.exceptions.NewConnectionError,
+                                                           urllib3.exceptions.ConnectTimeoutError)
+        tls = tls_context(verify)
+        options: dict[str, Any] = {"cert_reqs": "CERT_NONE"} if tls is False else {}
+        if isinstance(tls, ssl.SSLContext):
+            options["ssl_context"] = tls
+        # block=False: past max_connections a request opens one more
+        # connection instead of waiting; only max_connections are kept.
+        self._pool: urllib3.PoolManager = urllib3.PoolManager(maxsize=max_connections, block=False, retries=False, **options)
+        auth = auth_headers(token)  # urllib3 drops a pool's default headers when a request brings its own
+        self._plain_headers, self._json_headers = {**_ACCEPT, **auth}, {**_SEND_JSON, **auth}
+
+    def call(self, call: Call[T]) -> T:
+        """``call`` on the node believed to lead; on another after a failure, as ``broker_urls.Route`` decides."""
+        route = self._urls.route()
+        attempt = route.first()
+        while True:
+            if attempt.wait:
+                time.sleep(attempt.wait)
+            try:
+                return self._call_once(call, attempt.url)
+            except BrokerError as exc:
+                following = route.after(exc, attempt.url)
+                if following is None:
+                    raise
+                attempt = following
+
+    def _call_once(self, call: Call[T], base: str) -> T:
+        content = None if call.body is None else msgspec.json.encode(call.body)
+        headers = self._plain_headers if content is None else self._json_headers
+        url = base + call.path
+        if call.params:
+            url += "?" + urlencode(call.params)
+        timeout = self._timeout if call.timeout is None else call.timeout
+        try:
+            response = self._pool.request(call.method, url, body=content, headers=headers, timeout=timeout,
+                                          redirect=False)
+        except self._errors as exc:
+            # A certificate is refused in the handshake, before a byte of the request.
+            sent = not isinstance(exc, self._not_sent) and not any(
+                isinstance(c, ssl.SSLCertVerificationError) for c in _causes(exc))
+            raise _unavailable(base, call, exc, sent=sent, timeout=timeout) from None
+        return _answer(call, response.status, response.headers.get("content-type", ""), response.data,
+                       f"{call.method} {url}")
+
+    def close(self) -> None:
+        self._pool.clear()
+
+
+class AsyncTransport:
+    """Asyncio transport on aiohttp, bounded in flight.
+
+    ``httpx.AsyncClient`` collapses past about 8 concurrent requests (DESIGN
+    section 7, encode/httpx#3215); a pool of them still cost ~1.7 ms of CPU per
+    request here. aiohttp keeps one connection pool of ``pool_size *
+    connections_per_client`` keep-alive connections, and a semaphore bounds the
+    requests in flight so extra callers queue here. Only a failure to connect
+    counts as "not sent" (``request_not_sent``); a disconnect after sending does not.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = TIMEOUT,
+        pool_size: int = 8,
+        connections_per_client: int = 8,
+        max_in_flight: int = 64,
+        token: str | None = None,
+        verify: Verify | None = None,
+    ) -> None:
+        if pool_size < 1 or connections_per_client < 1 or max_in_flight < 1:
+            raise ValueError("pool_size, connections_per_client and max_in_flight must be at least 1")
+        import aiohttp
+
+        self._aiohttp = aiohttp
+        self._urls = broker_urls(base_url, timeout)
+        self._timeout = timeout
+        self._connections = min(pool_size * connections_per_client, max_in_flight)
+        self._in_flight = asyncio.Semaphore(max_in_flight)
+        self._session: aiohttp.ClientSession | None = None
+        self._headers = auth_headers(token)
+        self._ssl = tls_context(verify)
+
+    def _client(self) -> aiohttp.ClientSession:
+        # Created on first use, inside the running loop (aiohttp binds a session to its loop).
+        if self._session is None or self._session.closed:
+            aiohttp = self._aiohttp
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300, ssl=self._ssl),
+                timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers,
+            )
+        return self._session
+
+    async def call(self, call: Call[T]) -> T:
+        """``call`` on the node believed to lead; on another after a failure, as ``broker_urls.Route`` decides."""
+        route = self._urls.route()
+        attempt = route.first()
+        while True:
+            if attempt.wait:
+                await asyncio.sleep(attempt.wait)
+            try:
+                return await self._call_once(call, attempt.url)
+            except BrokerError as exc:
+                following = route.after(exc, attempt.url)
+                if following is None:
+                    raise
+                attempt = following
+
+    async def _call_once(self, call: Call[T], base: str) -> T:
+        aiohttp = self._aiohttp
+        content, headers = _encode(call.body)
+        url = base + call.path
+        params = {k: str(v) for k, v in call.params.items()} if call.params else None
+        seconds = self._timeout if call.timeout is None else call.timeout
+        timeout = aiohttp.ClientTimeout(total=seconds)
+        async with self._in_flight:
+            try:
+                async with self._client().request(call.method, url, data=content, headers=headers, params=params,
+                                                  timeout=timeout, allow_redirects=False) as resp:
+                    body = await resp.read()
+                    status, content_type = resp.status, resp.headers.get("content-type", "")
+            except aiohttp.ClientConnectorError as exc:
+                raise _unavailable(base, call, exc, sent=False, timeout=seconds) from None
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                raise _unavailable(base, call, exc, sent=True, timeout=seconds) from None
+        return _answer(call, status, content_type, body, f"{call.method} {url}")
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

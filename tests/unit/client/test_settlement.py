@@ -1,0 +1,50 @@
+"""How both consumer loops settle a batch, walked with plain values (no HTTP)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from halfmq.client.settlement import Outcome, Settle, settle_batch
+from halfmq.client.step_drivers import run_steps
+from halfmq.errors import BrokerUnavailable
+from halfmq.wire import Message, SettleResult, SettleStatus
+
+
+def message(n: int, handle: str | None = "h") -> Message:
+    return Message(msg_id=f"m{n}", topic="T", queue_id=0, queue_offset=n, commit_log_offset=n, born_timestamp=0,
+                   store_timestamp=0, body="x", receipt_handle=None if handle is None else f"{handle}{n}")
+
+
+def settled(step: Settle) -> list[SettleResult]:
+    return [SettleResult(receipt_handle=h, status=SettleStatus.OK) for h in step.handles]
+
+
+def test_a_batch_is_settled_with_one_ack_and_one_nack_request_in_batch_order() -> None:
+    batch = [message(1), message(2), message(3), message(4)]
+    steps: list[Settle] = []
+    run_steps(settle_batch(batch, [Outcome.ACK, Outcome.NACK, Outcome.RELEASE, Outcome.ACK]),
+              lambda step: steps.append(step) or settled(step))
+    assert steps == [Settle("ack", ["h1", "h4"]), Settle("nack", ["h2", "h3"])]
+
+
+def test_nothing_to_nack_sends_no_nack_and_a_message_without_a_handle_is_skipped() -> None:
+    steps: list[Settle] = []
+    run_steps(settle_batch([message(1), message(2, handle=None)], [Outcome.ACK, Outcome.NACK]),
+              lambda step: steps.append(step) or settled(step))
+    assert steps == [Settle("ack", ["h1"])]
+
+
+def test_a_failed_ack_is_logged_and_the_nack_still_sent(caplog: pytest.LogCaptureFixture) -> None:
+    steps: list[Settle] = []
+
+    def perform(step: Settle) -> Any:
+        steps.append(step)
+        if step.action == "ack":
+            raise BrokerUnavailable("reset")
+        return settled(step)
+
+    run_steps(settle_batch([message(1), message(2)], [Outcome.ACK, Outcome.NACK]), perform)
+    assert [s.action for s in steps] == ["ack", "nack"]
+    assert any("ack of 1 message(s) failed" in r.getMessage() for r in caplog.records)

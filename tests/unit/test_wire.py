@@ -1,0 +1,72 @@
+"""The SDK's msgspec spelling of the requests it sends matches the broker's pydantic one."""
+
+from __future__ import annotations
+
+import msgspec
+import pydantic
+import pytest
+
+from halfmq import wire
+from halfmq.broker import protocol
+
+
+def _struct_defaults(shape: type[msgspec.Struct]) -> dict[str, object]:
+    info = msgspec.inspect.type_info(shape)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return {f.name: (f.default if f.default is not msgspec.NODEFAULT else
+                     f.default_factory() if f.default_factory is not msgspec.NODEFAULT else "required")
+            for f in info.fields}
+
+
+def _model_defaults(model: type[pydantic.BaseModel]) -> dict[str, object]:
+    return {name: "required" if f.is_required() else f.get_default(call_default_factory=True)
+            for name, f in model.model_fields.items()}
+
+
+@pytest.mark.parametrize(("sdk", "broker"), [(wire.OutgoingMessage, protocol.OutgoingMessage),
+                                             (wire.ReceiveRequest, protocol.ReceiveRequest)])
+def test_the_sdk_and_the_broker_spell_a_request_with_the_same_fields_and_defaults(sdk: type[msgspec.Struct],
+                                                                                 broker: type[pydantic.BaseModel]) -> None:
+    assert _struct_defaults(sdk) == _model_defaults(broker)
+
+
+@pytest.mark.parametrize("fields", [
+    {"body": "x", "tag": "t" * (wire.MAX_TAG_LENGTH + 1)},
+    {"body": "x", "queue_id": -1},
+    {"body": "x", "body_encoding": "latin-1"},
+])
+def test_an_outgoing_message_the_broker_would_refuse_is_refused_where_it_is_built(fields: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        wire.OutgoingMessage(**fields)  # type: ignore[arg-type]
+    with pytest.raises(pydantic.ValidationError):
+        protocol.OutgoingMessage(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fields", [{"max_messages": 0}, {"max_messages": wire.MAX_RECEIVE + 1},
+                                    {"invisible_seconds": 0}, {"wait_seconds": wire.MAX_WAIT_SECONDS + 1}])
+def test_a_receive_request_out_of_range_is_refused_on_both_sides(fields: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        wire.ReceiveRequest(**fields)  # type: ignore[arg-type]
+    with pytest.raises(pydantic.ValidationError):
+        protocol.ReceiveRequest(**fields)
+
+
+def test_an_outgoing_message_leaves_its_defaults_off_the_wire() -> None:
+    assert wire.to_wire(wire.OutgoingMessage(body="x", tag="t")) == {"body": "x", "tag": "t"}
+
+
+def test_an_answer_that_does_not_fit_its_shape_is_a_value_error_naming_the_field() -> None:
+    with pytest.raises(ValueError, match="queue_offset"):
+        wire.decode({"status": "SEND_OK", "msg_id": "m", "topic": "t", "queue_id": 0, "queue_offset": "one",
+                     "commit_log_offset": 0}, wire.SendResult)
+
+
+def test_a_field_a_newer_broker_adds_to_an_answer_is_ignored_so_an_older_sdk_keeps_working() -> None:
+    answer = {"status": "SEND_OK", "msg_id": "m", "topic": "T", "queue_id": 0, "queue_offset": 1,
+              "commit_log_offset": 2, "replicas_acked": 2}
+    assert wire.decode(answer, wire.SendResult).queue_offset == 1
+
+
+def test_a_misspelt_field_in_a_request_the_sdk_builds_is_refused() -> None:
+    with pytest.raises(ValueError):
+        wire.decode({"body": "x", "tags": "t"}, wire.OutgoingMessage)
