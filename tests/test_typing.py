@@ -11,7 +11,7 @@ from tests.support.package_layout import ROOT, stage
 
 @pytest.mark.typecheck
 def test_the_sdk_passes_mypy_strict(tmp_path: Path) -> None:
-    # mypy resolves `halfmq.client` by folder, and ours is mapped from broker/client: check the tree as installed.
+    # mypy resolves packages by folder, and halfmq.broker etc. are mapped from other folders: check the tree as installed.
     staged = stage(tmp_path / "site")
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml"),

@@ -93,7 +93,7 @@ class TransactionProducerBase:
         mount redirects the slash-less path, and the broker follows no
         redirects), or ``app.add_route("/halfmq/check", producer.check_app())``
         with ``check_url="http://127.0.0.1:8001/halfmq/check"``. See the
-        ``broker.client.check_app`` module docstring. It refuses checks for
+        ``halfmq.client.check_app`` module docstring. It refuses checks for
         other producer groups.
         """
         return CheckApp(self.listener, producer_group=self.producer_group, **options)

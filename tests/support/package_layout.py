@@ -47,7 +47,7 @@ def packages_on_disk() -> set[str]:
         for init in folder.rglob("__init__.py"):
             rel = init.parent.relative_to(folder).parts
             if any(folder.joinpath(*rel[:i]).resolve() in claimed for i in range(1, len(rel) + 1)):
-                continue  # a root of its own (broker/client is halfmq.client)
+                continue  # a root of its own (a mapped folder nested in another)
             found.add(".".join([name, *rel]))
     return found
 
