@@ -5,7 +5,7 @@ Kafka needs them because its commit writes markers to many partition leaders
 after the coordinator's log says "prepare"; here a commit is ONE atomic write
 group on one commit log (every message and the commit record), so there is
 no moment when a commit is decided but not yet complete, and recovery never
-meets one (docs/decisions.md, "Producer transactions").
+meets one (docs/decisions/026-producer-transactions.md).
 
 Every (state, event) pair is in the table: either a move (the next state and
 what to write) or the typed error the request gets, so nothing is left to an
