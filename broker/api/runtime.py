@@ -12,17 +12,17 @@ from pathlib import Path
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.delivery.receipt_handle import load_or_create_key
+from halfmq.broker.half_messages.check_client import CheckClient
+from halfmq.broker.half_messages.check_policy import CheckPolicy
+from halfmq.broker.half_messages.check_service import CheckService
+from halfmq.broker.half_messages.check_url import OwnAddress
+from halfmq.broker.half_messages.producer_registry import ProducerRegistry
+from halfmq.broker.half_messages.transaction_service import TransactionService
+from halfmq.broker.producer_transactions.producer_transactions import ProducerTransactions, TxnLimits
 from halfmq.broker.security.auth_file import Authenticator, AuthFileError
 from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
-from halfmq.broker.transaction.check_client import CheckClient
-from halfmq.broker.transaction.check_policy import CheckPolicy
-from halfmq.broker.transaction.check_service import CheckService
-from halfmq.broker.transaction.check_url import OwnAddress
-from halfmq.broker.transaction.producer_registry import ProducerRegistry
-from halfmq.broker.transaction.producer_transactions import ProducerTransactions, TxnLimits
-from halfmq.broker.transaction.transaction_service import TransactionService
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics

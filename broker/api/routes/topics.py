@@ -8,14 +8,14 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 
+from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.message_view import message_view
+from halfmq.broker.producer_transactions.producer_records import SEND_MESSAGES
 from halfmq.broker.protocol import SendRequest, TopicCreate
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.broker.transaction.producer_records import SEND_MESSAGES
-from halfmq.broker.transaction.send_window import Verdict
 from halfmq.errors import InvalidQueueId, InvalidRequest
 from halfmq.wire import SendStatus
 

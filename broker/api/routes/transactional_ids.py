@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from halfmq.broker.producer_transactions.producer_records import AbortedBy
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.security.policy import Action, Kind, Principal, Resource
-from halfmq.broker.transaction.producer_records import AbortedBy
 
 from .. import answers
 from ..body import StrictJsonRoute, parse_body

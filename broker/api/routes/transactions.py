@@ -9,16 +9,16 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from starlette.types import Scope
 
+from halfmq.broker.half_messages.check_url import OwnAddress, validate_check_url
+from halfmq.broker.half_messages.state_machine import TxEvent
+from halfmq.broker.half_messages.transaction_service import Tx, not_found
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.names import NameKind, checked_name
+from halfmq.broker.producer_transactions.producer_records import SEND_HALF
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
 from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.transaction.check_url import OwnAddress, validate_check_url
-from halfmq.broker.transaction.producer_records import SEND_HALF
-from halfmq.broker.transaction.state_machine import TxEvent
-from halfmq.broker.transaction.transaction_service import Tx, not_found
 from halfmq.errors import AccessDenied, InvalidRequest
 from halfmq.wire import SendStatus, TransactionState
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from halfmq.broker.producer_transactions.producer_transactions import ProducerTransactions, TxnLimits
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
-from halfmq.broker.transaction.producer_transactions import ProducerTransactions, TxnLimits
 from halfmq.errors import (
     InvalidProducerEpoch,
     InvalidTxnState,
@@ -23,7 +23,7 @@ from halfmq.errors import (
     UnknownTransactionalId,
 )
 
-from .fakes import FakeClock
+from ..half_messages.fakes import FakeClock
 
 KEY = b"k" * 32
 OWNER = "order"  # the principal every producer id of these tests is handed to
@@ -323,7 +323,7 @@ def test_a_producer_id_idle_past_its_expiry_is_forgotten_and_a_used_one_is_kept(
 
 
 def test_a_restart_rebuilds_a_producer_ids_window_and_its_idle_time_from_the_log(tmp_path: Path, clock: FakeClock) -> None:
-    from halfmq.broker.transaction.send_window import Verdict
+    from halfmq.broker.idempotence.send_window import Verdict
     from halfmq.errors import UnknownProducerId
 
     b = Broker(tmp_path, clock)
@@ -377,7 +377,7 @@ def test_a_producer_id_is_random_and_only_its_owner_numbers_sends_with_it_even_a
 
 
 def test_a_producer_id_handed_out_before_ids_were_bound_is_unknown_so_the_sdk_takes_a_new_one(tmp_path: Path, clock: FakeClock) -> None:
-    from halfmq.broker.transaction import producer_records as rec
+    from halfmq.broker.producer_transactions import producer_records as rec
     from halfmq.errors import UnknownProducerId
 
     b = Broker(tmp_path, clock)

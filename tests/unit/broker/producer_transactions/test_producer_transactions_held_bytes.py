@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from halfmq.broker.producer_transactions.producer_transactions import ProducerTransactions, TxnLimits
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.broker.transaction.producer_transactions import ProducerTransactions, TxnLimits
 from halfmq.errors import OpenTransactionsFull
 
-from .fakes import FakeClock
+from ..half_messages.fakes import FakeClock
 
 BODY = 1000  # each message's body; it holds a little more (header, topic, properties), under SIZE
 SIZE = 1100

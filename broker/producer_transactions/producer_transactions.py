@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
+from halfmq.broker.half_messages import record_names as names
+from halfmq.broker.idempotence.send_window import DEFAULT_SIZE, SendWindow, Verdict
 from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, PutItem
@@ -57,12 +59,10 @@ from halfmq.errors import (
 )
 
 from . import producer_records as rec
-from . import record_names as names
 from .held_bytes import HeldBytes
 from .producer_records import AbortedBy, AckRef, TxnRecord
 from .producer_state_machine import ProducerTxnState, TxnAction, TxnEvent, transition
 from .producer_timeout import checked_timeout, deadline_ms, expired
-from .send_window import DEFAULT_SIZE, SendWindow, Verdict
 
 log = logging.getLogger(__name__)
 
