@@ -254,7 +254,7 @@ async def dlq_resend(group: str, offset: int, request: Request) -> Response:
 
 @router.post("/transactional-ids/{tid}/abort")
 async def tid_abort(tid: str, request: Request) -> Response:
-    from halfmq.broker.producer_transactions.producer_records import AbortedBy
+    from halfmq.broker.producer_transactions.txn_records import AbortedBy
 
     async def abort(rt: BrokerRuntime) -> None:
         await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR)

@@ -10,6 +10,7 @@ from halfmq.broker.delivery import dead_letters
 from halfmq.broker.message_view import message_view
 from halfmq.wire import TransactionState
 
+from ..producer_answers import view_json
 from ..routes.operator_views import group_summary
 from ..routes.topics import topic_view
 from ..routes.transactions import tx_view
@@ -26,7 +27,7 @@ def transactions(rt: BrokerRuntime) -> dict[str, Any]:
 
 
 def transactional_ids(rt: BrokerRuntime) -> dict[str, Any]:
-    return {"ids": [rt.producer_txns.view(t) for t in rt.producer_txns.all()]}
+    return {"ids": [view_json(rt.producer_txns.view(t)) for t in rt.producer_txns.all()]}
 
 
 class Rates:
