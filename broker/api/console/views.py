@@ -8,9 +8,9 @@ from typing import Any
 
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.message_view import message_view
+from halfmq.broker.producer_answers import view_json
 from halfmq.wire import TransactionState
 
-from ..producer_answers import view_json
 from ..routes.operator_views import group_summary
 from ..routes.topics import topic_view
 from ..routes.transactions import tx_view

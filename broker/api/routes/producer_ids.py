@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from halfmq.broker.producer_answers import producer_id_json
 from halfmq.broker.protocol import NewProducerId
 
 from .. import answers
 from ..body import StrictJsonRoute
-from ..producer_answers import producer_id_json
 from ..responses import JsonResponse
 from ..runtime import BrokerRuntime
 

@@ -12,6 +12,7 @@ from halfmq.broker.idempotence.producer_ids import SendKey, sent_messages
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.message_view import message_view
+from halfmq.broker.producer_answers import sent_json
 from halfmq.broker.protocol import SendRequest, TopicCreate
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
@@ -23,7 +24,6 @@ from halfmq.wire import SendStatus
 from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
-from ..producer_answers import sent_json
 from ..responses import JsonResponse
 from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from halfmq.broker.producer_answers import acks_json, begin_json, end_json, init_json, messages_json, view_json
 from halfmq.broker.producer_transactions.txn_records import AbortedBy
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.security.policy import Action, Kind, Principal, Resource
@@ -19,7 +20,6 @@ from halfmq.broker.security.policy import Action, Kind, Principal, Resource
 from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
-from ..producer_answers import acks_json, begin_json, end_json, init_json, messages_json, view_json
 from ..responses import JsonResponse
 from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime

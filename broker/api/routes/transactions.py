@@ -10,12 +10,13 @@ from fastapi import APIRouter, Query, Request
 from starlette.types import Scope
 
 from halfmq.broker.half_messages.check_url import OwnAddress, validate_check_url
-from halfmq.broker.half_messages.half_records import FinalMessage, Tx, not_found
+from halfmq.broker.half_messages.half_records import Tx, not_found
 from halfmq.broker.half_messages.state_machine import TxEvent
 from halfmq.broker.idempotence.producer_ids import SendKey, SentHalf
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.names import NameKind, checked_name
+from halfmq.broker.producer_answers import final_json, half_json
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
 from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
@@ -26,7 +27,6 @@ from halfmq.wire import SendStatus, TransactionState
 from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
-from ..producer_answers import half_json
 from ..responses import JsonResponse
 from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime
@@ -42,13 +42,6 @@ def _group(name: str) -> str:
     return checked_name(NameKind.PRODUCER_GROUP, name)
 
 
-def _final_json(final: FinalMessage | None) -> dict[str, Any] | None:
-    if final is None:
-        return None
-    return {"msg_id": final.msg_id, "topic": final.topic, "queue_id": final.queue_id, "queue_offset": final.queue_offset,
-            "commit_log_offset": final.commit_log_offset}
-
-
 def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: StoredMessage | None = None) -> dict:
     now_ms = rt.transactions.now() * 1000
     view = {
@@ -62,7 +55,7 @@ def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: S
         "last_check_timestamp": tx.last_check_ms,
         "next_check_timestamp": int(tx.due_at * 1000) if tx.state is TransactionState.PENDING else None,
         "resolved_timestamp": tx.resolved_ms,
-        "final": _final_json(tx.final),
+        "final": final_json(tx.final),
         "message": restored_view(half or rt.transactions.half_message(tx)),
     }
     if duplicate is not None:

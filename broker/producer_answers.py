@@ -1,15 +1,18 @@
-"""The JSON the HTTP API sends for the producer's typed results: Kafka-style transaction steps and numbered sends.
+"""The JSON the HTTP API sends for the protocols' typed results: Kafka-style transaction steps, numbered and half sends.
 
-The domain answers with values (``producer_transactions.results``, ``idempotence.producer_ids``); these
-functions are the one place they become the answers documented in ``answers.py`` and decoded by the SDK
-(``halfmq.wire``). Keys keep their order: the bytes are the ones the API has always sent. A retry's answer
-carries ``duplicate: true``; a transaction step's first answer has no ``duplicate`` at all, an end's always has it.
+The domain answers with values (``producer_transactions.results``, ``idempotence.producer_ids``,
+``half_messages.half_records``); these functions are the one place they become the answers documented in
+``api/answers.py`` and decoded by the SDK (``halfmq.wire``). Beside the domain, not in it (an import contract),
+like ``message_view``: whatever calls the domain for a front (the routes, the console) renders with them.
+Keys keep their order: the bytes are the ones the API has always sent. A retry's answer carries
+``duplicate: true``; a transaction step's first answer has no ``duplicate`` at all, an end's always has it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from halfmq.broker.half_messages.half_records import FinalMessage
 from halfmq.broker.idempotence.producer_ids import ProducerIdResult, SentHalf, SentMessage
 from halfmq.broker.producer_transactions.results import AcksResult, BeginResult, EndResult, InitResult, MessagesResult, TxnView
 
@@ -68,6 +71,14 @@ def half_json(h: SentHalf, status: str) -> Json:
     """A half send's answer (its first, or a numbered repeat's from the window)."""
     return {"status": status, "transaction_id": h.transaction_id, "msg_id": h.msg_id, "commit_log_offset": h.commit_log_offset,
             "queue_offset": h.queue_offset}
+
+
+def final_json(final: FinalMessage | None) -> Json | None:
+    """Where a committed half message's transaction delivered it (a transaction's view); None until committed."""
+    if final is None:
+        return None
+    return {"msg_id": final.msg_id, "topic": final.topic, "queue_id": final.queue_id, "queue_offset": final.queue_offset,
+            "commit_log_offset": final.commit_log_offset}
 
 
 def _repeated(answer: Json, duplicate: bool) -> Json:
