@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from halfmq.broker.store.message_store import PutResult
 from halfmq.broker.store.record import StoredMessage
 from halfmq.errors import TransactionNotFound
 from halfmq.wire import TransactionState
@@ -22,7 +23,7 @@ class FinalMessage:
     commit_log_offset: int
 
     @classmethod
-    def of(cls, msg_id: str, stored: StoredMessage) -> FinalMessage:
+    def of(cls, msg_id: str, stored: StoredMessage | PutResult) -> FinalMessage:
         """From the final message's stored record (or the store's result of writing it)."""
         return cls(msg_id, stored.topic, stored.queue_id, stored.queue_offset, stored.commit_log_offset)
 
