@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import msgspec
+
 from halfmq.broker.store.message_store import PutResult
 from halfmq.broker.store.record import StoredMessage
 from halfmq.errors import TransactionNotFound
@@ -12,8 +14,7 @@ from halfmq.wire import TransactionState
 from . import record_names as names
 
 
-@dataclass(frozen=True, slots=True)
-class FinalMessage:
+class FinalMessage(msgspec.Struct, frozen=True):
     """Where a committed transaction's message was delivered: its real topic, queue and offsets."""
 
     msg_id: str

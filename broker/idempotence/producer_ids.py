@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import msgspec
+
 from halfmq.broker.half_messages import record_names as half_names
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import StoredMessage, encode_properties, record_size
@@ -46,14 +48,12 @@ class SendKey(NamedTuple):
     topic: str
 
 
-@dataclass(frozen=True, slots=True)
-class ProducerIdResult:
+class ProducerIdResult(msgspec.Struct, frozen=True):
     producer_id: int
     epoch: int
 
 
-@dataclass(frozen=True, slots=True)
-class SentMessage:
+class SentMessage(msgspec.Struct, frozen=True):
     """Where one message of a numbered plain send was stored: what a repeat of the send is answered."""
 
     msg_id: str
@@ -63,8 +63,7 @@ class SentMessage:
     commit_log_offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class SentHalf:
+class SentHalf(msgspec.Struct, frozen=True):
     """Where a numbered half send's half message was stored, and its transaction: what a repeat is answered."""
 
     transaction_id: str

@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
 from halfmq.broker.idempotence.producer import current, not_owned, state_record

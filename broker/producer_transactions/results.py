@@ -1,27 +1,26 @@
 """What the coordinator answers each step of a producer transaction: typed values, not the HTTP answers.
 
-The fronts turn them into what they send (``halfmq.broker.api.producer_answers`` for HTTP). ``duplicate``
-is True when a retried request got the answer its first attempt got.
+The fronts turn them into what they send (``halfmq.broker.producer_answers`` for HTTP). ``duplicate``
+is True when a retried request got the answer its first attempt got. Frozen msgspec structs: a step builds
+one per message it keeps, and a struct costs less than the dict it replaces (a frozen dataclass, ten times more).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from .producer_state_machine import ProducerTxnState
 from .txn_records import AbortedBy
 
 
-@dataclass(frozen=True, slots=True)
-class InitResult:
+class InitResult(msgspec.Struct, frozen=True):
     transactional_id: str
     producer_id: int
     epoch: int
     transaction_timeout_ms: int
 
 
-@dataclass(frozen=True, slots=True)
-class BeginResult:
+class BeginResult(msgspec.Struct, frozen=True):
     transactional_id: str
     producer_id: int
     epoch: int
@@ -31,8 +30,7 @@ class BeginResult:
     duplicate: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class AddedMessage:
+class AddedMessage(msgspec.Struct, frozen=True):
     """A message kept for the commit: where it will go (its offsets are known once committed)."""
 
     msg_id: str
@@ -40,8 +38,7 @@ class AddedMessage:
     queue_id: int
 
 
-@dataclass(frozen=True, slots=True)
-class MessagesResult:
+class MessagesResult(msgspec.Struct, frozen=True):
     transactional_id: str
     sequence: int
     messages: int  # held by the transaction so far
@@ -49,8 +46,7 @@ class MessagesResult:
     duplicate: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class AcksResult:
+class AcksResult(msgspec.Struct, frozen=True):
     transactional_id: str
     sequence: int
     acks: int  # held by the transaction so far
@@ -60,8 +56,7 @@ class AcksResult:
 StepResult = BeginResult | MessagesResult | AcksResult
 
 
-@dataclass(frozen=True, slots=True)
-class CommittedMessage:
+class CommittedMessage(msgspec.Struct, frozen=True):
     msg_id: str
     topic: str
     queue_id: int
@@ -69,8 +64,7 @@ class CommittedMessage:
     commit_log_offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class EndResult:
+class EndResult(msgspec.Struct, frozen=True):
     """How a transaction ended (commit or abort), the same for every repeat of its end."""
 
     transactional_id: str
@@ -85,8 +79,7 @@ class EndResult:
     duplicate: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class OpenTxn:
+class OpenTxn(msgspec.Struct, frozen=True):
     transaction: int
     age_seconds: float
     deadline_timestamp: int
@@ -94,8 +87,7 @@ class OpenTxn:
     acks: int
 
 
-@dataclass(frozen=True, slots=True)
-class TxnView:
+class TxnView(msgspec.Struct, frozen=True):
     """What an operator sees of one transactional id."""
 
     transactional_id: str
