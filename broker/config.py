@@ -173,7 +173,7 @@ class BrokerSettings(BaseSettings):
     @field_validator("check_url_allow")
     @classmethod
     def _allow_entries(cls, value: list[str]) -> list[str]:
-        from halfmq.broker.transaction.check_url import parse_allow_entry
+        from halfmq.broker.half_messages.check_url import parse_allow_entry
 
         for entry in value:
             parse_allow_entry(entry)

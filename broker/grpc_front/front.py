@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from halfmq.broker.half_messages import record_names as tx_names
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.transaction import record_names as tx_names
 
 log = logging.getLogger(__name__)
 

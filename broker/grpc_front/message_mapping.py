@@ -14,9 +14,9 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
+from halfmq.broker.half_messages import record_names as tx_names
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.transaction import record_names as tx_names
 
 # Properties halfmq keeps that RocketMQ carries in system_properties, or that are the broker's own.
 SYSTEM_PROPERTIES = frozenset({"UNIQ_KEY", "KEYS", "TAGS", tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID,

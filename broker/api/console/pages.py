@@ -23,7 +23,7 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from halfmq.broker.delivery import dead_letters
-from halfmq.broker.transaction.state_machine import TxEvent
+from halfmq.broker.half_messages.state_machine import TxEvent
 from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
 
 from ..runtime import BrokerRuntime
@@ -254,7 +254,7 @@ async def dlq_resend(group: str, offset: int, request: Request) -> Response:
 
 @router.post("/transactional-ids/{tid}/abort")
 async def tid_abort(tid: str, request: Request) -> Response:
-    from halfmq.broker.transaction.producer_records import AbortedBy
+    from halfmq.broker.producer_transactions.txn_records import AbortedBy
 
     async def abort(rt: BrokerRuntime) -> None:
         await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR)

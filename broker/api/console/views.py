@@ -8,6 +8,7 @@ from typing import Any
 
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.message_view import message_view
+from halfmq.broker.producer_answers import view_json
 from halfmq.wire import TransactionState
 
 from ..routes.operator_views import group_summary
@@ -26,7 +27,7 @@ def transactions(rt: BrokerRuntime) -> dict[str, Any]:
 
 
 def transactional_ids(rt: BrokerRuntime) -> dict[str, Any]:
-    return {"ids": [rt.producer_txns.view(t) for t in rt.producer_txns.all()]}
+    return {"ids": [view_json(rt.producer_txns.view(t)) for t in rt.producer_txns.all()]}
 
 
 class Rates:

@@ -4,13 +4,14 @@ The SDK takes one lazily per producer instance and numbers every send under
 it. Anyone allowed to publish may get one: the id only numbers sends, each of
 which is still authorised on its own topic. The id is random and bound to the
 principal that got it: another principal's numbered send with it is refused
-(PRODUCER_ID_NOT_OWNED, in ``ProducerTransactions.sender``).
+(PRODUCER_ID_NOT_OWNED, in ``ProducerIds.sender``).
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from halfmq.broker.producer_answers import producer_id_json
 from halfmq.broker.protocol import NewProducerId
 
 from .. import answers
@@ -25,4 +26,4 @@ router = APIRouter(prefix="/v1/producer-ids", route_class=StrictJsonRoute)
 async def new_producer_id(body: NewProducerId, request: Request) -> JsonResponse:
     rt: BrokerRuntime = request.app.state.runtime
     who = rt.guard.require_publisher(request.scope)
-    return JsonResponse(await rt.producer_txns.new_producer_id(who.name), status_code=201)
+    return JsonResponse(producer_id_json(await rt.producer_ids.new_producer_id(who.name)), status_code=201)

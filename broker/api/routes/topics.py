@@ -8,14 +8,16 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 
+from halfmq.broker.idempotence.producer_ids import SendKey, sent_messages
+from halfmq.broker.idempotence.producer_records import SendKind
+from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.message_view import message_view
+from halfmq.broker.producer_answers import sent_json
 from halfmq.broker.protocol import SendRequest, TopicCreate
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.broker.transaction.producer_records import SEND_MESSAGES
-from halfmq.broker.transaction.send_window import Verdict
 from halfmq.errors import InvalidQueueId, InvalidRequest
 from halfmq.wire import SendStatus
 
@@ -103,22 +105,24 @@ async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: 
     """A numbered send: a repeat of one inside the producer's window gets the stored answer and stores nothing."""
     if body.producer_id is None or body.epoch is None or body.sequence is None:
         raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
-    txn = rt.producer_txns.sender(body.producer_id, body.epoch, who.name)
-    key = (SEND_MESSAGES, "", topic)
-    stored = rt.producer_txns.sent_before(txn, body.sequence, key)
-    if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
-        stored = [{"status": SendStatus.SEND_OK.value, "msg_id": m.properties.get("UNIQ_KEY", ""), "topic": topic,
-                   "queue_id": -1, "queue_offset": -1, "commit_log_offset": -1} for m in body.messages]
+    txn = rt.producer_ids.sender(body.producer_id, body.epoch, who.name)
+    key = SendKey(SendKind.MESSAGES, "", topic)
+    stored = rt.producer_ids.sent_before(txn, body.sequence, key)
     if stored is not None:
+        if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
+            repeat = [{"status": SendStatus.SEND_OK.value, "msg_id": m.properties.get("UNIQ_KEY", ""), "topic": topic,
+                       "queue_id": -1, "queue_offset": -1, "commit_log_offset": -1} for m in body.messages]
+        else:
+            repeat = sent_json(stored, SendStatus.SEND_OK.value)  # type: ignore[arg-type]  # a plain send's key: a list
         await rt.durable(rt.store.commit_log.end_offset)  # the first attempt may still be waiting for its fsync
-        return Reply({"results": stored, "duplicate": True})
+        return Reply({"results": repeat, "duplicate": True})
     sequence = body.sequence
-    results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_txns.send_record(txn, sequence, items))
-    answer = _send_results(results, SendStatus.SEND_OK.value)
-    rt.producer_txns.sent(txn, sequence, key, answer)  # before the fsync wait: a retry arriving meanwhile is a repeat
+    results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_ids.send_record(txn, sequence, items))
+    sent = sent_messages(results)
+    rt.producer_ids.sent(txn, sequence, key, sent)  # before the fsync wait: a retry arriving meanwhile is a repeat
     status = await _durable_status(rt, end)
     _observe_send(rt, len(results), status, started)
-    return Reply({"results": [{**a, "status": status} for a in answer]})
+    return Reply({"results": sent_json(sent, status)})
 
 
 @router.get("/{topic}/queues/{queue_id}/messages", response_model=answers.MessagePage)

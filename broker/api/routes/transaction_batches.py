@@ -32,10 +32,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from halfmq.broker.half_messages.half_records import EndOutcome
 from halfmq.broker.protocol import EndBatchRequest, EndItem, HalfBatchRequest, HalfSendRequest, RawBatch
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
-from halfmq.broker.transaction.transaction_service import EndOutcome
 from halfmq.errors import BrokerError
 
 from .. import answers

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from halfmq.broker.producer_answers import acks_json, begin_json, end_json, init_json, messages_json, view_json
+from halfmq.broker.producer_transactions.txn_records import AbortedBy
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.security.policy import Action, Kind, Principal, Resource
-from halfmq.broker.transaction.producer_records import AbortedBy
 
 from .. import answers
 from ..body import StrictJsonRoute, parse_body
@@ -46,19 +47,19 @@ async def list_transactional_ids(request: Request) -> JsonResponse:
     rt = _runtime(request)
     who = rt.guard.principal(request.scope)
     txns = [t for t in rt.producer_txns.all() if rt.guard.allows(who, Action.DESCRIBE, _tid_resource(t.transactional_id))]
-    return JsonResponse({"count": len(txns), "transactional_ids": [rt.producer_txns.view(t) for t in txns]})
+    return JsonResponse({"count": len(txns), "transactional_ids": [view_json(rt.producer_txns.view(t)) for t in txns]})
 
 
 @router.get("/{tid}", response_model=answers.TransactionalIdView)
 async def describe_transactional_id(tid: str, request: Request) -> JsonResponse:
     rt, _ = _acting(request, tid, Action.DESCRIBE)
-    return JsonResponse(rt.producer_txns.view(rt.producer_txns.get(tid)))
+    return JsonResponse(view_json(rt.producer_txns.view(rt.producer_txns.get(tid))))
 
 
 @router.post("/{tid}/init", response_model=answers.InitAnswer)
 async def init(tid: str, body: InitProducer, request: Request) -> JsonResponse:
     rt, who = _acting(request, tid)
-    return JsonResponse(await rt.producer_txns.init(tid, body.transaction_timeout_ms, who.name))
+    return JsonResponse(init_json(await rt.producer_txns.init(tid, body.transaction_timeout_ms, who.name)))
 
 
 # The steps of a running transaction are hot paths (raw ASGI routes, see hot_path.py): a copier makes five
@@ -75,7 +76,7 @@ def _hot_acting(request: HotRequest) -> tuple[BrokerRuntime, Principal, str]:
 async def begin(request: HotRequest) -> Reply:
     rt, _, tid = _hot_acting(request)
     body = await parse_body(request, BeginTxnRequest)
-    return Reply(rt.producer_txns.begin(tid, body.producer_id, body.epoch, body.sequence))
+    return Reply(begin_json(rt.producer_txns.begin(tid, body.producer_id, body.epoch, body.sequence)))
 
 
 async def messages(request: HotRequest) -> Reply:
@@ -92,7 +93,7 @@ async def messages(request: HotRequest) -> Reply:
             missing.append(cfg)
         items.extend(rt.sender.prepare_many(cfg, batch))
     holder = who.name if rt.guard.enabled else None  # with auth off everyone is anonymous: only the broker-wide cap
-    return Reply(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing, principal=holder))
+    return Reply(messages_json(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing, principal=holder)))
 
 
 async def acks(request: HotRequest) -> Reply:
@@ -102,26 +103,26 @@ async def acks(request: HotRequest) -> Reply:
     for h in receipts:  # one service cannot settle another's deliveries
         rt.guard.authorize(who, Action.SUBSCRIBE, Resource.group(h.group), request.scope)
         rt.guard.authorize(who, Action.SUBSCRIBE, Resource.topic(h.topic), request.scope)
-    return Reply(rt.producer_txns.add_acks(tid, body.producer_id, body.epoch, body.sequence, receipts))
+    return Reply(acks_json(rt.producer_txns.add_acks(tid, body.producer_id, body.epoch, body.sequence, receipts)))
 
 
 async def commit(request: HotRequest) -> Reply:
     rt, _, tid = _hot_acting(request)
     body = await parse_body(request, EndTxnRequest)
-    return Reply(await rt.producer_txns.commit(tid, body.producer_id, body.epoch))
+    return Reply(end_json(await rt.producer_txns.commit(tid, body.producer_id, body.epoch)))
 
 
 async def abort(request: HotRequest) -> Reply:
     rt, _, tid = _hot_acting(request)
     body = await parse_body(request, EndTxnRequest)
-    return Reply(await rt.producer_txns.abort(tid, body.producer_id, body.epoch))
+    return Reply(end_json(await rt.producer_txns.abort(tid, body.producer_id, body.epoch)))
 
 
 @router.post("/{tid}/force-abort", response_model=answers.ProducerTxnStep)
 async def force_abort(tid: str, request: Request) -> JsonResponse:
     """An operator ends a stuck transaction now (its producer's next request learns TRANSACTION_ABORTED)."""
     rt, _ = _acting(request, tid, Action.ADMIN)
-    return JsonResponse(await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR))
+    return JsonResponse(end_json(await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR)))
 
 
 _FENCE = {"producer_id": 7, "epoch": 0}

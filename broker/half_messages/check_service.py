@@ -24,9 +24,10 @@ from halfmq.wire import TransactionState
 
 from .check_client import CheckAnswer, CheckClient, CheckOutcome
 from .check_policy import CheckDecision, CheckPolicy, decide
+from .half_records import Tx
 from .producer_registry import ProducerEntry, ProducerRegistry
 from .state_machine import TxEvent
-from .transaction_service import TransactionService, Tx
+from .transaction_service import TransactionService
 
 log = logging.getLogger(__name__)
 

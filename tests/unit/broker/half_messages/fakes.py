@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from halfmq.broker.transaction.check_client import CheckAnswer, CheckOutcome
+from halfmq.broker.half_messages.check_client import CheckAnswer, CheckOutcome
 
 
 class FakeClock:

@@ -1,7 +1,7 @@
 """What transactions write into the log is read back by the next broker: the names must never drift."""
 
-from halfmq.broker.transaction import record_names as names
-from halfmq.broker.transaction.record_names import OpKind
+from halfmq.broker.half_messages import record_names as names
+from halfmq.broker.half_messages.record_names import OpKind
 
 
 def test_op_kinds_are_spelled_as_on_disk() -> None:

@@ -1,6 +1,6 @@
 import pytest
 
-from halfmq.broker.transaction.check_policy import (
+from halfmq.broker.half_messages.check_policy import (
     MAX_IMMUNITY_SECONDS,
     CheckDecision,
     CheckPolicy,

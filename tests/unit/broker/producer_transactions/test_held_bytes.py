@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from halfmq.broker.transaction.held_bytes import HeldBytes
+from halfmq.broker.producer_transactions.held_bytes import HeldBytes
 from halfmq.errors import OpenTransactionsFull
 
 

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from halfmq.broker.transaction.producer_state_machine import TRANSITIONS, Move, ProducerTxnState, TxnAction, TxnEvent, transition
+from halfmq.broker.producer_transactions.producer_state_machine import TRANSITIONS, Move, ProducerTxnState, TxnAction, TxnEvent, transition
 from halfmq.errors import InvalidTxnState, TransactionAborted
 
 S, E, A = ProducerTxnState, TxnEvent, TxnAction

@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 
-from halfmq.broker.transaction.state_machine import TRANSITIONS, TxAction, TxEvent, op_kind, state_after_op, transition
+from halfmq.broker.half_messages.state_machine import TRANSITIONS, TxAction, TxEvent, op_kind, state_after_op, transition
 from halfmq.errors import TransactionConflict
 from halfmq.wire import TransactionState
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from halfmq.broker.transaction.producer_registry import ProducerRegistry
+from halfmq.broker.half_messages.producer_registry import ProducerRegistry
 
 from .fakes import FakeClock
 

@@ -23,18 +23,19 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
 from halfmq.broker.counter_ids import CounterIds
-from halfmq.broker.store.damaged_records import DamagedEntry, DamagedRecordError
+from halfmq.broker.store.damaged_records import DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
-from halfmq.errors import DamagedRecord, MessageTooLarge, TransactionNotFound
+from halfmq.errors import DamagedRecord, MessageTooLarge
 from halfmq.wire import TransactionState
 
 from . import record_names as names
 from .check_policy import CheckPolicy, first_check_at, next_check_at, parse_immunity
+from .half_log import final_of, scan, tx_from_op
+from .half_records import EndOutcome, FinalMessage, Tx, TxStats, not_found, tags_of
 from .record_names import OpKind
 from .state_machine import TxAction, TxEvent, op_kind, state_after_op, transition
 
@@ -42,41 +43,6 @@ log = logging.getLogger(__name__)
 
 SYSTEM_GROUP = "CID_SYS_RMQ_TRANS"
 MAX_CACHED_HALVES = 16_384  # pending halves kept in memory for their end; older ones are read back from the log
-
-
-@dataclass
-class Tx:
-    transaction_id: str
-    producer_group: str
-    state: TransactionState
-    half_clog_offset: int
-    half_offset: int
-    born_ms: int
-    msg_id: str
-    op_offset_at_creation: int
-    due_at: float = 0.0
-    check_times: int = 0
-    last_answer: str | None = None
-    last_check_ms: int | None = None
-    end_offset: int = 0
-    resolved_ms: int | None = None
-    final: dict | None = None
-
-
-@dataclass(frozen=True)
-class EndOutcome:
-    tx: Tx
-    duplicate: bool
-    half: StoredMessage | None = None  # the half message when this end read it (saves the view a second read)
-
-
-@dataclass
-class TxStats:
-    commits: int = 0
-    rollbacks: int = 0
-    discards: int = 0
-    checks: dict[str, int] = field(default_factory=dict)
-
 
 Durable = Callable[[int], Awaitable[None]]
 
@@ -218,8 +184,7 @@ class TransactionService:
             if event is TxEvent.RESEND:
                 items.append(PutItem(CHECK_MAX_TIME_TOPIC, 0, b"", {names.TRANSACTION_ID: tx.transaction_id, names.RESENT: "true"}))
             results, end = self.store.put(items)
-            f = results[0]
-            tx.final = {"msg_id": tx.msg_id, "topic": f.topic, "queue_id": f.queue_id, "queue_offset": f.queue_offset, "commit_log_offset": f.commit_log_offset}
+            tx.final = FinalMessage.of(tx.msg_id, results[0])
             self.stats.commits += 1
         elif action is TxAction.APPEND_OP:
             _, end = self.store.put([op])
@@ -314,7 +279,7 @@ class TransactionService:
         half_from = self.store.offsets.get(SYSTEM_GROUP, HALF_TOPIC, 0) or 0
         op_from = self.store.offsets.get(SYSTEM_GROUP, OP_HALF_TOPIC, 0) or 0
         retained_from = self.store.offset_for_time(OP_HALF_TOPIC, 0, int((self._clock() - self._retention) * 1000))
-        for half in self._scan(HALF_TOPIC, half_from):
+        for half in scan(self.store, HALF_TOPIC, half_from):
             txid = half.properties.get(names.TRANSACTION_ID)
             if not txid:
                 continue
@@ -322,16 +287,16 @@ class TransactionService:
                     half.queue_offset, half.store_timestamp, half.properties.get(names.UNIQ_KEY, ""), op_from)
             self._txs[txid] = tx
             self._pending[txid] = tx
-        for op in self._scan(OP_HALF_TOPIC, min(op_from, retained_from)):
+        for op in scan(self.store, OP_HALF_TOPIC, min(op_from, retained_from)):
             self._replay_op(op)
-        for marker in self._scan(CHECK_MAX_TIME_TOPIC, 0):
+        for marker in scan(self.store, CHECK_MAX_TIME_TOPIC, 0):
             txid = marker.properties.get(names.TRANSACTION_ID, "")
             tx = self._txs.get(txid)
             if marker.properties.get(names.RESENT) == "true":
                 if tx is not None and tx.state is TransactionState.DISCARDED:
                     tx.state = TransactionState.COMMITTED
             elif tx is None:
-                self._txs[txid] = self._from_op(marker, TransactionState.DISCARDED)
+                self._txs[txid] = tx_from_op(self.store, marker, TransactionState.DISCARDED)
 
         for tx in self._pending.values():
             half = self.half_message(tx)
@@ -356,67 +321,14 @@ class TransactionService:
             return
         was_resolved = tx is not None and tx.state is not TransactionState.PENDING
         if tx is None:
-            tx = self._from_op(op, state)
+            tx = tx_from_op(self.store, op, state)
             self._txs[txid] = tx
         tx.state = state
         tx.end_offset = op.commit_log_offset + op.size
         tx.resolved_ms = op.store_timestamp
-        final = self._final_of(op)
+        final = final_of(self.store, op)
         if final is not None:
-            tx.final = {"msg_id": tx.msg_id, "topic": final.topic, "queue_id": final.queue_id,
-                        "queue_offset": final.queue_offset, "commit_log_offset": final.commit_log_offset}
+            tx.final = FinalMessage.of(tx.msg_id, final)
         self._pending.pop(txid, None)
         if not was_resolved:
             self._resolved.append(txid)
-
-    def _from_op(self, op: StoredMessage, state: TransactionState) -> Tx:
-        """A resolved transaction whose half lies before the rebuild's start, from its op (or CHECK_MAX copy)."""
-        props = op.properties
-        half_clog = int(props.get(names.HALF_CLOG, op.commit_log_offset))
-        msg_id = props.get(names.UNIQ_KEY) or self._uniq_key_at(half_clog)
-        return Tx(
-            props.get(names.TRANSACTION_ID, ""),
-            props.get(names.PRODUCER_GROUP, ""),
-            state,
-            half_clog,
-            int(op.body or b"0") if op.topic == OP_HALF_TOPIC else -1,
-            int(props.get(names.BORN_MS, op.born_timestamp)),
-            msg_id,
-            0,
-            resolved_ms=op.store_timestamp,
-            check_times=int(props.get(names.CHECK_TIMES, 0)),
-        )
-
-    def _final_of(self, op: StoredMessage) -> StoredMessage | None:
-        """The final message a commit op was written with (it lies just before the op), if readable."""
-        if names.FINAL_SIZE not in op.properties:
-            return None
-        try:
-            return self.store.read_at(op.commit_log_offset - int(op.properties[names.FINAL_SIZE]))
-        except DamagedRecordError:
-            return None  # reported by the store; the transaction's state is still known from its op
-
-    def _uniq_key_at(self, half_clog: int) -> str:
-        try:
-            return self.store.read_at(half_clog).properties.get(names.UNIQ_KEY, "")
-        except DamagedRecordError:
-            return ""
-
-    def _scan(self, topic: str, start: int, batch: int = 512):
-        """Every intact record of a system queue from ``start``; damaged ones are reported by the store and passed over."""
-        offset = start
-        while True:
-            chunk = self.store.read_entries(topic, 0, offset, batch)
-            if not chunk:
-                return
-            yield from (m for m in chunk if type(m) is not DamagedEntry)
-            offset = chunk[-1].queue_offset + 1
-
-
-def not_found(transaction_id: str) -> TransactionNotFound:
-    """The one answer for a transaction the caller may not see and for none at all: the same code and words."""
-    return TransactionNotFound(f"no transaction {transaction_id!r} (unknown, or resolved longer ago than the retention)")
-
-
-def tags_of(msg: StoredMessage | None) -> str | None:
-    return msg.properties.get(names.TAGS) if msg is not None else None

@@ -17,13 +17,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
+from halfmq.broker.half_messages.check_client import CheckOutcome
+from halfmq.broker.half_messages.check_policy import CheckPolicy
+from halfmq.broker.half_messages.check_service import CheckService
+from halfmq.broker.half_messages.producer_registry import ProducerRegistry
+from halfmq.broker.half_messages.transaction_service import TransactionService
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
-from halfmq.broker.transaction.check_client import CheckOutcome
-from halfmq.broker.transaction.check_policy import CheckPolicy
-from halfmq.broker.transaction.check_service import CheckService
-from halfmq.broker.transaction.producer_registry import ProducerRegistry
-from halfmq.broker.transaction.transaction_service import TransactionService
 from halfmq.errors import TransactionConflict, TransactionNotFound
 from halfmq.wire import TransactionState
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from halfmq.broker.transaction.producer_timeout import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, checked_timeout, expired, is_expired
+from halfmq.broker.producer_transactions.producer_timeout import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, checked_timeout, expired, is_expired
 from halfmq.errors import InvalidTransactionTimeout
 
 

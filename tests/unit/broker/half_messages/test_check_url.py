@@ -1,7 +1,7 @@
 import pytest
 
 from halfmq.broker.config import BrokerSettings
-from halfmq.broker.transaction.check_url import CheckTarget, OwnAddress, parse_allow_entry, validate_check_url
+from halfmq.broker.half_messages.check_url import CheckTarget, OwnAddress, parse_allow_entry, validate_check_url
 from halfmq.errors import CheckUrlRefused
 
 ALLOW = ["http://127.0.0.1:*", "https://localhost:8443", "http://order:8001", "http://metadata:80", "http://lan:80", "http://svc:10911"]

@@ -1,7 +1,11 @@
-"""What producer transactions write into HALFMQ_TXN_STATE: property names, record kinds, the acks' encoding.
+"""What producers write into HALFMQ_TXN_STATE: property names, record kinds, the send sizes' encoding.
 
-They are on disk, so a restart reads back exactly what an older broker wrote:
-rename nothing here.
+One log holds both protocols of a producer id: its ``init`` and the numbered ``send`` records of the
+idempotent producer (this package), and the ``begin`` / ``commit`` / ``abort`` of Kafka-style
+transactions (``producer_transactions``, whose own values are in its ``txn_records``). The names are
+here, below both, so each package writes the same layout without importing the other.
+
+They are on disk, so a restart reads back exactly what an older broker wrote: rename nothing here.
 """
 
 from __future__ import annotations
@@ -18,11 +22,16 @@ TIMEOUT_MS = "TIMEOUT_MS"
 MESSAGES = "TXN_MESSAGES"
 ABORTED_BY = "ABORTED_BY"
 SEQUENCE = "SEQUENCE"
-SEND_PATH = "SEND_PATH"  # which send a SEND record numbers: SEND_MESSAGES (plain or batch) or SEND_HALF
+SEND_PATH = "SEND_PATH"  # which send a SEND record numbers: a SendKind
 OWNER = "OWNER"  # on an init record: the principal that obtained the producer id (absent before ids were bound)
 
-SEND_MESSAGES = "messages"
-SEND_HALF = "half"
+
+class SendKind(str, Enum):
+    """Which request a numbered send was: its value is the SEND_PATH property of its SEND record."""
+
+    MESSAGES = "messages"  # a plain send (one message or a batch) to a topic
+    HALF = "half"  # a half message (RocketMQ's transactional send)
+
 
 
 class TxnRecord(str, Enum):
@@ -31,27 +40,6 @@ class TxnRecord(str, Enum):
     COMMIT = "commit"  # written last in the write group that holds every message of the transaction
     ABORT = "abort"
     SEND = "send"  # an idempotent plain send's sequence number, last in the send's own write group
-
-
-class AbortedBy(str, Enum):
-    PRODUCER = "producer"
-    TIMEOUT = "timeout"
-    RECOVERY = "recovery"  # open when the broker stopped: aborted on the next start
-    OPERATOR = "operator"
-    NEW_EPOCH = "init"  # a new instance of the producer initialised the same transactional id
-
-
-AckRef = tuple[str, str, int, int]  # group, topic, queue id, queue offset
-
-
-def encode_acks(acks: list[AckRef]) -> bytes:
-    return json.dumps(acks, separators=(",", ":")).encode()
-
-
-def decode_acks(body: bytes) -> list[AckRef]:
-    if not body:
-        return []
-    return [(str(g), str(t), int(q), int(o)) for g, t, q, o in json.loads(body)]
 
 
 def encode_sizes(sizes: list[int]) -> bytes:

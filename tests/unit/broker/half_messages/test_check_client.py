@@ -1,4 +1,4 @@
-from halfmq.broker.transaction.check_client import CheckClient, CheckOutcome, interpret
+from halfmq.broker.half_messages.check_client import CheckClient, CheckOutcome, interpret
 
 
 def test_only_a_200_with_a_known_state_decides() -> None:

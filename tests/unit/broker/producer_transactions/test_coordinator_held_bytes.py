@@ -1,4 +1,4 @@
-"""ProducerTransactions keep open transactions' bytes under the broker's and each principal's cap, on a real store.
+"""The TransactionCoordinator keeps open transactions' bytes under the broker's and each principal's cap, on a real store.
 
 Each end of a transaction (commit, abort, timeout, a new epoch, recovery after a restart) gives its bytes back;
 a refused request keeps nothing, creates no topic and does not use up its sequence number.
@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.broker.transaction.producer_transactions import ProducerTransactions, TxnLimits
 from halfmq.errors import OpenTransactionsFull
 
-from .fakes import FakeClock
+from ..half_messages.fakes import FakeClock
 
 BODY = 1000  # each message's body; it holds a little more (header, topic, properties), under SIZE
 SIZE = 1100
@@ -42,7 +42,7 @@ class Broker:
         self.store = MessageStore(StoreConfig(self.path), clock=self.clock)
         self.store.create_topic("OUT", 1)
         delivery = DeliveryService(self.store, DeliveryPolicy(), clock=self.clock, key=b"k" * 32)
-        self.txns = ProducerTransactions(self.store, delivery, _durable, limits=LIMITS, clock=self.clock)
+        self.txns = TransactionCoordinator(self.store, delivery, _durable, limits=LIMITS, clock=self.clock)
 
     def restart(self) -> None:
         self.store.close()
@@ -50,7 +50,7 @@ class Broker:
 
     def begin(self, tid: str, timeout_ms: int | None = None) -> tuple[int, int]:
         answer = run(self.txns.init(tid, timeout_ms, OWNER))
-        pid, epoch = answer["producer_id"], answer["epoch"]
+        pid, epoch = answer.producer_id, answer.epoch
         self.txns.begin(tid, pid, epoch, 0)
         return pid, epoch
 
@@ -77,10 +77,10 @@ def test_open_transactions_fill_the_broker_cap_and_the_next_request_is_refused_k
     with pytest.raises(OpenTransactionsFull) as info:
         broker.add(tid, pid, epoch, 2, topic="NEW", missing=[TopicConfig("NEW", 1, 0)])
     assert info.value.extra["scope"] == "broker" and broker.txns.held.total > held
-    assert broker.store.topic("NEW") is None and broker.txns.view(broker.txns.get("e"))["open"]["messages"] == 1
+    assert broker.store.topic("NEW") is None and broker.txns.view(broker.txns.get("e")).open.messages == 1
     run(broker.txns.abort("a", opened[0][1], opened[0][2]))
     broker.add(tid, pid, epoch, 2, topic="NEW", missing=[TopicConfig("NEW", 1, 0)])  # the same number: it was not used up
-    assert run(broker.txns.commit("e", pid, epoch))["messages"] == 2
+    assert run(broker.txns.commit("e", pid, epoch)).messages == 2
 
 
 def test_one_principal_at_its_cap_is_refused_while_another_still_sends(broker: Broker) -> None:

@@ -2,7 +2,7 @@
 
 Kafka's rule, not RocketMQ's: an open transaction that outlives its producer's
 ``transaction_timeout_ms`` is aborted, with no check-back. The loop that acts
-on these answers only does I/O (``ProducerTransactions.abort_expired``).
+on these answers only does I/O (``TransactionCoordinator.abort_expired``).
 """
 
 from __future__ import annotations

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from halfmq.broker.half_messages.check_client import CheckOutcome
+from halfmq.broker.half_messages.check_policy import CheckPolicy
+from halfmq.broker.half_messages.check_service import CheckService
+from halfmq.broker.half_messages.producer_registry import ProducerRegistry
+from halfmq.broker.half_messages.transaction_service import TransactionService
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
-from halfmq.broker.transaction.check_client import CheckOutcome
-from halfmq.broker.transaction.check_policy import CheckPolicy
-from halfmq.broker.transaction.check_service import CheckService
-from halfmq.broker.transaction.producer_registry import ProducerRegistry
-from halfmq.broker.transaction.transaction_service import TransactionService
 from halfmq.errors import DamagedRecord, TransactionConflict, TransactionNotFound
 from halfmq.wire import TransactionState
 
@@ -188,7 +188,7 @@ async def test_discarded_transaction_can_be_resent_once(broker: Broker, clock, c
     txid = broker.half("o1")
     for _ in range(5):
         await broker.check_round(clock, 6)
-    from halfmq.broker.transaction.state_machine import TxEvent
+    from halfmq.broker.half_messages.state_machine import TxEvent
 
     tx = broker.txs.get(txid)
     broker.txs.apply(tx, TxEvent.RESEND)
@@ -214,7 +214,7 @@ async def test_check_storms_do_not_grow_the_half_queue(broker: Broker, clock, cl
 
 
 async def test_resend_survives_a_restart_and_is_not_offered_again(tmp_path: Path, clock, client) -> None:
-    from halfmq.broker.transaction.state_machine import TxEvent
+    from halfmq.broker.half_messages.state_machine import TxEvent
 
     b = Broker(tmp_path, clock, client)
     b.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")

@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from halfmq.broker.transaction.send_window import SendWindow, Verdict, decide
+from halfmq.broker.idempotence.send_window import SendWindow, Verdict, decide
 
 
 def expected(high: int, remembered: set[int], size: int, sequence: int) -> Verdict:
