@@ -23,8 +23,8 @@ from .endpoints import Call
 from .messages import Body, outgoing
 from .numbering import Numbering
 from .retry import async_retrying, retrying
-from .send_policy import blocking_send_coalescer, send_coalescer
 from .send_options import SendOptions
+from .send_policy import blocking_send_coalescer, send_coalescer
 from .transport import TIMEOUT, AsyncTransport, Transport, Verify
 
 __all__ = ["AsyncProducer", "Numbering", "Producer"]
