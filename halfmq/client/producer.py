@@ -118,9 +118,6 @@ class Producer:
         return self._transport.call(endpoints.health())
 
     def close(self) -> None:
-        """Every send already made gets its answer first; then the connections close."""
-        if self._coalescer is not None:
-            self._coalescer.close()
         self._transport.close()
 
     def __enter__(self) -> Self:

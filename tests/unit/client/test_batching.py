@@ -133,9 +133,7 @@ def send_all(sends: BlockingSendCoalescer, bodies: list[str]) -> list[SendResult
             return exc
 
     with ThreadPoolExecutor(len(bodies)) as pool:
-        outcomes = list(pool.map(one, bodies))
-    sends.close()
-    return outcomes
+        return list(pool.map(one, bodies))
 
 
 def test_a_lone_send_is_one_request_at_once() -> None:
