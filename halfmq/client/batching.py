@@ -138,10 +138,12 @@ class _Engine(Generic[K, T, R, W]):
     No I/O here: ``PassCoalescer`` sends from tasks of its event loop, ``BlockingPassCoalescer`` from its callers' threads.
     """
 
-    def __init__(self, policy: TakePolicy[T], split: Split | None, one_alone: bool) -> None:
+    def __init__(self, policy: TakePolicy[T], send_one: object, split: Split | None) -> None:
+        if split is not None and send_one is None:
+            raise ValueError("split needs send_one: the members of a split batch go alone")
         self._policy = policy
         self._split = split
-        self._one_alone = one_alone
+        self._one_alone = send_one is not None
         self._keys: dict[K, _Key[T, W]] = {}
 
     def _add(self, key: K, item: T, waiter: W) -> _Key[T, W]:
@@ -194,11 +196,8 @@ class PassCoalescer(_Engine[K, T, R, "asyncio.Future[R]"]):
 
     def __init__(self, send_batch: SendBatch[K, T, R], policy: TakePolicy[T], *,
                  send_one: SendOne[K, T, R] | None = None, split: Split | None = None) -> None:
-        if split is not None and send_one is None:
-            raise ValueError("split needs send_one: the members of a split batch go alone")
-        super().__init__(policy, split, send_one is not None)
-        self._send_batch = send_batch
-        self._send_one = send_one
+        super().__init__(policy, send_one, split)
+        self._send_batch, self._send_one = send_batch, send_one
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -302,13 +301,11 @@ class _ThreadWaiter(Generic[T, R]):
     def done(self) -> bool:
         return self._done
 
-    def set_result(self, result: R, /) -> None:
-        self._outcome, self._done = result, True
+    def set_result(self, outcome: R | BaseException, /) -> None:
+        self._outcome, self._done = outcome, True
         self._woken.set()
 
-    def set_exception(self, error: BaseException, /) -> None:
-        self._outcome, self._done = error, True
-        self._woken.set()
+    set_exception = set_result
 
     def wake(self, *, lead: list[_Pending[T, _ThreadWaiter[T, R]]] | None = None, alone: bool = False) -> None:
         self.lead, self.alone = lead, alone
@@ -335,11 +332,8 @@ class BlockingPassCoalescer(_Engine[K, T, R, _ThreadWaiter[T, R]]):
 
     def __init__(self, send_batch: BlockingSendBatch[K, T, R], policy: TakePolicy[T], *,
                  send_one: BlockingSendOne[K, T, R] | None = None, split: Split | None = None) -> None:
-        if split is not None and send_one is None:
-            raise ValueError("split needs send_one: the members of a split batch go alone")
-        super().__init__(policy, split, send_one is not None)
-        self._send_batch = send_batch
-        self._send_one = send_one
+        super().__init__(policy, send_one, split)
+        self._send_batch, self._send_one = send_batch, send_one
         self._lock = threading.Lock()
 
     def submit(self, key: K, item: T) -> R:

@@ -1,24 +1,18 @@
-"""How plain sends share batch requests: the take policy and the refusal rule the batching engine runs them with.
+"""How plain sends share batch requests: the take policy (``Limits``) and the refusal rule the batching engine runs them with.
 
-Why: one HTTP request per message cost the SDK (aiohttp, JSON, numbering) and
-the broker (one request, one write group) far more than the message itself; at
-64 in flight the SDK made 3.0k sends/s while the broker takes 120k msg/s in
-batches. So sends to a topic that arrive in one event-loop pass, or while that
-topic's earlier requests are in flight, go out together in the next request
-(at most ``MAX_BATCH`` messages and ``BATCH_BYTES``), through the one engine
-(``batching``, keyed by topic): a lone send leaves on the next loop pass, no timer.
+Why: one HTTP request per message cost the SDK (aiohttp, JSON, numbering) and the broker
+(one request, one write group) far more than the message itself; at 64 in flight the SDK
+made 3.0k sends/s while the broker takes 120k msg/s in batches. So sends to a topic that
+arrive in one pass, or while its earlier requests are in flight, share the next request
+(``batching``, keyed by topic). Each caller keeps exactly the answer it would have got alone:
 
-Each caller keeps exactly the answer it would have got alone:
-
-* A batch is one write group on the broker, all stored or none. A refusal that
-  may concern one message (a 4xx other than the topic's, the credentials' or
-  the numbering's) stored nothing, so every member is sent again on its own and
-  gets its own result or its own error (``concerns_the_request`` is the engine's ``split``).
-* A refusal that concerns the request (unknown topic, access, fencing) or a
-  failure after the retries (the broker unreachable) is what each member alone
-  would have got: each caller gets its own copy of the error.
-* A batch request is numbered like any other (``numbering``): it takes one
-  sequence, its retries keep it, so a retry after a lost answer stores nothing twice.
+* A batch is one write group on the broker, all stored or none. A refusal that may concern
+  one message (a 4xx other than the topic's, the credentials' or the numbering's) stored
+  nothing, so every member is sent again on its own (``concerns_the_request`` decides the split).
+* A refusal that concerns the request (unknown topic, access, fencing) or a failure after the
+  retries (the broker unreachable) is what each member alone would have got: each its own copy.
+* A batch request is numbered like any other (``numbering``): it takes one sequence, its
+  retries keep it, so a retry after a lost answer stores nothing twice.
 """
 
 from __future__ import annotations
