@@ -96,7 +96,8 @@ def head_limited_httptools(head_timeout: float, max_head_bytes: int) -> type[Htt
             self._awaiting_head = False
             self._stop_deadline()
             super().on_headers_complete()
-            self.scope.setdefault("extensions", {})[CORK] = self.transport  # read by the app before it runs
+            extensions: dict[Any, Any] = self.scope.setdefault("extensions", {})  # uvicorn types it dict[object, object]
+            extensions[CORK] = self.transport  # read by the app before it runs
 
         def on_response_complete(self) -> None:
             idle_next = not self.pipeline  # a pipelined request already has its head
