@@ -110,7 +110,7 @@ def refused_address(ip: Address) -> str | None:
     return None
 
 
-def validate_check_url(url: str, allow: Iterable[str], own: OwnAddress, resolve: Resolve = resolve_host) -> CheckTarget:
+def validate_check_url(url: str, allow: Iterable[str], own: OwnAddress, resolve: Resolve = resolve_host) -> CheckTarget:  # noqa: C901 - split in issue 31's use-case/transaction work
     """The checked target for ``url``; CheckUrlRefused for anything the broker should not dial."""
     if len(url) > 2048:
         raise CheckUrlRefused("check_url is longer than 2048 characters")
