@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 from halfmq.broker.security.policy import CLUSTER, Action, Principal
@@ -28,7 +29,7 @@ COOKIE = "halfmq_console"
 _KEY = secrets.token_bytes(32)  # per process: a restart logs nobody out, it only renews the CSRF tokens
 
 
-def cookie_token(scope: dict[str, Any]) -> str | None:
+def cookie_token(scope: Mapping[str, Any]) -> str | None:
     for name, value in scope["headers"]:
         if name == b"cookie":
             for part in value.decode("latin-1").split(";"):
@@ -38,7 +39,7 @@ def cookie_token(scope: dict[str, Any]) -> str | None:
     return None
 
 
-def as_bearer_scope(scope: dict[str, Any], token: str | None) -> dict[str, Any]:
+def as_bearer_scope(scope: Mapping[str, Any], token: str | None) -> dict[str, Any]:
     """The request's scope as the guard wants it: the cookie's token as the Authorization header."""
     headers = [(k, v) for k, v in scope["headers"] if k != b"authorization"]
     if token:
@@ -46,7 +47,7 @@ def as_bearer_scope(scope: dict[str, Any], token: str | None) -> dict[str, Any]:
     return {**scope, "headers": headers}
 
 
-def admin(guard: Guard, scope: dict[str, Any], token: str | None) -> Principal:
+def admin(guard: Guard, scope: Mapping[str, Any], token: str | None) -> Principal:
     """The console's principal: Unauthenticated / AccessDenied unless the token may ``admin`` the cluster."""
     return guard.require(as_bearer_scope(scope, token), Action.ADMIN, CLUSTER)
 
