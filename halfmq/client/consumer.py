@@ -39,7 +39,7 @@ class Consumer:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None,
         group: str,
         topic: str,
         handler: Callable[[Message], Any],
