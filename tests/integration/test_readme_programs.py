@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -99,3 +100,18 @@ def test_both_kinds_of_transaction_in_the_readme_run_as_printed(start_broker: Br
     assert (state, copied) == ("COMPLETE_COMMIT", "1")  # the half message above, now committed on ORDERS
     audit = httpx.get(f"{broker.url}/v1/topics/AUDIT").json()
     assert sum(q["max_offset"] for q in audit["queues"]) == 1
+
+
+def test_the_transactional_readme_program_says_in_one_line_that_its_check_port_is_busy(tmp_path: Path) -> None:
+    transactional = readme_programs()[3]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        try:
+            done = subprocess.run([sys.executable, "-c", transactional], cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                                  env={**os.environ, "HALFMQ_URL": f"http://127.0.0.1:{free_port()}", "PORT": str(port)})
+        except subprocess.TimeoutExpired as hung:
+            raise AssertionError(f"the program hung with its port {port} taken: {hung.stderr!r}") from None
+    assert done.returncode != 0
+    assert len(done.stderr.strip().splitlines()) == 1 and str(port) in done.stderr and "in use" in done.stderr, done.stderr
