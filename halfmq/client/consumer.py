@@ -22,7 +22,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from halfmq.errors import BrokerError
 from halfmq.wire import Message, SettleResult
@@ -34,6 +34,8 @@ from .step_drivers import run_steps
 from .transport import TIMEOUT, Verify
 
 __all__ = ["Consumer"]
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -205,8 +207,8 @@ class _DaemonPoller:
         self._thread = threading.Thread(target=self._work, name="halfmq-poll", daemon=True)
         self._thread.start()
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        future: Future[Any] = Future()
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        future: Future[T] = Future()
         self._calls.put((future, fn, args))
         return future
 
