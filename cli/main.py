@@ -196,6 +196,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(argv)
+    except ModuleNotFoundError as exc:  # the SDK alone, or [broker] without [services]: say which extra to install
+        from .extras import missing_extra_line
+
+        line = missing_extra_line(argv, exc.name)
+        if line is None:
+            raise
+        print(line, file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str]) -> int:
     from .processes.parent_watch import watch_parent_from_env
 
     watch_parent_from_env()  # a server started by ChildProcess ends with its parent
@@ -204,6 +217,13 @@ def main(argv: list[str] | None = None) -> int:
 
         return bench_main(argv[1:])
     args = build_parser().parse_args(argv)
+    if args.command in ("up", "demo", "order", "credit"):  # children would die one by one on the missing extra
+        from .extras import missing_extra_line
+
+        line = missing_extra_line(argv)
+        if line is not None:
+            print(line, file=sys.stderr)
+            return 2
     return args.func(args)
 
 

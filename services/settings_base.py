@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from halfmq.client.environment import env_token, env_url
 
 from .credentials import secret_value
 
@@ -38,6 +41,20 @@ class ServiceSettings(BaseSettings):
     listen_backlog: int = Field(default=2048, ge=128)
     # Fault injection for tests and demos (each service documents its faults).
     faults_enabled: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _clients_environment(cls, data: Any) -> Any:
+        """Where every halfmq client finds the broker, when the service's own names (``ORDER_BROKER_URL``, …) are unset:
+        $HALFMQ_URL and $HALFMQ_TOKEN (and their old aliases, ``halfmq.client.environment``)."""
+        if not isinstance(data, dict):
+            return data
+        url, token = env_url(), env_token()
+        if url and "broker_url" not in data:
+            data = {**data, "broker_url": url}
+        if token and "broker_token" not in data and "broker_token_file" not in data:
+            data = {**data, "broker_token": token}
+        return data
 
     def broker_token_value(self) -> str | None:
         return secret_value(self.broker_token, self.broker_token_file)

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 from urllib.parse import quote
 
-DEFAULT_BROKER_URL = "http://127.0.0.1:10911"
-BROKER_URL_ENV = "HALFMQ_BROKER_URL"
-TOKEN_ENV = "HALFMQ_TOKEN"
+from halfmq.client.environment import DEFAULT_URL as DEFAULT_BROKER_URL
+from halfmq.client.environment import TOKEN_ENV, env_token, resolve_url
+from halfmq.client.environment import URL_ENV as BROKER_URL_ENV
+
+__all__ = ["BROKER_URL_ENV", "DEFAULT_BROKER_URL", "TOKEN_ENV", "BrokerApi", "seg"]
 
 
 class BrokerApi:
     def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 10.0) -> None:
         import httpx  # here, not at import: `halfmq --help` stays quick
 
-        self.url = (url or os.environ.get(BROKER_URL_ENV) or DEFAULT_BROKER_URL).rstrip("/")
-        token = token or os.environ.get(TOKEN_ENV)
+        # $HALFMQ_URL (or its old name $HALFMQ_BROKER_URL) may list a broker set: ask the first node.
+        self.url = resolve_url(url).split(",")[0].strip().rstrip("/")
+        token = token or env_token()
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
 

@@ -46,7 +46,7 @@ class AsyncConsumer:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None,
         group: str,
         topic: str,
         handler: Callable[[Message], Awaitable[Any] | Any],

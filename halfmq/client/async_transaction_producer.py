@@ -54,7 +54,7 @@ class AsyncTransactionProducer(TransactionProducerBase):
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None,
         producer_group: str,
         listener: AsyncTransactionListener | TransactionListener,
         *,

@@ -3,18 +3,26 @@ ack or nack the batch, repeat until stopped.
 
 ``stop()`` only sets flags, so it is safe from another thread or a signal
 handler. ``run()`` then returns promptly: it does not sit out a pending long
-poll (whatever that poll brings back later is nacked at once), messages not
-yet handed to the handler are released with a nack, and handlers already
-running are waited for and their acks sent.
+poll (whatever that poll brings back later is nacked at once, unhandled),
+messages not yet handed to the handler are released with a nack, and handlers
+already running are waited for and their acks sent.
+
+The polls run on a daemon thread, so a pending long poll does not hold the
+process either: a program that returns from ``run()`` exits at once (Ctrl-C on
+an idle topic), where a pool's worker thread kept it alive until the poll's
+``wait_seconds`` ran out. A poll cut that way by the exit hands nothing to the
+handler; a message the broker gave it just before is released when the broker
+sees the connection gone, else after ``invisible_seconds``.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from halfmq.errors import BrokerError
 from halfmq.wire import Message, SettleResult
@@ -26,6 +34,8 @@ from .step_drivers import run_steps
 from .transport import TIMEOUT, Verify
 
 __all__ = ["Consumer"]
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +49,7 @@ class Consumer:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None,
         group: str,
         topic: str,
         handler: Callable[[Message], Any],
@@ -78,7 +88,7 @@ class Consumer:
     def run(self) -> None:
         self._acquire_client()
         failures = PollFailures(self.client.topic)
-        poller = ThreadPoolExecutor(max_workers=1, thread_name_prefix="halfmq-poll")
+        poller = _DaemonPoller()
         workers = ThreadPoolExecutor(max_workers=self._poll.concurrency, thread_name_prefix="halfmq-handler")
         try:
             while not self._stop.is_set():
@@ -93,10 +103,10 @@ class Consumer:
         finally:
             workers.shutdown(wait=True)
             # Never wait for a pending long poll; _release_late settles it.
-            poller.shutdown(wait=False)
+            poller.shutdown()
             self._release_client()
 
-    def _receive(self, poller: ThreadPoolExecutor) -> list[Message] | None:
+    def _receive(self, poller: _DaemonPoller) -> list[Message] | None:
         poll = poller.submit(self.client.receive, self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds)
         poll.add_done_callback(lambda _: self._wake.set())
         while True:
@@ -187,3 +197,31 @@ class Consumer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _DaemonPoller:
+    """Runs one call at a time on a daemon thread: an interpreter exiting does not wait for a long poll on it."""
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name="halfmq-poll", daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        future: Future[T] = Future()
+        self._calls.put((future, fn, args))
+        return future
+
+    def shutdown(self) -> None:
+        """The thread ends after the call it runs, if any; nothing waits for it."""
+        self._calls.put(None)
+
+    def _work(self) -> None:
+        while (call := self._calls.get()) is not None:
+            future, fn, args = call
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
+                future.set_exception(exc)

@@ -43,7 +43,7 @@ def _receive_call(
 class ConsumerClient:
     """Blocking receive/ack/nack for one consumer group on one topic; thread-safe."""
 
-    def __init__(self, base_url: str, group: str, topic: str, *, timeout: float = TIMEOUT, retries: int = 3,
+    def __init__(self, base_url: str | None, group: str, topic: str, *, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None) -> None:
         retrying(retries)
         self.group = group
@@ -93,7 +93,7 @@ class AsyncConsumerClient:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None,
         group: str,
         topic: str,
         *,

@@ -50,7 +50,7 @@ def _numbering(idempotent: bool, idempotent_id: str | None) -> Numbering | None:
 class Producer:
     """Blocking producer; one instance can be shared by many threads, and their sends do not serialize."""
 
-    def __init__(self, base_url: str, *, timeout: float = TIMEOUT, retries: int = 3,
+    def __init__(self, base_url: str | None = None, *, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None, idempotent: bool = True,
                  idempotent_id: str | None = None, coalesce: bool = True) -> None:
         """Every send is numbered (see ``Numbering``), so a retry never stores twice; ``idempotent=False`` turns that off.
@@ -59,6 +59,7 @@ class Producer:
         Threads sending to one topic at once share batch requests (the batching engine on a thread of its own, ``send_policy``); ``coalesce=False``
         sends one request per message.
 
+        ``base_url`` None (every client takes None): $HALFMQ_URL, else http://127.0.0.1:10911 (``environment``).
         ``timeout`` bounds one attempt (5 s, ``transport.TIMEOUT``); ``retries`` counts the attempts after one that
         failed retriably. Given a broker set's URLs, a node that did not answer within ``timeout`` is left: the retry
         goes to the next URL; while the set elects a leader the call waits for it (``broker_urls``, not a retry).
@@ -139,7 +140,7 @@ class AsyncProducer:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None = None,
         *,
         timeout: float = TIMEOUT,
         retries: int = 3,

@@ -45,7 +45,7 @@ class TransactionProducer(TransactionProducerBase):
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None,
         producer_group: str,
         listener: TransactionListener,
         *,

@@ -40,7 +40,7 @@ T = TypeVar("T")
 class TransactionalProducer:
     """Blocking transactional producer; one transaction at a time, from one thread."""
 
-    def __init__(self, base_url: str, transactional_id: str, *, transaction_timeout_ms: int | None = None,
+    def __init__(self, base_url: str | None, transactional_id: str, *, transaction_timeout_ms: int | None = None,
                  batch_size: int = 100, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None) -> None:
         retrying(retries)
@@ -115,7 +115,7 @@ class TransactionalProducer:
 class AsyncTransactionalProducer:
     """The asyncio flavour of ``TransactionalProducer``: the same steps, awaited."""
 
-    def __init__(self, base_url: str, transactional_id: str, *, transaction_timeout_ms: int | None = None,
+    def __init__(self, base_url: str | None, transactional_id: str, *, transaction_timeout_ms: int | None = None,
                  batch_size: int = 100, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None) -> None:
         async_retrying(retries)

@@ -29,6 +29,7 @@ from halfmq.errors import BrokerError, BrokerUnavailable, error_class_for
 
 from .broker_urls import BrokerUrls, split_urls
 from .endpoints import Call
+from .environment import CA_FILE_ENV, env_token, resolve_url
 
 if TYPE_CHECKING:
     import aiohttp
@@ -53,14 +54,12 @@ _SEND_JSON = {**_ACCEPT, "content-type": "application/json"}
 # another (lease TTL 5 s + a tick), so writes resume within lease TTL + 2 s. How long a whole call may take is the
 # retries' and the set's election's (``retry``, ``broker_urls.LEADER_WAIT``).
 TIMEOUT = 5.0
-TOKEN_ENV = "HALFMQ_TOKEN"
-CA_FILE_ENV = "HALFMQ_CA_FILE"
 Verify = bool | str  # True: the system's CAs; a path: this CA bundle; False: no verification (tests only)
 
 
 def auth_headers(token: str | None) -> dict[str, str]:
     """The bearer header for ``token``, else for $HALFMQ_TOKEN, else none (a broker with auth off)."""
-    token = token if token is not None else os.environ.get(TOKEN_ENV)
+    token = token if token is not None else env_token()
     return {"authorization": f"Bearer {token}"} if token else {}
 
 
@@ -77,9 +76,10 @@ def require_http_url(url: str, what: str = "broker URL") -> str:
     return url
 
 
-def broker_urls(spec: str, timeout: float) -> BrokerUrls:
-    """The URLs of ``spec`` (one, or a broker set's comma-separated list); a node that did not answer within
-    ``timeout`` is suspected for as long."""
+def broker_urls(spec: str | None, timeout: float) -> BrokerUrls:
+    """The URLs of ``spec`` (one, or a broker set's comma-separated list; None: $HALFMQ_URL, else the local
+    default, ``environment``); a node that did not answer within ``timeout`` is suspected for as long."""
+    spec = resolve_url(spec)
     return BrokerUrls([require_http_url(u) for u in split_urls(spec)] or [require_http_url(spec)], suspect_for=timeout)
 
 
@@ -221,7 +221,7 @@ class Transport:
     one package where httpx was six, and it is faster per request.
     """
 
-    def __init__(self, base_url: str, *, timeout: float = TIMEOUT, max_connections: int = 20,
+    def __init__(self, base_url: str | None, *, timeout: float = TIMEOUT, max_connections: int = 20,
                  token: str | None = None, verify: Verify | None = None) -> None:
         import urllib3
 
@@ -290,7 +290,7 @@ class AsyncTransport:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None,
         *,
         timeout: float = TIMEOUT,
         pool_size: int = 8,

@@ -43,6 +43,13 @@ def sdk_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Installed
 
 
 @pytest.fixture(scope="session")
+def broker_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> InstalledVenv:
+    env = fresh_venv(tmp_path_factory.mktemp("broker") / "venv")
+    pip_install(env, f"halfmq[broker] @ {wheel.as_uri()}")
+    return env
+
+
+@pytest.fixture(scope="session")
 def services_venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> InstalledVenv:
     env = fresh_venv(tmp_path_factory.mktemp("services") / "venv")
     pip_install(env, f"halfmq[services,broker] @ {wheel.as_uri()}")

@@ -7,6 +7,7 @@ imported, typed, and a handful of small dependencies.
 from __future__ import annotations
 
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 
@@ -179,3 +180,22 @@ def test_the_services_extra_migrates_and_serves_the_order_service(services_venv:
         assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002_barrier_records",)]
     migrations = services_venv.run("-c", "from halfmq.services.database import MIGRATIONS; print(MIGRATIONS)", cwd=tmp_path)
     assert migrations.stdout.strip() == str(services_venv.site_packages / "halfmq" / "migrations"), migrations
+
+
+def _console_script(env: InstalledVenv, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(env.root / "bin" / "halfmq"), *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={"PATH": f"{env.root / 'bin'}:/usr/bin:/bin", "HOME": str(cwd)})
+
+
+@pytest.mark.parametrize("args", [["broker"], ["admin", "topics", "list"], []], ids=" ".join)
+def test_the_console_script_without_the_server_extras_says_in_one_line_which_extra_to_install(
+        sdk_venv: InstalledVenv, tmp_path: Path, args: list[str]) -> None:
+    done = _console_script(sdk_venv, *args, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, ""), done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "pip install 'halfmq[broker]'" in done.stderr, done.stderr
+
+
+def test_up_with_only_the_broker_extra_says_to_install_the_services_extra(broker_venv: InstalledVenv, tmp_path: Path) -> None:
+    done = _console_script(broker_venv, "up", "--data-dir", str(tmp_path / "data"), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "pip install 'halfmq[services]'" in done.stderr, done.stderr
