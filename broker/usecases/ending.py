@@ -7,12 +7,13 @@ transactions through ``operator_actions``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from halfmq.broker.protocol import EndItem, EndRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.transaction.transaction_service import EndOutcome
 
+from .caller import Scope
 from .views import tx_view
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["EndOutcome", "end", "end_item", "end_transaction"]
 
 
-async def end(rt: BrokerRuntime, who: Principal, scope: dict[str, Any], transaction_id: str, producer_group: str, state: str,
+async def end(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, producer_group: str, state: str,
               *, from_check: bool = False) -> EndOutcome:
     """Apply ``state`` for ``producer_group``, durable when this returns."""
     # Ownership: the body's group must be the transaction's (the domain checks) and the principal's to publish for.
@@ -29,13 +30,13 @@ async def end(rt: BrokerRuntime, who: Principal, scope: dict[str, Any], transact
     return await rt.transactions.end(transaction_id, producer_group, state, from_check=from_check)
 
 
-async def end_transaction(rt: BrokerRuntime, who: Principal, scope: dict[str, Any], transaction_id: str, body: EndRequest) -> dict:
+async def end_transaction(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, body: EndRequest) -> dict:
     """The HTTP end: the transaction's view after it."""
     outcome = await end(rt, who, scope, transaction_id, body.producer_group, body.state, from_check=body.from_check)
     return tx_view(rt, outcome.tx, duplicate=outcome.duplicate, half=outcome.half)
 
 
-def end_item(rt: BrokerRuntime, who: Principal, scope: dict[str, Any], item: EndItem) -> EndOutcome:
+def end_item(rt: BrokerRuntime, who: Principal, scope: Scope, item: EndItem) -> EndOutcome:
     """One end of a batch, without its fsync wait (the batch waits once, for the largest ``tx.end_offset``)."""
     # Ownership as the single route: the item's group must be the transaction's (the domain checks it)
     # and one the principal may publish for.

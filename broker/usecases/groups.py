@@ -14,13 +14,12 @@ from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem, PutResult
 from halfmq.broker.store.topics import is_system_topic
 
+from .caller import Scope
 from .operator_actions import cluster_admin
 from .views import group_lag, group_summary
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
-
-Scope = dict[str, Any]
 
 
 def describe(rt: BrokerRuntime, who: Principal, scope: Scope, group: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from halfmq.broker.transaction.transaction_service import Tx
 from halfmq.errors import InvalidRequest
 from halfmq.wire import SendStatus
 
+from .caller import Scope
 from .durability import FlushTimedOut, flush_outcome
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def write_half(rt: BrokerRuntime, group: str, cfg: TopicConfig, exists: bool, me
     return rt.transactions.send_half(group, item, cfg.queues, then)
 
 
-def store_half(rt: BrokerRuntime, who: Principal, scope: dict[str, Any], body: HalfSendRequest) -> StoredHalf:
+def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> StoredHalf:
     """One half send's checks and write, without its fsync wait (the single and the batch route share it)."""
     group = producer_group(body.producer_group)
     for resource in (Resource.group(group), Resource.topic(body.topic)):
@@ -91,7 +92,7 @@ def with_flush_status(half: StoredHalf, timed_out: FlushTimedOut | None) -> dict
     return {**half.answer, "status": getattr(timed_out, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)}
 
 
-async def send_half(rt: BrokerRuntime, who: Principal, scope: dict[str, Any], body: HalfSendRequest) -> dict[str, Any]:
+async def send_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> dict[str, Any]:
     """A half send's answer once it is durable (or its flush status)."""
     half = store_half(rt, who, scope, body)
     return with_flush_status(half, await flush_outcome(rt, half.end))

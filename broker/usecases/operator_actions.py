@@ -15,12 +15,11 @@ from halfmq.broker.transaction.transaction_service import EndOutcome, Tx, not_fo
 from halfmq.errors import AccessDenied
 from halfmq.wire import TransactionState
 
+from .caller import Scope
 from .views import tx_view
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
-
-Scope = dict[str, Any]
 
 
 def cluster_admin(rt: BrokerRuntime, who: Principal, scope: Scope) -> Principal:

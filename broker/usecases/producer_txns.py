@@ -18,10 +18,10 @@ from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, OutgoingMessa
 from halfmq.broker.security.policy import Action, Kind, Principal, Resource
 from halfmq.broker.transaction.producer_records import AbortedBy
 
+from .caller import Scope
+
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
-
-Scope = dict[str, Any]
 
 
 def _tid_resource(tid: str) -> Resource:

@@ -9,6 +9,7 @@ from halfmq.broker.protocol import Heartbeat
 from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
 from halfmq.broker.transaction.check_url import OwnAddress, validate_check_url
 
+from .caller import Scope
 from .half_sending import producer_group
 from .views import producer_groups
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
 
-async def heartbeat(rt: BrokerRuntime, who: Principal, scope: dict[str, Any], body: Heartbeat) -> dict[str, Any]:
+async def heartbeat(rt: BrokerRuntime, who: Principal, scope: Scope, body: Heartbeat) -> dict[str, Any]:
     """Register or refresh a producer of a group ``who`` may publish for; its check URL is resolved once and vetted."""
     group = producer_group(body.producer_group)
     rt.guard.authorize(who, Action.PUBLISH, Resource.group(group), scope)
@@ -33,7 +34,7 @@ async def heartbeat(rt: BrokerRuntime, who: Principal, scope: dict[str, Any], bo
     return {"producer_group": group, "client_id": body.client_id, "expires_in": rt.settings.producer_expiry}
 
 
-def list_producers(rt: BrokerRuntime, who: Principal, scope: dict[str, Any]) -> dict[str, Any]:
+def list_producers(rt: BrokerRuntime, who: Principal, scope: Scope) -> dict[str, Any]:
     """Every producer group's live producers: for cluster admins."""
     rt.guard.authorize(who, Action.ADMIN, CLUSTER, scope)
     return {"groups": producer_groups(rt)}

@@ -10,6 +10,8 @@ from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
 
+from .caller import Scope
+
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
@@ -20,7 +22,7 @@ class Caller(Protocol):
     async def is_disconnected(self) -> bool: ...
 
 
-def subscriber(rt: BrokerRuntime, who: Principal, scope: dict[str, Any], group: str, topic: str) -> Principal:
+def subscriber(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, topic: str) -> Principal:
     """``who``, allowed to consume ``topic`` as ``group`` (AccessDenied otherwise): receive, ack, nack and the rest."""
     rt.guard.authorize(who, Action.SUBSCRIBE, Resource.group(group), scope)
     rt.guard.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)

@@ -20,12 +20,11 @@ from halfmq.broker.transaction.send_window import Verdict
 from halfmq.errors import InvalidRequest
 from halfmq.wire import SendStatus
 
+from .caller import Scope
 from .durability import durable_status
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
-
-Scope = dict[str, Any]  # the request's ASGI scope (or {"path": ...}): the guard's audit lines name its path
 
 
 def publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> Principal:

@@ -11,12 +11,11 @@ from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.errors import InvalidQueueId
 
+from .caller import Scope
 from .views import topic_view
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
-
-Scope = dict[str, Any]
 
 
 def create(rt: BrokerRuntime, who: Principal, scope: Scope, body: TopicCreate) -> tuple[dict[str, Any], bool]:
