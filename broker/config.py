@@ -52,7 +52,7 @@ class BrokerSettings(BaseSettings):
     # the RocketMQ 5 front (design section 14); 0 turns it off; unset, derived from `port` (default_grpc_port)
     grpc_port: int | None = Field(default=None, ge=0, le=65535)
     # What may wait unread on one telemetry stream (settings replies, checks); past it the stream ends with
-    # RESOURCE_EXHAUSTED (docs/decisions.md, "A telemetry stream that does not read").
+    # RESOURCE_EXHAUSTED (docs/decisions/041-telemetry-stream-backpressure.md).
     grpc_telemetry_outbox_commands: int = Field(default=1024, ge=1)
     grpc_telemetry_outbox_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     data_dir: Path = Path("./data/broker")
@@ -75,7 +75,7 @@ class BrokerSettings(BaseSettings):
     producer_txn_max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     producer_txn_max_acks: int = Field(default=10_000, ge=1)
     # What every open transaction together (and those one principal fed) may hold in memory until it ends: past it
-    # 429 OPEN_TRANSACTIONS_FULL (why these values: docs/decisions.md, "Bytes held by open producer transactions").
+    # 429 OPEN_TRANSACTIONS_FULL (why these values: docs/decisions/040-bytes-held-by-open-producer-transactions.md).
     producer_txn_max_open_bytes: int = Field(default=256 * 1024 * 1024, ge=1024)
     producer_txn_max_open_bytes_per_principal: int = Field(default=64 * 1024 * 1024, ge=1024)
     producer_txn_timeout_scan_interval: float = Field(default=0.5, gt=0)
@@ -94,14 +94,14 @@ class BrokerSettings(BaseSettings):
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
     log_level: str = "info"
     http_server: Literal["uvicorn", "granian"] = "uvicorn"  # why: broker/serving/server.py
-    # HTTP limits, the same on both servers (why these values: docs/decisions.md, "HTTP limits").
+    # HTTP limits, the same on both servers (why these values: docs/decisions/010-http-limits.md).
     max_request_bytes: int = Field(default=0, ge=0)  # 0: see default_max_request_bytes
     max_connections: int = Field(default=10_000, ge=16)
     listen_backlog: int = Field(default=2048, ge=128)
     request_head_timeout: float = Field(default=20.0, gt=0, le=600)
     request_body_timeout: float = Field(default=60.0, gt=0)
     max_request_head_bytes: int = Field(default=64 * 1024, ge=8192)
-    # Security (docs/decisions.md, "Security"): auth is on iff an auth file is given.
+    # Security (docs/decisions/011-security.md): auth is on iff an auth file is given.
     auth_file: Path | None = None
     insecure: bool = False  # serve a non-loopback address without auth (protected mode off)
     # Names the broker answers to besides loopback, its bind address and advertise_url (DNS rebinding:
@@ -110,7 +110,7 @@ class BrokerSettings(BaseSettings):
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
     check_ca_file: Path | None = None  # CA bundle for https check_urls (default: the system's)
-    # A replicated broker set (design section 12, docs/decisions.md "A replicated broker set"); without
+    # A replicated broker set (design section 12, docs/decisions/027-replicated-broker-set.md); without
     # `cluster` the broker is the single-node default and none of these is read.
     cluster: str | None = None  # etcd://HOST:PORT/PREFIX
     node_id: str = ""
@@ -173,7 +173,7 @@ class BrokerSettings(BaseSettings):
     @field_validator("check_url_allow")
     @classmethod
     def _allow_entries(cls, value: list[str]) -> list[str]:
-        from halfmq.broker.transaction.check_url import parse_allow_entry
+        from halfmq.broker.half_messages.check_url import parse_allow_entry
 
         for entry in value:
             parse_allow_entry(entry)

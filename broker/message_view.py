@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from halfmq.broker.half_messages.record_names import REAL_QID, REAL_TOPIC
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.transaction.record_names import REAL_QID, REAL_TOPIC
 
 HIDDEN = ("KEYS", "TAGS")
 

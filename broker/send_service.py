@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import crc32c
 
 from halfmq.broker.counter_ids import CounterIds
+from halfmq.broker.half_messages import record_names as tx_names
+from halfmq.broker.half_messages.check_policy import immunity_seconds
 from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic
-from halfmq.broker.transaction import record_names as tx_names
-from halfmq.broker.transaction.check_policy import immunity_seconds
 from halfmq.errors import (
     BadBodyEncoding,
     InvalidProperty,

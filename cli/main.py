@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     broker.add_argument("--port", type=int)
     broker.add_argument("--data-dir", type=Path)
     broker.add_argument("--grpc-port", type=int, help="the RocketMQ 5 gRPC front (0 turns it off; default 8081 with the default --port 10911, "
-                                                            "else --port - 2830: 10912 -> 8082, see docs/decisions.md)")
+                                                            "else --port - 2830: 10912 -> 8082, see docs/decisions/029-rocketmq-5-front.md)")
     broker.add_argument("--verify", action="store_true",
                         help="check every commit-log record and consume-queue entry, list what is damaged, then exit "
                              "(0 clean, 3 damaged) instead of serving")

@@ -1,5 +1,5 @@
-"""The services' group commit lives in the SDK now (``halfmq.client.group_commit``): the barrier and the inbox batch with it too."""
+"""The services' group commit lives in the SDK now (``halfmq.client.database_writes.DatabaseWriteBatcher``): the barrier and the inbox batch with it too."""
 
-from halfmq.client.group_commit import GroupCommit
+from halfmq.client.database_writes import DatabaseWriteBatcher as GroupCommit
 
 __all__ = ["GroupCommit"]

@@ -13,17 +13,18 @@ from typing import Any
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.delivery.receipt_handle import load_or_create_key
+from halfmq.broker.half_messages.check_client import CheckClient
+from halfmq.broker.half_messages.check_policy import CheckPolicy
+from halfmq.broker.half_messages.check_service import CheckService
+from halfmq.broker.half_messages.check_url import OwnAddress
+from halfmq.broker.half_messages.producer_registry import ProducerRegistry
+from halfmq.broker.half_messages.transaction_service import TransactionService
+from halfmq.broker.idempotence.producer_ids import ProducerIds
+from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
 from halfmq.broker.security.auth_file import Authenticator, AuthFileError
 from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
-from halfmq.broker.transaction.check_client import CheckClient
-from halfmq.broker.transaction.check_policy import CheckPolicy
-from halfmq.broker.transaction.check_service import CheckService
-from halfmq.broker.transaction.check_url import OwnAddress
-from halfmq.broker.transaction.producer_registry import ProducerRegistry
-from halfmq.broker.transaction.producer_transactions import ProducerTransactions, TxnLimits
-from halfmq.broker.transaction.transaction_service import TransactionService
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
@@ -44,7 +45,8 @@ class BrokerRuntime:
     metrics: BrokerMetrics
     durable: Callable[[int], Awaitable[None]]
     started_at: float
-    producer_txns: ProducerTransactions = field(default=None)  # type: ignore[assignment]  # set by open()
+    producer_txns: TransactionCoordinator = field(default=None)  # type: ignore[assignment]  # set by open()
+    producer_ids: ProducerIds = field(default=None)  # type: ignore[assignment]  # set by open(): the coordinator's
     checks: CheckService | None = None
     guard: Guard = field(default_factory=lambda: Guard(None))
     own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
@@ -85,10 +87,11 @@ class BrokerRuntime:
             authenticator = Authenticator.from_file(settings.auth_file) if settings.auth_file else None
             decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
             rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
-            rt.producer_txns = ProducerTransactions(
+            rt.producer_txns = TransactionCoordinator(
                 store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks,
                                                settings.producer_txn_max_open_bytes, settings.producer_txn_max_open_bytes_per_principal),
                 send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000))
+            rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.metrics.registry.register(OperatorCollector(rt))  # lag per queue, transactions by age, ... at scrape time
             return rt
@@ -133,7 +136,7 @@ class BrokerRuntime:
             await asyncio.sleep(self.settings.producer_txn_timeout_scan_interval)
             try:
                 self.producer_txns.abort_expired()
-                self.producer_txns.expire_idle_producers()
+                self.producer_ids.expire_idle_producers()
             except Exception:  # a refusing disk: the store logs it; the next pass tries again
                 log.exception("aborting expired producer transactions failed")
 

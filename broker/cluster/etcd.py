@@ -2,7 +2,7 @@
 
 Why not an etcd3 gRPC package: the maintained Python ones are thin or abandoned
 and pull grpcio (~10 MB) into the broker; the gateway ships in every etcd since
-3.3, and the broker already has httpx (docs/decisions.md, "A replicated broker set").
+3.3, and the broker already has httpx (docs/decisions/027-replicated-broker-set.md).
 Only the handful of calls leadership needs: put, range, delete, lease grant /
 keep-alive / revoke, and compare-and-put / compare-and-delete transactions.
 

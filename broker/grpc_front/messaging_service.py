@@ -2,8 +2,8 @@
 
 Thin like the HTTP routes: each call authenticates its signer, turns the protobuf
 into the same use cases the HTTP front calls (halfmq.broker.usecases), and a typed halfmq error into a RocketMQ status
-(``status_codes``). A gRPC producer's group is its topic (docs/decisions.md,
-"RocketMQ 5 front"). Calls halfmq does not serve answer NOT_IMPLEMENTED.
+(``status_codes``). A gRPC producer's group is its topic (docs/decisions/029-rocketmq-5-front.md).
+Calls halfmq does not serve answer NOT_IMPLEMENTED.
 """
 
 from __future__ import annotations

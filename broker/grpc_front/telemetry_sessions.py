@@ -3,7 +3,7 @@
 RocketMQ 5 checks a transaction back by pushing ``RecoverOrphanedTransactionCommand``
 on a telemetry stream of the producer; the client's ``TransactionChecker`` answers
 with ``EndTransaction(source=SOURCE_SERVER_CHECK)``. A gRPC producer's group is the
-topic it publishes (docs/decisions.md, "RocketMQ 5 front"), so a session is filed
+topic it publishes (docs/decisions/029-rocketmq-5-front.md), so a session is filed
 under every topic its settings name.
 
 What the broker says on a stream (settings replies, checks) waits in the

@@ -6,7 +6,7 @@ supervisor started kills the broker, and the data-dir lock goes with it.
 uvicorn is the default because it runs that way in a mode its authors support
 for production; granian's embedded mode (``HALFMQ_BROKER_HTTP_SERVER=granian``)
 is faster but marked experimental upstream, and granian's supported mode forks
-a worker process (docs/decisions.md, "The broker's production HTTP server").
+a worker process (docs/decisions/018-production-http-server.md).
 The broker's HTTP tests run on both.
 
 Both get the same connection limits from the settings (uvicorn through ``http_serving``, which the

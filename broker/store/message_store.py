@@ -1,4 +1,4 @@
-"""The store façade: topics, atomic appends, queue reads, recovery and durability.
+"""The store façade: topics, atomic appends, queue reads and durability (recovery and checkpoints: recovery.py).
 
 Single writer: ``put`` is called from one thread (the broker's event loop) and
 does the commit-log write and the consume-queue dispatch inside one lock, so a
@@ -12,80 +12,43 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, NamedTuple
 
-from .atomic_file import DamagedFile, read_json, write_json
-from .commit_log import CommitLog, CorruptLogError, Damage
-from .consume_queue import ConsumeQueue, QueueEntry
-from .damaged_records import DamagedEntry, DamagedRecordError, DamagedRecords
+from .commit_log import CommitLog
+from .consume_queue import ConsumeQueue
+from .damaged_records import DamagedRecords
 from .data_lock import DataDirLock
 from .failure_watch import FailureWatch
 from .flush_service import GroupCommitService, PeriodicService
 from .offset_table import OffsetTable
+from .queue_reads import QueueReads
 from .record import (
     FLAG_BODY_BINARY,
     FLAG_GROUP_MORE,
     HEADER_SIZE,
-    RecordError,
-    StoredMessage,
-    decode,
     encode_parts,
     encode_properties,
-    peek_size,
     record_size,
     tag_hash,
+)
+from .recovery import StoreRecovery
+from .replicated_groups import whole_group
+from .store_types import (
+    GroupTooLarge,
+    Listener,
+    PutItem,
+    PutResult,
+    ReplicationMismatch,
+    StoreClosed,
+    StoreConfig,
+    StoreNotWritable,
 )
 from .topics import TopicConfig, TopicTable
 from .visible_reads import VisibleReads
 
 log = logging.getLogger(__name__)
 
-Listener = Callable[[str, int], None]
-
-
-@dataclass(frozen=True)
-class StoreConfig:
-    data_dir: Path
-    segment_bytes: int = 1 << 30
-    consume_queue_entries: int = 300_000
-    flush_mode: Literal["sync", "async"] = "sync"
-    async_flush_interval: float = 0.2
-    checkpoint_interval: float = 1.0
-
-
-@dataclass(slots=True)
-class PutItem:
-    topic: str
-    queue_id: int
-    body: bytes
-    properties: dict[str, str] = field(default_factory=dict)
-    born_timestamp: int = 0
-    binary: bool = False
-    tag: str | None = None
-
-
-class PutResult(NamedTuple):
-    topic: str
-    queue_id: int
-    queue_offset: int
-    commit_log_offset: int
-    size: int
-    properties: dict[str, str]
-    store_timestamp: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveryReport:
-    commit_log_end: int
-    scanned_from: int
-    entries_rebuilt: int
-    entries_trimmed: int
-    seconds: float
-
-
-class MessageStore:
+class MessageStore(QueueReads, StoreRecovery):
     def __init__(self, config: StoreConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self._clock = clock
@@ -239,29 +202,14 @@ class MessageStore:
         """
         view = memoryview(blob)
         pos = 0
+        touched: set[tuple[str, int]] = set()
         with self._write_lock:
             self._check_writable()
             if start != self.commit_log.end_offset:
                 raise ReplicationMismatch(f"replicated bytes start at {start}, the log ends at {self.commit_log.end_offset}")
-            while True:
-                group: list[StoredMessage] = []
-                at = pos
-                complete = False
-                while at + HEADER_SIZE <= len(view):
-                    size = peek_size(view, at)
-                    if size < HEADER_SIZE or at + size > len(view):
-                        break
-                    try:
-                        rec = decode(view, at)
-                    except RecordError as exc:
-                        raise ReplicationMismatch(f"replicated record at {start + at} is damaged: {exc}") from None
-                    group.append(rec)
-                    at += size
-                    if not rec.group_more:
-                        complete = True
-                        break
-                if not complete:
-                    break
+            while (found := whole_group(view, pos, start)) is not None:
+                group, at = found
+                touched.update((r.topic, r.queue_id) for r in group)
                 size = at - pos
                 try:
                     offset = self.commit_log.next_offset_for(size)
@@ -288,7 +236,7 @@ class MessageStore:
         if pos:
             self._writes.succeeded()
         for listener in self._listeners:
-            for rec_key in {(r.topic, r.queue_id) for r in group}:
+            for rec_key in touched:
                 listener(*rec_key)
         return self.commit_log.end_offset
 
@@ -368,79 +316,6 @@ class MessageStore:
     def flush_count(self) -> int:
         return self._group_commit.flush_count
 
-    # --- reading ----------------------------------------------------------------
-    def read_queue(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage]:
-        """The intact messages among the next ``max_messages`` entries (damaged ones reported and left out)."""
-        return [e for e in self.read_entries(topic, queue_id, offset, max_messages) if type(e) is StoredMessage]
-
-    def read_entries(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage | DamagedEntry]:
-        """Up to ``max_messages`` entries from ``offset``: each its message, or a DamagedEntry in its place."""
-        cq = self._queues.get((topic, queue_id))
-        if cq is None:
-            return []
-        out: list[StoredMessage | DamagedEntry] = []
-        offset = max(offset, cq.min_offset)
-        while len(out) < max_messages:
-            entries = cq.get_range(offset, max_messages - len(out))
-            if not entries:
-                break
-            for i, entry in enumerate(entries):
-                out.append(self._read_entry(topic, queue_id, offset + i, entry))
-            offset += len(entries)
-        return out
-
-    def queue_end_within(self, topic: str, queue_id: int, start: int, commit_log_offset: int) -> int:
-        """From queue offset ``start`` on, one past the last message that ends at or before ``commit_log_offset``."""
-        cq = self._queues.get((topic, queue_id))
-        if cq is None:
-            return start
-        offset = max(start, cq.min_offset)
-        while True:
-            entries = cq.get_range(offset, 256)
-            if not entries:
-                return offset
-            for entry in entries:
-                if entry.commit_log_offset + entry.size > commit_log_offset:
-                    return offset
-                offset += 1
-
-    def _read_entry(self, topic: str, queue_id: int, queue_offset: int, entry: QueueEntry) -> StoredMessage | DamagedEntry:
-        try:
-            msg = self.commit_log.read_record(entry.commit_log_offset, entry.size)
-        except (RecordError, KeyError, ValueError, OSError) as exc:  # KeyError/ValueError: an entry pointing nowhere
-            reason = str(exc) or type(exc).__name__
-        else:
-            if msg.queue_offset == queue_offset and msg.queue_id == queue_id and msg.topic == topic:
-                return msg
-            reason = f"its consume-queue entry points at {msg.topic}/{msg.queue_id}@{msg.queue_offset}"
-        self.damaged.note(entry.commit_log_offset, reason, f"{topic}/{queue_id}@{queue_offset}")
-        return DamagedEntry(topic, queue_id, queue_offset, entry.commit_log_offset, reason)
-
-    def get(self, topic: str, queue_id: int, queue_offset: int) -> StoredMessage | None:
-        found = self.read_queue(topic, queue_id, queue_offset, 1)
-        return found[0] if found and found[0].queue_offset == queue_offset else None
-
-    def offset_for_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
-        """First queue offset stored at or after ``timestamp_ms`` (Kafka's offsetsForTimes), by bisection."""
-        lo, hi = self.queue_range(topic, queue_id)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            msg = self.get(topic, queue_id, mid)
-            if msg is not None and msg.store_timestamp < timestamp_ms:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-
-    def read_at(self, commit_log_offset: int) -> StoredMessage:
-        """The record at ``commit_log_offset``; DamagedRecordError (reported) when it is not intact."""
-        try:
-            return self.commit_log.read_record(commit_log_offset)
-        except (RecordError, KeyError, ValueError, OSError) as exc:
-            reason = str(exc) or type(exc).__name__
-        self.damaged.note(commit_log_offset, reason, "read by commit-log offset")
-        raise DamagedRecordError(commit_log_offset, reason)
-
     # --- consume queues ---------------------------------------------------------
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         cq = self._queues.get((topic, queue_id))
@@ -448,138 +323,6 @@ class MessageStore:
             cq = ConsumeQueue(self._cq_root / topic / str(queue_id), topic, queue_id, self.config.consume_queue_entries)
             self._queues[(topic, queue_id)] = cq
         return cq
-
-    # --- durability -------------------------------------------------------------
-    def checkpoint(self) -> None:
-        """Make consume queues and offsets durable and record how far the log is dispatched.
-
-        A disk that refuses is logged once (not each second) and retried next time.
-        Topics recovery found but could not save are saved first: the checkpoint
-        must not move past the records they were learnt from. A read-only store
-        (recovery unfinished) writes consumer offsets only.
-        """
-        # Offsets are taken before the fsync: a persisted offset may then only point at
-        # records the fsync below made durable (the transaction checkpoint relies on it).
-        with self._checkpoint_lock:
-            self._checkpoint()
-
-    def _checkpoint(self) -> None:
-        offsets = self.offsets.snapshot()
-        try:
-            with self._write_lock:
-                dispatched = self.commit_log.end_offset
-                sizes = {f"{t}/{q}": cq.max_offset for (t, q), cq in self._queues.items()}
-                queues = list(self._queues.values())
-            flushed = self.commit_log.flush()
-            if self.read_only is None:
-                for cq in queues:
-                    cq.flush()
-                with self._write_lock:  # create_topic writes the same file
-                    self.topics.save_if_changed()
-                write_json(self._checkpoint_path, {"commit_log_offset": min(dispatched, flushed), "queues": sizes})
-            self.offsets.write(offsets)
-        except OSError as exc:
-            self.offsets.unsaved()
-            self._snapshots.failed(exc)
-            return
-        self._snapshots.succeeded()
-
-    def _recover(self) -> RecoveryReport:
-        started = time.monotonic()
-        try:
-            ckpt = read_json(self._checkpoint_path, None, _parse_checkpoint)
-        except DamagedFile as exc:
-            log.warning("%s; it is derived: scanning the whole commit log instead", exc)
-            ckpt = None
-        log_end_before = self.commit_log.end_offset
-        start = ckpt["commit_log_offset"] if ckpt else self.commit_log.min_offset
-        if start > log_end_before:
-            # The log lost bytes the checkpoint had seen (power loss, or a hand-made tear): the
-            # last segment's base is the nearest offset known to be a record boundary.
-            start = self.commit_log.segment_bases()[-1]
-        for _ in self.commit_log.recover(start):
-            pass
-        end = self.commit_log.end_offset
-        trimmed = 0
-        replay_from = start
-        known = {(cfg.name, q) for cfg in self.topics.all() for q in range(cfg.queues)}
-        on_disk: set[tuple[str, int]] = set()
-        if self._cq_root.exists():
-            for topic_dir in self._cq_root.iterdir():
-                for qdir in topic_dir.iterdir():
-                    if qdir.name.isdigit():
-                        on_disk.add((topic_dir.name, int(qdir.name)))
-        known |= on_disk
-        if not self.topics.found and on_disk:
-            self._rebuild_topics(on_disk)
-        expected = (ckpt or {}).get("queues", {})
-        for topic, qid in sorted(known):
-            cq = self._queue(topic, qid)
-            trimmed += cq.trim_beyond(end)
-            if cq.repaired or cq.max_offset < expected.get(f"{topic}/{qid}", 0):
-                last = cq.last_entry()
-                replay_from = min(replay_from, last.commit_log_offset + last.size if last else self.commit_log.min_offset)
-        try:
-            rebuilt = self._replay(replay_from)
-        except OSError as exc:
-            rebuilt = 0
-            self.read_only = (f"recovery could not rebuild the consume queues ({exc.strerror or exc}); "
-                              "restart the broker once the disk has room")
-            log.error("store is read-only: %s", self.read_only)
-        if self.read_only is None:  # half-rebuilt queue ends would lower offsets for good
-            for group, topic, qid, was, now in self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1]):
-                log.warning("offset of group %s on %s/%d lowered from %d to %d, the end of the recovered queue",
-                            group, topic, qid, was, now)
-        report = RecoveryReport(end, replay_from, rebuilt, trimmed, time.monotonic() - started)
-        if rebuilt or trimmed or log_end_before != end:
-            log.warning("recovered store: %s", report)
-        self.checkpoint()
-        return report
-
-    def _replay(self, start: int) -> int:
-        """Dispatch the log from ``start`` into consume queues that lack it; return entries added.
-
-        Recovery has validated the log past the checkpoint, so damage met here lies
-        behind it: a queue offset whose record is damaged gets an entry pointing at
-        the damage (reads report it), so the queue keeps its offsets without a hole.
-        """
-        rebuilt = 0
-        damage: Damage | None = None
-        for _, rec in self.commit_log.walk(start):
-            if isinstance(rec, Damage):
-                if rec.next_valid is None:
-                    break
-                damage = rec
-                continue
-            cfg = self.topics.get(rec.topic)
-            if cfg is None or rec.queue_id >= cfg.queues:
-                self.topics.learn(rec.topic, rec.queue_id + 1)
-            cq = self._queue(rec.topic, rec.queue_id)
-            if rec.queue_offset > cq.max_offset and damage is not None:
-                log.warning("consume queue %s/%d: offsets %d to %d index damaged records (%s)", rec.topic, rec.queue_id,
-                            cq.max_offset, rec.queue_offset - 1, damage)
-                while cq.max_offset < rec.queue_offset:
-                    cq.append(damage.offset, 0, 0)
-                    rebuilt += 1
-            if rec.queue_offset == cq.max_offset:
-                cq.append(rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS")))
-                rebuilt += 1
-            elif rec.queue_offset > cq.max_offset:
-                raise CorruptLogError(
-                    f"consume queue {rec.topic}/{rec.queue_id} ends at {cq.max_offset} but the commit log holds "
-                    f"queue offset {rec.queue_offset} at {rec.commit_log_offset}; delete the consumequeue directory to rebuild it"
-                )
-        return rebuilt
-
-    def _rebuild_topics(self, queues: set[tuple[str, int]]) -> None:
-        """topics.json is gone but the consume queues are there: one topic per directory, as many queues as it has."""
-        counts: dict[str, int] = {}
-        for topic, qid in queues:
-            counts[topic] = max(counts.get(topic, 0), qid + 1)
-        for topic, count in sorted(counts.items()):
-            self.topics.learn(topic, count)
-        log.warning("%s is missing: rebuilt %d topics from the consume-queue directories: %s",
-                    self.topics.path, len(counts), ", ".join(f"{t} ({n} queues)" for t, n in sorted(counts.items())))
 
     def close(self) -> None:
         with self._write_lock:
@@ -594,23 +337,3 @@ class MessageStore:
         self._lock_file.release()
 
 
-class StoreClosed(Exception):
-    pass
-
-
-class StoreNotWritable(Exception):
-    """The disk refused a write (full, over quota, failing): nothing of it is stored; trying later may work."""
-
-
-def _parse_checkpoint(raw: dict) -> dict:
-    if not isinstance(raw["commit_log_offset"], int) or not isinstance(raw.get("queues", {}), dict):
-        raise ValueError("unexpected checkpoint layout")
-    return raw
-
-
-class ReplicationMismatch(Exception):
-    """Bytes from a leader do not continue this log where they claim to: the follower must resynchronise."""
-
-
-class GroupTooLarge(ValueError):
-    """An atomic write group must fit one segment."""

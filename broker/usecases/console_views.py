@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.message_view import message_view
+from halfmq.broker.producer_answers import view_json
 from halfmq.wire import TransactionState
 
 from .views import group_summary, producer_groups, topic_view, tx_view
@@ -29,7 +30,7 @@ def transactions(rt: BrokerRuntime) -> dict[str, Any]:
 
 
 def transactional_ids(rt: BrokerRuntime) -> dict[str, Any]:
-    return {"ids": [rt.producer_txns.view(t) for t in rt.producer_txns.all()]}
+    return {"ids": [view_json(rt.producer_txns.view(t)) for t in rt.producer_txns.all()]}
 
 
 class Rates:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from halfmq.broker.half_messages.half_records import EndOutcome
 from halfmq.broker.protocol import EndItem, EndRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
-from halfmq.broker.transaction.transaction_service import EndOutcome
 
 from .caller import Scope
 from .views import tx_view

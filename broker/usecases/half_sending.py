@@ -10,13 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from halfmq.broker.half_messages.half_records import Tx
+from halfmq.broker.idempotence.producer_ids import SendKey, SentHalf
+from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.names import NameKind, checked_name
+from halfmq.broker.producer_answers import half_json
 from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.broker.transaction.producer_records import SEND_HALF
-from halfmq.broker.transaction.transaction_service import Tx
 from halfmq.errors import InvalidRequest
 from halfmq.wire import SendStatus
 
@@ -60,24 +62,19 @@ def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRe
     if numbered:  # an idempotent half send: a repeat inside the producer's window gets its stored answer
         if body.producer_id is None or body.epoch is None or body.sequence is None:
             raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
-        producer, sequence = rt.producer_txns.sender(body.producer_id, body.epoch, who.name), body.sequence
-        key = (SEND_HALF, group, body.topic)
-        stored = rt.producer_txns.sent_before(producer, sequence, key)
+        producer, sequence = rt.producer_ids.sender(body.producer_id, body.epoch, who.name), body.sequence
+        key = SendKey(SendKind.HALF, group, body.topic)
+        stored = rt.producer_ids.sent_before(producer, sequence, key)
         if stored is not None:  # the first attempt may still be waiting for its fsync
-            return StoredHalf({**stored, "duplicate": True}, rt.store.commit_log.end_offset, duplicate=True)
-        then = lambda items: rt.producer_txns.send_record(producer, sequence, items, SEND_HALF)  # noqa: E731
+            repeat = half_json(stored, SendStatus.SEND_OK.value)  # type: ignore[arg-type]  # a half's key: a SentHalf
+            return StoredHalf({**repeat, "duplicate": True}, rt.store.commit_log.end_offset, duplicate=True)
+        then = lambda items: rt.producer_ids.send_record(producer, sequence, items, SendKind.HALF)  # noqa: E731
     cfg, exists = rt.topics.writable(body.topic)
     tx, end = write_half(rt, group, cfg, exists, body.message, then)
-    answer = {
-        "status": SendStatus.SEND_OK.value,
-        "transaction_id": tx.transaction_id,
-        "msg_id": tx.msg_id,
-        "commit_log_offset": tx.half_clog_offset,
-        "queue_offset": tx.half_offset,
-    }
+    sent = SentHalf(tx.transaction_id, tx.msg_id, tx.half_clog_offset, tx.half_offset)
     if numbered:
-        rt.producer_txns.sent(producer, sequence, key, answer)
-    return StoredHalf(answer, end)
+        rt.producer_ids.sent(producer, sequence, key, sent)
+    return StoredHalf(half_json(sent, SendStatus.SEND_OK.value), end)
 
 
 def with_flush_status(half: StoredHalf, timed_out: FlushTimedOut | None) -> dict[str, Any]:

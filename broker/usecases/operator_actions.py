@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from halfmq.broker.half_messages.half_records import EndOutcome, Tx, not_found
+from halfmq.broker.half_messages.state_machine import TxEvent
 from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
-from halfmq.broker.transaction.state_machine import TxEvent
-from halfmq.broker.transaction.transaction_service import EndOutcome, Tx, not_found
 from halfmq.errors import AccessDenied
 from halfmq.wire import TransactionState
 

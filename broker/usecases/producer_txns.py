@@ -6,17 +6,19 @@ Thin: the guard decides who may act for a transactional id (``publish`` on
 the rest. An operator abort needs ``admin`` on the transactional id. The
 steps of a transaction also need the producer id to be the caller's: the
 principal whose ``init`` obtained it (PRODUCER_ID_NOT_OWNED otherwise,
-``ProducerTransactions.check_acting``). A new id's name is checked where it
-is created (``ProducerTransactions.init``).
+``TransactionCoordinator.check_acting``). A new id's name is checked where it
+is created (``TransactionCoordinator.init``). The answers are rendered by
+halfmq.broker.producer_answers from the coordinator's typed results.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from halfmq.broker.producer_answers import acks_json, begin_json, end_json, init_json, messages_json, producer_id_json, view_json
+from halfmq.broker.producer_transactions.txn_records import AbortedBy
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.security.policy import Action, Kind, Principal, Resource
-from halfmq.broker.transaction.producer_records import AbortedBy
 
 from .caller import Scope
 
@@ -44,21 +46,21 @@ def stepping(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> Princ
 def list_ids(rt: BrokerRuntime, who: Principal) -> dict[str, Any]:
     """The transactional ids ``who`` may describe."""
     txns = [t for t in rt.producer_txns.all() if rt.guard.allows(who, Action.DESCRIBE, _tid_resource(t.transactional_id))]
-    return {"count": len(txns), "transactional_ids": [rt.producer_txns.view(t) for t in txns]}
+    return {"count": len(txns), "transactional_ids": [view_json(rt.producer_txns.view(t)) for t in txns]}
 
 
 def describe(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> dict[str, Any]:
     acting(rt, who, scope, tid, Action.DESCRIBE)
-    return rt.producer_txns.view(rt.producer_txns.get(tid))
+    return view_json(rt.producer_txns.view(rt.producer_txns.get(tid)))
 
 
 async def init(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, timeout_ms: int | None) -> dict[str, Any]:
     acting(rt, who, scope, tid)
-    return await rt.producer_txns.init(tid, timeout_ms, who.name)
+    return init_json(await rt.producer_txns.init(tid, timeout_ms, who.name))
 
 
 def begin(rt: BrokerRuntime, tid: str, body: BeginTxnRequest) -> dict[str, Any]:
-    return rt.producer_txns.begin(tid, body.producer_id, body.epoch, body.sequence)
+    return begin_json(rt.producer_txns.begin(tid, body.producer_id, body.epoch, body.sequence))
 
 
 def add_messages(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: TxnMessagesRequest) -> dict[str, Any]:
@@ -74,7 +76,7 @@ def add_messages(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body
             missing.append(cfg)
         items.extend(rt.sender.prepare_many(cfg, batch))
     holder = who.name if rt.guard.enabled else None  # with auth off everyone is anonymous: only the broker-wide cap
-    return rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing, principal=holder)
+    return messages_json(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing, principal=holder))
 
 
 def add_acks(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: TxnAcksRequest) -> dict[str, Any]:
@@ -82,20 +84,20 @@ def add_acks(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: Tx
     for h in receipts:  # one service cannot settle another's deliveries
         rt.guard.authorize(who, Action.SUBSCRIBE, Resource.group(h.group), scope)
         rt.guard.authorize(who, Action.SUBSCRIBE, Resource.topic(h.topic), scope)
-    return rt.producer_txns.add_acks(tid, body.producer_id, body.epoch, body.sequence, receipts)
+    return acks_json(rt.producer_txns.add_acks(tid, body.producer_id, body.epoch, body.sequence, receipts))
 
 
 async def commit(rt: BrokerRuntime, tid: str, body: EndTxnRequest) -> dict[str, Any]:
-    return await rt.producer_txns.commit(tid, body.producer_id, body.epoch)
+    return end_json(await rt.producer_txns.commit(tid, body.producer_id, body.epoch))
 
 
 async def abort(rt: BrokerRuntime, tid: str, body: EndTxnRequest) -> dict[str, Any]:
-    return await rt.producer_txns.abort(tid, body.producer_id, body.epoch)
+    return end_json(await rt.producer_txns.abort(tid, body.producer_id, body.epoch))
 
 
 async def abort_now(rt: BrokerRuntime, tid: str) -> dict[str, Any]:
     """An operator ends a stuck transaction now (its producer's next request learns TRANSACTION_ABORTED)."""
-    return await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR)
+    return end_json(await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR))
 
 
 async def force_abort(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> dict[str, Any]:
@@ -107,4 +109,4 @@ async def force_abort(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str)
 async def new_producer_id(rt: BrokerRuntime, scope: Scope) -> dict[str, Any]:
     """An idempotent producer id, bound to the principal that gets it; anyone allowed to publish somewhere may."""
     who = rt.guard.require_publisher(scope)
-    return await rt.producer_txns.new_producer_id(who.name)
+    return producer_id_json(await rt.producer_ids.new_producer_id(who.name))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from halfmq.broker.half_messages.check_url import OwnAddress, validate_check_url
 from halfmq.broker.protocol import Heartbeat
 from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
-from halfmq.broker.transaction.check_url import OwnAddress, validate_check_url
 
 from .caller import Scope
 from .half_sending import producer_group

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from halfmq.broker.half_messages import record_names as tx_names
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.transaction import record_names as tx_names
 
 __all__ = ["BROKER_PROPERTIES", "StoredMessage", "as_sent", "is_transactional"]
 

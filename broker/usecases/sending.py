@@ -11,12 +11,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from halfmq.broker.idempotence.producer_ids import SendKey, sent_messages
+from halfmq.broker.idempotence.producer_records import SendKind
+from halfmq.broker.idempotence.send_window import Verdict
+from halfmq.broker.producer_answers import sent_json
 from halfmq.broker.protocol import OutgoingMessage, SendRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutResult
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.broker.transaction.producer_records import SEND_MESSAGES
-from halfmq.broker.transaction.send_window import Verdict
 from halfmq.errors import InvalidRequest
 from halfmq.wire import SendStatus
 
@@ -35,7 +37,7 @@ def publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> Pr
 
 def rocketmq_publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, transactional: bool) -> None:
     """A RocketMQ 5 send's check per topic: publish to it, and for transactional messages to its producer group,
-    which for a gRPC producer is the topic itself (docs/decisions.md, "RocketMQ 5 front")."""
+    which for a gRPC producer is the topic itself (docs/decisions/029-rocketmq-5-front.md)."""
     rt.guard.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
     if transactional:
         rt.guard.authorize(who, Action.PUBLISH, Resource.group(topic), scope)
@@ -66,26 +68,28 @@ def _observe_send(rt: BrokerRuntime, messages: int, status: str, started: float)
 async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest, started: float) -> dict[str, Any]:
     """A numbered send: a repeat of one inside the producer's window gets the stored answer and stores nothing.
 
-    The producer id must be ``who``'s (PRODUCER_ID_NOT_OWNED otherwise: ``ProducerTransactions.sender``).
+    The producer id must be ``who``'s (PRODUCER_ID_NOT_OWNED otherwise: ``ProducerIds.sender``).
     """
     if body.producer_id is None or body.epoch is None or body.sequence is None:
         raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
-    txn = rt.producer_txns.sender(body.producer_id, body.epoch, who.name)
-    key = (SEND_MESSAGES, "", topic)
-    stored = rt.producer_txns.sent_before(txn, body.sequence, key)
-    if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
-        stored = [{"status": SendStatus.SEND_OK.value, "msg_id": m.properties.get("UNIQ_KEY", ""), "topic": topic,
-                   "queue_id": -1, "queue_offset": -1, "commit_log_offset": -1} for m in body.messages]
+    txn = rt.producer_ids.sender(body.producer_id, body.epoch, who.name)
+    key = SendKey(SendKind.MESSAGES, "", topic)
+    stored = rt.producer_ids.sent_before(txn, body.sequence, key)
     if stored is not None:
+        if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
+            repeat = [{"status": SendStatus.SEND_OK.value, "msg_id": m.properties.get("UNIQ_KEY", ""), "topic": topic,
+                       "queue_id": -1, "queue_offset": -1, "commit_log_offset": -1} for m in body.messages]
+        else:
+            repeat = sent_json(stored, SendStatus.SEND_OK.value)  # type: ignore[arg-type]  # a plain send's key: a list
         await rt.durable(rt.store.commit_log.end_offset)  # the first attempt may still be waiting for its fsync
-        return {"results": stored, "duplicate": True}
+        return {"results": repeat, "duplicate": True}
     sequence = body.sequence
-    results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_txns.send_record(txn, sequence, items))
-    answer = _send_results(results, SendStatus.SEND_OK.value)
-    rt.producer_txns.sent(txn, sequence, key, answer)  # before the fsync wait: a retry arriving meanwhile is a repeat
+    results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_ids.send_record(txn, sequence, items))
+    sent = sent_messages(results)
+    rt.producer_ids.sent(txn, sequence, key, sent)  # before the fsync wait: a retry arriving meanwhile is a repeat
     status = await durable_status(rt, end)
     _observe_send(rt, len(results), status, started)
-    return {"results": [{**a, "status": status} for a in answer]}
+    return {"results": sent_json(sent, status)}
 
 
 def target(rt: BrokerRuntime, topic: str) -> tuple[TopicConfig, bool]:

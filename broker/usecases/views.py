@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from halfmq.broker.delivery import dead_letters
+from halfmq.broker.half_messages.half_records import Tx
 from halfmq.broker.message_view import restored_view
+from halfmq.broker.producer_answers import final_json
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.broker.transaction.transaction_service import Tx
 from halfmq.wire import TransactionState
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: S
         "last_check_timestamp": tx.last_check_ms,
         "next_check_timestamp": int(tx.due_at * 1000) if tx.state is TransactionState.PENDING else None,
         "resolved_timestamp": tx.resolved_ms,
-        "final": tx.final,
+        "final": final_json(tx.final),
         "message": restored_view(half or rt.transactions.half_message(tx)),
     }
     if duplicate is not None:

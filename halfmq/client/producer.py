@@ -19,13 +19,12 @@ from typing import Any, Self, TypeVar, Unpack
 from halfmq.wire import MAX_BATCH, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo
 
 from . import endpoints
-from .blocking_send_coalescer import BlockingSendCoalescer
 from .endpoints import Call
 from .messages import Body, outgoing
 from .numbering import Numbering
 from .retry import async_retrying, retrying
-from .send_coalescer import SendCoalescer
 from .send_options import SendOptions
+from .send_policy import blocking_send_coalescer, send_coalescer
 from .transport import TIMEOUT, AsyncTransport, Transport, Verify
 
 __all__ = ["AsyncProducer", "Numbering", "Producer"]
@@ -57,7 +56,7 @@ class Producer:
         """Every send is numbered (see ``Numbering``), so a retry never stores twice; ``idempotent=False`` turns that off.
 
         ``idempotent_id``: number under this transactional id (a stable identity) instead of a producer id of its own.
-        Threads sending to one topic at once share batch requests (``blocking_send_coalescer``); ``coalesce=False``
+        Threads sending to one topic at once share batch requests (the batching engine on a thread of its own, ``send_policy``); ``coalesce=False``
         sends one request per message.
 
         ``timeout`` bounds one attempt (5 s, ``transport.TIMEOUT``); ``retries`` counts the attempts after one that
@@ -69,7 +68,7 @@ class Producer:
         self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
         self._numbering = _numbering(idempotent, idempotent_id)
         self._lock = threading.Lock()
-        self._coalescer = BlockingSendCoalescer(self._send_many, self._send_one) if coalesce else None
+        self._coalescer = blocking_send_coalescer(self._send_many, self._send_one) if coalesce else None
 
     def _call(self, call: Call[T]) -> T:
         result: T = retrying(self._retries)(self._transport.call, call)
@@ -93,7 +92,7 @@ class Producer:
         msg = outgoing(message, **options)
         if self._coalescer is None:
             return self._send_one(topic, msg)
-        return self._coalescer.send(topic, msg)
+        return self._coalescer.submit(topic, msg)
 
     def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         """One request for many messages; results come back in the order sent."""
@@ -134,7 +133,7 @@ class AsyncProducer:
     Requests spread over ``pool_size`` AsyncClients with ``connections_per_client``
     connections each, and at most ``max_in_flight`` run at once (DESIGN
     section 7: one AsyncClient collapses past about 8 concurrent requests).
-    Concurrent ``send`` calls to one topic share batch requests (``send_coalescer``),
+    Concurrent ``send`` calls to one topic share batch requests (the batching engine, ``send_policy``),
     each caller with its own result or error; ``coalesce=False`` sends one request per message.
     """
 
@@ -166,7 +165,7 @@ class AsyncProducer:
             token=token,
             verify=verify,
         )
-        self._coalescer = SendCoalescer(self._send_many, self._send_one) if coalesce else None
+        self._coalescer = send_coalescer(self._send_many, self._send_one) if coalesce else None
 
     async def _call(self, call: Call[T]) -> T:
         result: T = await async_retrying(self._retries)(self._transport.call, call)
@@ -191,7 +190,7 @@ class AsyncProducer:
         msg = outgoing(message, **options)
         if self._coalescer is None:
             return await self._send_one(topic, msg)
-        return await self._coalescer.send(topic, msg)
+        return await self._coalescer.submit(topic, msg)
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         batch = _batch(messages)

@@ -7,7 +7,7 @@ the broker and consumers can recognise.
 
 The loop is ours rather than tenacity's: it is a dozen lines, it keeps
 tenacity's frames out of every traceback a user reads, and the last error can
-say how many attempts it took (docs/decisions.md, "SDK footprint").
+say how many attempts it took (docs/decisions/020-sdk-footprint.md).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ pass, and (as one answer wakes them together) one batch end request.
 
 ``TransactionBatches.call`` stands in for the transport's ``call``: a half send
 (``POST /v1/transactions``) or an end (``POST /v1/transactions/{id}/end``)
-becomes one item of the pass's batch (``coalescer``), anything else goes out
+becomes one item of the pass's batch (the batching engine, keyed by batch route), anything else goes out
 as it is. Each item is the single call's body (an end adds its
 ``transaction_id``), its answer goes through the single call's own ``parse``,
 and its problem becomes the same typed error the single route's answer would
@@ -26,7 +26,7 @@ import msgspec
 from halfmq.errors import BrokerError
 from halfmq.wire import MAX_BATCH
 
-from .coalescer import Coalescer
+from .batching import PassCoalescer, UpTo
 from .endpoints import Call
 from .transport import error_from_answer, parsed
 
@@ -83,16 +83,11 @@ class TransactionBatches:
 
     def __init__(self, transport: Transported, max_batch: int = MAX_BATCH) -> None:
         self._transport = transport
-        self._routes: dict[str, Coalescer[dict[str, Any], Any]] = {
-            path: Coalescer(self._sender(path), max_batch) for path in (HALF_BATCH_PATH, END_BATCH_PATH)
-        }
+        self._batches: PassCoalescer[str, dict[str, Any], Any] = PassCoalescer(self._send, UpTo(max_batch))
 
-    def _sender(self, path: str) -> Callable[[list[dict[str, Any]]], Awaitable[list[Any]]]:
-        async def send(items: list[dict[str, Any]]) -> list[Any]:
-            outcomes: list[Any] = await self._transport(batch_call(path, items))
-            return outcomes
-
-        return send
+    async def _send(self, path: str, items: list[dict[str, Any]]) -> list[Any]:
+        outcomes: list[Any] = await self._transport(batch_call(path, items))
+        return outcomes
 
     async def call(self, call: Call[T]) -> T:
         """What ``transport.call(call)`` returns or raises, the call coalesced with others where a batch route takes it."""
@@ -101,8 +96,8 @@ class TransactionBatches:
             result: T = await self._transport(call)
             return result
         path, item = routed
-        return parsed(call, await self._routes[path].submit(item))
+        return parsed(call, await self._batches.submit(path, item))
 
     async def aclose(self) -> None:
-        for coalescer in self._routes.values():
-            await coalescer.aclose()
+        """Wait for the batches in flight (their callers are waiting for them too)."""
+        await self._batches.drain()

@@ -10,7 +10,7 @@ the callers (see ``retry``).
 Each transport imports its HTTP library when it is first built, never at
 import: a program that only sends blockingly never loads aiohttp, and
 ``from halfmq import AsyncProducer`` costs no more than the SDK's own modules
-(docs/decisions.md, "SDK footprint").
+(docs/decisions/020-sdk-footprint.md).
 """
 
 from __future__ import annotations

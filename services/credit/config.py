@@ -20,7 +20,7 @@ class CreditSettings(ServiceSettings):
     max_messages: int = 64
     invisible_seconds: float = 30.0
     wait_seconds: float = 5.0
-    # The inbox's rows outlive the broker's longest redelivery window (docs/decisions.md, "The inbox").
+    # The inbox's rows outlive the broker's longest redelivery window (docs/decisions/024-inbox.md).
     inbox_retention_days: float = 7.0
     inbox_purge_interval: float = 3600.0
     # Fault injection (needs faults_enabled): exit right after crediting this order, before its ack.

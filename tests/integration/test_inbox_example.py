@@ -25,7 +25,7 @@ SUBSECTION = "### Consume exactly once (the inbox)"
 
 
 def readme_program() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "sdk.md").read_text()
     section = text[text.index(SUBSECTION):]
     section = section[:re.search(r"^##", section[3:], flags=re.M).start() + 3]  # to the next heading
     [program] = re.findall(r"^```python\n(.*?)^```$", section, flags=re.S | re.M)

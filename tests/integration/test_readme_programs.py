@@ -26,8 +26,8 @@ pytestmark = pytest.mark.slow
 SECTION = "## Use halfmq from your service"
 
 
-def readme_programs(heading: str = SECTION) -> list[str]:
-    text = (ROOT / "README.md").read_text()
+def readme_programs(heading: str = SECTION, path: Path = ROOT / "README.md") -> list[str]:
+    text = path.read_text()
     section = text[text.index(heading):]
     section = section[:section.index("\n## ", len(heading))]
     if "\n### " in section:  # the subsections' programs live in examples/ and have tests of their own

@@ -37,9 +37,9 @@ def write_stored_init(data_dir: Path, transactional_id: str, producer_id: int, s
 
 
 def write_stored_inits(data_dir: Path, producer_ids: dict[str, int], segment_bytes: int) -> None:
+    from halfmq.broker.idempotence import producer_records as rec
     from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
     from halfmq.broker.store.topics import TXN_STATE_TOPIC
-    from halfmq.broker.transaction import producer_records as rec
 
     store = MessageStore(StoreConfig(data_dir, segment_bytes=segment_bytes))
     try:

@@ -28,25 +28,26 @@ CHILDREN = 2  # the machine's cores
 
 # The core decisions CI gates, each with the unit tests that own it (import path as installed).
 GATED: dict[str, tuple[str, ...]] = {
-    "halfmq/broker/transaction/state_machine.py": ("tests/unit/broker/transaction/test_state_machine.py",),
-    "halfmq/broker/transaction/check_policy.py": ("tests/unit/broker/transaction/test_check_policy.py",),
+    "halfmq/broker/half_messages/state_machine.py": ("tests/unit/broker/half_messages/test_state_machine.py",),
+    "halfmq/broker/half_messages/check_policy.py": ("tests/unit/broker/half_messages/test_check_policy.py",),
     "halfmq/broker/store/record.py": ("tests/unit/broker/store/test_record.py",),
     "halfmq/broker/delivery/receipt_handle.py": ("tests/unit/broker/delivery/test_receipt_handle.py",),
     "halfmq/services/order/rules.py": ("tests/unit/services/order/test_rules.py",),
     "halfmq/client/sqlalchemy/horizon.py": ("tests/unit/client/sqlalchemy/test_horizon.py",),
     "halfmq/services/credit/rules.py": ("tests/unit/services/credit/test_rules.py",),
-    "halfmq/broker/transaction/producer_state_machine.py": ("tests/unit/broker/transaction/test_producer_state_machine.py",),
-    "halfmq/broker/transaction/producer_timeout.py": ("tests/unit/broker/transaction/test_producer_timeout.py",),
+    "halfmq/broker/producer_transactions/producer_state_machine.py": ("tests/unit/broker/producer_transactions/test_producer_state_machine.py",),
+    "halfmq/broker/producer_transactions/producer_timeout.py": ("tests/unit/broker/producer_transactions/test_producer_timeout.py",),
     "halfmq/broker/names.py": ("tests/unit/broker/test_names.py",),
     "halfmq/broker/security/allowed_hosts.py": ("tests/unit/broker/security/test_allowed_hosts.py",),
-    "halfmq/broker/transaction/held_bytes.py": ("tests/unit/broker/transaction/test_held_bytes.py",),
+    "halfmq/broker/producer_transactions/held_bytes.py": ("tests/unit/broker/producer_transactions/test_held_bytes.py",),
     "halfmq/broker/cluster/decisions.py": ("tests/unit/broker/cluster/test_decisions.py", "tests/unit/broker/cluster/test_high_watermark.py",
                                           "tests/unit/broker/cluster/test_leader_claims.py"),
 }
-# --all: every module of broker/store, transaction and delivery against their unit tests (reported, not
-# gated). The stateful transaction test is left out: 17 s a run, and it would run for most mutants.
-ALL_TESTS = ("tests/unit/broker/store", "tests/unit/broker/transaction", "tests/unit/broker/delivery")
-ALL_SKIP = "--ignore=tests/unit/broker/transaction/test_transaction_stateful.py"
+# --all: every module of broker/store, half_messages, producer_transactions, idempotence and delivery against
+# their unit tests (reported, not gated). The stateful transaction test is left out: 17 s a run, and it would run for most mutants.
+ALL_TESTS = ("tests/unit/broker/store", "tests/unit/broker/half_messages", "tests/unit/broker/producer_transactions",
+             "tests/unit/broker/idempotence", "tests/unit/broker/delivery")
+ALL_SKIP = "--ignore=tests/unit/broker/half_messages/test_transaction_stateful.py"
 
 DETECTED = {"killed", "timeout", "caught by type check"}
 
@@ -98,13 +99,14 @@ def show(work: Path, mutant: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bin/mutation", description=__doc__.splitlines()[0])
-    parser.add_argument("--all", action="store_true", help="every module of broker/store, transaction and delivery too")
+    parser.add_argument("--all", action="store_true", help="every module of broker/store, half_messages, producer_transactions, idempotence and delivery too")
     parser.add_argument("--diffs", action="store_true", help="print each survivor's diff")
     args = parser.parse_args(argv)
 
     modules, tests = list(GATED), sorted({t for owned in GATED.values() for t in owned})
     if args.all:
-        packages = ("halfmq.broker.store", "halfmq.broker.transaction", "halfmq.broker.delivery")
+        packages = ("halfmq.broker.store", "halfmq.broker.half_messages", "halfmq.broker.producer_transactions",
+                    "halfmq.broker.idempotence", "halfmq.broker.delivery")
         every = [f"{p.replace('.', '/')}/{m.name}" for p in packages for m in folder_of(p).glob("*.py") if m.name != "__init__.py"]
         modules = sorted(set(modules) | set(every))
         tests = sorted(set(tests) | set(ALL_TESTS)) + [ALL_SKIP]

@@ -16,7 +16,7 @@ a local transaction still uncommitted ``local_tx_timeout`` after the send began 
 (``LocalTransactionTimedOut``), which is what makes the check-back's horizon safe.
 The check-back is answered from the record (``horizon``).
 
-Concurrent sends share database transactions (``halfmq.client.group_commit``): the local
+Concurrent sends share database transactions (``halfmq.client.database_writes``): the local
 transactions that arrive while one commits form the next, in a worker thread. So ``run`` is a
 blocking function, runs in a worker thread, and may run twice: if one ``run`` of a batch fails,
 nothing of the batch is kept and each is redone in a transaction of its own, so a failure fails
@@ -38,7 +38,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from halfmq.client.async_transaction_producer import AsyncTransactionProducer
-from halfmq.client.group_commit import GroupCommit
+from halfmq.client.database_writes import DatabaseWriteBatcher
 from halfmq.client.messages import Body
 from halfmq.client.transaction import LocalTransactionState
 from halfmq.wire import Message, OutgoingMessage
@@ -61,7 +61,7 @@ class TransactionBarrier(BarrierBase):
         super().__init__(**settings)
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
-        self._writes: GroupCommit[Item, Any] = GroupCommit(self._write_batch, write_batch_max)
+        self._writes: DatabaseWriteBatcher[Item, Any] = DatabaseWriteBatcher(self._write_batch, write_batch_max)
 
     async def send(
         self,

@@ -15,7 +15,7 @@ The key is the message's UNIQ_KEY (the producer's id, the same on every retried 
 broker msg_id; or a business key named by the user (``key="order_id"``), read from the JSON body,
 so two different messages about one order count once. Rows older than ``retention`` are purged in
 bounded batches; the default, 7 days, is longer than the broker's longest redelivery window (about
-4 h 54 min with the default retry ladder: docs/decisions.md, "The inbox").
+4 h 54 min with the default retry ladder: docs/decisions/024-inbox.md).
 """
 
 from __future__ import annotations

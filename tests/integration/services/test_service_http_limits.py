@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.cli.test_broker_http_limits import closed_within, read_response
+from tests.integration.broker.serving.test_broker_http_limits import closed_within, read_response
 from tests.support.processes import BrokerProcess, ServiceProcess
 
 HEAD_TIMEOUT = 3.0

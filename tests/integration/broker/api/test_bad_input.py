@@ -989,7 +989,7 @@ def test_receipt_handle_issued_by_another_broker_is_refused_and_creates_no_group
 
 
 def test_a_producer_set_uniq_key_is_the_msg_id_and_a_repeat_is_stored_again(client: httpx.Client) -> None:
-    # docs/decisions.md "Validation": a retried send keeps its UNIQ_KEY, so a duplicate is visible as one
+    # docs/decisions/008-validation.md: a retried send keeps its UNIQ_KEY, so a duplicate is visible as one
     # (same msg_id) to consumers; stopping it at the broker is the idempotent producer's job.
     topic, group = fresh("UNIQ"), fresh("uniq-g")
     create_topic(client, topic, 1)

@@ -18,13 +18,13 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_readme_rocketmq_program_runs_as_printed(rmq_broker: RmqBroker, tmp_path: Path) -> None:
-    [program] = readme_programs("## Use your RocketMQ clients")
+    [program] = readme_programs("## Use your RocketMQ clients", ROOT / "docs" / "rocketmq.md")
     out = run_program(program, {"HALFMQ_ROCKETMQ": rmq_broker.endpoint}, tmp_path)
     assert out.strip().splitlines() == ["order 42 created"]
 
 
 def readme_js() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "rocketmq.md").read_text()
     section = text[text.index("## Use your RocketMQ clients"):]
     section = section[:section.index("\n## ", 5)]
     [program] = re.findall(r"^```js\n(.*?)^```$", section, flags=re.S | re.M)

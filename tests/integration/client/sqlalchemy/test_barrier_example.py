@@ -26,7 +26,7 @@ SUBSECTION = "### Send in your database transaction (the barrier)"
 
 
 def test_the_readme_shows_the_example_as_it_is() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "sdk.md").read_text()
     section = readme[readme.index(SUBSECTION):]
     printed = section[section.index("```python\n") + len("```python\n"):section.index("\n```\n")] + "\n"
     assert printed == EXAMPLE.read_text()

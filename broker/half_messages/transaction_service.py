@@ -1,0 +1,334 @@
+"""Half messages, ending them, and the durable index transaction id → state.
+
+Storage follows RocketMQ: half messages live in RMQ_SYS_TRANS_HALF_TOPIC queue 0
+with their real topic in REAL_TOPIC/REAL_QID; every decision is an op record in
+RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0. A commit writes the final message and its op
+record as ONE atomic write group, so no crash can leave one without the other.
+
+Unlike RocketMQ, check-backs do not re-append the whole half message: a small
+"check" op record carries the new check count, so the log grows by at most
+``transaction_check_max`` small records per transaction.
+
+On start the index is rebuilt from the half queue (from the lowest unresolved
+half offset) and the op queue (from the op offset when that half arrived, or the
+retention window, whichever is older). Resolved transactions are remembered for
+``retention`` seconds so a late or repeated end still gets the first result.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+
+from halfmq.broker.counter_ids import CounterIds
+from halfmq.broker.store.damaged_records import DamagedRecordError
+from halfmq.broker.store.message_store import MessageStore, PutItem
+from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
+from halfmq.errors import DamagedRecord, MessageTooLarge
+from halfmq.wire import TransactionState
+
+from . import record_names as names
+from .check_policy import CheckPolicy, first_check_at, next_check_at, parse_immunity
+from .half_log import final_of, scan, tx_from_op
+from .half_records import EndOutcome, FinalMessage, Tx, TxStats, not_found, tags_of
+from .record_names import OpKind
+from .state_machine import TxAction, TxEvent, op_kind, state_after_op, transition
+
+log = logging.getLogger(__name__)
+
+SYSTEM_GROUP = "CID_SYS_RMQ_TRANS"
+MAX_CACHED_HALVES = 16_384  # pending halves kept in memory for their end; older ones are read back from the log
+
+Durable = Callable[[int], Awaitable[None]]
+
+
+class TransactionService:
+    def __init__(
+        self,
+        store: MessageStore,
+        policy: CheckPolicy,
+        durable: Durable,
+        *,
+        retention: float = 900.0,
+        max_resolved: int = 1_000_000,
+        clock: Callable[[], float] = time.time,
+        on_finish: Callable[[float], None] = lambda seconds: None,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self._durable = durable
+        self._retention = retention
+        self._max_resolved = max_resolved
+        self._clock = clock
+        self._on_finish = on_finish
+        self._txs: dict[str, Tx] = {}
+        self._pending: dict[str, Tx] = {}  # insertion order == half offset order
+        self._halves: dict[str, StoredMessage] = {}  # pending halves sent since start: an end needs no log read
+        self._ids = CounterIds(upper=False)
+        self._resolved: deque[str] = deque()
+        self._due: list[tuple[float, int, str]] = []
+        self._seq = itertools.count()
+        self.stats = TxStats()
+        for topic in (HALF_TOPIC, OP_HALF_TOPIC, CHECK_MAX_TIME_TOPIC):
+            store.create_topic(topic, 1)
+        self._rebuild()
+
+    # --- queries ----------------------------------------------------------------
+    def get(self, transaction_id: str) -> Tx:
+        tx = self._txs.get(transaction_id)
+        if tx is None:
+            raise not_found(transaction_id)
+        return tx
+
+    def pending(self) -> list[Tx]:
+        return list(self._pending.values())
+
+    def in_state(self, state: TransactionState) -> list[Tx]:
+        return [tx for tx in self._txs.values() if tx.state is state]
+
+    def now(self) -> float:
+        return self._clock()
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    def half_message(self, tx: Tx) -> StoredMessage:
+        half = self._halves.get(tx.transaction_id)
+        if half is not None:
+            return half
+        try:
+            return self.store.read_at(tx.half_clog_offset)
+        except DamagedRecordError as exc:
+            raise DamagedRecord(f"the half message of transaction {tx.transaction_id} is damaged on disk: {exc}") from None
+
+    def _readable_half(self, tx: Tx) -> StoredMessage | None:
+        """The half message, or None when it is damaged: a rollback needs only the transaction id, so it can still end it."""
+        try:
+            return self.half_message(tx)
+        except DamagedRecord:
+            return None
+
+    # --- half -------------------------------------------------------------------
+    def prepare_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[PutItem, str]:
+        """Rewrite a validated message for the half topic; return it and its transaction id."""
+        transaction_id = self._ids()
+        props = dict(item.properties)
+        for name in names.DELAY_PROPERTIES:
+            props.pop(name, None)  # delay properties are ignored for transactional messages
+        props.update({
+            names.REAL_TOPIC: item.topic,
+            names.REAL_QID: str(item.queue_id),
+            names.TRAN_MSG: "true",
+            names.PRODUCER_GROUP: producer_group,
+            names.TRANSACTION_ID: transaction_id,
+        })
+        half = PutItem(HALF_TOPIC, 0, item.body, props, item.born_timestamp, item.binary, item.tag)
+        return half, transaction_id
+
+    def send_half(self, producer_group: str, item: PutItem, real_queues: int,
+                  then: Callable[[list[PutItem]], PutItem] | None = None) -> tuple[Tx, int]:
+        """Store a half message; ``then`` adds a last record to its write group (an idempotent producer's number)."""
+        half, transaction_id = self.prepare_half(producer_group, item, real_queues)
+        commit_group = [half, PutItem(OP_HALF_TOPIC, 0, b"0" * 20, {"PAD": "x" * 400})]
+        if not self.store.fits(commit_group):  # its commit (final message + op) must fit one segment too
+            raise MessageTooLarge("the message is too large for an atomic commit in one commit-log segment")
+        op_max = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
+        results, end = self.store.put([half] if then is None else [half, then([half])])
+        result = results[0]
+        now_ms = int(self._clock() * 1000)
+        tx = Tx(transaction_id, producer_group, TransactionState.PENDING, result.commit_log_offset, result.queue_offset,
+                now_ms, half.properties[names.UNIQ_KEY], op_max, end_offset=end)
+        self._txs[transaction_id] = tx
+        if len(self._halves) < MAX_CACHED_HALVES:
+            self._halves[transaction_id] = StoredMessage(
+                HALF_TOPIC, 0, result.queue_offset, result.commit_log_offset, half.born_timestamp or result.store_timestamp,
+                result.store_timestamp, half.properties, half.body, FLAG_BODY_BINARY if half.binary else 0, result.size)
+        self.reschedule(tx, first_check_at(now_ms / 1000, self.policy, parse_immunity(half.properties.get(names.CHECK_IMMUNITY))))
+        self._pending[transaction_id] = tx
+        return tx, end
+
+    # --- end --------------------------------------------------------------------
+    async def end(self, transaction_id: str, producer_group: str | None, state: str, *, from_check: bool = False) -> EndOutcome:
+        """Apply commit / rollback / unknown; ``producer_group=None`` is an operator acting."""
+        outcome = self.end_unflushed(transaction_id, producer_group, state, from_check=from_check)
+        await self._durable(outcome.tx.end_offset)
+        return outcome
+
+    def end_unflushed(self, transaction_id: str, producer_group: str | None, state: str, *, from_check: bool = False) -> EndOutcome:
+        """``end`` without its fsync wait: a batch of ends waits once, for ``max(outcome.tx.end_offset)``."""
+        tx = self.get(transaction_id)
+        if producer_group is not None and tx.producer_group != producer_group:
+            # Answered as no transaction at all: "another group's" would tell any group which ids exist.
+            raise not_found(transaction_id)
+        return self.apply(tx, TxEvent(state), note="check" if from_check else "producer")
+
+    def apply(self, tx: Tx, event: TxEvent, note: str = "") -> EndOutcome:
+        """Run one event through the state machine and write what it says (synchronously: no interleaving)."""
+        new_state, action = transition(tx.state, event)
+        if action is TxAction.NONE:
+            if event is TxEvent.UNKNOWN and tx.state is TransactionState.PENDING:
+                log.info("transaction %s: producer answered unknown (%s)", tx.transaction_id, note)
+            return EndOutcome(tx, duplicate=tx.state is not TransactionState.PENDING)
+        half = self._readable_half(tx) if action is TxAction.APPEND_OP else self.half_message(tx)
+        op = self._op(tx, op_kind(event), half)
+        if action is TxAction.APPEND_FINAL_AND_OP:
+            final = self._final(half)
+            op.properties[names.FINAL_SIZE] = str(record_size(final.topic.encode(), encode_properties(final.properties), final.body))
+            items = [final, op]
+            if event is TxEvent.RESEND:
+                items.append(PutItem(CHECK_MAX_TIME_TOPIC, 0, b"", {names.TRANSACTION_ID: tx.transaction_id, names.RESENT: "true"}))
+            results, end = self.store.put(items)
+            tx.final = FinalMessage.of(tx.msg_id, results[0])
+            self.stats.commits += 1
+        elif action is TxAction.APPEND_OP:
+            _, end = self.store.put([op])
+            self.stats.rollbacks += 1
+        else:  # MOVE_TO_CHECK_MAX
+            copy = PutItem(CHECK_MAX_TIME_TOPIC, 0, half.body, dict(half.properties), half.born_timestamp, half.binary, half.properties.get(names.TAGS))
+            _, end = self.store.put([copy, op])
+            self.stats.discards += 1
+            log.warning("transaction %s discarded after %d checks", tx.transaction_id, tx.check_times)
+        previous = tx.state
+        tx.state = new_state
+        tx.end_offset = end
+        tx.resolved_ms = int(self._clock() * 1000)
+        if previous is TransactionState.PENDING:
+            self._on_finish(max(0.0, (tx.resolved_ms - tx.born_ms) / 1000))
+            self._resolve(tx)
+        else:
+            self._resolved.append(tx.transaction_id)
+        return EndOutcome(tx, duplicate=False, half=half)
+
+    def record_check(self, tx: Tx, answer: str) -> None:
+        """Count a check that reached a producer, durably, and schedule the next one.
+
+        The op record is written first: a disk that refuses it (StoreNotWritable) leaves the count as it was.
+        """
+        op = self._op(tx, OpKind.CHECK, None)
+        op.properties.update({names.CHECK_TIMES: str(tx.check_times + 1), names.LAST_ANSWER: answer})
+        self.store.put([op])
+        tx.check_times += 1
+        tx.last_answer = answer
+        tx.last_check_ms = int(self._clock() * 1000)
+        self.reschedule(tx, next_check_at(self._clock(), self.policy))
+        self.stats.checks[answer] = self.stats.checks.get(answer, 0) + 1
+
+    def reschedule(self, tx: Tx, due_at: float) -> None:
+        tx.due_at = due_at
+        heapq.heappush(self._due, (due_at, next(self._seq), tx.transaction_id))
+
+    def due(self, now: float) -> list[Tx]:
+        """Pending transactions whose check time has come (only due entries are touched)."""
+        out = []
+        while self._due and self._due[0][0] <= now:
+            due_at, _, txid = heapq.heappop(self._due)
+            tx = self._pending.get(txid)
+            if tx is not None and tx.due_at == due_at:
+                out.append(tx)
+        return out
+
+    # --- bookkeeping ------------------------------------------------------------
+    def _op(self, tx: Tx, kind: OpKind, half: StoredMessage | None) -> PutItem:
+        props = {names.TRANSACTION_ID: tx.transaction_id, names.OP: kind.value, names.PRODUCER_GROUP: tx.producer_group,
+                 names.HALF_CLOG: str(tx.half_clog_offset), names.BORN_MS: str(tx.born_ms)}
+        return PutItem(OP_HALF_TOPIC, 0, str(tx.half_offset).encode(), props, tag=tags_of(half))
+
+    def _final(self, half: StoredMessage) -> PutItem:
+        props = {k: v for k, v in half.properties.items() if k not in names.HIDDEN_ON_FINAL}
+        return PutItem(half.properties[names.REAL_TOPIC], int(half.properties[names.REAL_QID]), half.body, props,
+                       half.born_timestamp, half.binary, half.properties.get(names.TAGS))
+
+    def _resolve(self, tx: Tx) -> None:
+        first = next(iter(self._pending), None)
+        self._pending.pop(tx.transaction_id, None)
+        self._halves.pop(tx.transaction_id, None)
+        self._resolved.append(tx.transaction_id)
+        if first == tx.transaction_id:
+            self._advance_checkpoint()
+        self._evict()
+
+    def _advance_checkpoint(self) -> None:
+        head = next(iter(self._pending.values()), None)
+        if head is None:
+            half = self.store.queue_range(HALF_TOPIC, 0)[1]
+            op = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
+        else:
+            half, op = head.half_offset, head.op_offset_at_creation
+        self.store.offsets.commit(SYSTEM_GROUP, HALF_TOPIC, 0, half)
+        self.store.offsets.commit(SYSTEM_GROUP, OP_HALF_TOPIC, 0, op)
+
+    def _evict(self) -> None:
+        horizon = int((self._clock() - self._retention) * 1000)
+        while self._resolved:
+            tx = self._txs.get(self._resolved[0])
+            if tx is not None and tx.state is not TransactionState.DISCARDED and len(self._resolved) <= self._max_resolved and (tx.resolved_ms or 0) >= horizon:
+                break
+            txid = self._resolved.popleft()
+            if tx is not None and tx.state is not TransactionState.DISCARDED:
+                self._txs.pop(txid, None)
+
+    # --- restart ----------------------------------------------------------------
+    def _rebuild(self) -> None:
+        started = time.monotonic()
+        half_from = self.store.offsets.get(SYSTEM_GROUP, HALF_TOPIC, 0) or 0
+        op_from = self.store.offsets.get(SYSTEM_GROUP, OP_HALF_TOPIC, 0) or 0
+        retained_from = self.store.offset_for_time(OP_HALF_TOPIC, 0, int((self._clock() - self._retention) * 1000))
+        for half in scan(self.store, HALF_TOPIC, half_from):
+            txid = half.properties.get(names.TRANSACTION_ID)
+            if not txid:
+                continue
+            tx = Tx(txid, half.properties.get(names.PRODUCER_GROUP, ""), TransactionState.PENDING, half.commit_log_offset,
+                    half.queue_offset, half.store_timestamp, half.properties.get(names.UNIQ_KEY, ""), op_from)
+            self._txs[txid] = tx
+            self._pending[txid] = tx
+        for op in scan(self.store, OP_HALF_TOPIC, min(op_from, retained_from)):
+            self._replay_op(op)
+        for marker in scan(self.store, CHECK_MAX_TIME_TOPIC, 0):
+            txid = marker.properties.get(names.TRANSACTION_ID, "")
+            tx = self._txs.get(txid)
+            if marker.properties.get(names.RESENT) == "true":
+                if tx is not None and tx.state is TransactionState.DISCARDED:
+                    tx.state = TransactionState.COMMITTED
+            elif tx is None:
+                self._txs[txid] = tx_from_op(self.store, marker, TransactionState.DISCARDED)
+
+        for tx in self._pending.values():
+            half = self.half_message(tx)
+            first = first_check_at(tx.born_ms / 1000, self.policy, parse_immunity(half.properties.get(names.CHECK_IMMUNITY)))
+            self.reschedule(tx, max(first, next_check_at(tx.last_check_ms / 1000, self.policy) if tx.last_check_ms else first))
+        self._advance_checkpoint()
+        if self._txs:
+            log.info("transaction index rebuilt in %.3fs: %d pending, %d remembered", time.monotonic() - started, len(self._pending), len(self._txs))
+
+    def _replay_op(self, op: StoredMessage) -> None:
+        props = op.properties
+        txid, kind = props.get(names.TRANSACTION_ID, ""), props.get(names.OP, "")
+        tx = self._txs.get(txid)
+        if kind == OpKind.CHECK:
+            if tx is not None and tx.state is TransactionState.PENDING:
+                tx.check_times = int(props.get(names.CHECK_TIMES, tx.check_times + 1))
+                tx.last_answer = props.get(names.LAST_ANSWER)
+                tx.last_check_ms = op.store_timestamp
+            return
+        state = state_after_op(kind)
+        if state is None:
+            return
+        was_resolved = tx is not None and tx.state is not TransactionState.PENDING
+        if tx is None:
+            tx = tx_from_op(self.store, op, state)
+            self._txs[txid] = tx
+        tx.state = state
+        tx.end_offset = op.commit_log_offset + op.size
+        tx.resolved_ms = op.store_timestamp
+        final = final_of(self.store, op)
+        if final is not None:
+            tx.final = FinalMessage.of(tx.msg_id, final)
+        self._pending.pop(txid, None)
+        if not was_resolved:
+            self._resolved.append(txid)

@@ -1,0 +1,37 @@
+"""When the broker aborts a producer transaction: pure decisions over an explicit clock value.
+
+Kafka's rule, not RocketMQ's: an open transaction that outlives its producer's
+``transaction_timeout_ms`` is aborted, with no check-back. The loop that acts
+on these answers only does I/O (``TransactionCoordinator.abort_expired``).
+"""
+
+from __future__ import annotations
+
+from halfmq.errors import InvalidTransactionTimeout
+
+DEFAULT_TIMEOUT_MS = 60_000
+MAX_TIMEOUT_MS = 15 * 60_000  # Kafka's transaction.max.timeout.ms
+
+
+def checked_timeout(timeout_ms: int | None) -> int:
+    """The timeout a producer asked for, or the default; INVALID_TRANSACTION_TIMEOUT (400) out of 1 ms..15 min."""
+    if timeout_ms is None:
+        return DEFAULT_TIMEOUT_MS
+    if not 1 <= timeout_ms <= MAX_TIMEOUT_MS:
+        raise InvalidTransactionTimeout(f"transaction_timeout_ms must be 1..{MAX_TIMEOUT_MS}, not {timeout_ms}",
+                                        max=MAX_TIMEOUT_MS)
+    return timeout_ms
+
+
+def deadline_ms(begun_ms: int, timeout_ms: int) -> int:
+    return begun_ms + timeout_ms
+
+
+def is_expired(begun_ms: int, timeout_ms: int, now_ms: int) -> bool:
+    """True once the transaction has been open longer than its timeout."""
+    return now_ms > deadline_ms(begun_ms, timeout_ms)
+
+
+def expired(open_transactions: dict[str, tuple[int, int]], now_ms: int) -> list[str]:
+    """The transactional ids (of ``{tid: (begun_ms, timeout_ms)}``) whose open transaction must be aborted now."""
+    return sorted(tid for tid, (begun, timeout) in open_transactions.items() if is_expired(begun, timeout, now_ms))

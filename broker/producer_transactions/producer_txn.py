@@ -1,0 +1,53 @@
+"""One transactional id's state, the limits of a transaction, and what a transaction needs of consumption."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from halfmq.broker.delivery.receipt_handle import ReceiptHandle
+from halfmq.broker.idempotence.producer import Producer
+from halfmq.broker.store.message_store import PutItem
+
+from .producer_state_machine import ProducerTxnState, TxnEvent
+from .results import EndResult, StepResult
+from .txn_records import AbortedBy
+
+
+class AckLedger(Protocol):
+    """What a transaction needs of consumption (DeliveryService): hold acks while open, settle or release at the end."""
+
+    def check_held(self, receipts: list[ReceiptHandle]) -> None: ...
+    def hold(self, receipts: list[ReceiptHandle]) -> None: ...
+    def settle_held(self, receipts: list[ReceiptHandle]) -> None: ...
+    def release_held(self, receipts: list[ReceiptHandle]) -> None: ...
+    def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class TxnLimits:
+    max_messages: int = 10_000
+    max_bytes: int = 16 * 1024 * 1024
+    max_acks: int = 10_000
+    max_open_bytes: int = 256 * 1024 * 1024  # held by every open transaction together (held_bytes.py)
+    max_open_bytes_per_principal: int = 64 * 1024 * 1024
+
+
+@dataclass(kw_only=True)
+class ProducerTxn(Producer):
+    """One transactional id: its producer (id, epoch, owner, sends) and its current (or last) transaction."""
+
+    timeout_ms: int
+    state: ProducerTxnState = ProducerTxnState.EMPTY
+    begun_ms: int = 0
+    ended_ms: int | None = None
+    aborted_by: AbortedBy | None = None
+    items: list[PutItem] = field(default_factory=list)
+    size: int = 0
+    acks: list[ReceiptHandle] = field(default_factory=list)
+    ack_count: int = 0
+    message_count: int = 0
+    last_sequence: int = -1
+    last_event: TxnEvent | None = None
+    last_answer: StepResult | None = None
+    end_answer: EndResult | None = None

@@ -1,0 +1,99 @@
+"""Reading the store: by queue offset, by time, by commit-log offset; damage is reported, never raised mid-read.
+
+A mixin of MessageStore (message_store.py): the reads need no lock (the consume queues and the log are
+append-only for readers), so they live apart from the single writer's code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .commit_log import CommitLog
+from .damaged_records import DamagedEntry, DamagedRecordError, DamagedRecords
+from .record import RecordError, StoredMessage
+
+if TYPE_CHECKING:
+    from .consume_queue import ConsumeQueue, QueueEntry
+
+
+class QueueReads:
+    """The read methods of MessageStore; the attributes below are MessageStore's."""
+
+    commit_log: CommitLog
+    damaged: DamagedRecords
+    _queues: dict[tuple[str, int], ConsumeQueue]
+
+    def queue_range(self, topic: str, queue_id: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def read_queue(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage]:
+        """The intact messages among the next ``max_messages`` entries (damaged ones reported and left out)."""
+        return [e for e in self.read_entries(topic, queue_id, offset, max_messages) if type(e) is StoredMessage]
+
+    def read_entries(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage | DamagedEntry]:
+        """Up to ``max_messages`` entries from ``offset``: each its message, or a DamagedEntry in its place."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            return []
+        out: list[StoredMessage | DamagedEntry] = []
+        offset = max(offset, cq.min_offset)
+        while len(out) < max_messages:
+            entries = cq.get_range(offset, max_messages - len(out))
+            if not entries:
+                break
+            for i, entry in enumerate(entries):
+                out.append(self._read_entry(topic, queue_id, offset + i, entry))
+            offset += len(entries)
+        return out
+
+    def queue_end_within(self, topic: str, queue_id: int, start: int, commit_log_offset: int) -> int:
+        """From queue offset ``start`` on, one past the last message that ends at or before ``commit_log_offset``."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            return start
+        offset = max(start, cq.min_offset)
+        while True:
+            entries = cq.get_range(offset, 256)
+            if not entries:
+                return offset
+            for entry in entries:
+                if entry.commit_log_offset + entry.size > commit_log_offset:
+                    return offset
+                offset += 1
+
+    def _read_entry(self, topic: str, queue_id: int, queue_offset: int, entry: QueueEntry) -> StoredMessage | DamagedEntry:
+        try:
+            msg = self.commit_log.read_record(entry.commit_log_offset, entry.size)
+        except (RecordError, KeyError, ValueError, OSError) as exc:  # KeyError/ValueError: an entry pointing nowhere
+            reason = str(exc) or type(exc).__name__
+        else:
+            if msg.queue_offset == queue_offset and msg.queue_id == queue_id and msg.topic == topic:
+                return msg
+            reason = f"its consume-queue entry points at {msg.topic}/{msg.queue_id}@{msg.queue_offset}"
+        self.damaged.note(entry.commit_log_offset, reason, f"{topic}/{queue_id}@{queue_offset}")
+        return DamagedEntry(topic, queue_id, queue_offset, entry.commit_log_offset, reason)
+
+    def get(self, topic: str, queue_id: int, queue_offset: int) -> StoredMessage | None:
+        found = self.read_queue(topic, queue_id, queue_offset, 1)
+        return found[0] if found and found[0].queue_offset == queue_offset else None
+
+    def offset_for_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """First queue offset stored at or after ``timestamp_ms`` (Kafka's offsetsForTimes), by bisection."""
+        lo, hi = self.queue_range(topic, queue_id)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            msg = self.get(topic, queue_id, mid)
+            if msg is not None and msg.store_timestamp < timestamp_ms:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def read_at(self, commit_log_offset: int) -> StoredMessage:
+        """The record at ``commit_log_offset``; DamagedRecordError (reported) when it is not intact."""
+        try:
+            return self.commit_log.read_record(commit_log_offset)
+        except (RecordError, KeyError, ValueError, OSError) as exc:
+            reason = str(exc) or type(exc).__name__
+        self.damaged.note(commit_log_offset, reason, "read by commit-log offset")
+        raise DamagedRecordError(commit_log_offset, reason)
