@@ -67,6 +67,34 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _baselines_needed(selected: list[str], driver: str) -> list[str]:
+    """The in-run baselines the selected scenarios compare against, each once, in order."""
+    needed: list[str] = []
+    for name in selected:
+        try:
+            wanted = scenarios.module(name).baselines(driver)
+        except ImportError:
+            continue  # reported as the scenario's failure when it runs
+        for b in wanted:
+            if b not in needed:
+                needed.append(b)
+    return needed
+
+
+def _run_scenario(ctx: Context, name: str, console: Console) -> dict[str, Any]:
+    """One scenario's result; a failure is recorded with what it measured so far, and the run goes on."""
+    ctx.partial = {}
+    try:
+        return scenarios.module(name).run(ctx)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one failed scenario must not lose the others
+        console.print(f"[red]{name} failed: {type(exc).__name__}: {exc}[/red]", highlight=False)
+        failed = results.scenario_failed(f"{type(exc).__name__}: {exc}"[:2000], dict(ctx.partial))
+        failed["traceback"] = traceback.format_exc()[-4000:]
+        return failed
+
+
 def run_bench(selected: list[str], settings: BenchSettings, *, with_baselines: bool = True, keep: bool = False,
               console: Console | None = None, command: str | None = None) -> dict[str, Any]:
     """Run everything selected and return the result document (also the library entry point)."""
@@ -86,31 +114,14 @@ def run_bench(selected: list[str], settings: BenchSettings, *, with_baselines: b
     ctx = Context.create(settings, console)
     console.print(f"[bold]halfmq bench[/bold] {' '.join(selected)}{' (quick)' if settings.quick else ''} — work dir {ctx.root}")
     try:
-        if with_baselines:
-            needed: list[str] = []
-            for name in selected:
-                try:
-                    wanted = scenarios.module(name).baselines(settings.driver)
-                except ImportError:
-                    continue  # reported as the scenario's failure below
-                for b in wanted:
-                    if b not in needed:
-                        needed.append(b)
-            if needed:
-                console.rule("baselines")
-                doc["baselines"] = baseline_runner.measure(ctx, needed)
+        needed = _baselines_needed(selected, settings.driver) if with_baselines else []
+        if needed:
+            console.rule("baselines")
+            doc["baselines"] = baseline_runner.measure(ctx, needed)
         for name in selected:
             console.rule(name)
             started = time.perf_counter()
-            ctx.partial = {}
-            try:
-                doc["scenarios"][name] = scenarios.module(name).run(ctx)
-            except KeyboardInterrupt:
-                raise
-            except Exception as exc:  # noqa: BLE001 - one failed scenario must not lose the others
-                console.print(f"[red]{name} failed: {type(exc).__name__}: {exc}[/red]", highlight=False)
-                doc["scenarios"][name] = results.scenario_failed(f"{type(exc).__name__}: {exc}"[:2000], dict(ctx.partial))
-                doc["scenarios"][name]["traceback"] = traceback.format_exc()[-4000:]
+            doc["scenarios"][name] = _run_scenario(ctx, name, console)
             doc["scenarios"][name]["wall_seconds"] = round(time.perf_counter() - started, 1)
     finally:
         ctx.cleanup(keep=keep)

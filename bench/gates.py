@@ -106,32 +106,36 @@ def _unit(gate: Gate) -> str:
     return "s" if gate.op == "<=" else "/s"
 
 
+def _target(gate: Gate, doc: dict[str, Any], case: dict[str, Any] | None, peers: dict[str, Any] | None) -> tuple[float | None, str]:
+    """The figure ``gate`` compares against and what it is (None: that figure is missing)."""
+    if gate.absolute is not None:
+        return gate.absolute, ""
+    if gate.versus_case is not None:
+        other = _case(doc, gate.scenario, gate.versus_case)
+        other_figure = headline(other) if other else None
+        if other_figure is None:
+            return None, ""
+        return other_figure * gate.factor, f"{gate.factor:g}× {gate.versus_case} ({other_figure:,.0f}/s, same run)"
+    if gate.baseline and case and case.get("baseline"):
+        base = doc.get("baselines", {}).get(case["baseline"])
+        if not base:
+            return None, ""
+        return base["ops_per_s"]["median"] * gate.factor, f"{gate.factor:g}× {case['baseline']} ({base['ops_per_s']['median']:,.0f}/s, same run)"
+    if gate.peer is not None:
+        fig = peer_results.figure(peers or {}, *gate.peer)
+        if fig is None:
+            return None, ""
+        return fig.median * gate.factor, f"{gate.factor:g}× {'/'.join(gate.peer)} ({fig.median:,.0f}/s)"
+    return None, ""
+
+
 def evaluate(doc: dict[str, Any], peers: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     quick = bool(doc.get("settings", {}).get("quick"))
     out = []
     for gate in GATES:
         case = _case(doc, gate.scenario, gate.case)
         measured = _measured(case, gate.metric) if case else None
-        target: float | None = None
-        ref = ""
-        if gate.absolute is not None:
-            target = gate.absolute
-        elif gate.versus_case is not None:
-            other = _case(doc, gate.scenario, gate.versus_case)
-            other_figure = headline(other) if other else None
-            if other_figure is not None:
-                target = other_figure * gate.factor
-                ref = f"{gate.factor:g}× {gate.versus_case} ({other_figure:,.0f}/s, same run)"
-        elif gate.baseline and case and case.get("baseline"):
-            base = doc.get("baselines", {}).get(case["baseline"])
-            if base:
-                target = base["ops_per_s"]["median"] * gate.factor
-                ref = f"{gate.factor:g}× {case['baseline']} ({base['ops_per_s']['median']:,.0f}/s, same run)"
-        elif gate.peer is not None:
-            fig = peer_results.figure(peers or {}, *gate.peer)
-            if fig is not None:
-                target = fig.median * gate.factor
-                ref = f"{gate.factor:g}× {'/'.join(gate.peer)} ({fig.median:,.0f}/s)"
+        target, ref = _target(gate, doc, case, peers)
         if quick and gate.size_bound:
             status = "n/a"
         elif measured is None or target is None:

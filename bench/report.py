@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -159,11 +160,22 @@ def _ratio(halfmq: float | None, fig: Figure | None, timed: bool) -> str:
 
 def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peers_dir: Path,
            out: Path) -> str:
-    m, v, s = doc["machine"], doc["versions"], doc["settings"]
-    gates = gate_rules.evaluate(doc, peers)
-    commands = peer_results.commands(peers_dir)
     lines: list[str] = []
     w = lines.append
+    _title(w, doc, peers, bench_json=bench_json, peers_dir=peers_dir, out=out)
+    _machine(w, doc["machine"], doc["versions"])
+    _commands(w, doc, peers, bench_json=bench_json, peers_dir=peers_dir, out=out)
+    _gates(w, gate_rules.evaluate(doc, peers))
+    _side_by_side(w, doc, peers)
+    _every_case(w, doc)
+    _baselines(w, doc)
+    _peers(w, peers, peers_dir)
+    return "\n".join(lines) + "\n"
+
+
+def _title(w: Callable[[str], None], doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peers_dir: Path, out: Path) -> None:
+    """The heading, where the figures come from, and how to read them."""
+    s = doc["settings"]
     w("# Benchmarks")
     w("")
     w(
@@ -189,6 +201,9 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
         "numbers (the machines are shared and noisy)."
     )
     w("")
+
+
+def _machine(w: Callable[[str], None], m: dict[str, Any], v: dict[str, Any]) -> None:
     w("## Machine")
     w("")
     w("| | |")
@@ -216,6 +231,12 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
     if v.get("pyspark"):
         w(f"| Spark | pyspark {v['pyspark']} |")
     w("")
+
+
+def _commands(w: Callable[[str], None], doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peers_dir: Path, out: Path) -> None:
+    """The commands that produce this page, and the settings of the run."""
+    s = doc["settings"]
+    commands = peer_results.commands(peers_dir)
     w("## Commands")
     w("")
     w("```")
@@ -238,6 +259,9 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
         "a send is answered after fsync (group commit). Medians over runs; p50/p99 are the medians of each run's percentiles."
     )
     w("")
+
+
+def _gates(w: Callable[[str], None], gates: list[dict[str, Any]]) -> None:
     w("## Gates")
     w("")
     w("| gate | halfmq | target | status |")
@@ -254,6 +278,9 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
         "`unknown`: a figure is missing (the scenario or the peer was not run); `n/a`: a quick run, whose sizes are not the gate's."
     )
     w("")
+
+
+def _side_by_side(w: Callable[[str], None], doc: dict[str, Any], peers: dict[str, Any]) -> None:
     w("## halfmq side by side with the peers")
     w("")
     w("| workload | halfmq | peer | peer figure | halfmq / peer |")
@@ -278,6 +305,10 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
         "(JVM start, a bare groupBy), not a competing product."
     )
     w("")
+
+
+def _every_case(w: Callable[[str], None], doc: dict[str, Any]) -> None:
+    s = doc["settings"]
     w("## Every halfmq case")
     w("")
     w("| scenario | case | unit | median | min–max | p50 ms | p99 ms | vs in-run baseline |")
@@ -304,6 +335,9 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
         for case_name, case in sc["cases"].items():
             w(f"- `{name}/{case_name}`: {case.get('what', '')}")
     w("")
+
+
+def _baselines(w: Callable[[str], None], doc: dict[str, Any]) -> None:
     if doc.get("baselines"):
         w("## In-run baselines (same run, same driver, no broker)")
         w("")
@@ -313,6 +347,9 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
             med, rng, p50, p99 = _case_figure(case)
             w(f"| {name} | {case['what']} | {med} {case['unit']} | {rng} | {p50} | {p99} |")
         w("")
+
+
+def _peers(w: Callable[[str], None], peers: dict[str, Any], peers_dir: Path) -> None:
     w("## Peers (as measured by `halfmq bench peers`, each through its own Python client)")
     w("")
     if not peers:
@@ -331,7 +368,7 @@ def render(doc: dict[str, Any], peers: dict[str, Any], *, bench_json: Path, peer
                     f"{_ms(fig.p50_ms) if fig.p50_ms is not None else ''} | {_ms(fig.p99_ms) if fig.p99_ms is not None else ''} |"
                 )
     w("")
-    return "\n".join(lines) + "\n"
+
 
 
 def _peer_rows(data: dict[str, Any]):

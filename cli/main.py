@@ -6,8 +6,13 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from halfmq import __version__
+
+if TYPE_CHECKING:  # the commands import their component when run: `halfmq --help` stays fast
+    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.config import BrokerSettings
 
 
 def _configure_logging(level: str) -> None:
@@ -31,22 +36,9 @@ EXIT_REFUSED_CONFIGURATION = 6
 
 def cmd_broker(args: argparse.Namespace) -> int:
     from halfmq.broker.api.app import create_app
-    from halfmq.broker.api.runtime import BrokerRuntime
-    from halfmq.broker.config import BrokerSettings
-    from halfmq.broker.security.auth_file import AuthFileError
     from halfmq.broker.security.protected_mode import refusal
-    from halfmq.broker.store.atomic_file import DamagedFile
-    from halfmq.broker.store.commit_log import CorruptLogError
-    from halfmq.broker.store.data_lock import DataDirLocked
-    from halfmq.broker.store.message_store import StoreNotWritable
 
-    overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir, "cluster": getattr(args, "cluster", None),
-                                   "node_id": getattr(args, "node_id", None), "advertise_url": getattr(args, "advertise_url", None)}.items() if v is not None}
-    if args.grpc_port is not None:
-        overrides["grpc_port"] = args.grpc_port
-    if args.insecure:
-        overrides["insecure"] = True
-    settings = BrokerSettings(**overrides)
+    settings = _broker_settings(args)
     if args.verify:
         from .verify_command import run_verify
 
@@ -57,8 +49,44 @@ def cmd_broker(args: argparse.Namespace) -> int:
     if refused:
         log.error("%s", refused)
         return EXIT_REFUSED_CONFIGURATION
+    runtime = _open_runtime(settings, log)
+    if isinstance(runtime, int):
+        return runtime
+    log.info("recovered in %.3fs (%s)", runtime.store.recovery.seconds, runtime.store.recovery)
+    from halfmq.broker.serving.server import PortInUse, serve
+
     try:
-        runtime = BrokerRuntime.open(settings)
+        serve(create_app(settings, runtime), runtime, settings)
+    except PortInUse as exc:
+        log.error("cannot start: %s", exc)
+        runtime.store.close()
+        return 1
+    return 0
+
+
+def _broker_settings(args: argparse.Namespace) -> BrokerSettings:
+    from halfmq.broker.config import BrokerSettings
+
+    overrides = {k: v for k, v in {"host": args.host, "port": args.port, "data_dir": args.data_dir, "cluster": getattr(args, "cluster", None),
+                                   "node_id": getattr(args, "node_id", None), "advertise_url": getattr(args, "advertise_url", None)}.items() if v is not None}
+    if args.grpc_port is not None:
+        overrides["grpc_port"] = args.grpc_port
+    if args.insecure:
+        overrides["insecure"] = True
+    return BrokerSettings(**overrides)
+
+
+def _open_runtime(settings: BrokerSettings, log: logging.Logger) -> BrokerRuntime | int:
+    """The broker's runtime over its data directory, or the exit code that says why it cannot open (logged)."""
+    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.security.auth_file import AuthFileError
+    from halfmq.broker.store.atomic_file import DamagedFile
+    from halfmq.broker.store.commit_log import CorruptLogError
+    from halfmq.broker.store.data_lock import DataDirLocked
+    from halfmq.broker.store.message_store import StoreNotWritable
+
+    try:
+        return BrokerRuntime.open(settings)
     except DataDirLocked as exc:
         log.error("%s", exc)
         return 2
@@ -74,16 +102,6 @@ def cmd_broker(args: argparse.Namespace) -> int:
     except AuthFileError as exc:
         log.error("cannot start: %s", exc)
         return EXIT_REFUSED_CONFIGURATION
-    log.info("recovered in %.3fs (%s)", runtime.store.recovery.seconds, runtime.store.recovery)
-    from halfmq.broker.serving.server import PortInUse, serve
-
-    try:
-        serve(create_app(settings, runtime), runtime, settings)
-    except PortInUse as exc:
-        log.error("cannot start: %s", exc)
-        runtime.store.close()
-        return 1
-    return 0
 
 
 def _serve_service(app, settings) -> None:

@@ -198,8 +198,16 @@ async def _await_checks(broker_url: str, never_ended: list[tuple[str, float]], t
 
 def run(ctx: Context) -> dict[str, Any]:
     s = ctx.settings
-    c = s.concurrency
     cases = ctx.cases()
+    _pair_cases(ctx, cases)
+    _mix_case(ctx, cases)
+    return scenario_ok(cases, topic=TOPIC, producer_group=GROUP, body_bytes=s.body_bytes, mix_broker_env=MIX_ENV)
+
+
+def _pair_cases(ctx: Context, cases: dict[str, Any]) -> None:
+    """Half send + end(commit) pairs, one at a time and 64 in flight; then the SDK's cases on the same broker."""
+    s = ctx.settings
+    c = s.concurrency
     broker = BrokerServer(ctx.dir("tx", "broker"), ctx.logs)
     with broker:
         broker.start()
@@ -234,6 +242,11 @@ def run(ctx: Context) -> dict[str, Any]:
             )
         _sdk_cases(ctx, broker.url, cases)
 
+
+def _mix_case(ctx: Context, cases: dict[str, Any]) -> None:
+    """Commits, rollbacks and transactions never ended (committed by check-back), 64 in flight."""
+    s = ctx.settings
+    c = s.concurrency
     mix_broker = BrokerServer(ctx.dir("tx", "mix-broker"), ctx.logs, env=MIX_ENV)
     with mix_broker, CheckBackServer("commit") as checker:
         mix_broker.start()
@@ -293,4 +306,3 @@ def run(ctx: Context) -> dict[str, Any]:
                 "check_interval_s": 0.5,
             },
         )
-    return scenario_ok(cases, topic=TOPIC, producer_group=GROUP, body_bytes=s.body_bytes, mix_broker_env=MIX_ENV)

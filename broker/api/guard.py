@@ -9,7 +9,7 @@ refusal get an audit line (principal, action, resource, result).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from halfmq.broker.security.auth_file import Authenticator
@@ -39,7 +39,7 @@ class Guard:
     def enabled(self) -> bool:
         return self._auth is not None
 
-    def principal(self, scope: dict[str, Any]) -> Principal:
+    def principal(self, scope: Mapping[str, Any]) -> Principal:
         """Who is asking: Unauthenticated (401) without a known bearer token."""
         if self._auth is None:
             return ANONYMOUS
@@ -62,7 +62,7 @@ class Guard:
             raise Unauthenticated("sign RocketMQ requests with a principal's name as access key and its RocketMQ secret")
         return found
 
-    def authorize(self, principal: Principal, action: Action, resource: Resource, scope: dict[str, Any]) -> None:
+    def authorize(self, principal: Principal, action: Action, resource: Resource, scope: Mapping[str, Any]) -> None:
         """AccessDenied (403) unless the principal's policies allow ``action`` on ``resource``."""
         if self._auth is None:
             return
@@ -82,7 +82,7 @@ class Guard:
             raise AccessDenied(f"principal {principal.name!r} may not {decision.action.value} {resource}",
                                action=decision.action.value, resource=str(resource))
 
-    def require_publisher(self, scope: dict[str, Any]) -> Principal:
+    def require_publisher(self, scope: Mapping[str, Any]) -> Principal:
         """AccessDenied (403) unless the principal may publish to something (an idempotent producer id's guard)."""
         principal = self.principal(scope)
         if self._auth is not None and not may_publish_somewhere(principal):
@@ -91,7 +91,7 @@ class Guard:
             raise AccessDenied(f"principal {principal.name!r} may not publish anywhere", action="publish", resource="*")
         return principal
 
-    def require(self, scope: dict[str, Any], action: Action, *resources: Resource) -> Principal:
+    def require(self, scope: Mapping[str, Any], action: Action, *resources: Resource) -> Principal:
         principal = self.principal(scope)
         for resource in resources:
             self.authorize(principal, action, resource, scope)
@@ -105,7 +105,7 @@ class Guard:
         return None if self._auth is None else self._auth.check_secret(producer_group)
 
 
-def _bearer(scope: dict[str, Any]) -> str | None:
+def _bearer(scope: Mapping[str, Any]) -> str | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
             text = value.decode("latin-1")

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -32,7 +32,7 @@ class _StateCollector(Collector):
     def __init__(self, read: Callable[[], dict]) -> None:
         self._read = read
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
+    def collect(self) -> Iterable[Metric]:
         state = self._read()
         lag = GaugeMetricFamily("halfmq_consumer_lag", "Messages not yet acked per consumer group", labels=["group"])
         for group, value in sorted(state.get("lag", {}).items()):

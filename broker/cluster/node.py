@@ -19,7 +19,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -342,7 +342,7 @@ class ClusterNode:
         try:
             for kv in await self.etcd.get_prefix(self.address.key("nodes", "")):
                 info = kv.json()
-                if not isinstance(info, dict) or self.members.get(info.get("node_id")) != info.get("url"):
+                if not isinstance(info, dict) or self.members.get(cast(str, info.get("node_id"))) != info.get("url"):
                     continue  # a registration that names no member is not shown
                 nodes[info["node_id"]] = {"node_id": info["node_id"], "url": info["url"], "role": "follower"}
         except EtcdUnavailable:

@@ -15,7 +15,8 @@ from halfmq.broker.store.atomic_file import read_json, write_json
 class TermHistory:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.entries: list[tuple[int, int]] = [tuple(e) for e in read_json(path, {"entries": []}, lambda raw: raw)["entries"]]  # type: ignore[misc]
+        stored: dict[str, list[list[int]]] = read_json(path, {"entries": []}, lambda raw: raw)
+        self.entries: list[tuple[int, int]] = [tuple(e) for e in stored["entries"]]  # type: ignore[misc]  # each entry is [term, offset]
 
     @property
     def last_term(self) -> int:

@@ -228,10 +228,9 @@ class DeliveryService:
         results = []
         for text, h in parsed:
             progress = self._held(state, h)
-            ok = progress is not None
-            if ok:
+            if progress is not None:
                 self._settle(group, topic, h.queue_id, progress, h.offset)
-            results.append((text, ok))
+            results.append((text, progress is not None))
         return results
 
     def _refuse_if_in_transaction(self, state: _GroupTopic | None, h: ReceiptHandle) -> None:
@@ -249,6 +248,7 @@ class DeliveryService:
             progress = self._held(state, h)
             ok = progress is not None and progress.in_flight[h.offset].visible_at != HELD_BY_TRANSACTION
             if ok:
+                assert progress is not None and state is not None  # held: a queue of this group's state
                 item = progress.in_flight[h.offset]
                 item = progress.postpone(h.offset, now + retry_delay(item.deliveries, self._policy.retry_delays))
                 heapq.heappush(state.due, (item.visible_at, h.queue_id, h.offset, item.nonce))
@@ -265,6 +265,7 @@ class DeliveryService:
         for _, h in parsed:
             progress = self._held(state, h)
             if progress is not None and progress.in_flight[h.offset].visible_at != HELD_BY_TRANSACTION:
+                assert state is not None  # a held delivery is in this group's state
                 item = progress.postpone(h.offset, now)
                 item.deliveries -= 1
                 heapq.heappush(state.due, (now, h.queue_id, h.offset, item.nonce))

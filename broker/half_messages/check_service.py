@@ -134,42 +134,58 @@ class CheckService:
                 message = restored_view(self._txs.half_message(tx))
             except DamagedRecord:
                 return  # reported by the store; the producer or an operator can still roll it back
-            if self.push_transport is not None and self._pushable(tx.producer_group):
-                if self.push_transport.push(tx.transaction_id, tx.producer_group, self._txs.half_message(tx)):
-                    try:
-                        self._txs.record_check(tx, "pushed")
-                    except (StoreNotWritable, StoreUnavailable):
-                        self._txs.reschedule(tx, self._clock() + self._policy.check_interval)
-                    return
+            if self._pushed(tx):
+                return
             payload = {
                 "transaction_id": tx.transaction_id,
                 "producer_group": tx.producer_group,
                 "check_times": tx.check_times + 1,
                 "message": message,
             }
-            answer = None
-            for producer in self._registry.rotation(tx.producer_group):
-                answer = await self._ask(tx, producer, payload)
-                if answer.reached:
-                    break
-                log.info("check of %s: producer %s unreachable (%s)", tx.transaction_id, producer.client_id, answer.detail)
+            answer = await self._ask_in_turn(tx, payload)
             if tx.state is not TransactionState.PENDING:
                 return  # ended by the producer while we were asking
             if answer is None or not answer.reached:
                 self.no_producer += 1
                 self._txs.reschedule(tx, self._clock() + self._policy.check_interval)
                 return
-            try:
-                self._txs.record_check(tx, answer.outcome.value)
-                if answer.outcome in (CheckOutcome.COMMIT, CheckOutcome.ROLLBACK):
-                    try:
-                        await self._txs.end(tx.transaction_id, tx.producer_group, answer.outcome.value, from_check=True)
-                    except TransactionConflict:
-                        pass
-                elif answer.outcome is not CheckOutcome.UNKNOWN:
-                    log.info("check of %s: %s %s", tx.transaction_id, answer.outcome.value, answer.detail)
-            except (StoreNotWritable, StoreUnavailable):  # a full disk (the store logs it): ask again next interval
-                self._txs.reschedule(tx, self._clock() + self._policy.check_interval)
+            await self._act_on(tx, answer)
+
+    def _pushed(self, tx: Tx) -> bool:
+        """Whether the check went down a pushing front's stream (the RocketMQ front's telemetry): then no HTTP call."""
+        if self.push_transport is None or not self._pushable(tx.producer_group):
+            return False
+        if not self.push_transport.push(tx.transaction_id, tx.producer_group, self._txs.half_message(tx)):
+            return False
+        try:
+            self._txs.record_check(tx, "pushed")
+        except (StoreNotWritable, StoreUnavailable):
+            self._txs.reschedule(tx, self._clock() + self._policy.check_interval)
+        return True
+
+    async def _ask_in_turn(self, tx: Tx, payload: dict) -> CheckAnswer | None:
+        """The first answer of the group's producers that is reached (or the last one tried; None: no producer)."""
+        answer = None
+        for producer in self._registry.rotation(tx.producer_group):
+            answer = await self._ask(tx, producer, payload)
+            if answer.reached:
+                break
+            log.info("check of %s: producer %s unreachable (%s)", tx.transaction_id, producer.client_id, answer.detail)
+        return answer
+
+    async def _act_on(self, tx: Tx, answer: CheckAnswer) -> None:
+        """Record the producer's answer, and end the transaction when it says commit or rollback."""
+        try:
+            self._txs.record_check(tx, answer.outcome.value)
+            if answer.outcome in (CheckOutcome.COMMIT, CheckOutcome.ROLLBACK):
+                try:
+                    await self._txs.end(tx.transaction_id, tx.producer_group, answer.outcome.value, from_check=True)
+                except TransactionConflict:
+                    pass
+            elif answer.outcome is not CheckOutcome.UNKNOWN:
+                log.info("check of %s: %s %s", tx.transaction_id, answer.outcome.value, answer.detail)
+        except (StoreNotWritable, StoreUnavailable):  # a full disk (the store logs it): ask again next interval
+            self._txs.reschedule(tx, self._clock() + self._policy.check_interval)
 
     def recheck_now(self, tx: Tx) -> None:
         if tx.state is not TransactionState.PENDING:

@@ -68,7 +68,8 @@ class CheckTarget:
 
 def resolve_host(host: str, port: int) -> list[str]:
     try:
-        return sorted({info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)})
+        # str(): typeshed lets a sockaddr start with an int; an INET one starts with the address, a str
+        return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)})
     except (socket.gaierror, UnicodeError):
         return []
 
@@ -112,6 +113,26 @@ def refused_address(ip: Address) -> str | None:
 
 def validate_check_url(url: str, allow: Iterable[str], own: OwnAddress, resolve: Resolve = resolve_host) -> CheckTarget:
     """The checked target for ``url``; CheckUrlRefused for anything the broker should not dial."""
+    scheme, host, port = _dialable(url)
+    entries = [parse_allow_entry(e) for e in allow]
+    if not any(e.matches(scheme, host, port) for e in entries):
+        raise CheckUrlRefused(f"check_url {scheme}://{host}:{port} is not in check_url_allow",
+                              allowed=[f"{e.scheme}://{e.host}:{e.port or '*'}" for e in entries])
+    addresses = resolve(host, port)
+    if not addresses:
+        raise CheckUrlRefused(f"check_url host {host!r} does not resolve")
+    for text in addresses:
+        ip = ipaddress.ip_address(text.split("%")[0])
+        why = refused_address(ip)
+        if why:
+            raise CheckUrlRefused(f"check_url host {host!r} resolves to {ip}: {why}")
+        if own.is_self(ip, port):
+            raise CheckUrlRefused(f"check_url {scheme}://{host}:{port} is the broker itself")
+    return CheckTarget(url, addresses[0].split("%")[0])
+
+
+def _dialable(url: str) -> tuple[str, str, int]:
+    """``url``'s scheme, host (lower case) and port; CheckUrlRefused unless it is a plain http(s) URL naming a host."""
     if len(url) > 2048:
         raise CheckUrlRefused("check_url is longer than 2048 characters")
     if any(ch.isspace() or not ch.isprintable() for ch in url):
@@ -129,19 +150,4 @@ def validate_check_url(url: str, allow: Iterable[str], own: OwnAddress, resolve:
         raise CheckUrlRefused("check_url must not carry credentials")
     if not host:
         raise CheckUrlRefused(f"check_url {url!r} names no host")
-    port = explicit_port or DEFAULT_PORTS[parts.scheme]
-    entries = [parse_allow_entry(e) for e in allow]
-    if not any(e.matches(parts.scheme, host, port) for e in entries):
-        raise CheckUrlRefused(f"check_url {parts.scheme}://{host}:{port} is not in check_url_allow",
-                              allowed=[f"{e.scheme}://{e.host}:{e.port or '*'}" for e in entries])
-    addresses = resolve(host, port)
-    if not addresses:
-        raise CheckUrlRefused(f"check_url host {host!r} does not resolve")
-    for text in addresses:
-        ip = ipaddress.ip_address(text.split("%")[0])
-        why = refused_address(ip)
-        if why:
-            raise CheckUrlRefused(f"check_url host {host!r} resolves to {ip}: {why}")
-        if own.is_self(ip, port):
-            raise CheckUrlRefused(f"check_url {parts.scheme}://{host}:{port} is the broker itself")
-    return CheckTarget(url, addresses[0].split("%")[0])
+    return parts.scheme, host, explicit_port or DEFAULT_PORTS[parts.scheme]

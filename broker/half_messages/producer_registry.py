@@ -43,7 +43,7 @@ class ProducerRegistry:
         if path is not None:
             now = clock()
             try:
-                entries = read_json(path, [], _parse_producers)
+                entries: list[ProducerEntry] = read_json(path, [], _parse_producers)
             except DamagedFile as exc:  # soft state: producers heartbeat again within their expiry
                 log.warning("%s; starting with no registered producers until they heartbeat again", exc)
                 entries = []

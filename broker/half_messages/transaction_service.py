@@ -178,6 +178,7 @@ class TransactionService:
         half = self._readable_half(tx) if action is TxAction.APPEND_OP else self.half_message(tx)
         op = self._op(tx, op_kind(event), half)
         if action is TxAction.APPEND_FINAL_AND_OP:
+            assert half is not None  # read by half_message, which raises rather than answer None
             final = self._final(half)
             op.properties[names.FINAL_SIZE] = str(record_size(final.topic.encode(), encode_properties(final.properties), final.body))
             items = [final, op]
@@ -190,6 +191,7 @@ class TransactionService:
             _, end = self.store.put([op])
             self.stats.rollbacks += 1
         else:  # MOVE_TO_CHECK_MAX
+            assert half is not None  # read by half_message, which raises rather than answer None
             copy = PutItem(CHECK_MAX_TIME_TOPIC, 0, half.body, dict(half.properties), half.born_timestamp, half.binary, half.properties.get(names.TAGS))
             _, end = self.store.put([copy, op])
             self.stats.discards += 1
@@ -291,11 +293,11 @@ class TransactionService:
             self._replay_op(op)
         for marker in scan(self.store, CHECK_MAX_TIME_TOPIC, 0):
             txid = marker.properties.get(names.TRANSACTION_ID, "")
-            tx = self._txs.get(txid)
+            marked = self._txs.get(txid)
             if marker.properties.get(names.RESENT) == "true":
-                if tx is not None and tx.state is TransactionState.DISCARDED:
-                    tx.state = TransactionState.COMMITTED
-            elif tx is None:
+                if marked is not None and marked.state is TransactionState.DISCARDED:
+                    marked.state = TransactionState.COMMITTED
+            elif marked is None:
                 self._txs[txid] = tx_from_op(self.store, marker, TransactionState.DISCARDED)
 
         for tx in self._pending.values():

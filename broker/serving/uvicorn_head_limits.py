@@ -66,58 +66,62 @@ class CorkedTransport:
         return getattr(self._transport, name)
 
 
-def head_limited_httptools(head_timeout: float, max_head_bytes: int) -> type[HttpToolsProtocol]:
-    """The protocol class for ``uvicorn.Config(http=...)``, with these limits."""
+class _HeadLimitedHttpToolsProtocol(HttpToolsProtocol):
+    head_timeout: float  # set per server by head_limited_httptools
+    max_head_bytes: int
+    _deadline: asyncio.TimerHandle | None = None
+    _awaiting_head = False
+    _head_bytes = 0
 
-    class HeadLimitedHttpToolsProtocol(HttpToolsProtocol):
-        _deadline: asyncio.TimerHandle | None = None
-        _awaiting_head = False
-        _head_bytes = 0
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.transport = CorkedTransport(transport)  # type: ignore[assignment]  # each request's cycle writes through it
+        self._await_head()
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self.transport = CorkedTransport(transport)  # type: ignore[assignment]  # each request's cycle writes through it
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_deadline()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._awaiting_head:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        # Counted per read, so a head may run over by one read; the block is never kept whole.
+        if self._awaiting_head and self._head_bytes > self.max_head_bytes and not self.transport.is_closing():
+            self.transport.write(_HEAD_TOO_LARGE)
+            self.transport.close()
+
+    def on_headers_complete(self) -> None:
+        self._awaiting_head = False
+        self._stop_deadline()
+        super().on_headers_complete()
+        extensions: dict[Any, Any] = self.scope.setdefault("extensions", {})  # uvicorn types it dict[object, object]
+        extensions[CORK] = self.transport  # read by the app before it runs
+
+    def on_response_complete(self) -> None:
+        idle_next = not self.pipeline  # a pipelined request already has its head
+        super().on_response_complete()
+        if idle_next and not self.transport.is_closing():
             self._await_head()
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._stop_deadline()
-            super().connection_lost(exc)
+    def _await_head(self) -> None:
+        self._awaiting_head = True
+        self._head_bytes = 0
+        self._stop_deadline()
+        self._deadline = self.loop.call_later(self.head_timeout, self._head_timed_out)
 
-        def data_received(self, data: bytes) -> None:
-            if self._awaiting_head:
-                self._head_bytes += len(data)
-            super().data_received(data)
-            # Counted per read, so a head may run over by one read; the block is never kept whole.
-            if self._awaiting_head and self._head_bytes > max_head_bytes and not self.transport.is_closing():
-                self.transport.write(_HEAD_TOO_LARGE)
-                self.transport.close()
+    def _head_timed_out(self) -> None:
+        self._deadline = None
+        if self._awaiting_head and not self.transport.is_closing():
+            self.transport.close()
 
-        def on_headers_complete(self) -> None:
-            self._awaiting_head = False
-            self._stop_deadline()
-            super().on_headers_complete()
-            self.scope.setdefault("extensions", {})[CORK] = self.transport  # read by the app before it runs
-
-        def on_response_complete(self) -> None:
-            idle_next = not self.pipeline  # a pipelined request already has its head
-            super().on_response_complete()
-            if idle_next and not self.transport.is_closing():
-                self._await_head()
-
-        def _await_head(self) -> None:
-            self._awaiting_head = True
-            self._head_bytes = 0
-            self._stop_deadline()
-            self._deadline = self.loop.call_later(head_timeout, self._head_timed_out)
-
-        def _head_timed_out(self) -> None:
+    def _stop_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
             self._deadline = None
-            if self._awaiting_head and not self.transport.is_closing():
-                self.transport.close()
 
-        def _stop_deadline(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
 
-    return HeadLimitedHttpToolsProtocol
+def head_limited_httptools(head_timeout: float, max_head_bytes: int) -> type[HttpToolsProtocol]:
+    """The protocol class for ``uvicorn.Config(http=...)``, with these limits."""
+    return type("HeadLimitedHttpToolsProtocol", (_HeadLimitedHttpToolsProtocol,),
+                {"head_timeout": head_timeout, "max_head_bytes": max_head_bytes})

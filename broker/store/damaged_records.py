@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from typing import final
 
 from .record import RecordError
 
@@ -19,6 +20,7 @@ log = logging.getLogger(__name__)
 MAX_REMEMBERED = 100_000  # distinct offsets logged once each; past that every read is logged and counted
 
 
+@final  # readers tell it apart with `type(e) is DamagedEntry`, which mypy narrows only for a final class
 @dataclass(frozen=True, slots=True)
 class DamagedEntry:
     """A consume-queue entry whose record could not be read intact."""

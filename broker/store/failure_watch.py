@@ -20,7 +20,7 @@ class FailureWatch:
         self._lock = threading.Lock()
         self.failure: str | None = None
 
-    def failed(self, exc: BaseException) -> None:
+    def failed(self, exc: BaseException | str) -> None:  # an exception, or a sentence that names one
         with self._lock:
             if self.failure is not None:
                 return

@@ -26,6 +26,7 @@ from .record import (
     FLAG_BODY_BINARY,
     FLAG_GROUP_MORE,
     HEADER_SIZE,
+    StoredMessage,
     encode_parts,
     encode_properties,
     record_size,
@@ -47,6 +48,9 @@ from .topics import TopicConfig, TopicTable
 from .visible_reads import VisibleReads
 
 log = logging.getLogger(__name__)
+
+# A write group's consume-queue entries, by (topic, queue id): [next queue offset], [(log offset, size, tag hash)].
+_QueueEntries = dict[tuple[str, int], tuple[list[int], list[tuple[int, int, int]]]]
 
 class MessageStore(QueueReads, StoreRecovery):
     def __init__(self, config: StoreConfig, clock: Callable[[], float] = time.time) -> None:
@@ -145,17 +149,7 @@ class MessageStore(QueueReads, StoreRecovery):
         if not items:
             raise ValueError("empty write group")
         now = int(self._clock() * 1000)
-        topic_bytes: dict[str, bytes] = {}
-        parts = []
-        total = 0
-        for it in items:
-            t = topic_bytes.get(it.topic)
-            if t is None:
-                t = topic_bytes[it.topic] = it.topic.encode()
-            p = encode_properties(it.properties)
-            size = HEADER_SIZE + len(t) + len(p) + len(it.body)
-            parts.append((t, p, size))
-            total += size
+        parts, total = _encoded_parts(items)
         if total > self.config.segment_bytes:
             raise GroupTooLarge(f"a write group of {total} bytes exceeds the segment size {self.config.segment_bytes}")
         results: list[PutResult] = []
@@ -166,17 +160,13 @@ class MessageStore(QueueReads, StoreRecovery):
                 offset = self.commit_log.next_offset_for(total)
             except OSError as exc:
                 raise self._refused("cannot start a commit-log segment", exc) from exc
-            queues: dict[tuple[str, int], tuple[list[int], list[tuple[int, int, int]]]] = {}  # next offset, entries
+            queues: _QueueEntries = {}  # next offset, entries
             chunks: list[bytes] = []
             for i, it in enumerate(items):
                 key = (it.topic, it.queue_id)
                 queue = queues.get(key)
                 if queue is None:
-                    try:
-                        cq = self._queue(*key)
-                    except OSError as exc:
-                        raise self._refused(f"cannot open consume queue {key[0]}/{key[1]}", exc) from exc
-                    queue = queues[key] = ([cq.max_offset], [])
+                    queue = queues[key] = ([self._writable_queue(key).max_offset], [])
                 qoff = queue[0][0]
                 queue[0][0] = qoff + 1
                 t, p, size = parts[i]
@@ -218,20 +208,8 @@ class MessageStore(QueueReads, StoreRecovery):
                 if offset != group[0].commit_log_offset:
                     raise ReplicationMismatch(f"a replicated group names offset {group[0].commit_log_offset} but lands at {offset}"
                                               " (do both nodes use the same segment size?)")
-                queues: dict[tuple[str, int], tuple[list[int], list[tuple[int, int, int]]]] = {}
-                for rec in group:
-                    key = (rec.topic, rec.queue_id)
-                    cfg = self.topics.get(rec.topic)
-                    if cfg is None or rec.queue_id >= cfg.queues:
-                        self.topics.learn(rec.topic, rec.queue_id + 1)
-                    if key not in queues:
-                        try:
-                            queues[key] = ([self._queue(*key).max_offset], [])
-                        except OSError as exc:
-                            raise self._refused(f"cannot open consume queue {key[0]}/{key[1]}", exc) from exc
-                    queues[key][1].append((rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS"))))
                 chunk = bytes(view[pos:at])
-                self._append_entries_then(queues, lambda chunk=chunk: self.commit_log.write(chunk))  # type: ignore[misc]
+                self._append_entries_then(self._replicated_entries(group), lambda chunk=chunk: self.commit_log.write(chunk))  # type: ignore[misc]
                 pos = at
         if pos:
             self._writes.succeeded()
@@ -239,6 +217,19 @@ class MessageStore(QueueReads, StoreRecovery):
             for rec_key in touched:
                 listener(*rec_key)
         return self.commit_log.end_offset
+
+    def _replicated_entries(self, group: list[StoredMessage]) -> _QueueEntries:
+        """The consume-queue entries of a replicated group, by queue (topics the leader added are learnt)."""
+        queues: _QueueEntries = {}
+        for rec in group:
+            key = (rec.topic, rec.queue_id)
+            cfg = self.topics.get(rec.topic)
+            if cfg is None or rec.queue_id >= cfg.queues:
+                self.topics.learn(rec.topic, rec.queue_id + 1)
+            if key not in queues:
+                queues[key] = ([self._writable_queue(key).max_offset], [])
+            queues[key][1].append((rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS"))))
+        return queues
 
     def truncate_log(self, offset: int) -> None:
         """Cut the log (and consume queues, offsets) back to ``offset``: a node's divergent tail, as its new leader says."""
@@ -253,8 +244,7 @@ class MessageStore(QueueReads, StoreRecovery):
         self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1])
         self.checkpoint()
 
-    def _append_entries_then(self, queues: dict[tuple[str, int], tuple[list[int], list[tuple[int, int, int]]]],
-                             write_log: Callable[[], object]) -> None:
+    def _append_entries_then(self, queues: _QueueEntries, write_log: Callable[[], object]) -> None:
         """Consume-queue entries first, then the log; a refusal from the disk undoes the entries.
 
         In this order a failure leaves nothing behind: entries pointing past the log
@@ -324,6 +314,13 @@ class MessageStore(QueueReads, StoreRecovery):
             self._queues[(topic, queue_id)] = cq
         return cq
 
+    def _writable_queue(self, key: tuple[str, int]) -> ConsumeQueue:
+        """The queue a write appends to; a disk that refuses to open it is StoreNotWritable."""
+        try:
+            return self._queue(*key)
+        except OSError as exc:
+            raise self._refused(f"cannot open consume queue {key[0]}/{key[1]}", exc) from exc
+
     def close(self) -> None:
         with self._write_lock:
             if self._closed:
@@ -337,3 +334,17 @@ class MessageStore(QueueReads, StoreRecovery):
         self._lock_file.release()
 
 
+def _encoded_parts(items: list[PutItem]) -> tuple[list[tuple[bytes, bytes, int]], int]:
+    """Each item's encoded topic and properties with its record size, and the group's total size."""
+    topic_bytes: dict[str, bytes] = {}
+    parts = []
+    total = 0
+    for it in items:
+        t = topic_bytes.get(it.topic)
+        if t is None:
+            t = topic_bytes[it.topic] = it.topic.encode()
+        p = encode_properties(it.properties)
+        size = HEADER_SIZE + len(t) + len(p) + len(it.body)
+        parts.append((t, p, size))
+        total += size
+    return parts, total

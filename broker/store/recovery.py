@@ -83,11 +83,7 @@ class StoreRecovery:
 
     def _recover(self) -> RecoveryReport:
         started = time.monotonic()
-        try:
-            ckpt = read_json(self._checkpoint_path, None, _parse_checkpoint)
-        except DamagedFile as exc:
-            log.warning("%s; it is derived: scanning the whole commit log instead", exc)
-            ckpt = None
+        ckpt = self._read_checkpoint()
         log_end_before = self.commit_log.end_offset
         start = ckpt["commit_log_offset"] if ckpt else self.commit_log.min_offset
         if start > log_end_before:
@@ -97,32 +93,13 @@ class StoreRecovery:
         for _ in self.commit_log.recover(start):
             pass
         end = self.commit_log.end_offset
-        trimmed = 0
-        replay_from = start
         known = {(cfg.name, q) for cfg in self.topics.all() for q in range(cfg.queues)}
-        on_disk: set[tuple[str, int]] = set()
-        if self._cq_root.exists():
-            for topic_dir in self._cq_root.iterdir():
-                for qdir in topic_dir.iterdir():
-                    if qdir.name.isdigit():
-                        on_disk.add((topic_dir.name, int(qdir.name)))
+        on_disk = self._queues_on_disk()
         known |= on_disk
         if not self.topics.found and on_disk:
             self._rebuild_topics(on_disk)
-        expected = (ckpt or {}).get("queues", {})
-        for topic, qid in sorted(known):
-            cq = self._queue(topic, qid)
-            trimmed += cq.trim_beyond(end)
-            if cq.repaired or cq.max_offset < expected.get(f"{topic}/{qid}", 0):
-                last = cq.last_entry()
-                replay_from = min(replay_from, last.commit_log_offset + last.size if last else self.commit_log.min_offset)
-        try:
-            rebuilt = self._replay(replay_from)
-        except OSError as exc:
-            rebuilt = 0
-            self.read_only = (f"recovery could not rebuild the consume queues ({exc.strerror or exc}); "
-                              "restart the broker once the disk has room")
-            log.error("store is read-only: %s", self.read_only)
+        replay_from, trimmed = self._trim_queues(sorted(known), end, (ckpt or {}).get("queues", {}), start)
+        rebuilt = self._replay_or_stop_writes(replay_from)
         if self.read_only is None:  # half-rebuilt queue ends would lower offsets for good
             for group, topic, qid, was, now in self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1]):
                 log.warning("offset of group %s on %s/%d lowered from %d to %d, the end of the recovered queue",
@@ -132,6 +109,44 @@ class StoreRecovery:
             log.warning("recovered store: %s", report)
         self.checkpoint()
         return report
+
+    def _read_checkpoint(self) -> dict | None:
+        try:
+            return read_json(self._checkpoint_path, None, _parse_checkpoint)
+        except DamagedFile as exc:
+            log.warning("%s; it is derived: scanning the whole commit log instead", exc)
+            return None
+
+    def _queues_on_disk(self) -> set[tuple[str, int]]:
+        on_disk: set[tuple[str, int]] = set()
+        if self._cq_root.exists():
+            for topic_dir in self._cq_root.iterdir():
+                for qdir in topic_dir.iterdir():
+                    if qdir.name.isdigit():
+                        on_disk.add((topic_dir.name, int(qdir.name)))
+        return on_disk
+
+    def _trim_queues(self, queues: list[tuple[str, int]], end: int, expected: dict[str, int], replay_from: int) -> tuple[int, int]:
+        """Cut entries past the log's ``end``; return where replay must start for the queues short of the checkpoint
+        (or repaired), and how many entries were cut."""
+        trimmed = 0
+        for topic, qid in queues:
+            cq = self._queue(topic, qid)
+            trimmed += cq.trim_beyond(end)
+            if cq.repaired or cq.max_offset < expected.get(f"{topic}/{qid}", 0):
+                last = cq.last_entry()
+                replay_from = min(replay_from, last.commit_log_offset + last.size if last else self.commit_log.min_offset)
+        return replay_from, trimmed
+
+    def _replay_or_stop_writes(self, start: int) -> int:
+        """``_replay``; a disk that refuses makes the store read-only (0 entries added)."""
+        try:
+            return self._replay(start)
+        except OSError as exc:
+            self.read_only = (f"recovery could not rebuild the consume queues ({exc.strerror or exc}); "
+                              "restart the broker once the disk has room")
+            log.error("store is read-only: %s", self.read_only)
+            return 0
 
     def _replay(self, start: int) -> int:
         """Dispatch the log from ``start`` into consume queues that lack it; return entries added.

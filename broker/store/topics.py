@@ -51,7 +51,7 @@ class TopicTable:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.found = path.exists()
-        self._topics = read_json(path, {}, _parse_topics, self.REMEDY)
+        self._topics: dict[str, TopicConfig] = read_json(path, {}, _parse_topics, self.REMEDY)
         self._unsaved = False
 
     def get(self, name: str) -> TopicConfig | None:

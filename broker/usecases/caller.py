@@ -7,10 +7,11 @@ the use case decides what that principal may do.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from halfmq.broker.security.policy import Principal
 
-Scope = dict[str, Any]
+Scope = Mapping[str, Any]
 
 __all__ = ["Principal", "Scope"]

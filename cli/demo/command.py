@@ -28,7 +28,12 @@ from .guarantees import Observed, check_all
 from .ports import Choice, PortTaken, Wanted, choose
 
 if TYPE_CHECKING:  # rich is loaded when the demo runs, not when the CLI parses
+    from decimal import Decimal
+
     from rich.console import Console
+
+    from .driver import Placement
+    from .guarantees import Check
 
 FAST_CHECKS = {  # the demo should not wait RocketMQ-scale minutes for check-backs
     "HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3",
@@ -148,107 +153,149 @@ def _run_spark(topology: Topology, console: Console) -> tuple[int | None, dict[s
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
-
-    from .driver import DemoDriver
 
     console = Console()
-    own: OwnStack | None = None
-    if args.attach:
-        if args.chaos:
-            print("halfmq demo: --chaos kills only a broker the demo started itself; drop --attach (the demo then starts its own "
-                  "halfmq, on free ports if the default ones are taken) or drop --chaos", file=sys.stderr)
-            return 2
-        defaults = Topology(Path("."))
-        topology = Topology(args.data_dir or Path("./data"), args.host, args.broker_port or defaults.broker_port,
-                            args.order_port or defaults.order_port, args.credit_port or defaults.credit_port, auth=not args.no_auth,
-                            replicas=args.replicas, etcd_port=args.etcd_port or defaults.etcd_port)
-        console.print(f"using the running halfmq at {topology.broker_url} / {topology.order_url} / {topology.credit_url}")
-    else:
-        try:
-            choice = own_ports(args)
-        except PortTaken as exc:
-            print(f"halfmq demo: {exc}", file=sys.stderr)
-            return 2
-        for line in choice.moved:
-            console.print(line, soft_wrap=True)
-        ports = choice.ports
-        topology = Topology(args.data_dir or Path("./data/demo"), args.host, ports["--broker-port"], ports["--order-port"],
-                            ports["--credit-port"], auth=not args.no_auth, replicas=args.replicas,
-                            etcd_port=ports.get("--etcd-port", Topology(Path(".")).etcd_port), grpc_port=ports["--grpc-port"])
-        own = _start_up(topology, console)
+    topology = _attached_topology(args, console) if args.attach else _own_topology(args, console)
+    if isinstance(topology, int):
+        return topology
+    own = None if args.attach else _start_up(topology, console)
     started = time.monotonic()
     try:
-        driver = DemoDriver(topology, orders=args.orders, users=args.users, concurrency=args.concurrency,
-                            seed=args.seed, kill_broker=own.kill9 if own is not None and args.chaos else None, console=console)
-        placement = driver.place_all()
-        orders = driver.committed_orders()
-        per_unit = int(os.environ.get("CREDIT_POINTS_PER_UNIT", "1"))
-        driver.wait_settled(orders, per_unit, timeout=args.timeout)
-        visible = driver.visible_order_ids()
-        balances, credited = driver.credits()
-        spark_points = spark_users = reconciliation = None
-        if not args.no_spark:
-            console.print("running the Spark aggregation and reconciliation …")
-            spark_points, spark_users, reconciliation = _run_spark(topology, console)
-            if reconciliation is not None:  # the job reconciles every order in the databases, not only this run's
-                mine = set(orders)
-                reconciliation = {**reconciliation,
-                                  "missing_credits": [o for o in reconciliation.get("missing_credits", []) if o in mine],
-                                  "orphan_credits": [o for o in reconciliation.get("orphan_credits", []) if o in mine],
-                                  "balance_mismatches": [m for m in reconciliation.get("balance_mismatches", []) if m["user_id"] in set(driver.all_users)]}
-                spark_users = {u: p for u, p in (spark_users or {}).items() if u in set(driver.all_users)}
-                spark_points = sum(spark_users.values())
-        observed = Observed(orders, visible, balances, credited, {driver.fail_user}, spark_points, spark_users, reconciliation, per_unit)
-        checks = check_all(observed)
+        run = _drive(args, topology, own, console)
     finally:
         if own is not None and not args.keep_running:
             own.stop()
+    _print_report(console, run, started)
+    if args.json:
+        _write_json(Path(args.json), run)
+    return 1 if any(not c.ok for c in run.checks) else 0
+
+
+def _attached_topology(args: argparse.Namespace, console: Console) -> Topology | int:
+    """The running halfmq that --attach names, or exit code 2 (with --chaos, which kills only the demo's own)."""
+    if args.chaos:
+        print("halfmq demo: --chaos kills only a broker the demo started itself; drop --attach (the demo then starts its own "
+              "halfmq, on free ports if the default ones are taken) or drop --chaos", file=sys.stderr)
+        return 2
+    defaults = Topology(Path("."))
+    topology = Topology(args.data_dir or Path("./data"), args.host, args.broker_port or defaults.broker_port,
+                        args.order_port or defaults.order_port, args.credit_port or defaults.credit_port, auth=not args.no_auth,
+                        replicas=args.replicas, etcd_port=args.etcd_port or defaults.etcd_port)
+    console.print(f"using the running halfmq at {topology.broker_url} / {topology.order_url} / {topology.credit_url}")
+    return topology
+
+
+def _own_topology(args: argparse.Namespace, console: Console) -> Topology | int:
+    """Where the demo's own `up` will listen (free ports for the defaults that are taken), or exit code 2."""
+    try:
+        choice = own_ports(args)
+    except PortTaken as exc:
+        print(f"halfmq demo: {exc}", file=sys.stderr)
+        return 2
+    for line in choice.moved:
+        console.print(line, soft_wrap=True)
+    ports = choice.ports
+    return Topology(args.data_dir or Path("./data/demo"), args.host, ports["--broker-port"], ports["--order-port"],
+                    ports["--credit-port"], auth=not args.no_auth, replicas=args.replicas,
+                    etcd_port=ports.get("--etcd-port", Topology(Path(".")).etcd_port), grpc_port=ports["--grpc-port"])
+
+
+@dataclass
+class _DemoRun:
+    placement: Placement
+    orders: dict[str, tuple[str, Decimal]]
+    visible: list[str]
+    credited: int
+    per_unit: int
+    spark_points: int | None
+    checks: list[Check]
+
+
+def _drive(args: argparse.Namespace, topology: Topology, own: OwnStack | None, console: Console) -> _DemoRun:
+    """Place the orders, wait until they are credited, run the Spark job, and check the guarantees."""
+    from .driver import DemoDriver
+
+    driver = DemoDriver(topology, orders=args.orders, users=args.users, concurrency=args.concurrency,
+                        seed=args.seed, kill_broker=own.kill9 if own is not None and args.chaos else None, console=console)
+    placement = driver.place_all()
+    orders = driver.committed_orders()
+    per_unit = int(os.environ.get("CREDIT_POINTS_PER_UNIT", "1"))
+    driver.wait_settled(orders, per_unit, timeout=args.timeout)
+    visible = driver.visible_order_ids()
+    balances, credited = driver.credits()
+    spark_points = spark_users = reconciliation = None
+    if not args.no_spark:
+        console.print("running the Spark aggregation and reconciliation …")
+        spark_points, spark_users, reconciliation = _run_spark(topology, console)
+        if reconciliation is not None:  # the job reconciles every order in the databases, not only this run's
+            spark_points, spark_users, reconciliation = _this_runs(reconciliation, spark_users, set(orders), set(driver.all_users))
+    observed = Observed(orders, visible, balances, credited, {driver.fail_user}, spark_points, spark_users, reconciliation, per_unit)
+    return _DemoRun(placement, orders, visible, credited, per_unit, spark_points, check_all(observed))
+
+
+def _this_runs(reconciliation: dict, spark_users: dict[str, int] | None, mine: set[str],
+               users: set[str]) -> tuple[int, dict[str, int], dict]:
+    """The Spark job's totals and reconciliation cut down to this run's orders and users."""
+    reconciliation = {**reconciliation,
+                      "missing_credits": [o for o in reconciliation.get("missing_credits", []) if o in mine],
+                      "orphan_credits": [o for o in reconciliation.get("orphan_credits", []) if o in mine],
+                      "balance_mismatches": [m for m in reconciliation.get("balance_mismatches", []) if m["user_id"] in users]}
+    spark_users = {u: p for u, p in (spark_users or {}).items() if u in users}
+    return sum(spark_users.values()), spark_users, reconciliation
+
+
+def _print_report(console: Console, run: _DemoRun, started: float) -> None:
+    from rich.table import Table
 
     outcome = Table(title="orders placed", show_header=True)
     outcome.add_column("outcome")
     outcome.add_column("count", justify="right")
-    for name, n in sorted(placement.outcomes.items()):
+    for name, n in sorted(run.placement.outcomes.items()):
         outcome.add_row(name, str(n))
-    outcome.add_row("retries while the broker was away", str(placement.retries))
-    outcome.add_row("broker kill -9", str(placement.broker_kills))
+    outcome.add_row("retries while the broker was away", str(run.placement.retries))
+    outcome.add_row("broker kill -9", str(run.placement.broker_kills))
     console.print(outcome)
     totals = Table(title="ledger")
     for col in ("committed orders", "messages on ORDER_TOPIC", "credits", "points (orders)", "points (Spark)"):
         totals.add_column(col, justify="right")
-    expected_points = sum(int(a // 1) * per_unit for _, a in orders.values())
-    totals.add_row(str(len(orders)), str(len(visible)), str(credited), str(expected_points), str(spark_points if spark_points is not None else "skipped"))
+    spark = str(run.spark_points if run.spark_points is not None else "skipped")
+    totals.add_row(str(len(run.orders)), str(len(run.visible)), str(run.credited), str(_expected_points(run)), spark)
     console.print(totals)
     verdict = Table(title="guarantees (DESIGN section 1)")
     verdict.add_column("guarantee")
     verdict.add_column("result")
     verdict.add_column("detail")
-    for c in checks:
+    for c in run.checks:
         verdict.add_row(c.name, "[green]PASS[/]" if c.ok else "[red]FAIL[/]", c.detail)
     console.print(verdict)
-    failed = [c for c in checks if not c.ok]
+    failed = [c for c in run.checks if not c.ok]
     console.print(
         f"demo finished in {time.monotonic() - started:.1f}s: "
         + ("[green]all guarantees hold[/]" if not failed else f"[red]{len(failed)} guarantee(s) failed[/]")
     )
-    if args.json:
-        Path(args.json).write_bytes(
-            orjson.dumps(
-                {
-                    "placement": dict(placement.outcomes),
-                    "retries": placement.retries,
-                    "broker_kills": placement.broker_kills,
-                    "orders": len(orders),
-                    "visible": len(visible),
-                    "credits": credited,
-                    "points": expected_points,
-                    "spark_points": spark_points,
-                    "checks": [c.__dict__ for c in checks],
-                },
-                option=orjson.OPT_INDENT_2,
-            )
+
+
+def _expected_points(run: _DemoRun) -> int:
+    return sum(int(a // 1) * run.per_unit for _, a in run.orders.values())
+
+
+def _write_json(path: Path, run: _DemoRun) -> None:
+    path.write_bytes(
+        orjson.dumps(
+            {
+                "placement": dict(run.placement.outcomes),
+                "retries": run.placement.retries,
+                "broker_kills": run.placement.broker_kills,
+                "orders": len(run.orders),
+                "visible": len(run.visible),
+                "credits": run.credited,
+                "points": _expected_points(run),
+                "spark_points": run.spark_points,
+                "checks": [c.__dict__ for c in run.checks],
+            },
+            option=orjson.OPT_INDENT_2,
         )
-    return 1 if failed else 0
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

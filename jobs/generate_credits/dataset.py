@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from .writers import writer_for
 
@@ -61,6 +62,58 @@ def _rows(n: int, rng: random.Random, users: list[str], start: datetime, span: t
         yield orders, credits
 
 
+Rows = Iterator[tuple[list[tuple], list[tuple]]]
+
+
+def _reset(cw: Any, ow: Any) -> None:
+    for table in ("summary_current", "summary_users", "summary_days", "summary_runs", "credit_accounts", "credit_records"):
+        cw.execute(f"DELETE FROM {table}")
+    for table in ("idempotency_keys", "halfmq_transaction_records", "orders"):
+        ow.execute(f"DELETE FROM {table}")
+
+
+def _write_side_by_side(pool: ThreadPoolExecutor, cw: Any, ow: Any, rows: Rows, balances: dict[str, int], out: Generated,
+                        progress_of: int | None) -> None:
+    """Each batch's orders on the pool's thread while its credits are written here: the drivers release the GIL
+    while the database works. ``progress_of``: the total to count up to on stderr."""
+    pending = None
+    for orders, creds in rows:
+        if pending is not None:
+            pending.result()
+        pending = pool.submit(ow.orders, orders)
+        cw.credits(creds)
+        for c in creds:
+            balances[c[1]] += c[3]
+        out.orders += len(orders)
+        out.credits += len(creds)
+        if progress_of is not None:
+            print(f"\r  {out.credits:,}/{progress_of:,} credits", end="", file=sys.stderr, flush=True)
+    if pending is not None:
+        pending.result()
+    if progress_of is not None:
+        print(file=sys.stderr)
+
+
+def _write_injected(cw: Any, ow: Any, missing: Rows, orphans: Rows, balances: dict[str, int], out: Generated) -> None:
+    """The orders of ``missing`` without their credits, the credits of ``orphans`` without their orders."""
+    extra_orders: list[tuple] = []
+    extra_credits: list[tuple] = []
+    for orders, _ in missing:
+        extra_orders += orders
+    for _, creds in orphans:
+        extra_credits += creds
+    if extra_orders:
+        ow.orders(extra_orders)
+    if extra_credits:
+        cw.credits(extra_credits)
+        for c in extra_credits:
+            balances[c[1]] += c[3]
+    out.orders += len(extra_orders)
+    out.credits += len(extra_credits)
+    out.missing_credits = sorted(o[0] for o in extra_orders)
+    out.orphan_credits = sorted(c[0] for c in extra_credits)
+
+
 def generate(credit_url: str, order_url: str, credits: int, *, users: int | None = None, days: int = 30,
              start: datetime = DEFAULT_START, seed: int = 42, missing_credits: int = 0, orphan_credits: int = 0,
              wrong_balances: int = 0, points_per_unit: int = 1, batch: int = 50_000, reset: bool = False,
@@ -77,44 +130,13 @@ def generate(credit_url: str, order_url: str, credits: int, *, users: int | None
     balances: dict[str, int] = defaultdict(int)
     try:
         if reset:
-            for table in ("summary_current", "summary_users", "summary_days", "summary_runs", "credit_accounts", "credit_records"):
-                cw.execute(f"DELETE FROM {table}")
-            for table in ("idempotency_keys", "halfmq_transaction_records", "orders"):
-                ow.execute(f"DELETE FROM {table}")
-        # the two databases are written side by side: the drivers release the GIL while the database works
-        pending = None
-        for orders, creds in _rows(credits, rng, user_ids, start, span, points_per_unit, batch):
-            if pending is not None:
-                pending.result()
-            pending = pool.submit(ow.orders, orders)
-            cw.credits(creds)
-            for c in creds:
-                balances[c[1]] += c[3]
-            out.orders += len(orders)
-            out.credits += len(creds)
-            if progress:
-                print(f"\r  {out.credits:,}/{credits:,} credits", end="", file=sys.stderr, flush=True)
-        if pending is not None:
-            pending.result()
-        if progress:
-            print(file=sys.stderr)
-        # orders that never got their credit
-        extra_orders, extra_credits = [], []
-        for orders, _ in _rows(missing_credits, rng, user_ids, start, span, points_per_unit, batch):
-            extra_orders += orders
-        # credits whose order does not exist (they count in the ledger, so in the balances too)
-        for _, creds in _rows(orphan_credits, rng, user_ids, start, span, points_per_unit, batch):
-            extra_credits += creds
-        if extra_orders:
-            ow.orders(extra_orders)
-        if extra_credits:
-            cw.credits(extra_credits)
-            for c in extra_credits:
-                balances[c[1]] += c[3]
-        out.orders += len(extra_orders)
-        out.credits += len(extra_credits)
-        out.missing_credits = sorted(o[0] for o in extra_orders)
-        out.orphan_credits = sorted(c[0] for c in extra_credits)
+            _reset(cw, ow)
+        _write_side_by_side(pool, cw, ow, _rows(credits, rng, user_ids, start, span, points_per_unit, batch), balances, out,
+                            credits if progress else None)
+        # orders that never got their credit, then credits whose order does not exist (they count in the ledger,
+        # so in the balances too): drawn in this order from the one seeded generator
+        _write_injected(cw, ow, _rows(missing_credits, rng, user_ids, start, span, points_per_unit, batch),
+                        _rows(orphan_credits, rng, user_ids, start, span, points_per_unit, batch), balances, out)
         for user in sorted(balances)[:wrong_balances]:
             out.wrong_balances[user] = 7
         now = (start + span).astimezone(UTC).replace(tzinfo=None)

@@ -45,7 +45,7 @@ class Events:
             os.write(self._fd, f"{event} {os.getpid()} {key}\n".encode())
 
 
-def main() -> None:
+def main() -> None:  # noqa: C901 - a test process: its settings from the environment, then its one loop
     logging.basicConfig(level=logging.WARNING)
     env = os.environ
     url, key = env["INBOX_DB_URL"], env.get("INBOX_KEY") or None

@@ -18,8 +18,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
+from halfmq.broker.usecases.caller import Principal
 from halfmq.broker.usecases.operator_actions import cluster_admin
 
 from ..runtime import BrokerRuntime
@@ -28,7 +30,7 @@ COOKIE = "halfmq_console"
 _KEY = secrets.token_bytes(32)  # per process: a restart logs nobody out, it only renews the CSRF tokens
 
 
-def cookie_token(scope: dict[str, Any]) -> str | None:
+def cookie_token(scope: Mapping[str, Any]) -> str | None:
     for name, value in scope["headers"]:
         if name == b"cookie":
             for part in value.decode("latin-1").split(";"):
@@ -38,7 +40,7 @@ def cookie_token(scope: dict[str, Any]) -> str | None:
     return None
 
 
-def as_bearer_scope(scope: dict[str, Any], token: str | None) -> dict[str, Any]:
+def as_bearer_scope(scope: Mapping[str, Any], token: str | None) -> dict[str, Any]:
     """The request's scope as the guard wants it: the cookie's token as the Authorization header."""
     headers = [(k, v) for k, v in scope["headers"] if k != b"authorization"]
     if token:
@@ -46,7 +48,7 @@ def as_bearer_scope(scope: dict[str, Any], token: str | None) -> dict[str, Any]:
     return {**scope, "headers": headers}
 
 
-def admin(rt: BrokerRuntime, scope: dict[str, Any], token: str | None) -> Any:
+def admin(rt: BrokerRuntime, scope: Mapping[str, Any], token: str | None) -> Principal:
     """The console's principal: Unauthenticated / AccessDenied unless the token may ``admin`` the cluster."""
     bearer = as_bearer_scope(scope, token)
     return cluster_admin(rt, rt.guard.principal(bearer), bearer)
