@@ -10,11 +10,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from halfmq.broker.store.flush_waiter import FlushTimedOut
-from halfmq.broker.store.message_store import StoreClosed, StoreNotWritable
+from halfmq.broker.usecases.errors import STORE_ERRORS, as_broker_error
 from halfmq.errors import (
     BrokerError,
-    FlushDiskTimeout,
     InvalidRequest,
     MalformedJson,
     MethodNotAllowed,
@@ -29,18 +27,7 @@ from .responses import JsonResponse
 
 log = logging.getLogger(__name__)
 PROBLEM = "application/problem+json"
-STORE_ERRORS = (StoreNotWritable, StoreClosed, FlushTimedOut)
-
-
-def as_broker_error(exc: Exception) -> BrokerError | None:
-    """The problem a domain exception stands for; None for a bug (a 500 with its traceback in the log)."""
-    if isinstance(exc, BrokerError):
-        return exc
-    if isinstance(exc, FlushTimedOut):
-        return FlushDiskTimeout(str(exc))
-    if isinstance(exc, STORE_ERRORS):
-        return StoreUnavailable(str(exc))
-    return None
+__all__ = ["PROBLEM", "STORE_ERRORS", "as_broker_error"]  # as_broker_error: the use cases' mapping, None for a bug
 
 
 CHALLENGE = {"www-authenticate": 'Bearer realm="halfmq"'}  # RFC 9110: every 401 names its scheme

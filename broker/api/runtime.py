@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
@@ -174,3 +175,8 @@ class BrokerRuntime:
             "producer_txn_commits": self.producer_txns.commits,
             "producer_txn_aborts": self.producer_txns.aborts,
         }
+
+
+def runtime_of(request: Any) -> BrokerRuntime:
+    """The runtime a FastAPI route or console page serves from (the app's lifespan put it on ``app.state``)."""
+    return request.app.state.runtime

@@ -10,8 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from halfmq.broker.half_messages import record_names as tx_names
-from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.usecases.records import StoredMessage, as_sent
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +25,9 @@ class TelemetryCheckTransport:
         return bool(self._sessions.connected(group))
 
     def push(self, transaction_id: str, group: str, half: StoredMessage) -> bool:
-        from dataclasses import replace
-
         from .message_mapping import to_protobuf
 
-        real = replace(half, topic=half.properties.get(tx_names.REAL_TOPIC, half.topic))
-        return bool(self._sessions.push_check(group, transaction_id, to_protobuf(real)))
+        return bool(self._sessions.push_check(group, transaction_id, to_protobuf(as_sent(half))))
 
 
 class GrpcFront:

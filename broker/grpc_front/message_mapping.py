@@ -14,13 +14,11 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
-from halfmq.broker.half_messages import record_names as tx_names
 from halfmq.broker.protocol import OutgoingMessage
-from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.usecases.records import BROKER_PROPERTIES, StoredMessage, is_transactional
 
 # Properties halfmq keeps that RocketMQ carries in system_properties, or that are the broker's own.
-SYSTEM_PROPERTIES = frozenset({"UNIQ_KEY", "KEYS", "TAGS", tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID,
-                               tx_names.PRODUCER_GROUP, tx_names.CHECK_TIMES, tx_names.TRANSACTION_ID})
+SYSTEM_PROPERTIES = frozenset({"UNIQ_KEY", "KEYS", "TAGS", *BROKER_PROPERTIES})
 
 
 def outgoing(message: pb.Message) -> OutgoingMessage:
@@ -51,7 +49,7 @@ def to_protobuf(stored: StoredMessage, *, receipt_handle: str = "", delivery_att
         message_id=props.get("UNIQ_KEY", ""),
         body_digest=pb.Digest(type=pb.DigestType.CRC32, checksum=format(zlib.crc32(stored.body) & 0xFFFFFFFF, "08X")),
         body_encoding=pb.Encoding.IDENTITY,
-        message_type=pb.MessageType.TRANSACTION if props.get(tx_names.TRAN_MSG) == "true" else pb.MessageType.NORMAL,
+        message_type=pb.MessageType.TRANSACTION if is_transactional(props) else pb.MessageType.NORMAL,
         born_timestamp=_timestamp(stored.born_timestamp), born_host="halfmq",
         store_timestamp=_timestamp(stored.store_timestamp), store_host="halfmq",
         queue_id=stored.queue_id, queue_offset=stored.queue_offset,

@@ -1,8 +1,9 @@
 """``apache.rocketmq.v2.MessagingService`` on the broker's runtime: the RocketMQ 5 front.
 
-Thin like the HTTP routes: each call turns the protobuf into the same service
-calls the HTTP front makes, and a typed halfmq error into a RocketMQ status
-(``status_codes``). A gRPC producer's group is its topic (docs/decisions/029-rocketmq-5-front.md). Calls halfmq does not serve answer NOT_IMPLEMENTED.
+Thin like the HTTP routes: each call authenticates its signer, turns the protobuf
+into the same use cases the HTTP front calls (halfmq.broker.usecases), and a typed halfmq error into a RocketMQ status
+(``status_codes``). A gRPC producer's group is its topic (docs/decisions/029-rocketmq-5-front.md).
+Calls halfmq does not serve answer NOT_IMPLEMENTED.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc as rpc
 
-from halfmq.broker.security.policy import Action, Resource
-from halfmq.broker.store.flush_waiter import FlushTimedOut
+from halfmq.broker.usecases import ending, half_sending, producers, receiving, sending, settling, topics
+from halfmq.broker.usecases.durability import FlushTimedOut
 from halfmq.errors import BrokerError, InvalidRequest, TransactionConflict
 
 from . import message_mapping as mm
@@ -63,14 +64,11 @@ class MessagingService(rpc.MessagingServiceServicer):
         self.endpoints = pb.Endpoints(scheme=pb.AddressScheme.IPv4, addresses=[pb.Address(host=host, port=port)])
         self.broker = pb.Broker(name="halfmq", id=0, endpoints=self.endpoints)
 
-    # --- who may ----------------------------------------------------------------
-    def _allow(self, context: Any, method: str, action: Action | None = None, *resources: Resource) -> Any:
-        """The signer of this call, allowed ``action`` on every resource (Unauthenticated / AccessDenied otherwise)."""
+    # --- who asks (what they may: the use cases) ---------------------------------------
+    def _who(self, context: Any, method: str) -> tuple[Any, dict[str, Any]]:
+        """The signer of this call (Unauthenticated otherwise) and the scope the guard's audit lines name."""
         path = f"/apache.rocketmq.v2.MessagingService/{method}"
-        who = request_auth.principal(self.rt.guard, dict(context.invocation_metadata() or ()), path)
-        for resource in resources:
-            self.rt.guard.authorize(who, action, resource, {"path": path})
-        return who
+        return request_auth.principal(self.rt.guard, dict(context.invocation_metadata() or ()), path), {"path": path}
 
     # --- routes ----------------------------------------------------------------
     def _queues(self, topic: str, queues: int) -> list[pb.MessageQueue]:
@@ -80,8 +78,7 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.QueryRouteResponse)
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:  # noqa: N802
         try:
-            self._allow(context, "QueryRoute", Action.DESCRIBE, Resource.topic(request.topic.name))
-            cfg, _ = self.rt.topics.writable(request.topic.name)
+            cfg = topics.route(self.rt, *self._who(context, "QueryRoute"), request.topic.name)
         except BrokerError as exc:
             return _refusal(spb.QueryRouteResponse, exc)
         return spb.QueryRouteResponse(status=OK, message_queues=self._queues(cfg.name, cfg.queues))
@@ -89,8 +86,7 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.QueryAssignmentResponse)
     async def QueryAssignment(self, request: spb.QueryAssignmentRequest, context: Any) -> spb.QueryAssignmentResponse:  # noqa: N802
         try:
-            self._allow(context, "QueryAssignment", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
-            cfg = self.rt.topics.get(request.topic.name)
+            cfg = topics.assignment(self.rt, *self._who(context, "QueryAssignment"), request.group.name, request.topic.name)
         except BrokerError as exc:
             return _refusal(spb.QueryAssignmentResponse, exc)
         queue = self._queues(cfg.name, 1)[0]
@@ -100,7 +96,7 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.HeartbeatResponse)
     async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:  # noqa: N802
         try:
-            self._allow(context, "Heartbeat")
+            self._who(context, "Heartbeat")
         except BrokerError as exc:
             return _refusal(spb.HeartbeatResponse, exc)
         return spb.HeartbeatResponse(status=OK)
@@ -128,7 +124,7 @@ class MessagingService(rpc.MessagingServiceServicer):
         client_id = dict(context.invocation_metadata() or ()).get("x-mq-client-id", "")
         session = self.sessions.open(client_id)
         try:
-            who = self._allow(context, "Telemetry")
+            who, _ = self._who(context, "Telemetry")
         except BrokerError as exc:
             yield spb.TelemetryCommand(status=status_of(exc))
             return
@@ -139,8 +135,8 @@ class MessagingService(rpc.MessagingServiceServicer):
                     if command.HasField("settings"):
                         settings = command.settings
                         if settings.client_type == pb.ClientType.PRODUCER:  # check-backs go only to who may publish for the group
-                            self.sessions.publishes(session, [t.name for t in settings.publishing.topics
-                                                              if self.rt.guard.allows(who, Action.PUBLISH, Resource.group(t.name))])
+                            self.sessions.publishes(session, producers.check_back_groups(
+                                self.rt, who, [t.name for t in settings.publishing.topics]))
                         if not self.sessions.send(session, spb.TelemetryCommand(status=OK, settings=self._settings_reply(settings))):
                             return  # its client does not read: stop reading too (gRPC's flow control then holds it back)
             finally:
@@ -163,10 +159,9 @@ class MessagingService(rpc.MessagingServiceServicer):
     async def SendMessage(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:  # noqa: N802
         try:
             for topic in {m.topic.name for m in request.messages}:
-                resources = [Resource.topic(topic)]
-                if any(m.system_properties.message_type == pb.MessageType.TRANSACTION for m in request.messages if m.topic.name == topic):
-                    resources.append(Resource.group(topic))  # a transactional producer's group is its topic
-                self._allow(context, "SendMessage", Action.PUBLISH, *resources)
+                transactional = any(m.system_properties.message_type == pb.MessageType.TRANSACTION
+                                    for m in request.messages if m.topic.name == topic)
+                sending.rocketmq_publisher(self.rt, *self._who(context, "SendMessage"), topic, transactional)
             entries = [await self._send_one(message) for message in request.messages]
         except FlushTimedOut:
             return spb.SendMessageResponse(status=pb.Status(code=pb.Code.MASTER_PERSISTENCE_TIMEOUT, message="flush timed out"))
@@ -184,22 +179,16 @@ class MessagingService(rpc.MessagingServiceServicer):
             raise RocketMQRefusal(pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
                                   "delayed and FIFO (message group) messages are not supported by halfmq")
         topic = message.topic.name
-        rt = self.rt
-        cfg, exists = rt.topics.writable(topic)
+        target = sending.target(self.rt, topic)  # an unknown or invalid topic is told before a bad message
         try:
             outgoing = mm.outgoing(message)
         except ValueError as exc:  # pydantic: e.g. a tag over the length limit
             raise InvalidRequest(str(exc).splitlines()[0]) from None
         if kind == pb.MessageType.TRANSACTION:
-            item = rt.sender.prepare(cfg, outgoing)
-            if not exists:
-                rt.store.create_topic(cfg.name, cfg.queues)
-            tx, end = rt.transactions.send_half(topic, item, cfg.queues)
-            await rt.durable(end)
+            tx = await half_sending.send_rocketmq_half(self.rt, topic, target, outgoing)
             return spb.SendResultEntry(status=OK, message_id=tx.msg_id, transaction_id=tx.transaction_id, offset=tx.half_offset)
-        results, end = rt.sender.send(topic, [outgoing])
-        await rt.durable(end)
-        return spb.SendResultEntry(status=OK, message_id=message.system_properties.message_id, offset=results[0].queue_offset)
+        result = await sending.send_one(self.rt, topic, outgoing)
+        return spb.SendResultEntry(status=OK, message_id=message.system_properties.message_id, offset=result.queue_offset)
 
     @answers(spb.EndTransactionResponse)
     async def EndTransaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:  # noqa: N802
@@ -207,9 +196,8 @@ class MessagingService(rpc.MessagingServiceServicer):
         if state is None:
             return spb.EndTransactionResponse(status=pb.Status(code=pb.Code.BAD_REQUEST, message="resolution must be COMMIT or ROLLBACK"))
         try:
-            self._allow(context, "EndTransaction", Action.PUBLISH, Resource.group(request.topic.name))
-            await self.rt.transactions.end(request.transaction_id, request.topic.name, state,
-                                           from_check=request.source == pb.TransactionSource.SOURCE_SERVER_CHECK)
+            await ending.end(self.rt, *self._who(context, "EndTransaction"), request.transaction_id, request.topic.name, state,
+                             from_check=request.source == pb.TransactionSource.SOURCE_SERVER_CHECK)
         except TransactionConflict as exc:
             return _refusal(spb.EndTransactionResponse, exc)
         except BrokerError as exc:
@@ -224,15 +212,12 @@ class MessagingService(rpc.MessagingServiceServicer):
         tags = None if expression in ("", "*") else {t.strip() for t in expression.split("||")}
         group, topic = request.group.name, request.message_queue.topic.name
         try:
-            self._allow(context, "ReceiveMessage", Action.SUBSCRIBE, Resource.group(group), Resource.topic(topic))
-            deliveries = await self.rt.delivery.receive(group, topic, max(1, min(request.batch_size or 32, 1024)), invisible, wait)
+            receiving.subscriber(self.rt, *self._who(context, "ReceiveMessage"), group, topic)
+            deliveries = await receiving.deliveries(self.rt, group, topic, max(1, min(request.batch_size or 32, 1024)), invisible, wait)
         except BrokerError as exc:
             yield _refusal(spb.ReceiveMessageResponse, exc)
             return
-        skipped = [d.receipt_handle for d in deliveries if tags is not None and d.message.properties.get("TAGS") not in tags]
-        if skipped:  # RocketMQ filters by tag on the server: what the subscription does not want is consumed for it
-            self.rt.delivery.ack(group, topic, skipped)
-        wanted = [d for d in deliveries if d.receipt_handle not in skipped]
+        wanted = receiving.wanted(self.rt, group, topic, deliveries, tags)
         if not wanted:
             yield spb.ReceiveMessageResponse(status=pb.Status(code=pb.Code.MESSAGE_NOT_FOUND, message="no new message"))
             return
@@ -247,13 +232,13 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.AckMessageResponse)
     async def AckMessage(self, request: spb.AckMessageRequest, context: Any) -> spb.AckMessageResponse:  # noqa: N802
         try:
-            self._allow(context, "AckMessage", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
+            receiving.subscriber(self.rt, *self._who(context, "AckMessage"), request.group.name, request.topic.name)
         except BrokerError as exc:
             return _refusal(spb.AckMessageResponse, exc)
         entries = []
         for entry in request.entries:
             try:
-                [(_, ok)] = self.rt.delivery.ack(request.group.name, request.topic.name, [entry.receipt_handle])
+                ok = settling.ack_one(self.rt, request.group.name, request.topic.name, entry.receipt_handle)
                 status = OK if ok else pb.Status(code=pb.Code.INVALID_RECEIPT_HANDLE, message="the receipt handle is expired or settled")
             except BrokerError as exc:
                 status = status_of(exc)
@@ -265,9 +250,9 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.ChangeInvisibleDurationResponse)
     async def ChangeInvisibleDuration(self, request: spb.ChangeInvisibleDurationRequest, context: Any) -> spb.ChangeInvisibleDurationResponse:  # noqa: N802
         try:
-            self._allow(context, "ChangeInvisibleDuration", Action.SUBSCRIBE, Resource.group(request.group.name), Resource.topic(request.topic.name))
-            ok = self.rt.delivery.change_invisible(request.group.name, request.topic.name, request.receipt_handle,
-                                                   mm.seconds(request.invisible_duration))
+            receiving.subscriber(self.rt, *self._who(context, "ChangeInvisibleDuration"), request.group.name, request.topic.name)
+            ok = settling.change_invisible(self.rt, request.group.name, request.topic.name, request.receipt_handle,
+                                           mm.seconds(request.invisible_duration))
         except BrokerError as exc:
             return _refusal(spb.ChangeInvisibleDurationResponse, exc)
         if not ok:
@@ -278,9 +263,8 @@ class MessagingService(rpc.MessagingServiceServicer):
     async def ForwardMessageToDeadLetterQueue(self, request: spb.ForwardMessageToDeadLetterQueueRequest,  # noqa: N802
                                               context: Any) -> spb.ForwardMessageToDeadLetterQueueResponse:
         try:
-            self._allow(context, "ForwardMessageToDeadLetterQueue", Action.SUBSCRIBE, Resource.group(request.group.name),
-                        Resource.topic(request.topic.name))
-            ok = self.rt.delivery.dead_letter(request.group.name, request.topic.name, request.receipt_handle)
+            receiving.subscriber(self.rt, *self._who(context, "ForwardMessageToDeadLetterQueue"), request.group.name, request.topic.name)
+            ok = settling.dead_letter(self.rt, request.group.name, request.topic.name, request.receipt_handle)
         except BrokerError as exc:
             return _refusal(spb.ForwardMessageToDeadLetterQueueResponse, exc)
         if not ok:

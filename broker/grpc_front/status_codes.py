@@ -49,16 +49,9 @@ class RocketMQRefusal(errors.InvalidRequest):
 
 def broker_error_of(exc: Exception) -> errors.BrokerError | None:
     """The typed error an exception stands for (a refusing store, a flush that timed out); None for a bug."""
-    from halfmq.broker.store.flush_waiter import FlushTimedOut
-    from halfmq.broker.store.message_store import StoreClosed, StoreNotWritable
+    from halfmq.broker.usecases.errors import as_broker_error
 
-    if isinstance(exc, errors.BrokerError):
-        return exc
-    if isinstance(exc, FlushTimedOut):
-        return errors.FlushDiskTimeout(str(exc))
-    if isinstance(exc, StoreNotWritable | StoreClosed):
-        return errors.StoreUnavailable(str(exc))
-    return None
+    return as_broker_error(exc)
 
 
 def code_of(error: errors.BrokerError) -> int:

@@ -1,4 +1,4 @@
-"""The console's routes: pages, their polled fragments, actions, login. Thin: views.py reads, the domain acts.
+"""The console's routes: pages, their polled fragments, actions, login. Thin: the use cases read and act.
 
 Each page is ``/console/{page}``; its table is ``/console/{page}/fragment``,
 which htmx polls every few seconds (no manual reload) and which every action
@@ -22,12 +22,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from halfmq.broker.delivery import dead_letters
-from halfmq.broker.half_messages.state_machine import TxEvent
+from halfmq.broker.usecases import console_views as views
+from halfmq.broker.usecases import groups, operator_actions, producer_txns
 from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
 
-from ..runtime import BrokerRuntime
-from . import session, views
+from ..runtime import BrokerRuntime, runtime_of
+from . import session
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
@@ -114,32 +114,25 @@ async def _cluster(request: Request, rt: BrokerRuntime) -> Any:
         answer = await client.get("/v1/cluster", headers={"authorization": f"Bearer {token}"} if token else {})
     if answer.status_code == 200:
         return {"cluster": answer.json(), "single": False}
-    store = rt.store
-    return {"single": True, "cluster": {"mode": "single node", "brokers": [{
-        "address": f"{rt.settings.host}:{rt.settings.port}", "role": "single node (leader of itself)",
-        "commit_log_end_offset": store.commit_log.end_offset, "flushed_offset": store.flushed_offset}]}}
-
-
-def _runtime(request: Request) -> BrokerRuntime:
-    return request.app.state.runtime
+    return views.single_node(rt)
 
 
 def _who(request: Request) -> str | None:
     """The session's token after the guard said yes (Unauthenticated / AccessDenied otherwise)."""
     token = session.cookie_token(request.scope)
-    session.admin(_runtime(request).guard, request.scope, token)
+    session.admin(runtime_of(request), request.scope, token)
     return token
 
 
 async def _render(request: Request, name: str, template: str, flash: str | None = None, status: int = 200) -> HTMLResponse:
     title, read = PAGES[name]
-    data = read(request, _runtime(request))
+    data = read(request, runtime_of(request))
     if hasattr(data, "__await__"):
         data = await data
     token = session.cookie_token(request.scope)
     html = _env.get_template(template).render(
         page=name, title=title, pages=[(k, v[0]) for k, v in PAGES.items()], data=data, flash=flash,
-        csrf=session.csrf_token(token), poll=POLL_SECONDS, auth=_runtime(request).guard.enabled)
+        csrf=session.csrf_token(token), poll=POLL_SECONDS, auth=runtime_of(request).guard.enabled)
     return HTMLResponse(html, status_code=status)
 
 
@@ -164,7 +157,7 @@ async def login(request: Request) -> Response:
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     token = (form.get("token") or [""])[0].strip()
     try:
-        session.admin(_runtime(request).guard, request.scope, token or None)
+        session.admin(runtime_of(request), request.scope, token or None)
     except (Unauthenticated, AccessDenied) as exc:
         html = _env.get_template("login.html").render(title="Log in", error=exc.detail)
         return HTMLResponse(html, status_code=exc.status)
@@ -212,7 +205,7 @@ async def _act(request: Request, page: str, action: Callable[[BrokerRuntime], An
     if not session.csrf_ok(token, request.headers.get("x-csrf-token")):
         return HTMLResponse("missing or wrong CSRF token: reload the page", status_code=403)
     try:
-        result = action(_runtime(request))
+        result = action(runtime_of(request))
         if hasattr(result, "__await__"):
             await result
         flash = done
@@ -224,18 +217,16 @@ async def _act(request: Request, page: str, action: Callable[[BrokerRuntime], An
 @router.post("/transactions/{transaction_id}/{verb}")
 async def transaction_action(transaction_id: str, verb: str, request: Request) -> Response:
     async def commit(rt: BrokerRuntime) -> None:
-        await rt.transactions.end(transaction_id, None, "commit")
+        await operator_actions.end_now(rt, transaction_id, "commit")
 
     async def rollback(rt: BrokerRuntime) -> None:
-        await rt.transactions.end(transaction_id, None, "rollback")
+        await operator_actions.end_now(rt, transaction_id, "rollback")
 
     def recheck(rt: BrokerRuntime) -> None:
-        assert rt.checks is not None
-        rt.checks.recheck_now(rt.transactions.get(transaction_id))
+        operator_actions.recheck_now(rt, transaction_id)
 
     async def resend(rt: BrokerRuntime) -> None:
-        outcome = rt.transactions.apply(rt.transactions.get(transaction_id), TxEvent.RESEND, note="operator (console)")
-        await rt.durable(outcome.tx.end_offset)
+        await operator_actions.resend_now(rt, transaction_id, "operator (console)")
 
     actions: dict[str, Callable[[BrokerRuntime], Any]] = {"commit": commit, "rollback": rollback, "recheck": recheck, "resend": resend}
     if verb not in actions:
@@ -246,17 +237,14 @@ async def transaction_action(transaction_id: str, verb: str, request: Request) -
 @router.post("/groups/{group}/dlq/{offset}/resend")
 async def dlq_resend(group: str, offset: int, request: Request) -> Response:
     async def resend(rt: BrokerRuntime) -> None:
-        _, end = rt.store.put([dead_letters.resend_item(rt.store, group, offset)])
-        await rt.durable(end)
+        await groups.resend_dlq_now(rt, group, offset)
 
     return await _act(request, "groups", resend, f"resent DLQ message {offset} of {group}")
 
 
 @router.post("/transactional-ids/{tid}/abort")
 async def tid_abort(tid: str, request: Request) -> Response:
-    from halfmq.broker.producer_transactions.txn_records import AbortedBy
-
     async def abort(rt: BrokerRuntime) -> None:
-        await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR)
+        await producer_txns.abort_now(rt, tid)
 
     return await _act(request, "transactional-ids", abort, f"aborted the open transaction of {tid}")

@@ -21,9 +21,10 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from halfmq.broker.security.policy import CLUSTER, Action, Principal
+from halfmq.broker.usecases.caller import Principal
+from halfmq.broker.usecases.operator_actions import cluster_admin
 
-from ..guard import Guard
+from ..runtime import BrokerRuntime
 
 COOKIE = "halfmq_console"
 _KEY = secrets.token_bytes(32)  # per process: a restart logs nobody out, it only renews the CSRF tokens
@@ -47,9 +48,10 @@ def as_bearer_scope(scope: Mapping[str, Any], token: str | None) -> dict[str, An
     return {**scope, "headers": headers}
 
 
-def admin(guard: Guard, scope: Mapping[str, Any], token: str | None) -> Principal:
+def admin(rt: BrokerRuntime, scope: Mapping[str, Any], token: str | None) -> Principal:
     """The console's principal: Unauthenticated / AccessDenied unless the token may ``admin`` the cluster."""
-    return guard.require(as_bearer_scope(scope, token), Action.ADMIN, CLUSTER)
+    bearer = as_bearer_scope(scope, token)
+    return cluster_admin(rt, rt.guard.principal(bearer), bearer)
 
 
 def csrf_token(token: str | None) -> str:

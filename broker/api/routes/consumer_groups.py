@@ -1,100 +1,53 @@
-"""Pop consumption: receive, ack, nack, group state."""
+"""Pop consumption: receive, ack, nack, group state. Parse, call the use case (halfmq.broker.usecases), answer."""
 
 from __future__ import annotations
 
-import time
-
 from fastapi import APIRouter, Request
 
-from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import ReceiveRequest, SettleRequest
-from halfmq.broker.security.policy import Action, Resource
+from halfmq.broker.usecases import groups, receiving, settling
 
 from .. import answers
 from ..body import StrictJsonRoute, parse_body
 from ..hot_path import HotRequest, Reply
 from ..responses import JsonResponse
 from ..route_table import HotRouteSpec
-from ..runtime import BrokerRuntime
+from ..runtime import runtime_of
 
 router = APIRouter(prefix="/v1/consumer-groups", route_class=StrictJsonRoute)
-
-
-def _runtime(request: Request) -> BrokerRuntime:
-    return request.app.state.runtime
 
 
 async def receive(request: HotRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
     rt = request.runtime
-    rt.guard.require(request.scope, Action.SUBSCRIBE, Resource.group(group), Resource.topic(topic))
+    receiving.subscriber(rt, rt.guard.principal(request.scope), request.scope, group, topic)  # before the body is read
     body = await parse_body(request, ReceiveRequest)
-    started = time.perf_counter()
-    # First without waiting: messages found at once go straight back. The client asked for them
-    # a moment ago, so the hang-up probe (a few ms on granian) is only worth it after a held poll.
-    deliveries = await rt.delivery.receive(group, topic, body.max_messages, body.invisible_seconds, 0.0)
-    if not deliveries and body.wait_seconds > 0:
-        deliveries = await rt.delivery.receive(group, topic, body.max_messages, body.invisible_seconds, body.wait_seconds)
-        if deliveries and await request.is_disconnected():
-            # The long-poller hung up: hand the messages back instead of hiding them until they expire.
-            rt.delivery.release(group, topic, [d.receipt_handle for d in deliveries])
-            return Reply({"messages": []})
-    messages = []
-    for d in deliveries:
-        view = message_view(d.message)
-        view["receipt_handle"] = d.receipt_handle
-        view["delivery_attempt"] = d.delivery_attempt
-        messages.append(view)
-    if messages:
-        rt.metrics.messages_out.inc(len(messages))
-        rt.metrics.receive_latency.observe(time.perf_counter() - started)
-    return Reply({"messages": messages})
-
-
-def _settled(results: list[tuple[str, bool]]) -> dict:
-    return {"results": [{"receipt_handle": h, "status": "OK" if ok else "EXPIRED"} for h, ok in results]}
+    return Reply(await receiving.receive(rt, group, topic, body, request))
 
 
 async def ack(request: HotRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
     rt = request.runtime
-    rt.guard.require(request.scope, Action.SUBSCRIBE, Resource.group(group), Resource.topic(topic))
+    receiving.subscriber(rt, rt.guard.principal(request.scope), request.scope, group, topic)
     body = await parse_body(request, SettleRequest)
-    results = rt.delivery.ack(group, topic, body.receipt_handles)
-    for _, ok in results:
-        rt.metrics.acks.labels("ok" if ok else "expired").inc()
-    return Reply(_settled(results))
+    return Reply(settling.ack(rt, group, topic, body.receipt_handles))
 
 
 async def nack(request: HotRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
     rt = request.runtime
-    rt.guard.require(request.scope, Action.SUBSCRIBE, Resource.group(group), Resource.topic(topic))
+    receiving.subscriber(rt, rt.guard.principal(request.scope), request.scope, group, topic)
     body = await parse_body(request, SettleRequest)
-    results = rt.delivery.nack(group, topic, body.receipt_handles)
-    for _, ok in results:
-        rt.metrics.nacks.labels("ok" if ok else "expired").inc()
-    return Reply(_settled(results))
+    return Reply(settling.nack(rt, group, topic, body.receipt_handles))
 
 
 @router.get("/{group}", response_model=answers.GroupLag)
 async def describe_group(group: str, request: Request) -> JsonResponse:
-    rt = _runtime(request)
-    rt.guard.require(request.scope, Action.DESCRIBE, Resource.group(group))
-    lag = rt.delivery.group_lag(group)
-    return JsonResponse({
-        "group": group,
-        "topics": [
-            {"topic": topic, "queues": [
-                {"queue_id": q.queue_id, "committed_offset": q.committed_offset, "max_offset": q.max_offset, "lag": q.lag, "in_flight": q.in_flight}
-                for q in rows
-            ]}
-            for topic, rows in lag.items()
-        ],
-    })
+    rt = runtime_of(request)
+    return JsonResponse(groups.describe(rt, rt.guard.principal(request.scope), request.scope, group))
 
 
 # Hot paths as raw ASGI routes (see hot_path.py); the app factory mounts them.

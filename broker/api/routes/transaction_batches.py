@@ -32,10 +32,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from halfmq.broker.half_messages.half_records import EndOutcome
 from halfmq.broker.protocol import EndBatchRequest, EndItem, HalfBatchRequest, HalfSendRequest, RawBatch
-from halfmq.broker.security.policy import Action, Resource
-from halfmq.broker.store.flush_waiter import FlushTimedOut
+from halfmq.broker.usecases.durability import FlushTimedOut, flush_outcome
+from halfmq.broker.usecases.ending import EndOutcome, end_item
+from halfmq.broker.usecases.half_sending import StoredHalf, store_half, with_flush_status
+from halfmq.broker.usecases.views import tx_view
 from halfmq.errors import BrokerError
 
 from .. import answers
@@ -44,7 +45,6 @@ from ..hot_path import HotRequest, Reply
 from ..problems import as_broker_error, validation_problem
 from ..route_table import HotRouteSpec
 from ..runtime import BrokerRuntime
-from .transactions import StoredHalf, flush_outcome, store_half, tx_view, with_flush_status
 
 log = logging.getLogger(__name__)
 
@@ -104,13 +104,7 @@ async def end_transaction_batch(request: HotRequest) -> Reply:
     who = rt.guard.principal(request.scope)
     batch = await parse_body(request, RawBatch)
 
-    def end_one(item: EndItem) -> EndOutcome:
-        # Ownership as the single route: the item's group must be the transaction's (the domain checks it)
-        # and one the principal may publish for.
-        rt.guard.authorize(who, Action.PUBLISH, Resource.group(item.producer_group), request.scope)
-        return rt.transactions.end_unflushed(item.transaction_id, item.producer_group, item.state, from_check=item.from_check)
-
-    ended = _each(batch.items, EndItem, END_BATCH_PATH, end_one)
+    ended = _each(batch.items, EndItem, END_BATCH_PATH, lambda item: end_item(rt, who, request.scope, item))
     outcomes = [e for e in ended if isinstance(e, EndOutcome)]
     timed_out = await flush_outcome(rt, max(o.tx.end_offset for o in outcomes)) if outcomes else None
     failed = None if timed_out is None else _problem(as_broker_error(timed_out) or BrokerError(), END_BATCH_PATH)

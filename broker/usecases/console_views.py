@@ -1,20 +1,23 @@
-"""What each console page shows, read from the runtime (the same views the JSON routes answer with)."""
+"""What each console page shows, read from the runtime (the same views the JSON routes answer with).
+
+Who may: the console's session, a cluster admin (``operator_actions.cluster_admin``), checked before any page is read.
+"""
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.message_view import message_view
 from halfmq.broker.producer_answers import view_json
 from halfmq.wire import TransactionState
 
-from ..routes.operator_views import group_summary
-from ..routes.topics import topic_view
-from ..routes.transactions import tx_view
-from ..runtime import BrokerRuntime
+from .views import group_summary, producer_groups, topic_view, tx_view
+
+if TYPE_CHECKING:
+    from halfmq.broker.api.runtime import BrokerRuntime
 
 
 def transactions(rt: BrokerRuntime) -> dict[str, Any]:
@@ -68,5 +71,12 @@ def groups(rt: BrokerRuntime) -> dict[str, Any]:
 
 
 def producers(rt: BrokerRuntime) -> dict[str, Any]:
-    return {"groups": [{"producer_group": g, "producers": [{"client_id": e.client_id, "check_url": e.check_url} for e in members]}
-                       for g, members in sorted(rt.producers.groups().items())]}
+    return {"groups": producer_groups(rt)}
+
+
+def single_node(rt: BrokerRuntime) -> dict[str, Any]:
+    """The broker-set page of a broker that is not in a set: this one node."""
+    store = rt.store
+    return {"single": True, "cluster": {"mode": "single node", "brokers": [{
+        "address": f"{rt.settings.host}:{rt.settings.port}", "role": "single node (leader of itself)",
+        "commit_log_end_offset": store.commit_log.end_offset, "flushed_offset": store.flushed_offset}]}}

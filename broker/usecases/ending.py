@@ -1,0 +1,44 @@
+"""End a transaction (commit, roll back, or "unknown" from a check-back) as its producer.
+
+Ownership: the principal must be allowed to publish for the producer group it
+names, and the domain checks that group is the transaction's. Operators end
+transactions through ``operator_actions``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from halfmq.broker.half_messages.half_records import EndOutcome
+from halfmq.broker.protocol import EndItem, EndRequest
+from halfmq.broker.security.policy import Action, Principal, Resource
+
+from .caller import Scope
+from .views import tx_view
+
+if TYPE_CHECKING:
+    from halfmq.broker.api.runtime import BrokerRuntime
+
+__all__ = ["EndOutcome", "end", "end_item", "end_transaction"]
+
+
+async def end(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, producer_group: str, state: str,
+              *, from_check: bool = False) -> EndOutcome:
+    """Apply ``state`` for ``producer_group``, durable when this returns."""
+    # Ownership: the body's group must be the transaction's (the domain checks) and the principal's to publish for.
+    rt.guard.authorize(who, Action.PUBLISH, Resource.group(producer_group), scope)
+    return await rt.transactions.end(transaction_id, producer_group, state, from_check=from_check)
+
+
+async def end_transaction(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, body: EndRequest) -> dict:
+    """The HTTP end: the transaction's view after it."""
+    outcome = await end(rt, who, scope, transaction_id, body.producer_group, body.state, from_check=body.from_check)
+    return tx_view(rt, outcome.tx, duplicate=outcome.duplicate, half=outcome.half)
+
+
+def end_item(rt: BrokerRuntime, who: Principal, scope: Scope, item: EndItem) -> EndOutcome:
+    """One end of a batch, without its fsync wait (the batch waits once, for the largest ``tx.end_offset``)."""
+    # Ownership as the single route: the item's group must be the transaction's (the domain checks it)
+    # and one the principal may publish for.
+    rt.guard.authorize(who, Action.PUBLISH, Resource.group(item.producer_group), scope)
+    return rt.transactions.end_unflushed(item.transaction_id, item.producer_group, item.state, from_check=item.from_check)

@@ -1,0 +1,103 @@
+"""Send a half message (RocketMQ's first step of a transaction): invisible to consumers until it is committed.
+
+One write for both fronts (``write_half``): the HTTP route (``store_half``, single and batch) adds the
+principal's checks and the idempotent producer's numbering; the gRPC front's producer group is its topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from halfmq.broker.half_messages.half_records import Tx
+from halfmq.broker.idempotence.producer_ids import SendKey, SentHalf
+from halfmq.broker.idempotence.producer_records import SendKind
+from halfmq.broker.names import NameKind, checked_name
+from halfmq.broker.producer_answers import half_json
+from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage
+from halfmq.broker.security.policy import Action, Principal, Resource
+from halfmq.broker.store.message_store import PutItem
+from halfmq.broker.store.topics import TopicConfig
+from halfmq.errors import InvalidRequest
+from halfmq.wire import SendStatus
+
+from .caller import Scope
+from .durability import FlushTimedOut, flush_outcome
+
+if TYPE_CHECKING:
+    from halfmq.broker.api.runtime import BrokerRuntime
+
+
+def producer_group(name: str) -> str:
+    """``name`` if it is a valid producer group name (InvalidGroupName otherwise): the one place this is checked."""
+    return checked_name(NameKind.PRODUCER_GROUP, name)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredHalf:
+    """A half message written (or a numbered repeat found); durable once the commit log's ``end`` is on disk."""
+
+    answer: dict[str, Any]
+    end: int
+    duplicate: bool = False
+
+
+def write_half(rt: BrokerRuntime, group: str, cfg: TopicConfig, exists: bool, message: OutgoingMessage,
+               then: Callable[[list[PutItem]], PutItem] | None = None) -> tuple[Tx, int]:
+    """The half's write for a checked producer ``group``, without its fsync wait: a new topic is created first."""
+    item = rt.sender.prepare(cfg, message)
+    if not exists:
+        rt.store.create_topic(cfg.name, cfg.queues)
+    return rt.transactions.send_half(group, item, cfg.queues, then)
+
+
+def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> StoredHalf:
+    """One half send's checks and write, without its fsync wait (the single and the batch route share it)."""
+    group = producer_group(body.producer_group)
+    for resource in (Resource.group(group), Resource.topic(body.topic)):
+        rt.guard.authorize(who, Action.PUBLISH, resource, scope)
+    numbered = body.producer_id is not None or body.epoch is not None or body.sequence is not None
+    then = None
+    if numbered:  # an idempotent half send: a repeat inside the producer's window gets its stored answer
+        if body.producer_id is None or body.epoch is None or body.sequence is None:
+            raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
+        producer, sequence = rt.producer_ids.sender(body.producer_id, body.epoch, who.name), body.sequence
+        key = SendKey(SendKind.HALF, group, body.topic)
+        stored = rt.producer_ids.sent_before(producer, sequence, key)
+        if stored is not None:  # the first attempt may still be waiting for its fsync
+            repeat = half_json(stored, SendStatus.SEND_OK.value)  # type: ignore[arg-type]  # a half's key: a SentHalf
+            return StoredHalf({**repeat, "duplicate": True}, rt.store.commit_log.end_offset, duplicate=True)
+        then = lambda items: rt.producer_ids.send_record(producer, sequence, items, SendKind.HALF)  # noqa: E731
+    cfg, exists = rt.topics.writable(body.topic)
+    tx, end = write_half(rt, group, cfg, exists, body.message, then)
+    sent = SentHalf(tx.transaction_id, tx.msg_id, tx.half_clog_offset, tx.half_offset)
+    if numbered:
+        rt.producer_ids.sent(producer, sequence, key, sent)
+    return StoredHalf(half_json(sent, SendStatus.SEND_OK.value), end)
+
+
+def with_flush_status(half: StoredHalf, timed_out: FlushTimedOut | None) -> dict[str, Any]:
+    """The half's answer once its fsync wait ended; a timed-out wait keeps the half (status FLUSH_*), a repeat raises.
+
+    A broker set's replicas answer FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE through the exception's ``send_status``.
+    """
+    if timed_out is None:
+        return half.answer
+    if half.duplicate:
+        raise timed_out
+    return {**half.answer, "status": getattr(timed_out, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)}
+
+
+async def send_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> dict[str, Any]:
+    """A half send's answer once it is durable (or its flush status)."""
+    half = store_half(rt, who, scope, body)
+    return with_flush_status(half, await flush_outcome(rt, half.end))
+
+
+async def send_rocketmq_half(rt: BrokerRuntime, topic: str, target: tuple[TopicConfig, bool], message: OutgoingMessage) -> Tx:
+    """A RocketMQ 5 transactional message: its producer group is its topic; durable when this returns."""
+    cfg, exists = target
+    tx, end = write_half(rt, producer_group(topic), cfg, exists, message)
+    await rt.durable(end)
+    return tx

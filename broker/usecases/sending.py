@@ -1,0 +1,104 @@
+"""Send messages to a topic: plain, or numbered by an idempotent producer (a repeat in its window is answered, not stored).
+
+``publisher`` is checked before the request's body is read (a caller without
+the right learns nothing about its body's shape); ``send`` then writes and
+waits for the fsync. The gRPC front sends one message at a time (``target``,
+then ``send_one``), as RocketMQ 5's SendMessage does.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from halfmq.broker.idempotence.producer_ids import SendKey, sent_messages
+from halfmq.broker.idempotence.producer_records import SendKind
+from halfmq.broker.idempotence.send_window import Verdict
+from halfmq.broker.producer_answers import sent_json
+from halfmq.broker.protocol import OutgoingMessage, SendRequest
+from halfmq.broker.security.policy import Action, Principal, Resource
+from halfmq.broker.store.message_store import PutResult
+from halfmq.broker.store.topics import TopicConfig
+from halfmq.errors import InvalidRequest
+from halfmq.wire import SendStatus
+
+from .caller import Scope
+from .durability import durable_status
+
+if TYPE_CHECKING:
+    from halfmq.broker.api.runtime import BrokerRuntime
+
+
+def publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> Principal:
+    """``who``, allowed to publish to ``topic`` (AccessDenied otherwise)."""
+    rt.guard.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
+    return who
+
+
+def rocketmq_publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, transactional: bool) -> None:
+    """A RocketMQ 5 send's check per topic: publish to it, and for transactional messages to its producer group,
+    which for a gRPC producer is the topic itself (docs/decisions/029-rocketmq-5-front.md)."""
+    rt.guard.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
+    if transactional:
+        rt.guard.authorize(who, Action.PUBLISH, Resource.group(topic), scope)
+
+
+async def send(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest) -> dict[str, Any]:
+    """Write ``body``'s messages as one group and wait for the fsync: the answer with one result per message."""
+    started = time.perf_counter()
+    if body.producer_id is not None or body.epoch is not None or body.sequence is not None:
+        return await _send_idempotent(rt, who, topic, body, started)
+    results, end = rt.sender.send(topic, body.messages)
+    status = await durable_status(rt, end)
+    _observe_send(rt, len(results), status, started)
+    return {"results": _send_results(results, status)}
+
+
+def _send_results(results: list[Any], status: str) -> list[dict[str, Any]]:
+    return [{"status": status, "msg_id": r.properties["UNIQ_KEY"], "topic": r.topic, "queue_id": r.queue_id,
+             "queue_offset": r.queue_offset, "commit_log_offset": r.commit_log_offset} for r in results]
+
+
+def _observe_send(rt: BrokerRuntime, messages: int, status: str, started: float) -> None:
+    rt.metrics.messages_in.inc(messages)
+    rt.metrics.send_requests.labels(status).inc()
+    rt.metrics.send_latency.observe(time.perf_counter() - started)
+
+
+async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest, started: float) -> dict[str, Any]:
+    """A numbered send: a repeat of one inside the producer's window gets the stored answer and stores nothing.
+
+    The producer id must be ``who``'s (PRODUCER_ID_NOT_OWNED otherwise: ``ProducerIds.sender``).
+    """
+    if body.producer_id is None or body.epoch is None or body.sequence is None:
+        raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
+    txn = rt.producer_ids.sender(body.producer_id, body.epoch, who.name)
+    key = SendKey(SendKind.MESSAGES, "", topic)
+    stored = rt.producer_ids.sent_before(txn, body.sequence, key)
+    if stored is not None:
+        if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
+            repeat = [{"status": SendStatus.SEND_OK.value, "msg_id": m.properties.get("UNIQ_KEY", ""), "topic": topic,
+                       "queue_id": -1, "queue_offset": -1, "commit_log_offset": -1} for m in body.messages]
+        else:
+            repeat = sent_json(stored, SendStatus.SEND_OK.value)  # type: ignore[arg-type]  # a plain send's key: a list
+        await rt.durable(rt.store.commit_log.end_offset)  # the first attempt may still be waiting for its fsync
+        return {"results": repeat, "duplicate": True}
+    sequence = body.sequence
+    results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_ids.send_record(txn, sequence, items))
+    sent = sent_messages(results)
+    rt.producer_ids.sent(txn, sequence, key, sent)  # before the fsync wait: a retry arriving meanwhile is a repeat
+    status = await durable_status(rt, end)
+    _observe_send(rt, len(results), status, started)
+    return {"results": sent_json(sent, status)}
+
+
+def target(rt: BrokerRuntime, topic: str) -> tuple[TopicConfig, bool]:
+    """The topic a producer may send to and whether it exists yet (InvalidTopicName / TopicNotFound first)."""
+    return rt.topics.writable(topic)
+
+
+async def send_one(rt: BrokerRuntime, topic: str, message: OutgoingMessage) -> PutResult:
+    """One plain message, durable when this returns (FlushTimedOut otherwise)."""
+    results, end = rt.sender.send(topic, [message])
+    await rt.durable(end)
+    return results[0]

@@ -1,0 +1,43 @@
+"""Settle received messages: ack, nack, change a delivery's invisible time, send one to the DLQ.
+
+Who may: ``receiving.subscriber`` (the group and the topic), checked by the front's caller first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from halfmq.broker.api.runtime import BrokerRuntime
+
+
+def _settled(results: list[tuple[str, bool]]) -> dict:
+    return {"results": [{"receipt_handle": h, "status": "OK" if ok else "EXPIRED"} for h, ok in results]}
+
+
+def ack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[str, Any]:
+    results = rt.delivery.ack(group, topic, handles)
+    for _, ok in results:
+        rt.metrics.acks.labels("ok" if ok else "expired").inc()
+    return _settled(results)
+
+
+def nack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[str, Any]:
+    results = rt.delivery.nack(group, topic, handles)
+    for _, ok in results:
+        rt.metrics.nacks.labels("ok" if ok else "expired").inc()
+    return _settled(results)
+
+
+def ack_one(rt: BrokerRuntime, group: str, topic: str, handle: str) -> bool:
+    """One RocketMQ 5 ack entry: False if the handle is expired or settled (not counted in the HTTP acks metric)."""
+    [(_, ok)] = rt.delivery.ack(group, topic, [handle])
+    return ok
+
+
+def change_invisible(rt: BrokerRuntime, group: str, topic: str, handle: str, seconds: float) -> bool:
+    return rt.delivery.change_invisible(group, topic, handle, seconds)
+
+
+def dead_letter(rt: BrokerRuntime, group: str, topic: str, handle: str) -> bool:
+    return rt.delivery.dead_letter(group, topic, handle)
