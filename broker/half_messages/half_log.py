@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from halfmq.broker.store.damaged_records import DamagedEntry, DamagedRecordError
+from halfmq.broker.store.damaged_records import DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import OP_HALF_TOPIC
@@ -17,15 +17,9 @@ from . import record_names as names
 from .half_records import Tx
 
 
-def scan(store: MessageStore, topic: str, start: int, batch: int = 512) -> Iterator[StoredMessage]:
-    """Every intact record of a system queue from ``start``; damaged ones are reported by the store and passed over."""
-    offset = start
-    while True:
-        chunk = store.read_entries(topic, 0, offset, batch)
-        if not chunk:
-            return
-        yield from (m for m in chunk if type(m) is not DamagedEntry)
-        offset = chunk[-1].queue_offset + 1
+def scan(store: MessageStore, topic: str, start: int) -> Iterator[StoredMessage]:
+    """Every intact record of a system queue from ``start`` (the store's own scan, one queue per topic)."""
+    return store.intact_records(topic, 0, start)
 
 
 def tx_from_op(store: MessageStore, op: StoredMessage, state: TransactionState) -> Tx:

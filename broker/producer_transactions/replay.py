@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from halfmq.broker.idempotence import producer_records as rec
 from halfmq.broker.idempotence.producer_records import TxnRecord
-from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
@@ -79,12 +78,6 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
         txn.end_answer = coordinator.end_answer(txn, ())
 
 
-def scan(store: MessageStore, batch: int = 512) -> Iterator[StoredMessage]:
-    """Every intact record of HALFMQ_TXN_STATE, in order; damaged ones are reported by the store and passed over."""
-    offset = 0
-    while True:
-        chunk = store.read_entries(TXN_STATE_TOPIC, 0, offset, batch)
-        if not chunk:
-            return
-        yield from (m for m in chunk if type(m) is not DamagedEntry)
-        offset = chunk[-1].queue_offset + 1
+def scan(store: MessageStore) -> Iterator[StoredMessage]:
+    """Every intact record of HALFMQ_TXN_STATE, in order (the store's own scan)."""
+    return store.intact_records(TXN_STATE_TOPIC, 0, 0)

@@ -6,6 +6,7 @@ append-only for readers), so they live apart from the single writer's code.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .commit_log import CommitLog
@@ -97,3 +98,16 @@ class QueueReads:
             reason = str(exc) or type(exc).__name__
         self.damaged.note(commit_log_offset, reason, "read by commit-log offset")
         raise DamagedRecordError(commit_log_offset, reason)
+
+    def intact_records(self, topic: str, queue_id: int, start: int, batch: int = 512) -> Iterator[StoredMessage]:
+        """Every intact record of a queue from ``start``, in order; damaged ones are reported and passed over.
+
+        How recovery reads the broker's own system queues (half/op logs, producer-transaction state) back.
+        """
+        offset = start
+        while True:
+            chunk = self.read_entries(topic, queue_id, offset, batch)
+            if not chunk:
+                return
+            yield from (m for m in chunk if type(m) is not DamagedEntry)
+            offset = chunk[-1].queue_offset + 1
