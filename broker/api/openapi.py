@@ -1,9 +1,10 @@
 """``/openapi.json`` built by walking the route table (router.py): a served route cannot be missing from it.
 
 Each route says its body (a pydantic model of halfmq.broker.protocol, the one
-that decodes it), its parameters (a pydantic model, the one the front checks
-them with) and its answer (a ``halfmq.wire`` struct, the shape the SDK
-decodes); the document takes their JSON schemas from the same classes.
+that decodes it), its parameters (a pydantic model of params.py, the one the
+front checks them with) and its answer (a ``halfmq.wire`` struct, the shape
+the SDK decodes); the document takes their JSON schemas from the same classes,
+so no model exists for the document alone.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import msgspec
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from halfmq.wire import SCHEMA_REF, ItemProblem
+
 from .problems import PROBLEM
 from .router import JSON, Route
 
-REF = "#/components/schemas/{model}"
+ALSO_DOCUMENTED = (ItemProblem,)  # named by the batches' answers (wire.one_of), the answer of no route
 _ERRORS: dict[str, dict[str, Any]] = {
     str(code): {"description": text, "content": {PROBLEM: {"schema": {"type": "object"}}}}
     for code, text in ((400, "Malformed or invalid request (problem+json)"), (401, "No valid bearer token"),
@@ -28,18 +31,27 @@ _ERRORS: dict[str, dict[str, Any]] = {
 }
 
 
+def _same(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Two generators' schemas of one enum (TransactionState) differ only in words and order."""
+    return one == other or ("enum" in one and sorted(one["enum"]) == sorted(other.get("enum", [])))
+
+
 class _Schemas:
-    """The components: pydantic models' schemas and msgspec structs' schemas, one namespace, no name twice."""
+    """The components: requests' and parameters' schemas from pydantic (what decodes them), answers' from msgspec.
+
+    One namespace: a name both sides use must be the same shape.
+    """
 
     def __init__(self, routes: list[Route]) -> None:
-        models = {m for r in routes for m in (r.request, r.params, r.answer) if isinstance(m, type) and issubclass(m, BaseModel)}
-        structs = sorted({r.answer for r in routes if r.answer is not None and r.answer not in models}, key=str)
-        refs, defs = models_json_schema([(m, "validation") for m in sorted(models, key=str)], ref_template=REF)
+        models = {m for r in routes for m in (r.request, r.params) if m is not None}
+        structs = sorted({r.answer for r in routes if r.answer is not None} | set(ALSO_DOCUMENTED), key=str)
+        refs, defs = models_json_schema([(m, "validation") for m in sorted(models, key=str)],
+                                        ref_template=SCHEMA_REF.replace("{name}", "{model}"))
         self.components: dict[str, Any] = dict(defs.get("$defs", {}))
         self.refs: dict[Any, dict[str, Any]] = {m: ref for (m, _), ref in refs.items()}
-        struct_refs, struct_defs = msgspec.json.schema_components(structs, ref_template=REF.replace("{model}", "{name}"))
+        struct_refs, struct_defs = msgspec.json.schema_components(structs, ref_template=SCHEMA_REF)
         for name, schema in struct_defs.items():
-            if self.components.setdefault(name, schema) != schema:
+            if not _same(self.components.setdefault(name, schema), schema):
                 raise ValueError(f"two shapes are called {name}: rename one")
         self.refs.update(zip(structs, struct_refs, strict=True))
         # A parameters model's fields become parameters; its own schema is no component (nothing refers to it).

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from halfmq import wire
 from halfmq.broker.protocol import ReceiveRequest, SettleRequest
 from halfmq.broker.usecases import groups, receiving, settling
 
-from .. import answers
 from ..body import parse_body
 from ..front import ApiRequest, Reply
 from ..router import Route
@@ -46,13 +46,13 @@ _HANDLES = {"receipt_handles": ["<receipt_handle from receive>"]}
 _GROUP = "/v1/consumer-groups/{group}/topics/{topic}"
 HOT_ROUTES = [
     Route("POST", f"{_GROUP}/receive", receive, "Receive messages (pop consumption, long poll)", "consumer-groups",
-          ReceiveRequest, answers.ReceiveAnswer, example={"max_messages": 16, "invisible_seconds": 30, "wait_seconds": 5}),
+          ReceiveRequest, wire.ReceiveResponse, example={"max_messages": 16, "invisible_seconds": 30, "wait_seconds": 5}),
     Route("POST", f"{_GROUP}/ack", ack, "Ack received messages", "consumer-groups",
-          SettleRequest, answers.SettleAnswer, example=_HANDLES),
+          SettleRequest, wire.SettleResponse, example=_HANDLES),
     Route("POST", f"{_GROUP}/nack", nack, "Nack received messages (redelivered after a back-off, then DLQ)",
-          "consumer-groups", SettleRequest, answers.SettleAnswer, example=_HANDLES),
+          "consumer-groups", SettleRequest, wire.SettleResponse, example=_HANDLES),
 ]
 ROUTES = [
     Route("GET", "/v1/consumer-groups/{group}", describe_group, "A consumer group's offsets, lag and in-flight deliveries",
-          "consumer-groups", answer=answers.GroupLag),
+          "consumer-groups", answer=wire.ConsumerGroupInfo),
 ]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from halfmq import wire
 from halfmq.broker.usecases import operator_actions, views
 
-from .. import answers
 from ..front import ApiRequest, Reply
 from ..router import Route
 
@@ -23,7 +23,7 @@ async def metrics(request: ApiRequest) -> Reply:
 
 ROUTES = [
     Route("GET", "/healthz", healthz, "Liveness and the store's offsets (no token needed)", "operations",
-          answer=answers.Health, public=True),
+          answer=wire.Health, public=True),
     Route("GET", "/metrics", metrics, "Prometheus metrics (admin on the cluster)", "operations",
           media_type=CONTENT_TYPE_LATEST),
 ]

@@ -6,9 +6,9 @@ for listings, on the group for a DLQ). Thin: halfmq.broker.usecases.groups.
 
 from __future__ import annotations
 
+from halfmq import wire
 from halfmq.broker.usecases import groups
 
-from .. import answers
 from ..front import ApiRequest, Reply
 from ..params import DlqParams, DlqResendParams, GroupListParams
 from ..router import Route
@@ -35,10 +35,10 @@ ROUTES = [
     Route("GET", "/v1/consumer-groups", list_groups,
           "Every consumer group with its total lag, in-flight deliveries, retries and DLQ depth "
           "(the broker's own bookkeeping readers only with system=true)", "operators",
-          answer=answers.GroupList, params=GroupListParams),
+          answer=wire.GroupList, params=GroupListParams),
     Route("GET", "/v1/consumer-groups/{group}/dlq", list_dlq, "A consumer group's dead letters", "operators",
-          answer=answers.DeadLetters, params=DlqParams),
+          answer=wire.DeadLetters, params=DlqParams),
     Route("POST", "/v1/consumer-groups/{group}/dlq/{offset}/resend", resend_dlq,
           "Put a DLQ message back on its own topic and queue (it is delivered again)", "operators",
-          answer=answers.DlqResent, params=DlqResendParams),
+          answer=wire.DlqResent, params=DlqResendParams),
 ]

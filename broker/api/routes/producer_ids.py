@@ -10,10 +10,10 @@ halfmq.broker.usecases.producer_txns.new_producer_id.
 
 from __future__ import annotations
 
+from halfmq import wire
 from halfmq.broker.protocol import NewProducerId
 from halfmq.broker.usecases import producer_txns
 
-from .. import answers
 from ..body import parse_json_body
 from ..front import ApiRequest, Reply
 from ..router import Route
@@ -26,5 +26,5 @@ async def new_producer_id(request: ApiRequest) -> Reply:
 
 ROUTES = [
     Route("POST", "/v1/producer-ids", new_producer_id, "An idempotent producer id (no transactional id)", "producer-ids",
-          NewProducerId, answers.ProducerIdAnswer, status=201),
+          NewProducerId, wire.ProducerIdResult, status=201),
 ]

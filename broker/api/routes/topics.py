@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from halfmq import wire
 from halfmq.broker.protocol import SendRequest, TopicCreate
 from halfmq.broker.usecases import sending
 from halfmq.broker.usecases import topics as use
 
-from .. import answers
 from ..body import parse_body, parse_json_body
 from ..front import ApiRequest, Reply
 from ..params import OffsetReadParams
@@ -43,13 +43,13 @@ async def read_messages(request: ApiRequest) -> Reply:
 
 HOT_ROUTES = [
     Route("POST", "/v1/topics/{topic}/messages", send_messages, "Send messages to a topic", "topics",
-          SendRequest, answers.SendAnswer, example={"messages": [{"body": "order 42 paid", "keys": ["42"], "tag": "paid"}]}),
+          SendRequest, wire.SendResponse, example={"messages": [{"body": "order 42 paid", "keys": ["42"], "tag": "paid"}]}),
 ]
 ROUTES = [
     Route("POST", "/v1/topics", create_topic, "Create a topic (200 when it exists with the same queues)", "topics",
-          TopicCreate, answers.TopicView, status=201, example={"name": "ORDER_PAID", "queues": 4}),
-    Route("GET", "/v1/topics", list_topics, "List the topics the caller may see", "topics", answer=answers.TopicList),
-    Route("GET", "/v1/topics/{topic}", describe_topic, "Describe a topic", "topics", answer=answers.TopicView),
+          TopicCreate, wire.TopicInfo, status=201, example={"name": "ORDER_PAID", "queues": 4}),
+    Route("GET", "/v1/topics", list_topics, "List the topics the caller may see", "topics", answer=wire.TopicList),
+    Route("GET", "/v1/topics/{topic}", describe_topic, "Describe a topic", "topics", answer=wire.TopicInfo),
     Route("GET", "/v1/topics/{topic}/queues/{queue_id}/messages", read_messages, "Read a queue by offset", "topics",
-          answer=answers.MessagePage, params=OffsetReadParams),
+          answer=wire.OffsetReadResponse, params=OffsetReadParams),
 ]

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from halfmq import wire
 from halfmq.broker.protocol import EndBatchRequest, EndItem, HalfBatchRequest, HalfSendRequest, RawBatch
 from halfmq.broker.usecases.durability import FlushTimedOut, flush_outcome
 from halfmq.broker.usecases.ending import EndOutcome, end_item
@@ -39,7 +40,6 @@ from halfmq.broker.usecases.half_sending import StoredHalf, store_half, with_flu
 from halfmq.broker.usecases.views import tx_view
 from halfmq.errors import BrokerError
 
-from .. import answers
 from ..body import parse_body
 from ..front import ApiRequest, Reply
 from ..problems import as_broker_error, validation_problem
@@ -115,11 +115,11 @@ async def end_transaction_batch(request: ApiRequest) -> Reply:
 
 HOT_ROUTES = [
     Route("POST", HALF_BATCH_PATH, send_half_batch, "Send up to MAX_BATCH half messages, each answered on its own",
-          "transactions", HalfBatchRequest, answers.HalfBatchAnswer,
+          "transactions", HalfBatchRequest, wire.HalfBatchResponse,
           example={"items": [{"producer_group": "order_producer_group", "topic": "ORDER_PAID",
                              "message": {"body": "order 42 paid"}}]}),
     Route("POST", END_BATCH_PATH, end_transaction_batch, "End up to MAX_BATCH transactions, each answered on its own",
-          "transactions", EndBatchRequest, answers.EndBatchAnswer,
+          "transactions", EndBatchRequest, wire.EndBatchResponse,
           example={"items": [{"transaction_id": "C0A8000100002A9F0000000000000000", "producer_group": "order_producer_group",
                              "state": "commit"}]}),
 ]

@@ -6,10 +6,10 @@ transactional id, whose producer id it is), answer.
 
 from __future__ import annotations
 
+from halfmq import wire
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.usecases import producer_txns as use
 
-from .. import answers
 from ..body import parse_body, parse_json_body
 from ..front import ApiRequest, Reply
 from ..router import Route
@@ -73,25 +73,25 @@ _TID = "/v1/transactional-ids/{tid}"
 _TAG = "transactional-ids"
 HOT_ROUTES = [
     Route("POST", f"{_TID}/begin", begin, "Begin a producer transaction", _TAG,
-          BeginTxnRequest, answers.ProducerTxnStep, example={**_FENCE, "sequence": 0}),
+          BeginTxnRequest, wire.TxnBeginResult, example={**_FENCE, "sequence": 0}),
     Route("POST", f"{_TID}/messages", messages, "Add messages to the open transaction", _TAG,
-          TxnMessagesRequest, answers.ProducerTxnStep,
+          TxnMessagesRequest, wire.TxnMessagesResult,
           example={**_FENCE, "sequence": 1, "messages": [{"topic": "ORDER_TOTALS", "body": "42"}]}),
     Route("POST", f"{_TID}/acks", acks, "Ack consumed messages inside the open transaction", _TAG,
-          TxnAcksRequest, answers.ProducerTxnStep,
+          TxnAcksRequest, wire.TxnAcksResult,
           example={**_FENCE, "sequence": 2, "receipt_handles": ["<receipt_handle from receive>"]}),
     Route("POST", f"{_TID}/commit", commit, "Commit the open transaction (messages and acks at once)", _TAG,
-          EndTxnRequest, answers.ProducerTxnStep, example=_FENCE),
+          EndTxnRequest, wire.TxnEndResult, example=_FENCE),
     Route("POST", f"{_TID}/abort", abort, "Abort the open transaction", _TAG,
-          EndTxnRequest, answers.ProducerTxnStep, example=_FENCE),
+          EndTxnRequest, wire.TxnEndResult, example=_FENCE),
 ]
 ROUTES = [
     Route("GET", "/v1/transactional-ids", list_transactional_ids, "Every transactional id the caller may see", _TAG,
-          answer=answers.TransactionalIdList),
+          answer=wire.TransactionalIdList),
     Route("GET", _TID, describe_transactional_id, "A transactional id's producer, epoch and open transaction", _TAG,
-          answer=answers.TransactionalIdView),
+          answer=wire.TransactionalIdView),
     Route("POST", f"{_TID}/init", init, "Init a producer for a transactional id (fences older epochs)", _TAG,
-          InitProducer, answers.InitAnswer, example={"transaction_timeout_ms": 60000}),
+          InitProducer, wire.TxnInitResult, example={"transaction_timeout_ms": 60000}),
     Route("POST", f"{_TID}/force-abort", force_abort, "Abort a stuck transaction now (operators)", _TAG,
-          answer=answers.ProducerTxnStep),
+          answer=wire.TxnEndResult),
 ]

@@ -5,10 +5,10 @@ Parse, call the use case (halfmq.broker.usecases: half_sending, ending, producer
 
 from __future__ import annotations
 
+from halfmq import wire
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
 from halfmq.broker.usecases import ending, half_sending, operator_actions, producers
 
-from .. import answers
 from ..body import parse_body, parse_json_body
 from ..front import ApiRequest, Reply
 from ..params import TransactionListParams
@@ -68,26 +68,26 @@ async def list_producers(request: ApiRequest) -> Reply:
 _TX = "/v1/transactions/{transaction_id}"
 HOT_ROUTES = [
     Route("POST", "/v1/transactions", send_half, "Send a half message (invisible until committed)", "transactions",
-          HalfSendRequest, answers.HalfSendAnswer,
+          HalfSendRequest, wire.HalfSendResult,
           example={"producer_group": "order_producer_group", "topic": "ORDER_PAID", "message": {"body": "order 42 paid"}}),
     Route("POST", f"{_TX}/end", end_transaction, "Commit or roll back a half message", "transactions",
-          EndRequest, answers.TransactionView, example={"producer_group": "order_producer_group", "state": "commit"}),
+          EndRequest, wire.TransactionView, example={"producer_group": "order_producer_group", "state": "commit"}),
 ]
 ROUTES = [
     Route("GET", "/v1/transactions", list_transactions, "List transactions in a state (operators)", "transactions",
-          answer=answers.TransactionList, params=TransactionListParams),
-    Route("GET", _TX, get_transaction, "Describe a transaction", "transactions", answer=answers.TransactionView),
+          answer=wire.TransactionList, params=TransactionListParams),
+    Route("GET", _TX, get_transaction, "Describe a transaction", "transactions", answer=wire.TransactionView),
     Route("POST", f"{_TX}/force-commit", force_commit, "Commit a pending transaction now (operators)", "transactions",
-          answer=answers.TransactionView),
+          answer=wire.TransactionView),
     Route("POST", f"{_TX}/force-rollback", force_rollback, "Roll back a pending transaction now (operators)",
-          "transactions", answer=answers.TransactionView),
+          "transactions", answer=wire.TransactionView),
     Route("POST", f"{_TX}/recheck", recheck, "Ask the producer about a pending transaction now (operators)",
-          "transactions", answer=answers.TransactionView, status=202),
+          "transactions", answer=wire.TransactionView, status=202),
     Route("POST", f"{_TX}/resend", resend, "Deliver a committed transaction's message again (operators)",
-          "transactions", answer=answers.TransactionView),
+          "transactions", answer=wire.TransactionView),
     Route("POST", "/v1/producers/heartbeat", heartbeat, "A producer says it is alive (and where to check back)",
-          "producers", Heartbeat, answers.HeartbeatAnswer,
+          "producers", Heartbeat, wire.HeartbeatResult,
           example={"producer_group": "order_producer_group", "client_id": "orders-1", "check_url": "http://orders:8000/check"}),
     Route("GET", "/v1/producers", list_producers, "Live producers per producer group", "producers",
-          answer=answers.ProducerList),
+          answer=wire.ProducerList),
 ]
