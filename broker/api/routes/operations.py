@@ -18,7 +18,7 @@ async def healthz(request: ApiRequest) -> Reply:
 async def metrics(request: ApiRequest) -> Reply:
     rt = request.runtime
     operator_actions.cluster_admin(rt, request.principal, request.scope)
-    return Reply(generate_latest(rt.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Reply(generate_latest(rt.metrics.registry))  # the route's media type
 
 
 ROUTES = [
