@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -84,8 +85,8 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
         from halfmq.broker.cluster import routes as cluster_routes
 
         app.include_router(cluster_routes.router)
-    table = document(ROUTES, TITLE, VERSION)
-    app.openapi = lambda: table  # type: ignore[method-assign]  # the table's document, not FastAPI's (it has no /v1 routes)
+    # /openapi.json and /docs serve the table's document (FastAPI's own has no /v1 route), built when first asked for.
+    app.openapi = functools.cache(lambda: document(ROUTES, TITLE, VERSION))  # type: ignore[method-assign]
     front = Front(app, Router(ROUTES), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
     app.state.front = front  # the console asks the broker's own routes through the front
     served: Any = front
