@@ -1,8 +1,8 @@
 """The JSON the HTTP API sends for the protocols' typed results: Kafka-style transaction steps, numbered and half sends.
 
 The domain answers with values (``producer_transactions.results``, ``idempotence.producer_ids``,
-``half_messages.half_records``); these functions are the one place they become the answers documented in
-``api/answers.py`` and decoded by the SDK (``halfmq.wire``). Beside the domain, not in it (an import contract),
+``half_messages.half_records``); these functions are the one place they become the answers whose shapes
+``halfmq.wire`` writes once (the SDK decodes them, /openapi.json documents them). Beside the domain, not in it (an import contract),
 like ``message_view``: whatever calls the domain for a front (the routes, the console) renders with them.
 Keys keep their order: the bytes are the ones the API has always sent. A retry's answer carries
 ``duplicate: true``; a transaction step's first answer has no ``duplicate`` at all, an end's always has it.

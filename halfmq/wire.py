@@ -11,7 +11,7 @@ spellings of a request (``OutgoingMessage``, ``ReceiveRequest``) field for field
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -21,6 +21,9 @@ __all__ = [
     "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
     "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",
     "decode", "to_wire",
+    "DeadLetters", "DlqResent", "EndBatchResponse", "FinalMessage", "GroupList", "GroupSummary", "HalfBatchResponse",
+    "Health", "HeartbeatResult", "ItemProblem", "OpenTransaction", "ProducerEntry", "ProducerGroup", "ProducerList",
+    "SCHEMA_REF", "TransactionList", "TransactionView", "TransactionalIdList", "TransactionalIdView", "one_of",
     "TxnAcksResult", "TxnBeginResult", "TxnEndResult", "TxnInitResult", "TxnMessage", "TxnMessagesResult", "TxnSendResult",
 ]
 
@@ -115,6 +118,7 @@ class SendResult(_Wire):
 
 class SendResponse(_Wire):
     results: list[SendResult]
+    duplicate: bool = False  # a numbered send's repeat, answered from the producer's window
 
 
 class Message(_Wire):
@@ -192,6 +196,7 @@ class HalfSendResult(_Wire):
     msg_id: str
     commit_log_offset: int
     queue_offset: int
+    duplicate: bool = False
 
 
 class CheckRequest(_Wire):
@@ -262,6 +267,151 @@ class TxnEndResult(_Wire):
     results: list[TxnSendResult] = []
     aborted_by: str | None = None
     duplicate: bool = False
+
+
+# What the broker answers and the SDK does not decode as a whole: the operators' views, health, batches.
+# Written here once all the same: the broker's OpenAPI document takes its answer schemas from this module.
+
+SCHEMA_REF = "#/components/schemas/{name}"  # where the OpenAPI document puts a struct's schema
+
+
+def one_of(*shapes: type) -> msgspec.Meta:
+    """An object that is one of several untagged structs (read by hand: msgspec cannot tell them apart), as documented."""
+    return msgspec.Meta(extra_json_schema={"anyOf": [{"$ref": SCHEMA_REF.format(name=s.__name__)} for s in shapes]})
+
+
+class ItemProblem(_Wire):
+    """One batch item's failure: the problem+json the single route would have answered (stable ``code``)."""
+
+    problem: dict[str, Any]
+
+
+class FinalMessage(_Wire):
+    """Where a committed half message's transaction delivered it."""
+
+    msg_id: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+
+
+class TransactionView(_Wire, kw_only=True):
+    transaction_id: str
+    producer_group: str
+    state: TransactionState
+    check_times: int
+    born_timestamp: int
+    age_seconds: float
+    last_answer: str | None = None
+    last_check_timestamp: int | None = None
+    next_check_timestamp: int | None = None
+    resolved_timestamp: int | None = None
+    final: FinalMessage | None = None
+    message: Message
+    duplicate: bool = False
+
+
+class TransactionList(_Wire):
+    state: TransactionState
+    count: int
+    transactions: list[TransactionView]
+
+
+class HalfBatchResponse(_Wire):
+    """Per item, in request order: its half send's answer, or ``{"problem": ...}``."""
+
+    results: list[Annotated[dict[str, Any], one_of(HalfSendResult, ItemProblem)]]
+
+
+class EndBatchResponse(_Wire):
+    """Per item, in request order: the transaction's view after its end, or ``{"problem": ...}``."""
+
+    results: list[Annotated[dict[str, Any], one_of(TransactionView, ItemProblem)]]
+
+
+class GroupSummary(_Wire):
+    group: str
+    topics: list[str]
+    lag: int
+    in_flight: int
+    retrying: int
+    dlq_depth: int
+
+
+class GroupList(_Wire):
+    count: int
+    groups: list[GroupSummary]
+
+
+class DeadLetters(_Wire):
+    group: str
+    depth: int
+    messages: list[Message]
+
+
+class DlqResent(_Wire):
+    group: str
+    dlq_offset: int
+    msg_id: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+
+
+class ProducerEntry(_Wire):
+    client_id: str
+    check_url: str | None = None
+
+
+class ProducerGroup(_Wire):
+    producer_group: str
+    producers: list[ProducerEntry]
+
+
+class ProducerList(_Wire):
+    groups: list[ProducerGroup]
+
+
+class HeartbeatResult(_Wire):
+    producer_group: str
+    client_id: str
+    expires_in: float
+
+
+class OpenTransaction(_Wire):
+    transaction: int
+    age_seconds: float
+    deadline_timestamp: int
+    messages: int
+    acks: int
+
+
+class TransactionalIdView(_Wire):
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    state: str
+    transaction_timeout_ms: int
+    transaction: int
+    open: OpenTransaction | None = None
+    aborted_by: str | None = None
+
+
+class TransactionalIdList(_Wire):
+    count: int
+    transactional_ids: list[TransactionalIdView]
+
+
+class Health(_Wire):
+    status: str
+    commit_log_end_offset: int
+    flushed_offset: int
+    flush_mode: str | None = None
+    topics: int | None = None
+    store_problem: str | None = None
+    recovery_seconds: float | None = None
 
 
 def decode(data: Any, shape: type[W]) -> W:

@@ -1,5 +1,7 @@
 """What a 405's ``Allow`` lists: every method some route serves on the path (RFC 9110, 15.5.6).
 
+The route table (router.py) answers this for /v1; these helpers do it for what FastAPI still serves.
+
 Starlette names only the first route whose path matched, so ``/v1/topics``
 (GET and POST, two routes) would claim to take POST alone. Asking the routes
 about each method keeps this independent of how FastAPI nests included routers.

@@ -16,7 +16,7 @@ from starlette.types import Receive, Scope, Send
 from halfmq.broker.security.allowed_hosts import HostAllowList
 from halfmq.errors import HostNotAllowed
 
-from .hot_path import _CLOSE, _PROBLEM, _answer, _problem
+from .front import _CLOSE, _PROBLEM, _answer, _problem
 
 
 def host_header(scope: Scope) -> str | None:

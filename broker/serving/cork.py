@@ -1,7 +1,7 @@
 """The write cork: a server that can send a response's head and body as one write offers it to the app.
 
 The server side (uvicorn_head_limits' protocol) puts its transport in ``scope["extensions"][CORK]``;
-the app's hot path (broker/api/hot_path.py) finds it there. One name both sides import, so the
+the app's front (broker/api/front.py) finds it there. One name both sides import, so the
 feature points one way: api -> serving.
 """
 

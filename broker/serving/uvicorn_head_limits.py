@@ -15,7 +15,7 @@ on ``http.response.body``, two syscalls (and two segments, TCP_NODELAY being
 on) per answer. Profiled under half + end pairs at 64 in flight, those two
 writes were 17 % of the event loop's samples. The protocol hands each request a
 ``CorkedTransport`` in ``scope["extensions"]["halfmq.cork"]``; the hot path
-corks it around its two ``send`` calls (hot_path.py). Everything else (FastAPI
+corks it around its two ``send`` calls (broker/api/front.py). Everything else (FastAPI
 routes, streams, ``100 Continue``) writes through at once, as before.
 """
 

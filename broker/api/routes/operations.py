@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.responses import Response
 
+from halfmq import wire
 from halfmq.broker.usecases import operator_actions, views
 
-from .. import answers
-from ..body import StrictJsonRoute
-from ..responses import JsonResponse
-from ..runtime import runtime_of
-
-router = APIRouter(route_class=StrictJsonRoute)
+from ..front import ApiRequest, Reply
+from ..router import Route
 
 
-@router.get("/healthz", response_model=answers.Health)
-async def healthz(request: Request) -> JsonResponse:
-    return JsonResponse(views.health(runtime_of(request)))
+async def healthz(request: ApiRequest) -> Reply:
+    return Reply(views.health(request.runtime))
 
 
-@router.get("/metrics")
-async def metrics(request: Request) -> Response:
-    rt = runtime_of(request)
-    operator_actions.cluster_admin(rt, rt.guard.principal(request.scope), request.scope)
-    return Response(generate_latest(rt.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+async def metrics(request: ApiRequest) -> Reply:
+    rt = request.runtime
+    operator_actions.cluster_admin(rt, request.principal, request.scope)
+    return Reply(generate_latest(rt.metrics.registry))  # the route's media type
+
+
+ROUTES = [
+    Route("GET", "/healthz", healthz, "Liveness and the store's offsets (no token needed)", "operations",
+          answer=wire.Health, public=True),
+    Route("GET", "/metrics", metrics, "Prometheus metrics (admin on the cluster)", "operations",
+          media_type=CONTENT_TYPE_LATEST),
+]

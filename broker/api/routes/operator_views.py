@@ -6,36 +6,39 @@ for listings, on the group for a DLQ). Thin: halfmq.broker.usecases.groups.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, Request
-
+from halfmq import wire
 from halfmq.broker.usecases import groups
 
-from .. import answers
-from ..body import StrictJsonRoute
-from ..responses import JsonResponse
-from ..runtime import runtime_of
-
-router = APIRouter(prefix="/v1/consumer-groups", route_class=StrictJsonRoute, tags=["operators"])
+from ..front import ApiRequest, Reply
+from ..params import DlqParams, DlqResendParams, GroupListParams
+from ..router import Route
 
 
-@router.get("", response_model=answers.GroupList)
-async def list_groups(request: Request, system: bool = Query(False)) -> JsonResponse:
-    """Every consumer group with its total lag, in-flight deliveries, retries and DLQ depth.
-
-    The broker's own bookkeeping readers (e.g. CID_SYS_RMQ_TRANS over the half topics) only with ``system=true``.
-    """
-    rt = runtime_of(request)
-    return JsonResponse(groups.list_groups(rt, rt.guard.principal(request.scope), request.scope, system))
+async def list_groups(request: ApiRequest) -> Reply:
+    p: GroupListParams = request.params
+    return Reply(groups.list_groups(request.runtime, request.principal, request.scope, p.system))
 
 
-@router.get("/{group}/dlq", response_model=answers.DeadLetters)
-async def list_dlq(group: str, request: Request, offset: int = Query(0, ge=0), max: int = Query(100, ge=1, le=1000)) -> JsonResponse:  # noqa: A002
-    rt = runtime_of(request)
-    return JsonResponse(groups.list_dlq(rt, rt.guard.principal(request.scope), request.scope, group, offset, max))
+async def list_dlq(request: ApiRequest) -> Reply:
+    p: DlqParams = request.params
+    group = request.path_params["group"]
+    return Reply(groups.list_dlq(request.runtime, request.principal, request.scope, group, p.offset, p.max))
 
 
-@router.post("/{group}/dlq/{offset}/resend", response_model=answers.DlqResent)
-async def resend_dlq(group: str, offset: int, request: Request) -> JsonResponse:
-    """Put a DLQ message back on its own topic and queue (it is delivered again)."""
-    rt = runtime_of(request)
-    return JsonResponse(await groups.resend_dlq(rt, rt.guard.principal(request.scope), request.scope, group, offset))
+async def resend_dlq(request: ApiRequest) -> Reply:
+    p: DlqResendParams = request.params
+    group = request.path_params["group"]
+    return Reply(await groups.resend_dlq(request.runtime, request.principal, request.scope, group, p.offset))
+
+
+ROUTES = [
+    Route("GET", "/v1/consumer-groups", list_groups,
+          "Every consumer group with its total lag, in-flight deliveries, retries and DLQ depth "
+          "(the broker's own bookkeeping readers only with system=true)", "operators",
+          answer=wire.GroupList, params=GroupListParams),
+    Route("GET", "/v1/consumer-groups/{group}/dlq", list_dlq, "A consumer group's dead letters", "operators",
+          answer=wire.DeadLetters, params=DlqParams),
+    Route("POST", "/v1/consumer-groups/{group}/dlq/{offset}/resend", resend_dlq,
+          "Put a DLQ message back on its own topic and queue (it is delivered again)", "operators",
+          answer=wire.DlqResent, params=DlqResendParams),
+]

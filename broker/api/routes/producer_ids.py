@@ -10,19 +10,21 @@ halfmq.broker.usecases.producer_txns.new_producer_id.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-
+from halfmq import wire
 from halfmq.broker.protocol import NewProducerId
 from halfmq.broker.usecases import producer_txns
 
-from .. import answers
-from ..body import StrictJsonRoute
-from ..responses import JsonResponse
-from ..runtime import runtime_of
-
-router = APIRouter(prefix="/v1/producer-ids", route_class=StrictJsonRoute)
+from ..body import parse_json_body
+from ..front import ApiRequest, Reply
+from ..router import Route
 
 
-@router.post("", status_code=201, response_model=answers.ProducerIdAnswer)
-async def new_producer_id(body: NewProducerId, request: Request) -> JsonResponse:
-    return JsonResponse(await producer_txns.new_producer_id(runtime_of(request), request.scope), status_code=201)
+async def new_producer_id(request: ApiRequest) -> Reply:
+    await parse_json_body(request, NewProducerId)
+    return Reply(await producer_txns.new_producer_id(request.runtime, request.scope), 201)
+
+
+ROUTES = [
+    Route("POST", "/v1/producer-ids", new_producer_id, "An idempotent producer id (no transactional id)", "producer-ids",
+          NewProducerId, wire.ProducerIdResult, status=201),
+]

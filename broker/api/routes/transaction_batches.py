@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from halfmq import wire
 from halfmq.broker.protocol import EndBatchRequest, EndItem, HalfBatchRequest, HalfSendRequest, RawBatch
 from halfmq.broker.usecases.durability import FlushTimedOut, flush_outcome
 from halfmq.broker.usecases.ending import EndOutcome, end_item
@@ -39,11 +40,10 @@ from halfmq.broker.usecases.half_sending import StoredHalf, store_half, with_flu
 from halfmq.broker.usecases.views import tx_view
 from halfmq.errors import BrokerError
 
-from .. import answers
 from ..body import parse_body
-from ..hot_path import HotRequest, Reply
+from ..front import ApiRequest, Reply
 from ..problems import as_broker_error, validation_problem
-from ..route_table import HotRouteSpec
+from ..router import Route
 from ..runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
@@ -79,9 +79,9 @@ def _each(items: list[Any], model: type[M], path: str, run: Callable[[M], R]) ->
     return done
 
 
-async def send_half_batch(request: HotRequest) -> Reply:
+async def send_half_batch(request: ApiRequest) -> Reply:
     rt: BrokerRuntime = request.runtime
-    who = rt.guard.principal(request.scope)
+    who = request.principal
     batch = await parse_body(request, RawBatch)
     halves = _each(batch.items, HalfSendRequest, HALF_BATCH_PATH,
                    lambda body: store_half(rt, who, request.scope, body))
@@ -99,9 +99,9 @@ async def send_half_batch(request: HotRequest) -> Reply:
     return Reply({"results": results})
 
 
-async def end_transaction_batch(request: HotRequest) -> Reply:
+async def end_transaction_batch(request: ApiRequest) -> Reply:
     rt: BrokerRuntime = request.runtime
-    who = rt.guard.principal(request.scope)
+    who = request.principal
     batch = await parse_body(request, RawBatch)
 
     ended = _each(batch.items, EndItem, END_BATCH_PATH, lambda item: end_item(rt, who, request.scope, item))
@@ -114,12 +114,12 @@ async def end_transaction_batch(request: HotRequest) -> Reply:
 
 
 HOT_ROUTES = [
-    HotRouteSpec("POST", HALF_BATCH_PATH, send_half_batch, HalfBatchRequest, answers.HalfBatchAnswer,
-                 "Send up to MAX_BATCH half messages, each answered on its own", "transactions",
-                 {"items": [{"producer_group": "order_producer_group", "topic": "ORDER_PAID",
+    Route("POST", HALF_BATCH_PATH, send_half_batch, "Send up to MAX_BATCH half messages, each answered on its own",
+          "transactions", HalfBatchRequest, wire.HalfBatchResponse,
+          example={"items": [{"producer_group": "order_producer_group", "topic": "ORDER_PAID",
                              "message": {"body": "order 42 paid"}}]}),
-    HotRouteSpec("POST", END_BATCH_PATH, end_transaction_batch, EndBatchRequest, answers.EndBatchAnswer,
-                 "End up to MAX_BATCH transactions, each answered on its own", "transactions",
-                 {"items": [{"transaction_id": "C0A8000100002A9F0000000000000000", "producer_group": "order_producer_group",
+    Route("POST", END_BATCH_PATH, end_transaction_batch, "End up to MAX_BATCH transactions, each answered on its own",
+          "transactions", EndBatchRequest, wire.EndBatchResponse,
+          example={"items": [{"transaction_id": "C0A8000100002A9F0000000000000000", "producer_group": "order_producer_group",
                              "state": "commit"}]}),
 ]

@@ -6,91 +6,92 @@ transactional id, whose producer id it is), answer.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-
+from halfmq import wire
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.usecases import producer_txns as use
 
-from .. import answers
-from ..body import StrictJsonRoute, parse_body
-from ..hot_path import HotRequest, Reply
-from ..responses import JsonResponse
-from ..route_table import HotRouteSpec
-from ..runtime import runtime_of
-
-router = APIRouter(prefix="/v1/transactional-ids", route_class=StrictJsonRoute)
+from ..body import parse_body, parse_json_body
+from ..front import ApiRequest, Reply
+from ..router import Route
 
 
-@router.get("", response_model=answers.TransactionalIdList)
-async def list_transactional_ids(request: Request) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(use.list_ids(rt, rt.guard.principal(request.scope)))
+async def list_transactional_ids(request: ApiRequest) -> Reply:
+    return Reply(use.list_ids(request.runtime, request.principal))
 
 
-@router.get("/{tid}", response_model=answers.TransactionalIdView)
-async def describe_transactional_id(tid: str, request: Request) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(use.describe(rt, rt.guard.principal(request.scope), request.scope, tid))
+async def describe_transactional_id(request: ApiRequest) -> Reply:
+    return Reply(use.describe(request.runtime, request.principal, request.scope, request.path_params["tid"]))
 
 
-@router.post("/{tid}/init", response_model=answers.InitAnswer)
-async def init(tid: str, body: InitProducer, request: Request) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(await use.init(rt, rt.guard.principal(request.scope), request.scope, tid, body.transaction_timeout_ms))
+async def init(request: ApiRequest) -> Reply:
+    body = await parse_json_body(request, InitProducer)
+    tid = request.path_params["tid"]
+    return Reply(await use.init(request.runtime, request.principal, request.scope, tid, body.transaction_timeout_ms))
 
 
-# The steps of a running transaction are hot paths (raw ASGI routes, see hot_path.py): a copier makes five
+# The steps of a running transaction are hot paths (the front, front.py, serves them first): a copier makes five
 # requests per transaction, so FastAPI's per-request cost showed in `halfmq bench eos`. Who may take a step is
 # checked before its body is read.
-async def begin(request: HotRequest) -> Reply:
+async def begin(request: ApiRequest) -> Reply:
     rt, tid = request.runtime, request.path_params["tid"]
-    use.stepping(rt, rt.guard.principal(request.scope), request.scope, tid)
+    use.stepping(rt, request.principal, request.scope, tid)
     return Reply(use.begin(rt, tid, await parse_body(request, BeginTxnRequest)))
 
 
-async def messages(request: HotRequest) -> Reply:
+async def messages(request: ApiRequest) -> Reply:
     rt, tid = request.runtime, request.path_params["tid"]
-    who = use.stepping(rt, rt.guard.principal(request.scope), request.scope, tid)
+    who = use.stepping(rt, request.principal, request.scope, tid)
     return Reply(use.add_messages(rt, who, request.scope, tid, await parse_body(request, TxnMessagesRequest)))
 
 
-async def acks(request: HotRequest) -> Reply:
+async def acks(request: ApiRequest) -> Reply:
     rt, tid = request.runtime, request.path_params["tid"]
-    who = use.stepping(rt, rt.guard.principal(request.scope), request.scope, tid)
+    who = use.stepping(rt, request.principal, request.scope, tid)
     return Reply(use.add_acks(rt, who, request.scope, tid, await parse_body(request, TxnAcksRequest)))
 
 
-async def commit(request: HotRequest) -> Reply:
+async def commit(request: ApiRequest) -> Reply:
     rt, tid = request.runtime, request.path_params["tid"]
-    use.stepping(rt, rt.guard.principal(request.scope), request.scope, tid)
+    use.stepping(rt, request.principal, request.scope, tid)
     return Reply(await use.commit(rt, tid, await parse_body(request, EndTxnRequest)))
 
 
-async def abort(request: HotRequest) -> Reply:
+async def abort(request: ApiRequest) -> Reply:
     rt, tid = request.runtime, request.path_params["tid"]
-    use.stepping(rt, rt.guard.principal(request.scope), request.scope, tid)
+    use.stepping(rt, request.principal, request.scope, tid)
     return Reply(await use.abort(rt, tid, await parse_body(request, EndTxnRequest)))
 
 
-@router.post("/{tid}/force-abort", response_model=answers.ProducerTxnStep)
-async def force_abort(tid: str, request: Request) -> JsonResponse:
+async def force_abort(request: ApiRequest) -> Reply:
     """An operator ends a stuck transaction now (its producer's next request learns TRANSACTION_ABORTED)."""
-    rt = runtime_of(request)
-    return JsonResponse(await use.force_abort(rt, rt.guard.principal(request.scope), request.scope, tid))
+    tid = request.path_params["tid"]
+    return Reply(await use.force_abort(request.runtime, request.principal, request.scope, tid))
 
 
 _FENCE = {"producer_id": 7, "epoch": 0}
+_TID = "/v1/transactional-ids/{tid}"
+_TAG = "transactional-ids"
 HOT_ROUTES = [
-    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/begin", begin, BeginTxnRequest, answers.ProducerTxnStep,
-                 "Begin a producer transaction", "transactional-ids", {**_FENCE, "sequence": 0}),
-    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/messages", messages, TxnMessagesRequest, answers.ProducerTxnStep,
-                 "Add messages to the open transaction", "transactional-ids",
-                 {**_FENCE, "sequence": 1, "messages": [{"topic": "ORDER_TOTALS", "body": "42"}]}),
-    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/acks", acks, TxnAcksRequest, answers.ProducerTxnStep,
-                 "Ack consumed messages inside the open transaction", "transactional-ids",
-                 {**_FENCE, "sequence": 2, "receipt_handles": ["<receipt_handle from receive>"]}),
-    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/commit", commit, EndTxnRequest, answers.ProducerTxnStep,
-                 "Commit the open transaction (messages and acks at once)", "transactional-ids", _FENCE),
-    HotRouteSpec("POST", "/v1/transactional-ids/{tid}/abort", abort, EndTxnRequest, answers.ProducerTxnStep,
-                 "Abort the open transaction", "transactional-ids", _FENCE),
+    Route("POST", f"{_TID}/begin", begin, "Begin a producer transaction", _TAG,
+          BeginTxnRequest, wire.TxnBeginResult, example={**_FENCE, "sequence": 0}),
+    Route("POST", f"{_TID}/messages", messages, "Add messages to the open transaction", _TAG,
+          TxnMessagesRequest, wire.TxnMessagesResult,
+          example={**_FENCE, "sequence": 1, "messages": [{"topic": "ORDER_TOTALS", "body": "42"}]}),
+    Route("POST", f"{_TID}/acks", acks, "Ack consumed messages inside the open transaction", _TAG,
+          TxnAcksRequest, wire.TxnAcksResult,
+          example={**_FENCE, "sequence": 2, "receipt_handles": ["<receipt_handle from receive>"]}),
+    Route("POST", f"{_TID}/commit", commit, "Commit the open transaction (messages and acks at once)", _TAG,
+          EndTxnRequest, wire.TxnEndResult, example=_FENCE),
+    Route("POST", f"{_TID}/abort", abort, "Abort the open transaction", _TAG,
+          EndTxnRequest, wire.TxnEndResult, example=_FENCE),
+]
+ROUTES = [
+    Route("GET", "/v1/transactional-ids", list_transactional_ids, "Every transactional id the caller may see", _TAG,
+          answer=wire.TransactionalIdList),
+    Route("GET", _TID, describe_transactional_id, "A transactional id's producer, epoch and open transaction", _TAG,
+          answer=wire.TransactionalIdView),
+    Route("POST", f"{_TID}/init", init, "Init a producer for a transactional id (fences older epochs)", _TAG,
+          InitProducer, wire.TxnInitResult, example={"transaction_timeout_ms": 60000}),
+    Route("POST", f"{_TID}/force-abort", force_abort, "Abort a stuck transaction now (operators)", _TAG,
+          answer=wire.TxnEndResult),
 ]

@@ -5,95 +5,89 @@ Parse, call the use case (halfmq.broker.usecases: half_sending, ending, producer
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query, Request
-
+from halfmq import wire
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
 from halfmq.broker.usecases import ending, half_sending, operator_actions, producers
-from halfmq.wire import TransactionState
 
-from .. import answers
-from ..body import StrictJsonRoute, parse_body
-from ..hot_path import HotRequest, Reply
-from ..responses import JsonResponse
-from ..route_table import HotRouteSpec
-from ..runtime import runtime_of
-
-router = APIRouter(route_class=StrictJsonRoute)
+from ..body import parse_body, parse_json_body
+from ..front import ApiRequest, Reply
+from ..params import TransactionListParams
+from ..router import Route
 
 
-async def send_half(request: HotRequest) -> Reply:
-    rt = request.runtime
-    who = rt.guard.principal(request.scope)
+async def send_half(request: ApiRequest) -> Reply:
     body = await parse_body(request, HalfSendRequest)
-    return Reply(await half_sending.send_half(rt, who, request.scope, body))
+    return Reply(await half_sending.send_half(request.runtime, request.principal, request.scope, body))
 
 
-async def end_transaction(request: HotRequest) -> Reply:
+async def end_transaction(request: ApiRequest) -> Reply:
     transaction_id = request.path_params["transaction_id"]
-    rt = request.runtime
-    who = rt.guard.principal(request.scope)
     body = await parse_body(request, EndRequest)
-    return Reply(await ending.end_transaction(rt, who, request.scope, transaction_id, body))
+    return Reply(await ending.end_transaction(request.runtime, request.principal, request.scope, transaction_id, body))
 
 
-@router.get("/v1/transactions", response_model=answers.TransactionList)
-async def list_transactions(
-    request: Request,
-    state: TransactionState = Query(TransactionState.PENDING),
-    limit: int = Query(100, ge=1, le=10_000),
-) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(operator_actions.list_transactions(rt, rt.guard.principal(request.scope), request.scope, state, limit))
+async def list_transactions(request: ApiRequest) -> Reply:
+    p: TransactionListParams = request.params
+    return Reply(operator_actions.list_transactions(request.runtime, request.principal, request.scope, p.state, p.limit))
 
 
-@router.get("/v1/transactions/{transaction_id}", response_model=answers.TransactionView)
-async def get_transaction(transaction_id: str, request: Request) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(operator_actions.describe(rt, rt.guard.principal(request.scope), request.scope, transaction_id))
+async def get_transaction(request: ApiRequest) -> Reply:
+    tid = request.path_params["transaction_id"]
+    return Reply(operator_actions.describe(request.runtime, request.principal, request.scope, tid))
 
 
-@router.post("/v1/transactions/{transaction_id}/force-commit", response_model=answers.TransactionView)
-async def force_commit(transaction_id: str, request: Request) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(await operator_actions.force_end(rt, rt.guard.principal(request.scope), request.scope, transaction_id, "commit"))
+async def force_commit(request: ApiRequest) -> Reply:
+    tid = request.path_params["transaction_id"]
+    return Reply(await operator_actions.force_end(request.runtime, request.principal, request.scope, tid, "commit"))
 
 
-@router.post("/v1/transactions/{transaction_id}/force-rollback", response_model=answers.TransactionView)
-async def force_rollback(transaction_id: str, request: Request) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(await operator_actions.force_end(rt, rt.guard.principal(request.scope), request.scope, transaction_id, "rollback"))
+async def force_rollback(request: ApiRequest) -> Reply:
+    tid = request.path_params["transaction_id"]
+    return Reply(await operator_actions.force_end(request.runtime, request.principal, request.scope, tid, "rollback"))
 
 
-@router.post("/v1/transactions/{transaction_id}/recheck", response_model=answers.TransactionView)
-async def recheck(transaction_id: str, request: Request) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(operator_actions.recheck(rt, rt.guard.principal(request.scope), request.scope, transaction_id), status_code=202)
+async def recheck(request: ApiRequest) -> Reply:
+    tid = request.path_params["transaction_id"]
+    return Reply(operator_actions.recheck(request.runtime, request.principal, request.scope, tid), 202)
 
 
-@router.post("/v1/transactions/{transaction_id}/resend", response_model=answers.TransactionView)
-async def resend(transaction_id: str, request: Request) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(await operator_actions.resend(rt, rt.guard.principal(request.scope), request.scope, transaction_id))
+async def resend(request: ApiRequest) -> Reply:
+    tid = request.path_params["transaction_id"]
+    return Reply(await operator_actions.resend(request.runtime, request.principal, request.scope, tid))
 
 
-@router.post("/v1/producers/heartbeat", response_model=answers.HeartbeatAnswer)
-async def heartbeat(body: Heartbeat, request: Request) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(await producers.heartbeat(rt, rt.guard.principal(request.scope), request.scope, body))
+async def heartbeat(request: ApiRequest) -> Reply:
+    body = await parse_json_body(request, Heartbeat)
+    return Reply(await producers.heartbeat(request.runtime, request.principal, request.scope, body))
 
 
-@router.get("/v1/producers", response_model=answers.ProducerList)
-async def list_producers(request: Request) -> JsonResponse:
-    rt = runtime_of(request)
-    return JsonResponse(producers.list_producers(rt, rt.guard.principal(request.scope), request.scope))
+async def list_producers(request: ApiRequest) -> Reply:
+    return Reply(producers.list_producers(request.runtime, request.principal, request.scope))
 
 
-# Hot paths as raw ASGI routes (see hot_path.py); the app factory mounts them.
+_TX = "/v1/transactions/{transaction_id}"
 HOT_ROUTES = [
-    HotRouteSpec("POST", "/v1/transactions", send_half, HalfSendRequest, answers.HalfSendAnswer,
-                 "Send a half message (invisible until committed)", "transactions",
-                 {"producer_group": "order_producer_group", "topic": "ORDER_PAID", "message": {"body": "order 42 paid"}}),
-    HotRouteSpec("POST", "/v1/transactions/{transaction_id}/end", end_transaction, EndRequest, answers.TransactionView,
-                 "Commit or roll back a half message", "transactions",
-                 {"producer_group": "order_producer_group", "state": "commit"}),
+    Route("POST", "/v1/transactions", send_half, "Send a half message (invisible until committed)", "transactions",
+          HalfSendRequest, wire.HalfSendResult,
+          example={"producer_group": "order_producer_group", "topic": "ORDER_PAID", "message": {"body": "order 42 paid"}}),
+    Route("POST", f"{_TX}/end", end_transaction, "Commit or roll back a half message", "transactions",
+          EndRequest, wire.TransactionView, example={"producer_group": "order_producer_group", "state": "commit"}),
+]
+ROUTES = [
+    Route("GET", "/v1/transactions", list_transactions, "List transactions in a state (operators)", "transactions",
+          answer=wire.TransactionList, params=TransactionListParams),
+    Route("GET", _TX, get_transaction, "Describe a transaction", "transactions", answer=wire.TransactionView),
+    Route("POST", f"{_TX}/force-commit", force_commit, "Commit a pending transaction now (operators)", "transactions",
+          answer=wire.TransactionView),
+    Route("POST", f"{_TX}/force-rollback", force_rollback, "Roll back a pending transaction now (operators)",
+          "transactions", answer=wire.TransactionView),
+    Route("POST", f"{_TX}/recheck", recheck, "Ask the producer about a pending transaction now (operators)",
+          "transactions", answer=wire.TransactionView, status=202),
+    Route("POST", f"{_TX}/resend", resend, "Deliver a committed transaction's message again (operators)",
+          "transactions", answer=wire.TransactionView),
+    Route("POST", "/v1/producers/heartbeat", heartbeat, "A producer says it is alive (and where to check back)",
+          "producers", Heartbeat, wire.HeartbeatResult,
+          example={"producer_group": "order_producer_group", "client_id": "orders-1", "check_url": "http://orders:8000/check"}),
+    Route("GET", "/v1/producers", list_producers, "Live producers per producer group", "producers",
+          answer=wire.ProducerList),
 ]

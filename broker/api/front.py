@@ -1,32 +1,36 @@
-"""A raw ASGI front for the hot endpoints: they skip FastAPI and Starlette entirely.
+"""The front door: every /v1 route served from the one table (router.py), raw ASGI, no FastAPI per request.
 
-Sends, half messages, ends, receives and acks are most of the traffic. Profiled
-under 64 requests in flight, Starlette's Request/Route/Response objects and
-FastAPI's middleware took about half of the event loop's time per send; here a
-route is a split path, the body is read straight from ``receive`` and the reply
-is two ``send`` calls. Everything else (and every unmatched path) goes to the
-FastAPI app unchanged.
+Profiled under 64 requests in flight, Starlette's Request/Route/Response
+objects and FastAPI's middleware took about half of the event loop's time per
+send; here a route is a split path, the body is read straight from ``receive``
+and the reply is two ``send`` calls. ``Router.resolve`` decides the match and
+the 405; a path the table does not know goes to the FastAPI app (the console,
+``/openapi.json`` and ``/docs``, a broker set's replication routes, and the
+404s), its body read here first under the same limits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
+from pydantic import BaseModel, ValidationError
+from starlette.datastructures import URL
+from starlette.responses import RedirectResponse
 from starlette.types import Receive, Scope, Send
 
 from halfmq.asgi_body import BodyReader, ClientGone, declared_length, too_large
 from halfmq.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge, Unauthenticated
 
 from ..serving.cork import CORK
-from .allowed_methods import allow_header, allowed_methods, serves
-from .problems import PROBLEM, as_broker_error, log_server_error, problem_headers
+from .allowed_methods import allow_header
+from .problems import PROBLEM, as_broker_error, log_server_error, problem_headers, validation_problem
+from .router import Route, Router
 
 log = logging.getLogger(__name__)
-_JSON = b"application/json"
 _PROBLEM = PROBLEM.encode()
 _CLOSE = [(b"connection", b"close")]  # the rest of a refused body is not worth reading
 _BODY_REFUSED = (RequestTooLarge, RequestBodyTimeout)
@@ -39,19 +43,20 @@ def _raw_headers(error: BrokerError) -> list[tuple[bytes, bytes]]:
 
 
 class Reply:
-    """A JSON answer, rendered once by the front."""
+    """An answer, rendered once by the front: JSON with orjson, or ``bytes`` as they are; the route's media type."""
 
-    __slots__ = ("content", "status")
+    __slots__ = ("content", "status", "media_type")
 
-    def __init__(self, content: Any, status: int = 200) -> None:
+    def __init__(self, content: Any, status: int = 200, media_type: bytes | None = None) -> None:
         self.content = content
         self.status = status
+        self.media_type = media_type
 
 
-class HotRequest:
-    """What a hot endpoint gets: path parameters, the runtime and the body, nothing parsed eagerly."""
+class ApiRequest:
+    """What an endpoint gets: path parameters, the principal, the checked parameters, the runtime; the body on demand."""
 
-    __slots__ = ("scope", "receive", "path_params", "runtime", "body_reader")
+    __slots__ = ("scope", "receive", "path_params", "runtime", "body_reader", "principal", "params")
 
     def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], runtime: Any, body_reader: BodyReader) -> None:
         self.scope = scope
@@ -59,6 +64,8 @@ class HotRequest:
         self.path_params = path_params
         self.runtime = runtime
         self.body_reader = body_reader
+        self.principal: Any = None
+        self.params: Any = None
 
     @property
     def content_type(self) -> str:
@@ -84,30 +91,24 @@ class HotRequest:
         return pending.result().get("type") == "http.disconnect"
 
 
-Endpoint = Callable[[HotRequest], Awaitable[Reply]]
+def _check(route: Route, request: ApiRequest) -> None:
+    """Who is asking (unless the route is public), then the path and query parameters: before any body is read."""
+    if not route.public:
+        request.principal = request.runtime.guard.principal(request.scope)
+    if route.params is not None:
+        request.params = checked_params(route, route.params, request)
 
 
-class HotRoute:
-    """``/v1/topics/{topic}/messages`` as literal and parameter segments, matched without regexes."""
-
-    def __init__(self, path: str, endpoint: Endpoint, methods: list[str]) -> None:
-        self.path = path
-        self.endpoint = endpoint
-        self.methods = frozenset(methods)
-        self.segments = [(s[1:-1], True) if s.startswith("{") else (s, False) for s in path.split("/")]
-
-    def match(self, parts: list[str]) -> dict[str, str] | None:
-        if len(parts) != len(self.segments):
-            return None
-        params = {}
-        for part, (text, is_param) in zip(parts, self.segments, strict=True):
-            if is_param:
-                if not part:
-                    return None
-                params[text] = part
-            elif part != text:
-                return None
-        return params
+def checked_params(route: Route, model: type[BaseModel], request: ApiRequest) -> BaseModel:
+    """The path and query parameters as ``model``; a 400 naming ``path.x`` or ``query.y`` when they do not fit."""
+    query = dict(parse_qsl(request.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+    try:
+        return model.model_validate({**query, **request.path_params})
+    except ValidationError as exc:
+        in_path = set(route.path_params)
+        errors = [{**e, "loc": ("path" if e["loc"] and e["loc"][0] in in_path else "query", *e["loc"])}
+                  for e in exc.errors(include_url=False, include_input=False)]
+        raise validation_problem(errors) from None
 
 
 async def _answer(send: Send, status: int, media_type: bytes, body: bytes,
@@ -133,16 +134,12 @@ def _problem(error: BrokerError, path: str) -> bytes:
     return orjson.dumps(error.to_problem(path))
 
 
-class HotPathApp:
-    """The front door: hot routes served here, the rest handed to FastAPI; every body read by one ``BodyReader``.
+class Front:
+    """Every /v1 route from the table, the rest handed to FastAPI; every body read by one ``BodyReader``."""
 
-    FastAPI's routes get their body read here (capped, with a deadline) and
-    replayed, so the limits and their problems are the same for all routes.
-    """
-
-    def __init__(self, app: Any, routes: list[tuple[str, Endpoint, list[str]]], body_reader: BodyReader) -> None:
+    def __init__(self, app: Any, router: Router, body_reader: BodyReader) -> None:
         self.app = app
-        self.routes = [HotRoute(path, endpoint, methods) for path, endpoint, methods in routes]
+        self.router = router
         self.body_reader = body_reader
 
     def __getattr__(self, name: str) -> Any:  # tests and tools reach app.state etc. through the front
@@ -157,21 +154,23 @@ class HotPathApp:
         if declared is not None and declared > self.body_reader.limit:
             await _answer(send, 413, _PROBLEM, _problem(too_large(self.body_reader.limit), path), _CLOSE)
             return
-        parts = path.split("/")
-        for route in self.routes:
-            params = route.match(parts)
-            if params is None:
-                continue
-            if scope["method"] not in route.methods:
-                if serves(self.app.router.routes, scope):  # e.g. GET /v1/transactions
-                    break
-                error = MethodNotAllowed(f"{scope['method']} is not allowed on {path}")
-                allow = allow_header(route.methods | allowed_methods(self.app.router.routes, scope)).encode()
-                await _answer(send, 405, _PROBLEM, _problem(error, path), [(b"allow", allow)])
-                return
-            await self._serve(route, params, scope, receive, send)
-            return
-        await self._pass_on(scope, receive, send)
+        found = self.router.resolve(scope["method"], path)
+        if type(found) is tuple:  # not isinstance: a call less on every request
+            await self._serve(found[0], found[1], scope, receive, send)
+        elif isinstance(found, frozenset):
+            error = MethodNotAllowed(f"{scope['method']} is not allowed on {path}")
+            await _answer(send, 405, _PROBLEM, _problem(error, path), [(b"allow", allow_header(found).encode())])
+        else:
+            await self._not_in_table(scope, receive, send)
+
+    async def _not_in_table(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Starlette's 307 when the path with its trailing slash toggled is a table route; else FastAPI's."""
+        path = scope["path"]
+        toggled = path[:-1] if path.endswith("/") else path + "/"
+        if path != "/" and self.router.serves_path(toggled):
+            await RedirectResponse(str(URL(scope={**scope, "path": toggled})))(scope, receive, send)
+        else:
+            await self._pass_on(scope, receive, send)
 
     async def _pass_on(self, scope: Scope, receive: Receive, send: Send) -> None:
         """FastAPI gets the body already read under the limits; later ``receive`` calls still see a hang-up.
@@ -203,11 +202,17 @@ class HotPathApp:
 
         await self.app(scope, replay, send)
 
-    async def _serve(self, route: HotRoute, params: dict[str, str], scope: Scope, receive: Receive, send: Send) -> None:
+    async def _serve(self, route: Route, path_params: dict[str, str], scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
+        request = ApiRequest(scope, receive, path_params, self.app.state.runtime, self.body_reader)
         try:
-            reply = await route.endpoint(HotRequest(scope, receive, params, self.app.state.runtime, self.body_reader))
-            body = orjson.dumps(reply.content)
+            if route.plain:  # a token and a body, nothing else to check first (every hot route)
+                request.principal = request.runtime.guard.principal(scope)
+            else:
+                _check(route, request)
+            reply = await route.endpoint(request)
+            content = reply.content
+            body = content if content.__class__ is bytes else orjson.dumps(content)
         except ClientGone:
             return
         except _BODY_REFUSED as exc:
@@ -221,8 +226,10 @@ class HotPathApp:
             else:
                 log_server_error(scope["method"], path, error)
             try:
-                await _answer(send, error.status, _PROBLEM, _problem(error, path), _raw_headers(error), scope)
+                headers = _raw_headers(error) + (_CLOSE if isinstance(error, Unauthenticated) else [])
+                await _answer(send, error.status, _PROBLEM, _problem(error, path), headers, scope)
             finally:  # the error's traceback holds this frame, which holds the error: a cycle that kept the request's
                 del error  # body alive until the next full gc (`except ... as exc` unbinds only exc)
             return
-        await _answer(send, reply.status, _JSON, body, scope=scope)
+        await _answer(send, reply.status, route.raw_media_type if reply.media_type is None else reply.media_type, body,
+                      scope=scope)
