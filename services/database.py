@@ -108,7 +108,7 @@ def together_or_each_alone(batch: list[T], together: Callable[[list[T]], list[R]
                            alone: Callable[[T], R]) -> list[R | Exception]:
     """Write ``batch`` in one transaction; if one item's data stops it, write each item alone.
 
-    A group commit's batch function (``services.group_commit``): per item, its result or
+    A group commit's batch function (``halfmq.client.database_writes``): per item, its result or
     the exception its own write raised. A constraint or a value out of range rolls the
     whole batch back, so every item is redone alone and the bad one fails only itself.
     Any other error (the database is down or locked) is raised: nothing of the batch was

@@ -23,7 +23,7 @@ class ServiceSettings(BaseSettings):
     topic: str = "ORDER_TOPIC"
     db_pool_size: int = 20
     # Most writes one database transaction may carry (group commit: writes that arrive
-    # while one transaction runs share the next; see services/group_commit.py).
+    # while one transaction runs share the next; see halfmq/client/database_writes.py).
     write_batch_max: int = 64
     log_level: str = "info"
     # Security: the broker token as a value or a file (Docker secrets); a private CA for the

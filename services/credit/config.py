@@ -14,7 +14,7 @@ class CreditSettings(ServiceSettings):
     database_url: str = "sqlite:///./data/credit.db"
     consumer_group: str = "credit_group"
     points_per_unit: int = 1
-    # Handlers are coroutines waiting on a shared group commit (services/group_commit.py), so
+    # Handlers are coroutines waiting on a shared group commit (halfmq/client/database_writes.py), so
     # let a whole received batch in at once: it is then credited in one database transaction.
     consumer_concurrency: int = 64
     max_messages: int = 64

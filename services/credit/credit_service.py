@@ -1,7 +1,7 @@
 """Consuming ORDER_TOPIC: each message credits its order once, then is acked.
 
 The messages handled at the same time share database transactions (a group commit, see
-``halfmq.client.group_commit``); a handler returns, and its message is acked, only after the
+``halfmq.client.database_writes``); a handler returns, and its message is acked, only after the
 transaction holding its credit and its inbox row (``halfmq.client.sqlalchemy.inbox``) has
 committed. Which delivery credits an order is the inbox's decision, not this module's.
 """
@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass, field
 
 from halfmq.client import Message, message_body_bytes
+from halfmq.client.database_writes import DatabaseWriteBatcher
 
-from ..group_commit import GroupCommit
 from .models import CreditAccount, CreditRecord, SummaryDay, SummaryRun, SummaryUser
 from .ports import CreditLedger
 from .rules import CreditCommand, PoisonMessage, parse_order_message, points_for
@@ -42,7 +42,7 @@ class CreditService:
         self.points_per_unit = points_per_unit
         self.crash_after_commit_order = crash_after_commit_order
         self.stats = CreditStats()
-        self._writes: GroupCommit[tuple[CreditCommand, int, str], bool] = GroupCommit(repo.apply_many, write_batch_max)
+        self._writes: DatabaseWriteBatcher[tuple[CreditCommand, int, str], bool] = DatabaseWriteBatcher(repo.apply_many, write_batch_max)
 
     async def handle(self, message: Message) -> bool:
         """Credit one order message; True if it credited, False if the inbox had the order already. Raising means nack."""

@@ -43,7 +43,7 @@ class CreditRepository:
     def apply_many(self, batch: list[tuple[CreditCommand, int, str]]) -> list[bool | Exception]:
         """Credit several orders in ONE database transaction; per item True (new), False (already credited) or its error.
 
-        The group commit's batch function (``services.group_commit``). Each credit record, its
+        The group commit's batch function (``halfmq.client.database_writes``). Each credit record, its
         balance change and its inbox row commit together; an order whose inbox row exists
         already, or that comes twice in the batch, is claimed once and credited once (the
         inbox's ``claim_keys``). Balances go in user-id order so that two consumers' batches

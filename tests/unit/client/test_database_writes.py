@@ -1,4 +1,4 @@
-"""GroupCommit: concurrent submits share batches, each caller gets its own outcome after its batch."""
+"""DatabaseWriteBatcher (the services' group commit): concurrent submits share batches, each caller gets its own outcome after its batch."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from halfmq.services.group_commit import GroupCommit
+from halfmq.client.database_writes import DatabaseWriteBatcher as GroupCommit
 
 
 class Recorder:
