@@ -1,0 +1,142 @@
+"""The blocking classes are the async ones, driven on one event loop that runs on a thread of its own.
+
+Why: writing every client twice (blocking and asyncio) gave hand-kept twins
+that drifted apart (issue 35). The async classes are the only source; a
+blocking class holds its async twin and runs each call on this loop
+(dramatiq's ``EventLoopThread`` pattern). Threads that call one blocking
+client at once meet on the loop, so the batching engine coalesces their sends
+exactly as it does for asyncio tasks.
+
+One loop serves the whole process: it starts on first use, runs on a daemon
+thread (it never keeps the interpreter alive) and is started afresh in a
+child after ``fork`` (a forked child has the thread's memory but not the
+thread). A blocking call made *on* the loop's thread would wait for itself
+forever, so it raises instead: user callbacks (handlers, listeners) run on
+worker threads, never on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import threading
+from collections.abc import Coroutine
+from types import TracebackType
+from typing import Any, Generic, Protocol, Self, TypeVar
+
+__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "run"]
+
+T = TypeVar("T")
+
+
+class EventLoopThread:
+    """An asyncio loop on a daemon thread; ``run`` hands it a coroutine and blocks for the outcome."""
+
+    def __init__(self, name: str = "halfmq-loop") -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """The coroutine's result or exception; Ctrl-C (or any other interruption of the caller) cancels it."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("a blocking halfmq call was made on the SDK's event-loop thread; use the async class there")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise
+        except BaseException:
+            # KeyboardInterrupt and friends reach only this thread: stop the work on the loop too.
+            if not future.done():
+                future.cancel()
+            raise
+
+    def stop(self) -> None:
+        """For tests: stop the loop and join its thread (the process-wide loop is never stopped)."""
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+_shared: EventLoopThread | None = None
+_shared_lock = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    global _shared, _shared_lock  # the child must not use the parent's (threadless) loop
+    _shared = None
+    _shared_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def shared_loop() -> EventLoopThread:
+    """The process's one loop thread, started on first use."""
+    global _shared  # one loop per process, made lazily (nothing is built at import time)
+    loop = _shared
+    if loop is None:
+        with _shared_lock:
+            loop = _shared
+            if loop is None:
+                loop = _shared = EventLoopThread()
+    return loop
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the process's loop thread and block for its outcome."""
+    return shared_loop().run(coro)
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+class AsyncLifecycle:
+    """``async with`` for an async client: leaving the block awaits ``close()``."""
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+
+A = TypeVar("A", bound=_Closable)
+
+
+class Blocking(Generic[A]):
+    """Base of a blocking client: holds its async twin (``_async``) and runs calls on the loop thread.
+
+    Subclasses build the async object *on the loop* (``run(_make())``) when its
+    constructor needs a running loop, and write each public method as one
+    line: ``return run(self._async.method(...))``.
+    """
+
+    _async: A
+
+    def close(self) -> None:
+        """Close the connections (idempotent)."""
+        run(self._async.close())
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
