@@ -53,14 +53,19 @@ class EventLoopThread:
             raise RuntimeError("a blocking halfmq call was made on the SDK's event-loop thread; use the async class there")
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         try:
-            return future.result()
-        except concurrent.futures.CancelledError:
-            raise
+            concurrent.futures.wait((future,))
         except BaseException:
             # KeyboardInterrupt and friends reach only this thread: stop the work on the loop too.
-            if not future.done():
-                future.cancel()
+            future.cancel()
             raise
+        # Raised from here rather than through future.result(): a user's traceback
+        # gains two frames (this and ``run``), not four.
+        if future.cancelled():
+            raise concurrent.futures.CancelledError
+        error = future.exception()
+        if error is not None:
+            raise error
+        return future.result()
 
     def stop(self) -> None:
         """For tests: stop the loop and join its thread (the process-wide loop is never stopped)."""
