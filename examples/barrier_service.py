@@ -6,7 +6,7 @@ from fastapi import FastAPI
 from sqlalchemy import Column, MetaData, String, Table, create_engine
 
 from halfmq import AsyncTransactionProducer
-from halfmq.client.fastapi import mount_check_endpoint, producer_lifespan
+from halfmq.client.fastapi_checks import mount_check_endpoint, producer_lifespan
 from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 from halfmq.client.sqlalchemy.records import create_transaction_records
 

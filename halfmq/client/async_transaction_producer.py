@@ -1,62 +1,100 @@
-"""The asyncio transactional producer: ``TransactionProducer`` with coroutines.
+"""RocketMQ's TransactionMQProducer, written once: the asyncio producer that the blocking one drives.
 
-It runs the same steps (``transaction_steps``) with the asyncio driver
-(``step_drivers``); its heartbeat is a task instead of a thread.
+``send_in_transaction`` is half → local transaction → end, a step sequence
+(``transaction_steps``, whose docstring says how each step can fail) run here
+on the event loop; ``TransactionProducer`` runs the same steps from its
+caller's thread. The producer registers ``check_url`` with the broker by
+heartbeat so that the broker can ask about transactions whose end it never
+got; ``check_app()`` returns the ASGI app to serve at that URL. Without a
+``check_url`` a producer refuses to start unless told ``check_backs=False``:
+leaving it out by accident silently turned check-backs off.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import secrets
+import socket
 from collections.abc import Awaitable, Callable
-from types import TracebackType
-from typing import Any, Self, TypeVar, Unpack
+from typing import Any, Self, TypedDict, TypeVar, Unpack
 
-from halfmq.wire import OutgoingMessage
+from halfmq.errors import BrokerError
+from halfmq.wire import OutgoingMessage, TransactionState
 
-from . import endpoints
+from . import endpoints, transaction_steps
+from .check_app import CheckApp
 from .endpoints import Call
-from .messages import Body
+from .listener import AnyTransactionListener, LocalTransactionState, call_listener
+from .loop_thread import AsyncLifecycle
+from .messages import Body, outgoing
+from .numbering import Numbering
 from .retry import async_retrying
 from .send_options import SendOptions
 from .step_drivers import retry_on, run_steps_async
-from .transaction import (
-    AsyncTransactionListener,
-    LocalTransactionState,
-    TransactionListener,
-    TransactionSendResult,
-    call_listener,
-)
 from .transaction_batches import TransactionBatches
-from .transaction_producer_base import TransactionProducerBase
-from .transaction_steps import Request, Step
-from .transport import TIMEOUT, AsyncTransport, Verify
+from .transaction_steps import Request, RunLocalTransaction, Step, Steps, TransactionSendResult, end_state
+from .transport import TIMEOUT, AsyncTransport, Verify, require_http_url
 
-__all__ = ["AsyncTransactionProducer"]
+__all__ = ["AsyncTransactionProducer", "TransactionProducerOptions", "default_client_id"]
 
-# The producers' logger, as before the flavours had a module each.
-log = logging.getLogger("halfmq.client.transaction_producer")
+log = logging.getLogger("halfmq.client.transaction_producer")  # one logger for both producers
 
 T = TypeVar("T")
 
+# A heartbeat in flight must not hold close() up for a whole request timeout.
+HEARTBEAT_TIMEOUT = 5.0
 
-class AsyncTransactionProducer(TransactionProducerBase):
-    """Asyncio transactional producer; concurrent sends run concurrently.
+
+def default_client_id() -> str:
+    """hostname-pid-random: unique per producer instance, readable in the broker's producer list."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+class TransactionProducerOptions(TypedDict, total=False):
+    """The keyword settings of ``AsyncTransactionProducer`` (see its docstring), which ``TransactionProducer`` passes on."""
+
+    check_url: str | None
+    check_backs: bool
+    client_id: str | None
+    heartbeat_interval: float
+    timeout: float
+    retries: int
+    pool_size: int
+    connections_per_client: int
+    max_in_flight: int
+    token: str | None
+    verify: Verify | None
+    idempotent: bool
+    idempotent_id: str | None
+    coalesce: bool
+
+
+class AsyncTransactionProducer(AsyncLifecycle):
+    """Asyncio transaction producer (RocketMQ's TransactionMQProducer); concurrent sends run concurrently.
+
+    ``start()`` (or ``async with``) registers ``check_url`` (required unless
+    ``check_backs=False``) with a first heartbeat, raising ``CheckUrlRefused``
+    if the broker will not dial it, and keeps it registered every
+    ``heartbeat_interval`` seconds from a task; ``close()`` stops it. An async
+    listener is awaited; a blocking one runs in a worker thread.
 
     Requests go through the pooled ``AsyncTransport`` (``pool_size`` clients of
     ``connections_per_client`` connections, at most ``max_in_flight`` requests
-    at once), so 64 concurrent ``send_in_transaction`` calls do not queue
-    behind one HTTP client. An async listener is awaited; a blocking one runs
-    in the default thread pool via ``asyncio.to_thread``.
+    at once), so 64 concurrent sends do not queue behind one HTTP client. Half
+    sends are numbered (a retried half is stored once) unless
+    ``idempotent=False``; ``idempotent_id`` is a stable identity across
+    restarts. ``coalesce``: the halves (and the ends) that concurrent sends
+    issue in one event-loop pass go out as one batch request
+    (``transaction_batches``); ``coalesce=False`` sends each on its own.
     """
-
-    listener: AsyncTransactionListener | TransactionListener
 
     def __init__(
         self,
         base_url: str | None,
         producer_group: str,
-        listener: AsyncTransactionListener | TransactionListener,
+        listener: AnyTransactionListener,
         *,
         check_url: str | None = None,
         check_backs: bool = True,
@@ -73,30 +111,41 @@ class AsyncTransactionProducer(TransactionProducerBase):
         idempotent_id: str | None = None,
         coalesce: bool = True,
     ) -> None:
-        """Half sends are numbered (a retried half is stored once) unless ``idempotent=False``; ``idempotent_id``: a stable identity.
-
-        ``coalesce``: the halves (and the ends) that concurrent ``send_in_transaction`` calls issue in one event-loop
-        pass go out as one batch request (``transaction_batches``); ``coalesce=False`` sends each on its own.
-        """
-        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs, idempotent_id,
-                         idempotent)
-        self._transport = AsyncTransport(
-            base_url,
-            timeout=timeout,
-            pool_size=pool_size,
-            connections_per_client=connections_per_client,
-            max_in_flight=max_in_flight,
-            token=token,
-            verify=verify,
-        )
+        # Contradictory settings fail here, where the mistake is, rather than at the first send.
+        if check_url is not None:
+            if not check_backs:
+                raise ValueError("check_url given with check_backs=False: leave one of them out")
+            require_http_url(check_url, "check_url")
+        if retries < 0:
+            raise ValueError("retries must be >= 0")
+        if heartbeat_interval <= 0:
+            raise ValueError("heartbeat_interval must be positive")
+        for name in ("execute_local_transaction", "check_local_transaction"):
+            if not callable(getattr(listener, name, None)):
+                raise TypeError(f"the listener has no {name} method")
+        if idempotent_id is not None and not idempotent:
+            raise ValueError("idempotent_id given with idempotent=False: leave one of them out")
+        self.producer_group = producer_group
+        self.listener = listener
+        self.check_url = check_url
+        self.check_backs = check_backs
+        self.client_id = client_id or default_client_id()
+        self.heartbeat_interval = heartbeat_interval
+        self._retries = retries
+        self._numbering = Numbering(idempotent_id) if idempotent else None
+        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
+                                         max_in_flight=max_in_flight, token=token, verify=verify)
         self._batches = TransactionBatches(self._transport.call) if coalesce else None
         self._send_call: Callable[[Call[Any]], Awaitable[Any]] = self._transport.call if self._batches is None else self._batches.call
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._numbered_lock = asyncio.Lock()
         self._start_lock = asyncio.Lock()
+        self._started = False
+        self._closed = False
 
     # --- lifecycle ---------------------------------------------------------------
     async def start(self) -> Self:
+        """Register ``check_url`` and keep it registered; a broker that is not up yet is logged, not raised."""
         async with self._start_lock:
             if await run_steps_async(self._start_steps(), self._perform):
                 self._heartbeat_task = asyncio.get_running_loop().create_task(
@@ -105,6 +154,7 @@ class AsyncTransactionProducer(TransactionProducerBase):
         return self
 
     async def close(self) -> None:
+        """Stop the heartbeat, wait for the batches in flight, close the connections (idempotent)."""
         if self._closed:
             return
         self._closed = True
@@ -116,15 +166,37 @@ class AsyncTransactionProducer(TransactionProducerBase):
             await self._batches.aclose()
         await self._transport.close()
 
-    aclose = close
-
     async def __aenter__(self) -> Self:
         return await self.start()
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
+    def _start_steps(self) -> Steps[bool]:
+        """Check the state, register ``check_url`` with a first heartbeat; True when a heartbeat loop must start."""
+        if self._closed:
+            raise RuntimeError("a closed transaction producer cannot be started again")
+        if self._started:
+            return False
+        if self.check_url is None and self.check_backs:
+            # Without a check URL a transaction whose end is lost (a crash between the local
+            # commit and the end call) is never asked about: the broker discards it.
+            raise RuntimeError(
+                f"producer group {self.producer_group!r} has no check_url, so the broker could never ask about a "
+                "transaction whose end is lost: pass check_url=... (and serve check_app() there), "
+                "or check_backs=False to run without check-backs"
+            )
+        if self.check_url is not None:
+            try:
+                yield Request(self._heartbeat_call())
+            except BrokerError as exc:
+                if not exc.retriable:
+                    raise
+                # The broker is not up yet; the heartbeat loop registers us once it is.
+                log.warning("producer %s of group %s: first heartbeat failed (%s); will keep trying every %.1fs",
+                            self.client_id, self.producer_group, exc, self.heartbeat_interval)
+        self._started = True
+        return self.check_url is not None
+
+    def _heartbeat_call(self) -> Call[Any]:
+        return endpoints.producer_heartbeat(self.producer_group, self.client_id, self.check_url, timeout=HEARTBEAT_TIMEOUT)
 
     async def _heartbeat_loop(self) -> None:
         while True:
@@ -134,34 +206,71 @@ class AsyncTransactionProducer(TransactionProducerBase):
             except Exception as exc:  # noqa: BLE001 - the loop must outlive any one failure
                 log.warning("producer %s of group %s: heartbeat failed: %s", self.client_id, self.producer_group, exc)
 
+    def check_app(self, **options: Any) -> CheckApp:
+        """The ASGI app answering this producer's check-backs; serve it at ``check_url``.
+
+        In FastAPI: ``app.mount("/halfmq/check", producer.check_app())`` with
+        ``check_url="http://127.0.0.1:8001/halfmq/check/"`` (trailing slash: the
+        mount redirects the slash-less path, and the broker follows no
+        redirects), or ``app.add_route("/halfmq/check", producer.check_app())``
+        with ``check_url="http://127.0.0.1:8001/halfmq/check"``. See the
+        ``halfmq.client.check_app`` module docstring. It refuses checks for
+        other producer groups.
+        """
+        return CheckApp(self.listener, producer_group=self.producer_group, **options)
+
     # --- sending -----------------------------------------------------------------
-    async def _perform(self, step: Step) -> Any:
-        if isinstance(step, Request):
-            numbering = self._numbering
-            if step.numbered and numbering is not None:
-                return await numbering.send_async(self._numbered_lock, async_retrying(self._retries),
-                                                  async_retrying(self._retries, retry_on=retry_on(step)), self._send_call, step.call)
-            return await async_retrying(self._retries, retry_on=retry_on(step))(self._send_call, step.call)
-        return await call_listener(self.listener.execute_local_transaction, step.message, step.arg)
-
-    async def _call(self, call: Call[T]) -> T:
-        result: T = await async_retrying(self._retries)(self._transport.call, call)
-        return result
-
     async def send_in_transaction(
         self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]
     ) -> TransactionSendResult:
-        """Half → local transaction → end, as ``TransactionProducer.send_in_transaction``."""
+        """Half → local transaction → end (see ``transaction_steps`` for each step's failures); ``arg`` goes to the listener."""
         return await run_steps_async(self._send_steps(topic, message, arg, options), self._perform)
+
+    def _send_steps(self, topic: str, message: OutgoingMessage | Body, arg: Any, options: SendOptions) -> Steps[TransactionSendResult]:
+        """Refuses at once (not at the first step) when not started or the message is malformed."""
+        if self._closed:
+            raise RuntimeError("the transaction producer is closed")
+        if not self._started:
+            # As RocketMQ's makeSureStateOK: without start() a check_url is never
+            # registered, and a transaction whose end is lost would wait forever.
+            raise RuntimeError("call start() (or use the producer as a context manager) before sending")
+        msg = outgoing(message, **options)
+        return transaction_steps.send_in_transaction(self.producer_group, topic, msg, arg, numbered=self._numbering is not None)
+
+    async def _perform(self, step: Step) -> Any:
+        """A step of the sequence: a request, retried as far as repeating it is harmless, or the local transaction."""
+        if isinstance(step, RunLocalTransaction):
+            return await call_listener(self.listener.execute_local_transaction, step.message, step.arg)
+        numbering = self._numbering
+        if step.numbered and numbering is not None:
+            return await numbering.send_async(self._numbered_lock, async_retrying(self._retries),
+                                              async_retrying(self._retries, retry_on=retry_on(step)), self._send_call, step.call)
+        return await async_retrying(self._retries, retry_on=retry_on(step))(self._send_call, step.call)
 
     # --- transactions by id ------------------------------------------------------
     async def end_transaction(
         self, transaction_id: str, state: LocalTransactionState | str, *, from_check: bool = False
     ) -> dict[str, Any]:
-        return await self._call(self._end_call(transaction_id, state, from_check))
+        """End a transaction of this group (retried: ending is idempotent); the broker's view of it.
+
+        For a listener that answered a check-back ``UNKNOW`` and decides later:
+        ``from_check=True`` says so to the broker.
+        """
+        return await self._call(endpoints.end_transaction(transaction_id, self.producer_group, end_state(state), from_check=from_check))
 
     async def get_transaction(self, transaction_id: str) -> dict[str, Any]:
+        """The broker's view of one transaction (state, check count, last answer): for tools and tests."""
         return await self._call(endpoints.get_transaction(transaction_id))
 
     async def list_transactions(self, state: str = "pending", limit: int = 100) -> list[dict[str, Any]]:
-        return await self._call(self._list_call(state, limit))
+        """The broker's transactions in ``state`` (a ``TransactionState`` value): to find the ones left pending."""
+        try:
+            state = TransactionState(state).value
+        except ValueError:
+            raise ValueError(f"state must be one of {tuple(s.value for s in TransactionState)}, not {state!r}") from None
+        return await self._call(endpoints.list_transactions(state, limit))
+
+    async def _call(self, call: Call[T]) -> T:
+        result: T = await async_retrying(self._retries)(self._transport.call, call)
+        return result
+

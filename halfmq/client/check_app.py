@@ -67,13 +67,7 @@ from halfmq.errors import (
 )
 from halfmq.wire import CheckRequest, decode
 
-from .transaction import (
-    AsyncTransactionListener,
-    LocalTransactionState,
-    TransactionListener,
-    call_listener,
-    coerce_local_state,
-)
+from .listener import AnyTransactionListener, LocalTransactionState, call_listener, coerce_local_state
 
 __all__ = ["CheckApp"]
 
@@ -97,7 +91,7 @@ class CheckApp:
 
     def __init__(
         self,
-        listener: TransactionListener | AsyncTransactionListener,
+        listener: AnyTransactionListener,
         *,
         producer_group: str | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -113,6 +107,7 @@ class CheckApp:
         self._verifier = CheckVerifier(secret, signature_window) if secret else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry: HTTP is a check-back, lifespan is answered (a server waits for it), websockets are closed."""
         kind = scope["type"]
         if kind == "http":
             await self._http(scope, receive, send)

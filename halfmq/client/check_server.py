@@ -2,7 +2,7 @@
 
 ``serve_checks(producer.check_app(), port)`` binds the port first, so a port that is taken is an error
 naming it (``CheckPortBusy``) rather than a server thread that dies while the program waits for it to
-start. A service that has a web app mounts the endpoint there instead (``halfmq.client.fastapi``).
+start. A service that has a web app mounts the endpoint there instead (``halfmq.client.fastapi_checks``).
 Needs uvicorn (``pip install uvicorn``); the SDK itself does not.
 """
 
@@ -29,6 +29,7 @@ class CheckServer:
         self.port: int = sock.getsockname()[1]
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Ask uvicorn to exit and wait up to ``timeout`` seconds, so a test or a restart gets the port back."""
         self.server.should_exit = True
         self._thread.join(timeout)
         self._sock.close()

@@ -1,6 +1,10 @@
-"""Run a step sequence (``transaction_steps``, ``settlement``) with blocking or with asyncio I/O.
+"""Run a step sequence (``transaction_steps``, ``settlement``) from a thread or from a coroutine.
 
-A driver only performs steps: it sends each step's result back into the
+Why two drivers for one sequence: the blocking transaction producer must run
+its listener's local transaction in its caller's thread (where the caller's
+database session lives) while its requests run on the SDK's loop, so it walks
+the sequence from that thread (``run_steps``); the asyncio producer awaits each
+step (``run_steps_async``). A driver only performs steps: it sends each step's result back into the
 sequence, or throws in the ``Exception`` the step raised, and the sequence
 decides what that means. A ``BaseException`` (a crash, cancellation) is
 never thrown in: it leaves the sequence where it stopped, so no later step runs.
@@ -27,6 +31,7 @@ def retry_on(request: Request) -> RetryPredicate:
 
 
 def run_steps(steps: Generator[S, Any, T], perform: Callable[[S], Any]) -> T:
+    """Walk ``steps`` in this thread, ``perform`` doing each; the sequence's result."""
     reply: Any = None
     error: Exception | None = None
     while True:
@@ -43,6 +48,7 @@ def run_steps(steps: Generator[S, Any, T], perform: Callable[[S], Any]) -> T:
 
 
 async def run_steps_async(steps: Generator[S, Any, T], perform: Callable[[S], Awaitable[Any]]) -> T:
+    """``run_steps`` with a coroutine ``perform``: the steps of concurrent sequences interleave on the loop."""
     reply: Any = None
     error: Exception | None = None
     while True:

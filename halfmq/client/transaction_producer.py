@@ -1,144 +1,93 @@
-"""The blocking transactional producer: RocketMQ's TransactionMQProducer.
+"""The blocking transaction producer: ``AsyncTransactionProducer`` driven on the SDK's loop thread.
 
-``send_in_transaction`` is half → local transaction → end, written once as a
-step sequence (``transaction_steps``, whose docstring says how each step can
-fail) and run here with blocking I/O (``step_drivers``); what both flavours
-share (settings, start's steps, ``check_app``) is ``transaction_producer_base``.
+Every request runs on the one event loop (``loop_thread``), with the async
+producer's transport, retries, numbering and heartbeat task. The one step that
+does not is the local transaction: ``execute_local_transaction`` runs in the
+thread that called ``send_in_transaction``, because that is where the caller's
+database session, connection and thread-locals live (a ``sqlite3`` connection
+refuses other threads). So the send is the async producer's step sequence
+(``transaction_steps``) driven from the caller's thread (``step_drivers``),
+each request handed to the loop and the local transaction run in place.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from typing import Any, Self, TypeVar, Unpack
+from typing import Any, Self, Unpack
 
 from halfmq.wire import OutgoingMessage
 
-from . import endpoints
-from .endpoints import Call
+from .async_transaction_producer import AsyncTransactionProducer, TransactionProducerOptions
+from .check_app import CheckApp
+from .listener import LocalTransactionState, TransactionListener, is_async_callable
+from .loop_thread import Blocking, run, shared_loop
 from .messages import Body
-from .retry import retrying
 from .send_options import SendOptions
-from .step_drivers import retry_on, run_steps
-from .transaction import LocalTransactionState, TransactionListener, TransactionSendResult, is_async_callable
-from .transaction_producer_base import HEARTBEAT_TIMEOUT, TransactionProducerBase, default_client_id
-from .transaction_steps import Request, Step
-from .transport import TIMEOUT, Transport, Verify
+from .step_drivers import run_steps
+from .transaction_steps import RunLocalTransaction, Step, TransactionSendResult
 
-__all__ = ["TransactionProducer", "default_client_id"]
-
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
+__all__ = ["TransactionProducer"]
 
 
-class TransactionProducer(TransactionProducerBase):
-    """Blocking transactional producer (RocketMQ's TransactionMQProducer).
+class TransactionProducer(Blocking[AsyncTransactionProducer]):
+    """Blocking transaction producer (RocketMQ's TransactionMQProducer); many threads may share one.
 
-    One instance can be shared by many threads; sends do not serialize.
-    ``start()`` registers ``check_url`` (required unless ``check_backs=False``) with a first heartbeat,
-    raising ``CheckUrlRefused`` if the broker will not dial it, and keeps it
-    registered from a daemon thread; ``close()`` stops that thread.
+    Settings as ``AsyncTransactionProducer``'s, except that ``coalesce`` is off
+    unless asked for: each thread's half and end are requests of their own, as
+    RocketMQ's are. ``start()`` (or ``with``) registers ``check_url`` and keeps
+    it registered from a task on the loop thread; ``close()`` stops it. The
+    listener's methods are blocking: ``execute_local_transaction`` runs in the
+    sending thread, ``check_local_transaction`` on a worker thread of the check app.
     """
 
-    listener: TransactionListener
-
-    def __init__(
-        self,
-        base_url: str | None,
-        producer_group: str,
-        listener: TransactionListener,
-        *,
-        check_url: str | None = None,
-        check_backs: bool = True,
-        client_id: str | None = None,
-        heartbeat_interval: float = 10.0,
-        timeout: float = TIMEOUT,
-        retries: int = 3,
-        token: str | None = None,
-        verify: Verify | None = None,
-        idempotent: bool = True,
-        idempotent_id: str | None = None,
-    ) -> None:
-        """Half sends are numbered (a retried half is stored once) unless ``idempotent=False``; ``idempotent_id``: a stable identity."""
-        super().__init__(producer_group, listener, check_url, client_id, heartbeat_interval, retries, check_backs, idempotent_id,
-                         idempotent)
+    def __init__(self, base_url: str | None, producer_group: str, listener: TransactionListener,
+                 **options: Unpack[TransactionProducerOptions]) -> None:
+        options.setdefault("coalesce", False)
+        self._async = AsyncTransactionProducer(base_url, producer_group, listener, **options)
         if is_async_callable(listener.execute_local_transaction):
             raise TypeError("the listener's methods are coroutines: use AsyncTransactionProducer")
-        self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
-        self._stop = threading.Event()
-        self._heartbeat_thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._numbered_lock = threading.Lock()
+        self.listener = listener
+        self.producer_group, self.client_id = producer_group, self._async.client_id
 
-    # --- lifecycle ---------------------------------------------------------------
+    @property
+    def check_url(self) -> str | None:
+        """The URL the broker dials for check-backs; set it before ``start()`` once the check server's port is known."""
+        return self._async.check_url
+
+    @check_url.setter
+    def check_url(self, url: str | None) -> None:
+        self._async.check_url = url
+
     def start(self) -> Self:
-        with self._lock:
-            if run_steps(self._start_steps(), self._perform):
-                self._heartbeat_thread = threading.Thread(
-                    target=self._heartbeat_loop, name=f"halfmq-heartbeat-{self.client_id}", daemon=True
-                )
-                self._heartbeat_thread.start()
+        """Register ``check_url`` with a first heartbeat (``CheckUrlRefused`` if the broker will not dial it)."""
+        run(self._async.start())
         return self
-
-    def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._stop.set()
-            thread = self._heartbeat_thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(HEARTBEAT_TIMEOUT + 1.0)
-        self._transport.close()
 
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _heartbeat_loop(self) -> None:
-        while not self._stop.wait(self.heartbeat_interval):
-            try:
-                self._transport.call(self._heartbeat_call())
-            except Exception as exc:  # noqa: BLE001 - the loop must outlive any one failure
-                if not self._stop.is_set():
-                    log.warning("producer %s of group %s: heartbeat failed: %s", self.client_id, self.producer_group, exc)
-
-    # --- sending -----------------------------------------------------------------
-    def _perform(self, step: Step) -> Any:
-        if isinstance(step, Request):
-            numbering = self._numbering
-            if step.numbered and numbering is not None:
-                return numbering.send(self._numbered_lock, retrying(self._retries),
-                                      retrying(self._retries, retry_on=retry_on(step)), self._transport.call, step.call)
-            return retrying(self._retries, retry_on=retry_on(step))(self._transport.call, step.call)
-        return self.listener.execute_local_transaction(step.message, step.arg)
-
-    def _call(self, call: Call[T]) -> T:
-        result: T = retrying(self._retries)(self._transport.call, call)
-        return result
+    def check_app(self, **options: Any) -> CheckApp:
+        """The ASGI app answering this producer's check-backs (``AsyncTransactionProducer.check_app``)."""
+        return self._async.check_app(**options)
 
     def send_in_transaction(
         self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]
     ) -> TransactionSendResult:
-        """Half → local transaction → end (see ``transaction_steps`` for each step's failures)."""
-        return run_steps(self._send_steps(topic, message, arg, options), self._perform)
+        """Half → local transaction (in this thread) → end; see ``transaction_steps`` for each step's failures."""
+        return run_steps(self._async._send_steps(topic, message, arg, options), self._perform)
 
-    # --- transactions by id ------------------------------------------------------
-    def end_transaction(
-        self, transaction_id: str, state: LocalTransactionState | str, *, from_check: bool = False
-    ) -> dict[str, Any]:
-        """End a transaction of this group (retried: ending is idempotent); the broker's view of it.
+    def _perform(self, step: Step) -> Any:
+        if isinstance(step, RunLocalTransaction):
+            return self.listener.execute_local_transaction(step.message, step.arg)
+        return shared_loop().run(self._async._perform(step))  # run(), one frame fewer in the tracebacks users read
 
-        Use ``from_check=True`` when answering a check-back later instead of
-        in the check response.
-        """
-        return self._call(self._end_call(transaction_id, state, from_check))
+    def end_transaction(self, transaction_id: str, state: LocalTransactionState | str, *, from_check: bool = False) -> dict[str, Any]:
+        """As ``AsyncTransactionProducer.end_transaction``: end a transaction of this group by its id."""
+        return run(self._async.end_transaction(transaction_id, state, from_check=from_check))
 
     def get_transaction(self, transaction_id: str) -> dict[str, Any]:
-        return self._call(endpoints.get_transaction(transaction_id))
+        """The broker's view of one transaction."""
+        return run(self._async.get_transaction(transaction_id))
 
     def list_transactions(self, state: str = "pending", limit: int = 100) -> list[dict[str, Any]]:
-        return self._call(self._list_call(state, limit))
+        """The broker's transactions in ``state``."""
+        return run(self._async.list_transactions(state, limit))

@@ -19,8 +19,10 @@
 
 The sequence is a generator: it yields each step (a ``Request`` to make, the
 ``RunLocalTransaction`` to run) and is sent the step's result, or thrown the
-``Exception`` it raised. ``step_drivers`` runs it with blocking or asyncio I/O,
-so both producers follow this one text, and tests walk it with plain values.
+``Exception`` it raised. ``AsyncTransactionProducer`` performs every step on
+its event loop; ``TransactionProducer`` performs the requests on that loop too
+but runs the local transaction in its caller's thread (``step_drivers``). So
+both follow this one text, and tests walk it with plain values.
 """
 
 from __future__ import annotations
@@ -30,20 +32,17 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import msgspec
+
 from halfmq.errors import BrokerError
-from halfmq.wire import HalfSendResult, OutgoingMessage
+from halfmq.wire import HalfSendResult, OutgoingMessage, SendStatus
 
 from . import endpoints
 from .endpoints import Call
-from .transaction import (
-    LocalTransactionState,
-    TransactionSendResult,
-    coerce_local_state,
-    listener_message,
-    state_after_half,
-)
+from .listener import LocalTransactionState, coerce_local_state
 
-__all__ = ["Request", "RunLocalTransaction", "Step", "Steps", "end_state", "send_in_transaction"]
+__all__ = ["Request", "RunLocalTransaction", "Step", "Steps", "TransactionSendResult", "end_state", "listener_message",
+           "send_in_transaction", "state_after_half"]
 
 # The producers' logger, as before the steps had a module of their own.
 log = logging.getLogger("halfmq.client.transaction_producer")
@@ -75,6 +74,52 @@ class RunLocalTransaction:
 
 Step = Request | RunLocalTransaction
 Steps = Generator[Step, Any, T]
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionSendResult:
+    """What ``send_in_transaction`` did; a failed end is returned here, not raised.
+
+    ``local_state`` is the state the end was sent with. ``local_error`` is the
+    exception ``execute_local_transaction`` raised (the state is then
+    ``ROLLBACK_MESSAGE``). ``end`` is the broker's view of the transaction
+    after the end (``state``, ``final`` placement of a committed message,
+    ``duplicate``); when the end call failed it is ``None`` and ``end_error``
+    says why: the transaction stays pending until the broker's check-back
+    settles it, exactly as in RocketMQ, so this is not raised.
+    """
+
+    transaction_id: str
+    msg_id: str
+    send_status: SendStatus
+    local_state: LocalTransactionState
+    half: HalfSendResult
+    message: OutgoingMessage
+    end: dict[str, Any] | None = None
+    end_error: BrokerError | None = None
+    local_error: Exception | None = None
+
+
+def state_after_half(half: HalfSendResult) -> LocalTransactionState | None:
+    """``None`` when the local transaction should run; otherwise the state to end with.
+
+    As RocketMQ's sendMessageInTransaction: a half stored with any status but
+    SEND_OK (not known durable) is rolled back without running the local
+    transaction.
+    """
+    if half.status is SendStatus.SEND_OK:
+        return None
+    return LocalTransactionState.ROLLBACK_MESSAGE
+
+
+def listener_message(message: OutgoingMessage, half: HalfSendResult, producer_group: str) -> OutgoingMessage:
+    """The message as sent, with the properties RocketMQ sets before the local transaction runs.
+
+    ``TRANSACTION_ID`` lets the listener record the id next to its business
+    change, so a check-back (whose message carries the same property) can find it.
+    """
+    properties = {**message.properties, "TRAN_MSG": "true", "PGROUP": producer_group, "TRANSACTION_ID": half.transaction_id}
+    return msgspec.structs.replace(message, properties=properties)
 
 
 def end_state(state: LocalTransactionState | str) -> str:

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from halfmq.client import AsyncTransactionProducer
-from halfmq.client.fastapi import mount_check_endpoint, producer_lifespan
+from halfmq.client.fastapi_checks import mount_check_endpoint, producer_lifespan
 from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 
 from .. import http_problems

@@ -17,8 +17,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from halfmq.client.async_transaction_producer import AsyncTransactionProducer
+from halfmq.client.listener import LocalTransactionState
 from halfmq.client.messages import Body
-from halfmq.client.transaction import LocalTransactionState
 from halfmq.wire import Message, OutgoingMessage
 
 from .barrier_base import AfterCommit, BarrierBase, DuplicateBusinessKey, R, Sent, Work
@@ -50,6 +50,7 @@ class AsyncTransactionBarrier(BarrierBase):
         return self._outcome(result, work)
 
     async def execute_local_transaction(self, msg: OutgoingMessage, work: Work[Any]) -> LocalTransactionState:
+        """The producer's call: ``work.run`` and the record in one database transaction of this send's own."""
         txid = self._transaction_id(msg)
         if txid is None or not isinstance(work, Work):
             raise TypeError("send through AsyncTransactionBarrier.send, not the producer's send_in_transaction")
@@ -65,6 +66,7 @@ class AsyncTransactionBarrier(BarrierBase):
         return await self._after_commit(work)
 
     async def check_local_transaction(self, msg: Message) -> LocalTransactionState:
+        """The check app's call: one indexed lookup of the record, judged against the horizon (``horizon``)."""
         txid = self._transaction_id(msg)
         if txid is None:
             return LocalTransactionState.UNKNOW

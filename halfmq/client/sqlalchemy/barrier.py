@@ -39,8 +39,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from halfmq.client.async_transaction_producer import AsyncTransactionProducer
 from halfmq.client.database_writes import DatabaseWriteBatcher
+from halfmq.client.listener import LocalTransactionState
 from halfmq.client.messages import Body
-from halfmq.client.transaction import LocalTransactionState
 from halfmq.wire import Message, OutgoingMessage
 
 from .barrier_base import AfterCommit, BarrierBase, DuplicateBusinessKey, R, Sent, Work
@@ -84,6 +84,7 @@ class TransactionBarrier(BarrierBase):
 
     # --- the listener ----------------------------------------------------------------
     async def execute_local_transaction(self, msg: OutgoingMessage, work: Work[Any]) -> LocalTransactionState:
+        """The producer's call: ``work.run`` and the record, in the next shared database transaction."""
         txid = self._transaction_id(msg)
         if txid is None or not isinstance(work, Work):
             raise TypeError("send through TransactionBarrier.send, not the producer's send_in_transaction")
@@ -146,6 +147,7 @@ class TransactionBarrier(BarrierBase):
         return await asyncio.to_thread(self.purge_blocking)
 
     def purge_blocking(self) -> int:
+        """``purge`` for a caller without an event loop (a cron job, a migration script)."""
         total = 0
         while True:
             with self.engine.begin() as conn:

@@ -21,7 +21,8 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Delete, Exists, MetaData, Table, delete, exists, select
 
-from halfmq.client.transaction import LocalTransactionState, TransactionSendResult
+from halfmq.client.listener import LocalTransactionState
+from halfmq.client.transaction_steps import TransactionSendResult
 from halfmq.wire import Message, OutgoingMessage, SendStatus
 
 from .horizon import DEFAULT_COMMIT_GRACE, DEFAULT_LOCAL_TX_TIMEOUT, CheckAnswer, Horizon, check_answer, half_age_seconds
@@ -113,10 +114,12 @@ class Sent(Generic[R]):
 
     @property
     def transaction_id(self) -> str:
+        """The broker's id of this send's transaction, as stored in the record."""
         return self.result.transaction_id
 
     @property
     def committed(self) -> bool:
+        """The broker acknowledged the commit (False: the check-back will commit it from the record)."""
         return self.result.local_state is LocalTransactionState.COMMIT_MESSAGE and self.result.end_error is None
 
 
@@ -207,6 +210,7 @@ class BarrierBase:
 
     # --- periodic cleanup ----------------------------------------------------------
     async def purge(self) -> int:  # pragma: no cover - each barrier has its own
+        """Delete the records older than ``retention``; how many."""
         raise NotImplementedError
 
     async def start(self) -> None:
@@ -217,6 +221,7 @@ class BarrierBase:
         self._cleanup_task = asyncio.get_running_loop().create_task(self._cleanup_loop(), name="halfmq-barrier-cleanup")
 
     async def close(self) -> None:
+        """Stop the periodic cleanup (the records stay)."""
         task, self._cleanup_task = self._cleanup_task, None
         if task is not None:
             task.cancel()

@@ -56,6 +56,7 @@ class Horizon:
 
     @property
     def seconds(self) -> float:
+        """The age past which a missing record means ROLLBACK."""
         return self.local_tx_timeout + self.commit_grace
 
 

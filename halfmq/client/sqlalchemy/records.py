@@ -44,6 +44,7 @@ class UtcTimestamp(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Refuse a naive datetime: stored without its offset, it would read back as another instant."""
         if value is None:
             return None
         if value.tzinfo is None:
@@ -51,6 +52,7 @@ class UtcTimestamp(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """Aware UTC, whatever the driver returns (SQLite hands back naive values)."""
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

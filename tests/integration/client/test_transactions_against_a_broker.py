@@ -38,6 +38,7 @@ from halfmq.client import (
     TransactionProducer,
     message_json,
 )
+from halfmq.client.loop_thread import run
 from halfmq.client.transport import request_not_sent
 from halfmq.errors import StoreUnavailable, SystemTopicForbidden, TransactionConflict
 from halfmq.testing import ServedApp
@@ -125,8 +126,12 @@ def closed_port_url() -> str:
         return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-def heartbeat_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("halfmq-heartbeat-")]
+def heartbeats() -> list[str]:
+    """The heartbeats running on the SDK's loop thread, where the blocking producer keeps its own."""
+    async def names() -> list[str]:
+        return [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("halfmq-heartbeat-")]
+
+    return run(names())
 
 
 # --- the three local outcomes ----------------------------------------------------------
@@ -200,7 +205,7 @@ def test_unknown_stays_pending_until_the_check_back_commits_it(tx_broker: Broker
             registered = httpx.get(f"{tx_broker.url}/v1/producers").json()["groups"]
             entry = {"client_id": producer.client_id, "check_url": check_url}
             assert {"producer_group": "pg_unknown", "producers": [entry]} in registered
-            assert len(heartbeat_threads()) == 1
+            assert len(heartbeats()) == 1
 
             result = producer.send_in_transaction(topic, "o7", keys=["order-7"])
             assert result.local_state is UNKNOW and result.end_error is None
@@ -213,8 +218,8 @@ def test_unknown_stays_pending_until_the_check_back_commits_it(tx_broker: Broker
             started = time.monotonic()
             producer.close()
             closing = time.monotonic() - started
-    assert closing < 1.0, f"close() took {closing:.2f}s: it must stop the heartbeat thread promptly"
-    assert heartbeat_threads() == []
+    assert closing < 1.0, f"close() took {closing:.2f}s: it must stop the heartbeat promptly"
+    assert heartbeats() == []
 
     asked = [m for m in listener.checked if m.properties.get("TRANSACTION_ID") == result.transaction_id]
     assert asked and asked[-1].topic == topic and asked[-1].msg_id == result.msg_id and asked[-1].keys == ["order-7"]
@@ -272,7 +277,7 @@ def test_a_check_url_the_broker_refuses_makes_start_raise(tx_broker: BrokerProce
     producer = TransactionProducer(tx_broker.url, "pg_evil", Listener(), check_url="http://evil.example/x")
     with pytest.raises(CheckUrlRefused):
         producer.start()
-    assert heartbeat_threads() == []
+    assert heartbeats() == []
     with pytest.raises(RuntimeError, match="start"):
         producer.send_in_transaction("T", "x")
     producer.close()
@@ -493,6 +498,23 @@ def test_a_half_stored_without_send_ok_is_rolled_back_without_running_the_local_
     assert script.requests("/end") == [{"producer_group": "pg", "state": "rollback", "from_check": False}]
 
 
+def test_the_blocking_producer_runs_the_local_transaction_in_the_thread_that_sends(scripted: tuple[str, Script]) -> None:
+    """The caller's database session and thread-locals live in its thread (a sqlite3 connection refuses others)."""
+    url, script = scripted
+    script.answer("/v1/transactions", 200, half_answer())
+    script.answer("/v1/transactions/T1/end", 200, view("committed"))
+    threads: list[int] = []
+
+    def execute(msg: OutgoingMessage, arg: Any) -> LocalTransactionState:
+        threads.append(threading.get_ident())
+        return COMMIT
+
+    with TransactionProducer(url, "pg", Listener(execute), check_backs=False, idempotent=False) as producer:
+        result = producer.send_in_transaction("T", "x")
+    assert threads == [threading.get_ident()]
+    assert result.end is not None and result.end["state"] == "committed"
+
+
 def test_an_end_is_retried_and_a_failed_end_is_returned_not_raised(scripted: tuple[str, Script]) -> None:
     url, script = scripted
     script.answer("/v1/transactions", 200, half_answer())
@@ -545,10 +567,10 @@ def test_start_survives_a_broker_that_is_not_up_yet_and_close_stops_the_heartbea
     producer = TransactionProducer(closed_port_url(), "pg", Listener(), check_url="http://127.0.0.1:9/x", retries=0)
     producer.start()  # a broker still starting is no reason to fail; the heartbeat keeps trying
     assert any("first heartbeat failed" in r.getMessage() for r in caplog.records)
-    assert len(heartbeat_threads()) == 1
+    assert len(heartbeats()) == 1
     started = time.monotonic()
     producer.close()
-    assert time.monotonic() - started < 0.5 and heartbeat_threads() == []
+    assert time.monotonic() - started < 0.5 and heartbeats() == []
 
 
 def test_the_listener_must_be_started_and_match_the_flavour() -> None:

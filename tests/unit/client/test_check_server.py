@@ -20,7 +20,7 @@ class NeverAsked:
 
 
 def producer() -> TransactionProducer:
-    return TransactionProducer("http://127.0.0.1:9", "pg", NeverAsked(), check_backs=False)  # type: ignore[arg-type]
+    return TransactionProducer("http://127.0.0.1:9", "pg", NeverAsked(), check_backs=False)
 
 
 def test_a_taken_port_is_an_error_naming_the_port_not_a_hang() -> None:

@@ -1,7 +1,7 @@
 """The transaction's steps walked with plain values: each step answered by a script, no HTTP.
 
 Both producers run exactly this sequence (through ``step_drivers``), so what is
-pinned here holds for the blocking and the asyncio flavour alike.
+pinned here holds for the blocking and the asyncio producer alike.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from halfmq.client import LocalTransactionState, TransactionSendResult
+from halfmq.client import AsyncTransactionProducer, LocalTransactionState, TransactionSendResult
 from halfmq.client.retry import is_retriable
 from halfmq.client.step_drivers import retry_on, run_steps, run_steps_async
-from halfmq.client.transaction_producer_base import TransactionProducerBase
 from halfmq.client.transaction_steps import Request, RunLocalTransaction, Step, end_state, send_in_transaction
 from halfmq.client.transport import request_not_sent
 from halfmq.errors import BrokerUnavailable, CheckUrlRefused, StoreUnavailable
@@ -201,8 +200,9 @@ class Listener:
         return UNKNOW
 
 
-def producer(check_url: str | None = "http://127.0.0.1:8001/check") -> TransactionProducerBase:
-    return TransactionProducerBase("pg", Listener(), check_url, "c-1", 10.0, 3, check_backs=check_url is not None)
+def producer(check_url: str | None = "http://127.0.0.1:8001/check") -> AsyncTransactionProducer:
+    return AsyncTransactionProducer("http://127.0.0.1:9", "pg", Listener(), check_url=check_url, client_id="c-1",
+                                    check_backs=check_url is not None)
 
 
 def test_start_registers_the_check_url_with_a_first_heartbeat_and_asks_for_the_heartbeat_loop() -> None:

@@ -1,4 +1,4 @@
-"""halfmq.client.fastapi: the check endpoint on the exact path, and the producer (and barriers) in the app's lifespan."""
+"""halfmq.client.fastapi_checks: the check endpoint on the exact path, and the producer (and barriers) in the app's lifespan."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from fastapi import FastAPI
 
 from halfmq.client import AsyncTransactionProducer, LocalTransactionState
-from halfmq.client.fastapi import mount_check_endpoint, producer_lifespan
+from halfmq.client.fastapi_checks import mount_check_endpoint, producer_lifespan
 
 
 class Listener:
