@@ -19,7 +19,7 @@ from halfmq.wire import OutgoingMessage
 from .async_transaction_producer import AsyncTransactionProducer, TransactionProducerOptions
 from .check_app import CheckApp
 from .listener import LocalTransactionState, TransactionListener, is_async_callable
-from .loop_thread import Blocking, run, shared_loop
+from .loop_thread import Blocking, run
 from .messages import Body
 from .send_options import SendOptions
 from .step_drivers import run_steps
@@ -78,7 +78,7 @@ class TransactionProducer(Blocking[AsyncTransactionProducer]):
     def _perform(self, step: Step) -> Any:
         if isinstance(step, RunLocalTransaction):
             return self.listener.execute_local_transaction(step.message, step.arg)
-        return shared_loop().run(self._async._perform(step))  # run(), one frame fewer in the tracebacks users read
+        return run(self._async._perform(step))
 
     def end_transaction(self, transaction_id: str, state: LocalTransactionState | str, *, from_check: bool = False) -> dict[str, Any]:
         """As ``AsyncTransactionProducer.end_transaction``: end a transaction of this group by its id."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ("halfmq", "halfmq.client", "halfmq.client.sqlalchemy", "halfmq.client.fastapi", "halfmq.client.check_server",
+MODULES = ("halfmq", "halfmq.client", "halfmq.client.sqlalchemy", "halfmq.client.fastapi_checks", "halfmq.client.check_server",
            "halfmq.testing", "halfmq.errors", "halfmq.wire")
 DEFAULT_OUT = ROOT / "build" / "api-reference"
 
