@@ -12,6 +12,13 @@ from typing import Any, ClassVar
 
 
 class BrokerError(Exception):
+    """Every error the broker answers (a problem+json with a stable ``code``) or the SDK raises for it.
+
+    One base so a caller can catch all of them; ``retriable`` says whether the same
+    request may succeed if sent again (the SDK's retries read it), ``status`` is the
+    HTTP status the broker answers it with, and ``code`` is what to branch on.
+    """
+
     code: ClassVar[str] = "BROKER_ERROR"
     status: ClassVar[int] = 500
     retriable: ClassVar[bool] = False
@@ -280,6 +287,8 @@ class TopicAlreadyExists(BrokerError):
 
 
 class CheckUrlRefused(BrokerError):
+    """The broker will not call this check-back URL (not http(s), or a host its policy forbids): SSRF protection."""
+
     code = "CHECK_URL_REFUSED"
     status = 400
     title = "The check-back URL is not allowed"

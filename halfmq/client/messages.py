@@ -22,6 +22,7 @@ from .send_options import SendOptions, check_send_options
 __all__ = ["UNIQ_KEY", "Body", "message_body_bytes", "message_json", "outgoing", "with_uniq_key"]
 
 UNIQ_KEY = "UNIQ_KEY"
+"""The property holding a message's client-side id (RocketMQ's name): set once before the first attempt, so a retry repeats it."""
 
 Body = str | bytes | bytearray | memoryview | dict[str, Any] | list[Any]
 
