@@ -287,7 +287,7 @@ class TopicAlreadyExists(BrokerError):
 
 
 class CheckUrlRefused(BrokerError):
-    """The broker will not call this check-back URL (not http(s), or a host its policy forbids): SSRF protection."""
+    """The broker will not dial this check-back URL (not in check_url_allow, unresolvable, or an address it must not reach): SSRF protection."""
 
     code = "CHECK_URL_REFUSED"
     status = 400
