@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -220,7 +221,11 @@ class _HandlerExit(Exception):
     """
 
 
+_on_handler_thread = threading.local()
+
+
 def _call_handler(handler: Callable[[Message], Any], message: Message) -> None:
+    _on_handler_thread.consumer = True
     try:
         handler(message)
     except Exception:
@@ -261,6 +266,13 @@ class Consumer(Blocking[AsyncConsumer]):
     def stop(self) -> None:
         """``AsyncConsumer.stop``: only wakes the loop, so a signal handler may call it."""
         self._async.stop()
+
+    def close(self) -> None:
+        """``AsyncConsumer.close``; from a handler only ``stop()``, since closing waits for the handlers to finish."""
+        if getattr(_on_handler_thread, "consumer", False):
+            self.stop()  # the connections close when the program exits
+        else:
+            run(self._async.close())
 
     def run(self) -> None:
         """``AsyncConsumer.run``, blocking the calling thread; on return every handler is done and settled."""

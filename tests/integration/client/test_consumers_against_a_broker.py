@@ -8,6 +8,7 @@ within a generous deadline.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 import uuid
@@ -108,6 +109,38 @@ def test_a_blocking_handler_runs_on_the_consumers_handler_threads_never_on_the_s
 
     assert all(name.startswith("halfmq-handler") for name in threads), threads
     assert len(set(threads)) <= 2, "no more handler threads than concurrency"
+
+
+def test_a_handler_calling_sys_exit_gets_its_message_again_and_the_consumer_goes_on(
+    broker_url: str, producer: Producer
+) -> None:
+    topic, group = unique("SDK_EXIT"), unique("g")
+    producer.create_topic(topic, queues=1)
+    producer.send(topic, "quits-once")
+    attempts: list[int] = []
+
+    def handler(message: Message) -> None:
+        attempts.append(message.delivery_attempt or 0)
+        if len(attempts) == 1:
+            sys.exit(3)
+
+    with Consumer(broker_url, group, topic, handler, invisible_seconds=2, wait_seconds=1) as consumer:
+        running = Running(consumer)
+        assert wait_until(lambda: len(attempts) >= 2, timeout=15)
+        running.stop(within=5)
+    assert attempts[:2] == [1, 2]
+
+
+def test_close_from_a_handler_stops_the_consumer_instead_of_waiting_for_itself(broker_url: str, producer: Producer) -> None:
+    topic, group = unique("SDK_CLOSE_INSIDE"), unique("g")
+    producer.create_topic(topic, queues=1)
+    producer.send(topic, "last")
+    consumer = Consumer(broker_url, group, topic, lambda m: consumer.close(), wait_seconds=1)
+    running = Running(consumer)
+    running.thread.join(10)
+    assert not running.thread.is_alive() and consumer.stopped
+    assert wait_until(lambda: total_lag(broker_url, group, topic) == 0, timeout=5), "the handler returned: its message is acked"
+    consumer.close()
 
 
 def test_a_failing_handler_gets_the_message_again_with_a_higher_delivery_attempt(
