@@ -55,7 +55,8 @@ class AsyncConsumer(AsyncLifecycle):
     ``handler`` may be a coroutine function or a plain function (a plain one
     runs on the event loop, so it must not block). Delivery is at-least-once:
     a handler must tolerate seeing a message again. A stopped consumer stays
-    stopped; make a new one to consume again.
+    stopped; make a new one to consume again. ``client`` is the
+    ``AsyncSimpleConsumer`` it polls with, e.g. for the group's lag.
     """
 
     def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Awaitable[Any] | Any], *,
@@ -224,8 +225,11 @@ class _HandlerExit(Exception):
 _on_handler_thread = threading.local()
 
 
-def _call_handler(handler: Callable[[Message], Any], message: Message) -> None:
+def _mark_handler_thread() -> None:
     _on_handler_thread.consumer = True
+
+
+def _call_handler(handler: Callable[[Message], Any], message: Message) -> None:
     try:
         handler(message)
     except Exception:
@@ -251,7 +255,7 @@ class Consumer(Blocking[AsyncConsumer]):
                  max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4,
                  timeout: float = TIMEOUT, retries: int = 3, token: str | None = None, verify: Verify | None = None) -> None:
         PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)  # a bad setting fails before the pool is made
-        self._workers = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="halfmq-handler")
+        self._workers = ThreadPoolExecutor(concurrency, "halfmq-handler", _mark_handler_thread)
         on_worker = partial(_on_worker, self._workers, handler)  # not a bound method: the twin must not hold self
         self._async = AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages,
                                     invisible_seconds=invisible_seconds, wait_seconds=wait_seconds, concurrency=concurrency,
