@@ -1,227 +1,286 @@
-"""A blocking consumer loop: receive, run the handler on a bounded thread pool,
-ack or nack the batch, repeat until stopped.
+"""The handler loop: receive, run the handler per message, ack or nack the batch, repeat until stopped.
 
-``stop()`` only sets flags, so it is safe from another thread or a signal
-handler. ``run()`` then returns promptly: it does not sit out a pending long
-poll (whatever that poll brings back later is nacked at once, unhandled),
-messages not yet handed to the handler are released with a nack, and handlers
-already running are waited for and their acks sent.
+RocketMQ 5 calls this a ``PushConsumer``; halfmq keeps the shorter
+``Consumer`` for it and RocketMQ's ``SimpleConsumer`` for receive/ack by hand
+(``simple_consumer``). ``AsyncConsumer`` is the one implementation; the
+blocking ``Consumer`` runs it on the SDK's event-loop thread (``loop_thread``)
+and its sync handler on worker threads, so both loops poll, back off, settle
+and stop alike.
 
-The polls run on a daemon thread, so a pending long poll does not hold the
-process either: a program that returns from ``run()`` exits at once (Ctrl-C on
-an idle topic), where a pool's worker thread kept it alive until the poll's
-``wait_seconds`` ran out. A poll cut that way by the exit hands nothing to the
-handler; a message the broker gave it just before is released when the broker
-sees the connection gone, else after ``invisible_seconds``.
+``stop()`` may be called from the loop, from another thread or from a signal
+handler. A pending long poll is cancelled rather than waited out, so ``run()``
+returns within moments on an idle topic; whatever the broker handed the cut
+poll it gives back when it sees the connection gone (after
+``invisible_seconds`` at worst), and the handler never sees it. Messages
+received but not yet handed to the handler are released with a nack; handlers
+already running finish and their acks are sent before ``run()`` returns.
+
+While batches are quick next to ``invisible_seconds`` (``polling.prefetch_next``)
+the next receive is already in flight while a batch's handlers run, and a
+batch's ack goes out while the next batch is handled, so neither round trip
+costs the loop time of its own. A loop that stops with a prefetched batch in
+hand nacks it unhandled (a release), as it does with messages it received but
+never started.
 """
 
 from __future__ import annotations
 
-import logging
-import queue
+import asyncio
+import inspect
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Self, TypeVar
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
 
 from halfmq.errors import BrokerError
 from halfmq.wire import Message, SettleResult
 
-from .consumer_client import ConsumerClient
-from .polling import PollFailures, PollSettings
+from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
+from .polling import PollFailures, PollSettings, prefetch_next
 from .settlement import Outcome, Settle, log_handler_failure, settle_batch
-from .step_drivers import run_steps
+from .simple_consumer import AsyncSimpleConsumer
+from .step_drivers import run_steps_async
 from .transport import TIMEOUT, Verify
 
-__all__ = ["Consumer"]
+__all__ = ["AsyncConsumer", "Consumer"]
 
-T = TypeVar("T")
+# How long a stopping loop waits for its prefetched receive before cancelling it.
+PREFETCH_GRACE_SECONDS = 0.5
 
-log = logging.getLogger(__name__)
 
+class AsyncConsumer(AsyncLifecycle):
+    """Consume one topic as one group with a handler (RocketMQ's PushConsumer), handlers run as tasks.
 
-class Consumer:
-    """Pop-style consumer for one group on one topic, handlers run in threads.
-
-    Delivery is at-least-once: a handler must tolerate seeing a message again.
-    A stopped consumer stays stopped; make a new one to consume again.
+    ``handler`` may be a coroutine function or a plain function (a plain one
+    runs on the event loop, so it must not block). Delivery is at-least-once:
+    a handler must tolerate seeing a message again. A stopped consumer stays
+    stopped; make a new one to consume again. ``client`` is the
+    ``AsyncSimpleConsumer`` it polls with, e.g. for the group's lag.
     """
 
-    def __init__(
-        self,
-        base_url: str | None,
-        group: str,
-        topic: str,
-        handler: Callable[[Message], Any],
-        *,
-        max_messages: int = 16,
-        invisible_seconds: float = 30.0,
-        wait_seconds: float = 10.0,
-        concurrency: int = 4,
-        timeout: float = TIMEOUT,
-        retries: int = 3,
-        token: str | None = None,
-        verify: Verify | None = None,
-    ) -> None:
+    def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Awaitable[Any] | Any], *,
+                 max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4,
+                 timeout: float = TIMEOUT, retries: int = 3, token: str | None = None, verify: Verify | None = None) -> None:
         self._poll = PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)
-        self.client = ConsumerClient(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
+        self.client = AsyncSimpleConsumer(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
         self._handler = handler
-        self._stop = threading.Event()
-        # Set by stop() and by every finished poll or handler, so the loop can
-        # sleep on one thing and re-check its state when anything changes.
-        self._wake = threading.Event()
-        # run() and abandoned long polls still using the client; close() waits
-        # for them by leaving the actual close to the last one out.
-        self._lock = threading.Lock()
-        self._users = 0
-        self._closing = False
-        self._closed = False
+        self._stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._run_done: asyncio.Event | None = None
+        self._settling: asyncio.Future[None] | None = None  # the ack/nack of the latest batch, if still in flight
 
     @property
     def stopped(self) -> bool:
-        return self._stop.is_set()
+        """Whether ``stop()`` was called: ``run()`` is finishing or done, and will not start again."""
+        return self._stopping
 
     def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-
-    def run(self) -> None:
-        self._acquire_client()
-        failures = PollFailures(self.client.topic)
-        poller = _DaemonPoller()
-        workers = ThreadPoolExecutor(max_workers=self._poll.concurrency, thread_name_prefix="halfmq-handler")
+        """Ask ``run()`` to finish its running handlers, settle them and return; safe from any thread or a signal handler."""
+        self._stopping = True
+        loop, event = self._loop, self._stop_event
+        if loop is None or event is None:
+            return  # run() has not started; it checks _stopping first
         try:
-            while not self._stop.is_set():
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            event.set()
+        else:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # loop already closed: nothing left to wake
+                pass
+
+    async def run(self) -> None:
+        """Consume until ``stop()``; a failed receive is logged and retried after a backoff, never raised."""
+        self._stop_event = asyncio.Event()
+        self._run_done = asyncio.Event()
+        self._loop = loop = asyncio.get_running_loop()
+        semaphore = asyncio.Semaphore(self._poll.concurrency)
+        failures = PollFailures(self.client.topic)
+        last_batch_seconds: float | None = None
+        pending: asyncio.Future[list[Message]] | None = None  # the next receive, possibly already in flight
+        try:
+            while not self._stopping:
+                poll, pending = pending or self._start_receive(), None
                 try:
-                    batch = self._receive(poller)
+                    batch = await self._receive(poll)
                 except BrokerError as exc:
-                    self._stop.wait(failures.failed(exc))
+                    await self._sleep(failures.failed(exc))
                     continue
                 failures.succeeded()
-                if batch:
-                    self._process(batch, workers)
+                if not batch:
+                    continue
+                quick = not self._stopping and prefetch_next(last_batch_seconds, self._poll.invisible_seconds)
+                if quick:
+                    # Pipelining: the next batch's round trip overlaps this one's handlers and ack.
+                    pending = self._start_receive()
+                started = loop.time()
+                await self._process(batch, semaphore, settle_behind=quick)
+                last_batch_seconds = loop.time() - started
         finally:
-            workers.shutdown(wait=True)
-            # Never wait for a pending long poll; _release_late settles it.
-            poller.shutdown()
-            self._release_client()
+            if pending is not None:
+                await self._give_back(pending, semaphore)
+            await self._settled()
+            self._run_done.set()
 
-    def _receive(self, poller: _DaemonPoller) -> list[Message] | None:
-        poll = poller.submit(self.client.receive, self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds)
-        poll.add_done_callback(lambda _: self._wake.set())
-        while True:
-            # Clear before checking, so a wake-up landing in between is not
-            # lost; a stale one (a handler callback of the last batch) only
-            # costs another look.
-            self._wake.clear()
-            if poll.done() or self._stop.is_set():
-                break
-            self._wake.wait()
-        if poll.done():
-            return poll.result()
-        self._acquire_client()
-        poll.add_done_callback(self._release_late)
-        return None
+    def _start_receive(self) -> asyncio.Future[list[Message]]:
+        return asyncio.ensure_future(
+            self.client.receive(self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds)
+        )
 
-    def _release_late(self, poll: Future[list[Message]]) -> None:
-        """Nack what a poll abandoned at stop brought back, then finish a deferred close."""
+    async def _receive(self, poll: asyncio.Future[list[Message]]) -> list[Message] | None:
+        assert self._stop_event is not None
+        stopped = asyncio.ensure_future(self._stop_event.wait())
+        either: set[asyncio.Future[Any]] = {poll, stopped}
         try:
-            handles = [m.receipt_handle for m in poll.result() if m.receipt_handle]
-            if handles:
-                self.client.nack(handles)
-        except Exception as exc:  # noqa: BLE001 - the messages will reappear after invisible_seconds anyway
-            log.debug("could not release messages of a poll abandoned at stop: %s", exc)
-        self._release_client()
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            if not poll.done():
+                poll.cancel()
+                await asyncio.gather(poll, return_exceptions=True)
+        if poll.cancelled():
+            return None
+        return poll.result()
 
-    def _handle(self, message: Message) -> Outcome:
-        try:
-            self._handler(message)
-        except Exception as exc:  # noqa: BLE001 - a failed handler means nack, whatever it raised
-            log_handler_failure(message, exc)
-            return Outcome.NACK
-        return Outcome.ACK
+    async def _give_back(self, poll: asyncio.Future[list[Message]], semaphore: asyncio.Semaphore) -> None:
+        """Release what a prefetched receive brought when the loop stops before handling it.
 
-    def _process(self, batch: list[Message], workers: ThreadPoolExecutor) -> None:
-        if self._stop.is_set():
-            self._settle(batch, [Outcome.RELEASE] * len(batch))
+        A prefetch against a backlog answers within milliseconds, so it gets a
+        short grace; one still out after that is a held long poll, cancelled
+        as at any stop (the broker hands its messages back when it finds the
+        client gone).
+        """
+        await asyncio.wait({poll}, timeout=PREFETCH_GRACE_SECONDS)
+        if not poll.done():
+            poll.cancel()
+            await asyncio.gather(poll, return_exceptions=True)
             return
-        futures = [workers.submit(self._handle, m) for m in batch]
-        for future in futures:
-            future.add_done_callback(lambda _: self._wake.set())
-        while True:
-            self._wake.clear()
-            if self._stop.is_set():
-                for future in futures:
-                    future.cancel()  # only those not yet started
-            if all(f.done() for f in futures):
-                break
-            self._wake.wait()
-        self._settle(batch, [self._outcome(f) for f in futures])
+        if poll.cancelled() or poll.exception() is not None:
+            return  # nothing was handed out to us, or we cannot know what: the invisibility timer covers it
+        batch = poll.result()
+        if batch:
+            await self._process(batch, semaphore)  # stopping: every message is a RELEASE, nacked at once
 
-    @staticmethod
-    def _outcome(future: Future[Outcome]) -> Outcome:
-        if future.cancelled():
-            return Outcome.RELEASE
-        if future.exception() is not None:  # a BaseException escaped the handler
-            return Outcome.NACK
-        return future.result()
+    async def _sleep(self, delay: float) -> None:
+        assert self._stop_event is not None
+        try:
+            await asyncio.wait_for(self._stop_event.wait(), timeout=delay)
+        except TimeoutError:
+            pass
 
-    def _settle(self, batch: list[Message], outcomes: list[Outcome]) -> None:
-        run_steps(settle_batch(batch, outcomes), self._perform_settle)
+    async def _handle(self, message: Message, semaphore: asyncio.Semaphore) -> Outcome:
+        async with semaphore:
+            if self._stopping:
+                return Outcome.RELEASE
+            try:
+                result = self._handler(message)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # noqa: BLE001 - a failed handler means nack, whatever it raised
+                log_handler_failure(message, exc)
+                return Outcome.NACK
+            return Outcome.ACK
 
-    def _perform_settle(self, step: Settle) -> list[SettleResult]:
-        return (self.client.ack if step.action == "ack" else self.client.nack)(step.handles)
+    async def _process(self, batch: list[Message], semaphore: asyncio.Semaphore, *, settle_behind: bool = False) -> None:
+        """Handle ``batch``, then ack/nack it: awaited, or (``settle_behind``) while the next batch is handled.
 
-    def _acquire_client(self) -> None:
-        with self._lock:
-            self._users += 1
+        Either way a message is settled only after its handler finished, and
+        one settle is in flight at a time, in batch order; ``run()`` returns
+        only once the last one is done.
+        """
+        outcomes = await asyncio.gather(*(self._handle(m, semaphore) for m in batch))
+        await self._settled()
+        self._settling = asyncio.ensure_future(run_steps_async(settle_batch(batch, outcomes), self._perform_settle))
+        if not settle_behind:
+            await self._settled()
 
-    def _release_client(self) -> None:
-        with self._lock:
-            self._users -= 1
-            close_now = self._closing and self._users == 0 and not self._closed
-            self._closed = self._closed or close_now
-        if close_now:
-            self.client.close()
+    async def _settled(self) -> None:
+        settling, self._settling = self._settling, None
+        if settling is not None:
+            await settling
+
+    async def _perform_settle(self, step: Settle) -> list[SettleResult]:
+        return await (self.client.ack if step.action == "ack" else self.client.nack)(step.handles)
+
+    async def close(self) -> None:
+        """Stop, let a running run() finish its batch and settle it, then close the connections."""
+        self.stop()
+        if self._run_done is not None:
+            await self._run_done.wait()
+        await self.client.close()
+
+
+class _HandlerExit(Exception):
+    """A sync handler raised a ``BaseException`` (``sys.exit`` in one): its message is nacked.
+
+    Passed on as it is, it would end the SDK's event-loop thread, not the handler's call.
+    """
+
+
+_on_handler_thread = threading.local()
+
+
+def _mark_handler_thread() -> None:
+    _on_handler_thread.consumer = True
+
+
+def _call_handler(handler: Callable[[Message], Any], message: Message) -> None:
+    try:
+        handler(message)
+    except Exception:
+        raise
+    except BaseException as exc:
+        raise _HandlerExit(f"the handler raised {type(exc).__name__}") from exc
+
+
+async def _on_worker(workers: ThreadPoolExecutor, handler: Callable[[Message], Any], message: Message) -> None:
+    await asyncio.get_running_loop().run_in_executor(workers, _call_handler, handler, message)
+
+
+class Consumer(Blocking[AsyncConsumer]):
+    """``AsyncConsumer`` for blocking code: ``run()`` blocks, the sync handler runs on ``concurrency`` threads.
+
+    The handler never runs on the SDK's event-loop thread, so it may block
+    (a database call, ``time.sleep``) without stalling the polls. Everything
+    else, and ``stop()`` from another thread or a signal handler, is
+    ``AsyncConsumer``'s.
+    """
+
+    def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Any], *,
+                 max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4,
+                 timeout: float = TIMEOUT, retries: int = 3, token: str | None = None, verify: Verify | None = None) -> None:
+        PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)  # a bad setting fails before the pool is made
+        self._workers = ThreadPoolExecutor(concurrency, "halfmq-handler", _mark_handler_thread)
+        on_worker = partial(_on_worker, self._workers, handler)  # not a bound method: the twin must not hold self
+        self._async = AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages,
+                                    invisible_seconds=invisible_seconds, wait_seconds=wait_seconds, concurrency=concurrency,
+                                    timeout=timeout, retries=retries, token=token, verify=verify)
+        close_at_exit(self, self._async)
+
+    @property
+    def stopped(self) -> bool:
+        """``AsyncConsumer.stopped``."""
+        return self._async.stopped
+
+    def stop(self) -> None:
+        """``AsyncConsumer.stop``: only wakes the loop, so a signal handler may call it."""
+        self._async.stop()
 
     def close(self) -> None:
-        """Stop, and close the connection pool once run() and any abandoned poll are done with it."""
-        self.stop()
-        with self._lock:
-            self._closing = True
-        self._acquire_client()
-        self._release_client()
+        """``AsyncConsumer.close``; from a handler only ``stop()``, since closing waits for the handlers to finish."""
+        if getattr(_on_handler_thread, "consumer", False):
+            self.stop()  # the connections close when the program exits
+        else:
+            run(self._async.close())
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class _DaemonPoller:
-    """Runs one call at a time on a daemon thread: an interpreter exiting does not wait for a long poll on it."""
-
-    def __init__(self) -> None:
-        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...]] | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._work, name="halfmq-poll", daemon=True)
-        self._thread.start()
-
-    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
-        future: Future[T] = Future()
-        self._calls.put((future, fn, args))
-        return future
-
-    def shutdown(self) -> None:
-        """The thread ends after the call it runs, if any; nothing waits for it."""
-        self._calls.put(None)
-
-    def _work(self) -> None:
-        while (call := self._calls.get()) is not None:
-            future, fn, args = call
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn(*args))
-            except BaseException as exc:  # noqa: BLE001 - handed to whoever waits on the future
-                future.set_exception(exc)
+    def run(self) -> None:
+        """``AsyncConsumer.run``, blocking the calling thread; on return every handler is done and settled."""
+        try:
+            run(self._async.run())
+        finally:
+            self._workers.shutdown(wait=True)

@@ -21,11 +21,12 @@ import asyncio
 import concurrent.futures
 import os
 import threading
+import weakref
 from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any, Generic, Protocol, Self, TypeVar
 
-__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "run"]
+__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "close_at_exit", "run"]
 
 T = TypeVar("T")
 
@@ -106,6 +107,30 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 class _Closable(Protocol):
     async def close(self) -> None: ...
+
+
+# How long a collected or exiting blocking client's close may hold up its thread (closing sends nothing).
+CLOSE_AT_EXIT_SECONDS = 1.0
+
+
+def close_at_exit(owner: object, twin: _Closable) -> None:
+    """Close ``twin`` on the loop once ``owner`` is collected or the program exits, whichever comes first.
+
+    A blocking client a program never closes (``SimpleConsumer(url, g, t).ack(...)`` at the end
+    of a script) would otherwise leave its connections to the interpreter's teardown, which
+    prints the HTTP library's "Unclosed client session" after the program's own output.
+    ``twin`` must not refer back to ``owner``, or ``owner`` is only collected at exit.
+    """
+    weakref.finalize(owner, _close_quietly, twin)
+
+
+def _close_quietly(twin: _Closable) -> None:
+    loop = _shared
+    if loop is None:
+        return  # no call ever ran on the loop (or this is a forked child): nothing was opened on it
+    future = asyncio.run_coroutine_threadsafe(twin.close(), loop.loop)
+    if threading.current_thread() is not loop._thread:
+        concurrent.futures.wait([future], timeout=CLOSE_AT_EXIT_SECONDS)
 
 
 class AsyncLifecycle:

@@ -1,4 +1,4 @@
-"""How a consumer loop polls, shared by the thread and asyncio consumers.
+"""How the consumer loop (``consumer.AsyncConsumer``) polls, as pure parts tested with plain numbers.
 
 ``PollSettings`` is the one definition of a loop's settings and their checks,
 made at construction so a bad value fails there and not on the first poll
@@ -53,6 +53,7 @@ class PollFailures:
         return delay
 
     def succeeded(self) -> None:
+        """A poll answered: the next failure waits the shortest time again."""
         self.count = 0
 
 

@@ -1,10 +1,10 @@
-"""What a consumer loop does with each message of a batch once its handler is done.
+"""What the consumer loop does with each message of a batch once its handler is done.
 
-Shared by the thread and asyncio loops so both settle a batch the same way:
-one ack request for the successes, one nack request for the failures and for
+One ack request for the successes, one nack request for the failures and for
 messages that were received but never handed to the handler (released on stop).
-``settle_batch`` is that as a step sequence, which each loop runs with its
-own driver (``step_drivers``).
+``settle_batch`` is that as a step sequence (sans-I/O), so the decisions are
+tested with plain values and the loop only performs the requests
+(``step_drivers.run_steps_async``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ log = logging.getLogger("halfmq.client.consumer")
 
 
 class Outcome(Enum):
+    """What became of one message of a batch, which decides how it is settled."""
+
     ACK = "ack"
     NACK = "nack"
     # Received but never started because the consumer is stopping: give it
@@ -51,6 +53,7 @@ class Settle:
 
 
 def settle_batch(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> Generator[Settle, list[SettleResult], None]:
+    """The ack, then the nack, of a batch; a failed one is logged, not raised (its messages come back on their own)."""
     acks, nacks = split(batch, outcomes)
     for settle in (Settle("ack", acks), Settle("nack", nacks)):
         if not settle.handles:
@@ -63,6 +66,7 @@ def settle_batch(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> Gener
 
 
 def log_handler_failure(message: Message, exc: BaseException) -> None:
+    """One line naming the message, with the traceback: the loop goes on, so this is all the user sees of it."""
     log.error(
         "handler failed for msg_id=%s topic=%s queue=%s offset=%s attempt=%s; it will be redelivered",
         message.msg_id,
@@ -75,6 +79,7 @@ def log_handler_failure(message: Message, exc: BaseException) -> None:
 
 
 def log_expired(action: str, results: Sequence[SettleResult]) -> None:
+    """Warn when settles came too late: the sign that ``invisible_seconds`` is shorter than the handler needs."""
     expired = [r.receipt_handle for r in results if r.status is SettleStatus.EXPIRED]
     if expired:
         # The handler outlived invisible_seconds: the message may already be

@@ -133,7 +133,7 @@ def _outcomes(keyed: Sequence[tuple[str, str]], inserted: set[str]) -> list[bool
 class Inbox:
     """Run handlers exactly once per key for one consumer group.
 
-    ``bind`` is an Engine or sessionmaker for ``handler`` (the thread ``Consumer``), an AsyncEngine
+    ``bind`` is an Engine or sessionmaker for ``handler`` (the blocking ``Consumer``, handlers on threads), an AsyncEngine
     or async_sessionmaker for ``async_handler`` (the ``AsyncConsumer``; a blocking handler there would
     stall its event loop). ``claim`` / ``claim_many`` / ``claim_keys`` work inside any transaction the
     caller opened, e.g. one batched by a group commit (the credit service's).

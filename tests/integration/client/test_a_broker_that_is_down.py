@@ -29,15 +29,15 @@ PROGRAMS = {
                 await producer.send("orders", "hello")
         asyncio.run(main())
     """,
-    "ConsumerClient": """
-        from halfmq import ConsumerClient
-        ConsumerClient(URL, "billing", "orders").ack(["handle"])
+    "SimpleConsumer": """
+        from halfmq.client.simple_consumer import SimpleConsumer
+        SimpleConsumer(URL, "billing", "orders").ack(["handle"])
     """,
-    "AsyncConsumerClient": """
+    "AsyncSimpleConsumer": """
         import asyncio
-        from halfmq import AsyncConsumerClient
+        from halfmq.client.simple_consumer import AsyncSimpleConsumer
         async def main():
-            async with AsyncConsumerClient(URL, "billing", "orders") as consumer:
+            async with AsyncSimpleConsumer(URL, "billing", "orders") as consumer:
                 await consumer.ack(["handle"])
         asyncio.run(main())
     """,

@@ -21,12 +21,12 @@ from halfmq.client import (
     AsyncProducer,
     BrokerError,
     BrokerUnavailable,
-    ConsumerClient,
     LocalTransactionState,
     Producer,
     TransactionProducer,
     endpoints,
 )
+from halfmq.client.simple_consumer import SimpleConsumer
 from halfmq.client.transport import AsyncTransport
 from halfmq.errors import FlushDiskTimeout, NotLeader, SystemTopicForbidden, TopicNotFound
 
@@ -183,7 +183,7 @@ def test_topic_and_group_names_are_percent_encoded_as_one_path_segment(scripted:
     script.answer(404, TopicNotFound("no such topic").to_problem(), "application/problem+json")
     with Producer(url, retries=0) as producer, pytest.raises(TopicNotFound):
         producer.read("%DLQ%group/x", 3, offset=5, max=2)
-    with ConsumerClient(url, "g%1", "%DLQ%g", retries=0) as consumer, pytest.raises(TopicNotFound):
+    with SimpleConsumer(url, "g%1", "%DLQ%g", retries=0) as consumer, pytest.raises(TopicNotFound):
         consumer.ack(["h1"])
     assert script.seen[0][1] == "/v1/topics/%25DLQ%25group%2Fx/queues/3/messages?offset=5&max=2"
     assert script.seen[1][1] == "/v1/consumer-groups/g%251/topics/%25DLQ%25g/ack"

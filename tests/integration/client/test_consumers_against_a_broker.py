@@ -8,6 +8,7 @@ within a generous deadline.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 import time
 import uuid
@@ -15,7 +16,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from halfmq.client import AsyncConsumer, Consumer, ConsumerClient, Message, Producer
+from halfmq.client import AsyncConsumer, Consumer, Message, Producer
+from halfmq.client.simple_consumer import SimpleConsumer
 from halfmq.testing import InProcessBroker
 
 
@@ -45,7 +47,7 @@ def wait_until(condition: Callable[[], bool], timeout: float, step: float = 0.05
 
 
 def total_lag(broker_url: str, group: str, topic: str) -> int:
-    with ConsumerClient(broker_url, group, topic) as client:
+    with SimpleConsumer(broker_url, group, topic) as client:
         info = client.group_info()
     return sum(q.lag for t in info.topics if t.topic == topic for q in t.queues)
 
@@ -84,6 +86,61 @@ def test_a_consumer_handles_every_message_once_and_acks_it(broker_url: str, prod
 
     assert sorted(seen) == sorted(f"m{i}" for i in range(30))
     assert wait_until(lambda: total_lag(broker_url, group, topic) == 0, timeout=5)
+
+
+def test_a_blocking_handler_runs_on_the_consumers_handler_threads_never_on_the_sdk_loop(
+    broker_url: str, producer: Producer
+) -> None:
+    topic, group = unique("SDK_THREADS"), unique("g")
+    producer.create_topic(topic, queues=1)
+    producer.send_batch(topic, [f"m{i}" for i in range(8)])
+    threads: list[str] = []
+    lock = threading.Lock()
+
+    def handler(message: Message) -> None:
+        time.sleep(0.05)  # blocking is fine here: the polls and acks go on on the loop thread
+        with lock:
+            threads.append(threading.current_thread().name)
+
+    with Consumer(broker_url, group, topic, handler, max_messages=8, wait_seconds=1, concurrency=2) as consumer:
+        running = Running(consumer)
+        assert wait_until(lambda: len(threads) >= 8, timeout=10)
+        running.stop(within=5)
+
+    assert all(name.startswith("halfmq-handler") for name in threads), threads
+    assert len(set(threads)) <= 2, "no more handler threads than concurrency"
+
+
+def test_a_handler_calling_sys_exit_gets_its_message_again_and_the_consumer_goes_on(
+    broker_url: str, producer: Producer
+) -> None:
+    topic, group = unique("SDK_EXIT"), unique("g")
+    producer.create_topic(topic, queues=1)
+    producer.send(topic, "quits-once")
+    attempts: list[int] = []
+
+    def handler(message: Message) -> None:
+        attempts.append(message.delivery_attempt or 0)
+        if len(attempts) == 1:
+            sys.exit(3)
+
+    with Consumer(broker_url, group, topic, handler, invisible_seconds=2, wait_seconds=1) as consumer:
+        running = Running(consumer)
+        assert wait_until(lambda: len(attempts) >= 2, timeout=15)
+        running.stop(within=5)
+    assert attempts[:2] == [1, 2]
+
+
+def test_close_from_a_handler_stops_the_consumer_instead_of_waiting_for_itself(broker_url: str, producer: Producer) -> None:
+    topic, group = unique("SDK_CLOSE_INSIDE"), unique("g")
+    producer.create_topic(topic, queues=1)
+    producer.send(topic, "last")
+    consumer = Consumer(broker_url, group, topic, lambda m: consumer.close(), wait_seconds=1)
+    running = Running(consumer)
+    running.thread.join(10)
+    assert not running.thread.is_alive() and consumer.stopped
+    assert wait_until(lambda: total_lag(broker_url, group, topic) == 0, timeout=5), "the handler returned: its message is acked"
+    consumer.close()
 
 
 def test_a_failing_handler_gets_the_message_again_with_a_higher_delivery_attempt(
@@ -136,14 +193,15 @@ def test_a_message_that_reaches_a_long_poll_abandoned_at_stop_is_released_not_hi
         producer.send(topic, "arrives-after-stop")  # answers the abandoned poll
 
         # Left alone it would stay invisible for the default 30 s; released, it is back at once.
-        with ConsumerClient(broker_url, group, topic) as client:
+        with SimpleConsumer(broker_url, group, topic) as client:
             deadline = time.monotonic() + 8
             again: list[Message] = []
             while not again and time.monotonic() < deadline:
                 again = client.receive(max_messages=1, invisible_seconds=30, wait_seconds=1)
     assert handled == []
     assert [m.body for m in again] == ["arrives-after-stop"]
-    assert (again[0].delivery_attempt or 0) > 1
+    # The stop cut the poll's connection: the broker gave the message back unseen, so the attempt is not counted.
+    assert again[0].delivery_attempt == 1
 
 
 def test_stop_lets_a_running_handler_finish_and_acks_its_message(broker_url: str, producer: Producer) -> None:
@@ -168,7 +226,7 @@ def test_stop_lets_a_running_handler_finish_and_acks_its_message(broker_url: str
 
     assert handled == ["slow"], "messages not yet started at stop must not reach the handler"
     # Had its ack not been sent, "slow" would be visible again after 2 s.
-    with ConsumerClient(broker_url, group, topic) as client:
+    with SimpleConsumer(broker_url, group, topic) as client:
         again: list[str] = []
         deadline = time.monotonic() + 4
         while time.monotonic() < deadline:

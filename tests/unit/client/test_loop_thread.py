@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import threading
 
 import pytest
 
-from halfmq.client.loop_thread import AsyncLifecycle, Blocking, EventLoopThread, run, shared_loop
+from halfmq.client.loop_thread import AsyncLifecycle, Blocking, EventLoopThread, close_at_exit, run, shared_loop
 
 
 @pytest.fixture
@@ -122,3 +123,13 @@ async def test_leaving_an_async_with_block_awaits_close():
     async with _AsyncThing() as thing:
         pass
     assert thing.closed == 1
+
+
+def test_a_blocking_client_never_closed_has_its_twin_closed_on_the_loop_once_collected():
+    thing = _BlockingThing()
+    twin = thing._async
+    close_at_exit(thing, twin)
+    run(_answer(0))  # the program has used the loop
+    del thing
+    gc.collect()
+    assert twin.closed == 1

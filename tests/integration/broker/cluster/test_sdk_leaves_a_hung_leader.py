@@ -19,7 +19,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from halfmq.client import AsyncProducer, BrokerError, ConsumerClient, Producer
+from halfmq.client import AsyncProducer, BrokerError, Producer
+from halfmq.client.simple_consumer import SimpleConsumer
 from tests.support.broker_set import BrokerSet
 from tests.support.report import report
 
@@ -97,7 +98,7 @@ def read_back(urls: str, group: str) -> collections.Counter[str]:
     """Every body of TOPIC, counted, consumed by a group that never consumed before (a count above 1 is a duplicate)."""
     counts: collections.Counter[str] = collections.Counter()
     empty = 0
-    with ConsumerClient(urls, group, TOPIC) as consumer:
+    with SimpleConsumer(urls, group, TOPIC) as consumer:
         while empty < 3:
             messages = consumer.receive(max_messages=256, invisible_seconds=60, wait_seconds=0.5)
             empty = 0 if messages else empty + 1

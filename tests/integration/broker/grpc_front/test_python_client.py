@@ -9,8 +9,8 @@ import pytest
 from rocketmq import ConsumeResult, FilterExpression, MessageListener, Producer, PushConsumer, SimpleConsumer, TransactionChecker
 from rocketmq import TransactionResolution as Resolution
 
-from halfmq.client import ConsumerClient
 from halfmq.client import Producer as HttpProducer
+from halfmq.client.simple_consumer import SimpleConsumer as HttpSimpleConsumer
 from tests.support.waiting import wait_for
 
 from .conftest import RmqBroker, message
@@ -147,7 +147,7 @@ def test_a_message_failing_every_attempt_lands_in_the_dead_letter_queue(start_rm
 def test_grpc_in_http_sdk_out_and_http_sdk_in_grpc_out(rmq_broker: RmqBroker, started) -> None:
     producer = started(Producer(rmq_broker.config(), ("bridge",)))
     sent = producer.send(message("bridge", b"from-grpc", tag="g"))
-    http_consumer = ConsumerClient(rmq_broker.url, "http-side", "bridge")
+    http_consumer = HttpSimpleConsumer(rmq_broker.url, "http-side", "bridge")
     got = http_consumer.receive(16, 30, wait_seconds=2)
     assert [(m.body, m.msg_id, m.tag) for m in got] == [("from-grpc", sent.message_id, "g")]
     http_consumer.ack([m.receipt_handle for m in got])

@@ -1,0 +1,130 @@
+"""Receive, then ack or nack by hand: RocketMQ 5's ``SimpleConsumer``, for one (group, topic).
+
+Why a second consumer beside the handler loop (``consumer.Consumer``): a
+program that must decide itself when a message counts as done (copying it in
+a producer transaction, a tool stepping through delivery, a test) needs the
+three calls and nothing else. RocketMQ 5 names this ``SimpleConsumer`` and the
+loop ``PushConsumer``; halfmq uses its names for both ideas.
+
+``receive`` is never retried here: a retry after a timeout could hide messages
+the broker already handed out, and the loops have their own backoff. ``ack``
+and ``nack`` are retried on retriable errors, since settling a handle twice
+only yields ``EXPIRED`` the second time.
+
+``AsyncSimpleConsumer`` is the implementation; ``SimpleConsumer`` runs it on
+the SDK's event-loop thread (``loop_thread``), so both behave alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from halfmq.wire import MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequest, SettleResult
+
+from . import endpoints
+from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
+from .retry import async_retrying
+from .transport import TIMEOUT, AsyncTransport, Verify
+
+__all__ = ["AsyncSimpleConsumer", "SimpleConsumer"]
+
+_SettleCall = Callable[[str, str, Sequence[str]], endpoints.Call[list[SettleResult]]]
+
+
+def _chunks(handles: Sequence[str]) -> list[list[str]]:
+    # The broker caps a settle request at MAX_RECEIVE handles.
+    return [list(handles[i : i + MAX_RECEIVE]) for i in range(0, len(handles), MAX_RECEIVE)]
+
+
+class AsyncSimpleConsumer(AsyncLifecycle):
+    """Receive and settle messages of one consumer group on one topic, with asyncio.
+
+    A consumer has few requests in flight (one long poll plus settles), so the
+    default pool is small; raise ``pool_size`` when sharing one client widely.
+    """
+
+    def __init__(self, base_url: str | None, group: str, topic: str, *, timeout: float = TIMEOUT, retries: int = 3,
+                 pool_size: int = 2, connections_per_client: int = 8, max_in_flight: int = 16,
+                 token: str | None = None, verify: Verify | None = None) -> None:
+        async_retrying(retries)  # a bad value fails here, not at the first ack
+        self.group = group
+        self.topic = topic
+        self._timeout = timeout
+        self._retries = retries
+        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size,
+                                         connections_per_client=connections_per_client, max_in_flight=max_in_flight,
+                                         token=token, verify=verify)
+
+    async def receive(self, max_messages: int = 16, invisible_seconds: float = 30.0,
+                      wait_seconds: float = 0.0) -> list[Message]:
+        """Up to ``max_messages``, hidden from the group for ``invisible_seconds`` unless settled first.
+
+        With ``wait_seconds`` the broker holds the request until a message
+        arrives or the time is up (a long poll), so an idle topic costs no
+        busy polling.
+        """
+        request = ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds)
+        # The long poll may hold the answer for wait_seconds: the HTTP timeout covers it plus the usual allowance.
+        return await self._transport.call(endpoints.receive(self.group, self.topic, request,
+                                                            timeout=self._timeout + request.wait_seconds))
+
+    async def ack(self, handles: Sequence[str]) -> list[SettleResult]:
+        """Mark messages done for the group; a handle past its invisibility comes back ``EXPIRED``."""
+        return await self._settle(endpoints.ack, handles)
+
+    async def nack(self, handles: Sequence[str]) -> list[SettleResult]:
+        """Give messages back for redelivery (with delivery_attempt+1, after the broker's backoff)."""
+        return await self._settle(endpoints.nack, handles)
+
+    async def _settle(self, make_call: _SettleCall, handles: Sequence[str]) -> list[SettleResult]:
+        results: list[SettleResult] = []
+        for chunk in _chunks(handles):
+            call = make_call(self.group, self.topic, chunk)
+            results.extend(await async_retrying(self._retries)(self._transport.call, call))
+        return results
+
+    async def group_info(self) -> ConsumerGroupInfo:
+        """The group's lag and in-flight messages per queue, as operators see them."""
+        result: ConsumerGroupInfo = await async_retrying(self._retries)(self._transport.call,
+                                                                        endpoints.consumer_group(self.group))
+        return result
+
+    async def close(self) -> None:
+        """Close the connections (idempotent; a later call opens new ones)."""
+        await self._transport.close()
+
+
+class SimpleConsumer(Blocking[AsyncSimpleConsumer]):
+    """``AsyncSimpleConsumer`` for blocking code; threads may share one (their calls meet on the SDK's loop)."""
+
+    def __init__(self, base_url: str | None, group: str, topic: str, *, timeout: float = TIMEOUT, retries: int = 3,
+                 token: str | None = None, verify: Verify | None = None) -> None:
+        self._async = AsyncSimpleConsumer(base_url, group, topic, timeout=timeout, retries=retries, token=token,
+                                          verify=verify)
+        close_at_exit(self, self._async)
+
+    @property
+    def group(self) -> str:
+        """The consumer group whose progress ack and nack move."""
+        return self._async.group
+
+    @property
+    def topic(self) -> str:
+        """The topic received from."""
+        return self._async.topic
+
+    def receive(self, max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 0.0) -> list[Message]:
+        """``AsyncSimpleConsumer.receive``."""
+        return run(self._async.receive(max_messages, invisible_seconds, wait_seconds))
+
+    def ack(self, handles: Sequence[str]) -> list[SettleResult]:
+        """``AsyncSimpleConsumer.ack``."""
+        return run(self._async.ack(handles))
+
+    def nack(self, handles: Sequence[str]) -> list[SettleResult]:
+        """``AsyncSimpleConsumer.nack``."""
+        return run(self._async.nack(handles))
+
+    def group_info(self) -> ConsumerGroupInfo:
+        """``AsyncSimpleConsumer.group_info``."""
+        return run(self._async.group_info())
