@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import threading
+import weakref
 from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any, Generic, Protocol, Self, TypeVar
 
-__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "run"]
+__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "close_when_dropped", "run"]
 
 T = TypeVar("T")
 
@@ -101,6 +103,24 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 class _Closable(Protocol):
     async def close(self) -> None: ...
+
+
+def close_when_dropped(owner: object, client: _Closable) -> None:
+    """Close ``client`` once ``owner`` (its blocking wrapper) is collected or the program exits, if nobody did.
+
+    Why: ``Producer(url).send(...)`` without ``with`` is a fine blocking program, but its async
+    client's aiohttp session, never closed, makes aiohttp print "Unclosed client session" on
+    stderr at exit (after the program's own last line). Closing twice is harmless.
+    """
+    weakref.finalize(owner, _close_quietly, client)
+
+
+def _close_quietly(client: _Closable) -> None:
+    loop = shared_loop()
+    future = asyncio.run_coroutine_threadsafe(client.close(), loop.loop)
+    if threading.current_thread() is not loop._thread:  # collected on the loop itself: it closes after this pass
+        with contextlib.suppress(Exception):
+            future.result(timeout=5)
 
 
 class AsyncLifecycle:
