@@ -77,6 +77,7 @@ class UpTo:
             raise ValueError("max_batch and max_in_flight must be at least 1")
 
     def take(self, waiting: Sequence[object], in_flight: int) -> int:
+        """Everything waiting, up to ``max_batch``: items of equal cost need no finer rule."""
         return min(len(waiting), self.max_batch)
 
 
@@ -130,6 +131,7 @@ class PassCoalescer(Generic[K, T, R]):
 
     def __init__(self, send_batch: SendBatch[K, T, R], policy: TakePolicy[T], *,
                  send_one: SendOne[K, T, R] | None = None, split: Split | None = None) -> None:
+        """``send_one``: a batch of one goes this way; ``split``: which errors of a batch send its members alone."""
         if split is not None and send_one is None:
             raise ValueError("split needs send_one: the members of a split batch go alone")
         self._policy = policy

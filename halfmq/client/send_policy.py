@@ -118,6 +118,7 @@ class Limits:
 
     @property
     def max_in_flight(self) -> int:
+        """The engine's name (``TakePolicy``) for ``max_requests``."""
         return self.max_requests
 
     def take(self, waiting: Sequence[OutgoingMessage], in_flight: int) -> int:

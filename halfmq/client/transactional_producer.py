@@ -25,7 +25,7 @@ class TransactionalProducer(Producer[None]):
     def __init__(self, base_url: str | None, transactional_id: str, *, transaction_timeout_ms: int | None = None,
                  batch_size: int = 100, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None) -> None:
-        """The old signature; warns once per call site (``DeprecationWarning``)."""
+        """The old signature; warns (``DeprecationWarning``) with the new spelling."""
         _deprecated("TransactionalProducer", "Producer")
         super().__init__(base_url, transactional_id=transactional_id, transaction_timeout_ms=transaction_timeout_ms,
                          transaction_batch_size=batch_size, timeout=timeout, retries=retries, token=token, verify=verify)
@@ -37,7 +37,7 @@ class AsyncTransactionalProducer(AsyncProducer[None]):
     def __init__(self, base_url: str | None, transactional_id: str, *, transaction_timeout_ms: int | None = None,
                  batch_size: int = 100, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None) -> None:
-        """The old signature; warns once per call site (``DeprecationWarning``)."""
+        """The old signature; warns (``DeprecationWarning``) with the new spelling."""
         _deprecated("AsyncTransactionalProducer", "AsyncProducer")
         super().__init__(base_url, transactional_id=transactional_id, transaction_timeout_ms=transaction_timeout_ms,
                          transaction_batch_size=batch_size, timeout=timeout, retries=retries, token=token, verify=verify)

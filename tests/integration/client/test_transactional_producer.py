@@ -94,3 +94,15 @@ def test_the_asyncio_producer_commits_many_messages_to_several_topics_at_once(br
 
     asyncio.run(scenario())
     assert len(out_bodies(broker.url, "A")) == 10 and len(out_bodies(broker.url, "B")) == 10
+
+
+def test_send_in_a_transaction_returns_nothing_its_ids_come_with_flush_and_a_plain_send_returns_its_result(broker: BrokerProcess) -> None:
+    with Producer(broker.url, transactional_id="returns") as producer, Producer(broker.url) as plain:
+        producer.init_transactions()
+        producer.begin_transaction()
+        assert producer.send("OUT", "buffered") is None  # buffered until flush or commit
+        [sent] = producer.flush()
+        assert (sent.topic, sent.queue_offset) == ("OUT", None)  # handed over, invisible: no offset yet
+        producer.commit_transaction()
+        assert plain.send("OUT", "plain").status.value == "SEND_OK"
+    assert out_bodies(broker.url) == ["buffered", "plain"]
