@@ -116,7 +116,9 @@ def close_when_dropped(owner: object, client: _Closable) -> None:
 
 
 def _close_quietly(client: _Closable) -> None:
-    loop = shared_loop()
+    loop = _shared
+    if loop is None:  # the loop never ran (or not in this process since a fork): the client opened nothing here
+        return
     future = asyncio.run_coroutine_threadsafe(client.close(), loop.loop)
     if threading.current_thread() is not loop._thread:  # collected on the loop itself: it closes after this pass
         with contextlib.suppress(Exception):
