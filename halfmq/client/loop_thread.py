@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import os
 import threading
 import weakref
@@ -27,7 +26,7 @@ from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any, Generic, Protocol, Self, TypeVar
 
-__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "close_when_dropped", "run"]
+__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "close_at_exit", "run"]
 
 T = TypeVar("T")
 
@@ -105,24 +104,28 @@ class _Closable(Protocol):
     async def close(self) -> None: ...
 
 
-def close_when_dropped(owner: object, client: _Closable) -> None:
-    """Close ``client`` once ``owner`` (its blocking wrapper) is collected or the program exits, if nobody did.
+# How long a collected or exiting blocking client's close may hold up its thread (closing sends nothing).
+CLOSE_AT_EXIT_SECONDS = 1.0
 
-    Why: ``Producer(url).send(...)`` without ``with`` is a fine blocking program, but its async
-    client's aiohttp session, never closed, makes aiohttp print "Unclosed client session" on
-    stderr at exit (after the program's own last line). Closing twice is harmless.
+
+def close_at_exit(owner: object, twin: _Closable) -> None:
+    """Close ``twin`` on the loop once ``owner`` is collected or the program exits, whichever comes first.
+
+    A blocking client a program never closes (``SimpleConsumer(url, g, t).ack(...)`` at the end
+    of a script) would otherwise leave its connections to the interpreter's teardown, which
+    prints the HTTP library's "Unclosed client session" after the program's own output.
+    ``twin`` must not refer back to ``owner``, or ``owner`` is only collected at exit.
     """
-    weakref.finalize(owner, _close_quietly, client)
+    weakref.finalize(owner, _close_quietly, twin)
 
 
-def _close_quietly(client: _Closable) -> None:
+def _close_quietly(twin: _Closable) -> None:
     loop = _shared
-    if loop is None:  # the loop never ran (or not in this process since a fork): the client opened nothing here
-        return
-    future = asyncio.run_coroutine_threadsafe(client.close(), loop.loop)
-    if threading.current_thread() is not loop._thread:  # collected on the loop itself: it closes after this pass
-        with contextlib.suppress(Exception):
-            future.result(timeout=5)
+    if loop is None:
+        return  # no call ever ran on the loop (or this is a forked child): nothing was opened on it
+    future = asyncio.run_coroutine_threadsafe(twin.close(), loop.loop)
+    if threading.current_thread() is not loop._thread:
+        concurrent.futures.wait([future], timeout=CLOSE_AT_EXIT_SECONDS)
 
 
 class AsyncLifecycle:

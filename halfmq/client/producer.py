@@ -41,7 +41,7 @@ from halfmq.wire import MAX_BATCH, Message, OffsetReadResponse, OutgoingMessage,
 
 from . import endpoints
 from .endpoints import Call
-from .loop_thread import AsyncLifecycle, Blocking, close_when_dropped, run
+from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
 from .messages import Body, outgoing
 from .numbering import Numbering
 from .retry import async_retrying
@@ -309,7 +309,7 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
                  **options: Unpack[ProducerOptions]) -> None:
         """The options of ``AsyncProducer``, the same defaults (``pool_size`` … bound the loop's connections)."""
         self._async = cast("AsyncProducer[R]", AsyncProducer(base_url, transactional_id=transactional_id, **options))
-        close_when_dropped(self, self._async)
+        close_at_exit(self, self._async)
 
     def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> R:
         """One message: its ``SendResult``; on a transactional producer, added to the open transaction and None."""
