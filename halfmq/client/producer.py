@@ -125,10 +125,11 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
 
         ``transactional_id``: a stable name for this producer across restarts, which makes it transactional
         (``init_transactions()`` …): its ``send()`` joins the open transaction and returns None; the broker aborts
-        a transaction idle past ``transaction_timeout_ms`` (its default when None). Without it the transactional
-        methods raise ``InvalidTxnState``. ``idempotent_id``: number plain sends under this stable identity instead
-        of a producer id of their own. Sends to one topic made while others are under way share batch requests;
-        ``coalesce=False`` sends one request per message.
+        a transaction still open ``transaction_timeout_ms`` after its begin (its default when None); its sends go
+        out ``transaction_batch_size`` to a request. Without it the transactional methods raise ``InvalidTxnState``.
+        ``idempotent_id``: number plain sends under this stable identity instead of a producer id of their own.
+        Sends to one topic made while others are under way share batch requests; ``coalesce=False`` sends one
+        request per message.
 
         ``base_url`` None (every client takes None): $HALFMQ_URL, else http://127.0.0.1:10911 (``environment``).
         ``timeout`` bounds one attempt (5 s, ``transport.TIMEOUT``); ``retries`` counts the attempts after one that
