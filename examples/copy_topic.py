@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from halfmq.client import BrokerError, BrokerUnavailable, ConsumerClient, Message, ProducerFenced, TransactionAborted, TransactionalProducer
+from halfmq.client import BrokerError, BrokerUnavailable, ConsumerClient, Message, Producer, ProducerFenced, TransactionAborted
 
 log = logging.getLogger("copy_topic")
 FENCED_EXIT = 3
@@ -35,7 +35,7 @@ def upper_case(message: Message) -> str:
     return message.body.upper()
 
 
-def copy_round(producer: TransactionalProducer, consumer: ConsumerClient, target: str,
+def copy_round(producer: Producer[None], consumer: ConsumerClient, target: str,
                transform: Callable[[Message], str], batch: int, invisible_seconds: float) -> int:
     """One transaction: receive, send the copies, ack the originals, commit. Returns the messages copied."""
     messages = consumer.receive(max_messages=batch, invisible_seconds=invisible_seconds, wait_seconds=1)
@@ -58,7 +58,7 @@ def copy_round(producer: TransactionalProducer, consumer: ConsumerClient, target
     return len(messages)
 
 
-def commit_surely(producer: TransactionalProducer, pause: float = 0.2) -> None:
+def commit_surely(producer: Producer[None], pause: float = 0.2) -> None:
     """Commit, asking again while the answer is lost: a repeated commit gets the first answer, never a second commit."""
     while True:
         try:
@@ -72,7 +72,7 @@ def commit_surely(producer: TransactionalProducer, pause: float = 0.2) -> None:
             time.sleep(pause)
 
 
-def _abort_quietly(producer: TransactionalProducer) -> None:
+def _abort_quietly(producer: Producer[None]) -> None:
     try:
         producer.abort_transaction()
     except ProducerFenced:
@@ -87,7 +87,7 @@ def run(url: str, source: str, target: str, group: str, transactional_id: str, *
     """Copy until ``stop`` is set; returns the number of messages copied (committed) by this run."""
     stop = stop or threading.Event()
     copied = 0
-    with TransactionalProducer(url, transactional_id) as producer, ConsumerClient(url, group, source) as consumer:
+    with Producer(url, transactional_id=transactional_id) as producer, ConsumerClient(url, group, source) as consumer:
         while not stop.is_set():
             try:
                 if producer.epoch is None:

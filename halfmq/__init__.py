@@ -1,6 +1,8 @@
 """halfmq: RocketMQ-style transactional messages over HTTP.
 
-The SDK's public face: ``from halfmq import Producer, TransactionProducer, Consumer, …``.
+The SDK's public face: ``from halfmq import Producer, TransactionProducer, Consumer, …``
+(``Producer(url, transactional_id=…)`` for Kafka-style transactions, RocketMQ's half
+messages with ``TransactionProducer``).
 Names resolve on first use (PEP 562), so ``import halfmq`` costs nothing and
 ``from halfmq import AsyncProducer`` loads the client SDK only, never server code.
 The broker, services, job and CLI are ``halfmq.broker``, ``halfmq.services``,

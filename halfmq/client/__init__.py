@@ -3,8 +3,10 @@
 Services talk to the broker only through this package, over HTTP, exactly as
 a stranger would; the wire models and error types are re-exported here so
 they need nothing else from ``broker``. Names load on first use (PEP 562), so
-``from halfmq.client import Producer`` loads the blocking client and not the
-asyncio consumers or the check app.
+``from halfmq.client import Producer`` loads the producer and not the
+consumers or the check app. ``TransactionalProducer`` and
+``AsyncTransactionalProducer`` are deprecated names (one release) of
+``Producer``/``AsyncProducer`` with a ``transactional_id``.
 """
 
 from __future__ import annotations

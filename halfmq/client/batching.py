@@ -24,30 +24,27 @@ exception that item's caller gets. A failure of the batch as a whole is every ca
 exception, each its own copy (``own_copy``). A caller cancelled before its batch left is
 dropped (its item is never sent); a caller cancelled later does not cancel the others.
 
-Users: plain sends (``AsyncProducer``; the blocking ``Producer`` through
-``BlockingPassCoalescer``, the same engine driven from its callers' threads), the transaction
-producer's halves and ends (``transaction_batches``), and the database writes of the
-barrier and the services (``database_writes``).
+Users: plain sends (``AsyncProducer``, and the blocking ``Producer``, whose threads meet on
+the SDK's one event loop, ``loop_thread``), the transaction producer's halves and ends
+(``transaction_batches``), and the database writes of the barrier and the services
+(``database_writes``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Generic, Protocol, TypeVar
 
-__all__ = ["BlockingPassCoalescer", "PassCoalescer", "TakePolicy", "UpTo", "Waiter", "deliver", "own_copy"]
+__all__ = ["PassCoalescer", "TakePolicy", "UpTo", "deliver", "own_copy"]
 
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 R = TypeVar("R")
 T_contra = TypeVar("T_contra", contravariant=True)
-R_contra = TypeVar("R_contra", contravariant=True)
-W = TypeVar("W", bound="Waiter[Any]")
 E = TypeVar("E", bound=BaseException)
 
 SendBatch = Callable[[K, list[T]], Awaitable[Sequence["R | Exception"]]]
@@ -80,6 +77,7 @@ class UpTo:
             raise ValueError("max_batch and max_in_flight must be at least 1")
 
     def take(self, waiting: Sequence[object], in_flight: int) -> int:
+        """Everything waiting, up to ``max_batch``: items of equal cost need no finer rule."""
         return min(len(waiting), self.max_batch)
 
 
@@ -100,15 +98,7 @@ def own_copy(error: E) -> E:
     return mine.with_traceback(None)
 
 
-class Waiter(Protocol[R_contra]):
-    """A caller waiting for its outcome: an ``asyncio.Future``, or a blocking caller's ``_ThreadWaiter``."""
-
-    def done(self) -> bool: ...
-    def set_result(self, result: R_contra, /) -> None: ...
-    def set_exception(self, error: BaseException, /) -> None: ...
-
-
-def deliver(futures: Sequence[Waiter[R]], outcomes: Sequence[R | BaseException]) -> None:
+def deliver(futures: Sequence[asyncio.Future[R]], outcomes: Sequence[R | BaseException]) -> None:
     """Each waiting caller gets its own outcome: an exception is raised in it, anything else is its result."""
     for future, outcome in zip(futures, outcomes, strict=True):
         if future.done():  # the caller was cancelled meanwhile
@@ -120,40 +110,66 @@ def deliver(futures: Sequence[Waiter[R]], outcomes: Sequence[R | BaseException])
 
 
 @dataclass(slots=True)
-class _Pending(Generic[T, W]):
+class _Pending(Generic[T, R]):
     item: T
-    waiter: W
+    waiter: asyncio.Future[R]
 
 
 @dataclass(slots=True)
-class _Key(Generic[T, W]):
-    pending: deque[_Pending[T, W]] = field(default_factory=deque)
+class _Key(Generic[T, R]):
+    pending: deque[_Pending[T, R]] = field(default_factory=deque)
     in_flight: int = 0
     scheduled: bool = False
 
 
-class _Engine(Generic[K, T, R, W]):
-    """What the two drivers share: per-key bookkeeping, the take policy, and the rule for each caller's outcome.
+class PassCoalescer(Generic[K, T, R]):
+    """Items submitted per key in one loop pass go out through ``send_batch`` as batches cut by ``policy``.
 
-    No I/O here: ``PassCoalescer`` sends from tasks of its event loop, ``BlockingPassCoalescer`` from its callers' threads.
+    Lives on one event loop at a time (the one that submits; a new loop starts afresh); ``submit`` is not
+    thread-safe: blocking callers reach it through the SDK's loop thread (``loop_thread``).
     """
 
-    def __init__(self, policy: TakePolicy[T], send_one: object, split: Split | None) -> None:
+    def __init__(self, send_batch: SendBatch[K, T, R], policy: TakePolicy[T], *,
+                 send_one: SendOne[K, T, R] | None = None, split: Split | None = None) -> None:
+        """``send_one``: a batch of one goes this way; ``split``: which errors of a batch send its members alone."""
         if split is not None and send_one is None:
             raise ValueError("split needs send_one: the members of a split batch go alone")
         self._policy = policy
         self._split = split
-        self._one_alone = send_one is not None
-        self._keys: dict[K, _Key[T, W]] = {}
+        self._send_batch, self._send_one = send_batch, send_one
+        self._keys: dict[K, _Key[T, R]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _add(self, key: K, item: T, waiter: W) -> _Key[T, W]:
+    async def submit(self, key: K, item: T) -> R:
+        """``item``'s outcome from the next batch of ``key``: its result, or its exception raised here."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new loop (asyncio.run again): the old one's state died with it
+            self._loop, self._keys, self._tasks = loop, {}, set()
+        future: asyncio.Future[R] = loop.create_future()
         state = self._keys.get(key)
         if state is None:
             state = self._keys[key] = _Key()
-        state.pending.append(_Pending(item, waiter))
-        return state
+        state.pending.append(_Pending(item, future))
+        self._schedule(key, state)
+        return await future
 
-    def _take(self, state: _Key[T, W]) -> list[_Pending[T, W]] | None:
+    def _schedule(self, key: K, state: _Key[T, R]) -> None:
+        if not state.scheduled and state.pending and state.in_flight < self._policy.max_in_flight:
+            state.scheduled = True
+            assert self._loop is not None
+            # The next loop pass, not now: the other items of this pass join the same batch.
+            self._loop.call_soon(self._start, key, state)
+
+    def _start(self, key: K, state: _Key[T, R]) -> None:
+        state.scheduled = False
+        while (batch := self._take(state)) is not None:
+            assert self._loop is not None
+            task = self._loop.create_task(self._run(key, state, batch), name="halfmq-batch")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _take(self, state: _Key[T, R]) -> list[_Pending[T, R]] | None:
         """The next batch of ``state``'s key, taken off its pending items, if one may start now (in flight + 1)."""
         if state.in_flight >= self._policy.max_in_flight:
             return None
@@ -167,65 +183,7 @@ class _Engine(Generic[K, T, R, W]):
         state.in_flight += 1
         return batch
 
-    def _goes_alone(self, batch: Sequence[_Pending[T, W]]) -> bool:
-        """True when the batch is one item sent through ``send_one``."""
-        return self._one_alone and len(batch) == 1
-
-    def _splits(self, error: BaseException) -> bool:
-        return self._split is not None and isinstance(error, Exception) and self._split(error)
-
-    def _settle(self, batch: Sequence[_Pending[T, W]], outcomes: Sequence[R | Exception] | None,
-                error: BaseException | None) -> list[_Pending[T, W]]:
-        """Hand each caller its outcome; the members that must be sent alone instead (``split``), if any."""
-        if error is None and outcomes is not None and len(outcomes) != len(batch):
-            # Outcomes match items by position: a short answer would hand one caller another's outcome.
-            error = ValueError(f"the batch answered {len(outcomes)} outcomes for {len(batch)} items")
-        if error is not None and len(batch) > 1 and self._splits(error):
-            return list(batch)
-        delivered: Sequence[R | BaseException] = [own_copy(error) for _ in batch] if error is not None else outcomes or []
-        deliver([p.waiter for p in batch], delivered)
-        return []
-
-
-class PassCoalescer(_Engine[K, T, R, "asyncio.Future[R]"]):
-    """Items submitted per key in one loop pass go out through ``send_batch`` as batches cut by ``policy``.
-
-    Lives on one event loop at a time (the one that submits; a new loop starts afresh); ``submit`` is not
-    thread-safe (blocking callers: ``BlockingPassCoalescer``).
-    """
-
-    def __init__(self, send_batch: SendBatch[K, T, R], policy: TakePolicy[T], *,
-                 send_one: SendOne[K, T, R] | None = None, split: Split | None = None) -> None:
-        super().__init__(policy, send_one, split)
-        self._send_batch, self._send_one = send_batch, send_one
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def submit(self, key: K, item: T) -> R:
-        """``item``'s outcome from the next batch of ``key``: its result, or its exception raised here."""
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a new loop (asyncio.run again): the old one's state died with it
-            self._loop, self._keys, self._tasks = loop, {}, set()
-        future: asyncio.Future[R] = loop.create_future()
-        self._schedule(key, self._add(key, item, future))
-        return await future
-
-    def _schedule(self, key: K, state: _Key[T, asyncio.Future[R]]) -> None:
-        if not state.scheduled and state.pending and state.in_flight < self._policy.max_in_flight:
-            state.scheduled = True
-            assert self._loop is not None
-            # The next loop pass, not now: the other items of this pass join the same batch.
-            self._loop.call_soon(self._start, key, state)
-
-    def _start(self, key: K, state: _Key[T, asyncio.Future[R]]) -> None:
-        state.scheduled = False
-        while (batch := self._take(state)) is not None:
-            assert self._loop is not None
-            task = self._loop.create_task(self._run(key, state, batch), name="halfmq-batch")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    async def _run(self, key: K, state: _Key[T, asyncio.Future[R]], batch: list[_Pending[T, asyncio.Future[R]]]) -> None:
+    async def _run(self, key: K, state: _Key[T, R], batch: list[_Pending[T, R]]) -> None:
         try:
             await self._answer(key, [p for p in batch if not p.waiter.done()])
         except Exception as exc:  # noqa: BLE001 - a fault of ours must not leave a caller waiting for ever
@@ -234,14 +192,13 @@ class PassCoalescer(_Engine[K, T, R, "asyncio.Future[R]"]):
             state.in_flight -= 1
             self._schedule(key, state)
 
-    async def _answer(self, key: K, batch: list[_Pending[T, asyncio.Future[R]]]) -> None:
+    async def _answer(self, key: K, batch: list[_Pending[T, R]]) -> None:
         if not batch:  # every caller was cancelled meanwhile
             return
         outcomes: Sequence[R | Exception] | None = None
         error: Exception | None = None
         try:
-            if self._goes_alone(batch):
-                assert self._send_one is not None
+            if self._send_one is not None and len(batch) == 1:
                 outcomes = [await self._send_one(key, batch[0].item)]
             else:
                 outcomes = await self._send_batch(key, [p.item for p in batch])
@@ -255,7 +212,19 @@ class PassCoalescer(_Engine[K, T, R, "asyncio.Future[R]"]):
         if alone:
             await asyncio.gather(*(self._alone(key, p) for p in alone))
 
-    async def _alone(self, key: K, pending: _Pending[T, asyncio.Future[R]]) -> None:
+    def _settle(self, batch: Sequence[_Pending[T, R]], outcomes: Sequence[R | Exception] | None,
+                error: Exception | None) -> list[_Pending[T, R]]:
+        """Hand each caller its outcome; the members that must be sent alone instead (``split``), if any."""
+        if error is None and outcomes is not None and len(outcomes) != len(batch):
+            # Outcomes match items by position: a short answer would hand one caller another's outcome.
+            error = ValueError(f"the batch answered {len(outcomes)} outcomes for {len(batch)} items")
+        if error is not None and len(batch) > 1 and self._split is not None and self._split(error):
+            return list(batch)
+        delivered: Sequence[R | BaseException] = [own_copy(error) for _ in batch] if error is not None else outcomes or []
+        deliver([p.waiter for p in batch], delivered)
+        return []
+
+    async def _alone(self, key: K, pending: _Pending[T, R]) -> None:
         """A member of a split batch, sent on its own."""
         if pending.waiter.done():  # its caller is gone: no need to send it any more
             return
@@ -280,99 +249,3 @@ class PassCoalescer(_Engine[K, T, R, "asyncio.Future[R]"]):
                 await asyncio.sleep(0)  # a scheduled start runs and makes a task
             else:
                 return
-
-
-BlockingSendBatch = Callable[[K, list[T]], Sequence["R | Exception"]]
-BlockingSendOne = Callable[[K, T], R]
-
-
-class _ThreadWaiter(Generic[T, R]):
-    """A blocking caller's place: woken with its outcome, with a batch to send (it leads), or to send alone."""
-
-    __slots__ = ("_done", "_outcome", "_woken", "alone", "lead")
-
-    def __init__(self) -> None:
-        self._woken = threading.Event()
-        self._done = False
-        self._outcome: R | BaseException | None = None
-        self.lead: list[_Pending[T, _ThreadWaiter[T, R]]] | None = None
-        self.alone = False
-
-    def done(self) -> bool:
-        return self._done
-
-    def set_result(self, outcome: R | BaseException, /) -> None:
-        self._outcome, self._done = outcome, True
-        self._woken.set()
-
-    set_exception = set_result
-
-    def wake(self, *, lead: list[_Pending[T, _ThreadWaiter[T, R]]] | None = None, alone: bool = False) -> None:
-        self.lead, self.alone = lead, alone
-        self._woken.set()
-
-    def wait(self) -> None:
-        self._woken.wait()
-        self._woken.clear()
-
-    def result(self) -> R:
-        if isinstance(self._outcome, BaseException):
-            raise self._outcome
-        return cast(R, self._outcome)
-
-
-class BlockingPassCoalescer(_Engine[K, T, R, _ThreadWaiter[T, R]]):
-    """The same engine driven from its callers' threads: no thread of its own, no event loop.
-
-    A ``submit`` that finds fewer than ``max_in_flight`` batches of its key out sends at once, in its
-    own thread, taking every item waiting then (a lone call is never delayed); the others wait, and
-    when a batch ends the first member of the next one is woken to send it. Members of a split
-    batch are woken to send alone.
-    """
-
-    def __init__(self, send_batch: BlockingSendBatch[K, T, R], policy: TakePolicy[T], *,
-                 send_one: BlockingSendOne[K, T, R] | None = None, split: Split | None = None) -> None:
-        super().__init__(policy, send_one, split)
-        self._send_batch, self._send_one = send_batch, send_one
-        self._lock = threading.Lock()
-
-    def submit(self, key: K, item: T) -> R:
-        """``item``'s outcome from the next batch of ``key``, waited for in the calling thread."""
-        waiter: _ThreadWaiter[T, R] = _ThreadWaiter()
-        with self._lock:
-            state = self._add(key, item, waiter)
-            batch = self._take(state)
-        while True:
-            if batch is not None:
-                self._run(key, state, batch)
-            if waiter.done():
-                return waiter.result()
-            if waiter.alone:
-                assert self._send_one is not None
-                return self._send_one(key, item)
-            waiter.wait()
-            batch, waiter.lead = waiter.lead, None
-
-    def _run(self, key: K, state: _Key[T, _ThreadWaiter[T, R]], batch: list[_Pending[T, _ThreadWaiter[T, R]]]) -> None:
-        try:
-            self._answer(key, batch)
-        finally:
-            with self._lock:
-                state.in_flight -= 1
-                following = self._take(state)
-            if following is not None:
-                following[0].waiter.wake(lead=following)
-
-    def _answer(self, key: K, batch: list[_Pending[T, _ThreadWaiter[T, R]]]) -> None:
-        outcomes: Sequence[R | Exception] | None = None
-        error: BaseException | None = None
-        try:
-            if self._goes_alone(batch):
-                assert self._send_one is not None
-                outcomes = [self._send_one(key, batch[0].item)]
-            else:
-                outcomes = self._send_batch(key, [p.item for p in batch])
-        except BaseException as exc:  # noqa: BLE001 - every member is told, whatever ended the request
-            error = exc
-        for member in self._settle(batch, outcomes, error):
-            member.waiter.wake(alone=True)

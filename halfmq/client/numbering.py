@@ -12,8 +12,10 @@ A send that fails for good leaves a number the broker may never have stored: a
 gap that would stop the window ``window`` sends later. So the next send takes a
 new producer id (or epoch) and starts again at 0; sends in flight keep theirs.
 A new epoch of ``idempotent_id`` would fence them, so it waits until they end.
-Shared by ``Producer``/``AsyncProducer`` (plain and batch sends) and the
-transaction producers (half sends).
+Shared by the producers (plain and batch sends, ``send_async``) and the
+transaction producers (half sends); the blocking ``send`` and its thread
+condition serve only the blocking ``TransactionProducer`` until it, too, runs
+on the loop thread.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class Numbering:
     """The producer id and epoch in use and the next sequence; no I/O (the producers' ``send`` drives it)."""
 
     def __init__(self, idempotent_id: str | None = None) -> None:
+        """``idempotent_id``: number under this stable identity (a new epoch of it per id) instead of fresh producer ids."""
         self.idempotent_id = idempotent_id
         self.ids: Numbers | None = None
         self.sequence = 0
@@ -62,11 +65,13 @@ class Numbering:
         self._settled_async: asyncio.Condition | None = None
 
     def init(self) -> Call[ProducerIdResult] | Call[TxnInitResult]:
+        """The request for new ids: a fresh producer id, or the next epoch of ``idempotent_id``."""
         if self.idempotent_id is None:
             return endpoints.new_producer_id()
         return endpoints.txn_init(self.idempotent_id, None)
 
     def initialised(self, result: ProducerIdResult | TxnInitResult) -> None:
+        """New ids start their sequence at 0 (the broker's window is per producer id and epoch)."""
         self.ids, self.sequence = {"producer_id": result.producer_id, "epoch": result.epoch}, 0
 
     def take(self) -> Numbers:

@@ -1,4 +1,12 @@
-"""Sending messages, RocketMQ style, with sync and asyncio flavours.
+"""One producer in the Kafka clients' shape: plain and idempotent sends, and Kafka-style transactions, configured.
+
+Why one: a producer that numbers its sends (idempotence) and one that commits many
+sends as one (a ``transactional_id``) are the same client with features switched on,
+as in aiokafka's ``AIOKafkaProducer(enable_idempotence=…, transactional_id=…)`` and
+confluent-kafka's ``transactional.id``; two classes made users choose before they knew
+why. ``AsyncProducer`` is the only implementation; the blocking ``Producer`` runs it on
+the SDK's event-loop thread (``loop_thread``), so threads sending at once share batch
+requests exactly as asyncio tasks do.
 
 A ``SendResult`` whose status is ``FLUSH_DISK_TIMEOUT`` (or another non-OK
 status) inside a 200 answer is returned, not retried: the broker stored the
@@ -6,30 +14,70 @@ message, and as in RocketMQ the caller decides whether that is good enough.
 A 503 ``FLUSH_DISK_TIMEOUT``/``STORE_UNAVAILABLE`` problem or an unreachable
 broker is retried with backoff; the UNIQ_KEY set before the first attempt
 identifies a message that might end up stored twice.
+
+Transactions (DESIGN section 11), with ``transactional_id``::
+
+    producer = Producer(url, transactional_id="copier-1")
+    producer.init_transactions()            # fences any older instance with this transactional id
+    producer.begin_transaction()
+    producer.send("OUT", "hello")           # buffered: visible only on commit
+    producer.send_offsets_to_transaction(received)  # their acks take effect only on commit
+    producer.commit_transaction()
+
+``ProducerFenced`` is fatal (a newer instance owns the id: stop); ``TransactionAborted``
+is abortable (call ``abort_transaction()`` and run the whole transaction again). A
+transaction's sends go out in numbered batches (at ``transaction_batch_size``, on
+``flush()`` and before the commit), so the SDK's own retries never store a message twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Iterable
-from types import TracebackType
-from typing import Any, Self, TypeVar, Unpack
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack, cast, overload
 
-from halfmq.wire import MAX_BATCH, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo
+from halfmq.errors import InvalidTxnState
+from halfmq.wire import MAX_BATCH, Message, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo, TxnEndResult, TxnSendResult
 
 from . import endpoints
 from .endpoints import Call
+from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
 from .messages import Body, outgoing
 from .numbering import Numbering
-from .retry import async_retrying, retrying
+from .retry import async_retrying
 from .send_options import SendOptions
-from .send_policy import blocking_send_coalescer, send_coalescer
-from .transport import TIMEOUT, AsyncTransport, Transport, Verify
+from .send_policy import send_coalescer
+from .transactional_steps import TransactionalSteps
+from .transport import TIMEOUT, AsyncTransport, Verify
 
-__all__ = ["AsyncProducer", "Numbering", "Producer"]
+__all__ = ["AsyncProducer", "Numbering", "Producer", "ProducerOptions"]
 
 T = TypeVar("T")
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as DefaultTypeVar
+
+    # What ``send`` returns: a ``SendResult``, or None for a transactional producer (its sends are buffered).
+    # A bare ``Producer`` annotation means the plain one.
+    R = DefaultTypeVar("R", default=SendResult)
+else:
+    R = TypeVar("R")
+
+
+class ProducerOptions(TypedDict, total=False):
+    """The producers' keyword options beside ``transactional_id``, named once (documented on ``AsyncProducer``)."""
+
+    transaction_timeout_ms: int | None
+    transaction_batch_size: int
+    timeout: float
+    retries: int
+    pool_size: int
+    connections_per_client: int
+    max_in_flight: int
+    token: str | None
+    verify: Verify | None
+    idempotent: bool
+    idempotent_id: str | None
+    coalesce: bool
 
 
 def _batch(messages: Iterable[OutgoingMessage | Body]) -> list[OutgoingMessage]:
@@ -41,131 +89,61 @@ def _batch(messages: Iterable[OutgoingMessage | Body]) -> list[OutgoingMessage]:
     return batch
 
 
-def _numbering(idempotent: bool, idempotent_id: str | None) -> Numbering | None:
+def _numbering(idempotent: bool, idempotent_id: str | None, transactional_id: str | None) -> Numbering | None:
     if idempotent_id is not None and not idempotent:
         raise ValueError("idempotent_id given with idempotent=False: leave one of them out")
+    if idempotent_id is not None and transactional_id is not None:
+        raise ValueError("idempotent_id and transactional_id both name the producer: give only transactional_id")
     return Numbering(idempotent_id) if idempotent else None
 
 
-class Producer:
-    """Blocking producer; one instance can be shared by many threads, and their sends do not serialize."""
+class AsyncProducer(AsyncLifecycle, Generic[R]):
+    """The producer: plain sends by default, numbered so retries never store twice, transactions with ``transactional_id``.
 
-    def __init__(self, base_url: str | None = None, *, timeout: float = TIMEOUT, retries: int = 3,
-                 token: str | None = None, verify: Verify | None = None, idempotent: bool = True,
-                 idempotent_id: str | None = None, coalesce: bool = True) -> None:
+    Built to stay fast at many concurrent sends: requests spread over ``pool_size`` *
+    ``connections_per_client`` connections, at most ``max_in_flight`` at once (DESIGN
+    section 7), and concurrent ``send`` calls to one topic share batch requests (the batching
+    engine, ``send_policy``), each caller with its own result or error.
+    """
+
+    @overload
+    def __init__(self: AsyncProducer[SendResult], base_url: str | None = None, *, transactional_id: None = None,
+                 **options: Unpack[ProducerOptions]) -> None: ...
+    @overload
+    def __init__(self: AsyncProducer[None], base_url: str | None = None, *, transactional_id: str,
+                 **options: Unpack[ProducerOptions]) -> None: ...
+    @overload
+    def __init__(self: AsyncProducer[SendResult | None], base_url: str | None = None, *, transactional_id: str | None,
+                 **options: Unpack[ProducerOptions]) -> None: ...
+
+    def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None,
+                 transaction_timeout_ms: int | None = None, transaction_batch_size: int = 100,
+                 timeout: float = TIMEOUT, retries: int = 3, pool_size: int = 8, connections_per_client: int = 8,
+                 max_in_flight: int = 64, token: str | None = None, verify: Verify | None = None,
+                 idempotent: bool = True, idempotent_id: str | None = None, coalesce: bool = True) -> None:
         """Every send is numbered (see ``Numbering``), so a retry never stores twice; ``idempotent=False`` turns that off.
 
-        ``idempotent_id``: number under this transactional id (a stable identity) instead of a producer id of its own.
-        Threads sending to one topic at once share batch requests (the batching engine on a thread of its own, ``send_policy``); ``coalesce=False``
-        sends one request per message.
+        ``transactional_id``: a stable name for this producer across restarts, which makes it transactional
+        (``init_transactions()`` …): its ``send()`` joins the open transaction and returns None; the broker aborts
+        a transaction still open ``transaction_timeout_ms`` after its begin (its default when None); its sends go
+        out ``transaction_batch_size`` to a request. Without it the transactional methods raise ``InvalidTxnState``.
+        ``idempotent_id``: number plain sends under this stable identity instead of a producer id of their own.
+        Sends to one topic made while others are under way share batch requests; ``coalesce=False`` sends one
+        request per message.
 
         ``base_url`` None (every client takes None): $HALFMQ_URL, else http://127.0.0.1:10911 (``environment``).
         ``timeout`` bounds one attempt (5 s, ``transport.TIMEOUT``); ``retries`` counts the attempts after one that
         failed retriably. Given a broker set's URLs, a node that did not answer within ``timeout`` is left: the retry
         goes to the next URL; while the set elects a leader the call waits for it (``broker_urls``, not a retry).
         """
-        retrying(retries)  # validate now rather than on the first send
+        async_retrying(retries)  # validate now rather than on the first send
         self._retries = retries
-        self._transport = Transport(base_url, timeout=timeout, token=token, verify=verify)
-        self._numbering = _numbering(idempotent, idempotent_id)
-        self._lock = threading.Lock()
-        self._coalescer = blocking_send_coalescer(self._send_many, self._send_one) if coalesce else None
-
-    def _call(self, call: Call[T]) -> T:
-        result: T = retrying(self._retries)(self._transport.call, call)
-        return result
-
-    def _send(self, call: Call[T]) -> T:
-        numbering = self._numbering
-        if numbering is None:
-            return self._call(call)
-        policy = retrying(self._retries)
-        result: T = numbering.send(self._lock, policy, policy, self._transport.call, call)
-        return result
-
-    def _send_one(self, topic: str, message: OutgoingMessage) -> SendResult:
-        return self._send(endpoints.send_one(topic, message))
-
-    def _send_many(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
-        return self._send(endpoints.send(topic, messages))
-
-    def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
-        msg = outgoing(message, **options)
-        if self._coalescer is None:
-            return self._send_one(topic, msg)
-        return self._coalescer.submit(topic, msg)
-
-    def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
-        """One request for many messages; results come back in the order sent."""
-        batch = _batch(messages)
-        if not batch:
-            return []
-        return self._send(endpoints.send(topic, batch))
-
-    def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
-        return self._call(endpoints.create_topic(name, queues))
-
-    def get_topic(self, name: str) -> TopicInfo:
-        return self._call(endpoints.get_topic(name))
-
-    def list_topics(self) -> list[TopicInfo]:
-        return self._call(endpoints.list_topics())
-
-    def read(self, topic: str, queue_id: int, offset: int, max: int = 32) -> OffsetReadResponse:  # noqa: A002
-        """Offset read: touches no consumer group's state (replays, tools, Spark)."""
-        return self._call(endpoints.read(topic, queue_id, offset, max))
-
-    def health(self) -> Any:
-        return self._transport.call(endpoints.health())
-
-    def close(self) -> None:
-        self._transport.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class AsyncProducer:
-    """Asyncio producer built to stay fast at many concurrent sends.
-
-    Requests spread over ``pool_size`` AsyncClients with ``connections_per_client``
-    connections each, and at most ``max_in_flight`` run at once (DESIGN
-    section 7: one AsyncClient collapses past about 8 concurrent requests).
-    Concurrent ``send`` calls to one topic share batch requests (the batching engine, ``send_policy``),
-    each caller with its own result or error; ``coalesce=False`` sends one request per message.
-    """
-
-    def __init__(
-        self,
-        base_url: str | None = None,
-        *,
-        timeout: float = TIMEOUT,
-        retries: int = 3,
-        pool_size: int = 8,
-        connections_per_client: int = 8,
-        max_in_flight: int = 64,
-        token: str | None = None,
-        verify: Verify | None = None,
-        idempotent: bool = True,
-        idempotent_id: str | None = None,
-        coalesce: bool = True,
-    ) -> None:
-        async_retrying(retries)
-        self._retries = retries
-        self._numbering = _numbering(idempotent, idempotent_id)
+        self._numbering = _numbering(idempotent, idempotent_id, transactional_id)
+        self._steps = (None if transactional_id is None
+                       else TransactionalSteps(transactional_id, transaction_timeout_ms, transaction_batch_size))
         self._lock = asyncio.Lock()
-        self._transport = AsyncTransport(
-            base_url,
-            timeout=timeout,
-            pool_size=pool_size,
-            connections_per_client=connections_per_client,
-            max_in_flight=max_in_flight,
-            token=token,
-            verify=verify,
-        )
+        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
+                                         max_in_flight=max_in_flight, token=token, verify=verify)
         self._coalescer = send_coalescer(self._send_many, self._send_one) if coalesce else None
 
     async def _call(self, call: Call[T]) -> T:
@@ -186,33 +164,120 @@ class AsyncProducer:
     async def _send_many(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
         return await self._send(endpoints.send(topic, messages))
 
-    async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> SendResult:
-        """One message; sends issued while others are under way share their next request (unless ``coalesce=False``)."""
+    async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> R:
+        """One message: its ``SendResult``; on a transactional producer, added to the open transaction and None.
+
+        Sends issued while others are under way share their next request (unless ``coalesce=False``). A
+        transaction's sends are buffered (visible only on commit); without an open one they raise ``InvalidTxnState``.
+        """
         msg = outgoing(message, **options)
+        if self._steps is not None:
+            if self._steps.add(topic, msg):
+                await self.flush()
+            return cast(R, None)
         if self._coalescer is None:
-            return await self._send_one(topic, msg)
-        return await self._coalescer.submit(topic, msg)
+            return cast(R, await self._send_one(topic, msg))
+        return cast(R, await self._coalescer.submit(topic, msg))
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
+        """One request for many messages, stored all or none; results come back in the order sent (not in a transaction)."""
+        if self._steps is not None:
+            raise InvalidTxnState("a transactional producer sends with send(), inside its transaction")
         batch = _batch(messages)
         if not batch:
             return []
         return await self._send(endpoints.send(topic, batch))
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
+        """Topics are also created on first send; this one chooses its number of queues."""
         return await self._call(endpoints.create_topic(name, queues))
 
     async def get_topic(self, name: str) -> TopicInfo:
+        """The topic's queues and their offsets (raises ``TopicNotFound``)."""
         return await self._call(endpoints.get_topic(name))
 
     async def list_topics(self) -> list[TopicInfo]:
+        """Every topic the credentials may see."""
         return await self._call(endpoints.list_topics())
 
     async def read(self, topic: str, queue_id: int, offset: int, max: int = 32) -> OffsetReadResponse:  # noqa: A002
+        """Offset read: touches no consumer group's state (replays, tools, Spark)."""
         return await self._call(endpoints.read(topic, queue_id, offset, max))
 
     async def health(self) -> Any:
+        """The broker's health answer, tried once: a probe should see the broker as it is now."""
         return await self._transport.call(endpoints.health())
+
+    # --- transactions (with ``transactional_id``) ---------------------------------------------------------------
+    @property
+    def transactional_id(self) -> str | None:
+        """The stable name a new instance fences an older one with; None on a plain producer."""
+        return None if self._steps is None else self._steps.transactional_id
+
+    @property
+    def epoch(self) -> int | None:
+        """This instance's generation of ``transactional_id`` (set by ``init_transactions()``)."""
+        return None if self._steps is None else self._steps.epoch
+
+    def _transaction(self) -> TransactionalSteps:
+        if self._steps is None:
+            raise InvalidTxnState("this producer has no transactional_id: make it with transactional_id=… to use transactions")
+        return self._steps
+
+    async def _in_transaction(self, call: Call[T]) -> T:
+        try:
+            return await self._call(call)
+        except Exception as exc:
+            self._transaction().failed(exc)  # a fencing is fatal for good
+            raise
+
+    async def init_transactions(self) -> None:
+        """Register this instance: the broker bumps the epoch and aborts what an older instance left open."""
+        steps = self._transaction()
+        steps.initialised(await self._in_transaction(steps.init()))
+
+    async def begin_transaction(self) -> None:
+        """Open a transaction: the sends and acks until its commit or abort take effect together."""
+        steps = self._transaction()
+        await self._in_transaction(steps.begin())
+        steps.begun()
+
+    async def flush(self) -> list[TxnSendResult]:
+        """Every send made so far handed to the broker, as Kafka's flush.
+
+        In a transaction: the buffered messages (still invisible), and the ids and queues of the
+        transaction's messages so far; on a plain producer: waits for the sends under way, and [].
+        """
+        if self._steps is None:
+            if self._coalescer is not None:
+                await self._coalescer.drain()
+            return []
+        steps = self._steps
+        while (call := steps.next_pending()) is not None:
+            steps.answered(await self._in_transaction(call))
+        return list(steps.results)
+
+    async def send_offsets_to_transaction(self, receipts: Sequence[Message | str]) -> None:
+        """Ack received messages inside the transaction: hidden from their group while open, settled on commit."""
+        steps = self._transaction()
+        await self.flush()
+        if receipts:
+            acked = await self._in_transaction(steps.acks(receipts))
+            steps.answered(acked)
+
+    async def commit_transaction(self) -> TxnEndResult:
+        """Every message visible and every ack applied, or none; a retried commit gets the first answer."""
+        steps = self._transaction()
+        await self.flush()
+        result = await self._in_transaction(steps.commit())
+        steps.ended()
+        return result
+
+    async def abort_transaction(self) -> TxnEndResult:
+        """Nothing of the transaction becomes visible; its acked messages are delivered again."""
+        steps = self._transaction()
+        steps.ended()
+        return await self._in_transaction(steps.abort())
 
     async def close(self) -> None:
         """Every send already made gets its answer first; then the connections close."""
@@ -222,10 +287,89 @@ class AsyncProducer:
 
     aclose = close
 
-    async def __aenter__(self) -> Self:
-        return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
+class Producer(Blocking[AsyncProducer[R]], Generic[R]):
+    """The blocking producer: ``AsyncProducer`` run on the SDK's event-loop thread, with the same options.
+
+    One instance can be shared by many threads and their sends do not serialize: they meet on the
+    one loop, where sends to one topic share batch requests. A transactional producer runs one
+    transaction at a time, from one thread.
+    """
+
+    @overload
+    def __init__(self: Producer[SendResult], base_url: str | None = None, *, transactional_id: None = None,
+                 **options: Unpack[ProducerOptions]) -> None: ...
+    @overload
+    def __init__(self: Producer[None], base_url: str | None = None, *, transactional_id: str,
+                 **options: Unpack[ProducerOptions]) -> None: ...
+    @overload
+    def __init__(self: Producer[SendResult | None], base_url: str | None = None, *, transactional_id: str | None,
+                 **options: Unpack[ProducerOptions]) -> None: ...
+
+    def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None,
+                 **options: Unpack[ProducerOptions]) -> None:
+        """The options of ``AsyncProducer``, the same defaults (``pool_size`` … bound the loop's connections)."""
+        self._async = cast("AsyncProducer[R]", AsyncProducer(base_url, transactional_id=transactional_id, **options))
+        close_at_exit(self, self._async)
+
+    def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> R:
+        """One message: its ``SendResult``; on a transactional producer, added to the open transaction and None."""
+        return run(self._async.send(topic, message, **options))
+
+    def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
+        """One request for many messages, stored all or none; results come back in the order sent."""
+        return run(self._async.send_batch(topic, messages))
+
+    def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
+        """Topics are also created on first send; this one chooses its number of queues."""
+        return run(self._async.create_topic(name, queues))
+
+    def get_topic(self, name: str) -> TopicInfo:
+        """The topic's queues and their offsets (raises ``TopicNotFound``)."""
+        return run(self._async.get_topic(name))
+
+    def list_topics(self) -> list[TopicInfo]:
+        """Every topic the credentials may see."""
+        return run(self._async.list_topics())
+
+    def read(self, topic: str, queue_id: int, offset: int, max: int = 32) -> OffsetReadResponse:  # noqa: A002
+        """Offset read: touches no consumer group's state (replays, tools, Spark)."""
+        return run(self._async.read(topic, queue_id, offset, max))
+
+    def health(self) -> Any:
+        """The broker's health answer, tried once."""
+        return run(self._async.health())
+
+    @property
+    def transactional_id(self) -> str | None:
+        """The stable name a new instance fences an older one with; None on a plain producer."""
+        return self._async.transactional_id
+
+    @property
+    def epoch(self) -> int | None:
+        """This instance's generation of ``transactional_id`` (set by ``init_transactions()``)."""
+        return self._async.epoch
+
+    def init_transactions(self) -> None:
+        """Register this instance: the broker bumps the epoch and aborts what an older instance left open."""
+        return run(self._async.init_transactions())
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: the sends and acks until its commit or abort take effect together."""
+        return run(self._async.begin_transaction())
+
+    def flush(self) -> list[TxnSendResult]:
+        """Every send made so far handed to the broker (in a transaction: its messages' ids and queues so far)."""
+        return run(self._async.flush())
+
+    def send_offsets_to_transaction(self, receipts: Sequence[Message | str]) -> None:
+        """Ack received messages inside the transaction: hidden from their group while open, settled on commit."""
+        return run(self._async.send_offsets_to_transaction(receipts))
+
+    def commit_transaction(self) -> TxnEndResult:
+        """Every message visible and every ack applied, or none; a retried commit gets the first answer."""
+        return run(self._async.commit_transaction())
+
+    def abort_transaction(self) -> TxnEndResult:
+        """Nothing of the transaction becomes visible; its acked messages are delivered again."""
+        return run(self._async.abort_transaction())

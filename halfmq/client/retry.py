@@ -30,6 +30,7 @@ T = TypeVar("T")
 
 
 def is_retriable(exc: BaseException) -> bool:
+    """The broker's own word (``retriable`` on the error), never a guess from the exception's type."""
     return isinstance(exc, BrokerError) and exc.retriable
 
 
@@ -74,6 +75,8 @@ class _Policy:
 
 
 class Retrying(_Policy):
+    """The blocking loop, for the clients not yet run on the loop thread (``transaction_producer``, ``consumer_client``)."""
+
     def __call__(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         attempt = 0
         while True:
@@ -90,6 +93,8 @@ class Retrying(_Policy):
 
 
 class AsyncRetrying(_Policy):
+    """The loop for coroutines: it waits with ``asyncio.sleep``, so other sends go on meanwhile."""
+
     async def __call__(self, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         attempt = 0
         while True:
@@ -109,8 +114,10 @@ class AsyncRetrying(_Policy):
 # ``retry_on`` narrows what is retried for requests that are not safe to
 # repeat (see ``transport.request_not_sent``).
 def retrying(retries: int, retry_on: RetryPredicate = is_retriable) -> Retrying:
+    """A policy of ``retries`` attempts after the first, for errors ``retry_on`` accepts (a ValueError below 0)."""
     return Retrying(retries, retry_on)
 
 
 def async_retrying(retries: int, retry_on: RetryPredicate = is_retriable) -> AsyncRetrying:
+    """``retrying`` for coroutines."""
     return AsyncRetrying(retries, retry_on)

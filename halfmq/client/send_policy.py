@@ -36,10 +36,10 @@ from halfmq.errors import (
 )
 from halfmq.wire import MAX_BATCH, OutgoingMessage, SendResult
 
-from .batching import BlockingPassCoalescer, PassCoalescer
+from .batching import PassCoalescer
 
-__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "Limits", "blocking_send_coalescer",
-           "concerns_the_request", "send_coalescer", "take_count", "wire_size"]
+__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "Limits", "concerns_the_request", "send_coalescer",
+           "take_count", "wire_size"]
 
 # A request's messages are kept well under the broker's default request limit (32 MiB at least): a few large
 # messages gain nothing from sharing a request. A broker set to a smaller limit refuses a batch over it with
@@ -48,8 +48,6 @@ BATCH_BYTES = 1024 * 1024
 # Batch requests of one topic in flight at once: while they wait for the broker's fsync, the next
 # sends gather for the following one.
 MAX_REQUESTS_PER_TOPIC = 4
-# Threads usually number fewer than asyncio callers: the blocking producer coalesces sooner.
-BLOCKING_MAX_REQUESTS_PER_TOPIC = 2
 # The fewest sends a request of a burst is cut down to when the burst is shared among several requests.
 MIN_SHARE = 32
 _OVERHEAD = 64  # JSON field names and quotes per message, for the byte estimate
@@ -63,8 +61,6 @@ _REQUEST_WIDE: tuple[type[BrokerError], ...] = (
 
 SendBatch = Callable[[str, list[OutgoingMessage]], Awaitable[list[SendResult]]]
 SendOne = Callable[[str, OutgoingMessage], Awaitable[SendResult]]
-BlockingSendBatch = Callable[[str, list[OutgoingMessage]], list[SendResult]]
-BlockingSendOne = Callable[[str, OutgoingMessage], SendResult]
 
 
 def take_count(sizes: Sequence[int], free_requests: int = 1, max_messages: int = MAX_BATCH,
@@ -122,6 +118,7 @@ class Limits:
 
     @property
     def max_in_flight(self) -> int:
+        """The engine's name (``TakePolicy``) for ``max_requests``."""
         return self.max_requests
 
     def take(self, waiting: Sequence[OutgoingMessage], in_flight: int) -> int:
@@ -134,18 +131,9 @@ class Limits:
 def send_coalescer(send_batch: SendBatch, send_one: SendOne, *, max_requests: int = MAX_REQUESTS_PER_TOPIC,
                    max_messages: int = MAX_BATCH, max_bytes: int = BATCH_BYTES,
                    min_share: int = MIN_SHARE) -> PassCoalescer[str, OutgoingMessage, SendResult]:
-    """The engine for ``AsyncProducer.send``: keyed by topic, ``submit(topic, message)``."""
+    """The engine for ``send`` (``AsyncProducer``, and the blocking ``Producer`` through the loop thread): keyed by topic."""
     return PassCoalescer(send_batch, Limits(max_requests, max_messages, max_bytes, min_share),
                          send_one=send_one, split=_alone_decides)
-
-
-def blocking_send_coalescer(send_batch: BlockingSendBatch, send_one: BlockingSendOne, *,
-                            max_requests: int = BLOCKING_MAX_REQUESTS_PER_TOPIC, max_messages: int = MAX_BATCH,
-                            max_bytes: int = BATCH_BYTES,
-                            min_share: int = MIN_SHARE) -> BlockingPassCoalescer[str, OutgoingMessage, SendResult]:
-    """The same for the blocking ``Producer.send`` (threads), driven from the engine's event-loop thread."""
-    return BlockingPassCoalescer(send_batch, Limits(max_requests, max_messages, max_bytes, min_share),
-                                 send_one=send_one, split=_alone_decides)
 
 
 def _alone_decides(error: Exception) -> bool:

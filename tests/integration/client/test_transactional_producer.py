@@ -1,4 +1,4 @@
-"""The SDK's TransactionalProducer (sync and asyncio) against a real broker process."""
+"""The SDK's producer with a transactional_id (Kafka-style transactions, sync and asyncio) against a real broker process."""
 
 from __future__ import annotations
 
@@ -8,14 +8,7 @@ import time
 import httpx
 import pytest
 
-from halfmq.client import (
-    AsyncTransactionalProducer,
-    ConsumerClient,
-    Producer,
-    ProducerFenced,
-    TransactionAborted,
-    TransactionalProducer,
-)
+from halfmq.client import AsyncProducer, ConsumerClient, Producer, ProducerFenced, TransactionAborted
 from tests.integration.broker.http_helpers import read_all
 from tests.support.processes import BrokerProcess
 
@@ -31,7 +24,7 @@ def test_a_consume_transform_produce_round_commits_copies_and_acks_together(brok
         plain.create_topic("OUT", 2)
         for i in range(5):
             plain.send("IN", f"m{i}")
-    with TransactionalProducer(broker.url, "copier", batch_size=2) as producer, ConsumerClient(broker.url, "g", "IN") as consumer:
+    with Producer(broker.url, transactional_id="copier", transaction_batch_size=2) as producer, ConsumerClient(broker.url, "g", "IN") as consumer:
         producer.init_transactions()
         received = consumer.receive(max_messages=3)
         producer.begin_transaction()
@@ -54,12 +47,12 @@ def test_a_consume_transform_produce_round_commits_copies_and_acks_together(brok
 
 
 def test_a_fenced_producer_gets_the_fatal_error_and_commits_nothing(broker: BrokerProcess) -> None:
-    zombie = TransactionalProducer(broker.url, "copier")
+    zombie = Producer(broker.url, transactional_id="copier")
     zombie.init_transactions()
     zombie.begin_transaction()
     zombie.send("OUT", "zombie")
     zombie.flush()
-    replacement = TransactionalProducer(broker.url, "copier")
+    replacement = Producer(broker.url, transactional_id="copier")
     replacement.init_transactions()
     with pytest.raises(ProducerFenced):
         zombie.commit_transaction()
@@ -74,7 +67,7 @@ def test_a_fenced_producer_gets_the_fatal_error_and_commits_nothing(broker: Brok
 
 
 def test_a_transaction_the_broker_timed_out_is_the_abortable_error(broker: BrokerProcess) -> None:
-    with TransactionalProducer(broker.url, "slow", transaction_timeout_ms=300) as producer:
+    with Producer(broker.url, transactional_id="slow", transaction_timeout_ms=300) as producer:
         producer.init_transactions()
         producer.begin_transaction()
         producer.send("OUT", "late")
@@ -91,7 +84,7 @@ def test_a_transaction_the_broker_timed_out_is_the_abortable_error(broker: Broke
 
 def test_the_asyncio_producer_commits_many_messages_to_several_topics_at_once(broker: BrokerProcess) -> None:
     async def scenario() -> None:
-        async with AsyncTransactionalProducer(broker.url, "async-copier", batch_size=7) as producer:
+        async with AsyncProducer(broker.url, transactional_id="async-copier", transaction_batch_size=7) as producer:
             await producer.init_transactions()
             await producer.begin_transaction()
             for i in range(20):
@@ -101,3 +94,15 @@ def test_the_asyncio_producer_commits_many_messages_to_several_topics_at_once(br
 
     asyncio.run(scenario())
     assert len(out_bodies(broker.url, "A")) == 10 and len(out_bodies(broker.url, "B")) == 10
+
+
+def test_send_in_a_transaction_returns_nothing_its_ids_come_with_flush_and_a_plain_send_returns_its_result(broker: BrokerProcess) -> None:
+    with Producer(broker.url, transactional_id="returns") as producer, Producer(broker.url) as plain:
+        producer.init_transactions()
+        producer.begin_transaction()
+        assert producer.send("OUT", "buffered") is None  # buffered until flush or commit
+        [sent] = producer.flush()
+        assert (sent.topic, sent.queue_offset) == ("OUT", None)  # handed over, invisible: no offset yet
+        producer.commit_transaction()
+        assert plain.send("OUT", "plain").status.value == "SEND_OK"
+    assert out_bodies(broker.url) == ["buffered", "plain"]

@@ -1,17 +1,17 @@
-"""The batching engine: one event-loop pass, one batch per key; each caller its own outcome; no timer; driven from a thread for blocking callers."""
+"""The batching engine: one event-loop pass, one batch per key; each caller its own outcome; no timer; driven from threads for blocking callers."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from halfmq.client.batching import BlockingPassCoalescer, PassCoalescer, UpTo
-from halfmq.client.send_policy import blocking_send_coalescer
+from halfmq.client.batching import PassCoalescer, UpTo
+from halfmq.client.loop_thread import run
+from halfmq.client.send_policy import send_coalescer
 from halfmq.errors import BrokerUnavailable, InvalidProperty
 from halfmq.wire import OutgoingMessage, SendResult, SendStatus
 
@@ -96,9 +96,17 @@ async def test_items_arriving_while_max_in_flight_batches_are_out_leave_together
     assert batches == [[0], [1, 2, 3]]
 
 
-# --- driven from a thread: the blocking producer's sends (were test_blocking_send_coalescer.py) ---
+# --- driven from threads: the blocking producer's sends, which meet on the SDK's loop thread ---
 
-BlockingSendCoalescer = BlockingPassCoalescer[str, OutgoingMessage, SendResult]
+
+class BlockingSendCoalescer:
+    """The engine as the blocking ``Producer`` drives it: each thread runs its submit on the one loop thread."""
+
+    def __init__(self, coalescer: PassCoalescer[str, OutgoingMessage, SendResult]) -> None:
+        self._coalescer = coalescer
+
+    def submit(self, topic: str, message: OutgoingMessage) -> SendResult:
+        return run(self._coalescer.submit(topic, message))
 
 
 class ThreadRecorder:
@@ -107,22 +115,22 @@ class ThreadRecorder:
         self.refuse, self.unavailable, self.delay = refuse, unavailable, delay
         self._lock = threading.Lock()
 
-    def batch(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
+    async def batch(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
         with self._lock:
             self.requests.append([m.body for m in messages])
-        time.sleep(self.delay)
+        await asyncio.sleep(self.delay)
         if self.unavailable:
             raise BrokerUnavailable("down")
         if self.refuse is not None and any(m.body == self.refuse for m in messages):
             raise InvalidProperty(f"{self.refuse} is bad")
         return [SendResult(SendStatus.SEND_OK, m.body, topic, 0, i, 0) for i, m in enumerate(messages)]
 
-    def one(self, topic: str, message: OutgoingMessage) -> SendResult:
-        return self.batch(topic, [message])[0]
+    async def one(self, topic: str, message: OutgoingMessage) -> SendResult:
+        return (await self.batch(topic, [message]))[0]
 
 
 def blocking(recorder: ThreadRecorder, **limits: int) -> BlockingSendCoalescer:
-    return blocking_send_coalescer(recorder.batch, recorder.one, **limits)
+    return BlockingSendCoalescer(send_coalescer(recorder.batch, recorder.one, **limits))
 
 
 def send_all(sends: BlockingSendCoalescer, bodies: list[str]) -> list[SendResult | BaseException]:

@@ -1,0 +1,53 @@
+"""The one producer's configuration, without a broker: transactions with a transactional_id only, old names warn."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from halfmq.client import AsyncProducer, AsyncTransactionalProducer, Producer, TransactionalProducer
+from halfmq.errors import InvalidTxnState
+
+URL = "http://127.0.0.1:9"  # never reached: every case here fails or ends before a request
+
+
+def test_the_old_transactional_names_build_the_one_producer_and_warn_with_the_new_spelling() -> None:
+    with pytest.warns(DeprecationWarning, match=r"TransactionalProducer is deprecated: use Producer\(url, transactional_id="):
+        old = TransactionalProducer(URL, "copier-1", batch_size=7)
+    with old:
+        assert isinstance(old, Producer) and old.transactional_id == "copier-1" and old.epoch is None
+    with pytest.warns(DeprecationWarning, match=r"AsyncTransactionalProducer is deprecated: use AsyncProducer\(url, transactional_id="):
+        old_async = AsyncTransactionalProducer(URL, "copier-2")
+    assert isinstance(old_async, AsyncProducer) and old_async.transactional_id == "copier-2"
+    asyncio.run(old_async.close())
+
+
+@pytest.mark.parametrize("method", ["init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"])
+def test_a_producer_without_a_transactional_id_says_so_when_asked_for_a_transaction(method: str) -> None:
+    with Producer(URL) as producer, pytest.raises(InvalidTxnState, match="no transactional_id"):
+        getattr(producer, method)()
+    assert producer.transactional_id is None and producer.epoch is None
+
+
+def test_a_producer_without_a_transactional_id_cannot_ack_in_a_transaction() -> None:
+    with Producer(URL) as producer, pytest.raises(InvalidTxnState, match="no transactional_id"):
+        producer.send_offsets_to_transaction(["handle"])
+
+
+def test_flush_on_a_plain_producer_with_nothing_under_way_returns_at_once_with_no_transaction_results() -> None:
+    with Producer(URL) as producer:
+        assert producer.flush() == []
+
+
+def test_a_transactional_producer_sends_only_inside_a_transaction_and_one_message_at_a_time() -> None:
+    with Producer(URL, transactional_id="tid") as producer:
+        with pytest.raises(InvalidTxnState, match="init_transactions"):
+            producer.send("OUT", "before init")
+        with pytest.raises(InvalidTxnState, match="send\\(\\)"):
+            producer.send_batch("OUT", ["a", "b"])
+
+
+def test_idempotent_id_beside_a_transactional_id_is_refused() -> None:
+    with pytest.raises(ValueError, match="give only transactional_id"):
+        AsyncProducer(URL, transactional_id="tid", idempotent_id="other")
