@@ -15,21 +15,17 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from halfmq.client.async_consumer import AsyncConsumer
     from halfmq.client.async_transaction_producer import AsyncTransactionProducer
     from halfmq.client.check_app import CheckApp
-    from halfmq.client.consumer import Consumer
+    from halfmq.client.consumer import AsyncConsumer, Consumer
     from halfmq.client.consumer_client import AsyncConsumerClient, ConsumerClient
     from halfmq.client.messages import UNIQ_KEY, message_body_bytes, message_json
     from halfmq.client.producer import AsyncProducer, Producer
     from halfmq.client.send_options import SendOptions
-    from halfmq.client.transaction import (
-        AsyncTransactionListener,
-        LocalTransactionState,
-        TransactionListener,
-        TransactionSendResult,
-    )
+    from halfmq.client.listener import AsyncTransactionListener, LocalTransactionState, TransactionListener
+    from halfmq.client.simple_consumer import AsyncSimpleConsumer, SimpleConsumer
     from halfmq.client.transaction_producer import TransactionProducer
+    from halfmq.client.transaction_steps import TransactionSendResult
     from halfmq.client.transactional_producer import AsyncTransactionalProducer, TransactionalProducer
     from halfmq.errors import BrokerError, BrokerUnavailable, CheckUrlRefused, ProducerFenced, TransactionAborted
     from halfmq.wire import (
@@ -69,7 +65,7 @@ _HOMES = {
     "SettleResult": "halfmq.wire",
     "SettleStatus": "halfmq.wire",
     "TopicInfo": "halfmq.wire",
-    "AsyncConsumer": "halfmq.client.async_consumer",
+    "AsyncConsumer": "halfmq.client.consumer",
     "CheckApp": "halfmq.client.check_app",
     "Consumer": "halfmq.client.consumer",
     "AsyncConsumerClient": "halfmq.client.consumer_client",
@@ -79,10 +75,12 @@ _HOMES = {
     "message_json": "halfmq.client.messages",
     "AsyncProducer": "halfmq.client.producer",
     "Producer": "halfmq.client.producer",
-    "AsyncTransactionListener": "halfmq.client.transaction",
-    "LocalTransactionState": "halfmq.client.transaction",
-    "TransactionListener": "halfmq.client.transaction",
-    "TransactionSendResult": "halfmq.client.transaction",
+    "AsyncTransactionListener": "halfmq.client.listener",
+    "LocalTransactionState": "halfmq.client.listener",
+    "TransactionListener": "halfmq.client.listener",
+    "TransactionSendResult": "halfmq.client.transaction_steps",
+    "SimpleConsumer": "halfmq.client.simple_consumer",
+    "AsyncSimpleConsumer": "halfmq.client.simple_consumer",
     "AsyncTransactionProducer": "halfmq.client.async_transaction_producer",
     "SendOptions": "halfmq.client.send_options",
     "TransactionProducer": "halfmq.client.transaction_producer",
@@ -94,6 +92,7 @@ __all__ = [
     "AsyncConsumer",
     "AsyncConsumerClient",
     "AsyncProducer",
+    "AsyncSimpleConsumer",
     "AsyncTransactionListener",
     "AsyncTransactionProducer",
     "AsyncTransactionalProducer",
@@ -116,6 +115,7 @@ __all__ = [
     "SendStatus",
     "SettleResult",
     "SettleStatus",
+    "SimpleConsumer",
     "TopicInfo",
     "TransactionListener",
     "TransactionAborted",

@@ -243,7 +243,7 @@ class AsyncTransactionProducer(AsyncLifecycle):
             return await call_listener(self.listener.execute_local_transaction, step.message, step.arg)
         numbering = self._numbering
         if step.numbered and numbering is not None:
-            return await numbering.send_async(self._numbered_lock, async_retrying(self._retries),
+            return await numbering.send(self._numbered_lock, async_retrying(self._retries),
                                               async_retrying(self._retries, retry_on=retry_on(step)), self._send_call, step.call)
         return await async_retrying(self._retries, retry_on=retry_on(step))(self._send_call, step.call)
 

@@ -12,16 +12,14 @@ A send that fails for good leaves a number the broker may never have stored: a
 gap that would stop the window ``window`` sends later. So the next send takes a
 new producer id (or epoch) and starts again at 0; sends in flight keep theirs.
 A new epoch of ``idempotent_id`` would fence them, so it waits until they end.
-Shared by the producers (plain and batch sends, ``send_async``) and the
-transaction producers (half sends); the blocking ``send`` and its thread
-condition serve only the blocking ``TransactionProducer`` until it, too, runs
-on the loop thread.
+Shared by the producers (plain and batch sends) and the transaction producers
+(half sends), which all run on an event loop (the blocking ones on the SDK's
+loop thread), so one asyncio ``send`` serves them all.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -31,12 +29,11 @@ from halfmq.wire import ProducerIdResult, TxnInitResult
 
 from . import endpoints
 from .endpoints import Call
-from .retry import AsyncRetrying, Retrying
+from .retry import AsyncRetrying
 
 __all__ = ["Numbering"]
 
 Numbers = dict[str, int]
-Transported = Callable[[Call[Any]], Any]
 
 
 SPREAD = 512  # half the broker's default window (HALFMQ_BROKER_IDEMPOTENT_SEND_WINDOW, 1024)
@@ -61,8 +58,7 @@ class Numbering:
         # SPREAD past the oldest of these, so one send stuck in retries (a failover) cannot push the others past
         # the broker's window (its gap rule would refuse them with OUT_OF_ORDER_SEQUENCE).
         self._outstanding: set[tuple[int, int, int]] = set()
-        self._settled = threading.Condition()
-        self._settled_async: asyncio.Condition | None = None
+        self._settled: asyncio.Condition | None = None  # made on first use, inside the running loop
 
     def init(self) -> Call[ProducerIdResult] | Call[TxnInitResult]:
         """The request for new ids: a fresh producer id, or the next epoch of ``idempotent_id``."""
@@ -100,42 +96,13 @@ class Numbering:
         """``call`` with the numbers added to its body."""
         return replace(call, body={**call.body, **numbers})
 
-    def send(self, lock: threading.Lock, fetch: Retrying, send: Retrying, transport: Transported, call: Call[Any]) -> Any:
+    async def send(self, lock: asyncio.Lock, fetch: AsyncRetrying, send: AsyncRetrying,
+                   transport: Callable[[Call[Any]], Awaitable[Any]], call: Call[Any]) -> Any:
         """``call`` with the next number in its body, sent through ``transport`` with the ``send`` policy (every retry
         carries the same number); when there are no ids yet, ``fetch`` gets them first (under ``lock``)."""
-        for attempt in (1, 2):
-            with lock:
-                if self.ids is None:
-                    if self.idempotent_id is not None:
-                        with self._settled:
-                            self._settled.wait_for(lambda: self._in_flight == 0)
-                    self.initialised(fetch(transport, self.init()))
-                with self._settled:
-                    self._settled.wait_for(self.may_take)
-                    numbers = self.take()
-                    self._in_flight += 1
-            try:
-                return send(transport, self.numbered(call, numbers))
-            except UnknownProducerId:  # the id expired while idle (or the broker lost it): a new id, once
-                self.failed(numbers)
-                if attempt == 2:
-                    raise
-            except BaseException:
-                self.failed(numbers)
-                raise
-            finally:
-                with self._settled:
-                    self._in_flight -= 1
-                    self._outstanding.discard(_key(numbers))
-                    self._settled.notify_all()
-        raise AssertionError("unreachable")
-
-    async def send_async(self, lock: asyncio.Lock, fetch: AsyncRetrying, send: AsyncRetrying,
-                         transport: Callable[[Call[Any]], Awaitable[Any]], call: Call[Any]) -> Any:
-        """``send`` for asyncio."""
-        if self._settled_async is None:
-            self._settled_async = asyncio.Condition()
-        settled = self._settled_async
+        if self._settled is None:
+            self._settled = asyncio.Condition()
+        settled = self._settled
         for attempt in (1, 2):
             async with lock:
                 if self.ids is None:

@@ -155,7 +155,7 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         if numbering is None:
             return await self._call(call)
         policy = async_retrying(self._retries)
-        result: T = await numbering.send_async(self._lock, policy, policy, self._transport.call, call)
+        result: T = await numbering.send(self._lock, policy, policy, self._transport.call, call)
         return result
 
     async def _send_one(self, topic: str, message: OutgoingMessage) -> SendResult:

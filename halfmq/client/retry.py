@@ -15,13 +15,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Awaitable, Callable
 from typing import ParamSpec, TypeVar
 
 from halfmq.errors import BrokerError
 
-__all__ = ["async_retrying", "backoff_delay", "is_retriable", "retrying"]
+__all__ = ["async_retrying", "backoff_delay", "is_retriable"]
 
 log = logging.getLogger(__name__)
 
@@ -74,24 +73,6 @@ class _Policy:
         return delay
 
 
-class Retrying(_Policy):
-    """The blocking loop, for the clients not yet run on the loop thread (``transaction_producer``, ``consumer_client``)."""
-
-    def __call__(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return fn(*args, **kwargs)
-            except Exception as exc:
-                delay = self.should_retry(exc, attempt)
-                if delay is None:
-                    if isinstance(exc, BrokerError):
-                        raise _given_up(exc, attempt) from None
-                    raise
-            time.sleep(delay)
-
-
 class AsyncRetrying(_Policy):
     """The loop for coroutines: it waits with ``asyncio.sleep``, so other sends go on meanwhile."""
 
@@ -113,11 +94,6 @@ class AsyncRetrying(_Policy):
 # A fresh policy per call is cheap and keeps the call sites as they were.
 # ``retry_on`` narrows what is retried for requests that are not safe to
 # repeat (see ``transport.request_not_sent``).
-def retrying(retries: int, retry_on: RetryPredicate = is_retriable) -> Retrying:
-    """A policy of ``retries`` attempts after the first, for errors ``retry_on`` accepts (a ValueError below 0)."""
-    return Retrying(retries, retry_on)
-
-
 def async_retrying(retries: int, retry_on: RetryPredicate = is_retriable) -> AsyncRetrying:
-    """``retrying`` for coroutines."""
+    """A policy of ``retries`` attempts after the first, for errors ``retry_on`` accepts (a ValueError below 0)."""
     return AsyncRetrying(retries, retry_on)

@@ -7,10 +7,10 @@ error class its ``code`` names, and a body that does not match the protocol
 becomes a plain ``BrokerError``. Retrying is not done here; it is a policy of
 the callers (see ``retry``).
 
-Each transport imports its HTTP library when it is first built, never at
-import: a program that only sends blockingly never loads aiohttp, and
-``from halfmq import AsyncProducer`` costs no more than the SDK's own modules
-(docs/decisions/020-sdk-footprint.md).
+There is one transport, on aiohttp: the blocking clients run the async ones on
+the SDK's loop thread (``loop_thread``). It imports aiohttp when it is first
+built, never at import, so ``from halfmq import Producer`` costs no more than
+the SDK's own modules (docs/decisions/020-sdk-footprint.md).
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ import asyncio
 import os
 import socket
 import ssl
-import time
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -33,11 +32,10 @@ from .environment import CA_FILE_ENV, env_token, resolve_url
 
 if TYPE_CHECKING:
     import aiohttp
-    import urllib3
 
 T = TypeVar("T")
 
-__all__ = ["TIMEOUT", "AsyncTransport", "Transport", "Verify", "auth_headers", "broker_urls", "error_from_answer", "failure_reason",
+__all__ = ["TIMEOUT", "AsyncTransport", "Verify", "auth_headers", "broker_urls", "error_from_answer", "failure_reason",
            "request_not_sent", "require_http_url", "tls_context"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
@@ -134,7 +132,7 @@ def _causes(exc: BaseException) -> list[BaseException]:
             continue
         seen.append(item)
         # Libraries keep the OS error in different places: ``__cause__``, ``os_error``
-        # or ``certificate_error`` (aiohttp), ``reason`` or an argument (urllib3). Not
+        # or ``certificate_error`` (aiohttp), ``reason`` or an argument. Not
         # ``__context__``: that may be whatever the caller was handling at the time.
         todo += [item.__cause__, getattr(item, "os_error", None),
                  getattr(item, "certificate_error", None), getattr(item, "reason", None)]
@@ -212,69 +210,6 @@ def parsed(call: Call[T], data: Any) -> T:
         raise
     except ValueError as exc:
         raise BrokerError(f"{call.method} {call.path}: response does not match the protocol: {exc}") from None
-
-
-class Transport:
-    """Blocking transport on one urllib3 pool, safe to share between threads.
-
-    urllib3 alone (no certifi: TLS trusts the system's CAs like ``ssl`` does) is
-    one package where httpx was six, and it is faster per request.
-    """
-
-    def __init__(self, base_url: str | None, *, timeout: float = TIMEOUT, max_connections: int = 20,
-                 token: str | None = None, verify: Verify | None = None) -> None:
-        import urllib3
-
-        self._urls = broker_urls(base_url, timeout)
-        self._timeout = timeout
-        self._errors: tuple[type[BaseException], ...] = (urllib3.exceptions.HTTPError, OSError)
-        self._not_sent: tuple[type[BaseException], ...] = (urllib3.exceptions.NewConnectionError,
-                                                           urllib3.exceptions.ConnectTimeoutError)
-        tls = tls_context(verify)
-        options: dict[str, Any] = {"cert_reqs": "CERT_NONE"} if tls is False else {}
-        if isinstance(tls, ssl.SSLContext):
-            options["ssl_context"] = tls
-        # block=False: past max_connections a request opens one more
-        # connection instead of waiting; only max_connections are kept.
-        self._pool: urllib3.PoolManager = urllib3.PoolManager(maxsize=max_connections, block=False, retries=False, **options)
-        auth = auth_headers(token)  # urllib3 drops a pool's default headers when a request brings its own
-        self._plain_headers, self._json_headers = {**_ACCEPT, **auth}, {**_SEND_JSON, **auth}
-
-    def call(self, call: Call[T]) -> T:
-        """``call`` on the node believed to lead; on another after a failure, as ``broker_urls.Route`` decides."""
-        route = self._urls.route()
-        attempt = route.first()
-        while True:
-            if attempt.wait:
-                time.sleep(attempt.wait)
-            try:
-                return self._call_once(call, attempt.url)
-            except BrokerError as exc:
-                following = route.after(exc, attempt.url)
-                if following is None:
-                    raise
-                attempt = following
-
-    def _call_once(self, call: Call[T], base: str) -> T:
-        content = None if call.body is None else msgspec.json.encode(call.body)
-        headers = self._plain_headers if content is None else self._json_headers
-        url = base + call.path
-        if call.params:
-            url += "?" + urlencode(call.params)
-        timeout = self._timeout if call.timeout is None else call.timeout
-        try:
-            response = self._pool.request(call.method, url, body=content, headers=headers, timeout=timeout,
-                                          redirect=False)
-        except self._errors as exc:
-            # A certificate is refused in the handshake, before a byte of the request.
-            sent = not isinstance(exc, self._not_sent) and not any(
-                isinstance(c, ssl.SSLCertVerificationError) for c in _causes(exc))
-            raise _unavailable(base, call, exc, sent=sent, timeout=timeout) from None
-        return _answer(call, response.status, response.headers.get("content-type", ""), response.data,
-                       f"{call.method} {url}")
-
-    def close(self) -> None:
-        self._pool.clear()
 
 
 class AsyncTransport:

@@ -110,7 +110,7 @@ LOADED = "import sys; {program}; print(sorted({{name.split('.')[0] for name in s
 
 
 @pytest.mark.parametrize(("program", "transport"), [
-    ("from halfmq import Producer; Producer('http://127.0.0.1:9')", "urllib3"),
+    ("from halfmq import Producer; Producer('http://127.0.0.1:9')", "aiohttp"),
     ("from halfmq.client.simple_consumer import SimpleConsumer; SimpleConsumer('http://127.0.0.1:9', 'g', 't')", "aiohttp"),
     ("from halfmq import Consumer; Consumer('http://127.0.0.1:9', 'g', 't', print)", "aiohttp"),
     ("from halfmq import AsyncProducer; AsyncProducer('http://127.0.0.1:9')", "aiohttp"),
