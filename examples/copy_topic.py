@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from halfmq.client import BrokerError, BrokerUnavailable, ConsumerClient, Message, Producer, ProducerFenced, TransactionAborted
+from halfmq.client import BrokerError, BrokerUnavailable, Message, Producer, ProducerFenced, SimpleConsumer, TransactionAborted
 
 log = logging.getLogger("copy_topic")
 FENCED_EXIT = 3
@@ -35,7 +35,7 @@ def upper_case(message: Message) -> str:
     return message.body.upper()
 
 
-def copy_round(producer: Producer[None], consumer: ConsumerClient, target: str,
+def copy_round(producer: Producer[None], consumer: SimpleConsumer, target: str,
                transform: Callable[[Message], str], batch: int, invisible_seconds: float) -> int:
     """One transaction: receive, send the copies, ack the originals, commit. Returns the messages copied."""
     messages = consumer.receive(max_messages=batch, invisible_seconds=invisible_seconds, wait_seconds=1)
@@ -87,7 +87,7 @@ def run(url: str, source: str, target: str, group: str, transactional_id: str, *
     """Copy until ``stop`` is set; returns the number of messages copied (committed) by this run."""
     stop = stop or threading.Event()
     copied = 0
-    with Producer(url, transactional_id=transactional_id) as producer, ConsumerClient(url, group, source) as consumer:
+    with Producer(url, transactional_id=transactional_id) as producer, SimpleConsumer(url, group, source) as consumer:
         while not stop.is_set():
             try:
                 if producer.epoch is None:

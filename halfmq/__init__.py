@@ -15,6 +15,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0.dev0"  # the one version source: pyproject.toml reads it, `halfmq --version` prints it
+"""The installed version (PEP 440); the one version source: pyproject.toml reads it, ``halfmq --version`` prints it."""
 
 if TYPE_CHECKING:
     from halfmq.client import (

@@ -93,7 +93,7 @@ WHICH = "## Which transaction do I need?"
 
 def test_both_kinds_of_transaction_in_the_readme_run_as_printed(start_broker: BrokerFactory, tmp_path: Path) -> None:
     half, producer_transaction = readme_programs(WHICH)
-    assert "TransactionProducer(" in half and "TransactionalProducer(" in producer_transaction
+    assert "TransactionProducer(" in half and "transactional_id=" in producer_transaction
     broker = start_broker()
     env = {"HALFMQ_URL": broker.url}
     assert run_program(half, env, tmp_path).split() == ["commit", "committed"]
