@@ -19,10 +19,10 @@ if TYPE_CHECKING:
     from halfmq.client.check_app import CheckApp
     from halfmq.client.consumer import AsyncConsumer, Consumer
     from halfmq.client.consumer_client import AsyncConsumerClient, ConsumerClient
+    from halfmq.client.listener import AsyncTransactionListener, LocalTransactionState, TransactionListener
     from halfmq.client.messages import UNIQ_KEY, message_body_bytes, message_json
     from halfmq.client.producer import AsyncProducer, Producer
     from halfmq.client.send_options import SendOptions
-    from halfmq.client.listener import AsyncTransactionListener, LocalTransactionState, TransactionListener
     from halfmq.client.simple_consumer import AsyncSimpleConsumer, SimpleConsumer
     from halfmq.client.transaction_producer import TransactionProducer
     from halfmq.client.transaction_steps import TransactionSendResult
