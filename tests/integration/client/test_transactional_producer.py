@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from halfmq.client import AsyncProducer, ConsumerClient, Producer, ProducerFenced, TransactionAborted
+from halfmq.client import AsyncProducer, Producer, ProducerFenced, SimpleConsumer, TransactionAborted
 from tests.integration.broker.http_helpers import read_all
 from tests.support.processes import BrokerProcess
 
@@ -24,7 +24,7 @@ def test_a_consume_transform_produce_round_commits_copies_and_acks_together(brok
         plain.create_topic("OUT", 2)
         for i in range(5):
             plain.send("IN", f"m{i}")
-    with Producer(broker.url, transactional_id="copier", transaction_batch_size=2) as producer, ConsumerClient(broker.url, "g", "IN") as consumer:
+    with Producer(broker.url, transactional_id="copier", transaction_batch_size=2) as producer, SimpleConsumer(broker.url, "g", "IN") as consumer:
         producer.init_transactions()
         received = consumer.receive(max_messages=3)
         producer.begin_transaction()

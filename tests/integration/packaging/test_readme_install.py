@@ -19,10 +19,16 @@ pytestmark = pytest.mark.slow
 SECTION = "## Use halfmq from your service"
 
 
-def readme_install_line() -> list[str]:
+def readme_install_line() -> tuple[dict[str, str], list[str]]:
+    """The first command of the section, split as a shell would: its ``NAME=value`` prefixes, then the words."""
     text = (ROOT / "README.md").read_text()
     line = next(line for line in text[text.index(SECTION):].splitlines() if line.startswith("    "))
-    return shlex.split(line.partition("#")[0])
+    words = shlex.split(line.partition("#")[0])
+    settings = {}
+    while words and "=" in words[0] and not words[0].startswith("-"):
+        name, _, value = words.pop(0).partition("=")
+        settings[name] = value
+    return settings, words
 
 
 def fresh_clone(into: Path) -> Path:
@@ -36,13 +42,13 @@ def fresh_clone(into: Path) -> Path:
 
 
 def test_the_readme_install_line_installs_the_sdk_from_a_fresh_clone(tmp_path: Path) -> None:
-    command = readme_install_line()
+    settings, command = readme_install_line()
     assert command[:2] == ["pip", "install"], command
     clone = fresh_clone(tmp_path / "halfmq")
     env: InstalledVenv = fresh_venv(tmp_path / "venv")
     done = subprocess.run([str(env.root / "bin" / command[0]), *command[1:]], cwd=clone, capture_output=True, text=True,
-                          timeout=600, env={"PATH": f"{env.root / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)})
+                          timeout=600, env={"PATH": f"{env.root / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path), **settings})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    check = env.run("-c", "import importlib.util as u; from halfmq import Producer; print(u.find_spec('fastapi') is None)",
-                    cwd=tmp_path)
+    check = env.run("-c", "import importlib.util as u; from halfmq import Producer; "
+                          "print(u.find_spec('fastapi') is None and u.find_spec('halfmq.broker') is None)", cwd=tmp_path)
     assert check.stdout.strip() == "True", check.stdout + check.stderr  # the SDK alone
