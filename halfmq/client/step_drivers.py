@@ -32,24 +32,23 @@ def retry_on(request: Request) -> RetryPredicate:
 
 def run_steps(steps: Generator[S, Any, T], perform: Callable[[S], Any]) -> T:
     """Walk ``steps`` in this thread, ``perform`` doing each; the sequence's result."""
-
-    async def perform_here(step: S) -> Any:
-        return perform(step)
-
-    walk = run_steps_async(steps, perform_here)
-    try:
-        walk.send(None)  # perform_here never suspends, so the walk ends in this one send
-    except StopIteration as done:
-        result: T = done.value
-        return result
-    walk.close()
-    raise RuntimeError("a step driver suspended")
+    reply: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            step = steps.send(reply) if error is None else steps.throw(error)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        reply, error = None, None
+        try:
+            reply = perform(step)
+        except Exception as exc:  # noqa: BLE001 - the sequence decides what a failed step means
+            error = exc
 
 
 async def run_steps_async(steps: Generator[S, Any, T], perform: Callable[[S], Awaitable[Any]]) -> T:
-    """Walk ``steps`` awaiting a coroutine ``perform`` for each: the steps of concurrent sequences interleave on the loop.
-
-    ``run_steps`` is this walk with a ``perform`` that never suspends."""
+    """``run_steps`` with a coroutine ``perform``: the steps of concurrent sequences interleave on the loop."""
     reply: Any = None
     error: Exception | None = None
     while True:
