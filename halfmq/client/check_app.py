@@ -89,15 +89,8 @@ class CheckApp:
     are refused (403), which catches two producers registered with one URL.
     """
 
-    def __init__(
-        self,
-        listener: AnyTransactionListener,
-        *,
-        producer_group: str | None = None,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        check_secret: str | bytes | None = None,
-        signature_window: float = DEFAULT_WINDOW,
-    ) -> None:
+    def __init__(self, listener: AnyTransactionListener, *, producer_group: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                 check_secret: str | bytes | None = None, signature_window: float = DEFAULT_WINDOW) -> None:
         if not callable(getattr(listener, "check_local_transaction", None)):
             raise TypeError("the listener has no check_local_transaction method")
         self.listener = listener

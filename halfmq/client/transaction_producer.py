@@ -69,9 +69,8 @@ class TransactionProducer(Blocking[AsyncTransactionProducer]):
         """The ASGI app answering this producer's check-backs (``AsyncTransactionProducer.check_app``)."""
         return self._async.check_app(**options)
 
-    def send_in_transaction(
-        self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]
-    ) -> TransactionSendResult:
+    def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None,
+                            **options: Unpack[SendOptions]) -> TransactionSendResult:
         """Half → local transaction (in this thread) → end; see ``transaction_steps`` for each step's failures."""
         return run_steps(self._async._send_steps(topic, message, arg, options), self._perform)
 

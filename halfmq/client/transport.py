@@ -180,12 +180,6 @@ def request_not_sent(exc: BaseException) -> bool:
     return isinstance(exc, BrokerUnavailable) and exc.sent is False
 
 
-def _encode(body: Any) -> tuple[bytes | None, dict[str, str]]:
-    if body is None:
-        return None, _ACCEPT
-    return msgspec.json.encode(body), _SEND_JSON
-
-
 def _answer(call: Call[T], status: int, content_type: str, body: bytes, where: str) -> T:
     """What a 2xx answer means for ``call``; the typed error anything else stands for."""
     if not 200 <= status < 300:
@@ -223,17 +217,8 @@ class AsyncTransport:
     counts as "not sent" (``request_not_sent``); a disconnect after sending does not.
     """
 
-    def __init__(
-        self,
-        base_url: str | None,
-        *,
-        timeout: float = TIMEOUT,
-        pool_size: int = 8,
-        connections_per_client: int = 8,
-        max_in_flight: int = 64,
-        token: str | None = None,
-        verify: Verify | None = None,
-    ) -> None:
+    def __init__(self, base_url: str | None, *, timeout: float = TIMEOUT, pool_size: int = 8, connections_per_client: int = 8,
+                 max_in_flight: int = 64, token: str | None = None, verify: Verify | None = None) -> None:
         if pool_size < 1 or connections_per_client < 1 or max_in_flight < 1:
             raise ValueError("pool_size, connections_per_client and max_in_flight must be at least 1")
         import aiohttp
@@ -251,10 +236,8 @@ class AsyncTransport:
         # Created on first use, inside the running loop (aiohttp binds a session to its loop).
         if self._session is None or self._session.closed:
             aiohttp = self._aiohttp
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300, ssl=self._ssl),
-                timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers,
-            )
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300, ssl=self._ssl),
+                                                  timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers)
         return self._session
 
     async def call(self, call: Call[T]) -> T:
@@ -274,7 +257,7 @@ class AsyncTransport:
 
     async def _call_once(self, call: Call[T], base: str) -> T:
         aiohttp = self._aiohttp
-        content, headers = _encode(call.body)
+        content, headers = (None, _ACCEPT) if call.body is None else (msgspec.json.encode(call.body), _SEND_JSON)
         url = base + call.path
         params = {k: str(v) for k, v in call.params.items()} if call.params else None
         seconds = self._timeout if call.timeout is None else call.timeout
