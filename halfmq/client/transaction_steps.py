@@ -167,14 +167,5 @@ def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessag
         log.log(level, "end of transaction %s with %s failed (%s: %s); the broker's check-back will settle it",
                 half.transaction_id, state.value, type(exc).__name__, exc)
         end_error = exc
-    return TransactionSendResult(
-        transaction_id=half.transaction_id,
-        msg_id=half.msg_id,
-        send_status=half.status,
-        local_state=state,
-        half=half,
-        message=seen,
-        end=view,
-        end_error=end_error,
-        local_error=local_error,
-    )
+    return TransactionSendResult(transaction_id=half.transaction_id, msg_id=half.msg_id, send_status=half.status, local_state=state,
+                                 half=half, message=seen, end=view, end_error=end_error, local_error=local_error)
