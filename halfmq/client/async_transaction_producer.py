@@ -18,7 +18,7 @@ import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
-from typing import Any, Self, TypedDict, TypeVar, Unpack
+from typing import Any, Self, TypeVar, Unpack
 
 from halfmq.errors import BrokerError
 from halfmq.wire import OutgoingMessage, TransactionState
@@ -35,7 +35,7 @@ from .send_options import SendOptions
 from .step_drivers import retry_on, run_steps_async
 from .transaction_batches import TransactionBatches
 from .transaction_steps import Request, RunLocalTransaction, Step, Steps, TransactionSendResult, end_state
-from .transport import TIMEOUT, AsyncTransport, Verify, require_http_url
+from .transport import TIMEOUT, AsyncTransport, ClientOptions, Verify, require_http_url
 
 __all__ = ["AsyncTransactionProducer", "TransactionProducerOptions", "default_client_id"]
 
@@ -52,23 +52,13 @@ def default_client_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
-class TransactionProducerOptions(TypedDict, total=False):
+class TransactionProducerOptions(ClientOptions, total=False):
     """The keyword settings of ``AsyncTransactionProducer`` (see its docstring), which ``TransactionProducer`` passes on."""
 
     check_url: str | None
     check_backs: bool
     client_id: str | None
     heartbeat_interval: float
-    timeout: float
-    retries: int
-    pool_size: int
-    connections_per_client: int
-    max_in_flight: int
-    token: str | None
-    verify: Verify | None
-    idempotent: bool
-    idempotent_id: str | None
-    coalesce: bool
 
 
 class AsyncTransactionProducer(AsyncLifecycle):

@@ -19,7 +19,7 @@ import asyncio
 import os
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["TIMEOUT", "AsyncTransport", "Verify", "auth_headers", "broker_urls", "error_from_answer", "failure_reason",
+__all__ = ["TIMEOUT", "AsyncTransport", "ClientOptions", "Verify", "auth_headers", "broker_urls", "error_from_answer", "failure_reason",
            "request_not_sent", "require_http_url", "tls_context"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
@@ -53,6 +53,22 @@ _SEND_JSON = {**_ACCEPT, "content-type": "application/json"}
 # retries' and the set's election's (``retry``, ``broker_urls.LEADER_WAIT``).
 TIMEOUT = 5.0
 Verify = bool | str  # True: the system's CAs; a path: this CA bundle; False: no verification (tests only)
+
+
+class ClientOptions(TypedDict, total=False):
+    """The keyword options both producers take (documented on ``AsyncProducer``): how they reach the broker
+    (``AsyncTransport``'s), how often they retry, whether they number their sends and batch concurrent ones."""
+
+    timeout: float
+    retries: int
+    pool_size: int
+    connections_per_client: int
+    max_in_flight: int
+    token: str | None
+    verify: Verify | None
+    idempotent: bool
+    idempotent_id: str | None
+    coalesce: bool
 
 
 def auth_headers(token: str | None) -> dict[str, str]:
