@@ -114,8 +114,7 @@ class BrokerUrls:
 
     def suspects(self) -> set[str]:
         now = self.clock()
-        # A copy first: the blocking transport's threads may suspect a node meanwhile.
-        return {url for url, until in list(self._suspected_until.items()) if until > now}
+        return {url for url, until in self._suspected_until.items() if until > now}
 
     def redirect(self, error: BrokerError, asked: str) -> str | None:
         """After ``error`` from ``asked``: the node to repeat the call at now, or None (the error is the caller's).
@@ -147,8 +146,7 @@ class Attempt:
 class Route:
     """One call's walk over the set: where it is sent first, and where (and after what pause) after each failure.
 
-    Both transports drive it (``first``, then ``after`` each failed attempt until it answers None), so the
-    blocking and the asyncio client cannot disagree about failover.
+    The transport drives it: ``first``, then ``after`` each failed attempt until it answers None.
     """
 
     def __init__(self, urls: BrokerUrls) -> None:
