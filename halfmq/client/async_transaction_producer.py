@@ -189,8 +189,7 @@ class AsyncTransactionProducer(AsyncLifecycle):
         return CheckApp(self.listener, producer_group=self.producer_group, **options)
 
     # --- sending -----------------------------------------------------------------
-    async def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None,
-                                  **options: Unpack[SendOptions]) -> TransactionSendResult:
+    async def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]) -> TransactionSendResult:
         """Half → local transaction → end (see ``transaction_steps`` for each step's failures); ``arg`` goes to the listener."""
         return await run_steps_async(self._send_steps(topic, message, arg, options), self._perform)
 

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 
 from halfmq.errors import BrokerError, BrokerUnavailable
 
-__all__ = ["LEADER_WAIT", "NOT_LEADER", "Attempt", "BrokerUrls", "Failure", "Route", "failure_of", "next_url",
-           "round_pause", "split_urls"]
+__all__ = ["LEADER_WAIT", "NOT_LEADER", "Attempt", "BrokerUrls", "Failure", "Route", "failure_of", "next_url", "round_pause", "split_urls"]
 
 NOT_LEADER = "NOT_LEADER"
 # How long one call keeps looking for a leader among the set's nodes (421s, nodes that refuse connections): an
@@ -69,8 +68,7 @@ def failure_of(error: BrokerError) -> Failure:
     return Failure.ANSWERED
 
 
-def next_url(urls: Sequence[str], asked: str, failure: Failure, leader: str | None = None,
-             suspects: Collection[str] = ()) -> str | None:
+def next_url(urls: Sequence[str], asked: str, failure: Failure, leader: str | None = None, suspects: Collection[str] = ()) -> str | None:
     """Where a call goes after ``failure`` on ``asked``; None when it stays (a single URL, or an answer).
 
     ``leader`` is the URL a 421 named; it is followed when it is listed, is not ``asked`` and is not one of the
@@ -97,8 +95,7 @@ def round_pause(rounds: int) -> float:
 class BrokerUrls:
     """The listed URLs, the one calls start at, and the nodes suspected of hanging; shared by a transport's calls."""
 
-    def __init__(self, urls: list[str], *, suspect_for: float = 5.0, leader_wait: float = LEADER_WAIT,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, urls: list[str], *, suspect_for: float = 5.0, leader_wait: float = LEADER_WAIT, clock: Callable[[], float] = time.monotonic) -> None:
         if not urls:
             raise ValueError("no broker URL given")
         self.urls = urls

@@ -118,8 +118,7 @@ def send_one(topic: str, message: OutgoingMessage, numbering: dict[str, int] | N
 
 
 def read(topic: str, queue_id: int, offset: int, max_messages: int) -> Call[OffsetReadResponse]:
-    return Call("GET", f"{_topic_path(topic)}/queues/{_seg(queue_id)}/messages", parse=_as(OffsetReadResponse),
-                params={"offset": offset, "max": max_messages})
+    return Call("GET", f"{_topic_path(topic)}/queues/{_seg(queue_id)}/messages", parse=_as(OffsetReadResponse), params={"offset": offset, "max": max_messages})
 
 
 def receive(group: str, topic: str, request: ReceiveRequest, *, timeout: float) -> Call[list[Message]]:
@@ -201,8 +200,7 @@ def txn_begin(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnBe
     return Call("POST", _txn_path(transactional_id, "begin"), parse=_as(TxnBeginResult), body=body)
 
 
-def txn_messages(transactional_id: str, producer_id: int, epoch: int, sequence: int,
-                 messages: Sequence[TxnMessage]) -> Call[TxnMessagesResult]:
+def txn_messages(transactional_id: str, producer_id: int, epoch: int, sequence: int, messages: Sequence[TxnMessage]) -> Call[TxnMessagesResult]:
     body = {"producer_id": producer_id, "epoch": epoch, "sequence": sequence, "messages": [to_wire(m) for m in messages]}
     return Call("POST", _txn_path(transactional_id, "messages"), parse=_as(TxnMessagesResult), body=body)
 

@@ -129,8 +129,7 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         async_retrying(retries)  # validate now rather than on the first send
         self._retries = retries
         self._numbering = _numbering(idempotent, idempotent_id, transactional_id)
-        self._steps = (None if transactional_id is None
-                       else TransactionalSteps(transactional_id, transaction_timeout_ms, transaction_batch_size))
+        self._steps = None if transactional_id is None else TransactionalSteps(transactional_id, transaction_timeout_ms, transaction_batch_size)
         self._lock = asyncio.Lock()
         self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
                                          max_in_flight=max_in_flight, token=token, verify=verify)
@@ -296,8 +295,7 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
     def __init__(self: Producer[SendResult | None], base_url: str | None = None, *, transactional_id: str | None,
                  **options: Unpack[ProducerOptions]) -> None: ...
 
-    def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None,
-                 **options: Unpack[ProducerOptions]) -> None:
+    def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None, **options: Unpack[ProducerOptions]) -> None:
         """The options of ``AsyncProducer``, the same defaults (``pool_size`` … bound the loop's connections)."""
         self._async = cast("AsyncProducer[R]", AsyncProducer(base_url, transactional_id=transactional_id, **options))
         close_at_exit(self, self._async)

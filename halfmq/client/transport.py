@@ -128,8 +128,7 @@ def error_from_answer(status: int, body: bytes, where: str) -> BrokerError:
         if cls is BrokerError:
             # A code newer than this SDK: the server's own word on it is the
             # best information there is.
-            _override(error, code=problem["code"],
-                      retriable=bool(problem.get("retriable", status in _TRANSIENT_STATUSES)))
+            _override(error, code=problem["code"], retriable=bool(problem.get("retriable", status in _TRANSIENT_STATUSES)))
         return _override(error, status=status)
     if isinstance(problem, dict) and "detail" in problem:
         text = str(problem["detail"])
@@ -150,8 +149,7 @@ def _causes(exc: BaseException) -> list[BaseException]:
         # Libraries keep the OS error in different places: ``__cause__``, ``os_error``
         # or ``certificate_error`` (aiohttp), ``reason`` or an argument. Not
         # ``__context__``: that may be whatever the caller was handling at the time.
-        todo += [item.__cause__, getattr(item, "os_error", None),
-                 getattr(item, "certificate_error", None), getattr(item, "reason", None)]
+        todo += [item.__cause__, getattr(item, "os_error", None), getattr(item, "certificate_error", None), getattr(item, "reason", None)]
         todo += [arg for arg in item.args if isinstance(arg, BaseException)]
     return seen
 

@@ -161,8 +161,7 @@ class BarrierBase:
     def _answer(self, msg: Message, found: bool) -> LocalTransactionState:
         age = half_age_seconds(msg.born_timestamp, self._clock())
         answer = check_answer(found, age, self.horizon)
-        log.info("check-back for transaction %s (age %.1fs, record %s): %s",
-                 self._transaction_id(msg), age, "found" if found else "missing", answer.value)
+        log.info("check-back for transaction %s (age %.1fs, record %s): %s", self._transaction_id(msg), age, "found" if found else "missing", answer.value)
         return _STATES[answer]
 
     def _purge_statement(self) -> Delete:
