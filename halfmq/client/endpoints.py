@@ -1,8 +1,8 @@
 """The HTTP API v1 as data: which method and path each operation uses, what it
 sends and how its answer becomes protocol models.
 
-Keeping this free of I/O lets the sync and asyncio clients share one
-description of the wire, so they cannot disagree about a path or a field.
+Keeping this free of I/O lets every client share one description of the
+wire (``transport.AsyncTransport`` runs it), so they cannot disagree about a path or a field.
 """
 
 from __future__ import annotations

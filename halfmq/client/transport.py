@@ -176,10 +176,7 @@ def failure_reason(exc: BaseException, timeout: float | None = None) -> str:
 
 def _unavailable(base: str, call: Call[Any], exc: BaseException, *, sent: bool, timeout: float | None) -> BrokerUnavailable:
     reason = failure_reason(exc, timeout)
-    if sent:
-        message = f"no answer from the broker at {base} to {call.method} {call.path} ({reason})"
-    else:
-        message = f"cannot reach the broker at {base} ({reason})"
+    message = f"no answer from the broker at {base} to {call.method} {call.path} ({reason})" if sent else f"cannot reach the broker at {base} ({reason})"
     return BrokerUnavailable(message, cause=exc, sent=sent)
 
 
