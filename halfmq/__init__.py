@@ -18,93 +18,21 @@ __version__ = "0.2.0.dev0"  # the one version source: pyproject.toml reads it, `
 """The installed version (PEP 440); the one version source: pyproject.toml reads it, ``halfmq --version`` prints it."""
 
 if TYPE_CHECKING:
-    from halfmq.client import (
-        UNIQ_KEY,
-        AsyncConsumer,
-        AsyncConsumerClient,
-        AsyncProducer,
-        AsyncSimpleConsumer,
-        AsyncTransactionalProducer,
-        AsyncTransactionListener,
-        AsyncTransactionProducer,
-        BrokerError,
-        BrokerUnavailable,
-        CheckApp,
-        CheckRequest,
-        CheckUrlRefused,
-        Consumer,
-        ConsumerClient,
-        ConsumerGroupInfo,
-        HalfSendResult,
-        LocalTransactionState,
-        Message,
-        OffsetReadResponse,
-        OutgoingMessage,
-        Producer,
-        ProducerFenced,
-        SendResult,
-        SendStatus,
-        SettleResult,
-        SettleStatus,
-        SimpleConsumer,
-        TopicInfo,
-        TransactionAborted,
-        TransactionalProducer,
-        TransactionListener,
-        TransactionProducer,
-        TransactionSendResult,
-        message_body_bytes,
-        message_json,
-    )
-
-__all__ = [
-    "UNIQ_KEY",
-    "AsyncConsumer",
-    "AsyncConsumerClient",
-    "AsyncProducer",
-    "AsyncSimpleConsumer",
-    "AsyncTransactionListener",
-    "AsyncTransactionProducer",
-    "AsyncTransactionalProducer",
-    "BrokerError",
-    "BrokerUnavailable",
-    "CheckApp",
-    "CheckRequest",
-    "CheckUrlRefused",
-    "Consumer",
-    "ConsumerClient",
-    "ConsumerGroupInfo",
-    "HalfSendResult",
-    "LocalTransactionState",
-    "Message",
-    "OffsetReadResponse",
-    "OutgoingMessage",
-    "Producer",
-    "ProducerFenced",
-    "SendResult",
-    "SendStatus",
-    "SettleResult",
-    "SettleStatus",
-    "SimpleConsumer",
-    "TopicInfo",
-    "TransactionAborted",
-    "TransactionListener",
-    "TransactionProducer",
-    "TransactionSendResult",
-    "TransactionalProducer",
-    "__version__",
-    "message_body_bytes",
-    "message_json",
-]
+    from halfmq.client import *  # noqa: F403  (every name of halfmq.client's, typed; the list lives there)
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        value = getattr(import_module("halfmq.client"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'halfmq' has no attribute {name!r}")
+    # halfmq.client's names, and ``__all__`` (them and ``__version__``), on first use: ``import halfmq`` loads nothing
+    client = import_module("halfmq.client")
+    if name == "__all__":
+        value: Any = [*client.__all__, "__version__"]
+    elif name in client.__all__:
+        value = getattr(client, name)
+    else:
+        raise AttributeError(f"module 'halfmq' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted(__getattr__("__all__"))

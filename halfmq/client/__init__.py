@@ -14,119 +14,66 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from halfmq.client.async_transaction_producer import AsyncTransactionProducer
-    from halfmq.client.check_app import CheckApp
-    from halfmq.client.consumer import AsyncConsumer, Consumer
-    from halfmq.client.consumer_client import AsyncConsumerClient, ConsumerClient
-    from halfmq.client.listener import AsyncTransactionListener, LocalTransactionState, TransactionListener
-    from halfmq.client.messages import UNIQ_KEY, message_body_bytes, message_json
-    from halfmq.client.producer import AsyncProducer, Producer
-    from halfmq.client.send_options import SendOptions
-    from halfmq.client.simple_consumer import AsyncSimpleConsumer, SimpleConsumer
-    from halfmq.client.transaction_producer import TransactionProducer
-    from halfmq.client.transaction_steps import TransactionSendResult
-    from halfmq.client.transactional_producer import AsyncTransactionalProducer, TransactionalProducer
-    from halfmq.errors import BrokerError, BrokerUnavailable, CheckUrlRefused, ProducerFenced, TransactionAborted
-    from halfmq.wire import (
-        CheckRequest,
-        ConsumerGroupInfo,
-        HalfSendResult,
-        Message,
-        OffsetReadResponse,
-        OutgoingMessage,
-        SendResult,
-        SendStatus,
-        SettleResult,
-        SettleStatus,
-        TopicInfo,
-        TxnEndResult,
-        TxnSendResult,
-    )
+if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --strict (no_implicit_reexport)
+    from halfmq.client.async_transaction_producer import AsyncTransactionProducer as AsyncTransactionProducer
+    from halfmq.client.check_app import CheckApp as CheckApp
+    from halfmq.client.consumer import AsyncConsumer as AsyncConsumer
+    from halfmq.client.consumer import Consumer as Consumer
+    from halfmq.client.consumer_client import AsyncConsumerClient as AsyncConsumerClient
+    from halfmq.client.consumer_client import ConsumerClient as ConsumerClient
+    from halfmq.client.listener import AsyncTransactionListener as AsyncTransactionListener
+    from halfmq.client.listener import LocalTransactionState as LocalTransactionState
+    from halfmq.client.listener import TransactionListener as TransactionListener
+    from halfmq.client.messages import UNIQ_KEY as UNIQ_KEY
+    from halfmq.client.messages import message_body_bytes as message_body_bytes
+    from halfmq.client.messages import message_json as message_json
+    from halfmq.client.producer import AsyncProducer as AsyncProducer
+    from halfmq.client.producer import Producer as Producer
+    from halfmq.client.send_options import SendOptions as SendOptions
+    from halfmq.client.simple_consumer import AsyncSimpleConsumer as AsyncSimpleConsumer
+    from halfmq.client.simple_consumer import SimpleConsumer as SimpleConsumer
+    from halfmq.client.transaction_producer import TransactionProducer as TransactionProducer
+    from halfmq.client.transaction_steps import TransactionSendResult as TransactionSendResult
+    from halfmq.client.transactional_producer import AsyncTransactionalProducer as AsyncTransactionalProducer
+    from halfmq.client.transactional_producer import TransactionalProducer as TransactionalProducer
+    from halfmq.errors import BrokerError as BrokerError
+    from halfmq.errors import BrokerUnavailable as BrokerUnavailable
+    from halfmq.errors import CheckUrlRefused as CheckUrlRefused
+    from halfmq.errors import ProducerFenced as ProducerFenced
+    from halfmq.errors import TransactionAborted as TransactionAborted
+    from halfmq.wire import CheckRequest as CheckRequest
+    from halfmq.wire import ConsumerGroupInfo as ConsumerGroupInfo
+    from halfmq.wire import HalfSendResult as HalfSendResult
+    from halfmq.wire import Message as Message
+    from halfmq.wire import OffsetReadResponse as OffsetReadResponse
+    from halfmq.wire import OutgoingMessage as OutgoingMessage
+    from halfmq.wire import SendResult as SendResult
+    from halfmq.wire import SendStatus as SendStatus
+    from halfmq.wire import SettleResult as SettleResult
+    from halfmq.wire import SettleStatus as SettleStatus
+    from halfmq.wire import TopicInfo as TopicInfo
+    from halfmq.wire import TxnEndResult as TxnEndResult
+    from halfmq.wire import TxnSendResult as TxnSendResult
 
-_HOMES = {
-    "BrokerError": "halfmq.errors",
-    "BrokerUnavailable": "halfmq.errors",
-    "CheckUrlRefused": "halfmq.errors",
-    "ProducerFenced": "halfmq.errors",
-    "TransactionAborted": "halfmq.errors",
-    "TxnEndResult": "halfmq.wire",
-    "TxnSendResult": "halfmq.wire",
-    "AsyncTransactionalProducer": "halfmq.client.transactional_producer",
-    "TransactionalProducer": "halfmq.client.transactional_producer",
-    "CheckRequest": "halfmq.wire",
-    "ConsumerGroupInfo": "halfmq.wire",
-    "HalfSendResult": "halfmq.wire",
-    "Message": "halfmq.wire",
-    "OffsetReadResponse": "halfmq.wire",
-    "OutgoingMessage": "halfmq.wire",
-    "SendResult": "halfmq.wire",
-    "SendStatus": "halfmq.wire",
-    "SettleResult": "halfmq.wire",
-    "SettleStatus": "halfmq.wire",
-    "TopicInfo": "halfmq.wire",
-    "AsyncConsumer": "halfmq.client.consumer",
-    "CheckApp": "halfmq.client.check_app",
-    "Consumer": "halfmq.client.consumer",
-    "AsyncConsumerClient": "halfmq.client.consumer_client",
-    "ConsumerClient": "halfmq.client.consumer_client",
-    "UNIQ_KEY": "halfmq.client.messages",
-    "message_body_bytes": "halfmq.client.messages",
-    "message_json": "halfmq.client.messages",
-    "AsyncProducer": "halfmq.client.producer",
-    "Producer": "halfmq.client.producer",
-    "AsyncTransactionListener": "halfmq.client.listener",
-    "LocalTransactionState": "halfmq.client.listener",
-    "TransactionListener": "halfmq.client.listener",
-    "TransactionSendResult": "halfmq.client.transaction_steps",
-    "SimpleConsumer": "halfmq.client.simple_consumer",
-    "AsyncSimpleConsumer": "halfmq.client.simple_consumer",
-    "AsyncTransactionProducer": "halfmq.client.async_transaction_producer",
-    "SendOptions": "halfmq.client.send_options",
-    "TransactionProducer": "halfmq.client.transaction_producer",
-}
-
-__all__ = [
-    "SendOptions",
-    "UNIQ_KEY",
-    "AsyncConsumer",
-    "AsyncConsumerClient",
-    "AsyncProducer",
-    "AsyncSimpleConsumer",
-    "AsyncTransactionListener",
-    "AsyncTransactionProducer",
-    "AsyncTransactionalProducer",
-    "BrokerError",
-    "BrokerUnavailable",
-    "CheckApp",
-    "CheckRequest",
-    "CheckUrlRefused",
-    "Consumer",
-    "ConsumerClient",
-    "ConsumerGroupInfo",
-    "HalfSendResult",
-    "LocalTransactionState",
-    "Message",
-    "OffsetReadResponse",
-    "OutgoingMessage",
-    "Producer",
-    "ProducerFenced",
-    "SendResult",
-    "SendStatus",
-    "SettleResult",
-    "SettleStatus",
-    "SimpleConsumer",
-    "TopicInfo",
-    "TransactionListener",
-    "TransactionAborted",
-    "TransactionProducer",
-    "TransactionalProducer",
-    "TransactionSendResult",
-    "TxnEndResult",
-    "TxnSendResult",
-    "message_body_bytes",
-    "message_json",
-]
+_HOMES = {name: module for module, names in {  # the public names at run time, by the module that defines them
+    "halfmq.client.async_transaction_producer": "AsyncTransactionProducer",
+    "halfmq.client.check_app": "CheckApp",
+    "halfmq.client.consumer": "AsyncConsumer Consumer",
+    "halfmq.client.consumer_client": "AsyncConsumerClient ConsumerClient",
+    "halfmq.client.listener": "AsyncTransactionListener LocalTransactionState TransactionListener",
+    "halfmq.client.messages": "UNIQ_KEY message_body_bytes message_json",
+    "halfmq.client.producer": "AsyncProducer Producer",
+    "halfmq.client.send_options": "SendOptions",
+    "halfmq.client.simple_consumer": "AsyncSimpleConsumer SimpleConsumer",
+    "halfmq.client.transaction_producer": "TransactionProducer",
+    "halfmq.client.transaction_steps": "TransactionSendResult",
+    "halfmq.client.transactional_producer": "AsyncTransactionalProducer TransactionalProducer",
+    "halfmq.errors": "BrokerError BrokerUnavailable CheckUrlRefused ProducerFenced TransactionAborted",
+    "halfmq.wire": "CheckRequest ConsumerGroupInfo HalfSendResult Message OffsetReadResponse OutgoingMessage SendResult SendStatus SettleResult SettleStatus"
+                   " TopicInfo TxnEndResult TxnSendResult",
+}.items() for name in names.split()}
+if not TYPE_CHECKING:  # mypy reads only a literal __all__ (this one would hide the names above from `from halfmq.client import *`)
+    __all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str) -> Any:
@@ -139,4 +86,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted(_HOMES)

@@ -18,7 +18,7 @@ import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
-from typing import Any, Self, TypedDict, TypeVar, Unpack
+from typing import Any, Self, TypeVar, Unpack
 
 from halfmq.errors import BrokerError
 from halfmq.wire import OutgoingMessage, TransactionState
@@ -35,7 +35,7 @@ from .send_options import SendOptions
 from .step_drivers import retry_on, run_steps_async
 from .transaction_batches import TransactionBatches
 from .transaction_steps import Request, RunLocalTransaction, Step, Steps, TransactionSendResult, end_state
-from .transport import TIMEOUT, AsyncTransport, Verify, require_http_url
+from .transport import TIMEOUT, AsyncTransport, ClientOptions, Verify, require_http_url
 
 __all__ = ["AsyncTransactionProducer", "TransactionProducerOptions", "default_client_id"]
 
@@ -52,23 +52,13 @@ def default_client_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
-class TransactionProducerOptions(TypedDict, total=False):
+class TransactionProducerOptions(ClientOptions, total=False):
     """The keyword settings of ``AsyncTransactionProducer`` (see its docstring), which ``TransactionProducer`` passes on."""
 
     check_url: str | None
     check_backs: bool
     client_id: str | None
     heartbeat_interval: float
-    timeout: float
-    retries: int
-    pool_size: int
-    connections_per_client: int
-    max_in_flight: int
-    token: str | None
-    verify: Verify | None
-    idempotent: bool
-    idempotent_id: str | None
-    coalesce: bool
 
 
 class AsyncTransactionProducer(AsyncLifecycle):
@@ -90,27 +80,10 @@ class AsyncTransactionProducer(AsyncLifecycle):
     (``transaction_batches``); ``coalesce=False`` sends each on its own.
     """
 
-    def __init__(
-        self,
-        base_url: str | None,
-        producer_group: str,
-        listener: AnyTransactionListener,
-        *,
-        check_url: str | None = None,
-        check_backs: bool = True,
-        client_id: str | None = None,
-        heartbeat_interval: float = 10.0,
-        timeout: float = TIMEOUT,
-        retries: int = 3,
-        pool_size: int = 8,
-        connections_per_client: int = 8,
-        max_in_flight: int = 64,
-        token: str | None = None,
-        verify: Verify | None = None,
-        idempotent: bool = True,
-        idempotent_id: str | None = None,
-        coalesce: bool = True,
-    ) -> None:
+    def __init__(self, base_url: str | None, producer_group: str, listener: AnyTransactionListener, *, check_url: str | None = None,
+                 check_backs: bool = True, client_id: str | None = None, heartbeat_interval: float = 10.0, timeout: float = TIMEOUT,
+                 retries: int = 3, pool_size: int = 8, connections_per_client: int = 8, max_in_flight: int = 64, token: str | None = None,
+                 verify: Verify | None = None, idempotent: bool = True, idempotent_id: str | None = None, coalesce: bool = True) -> None:
         # Contradictory settings fail here, where the mistake is, rather than at the first send.
         if check_url is not None:
             if not check_backs:
@@ -148,9 +121,7 @@ class AsyncTransactionProducer(AsyncLifecycle):
         """Register ``check_url`` and keep it registered; a broker that is not up yet is logged, not raised."""
         async with self._start_lock:
             if await run_steps_async(self._start_steps(), self._perform):
-                self._heartbeat_task = asyncio.get_running_loop().create_task(
-                    self._heartbeat_loop(), name=f"halfmq-heartbeat-{self.client_id}"
-                )
+                self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop(), name=f"halfmq-heartbeat-{self.client_id}")
         return self
 
     async def close(self) -> None:
@@ -178,11 +149,9 @@ class AsyncTransactionProducer(AsyncLifecycle):
         if self.check_url is None and self.check_backs:
             # Without a check URL a transaction whose end is lost (a crash between the local
             # commit and the end call) is never asked about: the broker discards it.
-            raise RuntimeError(
-                f"producer group {self.producer_group!r} has no check_url, so the broker could never ask about a "
-                "transaction whose end is lost: pass check_url=... (and serve check_app() there), "
-                "or check_backs=False to run without check-backs"
-            )
+            raise RuntimeError(f"producer group {self.producer_group!r} has no check_url, so the broker could never ask about a "
+                               "transaction whose end is lost: pass check_url=... (and serve check_app() there), "
+                               "or check_backs=False to run without check-backs")
         if self.check_url is not None:
             try:
                 yield Request(self._heartbeat_call())
@@ -220,9 +189,7 @@ class AsyncTransactionProducer(AsyncLifecycle):
         return CheckApp(self.listener, producer_group=self.producer_group, **options)
 
     # --- sending -----------------------------------------------------------------
-    async def send_in_transaction(
-        self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]
-    ) -> TransactionSendResult:
+    async def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]) -> TransactionSendResult:
         """Half → local transaction → end (see ``transaction_steps`` for each step's failures); ``arg`` goes to the listener."""
         return await run_steps_async(self._send_steps(topic, message, arg, options), self._perform)
 
@@ -248,9 +215,7 @@ class AsyncTransactionProducer(AsyncLifecycle):
         return await async_retrying(self._retries, retry_on=retry_on(step))(self._send_call, step.call)
 
     # --- transactions by id ------------------------------------------------------
-    async def end_transaction(
-        self, transaction_id: str, state: LocalTransactionState | str, *, from_check: bool = False
-    ) -> dict[str, Any]:
+    async def end_transaction(self, transaction_id: str, state: LocalTransactionState | str, *, from_check: bool = False) -> dict[str, Any]:
         """End a transaction of this group (retried: ending is idempotent); the broker's view of it.
 
         For a listener that answered a check-back ``UNKNOW`` and decides later:

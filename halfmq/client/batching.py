@@ -129,8 +129,7 @@ class PassCoalescer(Generic[K, T, R]):
     thread-safe: blocking callers reach it through the SDK's loop thread (``loop_thread``).
     """
 
-    def __init__(self, send_batch: SendBatch[K, T, R], policy: TakePolicy[T], *,
-                 send_one: SendOne[K, T, R] | None = None, split: Split | None = None) -> None:
+    def __init__(self, send_batch: SendBatch[K, T, R], policy: TakePolicy[T], *, send_one: SendOne[K, T, R] | None = None, split: Split | None = None) -> None:
         """``send_one``: a batch of one goes this way; ``split``: which errors of a batch send its members alone."""
         if split is not None and send_one is None:
             raise ValueError("split needs send_one: the members of a split batch go alone")
@@ -212,8 +211,7 @@ class PassCoalescer(Generic[K, T, R]):
         if alone:
             await asyncio.gather(*(self._alone(key, p) for p in alone))
 
-    def _settle(self, batch: Sequence[_Pending[T, R]], outcomes: Sequence[R | Exception] | None,
-                error: Exception | None) -> list[_Pending[T, R]]:
+    def _settle(self, batch: Sequence[_Pending[T, R]], outcomes: Sequence[R | Exception] | None, error: Exception | None) -> list[_Pending[T, R]]:
         """Hand each caller its outcome; the members that must be sent alone instead (``split``), if any."""
         if error is None and outcomes is not None and len(outcomes) != len(batch):
             # Outcomes match items by position: a short answer would hand one caller another's outcome.

@@ -33,8 +33,7 @@ from dataclasses import dataclass
 
 from halfmq.errors import BrokerError, BrokerUnavailable
 
-__all__ = ["LEADER_WAIT", "NOT_LEADER", "Attempt", "BrokerUrls", "Failure", "Route", "failure_of", "next_url",
-           "round_pause", "split_urls"]
+__all__ = ["LEADER_WAIT", "NOT_LEADER", "Attempt", "BrokerUrls", "Failure", "Route", "failure_of", "next_url", "round_pause", "split_urls"]
 
 NOT_LEADER = "NOT_LEADER"
 # How long one call keeps looking for a leader among the set's nodes (421s, nodes that refuse connections): an
@@ -69,8 +68,7 @@ def failure_of(error: BrokerError) -> Failure:
     return Failure.ANSWERED
 
 
-def next_url(urls: Sequence[str], asked: str, failure: Failure, leader: str | None = None,
-             suspects: Collection[str] = ()) -> str | None:
+def next_url(urls: Sequence[str], asked: str, failure: Failure, leader: str | None = None, suspects: Collection[str] = ()) -> str | None:
     """Where a call goes after ``failure`` on ``asked``; None when it stays (a single URL, or an answer).
 
     ``leader`` is the URL a 421 named; it is followed when it is listed, is not ``asked`` and is not one of the
@@ -97,8 +95,7 @@ def round_pause(rounds: int) -> float:
 class BrokerUrls:
     """The listed URLs, the one calls start at, and the nodes suspected of hanging; shared by a transport's calls."""
 
-    def __init__(self, urls: list[str], *, suspect_for: float = 5.0, leader_wait: float = LEADER_WAIT,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, urls: list[str], *, suspect_for: float = 5.0, leader_wait: float = LEADER_WAIT, clock: Callable[[], float] = time.monotonic) -> None:
         if not urls:
             raise ValueError("no broker URL given")
         self.urls = urls
@@ -114,8 +111,7 @@ class BrokerUrls:
 
     def suspects(self) -> set[str]:
         now = self.clock()
-        # A copy first: the blocking transport's threads may suspect a node meanwhile.
-        return {url for url, until in list(self._suspected_until.items()) if until > now}
+        return {url for url, until in self._suspected_until.items() if until > now}
 
     def redirect(self, error: BrokerError, asked: str) -> str | None:
         """After ``error`` from ``asked``: the node to repeat the call at now, or None (the error is the caller's).
@@ -147,8 +143,7 @@ class Attempt:
 class Route:
     """One call's walk over the set: where it is sent first, and where (and after what pause) after each failure.
 
-    Both transports drive it (``first``, then ``after`` each failed attempt until it answers None), so the
-    blocking and the asyncio client cannot disagree about failover.
+    The transport drives it: ``first``, then ``after`` each failed attempt until it answers None.
     """
 
     def __init__(self, urls: BrokerUrls) -> None:

@@ -89,15 +89,8 @@ class CheckApp:
     are refused (403), which catches two producers registered with one URL.
     """
 
-    def __init__(
-        self,
-        listener: AnyTransactionListener,
-        *,
-        producer_group: str | None = None,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        check_secret: str | bytes | None = None,
-        signature_window: float = DEFAULT_WINDOW,
-    ) -> None:
+    def __init__(self, listener: AnyTransactionListener, *, producer_group: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                 check_secret: str | bytes | None = None, signature_window: float = DEFAULT_WINDOW) -> None:
         if not callable(getattr(listener, "check_local_transaction", None)):
             raise TypeError("the listener has no check_local_transaction method")
         self.listener = listener
@@ -119,8 +112,7 @@ class CheckApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") != "POST":
-            await _problem(send, MethodNotAllowed(f"{scope.get('method')} is not allowed here; the broker POSTs check requests"),
-                           [(b"allow", b"POST")])
+            await _problem(send, MethodNotAllowed(f"{scope.get('method')} is not allowed here; the broker POSTs check requests"), [(b"allow", b"POST")])
             return
         try:
             body = await self._read_body(receive)
@@ -149,8 +141,7 @@ class CheckApp:
         if self.producer_group is not None and request.producer_group != self.producer_group:
             log.warning("check of transaction %s is for producer group %r, but this endpoint serves %r",
                         request.transaction_id, request.producer_group, self.producer_group)
-            await _problem(send, ProducerGroupMismatch(
-                f"this endpoint answers for producer group {self.producer_group!r}, not {request.producer_group!r}"))
+            await _problem(send, ProducerGroupMismatch(f"this endpoint answers for producer group {self.producer_group!r}, not {request.producer_group!r}"))
             return
         state = await self._ask(request)
         await _respond(send, 200, msgspec.json.encode({"state": state.value}), b"application/json")
@@ -159,8 +150,7 @@ class CheckApp:
         try:
             answer = await call_listener(self.listener.check_local_transaction, request.message)
         except Exception:  # BaseException (cancellation, crashes) is not ours to hide
-            log.exception("check_local_transaction failed for transaction %s (check %d); answering unknown",
-                          request.transaction_id, request.check_times)
+            log.exception("check_local_transaction failed for transaction %s (check %d); answering unknown", request.transaction_id, request.check_times)
             return LocalTransactionState.UNKNOW
         state = coerce_local_state(answer, where="check_local_transaction")
         log.info("check of transaction %s (check %d): %s", request.transaction_id, request.check_times, state.value)

@@ -128,9 +128,7 @@ class AsyncConsumer(AsyncLifecycle):
             self._run_done.set()
 
     def _start_receive(self) -> asyncio.Future[list[Message]]:
-        return asyncio.ensure_future(
-            self.client.receive(self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds)
-        )
+        return asyncio.ensure_future(self.client.receive(self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds))
 
     async def _receive(self, poll: asyncio.Future[list[Message]]) -> list[Message] | None:
         assert self._stop_event is not None

@@ -17,8 +17,7 @@ __all__ = ["AsyncConsumerClient", "ConsumerClient"]
 
 
 def _renamed(old: str, new: str) -> None:
-    warnings.warn(f"halfmq.{old} is deprecated: use halfmq.{new} (RocketMQ 5's name), the same class",
-                  DeprecationWarning, stacklevel=3)
+    warnings.warn(f"halfmq.{old} is deprecated: use halfmq.{new} (RocketMQ 5's name), the same class", DeprecationWarning, stacklevel=3)
 
 
 class ConsumerClient(SimpleConsumer):

@@ -1,8 +1,8 @@
 """The HTTP API v1 as data: which method and path each operation uses, what it
 sends and how its answer becomes protocol models.
 
-Keeping this free of I/O lets the sync and asyncio clients share one
-description of the wire, so they cannot disagree about a path or a field.
+Keeping this free of I/O lets every client share one description of the
+wire (``transport.AsyncTransport`` runs it), so they cannot disagree about a path or a field.
 """
 
 from __future__ import annotations
@@ -40,31 +40,9 @@ from halfmq.wire import (
 
 T = TypeVar("T")
 
-__all__ = [
-    "Call",
-    "ack",
-    "consumer_group",
-    "create_topic",
-    "end_transaction",
-    "get_transaction",
-    "half_send",
-    "health",
-    "list_topics",
-    "list_transactions",
-    "producer_heartbeat",
-    "nack",
-    "new_producer_id",
-    "read",
-    "receive",
-    "send",
-    "send_one",
-    "txn_abort",
-    "txn_acks",
-    "txn_begin",
-    "txn_commit",
-    "txn_init",
-    "txn_messages",
-]
+__all__ = ["Call", "ack", "consumer_group", "create_topic", "end_transaction", "get_transaction", "half_send", "health", "list_topics",
+           "list_transactions", "producer_heartbeat", "nack", "new_producer_id", "read", "receive", "send", "send_one", "txn_abort", "txn_acks",
+           "txn_begin", "txn_commit", "txn_init", "txn_messages"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,31 +118,17 @@ def send_one(topic: str, message: OutgoingMessage, numbering: dict[str, int] | N
 
 
 def read(topic: str, queue_id: int, offset: int, max_messages: int) -> Call[OffsetReadResponse]:
-    return Call(
-        "GET",
-        f"{_topic_path(topic)}/queues/{_seg(queue_id)}/messages",
-        parse=_as(OffsetReadResponse),
-        params={"offset": offset, "max": max_messages},
-    )
+    return Call("GET", f"{_topic_path(topic)}/queues/{_seg(queue_id)}/messages", parse=_as(OffsetReadResponse), params={"offset": offset, "max": max_messages})
 
 
 def receive(group: str, topic: str, request: ReceiveRequest, *, timeout: float) -> Call[list[Message]]:
-    return Call(
-        "POST",
-        _group_topic_path(group, topic, "receive"),
-        parse=lambda data: decode(data, ReceiveResponse).messages,
-        body=to_wire(request),
-        timeout=timeout,
-    )
+    return Call("POST", _group_topic_path(group, topic, "receive"), parse=lambda data: decode(data, ReceiveResponse).messages,
+                body=to_wire(request), timeout=timeout)
 
 
 def _settle(group: str, topic: str, action: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
-    return Call(
-        "POST",
-        _group_topic_path(group, topic, action),
-        parse=lambda data: decode(data, SettleResponse).results,
-        body={"receipt_handles": list(handles)},
-    )
+    return Call("POST", _group_topic_path(group, topic, action), parse=lambda data: decode(data, SettleResponse).results,
+                body={"receipt_handles": list(handles)})
 
 
 def ack(group: str, topic: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
@@ -195,12 +159,8 @@ def _transaction_view(data: Any) -> dict[str, Any]:
 
 
 def end_transaction(transaction_id: str, group: str, state: str, *, from_check: bool = False) -> Call[dict[str, Any]]:
-    return Call(
-        "POST",
-        f"/v1/transactions/{_seg(transaction_id)}/end",
-        parse=_transaction_view,
-        body={"producer_group": group, "state": state, "from_check": from_check},
-    )
+    return Call("POST", f"/v1/transactions/{_seg(transaction_id)}/end", parse=_transaction_view,
+                body={"producer_group": group, "state": state, "from_check": from_check})
 
 
 def get_transaction(transaction_id: str) -> Call[dict[str, Any]]:
@@ -217,13 +177,8 @@ def list_transactions(state: str, limit: int) -> Call[list[dict[str, Any]]]:
 
 
 def producer_heartbeat(group: str, client_id: str, check_url: str | None, *, timeout: float | None = None) -> Call[Any]:
-    return Call(
-        "POST",
-        "/v1/producers/heartbeat",
-        parse=lambda data: data,
-        body={"producer_group": group, "client_id": client_id, "check_url": check_url},
-        timeout=timeout,
-    )
+    return Call("POST", "/v1/producers/heartbeat", parse=lambda data: data,
+                body={"producer_group": group, "client_id": client_id, "check_url": check_url}, timeout=timeout)
 
 
 # Producer transactions (DESIGN section 11): every request of one instance carries its producer id and epoch.
@@ -245,8 +200,7 @@ def txn_begin(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnBe
     return Call("POST", _txn_path(transactional_id, "begin"), parse=_as(TxnBeginResult), body=body)
 
 
-def txn_messages(transactional_id: str, producer_id: int, epoch: int, sequence: int,
-                 messages: Sequence[TxnMessage]) -> Call[TxnMessagesResult]:
+def txn_messages(transactional_id: str, producer_id: int, epoch: int, sequence: int, messages: Sequence[TxnMessage]) -> Call[TxnMessagesResult]:
     body = {"producer_id": producer_id, "epoch": epoch, "sequence": sequence, "messages": [to_wire(m) for m in messages]}
     return Call("POST", _txn_path(transactional_id, "messages"), parse=_as(TxnMessagesResult), body=body)
 

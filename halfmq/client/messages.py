@@ -52,15 +52,9 @@ def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) ->
         body, encoding = msgspec.json.encode(message).decode("utf-8"), "utf-8"
     else:
         raise TypeError(f"a message body must be str, bytes, dict or list, not {type(message).__name__}")
-    built = OutgoingMessage(
-        body=body,
-        body_encoding=encoding,
-        keys=options.get("keys"),
-        tag=options.get("tag"),
-        properties=dict(options.get("properties") or {}),
-        queue_id=options.get("queue_id"),
-        sharding_key=options.get("sharding_key"),
-    )
+    built = OutgoingMessage(body=body, body_encoding=encoding, keys=options.get("keys"), tag=options.get("tag"),
+                            properties=dict(options.get("properties") or {}), queue_id=options.get("queue_id"),
+                            sharding_key=options.get("sharding_key"))
     return with_uniq_key(built)
 
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypedDict, TypeVar, Unpack, cast, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, cast, overload
 
 from halfmq.errors import InvalidTxnState
 from halfmq.wire import MAX_BATCH, Message, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo, TxnEndResult, TxnSendResult
@@ -48,7 +48,7 @@ from .retry import async_retrying
 from .send_options import SendOptions
 from .send_policy import send_coalescer
 from .transactional_steps import TransactionalSteps
-from .transport import TIMEOUT, AsyncTransport, Verify
+from .transport import TIMEOUT, AsyncTransport, ClientOptions, Verify
 
 __all__ = ["AsyncProducer", "Numbering", "Producer", "ProducerOptions"]
 
@@ -63,21 +63,11 @@ else:
     R = TypeVar("R")
 
 
-class ProducerOptions(TypedDict, total=False):
+class ProducerOptions(ClientOptions, total=False):
     """The producers' keyword options beside ``transactional_id``, named once (documented on ``AsyncProducer``)."""
 
     transaction_timeout_ms: int | None
     transaction_batch_size: int
-    timeout: float
-    retries: int
-    pool_size: int
-    connections_per_client: int
-    max_in_flight: int
-    token: str | None
-    verify: Verify | None
-    idempotent: bool
-    idempotent_id: str | None
-    coalesce: bool
 
 
 def _batch(messages: Iterable[OutgoingMessage | Body]) -> list[OutgoingMessage]:
@@ -139,8 +129,7 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         async_retrying(retries)  # validate now rather than on the first send
         self._retries = retries
         self._numbering = _numbering(idempotent, idempotent_id, transactional_id)
-        self._steps = (None if transactional_id is None
-                       else TransactionalSteps(transactional_id, transaction_timeout_ms, transaction_batch_size))
+        self._steps = None if transactional_id is None else TransactionalSteps(transactional_id, transaction_timeout_ms, transaction_batch_size)
         self._lock = asyncio.Lock()
         self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
                                          max_in_flight=max_in_flight, token=token, verify=verify)
@@ -306,8 +295,7 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
     def __init__(self: Producer[SendResult | None], base_url: str | None = None, *, transactional_id: str | None,
                  **options: Unpack[ProducerOptions]) -> None: ...
 
-    def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None,
-                 **options: Unpack[ProducerOptions]) -> None:
+    def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None, **options: Unpack[ProducerOptions]) -> None:
         """The options of ``AsyncProducer``, the same defaults (``pool_size`` … bound the loop's connections)."""
         self._async = cast("AsyncProducer[R]", AsyncProducer(base_url, transactional_id=transactional_id, **options))
         close_at_exit(self, self._async)

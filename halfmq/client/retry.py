@@ -45,10 +45,6 @@ def backoff_delay(failures: int, *, initial: float = 0.1, cap: float = 5.0) -> f
     return base * random.uniform(0.5, 1.0)
 
 
-def _retry_delay(failures: int) -> float:
-    return backoff_delay(failures, initial=0.1, cap=2.0)
-
-
 def _given_up(exc: BrokerError, attempts: int) -> BrokerError:
     """``exc`` as the caller sees it: saying how often it was tried, its traceback starting at the caller."""
     if attempts > 1:
@@ -57,7 +53,9 @@ def _given_up(exc: BrokerError, attempts: int) -> BrokerError:
     return exc.with_traceback(None)
 
 
-class _Policy:
+class AsyncRetrying:
+    """The loop for coroutines: it waits with ``asyncio.sleep``, so other sends go on meanwhile."""
+
     def __init__(self, retries: int, retry_on: RetryPredicate) -> None:
         if retries < 0:
             raise ValueError("retries must be >= 0")
@@ -68,13 +66,9 @@ class _Policy:
         """The pause before the next attempt, or None to give up."""
         if attempt >= self.attempts or not self.retry_on(exc):
             return None
-        delay = _retry_delay(attempt)
+        delay = backoff_delay(attempt, initial=0.1, cap=2.0)
         log.warning("attempt %d of %d failed (%s); retrying in %.2fs", attempt, self.attempts, exc, delay)
         return delay
-
-
-class AsyncRetrying(_Policy):
-    """The loop for coroutines: it waits with ``asyncio.sleep``, so other sends go on meanwhile."""
 
     async def __call__(self, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         attempt = 0

@@ -38,8 +38,7 @@ from halfmq.wire import MAX_BATCH, OutgoingMessage, SendResult
 
 from .batching import PassCoalescer
 
-__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "Limits", "concerns_the_request", "send_coalescer",
-           "take_count", "wire_size"]
+__all__ = ["BATCH_BYTES", "MAX_REQUESTS_PER_TOPIC", "MIN_SHARE", "Limits", "concerns_the_request", "send_coalescer", "take_count", "wire_size"]
 
 # A request's messages are kept well under the broker's default request limit (32 MiB at least): a few large
 # messages gain nothing from sharing a request. A broker set to a smaller limit refuses a batch over it with
@@ -63,8 +62,7 @@ SendBatch = Callable[[str, list[OutgoingMessage]], Awaitable[list[SendResult]]]
 SendOne = Callable[[str, OutgoingMessage], Awaitable[SendResult]]
 
 
-def take_count(sizes: Sequence[int], free_requests: int = 1, max_messages: int = MAX_BATCH,
-               max_bytes: int = BATCH_BYTES, min_share: int = MIN_SHARE) -> int:
+def take_count(sizes: Sequence[int], free_requests: int = 1, max_messages: int = MAX_BATCH, max_bytes: int = BATCH_BYTES, min_share: int = MIN_SHARE) -> int:
     """How many pending sends (oldest first, of these byte ``sizes``) the next request carries.
 
     A burst is shared among the ``free_requests`` that may start now, but no request is cut below
@@ -132,8 +130,7 @@ def send_coalescer(send_batch: SendBatch, send_one: SendOne, *, max_requests: in
                    max_messages: int = MAX_BATCH, max_bytes: int = BATCH_BYTES,
                    min_share: int = MIN_SHARE) -> PassCoalescer[str, OutgoingMessage, SendResult]:
     """The engine for ``send`` (``AsyncProducer``, and the blocking ``Producer`` through the loop thread): keyed by topic."""
-    return PassCoalescer(send_batch, Limits(max_requests, max_messages, max_bytes, min_share),
-                         send_one=send_one, split=_alone_decides)
+    return PassCoalescer(send_batch, Limits(max_requests, max_messages, max_bytes, min_share), send_one=send_one, split=_alone_decides)
 
 
 def _alone_decides(error: Exception) -> bool:

@@ -67,15 +67,8 @@ def settle_batch(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> Gener
 
 def log_handler_failure(message: Message, exc: BaseException) -> None:
     """One line naming the message, with the traceback: the loop goes on, so this is all the user sees of it."""
-    log.error(
-        "handler failed for msg_id=%s topic=%s queue=%s offset=%s attempt=%s; it will be redelivered",
-        message.msg_id,
-        message.topic,
-        message.queue_id,
-        message.queue_offset,
-        message.delivery_attempt,
-        exc_info=exc,
-    )
+    log.error("handler failed for msg_id=%s topic=%s queue=%s offset=%s attempt=%s; it will be redelivered",
+              message.msg_id, message.topic, message.queue_id, message.queue_offset, message.delivery_attempt, exc_info=exc)
 
 
 def log_expired(action: str, results: Sequence[SettleResult]) -> None:

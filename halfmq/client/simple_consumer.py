@@ -51,12 +51,10 @@ class AsyncSimpleConsumer(AsyncLifecycle):
         self.topic = topic
         self._timeout = timeout
         self._retries = retries
-        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size,
-                                         connections_per_client=connections_per_client, max_in_flight=max_in_flight,
-                                         token=token, verify=verify)
+        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
+                                         max_in_flight=max_in_flight, token=token, verify=verify)
 
-    async def receive(self, max_messages: int = 16, invisible_seconds: float = 30.0,
-                      wait_seconds: float = 0.0) -> list[Message]:
+    async def receive(self, max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 0.0) -> list[Message]:
         """Up to ``max_messages``, hidden from the group for ``invisible_seconds`` unless settled first.
 
         With ``wait_seconds`` the broker holds the request until a message
@@ -65,8 +63,7 @@ class AsyncSimpleConsumer(AsyncLifecycle):
         """
         request = ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds)
         # The long poll may hold the answer for wait_seconds: the HTTP timeout covers it plus the usual allowance.
-        return await self._transport.call(endpoints.receive(self.group, self.topic, request,
-                                                            timeout=self._timeout + request.wait_seconds))
+        return await self._transport.call(endpoints.receive(self.group, self.topic, request, timeout=self._timeout + request.wait_seconds))
 
     async def ack(self, handles: Sequence[str]) -> list[SettleResult]:
         """Mark messages done for the group; a handle past its invisibility comes back ``EXPIRED``."""
@@ -85,8 +82,7 @@ class AsyncSimpleConsumer(AsyncLifecycle):
 
     async def group_info(self) -> ConsumerGroupInfo:
         """The group's lag and in-flight messages per queue, as operators see them."""
-        result: ConsumerGroupInfo = await async_retrying(self._retries)(self._transport.call,
-                                                                        endpoints.consumer_group(self.group))
+        result: ConsumerGroupInfo = await async_retrying(self._retries)(self._transport.call, endpoints.consumer_group(self.group))
         return result
 
     async def close(self) -> None:
@@ -99,8 +95,7 @@ class SimpleConsumer(Blocking[AsyncSimpleConsumer]):
 
     def __init__(self, base_url: str | None, group: str, topic: str, *, timeout: float = TIMEOUT, retries: int = 3,
                  token: str | None = None, verify: Verify | None = None) -> None:
-        self._async = AsyncSimpleConsumer(base_url, group, topic, timeout=timeout, retries=retries, token=token,
-                                          verify=verify)
+        self._async = AsyncSimpleConsumer(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
         close_at_exit(self, self._async)
 
     @property

@@ -39,8 +39,7 @@ class TransactionProducer(Blocking[AsyncTransactionProducer]):
     sending thread, ``check_local_transaction`` on a worker thread of the check app.
     """
 
-    def __init__(self, base_url: str | None, producer_group: str, listener: TransactionListener,
-                 **options: Unpack[TransactionProducerOptions]) -> None:
+    def __init__(self, base_url: str | None, producer_group: str, listener: TransactionListener, **options: Unpack[TransactionProducerOptions]) -> None:
         options.setdefault("coalesce", False)
         self._async = AsyncTransactionProducer(base_url, producer_group, listener, **options)
         if is_async_callable(listener.execute_local_transaction):
@@ -69,9 +68,7 @@ class TransactionProducer(Blocking[AsyncTransactionProducer]):
         """The ASGI app answering this producer's check-backs (``AsyncTransactionProducer.check_app``)."""
         return self._async.check_app(**options)
 
-    def send_in_transaction(
-        self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]
-    ) -> TransactionSendResult:
+    def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]) -> TransactionSendResult:
         """Half → local transaction (in this thread) → end; see ``transaction_steps`` for each step's failures."""
         return run_steps(self._async._send_steps(topic, message, arg, options), self._perform)
 

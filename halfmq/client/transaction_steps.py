@@ -135,8 +135,7 @@ def end_state(state: LocalTransactionState | str) -> str:
         return member.value
 
 
-def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessage, arg: Any,
-                        numbered: bool = False) -> Steps[TransactionSendResult]:
+def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessage, arg: Any, numbered: bool = False) -> Steps[TransactionSendResult]:
     """Half → local transaction → end; see the module docstring for each step's failures.
 
     ``numbered``: the producer numbers its half sends, so retrying one is harmless (the broker answers a repeat).
@@ -153,8 +152,7 @@ def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessag
         try:
             answer = yield RunLocalTransaction(seen, arg)
         except Exception as exc:  # only Exception: a BaseException must leave the end unsent
-            log.error("execute_local_transaction failed for transaction %s (msg %s); rolling back",
-                      half.transaction_id, half.msg_id, exc_info=exc)
+            log.error("execute_local_transaction failed for transaction %s (msg %s); rolling back", half.transaction_id, half.msg_id, exc_info=exc)
             state, local_error = LocalTransactionState.ROLLBACK_MESSAGE, exc
         else:
             state = coerce_local_state(answer, where="execute_local_transaction")
@@ -167,14 +165,5 @@ def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessag
         log.log(level, "end of transaction %s with %s failed (%s: %s); the broker's check-back will settle it",
                 half.transaction_id, state.value, type(exc).__name__, exc)
         end_error = exc
-    return TransactionSendResult(
-        transaction_id=half.transaction_id,
-        msg_id=half.msg_id,
-        send_status=half.status,
-        local_state=state,
-        half=half,
-        message=seen,
-        end=view,
-        end_error=end_error,
-        local_error=local_error,
-    )
+    return TransactionSendResult(transaction_id=half.transaction_id, msg_id=half.msg_id, send_status=half.status, local_state=state,
+                                 half=half, message=seen, end=view, end_error=end_error, local_error=local_error)

@@ -19,7 +19,7 @@ import asyncio
 import os
 import socket
 import ssl
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["TIMEOUT", "AsyncTransport", "Verify", "auth_headers", "broker_urls", "error_from_answer", "failure_reason",
+__all__ = ["TIMEOUT", "AsyncTransport", "ClientOptions", "Verify", "auth_headers", "broker_urls", "error_from_answer", "failure_reason",
            "request_not_sent", "require_http_url", "tls_context"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
@@ -53,6 +53,22 @@ _SEND_JSON = {**_ACCEPT, "content-type": "application/json"}
 # retries' and the set's election's (``retry``, ``broker_urls.LEADER_WAIT``).
 TIMEOUT = 5.0
 Verify = bool | str  # True: the system's CAs; a path: this CA bundle; False: no verification (tests only)
+
+
+class ClientOptions(TypedDict, total=False):
+    """The keyword options both producers take (documented on ``AsyncProducer``): how they reach the broker
+    (``AsyncTransport``'s), how often they retry, whether they number their sends and batch concurrent ones."""
+
+    timeout: float
+    retries: int
+    pool_size: int
+    connections_per_client: int
+    max_in_flight: int
+    token: str | None
+    verify: Verify | None
+    idempotent: bool
+    idempotent_id: str | None
+    coalesce: bool
 
 
 def auth_headers(token: str | None) -> dict[str, str]:
@@ -112,8 +128,7 @@ def error_from_answer(status: int, body: bytes, where: str) -> BrokerError:
         if cls is BrokerError:
             # A code newer than this SDK: the server's own word on it is the
             # best information there is.
-            _override(error, code=problem["code"],
-                      retriable=bool(problem.get("retriable", status in _TRANSIENT_STATUSES)))
+            _override(error, code=problem["code"], retriable=bool(problem.get("retriable", status in _TRANSIENT_STATUSES)))
         return _override(error, status=status)
     if isinstance(problem, dict) and "detail" in problem:
         text = str(problem["detail"])
@@ -134,8 +149,7 @@ def _causes(exc: BaseException) -> list[BaseException]:
         # Libraries keep the OS error in different places: ``__cause__``, ``os_error``
         # or ``certificate_error`` (aiohttp), ``reason`` or an argument. Not
         # ``__context__``: that may be whatever the caller was handling at the time.
-        todo += [item.__cause__, getattr(item, "os_error", None),
-                 getattr(item, "certificate_error", None), getattr(item, "reason", None)]
+        todo += [item.__cause__, getattr(item, "os_error", None), getattr(item, "certificate_error", None), getattr(item, "reason", None)]
         todo += [arg for arg in item.args if isinstance(arg, BaseException)]
     return seen
 
@@ -162,10 +176,7 @@ def failure_reason(exc: BaseException, timeout: float | None = None) -> str:
 
 def _unavailable(base: str, call: Call[Any], exc: BaseException, *, sent: bool, timeout: float | None) -> BrokerUnavailable:
     reason = failure_reason(exc, timeout)
-    if sent:
-        message = f"no answer from the broker at {base} to {call.method} {call.path} ({reason})"
-    else:
-        message = f"cannot reach the broker at {base} ({reason})"
+    message = f"no answer from the broker at {base} to {call.method} {call.path} ({reason})" if sent else f"cannot reach the broker at {base} ({reason})"
     return BrokerUnavailable(message, cause=exc, sent=sent)
 
 
@@ -178,12 +189,6 @@ def request_not_sent(exc: BaseException) -> bool:
     retried on this and nothing else.
     """
     return isinstance(exc, BrokerUnavailable) and exc.sent is False
-
-
-def _encode(body: Any) -> tuple[bytes | None, dict[str, str]]:
-    if body is None:
-        return None, _ACCEPT
-    return msgspec.json.encode(body), _SEND_JSON
 
 
 def _answer(call: Call[T], status: int, content_type: str, body: bytes, where: str) -> T:
@@ -223,17 +228,8 @@ class AsyncTransport:
     counts as "not sent" (``request_not_sent``); a disconnect after sending does not.
     """
 
-    def __init__(
-        self,
-        base_url: str | None,
-        *,
-        timeout: float = TIMEOUT,
-        pool_size: int = 8,
-        connections_per_client: int = 8,
-        max_in_flight: int = 64,
-        token: str | None = None,
-        verify: Verify | None = None,
-    ) -> None:
+    def __init__(self, base_url: str | None, *, timeout: float = TIMEOUT, pool_size: int = 8, connections_per_client: int = 8,
+                 max_in_flight: int = 64, token: str | None = None, verify: Verify | None = None) -> None:
         if pool_size < 1 or connections_per_client < 1 or max_in_flight < 1:
             raise ValueError("pool_size, connections_per_client and max_in_flight must be at least 1")
         import aiohttp
@@ -251,10 +247,8 @@ class AsyncTransport:
         # Created on first use, inside the running loop (aiohttp binds a session to its loop).
         if self._session is None or self._session.closed:
             aiohttp = self._aiohttp
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300, ssl=self._ssl),
-                timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers,
-            )
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300, ssl=self._ssl),
+                                                  timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers)
         return self._session
 
     async def call(self, call: Call[T]) -> T:
@@ -274,7 +268,7 @@ class AsyncTransport:
 
     async def _call_once(self, call: Call[T], base: str) -> T:
         aiohttp = self._aiohttp
-        content, headers = _encode(call.body)
+        content, headers = (None, _ACCEPT) if call.body is None else (msgspec.json.encode(call.body), _SEND_JSON)
         url = base + call.path
         params = {k: str(v) for k, v in call.params.items()} if call.params else None
         seconds = self._timeout if call.timeout is None else call.timeout

@@ -34,15 +34,8 @@ class AsyncTransactionBarrier(BarrierBase):
         self.engine = engine
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
 
-    async def send(
-        self,
-        producer: AsyncTransactionProducer,
-        topic: str,
-        message: OutgoingMessage | Body,
-        business_key: str,
-        run: Callable[[AsyncSession], Awaitable[R]],
-        after_commit: AfterCommit | None = None,
-    ) -> Sent[R]:
+    async def send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
+                   run: Callable[[AsyncSession], Awaitable[R]], after_commit: AfterCommit | None = None) -> Sent[R]:
         """Half message, then ``await run(session)`` and the record in one DB transaction, then the end."""
         self._check_producer(producer)
         work: Work[R] = self._work(business_key, run, after_commit)

@@ -63,15 +63,8 @@ class TransactionBarrier(BarrierBase):
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._writes: DatabaseWriteBatcher[Item, Any] = DatabaseWriteBatcher(self._write_batch, write_batch_max)
 
-    async def send(
-        self,
-        producer: AsyncTransactionProducer,
-        topic: str,
-        message: OutgoingMessage | Body,
-        business_key: str,
-        run: Callable[[Session], R],
-        after_commit: AfterCommit | None = None,
-    ) -> Sent[R]:
+    async def send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
+                   run: Callable[[Session], R], after_commit: AfterCommit | None = None) -> Sent[R]:
         """Half message, then ``run(session)`` and the record in one DB transaction, then the end.
 
         ``after_commit(value)`` runs after the commit and before the end (returning ``UNKNOW``

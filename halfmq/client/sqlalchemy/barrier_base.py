@@ -126,17 +126,9 @@ class Sent(Generic[R]):
 class BarrierBase:
     """Settings, the records table and the decisions; the I/O is the subclasses'."""
 
-    def __init__(
-        self,
-        *,
-        local_tx_timeout: float = DEFAULT_LOCAL_TX_TIMEOUT,
-        commit_grace: float = DEFAULT_COMMIT_GRACE,
-        retention: float = DEFAULT_RETENTION,
-        cleanup_interval: float = DEFAULT_CLEANUP_INTERVAL,
-        cleanup_batch: int = DEFAULT_CLEANUP_BATCH,
-        metadata: MetaData | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
+    def __init__(self, *, local_tx_timeout: float = DEFAULT_LOCAL_TX_TIMEOUT, commit_grace: float = DEFAULT_COMMIT_GRACE,
+                 retention: float = DEFAULT_RETENTION, cleanup_interval: float = DEFAULT_CLEANUP_INTERVAL, cleanup_batch: int = DEFAULT_CLEANUP_BATCH,
+                 metadata: MetaData | None = None, clock: Callable[[], float] = time.time) -> None:
         self.horizon = Horizon(local_tx_timeout, commit_grace)
         if retention <= self.horizon.seconds:
             raise ValueError("retention must exceed local_tx_timeout + commit_grace (the broker asks at least that long)")
@@ -169,8 +161,7 @@ class BarrierBase:
     def _answer(self, msg: Message, found: bool) -> LocalTransactionState:
         age = half_age_seconds(msg.born_timestamp, self._clock())
         answer = check_answer(found, age, self.horizon)
-        log.info("check-back for transaction %s (age %.1fs, record %s): %s",
-                 self._transaction_id(msg), age, "found" if found else "missing", answer.value)
+        log.info("check-back for transaction %s (age %.1fs, record %s): %s", self._transaction_id(msg), age, "found" if found else "missing", answer.value)
         return _STATES[answer]
 
     def _purge_statement(self) -> Delete:

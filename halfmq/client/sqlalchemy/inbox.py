@@ -42,17 +42,7 @@ from halfmq.wire import Message
 if TYPE_CHECKING:  # at run time only for an asyncio bind: SQLAlchemy 2.1's asyncio needs greenlet, which sync users lack
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-__all__ = [
-    "DEFAULT_RETENTION",
-    "INBOX_TABLE",
-    "Inbox",
-    "InboxKeyMissing",
-    "InboxStats",
-    "create_inbox_table",
-    "drop_inbox_table",
-    "inbox_key",
-    "inbox_table",
-]
+__all__ = ["DEFAULT_RETENTION", "INBOX_TABLE", "Inbox", "InboxKeyMissing", "InboxStats", "create_inbox_table", "drop_inbox_table", "inbox_key", "inbox_table"]
 
 log = logging.getLogger(__name__)
 

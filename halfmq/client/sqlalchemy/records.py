@@ -26,13 +26,7 @@ from sqlalchemy import Column, Connection, DateTime, Engine, Index, MetaData, St
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-__all__ = [
-    "TABLE_NAME",
-    "UtcTimestamp",
-    "create_transaction_records",
-    "drop_transaction_records",
-    "transaction_records_table",
-]
+__all__ = ["TABLE_NAME", "UtcTimestamp", "create_transaction_records", "drop_transaction_records", "transaction_records_table"]
 
 TABLE_NAME = "halfmq_transaction_records"
 
