@@ -1,0 +1,90 @@
+"""Producer transactions (Kafka semantics, DESIGN section 11): ids, the steps' answers, a transactional id's view."""
+
+from __future__ import annotations
+
+from halfmq.wire.base import _Wire
+from halfmq.wire.messages import OutgoingMessage
+
+
+class TxnMessage(OutgoingMessage, kw_only=True, omit_defaults=True):
+    """A message inside a producer transaction: each names its own topic."""
+
+    topic: str
+
+
+class ProducerIdResult(_Wire):
+    """POST /v1/producer-ids: an idempotent producer id without a transactional id."""
+
+    producer_id: int
+    epoch: int
+
+
+class TxnInitResult(_Wire):
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    transaction_timeout_ms: int
+
+
+class TxnBeginResult(_Wire):
+    transactional_id: str
+    transaction: int
+    state: str
+
+
+class TxnSendResult(_Wire):
+    msg_id: str
+    topic: str
+    queue_id: int
+    queue_offset: int | None = None  # known once committed
+    commit_log_offset: int | None = None
+
+
+class TxnMessagesResult(_Wire):
+    sequence: int
+    messages: int
+    results: list[TxnSendResult]
+    duplicate: bool = False
+
+
+class TxnAcksResult(_Wire):
+    sequence: int
+    acks: int
+    duplicate: bool = False
+
+
+class TxnEndResult(_Wire):
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    transaction: int
+    state: str  # COMPLETE_COMMIT or COMPLETE_ABORT
+    messages: int
+    acks: int
+    results: list[TxnSendResult] = []
+    aborted_by: str | None = None
+    duplicate: bool = False
+
+
+class OpenTransaction(_Wire):
+    transaction: int
+    age_seconds: float
+    deadline_timestamp: int
+    messages: int
+    acks: int
+
+
+class TransactionalIdView(_Wire):
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    state: str
+    transaction_timeout_ms: int
+    transaction: int
+    open: OpenTransaction | None = None
+    aborted_by: str | None = None
+
+
+class TransactionalIdList(_Wire):
+    count: int
+    transactional_ids: list[TransactionalIdView]
