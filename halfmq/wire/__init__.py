@@ -11,7 +11,8 @@ One module per concern, every name imported from here (``from halfmq.wire import
 ``base`` (limits, enums, the struct bases, ``decode``/``to_wire``, ``one_of``), ``messages``
 (send, receive, settle), ``transactions`` (RocketMQ half messages, check-backs, the batches),
 ``producer_transactions`` (Kafka-style transactions, producer ids) and ``views`` (the
-operators' views: topics, groups, dead letters, producers, health).
+operators' views: topics, groups, dead letters, producers, health), ``cluster`` (a broker set's
+view and replication answers).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from halfmq.wire.base import (
     one_of,
     to_wire,
 )
+from halfmq.wire.cluster import ClusterMember, ClusterView, ReplicationState, TermEnd
 from halfmq.wire.messages import (
     Message,
     OffsetReadResponse,
@@ -92,5 +94,6 @@ __all__ = [
     "DeadLetters", "DlqResent", "EndBatchResponse", "FinalMessage", "GroupList", "GroupSummary", "HalfBatchResponse",
     "Health", "HeartbeatResult", "ItemProblem", "OpenTransaction", "ProducerEntry", "ProducerGroup", "ProducerList",
     "SCHEMA_REF", "TransactionList", "TransactionView", "TransactionalIdList", "TransactionalIdView", "one_of",
+    "ClusterMember", "ClusterView", "ReplicationState", "TermEnd",
     "TxnAcksResult", "TxnBeginResult", "TxnEndResult", "TxnInitResult", "TxnMessage", "TxnMessagesResult", "TxnSendResult",
 ]
