@@ -15,6 +15,7 @@ from typing import Any
 from halfmq.broker.half_messages.half_records import FinalMessage
 from halfmq.broker.idempotence.producer_ids import ProducerIdResult, SentHalf, SentMessage
 from halfmq.broker.producer_transactions.results import AcksResult, BeginResult, EndResult, InitResult, MessagesResult, TxnView
+from halfmq.wire import HalfSendResult, SendResult, SendStatus
 
 Json = dict[str, Any]
 
@@ -61,16 +62,16 @@ def view_json(v: TxnView) -> Json:
             "aborted_by": v.aborted_by.value if v.aborted_by else None}
 
 
-def sent_json(sent: list[SentMessage], status: str) -> list[Json]:
+def sent_json(sent: list[SentMessage], status: SendStatus) -> list[SendResult]:
     """A numbered plain send's results (its first answer, or a repeat's from the window)."""
-    return [{"status": status, "msg_id": m.msg_id, "topic": m.topic, "queue_id": m.queue_id, "queue_offset": m.queue_offset,
-             "commit_log_offset": m.commit_log_offset} for m in sent]
+    return [SendResult(status=status, msg_id=m.msg_id, topic=m.topic, queue_id=m.queue_id, queue_offset=m.queue_offset,
+                       commit_log_offset=m.commit_log_offset) for m in sent]
 
 
-def half_json(h: SentHalf, status: str) -> Json:
-    """A half send's answer (its first, or a numbered repeat's from the window)."""
-    return {"status": status, "transaction_id": h.transaction_id, "msg_id": h.msg_id, "commit_log_offset": h.commit_log_offset,
-            "queue_offset": h.queue_offset}
+def half_json(h: SentHalf, status: SendStatus, duplicate: bool = False) -> HalfSendResult:
+    """A half send's answer (its first, or a numbered repeat's from the window: ``duplicate``)."""
+    return HalfSendResult(status=status, transaction_id=h.transaction_id, msg_id=h.msg_id, commit_log_offset=h.commit_log_offset,
+                          queue_offset=h.queue_offset, duplicate=duplicate)
 
 
 def final_json(final: FinalMessage | None) -> Json | None:

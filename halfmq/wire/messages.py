@@ -61,7 +61,7 @@ class SendResult(_Wire):
     commit_log_offset: int
 
 
-class SendResponse(_Wire):
+class SendResponse(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
     results: list[SendResult]
     duplicate: bool = False  # a numbered send's repeat, answered from the producer's window
 

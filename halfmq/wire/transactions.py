@@ -8,7 +8,7 @@ from halfmq.wire.base import SendStatus, TransactionState, _Wire, one_of
 from halfmq.wire.messages import Message
 
 
-class HalfSendResult(_Wire):
+class HalfSendResult(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
     status: SendStatus
     transaction_id: str
     msg_id: str
