@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from halfmq import wire
 from halfmq.broker.half_messages.half_records import FinalMessage
 from halfmq.broker.idempotence.producer_ids import ProducerIdResult, SentHalf, SentMessage
 from halfmq.broker.producer_transactions.results import AcksResult, BeginResult, EndResult, InitResult, MessagesResult, TxnView
@@ -74,12 +75,12 @@ def half_json(h: SentHalf, status: SendStatus, duplicate: bool = False) -> HalfS
                           queue_offset=h.queue_offset, duplicate=duplicate)
 
 
-def final_json(final: FinalMessage | None) -> Json | None:
+def final_json(final: FinalMessage | None) -> wire.FinalMessage | None:
     """Where a committed half message's transaction delivered it (a transaction's view); None until committed."""
     if final is None:
         return None
-    return {"msg_id": final.msg_id, "topic": final.topic, "queue_id": final.queue_id, "queue_offset": final.queue_offset,
-            "commit_log_offset": final.commit_log_offset}
+    return wire.FinalMessage(msg_id=final.msg_id, topic=final.topic, queue_id=final.queue_id, queue_offset=final.queue_offset,
+                             commit_log_offset=final.commit_log_offset)
 
 
 def _repeated(answer: Json, duplicate: bool) -> Json:

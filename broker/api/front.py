@@ -39,6 +39,12 @@ _encode = msgspec.json.Encoder().encode
 _Struct = msgspec.Struct
 
 
+def _dumps(content: Any) -> bytes:
+    """A dict answer with orjson; a wire struct inside one (a view in a listing) as msgspec sees it."""
+    return orjson.dumps(content, default=msgspec.to_builtins)
+
+
+
 def _raw_headers(error: BrokerError) -> list[tuple[bytes, bytes]]:
     """A problem's headers (Retry-After, WWW-Authenticate) as ASGI wants them."""
     return [(k.encode(), v.encode()) for k, v in problem_headers(error).items()]
@@ -217,7 +223,7 @@ class Front:
                 _check(route, request)
             reply = await route.endpoint(request)
             content = reply.content
-            body = content if content.__class__ is bytes else _encode(content) if isinstance(content, _Struct) else orjson.dumps(content)
+            body = content if content.__class__ is bytes else _encode(content) if isinstance(content, _Struct) else _dumps(content)
         except ClientGone:
             return
         except _BODY_REFUSED as exc:

@@ -9,6 +9,8 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.message_view import message_view
 from halfmq.broker.producer_answers import view_json
@@ -21,11 +23,11 @@ if TYPE_CHECKING:
 
 
 def transactions(rt: BrokerRuntime) -> dict[str, Any]:
-    pending = [tx_view(rt, tx) for tx in rt.transactions.pending()]
+    pending = [msgspec.to_builtins(tx_view(rt, tx)) for tx in rt.transactions.pending()]  # dicts: the page adds its own keys
     for t in pending:  # checked at least once and still undecided: the producer does not know either
         t["hanging"] = t["check_times"] > 0 or t["age_seconds"] > rt.settings.transaction_timeout
         t["next_check_in"] = round(t["next_check_timestamp"] / 1000 - time.time(), 1) if t["next_check_timestamp"] else None
-    discarded = [tx_view(rt, tx) for tx in rt.transactions.in_state(TransactionState.DISCARDED)]
+    discarded = [msgspec.to_builtins(tx_view(rt, tx)) for tx in rt.transactions.in_state(TransactionState.DISCARDED)]
     return {"pending": pending, "discarded": discarded}
 
 

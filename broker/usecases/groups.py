@@ -13,6 +13,7 @@ from halfmq.broker.message_view import message_view
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem, PutResult
 from halfmq.broker.store.topics import is_system_topic
+from halfmq.wire import DeadLetters, Message
 
 from .caller import Scope
 from .operator_actions import cluster_admin
@@ -36,10 +37,10 @@ def list_groups(rt: BrokerRuntime, who: Principal, scope: Scope, system: bool) -
     return {"count": len(groups), "groups": groups}
 
 
-def list_dlq(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, offset: int, limit: int) -> dict[str, Any]:
+def list_dlq(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, offset: int, limit: int) -> DeadLetters:
     rt.guard.authorize(who, Action.ADMIN, Resource.group(group), scope)
-    messages = [message_view(m) for m in dead_letters.dead_letters(rt.store, group, offset, limit)]
-    return {"group": group, "depth": dead_letters.depth(rt.store, group), "messages": messages}
+    messages: list[Message] = [message_view(m) for m in dead_letters.dead_letters(rt.store, group, offset, limit)]
+    return DeadLetters(group=group, depth=dead_letters.depth(rt.store, group), messages=messages)
 
 
 async def resend_dlq_now(rt: BrokerRuntime, group: str, offset: int) -> tuple[PutItem, PutResult]:

@@ -10,6 +10,7 @@ from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.errors import InvalidQueueId
+from halfmq.wire import OffsetReadResponse
 
 from .caller import Scope
 from .views import topic_view
@@ -36,7 +37,7 @@ def describe(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> dic
     return topic_view(rt, rt.topics.get(topic))
 
 
-def read_messages(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, queue_id: int, offset: int, limit: int) -> dict[str, Any]:
+def read_messages(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, queue_id: int, offset: int, limit: int) -> OffsetReadResponse:
     """Up to ``limit`` visible messages of one queue from ``offset``, and where to read next; damaged records by offset."""
     rt.guard.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
     cfg = rt.topics.get(topic)
@@ -45,11 +46,9 @@ def read_messages(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, q
     entries = rt.store.visible.read_entries(topic, queue_id, offset, limit)
     lo, hi = rt.store.visible.queue_range(topic, queue_id)
     next_offset = entries[-1].queue_offset + 1 if entries else min(max(offset, lo), hi)
-    answer = {"messages": [message_view(e) for e in entries if type(e) is not DamagedEntry], "next_offset": next_offset}
-    damaged = [e.queue_offset for e in entries if type(e) is DamagedEntry]
-    if damaged:  # reported by the store (log, metric); the reader learns what it did not get
-        answer["damaged_offsets"] = damaged
-    return answer
+    # damaged records: reported by the store (log, metric); the reader learns what it did not get (sent only when some are)
+    return OffsetReadResponse(messages=[message_view(e) for e in entries if type(e) is not DamagedEntry], next_offset=next_offset,
+                              damaged_offsets=[e.queue_offset for e in entries if type(e) is DamagedEntry])
 
 
 def route(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> TopicConfig:

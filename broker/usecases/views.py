@@ -8,37 +8,38 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from msgspec import UNSET
+
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.half_messages.half_records import Tx
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.producer_answers import final_json
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.wire import TransactionState
+from halfmq.wire import TransactionState, TransactionView
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
 
-def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: StoredMessage | None = None) -> dict:
+def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: StoredMessage | None = None) -> TransactionView:
+    """A transaction's view; ``duplicate`` is said only by an end's answer (None: not at all)."""
     now_ms = rt.transactions.now() * 1000
-    view = {
-        "transaction_id": tx.transaction_id,
-        "producer_group": tx.producer_group,
-        "state": tx.state.value,
-        "check_times": tx.check_times,
-        "born_timestamp": tx.born_ms,
-        "age_seconds": round((now_ms - tx.born_ms) / 1000, 3),
-        "last_answer": tx.last_answer,
-        "last_check_timestamp": tx.last_check_ms,
-        "next_check_timestamp": int(tx.due_at * 1000) if tx.state is TransactionState.PENDING else None,
-        "resolved_timestamp": tx.resolved_ms,
-        "final": final_json(tx.final),
-        "message": restored_view(half or rt.transactions.half_message(tx)),
-    }
-    if duplicate is not None:
-        view["duplicate"] = duplicate
-    return view
+    return TransactionView(
+        transaction_id=tx.transaction_id,
+        producer_group=tx.producer_group,
+        state=tx.state,
+        check_times=tx.check_times,
+        born_timestamp=tx.born_ms,
+        age_seconds=round((now_ms - tx.born_ms) / 1000, 3),
+        last_answer=tx.last_answer,
+        last_check_timestamp=tx.last_check_ms,
+        next_check_timestamp=int(tx.due_at * 1000) if tx.state is TransactionState.PENDING else None,
+        resolved_timestamp=tx.resolved_ms,
+        final=final_json(tx.final),
+        message=restored_view(half or rt.transactions.half_message(tx)),
+        duplicate=UNSET if duplicate is None else duplicate,
+    )
 
 
 def topic_view(rt: BrokerRuntime, cfg: TopicConfig) -> dict:

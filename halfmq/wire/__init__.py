@@ -35,6 +35,7 @@ from halfmq.wire.base import (
 from halfmq.wire.cluster import ClusterMember, ClusterView, ReplicationState, TermEnd
 from halfmq.wire.messages import (
     Message,
+    MessageView,
     OffsetReadResponse,
     OutgoingMessage,
     ReceiveRequest,
@@ -88,7 +89,7 @@ from halfmq.wire.views import (
 __all__ = [
     "MAX_BATCH", "MAX_INVISIBLE_SECONDS", "MAX_RECEIVE", "MAX_TAG_LENGTH", "MAX_WAIT_SECONDS",
     "CheckRequest", "ConsumerGroupInfo", "ProducerIdResult", "EndState", "TransactionState", "GroupQueueState", "GroupTopicState", "HalfSendResult", "Message",
-    "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
+    "MessageView", "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
     "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",
     "decode", "to_wire",
     "DeadLetters", "DlqResent", "EndBatchResponse", "FinalMessage", "GroupList", "GroupSummary", "HalfBatchResponse",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from msgspec import UNSET, UnsetType
+
 from halfmq.wire.base import (
     _ENCODINGS,
     MAX_INVISIBLE_SECONDS,
@@ -83,7 +85,18 @@ class Message(_Wire):
     delivery_attempt: int | None = None
 
 
-class OffsetReadResponse(_Wire):
+class MessageView(Message):
+    """A ``Message`` as the broker writes it: ``receipt_handle`` and ``delivery_attempt`` only on a delivery.
+
+    Elsewhere (an offset read, a transaction's message, a dead letter) the two keys are not sent at all;
+    the SDK reads them as ``None`` through ``Message``. The same fields, in the same order.
+    """
+
+    receipt_handle: str | None | UnsetType = UNSET  # type: ignore[assignment]
+    delivery_attempt: int | None | UnsetType = UNSET  # type: ignore[assignment]
+
+
+class OffsetReadResponse(_Wire, omit_defaults=True):  # the broker writes damaged_offsets only when some are (its one default)
     messages: list[Message]
     next_offset: int
     damaged_offsets: list[int] = []  # queue offsets in this range whose record is damaged (sent only when some are)

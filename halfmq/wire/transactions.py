@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from msgspec import UNSET, UnsetType
+
 from halfmq.wire.base import SendStatus, TransactionState, _Wire, one_of
 from halfmq.wire.messages import Message
 
@@ -53,7 +55,7 @@ class TransactionView(_Wire, kw_only=True):
     resolved_timestamp: int | None = None
     final: FinalMessage | None = None
     message: Message
-    duplicate: bool = False
+    duplicate: bool | UnsetType = UNSET  # an end's answer says it (true on a repeat); a view does not
 
 
 class TransactionList(_Wire):

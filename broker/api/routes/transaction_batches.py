@@ -110,7 +110,7 @@ async def end_transaction_batch(request: ApiRequest) -> Reply:
     failed = None if timed_out is None else _problem(as_broker_error(timed_out) or BrokerError(), END_BATCH_PATH)
     results = [e if not isinstance(e, EndOutcome) else failed or tx_view(rt, e.tx, duplicate=e.duplicate, half=e.half)
                for e in ended]
-    return Reply({"results": results})
+    return Reply(wire.EndBatchResponse(results=results))  # type: ignore[arg-type]  # documented as one_of(TransactionView, ItemProblem)
 
 
 HOT_ROUTES = [
