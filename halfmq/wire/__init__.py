@@ -51,6 +51,7 @@ from halfmq.wire.producer_transactions import (
     TransactionalIdList,
     TransactionalIdView,
     TxnAcksResult,
+    TxnAddedResult,
     TxnBeginResult,
     TxnEndResult,
     TxnInitResult,
@@ -96,5 +97,5 @@ __all__ = [
     "Health", "HeartbeatResult", "ItemProblem", "OpenTransaction", "ProducerEntry", "ProducerGroup", "ProducerList",
     "SCHEMA_REF", "TransactionList", "TransactionView", "TransactionalIdList", "TransactionalIdView", "one_of",
     "ClusterMember", "ClusterView", "ReplicationState", "TermEnd",
-    "TxnAcksResult", "TxnBeginResult", "TxnEndResult", "TxnInitResult", "TxnMessage", "TxnMessagesResult", "TxnSendResult",
+    "TxnAcksResult", "TxnAddedResult", "TxnBeginResult", "TxnEndResult", "TxnInitResult", "TxnMessage", "TxnMessagesResult", "TxnSendResult",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from msgspec import UNSET, UnsetType
+
 from halfmq.wire.base import _Wire
 from halfmq.wire.messages import OutgoingMessage
 
@@ -26,10 +28,14 @@ class TxnInitResult(_Wire):
     transaction_timeout_ms: int
 
 
-class TxnBeginResult(_Wire):
+class TxnBeginResult(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
     transactional_id: str
+    producer_id: int
+    epoch: int
     transaction: int
     state: str
+    sequence: int
+    duplicate: bool = False
 
 
 class TxnSendResult(_Wire):
@@ -40,14 +46,23 @@ class TxnSendResult(_Wire):
     commit_log_offset: int | None = None
 
 
-class TxnMessagesResult(_Wire):
+class TxnAddedResult(TxnSendResult):
+    """A ``TxnSendResult`` as a messages step's answer writes it: no offsets yet, so no offset keys (the SDK reads None)."""
+
+    queue_offset: int | None | UnsetType = UNSET  # type: ignore[assignment]
+    commit_log_offset: int | None | UnsetType = UNSET  # type: ignore[assignment]
+
+
+class TxnMessagesResult(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
+    transactional_id: str
     sequence: int
     messages: int
     results: list[TxnSendResult]
     duplicate: bool = False
 
 
-class TxnAcksResult(_Wire):
+class TxnAcksResult(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
+    transactional_id: str
     sequence: int
     acks: int
     duplicate: bool = False
@@ -61,8 +76,8 @@ class TxnEndResult(_Wire):
     state: str  # COMPLETE_COMMIT or COMPLETE_ABORT
     messages: int
     acks: int
-    results: list[TxnSendResult] = []
     aborted_by: str | None = None
+    results: list[TxnSendResult] = []
     duplicate: bool = False
 
 

@@ -50,7 +50,7 @@ async def test_an_invalid_producer_group_is_refused_before_anything_is_written(r
 async def test_a_repeated_numbered_half_is_answered_from_the_window_and_another_principals_id_is_refused(rt: BrokerRuntime) -> None:
     who = rt.guard.principal(SCOPE)
     ids = await producer_txns.new_producer_id(rt, SCOPE)
-    numbered = half(producer_id=ids["producer_id"], epoch=ids["epoch"], sequence=0)
+    numbered = half(producer_id=ids.producer_id, epoch=ids.epoch, sequence=0)
     first = to_builtins(await half_sending.send_half(rt, who, SCOPE, numbered))  # the answers as the wire carries them
     again = to_builtins(await half_sending.send_half(rt, who, SCOPE, numbered))
     assert again == {**first, "duplicate": True}
