@@ -44,7 +44,6 @@ def _dumps(content: Any) -> bytes:
     return orjson.dumps(content, default=msgspec.to_builtins)
 
 
-
 def _raw_headers(error: BrokerError) -> list[tuple[bytes, bytes]]:
     """A problem's headers (Retry-After, WWW-Authenticate) as ASGI wants them."""
     return [(k.encode(), v.encode()) for k, v in problem_headers(error).items()]

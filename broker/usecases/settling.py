@@ -5,29 +5,26 @@ Who may: ``receiving.subscriber`` (the group and the topic), checked by the fron
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from halfmq.wire import SettleResponse, SettleResult, SettleStatus
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
 
-_OK, _EXPIRED = SettleStatus.OK, SettleStatus.EXPIRED
+def _settled(results: list[tuple[str, bool]]) -> dict:
+    """``wire.SettleResponse``'s keys, built as a dict and encoded with orjson on purpose: for 16 receipt handles
+    this is ~0.3 us faster than the struct with msgspec (long strings; docs/router-plan.md, "Hot path")."""
+    return {"results": [{"receipt_handle": h, "status": "OK" if ok else "EXPIRED"} for h, ok in results]}
 
 
-def _settled(results: list[tuple[str, bool]]) -> SettleResponse:
-    return SettleResponse(results=[SettleResult(receipt_handle=h, status=_OK if ok else _EXPIRED) for h, ok in results])
-
-
-def ack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> SettleResponse:
+def ack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[str, Any]:
     results = rt.delivery.ack(group, topic, handles)
     for _, ok in results:
         rt.metrics.acks.labels("ok" if ok else "expired").inc()
     return _settled(results)
 
 
-def nack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> SettleResponse:
+def nack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[str, Any]:
     results = rt.delivery.nack(group, topic, handles)
     for _, ok in results:
         rt.metrics.nacks.labels("ok" if ok else "expired").inc()

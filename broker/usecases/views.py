@@ -1,7 +1,8 @@
 """Read views: what the JSON routes and the console show of transactions, topics, groups, producers and the store.
 
-Plain dicts in the API's shapes, built from the runtime; authorization is the
-caller's use case (``operator_actions``, ``topics``) or the console's session.
+A transaction's view is its ``halfmq.wire`` struct; the others are still plain dicts in the API's shapes
+(docs/router-plan.md, "Remains"), built from the runtime; authorization is the caller's use case
+(``operator_actions``, ``topics``) or the console's session.
 """
 
 from __future__ import annotations
