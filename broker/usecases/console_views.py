@@ -53,7 +53,7 @@ def topics(rt: BrokerRuntime, rates: Rates) -> dict[str, Any]:
     now = time.monotonic()
     out = []
     for cfg in rt.store.topics.all():
-        view = topic_view(rt, cfg)
+        view = msgspec.to_builtins(topic_view(rt, cfg))  # a dict: the page adds its own keys
         view["messages"] = sum(q["max_offset"] for q in view["queues"])
         view["rate"] = rates.rate(cfg.name, view["messages"], now)
         out.append(view)
@@ -63,7 +63,7 @@ def topics(rt: BrokerRuntime, rates: Rates) -> dict[str, Any]:
 def groups(rt: BrokerRuntime) -> dict[str, Any]:
     out = []
     for g in rt.delivery.groups():
-        summary = group_summary(rt, g)
+        summary = msgspec.to_builtins(group_summary(rt, g))  # a dict: the page adds its own keys
         if summary["topics"] and all(t.startswith(("RMQ_SYS_", "%")) for t in summary["topics"]):
             continue  # the broker's own readers of its bookkeeping topics
         summary["queues"] = [{"topic": topic, **asdict(q)} for topic, rows in rt.delivery.group_lag(g).items() for q in rows]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import TopicCreate
@@ -10,7 +10,7 @@ from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.errors import InvalidQueueId
-from halfmq.wire import OffsetReadResponse
+from halfmq.wire import OffsetReadResponse, TopicInfo, TopicList
 
 from .caller import Scope
 from .views import topic_view
@@ -19,20 +19,20 @@ if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
 
-def create(rt: BrokerRuntime, who: Principal, scope: Scope, body: TopicCreate) -> tuple[dict[str, Any], bool]:
+def create(rt: BrokerRuntime, who: Principal, scope: Scope, body: TopicCreate) -> tuple[TopicInfo, bool]:
     """The topic's view, and whether it was created now (an existing one with the same queue count is no error)."""
     rt.guard.authorize(who, Action.ADMIN, Resource.topic(body.name), scope)
     cfg, created = rt.topics.create(body.name, body.queues)
     return topic_view(rt, cfg), created
 
 
-def list_visible(rt: BrokerRuntime, who: Principal) -> dict[str, Any]:
+def list_visible(rt: BrokerRuntime, who: Principal) -> TopicList:
     """The topics ``who`` may describe."""
     visible = [cfg for cfg in rt.store.topics.all() if rt.guard.allows(who, Action.DESCRIBE, Resource.topic(cfg.name))]
-    return {"topics": [topic_view(rt, cfg) for cfg in visible]}
+    return TopicList(topics=[topic_view(rt, cfg) for cfg in visible])
 
 
-def describe(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> dict[str, Any]:
+def describe(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> TopicInfo:
     rt.guard.authorize(who, Action.DESCRIBE, Resource.topic(topic), scope)
     return topic_view(rt, rt.topics.get(topic))
 

@@ -1,16 +1,16 @@
 """Read views: what the JSON routes and the console show of transactions, topics, groups, producers and the store.
 
-A transaction's view is its ``halfmq.wire`` struct; the others are still plain dicts in the API's shapes
-(docs/router-plan.md, "Remains"), built from the runtime; authorization is the caller's use case
-(``operator_actions``, ``topics``) or the console's session.
+``halfmq.wire`` structs, built from the runtime (the console takes ``msgspec.to_builtins`` of those it
+adds keys to); authorization is the caller's use case (``operator_actions``, ``topics``) or the console's session.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from msgspec import UNSET
 
+from halfmq import wire
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.half_messages.half_records import Tx
 from halfmq.broker.message_view import restored_view
@@ -43,54 +43,52 @@ def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: S
     )
 
 
-def topic_view(rt: BrokerRuntime, cfg: TopicConfig) -> dict:
+def topic_view(rt: BrokerRuntime, cfg: TopicConfig) -> wire.TopicInfo:
     queues = []
     for qid in range(cfg.queues):
         lo, hi = rt.store.visible.queue_range(cfg.name, qid)
-        queues.append({"queue_id": qid, "min_offset": lo, "max_offset": hi})
-    return {"name": cfg.name, "queues": queues}
+        queues.append(wire.QueueInfo(queue_id=qid, min_offset=lo, max_offset=hi))
+    return wire.TopicInfo(name=cfg.name, queues=queues)
 
 
-def group_summary(rt: BrokerRuntime, group: str) -> dict:
+def group_summary(rt: BrokerRuntime, group: str) -> wire.GroupSummary:
     lag = in_flight = 0
     topics = []
     for topic, rows in rt.delivery.group_lag(group).items():
         lag += sum(q.lag for q in rows)
         in_flight += sum(q.in_flight for q in rows)
         topics.append(topic)
-    return {"group": group, "topics": topics, "lag": lag, "in_flight": in_flight,
-            "retrying": rt.delivery.retrying(group), "dlq_depth": dead_letters.depth(rt.store, group)}
+    return wire.GroupSummary(group=group, topics=topics, lag=lag, in_flight=in_flight,
+                             retrying=rt.delivery.retrying(group), dlq_depth=dead_letters.depth(rt.store, group))
 
 
-def group_lag(rt: BrokerRuntime, group: str) -> dict[str, Any]:
+def group_lag(rt: BrokerRuntime, group: str) -> wire.ConsumerGroupInfo:
     """A consumer group's committed offset, lag and in-flight deliveries per queue."""
     lag = rt.delivery.group_lag(group)
-    return {
-        "group": group,
-        "topics": [
-            {"topic": topic, "queues": [
-                {"queue_id": q.queue_id, "committed_offset": q.committed_offset, "max_offset": q.max_offset, "lag": q.lag, "in_flight": q.in_flight}
-                for q in rows
-            ]}
-            for topic, rows in lag.items()
-        ],
-    }
+    return wire.ConsumerGroupInfo(group=group, topics=[
+        wire.GroupTopicState(topic=topic, queues=[
+            wire.GroupQueueState(queue_id=q.queue_id, committed_offset=q.committed_offset, max_offset=q.max_offset, lag=q.lag,
+                                 in_flight=q.in_flight)
+            for q in rows
+        ])
+        for topic, rows in lag.items()
+    ])
 
 
-def producer_groups(rt: BrokerRuntime) -> list[dict[str, Any]]:
+def producer_groups(rt: BrokerRuntime) -> list[wire.ProducerGroup]:
     """Every producer group with its live producers (client id, check URL), by group name."""
-    return [{"producer_group": g, "producers": [{"client_id": e.client_id, "check_url": e.check_url} for e in members]}
+    return [wire.ProducerGroup(producer_group=g, producers=[wire.ProducerEntry(client_id=e.client_id, check_url=e.check_url) for e in members])
             for g, members in sorted(rt.producers.groups().items())]
 
 
-def health(rt: BrokerRuntime) -> dict[str, Any]:
+def health(rt: BrokerRuntime) -> wire.Health:
     store = rt.store
-    return {
-        "status": "ok",  # no pid: the route answers without a token, and a pid is a target for kill -9 (issue 30)
-        "commit_log_end_offset": store.commit_log.end_offset,
-        "flushed_offset": store.flushed_offset,
-        "flush_mode": rt.settings.flush_mode,
-        "topics": len(store.topics.all()),
-        "store_problem": store.write_problem,  # why writes answer STORE_UNAVAILABLE, if they do
-        "recovery_seconds": round(store.recovery.seconds, 4),
-    }
+    return wire.Health(
+        status="ok",  # no pid: the route answers without a token, and a pid is a target for kill -9 (issue 30)
+        commit_log_end_offset=store.commit_log.end_offset,
+        flushed_offset=store.flushed_offset,
+        flush_mode=rt.settings.flush_mode,
+        topics=len(store.topics.all()),
+        store_problem=store.write_problem,  # why writes answer STORE_UNAVAILABLE, if they do
+        recovery_seconds=round(store.recovery.seconds, 4),
+    )
