@@ -10,9 +10,11 @@ spellings of a request (``OutgoingMessage``, ``ReceiveRequest``) field for field
 One module per concern, every name imported from here (``from halfmq.wire import X``):
 ``base`` (limits, enums, the struct bases, ``decode``/``to_wire``, ``one_of``), ``messages``
 (send, receive, settle), ``transactions`` (RocketMQ half messages, check-backs, the batches),
-``producer_transactions`` (Kafka-style transactions, producer ids) and ``views`` (the
-operators' views: topics, groups, dead letters, producers, health), ``cluster`` (a broker set's
-view and replication answers).
+``producer_transactions`` (Kafka-style transactions, producer ids), ``views`` (the operators'
+views: topics, groups, dead letters, producers, health) and ``cluster`` (a broker set's view and
+replication answers). Where the broker writes a key only sometimes, the struct says how: its one
+default omitted (``omit_defaults``), ``msgspec.UNSET``, or a broker-side subclass (``MessageView``,
+``TxnAddedResult``) that leaves out what the SDK reads as ``None``.
 """
 
 from __future__ import annotations
