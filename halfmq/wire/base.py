@@ -20,6 +20,8 @@ W = TypeVar("W")
 
 
 class SendStatus(str, Enum):
+    """How durable a sent message is (RocketMQ's names): ``SEND_OK`` once on disk (and, in a broker set, on its replicas)."""
+
     SEND_OK = "SEND_OK"
     FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
     FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
@@ -27,6 +29,8 @@ class SendStatus(str, Enum):
 
 
 class SettleStatus(str, Enum):
+    """An ack's or nack's outcome per receipt handle: ``OK``, or ``EXPIRED`` (the delivery timed out or was settled)."""
+
     OK = "OK"
     EXPIRED = "EXPIRED"
 

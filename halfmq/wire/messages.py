@@ -55,6 +55,8 @@ class ReceiveRequest(_Request):
 
 
 class SendResult(_Wire):
+    """Where one sent message was stored: its id, topic, queue, queue offset and commit-log offset."""
+
     status: SendStatus
     msg_id: str
     topic: str
@@ -69,6 +71,8 @@ class SendResponse(_Wire, omit_defaults=True):  # the broker writes duplicate on
 
 
 class Message(_Wire):
+    """A stored message as a consumer reads it; ``receipt_handle`` and ``delivery_attempt`` are set on a delivery only."""
+
     msg_id: str
     topic: str
     queue_id: int
@@ -97,6 +101,8 @@ class MessageView(Message):
 
 
 class OffsetReadResponse(_Wire, omit_defaults=True):  # the broker writes damaged_offsets only when some are (its one default)
+    """A read of one queue by offset: the messages, where to read next, and the offsets of damaged records."""
+
     messages: list[Message]
     next_offset: int
     damaged_offsets: list[int] = []  # queue offsets in this range whose record is damaged (sent only when some are)
@@ -107,6 +113,8 @@ class ReceiveResponse(_Wire):
 
 
 class SettleResult(_Wire):
+    """One receipt handle's outcome in an ack or a nack."""
+
     receipt_handle: str
     status: SettleStatus
 

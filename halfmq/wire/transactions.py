@@ -11,6 +11,8 @@ from halfmq.wire.messages import Message
 
 
 class HalfSendResult(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
+    """A half message stored (invisible until its transaction commits): the transaction's id and where it is."""
+
     status: SendStatus
     transaction_id: str
     msg_id: str
@@ -20,6 +22,8 @@ class HalfSendResult(_Wire, omit_defaults=True):  # the broker writes duplicate 
 
 
 class CheckRequest(_Wire):
+    """A check-back: the broker asks the producer whether a pending transaction committed (the half message included)."""
+
     transaction_id: str
     producer_group: str
     check_times: int

@@ -13,6 +13,8 @@ class QueueInfo(_Wire):
 
 
 class TopicInfo(_Wire):
+    """A topic and its queues' offset ranges."""
+
     name: str
     queues: list[QueueInfo]
 
@@ -35,6 +37,8 @@ class GroupTopicState(_Wire):
 
 
 class ConsumerGroupInfo(_Wire):
+    """A consumer group's committed offset, lag and in-flight deliveries per topic and queue."""
+
     group: str
     topics: list[GroupTopicState]
 
