@@ -39,6 +39,8 @@ class TxnBeginResult(_Wire, omit_defaults=True):  # the broker writes duplicate 
 
 
 class TxnSendResult(_Wire):
+    """A message of a producer transaction: where it went; its offsets once the transaction committed."""
+
     msg_id: str
     topic: str
     queue_id: int
@@ -69,6 +71,8 @@ class TxnAcksResult(_Wire, omit_defaults=True):  # the broker writes duplicate o
 
 
 class TxnEndResult(_Wire):
+    """A producer transaction's commit or abort: its final state, how many messages and acks, where the messages went."""
+
     transactional_id: str
     producer_id: int
     epoch: int
