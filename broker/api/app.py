@@ -72,7 +72,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
             await app.state.runtime.stop()
             log.info("broker stopped cleanly")
 
-    # FastAPI serves what is not in the table: the console, /openapi.json and /docs, a broker set's routes, 404s.
+    # FastAPI serves what is not in the table: the console, /openapi.json and /docs, 404s.
     app = FastAPI(title=TITLE, version=VERSION, lifespan=lifespan)
     problems.install(app)
     from fastapi.staticfiles import StaticFiles
@@ -81,13 +81,14 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
 
     app.include_router(console.router)
     app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
-    if settings.cluster:
+    routes = ROUTES
+    if settings.cluster:  # a broker set's view and replication routes, in its table only
         from halfmq.broker.cluster import routes as cluster_routes
 
-        app.include_router(cluster_routes.router)
+        routes = [*ROUTES, *cluster_routes.ROUTES]
     # /openapi.json and /docs serve the table's document (FastAPI's own has no /v1 route), built when first asked for.
-    app.openapi = functools.cache(lambda: document(ROUTES, TITLE, VERSION))  # type: ignore[method-assign]
-    front = Front(app, Router(ROUTES), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
+    app.openapi = functools.cache(lambda: document(routes, TITLE, VERSION))  # type: ignore[method-assign]
+    front = Front(app, Router(routes), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
     app.state.front = front  # the console asks the broker's own routes through the front
     served: Any = front
     if settings.cluster:

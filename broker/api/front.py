@@ -5,8 +5,7 @@ objects and FastAPI's middleware took about half of the event loop's time per
 send; here a route is a split path, the body is read straight from ``receive``
 and the reply is two ``send`` calls. ``Router.resolve`` decides the match and
 the 405; a path the table does not know goes to the FastAPI app (the console,
-``/openapi.json`` and ``/docs``, a broker set's replication routes, and the
-404s), its body read here first under the same limits.
+``/openapi.json`` and ``/docs``, and the 404s), its body read here first under the same limits.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import logging
 from typing import Any
 from urllib.parse import parse_qsl
 
+import msgspec
 import orjson
 from pydantic import BaseModel, ValidationError
 from starlette.datastructures import URL
@@ -35,6 +35,13 @@ _PROBLEM = PROBLEM.encode()
 _CLOSE = [(b"connection", b"close")]  # the rest of a refused body is not worth reading
 _BODY_REFUSED = (RequestTooLarge, RequestBodyTimeout)
 DISCONNECT_PROBE_SECONDS = 0.005
+_encode = msgspec.json.Encoder().encode
+_Struct = msgspec.Struct
+
+
+def _dumps(content: Any) -> bytes:
+    """A dict answer with orjson; a wire struct inside one (a view in a listing) as msgspec sees it."""
+    return orjson.dumps(content, default=msgspec.to_builtins)
 
 
 def _raw_headers(error: BrokerError) -> list[tuple[bytes, bytes]]:
@@ -43,26 +50,36 @@ def _raw_headers(error: BrokerError) -> list[tuple[bytes, bytes]]:
 
 
 class Reply:
-    """An answer, rendered once by the front: JSON with orjson, or ``bytes`` as they are; the route's media type."""
+    """An answer, rendered once by the front: a ``halfmq.wire`` struct with msgspec, a dict with orjson (the answers
+    not yet spelled as structs, docs/router-plan.md), or ``bytes`` as they are; the route's media type.
 
-    __slots__ = ("content", "status", "media_type")
+    ``headers`` are extra ones, as ASGI wants them (a replication fetch's term, log end, history...).
+    """
 
-    def __init__(self, content: Any, status: int = 200, media_type: bytes | None = None) -> None:
+    __slots__ = ("content", "status", "media_type", "headers")
+
+    def __init__(self, content: Any, status: int = 200, media_type: bytes | None = None,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
         self.content = content
         self.status = status
         self.media_type = media_type
+        self.headers = headers
 
 
 class ApiRequest:
-    """What an endpoint gets: path parameters, the principal, the checked parameters, the runtime; the body on demand."""
+    """What an endpoint gets: path parameters, the principal, the checked parameters, the runtime; the body on demand.
 
-    __slots__ = ("scope", "receive", "path_params", "runtime", "body_reader", "principal", "params")
+    ``state`` is the app's (a broker set's node is ``state.cluster``); ``runtime`` is ``state.runtime``, read once.
+    """
 
-    def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], runtime: Any, body_reader: BodyReader) -> None:
+    __slots__ = ("scope", "receive", "path_params", "state", "runtime", "body_reader", "principal", "params")
+
+    def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], state: Any, body_reader: BodyReader) -> None:
         self.scope = scope
         self.receive = receive
         self.path_params = path_params
-        self.runtime = runtime
+        self.state = state
+        self.runtime = state.runtime
         self.body_reader = body_reader
         self.principal: Any = None
         self.params: Any = None
@@ -175,15 +192,8 @@ class Front:
     async def _pass_on(self, scope: Scope, receive: Receive, send: Send) -> None:
         """FastAPI gets the body already read under the limits; later ``receive`` calls still see a hang-up.
 
-        A stranger is refused before the body is read, so no token means no 32 MiB read either.
+        FastAPI serves no /v1 route (a /v1 path here is a 404), so no token is asked for first.
         """
-        if scope["path"].startswith("/v1/"):
-            try:
-                self.app.state.runtime.guard.principal(scope)
-            except Unauthenticated as exc:
-                await _answer(send, exc.status, _PROBLEM, _problem(exc, scope["path"]),
-                              _raw_headers(exc) + _CLOSE)
-                return
         try:
             body = await self.body_reader.read(receive)
         except ClientGone:
@@ -204,7 +214,7 @@ class Front:
 
     async def _serve(self, route: Route, path_params: dict[str, str], scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
-        request = ApiRequest(scope, receive, path_params, self.app.state.runtime, self.body_reader)
+        request = ApiRequest(scope, receive, path_params, self.app.state, self.body_reader)
         try:
             if route.plain:  # a token and a body, nothing else to check first (every hot route)
                 request.principal = request.runtime.guard.principal(scope)
@@ -212,7 +222,7 @@ class Front:
                 _check(route, request)
             reply = await route.endpoint(request)
             content = reply.content
-            body = content if content.__class__ is bytes else orjson.dumps(content)
+            body = content if content.__class__ is bytes else _encode(content) if isinstance(content, _Struct) else _dumps(content)
         except ClientGone:
             return
         except _BODY_REFUSED as exc:
@@ -232,4 +242,4 @@ class Front:
                 del error  # body alive until the next full gc (`except ... as exc` unbinds only exc)
             return
         await _answer(send, reply.status, route.raw_media_type if reply.media_type is None else reply.media_type, body,
-                      scope=scope)
+                      reply.headers, scope)

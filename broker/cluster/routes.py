@@ -1,17 +1,21 @@
 """A broker set's HTTP endpoints: the cluster view and the replication calls followers make.
 
-Thin: the node and the store decide; these only translate.
+Thin: the node and the store decide; these only translate. Routes of the one table
+(broker/api/router.py), added to it in a broker set only (``create_app``), so the
+front serves them and /openapi.json documents them like every other /v1 route.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
-from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
+from halfmq import wire
+from halfmq.broker.api.body import parse_json_body
+from halfmq.broker.api.front import ApiRequest, Reply
+from halfmq.broker.api.router import Route
 from halfmq.broker.security.policy import CLUSTER, Action
 from halfmq.broker.store.atomic_file import read_json
 
@@ -19,9 +23,9 @@ from .errors import NotLeader
 from .follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from .node import ClusterNode
 
-router = APIRouter()
 FETCH_MAX_BYTES = 1 << 20
 FETCH_WAIT_SECONDS = 0.5
+LOG_END_HEADER = "x-halfmq-log-end"
 
 
 class FetchRequest(BaseModel):
@@ -31,16 +35,21 @@ class FetchRequest(BaseModel):
     high_watermark: int | None = Field(default=None, ge=0)  # the follower's: a fetch waits for new bytes only while it is current
 
 
+class TermEndParams(BaseModel):
+    term: int
+    node_id: str
+
+
 class Diverged(NotLeader):
     code = "REPLICA_DIVERGED"
     status = 409
     title = "The follower's log is longer than the leader's: it must cut its tail first"
 
 
-def _node(request: Request, action: Action = Action.ADMIN) -> ClusterNode:
+def _node(request: ApiRequest, action: Action = Action.ADMIN) -> ClusterNode:
     """The node, once the caller may do ``action`` on the cluster (replication reads the whole log: admin)."""
-    node: ClusterNode = request.app.state.cluster
-    node.runtime.guard.require(request.scope, action, CLUSTER)
+    node: ClusterNode = request.state.cluster
+    node.runtime.guard.authorize(request.principal, action, CLUSTER, request.scope)
     return node
 
 
@@ -49,21 +58,23 @@ def _leader(node: ClusterNode, term: int | None = None) -> None:
         raise node.not_leader()
 
 
-@router.get("/v1/cluster")
-async def cluster_view(request: Request) -> dict[str, Any]:
-    return await _node(request, Action.DESCRIBE).view()
+def _headers(**values: str) -> list[tuple[bytes, bytes]]:
+    return [(name.encode(), value.encode()) for name, value in values.items()]
 
 
-@router.get("/v1/replication/term-end")
-async def term_end(request: Request, term: int, node_id: str) -> Response:
+async def cluster_view(request: ApiRequest) -> Reply:
+    return Reply(await _node(request, Action.DESCRIBE).view())
+
+
+async def replication_term_end(request: ApiRequest) -> Reply:
     node = _node(request)
     _leader(node)
-    end = node.history.end_of(term, node.runtime.store.commit_log.end_offset)
-    return Response(json.dumps({"end_offset": end}), media_type="application/json", headers={TERM_HEADER: str(node.term)})
+    end = node.history.end_of(request.params.term, node.runtime.store.commit_log.end_offset)
+    return Reply({"end_offset": end}, headers=_headers(**{TERM_HEADER: str(node.term)}))
 
 
-@router.post("/v1/replication/fetch")
-async def fetch(body: FetchRequest, request: Request) -> Response:
+async def replication_fetch(request: ApiRequest) -> Reply:
+    body = await parse_json_body(request, FetchRequest)
     node = _node(request)
     _leader(node, body.term)
     log = node.runtime.store.commit_log
@@ -83,16 +94,28 @@ async def fetch(body: FetchRequest, request: Request) -> Response:
     later = [b for b in log.segment_bases() if b > body.from_offset]
     stop = min(end, later[0] if later else end, body.from_offset + FETCH_MAX_BYTES)
     data = log.read(body.from_offset, stop - body.from_offset) if stop > body.from_offset else b""
-    return Response(data, media_type="application/octet-stream", headers={
-        TERM_HEADER: str(node.term), "x-halfmq-log-end": str(end), SEGMENT_HEADER: str(log.segment_bytes),
+    return Reply(data, headers=_headers(**{
+        TERM_HEADER: str(node.term), LOG_END_HEADER: str(end), SEGMENT_HEADER: str(log.segment_bytes),
         HISTORY_HEADER: json.dumps(node.history.entries), HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark),
-    })
+    }))
 
 
-@router.get("/v1/replication/state")
-async def state(request: Request) -> dict[str, Any]:
+async def replication_state(request: ApiRequest) -> Reply:
     node = _node(request)
     _leader(node)
     store = node.runtime.store
     offsets = {g: {t: {str(q): o for q, o in qs.items()} for t, qs in store.offsets.topics_of(g).items()} for g in store.offsets.groups()}
-    return {"term": node.term, "offsets": offsets, "receipt_key": read_json(node.settings.data_dir / "receipt-key.json", None)}
+    return Reply({"term": node.term, "offsets": offsets, "receipt_key": read_json(node.settings.data_dir / "receipt-key.json", None)})
+
+
+ROUTES = [
+    Route("GET", "/v1/cluster", cluster_view, "The broker set as this node sees it (describe on the cluster)", "cluster",
+          answer=wire.ClusterView),
+    Route("GET", "/v1/replication/term-end", replication_term_end, "Where a term ends in the leader's log (a follower's first call; admin)",
+          "replication", answer=wire.TermEnd, params=TermEndParams),
+    Route("POST", "/v1/replication/fetch", replication_fetch, "The leader's log bytes from an offset; term, log end, segment size, "
+          "term history and high watermark in headers (admin)", "replication", request=FetchRequest,
+          media_type="application/octet-stream"),
+    Route("GET", "/v1/replication/state", replication_state, "Consumer offsets and the receipt key, copied by followers (admin)",
+          "replication", answer=wire.ReplicationState),
+]

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+import msgspec
+
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.store.message_store import StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
@@ -140,7 +142,7 @@ class CheckService:
                 "transaction_id": tx.transaction_id,
                 "producer_group": tx.producer_group,
                 "check_times": tx.check_times + 1,
-                "message": message,
+                "message": msgspec.to_builtins(message),  # the check request's JSON, as the producer's check app reads it
             }
             answer = await self._ask_in_turn(tx, payload)
             if tx.state is not TransactionState.PENDING:

@@ -9,6 +9,8 @@ import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.message_view import message_view
 from halfmq.broker.producer_answers import view_json
@@ -21,11 +23,11 @@ if TYPE_CHECKING:
 
 
 def transactions(rt: BrokerRuntime) -> dict[str, Any]:
-    pending = [tx_view(rt, tx) for tx in rt.transactions.pending()]
+    pending = [msgspec.to_builtins(tx_view(rt, tx)) for tx in rt.transactions.pending()]  # dicts: the page adds its own keys
     for t in pending:  # checked at least once and still undecided: the producer does not know either
         t["hanging"] = t["check_times"] > 0 or t["age_seconds"] > rt.settings.transaction_timeout
         t["next_check_in"] = round(t["next_check_timestamp"] / 1000 - time.time(), 1) if t["next_check_timestamp"] else None
-    discarded = [tx_view(rt, tx) for tx in rt.transactions.in_state(TransactionState.DISCARDED)]
+    discarded = [msgspec.to_builtins(tx_view(rt, tx)) for tx in rt.transactions.in_state(TransactionState.DISCARDED)]
     return {"pending": pending, "discarded": discarded}
 
 
@@ -51,7 +53,7 @@ def topics(rt: BrokerRuntime, rates: Rates) -> dict[str, Any]:
     now = time.monotonic()
     out = []
     for cfg in rt.store.topics.all():
-        view = topic_view(rt, cfg)
+        view = msgspec.to_builtins(topic_view(rt, cfg))  # a dict: the page adds its own keys
         view["messages"] = sum(q["max_offset"] for q in view["queues"])
         view["rate"] = rates.rate(cfg.name, view["messages"], now)
         out.append(view)
@@ -61,7 +63,7 @@ def topics(rt: BrokerRuntime, rates: Rates) -> dict[str, Any]:
 def groups(rt: BrokerRuntime) -> dict[str, Any]:
     out = []
     for g in rt.delivery.groups():
-        summary = group_summary(rt, g)
+        summary = msgspec.to_builtins(group_summary(rt, g))  # a dict: the page adds its own keys
         if summary["topics"] and all(t.startswith(("RMQ_SYS_", "%")) for t in summary["topics"]):
             continue  # the broker's own readers of its bookkeeping topics
         summary["queues"] = [{"topic": topic, **asdict(q)} for topic, rows in rt.delivery.group_lag(g).items() for q in rows]

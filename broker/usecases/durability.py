@@ -22,11 +22,11 @@ async def flush_outcome(rt: BrokerRuntime, end: int) -> FlushTimedOut | None:
     return None
 
 
-async def durable_status(rt: BrokerRuntime, end: int) -> str:
+async def durable_status(rt: BrokerRuntime, end: int) -> SendStatus:
     """SEND_OK once ``end`` is durable; the flush timeout's status otherwise (a broker set's replicas:
     FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE)."""
     try:
         await rt.durable(end)
     except FlushTimedOut as exc:
-        return getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)
-    return SendStatus.SEND_OK.value
+        return SendStatus(getattr(exc, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value))
+    return SendStatus.SEND_OK

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from halfmq.broker.half_messages.half_records import EndOutcome
 from halfmq.broker.protocol import EndItem, EndRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
+from halfmq.wire import TransactionView
 
 from .caller import Scope
 from .views import tx_view
@@ -30,7 +31,7 @@ async def end(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: s
     return await rt.transactions.end(transaction_id, producer_group, state, from_check=from_check)
 
 
-async def end_transaction(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, body: EndRequest) -> dict:
+async def end_transaction(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, body: EndRequest) -> TransactionView:
     """The HTTP end: the transaction's view after it."""
     outcome = await end(rt, who, scope, transaction_id, body.producer_group, body.state, from_check=body.from_check)
     return tx_view(rt, outcome.tx, duplicate=outcome.duplicate, half=outcome.half)

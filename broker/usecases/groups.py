@@ -6,13 +6,14 @@ Thin: the DLQ logic is halfmq.broker.delivery.dead_letters. Listings need
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.message_view import message_view
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem, PutResult
 from halfmq.broker.store.topics import is_system_topic
+from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqResent, GroupList, Message
 
 from .caller import Scope
 from .operator_actions import cluster_admin
@@ -22,24 +23,24 @@ if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
 
-def describe(rt: BrokerRuntime, who: Principal, scope: Scope, group: str) -> dict[str, Any]:
+def describe(rt: BrokerRuntime, who: Principal, scope: Scope, group: str) -> ConsumerGroupInfo:
     rt.guard.authorize(who, Action.DESCRIBE, Resource.group(group), scope)
     return group_lag(rt, group)
 
 
-def list_groups(rt: BrokerRuntime, who: Principal, scope: Scope, system: bool) -> dict[str, Any]:
+def list_groups(rt: BrokerRuntime, who: Principal, scope: Scope, system: bool) -> GroupList:
     """Every consumer group's summary; the broker's own bookkeeping readers only with ``system``."""
     cluster_admin(rt, who, scope)
     groups = [group_summary(rt, g) for g in rt.delivery.groups()]
     if not system:
-        groups = [g for g in groups if not g["topics"] or not all(is_system_topic(t) for t in g["topics"])]
-    return {"count": len(groups), "groups": groups}
+        groups = [g for g in groups if not g.topics or not all(is_system_topic(t) for t in g.topics)]
+    return GroupList(count=len(groups), groups=groups)
 
 
-def list_dlq(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, offset: int, limit: int) -> dict[str, Any]:
+def list_dlq(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, offset: int, limit: int) -> DeadLetters:
     rt.guard.authorize(who, Action.ADMIN, Resource.group(group), scope)
-    messages = [message_view(m) for m in dead_letters.dead_letters(rt.store, group, offset, limit)]
-    return {"group": group, "depth": dead_letters.depth(rt.store, group), "messages": messages}
+    messages: list[Message] = [message_view(m) for m in dead_letters.dead_letters(rt.store, group, offset, limit)]
+    return DeadLetters(group=group, depth=dead_letters.depth(rt.store, group), messages=messages)
 
 
 async def resend_dlq_now(rt: BrokerRuntime, group: str, offset: int) -> tuple[PutItem, PutResult]:
@@ -50,11 +51,11 @@ async def resend_dlq_now(rt: BrokerRuntime, group: str, offset: int) -> tuple[Pu
     return item, result
 
 
-async def resend_dlq(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, offset: int) -> dict[str, Any]:
+async def resend_dlq(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, offset: int) -> DlqResent:
     rt.guard.authorize(who, Action.ADMIN, Resource.group(group), scope)
     if offset < 0:
         offset = -1  # an unknown offset, answered 404 below
     item, result = await resend_dlq_now(rt, group, offset)
-    return {"group": group, "dlq_offset": offset, "msg_id": item.properties.get("UNIQ_KEY", ""),
-            "topic": result.topic, "queue_id": result.queue_id, "queue_offset": result.queue_offset,
-            "commit_log_offset": result.commit_log_offset}
+    return DlqResent(group=group, dlq_offset=offset, msg_id=item.properties.get("UNIQ_KEY", ""),
+                     topic=result.topic, queue_id=result.queue_id, queue_offset=result.queue_offset,
+                     commit_log_offset=result.commit_log_offset)

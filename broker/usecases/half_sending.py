@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from halfmq.broker.half_messages.half_records import Tx
 from halfmq.broker.idempotence.producer_ids import SendKey, SentHalf
@@ -20,7 +22,7 @@ from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.errors import InvalidRequest
-from halfmq.wire import SendStatus
+from halfmq.wire import HalfSendResult, SendStatus
 
 from .caller import Scope
 from .durability import FlushTimedOut, flush_outcome
@@ -38,7 +40,7 @@ def producer_group(name: str) -> str:
 class StoredHalf:
     """A half message written (or a numbered repeat found); durable once the commit log's ``end`` is on disk."""
 
-    answer: dict[str, Any]
+    answer: HalfSendResult
     end: int
     duplicate: bool = False
 
@@ -66,18 +68,18 @@ def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRe
         key = SendKey(SendKind.HALF, group, body.topic)
         stored = rt.producer_ids.sent_before(producer, sequence, key)
         if stored is not None:  # the first attempt may still be waiting for its fsync
-            repeat = half_json(stored, SendStatus.SEND_OK.value)  # type: ignore[arg-type]  # a half's key: a SentHalf
-            return StoredHalf({**repeat, "duplicate": True}, rt.store.commit_log.end_offset, duplicate=True)
+            repeat = half_json(stored, SendStatus.SEND_OK, duplicate=True)  # type: ignore[arg-type]  # a half's key: a SentHalf
+            return StoredHalf(repeat, rt.store.commit_log.end_offset, duplicate=True)
         then = lambda items: rt.producer_ids.send_record(producer, sequence, items, SendKind.HALF)  # noqa: E731
     cfg, exists = rt.topics.writable(body.topic)
     tx, end = write_half(rt, group, cfg, exists, body.message, then)
     sent = SentHalf(tx.transaction_id, tx.msg_id, tx.half_clog_offset, tx.half_offset)
     if numbered:
         rt.producer_ids.sent(producer, sequence, key, sent)
-    return StoredHalf(half_json(sent, SendStatus.SEND_OK.value), end)
+    return StoredHalf(half_json(sent, SendStatus.SEND_OK), end)
 
 
-def with_flush_status(half: StoredHalf, timed_out: FlushTimedOut | None) -> dict[str, Any]:
+def with_flush_status(half: StoredHalf, timed_out: FlushTimedOut | None) -> HalfSendResult:
     """The half's answer once its fsync wait ended; a timed-out wait keeps the half (status FLUSH_*), a repeat raises.
 
     A broker set's replicas answer FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE through the exception's ``send_status``.
@@ -86,10 +88,10 @@ def with_flush_status(half: StoredHalf, timed_out: FlushTimedOut | None) -> dict
         return half.answer
     if half.duplicate:
         raise timed_out
-    return {**half.answer, "status": getattr(timed_out, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)}
+    return msgspec.structs.replace(half.answer, status=SendStatus(getattr(timed_out, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)))
 
 
-async def send_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> dict[str, Any]:
+async def send_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> HalfSendResult:
     """A half send's answer once it is durable (or its flush status)."""
     half = store_half(rt, who, scope, body)
     return with_flush_status(half, await flush_outcome(rt, half.end))

@@ -7,13 +7,13 @@ steps directly (``console_views``' page, ``cluster_admin``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from halfmq.broker.half_messages.half_records import EndOutcome, Tx, not_found
 from halfmq.broker.half_messages.state_machine import TxEvent
 from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
 from halfmq.errors import AccessDenied
-from halfmq.wire import TransactionState
+from halfmq.wire import TransactionList, TransactionState, TransactionView
 
 from .caller import Scope
 from .views import tx_view
@@ -28,10 +28,10 @@ def cluster_admin(rt: BrokerRuntime, who: Principal, scope: Scope) -> Principal:
     return who
 
 
-def list_transactions(rt: BrokerRuntime, who: Principal, scope: Scope, state: TransactionState, limit: int) -> dict[str, Any]:
+def list_transactions(rt: BrokerRuntime, who: Principal, scope: Scope, state: TransactionState, limit: int) -> TransactionList:
     cluster_admin(rt, who, scope)
     txs = rt.transactions.pending() if state is TransactionState.PENDING else rt.transactions.in_state(state)
-    return {"state": state.value, "count": len(txs), "transactions": [tx_view(rt, tx) for tx in txs[:limit]]}
+    return TransactionList(state=state, count=len(txs), transactions=[tx_view(rt, tx) for tx in txs[:limit]])
 
 
 def owned(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, action: Action) -> Tx:
@@ -49,7 +49,7 @@ def owned(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, 
     return tx
 
 
-def describe(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str) -> dict:
+def describe(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str) -> TransactionView:
     return tx_view(rt, owned(rt, who, scope, transaction_id, Action.DESCRIBE))
 
 
@@ -71,19 +71,19 @@ async def resend_now(rt: BrokerRuntime, transaction_id: str, note: str) -> EndOu
     return outcome
 
 
-async def force_end(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, state: str) -> dict:
+async def force_end(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, state: str) -> TransactionView:
     owned(rt, who, scope, transaction_id, Action.ADMIN)
     outcome = await end_now(rt, transaction_id, state)
     return tx_view(rt, outcome.tx, duplicate=outcome.duplicate)
 
 
-def recheck(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str) -> dict:
+def recheck(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str) -> TransactionView:
     tx = owned(rt, who, scope, transaction_id, Action.ADMIN)
     recheck_now(rt, transaction_id)
     return tx_view(rt, tx)
 
 
-async def resend(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str) -> dict:
+async def resend(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str) -> TransactionView:
     owned(rt, who, scope, transaction_id, Action.ADMIN)
     outcome = await resend_now(rt, transaction_id, "operator")
     return tx_view(rt, outcome.tx, duplicate=outcome.duplicate)

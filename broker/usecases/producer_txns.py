@@ -13,8 +13,9 @@ halfmq.broker.producer_answers from the coordinator's typed results.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from halfmq import wire
 from halfmq.broker.producer_answers import acks_json, begin_json, end_json, init_json, messages_json, producer_id_json, view_json
 from halfmq.broker.producer_transactions.txn_records import AbortedBy
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
@@ -43,27 +44,27 @@ def stepping(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> Princ
     return who
 
 
-def list_ids(rt: BrokerRuntime, who: Principal) -> dict[str, Any]:
+def list_ids(rt: BrokerRuntime, who: Principal) -> wire.TransactionalIdList:
     """The transactional ids ``who`` may describe."""
     txns = [t for t in rt.producer_txns.all() if rt.guard.allows(who, Action.DESCRIBE, _tid_resource(t.transactional_id))]
-    return {"count": len(txns), "transactional_ids": [view_json(rt.producer_txns.view(t)) for t in txns]}
+    return wire.TransactionalIdList(count=len(txns), transactional_ids=[view_json(rt.producer_txns.view(t)) for t in txns])
 
 
-def describe(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> dict[str, Any]:
+def describe(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> wire.TransactionalIdView:
     acting(rt, who, scope, tid, Action.DESCRIBE)
     return view_json(rt.producer_txns.view(rt.producer_txns.get(tid)))
 
 
-async def init(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, timeout_ms: int | None) -> dict[str, Any]:
+async def init(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, timeout_ms: int | None) -> wire.TxnInitResult:
     acting(rt, who, scope, tid)
     return init_json(await rt.producer_txns.init(tid, timeout_ms, who.name))
 
 
-def begin(rt: BrokerRuntime, tid: str, body: BeginTxnRequest) -> dict[str, Any]:
+def begin(rt: BrokerRuntime, tid: str, body: BeginTxnRequest) -> wire.TxnBeginResult:
     return begin_json(rt.producer_txns.begin(tid, body.producer_id, body.epoch, body.sequence))
 
 
-def add_messages(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: TxnMessagesRequest) -> dict[str, Any]:
+def add_messages(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: TxnMessagesRequest) -> wire.TxnMessagesResult:
     """Every message is checked (publish on its topic, its shape) before anything is kept or a topic created."""
     by_topic: dict[str, list[OutgoingMessage]] = {}
     for msg in body.messages:
@@ -79,7 +80,7 @@ def add_messages(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body
     return messages_json(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing, principal=holder))
 
 
-def add_acks(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: TxnAcksRequest) -> dict[str, Any]:
+def add_acks(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: TxnAcksRequest) -> wire.TxnAcksResult:
     receipts = rt.delivery.parse_receipts(body.receipt_handles)
     for h in receipts:  # one service cannot settle another's deliveries
         rt.guard.authorize(who, Action.SUBSCRIBE, Resource.group(h.group), scope)
@@ -87,26 +88,26 @@ def add_acks(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: Tx
     return acks_json(rt.producer_txns.add_acks(tid, body.producer_id, body.epoch, body.sequence, receipts))
 
 
-async def commit(rt: BrokerRuntime, tid: str, body: EndTxnRequest) -> dict[str, Any]:
+async def commit(rt: BrokerRuntime, tid: str, body: EndTxnRequest) -> wire.TxnEndResult:
     return end_json(await rt.producer_txns.commit(tid, body.producer_id, body.epoch))
 
 
-async def abort(rt: BrokerRuntime, tid: str, body: EndTxnRequest) -> dict[str, Any]:
+async def abort(rt: BrokerRuntime, tid: str, body: EndTxnRequest) -> wire.TxnEndResult:
     return end_json(await rt.producer_txns.abort(tid, body.producer_id, body.epoch))
 
 
-async def abort_now(rt: BrokerRuntime, tid: str) -> dict[str, Any]:
+async def abort_now(rt: BrokerRuntime, tid: str) -> wire.TxnEndResult:
     """An operator ends a stuck transaction now (its producer's next request learns TRANSACTION_ABORTED)."""
     return end_json(await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR))
 
 
-async def force_abort(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> dict[str, Any]:
+async def force_abort(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> wire.TxnEndResult:
     """``abort_now`` through the API: ``admin`` on the transactional id (the console's session is a cluster admin)."""
     acting(rt, who, scope, tid, Action.ADMIN)
     return await abort_now(rt, tid)
 
 
-async def new_producer_id(rt: BrokerRuntime, scope: Scope) -> dict[str, Any]:
+async def new_producer_id(rt: BrokerRuntime, scope: Scope) -> wire.ProducerIdResult:
     """An idempotent producer id, bound to the principal that gets it; anyone allowed to publish somewhere may."""
     who = rt.guard.require_publisher(scope)
     return producer_id_json(await rt.producer_ids.new_producer_id(who.name))

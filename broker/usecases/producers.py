@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from halfmq.broker.half_messages.check_url import OwnAddress, validate_check_url
 from halfmq.broker.protocol import Heartbeat
 from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
+from halfmq.wire import HeartbeatResult, ProducerList
 
 from .caller import Scope
 from .half_sending import producer_group
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
 
-async def heartbeat(rt: BrokerRuntime, who: Principal, scope: Scope, body: Heartbeat) -> dict[str, Any]:
+async def heartbeat(rt: BrokerRuntime, who: Principal, scope: Scope, body: Heartbeat) -> HeartbeatResult:
     """Register or refresh a producer of a group ``who`` may publish for; its check URL is resolved once and vetted."""
     group = producer_group(body.producer_group)
     rt.guard.authorize(who, Action.PUBLISH, Resource.group(group), scope)
@@ -31,13 +32,13 @@ async def heartbeat(rt: BrokerRuntime, who: Principal, scope: Scope, body: Heart
             target = await asyncio.to_thread(validate_check_url, body.check_url, rt.settings.check_url_allow, own)
             address = target.address
     rt.producers.heartbeat(group, body.client_id, body.check_url or None, address)
-    return {"producer_group": group, "client_id": body.client_id, "expires_in": rt.settings.producer_expiry}
+    return HeartbeatResult(producer_group=group, client_id=body.client_id, expires_in=rt.settings.producer_expiry)
 
 
-def list_producers(rt: BrokerRuntime, who: Principal, scope: Scope) -> dict[str, Any]:
+def list_producers(rt: BrokerRuntime, who: Principal, scope: Scope) -> ProducerList:
     """Every producer group's live producers: for cluster admins."""
     rt.guard.authorize(who, Action.ADMIN, CLUSTER, scope)
-    return {"groups": producer_groups(rt)}
+    return ProducerList(groups=producer_groups(rt))
 
 
 def check_back_groups(rt: BrokerRuntime, who: Principal, groups: list[str]) -> list[str]:

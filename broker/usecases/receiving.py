@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from halfmq.broker.delivery.delivery_service import Delivery
 from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
+from halfmq.wire import Message, ReceiveResponse
 
 from .caller import Scope
 
@@ -29,7 +30,7 @@ def subscriber(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, topi
     return who
 
 
-async def receive(rt: BrokerRuntime, group: str, topic: str, body: ReceiveRequest, caller: Caller) -> dict[str, Any]:
+async def receive(rt: BrokerRuntime, group: str, topic: str, body: ReceiveRequest, caller: Caller) -> ReceiveResponse:
     """Up to ``body.max_messages`` deliveries; handed back if ``caller`` hung up during a held poll."""
     started = time.perf_counter()
     # First without waiting: messages found at once go straight back. The client asked for them
@@ -40,17 +41,17 @@ async def receive(rt: BrokerRuntime, group: str, topic: str, body: ReceiveReques
         if deliveries and await caller.is_disconnected():
             # The long-poller hung up: hand the messages back instead of hiding them until they expire.
             rt.delivery.release(group, topic, [d.receipt_handle for d in deliveries])
-            return {"messages": []}
-    messages = []
+            return ReceiveResponse(messages=[])
+    messages: list[Message] = []
     for d in deliveries:
         view = message_view(d.message)
-        view["receipt_handle"] = d.receipt_handle
-        view["delivery_attempt"] = d.delivery_attempt
+        view.receipt_handle = d.receipt_handle
+        view.delivery_attempt = d.delivery_attempt
         messages.append(view)
     if messages:
         rt.metrics.messages_out.inc(len(messages))
         rt.metrics.receive_latency.observe(time.perf_counter() - started)
-    return {"messages": messages}
+    return ReceiveResponse(messages=messages)
 
 
 async def deliveries(rt: BrokerRuntime, group: str, topic: str, batch: int, invisible: float, wait: float) -> list[Delivery]:

@@ -20,7 +20,7 @@ from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutResult
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.errors import InvalidRequest
-from halfmq.wire import SendStatus
+from halfmq.wire import SendResponse, SendResult, SendStatus
 
 from .caller import Scope
 from .durability import durable_status
@@ -43,7 +43,7 @@ def rocketmq_publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: s
         rt.guard.authorize(who, Action.PUBLISH, Resource.group(topic), scope)
 
 
-async def send(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest) -> dict[str, Any]:
+async def send(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest) -> SendResponse:
     """Write ``body``'s messages as one group and wait for the fsync: the answer with one result per message."""
     started = time.perf_counter()
     if body.producer_id is not None or body.epoch is not None or body.sequence is not None:
@@ -51,21 +51,21 @@ async def send(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest)
     results, end = rt.sender.send(topic, body.messages)
     status = await durable_status(rt, end)
     _observe_send(rt, len(results), status, started)
-    return {"results": _send_results(results, status)}
+    return SendResponse(results=_send_results(results, status))
 
 
-def _send_results(results: list[Any], status: str) -> list[dict[str, Any]]:
-    return [{"status": status, "msg_id": r.properties["UNIQ_KEY"], "topic": r.topic, "queue_id": r.queue_id,
-             "queue_offset": r.queue_offset, "commit_log_offset": r.commit_log_offset} for r in results]
+def _send_results(results: list[Any], status: SendStatus) -> list[SendResult]:
+    return [SendResult(status=status, msg_id=r.properties["UNIQ_KEY"], topic=r.topic, queue_id=r.queue_id,
+                       queue_offset=r.queue_offset, commit_log_offset=r.commit_log_offset) for r in results]
 
 
-def _observe_send(rt: BrokerRuntime, messages: int, status: str, started: float) -> None:
+def _observe_send(rt: BrokerRuntime, messages: int, status: SendStatus, started: float) -> None:
     rt.metrics.messages_in.inc(messages)
-    rt.metrics.send_requests.labels(status).inc()
+    rt.metrics.send_requests.labels(status.value).inc()
     rt.metrics.send_latency.observe(time.perf_counter() - started)
 
 
-async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest, started: float) -> dict[str, Any]:
+async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest, started: float) -> SendResponse:
     """A numbered send: a repeat of one inside the producer's window gets the stored answer and stores nothing.
 
     The producer id must be ``who``'s (PRODUCER_ID_NOT_OWNED otherwise: ``ProducerIds.sender``).
@@ -77,19 +77,19 @@ async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: 
     stored = rt.producer_ids.sent_before(txn, body.sequence, key)
     if stored is not None:
         if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
-            repeat = [{"status": SendStatus.SEND_OK.value, "msg_id": m.properties.get("UNIQ_KEY", ""), "topic": topic,
-                       "queue_id": -1, "queue_offset": -1, "commit_log_offset": -1} for m in body.messages]
+            repeat = [SendResult(status=SendStatus.SEND_OK, msg_id=m.properties.get("UNIQ_KEY", ""), topic=topic,
+                                 queue_id=-1, queue_offset=-1, commit_log_offset=-1) for m in body.messages]
         else:
-            repeat = sent_json(stored, SendStatus.SEND_OK.value)  # type: ignore[arg-type]  # a plain send's key: a list
+            repeat = sent_json(stored, SendStatus.SEND_OK)  # type: ignore[arg-type]  # a plain send's key: a list
         await rt.durable(rt.store.commit_log.end_offset)  # the first attempt may still be waiting for its fsync
-        return {"results": repeat, "duplicate": True}
+        return SendResponse(results=repeat, duplicate=True)
     sequence = body.sequence
     results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_ids.send_record(txn, sequence, items))
     sent = sent_messages(results)
     rt.producer_ids.sent(txn, sequence, key, sent)  # before the fsync wait: a retry arriving meanwhile is a repeat
     status = await durable_status(rt, end)
     _observe_send(rt, len(results), status, started)
-    return {"results": sent_json(sent, status)}
+    return SendResponse(results=sent_json(sent, status))
 
 
 def target(rt: BrokerRuntime, topic: str) -> tuple[TopicConfig, bool]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import TopicCreate
@@ -10,6 +10,7 @@ from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.errors import InvalidQueueId
+from halfmq.wire import OffsetReadResponse, TopicInfo, TopicList
 
 from .caller import Scope
 from .views import topic_view
@@ -18,25 +19,25 @@ if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
 
-def create(rt: BrokerRuntime, who: Principal, scope: Scope, body: TopicCreate) -> tuple[dict[str, Any], bool]:
+def create(rt: BrokerRuntime, who: Principal, scope: Scope, body: TopicCreate) -> tuple[TopicInfo, bool]:
     """The topic's view, and whether it was created now (an existing one with the same queue count is no error)."""
     rt.guard.authorize(who, Action.ADMIN, Resource.topic(body.name), scope)
     cfg, created = rt.topics.create(body.name, body.queues)
     return topic_view(rt, cfg), created
 
 
-def list_visible(rt: BrokerRuntime, who: Principal) -> dict[str, Any]:
+def list_visible(rt: BrokerRuntime, who: Principal) -> TopicList:
     """The topics ``who`` may describe."""
     visible = [cfg for cfg in rt.store.topics.all() if rt.guard.allows(who, Action.DESCRIBE, Resource.topic(cfg.name))]
-    return {"topics": [topic_view(rt, cfg) for cfg in visible]}
+    return TopicList(topics=[topic_view(rt, cfg) for cfg in visible])
 
 
-def describe(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> dict[str, Any]:
+def describe(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> TopicInfo:
     rt.guard.authorize(who, Action.DESCRIBE, Resource.topic(topic), scope)
     return topic_view(rt, rt.topics.get(topic))
 
 
-def read_messages(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, queue_id: int, offset: int, limit: int) -> dict[str, Any]:
+def read_messages(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, queue_id: int, offset: int, limit: int) -> OffsetReadResponse:
     """Up to ``limit`` visible messages of one queue from ``offset``, and where to read next; damaged records by offset."""
     rt.guard.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
     cfg = rt.topics.get(topic)
@@ -45,11 +46,9 @@ def read_messages(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, q
     entries = rt.store.visible.read_entries(topic, queue_id, offset, limit)
     lo, hi = rt.store.visible.queue_range(topic, queue_id)
     next_offset = entries[-1].queue_offset + 1 if entries else min(max(offset, lo), hi)
-    answer = {"messages": [message_view(e) for e in entries if type(e) is not DamagedEntry], "next_offset": next_offset}
-    damaged = [e.queue_offset for e in entries if type(e) is DamagedEntry]
-    if damaged:  # reported by the store (log, metric); the reader learns what it did not get
-        answer["damaged_offsets"] = damaged
-    return answer
+    # damaged records: reported by the store (log, metric); the reader learns what it did not get (sent only when some are)
+    return OffsetReadResponse(messages=[message_view(e) for e in entries if type(e) is not DamagedEntry], next_offset=next_offset,
+                              damaged_offsets=[e.queue_offset for e in entries if type(e) is DamagedEntry])
 
 
 def route(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> TopicConfig:

@@ -87,7 +87,7 @@ async def send_half_batch(request: ApiRequest) -> Reply:
                    lambda body: store_half(rt, who, request.scope, body))
     stored = [h for h in halves if isinstance(h, StoredHalf)]
     timed_out = await flush_outcome(rt, max(h.end for h in stored)) if stored else None
-    results: list[dict[str, Any]] = []
+    results: list[wire.HalfSendResult | dict[str, Any]] = []
     for half in halves:
         if not isinstance(half, StoredHalf):
             results.append(half)
@@ -96,7 +96,7 @@ async def send_half_batch(request: ApiRequest) -> Reply:
             results.append(with_flush_status(half, timed_out))
         except FlushTimedOut as exc:  # a repeat whose first attempt's fsync timed out: its problem, as the single route
             results.append(_problem(as_broker_error(exc) or BrokerError(), HALF_BATCH_PATH))
-    return Reply({"results": results})
+    return Reply(wire.HalfBatchResponse(results=results))  # type: ignore[arg-type]  # documented as one_of(HalfSendResult, ItemProblem)
 
 
 async def end_transaction_batch(request: ApiRequest) -> Reply:
@@ -110,7 +110,7 @@ async def end_transaction_batch(request: ApiRequest) -> Reply:
     failed = None if timed_out is None else _problem(as_broker_error(timed_out) or BrokerError(), END_BATCH_PATH)
     results = [e if not isinstance(e, EndOutcome) else failed or tx_view(rt, e.tx, duplicate=e.duplicate, half=e.half)
                for e in ended]
-    return Reply({"results": results})
+    return Reply(wire.EndBatchResponse(results=results))  # type: ignore[arg-type]  # documented as one_of(TransactionView, ItemProblem)
 
 
 HOT_ROUTES = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import orjson
 
 from halfmq.broker.half_messages.half_records import FinalMessage
@@ -34,7 +35,9 @@ from halfmq.broker.producer_transactions.txn_records import AbortedBy
 
 
 def dumps(answer: object) -> str:
-    return orjson.dumps(answer).decode()
+    """As the front renders an answer: a wire struct (or a list of them) with msgspec, a dict with orjson."""
+    encode = msgspec.json.encode if isinstance(answer, msgspec.Struct | list) else orjson.dumps
+    return encode(answer).decode()
 
 
 def test_a_steps_first_answer_has_no_duplicate_and_its_repeat_says_true() -> None:

@@ -37,10 +37,10 @@ def test_batches_are_numbered_in_order_and_carry_the_producer_id_and_epoch() -> 
     assert first is not None
     assert (first.body["sequence"], first.body["producer_id"], first.body["epoch"]) == (1, 7, 3)
     assert [(m["topic"], m["body"]) for m in first.body["messages"]] == [("OUT", "a"), ("OUT", "b")]
-    steps.answered(TxnMessagesResult(sequence=1, messages=2, results=[]))
+    steps.answered(TxnMessagesResult(transactional_id="tid", sequence=1, messages=2, results=[]))
     second = steps.next_pending()
     assert second is not None and second.body["sequence"] == 2 and [m["topic"] for m in second.body["messages"]] == ["OTHER"]
-    steps.answered(TxnMessagesResult(sequence=2, messages=3, results=[]))
+    steps.answered(TxnMessagesResult(transactional_id="tid", sequence=2, messages=3, results=[]))
     assert steps.next_pending() is None
     assert steps.acks(["h1"]).body["sequence"] == 3
 
@@ -52,10 +52,10 @@ def test_a_request_without_an_answer_goes_again_with_the_same_number_before_anyt
     steps.add("OUT", msg("b"))  # sent by the caller after the failure
     again = steps.next_pending()
     assert again is lost and again is not None and again.body["sequence"] == 1
-    steps.answered(TxnMessagesResult(sequence=1, messages=1, results=[], duplicate=True))
+    steps.answered(TxnMessagesResult(transactional_id="tid", sequence=1, messages=1, results=[], duplicate=True))
     then = steps.next_pending()
     assert then is not None and then.body["sequence"] == 2 and then.body["messages"][0]["body"] == "b"
-    steps.answered(TxnAcksResult(sequence=2, acks=0))
+    steps.answered(TxnAcksResult(transactional_id="tid", sequence=2, acks=0))
 
 
 def test_once_fenced_the_producer_refuses_everything_without_asking_the_broker() -> None:

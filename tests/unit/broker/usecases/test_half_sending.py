@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from msgspec import to_builtins
 
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
@@ -34,7 +35,7 @@ async def test_the_http_and_the_rocketmq_half_are_the_same_pending_transaction(r
     who = rt.guard.principal(SCOPE)
     answer = await half_sending.send_half(rt, who, SCOPE, half())
     tx = await half_sending.send_rocketmq_half(rt, "ORDERS", sending.target(rt, "ORDERS"), OutgoingMessage(body="order 43"))
-    http_tx = rt.transactions.get(answer["transaction_id"])
+    http_tx = rt.transactions.get(answer.transaction_id)
     assert (http_tx.producer_group, http_tx.state) == ("shop", TransactionState.PENDING)
     assert (tx.producer_group, tx.state) == ("ORDERS", TransactionState.PENDING)  # a gRPC producer's group is its topic
 
@@ -49,9 +50,9 @@ async def test_an_invalid_producer_group_is_refused_before_anything_is_written(r
 async def test_a_repeated_numbered_half_is_answered_from_the_window_and_another_principals_id_is_refused(rt: BrokerRuntime) -> None:
     who = rt.guard.principal(SCOPE)
     ids = await producer_txns.new_producer_id(rt, SCOPE)
-    numbered = half(producer_id=ids["producer_id"], epoch=ids["epoch"], sequence=0)
-    first = await half_sending.send_half(rt, who, SCOPE, numbered)
-    again = await half_sending.send_half(rt, who, SCOPE, numbered)
+    numbered = half(producer_id=ids.producer_id, epoch=ids.epoch, sequence=0)
+    first = to_builtins(await half_sending.send_half(rt, who, SCOPE, numbered))  # the answers as the wire carries them
+    again = to_builtins(await half_sending.send_half(rt, who, SCOPE, numbered))
     assert again == {**first, "duplicate": True}
     stranger = type(who)("mallory", who.policies)
     with pytest.raises(ProducerIdNotOwned):

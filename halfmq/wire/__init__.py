@@ -1,0 +1,103 @@
+"""What the broker answers, and what the SDK sends, as msgspec structs.
+
+This is the SDK's half of HTTP API v1 (DESIGN.md section 6): ``pip install halfmq`` must stay
+small and quick to import, and pydantic (two packages, ~10 MB, most of the SDK's import time)
+was only ever used here to read the broker's answers. msgspec checks the same shapes when it
+decodes them, for a fraction of the cost. The broker validates requests with its own pydantic
+models in ``halfmq.broker.protocol``, built from the limits below; a unit test keeps the two
+spellings of a request (``OutgoingMessage``, ``ReceiveRequest``) field for field the same.
+
+One module per concern, every name imported from here (``from halfmq.wire import X``):
+``base`` (limits, enums, the struct bases, ``decode``/``to_wire``, ``one_of``), ``messages``
+(send, receive, settle), ``transactions`` (RocketMQ half messages, check-backs, the batches),
+``producer_transactions`` (Kafka-style transactions, producer ids), ``views`` (the operators'
+views: topics, groups, dead letters, producers, health) and ``cluster`` (a broker set's view and
+replication answers). Where the broker writes a key only sometimes, the struct says how: its one
+default omitted (``omit_defaults``), ``msgspec.UNSET``, or a broker-side subclass (``MessageView``,
+``TxnAddedResult``) that leaves out what the SDK reads as ``None``.
+"""
+
+from __future__ import annotations
+
+from halfmq.wire.base import (
+    MAX_BATCH,
+    MAX_INVISIBLE_SECONDS,
+    MAX_RECEIVE,
+    MAX_TAG_LENGTH,
+    MAX_WAIT_SECONDS,
+    SCHEMA_REF,
+    EndState,
+    SendStatus,
+    SettleStatus,
+    TransactionState,
+    decode,
+    one_of,
+    to_wire,
+)
+from halfmq.wire.cluster import ClusterMember, ClusterView, ReplicationState, TermEnd
+from halfmq.wire.messages import (
+    Message,
+    MessageView,
+    OffsetReadResponse,
+    OutgoingMessage,
+    ReceiveRequest,
+    ReceiveResponse,
+    SendResponse,
+    SendResult,
+    SettleResponse,
+    SettleResult,
+)
+from halfmq.wire.producer_transactions import (
+    OpenTransaction,
+    ProducerIdResult,
+    TransactionalIdList,
+    TransactionalIdView,
+    TxnAcksResult,
+    TxnAddedResult,
+    TxnBeginResult,
+    TxnEndResult,
+    TxnInitResult,
+    TxnMessage,
+    TxnMessagesResult,
+    TxnSendResult,
+)
+from halfmq.wire.transactions import (
+    CheckRequest,
+    EndBatchResponse,
+    FinalMessage,
+    HalfBatchResponse,
+    HalfSendResult,
+    ItemProblem,
+    TransactionList,
+    TransactionView,
+)
+from halfmq.wire.views import (
+    ConsumerGroupInfo,
+    DeadLetters,
+    DlqResent,
+    GroupList,
+    GroupQueueState,
+    GroupSummary,
+    GroupTopicState,
+    Health,
+    HeartbeatResult,
+    ProducerEntry,
+    ProducerGroup,
+    ProducerList,
+    QueueInfo,
+    TopicInfo,
+    TopicList,
+)
+
+__all__ = [
+    "MAX_BATCH", "MAX_INVISIBLE_SECONDS", "MAX_RECEIVE", "MAX_TAG_LENGTH", "MAX_WAIT_SECONDS",
+    "CheckRequest", "ConsumerGroupInfo", "ProducerIdResult", "EndState", "TransactionState", "GroupQueueState", "GroupTopicState", "HalfSendResult", "Message",
+    "MessageView", "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
+    "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",
+    "decode", "to_wire",
+    "DeadLetters", "DlqResent", "EndBatchResponse", "FinalMessage", "GroupList", "GroupSummary", "HalfBatchResponse",
+    "Health", "HeartbeatResult", "ItemProblem", "OpenTransaction", "ProducerEntry", "ProducerGroup", "ProducerList",
+    "SCHEMA_REF", "TransactionList", "TransactionView", "TransactionalIdList", "TransactionalIdView", "one_of",
+    "ClusterMember", "ClusterView", "ReplicationState", "TermEnd",
+    "TxnAcksResult", "TxnAddedResult", "TxnBeginResult", "TxnEndResult", "TxnInitResult", "TxnMessage", "TxnMessagesResult", "TxnSendResult",
+]

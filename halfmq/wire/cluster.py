@@ -1,0 +1,49 @@
+"""A broker set: the cluster view and the replication answers a follower reads (documented; the SDK reads none)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from halfmq.wire.base import _Wire
+
+
+class ClusterMember(_Wire):
+    """One node as the answering node sees it; a leader adds each follower's progress."""
+
+    node_id: str
+    role: str
+    url: str | None = None
+    durable_offset: int | None = None
+    log_end: int | None = None
+    lag: int | None = None
+    in_sync: bool | None = None
+
+
+class ClusterView(_Wire):
+    node_id: str
+    role: str
+    term: int
+    writable: bool
+    leader: dict[str, str] | None
+    in_sync: list[str] | None  # a follower does not know
+    ack: Literal["quorum", "leader"]
+    cluster_size: int
+    etcd_error: str | None
+    log_end: int
+    durable_offset: int
+    high_watermark: int
+    nodes: list[ClusterMember]
+
+
+class TermEnd(_Wire):
+    """Where a term's records end in the leader's log: a follower cuts a longer tail of that term."""
+
+    end_offset: int
+
+
+class ReplicationState(_Wire):
+    """What is not in the log but must survive a failover: consumer offsets (group → topic → queue → offset), the receipt key."""
+
+    term: int
+    offsets: dict[str, dict[str, dict[str, int]]]
+    receipt_key: Any = None

@@ -1,0 +1,123 @@
+"""Sending, receiving and settling messages: what the SDK sends and what the broker answers."""
+
+from __future__ import annotations
+
+from msgspec import UNSET, UnsetType
+
+from halfmq.wire.base import (
+    _ENCODINGS,
+    MAX_INVISIBLE_SECONDS,
+    MAX_RECEIVE,
+    MAX_TAG_LENGTH,
+    MAX_WAIT_SECONDS,
+    BodyEncoding,
+    SendStatus,
+    SettleStatus,
+    _Request,
+    _Wire,
+)
+
+
+class OutgoingMessage(_Request, omit_defaults=True):
+    """A message to send; checked when built, so a mistake shows at the line that made it."""
+
+    body: str
+    body_encoding: BodyEncoding = "utf-8"
+    keys: list[str] | str | None = None
+    tag: str | None = None
+    properties: dict[str, str] = {}
+    queue_id: int | None = None
+    sharding_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.body, str):
+            raise TypeError(f"body must be str (bytes go through send(topic, b'...')), not {type(self.body).__name__}")
+        if self.body_encoding not in _ENCODINGS:
+            raise ValueError(f"body_encoding must be one of {_ENCODINGS}, not {self.body_encoding!r}")
+        if self.tag is not None and len(self.tag) > MAX_TAG_LENGTH:
+            raise ValueError(f"tag is {len(self.tag)} characters; at most {MAX_TAG_LENGTH}")
+        if self.queue_id is not None and self.queue_id < 0:
+            raise ValueError(f"queue_id must be >= 0, not {self.queue_id}")
+
+
+class ReceiveRequest(_Request):
+    max_messages: int = 16
+    invisible_seconds: float = 30.0
+    wait_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_messages <= MAX_RECEIVE:
+            raise ValueError(f"max_messages must be 1..{MAX_RECEIVE}, not {self.max_messages}")
+        if not 0 < self.invisible_seconds <= MAX_INVISIBLE_SECONDS:
+            raise ValueError(f"invisible_seconds must be > 0 and <= {MAX_INVISIBLE_SECONDS}, not {self.invisible_seconds}")
+        if not 0 <= self.wait_seconds <= MAX_WAIT_SECONDS:
+            raise ValueError(f"wait_seconds must be 0..{MAX_WAIT_SECONDS}, not {self.wait_seconds}")
+
+
+class SendResult(_Wire):
+    """Where one sent message was stored: its id, topic, queue, queue offset and commit-log offset."""
+
+    status: SendStatus
+    msg_id: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+
+
+class SendResponse(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
+    results: list[SendResult]
+    duplicate: bool = False  # a numbered send's repeat, answered from the producer's window
+
+
+class Message(_Wire):
+    """A stored message as a consumer reads it; ``receipt_handle`` and ``delivery_attempt`` are set on a delivery only."""
+
+    msg_id: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+    born_timestamp: int
+    store_timestamp: int
+    body: str
+    body_encoding: BodyEncoding = "utf-8"
+    keys: list[str] = []
+    tag: str | None = None
+    properties: dict[str, str] = {}
+    receipt_handle: str | None = None
+    delivery_attempt: int | None = None
+
+
+class MessageView(Message):
+    """A ``Message`` as the broker writes it: ``receipt_handle`` and ``delivery_attempt`` only on a delivery.
+
+    Elsewhere (an offset read, a transaction's message, a dead letter) the two keys are not sent at all;
+    the SDK reads them as ``None`` through ``Message``. The same fields, in the same order.
+    """
+
+    receipt_handle: str | None | UnsetType = UNSET  # type: ignore[assignment]
+    delivery_attempt: int | None | UnsetType = UNSET  # type: ignore[assignment]
+
+
+class OffsetReadResponse(_Wire, omit_defaults=True):  # the broker writes damaged_offsets only when some are (its one default)
+    """A read of one queue by offset: the messages, where to read next, and the offsets of damaged records."""
+
+    messages: list[Message]
+    next_offset: int
+    damaged_offsets: list[int] = []  # queue offsets in this range whose record is damaged (sent only when some are)
+
+
+class ReceiveResponse(_Wire):
+    messages: list[Message]
+
+
+class SettleResult(_Wire):
+    """One receipt handle's outcome in an ack or a nack."""
+
+    receipt_handle: str
+    status: SettleStatus
+
+
+class SettleResponse(_Wire):
+    results: list[SettleResult]

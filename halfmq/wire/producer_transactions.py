@@ -1,0 +1,109 @@
+"""Producer transactions (Kafka semantics, DESIGN section 11): ids, the steps' answers, a transactional id's view."""
+
+from __future__ import annotations
+
+from msgspec import UNSET, UnsetType
+
+from halfmq.wire.base import _Wire
+from halfmq.wire.messages import OutgoingMessage
+
+
+class TxnMessage(OutgoingMessage, kw_only=True, omit_defaults=True):
+    """A message inside a producer transaction: each names its own topic."""
+
+    topic: str
+
+
+class ProducerIdResult(_Wire):
+    """POST /v1/producer-ids: an idempotent producer id without a transactional id."""
+
+    producer_id: int
+    epoch: int
+
+
+class TxnInitResult(_Wire):
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    transaction_timeout_ms: int
+
+
+class TxnBeginResult(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    transaction: int
+    state: str
+    sequence: int
+    duplicate: bool = False
+
+
+class TxnSendResult(_Wire):
+    """A message of a producer transaction: where it went; its offsets once the transaction committed."""
+
+    msg_id: str
+    topic: str
+    queue_id: int
+    queue_offset: int | None = None  # known once committed
+    commit_log_offset: int | None = None
+
+
+class TxnAddedResult(TxnSendResult):
+    """A ``TxnSendResult`` as a messages step's answer writes it: no offsets yet, so no offset keys (the SDK reads None)."""
+
+    queue_offset: int | None | UnsetType = UNSET  # type: ignore[assignment]
+    commit_log_offset: int | None | UnsetType = UNSET  # type: ignore[assignment]
+
+
+class TxnMessagesResult(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
+    transactional_id: str
+    sequence: int
+    messages: int
+    results: list[TxnSendResult]
+    duplicate: bool = False
+
+
+class TxnAcksResult(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
+    transactional_id: str
+    sequence: int
+    acks: int
+    duplicate: bool = False
+
+
+class TxnEndResult(_Wire):
+    """A producer transaction's commit or abort: its final state, how many messages and acks, where the messages went."""
+
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    transaction: int
+    state: str  # COMPLETE_COMMIT or COMPLETE_ABORT
+    messages: int
+    acks: int
+    aborted_by: str | None = None
+    results: list[TxnSendResult] = []
+    duplicate: bool = False
+
+
+class OpenTransaction(_Wire):
+    transaction: int
+    age_seconds: float
+    deadline_timestamp: int
+    messages: int
+    acks: int
+
+
+class TransactionalIdView(_Wire):
+    transactional_id: str
+    producer_id: int
+    epoch: int
+    state: str
+    transaction_timeout_ms: int
+    transaction: int
+    open: OpenTransaction | None = None
+    aborted_by: str | None = None
+
+
+class TransactionalIdList(_Wire):
+    count: int
+    transactional_ids: list[TransactionalIdView]

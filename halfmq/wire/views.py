@@ -1,0 +1,103 @@
+"""The operators' views: topics, consumer groups, dead letters, producers, health."""
+
+from __future__ import annotations
+
+from halfmq.wire.base import _Wire
+from halfmq.wire.messages import Message
+
+
+class QueueInfo(_Wire):
+    queue_id: int
+    min_offset: int
+    max_offset: int
+
+
+class TopicInfo(_Wire):
+    """A topic and its queues' offset ranges."""
+
+    name: str
+    queues: list[QueueInfo]
+
+
+class TopicList(_Wire):
+    topics: list[TopicInfo]
+
+
+class GroupQueueState(_Wire):
+    queue_id: int
+    committed_offset: int
+    max_offset: int
+    lag: int
+    in_flight: int
+
+
+class GroupTopicState(_Wire):
+    topic: str
+    queues: list[GroupQueueState]
+
+
+class ConsumerGroupInfo(_Wire):
+    """A consumer group's committed offset, lag and in-flight deliveries per topic and queue."""
+
+    group: str
+    topics: list[GroupTopicState]
+
+
+class GroupSummary(_Wire):
+    group: str
+    topics: list[str]
+    lag: int
+    in_flight: int
+    retrying: int
+    dlq_depth: int
+
+
+class GroupList(_Wire):
+    count: int
+    groups: list[GroupSummary]
+
+
+class DeadLetters(_Wire):
+    group: str
+    depth: int
+    messages: list[Message]
+
+
+class DlqResent(_Wire):
+    group: str
+    dlq_offset: int
+    msg_id: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    commit_log_offset: int
+
+
+class ProducerEntry(_Wire):
+    client_id: str
+    check_url: str | None = None
+
+
+class ProducerGroup(_Wire):
+    producer_group: str
+    producers: list[ProducerEntry]
+
+
+class ProducerList(_Wire):
+    groups: list[ProducerGroup]
+
+
+class HeartbeatResult(_Wire):
+    producer_group: str
+    client_id: str
+    expires_in: float
+
+
+class Health(_Wire):
+    status: str
+    commit_log_end_offset: int
+    flushed_offset: int
+    flush_mode: str | None = None
+    topics: int | None = None
+    store_problem: str | None = None
+    recovery_seconds: float | None = None

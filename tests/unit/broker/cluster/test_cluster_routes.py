@@ -1,0 +1,105 @@
+"""A broker set's routes are routes of the one table: the front serves them, /openapi.json documents them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+import pytest
+
+from halfmq import wire
+from halfmq.broker.api.app import create_app
+from halfmq.broker.api.runtime import BrokerRuntime
+from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
+from halfmq.broker.cluster.routes import LOG_END_HEADER
+from halfmq.broker.config import BrokerSettings
+
+CLUSTER_ROUTES = ["GET /v1/cluster", "GET /v1/replication/state", "GET /v1/replication/term-end", "POST /v1/replication/fetch"]
+
+
+class _Node:
+    """What the routes ask of a leading node, no etcd behind it."""
+
+    def __init__(self, state: Any, tmp_path: Path) -> None:
+        self.state, self.writable, self.term = state, True, 4
+        self.settings = SimpleNamespace(data_dir=tmp_path)
+        self.history = SimpleNamespace(entries=[[4, 0]], end_of=lambda term, end: end)
+        self.tracker = SimpleNamespace(high_watermark=0, report=lambda *a: None)
+        self.appended = asyncio.Event()
+
+    @property
+    def runtime(self) -> BrokerRuntime:
+        rt: BrokerRuntime = self.state.runtime
+        return rt
+
+    async def view(self) -> dict[str, Any]:
+        return {"node_id": "n1", "role": "leader", "term": 4, "writable": True, "leader": {"node_id": "n1", "url": "http://n1"},
+                "in_sync": ["n1"], "ack": "quorum", "cluster_size": 1, "etcd_error": None, "log_end": 0, "durable_offset": 0,
+                "high_watermark": 0, "nodes": [{"node_id": "n1", "url": "http://n1", "role": "leader", "durable_offset": 0, "log_end": 0}]}
+
+
+@pytest.fixture
+async def leader(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
+    settings = BrokerSettings(data_dir=tmp_path, grpc_port=0, cluster="etcd://127.0.0.1:2379/t", node_id="n1",
+                              cluster_members=["n1=http://127.0.0.1:8080"])
+    runtime = BrokerRuntime.open(settings)
+    await runtime.start()
+    try:
+        app = create_app(settings, runtime)
+        app.state.runtime = runtime
+        app.state.cluster = _Node(app.state, tmp_path)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8080") as client:
+            yield client, app
+    finally:
+        await runtime.stop()
+        runtime.store.close()
+
+
+async def test_a_broker_set_documents_its_routes_from_the_table(leader: tuple[httpx.AsyncClient, Any]) -> None:
+    _, app = leader
+    paths = app.openapi()["paths"]
+    operations = {f"{m.upper()} {p}" for p, ops in paths.items() for m in ops}
+    assert set(CLUSTER_ROUTES) <= operations
+    assert paths["/v1/replication/fetch"]["post"]["responses"]["200"]["content"].keys() == {"application/octet-stream"}
+
+
+async def test_the_cluster_view_and_the_state_answer_their_wire_shapes(leader: tuple[httpx.AsyncClient, Any]) -> None:
+    client, _ = leader
+    wire.decode((await client.get("/v1/cluster")).json(), wire.ClusterView)
+    state = wire.decode((await client.get("/v1/replication/state")).json(), wire.ReplicationState)
+    assert state.term == 4
+
+
+async def test_term_end_answers_json_and_the_term_in_a_header(leader: tuple[httpx.AsyncClient, Any]) -> None:
+    client, _ = leader
+    answer = await client.get("/v1/replication/term-end", params={"term": 4, "node_id": "n2"})
+    assert answer.status_code == 200
+    assert answer.json() == {"end_offset": 0}
+    assert answer.headers[TERM_HEADER] == "4"
+    missing = await client.get("/v1/replication/term-end", params={"node_id": "n2"})
+    assert missing.status_code == 400 and missing.json()["errors"][0]["loc"] == ["query", "term"]
+
+
+async def test_fetch_answers_the_log_bytes_with_the_replication_headers(leader: tuple[httpx.AsyncClient, Any]) -> None:
+    client, _ = leader
+    await client.post("/v1/topics", json={"name": "T", "queues": 1})
+    await client.post("/v1/topics/T/messages", json={"messages": [{"body": "hello"}]})
+    answer = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 0})
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "application/octet-stream"
+    assert b"hello" in answer.content
+    assert int(answer.headers[LOG_END_HEADER]) == len(answer.content)
+    assert answer.headers[TERM_HEADER] == "4"
+    assert json.loads(answer.headers[HISTORY_HEADER]) == [[4, 0]]
+    assert {SEGMENT_HEADER, HIGH_WATERMARK_HEADER} <= answer.headers.keys()
+
+
+async def test_a_fetch_from_past_the_log_end_is_a_divergence(leader: tuple[httpx.AsyncClient, Any]) -> None:
+    client, _ = leader
+    answer = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 10**9})
+    assert answer.status_code == 409 and answer.json()["code"] == "REPLICA_DIVERGED"
