@@ -12,12 +12,9 @@ from typing import Any, ClassVar
 
 
 class BrokerError(Exception):
-    """Every error the broker answers (a problem+json with a stable ``code``) or the SDK raises for it.
+    """Every error the broker answers (problem+json, a stable ``code`` to branch on) or the SDK raises: one to catch.
 
-    One base so a caller can catch all of them; ``retriable`` says whether the same
-    request may succeed if sent again (the SDK's retries read it), ``status`` is the
-    HTTP status the broker answers it with, and ``code`` is what to branch on.
-    """
+    ``retriable``: whether the same request may succeed if sent again (the SDK's retries read it)."""
 
     code: ClassVar[str] = "BROKER_ERROR"
     status: ClassVar[int] = 500
@@ -31,14 +28,9 @@ class BrokerError(Exception):
         self.extra = extra
 
     def to_problem(self, instance: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "type": f"https://halfmq.dev/problems/{self.code.lower().replace('_', '-')}",
-            "title": self.title,
-            "status": self.status,
-            "detail": self.detail,
-            "code": self.code,
-            "retriable": self.retriable,
-        }
+        body: dict[str, Any] = {"type": f"https://halfmq.dev/problems/{self.code.lower().replace('_', '-')}",
+                                "title": self.title, "status": self.status, "detail": self.detail,
+                                "code": self.code, "retriable": self.retriable}
         if instance:
             body["instance"] = instance
         body.update(self.extra)
