@@ -41,7 +41,8 @@ Durable = Callable[[int], Awaitable[None]]
 
 
 class ClusterNode:
-    def __init__(self, settings: BrokerSettings, state: Any, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, settings: BrokerSettings, state: Any, clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time) -> None:
         if not settings.cluster or not settings.node_id:
             raise ValueError("a broker set needs --cluster etcd://HOST:PORT/PREFIX and --node-id")
         self.settings = settings
@@ -53,6 +54,7 @@ class ClusterNode:
         self.etcd = EtcdClient(self.address.endpoint, timeout=max(0.5, settings.lease_ttl / 5), credentials=_etcd_credentials(settings))
         self.fence = LeaseFence.for_ttl(settings.lease_ttl)
         self._clock = clock
+        self._wall_clock = wall_clock
         self.role = Role.FOLLOWER
         self.term = 0  # the highest term this node knows of
         self.leader: dict[str, str] | None = None
@@ -72,6 +74,8 @@ class ClusterNode:
         self._follow_task: asyncio.Task | None = None
         self._task: asyncio.Task | None = None
         self.etcd_error: str | None = None
+        self.last_failover: dict[str, Any] | None = None  # the view's: the last change of leader this node saw
+        self._last_leader: str | None = None  # whom this node last led or followed
 
     # --- what the HTTP layer asks --------------------------------------------------
     @property
@@ -226,6 +230,7 @@ class ClusterNode:
                 await self.etcd.revoke(kv.lease)
                 return
             self.leader = info
+            self._saw_leader(kv.mod_revision, info["node_id"])
             await self._follow(info["url"], kv.mod_revision)
             return
         previous = self.leader["node_id"] if self.leader else None  # its lease expired: dead or cut off
@@ -309,6 +314,7 @@ class ClusterNode:
         shown = min(self.follower.leader_high_watermark, self.runtime.store.acknowledged_end)  # the last leader's mark
         self.tracker.reset(in_sync, lagging=previous, high_watermark=shown)
         self.leader = {"node_id": self.node_id, "url": self.url}
+        self._saw_leader(term, self.node_id, previous)
         await self._reopen(start=True)
         self._set_role(next_role(self.role, Event.ELECTED))
         log.warning("node %s: leader of term %d from log offset %d (in sync: %s)", self.node_id, term,
@@ -334,6 +340,13 @@ class ClusterNode:
             log.info("node %s: %s -> %s", self.node_id, self.role.value, role.value)
             self.role = role
 
+    def _saw_leader(self, term: int, leader_id: str, previous: str | None = None) -> None:
+        """A new leader is a failover when another node led before it (as far as this node saw); its own election always is."""
+        before = previous or self._last_leader
+        self._last_leader = leader_id
+        if leader_id != before and (before is not None or leader_id == self.node_id):
+            self.last_failover = {"term": term, "leader": leader_id, "previous": before, "timestamp": int(self._wall_clock() * 1000)}
+
     # --- the view -------------------------------------------------------------------------
     async def view(self) -> dict[str, Any]:
         store = self.runtime.store
@@ -353,6 +366,7 @@ class ClusterNode:
         nodes.setdefault(self.node_id, {"node_id": self.node_id, "url": self.url})["role"] = self.role.value
         nodes[self.node_id].update({"durable_offset": store.flushed_offset, "log_end": end})
         if self.role is not Role.FOLLOWER:
+            nodes[self.node_id].update({"lag": 0, "in_sync": self.node_id in self.tracker.in_sync})
             for row in self.tracker.view(end):
                 nodes.setdefault(str(row["node_id"]), {"node_id": row["node_id"], "role": "follower"}).update(row)
         else:
@@ -362,7 +376,7 @@ class ClusterNode:
             "leader": self.leader, "in_sync": sorted(self.tracker.in_sync) if self.role is not Role.FOLLOWER else None,
             "ack": self.settings.ack, "cluster_size": self.settings.cluster_size, "etcd_error": self.etcd_error,
             "log_end": end, "durable_offset": store.flushed_offset, "high_watermark": store.visible.bound,
-            "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])),
+            "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])), "last_failover": self.last_failover,
         }
 
 

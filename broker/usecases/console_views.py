@@ -79,6 +79,6 @@ def producers(rt: BrokerRuntime) -> dict[str, Any]:
 def single_node(rt: BrokerRuntime) -> dict[str, Any]:
     """The broker-set page of a broker that is not in a set: this one node."""
     store = rt.store
-    return {"single": True, "cluster": {"mode": "single node", "brokers": [{
-        "address": f"{rt.settings.host}:{rt.settings.port}", "role": "single node (leader of itself)",
-        "commit_log_end_offset": store.commit_log.end_offset, "flushed_offset": store.flushed_offset}]}}
+    return {"single": True, "cluster": {"mode": "single node", "nodes": [{
+        "node_id": None, "url": f"http://{rt.settings.host}:{rt.settings.port}", "role": "single node (leader of itself)",
+        "log_end": store.commit_log.end_offset, "durable_offset": store.flushed_offset}]}}

@@ -26,8 +26,8 @@ def _cluster(api: BrokerApi, _: argparse.Namespace) -> Any:
     if found is not None:
         return found
     health = api.get("/healthz")
-    return {"mode": "single node", "brokers": [{"url": api.url, "role": "single node",
-                                                "commit_log_end_offset": health.get("commit_log_end_offset")}]}
+    return {"mode": "single node", "nodes": [{"node_id": None, "url": api.url, "role": "single node",
+                                              "log_end": health.get("commit_log_end_offset")}]}
 
 
 def _group_lag(api: BrokerApi, args: argparse.Namespace) -> Any:

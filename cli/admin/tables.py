@@ -87,12 +87,33 @@ def transactional_ids(data: dict) -> Any:
                     (t["open"] or {}).get("age_seconds"), t["aborted_by"]] for t in data["transactional_ids"]])
 
 
+NODE_COLUMNS = [("node", "node_id"), ("role", "role"), ("url", "url"), ("log end", "log_end"), ("durable", "durable_offset"),
+                ("lag", "lag"), ("in sync", "in_sync")]
+
+
+def _failover(last: dict | None) -> str:
+    if not last:
+        return "none seen by this node"
+    after = f" after {last['previous']}" if last.get("previous") else " (the set's first)"
+    return f"{last['leader']} in term {last['term']}{after}, {_when(last.get('timestamp'))}"
+
+
 def cluster(data: dict) -> Any:
-    brokers = data.get("brokers") or []
-    if not brokers:
-        return _table("broker set", ["field", "value"], [[k, v] for k, v in data.items()])
-    columns = sorted({k for b in brokers for k in b})
-    return _table(f"broker set ({data.get('mode', '')})", columns, [[b.get(c) for c in columns] for b in brokers])
+    """One row per node (GET /v1/cluster's ``nodes``) under the set's term, leader, ack mode, high watermark, last failover."""
+    from rich.console import Group
+
+    table = _table("broker set" if "term" in data else f"broker set ({data.get('mode', 'single node')})", [c for c, _ in NODE_COLUMNS],
+                   [[_yes_no(n.get(k)) if k == "in_sync" else n.get(k) for _, k in NODE_COLUMNS] for n in data.get("nodes") or []])
+    if "term" not in data:
+        return table
+    leader = (data.get("leader") or {}).get("node_id") or "none"
+    summary = (f"as {data['node_id']} ({data['role']}) sees it: term {data['term']}, leader {leader}, ack {data['ack']}, "
+               f"high watermark {data['high_watermark']}" + (f", etcd: {data['etcd_error']}" if data.get("etcd_error") else ""))
+    return Group(summary, f"last failover: {_failover(data.get('last_failover'))}", table)
+
+
+def _yes_no(value: bool | None) -> str | None:
+    return None if value is None else ("yes" if value else "no")
 
 
 def done(data: dict) -> Any:

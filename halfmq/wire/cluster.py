@@ -19,6 +19,15 @@ class ClusterMember(_Wire):
     in_sync: bool | None = None
 
 
+class LastFailover(_Wire):
+    """The last change of leader this node saw: who leads since which term, after whom (None: the set's first), when (ms)."""
+
+    term: int
+    leader: str
+    timestamp: int
+    previous: str | None = None
+
+
 class ClusterView(_Wire):
     node_id: str
     role: str
@@ -33,6 +42,7 @@ class ClusterView(_Wire):
     durable_offset: int
     high_watermark: int
     nodes: list[ClusterMember]
+    last_failover: LastFailover | None = None  # a node that saw none (or a broker older than the field)
 
 
 class TermEnd(_Wire):

@@ -12,6 +12,7 @@ cannot steer a button at another resource), and every answer forbids framing.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,11 @@ from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
 
 from ..runtime import BrokerRuntime, runtime_of
 from . import session
+from .follower import NO_FRAMING
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
 POLL_SECONDS = 2
-NO_FRAMING = {"content-security-policy": "frame-ancestors 'none'", "x-frame-options": "DENY"}
 
 
 def path_segment(value: object) -> str:
@@ -46,6 +47,7 @@ def path_segment(value: object) -> str:
 
 _env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 _env.filters["segment"] = path_segment
+_env.filters["ago"] = lambda ms, now=time.time: f"{max(0.0, now() - ms / 1000):.0f} s ago" if ms else "-"
 
 
 class ConsoleRoute(APIRoute):
