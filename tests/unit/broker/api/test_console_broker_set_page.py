@@ -17,6 +17,7 @@ from halfmq.broker.cluster.errors import NotLeader
 from halfmq.broker.config import BrokerSettings
 from tests.support.cluster_answers import LEADER_ANSWER, with_node_named
 from tests.support.crafted_names import CRAFTED
+from tests.support.fake_cluster_node import app_with_fake_node
 
 LEADER_URL = "http://127.0.0.1:36731"
 MARKUP = CRAFTED["markup"]
@@ -43,19 +44,8 @@ class _Node:
 
 @pytest.fixture
 async def node(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, _Node]]:
-    settings = BrokerSettings(data_dir=tmp_path, grpc_port=0, cluster="etcd://127.0.0.1:2379/t", node_id="n1",
-                              cluster_members=["n1=http://127.0.0.1:8080"])
-    runtime = BrokerRuntime.open(settings)
-    await runtime.start()
-    try:
-        app = create_app(settings, runtime)
-        app.state.runtime = runtime
-        app.state.cluster = fake = _Node(app.state)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8080") as client:
-            yield client, fake
-    finally:
-        await runtime.stop()
-        runtime.store.close()
+    async with app_with_fake_node(tmp_path, _Node) as (client, app):
+        yield client, app.state.cluster
 
 
 def _rows(page: str) -> list[str]:

@@ -13,11 +13,10 @@ import httpx
 import pytest
 
 from halfmq import wire
-from halfmq.broker.api.app import create_app
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from halfmq.broker.cluster.routes import LOG_END_HEADER
-from halfmq.broker.config import BrokerSettings
+from tests.support.fake_cluster_node import app_with_fake_node
 
 CLUSTER_ROUTES = ["GET /v1/cluster", "GET /v1/replication/state", "GET /v1/replication/term-end", "POST /v1/replication/fetch"]
 
@@ -45,19 +44,8 @@ class _Node:
 
 @pytest.fixture
 async def leader(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
-    settings = BrokerSettings(data_dir=tmp_path, grpc_port=0, cluster="etcd://127.0.0.1:2379/t", node_id="n1",
-                              cluster_members=["n1=http://127.0.0.1:8080"])
-    runtime = BrokerRuntime.open(settings)
-    await runtime.start()
-    try:
-        app = create_app(settings, runtime)
-        app.state.runtime = runtime
-        app.state.cluster = _Node(app.state, tmp_path)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8080") as client:
-            yield client, app
-    finally:
-        await runtime.stop()
-        runtime.store.close()
+    async with app_with_fake_node(tmp_path, lambda state: _Node(state, tmp_path)) as served:
+        yield served
 
 
 async def test_a_broker_set_documents_its_routes_from_the_table(leader: tuple[httpx.AsyncClient, Any]) -> None:
