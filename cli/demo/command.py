@@ -254,6 +254,9 @@ def _print_report(console: Console, run: _DemoRun, started: float) -> None:
         outcome.add_row(name, str(n))
     outcome.add_row("retries while the broker was away", str(run.placement.retries))
     outcome.add_row("broker kill -9", str(run.placement.broker_kills))
+    for failover in run.placement.failovers:
+        outcome.add_row(f"failover after killing {failover['killed']}", f"{failover['leader']} leads term {failover['term']} "
+                                                                       f"after {failover['seconds']:.2f} s")
     console.print(outcome)
     totals = Table(title="ledger")
     for col in ("committed orders", "messages on ORDER_TOPIC", "credits", "points (orders)", "points (Spark)"):
@@ -286,6 +289,7 @@ def _write_json(path: Path, run: _DemoRun) -> None:
                 "placement": dict(run.placement.outcomes),
                 "retries": run.placement.retries,
                 "broker_kills": run.placement.broker_kills,
+                "failovers": run.placement.failovers,
                 "orders": len(run.orders),
                 "visible": len(run.visible),
                 "credits": run.credited,

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 import httpx
 import orjson
@@ -27,6 +28,15 @@ class Placement:
     outcomes: Counter[str] = field(default_factory=Counter)
     retries: int = 0
     broker_kills: int = 0
+    failovers: list[dict[str, Any]] = field(default_factory=list)
+
+
+def new_leader(views: list[dict[str, Any]], killed: str, term: int) -> tuple[str, int] | None:
+    """The node that leads after ``killed`` lost its lease in ``term``: one that says it leads a later term, else None."""
+    for view in views:
+        if view.get("role") == "leader" and view.get("node_id") != killed and int(view.get("term") or 0) > term:
+            return str(view["node_id"]), int(view["term"])
+    return None
 
 
 class DemoDriver:
@@ -93,30 +103,63 @@ class DemoDriver:
             time.sleep(0.3)
         raise RuntimeError(f"{url} did not come back within {timeout}s")
 
-    def _leader_url(self) -> str:
-        """The broker to kill: the one broker, or in a broker set (``--replicas``) the node that leads."""
-        if self.t.replicas <= 1:
-            return self.t.broker_url
+    def _cluster_views(self, urls: list[str]) -> list[tuple[str, dict[str, Any]]]:
         token = self._admin_token()
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        for url in self.t.broker_urls.split(","):
+        views = []
+        for url in urls:
             try:
                 view = httpx.get(f"{url}/v1/cluster", headers=headers, timeout=2).json()
             except (httpx.HTTPError, ValueError):
                 continue
-            if view.get("role") == "leader":
-                return url
-        return self.t.broker_url
+            if isinstance(view, dict):
+                views.append((url, view))
+        return views
+
+    def _leader(self) -> tuple[str, dict[str, Any]]:
+        """The broker to kill: the one broker, or in a broker set (``--replicas``) the node that leads, with its view."""
+        if self.t.replicas > 1:
+            for url, view in self._cluster_views(self.t.broker_urls.split(",")):
+                if view.get("role") == "leader":
+                    return url, view
+        return self.t.broker_url, {}
 
     def _kill_broker(self) -> None:
         assert self.kill_broker is not None
-        pid = self.kill_broker(self._leader_url())
+        url, view = self._leader()
+        pid = self.kill_broker(url)
         if pid is None:
             self.console.print("[yellow]chaos: the broker to kill is not one the demo started; nothing killed[/]")
-        else:
-            self.placement.broker_kills += 1
-            what = "the leader of the broker set" if self.t.replicas > 1 else "the broker"
-            self.console.print(f"[yellow]chaos: kill -9 of {what} (pid {pid}) in the middle of the run[/]")
+            return
+        killed_at = time.monotonic()
+        self.placement.broker_kills += 1
+        what = "the leader of the broker set" if self.t.replicas > 1 else "the broker"
+        self.console.print(f"[yellow]chaos: kill -9 of {what} (pid {pid}) in the middle of the run[/]")
+        if self.t.replicas > 1 and view:
+            others = [u for u in self.t.broker_urls.split(",") if u != url]
+            self._watch = threading.Thread(target=self._report_failover, daemon=True, name="demo-failover",
+                                           args=(others, str(view.get("node_id")), int(view.get("term") or 0), killed_at))
+            self._watch.start()
+
+    def _report_failover(self, urls: list[str], killed: str, term: int, killed_at: float, wait: float = 60) -> None:
+        """Who took over from ``killed``, and how long after the kill (what an operator of a set wants to know)."""
+        while (waited := time.monotonic() - killed_at) < wait:
+            found = new_leader([view for _, view in self._cluster_views(urls)], killed, term)
+            if found is not None:
+                leader, new_term = found
+                with self._lock:
+                    self.placement.failovers.append({"killed": killed, "leader": leader, "term": new_term,
+                                                     "seconds": round(waited, 2)})
+                self.console.print(f"[yellow]failover: {killed} killed, {leader} leads term {new_term} after {waited:.2f} s[/]")
+                return
+            time.sleep(0.1)
+        self.console.print(f"[red]failover: no node took over from {killed} within {wait:.0f} s[/]")
+
+    def wait_for_failover_report(self) -> None:
+        """Before the report is written: the failover watch has printed what it saw."""
+        watch = getattr(self, "_watch", None)
+        if watch is not None:
+            watch.join()
 
     def place_all(self) -> Placement:
         plan: list[tuple[str, Decimal, str | None]] = [
@@ -151,6 +194,7 @@ class DemoDriver:
                 self._wait_healthy(self.t.order_url)
             done = len(plan) + 2
             progress.update(task, completed=done)
+        self.wait_for_failover_report()
         return self.placement
 
     # --- observing -------------------------------------------------------------

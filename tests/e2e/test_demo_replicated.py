@@ -26,6 +26,9 @@ def test_demo_with_three_replicas_keeps_every_guarantee_when_the_leader_is_kille
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     data = json.loads(report.read_text())
     assert data["broker_kills"] == 1 and "kill -9 of the leader of the broker set" in result.stdout
+    [failover] = data["failovers"]  # who took over, and when: printed and in the report
+    assert failover["leader"] != failover["killed"] and failover["seconds"] > 0, failover
+    assert f"failover: {failover['killed']} killed, {failover['leader']} leads term" in result.stdout
     assert data["orders"] >= 200 and data["orders"] == data["visible"] == data["credits"]
     names = {c["name"]: c["ok"] for c in data["checks"]}
     assert names and all(names.values()), names
