@@ -29,7 +29,7 @@ from .endpoints import Call
 from .listener import AnyTransactionListener, LocalTransactionState, call_listener
 from .loop_thread import AsyncLifecycle
 from .messages import Body, outgoing
-from .numbering import Numbering
+from .numbering import numbering_for
 from .retry import async_retrying
 from .send_options import SendOptions
 from .step_drivers import retry_on, run_steps_async
@@ -89,15 +89,13 @@ class AsyncTransactionProducer(AsyncLifecycle):
             if not check_backs:
                 raise ValueError("check_url given with check_backs=False: leave one of them out")
             require_http_url(check_url, "check_url")
-        if retries < 0:
-            raise ValueError("retries must be >= 0")
+        async_retrying(retries)  # validate now rather than on the first send
         if heartbeat_interval <= 0:
             raise ValueError("heartbeat_interval must be positive")
         for name in ("execute_local_transaction", "check_local_transaction"):
             if not callable(getattr(listener, name, None)):
                 raise TypeError(f"the listener has no {name} method")
-        if idempotent_id is not None and not idempotent:
-            raise ValueError("idempotent_id given with idempotent=False: leave one of them out")
+        self._numbering = numbering_for(idempotent, idempotent_id)
         self.producer_group = producer_group
         self.listener = listener
         self.check_url = check_url
@@ -105,13 +103,11 @@ class AsyncTransactionProducer(AsyncLifecycle):
         self.client_id = client_id or default_client_id()
         self.heartbeat_interval = heartbeat_interval
         self._retries = retries
-        self._numbering = Numbering(idempotent_id) if idempotent else None
         self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
                                          max_in_flight=max_in_flight, token=token, verify=verify)
         self._batches = TransactionBatches(self._transport.call) if coalesce else None
         self._send_call: Callable[[Call[Any]], Awaitable[Any]] = self._transport.call if self._batches is None else self._batches.call
         self._heartbeat_task: asyncio.Task[None] | None = None
-        self._numbered_lock = asyncio.Lock()
         self._start_lock = asyncio.Lock()
         self._started = False
         self._closed = False
@@ -208,11 +204,11 @@ class AsyncTransactionProducer(AsyncLifecycle):
         """A step of the sequence: a request, retried as far as repeating it is harmless, or the local transaction."""
         if isinstance(step, RunLocalTransaction):
             return await call_listener(self.listener.execute_local_transaction, step.message, step.arg)
+        policy = async_retrying(self._retries, retry_on=retry_on(step))
         numbering = self._numbering
         if step.numbered and numbering is not None:
-            return await numbering.send(self._numbered_lock, async_retrying(self._retries),
-                                              async_retrying(self._retries, retry_on=retry_on(step)), self._send_call, step.call)
-        return await async_retrying(self._retries, retry_on=retry_on(step))(self._send_call, step.call)
+            return await numbering.send(async_retrying(self._retries), policy, self._send_call, step.call)
+        return await policy(self._send_call, step.call)
 
     # --- transactions by id ------------------------------------------------------
     async def end_transaction(self, transaction_id: str, state: LocalTransactionState | str, *, from_check: bool = False) -> dict[str, Any]:

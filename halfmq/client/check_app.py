@@ -111,40 +111,42 @@ class CheckApp:
         # Any other scope type is not ours to answer.
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("method") != "POST":
-            await _problem(send, MethodNotAllowed(f"{scope.get('method')} is not allowed here; the broker POSTs check requests"), [(b"allow", b"POST")])
-            return
         try:
-            body = await self._read_body(receive)
-        except RequestTooLarge:
-            await _problem(send, MessageTooLarge(f"a check request is at most {self.max_body_bytes} bytes"))
-            return
-        if body is None:
+            state = await self._ask(await self._check_request(scope, receive))
+        except ClientGone:
             return  # the broker hung up; nobody to answer
+        except BrokerError as exc:
+            await _problem(send, exc, [(b"allow", b"POST")] if isinstance(exc, MethodNotAllowed) else None)
+            return
+        await _respond(send, 200, msgspec.json.encode({"state": state.value}), b"application/json")
+
+    async def _check_request(self, scope: Scope, receive: Receive) -> CheckRequest:
+        """The request's check, read and verified, or the ``BrokerError`` to answer it with."""
+        if scope.get("method") != "POST":
+            raise MethodNotAllowed(f"{scope.get('method')} is not allowed here; the broker POSTs check requests")
+        try:
+            body = await read_body(receive, self.max_body_bytes)
+        except RequestTooLarge:
+            raise MessageTooLarge(f"a check request is at most {self.max_body_bytes} bytes") from None
         if self._verifier is not None:
             try:
                 self._verifier.verify(_header(scope, TIMESTAMP_HEADER), _header(scope, SIGNATURE_HEADER), body)
             except CheckSignatureInvalid as exc:
                 log.warning("refused a check request: %s", exc.detail)
-                await _problem(send, exc)
-                return
+                raise
         try:
             data = msgspec.json.decode(body)
         except msgspec.DecodeError as exc:
-            await _problem(send, MalformedJson(f"the body is not JSON: {exc}"))
-            return
+            raise MalformedJson(f"the body is not JSON: {exc}") from None
         try:
             request = decode(data, CheckRequest)
         except ValueError as exc:
-            await _problem(send, InvalidRequest(f"the body is not a check request: {str(exc)[:1000]}"))
-            return
+            raise InvalidRequest(f"the body is not a check request: {str(exc)[:1000]}") from None
         if self.producer_group is not None and request.producer_group != self.producer_group:
             log.warning("check of transaction %s is for producer group %r, but this endpoint serves %r",
                         request.transaction_id, request.producer_group, self.producer_group)
-            await _problem(send, ProducerGroupMismatch(f"this endpoint answers for producer group {self.producer_group!r}, not {request.producer_group!r}"))
-            return
-        state = await self._ask(request)
-        await _respond(send, 200, msgspec.json.encode({"state": state.value}), b"application/json")
+            raise ProducerGroupMismatch(f"this endpoint answers for producer group {self.producer_group!r}, not {request.producer_group!r}")
+        return request
 
     async def _ask(self, request: CheckRequest) -> LocalTransactionState:
         try:
@@ -155,13 +157,6 @@ class CheckApp:
         state = coerce_local_state(answer, where="check_local_transaction")
         log.info("check of transaction %s (check %d): %s", request.transaction_id, request.check_times, state.value)
         return state
-
-    async def _read_body(self, receive: Receive) -> bytes | None:
-        """The request body, ``None`` on disconnect; RequestTooLarge as soon as it passes the cap."""
-        try:
-            return await read_body(receive, self.max_body_bytes)
-        except ClientGone:
-            return None
 
 
 def _header(scope: Scope, name: str) -> str | None:

@@ -83,16 +83,9 @@ class AsyncConsumer(AsyncLifecycle):
         if loop is None or event is None:
             return  # run() has not started; it checks _stopping first
         try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            event.set()
-        else:
-            try:
-                loop.call_soon_threadsafe(event.set)
-            except RuntimeError:  # loop already closed: nothing left to wake
-                pass
+            loop.call_soon_threadsafe(event.set)  # wakes the loop from any thread, or from a signal handler on its own
+        except RuntimeError:  # loop already closed: nothing left to wake
+            pass
 
     async def run(self) -> None:
         """Consume until ``stop()``; a failed receive is logged and retried after a backoff, never raised."""
@@ -138,9 +131,7 @@ class AsyncConsumer(AsyncLifecycle):
             await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
-            if not poll.done():
-                poll.cancel()
-                await asyncio.gather(poll, return_exceptions=True)
+            await _cancel(poll)
         if poll.cancelled():
             return None
         return poll.result()
@@ -154,10 +145,7 @@ class AsyncConsumer(AsyncLifecycle):
         client gone).
         """
         await asyncio.wait({poll}, timeout=PREFETCH_GRACE_SECONDS)
-        if not poll.done():
-            poll.cancel()
-            await asyncio.gather(poll, return_exceptions=True)
-            return
+        await _cancel(poll)
         if poll.cancelled() or poll.exception() is not None:
             return  # nothing was handed out to us, or we cannot know what: the invisibility timer covers it
         batch = poll.result()
@@ -211,6 +199,13 @@ class AsyncConsumer(AsyncLifecycle):
         if self._run_done is not None:
             await self._run_done.wait()
         await self.client.close()
+
+
+async def _cancel(poll: asyncio.Future[list[Message]]) -> None:
+    """Cancel ``poll`` unless it is done, and wait until it is."""
+    if not poll.done():
+        poll.cancel()
+        await asyncio.gather(poll, return_exceptions=True)
 
 
 class _HandlerExit(Exception):

@@ -95,7 +95,7 @@ def get_topic(name: str) -> Call[TopicInfo]:
     return Call("GET", _topic_path(name), parse=_as(TopicInfo))
 
 
-def send(topic: str, messages: Sequence[OutgoingMessage], numbering: dict[str, int] | None = None) -> Call[list[SendResult]]:
+def send(topic: str, messages: Sequence[OutgoingMessage]) -> Call[list[SendResult]]:
     expected = len(messages)
 
     def parse(data: Any) -> list[SendResult]:
@@ -106,14 +106,12 @@ def send(topic: str, messages: Sequence[OutgoingMessage], numbering: dict[str, i
             raise BrokerError(f"broker answered {len(results)} send results for {expected} messages")
         return results
 
-    body: dict[str, Any] = {"messages": [to_wire(m) for m in messages]}
-    if numbering is not None:  # an idempotent producer's {producer_id, epoch, sequence}
-        body.update(numbering)
-    return Call("POST", f"{_topic_path(topic)}/messages", parse=parse, body=body)
+    # An idempotent producer adds its {producer_id, epoch, sequence} to the body (``Numbering.numbered``).
+    return Call("POST", f"{_topic_path(topic)}/messages", parse=parse, body={"messages": [to_wire(m) for m in messages]})
 
 
-def send_one(topic: str, message: OutgoingMessage, numbering: dict[str, int] | None = None) -> Call[SendResult]:
-    many = send(topic, [message], numbering)
+def send_one(topic: str, message: OutgoingMessage) -> Call[SendResult]:
+    many = send(topic, [message])
     return Call(many.method, many.path, parse=lambda data: many.parse(data)[0], body=many.body)
 
 

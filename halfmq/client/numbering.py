@@ -31,12 +31,21 @@ from . import endpoints
 from .endpoints import Call
 from .retry import AsyncRetrying
 
-__all__ = ["Numbering"]
+__all__ = ["Numbering", "numbering_for"]
 
 Numbers = dict[str, int]
 
 
 SPREAD = 512  # half the broker's default window (HALFMQ_BROKER_IDEMPOTENT_SEND_WINDOW, 1024)
+
+
+def numbering_for(idempotent: bool, idempotent_id: str | None, transactional_id: str | None = None) -> Numbering | None:
+    """A producer's numbering, None when ``idempotent=False``; a ValueError for settings that contradict each other."""
+    if idempotent_id is not None and not idempotent:
+        raise ValueError("idempotent_id given with idempotent=False: leave one of them out")
+    if idempotent_id is not None and transactional_id is not None:
+        raise ValueError("idempotent_id and transactional_id both name the producer: give only transactional_id")
+    return Numbering(idempotent_id) if idempotent else None
 
 
 def _key(numbers: Numbers) -> tuple[int, int, int]:
@@ -59,6 +68,7 @@ class Numbering:
         # the broker's window (its gap rule would refuse them with OUT_OF_ORDER_SEQUENCE).
         self._outstanding: set[tuple[int, int, int]] = set()
         self._settled: asyncio.Condition | None = None  # made on first use, inside the running loop
+        self._lock = asyncio.Lock()  # one fetch of new ids at a time
 
     def init(self) -> Call[ProducerIdResult] | Call[TxnInitResult]:
         """The request for new ids: a fresh producer id, or the next epoch of ``idempotent_id``."""
@@ -96,15 +106,15 @@ class Numbering:
         """``call`` with the numbers added to its body."""
         return replace(call, body={**call.body, **numbers})
 
-    async def send(self, lock: asyncio.Lock, fetch: AsyncRetrying, send: AsyncRetrying,
+    async def send(self, fetch: AsyncRetrying, send: AsyncRetrying,
                    transport: Callable[[Call[Any]], Awaitable[Any]], call: Call[Any]) -> Any:
         """``call`` with the next number in its body, sent through ``transport`` with the ``send`` policy (every retry
-        carries the same number); when there are no ids yet, ``fetch`` gets them first (under ``lock``)."""
+        carries the same number); when there are no ids yet, ``fetch`` gets them first (one caller at a time)."""
         if self._settled is None:
             self._settled = asyncio.Condition()
         settled = self._settled
         for attempt in (1, 2):
-            async with lock:
+            async with self._lock:
                 if self.ids is None:
                     if self.idempotent_id is not None:
                         async with settled:

@@ -32,7 +32,6 @@ transaction's sends go out in numbered batches (at ``transaction_batch_size``, o
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, cast, overload
 
@@ -43,7 +42,7 @@ from . import endpoints
 from .endpoints import Call
 from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
 from .messages import Body, outgoing
-from .numbering import Numbering
+from .numbering import Numbering, numbering_for
 from .retry import async_retrying
 from .send_options import SendOptions
 from .send_policy import send_coalescer
@@ -77,14 +76,6 @@ def _batch(messages: Iterable[OutgoingMessage | Body]) -> list[OutgoingMessage]:
         # half-succeed; the caller should choose how to chunk.
         raise ValueError(f"a batch holds at most {MAX_BATCH} messages, got {len(batch)}")
     return batch
-
-
-def _numbering(idempotent: bool, idempotent_id: str | None, transactional_id: str | None) -> Numbering | None:
-    if idempotent_id is not None and not idempotent:
-        raise ValueError("idempotent_id given with idempotent=False: leave one of them out")
-    if idempotent_id is not None and transactional_id is not None:
-        raise ValueError("idempotent_id and transactional_id both name the producer: give only transactional_id")
-    return Numbering(idempotent_id) if idempotent else None
 
 
 class AsyncProducer(AsyncLifecycle, Generic[R]):
@@ -128,9 +119,8 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         """
         async_retrying(retries)  # validate now rather than on the first send
         self._retries = retries
-        self._numbering = _numbering(idempotent, idempotent_id, transactional_id)
+        self._numbering = numbering_for(idempotent, idempotent_id, transactional_id)
         self._steps = None if transactional_id is None else TransactionalSteps(transactional_id, transaction_timeout_ms, transaction_batch_size)
-        self._lock = asyncio.Lock()
         self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
                                          max_in_flight=max_in_flight, token=token, verify=verify)
         self._coalescer = send_coalescer(self._send_many, self._send_one) if coalesce else None
@@ -144,7 +134,7 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         if numbering is None:
             return await self._call(call)
         policy = async_retrying(self._retries)
-        result: T = await numbering.send(self._lock, policy, policy, self._transport.call, call)
+        result: T = await numbering.send(policy, policy, self._transport.call, call)
         return result
 
     async def _send_one(self, topic: str, message: OutgoingMessage) -> SendResult:
@@ -164,9 +154,8 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
             if self._steps.add(topic, msg):
                 await self.flush()
             return cast(R, None)
-        if self._coalescer is None:
-            return cast(R, await self._send_one(topic, msg))
-        return cast(R, await self._coalescer.submit(topic, msg))
+        submit = self._send_one if self._coalescer is None else self._coalescer.submit
+        return cast(R, await submit(topic, msg))
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         """One request for many messages, stored all or none; results come back in the order sent (not in a transaction)."""
@@ -175,7 +164,7 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         batch = _batch(messages)
         if not batch:
             return []
-        return await self._send(endpoints.send(topic, batch))
+        return await self._send_many(topic, batch)
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         """Topics are also created on first send; this one chooses its number of queues."""

@@ -31,11 +31,6 @@ __all__ = ["AsyncSimpleConsumer", "SimpleConsumer"]
 _SettleCall = Callable[[str, str, Sequence[str]], endpoints.Call[list[SettleResult]]]
 
 
-def _chunks(handles: Sequence[str]) -> list[list[str]]:
-    # The broker caps a settle request at MAX_RECEIVE handles.
-    return [list(handles[i : i + MAX_RECEIVE]) for i in range(0, len(handles), MAX_RECEIVE)]
-
-
 class AsyncSimpleConsumer(AsyncLifecycle):
     """Receive and settle messages of one consumer group on one topic, with asyncio.
 
@@ -75,8 +70,8 @@ class AsyncSimpleConsumer(AsyncLifecycle):
 
     async def _settle(self, make_call: _SettleCall, handles: Sequence[str]) -> list[SettleResult]:
         results: list[SettleResult] = []
-        for chunk in _chunks(handles):
-            call = make_call(self.group, self.topic, chunk)
+        for start in range(0, len(handles), MAX_RECEIVE):  # the broker caps a settle request at MAX_RECEIVE handles
+            call = make_call(self.group, self.topic, handles[start : start + MAX_RECEIVE])
             results.extend(await async_retrying(self._retries)(self._transport.call, call))
         return results
 

@@ -38,11 +38,6 @@ __all__ = ["TransactionalSteps"]
 T = TypeVar("T")
 
 
-def as_txn_message(topic: str, message: OutgoingMessage) -> TxnMessage:
-    """A transaction carries messages to many topics, so each names its own."""
-    return TxnMessage(topic=topic, **msgspec.structs.asdict(message))
-
-
 def receipt_of(receipt: Message | str) -> str:
     """The receipt handle to ack: a received message's, or one given as it is (refused when empty, before any I/O)."""
     handle = receipt if isinstance(receipt, str) else receipt.receipt_handle
@@ -119,7 +114,7 @@ class TransactionalSteps:
     def add(self, topic: str, message: OutgoingMessage) -> bool:
         """Buffer a message; True when the buffer is full and should be flushed."""
         self._open()
-        self._buffer.append(as_txn_message(topic, message))
+        self._buffer.append(TxnMessage(topic=topic, **msgspec.structs.asdict(message)))  # a transaction's messages name their topics
         return len(self._buffer) >= self.batch_size
 
     def next_pending(self) -> Call[Any] | None:

@@ -25,6 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -35,6 +36,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql import Delete, Insert
 
+from halfmq.client.loop_thread import shared_loop
 from halfmq.client.messages import UNIQ_KEY, message_body_bytes
 from halfmq.client.step_drivers import run_steps, run_steps_async
 from halfmq.wire import Message
@@ -145,7 +147,7 @@ class Inbox:
         self._next_purge = time.monotonic() + purge_interval
         self._purge_lock = threading.Lock()
         self._stats_lock = threading.Lock()
-        self._purging: set[asyncio.Task[None]] = set()
+        self._purging: set[Future[None]] = set()
         self._claim_statements: dict[str, Insert] = {}
         self._sessions: sessionmaker[Session] | None = None
         self._async_sessions: async_sessionmaker[AsyncSession] | None = None
@@ -191,7 +193,7 @@ class Inbox:
 
     async def claim_keys_async(self, session: AsyncSession, keyed: Sequence[tuple[str, str]]) -> list[bool]:
         claim = self._claim(session.get_bind().dialect.name, keyed)
-        return _outcomes(keyed, set() if claim is None else set((await session.scalars(*claim)).all()))
+        return _outcomes(keyed, set() if claim is None else set(await session.scalars(*claim)))
 
     def _claim(self, dialect: str, keyed: Sequence[tuple[str, str]]) -> tuple[Insert, list[dict[str, Any]]] | None:
         """The claim statement and its rows (one per distinct key, sorted), or None for no keys.
@@ -236,13 +238,9 @@ class Inbox:
             keyed = [(self.key_of(message), message.msg_id)]  # a missing business key fails before any transaction
             with sessions.begin() as session:
                 if not self.claim_keys(session, keyed)[0]:
-                    self._count(skipped=1)
-                    return False
+                    return self._counted(False)
                 fn(session, message)
-            self._count(handled=1)
-            if self._purge_due():  # in the background: the ack must not wait for it
-                threading.Thread(target=self._purge_quietly, name="halfmq-inbox-purge", daemon=True).start()
-            return True
+            return self._counted(True)
 
         return handle
 
@@ -256,15 +254,9 @@ class Inbox:
             keyed = [(self.key_of(message), message.msg_id)]
             async with sessions.begin() as session:
                 if not (await self.claim_keys_async(session, keyed))[0]:
-                    self._count(skipped=1)
-                    return False
+                    return self._counted(False)
                 await fn(session, message)
-            self._count(handled=1)
-            if self._purge_due():
-                purge = asyncio.get_running_loop().create_task(self._purge_quietly_async(), name="halfmq-inbox-purge")
-                self._purging.add(purge)  # the loop keeps only a weak reference to a task
-                purge.add_done_callback(self._purging.discard)
-            return True
+            return self._counted(True)
 
         return handle
 
@@ -320,12 +312,7 @@ class Inbox:
         The handlers purge as they go; code calling ``claim_keys`` (e.g. from a group commit) runs this beside its consumer.
         """
         while True:
-            try:
-                removed = await (self.purge_async() if self._async_sessions else asyncio.to_thread(self.purge))
-                if removed:
-                    log.info("inbox %s: purged %d rows older than %s", self.group, removed, self.retention)
-            except Exception as exc:  # noqa: BLE001 - the next round tries again; consuming is unaffected
-                log.warning("inbox %s: purge failed: %s", self.group, exc)
+            await self._purge_quietly()
             await asyncio.sleep(seconds)
 
     def _purge_due(self) -> bool:
@@ -337,19 +324,22 @@ class Inbox:
             self._next_purge = now + self._purge_interval
             return True
 
-    def _purge_quietly(self) -> None:
+    async def _purge_quietly(self) -> None:
         try:
-            self.purge()
+            removed = await (self.purge_async() if self._async_sessions else asyncio.to_thread(self.purge))
+            if removed:
+                log.info("inbox %s: purged %d rows older than %s", self.group, removed, self.retention)
         except Exception as exc:  # noqa: BLE001 - the next purge tries again; consuming is unaffected
             log.warning("inbox %s: purge failed: %s", self.group, exc)
 
-    async def _purge_quietly_async(self) -> None:
-        try:
-            await self.purge_async()
-        except Exception as exc:  # noqa: BLE001 - as _purge_quietly
-            log.warning("inbox %s: purge failed: %s", self.group, exc)
-
-    def _count(self, handled: int = 0, skipped: int = 0) -> None:
+    def _counted(self, handled: bool) -> bool:
+        """Count a delivery, handled or skipped; after a handled one, purge in the background when due (the ack must not wait)."""
         with self._stats_lock:  # handlers run on several threads
             self.stats.handled += handled
-            self.stats.skipped += skipped
+            self.stats.skipped += not handled
+        if handled and self._purge_due():  # a blocking handler runs on a worker thread: its purge runs on the SDK's loop
+            loop = asyncio.get_running_loop() if self._async_sessions else shared_loop().loop
+            purge = asyncio.run_coroutine_threadsafe(self._purge_quietly(), loop)
+            self._purging.add(purge)  # the loop keeps only a weak reference to a task
+            purge.add_done_callback(self._purging.discard)
+        return handled
