@@ -1,0 +1,152 @@
+"""A queue checker of Jepsen's kind: a history of what clients did, and a pure check of what the queue kept.
+
+The history records each send attempted (by which client, which value), acknowledged (where it was stored),
+failed or of unknown outcome, each value a consumer received, and the final read of the whole topic after
+the faults healed. ``check`` then counts:
+
+- *lost*: acknowledged, and not in the final read;
+- *unexpected*: read (received or in the final read), and never attempted;
+- *duplicated*: stored more than once in the final read (deliveries may repeat, at least once: only stored
+  copies count);
+- *divergent*: nodes whose logs differ after the heal, when each node's log is given (any sequence: values
+  read from it, or its commit-log bytes). Logs differ when one is not equal to another.
+
+No I/O: the test around it does the reading. Values are unique strings chosen by the writers.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+EXAMPLES = 5  # examples kept per anomaly
+
+
+@dataclass(frozen=True)
+class Attempted:
+    client: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Acknowledged:
+    value: str
+    where: str  # a message id, or "queue:offset"
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A send that failed, or whose outcome is unknown (a timeout): it may or may not be stored."""
+
+    value: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Received:
+    value: str
+    consumer: str
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """One stored copy of ``value`` in the final read of the topic."""
+
+    value: str
+
+
+Operation = Attempted | Acknowledged | Failed | Received | ReadBack
+
+
+class History:
+    """Operations in the order they were recorded; safe to record from several threads."""
+
+    def __init__(self) -> None:
+        self.operations: list[Operation] = []
+        self._lock = threading.Lock()
+
+    def _add(self, operation: Operation) -> None:
+        with self._lock:
+            self.operations.append(operation)
+
+    def attempted(self, client: str, value: str) -> None:
+        self._add(Attempted(client, value))
+
+    def acknowledged(self, value: str, where: str) -> None:
+        self._add(Acknowledged(value, where))
+
+    def failed(self, value: str, reason: str) -> None:
+        self._add(Failed(value, reason))
+
+    def received(self, value: str, consumer: str) -> None:
+        self._add(Received(value, consumer))
+
+    def read_back(self, values: Iterable[str]) -> None:
+        """The final read: every stored copy, in the order read."""
+        for value in values:
+            self._add(ReadBack(value))
+
+    def of(self, kind: type[Operation]) -> list[Any]:
+        with self._lock:
+            return [op for op in self.operations if isinstance(op, kind)]
+
+
+@dataclass
+class Verdict:
+    attempted: int = 0
+    acknowledged: int = 0
+    failed: int = 0
+    stored: int = 0  # distinct values in the final read
+    lost: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    duplicated: dict[str, int] = field(default_factory=dict)  # value -> stored copies (> 1)
+    divergent: list[str] = field(default_factory=list)  # "n2 differs from n1 at 1234 (lengths 5000, 4800)"
+    nodes_compared: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.unexpected or self.duplicated or self.divergent)
+
+    def counts(self) -> str:
+        divergent = f"{len(self.divergent)}" if self.nodes_compared else "not measured"
+        return (f"lost {len(self.lost)}, unexpected {len(self.unexpected)}, duplicated {len(self.duplicated)}, "
+                f"divergent {divergent}")
+
+    def summary(self) -> str:
+        examples = {name: sample for name, sample in (
+            ("lost", sorted(self.lost)[:EXAMPLES]), ("unexpected", sorted(self.unexpected)[:EXAMPLES]),
+            ("duplicated", sorted(self.duplicated.items())[:EXAMPLES]), ("divergent", self.divergent[:EXAMPLES])) if sample}
+        line = (f"{self.counts()} ({self.attempted} attempted, {self.acknowledged} acknowledged, {self.failed} failed or "
+                f"unknown, {self.stored} stored)")
+        return f"{line}; examples {examples}" if examples else line
+
+
+def check(history: History, final_reads_by_node: Mapping[str, Sequence[Any]] | None = None) -> Verdict:
+    attempted = {op.value for op in history.of(Attempted)}
+    acknowledged = {op.value for op in history.of(Acknowledged)}
+    copies = collections.Counter(op.value for op in history.of(ReadBack))
+    received = {op.value for op in history.of(Received)}
+    verdict = Verdict(attempted=len(attempted), acknowledged=len(acknowledged),
+                      failed=len({op.value for op in history.of(Failed)} - acknowledged), stored=len(copies))
+    verdict.lost = sorted(acknowledged - copies.keys())
+    verdict.unexpected = sorted((copies.keys() | received) - attempted)
+    verdict.duplicated = {value: n for value, n in copies.items() if n > 1}
+    if final_reads_by_node:
+        verdict.nodes_compared = len(final_reads_by_node)
+        verdict.divergent = divergences(final_reads_by_node)
+    return verdict
+
+
+def divergences(logs: Mapping[str, Sequence[Any]]) -> list[str]:
+    """Each node whose log is not the first node's, with where they part."""
+    (first, reference), *others = logs.items()
+    found = []
+    for node, log in others:
+        if log == reference:
+            continue
+        at = next((i for i, (a, b) in enumerate(zip(reference, log, strict=False)) if a != b), min(len(reference), len(log)))
+        found.append(f"{node} differs from {first} at {at} (lengths {len(reference)}, {len(log)})")
+    return found
