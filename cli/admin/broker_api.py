@@ -11,8 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from halfmq.client.environment import DEFAULT_URL as DEFAULT_BROKER_URL
-from halfmq.client.environment import TOKEN_ENV, env_token, resolve_url
-from halfmq.client.environment import URL_ENV
+from halfmq.client.environment import TOKEN_ENV, URL_ENV, env_token, resolve_url
 
 BROKER_URL_ENV = URL_ENV
 
