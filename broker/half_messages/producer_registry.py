@@ -88,6 +88,10 @@ class ProducerRegistry:
     def groups(self) -> dict[str, list[ProducerEntry]]:
         return {g: self.live(g) for g in list(self._groups)}
 
+    def heard_at(self, entry: ProducerEntry, wall_now: float) -> float:
+        """When ``entry`` last heartbeated, on the wall clock (``last_seen`` is on the registry's monotonic clock)."""
+        return wall_now - (self._clock() - entry.last_seen)
+
     def _entries(self) -> list[ProducerEntry]:
         return [e for members in self._groups.values() for e in members.values()]
 
