@@ -83,7 +83,7 @@ class BrokerRuntime:
             )
             producers = ProducerRegistry(settings.data_dir / "producers.json", settings.producer_expiry)
             rt = cls(settings, store, topics, SendService(store, topics), delivery, transactions, producers,
-                     create_metrics(lambda: rt.state_snapshot()), durable, time.time())
+                     create_metrics(), durable, time.time())
             authenticator = Authenticator.from_file(settings.auth_file) if settings.auth_file else None
             decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
             rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
@@ -93,7 +93,7 @@ class BrokerRuntime:
                 send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000))
             rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
-            rt.metrics.registry.register(OperatorCollector(rt))  # lag per queue, transactions by age, ... at scrape time
+            rt.metrics.registry.register(OperatorCollector(rt))  # every series read from state at scrape time
             return rt
         except BaseException:
             store.close()
@@ -151,30 +151,6 @@ class BrokerRuntime:
         if self.checks is not None:
             await self.checks.drain()
         self.store.close()
-
-    def state_snapshot(self) -> dict:
-        tx = self.transactions.stats
-        checks = dict(tx.checks)
-        if self.checks is not None and self.checks.no_producer:
-            checks["no_producer"] = self.checks.no_producer
-        return {
-            "lag": self.delivery.total_lag(),
-            "end": self.store.commit_log.end_offset,
-            "flushed": self.store.flushed_offset,
-            "fsyncs": self.store.flush_count,
-            "dlq": self.delivery.dlq_moves,
-            "damaged_records": self.store.damaged.count,
-            "damaged_skips": self.delivery.damaged_skips,
-            "half_messages": self.transactions.pending_count,
-            "commits": tx.commits,
-            "rollbacks": tx.rollbacks,
-            "discards": tx.discards,
-            "checks": checks,
-            "producer_txns_open": self.producer_txns.open_count,
-            "producer_txns_held_bytes": self.producer_txns.held.total,
-            "producer_txn_commits": self.producer_txns.commits,
-            "producer_txn_aborts": self.producer_txns.aborts,
-        }
 
 
 def runtime_of(request: Any) -> BrokerRuntime:

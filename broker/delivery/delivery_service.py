@@ -12,6 +12,7 @@ import heapq
 import logging
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -80,7 +81,7 @@ class DeliveryService:
         self._key = key or secrets.token_bytes(KEY_BYTES)  # the runtime passes the data dir's: see receipt_handle
         self._state: dict[tuple[str, str], _GroupTopic] = {}
         self._arrivals: dict[str, asyncio.Event] = {}
-        self.dlq_moves = 0
+        self.counted: Counter[tuple[str, str, str, str]] = Counter()  # (event, group, topic, result) since start: /metrics
         self.damaged_skips = 0
         self._closing = False
         self._reads.add_listener(self._on_message)
@@ -125,6 +126,7 @@ class DeliveryService:
             out = self._take(group, topic, state, max_messages, invisible)
             remaining = deadline - self._clock()
             if out or remaining <= 0 or self._closing:
+                self.counted["out", group, topic, ""] += len(out)
                 return out
             timeout = remaining
             if state.due:
@@ -231,6 +233,7 @@ class DeliveryService:
             if progress is not None:
                 self._settle(group, topic, h.queue_id, progress, h.offset)
             results.append((text, progress is not None))
+            self.counted["ack", group, topic, "ok" if progress is not None else "expired"] += 1
         return results
 
     def _refuse_if_in_transaction(self, state: _GroupTopic | None, h: ReceiptHandle) -> None:
@@ -253,6 +256,7 @@ class DeliveryService:
                 item = progress.postpone(h.offset, now + retry_delay(item.deliveries, self._policy.retry_delays))
                 heapq.heappush(state.due, (item.visible_at, h.queue_id, h.offset, item.nonce))
             results.append((text, ok))
+            self.counted["nack", group, topic, "ok" if ok else "expired"] += 1
         if any(ok for _, ok in results):
             self._on_message(topic, -1)  # wake long-pollers: a zero delay makes it due at once
         return results
@@ -322,6 +326,7 @@ class DeliveryService:
             progress = self._held(state, h)
             if progress is not None:
                 self._settle(h.group, h.topic, h.queue_id, progress, h.offset)
+                self.counted["ack", h.group, h.topic, "ok"] += 1
 
     def release_held(self, receipts: list[ReceiptHandle]) -> None:
         """The transaction aborted: the acked deliveries become deliverable again at once (the attempt counts)."""
@@ -359,7 +364,7 @@ class DeliveryService:
             "CONSUMER_GROUP": group,
         })
         self._store.put([PutItem(target, 0, message.body, props, message.born_timestamp, message.binary, props.get("TAGS"))])
-        self.dlq_moves += 1
+        self.counted["dlq", group, message.topic, ""] += 1
         log.warning("moved %s/%d@%d to %s after %d deliveries", message.topic, message.queue_id, message.queue_offset, target, deliveries)
 
     # --- introspection ----------------------------------------------------------
@@ -387,10 +392,3 @@ class DeliveryService:
         """The group's in-flight deliveries past their first attempt (nacked or timed out before)."""
         return sum(1 for (g, _), state in self._state.items() if g == group
                    for progress in state.queues for item in progress.in_flight.values() if item.deliveries > 1)
-
-    def total_lag(self) -> dict[str, int]:
-        lag: dict[str, int] = {}
-        for (group, topic), state in self._state.items():
-            for qid, progress in enumerate(state.queues):
-                lag[group] = lag.get(group, 0) + self._store.queue_range(topic, qid)[1] - progress.committed
-        return lag

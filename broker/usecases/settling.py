@@ -18,21 +18,15 @@ def _settled(results: list[tuple[str, bool]]) -> dict:
 
 
 def ack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[str, Any]:
-    results = rt.delivery.ack(group, topic, handles)
-    for _, ok in results:
-        rt.metrics.acks.labels("ok" if ok else "expired").inc()
-    return _settled(results)
+    return _settled(rt.delivery.ack(group, topic, handles))
 
 
 def nack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[str, Any]:
-    results = rt.delivery.nack(group, topic, handles)
-    for _, ok in results:
-        rt.metrics.nacks.labels("ok" if ok else "expired").inc()
-    return _settled(results)
+    return _settled(rt.delivery.nack(group, topic, handles))
 
 
 def ack_one(rt: BrokerRuntime, group: str, topic: str, handle: str) -> bool:
-    """One RocketMQ 5 ack entry: False if the handle is expired or settled (not counted in the HTTP acks metric)."""
+    """One RocketMQ 5 ack entry: False if the handle is expired or settled."""
     [(_, ok)] = rt.delivery.ack(group, topic, [handle])
     return ok
 

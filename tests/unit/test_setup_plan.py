@@ -6,7 +6,7 @@ import subprocess
 
 from tests.support.package_layout import ROOT
 
-TEST_TOOLS = {"wrk", "chromium", "chromium-driver", "nodejs", "npm", "postgresql", "docker.io"}
+TEST_TOOLS = {"wrk", "prometheus", "chromium", "chromium-driver", "nodejs", "npm", "postgresql", "docker.io"}
 
 
 def _plan(*args: str) -> tuple[set[str], str]:
