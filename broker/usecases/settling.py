@@ -1,6 +1,7 @@
 """Settle received messages: ack, nack, change a delivery's invisible time, send one to the DLQ.
 
-Who may: ``receiving.subscriber`` (the group and the topic), checked by the front's caller first.
+Who may: ``receiving.subscriber`` (the group and the topic), checked by the front's caller first. An ack is
+answered once its record in the log is durable (``DeliveryService.ack``); a nack changes nothing durable.
 """
 
 from __future__ import annotations
@@ -17,11 +18,21 @@ def _settled(results: list[tuple[str, bool]]) -> dict:
     return {"results": [{"receipt_handle": h, "status": "OK" if ok else "EXPIRED"} for h, ok in results]}
 
 
-def ack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[str, Any]:
+async def ack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[str, Any]:
+    """Answered once the ``acks`` record is durable (in a broker set: as the ack mode says, the same wait as a send's),
+    so an ack answered OK is never delivered again, by this broker after a restart or by a set's next leader."""
     results = rt.delivery.ack(group, topic, handles)
     for _, ok in results:
         rt.metrics.acks.labels("ok" if ok else "expired").inc()
+    await _durable(rt, results)
     return _settled(results)
+
+
+async def _durable(rt: BrokerRuntime, results: list[tuple[str, bool]]) -> None:
+    for _, ok in results:
+        if ok:
+            await rt.durable(rt.delivery.acks_end)
+            return
 
 
 def nack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[str, Any]:
@@ -31,10 +42,11 @@ def nack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[
     return _settled(results)
 
 
-def ack_one(rt: BrokerRuntime, group: str, topic: str, handle: str) -> bool:
+async def ack_one(rt: BrokerRuntime, group: str, topic: str, handle: str) -> bool:
     """One RocketMQ 5 ack entry: False if the handle is expired or settled (not counted in the HTTP acks metric)."""
-    [(_, ok)] = rt.delivery.ack(group, topic, [handle])
-    return ok
+    results = rt.delivery.ack(group, topic, [handle])
+    await _durable(rt, results)
+    return results[0][1]
 
 
 def change_invisible(rt: BrokerRuntime, group: str, topic: str, handle: str, seconds: float) -> bool:
