@@ -50,6 +50,9 @@ class BrokerRuntime:
     checks: CheckService | None = None
     guard: Guard = field(default_factory=lambda: Guard(None))
     own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
+    # What an ack's answer waits for (usecases.settling): a set's leader, ``durable`` (as the ack mode says, as a send);
+    # one broker, nothing past the write (a kill -9 keeps it; the fsync per ack would halve `halfmq bench consume`).
+    settled_durable: Callable[[int], Awaitable[None]] | None = None
     _check_task: asyncio.Task | None = field(default=None, repr=False)
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
@@ -95,6 +98,7 @@ class BrokerRuntime:
                 producers=producers)
             rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
+            rt.settled_durable = durable if durable_wrapper is not None else None
             rt.metrics.registry.register(OperatorCollector(rt))  # lag per queue, transactions by age, ... at scrape time
             return rt
         except BaseException:
