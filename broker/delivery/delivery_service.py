@@ -219,9 +219,12 @@ class DeliveryService:
         """
         parsed = self._resolve(group, topic, handles)
         state = self._state.get((group, topic))  # settling never creates a group: none means nothing is held
-        for _, h in parsed:
-            self._refuse_if_in_transaction(state, h)
-        held = [(text, h, self._held(state, h)) for text, h in parsed]
+        held = []
+        for text, h in parsed:
+            progress = self._held(state, h)
+            if progress is not None and progress.in_flight[h.offset].visible_at == HELD_BY_TRANSACTION:
+                self._refuse_if_in_transaction(state, h)
+            held.append((text, h, progress))
         acked = [(group, topic, h.queue_id, h.offset) for _, h, progress in held if progress is not None]
         if acked:
             _, self.acks_end = self._store.put([acks_record(acked)])
