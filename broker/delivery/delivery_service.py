@@ -1,10 +1,8 @@
 """Broker-managed ("pop") consumption: receive, ack, nack, invisibility, DLQ.
 
-All state lives on the broker's event loop thread; the only I/O is reading
-messages from the store and appending DLQ copies and ``acks`` records. An ack is
-written to the log (HALFMQ_TXN_STATE, ``store.state_records``) before it settles,
-so a broker set's new leader reads it back (``restore_acked``); committed offsets
-go to the store's offset table, a checkpoint snapshotted in the background.
+All state lives on the broker's event loop thread; the only I/O is reading messages and appending
+DLQ copies and ``acks`` records (``store.state_records``): an ack is in the log before it settles, so
+a set's new leader reads it back (``restore_acked``). The offset table is a checkpoint of them.
 """
 
 from __future__ import annotations
@@ -212,11 +210,8 @@ class DeliveryService:
 
     def ack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
         """Settle held deliveries (False: expired or settled); RECEIPT_IN_TRANSACTION, settling none, when one of them
-        is acked in an open producer transaction: that transaction's end decides it.
-
-        What it settles is written first, as one ``acks`` record (``acks_end`` is where it ends: the caller answers once
-        that is durable); a disk that refuses it settles nothing (StoreNotWritable).
-        """
+        is acked in an open producer transaction: that transaction's end decides it. What it settles is written first,
+        as one ``acks`` record ending at ``acks_end``; a disk that refuses it settles nothing (StoreNotWritable)."""
         parsed = self._resolve(group, topic, handles)
         state = self._state.get((group, topic))  # settling never creates a group: none means nothing is held
         held = []
