@@ -50,6 +50,9 @@ class BrokerRuntime:
     checks: CheckService | None = None
     guard: Guard = field(default_factory=lambda: Guard(None))
     own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
+    # What an ack's answer waits for (usecases.settling): a set's leader, ``durable`` (as the ack mode says, as a send);
+    # one broker, nothing past the write (a kill -9 keeps it; the fsync per ack would halve `halfmq bench consume`).
+    settled_durable: Callable[[int], Awaitable[None]] | None = None
     _check_task: asyncio.Task | None = field(default=None, repr=False)
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
@@ -69,6 +72,7 @@ class BrokerRuntime:
             async_flush_interval=settings.async_flush_interval,
             checkpoint_interval=settings.offset_flush_interval,
         ))
+        store.log_topics()  # a set's followers have every topic, empty or not (store.state_records)
         try:
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)),
@@ -90,9 +94,11 @@ class BrokerRuntime:
             rt.producer_txns = TransactionCoordinator(
                 store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks,
                                                settings.producer_txn_max_open_bytes, settings.producer_txn_max_open_bytes_per_principal),
-                send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000))
+                send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000),
+                producers=producers)
             rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
+            rt.settled_durable = durable if durable_wrapper is not None else None
             rt.metrics.registry.register(OperatorCollector(rt))  # every series read from state at scrape time
             return rt
         except BaseException:
@@ -104,6 +110,8 @@ class BrokerRuntime:
         return CheckPolicy(settings.transaction_timeout, settings.transaction_check_interval, settings.transaction_check_max)
 
     async def start(self) -> None:
+        """Serve as the one broker, or as a set's leader: what only the writer does starts here."""
+        self.producers.log_to(self.store)  # registrations and expiries go in the log from here (never a follower's)
         self.checks = CheckService(
             self.transactions, self.producers,
             CheckClient(read_timeout=self.settings.check_timeout, secret_for=self.guard.check_secret,

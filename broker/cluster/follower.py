@@ -3,8 +3,8 @@
 Before the first fetch from a leader the follower asks where its own last term
 ends in the leader's log and cuts its tail there (an old leader's divergent
 writes). Every fetch names the term the follower knows; an answer from a lower
-term is refused. Consumer-group offsets and the receipt-handle key are not in
-the commit log: the follower copies them from the leader about once a second.
+term is refused. Nothing is copied beside the log: consumer acks, topics, producer
+registrations and the receipt-handle key are records in it (store.state_records).
 A disk that refuses the leader's bytes is logged once when it starts and once
 when it works again (FailureWatch), not at every retry.
 """
@@ -19,7 +19,6 @@ from pathlib import Path
 
 import httpx
 
-from halfmq.broker.store.atomic_file import read_json, write_json
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
@@ -59,12 +58,8 @@ class Follower:
     async def follow(self, leader_url: str, term: int) -> None:
         """Replicate from ``leader_url`` until cancelled or the leader stops answering as leader."""
         await self._cut_divergent_tail(leader_url, term)
-        state = asyncio.get_running_loop().create_task(self._copy_state(leader_url, term))
-        try:
-            while True:
-                await self._fetch_once(leader_url, term)
-        finally:
-            state.cancel()
+        while True:
+            await self._fetch_once(leader_url, term)
 
     async def _cut_divergent_tail(self, leader_url: str, term: int) -> None:
         answer = await self._http.get(f"{leader_url}/v1/replication/term-end", params={"term": self.history.last_term, "node_id": self.node_id})
@@ -111,26 +106,6 @@ class Follower:
         else:
             end = start
         self.history.adopt([tuple(e) for e in json.loads(answer.headers.get(HISTORY_HEADER, "[]"))], end)  # type: ignore[misc]
-
-    async def _copy_state(self, leader_url: str, term: int, every: float = 0.5) -> None:
-        """Consumer offsets (they only move forward) and the receipt-handle key, so both survive a failover."""
-        while True:
-            try:
-                answer = await self._http.get(f"{leader_url}/v1/replication/state")
-                if answer.status_code == 200:
-                    state = answer.json()
-                    offsets = self._store().offsets
-                    for group, topics in state["offsets"].items():
-                        for topic, queues in topics.items():
-                            for queue_id, offset in queues.items():
-                                offsets.commit(group, topic, int(queue_id), int(offset))
-                    key = state.get("receipt_key")
-                    path = self.data_dir / "receipt-key.json"
-                    if key and read_json(path, None) != key:
-                        write_json(path, key)
-            except (httpx.HTTPError, ValueError, KeyError) as exc:
-                log.debug("copying state from %s: %s", leader_url, exc)
-            await asyncio.sleep(every)
 
     def _check_term(self, answer: httpx.Response) -> None:
         their = int(answer.headers.get(TERM_HEADER, "0"))

@@ -17,7 +17,6 @@ from halfmq.broker.api.body import parse_json_body
 from halfmq.broker.api.front import ApiRequest, Reply
 from halfmq.broker.api.router import Route
 from halfmq.broker.security.policy import CLUSTER, Action
-from halfmq.broker.store.atomic_file import read_json
 
 from .errors import NotLeader
 from .follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
@@ -100,14 +99,6 @@ async def replication_fetch(request: ApiRequest) -> Reply:
     }))
 
 
-async def replication_state(request: ApiRequest) -> Reply:
-    node = _node(request)
-    _leader(node)
-    store = node.runtime.store
-    offsets = {g: {t: {str(q): o for q, o in qs.items()} for t, qs in store.offsets.topics_of(g).items()} for g in store.offsets.groups()}
-    return Reply({"term": node.term, "offsets": offsets, "receipt_key": read_json(node.settings.data_dir / "receipt-key.json", None)})
-
-
 ROUTES = [
     Route("GET", "/v1/cluster", cluster_view, "The broker set as this node sees it (describe on the cluster)", "cluster",
           answer=wire.ClusterView),
@@ -116,6 +107,4 @@ ROUTES = [
     Route("POST", "/v1/replication/fetch", replication_fetch, "The leader's log bytes from an offset; term, log end, segment size, "
           "term history and high watermark in headers (admin)", "replication", request=FetchRequest,
           media_type="application/octet-stream"),
-    Route("GET", "/v1/replication/state", replication_state, "Consumer offsets and the receipt key, copied by followers (admin)",
-          "replication", answer=wire.ReplicationState),
 ]
