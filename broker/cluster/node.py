@@ -1,9 +1,14 @@
 """One node of a broker set: its role, its lease in etcd, and the runtime it serves with.
 
-A tick every ``lease_ttl / 5`` seconds does the etcd work: a leader renews its
-lease, checks the leader key is still its own and publishes the in-sync set; a
-follower reads who leads and follows it, or stands for election when no one
-does and it is in sync. Roles change only through decisions.TRANSITIONS.
+A leader renews its lease every TTL/8 on a task and an etcd connection of its
+own, so a renewal never waits behind other etcd calls; past the fence, the first
+renewal that fails makes it step down. A tick every ``lease_ttl / 5`` seconds
+does the rest of the etcd work: a leader checks the leader key is still its own
+and publishes the in-sync set; a follower reads who leads and follows it, or
+stands for election when no one does and it is in sync. Every node also watches
+the leader key, and a change wakes the tick at once: a deletion (the lease ended)
+starts a campaign, a new key is followed; the tick's period is only the
+fallback. Roles change only through decisions.TRANSITIONS, under one lock.
 
 Changing role reopens the runtime from the data dir (a short recovery): a new
 leader rebuilds its transaction index from the replicated half and op queues and
@@ -28,7 +33,8 @@ from halfmq.broker.config import BrokerSettings
 
 from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, next_role
 from .errors import NotLeader
-from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, absent, unchanged
+from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, Lease, WatchKind, absent, unchanged
+from .failover_phases import FailoverPhases
 from .follower import Follower, ReplicaNotStored
 from .high_watermark import HighWatermark
 from .peers import PeerClient
@@ -51,8 +57,11 @@ class ClusterNode:
         self.url = settings.advertise_url or f"http://{settings.host}:{settings.port}"
         self.members = settings.members()
         self.address = ClusterAddress.parse(settings.cluster)
-        self.etcd = EtcdClient(self.address.endpoint, timeout=max(0.5, settings.lease_ttl / 5), credentials=_etcd_credentials(settings))
-        self.fence = LeaseFence.for_ttl(settings.lease_ttl)
+        credentials = _etcd_credentials(settings)
+        timeout = max(0.5, settings.lease_ttl / 5)
+        self.etcd = EtcdClient(self.address.endpoint, timeout=timeout, credentials=credentials)
+        self.renewals = EtcdClient(self.address.endpoint, timeout=timeout, credentials=credentials)  # the lease's own connection
+        self.fence = LeaseFence.for_ttl(settings.lease_ttl)  # until a grant says what etcd gave
         self._clock = clock
         self._wall_clock = wall_clock
         self.role = Role.FOLLOWER
@@ -67,15 +76,23 @@ class ClusterNode:
         self.watermark = HighWatermark(self.tracker, lambda: self.runtime.store, self.appended.set)  # what consumers may read
         token = settings.cluster_token_file.read_text().strip() if settings.cluster_token_file else None
         self._http = PeerClient(self.members, token, timeout=httpx.Timeout(5.0, connect=1.0))  # the only client that calls peers
+        self._http.event_hooks["response"].append(self._peer_answered)
         self._foreign: tuple[int, bytes] | None = None  # the foreign leader key last warned about (revision, value)
         self._foreign_since = 0.0
         self.follower = Follower(self.node_id, lambda: self.runtime.store, self.history, settings.data_dir, self._http, lambda: self.term)
         self._following: tuple[str, int] | None = None
         self._follow_task: asyncio.Task | None = None
         self._task: asyncio.Task | None = None
+        self._renew_task: asyncio.Task | None = None
+        self._watch_task: asyncio.Task | None = None
+        self._wake = asyncio.Event()  # set by the watch: run the tick now
+        self._role_lock = asyncio.Lock()  # the tick and the renewals both may change the role
         self.etcd_error: str | None = None
         self.last_failover: dict[str, Any] | None = None  # the view's: the last change of leader this node saw
         self._last_leader: str | None = None  # whom this node last led or followed
+        self._leader_answered_at: float | None = None  # the followed leader's last answer to this node
+        self._gone_seen_at: float | None = None  # when this node saw the leader key gone (None: a leader is known)
+        self._failover: FailoverPhases | None = None  # this node's own election, until its first acknowledged write
 
     # --- what the HTTP layer asks --------------------------------------------------
     @property
@@ -102,15 +119,20 @@ class ClusterNode:
                 await self.tracker.wait(end, self.settings.sync_flush_timeout)
             if not self.writable:  # leadership lost while waiting: acknowledge nothing
                 raise self.not_leader()
+            if self._failover is not None:
+                self._failover_phase("first_ack")
         return replicated
 
     # --- life ------------------------------------------------------------------------
     async def start(self) -> None:
         await self._register()
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        loop = asyncio.get_running_loop()
+        self._task = loop.create_task(self._run())
+        self._renew_task = loop.create_task(self._renew_loop())
+        self._watch_task = loop.create_task(self._watch_leader())
 
     async def stop(self) -> None:
-        for task in (self._task, self._follow_task):
+        for task in (self._task, self._renew_task, self._watch_task, self._follow_task):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -118,22 +140,35 @@ class ClusterNode:
             with contextlib.suppress(EtcdUnavailable):
                 await self.etcd.revoke(self.lease)  # a clean stop hands over at once, not after the TTL
         await self.etcd.aclose()
+        await self.renewals.aclose()
         await self._http.aclose()
 
     async def _run(self) -> None:
         every = self.settings.lease_ttl / 5
         while True:
+            self._wake.clear()  # an event from here on runs the next tick at once
+            lease = self.lease
             try:
-                await self.tick()
+                async with self._role_lock:
+                    await self.tick()
                 self.etcd_error = None
             except EtcdUnavailable as exc:
                 if self.etcd_error is None:
                     log.error("node %s: %s", self.node_id, exc)
                 self.etcd_error = str(exc)
-                await self._overdue()
+                await self._renewal_failed(lease, str(exc))
             except Exception:
                 log.exception("node %s: cluster tick failed", self.node_id)
-            await asyncio.sleep(every)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), every)
+
+    async def _watch_leader(self) -> None:
+        """Wake the tick when the leader key changes: on its deletion (lease ended or revoked) a follower campaigns at once,
+        on a new value it follows the new term at once. The watch reconnects by itself; the tick's period covers its gaps."""
+        async for event in self.etcd.watch(self.address.key("leader")):
+            if event.kind is WatchKind.DELETE and self._gone_seen_at is None:
+                self._gone_seen_at = self._clock()
+            self._wake.set()
 
     async def tick(self) -> None:
         if self.role is Role.FOLLOWER:
@@ -146,14 +181,44 @@ class ClusterNode:
             await self.etcd.put(self.address.key("nodes", self.node_id), json.dumps({"node_id": self.node_id, "url": self.url}))
 
     # --- leader ------------------------------------------------------------------------
-    async def _as_leader(self) -> None:
-        sent = self._clock()
-        ttl = await self.etcd.keepalive(self.lease)
-        if ttl <= 0:
-            await self._step_down("the lease expired in etcd")
+    async def _renew_loop(self) -> None:
+        """A leader's lease renewed every TTL/8, one renewal at a time, on its own connection: never behind the tick."""
+        while True:
+            lease, sent = self.lease, self._clock()
+            if lease and self.role is not Role.FOLLOWER:
+                try:
+                    await self._renew(lease, sent)
+                except Exception:
+                    log.exception("node %s: renewing its lease failed", self.node_id)
+            await asyncio.sleep(max(0.0, sent + self.fence.renew_every - self._clock()))
+
+    async def _renew(self, lease: int, sent: float) -> None:
+        try:
+            ttl = await self.renewals.keepalive(lease)
+        except EtcdUnavailable as exc:
+            await self._renewal_failed(lease, str(exc))
             return
-        self.renewal_sent_at = sent
+        if lease != self.lease:
+            return  # stepped down (or elected again) meanwhile
+        if ttl <= 0:
+            async with self._role_lock:
+                if lease == self.lease and self.role is not Role.FOLLOWER:
+                    await self._step_down("the lease expired in etcd")
+            return
+        self.renewal_sent_at = max(sent, self.renewal_sent_at or sent)
         self._set_role(next_role(self.role, Event.RENEWED))
+
+    async def _renewal_failed(self, lease: int, why: str) -> None:
+        """etcd did not answer: a leader past its fence takes no write and steps down now, not when the lease may end."""
+        async with self._role_lock:
+            if self.role is Role.FOLLOWER or not lease or lease != self.lease:
+                return
+            now = self._clock()
+            if self.fence.gives_up(now, self.renewal_sent_at):
+                self._set_role(next_role(self.role, Event.RENEWAL_OVERDUE))
+                await self._step_down(f"its lease could not be renewed before the fence ({why})")
+
+    async def _as_leader(self) -> None:
         kv = await self.etcd.get(self.address.key("leader"))
         if kv is not None and kv.mod_revision != self.term and self._judge(kv) is Claim.FOREIGN:
             if not await self._reclaim(kv) and self._judge(await self.etcd.get(self.address.key("leader"))) is not Claim.FOREIGN:
@@ -196,21 +261,13 @@ class ClusterNode:
         log.info("node %s: in-sync set now %s", self.node_id, sorted(wanted))
         self.tracker.published(wanted)
 
-    async def _overdue(self) -> None:
-        """etcd did not answer: a leader past its fence takes no write; past the lease itself it steps down."""
-        if self.role is Role.FOLLOWER:
-            return
-        now = self._clock()
-        if not self.fence.may_write(now, self.renewal_sent_at):
-            self._set_role(next_role(self.role, Event.RENEWAL_OVERDUE))
-        if self.renewal_sent_at is None or now > self.renewal_sent_at + self.settings.lease_ttl:
-            await self._step_down("the lease could not be renewed before it expired")
-
     async def _step_down(self, why: str) -> None:
         log.warning("node %s: stepping down from term %d: %s", self.node_id, self.term, why)
         self._set_role(next_role(self.role, Event.LOST))
         self.renewal_sent_at = None
+        self.lease = 0
         self.leader = None
+        self._failover = None
         self.tracker.fail_all(self.not_leader())
         await self._reopen(start=False)
 
@@ -230,11 +287,14 @@ class ClusterNode:
                 await self.etcd.revoke(kv.lease)
                 return
             self.leader = info
+            self._gone_seen_at = None
             self._saw_leader(kv.mod_revision, info["node_id"])
             await self._follow(info["url"], kv.mod_revision)
             return
         previous = self.leader["node_id"] if self.leader else None  # its lease expired: dead or cut off
         self.leader = None
+        if self._gone_seen_at is None:
+            self._gone_seen_at = self._clock()
         in_sync_kv = await self.etcd.get(self.address.key("in-sync"))
         in_sync = frozenset(in_sync_kv.json()) if in_sync_kv else None
         if not may_campaign(self.node_id, in_sync):
@@ -242,11 +302,11 @@ class ClusterNode:
         sent = self._clock()
         lease = await self.etcd.grant(self.settings.lease_ttl)
         term = await self.etcd.put_if(
-            self.address.key("leader"), json.dumps({"node_id": self.node_id, "url": self.url}), lease,
+            self.address.key("leader"), json.dumps({"node_id": self.node_id, "url": self.url}), lease.id,
             [absent(self.address.key("leader")), unchanged(self.address.key("in-sync"), in_sync_kv.mod_revision if in_sync_kv else 0)])
         if term is None:
             with contextlib.suppress(EtcdUnavailable):
-                await self.etcd.revoke(lease)
+                await self.etcd.revoke(lease.id)
             return
         await self._promote(term, lease, sent, in_sync or frozenset({self.node_id}), previous)
 
@@ -307,15 +367,26 @@ class ClusterNode:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
-    async def _promote(self, term: int, lease: int, sent: float, in_sync: frozenset[str], previous: str | None) -> None:
+    async def _promote(self, term: int, lease: Lease, sent: float, in_sync: frozenset[str], previous: str | None) -> None:
+        elected = self._clock()
+        phases = FailoverPhases(self._leader_answered_at or self._gone_seen_at or elected)
+        phases.mark("lease", self._gone_seen_at or elected)
+        phases.mark("election", elected)
         await self._stop_following()
-        self.term, self.lease, self.renewal_sent_at = term, lease, sent
+        self.term, self.lease, self.renewal_sent_at = term, lease.id, sent
+        if lease.ttl != self.fence.ttl:
+            log.info("node %s: etcd granted a %d s lease (%s s asked): the fence counts %d s", self.node_id, lease.ttl,
+                     self.settings.lease_ttl, lease.ttl)
+        self.fence = LeaseFence.for_ttl(lease.ttl)
         self.history.begin(term, self.runtime.store.commit_log.end_offset)
         shown = min(self.follower.leader_high_watermark, self.runtime.store.acknowledged_end)  # the last leader's mark
         self.tracker.reset(in_sync, lagging=previous, high_watermark=shown)
         self.leader = {"node_id": self.node_id, "url": self.url}
         self._saw_leader(term, self.node_id, previous)
+        self._failover = phases if self.last_failover is not None and self.last_failover["term"] == term else None
         await self._reopen(start=True)
+        self._failover_phase("reopen")
+        self._leader_answered_at = self._gone_seen_at = None
         self._set_role(next_role(self.role, Event.ELECTED))
         log.warning("node %s: leader of term %d from log offset %d (in sync: %s)", self.node_id, term,
                     self.runtime.store.commit_log.end_offset, sorted(self.tracker.in_sync))
@@ -334,6 +405,23 @@ class ClusterNode:
 
     def _on_append(self, topic: str, queue_id: int) -> None:
         self.appended.set()
+
+    async def _peer_answered(self, response: httpx.Response) -> None:
+        """The leader this node follows answered (any answer but a 5xx): the failover's clock starts at its last one."""
+        if self._following is not None and str(response.url).startswith(self._following[0]) and response.status_code < 500:
+            self._leader_answered_at = self._clock()
+
+    def _failover_phase(self, phase: str) -> None:
+        """One more phase of this node's own election ended: the view's ``last_failover`` shows the phases so far."""
+        if self._failover is None:
+            return
+        self._failover.mark(phase, self._clock())
+        if self.last_failover is not None:
+            self.last_failover.update(self._failover.record())
+        if self._failover.done:
+            log.warning("node %s: took over in %.3f s (%s)", self.node_id, self.last_failover["seconds"] if self.last_failover else 0,
+                        self._failover.record()["phases"])
+            self._failover = None
 
     def _set_role(self, role: Role) -> None:
         if role is not self.role:
