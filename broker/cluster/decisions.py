@@ -70,6 +70,22 @@ class LeaseFence:
         return cls(ttl, max(0.5, ttl * 0.25))
 
 
+DEAD_LEADER_REFUSED_FOR = 0.2  # seconds of refused connections that end a dead leader's term early
+
+
+def may_end_dead_term(refused_since: float | None, now: float, ack: str, refused_for: float = DEAD_LEADER_REFUSED_FOR) -> bool:
+    """A follower removes the leader key (guarded by its term) once the leader's address refused connections for ``refused_for``.
+
+    A refused connect means no process listens there: the leader is gone, so waiting
+    for its lease only loses time. A stopped or cut-off leader is not refused (its
+    kernel still accepts, or nothing answers), so it keeps its lease. Only with
+    ``ack=quorum``: the old leader's acks then needed followers' reports, and a
+    follower that removes the key no longer fetches from it; with ``ack=leader`` its
+    last acks may be on its disk alone, and the lease is the only safe wait.
+    """
+    return ack == "quorum" and refused_since is not None and now - refused_since >= refused_for
+
+
 def may_campaign(node_id: str, in_sync: frozenset[str] | None) -> bool:
     """Only an in-sync node may become leader; a set with no in-sync list yet (first start) lets anyone."""
     return in_sync is None or not in_sync or node_id in in_sync

@@ -31,7 +31,17 @@ import httpx
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 
-from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, next_role
+from .decisions import (
+    Claim,
+    Event,
+    LeaseFence,
+    Role,
+    judge_leader_claim,
+    may_campaign,
+    may_clear_foreign_claim,
+    may_end_dead_term,
+    next_role,
+)
 from .errors import NotLeader
 from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, Lease, WatchKind, absent, unchanged
 from .failover_phases import FailoverPhases
@@ -143,8 +153,9 @@ class ClusterNode:
         await self.renewals.aclose()
         await self._http.aclose()
 
-    async def _run(self) -> None:
-        every = self.settings.lease_ttl / 5
+    async def _run(self, every: float | None = None) -> None:
+        """The tick every ``every`` s (TTL/5), and at once whenever the watch sees the leader key change."""
+        every = every or self.settings.lease_ttl / 5
         while True:
             self._wake.clear()  # an event from here on runs the next tick at once
             lease = self.lease
@@ -160,7 +171,8 @@ class ClusterNode:
             except Exception:
                 log.exception("node %s: cluster tick failed", self.node_id)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), every)
+                async with asyncio.timeout(every):  # (not wait_for: in 3.11 it can swallow a cancel that meets a wake-up)
+                    await self._wake.wait()
 
     async def _watch_leader(self) -> None:
         """Wake the tick when the leader key changes: on its deletion (lease ended or revoked) a follower campaigns at once,
@@ -356,9 +368,45 @@ class ClusterNode:
             raise
         except ReplicaNotStored:  # a refusing disk: the follower logs it once, not at every tick
             await asyncio.sleep(0.2)
+        except httpx.TransportError as exc:  # the connection failed: is anyone still listening there?
+            log.info("node %s: replication from %s stopped: %r", self.node_id, url, exc)
+            await self._end_dead_term(url, term)
+            await asyncio.sleep(0.2)
         except Exception as exc:  # noqa: BLE001 - any failure: the next tick follows again (or campaigns)
             log.info("node %s: replication from %s stopped: %r", self.node_id, url, exc)
             await asyncio.sleep(0.2)
+
+    async def _end_dead_term(self, url: str, term: int, every: float = 0.05) -> None:
+        """If the leader's address refuses connections for a moment, remove its key (F4, ack=quorum only), so the set
+        elects now rather than when the lease runs out. Returns as soon as it answers or fails otherwise (stopped, cut off)."""
+        if self.settings.ack != "quorum":
+            return
+        since: float | None = None
+        while True:
+            try:
+                await self._http.get(f"{url}/healthz")
+                return  # it answers: not dead (the next tick follows again)
+            except httpx.ConnectError as exc:
+                if not _refused(exc):
+                    return
+            except httpx.HTTPError:
+                return
+            now = self._clock()
+            since = now if since is None else since
+            if may_end_dead_term(since, now, self.settings.ack):
+                break
+            await asyncio.sleep(every)
+        key = self.address.key("leader")
+        try:
+            ended = await self.etcd.delete_if(key, [unchanged(key, term)])
+        except EtcdUnavailable:
+            return
+        if ended:
+            log.warning("node %s: the leader at %s refuses connections (its process is gone): removed its key (term %d) "
+                        "instead of waiting for its lease", self.node_id, url, term)
+            if self._gone_seen_at is None:
+                self._gone_seen_at = self._clock()
+            self._wake.set()
 
     async def _stop_following(self) -> None:
         """Cancel replication and wait until it has stopped touching the store (a truncation runs in a thread)."""
@@ -466,6 +514,16 @@ class ClusterNode:
             "log_end": end, "durable_offset": store.flushed_offset, "high_watermark": store.visible.bound,
             "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])), "last_failover": self.last_failover,
         }
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a failed connect was refused (ECONNREFUSED: nobody listens), as opposed to timed out or unreachable."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _etcd_credentials(settings: BrokerSettings) -> EtcdCredentials | None:

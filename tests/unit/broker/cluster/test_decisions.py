@@ -114,3 +114,12 @@ def test_to_keep_a_majority_the_furthest_lagging_members_stay_first_by_log_then_
     few = {"a": FollowerProgress(durable=1, caught_up_at=1.0)}
     assert in_sync_set("n1", frozenset({"n1", "a", "d"}), few, now=100.0, lag_time=2.0, cluster_size=3) == frozenset({"n1", "a"})
     assert in_sync_set("n1", frozenset({"n1", "d", "a"}), {}, now=100.0, lag_time=2.0, cluster_size=3) in (frozenset({"n1", "a"}), frozenset({"n1", "d"}))
+
+
+def test_a_follower_ends_a_dead_leaders_term_only_after_its_address_refused_connections_for_a_moment() -> None:
+    from halfmq.broker.cluster.decisions import may_end_dead_term
+
+    assert not may_end_dead_term(None, 10.0, "quorum")  # never refused
+    assert not may_end_dead_term(10.0, 10.19, "quorum")
+    assert may_end_dead_term(10.0, 10.25, "quorum")
+    assert not may_end_dead_term(10.0, 99.0, "leader")  # with ack=leader only the lease may end a term
