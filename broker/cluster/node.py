@@ -1,14 +1,11 @@
 """One node of a broker set: its role, its lease in etcd, and the runtime it serves with.
 
-A leader renews its lease every TTL/8 on a task and an etcd connection of its
-own, so a renewal never waits behind other etcd calls; past the fence, the first
-renewal that fails makes it step down. A tick every ``lease_ttl / 5`` seconds
-does the rest of the etcd work: a leader checks the leader key is still its own
-and publishes the in-sync set; a follower reads who leads and follows it, or
-stands for election when no one does and it is in sync. Every node also watches
-the leader key, and a change wakes the tick at once: a deletion (the lease ended)
-starts a campaign, a new key is followed; the tick's period is only the
-fallback. Roles change only through decisions.TRANSITIONS, under one lock.
+A leader renews its lease on a task of its own (leader_lease.py). A tick every
+``lease_ttl / 5`` seconds, and at once when the watch of the leader key sees it
+change (takeover.py), does the rest: a leader checks the leader key is still its
+own and publishes the in-sync set; a follower reads who leads and follows it, or
+stands for election when no one does and it is in sync. Roles change only
+through decisions.TRANSITIONS, under one lock.
 
 Changing role reopens the runtime from the data dir (a short recovery): a new
 leader rebuilds its transaction index from the replicated half and op queues and
@@ -31,24 +28,16 @@ import httpx
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 
-from .decisions import (
-    Claim,
-    Event,
-    LeaseFence,
-    Role,
-    judge_leader_claim,
-    may_campaign,
-    may_clear_foreign_claim,
-    may_end_dead_term,
-    next_role,
-)
+from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, next_role
 from .errors import NotLeader
-from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, Lease, WatchKind, absent, unchanged
+from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, Lease, absent, unchanged
 from .failover_phases import FailoverPhases
 from .follower import Follower, ReplicaNotStored
 from .high_watermark import HighWatermark
+from .leader_lease import LeaseRenewals
 from .peers import PeerClient
 from .replica_tracker import ReplicaTracker
+from .takeover import Takeover
 from .term_history import TermHistory
 
 log = logging.getLogger(__name__)
@@ -56,7 +45,7 @@ log = logging.getLogger(__name__)
 Durable = Callable[[int], Awaitable[None]]
 
 
-class ClusterNode:
+class ClusterNode(LeaseRenewals, Takeover):
     def __init__(self, settings: BrokerSettings, state: Any, clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time) -> None:
         if not settings.cluster or not settings.node_id:
@@ -67,10 +56,9 @@ class ClusterNode:
         self.url = settings.advertise_url or f"http://{settings.host}:{settings.port}"
         self.members = settings.members()
         self.address = ClusterAddress.parse(settings.cluster)
-        credentials = _etcd_credentials(settings)
-        timeout = max(0.5, settings.lease_ttl / 5)
-        self.etcd = EtcdClient(self.address.endpoint, timeout=timeout, credentials=credentials)
-        self.renewals = EtcdClient(self.address.endpoint, timeout=timeout, credentials=credentials)  # the lease's own connection
+        credentials, timeout = _etcd_credentials(settings), max(0.5, settings.lease_ttl / 5)
+        self.etcd = EtcdClient(self.address.endpoint, timeout, credentials)
+        self.renewals = EtcdClient(self.address.endpoint, timeout, credentials)  # the lease's own connection: never behind the tick
         self.fence = LeaseFence.for_ttl(settings.lease_ttl)  # until a grant says what etcd gave
         self._clock = clock
         self._wall_clock = wall_clock
@@ -92,9 +80,7 @@ class ClusterNode:
         self.follower = Follower(self.node_id, lambda: self.runtime.store, self.history, settings.data_dir, self._http, lambda: self.term)
         self._following: tuple[str, int] | None = None
         self._follow_task: asyncio.Task | None = None
-        self._task: asyncio.Task | None = None
-        self._renew_task: asyncio.Task | None = None
-        self._watch_task: asyncio.Task | None = None
+        self._tasks: list[asyncio.Task] = []  # the tick, the renewals, the watch
         self._wake = asyncio.Event()  # set by the watch: run the tick now
         self._role_lock = asyncio.Lock()  # the tick and the renewals both may change the role
         self.etcd_error: str | None = None
@@ -102,7 +88,7 @@ class ClusterNode:
         self._last_leader: str | None = None  # whom this node last led or followed
         self._leader_answered_at: float | None = None  # the followed leader's last answer to this node
         self._gone_seen_at: float | None = None  # when this node saw the leader key gone (None: a leader is known)
-        self._failover: FailoverPhases | None = None  # this node's own election, until its first acknowledged write
+        self._failover: FailoverPhases | None = None  # this node's own election, timed until its first acknowledged write
 
     # --- what the HTTP layer asks --------------------------------------------------
     @property
@@ -136,13 +122,10 @@ class ClusterNode:
     # --- life ------------------------------------------------------------------------
     async def start(self) -> None:
         await self._register()
-        loop = asyncio.get_running_loop()
-        self._task = loop.create_task(self._run())
-        self._renew_task = loop.create_task(self._renew_loop())
-        self._watch_task = loop.create_task(self._watch_leader())
+        self._tasks = [asyncio.get_running_loop().create_task(c) for c in (self._run(), self._renew_loop(), self._watch_leader())]
 
     async def stop(self) -> None:
-        for task in (self._task, self._renew_task, self._watch_task, self._follow_task):
+        for task in (*self._tasks, self._follow_task):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -174,14 +157,6 @@ class ClusterNode:
                 async with asyncio.timeout(every):  # (not wait_for: in 3.11 it can swallow a cancel that meets a wake-up)
                     await self._wake.wait()
 
-    async def _watch_leader(self) -> None:
-        """Wake the tick when the leader key changes: on its deletion (lease ended or revoked) a follower campaigns at once,
-        on a new value it follows the new term at once. The watch reconnects by itself; the tick's period covers its gaps."""
-        async for event in self.etcd.watch(self.address.key("leader")):
-            if event.kind is WatchKind.DELETE and self._gone_seen_at is None:
-                self._gone_seen_at = self._clock()
-            self._wake.set()
-
     async def tick(self) -> None:
         if self.role is Role.FOLLOWER:
             await self._as_follower()
@@ -193,43 +168,6 @@ class ClusterNode:
             await self.etcd.put(self.address.key("nodes", self.node_id), json.dumps({"node_id": self.node_id, "url": self.url}))
 
     # --- leader ------------------------------------------------------------------------
-    async def _renew_loop(self) -> None:
-        """A leader's lease renewed every TTL/8, one renewal at a time, on its own connection: never behind the tick."""
-        while True:
-            lease, sent = self.lease, self._clock()
-            if lease and self.role is not Role.FOLLOWER:
-                try:
-                    await self._renew(lease, sent)
-                except Exception:
-                    log.exception("node %s: renewing its lease failed", self.node_id)
-            await asyncio.sleep(max(0.0, sent + self.fence.renew_every - self._clock()))
-
-    async def _renew(self, lease: int, sent: float) -> None:
-        try:
-            ttl = await self.renewals.keepalive(lease)
-        except EtcdUnavailable as exc:
-            await self._renewal_failed(lease, str(exc))
-            return
-        if lease != self.lease:
-            return  # stepped down (or elected again) meanwhile
-        if ttl <= 0:
-            async with self._role_lock:
-                if lease == self.lease and self.role is not Role.FOLLOWER:
-                    await self._step_down("the lease expired in etcd")
-            return
-        self.renewal_sent_at = max(sent, self.renewal_sent_at or sent)
-        self._set_role(next_role(self.role, Event.RENEWED))
-
-    async def _renewal_failed(self, lease: int, why: str) -> None:
-        """etcd did not answer: a leader past its fence takes no write and steps down now, not when the lease may end."""
-        async with self._role_lock:
-            if self.role is Role.FOLLOWER or not lease or lease != self.lease:
-                return
-            now = self._clock()
-            if self.fence.gives_up(now, self.renewal_sent_at):
-                self._set_role(next_role(self.role, Event.RENEWAL_OVERDUE))
-                await self._step_down(f"its lease could not be renewed before the fence ({why})")
-
     async def _as_leader(self) -> None:
         kv = await self.etcd.get(self.address.key("leader"))
         if kv is not None and kv.mod_revision != self.term and self._judge(kv) is Claim.FOREIGN:
@@ -376,38 +314,6 @@ class ClusterNode:
             log.info("node %s: replication from %s stopped: %r", self.node_id, url, exc)
             await asyncio.sleep(0.2)
 
-    async def _end_dead_term(self, url: str, term: int, every: float = 0.05) -> None:
-        """If the leader's address refuses connections for a moment, remove its key (F4, ack=quorum only), so the set
-        elects now rather than when the lease runs out. Returns as soon as it answers or fails otherwise (stopped, cut off)."""
-        if self.settings.ack != "quorum":
-            return
-        since: float | None = None
-        while True:
-            try:
-                await self._http.get(f"{url}/healthz")
-                return  # it answers: not dead (the next tick follows again)
-            except httpx.ConnectError as exc:
-                if not _refused(exc):
-                    return
-            except httpx.HTTPError:
-                return
-            now = self._clock()
-            since = now if since is None else since
-            if may_end_dead_term(since, now, self.settings.ack):
-                break
-            await asyncio.sleep(every)
-        key = self.address.key("leader")
-        try:
-            ended = await self.etcd.delete_if(key, [unchanged(key, term)])
-        except EtcdUnavailable:
-            return
-        if ended:
-            log.warning("node %s: the leader at %s refuses connections (its process is gone): removed its key (term %d) "
-                        "instead of waiting for its lease", self.node_id, url, term)
-            if self._gone_seen_at is None:
-                self._gone_seen_at = self._clock()
-            self._wake.set()
-
     async def _stop_following(self) -> None:
         """Cancel replication and wait until it has stopped touching the store (a truncation runs in a thread)."""
         task, self._follow_task, self._following = self._follow_task, None, None
@@ -416,22 +322,15 @@ class ClusterNode:
             await asyncio.gather(task, return_exceptions=True)
 
     async def _promote(self, term: int, lease: Lease, sent: float, in_sync: frozenset[str], previous: str | None) -> None:
-        elected = self._clock()
-        phases = FailoverPhases(self._leader_answered_at or self._gone_seen_at or elected)
-        phases.mark("lease", self._gone_seen_at or elected)
-        phases.mark("election", elected)
+        self._saw_leader(term, self.node_id, previous)
+        self._start_failover_clock(term)
         await self._stop_following()
         self.term, self.lease, self.renewal_sent_at = term, lease.id, sent
-        if lease.ttl != self.fence.ttl:
-            log.info("node %s: etcd granted a %d s lease (%s s asked): the fence counts %d s", self.node_id, lease.ttl,
-                     self.settings.lease_ttl, lease.ttl)
-        self.fence = LeaseFence.for_ttl(lease.ttl)
+        self.fence = LeaseFence.for_ttl(lease.ttl)  # what etcd granted (it raises a short TTL to its minimum)
         self.history.begin(term, self.runtime.store.commit_log.end_offset)
         shown = min(self.follower.leader_high_watermark, self.runtime.store.acknowledged_end)  # the last leader's mark
         self.tracker.reset(in_sync, lagging=previous, high_watermark=shown)
         self.leader = {"node_id": self.node_id, "url": self.url}
-        self._saw_leader(term, self.node_id, previous)
-        self._failover = phases if self.last_failover is not None and self.last_failover["term"] == term else None
         await self._reopen(start=True)
         self._failover_phase("reopen")
         self._leader_answered_at = self._gone_seen_at = None
@@ -454,34 +353,10 @@ class ClusterNode:
     def _on_append(self, topic: str, queue_id: int) -> None:
         self.appended.set()
 
-    async def _peer_answered(self, response: httpx.Response) -> None:
-        """The leader this node follows answered (any answer but a 5xx): the failover's clock starts at its last one."""
-        if self._following is not None and str(response.url).startswith(self._following[0]) and response.status_code < 500:
-            self._leader_answered_at = self._clock()
-
-    def _failover_phase(self, phase: str) -> None:
-        """One more phase of this node's own election ended: the view's ``last_failover`` shows the phases so far."""
-        if self._failover is None:
-            return
-        self._failover.mark(phase, self._clock())
-        if self.last_failover is not None:
-            self.last_failover.update(self._failover.record())
-        if self._failover.done:
-            log.warning("node %s: took over in %.3f s (%s)", self.node_id, self.last_failover["seconds"] if self.last_failover else 0,
-                        self._failover.record()["phases"])
-            self._failover = None
-
     def _set_role(self, role: Role) -> None:
         if role is not self.role:
             log.info("node %s: %s -> %s", self.node_id, self.role.value, role.value)
             self.role = role
-
-    def _saw_leader(self, term: int, leader_id: str, previous: str | None = None) -> None:
-        """A new leader is a failover when another node led before it (as far as this node saw); its own election always is."""
-        before = previous or self._last_leader
-        self._last_leader = leader_id
-        if leader_id != before and (before is not None or leader_id == self.node_id):
-            self.last_failover = {"term": term, "leader": leader_id, "previous": before, "timestamp": int(self._wall_clock() * 1000)}
 
     # --- the view -------------------------------------------------------------------------
     async def view(self) -> dict[str, Any]:
@@ -514,16 +389,6 @@ class ClusterNode:
             "log_end": end, "durable_offset": store.flushed_offset, "high_watermark": store.visible.bound,
             "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])), "last_failover": self.last_failover,
         }
-
-
-def _refused(exc: BaseException) -> bool:
-    """Whether a failed connect was refused (ECONNREFUSED: nobody listens), as opposed to timed out or unreachable."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ConnectionRefusedError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def _etcd_credentials(settings: BrokerSettings) -> EtcdCredentials | None:
