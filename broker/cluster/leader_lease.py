@@ -40,7 +40,7 @@ class LeaseRenewals:
         """A leader's lease renewed every TTL/8, one renewal at a time, on its own connection: never behind the tick."""
         while True:
             lease, sent = self.lease, self._clock()
-            if lease and self.role is not Role.FOLLOWER:
+            if lease:  # from the grant on: a long reopen of the runtime after an election must not let the lease lapse
                 try:
                     await self._renew(lease, sent)
                 except Exception:

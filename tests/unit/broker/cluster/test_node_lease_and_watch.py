@@ -277,3 +277,22 @@ async def test_with_ack_leader_a_refusing_leader_keeps_its_term_until_its_lease_
     await node._end_dead_term(dead, 41, every=0.0)
     assert etcd.ended == []
     await node.stop()
+
+
+async def test_a_new_leader_renews_its_lease_while_its_runtime_reopens(tmp_path: Path) -> None:
+    etcd, clock = FakeEtcd(), FakeClock()
+    node = _node(tmp_path, etcd, clock)
+    Recorder(node, clock)
+
+    async def slow_reopen(start: bool) -> None:  # a long recovery: longer than the lease unless it is renewed meanwhile
+        async with asyncio.timeout(30):  # a hang guard, not a measurement
+            for _ in range(2):
+                await etcd.renewed.get()
+
+    node._reopen = slow_reopen  # type: ignore[method-assign]
+    tasks = await _running(node, node._renew_loop())
+    try:
+        await node._promote(12, Lease(77, 2), clock.now, frozenset({"n1", "n2", "n3"}), None)
+        assert node.role is Role.LEADER and node.writable
+    finally:
+        await _stopped(tasks)
