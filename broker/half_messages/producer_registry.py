@@ -35,6 +35,7 @@ class ProducerEntry:
     check_url: str | None
     last_seen: float
     address: str | None = None  # what check_url resolved to when it was checked; the broker dials this
+    heard_at: float = 0.0  # wall-clock time of the last heartbeat (0: restored, not heard since), for operators
 
 
 class ProducerRegistry:
@@ -62,7 +63,7 @@ class ProducerRegistry:
     def heartbeat(self, group: str, client_id: str, check_url: str | None, address: str | None = None) -> int | None:
         """Register or refresh a producer; a registration (new, or a changed check URL) is written to the log, and
         where that record ends is returned (the caller answers once it is durable). A refresh writes nothing: None."""
-        entry = ProducerEntry(group, client_id, check_url, self._clock(), address)
+        entry = ProducerEntry(group, client_id, check_url, self._clock(), address, heard_at=time.time())
         existing = self._groups.get(group, {}).get(client_id)
         end = None
         if existing is None or existing.check_url != check_url or existing.address != address:
@@ -114,9 +115,6 @@ class ProducerRegistry:
     def groups(self) -> dict[str, list[ProducerEntry]]:
         return {g: self.live(g) for g in list(self._groups)}
 
-    def heard_at(self, entry: ProducerEntry, wall_now: float) -> float:
-        """When ``entry`` last heartbeated, on the wall clock (``last_seen`` is on the registry's monotonic clock)."""
-        return wall_now - (self._clock() - entry.last_seen)
 
     def _entries(self) -> list[ProducerEntry]:
         return [e for members in self._groups.values() for e in members.values()]
