@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, MutableMapping
+from functools import partial
 from typing import Any
 
 from fastapi import FastAPI
@@ -39,8 +40,21 @@ def _route(scope: Scope, status: int) -> str:
     return scope["path"] if status < 404 else ""
 
 
+async def _naming(span: Any, scope: Scope, send: Send, message: Message) -> None:
+    """Send ``message``; at the response's start, name a span the router never named (a request it did not see) after its path."""
+    if message["type"] == "http.response.start" and "route" not in scope and int(message["status"]) < 404:
+        span.update_name(f"{scope['method']} {scope['path']}")
+        span.set_attribute("http.route", scope["path"])
+    await send(message)
+
+
 class TraceRequests:
-    """ASGI middleware: a SERVER span per HTTP request, ``{method} {route}``, continuing a caller's ``traceparent``."""
+    """ASGI middleware: the request's SERVER span, ``{method} {route}``, continuing a caller's ``traceparent``.
+
+    FastAPI 0.165 and later open that span themselves (their native telemetry, on once a provider is set):
+    then this only names the span of a request the router never saw (the order service's fast path answers
+    ``POST /orders`` before routing) after its path. With an older FastAPI it opens the span.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -50,9 +64,8 @@ class TraceRequests:
         if found is None or scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        from opentelemetry.trace import SpanKind
+        from opentelemetry import trace
 
-        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope.get("headers", ())}
         status = 500
 
         async def sending(message: Message) -> None:
@@ -62,7 +75,12 @@ class TraceRequests:
             await send(message)
 
         method = scope["method"]
-        with found.start_as_current_span(method, context=core.extract(headers), kind=SpanKind.SERVER,
+        current = trace.get_current_span()
+        if current.is_recording():  # the framework's own server span, which ends with the response: named as it starts
+            await self.app(scope, receive, partial(_naming, current, scope, send))
+            return
+        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope.get("headers", ())}
+        with found.start_as_current_span(method, context=core.extract(headers), kind=trace.SpanKind.SERVER,
                                          attributes={"http.request.method": method, "url.path": scope["path"]}) as span:
             try:
                 await self.app(scope, receive, sending)
@@ -71,9 +89,7 @@ class TraceRequests:
                 span.update_name(f"{method} {route}".strip())
                 span.set_attributes({"http.response.status_code": status, **({"http.route": route} if route else {})})
                 if status >= 500:
-                    from opentelemetry.trace import Status, StatusCode
-
-                    span.set_status(Status(StatusCode.ERROR))
+                    span.set_status(trace.Status(trace.StatusCode.ERROR))
 
 
 def crediting(order_id: str, user_id: str) -> contextlib.AbstractContextManager[Any]:
