@@ -62,7 +62,7 @@ def tracer() -> Tracer | None:
         return None  # nobody imported the API, so nobody set a provider
     # The global itself rather than get_tracer_provider(), which looks in os.environ on every call while none is set
     # (half a microsecond): a provider named by the environment is read once, at this module's import.
-    provider = getattr(module, "_TRACER_PROVIDER", _NOT_THERE)
+    provider: Any = getattr(module, "_TRACER_PROVIDER", _NOT_THERE)
     if provider is None and not _PROVIDER_FROM_ENVIRONMENT:
         return None
     if provider is None or provider is _NOT_THERE:
