@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from halfmq.tracing import TRACES_ENV, Exporter
+
 # RocketMQ's messageDelayLevel from 1s..2h, minus the sub-10s levels it does not use for retries.
 ROCKETMQ_RETRY_DELAYS = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 
@@ -93,6 +95,8 @@ class BrokerSettings(BaseSettings):
     max_reconsume_times: int = Field(default=16, ge=0)
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
     log_level: str = "info"
+    # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
+    traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)
     http_server: Literal["uvicorn", "granian"] = "uvicorn"  # why: broker/serving/server.py
     # HTTP limits, the same on both servers (why these values: docs/decisions/010-http-limits.md).
     max_request_bytes: int = Field(default=0, ge=0)  # 0: see default_max_request_bytes

@@ -44,6 +44,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
         return run_verify(settings)
     _configure_logging(settings.log_level)
+    _start_tracing(settings.traces, "halfmq-broker")
     log = logging.getLogger("halfmq.broker")
     refused = refusal(settings.host, settings.auth_file is not None, settings.insecure)
     if refused:
@@ -104,6 +105,14 @@ def _open_runtime(settings: BrokerSettings, log: logging.Logger) -> BrokerRuntim
         return EXIT_REFUSED_CONFIGURATION
 
 
+def _start_tracing(traces: str, service_name: str) -> None:
+    """Tracing on for this process when its settings say so (HALFMQ_TRACES); docs/tracing.md."""
+    from halfmq.tracing import start
+
+    if start(traces, service_name):
+        logging.getLogger("halfmq").info("tracing on: spans exported by %s as %s", traces, service_name)
+
+
 def _serve_service(app, settings) -> None:
     """A service under the broker's HTTP limits (head deadline, connection cap), read from its own settings."""
     from halfmq.broker.serving.http_serving import HttpLimits, serve_uvicorn
@@ -125,6 +134,7 @@ def cmd_order(args: argparse.Namespace) -> int:
     if args.port is not None and "ORDER_PUBLIC_URL" not in os.environ:
         settings.public_url = f"http://127.0.0.1:{settings.port}"
     _configure_logging(settings.log_level)
+    _start_tracing(settings.traces, f"halfmq-{args.command}")
     _serve_service(create_app(settings), settings)
     return 0
 
@@ -140,6 +150,7 @@ def cmd_credit(args: argparse.Namespace) -> int:
         overrides["database_url"] = f"sqlite:///{Path(args.data_dir).resolve()}/credit.db"
     settings = CreditSettings(**overrides)
     _configure_logging(settings.log_level)
+    _start_tracing(settings.traces, f"halfmq-{args.command}")
     _serve_service(create_app(settings), settings)
     return 0
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from halfmq.client.environment import env_token, env_url
+from halfmq.tracing import TRACES_ENV, Exporter
 
 from .credentials import secret_value
 
@@ -41,6 +42,8 @@ class ServiceSettings(BaseSettings):
     listen_backlog: int = Field(default=2048, ge=128)
     # Fault injection for tests and demos (each service documents its faults).
     faults_enabled: bool = False
+    # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
+    traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)
 
     @model_validator(mode="before")
     @classmethod

@@ -15,6 +15,7 @@ from typing import Any, get_args
 import httpx
 import orjson
 
+from halfmq.broker.tracing import inject_current
 from halfmq.check_signing import signed_headers
 from halfmq.wire import EndState
 
@@ -68,6 +69,7 @@ class CheckClient:
         secret = self._secret_for(str(payload.get("producer_group", "")))
         if secret:
             headers.update(signed_headers(secret, body))
+        inject_current(headers)  # the check-back's span, continued by the producer's check endpoint
         try:
             async with self._client.stream("POST", url, content=body, headers=headers, extensions=extensions) as resp:
                 body = b""

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import msgspec
 
+from halfmq.broker import tracing
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.store.message_store import StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
@@ -144,7 +145,7 @@ class CheckService:
                 "check_times": tx.check_times + 1,
                 "message": msgspec.to_builtins(message),  # the check request's JSON, as the producer's check app reads it
             }
-            answer = await self._ask_in_turn(tx, payload)
+            answer = await tracing.checking(tx.transaction_id, tx.producer_group, tx.check_times + 1, message, self._ask_in_turn(tx, payload))
             if tx.state is not TransactionState.PENDING:
                 return  # ended by the producer while we were asking
             if answer is None or not answer.reached:

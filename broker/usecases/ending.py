@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from halfmq.broker.half_messages.half_records import EndOutcome
 from halfmq.broker.protocol import EndItem, EndRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
+from halfmq.broker.tracing import traced_end
 from halfmq.wire import TransactionView
 
 from .caller import Scope
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["EndOutcome", "end", "end_item", "end_transaction"]
 
 
+@traced_end
 async def end(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, producer_group: str, state: str,
               *, from_check: bool = False) -> EndOutcome:
     """Apply ``state`` for ``producer_group``, durable when this returns."""
@@ -37,6 +39,7 @@ async def end_transaction(rt: BrokerRuntime, who: Principal, scope: Scope, trans
     return tx_view(rt, outcome.tx, duplicate=outcome.duplicate, half=outcome.half)
 
 
+@traced_end
 def end_item(rt: BrokerRuntime, who: Principal, scope: Scope, item: EndItem) -> EndOutcome:
     """One end of a batch, without its fsync wait (the batch waits once, for the largest ``tx.end_offset``)."""
     # Ownership as the single route: the item's group must be the transaction's (the domain checks it)

@@ -21,6 +21,7 @@ from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TopicConfig
+from halfmq.broker.tracing import traced_half
 from halfmq.errors import InvalidRequest
 from halfmq.wire import HalfSendResult, SendStatus
 
@@ -54,6 +55,7 @@ def write_half(rt: BrokerRuntime, group: str, cfg: TopicConfig, exists: bool, me
     return rt.transactions.send_half(group, item, cfg.queues, then)
 
 
+@traced_half
 def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> StoredHalf:
     """One half send's checks and write, without its fsync wait (the single and the batch route share it)."""
     group = producer_group(body.producer_group)

@@ -9,6 +9,7 @@ from halfmq.broker.delivery.delivery_service import Delivery
 from halfmq.broker.message_view import message_view
 from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
+from halfmq.broker.tracing import traced_deliveries
 from halfmq.wire import Message, ReceiveResponse
 
 from .caller import Scope
@@ -30,6 +31,7 @@ def subscriber(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, topi
     return who
 
 
+@traced_deliveries
 async def receive(rt: BrokerRuntime, group: str, topic: str, body: ReceiveRequest, caller: Caller) -> ReceiveResponse:
     """Up to ``body.max_messages`` deliveries; handed back if ``caller`` hung up during a held poll."""
     started = time.perf_counter()

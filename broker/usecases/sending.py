@@ -19,6 +19,7 @@ from halfmq.broker.protocol import OutgoingMessage, SendRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutResult
 from halfmq.broker.store.topics import TopicConfig
+from halfmq.broker.tracing import traced_send
 from halfmq.errors import InvalidRequest
 from halfmq.wire import SendResponse, SendResult, SendStatus
 
@@ -43,6 +44,7 @@ def rocketmq_publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: s
         rt.guard.authorize(who, Action.PUBLISH, Resource.group(topic), scope)
 
 
+@traced_send
 async def send(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest) -> SendResponse:
     """Write ``body``'s messages as one group and wait for the fsync: the answer with one result per message."""
     started = time.perf_counter()

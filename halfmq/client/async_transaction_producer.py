@@ -23,7 +23,7 @@ from typing import Any, Self, TypeVar, Unpack
 from halfmq.errors import BrokerError
 from halfmq.wire import OutgoingMessage, TransactionState
 
-from . import endpoints, transaction_steps
+from . import endpoints, tracing, transaction_steps
 from .check_app import CheckApp
 from .endpoints import Call
 from .listener import AnyTransactionListener, LocalTransactionState, call_listener
@@ -187,7 +187,7 @@ class AsyncTransactionProducer(AsyncLifecycle):
     # --- sending -----------------------------------------------------------------
     async def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]) -> TransactionSendResult:
         """Half → local transaction → end (see ``transaction_steps`` for each step's failures); ``arg`` goes to the listener."""
-        return await run_steps_async(self._send_steps(topic, message, arg, options), self._perform)
+        return await run_steps_async(self._send_steps(topic, message, arg, options), tracing.transaction_steps(self._perform, self.producer_group, topic))
 
     def _send_steps(self, topic: str, message: OutgoingMessage | Body, arg: Any, options: SendOptions) -> Steps[TransactionSendResult]:
         """Refuses at once (not at the first step) when not started or the message is malformed."""
@@ -197,7 +197,7 @@ class AsyncTransactionProducer(AsyncLifecycle):
             # As RocketMQ's makeSureStateOK: without start() a check_url is never
             # registered, and a transaction whose end is lost would wait forever.
             raise RuntimeError("call start() (or use the producer as a context manager) before sending")
-        msg = outgoing(message, **options)
+        msg = tracing.created(topic, self.producer_group, outgoing(message, **options))
         return transaction_steps.send_in_transaction(self.producer_group, topic, msg, arg, numbered=self._numbering is not None)
 
     async def _perform(self, step: Step) -> Any:

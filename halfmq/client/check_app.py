@@ -68,6 +68,7 @@ from halfmq.errors import (
 from halfmq.wire import CheckRequest, decode
 
 from .listener import AnyTransactionListener, LocalTransactionState, call_listener, coerce_local_state
+from .tracing import check_answered
 
 __all__ = ["CheckApp"]
 
@@ -112,7 +113,7 @@ class CheckApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            state = await self._ask(await self._check_request(scope, receive))
+            state = await check_answered(scope, await self._check_request(scope, receive), self._ask)
         except ClientGone:
             return  # the broker hung up; nobody to answer
         except BrokerError as exc:

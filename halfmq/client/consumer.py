@@ -26,6 +26,7 @@ never started.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import threading
 from collections.abc import Awaitable, Callable
@@ -41,6 +42,7 @@ from .polling import PollFailures, PollSettings, prefetch_next
 from .settlement import Outcome, Settle, log_handler_failure, settle_batch
 from .simple_consumer import AsyncSimpleConsumer
 from .step_drivers import run_steps_async
+from .tracing import processing
 from .transport import TIMEOUT, Verify
 
 __all__ = ["AsyncConsumer", "Consumer"]
@@ -164,9 +166,10 @@ class AsyncConsumer(AsyncLifecycle):
             if self._stopping:
                 return Outcome.RELEASE
             try:
-                result = self._handler(message)
-                if inspect.isawaitable(result):
-                    await result
+                with processing(self.client.group, message):
+                    result = self._handler(message)
+                    if inspect.isawaitable(result):
+                        await result
             except Exception as exc:  # noqa: BLE001 - a failed handler means nack, whatever it raised
                 log_handler_failure(message, exc)
                 return Outcome.NACK
@@ -232,7 +235,8 @@ def _call_handler(handler: Callable[[Message], Any], message: Message) -> None:
 
 
 async def _on_worker(workers: ThreadPoolExecutor, handler: Callable[[Message], Any], message: Message) -> None:
-    await asyncio.get_running_loop().run_in_executor(workers, _call_handler, handler, message)
+    # In a copy of the loop's context: the handler sees the process span (tracing), as an async handler does.
+    await asyncio.get_running_loop().run_in_executor(workers, contextvars.copy_context().run, _call_handler, handler, message)
 
 
 class Consumer(Blocking[AsyncConsumer]):

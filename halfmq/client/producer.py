@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, cast, overload
 from halfmq.errors import InvalidTxnState
 from halfmq.wire import MAX_BATCH, Message, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo, TxnEndResult, TxnSendResult
 
-from . import endpoints
+from . import endpoints, tracing
 from .endpoints import Call
 from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
 from .messages import Body, outgoing
@@ -155,7 +155,7 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
                 await self.flush()
             return cast(R, None)
         submit = self._send_one if self._coalescer is None else self._coalescer.submit
-        return cast(R, await submit(topic, msg))
+        return cast(R, await tracing.sent(topic, msg, submit))
 
     async def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
         """One request for many messages, stored all or none; results come back in the order sent (not in a transaction)."""
@@ -164,7 +164,7 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         batch = _batch(messages)
         if not batch:
             return []
-        return await self._send_many(topic, batch)
+        return await tracing.sent(topic, batch, self._send_many)
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         """Topics are also created on first send; this one chooses its number of queues."""

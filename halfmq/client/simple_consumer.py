@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 from halfmq.wire import MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequest, SettleResult
 
-from . import endpoints
+from . import endpoints, tracing
 from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
 from .retry import async_retrying
 from .transport import TIMEOUT, AsyncTransport, Verify
@@ -58,7 +58,8 @@ class AsyncSimpleConsumer(AsyncLifecycle):
         """
         request = ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds)
         # The long poll may hold the answer for wait_seconds: the HTTP timeout covers it plus the usual allowance.
-        return await self._transport.call(endpoints.receive(self.group, self.topic, request, timeout=self._timeout + request.wait_seconds))
+        receiving = self._transport.call(endpoints.receive(self.group, self.topic, request, timeout=self._timeout + request.wait_seconds))
+        return await tracing.received(self.group, self.topic, receiving)
 
     async def ack(self, handles: Sequence[str]) -> list[SettleResult]:
         """Mark messages done for the group; a handle past its invisibility comes back ``EXPIRED``."""
@@ -72,7 +73,8 @@ class AsyncSimpleConsumer(AsyncLifecycle):
         results: list[SettleResult] = []
         for start in range(0, len(handles), MAX_RECEIVE):  # the broker caps a settle request at MAX_RECEIVE handles
             call = make_call(self.group, self.topic, handles[start : start + MAX_RECEIVE])
-            results.extend(await async_retrying(self._retries)(self._transport.call, call))
+            with tracing.settling(call.path.rsplit("/", 1)[-1], self.group, self.topic, call.body["receipt_handles"]):
+                results.extend(await async_retrying(self._retries)(self._transport.call, call))
         return results
 
     async def group_info(self) -> ConsumerGroupInfo:

@@ -16,6 +16,7 @@ from typing import Any, Self, Unpack
 
 from halfmq.wire import OutgoingMessage
 
+from . import tracing
 from .async_transaction_producer import AsyncTransactionProducer, TransactionProducerOptions
 from .check_app import CheckApp
 from .listener import LocalTransactionState, TransactionListener, is_async_callable
@@ -70,7 +71,7 @@ class TransactionProducer(Blocking[AsyncTransactionProducer]):
 
     def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]) -> TransactionSendResult:
         """Half → local transaction (in this thread) → end; see ``transaction_steps`` for each step's failures."""
-        return run_steps(self._async._send_steps(topic, message, arg, options), self._perform)
+        return run_steps(self._async._send_steps(topic, message, arg, options), tracing.transaction_steps_blocking(self._perform, self.producer_group, topic))
 
     def _perform(self, step: Step) -> Any:
         if isinstance(step, RunLocalTransaction):

@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from halfmq.client import AsyncConsumer
 from halfmq.client.sqlalchemy.inbox import Inbox
 
-from .. import http_problems
+from .. import http_problems, tracing
 from ..database import create_db_engine, migrate
 from ..health import DatabaseProbe
 from .config import CreditSettings
@@ -43,6 +43,7 @@ def create_app(settings: CreditSettings | None = None) -> FastAPI:
     app.state.database_probe = DatabaseProbe(engine, "credit")
     http_problems.install(app, PROBLEM_STATUS)
     app.include_router(router)
+    tracing.install(app, settings.traces)
     return app
 
 

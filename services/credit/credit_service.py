@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from halfmq.client import Message, message_body_bytes
 from halfmq.client.database_writes import DatabaseWriteBatcher
 
+from ..tracing import crediting
 from .models import CreditAccount, CreditRecord, SummaryDay, SummaryRun, SummaryUser
 from .ports import CreditLedger
 from .rules import CreditCommand, PoisonMessage, parse_order_message, points_for
@@ -53,7 +54,8 @@ class CreditService:
             log.warning("poison message %s (attempt %s): %s", message.msg_id, message.delivery_attempt, exc)
             raise
         try:
-            created = await self._writes.submit((cmd, points_for(cmd.amount, self.points_per_unit), message.msg_id))
+            with crediting(cmd.order_id, cmd.user_id):
+                created = await self._writes.submit((cmd, points_for(cmd.amount, self.points_per_unit), message.msg_id))
         except Exception as exc:
             self.stats.errors += 1
             self.stats.last_error = f"{type(exc).__name__}: {exc}"
