@@ -31,7 +31,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import Any, Unpack
 
 from halfmq.errors import BrokerError
 from halfmq.wire import Message, SettleResult
@@ -41,7 +41,7 @@ from .polling import PollFailures, PollSettings, prefetch_next
 from .settlement import Outcome, Settle, log_handler_failure, settle_batch
 from .simple_consumer import AsyncSimpleConsumer
 from .step_drivers import run_steps_async
-from .transport import TIMEOUT, Verify
+from .transport import TransportOptions
 
 __all__ = ["AsyncConsumer", "Consumer"]
 
@@ -59,11 +59,11 @@ class AsyncConsumer(AsyncLifecycle):
     ``AsyncSimpleConsumer`` it polls with, e.g. for the group's lag.
     """
 
-    def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Awaitable[Any] | Any], *,
-                 max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4,
-                 timeout: float = TIMEOUT, retries: int = 3, token: str | None = None, verify: Verify | None = None) -> None:
+    def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Awaitable[Any] | Any], *, max_messages: int = 16,
+                 invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4, **options: Unpack[TransportOptions]) -> None:
+        """``options``: the client's (``AsyncSimpleConsumer``: ``timeout``, ``retries``, ``token`` …)."""
         self._poll = PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)
-        self.client = AsyncSimpleConsumer(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
+        self.client = AsyncSimpleConsumer(base_url, group, topic, **options)
         self._handler = handler
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -244,15 +244,14 @@ class Consumer(Blocking[AsyncConsumer]):
     ``AsyncConsumer``'s.
     """
 
-    def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Any], *,
-                 max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4,
-                 timeout: float = TIMEOUT, retries: int = 3, token: str | None = None, verify: Verify | None = None) -> None:
+    def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Any], *, max_messages: int = 16,
+                 invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4, **options: Unpack[TransportOptions]) -> None:
+        """``AsyncConsumer``'s settings; ``concurrency`` is also the number of handler threads."""
         PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)  # a bad setting fails before the pool is made
         self._workers = ThreadPoolExecutor(concurrency, "halfmq-handler", _mark_handler_thread)
         on_worker = partial(_on_worker, self._workers, handler)  # not a bound method: the twin must not hold self
-        self._async = AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages,
-                                    invisible_seconds=invisible_seconds, wait_seconds=wait_seconds, concurrency=concurrency,
-                                    timeout=timeout, retries=retries, token=token, verify=verify)
+        self._async = AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages, invisible_seconds=invisible_seconds,
+                                    wait_seconds=wait_seconds, concurrency=concurrency, **options)
         close_at_exit(self, self._async)
 
     @property

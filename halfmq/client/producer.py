@@ -40,14 +40,14 @@ from halfmq.wire import MAX_BATCH, Message, OffsetReadResponse, OutgoingMessage,
 
 from . import endpoints
 from .endpoints import Call
-from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
+from .loop_thread import Blocking, close_at_exit, run
 from .messages import Body, outgoing
 from .numbering import Numbering, numbering_for
 from .retry import async_retrying
 from .send_options import SendOptions
 from .send_policy import send_coalescer
 from .transactional_steps import TransactionalSteps
-from .transport import TIMEOUT, AsyncTransport, ClientOptions, Verify
+from .transport import AsyncClient, ClientOptions, TransportOptions
 
 __all__ = ["AsyncProducer", "Numbering", "Producer", "ProducerOptions"]
 
@@ -78,7 +78,7 @@ def _batch(messages: Iterable[OutgoingMessage | Body]) -> list[OutgoingMessage]:
     return batch
 
 
-class AsyncProducer(AsyncLifecycle, Generic[R]):
+class AsyncProducer(AsyncClient, Generic[R]):
     """The producer: plain sends by default, numbered so retries never store twice, transactions with ``transactional_id``.
 
     Built to stay fast at many concurrent sends: requests spread over ``pool_size`` *
@@ -97,11 +97,9 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
     def __init__(self: AsyncProducer[SendResult | None], base_url: str | None = None, *, transactional_id: str | None,
                  **options: Unpack[ProducerOptions]) -> None: ...
 
-    def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None,
-                 transaction_timeout_ms: int | None = None, transaction_batch_size: int = 100,
-                 timeout: float = TIMEOUT, retries: int = 3, pool_size: int = 8, connections_per_client: int = 8,
-                 max_in_flight: int = 64, token: str | None = None, verify: Verify | None = None,
-                 idempotent: bool = True, idempotent_id: str | None = None, coalesce: bool = True) -> None:
+    def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None, transaction_timeout_ms: int | None = None,
+                 transaction_batch_size: int = 100, idempotent: bool = True, idempotent_id: str | None = None, coalesce: bool = True,
+                 **transport: Unpack[TransportOptions]) -> None:
         """Every send is numbered (see ``Numbering``), so a retry never stores twice; ``idempotent=False`` turns that off.
 
         ``transactional_id``: a stable name for this producer across restarts, which makes it transactional
@@ -112,22 +110,14 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         Sends to one topic made while others are under way share batch requests; ``coalesce=False`` sends one
         request per message.
 
-        ``base_url`` None (every client takes None): $HALFMQ_URL, else http://127.0.0.1:10911 (``environment``).
-        ``timeout`` bounds one attempt (5 s, ``transport.TIMEOUT``); ``retries`` counts the attempts after one that
-        failed retriably. Given a broker set's URLs, a node that did not answer within ``timeout`` is left: the retry
-        goes to the next URL; while the set elects a leader the call waits for it (``broker_urls``, not a retry).
+        The transport's options (``timeout``, ``retries``, ``pool_size`` …) are ``AsyncClient``'s. Given a broker
+        set's URLs, a node that did not answer within ``timeout`` is left: the retry goes to the next URL; while the
+        set elects a leader the call waits for it (``broker_urls``, not a retry).
         """
-        async_retrying(retries)  # validate now rather than on the first send
-        self._retries = retries
+        super().__init__(base_url, **transport)
         self._numbering = numbering_for(idempotent, idempotent_id, transactional_id)
         self._steps = None if transactional_id is None else TransactionalSteps(transactional_id, transaction_timeout_ms, transaction_batch_size)
-        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
-                                         max_in_flight=max_in_flight, token=token, verify=verify)
         self._coalescer = send_coalescer(self._send_many, self._send_one) if coalesce else None
-
-    async def _call(self, call: Call[T]) -> T:
-        result: T = await async_retrying(self._retries)(self._transport.call, call)
-        return result
 
     async def _send(self, call: Call[T]) -> T:
         numbering = self._numbering
@@ -261,9 +251,7 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         """Every send already made gets its answer first; then the connections close."""
         if self._coalescer is not None:
             await self._coalescer.drain()
-        await self._transport.close()
-
-    aclose = close
+        await super().close()
 
 
 class Producer(Blocking[AsyncProducer[R]], Generic[R]):

@@ -29,14 +29,16 @@ from halfmq.errors import BrokerError, BrokerUnavailable, error_class_for
 from .broker_urls import BrokerUrls, split_urls
 from .endpoints import Call
 from .environment import CA_FILE_ENV, env_token, resolve_url
+from .loop_thread import AsyncLifecycle
+from .retry import async_retrying
 
 if TYPE_CHECKING:
     import aiohttp
 
 T = TypeVar("T")
 
-__all__ = ["TIMEOUT", "AsyncTransport", "ClientOptions", "Verify", "auth_headers", "broker_urls", "error_from_answer", "failure_reason",
-           "request_not_sent", "require_http_url", "tls_context"]
+__all__ = ["TIMEOUT", "AsyncClient", "AsyncTransport", "ClientOptions", "TransportOptions", "Verify", "auth_headers", "broker_urls",
+           "error_from_answer", "failure_reason", "request_not_sent", "require_http_url", "tls_context"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
 # A plain-text 502/503/504 usually comes from a proxy in front of a broker
@@ -55,9 +57,8 @@ TIMEOUT = 5.0
 Verify = bool | str  # True: the system's CAs; a path: this CA bundle; False: no verification (tests only)
 
 
-class ClientOptions(TypedDict, total=False):
-    """The keyword options both producers take (documented on ``AsyncProducer``): how they reach the broker
-    (``AsyncTransport``'s), how often they retry, whether they number their sends and batch concurrent ones."""
+class TransportOptions(TypedDict, total=False):
+    """The keyword options every client takes (``AsyncClient``'s): how it reaches the broker, how often it retries."""
 
     timeout: float
     retries: int
@@ -66,6 +67,12 @@ class ClientOptions(TypedDict, total=False):
     max_in_flight: int
     token: str | None
     verify: Verify | None
+
+
+class ClientOptions(TransportOptions, total=False):
+    """The keyword options both producers take (documented on ``AsyncProducer``): ``TransportOptions``, and
+    whether they number their sends and batch concurrent ones."""
+
     idempotent: bool
     idempotent_id: str | None
     coalesce: bool
@@ -289,3 +296,30 @@ class AsyncTransport:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+class AsyncClient(AsyncLifecycle):
+    """Base of the asyncio clients: one ``AsyncTransport`` to the broker, the retry policy of its calls, ``close``."""
+
+    def __init__(self, base_url: str | None, *, timeout: float = TIMEOUT, retries: int = 3, pool_size: int = 8, connections_per_client: int = 8,
+                 max_in_flight: int = 64, token: str | None = None, verify: Verify | None = None) -> None:
+        """``base_url`` None: $HALFMQ_URL, else http://127.0.0.1:10911 (``environment``); a broker set's URLs, comma-separated.
+
+        ``timeout`` bounds one attempt (``TIMEOUT``); ``retries`` counts the attempts after one that failed retriably.
+        Requests spread over ``pool_size`` * ``connections_per_client`` connections, at most ``max_in_flight`` at once.
+        ``token``: the bearer token (else $HALFMQ_TOKEN); ``verify``: a CA file, or False (tests only).
+        """
+        async_retrying(retries)  # a bad value fails here, not at the first call
+        self._timeout = timeout
+        self._retries = retries
+        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
+                                         max_in_flight=max_in_flight, token=token, verify=verify)
+
+    async def _call(self, call: Call[T]) -> T:
+        """``call``, retried on the failures that say they are retriable."""
+        result: T = await async_retrying(self._retries)(self._transport.call, call)
+        return result
+
+    async def close(self) -> None:
+        """Close the connections (idempotent; a later call opens new ones)."""
+        await self._transport.close()
