@@ -19,16 +19,18 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import os
 import threading
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
-__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "close_at_exit", "run"]
+__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "blocking", "close_at_exit", "run"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class EventLoopThread:
@@ -153,9 +155,8 @@ A = TypeVar("A", bound=_Closable)
 class Blocking(Generic[A]):
     """Base of a blocking client: holds its async twin (``_async``) and runs calls on the loop thread.
 
-    Subclasses build the async object *on the loop* (``run(_make())``) when its
-    constructor needs a running loop, and write each public method as one
-    line: ``return run(self._async.method(...))``.
+    Subclasses build the async object and take each of its methods as they are:
+    ``send = blocking(AsyncProducer.send)``.
     """
 
     _async: A
@@ -170,3 +171,13 @@ class Blocking(Generic[A]):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def blocking(method: Callable[Concatenate[A, P], Coroutine[Any, Any, T]]) -> Callable[Concatenate[Blocking[A], P], T]:
+    """The blocking twin of the async ``method``: the same parameters and docstring, run on the loop thread."""
+
+    @functools.wraps(method)
+    def on_the_loop(self: Blocking[A], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return run(method(self._async, *args, **kwargs))
+
+    return on_the_loop

@@ -40,7 +40,7 @@ from halfmq.wire import MAX_BATCH, Message, OffsetReadResponse, OutgoingMessage,
 
 from . import endpoints
 from .endpoints import Call
-from .loop_thread import Blocking, close_at_exit, run
+from .loop_thread import Blocking, blocking, close_at_exit
 from .messages import Body, outgoing
 from .numbering import Numbering, numbering_for
 from .retry import async_retrying
@@ -277,33 +277,13 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
         self._async = cast("AsyncProducer[R]", AsyncProducer(base_url, transactional_id=transactional_id, **options))
         close_at_exit(self, self._async)
 
-    def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> R:
-        """One message: its ``SendResult``; on a transactional producer, added to the open transaction and None."""
-        return run(self._async.send(topic, message, **options))
-
-    def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
-        """One request for many messages, stored all or none; results come back in the order sent."""
-        return run(self._async.send_batch(topic, messages))
-
-    def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
-        """Topics are also created on first send; this one chooses its number of queues."""
-        return run(self._async.create_topic(name, queues))
-
-    def get_topic(self, name: str) -> TopicInfo:
-        """The topic's queues and their offsets (raises ``TopicNotFound``)."""
-        return run(self._async.get_topic(name))
-
-    def list_topics(self) -> list[TopicInfo]:
-        """Every topic the credentials may see."""
-        return run(self._async.list_topics())
-
-    def read(self, topic: str, queue_id: int, offset: int, max: int = 32) -> OffsetReadResponse:  # noqa: A002
-        """Offset read: touches no consumer group's state (replays, tools, Spark)."""
-        return run(self._async.read(topic, queue_id, offset, max))
-
-    def health(self) -> Any:
-        """The broker's health answer, tried once."""
-        return run(self._async.health())
+    send = blocking(AsyncProducer.send)
+    send_batch = blocking(AsyncProducer.send_batch)
+    create_topic = blocking(AsyncProducer.create_topic)
+    get_topic = blocking(AsyncProducer.get_topic)
+    list_topics = blocking(AsyncProducer.list_topics)
+    read = blocking(AsyncProducer.read)
+    health = blocking(AsyncProducer.health)
 
     @property
     def transactional_id(self) -> str | None:
@@ -315,26 +295,9 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
         """This instance's generation of ``transactional_id`` (set by ``init_transactions()``)."""
         return self._async.epoch
 
-    def init_transactions(self) -> None:
-        """Register this instance: the broker bumps the epoch and aborts what an older instance left open."""
-        return run(self._async.init_transactions())
-
-    def begin_transaction(self) -> None:
-        """Open a transaction: the sends and acks until its commit or abort take effect together."""
-        return run(self._async.begin_transaction())
-
-    def flush(self) -> list[TxnSendResult]:
-        """Every send made so far handed to the broker (in a transaction: its messages' ids and queues so far)."""
-        return run(self._async.flush())
-
-    def send_offsets_to_transaction(self, receipts: Sequence[Message | str]) -> None:
-        """Ack received messages inside the transaction: hidden from their group while open, settled on commit."""
-        return run(self._async.send_offsets_to_transaction(receipts))
-
-    def commit_transaction(self) -> TxnEndResult:
-        """Every message visible and every ack applied, or none; a retried commit gets the first answer."""
-        return run(self._async.commit_transaction())
-
-    def abort_transaction(self) -> TxnEndResult:
-        """Nothing of the transaction becomes visible; its acked messages are delivered again."""
-        return run(self._async.abort_transaction())
+    init_transactions = blocking(AsyncProducer.init_transactions)
+    begin_transaction = blocking(AsyncProducer.begin_transaction)
+    flush = blocking(AsyncProducer.flush)
+    send_offsets_to_transaction = blocking(AsyncProducer.send_offsets_to_transaction)
+    commit_transaction = blocking(AsyncProducer.commit_transaction)
+    abort_transaction = blocking(AsyncProducer.abort_transaction)

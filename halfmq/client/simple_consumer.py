@@ -23,7 +23,7 @@ from typing import Unpack
 from halfmq.wire import MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequest, SettleResult
 
 from . import endpoints
-from .loop_thread import Blocking, close_at_exit, run
+from .loop_thread import Blocking, blocking, close_at_exit
 from .transport import AsyncClient, TransportOptions
 
 __all__ = ["AsyncSimpleConsumer", "SimpleConsumer"]
@@ -95,18 +95,7 @@ class SimpleConsumer(Blocking[AsyncSimpleConsumer]):
         """The topic received from."""
         return self._async.topic
 
-    def receive(self, max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 0.0) -> list[Message]:
-        """``AsyncSimpleConsumer.receive``."""
-        return run(self._async.receive(max_messages, invisible_seconds, wait_seconds))
-
-    def ack(self, handles: Sequence[str]) -> list[SettleResult]:
-        """``AsyncSimpleConsumer.ack``."""
-        return run(self._async.ack(handles))
-
-    def nack(self, handles: Sequence[str]) -> list[SettleResult]:
-        """``AsyncSimpleConsumer.nack``."""
-        return run(self._async.nack(handles))
-
-    def group_info(self) -> ConsumerGroupInfo:
-        """``AsyncSimpleConsumer.group_info``."""
-        return run(self._async.group_info())
+    receive = blocking(AsyncSimpleConsumer.receive)
+    ack = blocking(AsyncSimpleConsumer.ack)
+    nack = blocking(AsyncSimpleConsumer.nack)
+    group_info = blocking(AsyncSimpleConsumer.group_info)
