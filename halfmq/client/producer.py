@@ -128,7 +128,7 @@ class AsyncProducer(AsyncClient, Generic[R]):
         return result
 
     async def _send_one(self, topic: str, message: OutgoingMessage) -> SendResult:
-        return await self._send(endpoints.send_one(topic, message))
+        return (await self._send_many(topic, [message]))[0]
 
     async def _send_many(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
         return await self._send(endpoints.send(topic, messages))

@@ -17,8 +17,8 @@ the SDK's event-loop thread (``loop_thread``), so both behave alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Unpack
+from collections.abc import Sequence
+from typing import Literal, Unpack
 
 from halfmq.wire import MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequest, SettleResult
 
@@ -27,9 +27,6 @@ from .loop_thread import Blocking, blocking, close_at_exit
 from .transport import AsyncClient, TransportOptions
 
 __all__ = ["AsyncSimpleConsumer", "SimpleConsumer"]
-
-_SettleCall = Callable[[str, str, Sequence[str]], endpoints.Call[list[SettleResult]]]
-
 
 class AsyncSimpleConsumer(AsyncClient):
     """Receive and settle messages of one consumer group on one topic, with asyncio.
@@ -59,16 +56,16 @@ class AsyncSimpleConsumer(AsyncClient):
 
     async def ack(self, handles: Sequence[str]) -> list[SettleResult]:
         """Mark messages done for the group; a handle past its invisibility comes back ``EXPIRED``."""
-        return await self._settle(endpoints.ack, handles)
+        return await self._settle("ack", handles)
 
     async def nack(self, handles: Sequence[str]) -> list[SettleResult]:
         """Give messages back for redelivery (with delivery_attempt+1, after the broker's backoff)."""
-        return await self._settle(endpoints.nack, handles)
+        return await self._settle("nack", handles)
 
-    async def _settle(self, make_call: _SettleCall, handles: Sequence[str]) -> list[SettleResult]:
+    async def _settle(self, action: Literal["ack", "nack"], handles: Sequence[str]) -> list[SettleResult]:
         results: list[SettleResult] = []
         for start in range(0, len(handles), MAX_RECEIVE):  # the broker caps a settle request at MAX_RECEIVE handles
-            settled: list[SettleResult] = await self._call(make_call(self.group, self.topic, handles[start : start + MAX_RECEIVE]))
+            settled: list[SettleResult] = await self._call(endpoints.settle(self.group, self.topic, action, handles[start : start + MAX_RECEIVE]))
             results += settled
         return results
 
