@@ -208,8 +208,8 @@ class PassCoalescer(Generic[K, T, R]):
         except Exception as exc:  # noqa: BLE001 - every caller gets the outcome it would have had alone
             error = exc
         alone = self._settle(batch, outcomes, error)
-        if alone:
-            await asyncio.gather(*(self._alone(key, p) for p in alone))
+        if alone:  # the members of a split batch, each sent on its own (unless its caller is gone)
+            await asyncio.gather(*(self._answer(key, [p]) for p in alone if not p.waiter.done()))
 
     def _settle(self, batch: Sequence[_Pending[T, R]], outcomes: Sequence[R | Exception] | None, error: Exception | None) -> list[_Pending[T, R]]:
         """Hand each caller its outcome; the members that must be sent alone instead (``split``), if any."""
@@ -221,20 +221,6 @@ class PassCoalescer(Generic[K, T, R]):
         delivered: Sequence[R | BaseException] = [own_copy(error) for _ in batch] if error is not None else outcomes or []
         deliver([p.waiter for p in batch], delivered)
         return []
-
-    async def _alone(self, key: K, pending: _Pending[T, R]) -> None:
-        """A member of a split batch, sent on its own."""
-        if pending.waiter.done():  # its caller is gone: no need to send it any more
-            return
-        assert self._send_one is not None
-        try:
-            outcome: R | Exception = await self._send_one(key, pending.item)
-        except asyncio.CancelledError:
-            pending.waiter.cancel()
-            raise
-        except Exception as exc:  # noqa: BLE001 - handed to its caller
-            outcome = exc
-        deliver([pending.waiter], [outcome])
 
     async def drain(self) -> None:
         """Wait until every item accepted so far has its outcome (a producer's ``close``)."""

@@ -160,12 +160,8 @@ class CheckApp:
 
 
 def _header(scope: Scope, name: str) -> str | None:
-    wanted = name.encode()
-    for key, value in scope.get("headers", ()):
-        if key.lower() == wanted:
-            decoded: str = value.decode("latin-1")
-            return decoded
-    return None
+    value = dict(scope.get("headers", ())).get(name.encode())  # ASGI servers lowercase header names, as ours are
+    return None if value is None else str(value.decode("latin-1"))
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

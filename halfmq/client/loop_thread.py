@@ -37,24 +37,20 @@ class EventLoopThread:
     """An asyncio loop on a daemon thread; ``run`` hands it a coroutine and blocks for the outcome."""
 
     def __init__(self, name: str = "halfmq-loop") -> None:
-        self._loop = asyncio.new_event_loop()
+        self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
     def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_forever()
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """The coroutine's result or exception; Ctrl-C (or any other interruption of the caller) cancels it."""
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError("a blocking halfmq call was made on the SDK's event-loop thread; use the async class there")
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             concurrent.futures.wait((future,))
         except BaseException:
@@ -72,9 +68,9 @@ class EventLoopThread:
 
     def stop(self) -> None:
         """For tests: stop the loop and join its thread (the process-wide loop is never stopped)."""
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join()
-        self._loop.close()
+        self.loop.close()
 
 
 _shared: EventLoopThread | None = None

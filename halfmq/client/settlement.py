@@ -35,13 +35,8 @@ class Outcome(Enum):
 
 def split(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> tuple[list[str], list[str]]:
     """Receipt handles to ack and to nack, in batch order."""
-    acks: list[str] = []
-    nacks: list[str] = []
-    for message, outcome in zip(batch, outcomes, strict=True):
-        if message.receipt_handle is None:
-            continue
-        (acks if outcome is Outcome.ACK else nacks).append(message.receipt_handle)
-    return acks, nacks
+    handled = [(m.receipt_handle, o) for m, o in zip(batch, outcomes, strict=True) if m.receipt_handle is not None]
+    return [h for h, o in handled if o is Outcome.ACK], [h for h, o in handled if o is not Outcome.ACK]
 
 
 @dataclass(frozen=True, slots=True)

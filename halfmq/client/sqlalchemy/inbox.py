@@ -184,14 +184,8 @@ class Inbox:
         claim = self._claim(session.get_bind().dialect.name, keyed)
         return _outcomes(keyed, set() if claim is None else set(session.scalars(*claim)))
 
-    async def claim_async(self, session: AsyncSession, message: Message) -> bool:
-        [claimed] = await self.claim_many_async(session, [message])
-        return claimed
-
-    async def claim_many_async(self, session: AsyncSession, messages: Sequence[Message]) -> list[bool]:
-        return await self.claim_keys_async(session, [(self.key_of(m), m.msg_id) for m in messages])
-
     async def claim_keys_async(self, session: AsyncSession, keyed: Sequence[tuple[str, str]]) -> list[bool]:
+        """``claim_keys`` in an ``AsyncSession``'s transaction."""
         claim = self._claim(session.get_bind().dialect.name, keyed)
         return _outcomes(keyed, set() if claim is None else set(await session.scalars(*claim)))
 
