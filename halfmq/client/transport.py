@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["TIMEOUT", "AsyncClient", "AsyncTransport", "ClientOptions", "TransportOptions", "Verify", "auth_headers", "broker_urls",
-           "error_from_answer", "failure_reason", "request_not_sent", "require_http_url", "tls_context"]
+__all__ = ["TIMEOUT", "AsyncClient", "AsyncTransport", "ClientOptions", "TransportOptions", "Verify", "error_from_answer", "failure_reason",
+           "request_not_sent", "require_http_url"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
 # A plain-text 502/503/504 usually comes from a proxy in front of a broker
@@ -78,12 +78,6 @@ class ClientOptions(TransportOptions, total=False):
     coalesce: bool
 
 
-def auth_headers(token: str | None) -> dict[str, str]:
-    """The bearer header for ``token``, else for $HALFMQ_TOKEN, else none (a broker with auth off)."""
-    token = token if token is not None else env_token()
-    return {"authorization": f"Bearer {token}"} if token else {}
-
-
 def require_http_url(url: str, what: str = "broker URL") -> str:
     """``url`` if it is http(s) with a host; else a ValueError naming the fix.
 
@@ -95,22 +89,6 @@ def require_http_url(url: str, what: str = "broker URL") -> str:
         rest = url.split("://", 1)[-1] or "127.0.0.1:10911"
         raise ValueError(f"{what} {url!r} must start with http:// or https://, e.g. http://{rest}")
     return url
-
-
-def broker_urls(spec: str | None, timeout: float) -> BrokerUrls:
-    """The URLs of ``spec`` (one, or a broker set's comma-separated list; None: $HALFMQ_URL, else the local
-    default, ``environment``); a node that did not answer within ``timeout`` is suspected for as long."""
-    spec = resolve_url(spec)
-    return BrokerUrls([require_http_url(u) for u in split_urls(spec)] or [require_http_url(spec)], suspect_for=timeout)
-
-
-def tls_context(verify: Verify | None) -> ssl.SSLContext | bool:
-    """Certificates are always verified unless ``verify=False``; a path (or $HALFMQ_CA_FILE) adds a private CA."""
-    if verify is None:
-        verify = os.environ.get(CA_FILE_ENV) or True
-    if isinstance(verify, str):
-        return ssl.create_default_context(cafile=verify)
-    return verify
 
 
 def _override(error: BrokerError, **attrs: Any) -> BrokerError:
@@ -242,13 +220,19 @@ class AsyncTransport:
         import aiohttp
 
         self._aiohttp = aiohttp
-        self._urls = broker_urls(base_url, timeout)
+        # One URL, or a broker set's comma-separated list (None: $HALFMQ_URL, else the local default, ``environment``);
+        # a node that did not answer within ``timeout`` is suspected for as long.
+        spec = resolve_url(base_url)
+        self._urls = BrokerUrls([require_http_url(u) for u in split_urls(spec)] or [require_http_url(spec)], suspect_for=timeout)
         self._timeout = timeout
         self._connections = min(pool_size * connections_per_client, max_in_flight)
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self._session: aiohttp.ClientSession | None = None
-        self._headers = auth_headers(token)
-        self._ssl = tls_context(verify)
+        token = token if token is not None else env_token()  # none: a broker with auth off
+        self._headers = {"authorization": f"Bearer {token}"} if token else {}
+        # Certificates are always verified unless ``verify=False``; a path (or $HALFMQ_CA_FILE) adds a private CA.
+        verify = (os.environ.get(CA_FILE_ENV) or True) if verify is None else verify
+        self._ssl = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
 
     def _client(self) -> aiohttp.ClientSession:
         # Created on first use, inside the running loop (aiohttp binds a session to its loop).
