@@ -36,18 +36,13 @@ from .transaction_batches import TransactionBatches
 from .transaction_steps import Request, RunLocalTransaction, Step, Steps, TransactionSendResult, end_state
 from .transport import AsyncClient, ClientOptions, TransportOptions, require_http_url
 
-__all__ = ["AsyncTransactionProducer", "TransactionProducerOptions", "default_client_id"]
+__all__ = ["AsyncTransactionProducer", "TransactionProducerOptions"]
 
 log = logging.getLogger("halfmq.client.transaction_producer")  # one logger for both producers
 
 
 # A heartbeat in flight must not hold close() up for a whole request timeout.
 HEARTBEAT_TIMEOUT = 5.0
-
-
-def default_client_id() -> str:
-    """hostname-pid-random: unique per producer instance, readable in the broker's producer list."""
-    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
 class TransactionProducerOptions(ClientOptions, total=False):
@@ -97,7 +92,8 @@ class AsyncTransactionProducer(AsyncClient):
         self.listener = listener
         self.check_url = check_url
         self.check_backs = check_backs
-        self.client_id = client_id or default_client_id()
+        # hostname-pid-random by default: unique per producer instance, readable in the broker's producer list
+        self.client_id = client_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self.heartbeat_interval = heartbeat_interval
         self._batches = TransactionBatches(self._transport.call) if coalesce else None
         self._send_call: Callable[[Call[Any]], Awaitable[Any]] = self._transport.call if self._batches is None else self._batches.call
