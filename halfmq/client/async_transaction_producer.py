@@ -27,6 +27,7 @@ from . import endpoints, transaction_steps
 from .check_app import CheckApp
 from .endpoints import Call
 from .listener import AnyTransactionListener, LocalTransactionState, call_listener
+from .loop_thread import cancel
 from .messages import Body, outgoing
 from .numbering import numbering_for
 from .retry import async_retrying
@@ -115,10 +116,7 @@ class AsyncTransactionProducer(AsyncClient):
         if self._closed:
             return
         self._closed = True
-        task, self._heartbeat_task = self._heartbeat_task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await cancel(self._heartbeat_task)
         if self._batches is not None:
             await self._batches.aclose()
         await super().close()

@@ -36,7 +36,7 @@ from typing import Any, Unpack
 from halfmq.errors import BrokerError
 from halfmq.wire import Message, SettleResult
 
-from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
+from .loop_thread import AsyncLifecycle, Blocking, cancel, close_at_exit, run
 from .polling import PollFailures, PollSettings, prefetch_next
 from .settlement import Outcome, Settle, log_handler_failure, settle_batch
 from .simple_consumer import AsyncSimpleConsumer
@@ -45,6 +45,7 @@ from .transport import TransportOptions
 
 __all__ = ["AsyncConsumer", "Consumer"]
 
+_HANDLER_THREAD = "halfmq-handler"  # the name of the blocking consumers' handler threads (a prefix)
 # How long a stopping loop waits for its prefetched receive before cancelling it.
 PREFETCH_GRACE_SECONDS = 0.5
 
@@ -131,7 +132,7 @@ class AsyncConsumer(AsyncLifecycle):
             await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
-            await _cancel(poll)
+            await cancel(poll)
         if poll.cancelled():
             return None
         return poll.result()
@@ -145,7 +146,7 @@ class AsyncConsumer(AsyncLifecycle):
         client gone).
         """
         await asyncio.wait({poll}, timeout=PREFETCH_GRACE_SECONDS)
-        await _cancel(poll)
+        await cancel(poll)
         if poll.cancelled() or poll.exception() is not None:
             return  # nothing was handed out to us, or we cannot know what: the invisibility timer covers it
         batch = poll.result()
@@ -201,25 +202,11 @@ class AsyncConsumer(AsyncLifecycle):
         await self.client.close()
 
 
-async def _cancel(poll: asyncio.Future[list[Message]]) -> None:
-    """Cancel ``poll`` unless it is done, and wait until it is."""
-    if not poll.done():
-        poll.cancel()
-        await asyncio.gather(poll, return_exceptions=True)
-
-
 class _HandlerExit(Exception):
     """A sync handler raised a ``BaseException`` (``sys.exit`` in one): its message is nacked.
 
     Passed on as it is, it would end the SDK's event-loop thread, not the handler's call.
     """
-
-
-_on_handler_thread = threading.local()
-
-
-def _mark_handler_thread() -> None:
-    _on_handler_thread.consumer = True
 
 
 def _call_handler(handler: Callable[[Message], Any], message: Message) -> None:
@@ -248,7 +235,7 @@ class Consumer(Blocking[AsyncConsumer]):
                  invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4, **options: Unpack[TransportOptions]) -> None:
         """``AsyncConsumer``'s settings; ``concurrency`` is also the number of handler threads."""
         PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)  # a bad setting fails before the pool is made
-        self._workers = ThreadPoolExecutor(concurrency, "halfmq-handler", _mark_handler_thread)
+        self._workers = ThreadPoolExecutor(concurrency, _HANDLER_THREAD)
         on_worker = partial(_on_worker, self._workers, handler)  # not a bound method: the twin must not hold self
         self._async = AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages, invisible_seconds=invisible_seconds,
                                     wait_seconds=wait_seconds, concurrency=concurrency, **options)
@@ -265,7 +252,7 @@ class Consumer(Blocking[AsyncConsumer]):
 
     def close(self) -> None:
         """``AsyncConsumer.close``; from a handler only ``stop()``, since closing waits for the handlers to finish."""
-        if getattr(_on_handler_thread, "consumer", False):
+        if threading.current_thread().name.startswith(_HANDLER_THREAD):
             self.stop()  # the connections close when the program exits
         else:
             run(self._async.close())

@@ -27,7 +27,7 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
-__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "blocking", "close_at_exit", "run"]
+__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "blocking", "cancel", "close_at_exit", "run"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -101,6 +101,13 @@ def shared_loop() -> EventLoopThread:
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on the process's loop thread and block for its outcome."""
     return shared_loop().run(coro)
+
+
+async def cancel(task: asyncio.Future[Any] | None) -> None:
+    """Cancel ``task`` (a no-op when None or done) and wait until it has ended, whatever it raised."""
+    if task is not None and not task.done():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 class _Closable(Protocol):

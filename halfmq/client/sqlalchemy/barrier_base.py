@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from halfmq.client.async_transaction_producer import AsyncTransactionProducer
 from halfmq.client.listener import LocalTransactionState
+from halfmq.client.loop_thread import cancel
 from halfmq.client.messages import Body
 from halfmq.client.transaction_steps import TransactionSendResult
 from halfmq.wire import Message, OutgoingMessage, SendStatus
@@ -240,9 +241,7 @@ class BarrierBase:
     async def close(self) -> None:
         """Stop the periodic cleanup (the records stay)."""
         task, self._cleanup_task = self._cleanup_task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await cancel(task)
 
     async def _cleanup_loop(self) -> None:
         while True:
