@@ -40,16 +40,20 @@ from halfmq.wire import (
 
 T = TypeVar("T")
 
-__all__ = ["Call", "consumer_group", "create_topic", "end_transaction", "get_transaction", "half_send", "health", "list_topics",
-           "list_transactions", "new_producer_id", "producer_heartbeat", "read", "receive", "send", "settle", "txn_abort", "txn_acks",
-           "txn_begin", "txn_commit", "txn_init", "txn_messages"]
+HALF_BATCH_PATH = "/v1/transaction-batches/half"
+END_BATCH_PATH = "/v1/transaction-batches/end"
+
+__all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "Call", "consumer_group", "create_topic", "end_transaction", "get_transaction", "half_send",
+           "health", "list_topics", "list_transactions", "new_producer_id", "producer_heartbeat", "read", "receive", "send", "settle", "txn_abort",
+           "txn_acks", "txn_begin", "txn_commit", "txn_init", "txn_messages"]
 
 
 @dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
     """One request and the function that turns its decoded JSON answer into ``T``.
 
-    ``timeout`` overrides the client's default, which long polls need.
+    ``timeout`` overrides the client's default, which long polls need. ``batch``: the batch route that
+    also takes this call (``transaction_batches``), and what its item adds to the body.
     """
 
     method: str
@@ -58,6 +62,7 @@ class Call(Generic[T]):
     body: Any = None
     params: dict[str, Any] | None = None
     timeout: float | None = None
+    batch: tuple[str, dict[str, Any]] | None = None
 
 
 def _as(shape: type[T]) -> Callable[[Any], T]:
@@ -132,7 +137,7 @@ def consumer_group(group: str) -> Call[ConsumerGroupInfo]:
 # the broker is the one to judge a producer group or URL, with its own codes.
 def half_send(group: str, topic: str, message: OutgoingMessage) -> Call[HalfSendResult]:
     body = {"producer_group": group, "topic": topic, "message": to_wire(message)}
-    return Call("POST", "/v1/transactions", parse=_as(HalfSendResult), body=body)
+    return Call("POST", "/v1/transactions", parse=_as(HalfSendResult), body=body, batch=(HALF_BATCH_PATH, {}))
 
 
 def _transaction_view(data: Any) -> dict[str, Any]:
@@ -145,7 +150,7 @@ def _transaction_view(data: Any) -> dict[str, Any]:
 
 def end_transaction(transaction_id: str, group: str, state: str, *, from_check: bool = False) -> Call[dict[str, Any]]:
     return Call("POST", f"/v1/transactions/{_seg(transaction_id)}/end", parse=_transaction_view,
-                body={"producer_group": group, "state": state, "from_check": from_check})
+                body={"producer_group": group, "state": state, "from_check": from_check}, batch=(END_BATCH_PATH, {"transaction_id": transaction_id}))
 
 
 def get_transaction(transaction_id: str) -> Call[dict[str, Any]]:
