@@ -69,15 +69,6 @@ class ProducerOptions(ClientOptions, total=False):
     transaction_batch_size: int
 
 
-def _batch(messages: Iterable[OutgoingMessage | Body]) -> list[OutgoingMessage]:
-    batch = [outgoing(m) for m in messages]
-    if len(batch) > MAX_BATCH:
-        # Splitting would quietly turn one request into several that can
-        # half-succeed; the caller should choose how to chunk.
-        raise ValueError(f"a batch holds at most {MAX_BATCH} messages, got {len(batch)}")
-    return batch
-
-
 class AsyncProducer(AsyncClient, Generic[R]):
     """The producer: plain sends by default, numbered so retries never store twice, transactions with ``transactional_id``.
 
@@ -119,19 +110,16 @@ class AsyncProducer(AsyncClient, Generic[R]):
         self._steps = None if transactional_id is None else TransactionalSteps(transactional_id, transaction_timeout_ms, transaction_batch_size)
         self._coalescer = send_coalescer(self._send_many, self._send_one) if coalesce else None
 
-    async def _send(self, call: Call[T]) -> T:
-        numbering = self._numbering
-        if numbering is None:
-            return await self._call(call)
-        policy = async_retrying(self._retries)
-        result: T = await numbering.send(policy, policy, self._transport.call, call)
-        return result
-
     async def _send_one(self, topic: str, message: OutgoingMessage) -> SendResult:
         return (await self._send_many(topic, [message]))[0]
 
     async def _send_many(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
-        return await self._send(endpoints.send(topic, messages))
+        call = endpoints.send(topic, messages)
+        if self._numbering is None:
+            return await self._call(call)
+        policy = async_retrying(self._retries)
+        results: list[SendResult] = await self._numbering.send(policy, policy, self._transport.call, call)
+        return results
 
     async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> R:
         """One message: its ``SendResult``; on a transactional producer, added to the open transaction and None.
@@ -151,10 +139,11 @@ class AsyncProducer(AsyncClient, Generic[R]):
         """One request for many messages, stored all or none; results come back in the order sent (not in a transaction)."""
         if self._steps is not None:
             raise InvalidTxnState("a transactional producer sends with send(), inside its transaction")
-        batch = _batch(messages)
-        if not batch:
-            return []
-        return await self._send_many(topic, batch)
+        batch = [outgoing(m) for m in messages]
+        if len(batch) > MAX_BATCH:
+            # Splitting would quietly turn one request into several that can half-succeed; the caller should choose how to chunk.
+            raise ValueError(f"a batch holds at most {MAX_BATCH} messages, got {len(batch)}")
+        return await self._send_many(topic, batch) if batch else []
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         """Topics are also created on first send; this one chooses its number of queues."""
@@ -275,6 +264,7 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
     def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None, **options: Unpack[ProducerOptions]) -> None:
         """The options of ``AsyncProducer``, the same defaults (``pool_size`` … bound the loop's connections)."""
         self._async = cast("AsyncProducer[R]", AsyncProducer(base_url, transactional_id=transactional_id, **options))
+        self.transactional_id = transactional_id  # the stable name a new instance fences an older one with; None on a plain producer
         close_at_exit(self, self._async)
 
     send = blocking(AsyncProducer.send)
@@ -284,11 +274,6 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
     list_topics = blocking(AsyncProducer.list_topics)
     read = blocking(AsyncProducer.read)
     health = blocking(AsyncProducer.health)
-
-    @property
-    def transactional_id(self) -> str | None:
-        """The stable name a new instance fences an older one with; None on a plain producer."""
-        return self._async.transactional_id
 
     @property
     def epoch(self) -> int | None:

@@ -80,17 +80,8 @@ class SimpleConsumer(Blocking[AsyncSimpleConsumer]):
     def __init__(self, base_url: str | None, group: str, topic: str, **options: Unpack[TransportOptions]) -> None:
         """``AsyncSimpleConsumer``'s options (``timeout``, ``retries``, ``token`` …)."""
         self._async = AsyncSimpleConsumer(base_url, group, topic, **options)
+        self.group, self.topic = group, topic
         close_at_exit(self, self._async)
-
-    @property
-    def group(self) -> str:
-        """The consumer group whose progress ack and nack move."""
-        return self._async.group
-
-    @property
-    def topic(self) -> str:
-        """The topic received from."""
-        return self._async.topic
 
     receive = blocking(AsyncSimpleConsumer.receive)
     ack = blocking(AsyncSimpleConsumer.ack)
