@@ -26,7 +26,7 @@ import msgspec
 
 from halfmq.errors import BrokerError, BrokerUnavailable, error_class_for
 
-from .broker_urls import BrokerUrls, Route, split_urls
+from .broker_urls import BrokerUrls, split_urls
 from .endpoints import Call
 from .environment import CA_FILE_ENV, env_token, resolve_url
 from .loop_thread import AsyncLifecycle
@@ -244,7 +244,7 @@ class AsyncTransport:
 
     async def call(self, call: Call[T]) -> T:
         """``call`` on the node believed to lead; on another after a failure, as ``broker_urls.Route`` decides."""
-        route = Route(self._urls)
+        route = self._urls.route()
         attempt = route.first()
         while True:
             if attempt.wait:
