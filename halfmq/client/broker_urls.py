@@ -128,6 +128,9 @@ class BrokerUrls:
             self._current = self.urls.index(target)
         return target if failure.did_nothing else None
 
+    def route(self) -> Route:
+        return Route(self)
+
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
