@@ -107,6 +107,7 @@ class AsyncProducer(AsyncClient, Generic[R]):
         """
         super().__init__(base_url, **transport)
         self._numbering = numbering_for(idempotent, idempotent_id, transactional_id)
+        self.transactional_id = transactional_id  # the stable name a new instance fences an older one with; None: a plain producer
         self._steps = None if transactional_id is None else TransactionalSteps(transactional_id, transaction_timeout_ms, transaction_batch_size)
         self._coalescer = send_coalescer(self._send_many, self._send_one) if coalesce else None
 
@@ -166,11 +167,6 @@ class AsyncProducer(AsyncClient, Generic[R]):
         return await self._transport.call(endpoints.health())
 
     # --- transactions (with ``transactional_id``) ---------------------------------------------------------------
-    @property
-    def transactional_id(self) -> str | None:
-        """The stable name a new instance fences an older one with; None on a plain producer."""
-        return None if self._steps is None else self._steps.transactional_id
-
     @property
     def epoch(self) -> int | None:
         """This instance's generation of ``transactional_id`` (set by ``init_transactions()``)."""
