@@ -26,6 +26,7 @@ never started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import threading
 from collections.abc import Awaitable, Callable
@@ -90,7 +91,7 @@ class AsyncConsumer(AsyncLifecycle):
 
     async def run(self) -> None:
         """Consume until ``stop()``; a failed receive is logged and retried after a backoff, never raised."""
-        self._stop_event = asyncio.Event()
+        self._stop_event = stop_event = asyncio.Event()
         self._run_done = asyncio.Event()
         self._loop = loop = asyncio.get_running_loop()
         semaphore = asyncio.Semaphore(self._poll.concurrency)
@@ -103,7 +104,8 @@ class AsyncConsumer(AsyncLifecycle):
                 try:
                     batch = await self._receive(poll)
                 except BrokerError as exc:
-                    await self._sleep(failures.failed(exc))
+                    with contextlib.suppress(TimeoutError):  # the backoff, cut short by stop()
+                        await asyncio.wait_for(stop_event.wait(), timeout=failures.failed(exc))
                     continue
                 failures.succeeded()
                 if not batch:
@@ -152,13 +154,6 @@ class AsyncConsumer(AsyncLifecycle):
         batch = poll.result()
         if batch:
             await self._process(batch, semaphore)  # stopping: every message is a RELEASE, nacked at once
-
-    async def _sleep(self, delay: float) -> None:
-        assert self._stop_event is not None
-        try:
-            await asyncio.wait_for(self._stop_event.wait(), timeout=delay)
-        except TimeoutError:
-            pass
 
     async def _handle(self, message: Message, semaphore: asyncio.Semaphore) -> Outcome:
         async with semaphore:

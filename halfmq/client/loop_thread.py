@@ -89,13 +89,10 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 def shared_loop() -> EventLoopThread:
     """The process's one loop thread, started on first use."""
     global _shared  # one loop per process, made lazily (nothing is built at import time)
-    loop = _shared
-    if loop is None:
-        with _shared_lock:
-            loop = _shared
-            if loop is None:
-                loop = _shared = EventLoopThread()
-    return loop
+    with _shared_lock:
+        if _shared is None:
+            _shared = EventLoopThread()
+        return _shared
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
