@@ -95,10 +95,7 @@ def concerns_the_request(error: BaseException) -> bool:
 
 def wire_size(message: OutgoingMessage) -> int:
     """A cheap estimate of the message's bytes in the request body."""
-    size = len(message.body) + _OVERHEAD
-    for name, value in message.properties.items():
-        size += len(name) + len(value) + 6
-    return size
+    return len(message.body) + _OVERHEAD + sum(len(name) + len(value) + 6 for name, value in message.properties.items())
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ The asyncio clients await each step (``run_steps_async``). The blocking transact
 must run its listener's local transaction in its caller's thread (where the caller's database
 session lives) while its requests run on the SDK's loop, so it walks the sequence from that
 thread (``run_steps``): the same driver with a ``perform`` that blocks (it returns its result, not
-an awaitable), so the walk never suspends and one ``send`` runs it to the end. A driver only performs steps: it sends each step's
-result back into the sequence, or throws in the ``Exception`` the step raised, and the sequence
-decides what that means. A ``BaseException`` (a crash, cancellation) is never thrown in: it
+an awaitable), so the walk never suspends and one ``send`` runs it to the end. A driver only
+performs steps: it sends each step's result back into the sequence, or throws in the
+``Exception`` the step raised, and the sequence decides what that means. A ``BaseException`` (a crash, cancellation) is never thrown in: it
 leaves the sequence where it stopped, so no later step runs.
 """
 

@@ -161,6 +161,10 @@ class Inbox:
                 raise TypeError(f"Inbox needs an Engine, sessionmaker, AsyncEngine or async_sessionmaker, not {type(bind).__name__}")
             self._async_sessions = bind
 
+    def key_of(self, message: Message) -> str:
+        """The key this inbox deduplicates ``message`` by (``inbox_key`` with its ``key``)."""
+        return inbox_key(message, self.key)
+
     # -- claiming, inside the caller's transaction ------------------------------------------
 
     def claim(self, session: Session, message: Message) -> bool:
@@ -170,7 +174,7 @@ class Inbox:
 
     def claim_many(self, session: Session, messages: Sequence[Message]) -> list[bool]:
         """``claim`` for several messages in one statement; a key repeated in ``messages`` is new at most once, the first time."""
-        return self.claim_keys(session, [(inbox_key(m, self.key), m.msg_id) for m in messages])
+        return self.claim_keys(session, [(self.key_of(m), m.msg_id) for m in messages])
 
     def claim_keys(self, session: Session, keyed: Sequence[tuple[str, str]]) -> list[bool]:
         """``claim_many`` for (key, msg_id) pairs the caller has already worked out (e.g. from a parsed body)."""
@@ -222,7 +226,7 @@ class Inbox:
             raise TypeError("Inbox.handler needs an Engine or a sessionmaker; use async_handler with an AsyncEngine")
 
         def handle(message: Message) -> bool:
-            keyed = [(inbox_key(message, self.key), message.msg_id)]  # a missing business key fails before any transaction
+            keyed = [(self.key_of(message), message.msg_id)]  # a missing business key fails before any transaction
             with sessions.begin() as session:
                 if not self.claim_keys(session, keyed)[0]:
                     return self._counted(False)
@@ -238,7 +242,7 @@ class Inbox:
             raise TypeError("Inbox.async_handler needs an AsyncEngine or an async_sessionmaker; use handler with an Engine")
 
         async def handle(message: Message) -> bool:
-            keyed = [(inbox_key(message, self.key), message.msg_id)]
+            keyed = [(self.key_of(message), message.msg_id)]
             async with sessions.begin() as session:
                 if not (await self.claim_keys_async(session, keyed))[0]:
                     return self._counted(False)
