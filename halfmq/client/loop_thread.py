@@ -38,12 +38,9 @@ class EventLoopThread:
 
     def __init__(self, name: str = "halfmq-loop") -> None:
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        # run_forever makes the loop the thread's running one, which is all the code on it asks for.
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """The coroutine's result or exception; Ctrl-C (or any other interruption of the caller) cancels it."""

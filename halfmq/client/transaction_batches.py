@@ -72,7 +72,11 @@ class TransactionBatches:
 
     def __init__(self, transport: Transported, max_batch: int = MAX_BATCH) -> None:
         self._transport = transport
-        self._batches: PassCoalescer[str, dict[str, Any], Any] = PassCoalescer(lambda path, items: transport(batch_call(path, items)), UpTo(max_batch))
+        self._batches: PassCoalescer[str, dict[str, Any], Any] = PassCoalescer(self._send, UpTo(max_batch))
+
+    async def _send(self, path: str, items: list[dict[str, Any]]) -> list[Any]:
+        outcomes: list[Any] = await self._transport(batch_call(path, items))
+        return outcomes
 
     async def call(self, call: Call[T]) -> T:
         """What ``transport.call(call)`` returns or raises, the call coalesced with others where a batch route takes it."""
