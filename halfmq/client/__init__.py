@@ -4,9 +4,7 @@ Services talk to the broker only through this package, over HTTP, exactly as
 a stranger would; the wire models and error types are re-exported here so
 they need nothing else from ``broker``. Names load on first use (PEP 562), so
 ``from halfmq.client import Producer`` loads the producer and not the
-consumers or the check app. ``TransactionalProducer`` and
-``AsyncTransactionalProducer`` are deprecated names (one release) of
-``Producer``/``AsyncProducer`` with a ``transactional_id``.
+consumers or the check app.
 """
 
 from __future__ import annotations
@@ -19,8 +17,6 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.client.check_app import CheckApp as CheckApp
     from halfmq.client.consumer import AsyncConsumer as AsyncConsumer
     from halfmq.client.consumer import Consumer as Consumer
-    from halfmq.client.consumer_client import AsyncConsumerClient as AsyncConsumerClient
-    from halfmq.client.consumer_client import ConsumerClient as ConsumerClient
     from halfmq.client.listener import AsyncTransactionListener as AsyncTransactionListener
     from halfmq.client.listener import LocalTransactionState as LocalTransactionState
     from halfmq.client.listener import TransactionListener as TransactionListener
@@ -34,8 +30,6 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.client.simple_consumer import SimpleConsumer as SimpleConsumer
     from halfmq.client.transaction_producer import TransactionProducer as TransactionProducer
     from halfmq.client.transaction_steps import TransactionSendResult as TransactionSendResult
-    from halfmq.client.transactional_producer import AsyncTransactionalProducer as AsyncTransactionalProducer
-    from halfmq.client.transactional_producer import TransactionalProducer as TransactionalProducer
     from halfmq.errors import BrokerError as BrokerError
     from halfmq.errors import BrokerUnavailable as BrokerUnavailable
     from halfmq.errors import CheckUrlRefused as CheckUrlRefused
@@ -59,7 +53,6 @@ _HOMES = {name: module for module, names in {  # the public names at run time, b
     "halfmq.client.async_transaction_producer": "AsyncTransactionProducer",
     "halfmq.client.check_app": "CheckApp",
     "halfmq.client.consumer": "AsyncConsumer Consumer",
-    "halfmq.client.consumer_client": "AsyncConsumerClient ConsumerClient",
     "halfmq.client.listener": "AsyncTransactionListener LocalTransactionState TransactionListener",
     "halfmq.client.messages": "UNIQ_KEY message_body_bytes message_json",
     "halfmq.client.producer": "AsyncProducer Producer",
@@ -67,7 +60,6 @@ _HOMES = {name: module for module, names in {  # the public names at run time, b
     "halfmq.client.simple_consumer": "AsyncSimpleConsumer SimpleConsumer",
     "halfmq.client.transaction_producer": "TransactionProducer",
     "halfmq.client.transaction_steps": "TransactionSendResult",
-    "halfmq.client.transactional_producer": "AsyncTransactionalProducer TransactionalProducer",
     "halfmq.errors": "BrokerError BrokerUnavailable CheckUrlRefused ProducerFenced TransactionAborted",
     "halfmq.wire": "CheckRequest ConsumerGroupInfo HalfSendResult Message OffsetReadResponse OutgoingMessage SendResult SendStatus SettleResult SettleStatus"
                    " TopicInfo TxnEndResult TxnSendResult",

@@ -18,7 +18,7 @@ import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
-from typing import Any, Self, TypeVar, Unpack
+from typing import Any, Self, Unpack
 
 from halfmq.errors import BrokerError
 from halfmq.wire import OutgoingMessage, TransactionState
@@ -27,7 +27,7 @@ from . import endpoints, tracing, transaction_steps
 from .check_app import CheckApp
 from .endpoints import Call
 from .listener import AnyTransactionListener, LocalTransactionState, call_listener
-from .loop_thread import AsyncLifecycle
+from .loop_thread import cancel
 from .messages import Body, outgoing
 from .numbering import numbering_for
 from .retry import async_retrying
@@ -35,21 +35,15 @@ from .send_options import SendOptions
 from .step_drivers import retry_on, run_steps_async
 from .transaction_batches import TransactionBatches
 from .transaction_steps import Request, RunLocalTransaction, Step, Steps, TransactionSendResult, end_state
-from .transport import TIMEOUT, AsyncTransport, ClientOptions, Verify, require_http_url
+from .transport import AsyncClient, ClientOptions, TransportOptions, require_http_url
 
-__all__ = ["AsyncTransactionProducer", "TransactionProducerOptions", "default_client_id"]
+__all__ = ["AsyncTransactionProducer", "TransactionProducerOptions"]
 
 log = logging.getLogger("halfmq.client.transaction_producer")  # one logger for both producers
 
-T = TypeVar("T")
 
 # A heartbeat in flight must not hold close() up for a whole request timeout.
 HEARTBEAT_TIMEOUT = 5.0
-
-
-def default_client_id() -> str:
-    """hostname-pid-random: unique per producer instance, readable in the broker's producer list."""
-    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
 class TransactionProducerOptions(ClientOptions, total=False):
@@ -61,7 +55,7 @@ class TransactionProducerOptions(ClientOptions, total=False):
     heartbeat_interval: float
 
 
-class AsyncTransactionProducer(AsyncLifecycle):
+class AsyncTransactionProducer(AsyncClient):
     """Asyncio transaction producer (RocketMQ's TransactionMQProducer); concurrent sends run concurrently.
 
     ``start()`` (or ``async with``) registers ``check_url`` (required unless
@@ -81,30 +75,27 @@ class AsyncTransactionProducer(AsyncLifecycle):
     """
 
     def __init__(self, base_url: str | None, producer_group: str, listener: AnyTransactionListener, *, check_url: str | None = None,
-                 check_backs: bool = True, client_id: str | None = None, heartbeat_interval: float = 10.0, timeout: float = TIMEOUT,
-                 retries: int = 3, pool_size: int = 8, connections_per_client: int = 8, max_in_flight: int = 64, token: str | None = None,
-                 verify: Verify | None = None, idempotent: bool = True, idempotent_id: str | None = None, coalesce: bool = True) -> None:
+                 check_backs: bool = True, client_id: str | None = None, heartbeat_interval: float = 10.0, idempotent: bool = True,
+                 idempotent_id: str | None = None, coalesce: bool = True, **transport: Unpack[TransportOptions]) -> None:
         # Contradictory settings fail here, where the mistake is, rather than at the first send.
         if check_url is not None:
             if not check_backs:
                 raise ValueError("check_url given with check_backs=False: leave one of them out")
             require_http_url(check_url, "check_url")
-        async_retrying(retries)  # validate now rather than on the first send
         if heartbeat_interval <= 0:
             raise ValueError("heartbeat_interval must be positive")
         for name in ("execute_local_transaction", "check_local_transaction"):
             if not callable(getattr(listener, name, None)):
                 raise TypeError(f"the listener has no {name} method")
+        super().__init__(base_url, **transport)
         self._numbering = numbering_for(idempotent, idempotent_id)
         self.producer_group = producer_group
         self.listener = listener
         self.check_url = check_url
         self.check_backs = check_backs
-        self.client_id = client_id or default_client_id()
+        # hostname-pid-random by default: unique per producer instance, readable in the broker's producer list
+        self.client_id = client_id or f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         self.heartbeat_interval = heartbeat_interval
-        self._retries = retries
-        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
-                                         max_in_flight=max_in_flight, token=token, verify=verify)
         self._batches = TransactionBatches(self._transport.call) if coalesce else None
         self._send_call: Callable[[Call[Any]], Awaitable[Any]] = self._transport.call if self._batches is None else self._batches.call
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -125,13 +116,10 @@ class AsyncTransactionProducer(AsyncLifecycle):
         if self._closed:
             return
         self._closed = True
-        task, self._heartbeat_task = self._heartbeat_task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await cancel(self._heartbeat_task)
         if self._batches is not None:
             await self._batches.aclose()
-        await self._transport.close()
+        await super().close()
 
     async def __aenter__(self) -> Self:
         return await self.start()
@@ -230,8 +218,4 @@ class AsyncTransactionProducer(AsyncLifecycle):
         except ValueError:
             raise ValueError(f"state must be one of {tuple(s.value for s in TransactionState)}, not {state!r}") from None
         return await self._call(endpoints.list_transactions(state, limit))
-
-    async def _call(self, call: Call[T]) -> T:
-        result: T = await async_retrying(self._retries)(self._transport.call, call)
-        return result
 

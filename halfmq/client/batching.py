@@ -192,6 +192,7 @@ class PassCoalescer(Generic[K, T, R]):
             self._schedule(key, state)
 
     async def _answer(self, key: K, batch: list[_Pending[T, R]]) -> None:
+        """Send ``batch`` and hand each caller its outcome: the batch's, or (``split``) its own, sent alone."""
         if not batch:  # every caller was cancelled meanwhile
             return
         outcomes: Sequence[R | Exception] | None = None
@@ -207,34 +208,15 @@ class PassCoalescer(Generic[K, T, R]):
             raise
         except Exception as exc:  # noqa: BLE001 - every caller gets the outcome it would have had alone
             error = exc
-        alone = self._settle(batch, outcomes, error)
-        if alone:
-            await asyncio.gather(*(self._alone(key, p) for p in alone))
-
-    def _settle(self, batch: Sequence[_Pending[T, R]], outcomes: Sequence[R | Exception] | None, error: Exception | None) -> list[_Pending[T, R]]:
-        """Hand each caller its outcome; the members that must be sent alone instead (``split``), if any."""
         if error is None and outcomes is not None and len(outcomes) != len(batch):
             # Outcomes match items by position: a short answer would hand one caller another's outcome.
             error = ValueError(f"the batch answered {len(outcomes)} outcomes for {len(batch)} items")
         if error is not None and len(batch) > 1 and self._split is not None and self._split(error):
-            return list(batch)
+            # A split batch: each member is sent on its own (unless its caller is gone meanwhile).
+            await asyncio.gather(*(self._answer(key, [p]) for p in batch if not p.waiter.done()))
+            return
         delivered: Sequence[R | BaseException] = [own_copy(error) for _ in batch] if error is not None else outcomes or []
         deliver([p.waiter for p in batch], delivered)
-        return []
-
-    async def _alone(self, key: K, pending: _Pending[T, R]) -> None:
-        """A member of a split batch, sent on its own."""
-        if pending.waiter.done():  # its caller is gone: no need to send it any more
-            return
-        assert self._send_one is not None
-        try:
-            outcome: R | Exception = await self._send_one(key, pending.item)
-        except asyncio.CancelledError:
-            pending.waiter.cancel()
-            raise
-        except Exception as exc:  # noqa: BLE001 - handed to its caller
-            outcome = exc
-        deliver([pending.waiter], [outcome])
 
     async def drain(self) -> None:
         """Wait until every item accepted so far has its outcome (a producer's ``close``)."""

@@ -117,7 +117,8 @@ class CheckApp:
         except ClientGone:
             return  # the broker hung up; nobody to answer
         except BrokerError as exc:
-            await _problem(send, exc, [(b"allow", b"POST")] if isinstance(exc, MethodNotAllowed) else None)
+            allow = [(b"allow", b"POST")] if isinstance(exc, MethodNotAllowed) else None
+            await _respond(send, exc.status, msgspec.json.encode(exc.to_problem()), b"application/problem+json", allow)
             return
         await _respond(send, 200, msgspec.json.encode({"state": state.value}), b"application/json")
 
@@ -161,31 +162,19 @@ class CheckApp:
 
 
 def _header(scope: Scope, name: str) -> str | None:
-    wanted = name.encode()
-    for key, value in scope.get("headers", ()):
-        if key.lower() == wanted:
-            decoded: str = value.decode("latin-1")
-            return decoded
-    return None
+    value = dict(scope.get("headers", ())).get(name.encode())  # ASGI servers lowercase header names, as ours are
+    return None if value is None else str(value.decode("latin-1"))
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
-    # Served on its own, the app gets startup and shutdown; it has nothing to
+    # Served on its own, the app gets startup, then shutdown; it has nothing to
     # set up, but a server waits for the answers.
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+    while (await receive())["type"] != "lifespan.shutdown":
+        await send({"type": "lifespan.startup.complete"})
+    await send({"type": "lifespan.shutdown.complete"})
 
 
 async def _respond(send: Send, status: int, body: bytes, content_type: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *(extra or [])]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-async def _problem(send: Send, error: BrokerError, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    await _respond(send, error.status, msgspec.json.encode(error.to_problem()), b"application/problem+json", extra)

@@ -26,27 +26,29 @@ never started.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import Any
+from typing import Any, Unpack
 
 from halfmq.errors import BrokerError
 from halfmq.wire import Message, SettleResult
 
-from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
+from .loop_thread import AsyncLifecycle, Blocking, cancel, close_at_exit, run
 from .polling import PollFailures, PollSettings, prefetch_next
 from .settlement import Outcome, Settle, log_handler_failure, settle_batch
 from .simple_consumer import AsyncSimpleConsumer
 from .step_drivers import run_steps_async
 from .tracing import processing
-from .transport import TIMEOUT, Verify
+from .transport import TransportOptions
 
 __all__ = ["AsyncConsumer", "Consumer"]
 
+_HANDLER_THREAD = "halfmq-handler"  # the name of the blocking consumers' handler threads (a prefix)
 # How long a stopping loop waits for its prefetched receive before cancelling it.
 PREFETCH_GRACE_SECONDS = 0.5
 
@@ -61,11 +63,11 @@ class AsyncConsumer(AsyncLifecycle):
     ``AsyncSimpleConsumer`` it polls with, e.g. for the group's lag.
     """
 
-    def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Awaitable[Any] | Any], *,
-                 max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4,
-                 timeout: float = TIMEOUT, retries: int = 3, token: str | None = None, verify: Verify | None = None) -> None:
+    def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Awaitable[Any] | Any], *, max_messages: int = 16,
+                 invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4, **options: Unpack[TransportOptions]) -> None:
+        """``options``: the client's (``AsyncSimpleConsumer``: ``timeout``, ``retries``, ``token`` …)."""
         self._poll = PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)
-        self.client = AsyncSimpleConsumer(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
+        self.client = AsyncSimpleConsumer(base_url, group, topic, **options)
         self._handler = handler
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -91,7 +93,7 @@ class AsyncConsumer(AsyncLifecycle):
 
     async def run(self) -> None:
         """Consume until ``stop()``; a failed receive is logged and retried after a backoff, never raised."""
-        self._stop_event = asyncio.Event()
+        self._stop_event = stop_event = asyncio.Event()
         self._run_done = asyncio.Event()
         self._loop = loop = asyncio.get_running_loop()
         semaphore = asyncio.Semaphore(self._poll.concurrency)
@@ -104,7 +106,8 @@ class AsyncConsumer(AsyncLifecycle):
                 try:
                     batch = await self._receive(poll)
                 except BrokerError as exc:
-                    await self._sleep(failures.failed(exc))
+                    with contextlib.suppress(TimeoutError):  # the backoff, cut short by stop()
+                        await asyncio.wait_for(stop_event.wait(), timeout=failures.failed(exc))
                     continue
                 failures.succeeded()
                 if not batch:
@@ -133,7 +136,7 @@ class AsyncConsumer(AsyncLifecycle):
             await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
-            await _cancel(poll)
+            await cancel(poll)
         if poll.cancelled():
             return None
         return poll.result()
@@ -147,19 +150,12 @@ class AsyncConsumer(AsyncLifecycle):
         client gone).
         """
         await asyncio.wait({poll}, timeout=PREFETCH_GRACE_SECONDS)
-        await _cancel(poll)
+        await cancel(poll)
         if poll.cancelled() or poll.exception() is not None:
             return  # nothing was handed out to us, or we cannot know what: the invisibility timer covers it
         batch = poll.result()
         if batch:
             await self._process(batch, semaphore)  # stopping: every message is a RELEASE, nacked at once
-
-    async def _sleep(self, delay: float) -> None:
-        assert self._stop_event is not None
-        try:
-            await asyncio.wait_for(self._stop_event.wait(), timeout=delay)
-        except TimeoutError:
-            pass
 
     async def _handle(self, message: Message, semaphore: asyncio.Semaphore) -> Outcome:
         async with semaphore:
@@ -204,25 +200,11 @@ class AsyncConsumer(AsyncLifecycle):
         await self.client.close()
 
 
-async def _cancel(poll: asyncio.Future[list[Message]]) -> None:
-    """Cancel ``poll`` unless it is done, and wait until it is."""
-    if not poll.done():
-        poll.cancel()
-        await asyncio.gather(poll, return_exceptions=True)
-
-
 class _HandlerExit(Exception):
     """A sync handler raised a ``BaseException`` (``sys.exit`` in one): its message is nacked.
 
     Passed on as it is, it would end the SDK's event-loop thread, not the handler's call.
     """
-
-
-_on_handler_thread = threading.local()
-
-
-def _mark_handler_thread() -> None:
-    _on_handler_thread.consumer = True
 
 
 def _call_handler(handler: Callable[[Message], Any], message: Message) -> None:
@@ -248,15 +230,14 @@ class Consumer(Blocking[AsyncConsumer]):
     ``AsyncConsumer``'s.
     """
 
-    def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Any], *,
-                 max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4,
-                 timeout: float = TIMEOUT, retries: int = 3, token: str | None = None, verify: Verify | None = None) -> None:
+    def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Any], *, max_messages: int = 16,
+                 invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4, **options: Unpack[TransportOptions]) -> None:
+        """``AsyncConsumer``'s settings; ``concurrency`` is also the number of handler threads."""
         PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)  # a bad setting fails before the pool is made
-        self._workers = ThreadPoolExecutor(concurrency, "halfmq-handler", _mark_handler_thread)
+        self._workers = ThreadPoolExecutor(concurrency, _HANDLER_THREAD)
         on_worker = partial(_on_worker, self._workers, handler)  # not a bound method: the twin must not hold self
-        self._async = AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages,
-                                    invisible_seconds=invisible_seconds, wait_seconds=wait_seconds, concurrency=concurrency,
-                                    timeout=timeout, retries=retries, token=token, verify=verify)
+        self._async = AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages, invisible_seconds=invisible_seconds,
+                                    wait_seconds=wait_seconds, concurrency=concurrency, **options)
         close_at_exit(self, self._async)
 
     @property
@@ -270,7 +251,7 @@ class Consumer(Blocking[AsyncConsumer]):
 
     def close(self) -> None:
         """``AsyncConsumer.close``; from a handler only ``stop()``, since closing waits for the handlers to finish."""
-        if getattr(_on_handler_thread, "consumer", False):
+        if threading.current_thread().name.startswith(_HANDLER_THREAD):
             self.stop()  # the connections close when the program exits
         else:
             run(self._async.close())

@@ -45,14 +45,11 @@ class DatabaseWriteBatcher(Generic[T, R]):
     """
 
     def __init__(self, write_batch: BatchWrite[T, R], max_batch: int = 64) -> None:
-        self._write_batch = write_batch
-        self._engine: PassCoalescer[None, T, R] = PassCoalescer(self._in_worker, UpTo(max_batch, max_in_flight=1))
+        # If a batch is cancelled (loop shutdown) its thread may still commit: the engine cancels the
+        # callers' futures rather than report a rollback.
+        self._engine: PassCoalescer[None, T, R] = PassCoalescer(lambda _key, items: asyncio.to_thread(write_batch, items),
+                                                                UpTo(max_batch, max_in_flight=1))
 
     async def submit(self, item: T) -> R:
         """Write ``item`` in the next batch; its result, or its exception raised here."""
         return await self._engine.submit(None, item)
-
-    async def _in_worker(self, _key: None, items: list[T]) -> Sequence[R | Exception]:
-        # If this is cancelled (loop shutdown) the thread may still commit: the engine cancels the
-        # callers' futures rather than report a rollback.
-        return await asyncio.to_thread(self._write_batch, items)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
 from halfmq.errors import BrokerError
@@ -40,16 +40,20 @@ from halfmq.wire import (
 
 T = TypeVar("T")
 
-__all__ = ["Call", "ack", "consumer_group", "create_topic", "end_transaction", "get_transaction", "half_send", "health", "list_topics",
-           "list_transactions", "producer_heartbeat", "nack", "new_producer_id", "read", "receive", "send", "send_one", "txn_abort", "txn_acks",
-           "txn_begin", "txn_commit", "txn_init", "txn_messages"]
+HALF_BATCH_PATH = "/v1/transaction-batches/half"
+END_BATCH_PATH = "/v1/transaction-batches/end"
+
+__all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "Call", "consumer_group", "create_topic", "end_transaction", "get_transaction", "half_send",
+           "health", "list_topics", "list_transactions", "new_producer_id", "producer_heartbeat", "read", "receive", "send", "settle", "txn_abort",
+           "txn_acks", "txn_begin", "txn_commit", "txn_init", "txn_messages"]
 
 
 @dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
     """One request and the function that turns its decoded JSON answer into ``T``.
 
-    ``timeout`` overrides the client's default, which long polls need.
+    ``timeout`` overrides the client's default, which long polls need. ``batch``: the batch route that
+    also takes this call (``transaction_batches``), and what its item adds to the body.
     """
 
     method: str
@@ -58,6 +62,7 @@ class Call(Generic[T]):
     body: Any = None
     params: dict[str, Any] | None = None
     timeout: float | None = None
+    batch: tuple[str, dict[str, Any]] | None = None
 
 
 def _as(shape: type[T]) -> Callable[[Any], T]:
@@ -110,11 +115,6 @@ def send(topic: str, messages: Sequence[OutgoingMessage]) -> Call[list[SendResul
     return Call("POST", f"{_topic_path(topic)}/messages", parse=parse, body={"messages": [to_wire(m) for m in messages]})
 
 
-def send_one(topic: str, message: OutgoingMessage) -> Call[SendResult]:
-    many = send(topic, [message])
-    return Call(many.method, many.path, parse=lambda data: many.parse(data)[0], body=many.body)
-
-
 def read(topic: str, queue_id: int, offset: int, max_messages: int) -> Call[OffsetReadResponse]:
     return Call("GET", f"{_topic_path(topic)}/queues/{_seg(queue_id)}/messages", parse=_as(OffsetReadResponse), params={"offset": offset, "max": max_messages})
 
@@ -124,17 +124,9 @@ def receive(group: str, topic: str, request: ReceiveRequest, *, timeout: float) 
                 body=to_wire(request), timeout=timeout)
 
 
-def _settle(group: str, topic: str, action: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
+def settle(group: str, topic: str, action: Literal["ack", "nack"], handles: Sequence[str]) -> Call[list[SettleResult]]:
     return Call("POST", _group_topic_path(group, topic, action), parse=lambda data: decode(data, SettleResponse).results,
                 body={"receipt_handles": list(handles)})
-
-
-def ack(group: str, topic: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
-    return _settle(group, topic, "ack", handles)
-
-
-def nack(group: str, topic: str, handles: Sequence[str]) -> Call[list[SettleResult]]:
-    return _settle(group, topic, "nack", handles)
 
 
 def consumer_group(group: str) -> Call[ConsumerGroupInfo]:
@@ -145,7 +137,7 @@ def consumer_group(group: str) -> Call[ConsumerGroupInfo]:
 # the broker is the one to judge a producer group or URL, with its own codes.
 def half_send(group: str, topic: str, message: OutgoingMessage) -> Call[HalfSendResult]:
     body = {"producer_group": group, "topic": topic, "message": to_wire(message)}
-    return Call("POST", "/v1/transactions", parse=_as(HalfSendResult), body=body)
+    return Call("POST", "/v1/transactions", parse=_as(HalfSendResult), body=body, batch=(HALF_BATCH_PATH, {}))
 
 
 def _transaction_view(data: Any) -> dict[str, Any]:
@@ -158,7 +150,7 @@ def _transaction_view(data: Any) -> dict[str, Any]:
 
 def end_transaction(transaction_id: str, group: str, state: str, *, from_check: bool = False) -> Call[dict[str, Any]]:
     return Call("POST", f"/v1/transactions/{_seg(transaction_id)}/end", parse=_transaction_view,
-                body={"producer_group": group, "state": state, "from_check": from_check})
+                body={"producer_group": group, "state": state, "from_check": from_check}, batch=(END_BATCH_PATH, {"transaction_id": transaction_id}))
 
 
 def get_transaction(transaction_id: str) -> Call[dict[str, Any]]:
@@ -180,8 +172,8 @@ def producer_heartbeat(group: str, client_id: str, check_url: str | None, *, tim
 
 
 # Producer transactions (DESIGN section 11): every request of one instance carries its producer id and epoch.
-def _txn_path(transactional_id: str, verb: str) -> str:
-    return f"/v1/transactional-ids/{_seg(transactional_id)}/{verb}"
+def _txn(transactional_id: str, verb: str, shape: type[T], **body: Any) -> Call[T]:
+    return Call("POST", f"/v1/transactional-ids/{_seg(transactional_id)}/{verb}", parse=_as(shape), body=body)
 
 
 def new_producer_id() -> Call[ProducerIdResult]:
@@ -190,27 +182,25 @@ def new_producer_id() -> Call[ProducerIdResult]:
 
 def txn_init(transactional_id: str, timeout_ms: int | None) -> Call[TxnInitResult]:
     body = {} if timeout_ms is None else {"transaction_timeout_ms": timeout_ms}
-    return Call("POST", _txn_path(transactional_id, "init"), parse=_as(TxnInitResult), body=body)
+    return _txn(transactional_id, "init", TxnInitResult, **body)
 
 
 def txn_begin(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnBeginResult]:
-    body = {"producer_id": producer_id, "epoch": epoch, "sequence": 0}
-    return Call("POST", _txn_path(transactional_id, "begin"), parse=_as(TxnBeginResult), body=body)
+    return _txn(transactional_id, "begin", TxnBeginResult, producer_id=producer_id, epoch=epoch, sequence=0)
 
 
 def txn_messages(transactional_id: str, producer_id: int, epoch: int, sequence: int, messages: Sequence[TxnMessage]) -> Call[TxnMessagesResult]:
-    body = {"producer_id": producer_id, "epoch": epoch, "sequence": sequence, "messages": [to_wire(m) for m in messages]}
-    return Call("POST", _txn_path(transactional_id, "messages"), parse=_as(TxnMessagesResult), body=body)
+    return _txn(transactional_id, "messages", TxnMessagesResult, producer_id=producer_id, epoch=epoch, sequence=sequence,
+                messages=[to_wire(m) for m in messages])
 
 
 def txn_acks(transactional_id: str, producer_id: int, epoch: int, sequence: int, handles: Sequence[str]) -> Call[TxnAcksResult]:
-    body = {"producer_id": producer_id, "epoch": epoch, "sequence": sequence, "receipt_handles": list(handles)}
-    return Call("POST", _txn_path(transactional_id, "acks"), parse=_as(TxnAcksResult), body=body)
+    return _txn(transactional_id, "acks", TxnAcksResult, producer_id=producer_id, epoch=epoch, sequence=sequence, receipt_handles=list(handles))
 
 
 def txn_commit(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnEndResult]:
-    return Call("POST", _txn_path(transactional_id, "commit"), parse=_as(TxnEndResult), body={"producer_id": producer_id, "epoch": epoch})
+    return _txn(transactional_id, "commit", TxnEndResult, producer_id=producer_id, epoch=epoch)
 
 
 def txn_abort(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnEndResult]:
-    return Call("POST", _txn_path(transactional_id, "abort"), parse=_as(TxnEndResult), body={"producer_id": producer_id, "epoch": epoch})
+    return _txn(transactional_id, "abort", TxnEndResult, producer_id=producer_id, epoch=epoch)

@@ -15,21 +15,16 @@ group's ``check_secret`` (``halfmq.client.check_app``). ``producer_lifespan`` st
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
 from fastapi import FastAPI
 
-from halfmq.errors import BrokerError
-
 from .async_transaction_producer import AsyncTransactionProducer
 from .check_app import CheckApp
 
 __all__ = ["DEFAULT_CHECK_PATH", "mount_check_endpoint", "producer_lifespan"]
-
-log = logging.getLogger(__name__)
 
 DEFAULT_CHECK_PATH = "/halfmq/check"
 
@@ -54,17 +49,14 @@ def mount_check_endpoint(app: FastAPI, producer: AsyncTransactionProducer, path:
 def producer_lifespan(producer: AsyncTransactionProducer, *barriers: _Startable) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """A FastAPI ``lifespan`` that starts ``producer`` and ``barriers`` with the app and closes them after.
 
-    A broker that is down at start is logged, not fatal: the heartbeat registers the producer
-    once it is up, and the app serves meanwhile. A broker that refuses the check URL is fatal.
+    A broker that is down at start is logged, not fatal (``AsyncTransactionProducer.start``): the
+    heartbeat registers the producer once it is up, and the app serves meanwhile. A broker that
+    refuses the check URL is fatal.
     """
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        try:
-            await producer.start()
-        except BrokerError as exc:
-            if not exc.retriable:
-                raise
-            log.warning("broker not reachable at start (%s); will keep trying", exc)
+        await producer.start()
         for barrier in barriers:
             await barrier.start()
         try:

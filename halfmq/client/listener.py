@@ -145,10 +145,7 @@ def coerce_local_state(value: Any, *, where: str = "listener") -> LocalTransacti
 
 def is_async_callable(fn: Callable[..., Any]) -> bool:
     """True for a coroutine function, or an object whose ``__call__`` is one: such a listener is awaited."""
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - objects with an async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004 - an async __call__
 
 
 async def call_listener(fn: Callable[..., T | Awaitable[T]], *args: Any) -> T:
@@ -157,10 +154,7 @@ async def call_listener(fn: Callable[..., T | Awaitable[T]], *args: Any) -> T:
     Only ``Exception`` is the listener's business; ``BaseException`` (a crash,
     ``CancelledError``) propagates untouched.
     """
-    if is_async_callable(fn):
-        result = fn(*args)
-    else:
-        result = await asyncio.to_thread(fn, *args)
+    result = fn(*args) if is_async_callable(fn) else await asyncio.to_thread(fn, *args)
     if inspect.isawaitable(result):
         result = await result
     return result

@@ -19,40 +19,35 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import os
 import threading
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
-__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "close_at_exit", "run"]
+__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "blocking", "cancel", "close_at_exit", "run"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class EventLoopThread:
     """An asyncio loop on a daemon thread; ``run`` hands it a coroutine and blocks for the outcome."""
 
     def __init__(self, name: str = "halfmq-loop") -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self.loop = asyncio.new_event_loop()
+        # run_forever makes the loop the thread's running one, which is all the code on it asks for.
+        self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_forever()
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """The coroutine's result or exception; Ctrl-C (or any other interruption of the caller) cancels it."""
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError("a blocking halfmq call was made on the SDK's event-loop thread; use the async class there")
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             concurrent.futures.wait((future,))
         except BaseException:
@@ -70,9 +65,9 @@ class EventLoopThread:
 
     def stop(self) -> None:
         """For tests: stop the loop and join its thread (the process-wide loop is never stopped)."""
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join()
-        self._loop.close()
+        self.loop.close()
 
 
 _shared: EventLoopThread | None = None
@@ -91,18 +86,22 @@ os.register_at_fork(after_in_child=_forget_after_fork)
 def shared_loop() -> EventLoopThread:
     """The process's one loop thread, started on first use."""
     global _shared  # one loop per process, made lazily (nothing is built at import time)
-    loop = _shared
-    if loop is None:
-        with _shared_lock:
-            loop = _shared
-            if loop is None:
-                loop = _shared = EventLoopThread()
-    return loop
+    with _shared_lock:
+        if _shared is None:
+            _shared = EventLoopThread()
+        return _shared
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on the process's loop thread and block for its outcome."""
     return shared_loop().run(coro)
+
+
+async def cancel(task: asyncio.Future[Any] | None) -> None:
+    """Cancel ``task`` (a no-op when None or done) and wait until it has ended, whatever it raised."""
+    if task is not None and not task.done():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 class _Closable(Protocol):
@@ -153,9 +152,8 @@ A = TypeVar("A", bound=_Closable)
 class Blocking(Generic[A]):
     """Base of a blocking client: holds its async twin (``_async``) and runs calls on the loop thread.
 
-    Subclasses build the async object *on the loop* (``run(_make())``) when its
-    constructor needs a running loop, and write each public method as one
-    line: ``return run(self._async.method(...))``.
+    Subclasses build the async object and take each of its methods as they are:
+    ``send = blocking(AsyncProducer.send)``.
     """
 
     _async: A
@@ -170,3 +168,13 @@ class Blocking(Generic[A]):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def blocking(method: Callable[Concatenate[A, P], Coroutine[Any, Any, T]]) -> Callable[Concatenate[Blocking[A], P], T]:
+    """The blocking twin of the async ``method``: the same parameters and docstring, run on the loop thread."""
+
+    @functools.wraps(method)
+    def on_the_loop(self: Blocking[A], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return run(method(self._async, *args, **kwargs))
+
+    return on_the_loop

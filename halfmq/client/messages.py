@@ -27,15 +27,11 @@ UNIQ_KEY = "UNIQ_KEY"
 Body = str | bytes | bytearray | memoryview | dict[str, Any] | list[Any]
 
 
-def _new_uniq_key() -> str:
-    return uuid.uuid4().hex.upper()
-
-
 def with_uniq_key(message: OutgoingMessage) -> OutgoingMessage:
     """The message with a UNIQ_KEY property, copying rather than mutating the caller's."""
     if message.properties.get(UNIQ_KEY):
         return message
-    return msgspec.structs.replace(message, properties={**message.properties, UNIQ_KEY: _new_uniq_key()})
+    return msgspec.structs.replace(message, properties={**message.properties, UNIQ_KEY: uuid.uuid4().hex.upper()})
 
 
 def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> OutgoingMessage:

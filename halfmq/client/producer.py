@@ -40,14 +40,14 @@ from halfmq.wire import MAX_BATCH, Message, OffsetReadResponse, OutgoingMessage,
 
 from . import endpoints, tracing
 from .endpoints import Call
-from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
+from .loop_thread import Blocking, blocking, close_at_exit
 from .messages import Body, outgoing
 from .numbering import Numbering, numbering_for
 from .retry import async_retrying
 from .send_options import SendOptions
 from .send_policy import send_coalescer
 from .transactional_steps import TransactionalSteps
-from .transport import TIMEOUT, AsyncTransport, ClientOptions, Verify
+from .transport import AsyncClient, ClientOptions, TransportOptions
 
 __all__ = ["AsyncProducer", "Numbering", "Producer", "ProducerOptions"]
 
@@ -69,16 +69,7 @@ class ProducerOptions(ClientOptions, total=False):
     transaction_batch_size: int
 
 
-def _batch(messages: Iterable[OutgoingMessage | Body]) -> list[OutgoingMessage]:
-    batch = [outgoing(m) for m in messages]
-    if len(batch) > MAX_BATCH:
-        # Splitting would quietly turn one request into several that can
-        # half-succeed; the caller should choose how to chunk.
-        raise ValueError(f"a batch holds at most {MAX_BATCH} messages, got {len(batch)}")
-    return batch
-
-
-class AsyncProducer(AsyncLifecycle, Generic[R]):
+class AsyncProducer(AsyncClient, Generic[R]):
     """The producer: plain sends by default, numbered so retries never store twice, transactions with ``transactional_id``.
 
     Built to stay fast at many concurrent sends: requests spread over ``pool_size`` *
@@ -97,11 +88,9 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
     def __init__(self: AsyncProducer[SendResult | None], base_url: str | None = None, *, transactional_id: str | None,
                  **options: Unpack[ProducerOptions]) -> None: ...
 
-    def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None,
-                 transaction_timeout_ms: int | None = None, transaction_batch_size: int = 100,
-                 timeout: float = TIMEOUT, retries: int = 3, pool_size: int = 8, connections_per_client: int = 8,
-                 max_in_flight: int = 64, token: str | None = None, verify: Verify | None = None,
-                 idempotent: bool = True, idempotent_id: str | None = None, coalesce: bool = True) -> None:
+    def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None, transaction_timeout_ms: int | None = None,
+                 transaction_batch_size: int = 100, idempotent: bool = True, idempotent_id: str | None = None, coalesce: bool = True,
+                 **transport: Unpack[TransportOptions]) -> None:
         """Every send is numbered (see ``Numbering``), so a retry never stores twice; ``idempotent=False`` turns that off.
 
         ``transactional_id``: a stable name for this producer across restarts, which makes it transactional
@@ -112,36 +101,26 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         Sends to one topic made while others are under way share batch requests; ``coalesce=False`` sends one
         request per message.
 
-        ``base_url`` None (every client takes None): $HALFMQ_URL, else http://127.0.0.1:10911 (``environment``).
-        ``timeout`` bounds one attempt (5 s, ``transport.TIMEOUT``); ``retries`` counts the attempts after one that
-        failed retriably. Given a broker set's URLs, a node that did not answer within ``timeout`` is left: the retry
-        goes to the next URL; while the set elects a leader the call waits for it (``broker_urls``, not a retry).
+        The transport's options (``timeout``, ``retries``, ``pool_size`` …) are ``AsyncClient``'s. Given a broker
+        set's URLs, a node that did not answer within ``timeout`` is left: the retry goes to the next URL; while the
+        set elects a leader the call waits for it (``broker_urls``, not a retry).
         """
-        async_retrying(retries)  # validate now rather than on the first send
-        self._retries = retries
+        super().__init__(base_url, **transport)
         self._numbering = numbering_for(idempotent, idempotent_id, transactional_id)
+        self.transactional_id = transactional_id  # the stable name a new instance fences an older one with; None: a plain producer
         self._steps = None if transactional_id is None else TransactionalSteps(transactional_id, transaction_timeout_ms, transaction_batch_size)
-        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
-                                         max_in_flight=max_in_flight, token=token, verify=verify)
         self._coalescer = send_coalescer(self._send_many, self._send_one) if coalesce else None
 
-    async def _call(self, call: Call[T]) -> T:
-        result: T = await async_retrying(self._retries)(self._transport.call, call)
-        return result
-
-    async def _send(self, call: Call[T]) -> T:
-        numbering = self._numbering
-        if numbering is None:
-            return await self._call(call)
-        policy = async_retrying(self._retries)
-        result: T = await numbering.send(policy, policy, self._transport.call, call)
-        return result
-
     async def _send_one(self, topic: str, message: OutgoingMessage) -> SendResult:
-        return await self._send(endpoints.send_one(topic, message))
+        return (await self._send_many(topic, [message]))[0]
 
     async def _send_many(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
-        return await self._send(endpoints.send(topic, messages))
+        call = endpoints.send(topic, messages)
+        if self._numbering is None:
+            return await self._call(call)
+        policy = async_retrying(self._retries)
+        results: list[SendResult] = await self._numbering.send(policy, policy, self._transport.call, call)
+        return results
 
     async def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> R:
         """One message: its ``SendResult``; on a transactional producer, added to the open transaction and None.
@@ -161,10 +140,11 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         """One request for many messages, stored all or none; results come back in the order sent (not in a transaction)."""
         if self._steps is not None:
             raise InvalidTxnState("a transactional producer sends with send(), inside its transaction")
-        batch = _batch(messages)
-        if not batch:
-            return []
-        return await tracing.sent(topic, batch, self._send_many)
+        batch = [outgoing(m) for m in messages]
+        if len(batch) > MAX_BATCH:
+            # Splitting would quietly turn one request into several that can half-succeed; the caller should choose how to chunk.
+            raise ValueError(f"a batch holds at most {MAX_BATCH} messages, got {len(batch)}")
+        return await tracing.sent(topic, batch, self._send_many) if batch else []
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         """Topics are also created on first send; this one chooses its number of queues."""
@@ -187,11 +167,6 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         return await self._transport.call(endpoints.health())
 
     # --- transactions (with ``transactional_id``) ---------------------------------------------------------------
-    @property
-    def transactional_id(self) -> str | None:
-        """The stable name a new instance fences an older one with; None on a plain producer."""
-        return None if self._steps is None else self._steps.transactional_id
-
     @property
     def epoch(self) -> int | None:
         """This instance's generation of ``transactional_id`` (set by ``init_transactions()``)."""
@@ -261,9 +236,7 @@ class AsyncProducer(AsyncLifecycle, Generic[R]):
         """Every send already made gets its answer first; then the connections close."""
         if self._coalescer is not None:
             await self._coalescer.drain()
-        await self._transport.close()
-
-    aclose = close
+        await super().close()
 
 
 class Producer(Blocking[AsyncProducer[R]], Generic[R]):
@@ -287,66 +260,25 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
     def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None, **options: Unpack[ProducerOptions]) -> None:
         """The options of ``AsyncProducer``, the same defaults (``pool_size`` … bound the loop's connections)."""
         self._async = cast("AsyncProducer[R]", AsyncProducer(base_url, transactional_id=transactional_id, **options))
+        self.transactional_id = transactional_id  # the stable name a new instance fences an older one with; None on a plain producer
         close_at_exit(self, self._async)
 
-    def send(self, topic: str, message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> R:
-        """One message: its ``SendResult``; on a transactional producer, added to the open transaction and None."""
-        return run(self._async.send(topic, message, **options))
-
-    def send_batch(self, topic: str, messages: Iterable[OutgoingMessage | Body]) -> list[SendResult]:
-        """One request for many messages, stored all or none; results come back in the order sent."""
-        return run(self._async.send_batch(topic, messages))
-
-    def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
-        """Topics are also created on first send; this one chooses its number of queues."""
-        return run(self._async.create_topic(name, queues))
-
-    def get_topic(self, name: str) -> TopicInfo:
-        """The topic's queues and their offsets (raises ``TopicNotFound``)."""
-        return run(self._async.get_topic(name))
-
-    def list_topics(self) -> list[TopicInfo]:
-        """Every topic the credentials may see."""
-        return run(self._async.list_topics())
-
-    def read(self, topic: str, queue_id: int, offset: int, max: int = 32) -> OffsetReadResponse:  # noqa: A002
-        """Offset read: touches no consumer group's state (replays, tools, Spark)."""
-        return run(self._async.read(topic, queue_id, offset, max))
-
-    def health(self) -> Any:
-        """The broker's health answer, tried once."""
-        return run(self._async.health())
-
-    @property
-    def transactional_id(self) -> str | None:
-        """The stable name a new instance fences an older one with; None on a plain producer."""
-        return self._async.transactional_id
+    send = blocking(AsyncProducer.send)
+    send_batch = blocking(AsyncProducer.send_batch)
+    create_topic = blocking(AsyncProducer.create_topic)
+    get_topic = blocking(AsyncProducer.get_topic)
+    list_topics = blocking(AsyncProducer.list_topics)
+    read = blocking(AsyncProducer.read)
+    health = blocking(AsyncProducer.health)
 
     @property
     def epoch(self) -> int | None:
         """This instance's generation of ``transactional_id`` (set by ``init_transactions()``)."""
         return self._async.epoch
 
-    def init_transactions(self) -> None:
-        """Register this instance: the broker bumps the epoch and aborts what an older instance left open."""
-        return run(self._async.init_transactions())
-
-    def begin_transaction(self) -> None:
-        """Open a transaction: the sends and acks until its commit or abort take effect together."""
-        return run(self._async.begin_transaction())
-
-    def flush(self) -> list[TxnSendResult]:
-        """Every send made so far handed to the broker (in a transaction: its messages' ids and queues so far)."""
-        return run(self._async.flush())
-
-    def send_offsets_to_transaction(self, receipts: Sequence[Message | str]) -> None:
-        """Ack received messages inside the transaction: hidden from their group while open, settled on commit."""
-        return run(self._async.send_offsets_to_transaction(receipts))
-
-    def commit_transaction(self) -> TxnEndResult:
-        """Every message visible and every ack applied, or none; a retried commit gets the first answer."""
-        return run(self._async.commit_transaction())
-
-    def abort_transaction(self) -> TxnEndResult:
-        """Nothing of the transaction becomes visible; its acked messages are delivered again."""
-        return run(self._async.abort_transaction())
+    init_transactions = blocking(AsyncProducer.init_transactions)
+    begin_transaction = blocking(AsyncProducer.begin_transaction)
+    flush = blocking(AsyncProducer.flush)
+    send_offsets_to_transaction = blocking(AsyncProducer.send_offsets_to_transaction)
+    commit_transaction = blocking(AsyncProducer.commit_transaction)
+    abort_transaction = blocking(AsyncProducer.abort_transaction)

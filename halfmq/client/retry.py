@@ -62,14 +62,6 @@ class AsyncRetrying:
         self.attempts = retries + 1
         self.retry_on = retry_on
 
-    def should_retry(self, exc: BaseException, attempt: int) -> float | None:
-        """The pause before the next attempt, or None to give up."""
-        if attempt >= self.attempts or not self.retry_on(exc):
-            return None
-        delay = backoff_delay(attempt, initial=0.1, cap=2.0)
-        log.warning("attempt %d of %d failed (%s); retrying in %.2fs", attempt, self.attempts, exc, delay)
-        return delay
-
     async def __call__(self, fn: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         attempt = 0
         while True:
@@ -77,11 +69,12 @@ class AsyncRetrying:
             try:
                 return await fn(*args, **kwargs)
             except Exception as exc:
-                delay = self.should_retry(exc, attempt)
-                if delay is None:
+                if attempt >= self.attempts or not self.retry_on(exc):
                     if isinstance(exc, BrokerError):
                         raise _given_up(exc, attempt) from None
                     raise
+                delay = backoff_delay(attempt, initial=0.1, cap=2.0)
+                log.warning("attempt %d of %d failed (%s); retrying in %.2fs", attempt, self.attempts, exc, delay)
             await asyncio.sleep(delay)
 
 

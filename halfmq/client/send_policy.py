@@ -95,33 +95,25 @@ def concerns_the_request(error: BaseException) -> bool:
 
 def wire_size(message: OutgoingMessage) -> int:
     """A cheap estimate of the message's bytes in the request body."""
-    size = len(message.body) + _OVERHEAD
-    for name, value in message.properties.items():
-        size += len(name) + len(value) + 6
-    return size
+    return len(message.body) + _OVERHEAD + sum(len(name) + len(value) + 6 for name, value in message.properties.items())
 
 
 @dataclass(frozen=True)
 class Limits:
     """How one topic's waiting sends are cut into requests: the engine's take policy for plain sends."""
 
-    max_requests: int = MAX_REQUESTS_PER_TOPIC
+    max_in_flight: int = MAX_REQUESTS_PER_TOPIC  # batch requests of the topic out at once
     max_messages: int = MAX_BATCH
     max_bytes: int = BATCH_BYTES
     min_share: int = MIN_SHARE
 
     def __post_init__(self) -> None:
-        if min(self.max_requests, self.max_bytes, self.min_share) < 1 or not 1 <= self.max_messages <= MAX_BATCH:
+        if min(self.max_in_flight, self.max_bytes, self.min_share) < 1 or not 1 <= self.max_messages <= MAX_BATCH:
             raise ValueError(f"max_requests, max_bytes and min_share >= 1 and 1 <= max_messages <= {MAX_BATCH} are needed")
-
-    @property
-    def max_in_flight(self) -> int:
-        """The engine's name (``TakePolicy``) for ``max_requests``."""
-        return self.max_requests
 
     def take(self, waiting: Sequence[OutgoingMessage], in_flight: int) -> int:
         """How many of the ``waiting`` messages (oldest first) the next request carries, with ``in_flight`` requests out."""
-        free = self.max_requests - in_flight
+        free = self.max_in_flight - in_flight
         sizes = [wire_size(m) for m in waiting[: self.max_messages * free]]
         return take_count(sizes, free, self.max_messages, self.max_bytes, self.min_share)
 
@@ -130,9 +122,5 @@ def send_coalescer(send_batch: SendBatch, send_one: SendOne, *, max_requests: in
                    max_messages: int = MAX_BATCH, max_bytes: int = BATCH_BYTES,
                    min_share: int = MIN_SHARE) -> PassCoalescer[str, OutgoingMessage, SendResult]:
     """The engine for ``send`` (``AsyncProducer``, and the blocking ``Producer`` through the loop thread): keyed by topic."""
-    return PassCoalescer(send_batch, Limits(max_requests, max_messages, max_bytes, min_share), send_one=send_one, split=_alone_decides)
-
-
-def _alone_decides(error: Exception) -> bool:
-    """The engine's ``split``: a refused batch whose error may concern one message is redone message by message."""
-    return not concerns_the_request(error)
+    return PassCoalescer(send_batch, Limits(max_requests, max_messages, max_bytes, min_share), send_one=send_one,
+                         split=lambda error: not concerns_the_request(error))  # an error that may concern one message: each alone

@@ -18,7 +18,7 @@ from typing import Literal
 from halfmq.errors import BrokerError
 from halfmq.wire import Message, SettleResult, SettleStatus
 
-__all__ = ["Outcome", "Settle", "log_expired", "log_handler_failure", "settle_batch", "split"]
+__all__ = ["Outcome", "Settle", "log_expired", "log_handler_failure", "settle_batch"]
 
 log = logging.getLogger("halfmq.client.consumer")
 
@@ -33,17 +33,6 @@ class Outcome(Enum):
     RELEASE = "release"
 
 
-def split(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> tuple[list[str], list[str]]:
-    """Receipt handles to ack and to nack, in batch order."""
-    acks: list[str] = []
-    nacks: list[str] = []
-    for message, outcome in zip(batch, outcomes, strict=True):
-        if message.receipt_handle is None:
-            continue
-        (acks if outcome is Outcome.ACK else nacks).append(message.receipt_handle)
-    return acks, nacks
-
-
 @dataclass(frozen=True, slots=True)
 class Settle:
     """Ack or nack these receipt handles and send back the broker's results."""
@@ -54,7 +43,8 @@ class Settle:
 
 def settle_batch(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> Generator[Settle, list[SettleResult], None]:
     """The ack, then the nack, of a batch; a failed one is logged, not raised (its messages come back on their own)."""
-    acks, nacks = split(batch, outcomes)
+    handled = [(m.receipt_handle, o) for m, o in zip(batch, outcomes, strict=True) if m.receipt_handle is not None]
+    acks, nacks = [h for h, o in handled if o is Outcome.ACK], [h for h, o in handled if o is not Outcome.ACK]  # in batch order
     for settle in (Settle("ack", acks), Settle("nack", nacks)):
         if not settle.handles:
             continue

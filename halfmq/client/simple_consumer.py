@@ -17,37 +17,31 @@ the SDK's event-loop thread (``loop_thread``), so both behave alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import Literal, Unpack
 
 from halfmq.wire import MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequest, SettleResult
 
 from . import endpoints, tracing
-from .loop_thread import AsyncLifecycle, Blocking, close_at_exit, run
-from .retry import async_retrying
-from .transport import TIMEOUT, AsyncTransport, Verify
+from .loop_thread import Blocking, blocking, close_at_exit
+from .transport import AsyncClient, TransportOptions
 
 __all__ = ["AsyncSimpleConsumer", "SimpleConsumer"]
 
-_SettleCall = Callable[[str, str, Sequence[str]], endpoints.Call[list[SettleResult]]]
-
-
-class AsyncSimpleConsumer(AsyncLifecycle):
+class AsyncSimpleConsumer(AsyncClient):
     """Receive and settle messages of one consumer group on one topic, with asyncio.
 
     A consumer has few requests in flight (one long poll plus settles), so the
-    default pool is small; raise ``pool_size`` when sharing one client widely.
+    default pool is small (``pool_size=2``, ``max_in_flight=16``); raise them when
+    sharing one client widely. The other options are ``AsyncClient``'s.
     """
 
-    def __init__(self, base_url: str | None, group: str, topic: str, *, timeout: float = TIMEOUT, retries: int = 3,
-                 pool_size: int = 2, connections_per_client: int = 8, max_in_flight: int = 16,
-                 token: str | None = None, verify: Verify | None = None) -> None:
-        async_retrying(retries)  # a bad value fails here, not at the first ack
+    def __init__(self, base_url: str | None, group: str, topic: str, **options: Unpack[TransportOptions]) -> None:
+        options.setdefault("pool_size", 2)
+        options.setdefault("max_in_flight", 16)
+        super().__init__(base_url, **options)
         self.group = group
         self.topic = topic
-        self._timeout = timeout
-        self._retries = retries
-        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
-                                         max_in_flight=max_in_flight, token=token, verify=verify)
 
     async def receive(self, max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 0.0) -> list[Message]:
         """Up to ``max_messages``, hidden from the group for ``invisible_seconds`` unless settled first.
@@ -63,60 +57,36 @@ class AsyncSimpleConsumer(AsyncLifecycle):
 
     async def ack(self, handles: Sequence[str]) -> list[SettleResult]:
         """Mark messages done for the group; a handle past its invisibility comes back ``EXPIRED``."""
-        return await self._settle(endpoints.ack, handles)
+        return await self._settle("ack", handles)
 
     async def nack(self, handles: Sequence[str]) -> list[SettleResult]:
         """Give messages back for redelivery (with delivery_attempt+1, after the broker's backoff)."""
-        return await self._settle(endpoints.nack, handles)
+        return await self._settle("nack", handles)
 
-    async def _settle(self, make_call: _SettleCall, handles: Sequence[str]) -> list[SettleResult]:
+    async def _settle(self, action: Literal["ack", "nack"], handles: Sequence[str]) -> list[SettleResult]:
         results: list[SettleResult] = []
         for start in range(0, len(handles), MAX_RECEIVE):  # the broker caps a settle request at MAX_RECEIVE handles
-            call = make_call(self.group, self.topic, handles[start : start + MAX_RECEIVE])
-            with tracing.settling(call.path.rsplit("/", 1)[-1], self.group, self.topic, call.body["receipt_handles"]):
-                results.extend(await async_retrying(self._retries)(self._transport.call, call))
+            call = endpoints.settle(self.group, self.topic, action, handles[start : start + MAX_RECEIVE])
+            with tracing.settling(action, self.group, self.topic, call.body["receipt_handles"]):
+                settled: list[SettleResult] = await self._call(call)
+            results += settled
         return results
 
     async def group_info(self) -> ConsumerGroupInfo:
         """The group's lag and in-flight messages per queue, as operators see them."""
-        result: ConsumerGroupInfo = await async_retrying(self._retries)(self._transport.call, endpoints.consumer_group(self.group))
-        return result
-
-    async def close(self) -> None:
-        """Close the connections (idempotent; a later call opens new ones)."""
-        await self._transport.close()
+        return await self._call(endpoints.consumer_group(self.group))
 
 
 class SimpleConsumer(Blocking[AsyncSimpleConsumer]):
     """``AsyncSimpleConsumer`` for blocking code; threads may share one (their calls meet on the SDK's loop)."""
 
-    def __init__(self, base_url: str | None, group: str, topic: str, *, timeout: float = TIMEOUT, retries: int = 3,
-                 token: str | None = None, verify: Verify | None = None) -> None:
-        self._async = AsyncSimpleConsumer(base_url, group, topic, timeout=timeout, retries=retries, token=token, verify=verify)
+    def __init__(self, base_url: str | None, group: str, topic: str, **options: Unpack[TransportOptions]) -> None:
+        """``AsyncSimpleConsumer``'s options (``timeout``, ``retries``, ``token`` …)."""
+        self._async = AsyncSimpleConsumer(base_url, group, topic, **options)
+        self.group, self.topic = group, topic
         close_at_exit(self, self._async)
 
-    @property
-    def group(self) -> str:
-        """The consumer group whose progress ack and nack move."""
-        return self._async.group
-
-    @property
-    def topic(self) -> str:
-        """The topic received from."""
-        return self._async.topic
-
-    def receive(self, max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 0.0) -> list[Message]:
-        """``AsyncSimpleConsumer.receive``."""
-        return run(self._async.receive(max_messages, invisible_seconds, wait_seconds))
-
-    def ack(self, handles: Sequence[str]) -> list[SettleResult]:
-        """``AsyncSimpleConsumer.ack``."""
-        return run(self._async.ack(handles))
-
-    def nack(self, handles: Sequence[str]) -> list[SettleResult]:
-        """``AsyncSimpleConsumer.nack``."""
-        return run(self._async.nack(handles))
-
-    def group_info(self) -> ConsumerGroupInfo:
-        """``AsyncSimpleConsumer.group_info``."""
-        return run(self._async.group_info())
+    receive = blocking(AsyncSimpleConsumer.receive)
+    ack = blocking(AsyncSimpleConsumer.ack)
+    nack = blocking(AsyncSimpleConsumer.nack)
+    group_info = blocking(AsyncSimpleConsumer.group_info)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-from urllib.parse import unquote
 
 import msgspec
 
@@ -27,15 +26,10 @@ from halfmq.errors import BrokerError
 from halfmq.wire import MAX_BATCH
 
 from .batching import PassCoalescer, UpTo
-from .endpoints import Call
+from .endpoints import END_BATCH_PATH, HALF_BATCH_PATH, Call
 from .transport import error_from_answer, parsed
 
 __all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "TransactionBatches", "batch_item", "batch_call"]
-
-HALF_BATCH_PATH = "/v1/transaction-batches/half"
-END_BATCH_PATH = "/v1/transaction-batches/end"
-_HALF_PATH = "/v1/transactions"
-_END_PREFIX, _END_SUFFIX = "/v1/transactions/", "/end"
 
 T = TypeVar("T")
 Transported = Callable[[Call[Any]], Awaitable[Any]]
@@ -43,15 +37,10 @@ Transported = Callable[[Call[Any]], Awaitable[Any]]
 
 def batch_item(call: Call[Any]) -> tuple[str, dict[str, Any]] | None:
     """The batch route that takes ``call`` and ``call`` as its item; None for a call no batch route takes."""
-    if call.method != "POST" or not isinstance(call.body, dict):
+    if call.batch is None or not isinstance(call.body, dict):
         return None
-    if call.path == _HALF_PATH:
-        return HALF_BATCH_PATH, call.body
-    if call.path.startswith(_END_PREFIX) and call.path.endswith(_END_SUFFIX):
-        segment = call.path[len(_END_PREFIX):-len(_END_SUFFIX)]
-        if segment and "/" not in segment:  # endpoints quotes the id into one segment
-            return END_BATCH_PATH, {"transaction_id": unquote(segment), **call.body}
-    return None
+    path, extra = call.batch
+    return path, {**extra, **call.body}
 
 
 def _item_outcome(raw: Any, where: str) -> Any:

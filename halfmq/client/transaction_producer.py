@@ -19,8 +19,8 @@ from halfmq.wire import OutgoingMessage
 from . import tracing
 from .async_transaction_producer import AsyncTransactionProducer, TransactionProducerOptions
 from .check_app import CheckApp
-from .listener import LocalTransactionState, TransactionListener, is_async_callable
-from .loop_thread import Blocking, run
+from .listener import TransactionListener, is_async_callable
+from .loop_thread import Blocking, blocking, run
 from .messages import Body
 from .send_options import SendOptions
 from .step_drivers import run_steps
@@ -78,14 +78,6 @@ class TransactionProducer(Blocking[AsyncTransactionProducer]):
             return self.listener.execute_local_transaction(step.message, step.arg)
         return run(self._async._perform(step))
 
-    def end_transaction(self, transaction_id: str, state: LocalTransactionState | str, *, from_check: bool = False) -> dict[str, Any]:
-        """As ``AsyncTransactionProducer.end_transaction``: end a transaction of this group by its id."""
-        return run(self._async.end_transaction(transaction_id, state, from_check=from_check))
-
-    def get_transaction(self, transaction_id: str) -> dict[str, Any]:
-        """The broker's view of one transaction."""
-        return run(self._async.get_transaction(transaction_id))
-
-    def list_transactions(self, state: str = "pending", limit: int = 100) -> list[dict[str, Any]]:
-        """The broker's transactions in ``state``."""
-        return run(self._async.list_transactions(state, limit))
+    end_transaction = blocking(AsyncTransactionProducer.end_transaction)
+    get_transaction = blocking(AsyncTransactionProducer.get_transaction)
+    list_transactions = blocking(AsyncTransactionProducer.list_transactions)

@@ -41,8 +41,7 @@ from . import endpoints
 from .endpoints import Call
 from .listener import LocalTransactionState, coerce_local_state
 
-__all__ = ["Request", "RunLocalTransaction", "Step", "Steps", "TransactionSendResult", "end_state", "listener_message",
-           "send_in_transaction", "state_after_half"]
+__all__ = ["Request", "RunLocalTransaction", "Step", "Steps", "TransactionSendResult", "end_state", "listener_message", "send_in_transaction"]
 
 # The producers' logger, as before the steps had a module of their own.
 log = logging.getLogger("halfmq.client.transaction_producer")
@@ -100,18 +99,6 @@ class TransactionSendResult:
     local_error: Exception | None = None
 
 
-def state_after_half(half: HalfSendResult) -> LocalTransactionState | None:
-    """``None`` when the local transaction should run; otherwise the state to end with.
-
-    As RocketMQ's sendMessageInTransaction: a half stored with any status but
-    SEND_OK (not known durable) is rolled back without running the local
-    transaction.
-    """
-    if half.status is SendStatus.SEND_OK:
-        return None
-    return LocalTransactionState.ROLLBACK_MESSAGE
-
-
 def listener_message(message: OutgoingMessage, half: HalfSendResult, producer_group: str) -> OutgoingMessage:
     """The message as sent, with the properties RocketMQ sets before the local transaction runs.
 
@@ -144,7 +131,9 @@ def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessag
     half: HalfSendResult = yield Request(endpoints.half_send(producer_group, topic, message), idempotent=numbered, numbered=numbered)
     seen = listener_message(message, half, producer_group)
     local_error: Exception | None = None
-    state = state_after_half(half)
+    # As RocketMQ's sendMessageInTransaction: a half stored with any status but SEND_OK (not known durable)
+    # is rolled back without running the local transaction.
+    state = None if half.status is SendStatus.SEND_OK else LocalTransactionState.ROLLBACK_MESSAGE
     if state is not None:
         log.warning("half message %s of transaction %s stored with %s: rolling back without running the local transaction",
                     half.msg_id, half.transaction_id, half.status.value)

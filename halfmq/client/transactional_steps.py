@@ -13,7 +13,7 @@ before anything else: the broker either stored it (and says so) or not.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
@@ -35,7 +35,6 @@ from .endpoints import Call
 
 __all__ = ["TransactionalSteps"]
 
-T = TypeVar("T")
 
 
 def receipt_of(receipt: Message | str) -> str:

@@ -29,14 +29,16 @@ from halfmq.errors import BrokerError, BrokerUnavailable, error_class_for
 from .broker_urls import BrokerUrls, split_urls
 from .endpoints import Call
 from .environment import CA_FILE_ENV, env_token, resolve_url
+from .loop_thread import AsyncLifecycle
+from .retry import async_retrying
 
 if TYPE_CHECKING:
     import aiohttp
 
 T = TypeVar("T")
 
-__all__ = ["TIMEOUT", "AsyncTransport", "ClientOptions", "Verify", "auth_headers", "broker_urls", "error_from_answer", "failure_reason",
-           "request_not_sent", "require_http_url", "tls_context"]
+__all__ = ["TIMEOUT", "AsyncClient", "AsyncTransport", "ClientOptions", "TransportOptions", "Verify", "error_from_answer", "failure_reason",
+           "request_not_sent", "require_http_url"]
 
 _PROBLEM_FIELDS = frozenset({"type", "title", "status", "detail", "code", "retriable"})
 # A plain-text 502/503/504 usually comes from a proxy in front of a broker
@@ -55,9 +57,8 @@ TIMEOUT = 5.0
 Verify = bool | str  # True: the system's CAs; a path: this CA bundle; False: no verification (tests only)
 
 
-class ClientOptions(TypedDict, total=False):
-    """The keyword options both producers take (documented on ``AsyncProducer``): how they reach the broker
-    (``AsyncTransport``'s), how often they retry, whether they number their sends and batch concurrent ones."""
+class TransportOptions(TypedDict, total=False):
+    """The keyword options every client takes (``AsyncClient``'s): how it reaches the broker, how often it retries."""
 
     timeout: float
     retries: int
@@ -66,15 +67,15 @@ class ClientOptions(TypedDict, total=False):
     max_in_flight: int
     token: str | None
     verify: Verify | None
+
+
+class ClientOptions(TransportOptions, total=False):
+    """The keyword options both producers take (documented on ``AsyncProducer``): ``TransportOptions``, and
+    whether they number their sends and batch concurrent ones."""
+
     idempotent: bool
     idempotent_id: str | None
     coalesce: bool
-
-
-def auth_headers(token: str | None) -> dict[str, str]:
-    """The bearer header for ``token``, else for $HALFMQ_TOKEN, else none (a broker with auth off)."""
-    token = token if token is not None else env_token()
-    return {"authorization": f"Bearer {token}"} if token else {}
 
 
 def require_http_url(url: str, what: str = "broker URL") -> str:
@@ -88,22 +89,6 @@ def require_http_url(url: str, what: str = "broker URL") -> str:
         rest = url.split("://", 1)[-1] or "127.0.0.1:10911"
         raise ValueError(f"{what} {url!r} must start with http:// or https://, e.g. http://{rest}")
     return url
-
-
-def broker_urls(spec: str | None, timeout: float) -> BrokerUrls:
-    """The URLs of ``spec`` (one, or a broker set's comma-separated list; None: $HALFMQ_URL, else the local
-    default, ``environment``); a node that did not answer within ``timeout`` is suspected for as long."""
-    spec = resolve_url(spec)
-    return BrokerUrls([require_http_url(u) for u in split_urls(spec)] or [require_http_url(spec)], suspect_for=timeout)
-
-
-def tls_context(verify: Verify | None) -> ssl.SSLContext | bool:
-    """Certificates are always verified unless ``verify=False``; a path (or $HALFMQ_CA_FILE) adds a private CA."""
-    if verify is None:
-        verify = os.environ.get(CA_FILE_ENV) or True
-    if isinstance(verify, str):
-        return ssl.create_default_context(cafile=verify)
-    return verify
 
 
 def _override(error: BrokerError, **attrs: Any) -> BrokerError:
@@ -235,13 +220,19 @@ class AsyncTransport:
         import aiohttp
 
         self._aiohttp = aiohttp
-        self._urls = broker_urls(base_url, timeout)
+        # One URL, or a broker set's comma-separated list (None: $HALFMQ_URL, else the local default, ``environment``);
+        # a node that did not answer within ``timeout`` is suspected for as long.
+        spec = resolve_url(base_url)
+        self._urls = BrokerUrls([require_http_url(u) for u in split_urls(spec)] or [require_http_url(spec)], suspect_for=timeout)
         self._timeout = timeout
         self._connections = min(pool_size * connections_per_client, max_in_flight)
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self._session: aiohttp.ClientSession | None = None
-        self._headers = auth_headers(token)
-        self._ssl = tls_context(verify)
+        token = token if token is not None else env_token()  # none: a broker with auth off
+        self._headers = {"authorization": f"Bearer {token}"} if token else {}
+        # Certificates are always verified unless ``verify=False``; a path (or $HALFMQ_CA_FILE) adds a private CA.
+        verify = (os.environ.get(CA_FILE_ENV) or True) if verify is None else verify
+        self._ssl = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
 
     def _client(self) -> aiohttp.ClientSession:
         # Created on first use, inside the running loop (aiohttp binds a session to its loop).
@@ -289,3 +280,30 @@ class AsyncTransport:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+class AsyncClient(AsyncLifecycle):
+    """Base of the asyncio clients: one ``AsyncTransport`` to the broker, the retry policy of its calls, ``close``."""
+
+    def __init__(self, base_url: str | None, *, timeout: float = TIMEOUT, retries: int = 3, pool_size: int = 8, connections_per_client: int = 8,
+                 max_in_flight: int = 64, token: str | None = None, verify: Verify | None = None) -> None:
+        """``base_url`` None: $HALFMQ_URL, else http://127.0.0.1:10911 (``environment``); a broker set's URLs, comma-separated.
+
+        ``timeout`` bounds one attempt (``TIMEOUT``); ``retries`` counts the attempts after one that failed retriably.
+        Requests spread over ``pool_size`` * ``connections_per_client`` connections, at most ``max_in_flight`` at once.
+        ``token``: the bearer token (else $HALFMQ_TOKEN); ``verify``: a CA file, or False (tests only).
+        """
+        async_retrying(retries)  # a bad value fails here, not at the first call
+        self._timeout = timeout
+        self._retries = retries
+        self._transport = AsyncTransport(base_url, timeout=timeout, pool_size=pool_size, connections_per_client=connections_per_client,
+                                         max_in_flight=max_in_flight, token=token, verify=verify)
+
+    async def _call(self, call: Call[T]) -> T:
+        """``call``, retried on the failures that say they are retriable."""
+        result: T = await async_retrying(self._retries)(self._transport.call, call)
+        return result
+
+    async def close(self) -> None:
+        """Close the connections (idempotent; a later call opens new ones)."""
+        await self._transport.close()

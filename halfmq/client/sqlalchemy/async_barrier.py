@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -37,24 +36,19 @@ class AsyncTransactionBarrier(BarrierBase):
     async def send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
                    run: Callable[[AsyncSession], Awaitable[R]], after_commit: AfterCommit | None = None) -> Sent[R]:
         """Half message, then ``await run(session)`` and the record in one DB transaction, then the end."""
-        self._check_producer(producer)
-        work: Work[R] = self._work(business_key, run, after_commit)
-        result = await producer.send_in_transaction(topic, message, work)
-        return self._outcome(result, work)
+        return await self._send(producer, topic, message, business_key, run, after_commit)
 
     async def execute_local_transaction(self, msg: OutgoingMessage, work: Work[Any]) -> LocalTransactionState:
         """The producer's call: ``work.run`` and the record in one database transaction of this send's own."""
-        txid = self._transaction_id(msg)
-        if txid is None or not isinstance(work, Work):
-            raise TypeError("send through AsyncTransactionBarrier.send, not the producer's send_in_transaction")
+        txid = self._txid_of_work(msg, work)
         try:
             async with self._sessions.begin() as session:
                 work.value = await work.run(session)
-                await session.execute(self.table.insert(), [self._record(txid, work.business_key)])
-                work.check_deadline()
+                await session.run_sync(self._record_all, [(work, txid)])
         except IntegrityError as exc:
-            if await self._key_taken(work.business_key):
-                raise DuplicateBusinessKey(work.business_key) from exc
+            async with self.engine.connect() as conn:
+                if await conn.run_sync(self._key_taken, work.business_key):
+                    raise DuplicateBusinessKey(work.business_key) from exc
             raise
         return await self._after_commit(work)
 
@@ -64,25 +58,19 @@ class AsyncTransactionBarrier(BarrierBase):
         if txid is None:
             return LocalTransactionState.UNKNOW
         async with self.engine.connect() as conn:
-            found = bool(await conn.scalar(select(self._found_query(txid))))
-        return self._answer(msg, found)
+            return self._answer(msg, await conn.run_sync(self._found, txid))
 
     async def transaction_of(self, business_key: str) -> str | None:
         """The transaction id that committed ``business_key``, while its record is kept."""
         async with self.engine.connect() as conn:
-            txid: str | None = await conn.scalar(select(self.table.c.txid).where(self.table.c.business_key == business_key))
-            return txid
-
-    async def _key_taken(self, business_key: str) -> bool:
-        async with self.engine.connect() as conn:
-            return bool(await conn.scalar(select(self._key_query(business_key))))
+            return await conn.run_sync(self._txid_of, business_key)
 
     async def purge(self) -> int:
         """Delete the records older than ``retention``, ``cleanup_batch`` rows per transaction."""
         total = 0
         while True:
             async with self.engine.begin() as conn:
-                deleted = (await conn.execute(self._purge_statement())).rowcount
+                deleted = await conn.run_sync(self._purge_batch)
             total += deleted
             if deleted < self.cleanup_batch:
                 return total

@@ -33,7 +33,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -70,17 +70,12 @@ class TransactionBarrier(BarrierBase):
         ``after_commit(value)`` runs after the commit and before the end (returning ``UNKNOW``
         leaves the end to the check-back: fault injection, tests).
         """
-        self._check_producer(producer)
-        work: Work[R] = self._work(business_key, run, after_commit)
-        result = await producer.send_in_transaction(topic, message, work)
-        return self._outcome(result, work)
+        return await self._send(producer, topic, message, business_key, run, after_commit)
 
     # --- the listener ----------------------------------------------------------------
     async def execute_local_transaction(self, msg: OutgoingMessage, work: Work[Any]) -> LocalTransactionState:
         """The producer's call: ``work.run`` and the record, in the next shared database transaction."""
-        txid = self._transaction_id(msg)
-        if txid is None or not isinstance(work, Work):
-            raise TypeError("send through TransactionBarrier.send, not the producer's send_in_transaction")
+        txid = self._txid_of_work(msg, work)
         work.value = await self._writes.submit((work, txid))
         return await self._after_commit(work)
 
@@ -90,13 +85,12 @@ class TransactionBarrier(BarrierBase):
         if txid is None:
             return LocalTransactionState.UNKNOW
         with self.engine.connect() as conn:
-            found = bool(conn.scalar(select(self._found_query(txid))))
-        return self._answer(msg, found)
+            return self._answer(msg, self._found(conn, txid))
 
     def transaction_of(self, business_key: str) -> str | None:
         """The transaction id that committed ``business_key`` (blocking), while its record is kept."""
         with self.engine.connect() as conn:
-            return conn.scalar(select(self.table.c.txid).where(self.table.c.business_key == business_key))
+            return self._txid_of(conn, business_key)
 
     # --- writes (in a worker thread) ---------------------------------------------------
     def _write_batch(self, batch: list[Item]) -> Sequence[Any]:
@@ -105,9 +99,7 @@ class TransactionBarrier(BarrierBase):
             try:
                 with self._sessions.begin() as session:
                     values = [work.run(session) for work, _ in batch]
-                    session.execute(self.table.insert(), [self._record(txid, work.business_key) for work, txid in batch])
-                    for work, _ in batch:
-                        work.check_deadline()
+                    self._record_all(session, batch)
                 return values
             except Exception:  # noqa: BLE001 - redone item by item below, where each failure is its item's
                 pass
@@ -123,17 +115,13 @@ class TransactionBarrier(BarrierBase):
         try:
             with self._sessions.begin() as session:
                 value = work.run(session)
-                session.execute(self.table.insert(), [self._record(txid, work.business_key)])
-                work.check_deadline()
+                self._record_all(session, [(work, txid)])
             return value
         except IntegrityError as exc:
-            if self._key_taken(work.business_key):
-                raise DuplicateBusinessKey(work.business_key) from exc
+            with self.engine.connect() as conn:
+                if self._key_taken(conn, work.business_key):
+                    raise DuplicateBusinessKey(work.business_key) from exc
             raise
-
-    def _key_taken(self, business_key: str) -> bool:
-        with self.engine.connect() as conn:
-            return bool(conn.scalar(select(self._key_query(business_key))))
 
     async def purge(self) -> int:
         """Delete the records older than ``retention``, ``cleanup_batch`` rows per transaction."""
@@ -144,7 +132,7 @@ class TransactionBarrier(BarrierBase):
         total = 0
         while True:
             with self.engine.begin() as conn:
-                deleted = conn.execute(self._purge_statement()).rowcount
+                deleted = self._purge_batch(conn)
             total += deleted
             if deleted < self.cleanup_batch:
                 return total

@@ -14,14 +14,18 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Delete, Exists, MetaData, Table, delete, exists, select
+from sqlalchemy import Connection, MetaData, Table, delete, exists, select
+from sqlalchemy.orm import Session
 
+from halfmq.client.async_transaction_producer import AsyncTransactionProducer
 from halfmq.client.listener import LocalTransactionState
+from halfmq.client.loop_thread import cancel
+from halfmq.client.messages import Body
 from halfmq.client.transaction_steps import TransactionSendResult
 from halfmq.wire import Message, OutgoingMessage, SendStatus
 
@@ -149,26 +153,37 @@ class BarrierBase:
     def _transaction_id(msg: Message | OutgoingMessage) -> str | None:
         return msg.properties.get("TRANSACTION_ID")
 
-    def _found_query(self, txid: str) -> Exists:
-        return exists().where(self.table.c.txid == txid)
-
-    def _key_query(self, business_key: str) -> Exists:
-        return exists().where(self.table.c.business_key == business_key)
-
-    def _record(self, txid: str, business_key: str) -> dict[str, Any]:
-        return {"txid": txid, "business_key": business_key, "created_at": self._now()}
-
     def _answer(self, msg: Message, found: bool) -> LocalTransactionState:
         age = half_age_seconds(msg.born_timestamp, self._clock())
         answer = check_answer(found, age, self.horizon)
         log.info("check-back for transaction %s (age %.1fs, record %s): %s", self._transaction_id(msg), age, "found" if found else "missing", answer.value)
         return _STATES[answer]
 
-    def _purge_statement(self) -> Delete:
-        """At most ``cleanup_batch`` of the records older than ``retention``, oldest first."""
+    # --- the database work, written once: blocking functions of a connection or session, which the
+    # blocking barrier calls as they are and the asyncio one through ``run_sync``.
+    def _found(self, conn: Connection, txid: str) -> bool:
+        return bool(conn.scalar(select(exists().where(self.table.c.txid == txid))))
+
+    def _key_taken(self, conn: Connection, business_key: str) -> bool:
+        return bool(conn.scalar(select(exists().where(self.table.c.business_key == business_key))))
+
+    def _txid_of(self, conn: Connection, business_key: str) -> str | None:
+        txid: str | None = conn.scalar(select(self.table.c.txid).where(self.table.c.business_key == business_key))
+        return txid
+
+    def _purge_batch(self, conn: Connection) -> int:
+        """Delete at most ``cleanup_batch`` of the records older than ``retention``, oldest first; how many."""
         cutoff = self._now() - timedelta(seconds=self.retention)
         oldest = select(self.table.c.txid).where(self.table.c.created_at < cutoff).order_by(self.table.c.created_at).limit(self.cleanup_batch)
-        return delete(self.table).where(self.table.c.txid.in_(oldest))
+        deleted: int = conn.execute(delete(self.table).where(self.table.c.txid.in_(oldest))).rowcount
+        return deleted
+
+    def _record_all(self, session: Session, batch: Sequence[tuple[Work[Any], str]]) -> None:
+        """Insert the records of ``batch`` (work, transaction id) in ``session``'s transaction, then check the deadlines (before the commit)."""
+        now = self._now()
+        session.execute(self.table.insert(), [{"txid": txid, "business_key": work.business_key, "created_at": now} for work, txid in batch])
+        for work, _ in batch:
+            work.check_deadline()
 
     async def _after_commit(self, work: Work[Any]) -> LocalTransactionState:
         """COMMIT, unless ``after_commit`` leaves the end to the check-back (UNKNOW).
@@ -183,12 +198,24 @@ class BarrierBase:
             answer = await answer
         return LocalTransactionState.COMMIT_MESSAGE if answer in (None, LocalTransactionState.COMMIT_MESSAGE) else LocalTransactionState.UNKNOW
 
+    async def _send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
+                    run: Callable[..., Any], after_commit: AfterCommit | None) -> Sent[Any]:
+        """``send``, whichever session ``run`` takes: the producer sends the half and calls back ``execute_local_transaction``."""
+        if getattr(producer, "listener", None) is not self:
+            raise ValueError("the producer's listener is not this barrier: build it as AsyncTransactionProducer(url, group, barrier, ...)")
+        work = self._work(business_key, run, after_commit)
+        sent: Sent[Any] = self._outcome(await producer.send_in_transaction(topic, message, work), work)
+        return sent
+
     def _work(self, business_key: str, run: Callable[..., Any], after_commit: AfterCommit | None) -> Work[Any]:
         return Work(business_key, run, after_commit, deadline=time.monotonic() + self.horizon.local_tx_timeout)
 
-    def _check_producer(self, producer: Any) -> None:
-        if getattr(producer, "listener", None) is not self:
-            raise ValueError("the producer's listener is not this barrier: build it as AsyncTransactionProducer(url, group, barrier, ...)")
+    def _txid_of_work(self, msg: OutgoingMessage, work: Any) -> str:
+        """The transaction ``work`` is the local transaction of; a TypeError when it was not sent through ``send``."""
+        txid = self._transaction_id(msg)
+        if txid is None or not isinstance(work, Work):
+            raise TypeError(f"send through {type(self).__name__}.send, not the producer's send_in_transaction")
+        return txid
 
     @staticmethod
     def _outcome(result: TransactionSendResult, work: Work[R]) -> Sent[R]:
@@ -214,9 +241,7 @@ class BarrierBase:
     async def close(self) -> None:
         """Stop the periodic cleanup (the records stay)."""
         task, self._cleanup_task = self._cleanup_task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        await cancel(task)
 
     async def _cleanup_loop(self) -> None:
         while True:

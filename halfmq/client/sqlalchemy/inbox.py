@@ -145,27 +145,24 @@ class Inbox:
         self._purge_interval = purge_interval
         self._purge_batch = purge_batch
         self._next_purge = time.monotonic() + purge_interval
-        self._purge_lock = threading.Lock()
-        self._stats_lock = threading.Lock()
+        self._lock = threading.Lock()  # handlers run on several threads
         self._purging: set[Future[None]] = set()
         self._claim_statements: dict[str, Insert] = {}
-        self._sessions: sessionmaker[Session] | None = None
-        self._async_sessions: async_sessionmaker[AsyncSession] | None = None
         if isinstance(bind, Engine):
-            self._sessions = sessionmaker(bind)
-        elif isinstance(bind, sessionmaker):
-            self._sessions = bind
-        else:
+            bind = sessionmaker(bind)
+        self._sessions: sessionmaker[Session] | None = bind if isinstance(bind, sessionmaker) else None
+        self._async_sessions: async_sessionmaker[AsyncSession] | None = None
+        if self._sessions is None:
             from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
             if isinstance(bind, AsyncEngine):
-                self._async_sessions = async_sessionmaker(bind)
-            elif isinstance(bind, async_sessionmaker):
-                self._async_sessions = bind
-            else:
+                bind = async_sessionmaker(bind)
+            if not isinstance(bind, async_sessionmaker):
                 raise TypeError(f"Inbox needs an Engine, sessionmaker, AsyncEngine or async_sessionmaker, not {type(bind).__name__}")
+            self._async_sessions = bind
 
     def key_of(self, message: Message) -> str:
+        """The key this inbox deduplicates ``message`` by (``inbox_key`` with its ``key``)."""
         return inbox_key(message, self.key)
 
     # -- claiming, inside the caller's transaction ------------------------------------------
@@ -184,14 +181,8 @@ class Inbox:
         claim = self._claim(session.get_bind().dialect.name, keyed)
         return _outcomes(keyed, set() if claim is None else set(session.scalars(*claim)))
 
-    async def claim_async(self, session: AsyncSession, message: Message) -> bool:
-        [claimed] = await self.claim_many_async(session, [message])
-        return claimed
-
-    async def claim_many_async(self, session: AsyncSession, messages: Sequence[Message]) -> list[bool]:
-        return await self.claim_keys_async(session, [(self.key_of(m), m.msg_id) for m in messages])
-
     async def claim_keys_async(self, session: AsyncSession, keyed: Sequence[tuple[str, str]]) -> list[bool]:
+        """``claim_keys`` in an ``AsyncSession``'s transaction."""
         claim = self._claim(session.get_bind().dialect.name, keyed)
         return _outcomes(keyed, set() if claim is None else set(await session.scalars(*claim)))
 
@@ -315,15 +306,6 @@ class Inbox:
             await self._purge_quietly()
             await asyncio.sleep(seconds)
 
-    def _purge_due(self) -> bool:
-        """True for one caller once per ``purge_interval`` (the handlers purge as they go, one at a time)."""
-        now = time.monotonic()
-        with self._purge_lock:
-            if now < self._next_purge:
-                return False
-            self._next_purge = now + self._purge_interval
-            return True
-
     async def _purge_quietly(self) -> None:
         try:
             removed = await (self.purge_async() if self._async_sessions else asyncio.to_thread(self.purge))
@@ -334,10 +316,14 @@ class Inbox:
 
     def _counted(self, handled: bool) -> bool:
         """Count a delivery, handled or skipped; after a handled one, purge in the background when due (the ack must not wait)."""
-        with self._stats_lock:  # handlers run on several threads
+        now = time.monotonic()
+        with self._lock:
             self.stats.handled += handled
             self.stats.skipped += not handled
-        if handled and self._purge_due():  # a blocking handler runs on a worker thread: its purge runs on the SDK's loop
+            due = handled and now >= self._next_purge  # once per purge_interval, for one of the handlers
+            if due:
+                self._next_purge = now + self._purge_interval
+        if due:  # a blocking handler runs on a worker thread: its purge runs on the SDK's loop
             loop = asyncio.get_running_loop() if self._async_sessions else shared_loop().loop
             purge = asyncio.run_coroutine_threadsafe(self._purge_quietly(), loop)
             self._purging.add(purge)  # the loop keeps only a weak reference to a task

@@ -20,7 +20,7 @@ Alembic autogenerate) and needs no ORM base. From a migration::
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import Column, Connection, DateTime, Engine, Index, MetaData, String, Table
 from sqlalchemy.engine import Dialect
@@ -70,21 +70,10 @@ def transaction_records_table(metadata: MetaData) -> Table:
     return table
 
 
-class _Operations(Protocol):
-    """The part of ``alembic.op`` the helpers use (the SDK does not import Alembic)."""
-
-    def create_table(self, table_name: str, *columns: Any, **kw: Any) -> Any: ...
-
-    def create_index(self, index_name: str, table_name: str, columns: list[str], **kw: Any) -> Any: ...
-
-    def drop_index(self, index_name: str, table_name: str | None = None, **kw: Any) -> Any: ...
-
-    def drop_table(self, table_name: str, **kw: Any) -> Any: ...
-
-
-def create_transaction_records(target: _Operations | Engine | Connection) -> None:
-    """Create the table: from an Alembic migration (``create_transaction_records(op)``), or on an
-    engine or connection for a service without migrations (then only if it does not exist yet)."""
+def create_transaction_records(target: Any) -> None:
+    """Create the table: from an Alembic migration (``create_transaction_records(op)``, ``op`` being
+    ``alembic.op``, which the SDK does not import), or on an engine or connection for a service
+    without migrations (then only if it does not exist yet)."""
     if isinstance(target, Engine | Connection):
         transaction_records_table(MetaData()).create(target, checkfirst=True)
         return
@@ -92,7 +81,7 @@ def create_transaction_records(target: _Operations | Engine | Connection) -> Non
     target.create_index(f"ix_{TABLE_NAME}_created_at", TABLE_NAME, ["created_at"])
 
 
-def drop_transaction_records(op: _Operations) -> None:
-    """Drop the table from an Alembic migration's downgrade."""
+def drop_transaction_records(op: Any) -> None:
+    """Drop the table from an Alembic migration's downgrade (``op``: ``alembic.op``)."""
     op.drop_index(f"ix_{TABLE_NAME}_created_at", table_name=TABLE_NAME)
     op.drop_table(TABLE_NAME)

@@ -1,26 +1,13 @@
-"""The one producer's configuration, without a broker: transactions with a transactional_id only, old names warn."""
+"""The one producer's configuration, without a broker: transactions with a transactional_id only."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from halfmq.client import AsyncProducer, AsyncTransactionalProducer, Producer, TransactionalProducer
+from halfmq.client import AsyncProducer, Producer
 from halfmq.errors import InvalidTxnState
 
 URL = "http://127.0.0.1:9"  # never reached: every case here fails or ends before a request
-
-
-def test_the_old_transactional_names_build_the_one_producer_and_warn_with_the_new_spelling() -> None:
-    with pytest.warns(DeprecationWarning, match=r"TransactionalProducer is deprecated: use Producer\(url, transactional_id="):
-        old = TransactionalProducer(URL, "copier-1", batch_size=7)
-    with old:
-        assert isinstance(old, Producer) and old.transactional_id == "copier-1" and old.epoch is None
-    with pytest.warns(DeprecationWarning, match=r"AsyncTransactionalProducer is deprecated: use AsyncProducer\(url, transactional_id="):
-        old_async = AsyncTransactionalProducer(URL, "copier-2")
-    assert isinstance(old_async, AsyncProducer) and old_async.transactional_id == "copier-2"
-    asyncio.run(old_async.close())
 
 
 @pytest.mark.parametrize("method", ["init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"])
