@@ -26,12 +26,13 @@ import httpx
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 
-from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, next_role
+from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, may_lead, next_role
 from .errors import NotLeader
 from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, absent, unchanged
 from .follower import Follower, ReplicaNotStored
 from .high_watermark import HighWatermark
 from .peers import PeerClient
+from .positions import ask_members, position_of
 from .replica_tracker import ReplicaTracker
 from .term_history import TermHistory
 
@@ -188,6 +189,7 @@ class ClusterNode:
         wanted = self.tracker.wanted_in_sync()
         if wanted == self.tracker.in_sync:
             return
+        self.tracker.publishing(wanted)
         if await self.etcd.put_if(self.address.key("in-sync"), json.dumps(sorted(wanted)), 0,
                                   [unchanged(self.address.key("leader"), self.term)]) is None:
             if self._judge(await self.etcd.get(self.address.key("leader"))) is not Claim.FOREIGN:
@@ -239,6 +241,9 @@ class ClusterNode:
         in_sync = frozenset(in_sync_kv.json()) if in_sync_kv else None
         if not may_campaign(self.node_id, in_sync):
             return
+        own = position_of(self.node_id, self.term, self.history, self.runtime.store)
+        if not may_lead(own, await ask_members(self._http, self.members, self.node_id), in_sync, self.settings.cluster_size):
+            return  # a member that answered is later, or too few answered: a later node stands, or the next tick asks again
         sent = self._clock()
         lease = await self.etcd.grant(self.settings.lease_ttl)
         term = await self.etcd.put_if(
@@ -312,7 +317,7 @@ class ClusterNode:
         self.term, self.lease, self.renewal_sent_at = term, lease, sent
         self.history.begin(term, self.runtime.store.commit_log.end_offset)
         shown = min(self.follower.leader_high_watermark, self.runtime.store.acknowledged_end)  # the last leader's mark
-        self.tracker.reset(in_sync, lagging=previous, high_watermark=shown)
+        self.tracker.reset(in_sync, lagging=previous, high_watermark=shown, term_start=self.runtime.store.commit_log.end_offset)
         self.leader = {"node_id": self.node_id, "url": self.url}
         self._saw_leader(term, self.node_id, previous)
         await self._reopen(start=True)

@@ -22,6 +22,7 @@ from halfmq.broker.store.atomic_file import read_json
 from .errors import NotLeader
 from .follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from .node import ClusterNode
+from .positions import position_of
 
 FETCH_MAX_BYTES = 1 << 20
 FETCH_WAIT_SECONDS = 0.5
@@ -81,7 +82,8 @@ async def replication_fetch(request: ApiRequest) -> Reply:
     end = log.end_offset
     if body.from_offset > end:
         raise Diverged(f"follower {body.node_id} asks from {body.from_offset}, the log ends at {end}")
-    node.tracker.report(body.node_id, body.from_offset, end)
+    if body.term >= node.history.last_term:  # else it follows a term before this leadership: its log was not cut against it
+        node.tracker.report(body.node_id, body.from_offset, end)
     if body.from_offset == end and (body.high_watermark is None or node.tracker.high_watermark <= body.high_watermark):
         node.appended.clear()
         try:
@@ -100,6 +102,12 @@ async def replication_fetch(request: ApiRequest) -> Reply:
     }))
 
 
+async def replication_position(request: ApiRequest) -> Reply:
+    """Any node's answer, whatever its role: a node standing for election compares it with its own (``decisions.may_lead``)."""
+    node = _node(request, Action.DESCRIBE)
+    return Reply(position_of(node.node_id, node.term, node.history, node.runtime.store))
+
+
 async def replication_state(request: ApiRequest) -> Reply:
     node = _node(request)
     _leader(node)
@@ -116,6 +124,8 @@ ROUTES = [
     Route("POST", "/v1/replication/fetch", replication_fetch, "The leader's log bytes from an offset; term, log end, segment size, "
           "term history and high watermark in headers (admin)", "replication", request=FetchRequest,
           media_type="application/octet-stream"),
+    Route("GET", "/v1/replication/position", replication_position, "This node's last term and durable log end, on every node "
+          "(asked by a node standing for election; describe)", "replication", answer=wire.Position),
     Route("GET", "/v1/replication/state", replication_state, "Consumer offsets and the receipt key, copied by followers (admin)",
           "replication", answer=wire.ReplicationState),
 ]

@@ -18,17 +18,19 @@ from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER
 from halfmq.broker.cluster.routes import LOG_END_HEADER
 from tests.support.fake_cluster_node import app_with_fake_node
 
-CLUSTER_ROUTES = ["GET /v1/cluster", "GET /v1/replication/state", "GET /v1/replication/term-end", "POST /v1/replication/fetch"]
+CLUSTER_ROUTES = ["GET /v1/cluster", "GET /v1/replication/position", "GET /v1/replication/state", "GET /v1/replication/term-end",
+                  "POST /v1/replication/fetch"]
 
 
 class _Node:
     """What the routes ask of a leading node, no etcd behind it."""
 
     def __init__(self, state: Any, tmp_path: Path) -> None:
-        self.state, self.writable, self.term = state, True, 4
+        self.state, self.writable, self.term, self.node_id = state, True, 4, "n1"
         self.settings = SimpleNamespace(data_dir=tmp_path)
-        self.history = SimpleNamespace(entries=[[4, 0]], end_of=lambda term, end: end)
-        self.tracker = SimpleNamespace(high_watermark=0, report=lambda *a: None)
+        self.history = SimpleNamespace(entries=[[4, 0]], end_of=lambda term, end: end, last_term=4)
+        self.reports: list[tuple[str, int, int]] = []
+        self.tracker = SimpleNamespace(high_watermark=0, report=lambda *a: self.reports.append(a))
         self.appended = asyncio.Event()
 
     @property
@@ -91,3 +93,21 @@ async def test_a_fetch_from_past_the_log_end_is_a_divergence(leader: tuple[httpx
     client, _ = leader
     answer = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 10**9})
     assert answer.status_code == 409 and answer.json()["code"] == "REPLICA_DIVERGED"
+
+
+async def test_a_node_answers_its_position_whatever_its_role(leader: tuple[httpx.AsyncClient, Any]) -> None:
+    client, app = leader
+    await client.post("/v1/topics", json={"name": "T", "queues": 1})
+    await client.post("/v1/topics/T/messages", json={"messages": [{"body": "hello"}]})
+    app.state.cluster.writable = False  # a follower, or a leader past its fence
+    position = wire.decode((await client.get("/v1/replication/position")).json(), wire.Position)
+    assert (position.node_id, position.last_term) == ("n1", 4)
+    assert position.durable_offset == app.state.runtime.store.flushed_offset > 0
+
+
+async def test_a_fetch_naming_an_earlier_term_is_answered_but_not_counted(leader: tuple[httpx.AsyncClient, Any]) -> None:
+    client, app = leader
+    await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 3, "from_offset": 0, "high_watermark": 1})
+    assert app.state.cluster.reports == []  # n2 has not cut its log against term 4: its bytes are no vote
+    await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 0, "high_watermark": 1})
+    assert [r[:2] for r in app.state.cluster.reports] == [("n2", 0)]
