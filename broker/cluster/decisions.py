@@ -72,8 +72,9 @@ def majority(cluster_size: int) -> int:
 
 @dataclass(frozen=True)
 class FollowerProgress:
-    durable: int          # the follower's fsynced log end, as it last reported it in this term
-    caught_up_at: float   # when it last reported the leader's whole log
+    durable: int          # the follower's fsynced log end, as it last reported it in this term: only this votes
+    caught_up_at: float   # when it last fetched from where the leader's log ended at its fetch before
+    fetched: int = 0      # the follower's appended log end, as its last fetch asked from
 
 
 def majority_offset(leader: str, leader_durable: int, members: frozenset[str], progress: Mapping[str, FollowerProgress],

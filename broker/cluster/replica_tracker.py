@@ -1,7 +1,8 @@
 """The leader's view of its followers: how far each has the log on disk, and who waits for them.
 
-Followers report their durable log end with every fetch (Kafka's fetch offset is
-its acknowledgement). A send with ``ack=quorum`` waits here until a majority of
+Followers report their durable log end with every fetch, and with an ack of its
+own when an fsync completes while their fetch waits for new bytes (both in
+the same term, never below what they reported). A send with ``ack=quorum`` waits here until a majority of
 the cluster, the leader one vote, counted among the in-sync set *as published in
 etcd*, has it on disk; the published set has at least a majority, or the send
 answers SLAVE_NOT_AVAILABLE at once. While a new set is being published the
@@ -55,22 +56,33 @@ class ReplicaTracker:
         self.term_start = self.acknowledged_mark = term_start
         self.leader_durable = 0
 
-    def report(self, node: str, durable: int, leader_end: int) -> None:
-        """A fetch from ``durable``: ``node``'s log is on disk up to there in this term (never less than it last said).
+    def report(self, node: str, durable: int, leader_end: int, fetched: int | None = None) -> None:
+        """A fetch from ``fetched`` (its appended end; ``durable`` if not given): ``node``'s log is on disk up to ``durable``.
 
         It is caught up if it asks from where the leader's log ended when its previous
         fetch came (Kafka's rule, KIP-501): a follower that fetched everything there was
-        stays in sync under a steady load it never quite reaches the end of.
+        stays in sync under a steady load it never quite reaches the end of. A slow disk
+        stays in sync too; only what is on disk votes.
         """
+        fetched = durable if fetched is None else fetched
         now = self._clock()
         before = self.progress.get(node)
-        caught_up = durable >= min(leader_end, self._end_at_fetch.get(node, leader_end))
+        caught_up = fetched >= min(leader_end, self._end_at_fetch.get(node, leader_end))
         self._end_at_fetch[node] = leader_end
-        durable = max(durable, before.durable) if before else durable
         caught_up_at = now if caught_up else (before.caught_up_at if before else float("-inf"))
-        self.progress[node] = FollowerProgress(durable, caught_up_at)
+        self.progress[node] = FollowerProgress(max(durable, before.durable) if before else durable, caught_up_at, fetched)
         self._release()
         self._on_change()
+
+    def acked(self, node: str, durable: int) -> bool:
+        """An ack: ``node`` has its log on disk up to ``durable``. Only from a follower that fetched in this term, and only upwards."""
+        before = self.progress.get(node)
+        if before is None or durable <= before.durable:
+            return False
+        self.progress[node] = FollowerProgress(durable, before.caught_up_at, max(before.fetched, durable))
+        self._release()
+        self._on_change()
+        return True
 
     def wanted_in_sync(self) -> frozenset[str]:
         return in_sync_set(self.node_id, self.in_sync, self.progress, self._clock(), self.lag_time, self.cluster_size,
@@ -142,5 +154,6 @@ class ReplicaTracker:
         self._waiters = keep
 
     def view(self, leader_end: int) -> list[dict[str, object]]:
-        return [{"node_id": n, "durable_offset": p.durable, "lag": max(0, leader_end - p.durable), "in_sync": n in self.in_sync}
+        return [{"node_id": n, "durable_offset": p.durable, "log_end": p.fetched, "lag": max(0, leader_end - p.durable),
+                 "in_sync": n in self.in_sync}
                 for n, p in sorted(self.progress.items())]

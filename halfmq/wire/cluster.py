@@ -59,6 +59,17 @@ class ReplicationState(_Wire):
     receipt_key: Any = None
 
 
+class DurableAck(_Wire):
+    """The leader's answer to a follower's ack: whether it counted, how far it counts that log on disk, its high watermark.
+
+    The mark is the leader's after counting the ack, so a follower elected next starts showing the log where it was.
+    """
+
+    counted: bool
+    durable_offset: int
+    high_watermark: int
+
+
 class Position(_Wire):
     """How far a node's log is on disk, and the last term in its history: what a node standing for election compares.
 
