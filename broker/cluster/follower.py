@@ -87,7 +87,7 @@ class DurableReports:
         done.add_done_callback(settled)
 
     def _settled(self, done: concurrent.futures.Future[int], end: int) -> None:
-        if self.closed:
+        if self.closed or done.cancelled():  # ended, or the store closed under it
             return
         if (error := done.exception()) is not None:
             self.failure = error
