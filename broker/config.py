@@ -116,7 +116,7 @@ class BrokerSettings(BaseSettings):
     node_id: str = ""
     advertise_url: str = ""  # where the other nodes and clients reach this one (default http://host:port)
     cluster_size: int = Field(default=3, ge=1, le=9)
-    lease_ttl: int = Field(default=5, ge=2, le=60)
+    lease_ttl: int = Field(default=2, ge=1, le=60)  # etcd raises it to its minimum (2 s by default); the fence counts what it granted
     ack: Literal["quorum", "leader"] = "quorum"
     replica_lag_time: float = Field(default=2.0, gt=0)
     cluster_token_file: Path | None = None  # with auth on: the token (admin on cluster:broker) nodes fetch with

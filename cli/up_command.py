@@ -96,7 +96,20 @@ class Topology:
 
 
     def broker_components(self, extra: dict[str, str]) -> list[Component]:
-        """One broker, or with ``replicas`` > 1 a local etcd and that many broker nodes of one set."""
+        """One broker, or with ``replicas`` > 1 a local etcd and that many broker nodes of one set; the last one started
+        creates the services' topic, so the services never meet a missing one."""
+        components = self._brokers(extra)
+        components[-1].when_healthy = self.create_topics
+        return components
+
+    def create_topics(self) -> str:
+        from .credentials import ORDER_TOPIC
+        from .processes.topics import ensure_topics
+
+        token = self.credentials.token_file("admin").read_text().strip() if self.credentials is not None else None
+        return ensure_topics(self.broker_urls.split(","), [ORDER_TOPIC], token)
+
+    def _brokers(self, extra: dict[str, str]) -> list[Component]:
         from .processes.child_process import halfmq_command
         from .processes.supervisor import Component
 

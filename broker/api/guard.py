@@ -21,6 +21,7 @@ audit = logging.getLogger("halfmq.audit")
 ANONYMOUS = Principal("anonymous", (Policy(frozenset({Action.ADMIN}), (ResourcePattern(None, "*"),)),))
 _BEARER = "bearer "
 _MAX_REMEMBERED = 65_536
+PEER_PATHS = ("/v1/replication/",)  # node-to-node traffic of a broker set
 
 
 class Guard:
@@ -76,8 +77,11 @@ class Guard:
         result = "allow" if decision.allowed else "deny"
         self._count(result)
         if not decision.allowed or decision.action is Action.ADMIN:
-            audit.info("principal=%s action=%s resource=%s result=%s path=%s",
-                       principal.name, decision.action.value, resource, result, scope.get("path"))
+            path = scope.get("path")
+            # a set's nodes fetch from their leader many times a second: their allowed calls are DEBUG, refusals stay INFO
+            level = logging.DEBUG if decision.allowed and str(path).startswith(PEER_PATHS) else logging.INFO
+            audit.log(level, "principal=%s action=%s resource=%s result=%s path=%s",
+                      principal.name, decision.action.value, resource, result, path)
         if not decision.allowed:
             raise AccessDenied(f"principal {principal.name!r} may not {decision.action.value} {resource}",
                                action=decision.action.value, resource=str(resource))

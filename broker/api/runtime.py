@@ -50,6 +50,9 @@ class BrokerRuntime:
     checks: CheckService | None = None
     guard: Guard = field(default_factory=lambda: Guard(None))
     own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
+    # What an ack's answer waits for (usecases.settling): a set's leader, ``durable`` (as the ack mode says, as a send);
+    # one broker, nothing past the write (a kill -9 keeps it; the fsync per ack would halve `halfmq bench consume`).
+    settled_durable: Callable[[int], Awaitable[None]] | None = None
     _check_task: asyncio.Task | None = field(default=None, repr=False)
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
@@ -69,6 +72,7 @@ class BrokerRuntime:
             async_flush_interval=settings.async_flush_interval,
             checkpoint_interval=settings.offset_flush_interval,
         ))
+        store.log_topics()  # a set's followers have every topic, empty or not (store.state_records)
         try:
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)),
@@ -83,17 +87,19 @@ class BrokerRuntime:
             )
             producers = ProducerRegistry(settings.data_dir / "producers.json", settings.producer_expiry)
             rt = cls(settings, store, topics, SendService(store, topics), delivery, transactions, producers,
-                     create_metrics(lambda: rt.state_snapshot()), durable, time.time())
+                     create_metrics(), durable, time.time())
             authenticator = Authenticator.from_file(settings.auth_file) if settings.auth_file else None
             decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
             rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
             rt.producer_txns = TransactionCoordinator(
                 store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks,
                                                settings.producer_txn_max_open_bytes, settings.producer_txn_max_open_bytes_per_principal),
-                send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000))
+                send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000),
+                producers=producers)
             rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
-            rt.metrics.registry.register(OperatorCollector(rt))  # lag per queue, transactions by age, ... at scrape time
+            rt.settled_durable = durable if durable_wrapper is not None else None
+            rt.metrics.registry.register(OperatorCollector(rt))  # every series read from state at scrape time
             return rt
         except BaseException:
             store.close()
@@ -104,6 +110,8 @@ class BrokerRuntime:
         return CheckPolicy(settings.transaction_timeout, settings.transaction_check_interval, settings.transaction_check_max)
 
     async def start(self) -> None:
+        """Serve as the one broker, or as a set's leader: what only the writer does starts here."""
+        self.producers.log_to(self.store)  # registrations and expiries go in the log from here (never a follower's)
         self.checks = CheckService(
             self.transactions, self.producers,
             CheckClient(read_timeout=self.settings.check_timeout, secret_for=self.guard.check_secret,
@@ -151,30 +159,6 @@ class BrokerRuntime:
         if self.checks is not None:
             await self.checks.drain()
         self.store.close()
-
-    def state_snapshot(self) -> dict:
-        tx = self.transactions.stats
-        checks = dict(tx.checks)
-        if self.checks is not None and self.checks.no_producer:
-            checks["no_producer"] = self.checks.no_producer
-        return {
-            "lag": self.delivery.total_lag(),
-            "end": self.store.commit_log.end_offset,
-            "flushed": self.store.flushed_offset,
-            "fsyncs": self.store.flush_count,
-            "dlq": self.delivery.dlq_moves,
-            "damaged_records": self.store.damaged.count,
-            "damaged_skips": self.delivery.damaged_skips,
-            "half_messages": self.transactions.pending_count,
-            "commits": tx.commits,
-            "rollbacks": tx.rollbacks,
-            "discards": tx.discards,
-            "checks": checks,
-            "producer_txns_open": self.producer_txns.open_count,
-            "producer_txns_held_bytes": self.producer_txns.held.total,
-            "producer_txn_commits": self.producer_txns.commits,
-            "producer_txn_aborts": self.producer_txns.aborts,
-        }
 
 
 def runtime_of(request: Any) -> BrokerRuntime:

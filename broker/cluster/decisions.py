@@ -47,7 +47,9 @@ class LeaseFence:
     etcd restarts a lease's TTL when a keep-alive *arrives*, which is after it was
     sent; so counting from the moment the last successful renewal was sent never
     overestimates the lease's life, whatever the network delay. The margin covers
-    clock-rate drift and a write that passed the check just before the deadline.
+    clock-rate drift and a write that passed the check just before the deadline
+    (an ack checks again). ``ttl`` is the TTL etcd granted, which may be more than
+    asked for (etcd raises a grant to its minimum, 2 s with its default election timeout).
     """
 
     ttl: float
@@ -56,9 +58,34 @@ class LeaseFence:
     def may_write(self, now: float, renewal_sent_at: float | None) -> bool:
         return renewal_sent_at is not None and now < renewal_sent_at + self.ttl - self.margin
 
+    @property
+    def renew_every(self) -> float:
+        """A renewal leaves this often (TTL/8): several tries fit before the fence, so one slow answer fences nothing."""
+        return self.ttl / 8
+
+    def gives_up(self, now: float, renewal_sent_at: float | None) -> bool:
+        """After a failed renewal: step down now if the fence has passed (the lease may end before a retry answers)."""
+        return not self.may_write(now, renewal_sent_at)
+
     @classmethod
     def for_ttl(cls, ttl: float) -> LeaseFence:
-        return cls(ttl, max(1.0, ttl * 0.3))
+        return cls(ttl, max(0.5, ttl * 0.25))
+
+
+DEAD_LEADER_REFUSED_FOR = 0.2  # seconds of refused connections that end a dead leader's term early
+
+
+def may_end_dead_term(refused_since: float | None, now: float, ack: str, refused_for: float = DEAD_LEADER_REFUSED_FOR) -> bool:
+    """A follower removes the leader key (guarded by its term) once the leader's address refused connections for ``refused_for``.
+
+    A refused connect means no process listens there: the leader is gone, so waiting
+    for its lease only loses time. A stopped or cut-off leader is not refused (its
+    kernel still accepts, or nothing answers), so it keeps its lease. Only with
+    ``ack=quorum``: the old leader's acks then needed followers' reports, and a
+    follower that removes the key no longer fetches from it; with ``ack=leader`` its
+    last acks may be on its disk alone, and the lease is the only safe wait.
+    """
+    return ack == "quorum" and refused_since is not None and now - refused_since >= refused_for
 
 
 def may_campaign(node_id: str, in_sync: frozenset[str] | None) -> bool:

@@ -4,7 +4,9 @@ Why not an etcd3 gRPC package: the maintained Python ones are thin or abandoned
 and pull grpcio (~10 MB) into the broker; the gateway ships in every etcd since
 3.3, and the broker already has httpx (docs/decisions/027-replicated-broker-set.md).
 Only the handful of calls leadership needs: put, range, delete, lease grant /
-keep-alive / revoke, and compare-and-put / compare-and-delete transactions.
+keep-alive / revoke, compare-and-put / compare-and-delete transactions, and a
+watch of one key (``POST /v3/watch``, one JSON result per line of a streamed
+answer; etcd 3.4's gateway serves it as 3.5's does).
 
 With credentials the client authenticates (``/v3/auth/authenticate``) and sends
 the token etcd gave it with every call; when etcd says the token is invalid
@@ -18,7 +20,9 @@ import asyncio
 import base64
 import json
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,6 +32,7 @@ log = logging.getLogger(__name__)
 
 AUTH_NOT_ENABLED = "authentication is not enabled"
 NO_USER = "user name is empty"  # etcd has auth on and the call came without a token
+INVALID_TOKEN = "invalid auth token"  # etcd forgot the token (restarted) or it expired
 
 
 class EtcdUnavailable(Exception):
@@ -95,10 +100,30 @@ class KeyValue:
         return json.loads(self.value)
 
 
+@dataclass(frozen=True)
+class Lease:
+    id: int
+    ttl: int  # what etcd granted: it raises a shorter request to its minimum (1.5 election timeouts, 2 s by default)
+
+
+class WatchKind(str, Enum):
+    PUT = "PUT"
+    DELETE = "DELETE"
+    COMPACTED = "COMPACTED"  # events were compacted away before they could be read: read the key again
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    kind: WatchKind
+    revision: int
+    kv: KeyValue | None = None  # the key as written (PUT) or its key and revision (DELETE)
+
+
 class EtcdClient:
     def __init__(self, endpoint: str, timeout: float = 1.0, credentials: EtcdCredentials | None = None) -> None:
         self.endpoint = endpoint.rstrip("/")
         self.credentials = credentials
+        self.timeout = timeout
         self._http = httpx.AsyncClient(base_url=self.endpoint, timeout=timeout)
         self._token: str | None = None
         self._auth_off = False  # etcd said it has no auth on: calls go without a token
@@ -154,9 +179,10 @@ class EtcdClient:
             return None
         return str(answer["token"])
 
-    async def grant(self, ttl: int) -> int:
+    async def grant(self, ttl: int) -> Lease:
+        """A new lease; its TTL is etcd's answer, which may be longer than ``ttl`` (never shorter)."""
         answer = await self.call("/v3/lease/grant", {"TTL": str(ttl)})
-        return int(answer["ID"])
+        return Lease(int(answer["ID"]), int(answer.get("TTL", ttl)))
 
     async def keepalive(self, lease: int) -> int:
         """Renew ``lease`` once; return the TTL etcd restarted it with (0: the lease is gone)."""
@@ -198,6 +224,62 @@ class EtcdClient:
         answer = await self.call("/v3/kv/txn", {"compare": compares, "success": [{"requestDeleteRange": {"key": _b64(key)}}]})
         return bool(answer.get("succeeded"))
 
+    async def watch(self, key: str, start_revision: int = 0, idle: float = 30.0, retry: float = 0.2) -> AsyncIterator[WatchEvent]:
+        """Every change of ``key`` from ``start_revision`` on (0: from now), in order, until the caller stops.
+
+        A broken stream (etcd restarted, a refused token, ``idle`` seconds without a
+        line, which bounds a half-open connection) is opened again from the revision
+        after the last event seen, so no event is missed or repeated; a token etcd no
+        longer knows is replaced first. If those revisions were compacted, a
+        ``COMPACTED`` event says so (read the key again) and the watch goes on from
+        the oldest revision etcd still has. Errors are never raised: the watch retries
+        after ``retry`` seconds, doubling to 2 s.
+        """
+        next_revision, pause = start_revision, retry
+        while True:
+            token: str | None = None
+            try:
+                token = await self._token_for_call()
+                async for result in self._watch_results(key, next_revision, token, idle):
+                    pause = retry
+                    events, next_revision = _watch_events(result, next_revision, f"etcd at {self.endpoint}, watch of {key}")
+                    for event in events:
+                        yield event
+                    if events and events[-1].kind is WatchKind.COMPACTED:
+                        break  # etcd cancelled this watch: open it again from the oldest revision it has
+            except httpx.ReadTimeout:
+                continue  # idle for ``idle`` seconds: open it again, quietly
+            except EtcdRefused as exc:
+                if self.credentials is not None and (INVALID_TOKEN in exc.etcd_message or NO_USER in exc.etcd_message):
+                    self._forget_token(token)
+                    continue
+                log.warning("%s; watching again in %.1fs", exc, pause)
+            except (httpx.HTTPError, EtcdUnavailable, ValueError) as exc:
+                log.debug("the watch of %s at %s broke: %r; again in %.1fs", key, self.endpoint, exc, pause)
+            await asyncio.sleep(pause)
+            pause = min(2.0, pause * 2)
+
+    async def _watch_results(self, key: str, start_revision: int, token: str | None, idle: float) -> AsyncIterator[dict[str, Any]]:
+        request: dict[str, Any] = {"key": _b64(key)}
+        if start_revision:
+            request["start_revision"] = str(start_revision)
+        async with self._http.stream("POST", "/v3/watch", json={"create_request": request},
+                                     headers={"authorization": token} if token else None,
+                                     timeout=httpx.Timeout(self.timeout, read=idle)) as response:
+            if response.status_code != 200:
+                await response.aread()
+                message = _etcd_message(response)
+                raise EtcdRefused(f"etcd at {self.endpoint} refused the watch ({response.status_code}): {message}",
+                                  response.status_code, message)
+            async for line in response.aiter_lines():
+                if line.strip():
+                    answer = json.loads(line)
+                    if "error" in answer:
+                        error = answer["error"]
+                        message = str(error.get("message", error)) if isinstance(error, dict) else str(error)
+                        raise EtcdRefused(f"etcd at {self.endpoint} broke the watch of {key}: {message}", 0, message)
+                    yield answer.get("result", {})
+
     async def aclose(self) -> None:
         await self._http.aclose()
 
@@ -210,6 +292,24 @@ def absent(key: str) -> dict[str, Any]:
 def unchanged(key: str, mod_revision: int) -> dict[str, Any]:
     """A txn compare: ``key`` was last written at ``mod_revision`` (0: it does not exist)."""
     return {"key": _b64(key), "target": "MOD", "result": "EQUAL", "mod_revision": str(mod_revision)}
+
+
+def _watch_events(result: dict[str, Any], next_revision: int, where: str) -> tuple[list[WatchEvent], int]:
+    """One line of a watch stream: its events, and the revision to watch from if the stream breaks after it."""
+    if result.get("canceled"):
+        compacted = int(result.get("compact_revision", 0))
+        if not compacted:  # a refused token, a key without permission
+            reason = str(result.get("cancel_reason", ""))
+            raise EtcdRefused(f"{where}: cancelled: {reason}", 401, reason)
+        return [WatchEvent(WatchKind.COMPACTED, compacted)], compacted
+    if result.get("created") and not next_revision:
+        next_revision = int(result.get("header", {}).get("revision", 0)) + 1
+    events = []
+    for raw in result.get("events") or []:
+        kv = _kv(raw.get("kv", {}))
+        events.append(WatchEvent(WatchKind(raw.get("type", WatchKind.PUT.value)), kv.mod_revision, kv))
+        next_revision = kv.mod_revision + 1
+    return events, next_revision
 
 
 def _etcd_message(response: httpx.Response) -> str:

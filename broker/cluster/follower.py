@@ -7,8 +7,9 @@ term is refused. The next fetch leaves as soon as the last bytes are appended,
 while their fsync runs (the group commit shares one fsync among all that wait):
 a fetch asks from the appended end and carries the fsynced end, and when an
 fsync completes while a fetch waits at the leader for new bytes, an ack tells
-the leader at once (``DurableReports``). Consumer-group offsets and the receipt-handle key are not in
-the commit log: the follower copies them from the leader about once a second.
+the leader at once (``DurableReports``). Nothing is copied beside the log:
+consumer acks, topics, producer registrations and the receipt-handle key are
+records in it (store.state_records).
 A disk that refuses the leader's bytes is logged once when it starts and once
 when it works again (FailureWatch), not at every retry.
 """
@@ -26,7 +27,6 @@ from pathlib import Path
 import httpx
 
 from halfmq import wire
-from halfmq.broker.store.atomic_file import read_json, write_json
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
@@ -133,16 +133,13 @@ class Follower:
         await self._cut_divergent_tail(leader_url, term)
         store = self._store()
         reports = DurableReports(min(store.flushed_offset, store.commit_log.end_offset))
-        loop = asyncio.get_running_loop()
-        helpers = [loop.create_task(self._copy_state(leader_url, term)),
-                   loop.create_task(reports.send_acks(lambda durable: self._ack(leader_url, term, durable)))]
+        acks = asyncio.get_running_loop().create_task(reports.send_acks(lambda durable: self._ack(leader_url, term, durable)))
         try:
             while True:
                 await self._fetch_once(leader_url, term, reports)
         finally:
             reports.closed = True
-            for task in helpers:
-                task.cancel()
+            acks.cancel()
 
     async def _cut_divergent_tail(self, leader_url: str, term: int) -> None:
         answer = await self._http.get(f"{leader_url}/v1/replication/term-end", params={"term": self.history.last_term, "node_id": self.node_id})
@@ -207,26 +204,6 @@ class Follower:
         self._check_term(answer)
         counted = wire.decode(answer.json(), wire.DurableAck)
         self.leader_high_watermark = max(self.leader_high_watermark, counted.high_watermark)
-
-    async def _copy_state(self, leader_url: str, term: int, every: float = 0.5) -> None:
-        """Consumer offsets (they only move forward) and the receipt-handle key, so both survive a failover."""
-        while True:
-            try:
-                answer = await self._http.get(f"{leader_url}/v1/replication/state")
-                if answer.status_code == 200:
-                    state = answer.json()
-                    offsets = self._store().offsets
-                    for group, topics in state["offsets"].items():
-                        for topic, queues in topics.items():
-                            for queue_id, offset in queues.items():
-                                offsets.commit(group, topic, int(queue_id), int(offset))
-                    key = state.get("receipt_key")
-                    path = self.data_dir / "receipt-key.json"
-                    if key and read_json(path, None) != key:
-                        write_json(path, key)
-            except (httpx.HTTPError, ValueError, KeyError) as exc:
-                log.debug("copying state from %s: %s", leader_url, exc)
-            await asyncio.sleep(every)
 
     def _check_term(self, answer: httpx.Response) -> None:
         their = int(answer.headers.get(TERM_HEADER, "0"))

@@ -1,9 +1,11 @@
 """One node of a broker set: its role, its lease in etcd, and the runtime it serves with.
 
-A tick every ``lease_ttl / 5`` seconds does the etcd work: a leader renews its
-lease, checks the leader key is still its own and publishes the in-sync set; a
-follower reads who leads and follows it, or stands for election when no one
-does and it is in sync. Roles change only through decisions.TRANSITIONS.
+A leader renews its lease on a task of its own (leader_lease.py). A tick every
+``lease_ttl / 5`` seconds, and at once when the watch of the leader key sees it
+change (takeover.py), does the rest: a leader checks the leader key is still its
+own and publishes the in-sync set; a follower reads who leads and follows it, or
+stands for election when no one does and it is in sync. Roles change only
+through decisions.TRANSITIONS, under one lock.
 
 Changing role reopens the runtime from the data dir (a short recovery): a new
 leader rebuilds its transaction index from the replicated half and op queues and
@@ -26,14 +28,17 @@ import httpx
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 
-from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, may_lead, next_role
+from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, next_role
 from .errors import NotLeader
-from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, absent, unchanged
+from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, Lease, absent, unchanged
+from .failover_phases import FailoverPhases
 from .follower import Follower, ReplicaNotStored
 from .high_watermark import HighWatermark
+from .leader_lease import LeaseRenewals
 from .peers import PeerClient
-from .positions import ask_members, position_of
+from .positions import may_stand
 from .replica_tracker import ReplicaTracker
+from .takeover import Takeover
 from .term_history import TermHistory
 
 log = logging.getLogger(__name__)
@@ -41,7 +46,7 @@ log = logging.getLogger(__name__)
 Durable = Callable[[int], Awaitable[None]]
 
 
-class ClusterNode:
+class ClusterNode(LeaseRenewals, Takeover):
     def __init__(self, settings: BrokerSettings, state: Any, clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time) -> None:
         if not settings.cluster or not settings.node_id:
@@ -52,8 +57,10 @@ class ClusterNode:
         self.url = settings.advertise_url or f"http://{settings.host}:{settings.port}"
         self.members = settings.members()
         self.address = ClusterAddress.parse(settings.cluster)
-        self.etcd = EtcdClient(self.address.endpoint, timeout=max(0.5, settings.lease_ttl / 5), credentials=_etcd_credentials(settings))
-        self.fence = LeaseFence.for_ttl(settings.lease_ttl)
+        credentials, timeout = _etcd_credentials(settings), max(0.5, settings.lease_ttl / 5)
+        self.etcd = EtcdClient(self.address.endpoint, timeout, credentials)
+        self.renewals = EtcdClient(self.address.endpoint, timeout, credentials)  # the lease's own connection: never behind the tick
+        self.fence = LeaseFence.for_ttl(settings.lease_ttl)  # until a grant says what etcd gave
         self._clock = clock
         self._wall_clock = wall_clock
         self.role = Role.FOLLOWER
@@ -68,15 +75,21 @@ class ClusterNode:
         self.watermark = HighWatermark(self.tracker, lambda: self.runtime.store, self.appended.set)  # what consumers may read
         token = settings.cluster_token_file.read_text().strip() if settings.cluster_token_file else None
         self._http = PeerClient(self.members, token, timeout=httpx.Timeout(5.0, connect=1.0))  # the only client that calls peers
+        self._http.event_hooks["response"].append(self._peer_answered)
         self._foreign: tuple[int, bytes] | None = None  # the foreign leader key last warned about (revision, value)
         self._foreign_since = 0.0
         self.follower = Follower(self.node_id, lambda: self.runtime.store, self.history, settings.data_dir, self._http, lambda: self.term)
         self._following: tuple[str, int] | None = None
         self._follow_task: asyncio.Task | None = None
-        self._task: asyncio.Task | None = None
+        self._tasks: list[asyncio.Task] = []  # the tick, the renewals, the watch
+        self._wake = asyncio.Event()  # set by the watch: run the tick now
+        self._role_lock = asyncio.Lock()  # the tick and the renewals both may change the role
         self.etcd_error: str | None = None
         self.last_failover: dict[str, Any] | None = None  # the view's: the last change of leader this node saw
         self._last_leader: str | None = None  # whom this node last led or followed
+        self._leader_answered_at: float | None = None  # the followed leader's last answer to this node
+        self._gone_seen_at: float | None = None  # when this node saw the leader key gone (None: a leader is known)
+        self._failover: FailoverPhases | None = None  # this node's own election, timed until its first acknowledged write
 
     # --- what the HTTP layer asks --------------------------------------------------
     @property
@@ -103,15 +116,17 @@ class ClusterNode:
                 await self.tracker.wait(end, self.settings.sync_flush_timeout)
             if not self.writable:  # leadership lost while waiting: acknowledge nothing
                 raise self.not_leader()
+            if self._failover is not None:
+                self._failover_phase("first_ack")
         return replicated
 
     # --- life ------------------------------------------------------------------------
     async def start(self) -> None:
         await self._register()
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._tasks = [asyncio.get_running_loop().create_task(c) for c in (self._run(), self._renew_loop(), self._watch_leader())]
 
     async def stop(self) -> None:
-        for task in (self._task, self._follow_task):
+        for task in (*self._tasks, self._follow_task):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -119,22 +134,29 @@ class ClusterNode:
             with contextlib.suppress(EtcdUnavailable):
                 await self.etcd.revoke(self.lease)  # a clean stop hands over at once, not after the TTL
         await self.etcd.aclose()
+        await self.renewals.aclose()
         await self._http.aclose()
 
-    async def _run(self) -> None:
-        every = self.settings.lease_ttl / 5
+    async def _run(self, every: float | None = None) -> None:
+        """The tick every ``every`` s (TTL/5), and at once whenever the watch sees the leader key change."""
+        every = every or self.settings.lease_ttl / 5
         while True:
+            self._wake.clear()  # an event from here on runs the next tick at once
+            lease = self.lease
             try:
-                await self.tick()
+                async with self._role_lock:
+                    await self.tick()
                 self.etcd_error = None
             except EtcdUnavailable as exc:
                 if self.etcd_error is None:
                     log.error("node %s: %s", self.node_id, exc)
                 self.etcd_error = str(exc)
-                await self._overdue()
+                await self._renewal_failed(lease, str(exc))
             except Exception:
                 log.exception("node %s: cluster tick failed", self.node_id)
-            await asyncio.sleep(every)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(every):  # (not wait_for: in 3.11 it can swallow a cancel that meets a wake-up)
+                    await self._wake.wait()
 
     async def tick(self) -> None:
         if self.role is Role.FOLLOWER:
@@ -148,13 +170,6 @@ class ClusterNode:
 
     # --- leader ------------------------------------------------------------------------
     async def _as_leader(self) -> None:
-        sent = self._clock()
-        ttl = await self.etcd.keepalive(self.lease)
-        if ttl <= 0:
-            await self._step_down("the lease expired in etcd")
-            return
-        self.renewal_sent_at = sent
-        self._set_role(next_role(self.role, Event.RENEWED))
         kv = await self.etcd.get(self.address.key("leader"))
         if kv is not None and kv.mod_revision != self.term and self._judge(kv) is Claim.FOREIGN:
             if not await self._reclaim(kv) and self._judge(await self.etcd.get(self.address.key("leader"))) is not Claim.FOREIGN:
@@ -189,8 +204,7 @@ class ClusterNode:
         wanted = self.tracker.wanted_in_sync()
         if wanted == self.tracker.in_sync:
             return
-        self.tracker.publishing(wanted)
-        if await self.etcd.put_if(self.address.key("in-sync"), json.dumps(sorted(wanted)), 0,
+        if await self.etcd.put_if(self.address.key("in-sync"), json.dumps(sorted(self.tracker.publishing(wanted))), 0,
                                   [unchanged(self.address.key("leader"), self.term)]) is None:
             if self._judge(await self.etcd.get(self.address.key("leader"))) is not Claim.FOREIGN:
                 await self._step_down("the leader key changed while publishing the in-sync set")
@@ -198,21 +212,13 @@ class ClusterNode:
         log.info("node %s: in-sync set now %s", self.node_id, sorted(wanted))
         self.tracker.published(wanted)
 
-    async def _overdue(self) -> None:
-        """etcd did not answer: a leader past its fence takes no write; past the lease itself it steps down."""
-        if self.role is Role.FOLLOWER:
-            return
-        now = self._clock()
-        if not self.fence.may_write(now, self.renewal_sent_at):
-            self._set_role(next_role(self.role, Event.RENEWAL_OVERDUE))
-        if self.renewal_sent_at is None or now > self.renewal_sent_at + self.settings.lease_ttl:
-            await self._step_down("the lease could not be renewed before it expired")
-
     async def _step_down(self, why: str) -> None:
         log.warning("node %s: stepping down from term %d: %s", self.node_id, self.term, why)
         self._set_role(next_role(self.role, Event.LOST))
         self.renewal_sent_at = None
+        self.lease = 0
         self.leader = None
+        self._failover = None
         self.tracker.fail_all(self.not_leader())
         await self._reopen(start=False)
 
@@ -232,26 +238,26 @@ class ClusterNode:
                 await self.etcd.revoke(kv.lease)
                 return
             self.leader = info
+            self._gone_seen_at = None
             self._saw_leader(kv.mod_revision, info["node_id"])
             await self._follow(info["url"], kv.mod_revision)
             return
         previous = self.leader["node_id"] if self.leader else None  # its lease expired: dead or cut off
         self.leader = None
+        if self._gone_seen_at is None:
+            self._gone_seen_at = self._clock()
         in_sync_kv = await self.etcd.get(self.address.key("in-sync"))
         in_sync = frozenset(in_sync_kv.json()) if in_sync_kv else None
-        if not may_campaign(self.node_id, in_sync):
+        if not may_campaign(self.node_id, in_sync) or not await may_stand(self, self._http, in_sync):
             return
-        own = position_of(self.node_id, self.term, self.history, self.runtime.store)
-        if not may_lead(own, await ask_members(self._http, self.members, self.node_id), in_sync, self.settings.cluster_size):
-            return  # a member that answered is later, or too few answered: a later node stands, or the next tick asks again
         sent = self._clock()
         lease = await self.etcd.grant(self.settings.lease_ttl)
         term = await self.etcd.put_if(
-            self.address.key("leader"), json.dumps({"node_id": self.node_id, "url": self.url}), lease,
+            self.address.key("leader"), json.dumps({"node_id": self.node_id, "url": self.url}), lease.id,
             [absent(self.address.key("leader")), unchanged(self.address.key("in-sync"), in_sync_kv.mod_revision if in_sync_kv else 0)])
         if term is None:
             with contextlib.suppress(EtcdUnavailable):
-                await self.etcd.revoke(lease)
+                await self.etcd.revoke(lease.id)
             return
         await self._promote(term, lease, sent, in_sync or frozenset({self.node_id}), previous)
 
@@ -301,6 +307,10 @@ class ClusterNode:
             raise
         except ReplicaNotStored:  # a refusing disk: the follower logs it once, not at every tick
             await asyncio.sleep(0.2)
+        except httpx.TransportError as exc:  # the connection failed: is anyone still listening there?
+            log.info("node %s: replication from %s stopped: %r", self.node_id, url, exc)
+            await self._end_dead_term(url, term)
+            await asyncio.sleep(0.2)
         except Exception as exc:  # noqa: BLE001 - any failure: the next tick follows again (or campaigns)
             log.info("node %s: replication from %s stopped: %r", self.node_id, url, exc)
             await asyncio.sleep(0.2)
@@ -312,15 +322,19 @@ class ClusterNode:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
-    async def _promote(self, term: int, lease: int, sent: float, in_sync: frozenset[str], previous: str | None) -> None:
+    async def _promote(self, term: int, lease: Lease, sent: float, in_sync: frozenset[str], previous: str | None) -> None:
+        self._saw_leader(term, self.node_id, previous)
+        self._start_failover_clock(term)
         await self._stop_following()
-        self.term, self.lease, self.renewal_sent_at = term, lease, sent
+        self.term, self.lease, self.renewal_sent_at = term, lease.id, sent
+        self.fence = LeaseFence.for_ttl(lease.ttl)  # what etcd granted (it raises a short TTL to its minimum)
         self.history.begin(term, self.runtime.store.commit_log.end_offset)
         shown = min(self.follower.leader_high_watermark, self.runtime.store.acknowledged_end)  # the last leader's mark
         self.tracker.reset(in_sync, lagging=previous, high_watermark=shown, term_start=self.runtime.store.commit_log.end_offset)
         self.leader = {"node_id": self.node_id, "url": self.url}
-        self._saw_leader(term, self.node_id, previous)
         await self._reopen(start=True)
+        self._failover_phase("reopen")
+        self._leader_answered_at = self._gone_seen_at = None
         self._set_role(next_role(self.role, Event.ELECTED))
         log.warning("node %s: leader of term %d from log offset %d (in sync: %s)", self.node_id, term,
                     self.runtime.store.commit_log.end_offset, sorted(self.tracker.in_sync))
@@ -344,13 +358,6 @@ class ClusterNode:
         if role is not self.role:
             log.info("node %s: %s -> %s", self.node_id, self.role.value, role.value)
             self.role = role
-
-    def _saw_leader(self, term: int, leader_id: str, previous: str | None = None) -> None:
-        """A new leader is a failover when another node led before it (as far as this node saw); its own election always is."""
-        before = previous or self._last_leader
-        self._last_leader = leader_id
-        if leader_id != before and (before is not None or leader_id == self.node_id):
-            self.last_failover = {"term": term, "leader": leader_id, "previous": before, "timestamp": int(self._wall_clock() * 1000)}
 
     # --- the view -------------------------------------------------------------------------
     async def view(self) -> dict[str, Any]:

@@ -88,9 +88,10 @@ class ReplicaTracker:
         return in_sync_set(self.node_id, self.in_sync, self.progress, self._clock(), self.lag_time, self.cluster_size,
                            self.high_watermark, self.leader_durable, max(self.acknowledged_mark, self.high_watermark))
 
-    def publishing(self, in_sync: frozenset[str]) -> None:
-        """``in_sync`` is about to be written to etcd: until it is known to be there, acknowledgements count members of both."""
+    def publishing(self, in_sync: frozenset[str]) -> frozenset[str]:
+        """``in_sync`` is about to be written to etcd (returned): until it is known to be there, acks count members of both."""
         self._counted &= in_sync
+        return in_sync
 
     def published(self, in_sync: frozenset[str]) -> None:
         """etcd holds ``in_sync`` now: acknowledgements count it from here on."""

@@ -17,7 +17,6 @@ from halfmq.broker.api.body import parse_json_body
 from halfmq.broker.api.front import ApiRequest, Reply
 from halfmq.broker.api.router import Route
 from halfmq.broker.security.policy import CLUSTER, Action
-from halfmq.broker.store.atomic_file import read_json
 
 from .errors import NotLeader
 from .follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
@@ -136,14 +135,6 @@ async def replication_position(request: ApiRequest) -> Reply:
     return Reply(position_of(node.node_id, node.term, node.history, node.runtime.store))
 
 
-async def replication_state(request: ApiRequest) -> Reply:
-    node = _node(request)
-    _leader(node)
-    store = node.runtime.store
-    offsets = {g: {t: {str(q): o for q, o in qs.items()} for t, qs in store.offsets.topics_of(g).items()} for g in store.offsets.groups()}
-    return Reply({"term": node.term, "offsets": offsets, "receipt_key": read_json(node.settings.data_dir / "receipt-key.json", None)})
-
-
 ROUTES = [
     Route("GET", "/v1/cluster", cluster_view, "The broker set as this node sees it (describe on the cluster)", "cluster",
           answer=wire.ClusterView),
@@ -156,6 +147,4 @@ ROUTES = [
           "its fetch waits for new bytes (admin)", "replication", request=AckRequest, answer=wire.DurableAck),
     Route("GET", "/v1/replication/position", replication_position, "This node's last term and durable log end, on every node "
           "(asked by a node standing for election; describe)", "replication", answer=wire.Position),
-    Route("GET", "/v1/replication/state", replication_state, "Consumer offsets and the receipt key, copied by followers (admin)",
-          "replication", answer=wire.ReplicationState),
 ]

@@ -13,10 +13,25 @@ from __future__ import annotations
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.store.state_records import acks_record
 from halfmq.broker.store.topics import dlq_topic
 from halfmq.errors import DlqMessageNotFound
 
 DLQ_BOOKKEEPING = ("ORIGIN_MESSAGE_ID", "REAL_TOPIC", "REAL_QID", "RECONSUME_TIME", "CONSUMER_GROUP")
+
+
+def moved(group: str, message: StoredMessage, deliveries: int) -> list[PutItem]:
+    """The write group that moves ``message`` to ``group``'s DLQ: the copy, and the ``acks`` record that settles it."""
+    props = dict(message.properties)
+    props.update({
+        "ORIGIN_MESSAGE_ID": message.properties.get("UNIQ_KEY", ""),
+        "REAL_TOPIC": message.topic,
+        "REAL_QID": str(message.queue_id),
+        "RECONSUME_TIME": str(deliveries - 1),
+        "CONSUMER_GROUP": group,
+    })
+    return [PutItem(dlq_topic(group), 0, message.body, props, message.born_timestamp, message.binary, props.get("TAGS")),
+            acks_record([(group, message.topic, message.queue_id, message.queue_offset)])]
 
 
 def depth(store: MessageStore, group: str) -> int:

@@ -1,8 +1,8 @@
 """Broker-managed ("pop") consumption: receive, ack, nack, invisibility, DLQ.
 
-All state lives on the broker's event loop thread; the only I/O is reading
-messages from the store and appending DLQ copies. Committed offsets go to the
-store's offset table, which snapshots them durably in the background.
+All state lives on the broker's event loop thread; the only I/O is reading messages and appending
+DLQ copies and ``acks`` records (``store.state_records``): an ack is in the log before it settles, so
+a set's new leader reads it back (``restore_acked``). The offset table is a checkpoint of them.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ import heapq
 import logging
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.store.damaged_records import DamagedEntry
-from halfmq.broker.store.message_store import MessageStore, PutItem, StoreNotWritable
+from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.store.state_records import acks_record, receipt_key_record
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
 from halfmq.errors import (
     ConsumerGroupNotFound,
@@ -29,8 +31,9 @@ from halfmq.errors import (
     TopicNotFound,
 )
 
+from . import dead_letters
 from .backoff import exhausted, retry_delay
-from .queue_progress import InFlight, QueueProgress
+from .queue_progress import GroupTopic, InFlight, QueueLag, QueueProgress
 from .receipt_handle import KEY_BYTES, ReceiptHandle
 
 log = logging.getLogger(__name__)
@@ -53,22 +56,6 @@ DLQ_RETRY_SECONDS = 1.0
 HELD_BY_TRANSACTION = float("inf")  # visible_at of a delivery acked in an open producer transaction: a nack cannot free it
 
 
-@dataclass
-class _GroupTopic:
-    queues: list[QueueProgress]
-    due: list[tuple[float, int, int, int]] = field(default_factory=list)  # (visible_at, queue, offset, nonce)
-    rotation: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class QueueLag:
-    queue_id: int
-    committed_offset: int
-    max_offset: int
-    lag: int
-    in_flight: int
-
-
 class DeliveryService:
     def __init__(self, store: MessageStore, policy: DeliveryPolicy, clock: Callable[[], float] = time.monotonic,
                  *, key: bytes | None = None) -> None:
@@ -76,11 +63,13 @@ class DeliveryService:
         self._reads = store.visible  # what consumers may see: a broker set's leader stops at its high watermark
         self._policy = policy
         self._clock = clock
-        self._epoch = secrets.token_hex(4)
+        self._epoch = secrets.token_hex(4)  # per runtime: a handle issued before a restart or a failover answers expired
         self._key = key or secrets.token_bytes(KEY_BYTES)  # the runtime passes the data dir's: see receipt_handle
-        self._state: dict[tuple[str, str], _GroupTopic] = {}
+        self.key_in_log = False  # whether the log names the key (then it is that one, on every node of a set)
+        self.acks_end = 0  # where the last ``acks`` record written ends: an ack is answered once that is durable
+        self._state: dict[tuple[str, str], GroupTopic] = {}
         self._arrivals: dict[str, asyncio.Event] = {}
-        self.dlq_moves = 0
+        self.counted: Counter[tuple[str, str, str, str]] = Counter()  # (event, group, topic, result) since start: /metrics
         self.damaged_skips = 0
         self._closing = False
         self._reads.add_listener(self._on_message)
@@ -98,13 +87,13 @@ class DeliveryService:
             event.set()
 
     # --- state ------------------------------------------------------------------
-    def _group_topic(self, group: str, topic: str) -> _GroupTopic:
+    def _group_topic(self, group: str, topic: str) -> GroupTopic:
         state = self._state.get((group, topic))
         cfg = self._store.topic(topic)
         if cfg is None:
             raise TopicNotFound(f"topic {topic!r} does not exist")
         if state is None:
-            state = _GroupTopic([])
+            state = GroupTopic([])
             self._state[(group, topic)] = state
         while len(state.queues) < cfg.queues:
             qid = len(state.queues)
@@ -119,12 +108,15 @@ class DeliveryService:
         checked_name(NameKind.CONSUMER_GROUP, group)
         if topic.startswith("RMQ_SYS_") or topic in (CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC):
             raise SystemTopicForbidden(f"{topic} is internal to the broker and cannot be consumed")
+        if not self.key_in_log:
+            self.log_receipt_key()  # before the first handle: every node of a set signs and checks with the first leader's
         deadline = self._clock() + wait
         while True:
             state = self._group_topic(group, topic)
             out = self._take(group, topic, state, max_messages, invisible)
             remaining = deadline - self._clock()
             if out or remaining <= 0 or self._closing:
+                self.counted["out", group, topic, ""] += len(out)
                 return out
             timeout = remaining
             if state.due:
@@ -135,7 +127,7 @@ class DeliveryService:
             except TimeoutError:
                 pass
 
-    def _take(self, group: str, topic: str, state: _GroupTopic, limit: int, invisible: float) -> list[Delivery]:
+    def _take(self, group: str, topic: str, state: GroupTopic, limit: int, invisible: float) -> list[Delivery]:
         now = self._clock()
         out: list[Delivery] = []
         while state.due and state.due[0][0] <= now and len(out) < limit:
@@ -168,7 +160,7 @@ class DeliveryService:
         state.rotation = (state.rotation + 1) % max(n, 1)
         return out
 
-    def _take_new(self, group: str, topic: str, qid: int, state: _GroupTopic, limit: int, out: list[Delivery],
+    def _take_new(self, group: str, topic: str, qid: int, state: GroupTopic, limit: int, out: list[Delivery],
                   now: float, invisible: float) -> None:
         """Hand out never-delivered messages of one queue; a damaged one is skipped as if acked, and counted."""
         progress = state.queues[qid]
@@ -196,7 +188,7 @@ class DeliveryService:
         if progress.skip():
             self._store.offsets.commit(group, topic, qid, progress.committed)
 
-    def _delivery(self, group: str, topic: str, qid: int, message: StoredMessage, item: InFlight, state: _GroupTopic) -> Delivery:
+    def _delivery(self, group: str, topic: str, qid: int, message: StoredMessage, item: InFlight, state: GroupTopic) -> Delivery:
         heapq.heappush(state.due, (item.visible_at, qid, item.offset, item.nonce))
         handle = ReceiptHandle(group, topic, qid, item.offset, item.nonce, self._epoch).encode(self._key)
         return Delivery(message, handle, item.deliveries)
@@ -211,7 +203,7 @@ class DeliveryService:
             parsed.append((text, handle))
         return parsed
 
-    def _held(self, state: _GroupTopic | None, h: ReceiptHandle) -> QueueProgress | None:
+    def _held(self, state: GroupTopic | None, h: ReceiptHandle) -> QueueProgress | None:
         """The queue still holding the delivery ``h`` names, or None when it is expired (or settled)."""
         if state is None or h.epoch != self._epoch or not 0 <= h.queue_id < len(state.queues):
             return None
@@ -220,20 +212,29 @@ class DeliveryService:
 
     def ack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
         """Settle held deliveries (False: expired or settled); RECEIPT_IN_TRANSACTION, settling none, when one of them
-        is acked in an open producer transaction: that transaction's end decides it."""
+        is acked in an open producer transaction: that transaction's end decides it. What it settles is written first,
+        as one ``acks`` record ending at ``acks_end``; a disk that refuses it settles nothing (StoreNotWritable)."""
         parsed = self._resolve(group, topic, handles)
         state = self._state.get((group, topic))  # settling never creates a group: none means nothing is held
-        for _, h in parsed:
-            self._refuse_if_in_transaction(state, h)
-        results = []
+        held = []
         for text, h in parsed:
             progress = self._held(state, h)
-            if progress is not None:
+            if progress is not None and progress.in_flight[h.offset].visible_at == HELD_BY_TRANSACTION:
+                self._refuse_if_in_transaction(state, h)
+            held.append((text, h, progress))
+        acked = [(group, topic, h.queue_id, h.offset) for _, h, progress in held if progress is not None]
+        if acked:
+            _, self.acks_end = self._store.put([acks_record(acked)])
+        results = []
+        for text, h, progress in held:
+            ok = progress is not None and progress.holds(h.offset, h.nonce)  # False for a repeat of a handle just settled
+            if ok and progress is not None:
                 self._settle(group, topic, h.queue_id, progress, h.offset)
-            results.append((text, progress is not None))
+            results.append((text, ok))
+            self.counted["ack", group, topic, "ok" if ok else "expired"] += 1
         return results
 
-    def _refuse_if_in_transaction(self, state: _GroupTopic | None, h: ReceiptHandle) -> None:
+    def _refuse_if_in_transaction(self, state: GroupTopic | None, h: ReceiptHandle) -> None:
         progress = self._held(state, h)
         if progress is not None and progress.in_flight[h.offset].visible_at == HELD_BY_TRANSACTION:
             raise ReceiptInOtherTransaction(f"{h.group}/{h.topic}/{h.queue_id}@{h.offset} is acked in an open producer "
@@ -253,6 +254,7 @@ class DeliveryService:
                 item = progress.postpone(h.offset, now + retry_delay(item.deliveries, self._policy.retry_delays))
                 heapq.heappush(state.due, (item.visible_at, h.queue_id, h.offset, item.nonce))
             results.append((text, ok))
+            self.counted["nack", group, topic, "ok" if ok else "expired"] += 1
         if any(ok for _, ok in results):
             self._on_message(topic, -1)  # wake long-pollers: a zero delay makes it due at once
         return results
@@ -297,6 +299,17 @@ class DeliveryService:
         self._settle(group, topic, h.queue_id, progress, h.offset)
         return True
 
+    # --- the receipt key, in the log ----------------------------------------
+    def use_receipt_key(self, key: bytes) -> None:
+        """The key the log names (replay): every node of a set signs and checks handles with the first leader's."""
+        self._key = key
+        self.key_in_log = True
+
+    def log_receipt_key(self) -> None:
+        """Write this broker's key in the log, once, before it signs its first handle (receive: only a writer receives)."""
+        self._store.put([receipt_key_record(self._key)])
+        self.key_in_log = True
+
     # --- acks inside a producer transaction (DESIGN section 11) -----------------
     def parse_receipts(self, handles: list[str]) -> list[ReceiptHandle]:
         """Decode and verify ``handles`` (INVALID_RECEIPT_HANDLE for one this broker did not sign); changes nothing."""
@@ -322,6 +335,7 @@ class DeliveryService:
             progress = self._held(state, h)
             if progress is not None:
                 self._settle(h.group, h.topic, h.queue_id, progress, h.offset)
+                self.counted["ack", h.group, h.topic, "ok"] += 1
 
     def release_held(self, receipts: list[ReceiptHandle]) -> None:
         """The transaction aborted: the acked deliveries become deliverable again at once (the attempt counts)."""
@@ -335,7 +349,8 @@ class DeliveryService:
                 self._on_message(h.topic, -1)
 
     def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None:
-        """At start-up: an ack a committed producer transaction made, which the offsets file may not hold yet."""
+        """At start-up: an ack read back from the log (an ``acks`` record, or a committed producer transaction's), which
+        the offsets file may not hold yet (it is a checkpoint, written about once a second, and a follower's is older)."""
         try:
             state = self._group_topic(group, topic)
         except TopicNotFound:
@@ -350,16 +365,8 @@ class DeliveryService:
     def _move_to_dlq(self, group: str, message: StoredMessage, deliveries: int) -> None:
         target = dlq_topic(group)
         self._store.create_topic(target, 1)
-        props = dict(message.properties)
-        props.update({
-            "ORIGIN_MESSAGE_ID": message.properties.get("UNIQ_KEY", ""),
-            "REAL_TOPIC": message.topic,
-            "REAL_QID": str(message.queue_id),
-            "RECONSUME_TIME": str(deliveries - 1),
-            "CONSUMER_GROUP": group,
-        })
-        self._store.put([PutItem(target, 0, message.body, props, message.born_timestamp, message.binary, props.get("TAGS"))])
-        self.dlq_moves += 1
+        _, self.acks_end = self._store.put(dead_letters.moved(group, message, deliveries))
+        self.counted["dlq", group, message.topic, ""] += 1
         log.warning("moved %s/%d@%d to %s after %d deliveries", message.topic, message.queue_id, message.queue_offset, target, deliveries)
 
     # --- introspection ----------------------------------------------------------
@@ -387,10 +394,3 @@ class DeliveryService:
         """The group's in-flight deliveries past their first attempt (nacked or timed out before)."""
         return sum(1 for (g, _), state in self._state.items() if g == group
                    for progress in state.queues for item in progress.in_flight.values() if item.deliveries > 1)
-
-    def total_lag(self) -> dict[str, int]:
-        lag: dict[str, int] = {}
-        for (group, topic), state in self._state.items():
-            for qid, progress in enumerate(state.queues):
-                lag[group] = lag.get(group, 0) + self._store.queue_range(topic, qid)[1] - progress.committed
-        return lag

@@ -79,3 +79,21 @@ class QueueProgress:
         item = self.in_flight[offset]
         item.visible_at = visible_at
         return item
+
+
+@dataclass
+class GroupTopic:
+    """One group's progress on one topic: its queues, and the deliveries due to be visible again."""
+
+    queues: list[QueueProgress]
+    due: list[tuple[float, int, int, int]] = field(default_factory=list)  # (visible_at, queue, offset, nonce)
+    rotation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLag:
+    queue_id: int
+    committed_offset: int
+    max_offset: int
+    lag: int
+    in_flight: int

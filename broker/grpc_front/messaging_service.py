@@ -238,7 +238,7 @@ class MessagingService(rpc.MessagingServiceServicer):
         entries = []
         for entry in request.entries:
             try:
-                ok = settling.ack_one(self.rt, request.group.name, request.topic.name, entry.receipt_handle)
+                ok = await settling.ack_one(self.rt, request.group.name, request.topic.name, entry.receipt_handle)
                 status = OK if ok else pb.Status(code=pb.Code.INVALID_RECEIPT_HANDLE, message="the receipt handle is expired or settled")
             except BrokerError as exc:
                 status = status_of(exc)

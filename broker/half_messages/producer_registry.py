@@ -2,7 +2,10 @@
 
 Membership is snapshotted to disk when it changes (not on every heartbeat), so
 a restarted broker can check back at once instead of waiting for heartbeats;
-restored members get a fresh expiry window. A snapshot the disk refuses is logged
+restored members get a fresh expiry window. The same changes (registrations and
+expiries, not heartbeats) are written to the log as ``producer`` records, so a
+broker set's new leader checks back the producers its predecessor knew
+(``producer_transactions.replay`` hands them to ``replay``). A snapshot the disk refuses is logged
 once (not per heartbeat) and the change is kept in memory: registrations are
 soft state that producers renew, and the next change writes them all again. An
 expiry never raises into the check round that noticed it.
@@ -19,6 +22,8 @@ from pathlib import Path
 
 from halfmq.broker.store.atomic_file import DamagedFile, read_json, write_json
 from halfmq.broker.store.failure_watch import FailureWatch
+from halfmq.broker.store.message_store import MessageStore, StoreClosed, StoreNotWritable
+from halfmq.broker.store.state_records import ProducerRecord, producer_record
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +38,11 @@ class ProducerEntry:
 
 
 class ProducerRegistry:
-    def __init__(self, path: Path | None, expiry: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, path: Path | None, expiry: float, clock: Callable[[], float] = time.monotonic, *,
+                 store: MessageStore | None = None) -> None:
         self._path = path
+        self._store = store  # where registrations and expiries are written as ``producer`` records (None: nowhere)
+        self._journal = FailureWatch("cannot write a producer's registration or expiry to the log: %s", "producer records written again", log)
         self._expiry = expiry
         self._clock = clock
         self._groups: dict[str, dict[str, ProducerEntry]] = {}
@@ -51,13 +59,30 @@ class ProducerRegistry:
                 entry.last_seen = now
                 self._groups.setdefault(entry.group, {})[entry.client_id] = entry
 
-    def heartbeat(self, group: str, client_id: str, check_url: str | None, address: str | None = None) -> None:
+    def heartbeat(self, group: str, client_id: str, check_url: str | None, address: str | None = None) -> int | None:
+        """Register or refresh a producer; a registration (new, or a changed check URL) is written to the log, and
+        where that record ends is returned (the caller answers once it is durable). A refresh writes nothing: None."""
         entry = ProducerEntry(group, client_id, check_url, self._clock(), address)
         existing = self._groups.get(group, {}).get(client_id)
+        end = None
         if existing is None or existing.check_url != check_url or existing.address != address:
+            end = self._log(ProducerRecord(group, client_id, check_url, address, expired=False))
             others = [e for e in self._entries() if (e.group, e.client_id) != (group, client_id)]
             self._save([*others, entry])
         self._groups.setdefault(group, {})[client_id] = entry
+        return end
+
+    def log_to(self, store: MessageStore) -> None:
+        """Write registrations and expiries to ``store``'s log from now on: the broker that writes (one, or a set's leader)."""
+        self._store = store
+
+    def replay(self, record: ProducerRecord) -> None:
+        """A registration or expiry read back from the log: a registered producer gets a fresh expiry window."""
+        members = self._groups.setdefault(record.group, {})
+        if record.expired:
+            members.pop(record.client_id, None)
+        else:
+            members[record.client_id] = ProducerEntry(record.group, record.client_id, record.check_url, self._clock(), record.address)
 
     def live(self, group: str) -> list[ProducerEntry]:
         """Producers of ``group`` that heartbeated within the expiry and can be called back."""
@@ -65,7 +90,8 @@ class ProducerRegistry:
         members = self._groups.get(group, {})
         expired = [cid for cid, e in members.items() if now - e.last_seen > self._expiry]
         for cid in expired:
-            del members[cid]
+            entry = members.pop(cid)
+            self._log(ProducerRecord(group, cid, entry.check_url, entry.address, expired=True))
         if expired:
             self._save(self._entries())
         return [e for e in members.values() if e.check_url]
@@ -88,8 +114,25 @@ class ProducerRegistry:
     def groups(self) -> dict[str, list[ProducerEntry]]:
         return {g: self.live(g) for g in list(self._groups)}
 
+    def heard_at(self, entry: ProducerEntry, wall_now: float) -> float:
+        """When ``entry`` last heartbeated, on the wall clock (``last_seen`` is on the registry's monotonic clock)."""
+        return wall_now - (self._clock() - entry.last_seen)
+
     def _entries(self) -> list[ProducerEntry]:
         return [e for members in self._groups.values() for e in members.values()]
+
+    def _log(self, record: ProducerRecord) -> int | None:
+        """Write ``record`` to the log; its end. A disk that refuses is logged once, never raised: the change is kept in
+        memory (soft state, as with the snapshot), and a set's next leader learns it from the producer's next change."""
+        if self._store is None:
+            return None
+        try:
+            _, end = self._store.put([producer_record(record)])
+        except (StoreNotWritable, StoreClosed) as exc:
+            self._journal.failed(exc)
+            return None
+        self._journal.succeeded()
+        return end
 
     def _save(self, entries: list[ProducerEntry]) -> None:
         if self._path is None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from enum import Enum
 
+from halfmq.broker.store.state_records import TXN_OP as TXN_OP  # the broker's own state records name their kind with it too
+
 TXN_ID = "TXN_ID"
-TXN_OP = "TXN_OP"
 PRODUCER_ID = "PRODUCER_ID"
 EPOCH = "EPOCH"
 TXN_NO = "TXN_NO"  # the transaction's number within its transactional id

@@ -42,7 +42,7 @@ from halfmq.errors import OutOfOrderSequence, ReceiptInOtherTransaction, Transac
 from .held_bytes import HeldBytes
 from .producer_state_machine import ProducerTxnState, TxnAction, TxnEvent, transition
 from .producer_timeout import checked_timeout, deadline_ms, expired
-from .producer_txn import AckLedger, ProducerTxn, TxnLimits
+from .producer_txn import AckLedger, ProducerRegistrations, ProducerTxn, TxnLimits
 from .replay import replay
 from .results import (
     AcksResult,
@@ -68,8 +68,9 @@ DEFAULT_LIMITS = TxnLimits()
 class TransactionCoordinator:
     def __init__(self, store: MessageStore, acks: AckLedger, durable: Durable, *, limits: TxnLimits = DEFAULT_LIMITS,
                  clock: Callable[[], float] = time.time, send_window: int = DEFAULT_SIZE,
-                 producer_id_expiry_ms: int = 24 * 3600 * 1000) -> None:
+                 producer_id_expiry_ms: int = 24 * 3600 * 1000, producers: ProducerRegistrations | None = None) -> None:
         self.store = store
+        self.producers = producers  # the replay hands it the producers' registrations read back from the log
         self.ids = ProducerIds(store, durable, clock=clock, send_window=send_window, producer_id_expiry_ms=producer_id_expiry_ms)
         self._acks = acks
         self._durable = durable

@@ -8,6 +8,7 @@ from typing import Protocol
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
 from halfmq.broker.idempotence.producer import Producer
 from halfmq.broker.store.message_store import PutItem
+from halfmq.broker.store.state_records import ProducerRecord
 
 from .producer_state_machine import ProducerTxnState, TxnEvent
 from .results import EndResult, StepResult
@@ -22,6 +23,15 @@ class AckLedger(Protocol):
     def settle_held(self, receipts: list[ReceiptHandle]) -> None: ...
     def release_held(self, receipts: list[ReceiptHandle]) -> None: ...
     def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None: ...
+    # what the replay of the broker's own state needs of it (replay.py): the receipt key the log names
+    key_in_log: bool
+    def use_receipt_key(self, key: bytes) -> None: ...
+
+
+class ProducerRegistrations(Protocol):
+    """What the replay needs of the producers registered for check-backs (half_messages.ProducerRegistry)."""
+
+    def replay(self, record: ProducerRecord) -> None: ...
 
 
 @dataclass(frozen=True)

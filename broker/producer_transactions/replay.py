@@ -3,6 +3,9 @@
 Committed acks are re-applied from their commit records (the offsets file may not have caught up before a
 crash); what was open is aborted, since it cannot resume. The same scan hands the records of producer ids
 without a transactional id, and the numbered sends of every producer, to the idempotent producer's ids.
+It also rebuilds the broker's own state from its records (``store.state_records``): the acks of ack
+requests, topics, producer registrations and the receipt key. That is how a broker set's new leader has
+what the old one had: a set copies nothing beside the log.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from halfmq.broker.idempotence import producer_records as rec
 from halfmq.broker.idempotence.producer_records import TxnRecord
+from halfmq.broker.store import state_records as state
 from halfmq.broker.store.message_store import MessageStore
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
@@ -32,7 +36,11 @@ def replay(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], ac
     """Rebuild every id from its records into ``txns``; re-apply committed acks to ``acks``; abort what was open."""
     started = time.monotonic()
     for record in scan(coordinator.store):
-        _replay_one(coordinator, txns, acks, record)
+        kind = record.properties.get(rec.TXN_OP, "")
+        if kind in state.KINDS:
+            _replay_state(coordinator, acks, state.StateRecord(kind), record)
+        else:
+            _replay_one(coordinator, txns, acks, record)
     left_open = [t for t in txns.values() if t.state is ProducerTxnState.ONGOING]
     if left_open:
         coordinator.store.put([coordinator.abort_record(t, AbortedBy.RECOVERY) for t in left_open])
@@ -76,6 +84,20 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
         txn.state, txn.ended_ms = ProducerTxnState.COMPLETE_ABORT, record.store_timestamp
         txn.aborted_by = AbortedBy(props.get(rec.ABORTED_BY, AbortedBy.PRODUCER.value))
         txn.end_answer = coordinator.end_answer(txn, ())
+
+
+def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: state.StateRecord, record: StoredMessage) -> None:
+    """A record of the broker's own state (``store.state_records``): what a single broker keeps, rebuilt on any node."""
+    if kind is state.StateRecord.ACKS:
+        for group, topic, queue_id, offset in state.decode_acks(record.body):
+            acks.restore_acked(group, topic, queue_id, offset)
+    elif kind is state.StateRecord.TOPIC:
+        coordinator.store.adopt_topic(*state.topic_of(record.properties))
+    elif kind is state.StateRecord.PRODUCER:
+        if coordinator.producers is not None:
+            coordinator.producers.replay(state.producer_of(record.properties))
+    elif kind is state.StateRecord.RECEIPT_KEY and not acks.key_in_log:  # the first one: written once by the first leader
+        acks.use_receipt_key(state.receipt_key_of(record.body))
 
 
 def scan(store: MessageStore) -> Iterator[StoredMessage]:

@@ -1,4 +1,5 @@
-"""What Kafka-style transactions write into HALFMQ_TXN_STATE beyond the producer's records: who aborted, the acks.
+"""What Kafka-style transactions write into HALFMQ_TXN_STATE beyond the producer's records: who aborted, the acks (their
+rows are the same as an ack request's record: ``store.state_records``).
 
 The property names and record kinds are shared with the idempotent producer (``idempotence.producer_records``).
 They are on disk, so a restart reads back exactly what an older broker wrote: rename nothing here.
@@ -6,8 +7,11 @@ They are on disk, so a restart reads back exactly what an older broker wrote: re
 
 from __future__ import annotations
 
-import json
 from enum import Enum
+
+from halfmq.broker.store.state_records import AckRef, decode_acks, encode_acks
+
+__all__ = ["AbortedBy", "AckRef", "decode_acks", "encode_acks"]
 
 
 class AbortedBy(str, Enum):
@@ -16,16 +20,3 @@ class AbortedBy(str, Enum):
     RECOVERY = "recovery"  # open when the broker stopped: aborted on the next start
     OPERATOR = "operator"
     NEW_EPOCH = "init"  # a new instance of the producer initialised the same transactional id
-
-
-AckRef = tuple[str, str, int, int]  # group, topic, queue id, queue offset
-
-
-def encode_acks(acks: list[AckRef]) -> bytes:
-    return json.dumps(acks, separators=(",", ":")).encode()
-
-
-def decode_acks(body: bytes) -> list[AckRef]:
-    if not body:
-        return []
-    return [(str(g), str(t), int(q), int(o)) for g, t, q, o in json.loads(body)]

@@ -34,6 +34,7 @@ from .record import (
 )
 from .recovery import StoreRecovery
 from .replicated_groups import whole_group
+from .state_records import TXN_OP, StateRecord, topic_of, topic_record
 from .store_types import (
     GroupTooLarge,
     Listener,
@@ -44,13 +45,14 @@ from .store_types import (
     StoreConfig,
     StoreNotWritable,
 )
-from .topics import TopicConfig, TopicTable
+from .topics import TXN_STATE_TOPIC, TopicConfig, TopicTable, is_system_topic
 from .visible_reads import VisibleReads
 
 log = logging.getLogger(__name__)
 
 # A write group's consume-queue entries, by (topic, queue id): [next queue offset], [(log offset, size, tag hash)].
 _QueueEntries = dict[tuple[str, int], tuple[list[int], list[tuple[int, int, int]]]]
+TOPIC_KIND = StateRecord.TOPIC.value
 
 class MessageStore(QueueReads, StoreRecovery):
     def __init__(self, config: StoreConfig, clock: Callable[[], float] = time.time) -> None:
@@ -93,6 +95,7 @@ class MessageStore(QueueReads, StoreRecovery):
         self._group_commit.start()
         self._checkpointer.start()
         self._closed = False
+        self._topic_records = False
         self.visible = VisibleReads(self)  # what consumers may read: every read made for them goes through it
 
     # --- topics -----------------------------------------------------------------
@@ -103,7 +106,10 @@ class MessageStore(QueueReads, StoreRecovery):
         """Create a topic durably before anything can be sent to it (StoreNotWritable if the disk refuses).
 
         Every queue gets its consume-queue directory first, so a lost topics.json
-        can be rebuilt with the right queue counts.
+        can be rebuilt with the right queue counts. Then, in a broker's store
+        (``log_topics``), a ``topic`` record goes in HALFMQ_TXN_STATE (``state_records``),
+        so a broker set's followers have the topic too, empty or not; a caller that
+        answers waits until the log end is durable.
         """
         with self._write_lock:
             existing = self.topics.get(name)
@@ -113,9 +119,30 @@ class MessageStore(QueueReads, StoreRecovery):
             try:
                 for qid in range(queues):
                     self._queue(name, qid)
-                return self.topics.put(name, queues)
+                cfg = self.topics.put(name, queues)
             except OSError as exc:
                 raise self._refused(f"cannot create topic {name!r}", exc) from exc
+        if self._topic_records and not is_system_topic(name):  # system topics: made by every node as it opens, or learnt
+            self.create_topic(TXN_STATE_TOPIC, 1)
+            self.put([topic_record(name, queues)])
+        return cfg
+
+    def log_topics(self) -> None:
+        """Write a ``topic`` record for every topic created from now on (a broker's runtime; a bare store writes none)."""
+        self._topic_records = True
+
+    def adopt_topic(self, name: str, queues: int) -> None:
+        """A ``topic`` record read from the log (replay, or a follower's append): the topic exists with at least ``queues``."""
+        with self._write_lock:
+            self._adopt_topic(name, queues)
+
+    def _adopt_topic(self, name: str, queues: int) -> None:
+        cfg = self.topics.get(name)
+        if cfg is not None and cfg.queues >= queues:
+            return
+        for qid in range(queues):
+            self._writable_queue((name, qid))
+        self.topics.learn(name, queues)
 
     @property
     def write_problem(self) -> str | None:
@@ -223,6 +250,8 @@ class MessageStore(QueueReads, StoreRecovery):
         queues: _QueueEntries = {}
         for rec in group:
             key = (rec.topic, rec.queue_id)
+            if rec.topic == TXN_STATE_TOPIC and rec.properties.get(TXN_OP) == TOPIC_KIND:
+                self._adopt_topic(*topic_of(rec.properties))  # a topic the leader created: here too, empty or not
             cfg = self.topics.get(rec.topic)
             if cfg is None or rec.queue_id >= cfg.queues:
                 self.topics.learn(rec.topic, rec.queue_id + 1)

@@ -6,6 +6,7 @@ Who may: the console's session, a cluster admin (``operator_actions.cluster_admi
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,6 @@ def transactions(rt: BrokerRuntime) -> dict[str, Any]:
     pending = [msgspec.to_builtins(tx_view(rt, tx)) for tx in rt.transactions.pending()]  # dicts: the page adds its own keys
     for t in pending:  # checked at least once and still undecided: the producer does not know either
         t["hanging"] = t["check_times"] > 0 or t["age_seconds"] > rt.settings.transaction_timeout
-        t["next_check_in"] = round(t["next_check_timestamp"] / 1000 - time.time(), 1) if t["next_check_timestamp"] else None
     discarded = [msgspec.to_builtins(tx_view(rt, tx)) for tx in rt.transactions.in_state(TransactionState.DISCARDED)]
     return {"pending": pending, "discarded": discarded}
 
@@ -60,16 +60,30 @@ def topics(rt: BrokerRuntime, rates: Rates) -> dict[str, Any]:
     return {"topics": out}
 
 
-def groups(rt: BrokerRuntime) -> dict[str, Any]:
+DLQ_PAGE = 50
+
+
+def groups(rt: BrokerRuntime, dlq_offsets: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Every consumer group with its queues and one page of its dead letters (from ``dlq_offsets[group]``, else the oldest)."""
     out = []
     for g in rt.delivery.groups():
         summary = msgspec.to_builtins(group_summary(rt, g))  # a dict: the page adds its own keys
         if summary["topics"] and all(t.startswith(("RMQ_SYS_", "%")) for t in summary["topics"]):
             continue  # the broker's own readers of its bookkeeping topics
         summary["queues"] = [{"topic": topic, **asdict(q)} for topic, rows in rt.delivery.group_lag(g).items() for q in rows]
-        summary["dlq"] = [message_view(m) for m in dead_letters.dead_letters(rt.store, g, 0, 50)]
+        start = (dlq_offsets or {}).get(g, 0)
+        summary["dlq"] = [message_view(m) for m in dead_letters.dead_letters(rt.store, g, start, DLQ_PAGE)]
+        summary["dlq_page"] = dlq_page(start, [m.queue_offset for m in summary["dlq"]], summary["dlq_depth"])
         out.append(summary)
     return {"groups": out}
+
+
+def dlq_page(start: int, offsets: list[int], depth: int) -> dict[str, Any]:
+    """Which dead letters a page shows and where the pages before and after it start (None at either end)."""
+    last = offsets[-1] if offsets else None
+    return {"first": offsets[0] if offsets else None, "last": last, "shown": len(offsets), "depth": depth,
+            "previous": max(0, start - DLQ_PAGE) if start > 0 else None,
+            "next": last + 1 if last is not None and len(offsets) == DLQ_PAGE and last + 1 < depth else None}
 
 
 def producers(rt: BrokerRuntime) -> dict[str, Any]:

@@ -31,7 +31,9 @@ async def heartbeat(rt: BrokerRuntime, who: Principal, scope: Scope, body: Heart
             own = rt.own_address or OwnAddress.of(rt.settings.host, rt.settings.port)
             target = await asyncio.to_thread(validate_check_url, body.check_url, rt.settings.check_url_allow, own)
             address = target.address
-    rt.producers.heartbeat(group, body.client_id, body.check_url or None, address)
+    registered = rt.producers.heartbeat(group, body.client_id, body.check_url or None, address)
+    if registered is not None:  # a registration is answered once its record is durable: a set's next leader checks it back
+        await rt.durable(registered)
     return HeartbeatResult(producer_group=group, client_id=body.client_id, expires_in=rt.settings.producer_expiry)
 
 

@@ -49,7 +49,6 @@ async def receive(rt: BrokerRuntime, group: str, topic: str, body: ReceiveReques
         view.delivery_attempt = d.delivery_attempt
         messages.append(view)
     if messages:
-        rt.metrics.messages_out.inc(len(messages))
         rt.metrics.receive_latency.observe(time.perf_counter() - started)
     return ReceiveResponse(messages=messages)
 

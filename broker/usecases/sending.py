@@ -50,7 +50,7 @@ async def send(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest)
         return await _send_idempotent(rt, who, topic, body, started)
     results, end = rt.sender.send(topic, body.messages)
     status = await durable_status(rt, end)
-    _observe_send(rt, len(results), status, started)
+    _observe_send(rt, status, started)
     return SendResponse(results=_send_results(results, status))
 
 
@@ -59,8 +59,7 @@ def _send_results(results: list[Any], status: SendStatus) -> list[SendResult]:
                        queue_offset=r.queue_offset, commit_log_offset=r.commit_log_offset) for r in results]
 
 
-def _observe_send(rt: BrokerRuntime, messages: int, status: SendStatus, started: float) -> None:
-    rt.metrics.messages_in.inc(messages)
+def _observe_send(rt: BrokerRuntime, status: SendStatus, started: float) -> None:
     rt.metrics.send_requests.labels(status.value).inc()
     rt.metrics.send_latency.observe(time.perf_counter() - started)
 
@@ -88,7 +87,7 @@ async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: 
     sent = sent_messages(results)
     rt.producer_ids.sent(txn, sequence, key, sent)  # before the fsync wait: a retry arriving meanwhile is a repeat
     status = await durable_status(rt, end)
-    _observe_send(rt, len(results), status, started)
+    _observe_send(rt, status, started)
     return SendResponse(results=sent_json(sent, status))
 
 

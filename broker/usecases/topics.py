@@ -19,10 +19,15 @@ if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
 
-def create(rt: BrokerRuntime, who: Principal, scope: Scope, body: TopicCreate) -> tuple[TopicInfo, bool]:
-    """The topic's view, and whether it was created now (an existing one with the same queue count is no error)."""
+async def create(rt: BrokerRuntime, who: Principal, scope: Scope, body: TopicCreate) -> tuple[TopicInfo, bool]:
+    """The topic's view, and whether it was created now (an existing one with the same queue count is no error).
+
+    A new topic is answered once its record is durable (in a broker set, on the replicas the ack mode asks for).
+    """
     rt.guard.authorize(who, Action.ADMIN, Resource.topic(body.name), scope)
     cfg, created = rt.topics.create(body.name, body.queues)
+    if created:
+        await rt.durable(rt.store.commit_log.end_offset)  # the topic record is the last write of this loop pass's request
     return topic_view(rt, cfg), created
 
 

@@ -6,6 +6,7 @@ adds keys to); authorization is the caller's use case (``operator_actions``, ``t
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from msgspec import UNSET
@@ -76,8 +77,11 @@ def group_lag(rt: BrokerRuntime, group: str) -> wire.ConsumerGroupInfo:
 
 
 def producer_groups(rt: BrokerRuntime) -> list[wire.ProducerGroup]:
-    """Every producer group with its live producers (client id, check URL), by group name."""
-    return [wire.ProducerGroup(producer_group=g, producers=[wire.ProducerEntry(client_id=e.client_id, check_url=e.check_url) for e in members])
+    """Every producer group with its live producers (client id, check URL, last heartbeat), by group name."""
+    now = time.time()
+    return [wire.ProducerGroup(producer_group=g, producers=[
+        wire.ProducerEntry(client_id=e.client_id, check_url=e.check_url,
+                           last_heartbeat_timestamp=int(rt.producers.heard_at(e, now) * 1000)) for e in members])
             for g, members in sorted(rt.producers.groups().items())]
 
 

@@ -34,6 +34,17 @@ def _group_lag(api: BrokerApi, args: argparse.Namespace) -> Any:
     return api.get(f"/v1/consumer-groups/{seg(args.group)}")
 
 
+def _group(api: BrokerApi, args: argparse.Namespace) -> Any:
+    """`groups show`: the group's line of `groups list` (all groups, the broker's own too) and its per-queue state."""
+    detail = _group_lag(api, args)  # an unknown group is the broker's CONSUMER_GROUP_NOT_FOUND line
+    listed = api.get("/v1/consumer-groups", system="true")["groups"]
+    summary = next((g for g in listed if g["group"] == args.group), None)
+    if summary is None:
+        raise SystemExit(f"broker refused: CONSUMER_GROUP_NOT_FOUND: no consumer group {args.group!r} "
+                         "(`halfmq admin groups list` names them)")
+    return {"summary": summary, **detail}
+
+
 READS: dict[tuple[str, str], tuple[Fetch, Callable[[Any], Any], list[tuple[tuple[str, ...], dict]]]] = {
     ("transactions", "list"): (lambda api, a: api.get("/v1/transactions", state=a.state, limit=a.limit), tables.transactions,
                                [(("--state",), {"default": "pending", "choices": ["pending", "committed", "rolled_back", "discarded"]}),
@@ -42,7 +53,7 @@ READS: dict[tuple[str, str], tuple[Fetch, Callable[[Any], Any], list[tuple[tuple
     ("topics", "list"): (lambda api, a: api.get("/v1/topics"), tables.topics, []),
     ("topics", "show"): (lambda api, a: api.get(f"/v1/topics/{seg(a.name)}"), tables.topic, [(("name",), {})]),
     ("groups", "list"): (lambda api, a: api.get("/v1/consumer-groups"), tables.groups, []),
-    ("groups", "show"): (_group_lag, tables.group_lag, [(("group",), {})]),
+    ("groups", "show"): (_group, tables.group, [(("group",), {})]),
     ("groups", "lag"): (_group_lag, tables.group_lag, [(("group",), {})]),
     ("dlq", "list"): (lambda api, a: api.get(f"/v1/consumer-groups/{seg(a.group)}/dlq", offset=a.offset, max=a.max), tables.dlq,
                       [(("group",), {}), (("--offset",), {"type": int, "default": 0}), (("--max",), {"type": int, "default": 100})]),

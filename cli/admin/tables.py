@@ -1,22 +1,39 @@
-"""Rich tables for `halfmq admin` reads; `--json` prints the broker's answer instead."""
+"""Rich tables for `halfmq admin` reads; `--json` prints the broker's answer instead.
+
+Tables fold long cells instead of cutting them to "…" (a pipe or a CI log is 80
+columns wide and a cut topic name is useless), and times are said the way a person
+reads them ("3 s ago"); `--json` keeps the broker's epoch-ms fields and adds an ISO
+8601 twin of each (``*_at``) for scripts that want a date.
+"""
 
 from __future__ import annotations
 
+import datetime
 import json
-import time
 from typing import Any
 
+from halfmq.broker.human_time import due, duration, when
 
-def _when(ms: int | None) -> str:
-    if not ms:
-        return "-"
-    seconds = ms / 1000 - time.time()
-    return f"in {seconds:.0f}s" if seconds >= 0 else f"{-seconds:.0f}s ago"
+__all__ = ["due", "duration", "emit", "when", "with_iso_times"]
+
+
+def with_iso_times(data: Any) -> Any:
+    """The answer with an ISO 8601 UTC ``*_at`` beside each epoch-ms ``*_timestamp`` (and ``at`` beside ``timestamp``)."""
+    if isinstance(data, list):
+        return [with_iso_times(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    out = {k: with_iso_times(v) for k, v in data.items()}
+    for key, value in data.items():
+        if key.endswith("timestamp") and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            iso = datetime.datetime.fromtimestamp(value / 1000, datetime.UTC).isoformat(timespec="milliseconds")
+            out.setdefault(key.removesuffix("timestamp") + "at", iso.replace("+00:00", "Z"))
+    return out
 
 
 def emit(data: Any, as_json: bool, table: Any) -> int:
     if as_json:
-        print(json.dumps(data, indent=2, sort_keys=True))
+        print(json.dumps(with_iso_times(data), indent=2, sort_keys=True))
         return 0
     from rich.console import Console
 
@@ -29,7 +46,7 @@ def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Any:
 
     t = Table(title=title)
     for i, c in enumerate(columns):
-        t.add_column(c, no_wrap=i == 0)  # an id is copied whole
+        t.add_column(c, no_wrap=i == 0, overflow="fold")  # an id is copied whole; the rest fold, never "…"
     for r in rows:
         t.add_row(*("-" if v is None else str(v) for v in r))
     return t
@@ -37,14 +54,16 @@ def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Any:
 
 def transactions(data: dict) -> Any:
     return _table(f"{data['count']} {data['state']} transaction(s)",
-                  ["transaction id", "producer group", "topic", "age s", "checks", "last answer", "next check"],
-                  [[t["transaction_id"], t["producer_group"], t["message"]["topic"], t["age_seconds"], t["check_times"],
-                    t["last_answer"], _when(t["next_check_timestamp"])] for t in data["transactions"]])
+                  ["transaction id", "producer group", "topic", "age", "checks", "last answer", "next check"],
+                  [[t["transaction_id"], t["producer_group"], t["message"]["topic"], duration(t["age_seconds"]), t["check_times"],
+                    t["last_answer"], due(t["next_check_timestamp"])] for t in data["transactions"]])
 
 
 def transaction(t: dict) -> Any:
-    rows = [[k, t.get(k)] for k in ("transaction_id", "producer_group", "state", "age_seconds", "check_times", "last_answer")]
-    rows += [["last check", _when(t.get("last_check_timestamp"))], ["next check", _when(t.get("next_check_timestamp"))],
+    rows = [[k, t.get(k)] for k in ("transaction_id", "producer_group", "state")] + [["age", duration(t.get("age_seconds"))]]
+    rows += [[k, t.get(k)] for k in ("check_times", "last_answer")]
+    rows += [["last check", when(t.get("last_check_timestamp"))],
+             ["next check", due(t.get("next_check_timestamp")) if t.get("state") == "pending" else "-"],
              ["topic", t["message"]["topic"]], ["msg_id", t["message"]["msg_id"]], ["body", t["message"]["body"][:200]]]
     return _table("transaction", ["field", "value"], rows)
 
@@ -64,21 +83,47 @@ def groups(data: dict) -> Any:
                   [[g["group"], ",".join(g["topics"]), g["lag"], g["in_flight"], g["retrying"], g["dlq_depth"]] for g in data["groups"]])
 
 
+def group(data: dict) -> Any:
+    """`groups show`: the group as a whole (lag, in flight, retrying, DLQ depth) and one row per topic."""
+    from rich.console import Group
+
+    summary = data["summary"]
+    head = (f"group {summary['group']}: lag {summary['lag']}, in flight {summary['in_flight']}, "
+            f"retrying {summary['retrying']}, DLQ depth {summary['dlq_depth']}")
+    return Group(head, _table("topics", ["topic", "queues", "committed", "max offset", "lag", "in flight"],
+                              [[t["topic"], len(t["queues"]), sum(q["committed_offset"] for q in t["queues"]),
+                                sum(q["max_offset"] for q in t["queues"]), sum(q["lag"] for q in t["queues"]),
+                                sum(q["in_flight"] for q in t["queues"])] for t in data["topics"]]))
+
+
 def group_lag(data: dict) -> Any:
+    """`groups lag`: one row per queue, where the lag is."""
     return _table(f"group {data['group']}", ["topic", "queue", "committed", "max offset", "lag", "in flight"],
                   [[t["topic"], q["queue_id"], q["committed_offset"], q["max_offset"], q["lag"], q["in_flight"]]
                    for t in data["topics"] for q in t["queues"]])
 
 
 def dlq(data: dict) -> Any:
-    return _table(f"DLQ of {data['group']} ({data['depth']} message(s))", ["offset", "msg_id", "from topic", "reconsumed", "body"],
-                  [[m["queue_offset"], m["msg_id"], m["properties"].get("REAL_TOPIC"), m["properties"].get("RECONSUME_TIME"),
-                    m["body"][:60]] for m in data["messages"]])
+    """A page of dead letters: which of how many, where the next page starts, and when each arrived."""
+    messages = data["messages"]
+    if messages:
+        first, last = messages[0]["queue_offset"], messages[-1]["queue_offset"]
+        title = f"DLQ of {data['group']}: offsets {first}–{last}, {len(messages)} of {data['depth']}"
+        if last + 1 < data["depth"]:
+            title += f" (next page: --offset {last + 1})"
+    else:
+        title = f"DLQ of {data['group']}: none here, {data['depth']} in all"
+    from rich.console import Group
+
+    return Group(title, _table("dead letters", ["offset", "msg_id", "from topic", "arrived", "attempts", "body"],
+                               [[m["queue_offset"], m["msg_id"], m["properties"].get("REAL_TOPIC"), when(m.get("store_timestamp")),
+                                 m["properties"].get("RECONSUME_TIME"), m["body"][:60]] for m in messages]))
 
 
 def producers(data: dict) -> Any:
-    return _table("producers", ["producer group", "client id", "check url"],
-                  [[g["producer_group"], p["client_id"], p["check_url"]] for g in data["groups"] for p in g["producers"]])
+    return _table("producers", ["producer group", "client id", "check url", "last heartbeat"],
+                  [[g["producer_group"], p["client_id"], p["check_url"], when(p.get("last_heartbeat_timestamp"))]
+                   for g in data["groups"] for p in g["producers"]])
 
 
 def transactional_ids(data: dict) -> Any:
@@ -95,7 +140,7 @@ def _failover(last: dict | None) -> str:
     if not last:
         return "none seen by this node"
     after = f" after {last['previous']}" if last.get("previous") else " (the set's first)"
-    return f"{last['leader']} in term {last['term']}{after}, {_when(last.get('timestamp'))}"
+    return f"{last['leader']} in term {last['term']}{after}, {when(last.get('timestamp'))}"
 
 
 def cluster(data: dict) -> Any:

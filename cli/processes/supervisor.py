@@ -10,6 +10,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -25,10 +26,12 @@ class Component(ChildProcess):
     start_timeout = 60.0
     health_poll = 0.2
 
-    def __init__(self, name: str, argv: list[str], env: dict[str, str], health_url: str, color: str) -> None:
+    def __init__(self, name: str, argv: list[str], env: dict[str, str], health_url: str, color: str,
+                 when_healthy: Callable[[], str | None] | None = None) -> None:
         super().__init__(name, argv, env, health_url)
         self.color = color
         self.restarts = 0
+        self.when_healthy = when_healthy  # one step after it answers, before the next component starts; says what it did
 
 
 class Supervisor:
@@ -67,6 +70,10 @@ class Supervisor:
             raise RuntimeError(str(exc)) from None
         if healthy:
             self.say("up", "white", f"{comp.name} healthy at {comp.health_url.rsplit('/', 1)[0]} (pid {comp.pid})")
+            if comp.when_healthy is not None:
+                done = comp.when_healthy()
+                if done:
+                    self.say("up", "white", done)
 
     def run(self) -> int:
         """Start everything in order, keep it running until a signal; return an exit code."""

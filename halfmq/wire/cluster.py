@@ -20,12 +20,18 @@ class ClusterMember(_Wire):
 
 
 class LastFailover(_Wire):
-    """The last change of leader this node saw: who leads since which term, after whom (None: the set's first), when (ms)."""
+    """The last change of leader this node saw: who leads since which term, after whom (None: the set's first), when (ms).
+
+    On the node that took over, also how long it took, from the old leader's last answer to the first
+    acknowledged write, and its ``phases`` (lease, election, reopen, first_ack: seconds that add up to ``seconds``).
+    """
 
     term: int
     leader: str
     timestamp: int
     previous: str | None = None
+    seconds: float | None = None
+    phases: dict[str, float] | None = None
 
 
 class ClusterView(_Wire):

@@ -76,6 +76,7 @@ class DlqResent(_Wire):
 class ProducerEntry(_Wire):
     client_id: str
     check_url: str | None = None
+    last_heartbeat_timestamp: int | None = None  # epoch ms; a restarted broker counts from its start (it restores members)
 
 
 class ProducerGroup(_Wire):

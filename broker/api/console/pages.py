@@ -12,7 +12,6 @@ cannot steer a button at another resource), and every answer forbids framing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from halfmq.broker import human_time
 from halfmq.broker.usecases import console_views as views
 from halfmq.broker.usecases import groups, operator_actions, producer_txns
 from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
@@ -47,7 +47,9 @@ def path_segment(value: object) -> str:
 
 _env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
 _env.filters["segment"] = path_segment
-_env.filters["ago"] = lambda ms, now=time.time: f"{max(0.0, now() - ms / 1000):.0f} s ago" if ms else "-"
+_env.filters["ago"] = human_time.when
+_env.filters["duration"] = human_time.duration
+_env.filters["due"] = human_time.due
 
 
 class ConsoleRoute(APIRoute):
@@ -95,9 +97,15 @@ def _topics(request: Request, rt: BrokerRuntime) -> Any:
     return views.topics(rt, rates)
 
 
+PAGE_PARAMS = ("dlq_group", "dlq_offset")  # what a page's polled fragment asks for again, so polling keeps the reader's place
+
+
 @_page("groups", "Consumer groups")
 def _groups(request: Request, rt: BrokerRuntime) -> Any:
-    return views.groups(rt)
+    """``?dlq_group=G&dlq_offset=N`` pages G's dead letters; a malformed offset is the first page (a read changes nothing)."""
+    offset = request.query_params.get("dlq_offset", "")
+    group = request.query_params.get("dlq_group")
+    return views.groups(rt, {group: int(offset)} if group and offset.isdigit() and len(offset) < 19 else {})
 
 
 @_page("producers", "Producers")
@@ -134,6 +142,7 @@ async def _render(request: Request, name: str, template: str, flash: str | None 
     token = session.cookie_token(request.scope)
     html = _env.get_template(template).render(
         page=name, title=title, pages=[(k, v[0]) for k, v in PAGES.items()], data=data, flash=flash,
+        params=[(k, v) for k, v in request.query_params.items() if k in PAGE_PARAMS],
         csrf=session.csrf_token(token), poll=POLL_SECONDS, auth=runtime_of(request).guard.enabled)
     return HTMLResponse(html, status_code=status)
 

@@ -26,7 +26,7 @@ async def ack(request: ApiRequest) -> Reply:
     rt = request.runtime
     receiving.subscriber(rt, request.principal, request.scope, group, topic)
     body = await parse_body(request, SettleRequest)
-    return Reply(settling.ack(rt, group, topic, body.receipt_handles))
+    return Reply(await settling.ack(rt, group, topic, body.receipt_handles))
 
 
 async def nack(request: ApiRequest) -> Reply:

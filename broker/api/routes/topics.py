@@ -23,7 +23,7 @@ async def send_messages(request: ApiRequest) -> Reply:
 
 async def create_topic(request: ApiRequest) -> Reply:
     body = await parse_json_body(request, TopicCreate)
-    view, created = use.create(request.runtime, request.principal, request.scope, body)
+    view, created = await use.create(request.runtime, request.principal, request.scope, body)
     return Reply(view, 201 if created else 200)
 
 

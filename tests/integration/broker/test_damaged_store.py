@@ -123,7 +123,7 @@ def test_verify_of_a_clean_data_dir_exits_0(start_broker) -> None:
     broker.stop()
     result = run_broker_once(broker.data_dir, "--verify")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "50 records and 50 consume-queue entries checked; 0 damaged" in result.stdout
+    assert "51 records and 51 consume-queue entries checked; 0 damaged" in result.stdout  # 50 messages, their topic's record
 
 
 def test_verify_of_a_missing_data_dir_fails_without_creating_it(tmp_path: Path) -> None:

@@ -24,6 +24,5 @@ def test_lag_in_flight_messages_in_and_pending_transactions_show_on_metrics(brok
     assert got[("halfmq_consumer_lag_messages", (("consumer_group", "billing"), ("queue_id", "0"), ("topic", "PAY")))] == 3
     assert got[("halfmq_consumer_inflight_messages", (("consumer_group", "billing"), ("topic", "PAY")))] == 1
     assert got[("halfmq_consumer_ready_messages", (("consumer_group", "billing"), ("topic", "PAY")))] == 2
-    assert got[("halfmq_transactions_in_flight", (("age", "le_10s"),))] == 1
+    assert got[("halfmq_half_messages", (("age", "le_10s"),))] == 1
     assert got[("halfmq_consumer_group_number", ())] == 1
-    assert ("halfmq_half_messages", ()) in got  # the older series stay

@@ -158,3 +158,33 @@ def test_a_discarded_transaction_is_resent_and_a_pending_one_rechecked_from_the_
             assert "unsure" in [m["body"] for m in receive(client, "g", "ORDERS", wait=2)]
     finally:
         checks.close()
+
+
+def test_groups_show_is_the_group_as_a_whole_and_groups_lag_its_queues(broker, client) -> None:
+    send(client, "ORDERS", "a", "b", "c")
+    receive(client, "billing", "ORDERS", n=1)
+    shown = admin(broker, "groups", "show", "billing").stdout
+    lag = admin(broker, "groups", "lag", "billing").stdout
+    assert "group billing: lag 3, in flight 1, retrying 0, DLQ depth 0" in shown
+    assert shown != lag and sum(line.startswith("│") for line in lag.splitlines()) == 2  # ORDERS has two queues
+    assert admin_json(broker, "groups", "show", "billing")["summary"]["lag"] == 3
+    assert "CONSUMER_GROUP_NOT_FOUND" in admin(broker, "groups", "show", "nobody", ok=False).stderr
+
+
+def test_an_unreachable_broker_is_one_line_with_the_fix_and_a_non_zero_exit() -> None:
+    from tests.support.processes import free_port_run
+
+    argv = halfmq_command("admin", "groups", "list", "--broker", f"http://127.0.0.1:{free_port_run(1)}")
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "cannot reach the broker" in done.stderr and "--broker" in done.stderr
+
+
+def test_a_missing_token_is_one_line_that_says_how_to_pass_one(start_broker, tmp_path) -> None:
+    from tests.support.auth import write_auth_file
+
+    write_auth_file(tmp_path / "auth.json")
+    secured = start_broker({"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json")})
+    done = admin(secured, "topics", "list", ok=False)
+    assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1
+    assert "UNAUTHENTICATED" in done.stderr and "--token" in done.stderr and "$HALFMQ_TOKEN" in done.stderr

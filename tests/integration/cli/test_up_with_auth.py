@@ -55,3 +55,17 @@ def test_up_generates_tokens_on_first_start_and_the_services_use_them_across_a_r
         wait_for(lambda: credits(up, "u1") == 5, timeout=30)
         listing = httpx.get(f"{up.broker}/v1/transactions", headers={"authorization": f"Bearer {admin_token}"})
         assert listing.status_code == 200
+
+
+@pytest.mark.slow
+def test_up_creates_the_order_topic_before_the_services_start_so_its_first_run_logs_no_error(tmp_path) -> None:
+    up = Up(tmp_path / "data", (free_port(), free_port(), free_port()))
+    with up:
+        admin = {"authorization": f"Bearer {(tmp_path / 'data' / 'auth' / 'admin.token').read_text().strip()}"}
+        assert httpx.get(f"{up.broker}/v1/topics/ORDER_TOPIC", headers=admin).status_code == 200
+        placed = httpx.post(f"{up.order}/orders", json={"user_id": "u9", "amount": "2"}, timeout=30)
+        assert placed.status_code == 201, placed.text
+        wait_for(lambda: credits(up, "u9") == 2, timeout=30)
+    log = (tmp_path / "up.log").read_text()
+    assert log.index("topics ready: ORDER_TOPIC") < log.index("order healthy at")
+    assert " ERROR " not in log, [line for line in log.splitlines() if " ERROR " in line][:5]

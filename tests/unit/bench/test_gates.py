@@ -87,3 +87,17 @@ def test_a_case_not_measured_yet_or_a_peer_not_run_leaves_the_gate_unknown() -> 
     assert gates["sdk_send_vs_redis"]["status"] == "unknown"  # no sdk_single_c64 case
     gates = _by_id(_doc({"send": {"sdk_single_c64": _case(10_000)}}), peers={})
     assert gates["sdk_send_vs_redis"]["status"] == "unknown"  # no peer results
+
+
+def _failover(*seconds: float) -> dict[str, Any]:
+    return {"unit": "s", "runs": [{"seconds": x} for x in seconds],
+            "seconds": {"median": sorted(seconds)[len(seconds) // 2], "min": min(seconds), "max": max(seconds)}}
+
+
+def test_the_failover_gate_reads_p50_and_max_of_the_failover_case() -> None:
+    gates = _by_id(_doc({"replicated": {"failover": _failover(*[1.8] * 19, 2.9)}}))
+    assert (gates["failover"]["status"], gates["failover"]["measured"], gates["failover"]["target"]) == ("met", 1.8, 2.0)
+    assert (gates["failover_max"]["status"], gates["failover_max"]["measured"], gates["failover_max"]["unit"]) == ("met", 2.9, "s")
+    gates = _by_id(_doc({"replicated": {"failover": _failover(*[2.1] * 19, 3.2)}}))
+    assert gates["failover"]["status"] == "missed"
+    assert gates["failover_max"]["status"] == "missed"

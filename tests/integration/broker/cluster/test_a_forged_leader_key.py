@@ -127,7 +127,7 @@ def test_a_credentialed_writer_naming_a_leader_outside_the_members_is_ignored_an
         """A compromised etcd writer (root's credentials) keeps putting non-member leaders, with a lease and without."""
         client = EtcdClient(brokers.etcd.url, credentials=brokers.etcd.root)
         try:
-            lease = await client.grant(30)
+            lease = (await client.grant(30)).id
             deadline, i = time.monotonic() + seconds, 0
             while time.monotonic() < deadline:
                 await client.put("/set/leader", json.dumps(forged[i % len(forged)]), lease=lease if i % 2 else 0)

@@ -124,6 +124,43 @@ def test_an_operator_resolves_hanging_and_discarded_transactions_and_dead_letter
     client.close()
 
 
+def test_dead_letters_page_by_fifty_say_how_many_and_when_and_producers_show_their_last_heartbeat(start_broker, browser) -> None:
+    broker = start_broker()
+    client = httpx.Client(base_url=broker.url, timeout=15)
+    client.post("/v1/topics", json={"name": "ORDERS", "queues": 1}).raise_for_status()
+    client.post("/v1/producers/heartbeat", json={"producer_group": "pg", "client_id": "c1", "check_url": "http://127.0.0.1:9/check"})
+    send(client, "ORDERS", *[f"poison {i}" for i in range(55)])
+
+    def nacked_into_dlq() -> bool:  # conftest's broker moves a message to the DLQ after 3 deliveries
+        handles = [m["receipt_handle"] for m in receive(client, "shipping", "ORDERS", invisible=0.2)]
+        if handles:
+            client.post(path("v1", "consumer-groups", "shipping", "topics", "ORDERS", "nack"), json={"receipt_handles": handles})
+        return client.get("/v1/consumer-groups/shipping/dlq").json()["depth"] == 55
+
+    wait_for(nacked_into_dlq, timeout=60, interval=0.1)
+    browser.get(f"{broker.url}/console/groups")
+    wait_for_css(browser, '[data-group="shipping"] tr[data-dlq-offset="49"]')
+    assert browser.find_elements("css selector", '[data-group="shipping"] tr[data-dlq-offset="50"]') == []
+    counts = browser.find_element("css selector", '[data-group="shipping"] .dlq-page').text
+    assert "50 of 55" in counts, counts
+    arrived = browser.find_element("css selector", '[data-group="shipping"] tr[data-dlq-offset="0"] time').text
+    assert arrived.endswith("ago") or arrived == "now", arrived
+
+    browser.find_element("css selector", '[data-group="shipping"] a.dlq-next').click()
+    wait_for_css(browser, '[data-group="shipping"] tr[data-dlq-offset="54"]')
+    assert "5 of 55" in browser.find_element("css selector", '[data-group="shipping"] .dlq-page').text
+    browser.execute_script("document.body.addEventListener('htmx:afterSwap', () => { window.__swaps = (window.__swaps || 0) + 1 })")
+    wait_until(lambda: (browser.execute_script("return window.__swaps || 0") or 0) >= 1, 15, "the page to poll")
+    assert browser.find_elements("css selector", '[data-group="shipping"] tr[data-dlq-offset="54"]')  # and still on page two
+    assert browser.find_elements("css selector", '[data-group="shipping"] tr[data-dlq-offset="0"]') == []
+
+    browser.get(f"{broker.url}/console/producers")
+    wait_for_css(browser, "#producers time")
+    heard = browser.find_element("css selector", "#producers time").text
+    assert heard.endswith("ago") or heard == "now", heard
+    client.close()
+
+
 def test_under_auth_the_console_asks_for_an_admin_token_and_keeps_it_in_an_httponly_cookie(start_broker, browser, tmp_path) -> None:
     _, tokens = write_auth_file(tmp_path / "auth.json")
     broker = start_broker({"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json")})

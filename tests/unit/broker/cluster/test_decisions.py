@@ -26,15 +26,32 @@ def test_a_leader_stops_writing_before_its_lease_can_expire() -> None:
     fence = LeaseFence.for_ttl(5.0)
     sent = 100.0
     assert fence.may_write(100.0, sent)
-    assert fence.may_write(103.4, sent)
-    assert not fence.may_write(103.5, sent)  # 1.5 s before etcd could drop the lease
+    assert fence.may_write(103.7, sent)
+    assert not fence.may_write(103.75, sent)  # a quarter of the TTL before etcd could drop the lease
     assert not fence.may_write(105.0, sent)
     assert not fence.may_write(100.0, None)  # never renewed: never writes
 
 
-def test_the_margin_is_at_least_a_second_for_short_leases() -> None:
-    assert LeaseFence.for_ttl(2.0).margin == 1.0
-    assert not LeaseFence.for_ttl(2.0).may_write(11.0, 10.0)
+def test_the_margin_is_at_least_half_a_second_for_short_leases() -> None:
+    assert LeaseFence.for_ttl(2.0).margin == 0.5
+    assert LeaseFence.for_ttl(2.0).may_write(11.49, 10.0)
+    assert not LeaseFence.for_ttl(2.0).may_write(11.5, 10.0)
+
+
+def test_a_2_s_lease_is_renewed_at_least_4_times_before_its_fence() -> None:
+    fence = LeaseFence.for_ttl(2.0)
+    sent, now, tries = 10.0, 10.0, 0
+    while fence.may_write(now + fence.renew_every, sent):  # each renewal fails; the next leaves renew_every later
+        now += fence.renew_every
+        tries += 1
+    assert tries >= 4
+
+
+def test_a_leader_gives_up_at_the_first_failed_renewal_past_the_fence_not_when_the_lease_ends() -> None:
+    fence = LeaseFence.for_ttl(2.0)
+    assert not fence.gives_up(11.4, 10.0)  # a failed renewal before the fence: try again
+    assert fence.gives_up(11.5, 10.0)      # past it: step down, half a second before etcd could end the lease
+    assert fence.gives_up(10.0, None)
 
 
 def test_roles_move_only_along_the_transition_table() -> None:
@@ -204,3 +221,12 @@ def test_to_keep_a_majority_the_furthest_lagging_members_stay_first_by_log_then_
     few = {"a": FollowerProgress(durable=1, caught_up_at=1.0)}
     assert in_sync_set("n1", frozenset({"n1", "a", "d"}), few, now=100.0, lag_time=2.0, cluster_size=3) == frozenset({"n1", "a"})
     assert in_sync_set("n1", frozenset({"n1", "d", "a"}), {}, now=100.0, lag_time=2.0, cluster_size=3) in (frozenset({"n1", "a"}), frozenset({"n1", "d"}))
+
+
+def test_a_follower_ends_a_dead_leaders_term_only_after_its_address_refused_connections_for_a_moment() -> None:
+    from halfmq.broker.cluster.decisions import may_end_dead_term
+
+    assert not may_end_dead_term(None, 10.0, "quorum")  # never refused
+    assert not may_end_dead_term(10.0, 10.19, "quorum")
+    assert may_end_dead_term(10.0, 10.25, "quorum")
+    assert not may_end_dead_term(10.0, 99.0, "leader")  # with ack=leader only the lease may end a term

@@ -116,3 +116,29 @@ def test_a_heartbeat_with_the_same_url_finds_the_address_checked_at_registration
     assert reg.registered("pg", "b", "http://order:8001/c") is None
     clock.advance(11)
     assert reg.registered("pg", "a", "http://order:8001/c") is None  # expired: registering again resolves again
+
+
+def test_registrations_and_expiries_are_written_to_the_log_and_heartbeats_are_not(tmp_path: Path) -> None:
+    from halfmq.broker.store import state_records as state
+    from halfmq.broker.store.message_store import MessageStore, StoreConfig
+    from halfmq.broker.store.topics import TXN_STATE_TOPIC
+
+    store = MessageStore(StoreConfig(tmp_path))
+    try:
+        clock = FakeClock()
+        reg = ProducerRegistry(None, expiry=10, clock=clock, store=store)
+        assert reg.heartbeat("pg", "a", "http://127.0.0.1/a", "127.0.0.1:80") is not None  # a registration: its record's end
+        assert reg.heartbeat("pg", "a", "http://127.0.0.1/a", "127.0.0.1:80") is None  # a heartbeat: nothing written
+        reg.heartbeat("pg", "b", "http://127.0.0.1/b", "127.0.0.1:80")
+        clock.advance(8)
+        reg.heartbeat("pg", "a", "http://127.0.0.1/a", "127.0.0.1:80")
+        clock.advance(3)
+        assert [e.client_id for e in reg.live("pg")] == ["a"]  # b expired
+        written = [state.producer_of(r.properties) for r in store.intact_records(TXN_STATE_TOPIC, 0, 0)]
+        assert [(r.client_id, r.expired) for r in written] == [("a", False), ("b", False), ("b", True)]
+        rebuilt = ProducerRegistry(None, expiry=10, clock=FakeClock())
+        for record in written:
+            rebuilt.replay(record)
+        assert [(e.client_id, e.check_url, e.address) for e in rebuilt.live("pg")] == [("a", "http://127.0.0.1/a", "127.0.0.1:80")]
+    finally:
+        store.close()

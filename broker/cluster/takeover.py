@@ -1,0 +1,133 @@
+"""How a follower learns fast that the leader is gone, and how long its own takeover took (issue 32, F2-F4).
+
+- A watch of the leader key wakes the node's tick at once: on a deletion (the
+  lease ended or was revoked) a follower campaigns, on a new value it follows the
+  new term. The tick's period is only the fallback for the watch's gaps.
+- A leader whose address *refuses* connections has no process left: a follower
+  removes its key (guarded by its term) after ``decisions.DEAD_LEADER_REFUSED_FOR``
+  instead of waiting for the lease, with ``ack=quorum`` only (``may_end_dead_term``).
+- The node that takes over times each phase (failover_phases.py) into the view's
+  ``last_failover``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from halfmq.broker.config import BrokerSettings
+
+from .decisions import may_end_dead_term
+from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, WatchKind, unchanged
+from .failover_phases import FailoverPhases
+
+if TYPE_CHECKING:
+    from .peers import PeerClient
+
+log = logging.getLogger(__name__)
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether a failed connect was refused (ECONNREFUSED: nobody listens), as opposed to timed out or unreachable."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+class Takeover:
+    """The takeover half of ``ClusterNode`` (a mixin over the node's state)."""
+
+    node_id: str
+    settings: BrokerSettings
+    address: ClusterAddress
+    etcd: EtcdClient
+    last_failover: dict[str, Any] | None
+    _last_leader: str | None
+    _http: PeerClient
+    _clock: Callable[[], float]
+    _wall_clock: Callable[[], float]
+    _wake: asyncio.Event
+    _following: tuple[str, int] | None
+    _leader_answered_at: float | None
+    _gone_seen_at: float | None
+    _failover: FailoverPhases | None
+
+    async def _watch_leader(self) -> None:
+        """Wake the tick when the leader key changes; the watch reconnects by itself."""
+        async for event in self.etcd.watch(self.address.key("leader")):
+            if event.kind is WatchKind.DELETE and self._gone_seen_at is None:
+                self._gone_seen_at = self._clock()
+            self._wake.set()
+
+    async def _end_dead_term(self, url: str, term: int, every: float = 0.05) -> None:
+        """If the leader's address refuses connections for a moment, remove its key, so the set elects now rather than
+        when the lease runs out. Returns as soon as it answers or fails otherwise (stopped, cut off), or with ack=leader."""
+        if self.settings.ack != "quorum":
+            return
+        since: float | None = None
+        while True:
+            try:
+                await self._http.get(f"{url}/healthz")
+                return  # it answers: not dead (the next tick follows again)
+            except httpx.ConnectError as exc:
+                if not refused(exc):
+                    return
+            except httpx.HTTPError:
+                return
+            now = self._clock()
+            since = now if since is None else since
+            if may_end_dead_term(since, now, self.settings.ack):
+                break
+            await asyncio.sleep(every)
+        key = self.address.key("leader")
+        try:
+            ended = await self.etcd.delete_if(key, [unchanged(key, term)])
+        except EtcdUnavailable:
+            return
+        if ended:
+            log.warning("node %s: the leader at %s refuses connections (its process is gone): removed its key (term %d) "
+                        "instead of waiting for its lease", self.node_id, url, term)
+            if self._gone_seen_at is None:
+                self._gone_seen_at = self._clock()
+            self._wake.set()
+
+    async def _peer_answered(self, response: httpx.Response) -> None:
+        """The leader this node follows answered (any answer but a 5xx): the failover's clock starts at its last one."""
+        if self._following is not None and str(response.url).startswith(self._following[0]) and response.status_code < 500:
+            self._leader_answered_at = self._clock()
+
+    def _saw_leader(self, term: int, leader_id: str, previous: str | None = None) -> None:
+        """A new leader is a failover when another node led before it (as far as this node saw); its own election always is."""
+        before = previous or self._last_leader
+        self._last_leader = leader_id
+        if leader_id != before and (before is not None or leader_id == self.node_id):
+            self.last_failover = {"term": term, "leader": leader_id, "previous": before, "timestamp": int(self._wall_clock() * 1000)}
+
+    def _start_failover_clock(self, term: int) -> None:
+        """This node just won the election of ``term``: time the rest of its takeover if it is a failover."""
+        elected = self._clock()
+        if self.last_failover is None or self.last_failover["term"] != term:
+            self._failover = None
+            return
+        self._failover = FailoverPhases(self._leader_answered_at or self._gone_seen_at or elected)
+        self._failover.mark("lease", self._gone_seen_at or elected)
+        self._failover.mark("election", elected)
+
+    def _failover_phase(self, phase: str) -> None:
+        """One more phase of this node's own election ended: the view's ``last_failover`` shows the phases so far."""
+        if self._failover is None:
+            return
+        self._failover.mark(phase, self._clock())
+        record = self._failover.record()
+        if self.last_failover is not None:
+            self.last_failover.update(record)
+        if self._failover.done:
+            log.warning("node %s: took over in %.3f s (%s)", self.node_id, record["seconds"], record["phases"])
+            self._failover = None

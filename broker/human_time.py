@@ -1,0 +1,36 @@
+"""Times said the way a person reads them ("3 s ago", "in 12 s", "due now", "4 min"), for the console and `halfmq admin`.
+
+One place, so the terminal and the browser never disagree about how old a transaction is.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def duration(seconds: float | None) -> str:
+    """A span of time in the largest unit that keeps it readable: "850 ms", "42 s", "4 min", "3 h", "2 d"."""
+    if seconds is None:
+        return "-"
+    s = abs(seconds)
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    for unit, size, below in (("s", 1, 90), ("min", 60, 90 * 60), ("h", 3600, 36 * 3600)):
+        if s < below:
+            return f"{s / size:.0f} {unit}"
+    return f"{s / 86400:.0f} d"
+
+
+def when(ms: int | None, now: float | None = None) -> str:
+    """An epoch-ms instant relative to now: "3 s ago" or "in 12 s" ("-" when there is none)."""
+    if not ms:
+        return "-"
+    seconds = ms / 1000 - (time.time() if now is None else now)
+    return f"in {duration(seconds)}" if seconds >= 0.5 else ("now" if seconds > -0.5 else f"{duration(seconds)} ago")
+
+
+def due(ms: int | None, now: float | None = None) -> str:
+    """A deadline: "in 12 s", or "due now" once it has passed (a check the broker is about to make is not "0s ago")."""
+    if not ms:
+        return "-"
+    return "due now" if ms / 1000 <= (time.time() if now is None else now) + 0.5 else when(ms, now)

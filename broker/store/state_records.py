@@ -1,0 +1,107 @@
+"""The broker's own state as records of HALFMQ_TXN_STATE: topics, consumer acks, producer registrations, the receipt key.
+
+A single broker and every node of a set write the same records (one path): the log is what a set replicates, so a
+node that becomes leader rebuilds this state from it in the coordinator's one scan (``producer_transactions.replay``),
+and nothing is copied beside the log. ``TXN_OP`` is the property every record of the topic names its kind with (the
+producers' kinds: ``idempotence.producer_records``); these records carry no ``TXN_ID``.
+
+- ``topic``: a topic was created (or its queue count changed). A follower applies it when it appends the record.
+- ``acks``: the offsets one ack request settled, as ``[group, topic, queue, offset]`` rows (the commit record's body).
+- ``producer``: a producer registered (or changed its check URL) or expired; heartbeats that change nothing write none.
+- ``receipt-key``: the key receipt handles are signed with, written once by the first leader, so every node signs alike.
+
+They are on disk, so a restart reads back exactly what an older broker wrote: rename nothing here.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import NamedTuple
+
+import orjson
+
+from .store_types import PutItem
+from .topics import TXN_STATE_TOPIC
+
+TXN_OP = "TXN_OP"
+TOPIC = "TOPIC"
+QUEUES = "QUEUES"
+GROUP = "GROUP"
+CLIENT_ID = "CLIENT_ID"
+CHECK_URL = "CHECK_URL"
+ADDRESS = "ADDRESS"
+EXPIRED = "EXPIRED"  # "1" on a producer's expiry
+
+
+class StateRecord(str, Enum):
+    TOPIC = "topic"
+    ACKS = "acks"
+    PRODUCER = "producer"
+    RECEIPT_KEY = "receipt-key"
+
+
+KINDS = frozenset(k.value for k in StateRecord)
+AckRef = tuple[str, str, int, int]  # group, topic, queue id, queue offset
+_ACKS = StateRecord.ACKS.value  # Enum.value on the ack path: a lookup per request saved
+
+
+# --- acks ---------------------------------------------------------------------------------------
+def encode_acks(acks: list[AckRef]) -> bytes:
+    return orjson.dumps(acks)
+
+
+def decode_acks(body: bytes) -> list[AckRef]:
+    if not body:
+        return []
+    return [(str(g), str(t), int(q), int(o)) for g, t, q, o in orjson.loads(body)]
+
+
+def acks_record(acks: list[AckRef]) -> PutItem:
+    return PutItem(TXN_STATE_TOPIC, 0, encode_acks(acks), {TXN_OP: _ACKS})
+
+
+# --- topics -------------------------------------------------------------------------------------
+class TopicRecord(NamedTuple):
+    name: str
+    queues: int
+
+
+def topic_record(name: str, queues: int) -> PutItem:
+    return PutItem(TXN_STATE_TOPIC, 0, b"", {TXN_OP: StateRecord.TOPIC.value, TOPIC: name, QUEUES: str(queues)})
+
+
+def topic_of(props: dict[str, str]) -> TopicRecord:
+    return TopicRecord(props[TOPIC], int(props[QUEUES]))
+
+
+# --- producers ----------------------------------------------------------------------------------
+class ProducerRecord(NamedTuple):
+    group: str
+    client_id: str
+    check_url: str | None
+    address: str | None
+    expired: bool
+
+
+def producer_record(entry: ProducerRecord) -> PutItem:
+    props = {TXN_OP: StateRecord.PRODUCER.value, GROUP: entry.group, CLIENT_ID: entry.client_id}
+    if entry.check_url:
+        props[CHECK_URL] = entry.check_url
+    if entry.address:
+        props[ADDRESS] = entry.address
+    if entry.expired:
+        props[EXPIRED] = "1"
+    return PutItem(TXN_STATE_TOPIC, 0, b"", props)
+
+
+def producer_of(props: dict[str, str]) -> ProducerRecord:
+    return ProducerRecord(props[GROUP], props[CLIENT_ID], props.get(CHECK_URL), props.get(ADDRESS), props.get(EXPIRED) == "1")
+
+
+# --- the receipt key ----------------------------------------------------------------------------
+def receipt_key_record(key: bytes) -> PutItem:
+    return PutItem(TXN_STATE_TOPIC, 0, key.hex().encode(), {TXN_OP: StateRecord.RECEIPT_KEY.value})
+
+
+def receipt_key_of(body: bytes) -> bytes:
+    return bytes.fromhex(body.decode())

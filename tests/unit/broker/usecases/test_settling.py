@@ -1,0 +1,73 @@
+"""An ack is answered once the record of what it settled is durable: the same wait a send's answer makes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from halfmq.broker.api.runtime import BrokerRuntime
+from halfmq.broker.config import BrokerSettings
+from halfmq.broker.store import state_records as state
+from halfmq.broker.store.message_store import PutItem
+from halfmq.broker.store.topics import TXN_STATE_TOPIC
+from halfmq.broker.usecases import settling
+
+Durable = Callable[[int], Awaitable[None]]
+
+
+class HeldDurability:
+    """A durable wait that returns only when the test lets it (a set's replicas that have not answered yet)."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+        self.release = asyncio.Event()
+
+    def wrap(self, local: Durable) -> Durable:
+        async def durable(end: int) -> None:
+            self.asked.append(end)
+            await local(end)
+            await self.release.wait()
+        return durable
+
+
+@pytest.fixture
+async def held() -> HeldDurability:
+    return HeldDurability()
+
+
+@pytest.fixture
+async def rt(tmp_path: Path, held: HeldDurability) -> AsyncIterator[BrokerRuntime]:
+    runtime = BrokerRuntime.open(BrokerSettings(data_dir=tmp_path, grpc_port=0), durable_wrapper=held.wrap)
+    try:
+        yield runtime
+    finally:
+        runtime.store.close()
+
+
+async def test_an_ack_is_answered_only_once_its_acks_record_is_durable(rt: BrokerRuntime, held: HeldDurability) -> None:
+    rt.store.create_topic("T", 1)
+    rt.store.put([PutItem("T", 0, b"a"), PutItem("T", 0, b"b")])
+    got = await rt.delivery.receive("g", "T", 2, invisible=30, wait=0)
+    answer = asyncio.ensure_future(settling.ack(rt, "g", "T", [d.receipt_handle for d in got]))
+    await asyncio.sleep(0.05)
+    assert not answer.done()
+    [record] = [r for r in rt.store.intact_records(TXN_STATE_TOPIC, 0, 0) if r.properties[state.TXN_OP] == "acks"]
+    assert state.decode_acks(record.body) == [("g", "T", 0, 0), ("g", "T", 0, 1)]
+    assert held.asked and held.asked[-1] >= record.commit_log_offset + record.size
+    held.release.set()
+    assert [r["status"] for r in (await answer)["results"]] == ["OK", "OK"]
+
+
+async def test_an_ack_of_expired_handles_writes_nothing_and_waits_for_nothing(rt: BrokerRuntime, held: HeldDurability) -> None:
+    rt.store.create_topic("T", 1)
+    rt.store.put([PutItem("T", 0, b"a")])
+    [d] = await rt.delivery.receive("g", "T", 1, invisible=30, wait=0)
+    held.release.set()
+    await settling.ack(rt, "g", "T", [d.receipt_handle])
+    end, asked = rt.store.commit_log.end_offset, len(held.asked)
+    answer = await settling.ack(rt, "g", "T", [d.receipt_handle, d.receipt_handle])
+    assert [r["status"] for r in answer["results"]] == ["EXPIRED", "EXPIRED"]
+    assert (rt.store.commit_log.end_offset, len(held.asked)) == (end, asked)

@@ -1,0 +1,74 @@
+"""`halfmq admin` tables fit a terminal: nothing cut to "…" at 80 columns, times said as a person says them,
+`groups show` and `groups lag` tell different things, and a DLQ page says which of how many it shows."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+
+from cli.admin import tables
+
+
+def _text(renderable: object, width: int = 80) -> str:
+    console = Console(record=True, width=width, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def _transaction(i: int) -> dict:
+    return {"transaction_id": f"7f9c2e1a-4b3d-4e5f-9a8b-0c1d2e3f4a{i:02d}", "producer_group": "order_service_producers",
+            "message": {"topic": "ORDER_TOPIC_WITH_A_LONG_NAME"}, "age_seconds": 250.0, "check_times": 3,
+            "last_answer": "UNKNOWN", "next_check_timestamp": int((time.time() - 5) * 1000)}
+
+
+def test_a_transaction_list_at_80_columns_folds_its_cells_and_cuts_none_to_an_ellipsis() -> None:
+    text = _text(tables.transactions({"count": 2, "state": "pending", "transactions": [_transaction(1), _transaction(2)]}))
+    assert "…" not in text
+    assert "7f9c2e1a-4b3d-4e5f-9a8b-0c1d2e3f4a01" in text  # the id is copied whole
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_check_that_is_due_says_due_now_and_an_age_is_in_minutes() -> None:
+    text = _text(tables.transactions({"count": 1, "state": "pending", "transactions": [_transaction(1)]}), width=200)
+    assert "due now" in text and "4 min" in text and "ago" not in text
+
+
+def test_json_keeps_the_epoch_milliseconds_and_adds_an_iso_twin_of_each() -> None:
+    answer = {"next_check_timestamp": 1_800_000_000_123, "nested": [{"store_timestamp": 1_800_000_001_000}],
+              "last_failover": {"timestamp": 1_800_000_000_000}, "check_times": 3, "last_check_timestamp": None}
+    shown = tables.with_iso_times(answer)
+    assert shown["next_check_timestamp"] == 1_800_000_000_123
+    assert shown["next_check_at"] == "2027-01-15T08:00:00.123Z"
+    assert shown["nested"][0]["store_at"] == "2027-01-15T08:00:01.000Z"
+    assert shown["last_failover"]["at"] == "2027-01-15T08:00:00.000Z"
+    assert "last_check_at" not in shown and shown["check_times"] == 3
+
+
+GROUP = {"group": "billing", "topics": [{"topic": "PAYMENTS", "queues": [
+    {"queue_id": 0, "committed_offset": 5, "max_offset": 9, "lag": 4, "in_flight": 1},
+    {"queue_id": 1, "committed_offset": 2, "max_offset": 2, "lag": 0, "in_flight": 0}]}]}
+
+
+def test_groups_show_is_the_group_as_a_whole_and_groups_lag_is_one_row_per_queue() -> None:
+    summary = {"group": "billing", "topics": ["PAYMENTS"], "lag": 4, "in_flight": 1, "retrying": 2, "dlq_depth": 3}
+    shown = _text(tables.group({"summary": summary, **GROUP}), width=120)
+    lag = _text(tables.group_lag(GROUP), width=120)
+    assert "group billing: lag 4, in flight 1, retrying 2, DLQ depth 3" in shown
+    assert [line.split("│")[1].strip() for line in shown.splitlines() if line.startswith("│")] == ["PAYMENTS"]
+    assert [line.split("│")[2].strip() for line in lag.splitlines() if line.startswith("│")] == ["0", "1"]
+    assert shown != lag
+
+
+def _dead_letter(offset: int) -> dict:
+    return {"queue_offset": offset, "msg_id": f"m{offset}", "store_timestamp": int((time.time() - 30) * 1000),
+            "properties": {"REAL_TOPIC": "ORDERS", "RECONSUME_TIME": "16"}, "body": "x"}
+
+
+def test_a_dlq_page_says_which_of_how_many_where_the_next_page_starts_and_when_each_arrived() -> None:
+    text = _text(tables.dlq({"group": "billing", "depth": 120, "messages": [_dead_letter(i) for i in range(50)]}), width=160)
+    assert "offsets 0–49, 50 of 120 (next page: --offset 50)" in text
+    assert "30 s ago" in text or "31 s ago" in text
+    last = _text(tables.dlq({"group": "billing", "depth": 120, "messages": [_dead_letter(i) for i in range(100, 120)]}), width=160)
+    assert "20 of 120" in last and "next page" not in last
+    assert "none here, 0 in all" in _text(tables.dlq({"group": "billing", "depth": 0, "messages": []}))
