@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from halfmq.wire.cluster import Position
+
 
 class Role(str, Enum):
     FOLLOWER = "follower"
@@ -97,22 +99,34 @@ def majority(cluster_size: int) -> int:
 
 @dataclass(frozen=True)
 class FollowerProgress:
-    durable: int          # the follower's fsynced log end, as its last fetch reported
-    caught_up_at: float   # when it last reported the leader's whole log
+    durable: int          # the follower's fsynced log end, as it last reported it in this term: only this votes
+    caught_up_at: float   # when it last fetched from where the leader's log ended at its fetch before
+    fetched: int = 0      # the follower's appended log end, as its last fetch asked from
+
+
+def majority_offset(leader: str, leader_durable: int, members: frozenset[str], progress: Mapping[str, FollowerProgress],
+                    cluster_size: int) -> int:
+    """The ``majority(cluster_size)``-th highest durable end among ``members`` (the leader's own vote included); 0 if too few."""
+    ends = sorted((leader_durable if node == leader else (p.durable if (p := progress.get(node)) is not None else 0)
+                   for node in members), reverse=True)
+    need = majority(cluster_size)
+    return ends[need - 1] if len(ends) >= need else 0
 
 
 def in_sync_set(leader: str, current: frozenset[str], progress: Mapping[str, FollowerProgress], now: float, lag_time: float,
-                cluster_size: int, high_watermark: int = 0) -> frozenset[str]:
+                cluster_size: int, high_watermark: int = 0, leader_durable: int = 0, acknowledged: int = 0) -> frozenset[str]:
     """The in-sync set as it should be now: the leader, and every follower caught up within ``lag_time``.
 
     A follower that has not caught up for longer drops out (a dead node too), so
-    acknowledgements stop waiting for it; one that catches up again joins, once it
+    elections stop counting on it; one that catches up again joins, once it
     has the high watermark on disk (Kafka's rule: a member may be elected, and
-    consumers have seen everything below the mark). The set
-    never shrinks below a majority: the members furthest along stay, sends time out
-    instead (FLUSH_SLAVE_TIMEOUT), and another member can still be elected if the
-    leader is cut off. Acknowledgements count only the set as published in etcd, so
-    a node leaves it in etcd before anything it lacks is acknowledged.
+    consumers have seen everything below the mark). Two things keep a member that
+    would drop out: the set never shrinks below a majority (the members furthest
+    along stay, sends time out instead: FLUSH_SLAVE_TIMEOUT), and a majority of
+    the set must keep every ``acknowledged`` offset on disk, or the dropped node
+    could be the only one left to hold an acknowledged write once the leader
+    dies. Acknowledgements count only the set as published in etcd, so a node
+    leaves it in etcd before anything it lacks is acknowledged.
     """
     members = {leader} | {node for node, p in progress.items()
                           if now - p.caught_up_at <= lag_time and (node in current or p.durable >= high_watermark)}
@@ -121,19 +135,25 @@ def in_sync_set(leader: str, current: frozenset[str], progress: Mapping[str, Fol
         return (-p.durable, -p.caught_up_at) if p is not None else (1.0, float("inf"))
 
     lagging = sorted((n for n in current if n not in members), key=furthest)
-    while len(members) < majority(cluster_size) and lagging:
+    while lagging and (len(members) < majority(cluster_size) or majority_offset(
+            leader, leader_durable, frozenset(members), progress, cluster_size) < acknowledged):
         members.add(lagging.pop(0))
     return frozenset(members)
 
 
-def acknowledged_offset(leader: str, leader_durable: int, in_sync: frozenset[str], progress: Mapping[str, FollowerProgress]) -> int:
-    """How far the log is on disk on every in-sync node: what ``ack=quorum`` may acknowledge."""
-    ends = [leader_durable]
-    for node in in_sync:
-        if node != leader:
-            p = progress.get(node)
-            ends.append(p.durable if p is not None else 0)
-    return min(ends)
+def acknowledged_offset(leader: str, leader_durable: int, in_sync: frozenset[str], progress: Mapping[str, FollowerProgress],
+                        cluster_size: int, term_start: int = 0) -> int:
+    """How far a majority of the cluster, counted in the in-sync set, has the log on disk: what ``ack=quorum`` may acknowledge.
+
+    The leader is one vote. Nothing counts until that majority has this term's
+    start (``term_start``, the leader's log end when it was elected): a follower
+    takes the term into its history only with the bytes that reach it, and an
+    earlier term's bytes counted on replicas alone could still be cut by a
+    later leader (Raft's rule: a leader commits by counting only in its own term).
+    0 while no such majority exists.
+    """
+    offset = majority_offset(leader, leader_durable, in_sync, progress, cluster_size)
+    return offset if offset >= term_start else 0
 
 
 def quorum_possible(in_sync: frozenset[str], cluster_size: int) -> bool:
@@ -141,14 +161,34 @@ def quorum_possible(in_sync: frozenset[str], cluster_size: int) -> bool:
 
 
 def high_watermark(previous: int, leader: str, leader_durable: int, in_sync: frozenset[str],
-                   progress: Mapping[str, FollowerProgress]) -> int:
-    """How far consumers may read a set's log: what every in-sync node has on disk, and never less than before.
+                   progress: Mapping[str, FollowerProgress], cluster_size: int, term_start: int = 0) -> int:
+    """How far consumers may read a set's log: what a majority has on disk (``acknowledged_offset``), never less than before.
 
-    Everything below it is on every node that may be elected, so no leader change
-    erases what a consumer saw (Kafka's high watermark). It does not depend on the
+    Every node that may be elected holds everything below it (``may_lead``), so no
+    leader change erases what a consumer saw (Kafka's high watermark). It does not depend on the
     ack mode: an ``ack=leader`` send is acknowledged sooner, not visible sooner.
     """
-    return max(previous, acknowledged_offset(leader, leader_durable, in_sync, progress))
+    return max(previous, acknowledged_offset(leader, leader_durable, in_sync, progress, cluster_size, term_start))
+
+
+def may_lead(own: Position, answers: Mapping[str, Position], in_sync: frozenset[str] | None, cluster_size: int) -> bool:
+    """Whether a node may stand for election, given its own position and the ones the other members answered.
+
+    It stands only if it and the members that answered make a majority of the
+    cluster and no answering in-sync member is later than it: a later last term,
+    or the same term and more on disk. An acknowledged write is on disk on a
+    majority of the in-sync set, so at least one of those answers holds it, and
+    a node that is not behind that one holds it too (Raft's election
+    restriction). A member that does not answer (dead, stopped) only does not
+    count. A set with no in-sync list yet has acknowledged nothing (a leader
+    publishes one as soon as a follower catches up, and counts nothing before):
+    any node stands there that no answering member is ahead of, even alone.
+    """
+    if not in_sync:
+        return all(p.key <= own.key for p in answers.values())
+    if 1 + len(answers) < majority(cluster_size):
+        return False
+    return all(p.key <= own.key for node, p in answers.items() if node in in_sync)
 
 
 class Claim(str, Enum):

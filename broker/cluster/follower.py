@@ -1,10 +1,15 @@
-"""A follower's replication loop: fetch the leader's log bytes, append them unchanged, fsync, report.
+"""A follower's replication loop: fetch the leader's log bytes, append them unchanged, fetch again; fsync apart.
 
 Before the first fetch from a leader the follower asks where its own last term
 ends in the leader's log and cuts its tail there (an old leader's divergent
 writes). Every fetch names the term the follower knows; an answer from a lower
-term is refused. Nothing is copied beside the log: consumer acks, topics, producer
-registrations and the receipt-handle key are records in it (store.state_records).
+term is refused. The next fetch leaves as soon as the last bytes are appended,
+while their fsync runs (the group commit shares one fsync among all that wait):
+a fetch asks from the appended end and carries the fsynced end, and when an
+fsync completes while a fetch waits at the leader for new bytes, an ack tells
+the leader at once (``DurableReports``). Nothing is copied beside the log:
+consumer acks, topics, producer registrations and the receipt-handle key are
+records in it (store.state_records).
 A disk that refuses the leader's bytes is logged once when it starts and once
 when it works again (FailureWatch), not at every retry.
 """
@@ -12,13 +17,16 @@ when it works again (FailureWatch), not at every retry.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
 
+from halfmq import wire
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
@@ -40,6 +48,71 @@ class ReplicaNotStored(Exception):
     """This node's disk refused the leader's bytes (logged once by the store or ``Follower.storing``); the next tick retries."""
 
 
+class DurableReports:
+    """A follower's fsynced log end, told to its leader by the next fetch or by an ack of its own.
+
+    A fetch leaving takes the value as it is (``carry``). An fsync that completes
+    while a fetch may wait at the leader for new bytes (it asked from the leader's
+    end) is told by an ack instead, or the leader would not hear of it until new
+    bytes come (and a send waiting for it brings none): at most one ack in flight,
+    which takes the newest value when it leaves. One per ``Follower.follow``; a
+    flush that completes after it closed changes nothing.
+    """
+
+    def __init__(self, durable: int) -> None:
+        self.durable = durable   # on disk here
+        self.told = durable      # the most a fetch or an ack has carried
+        self.fetch_may_wait = False
+        self.failure: BaseException | None = None
+        self.closed = False
+        self._flushed = asyncio.Event()
+
+    def carry(self, may_wait: bool) -> int:
+        """The value a fetch leaving now takes; ``may_wait``: it asks from the leader's end, so it may wait there."""
+        self.fetch_may_wait = may_wait
+        self.told = max(self.told, self.durable)
+        return self.durable
+
+    def answered(self) -> None:
+        self.fetch_may_wait = False  # the next fetch leaves at once and carries what is on disk by then
+
+    def flushing(self, done: concurrent.futures.Future[int], end: int) -> None:
+        """``done`` resolves (on the group-commit thread) once ``end`` is on disk."""
+        loop = asyncio.get_running_loop()
+
+        def settled(_: object) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody reports any more
+                loop.call_soon_threadsafe(self._settled, done, end)
+
+        done.add_done_callback(settled)
+
+    def _settled(self, done: concurrent.futures.Future[int], end: int) -> None:
+        if self.closed or done.cancelled():  # ended, or the store closed under it
+            return
+        if (error := done.exception()) is not None:
+            self.failure = error
+            return
+        self.flushed(end)
+
+    def flushed(self, end: int) -> None:
+        if end > self.durable:
+            self.durable = end
+            self._flushed.set()
+
+    async def send_acks(self, ack: Callable[[int], Awaitable[None]]) -> None:
+        """Run for the life of one ``follow``: an ack each time something new is on disk and no fetch will carry it soon."""
+        while True:
+            await self._flushed.wait()
+            self._flushed.clear()
+            if self.durable <= self.told or not self.fetch_may_wait:
+                continue
+            self.told = value = self.durable
+            try:
+                await ack(value)
+            except (httpx.HTTPError, ValueError, LowerTerm) as exc:  # the fetches carry it too, and end the loop if the leader is gone
+                log.debug("ack of %d: %s", value, exc)
+
+
 class Follower:
     def __init__(self, node_id: str, store: Callable[[], MessageStore], history: TermHistory, data_dir: Path,
                  http: httpx.AsyncClient, known_term: Callable[[], int]) -> None:
@@ -58,8 +131,15 @@ class Follower:
     async def follow(self, leader_url: str, term: int) -> None:
         """Replicate from ``leader_url`` until cancelled or the leader stops answering as leader."""
         await self._cut_divergent_tail(leader_url, term)
-        while True:
-            await self._fetch_once(leader_url, term)
+        store = self._store()
+        reports = DurableReports(min(store.flushed_offset, store.commit_log.end_offset))
+        acks = asyncio.get_running_loop().create_task(reports.send_acks(lambda durable: self._ack(leader_url, term, durable)))
+        try:
+            while True:
+                await self._fetch_once(leader_url, term, reports)
+        finally:
+            reports.closed = True
+            acks.cancel()
 
     async def _cut_divergent_tail(self, leader_url: str, term: int) -> None:
         answer = await self._http.get(f"{leader_url}/v1/replication/term-end", params={"term": self.history.last_term, "node_id": self.node_id})
@@ -74,12 +154,17 @@ class Follower:
             self.history.truncate(cut)
             self.leader_high_watermark = min(self.leader_high_watermark, cut)
 
-    async def _fetch_once(self, leader_url: str, term: int) -> None:
+    async def _fetch_once(self, leader_url: str, term: int, reports: DurableReports) -> None:
+        if reports.failure is not None:  # an fsync of bytes appended earlier failed
+            self.storing.failed(reports.failure)
+            raise ReplicaNotStored(str(reports.failure))
         store = self._store()
         start = store.commit_log.end_offset
+        durable = reports.carry(may_wait=start >= self.leader_end)
         answer = await self._http.post(f"{leader_url}/v1/replication/fetch",
                                        json={"node_id": self.node_id, "term": term, "from_offset": start,
-                                             "high_watermark": self.leader_high_watermark})
+                                             "durable_offset": durable, "high_watermark": self.leader_high_watermark})
+        reports.answered()
         answer.raise_for_status()
         self._check_term(answer)
         if int(answer.headers.get(SEGMENT_HEADER, store.config.segment_bytes)) != store.config.segment_bytes:
@@ -87,7 +172,7 @@ class Follower:
         self.leader_end = int(answer.headers.get("x-halfmq-log-end", start))
         self.leader_high_watermark = int(answer.headers.get(HIGH_WATERMARK_HEADER, self.leader_high_watermark))
         try:
-            await self._keep(store, answer, start)
+            self._keep(store, answer, start, reports)
         except StoreNotWritable as exc:  # the store's own FailureWatch has said so, once
             raise ReplicaNotStored(str(exc)) from exc
         except OSError as exc:  # a failed fsync, the term history
@@ -96,16 +181,29 @@ class Follower:
         if answer.content:
             self.storing.succeeded()
 
-    async def _keep(self, store: MessageStore, answer: httpx.Response, start: int) -> None:
-        """Append the fetched bytes, wait for their fsync, take the leader's term history."""
-        if answer.content:
-            end = store.append_replicated(answer.content, start)
-            flushed = store.wait_flushed(end)
-            if flushed is not None:
-                await asyncio.wrap_future(flushed)
-        else:
-            end = start
+    def _keep(self, store: MessageStore, answer: httpx.Response, start: int, reports: DurableReports) -> None:
+        """Append the fetched bytes, take the leader's term history over them, and start their fsync (not awaited).
+
+        The history covers the appended bytes at once, so a node elected before the
+        fsync completes begins its term after the right entries; its position counts
+        only the entries within what is on disk (positions.position_of).
+        """
+        end = store.append_replicated(answer.content, start) if answer.content else start
         self.history.adopt([tuple(e) for e in json.loads(answer.headers.get(HISTORY_HEADER, "[]"))], end)  # type: ignore[misc]
+        if end > reports.durable:
+            flushed = store.wait_flushed(end)
+            if flushed is None:  # async flush mode: written is what counts
+                reports.flushed(end)
+            else:
+                reports.flushing(flushed, end)
+
+    async def _ack(self, leader_url: str, term: int, durable: int) -> None:
+        answer = await self._http.post(f"{leader_url}/v1/replication/ack",
+                                       json={"node_id": self.node_id, "term": term, "durable_offset": durable})
+        answer.raise_for_status()
+        self._check_term(answer)
+        counted = wire.decode(answer.json(), wire.DurableAck)
+        self.leader_high_watermark = max(self.leader_high_watermark, counted.high_watermark)
 
     def _check_term(self, answer: httpx.Response) -> None:
         their = int(answer.headers.get(TERM_HEADER, "0"))

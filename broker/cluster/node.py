@@ -36,6 +36,7 @@ from .follower import Follower, ReplicaNotStored
 from .high_watermark import HighWatermark
 from .leader_lease import LeaseRenewals
 from .peers import PeerClient
+from .positions import may_stand
 from .replica_tracker import ReplicaTracker
 from .takeover import Takeover
 from .term_history import TermHistory
@@ -203,7 +204,7 @@ class ClusterNode(LeaseRenewals, Takeover):
         wanted = self.tracker.wanted_in_sync()
         if wanted == self.tracker.in_sync:
             return
-        if await self.etcd.put_if(self.address.key("in-sync"), json.dumps(sorted(wanted)), 0,
+        if await self.etcd.put_if(self.address.key("in-sync"), json.dumps(sorted(self.tracker.publishing(wanted))), 0,
                                   [unchanged(self.address.key("leader"), self.term)]) is None:
             if self._judge(await self.etcd.get(self.address.key("leader"))) is not Claim.FOREIGN:
                 await self._step_down("the leader key changed while publishing the in-sync set")
@@ -247,7 +248,7 @@ class ClusterNode(LeaseRenewals, Takeover):
             self._gone_seen_at = self._clock()
         in_sync_kv = await self.etcd.get(self.address.key("in-sync"))
         in_sync = frozenset(in_sync_kv.json()) if in_sync_kv else None
-        if not may_campaign(self.node_id, in_sync):
+        if not may_campaign(self.node_id, in_sync) or not await may_stand(self, self._http, in_sync):
             return
         sent = self._clock()
         lease = await self.etcd.grant(self.settings.lease_ttl)
@@ -329,7 +330,7 @@ class ClusterNode(LeaseRenewals, Takeover):
         self.fence = LeaseFence.for_ttl(lease.ttl)  # what etcd granted (it raises a short TTL to its minimum)
         self.history.begin(term, self.runtime.store.commit_log.end_offset)
         shown = min(self.follower.leader_high_watermark, self.runtime.store.acknowledged_end)  # the last leader's mark
-        self.tracker.reset(in_sync, lagging=previous, high_watermark=shown)
+        self.tracker.reset(in_sync, lagging=previous, high_watermark=shown, term_start=self.runtime.store.commit_log.end_offset)
         self.leader = {"node_id": self.node_id, "url": self.url}
         await self._reopen(start=True)
         self._failover_phase("reopen")

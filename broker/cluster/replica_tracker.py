@@ -1,11 +1,15 @@
 """The leader's view of its followers: how far each has the log on disk, and who waits for them.
 
-Followers report their durable log end with every fetch (Kafka's fetch offset is
-its acknowledgement). A send with ``ack=quorum`` waits here until every node of
-the in-sync set *as published in etcd* has it on disk; the published set has at
-least a majority, or the send answers SLAVE_NOT_AVAILABLE at once. The same
-offsets give the high watermark, how far consumers may read (``advance``);
-``on_change`` is told whenever a report or a new set may have moved it.
+Followers report their durable log end with every fetch, and with an ack of its
+own when an fsync completes while their fetch waits for new bytes (both in
+the same term, never below what they reported). A send with ``ack=quorum`` waits here until a majority of
+the cluster, the leader one vote, counted among the in-sync set *as published in
+etcd*, has it on disk; the published set has at least a majority, or the send
+answers SLAVE_NOT_AVAILABLE at once. While a new set is being published the
+count takes only the members of both, so whichever etcd holds, every
+acknowledged offset is on a majority of it. The same offsets give the high
+watermark, how far consumers may read (``advance``); ``on_change`` is told
+whenever a report or a new set may have moved it.
 """
 
 from __future__ import annotations
@@ -27,60 +31,98 @@ class ReplicaTracker:
         self._clock = clock
         self.progress: dict[str, FollowerProgress] = {}
         self.in_sync: frozenset[str] = frozenset({node_id})  # as published in etcd
+        self._counted = self.in_sync  # whose reports acknowledge: the published set, while publishing the members of both
+        self.term_start = 0  # this term's first offset: a majority must reach it before anything counts
+        self.leader_durable = 0  # the leader's own log on disk, as far as it told
+        self.acknowledged_mark = 0  # the furthest offset that may have been acknowledged (by this leader or the last)
+        self._end_at_fetch: dict[str, int] = {}  # the leader's log end when each follower's last fetch came
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.high_watermark = 0
         self._on_change = on_change
 
-    def reset(self, in_sync: frozenset[str], lagging: str | None = None, high_watermark: int = 0) -> None:
+    def reset(self, in_sync: frozenset[str], lagging: str | None = None, high_watermark: int = 0, term_start: int = 0) -> None:
         """A new term: the published set stays; its followers count as caught up now, at offset 0, until they report.
 
         ``lagging`` (the previous leader, whose lease expired) counts as behind from the start,
-        so it leaves the set at the first publication instead of holding acknowledgements for the lag time.
+        so it leaves the set at the first publication, once the others have the log (``in_sync_set``).
         ``high_watermark`` is where the term starts showing the log: the last one this node heard of as a follower.
+        ``term_start`` is this node's log end when elected: the last leader may have acknowledged all of it.
         """
         now = self._clock()
         self.progress = {n: FollowerProgress(0, float("-inf") if n == lagging else now) for n in in_sync if n != self.node_id}
-        self.in_sync = in_sync | {self.node_id}
+        self._end_at_fetch = {}
+        self.in_sync = self._counted = in_sync | {self.node_id}
         self.high_watermark = high_watermark
+        self.term_start = self.acknowledged_mark = term_start
+        self.leader_durable = 0
 
-    def report(self, node: str, durable: int, leader_end: int) -> None:
+    def report(self, node: str, durable: int, leader_end: int, fetched: int | None = None) -> None:
+        """A fetch from ``fetched`` (its appended end; ``durable`` if not given): ``node``'s log is on disk up to ``durable``.
+
+        It is caught up if it asks from where the leader's log ended when its previous
+        fetch came (Kafka's rule, KIP-501): a follower that fetched everything there was
+        stays in sync under a steady load it never quite reaches the end of. A slow disk
+        stays in sync too; only what is on disk votes.
+        """
+        fetched = durable if fetched is None else fetched
         now = self._clock()
         before = self.progress.get(node)
-        caught_up_at = now if durable >= leader_end else (before.caught_up_at if before else float("-inf"))
-        self.progress[node] = FollowerProgress(durable, caught_up_at)
+        caught_up = fetched >= min(leader_end, self._end_at_fetch.get(node, leader_end))
+        self._end_at_fetch[node] = leader_end
+        caught_up_at = now if caught_up else (before.caught_up_at if before else float("-inf"))
+        self.progress[node] = FollowerProgress(max(durable, before.durable) if before else durable, caught_up_at, fetched)
         self._release()
         self._on_change()
 
+    def acked(self, node: str, durable: int) -> bool:
+        """An ack: ``node`` has its log on disk up to ``durable``. Only from a follower that fetched in this term, and only upwards."""
+        before = self.progress.get(node)
+        if before is None or durable <= before.durable:
+            return False
+        self.progress[node] = FollowerProgress(durable, before.caught_up_at, max(before.fetched, durable))
+        self._release()
+        self._on_change()
+        return True
+
     def wanted_in_sync(self) -> frozenset[str]:
         return in_sync_set(self.node_id, self.in_sync, self.progress, self._clock(), self.lag_time, self.cluster_size,
-                           self.high_watermark)
+                           self.high_watermark, self.leader_durable, max(self.acknowledged_mark, self.high_watermark))
+
+    def publishing(self, in_sync: frozenset[str]) -> frozenset[str]:
+        """``in_sync`` is about to be written to etcd (returned): until it is known to be there, acks count members of both."""
+        self._counted &= in_sync
+        return in_sync
 
     def published(self, in_sync: frozenset[str]) -> None:
         """etcd holds ``in_sync`` now: acknowledgements count it from here on."""
-        self.in_sync = in_sync
+        self.in_sync = self._counted = in_sync
         self._release()
         self._on_change()
 
     def acknowledged(self, leader_durable: int) -> int:
-        return acknowledged_offset(self.node_id, leader_durable, self.in_sync, self.progress)
+        return acknowledged_offset(self.node_id, leader_durable, self._counted, self.progress, self.cluster_size, self.term_start)
 
     def advance(self, leader_durable: int) -> int:
         """The high watermark, with the leader's own log on disk up to ``leader_durable``."""
-        self.high_watermark = high_watermark(self.high_watermark, self.node_id, leader_durable, self.in_sync, self.progress)
+        self.leader_durable = max(self.leader_durable, leader_durable)
+        self.high_watermark = high_watermark(self.high_watermark, self.node_id, self.leader_durable, self._counted, self.progress,
+                                             self.cluster_size, self.term_start)
+        self.acknowledged_mark = max(self.acknowledged_mark, self.high_watermark)
         return self.high_watermark
 
     async def wait(self, end: int, seconds: float) -> None:
-        """Return once every in-sync node has ``end`` on disk (the leader's own fsync is awaited before)."""
+        """Return once a majority in sync has ``end`` on disk (the leader's own fsync is awaited before: its vote)."""
         if not quorum_possible(self.in_sync, self.cluster_size):
             raise SlaveNotAvailable(f"only {len(self.in_sync)} of {self.cluster_size} nodes are in sync; a quorum needs a majority")
-        if self.acknowledged(end) >= end:
+        self.leader_durable = max(self.leader_durable, end)
+        if self._acknowledge() >= end:
             return
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append((end, waiter))
         try:
             await asyncio.wait_for(asyncio.shield(waiter), seconds)
         except TimeoutError:
-            raise FlushSlaveTimeout(f"the in-sync replicas did not have offset {end} on disk within {seconds}s") from None
+            raise FlushSlaveTimeout(f"a majority of the in-sync replicas did not have offset {end} on disk within {seconds}s") from None
         finally:
             if not waiter.done():
                 waiter.cancel()
@@ -92,19 +134,27 @@ class ReplicaTracker:
                 waiter.set_exception(error)
         self._waiters = []
 
+    def _acknowledge(self) -> int:
+        """How far a majority has the log now; what may be acknowledged only grows."""
+        offset = self.acknowledged(self.leader_durable)
+        self.acknowledged_mark = max(self.acknowledged_mark, offset)
+        return offset
+
     def _release(self) -> None:
         if not self._waiters:
             return
+        acknowledged = self._acknowledge()
         keep = []
         for end, waiter in self._waiters:
             if waiter.done():
                 continue
-            if self.acknowledged(end) >= end:
+            if acknowledged >= end:
                 waiter.set_result(None)
             else:
                 keep.append((end, waiter))
         self._waiters = keep
 
     def view(self, leader_end: int) -> list[dict[str, object]]:
-        return [{"node_id": n, "durable_offset": p.durable, "lag": max(0, leader_end - p.durable), "in_sync": n in self.in_sync}
+        return [{"node_id": n, "durable_offset": p.durable, "log_end": p.fetched, "lag": max(0, leader_end - p.durable),
+                 "in_sync": n in self.in_sync}
                 for n, p in sorted(self.progress.items())]

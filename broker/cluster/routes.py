@@ -21,6 +21,7 @@ from halfmq.broker.security.policy import CLUSTER, Action
 from .errors import NotLeader
 from .follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from .node import ClusterNode
+from .positions import position_of
 
 FETCH_MAX_BYTES = 1 << 20
 FETCH_WAIT_SECONDS = 0.5
@@ -30,8 +31,17 @@ LOG_END_HEADER = "x-halfmq-log-end"
 class FetchRequest(BaseModel):
     node_id: str = Field(min_length=1, max_length=200)
     term: int = Field(ge=0)
-    from_offset: int = Field(ge=0)
+    from_offset: int = Field(ge=0)  # the follower's appended log end: the bytes asked for start there
+    durable_offset: int | None = Field(default=None, ge=0)  # its fsynced end, what votes (a follower that leaves it out: from_offset)
     high_watermark: int | None = Field(default=None, ge=0)  # the follower's: a fetch waits for new bytes only while it is current
+
+
+class AckRequest(BaseModel):
+    """A follower's fsync completed while its fetch waits at the leader: how far its log is on disk now."""
+
+    node_id: str = Field(min_length=1, max_length=200)
+    term: int = Field(ge=0)
+    durable_offset: int = Field(ge=0)
 
 
 class TermEndParams(BaseModel):
@@ -80,7 +90,9 @@ async def replication_fetch(request: ApiRequest) -> Reply:
     end = log.end_offset
     if body.from_offset > end:
         raise Diverged(f"follower {body.node_id} asks from {body.from_offset}, the log ends at {end}")
-    node.tracker.report(body.node_id, body.from_offset, end)
+    if _this_leadership(node, body.term):
+        durable = body.from_offset if body.durable_offset is None else min(body.durable_offset, body.from_offset)
+        node.tracker.report(body.node_id, durable, end, fetched=body.from_offset)
     if body.from_offset == end and (body.high_watermark is None or node.tracker.high_watermark <= body.high_watermark):
         node.appended.clear()
         try:
@@ -99,6 +111,30 @@ async def replication_fetch(request: ApiRequest) -> Reply:
     }))
 
 
+async def replication_ack(request: ApiRequest) -> Reply:
+    """A durable report apart from a fetch: counted if it is from this leadership and above the follower's last one."""
+    body = await parse_json_body(request, AckRequest)
+    node = _node(request)
+    _leader(node, body.term)
+    log_end = node.runtime.store.commit_log.end_offset
+    counted = _this_leadership(node, body.term) and body.durable_offset <= log_end and node.tracker.acked(body.node_id, body.durable_offset)
+    progress = node.tracker.progress.get(body.node_id)
+    return Reply(wire.DurableAck(counted=counted, durable_offset=progress.durable if progress else 0,
+                                 high_watermark=node.tracker.high_watermark),
+                 headers=_headers(**{TERM_HEADER: str(node.term)}))
+
+
+def _this_leadership(node: ClusterNode, term: int) -> bool:
+    """A follower's report counts only if it follows this leadership's terms: else its log was not cut against it."""
+    return term >= node.history.last_term
+
+
+async def replication_position(request: ApiRequest) -> Reply:
+    """Any node's answer, whatever its role: a node standing for election compares it with its own (``decisions.may_lead``)."""
+    node = _node(request, Action.DESCRIBE)
+    return Reply(position_of(node.node_id, node.term, node.history, node.runtime.store))
+
+
 ROUTES = [
     Route("GET", "/v1/cluster", cluster_view, "The broker set as this node sees it (describe on the cluster)", "cluster",
           answer=wire.ClusterView),
@@ -107,4 +143,8 @@ ROUTES = [
     Route("POST", "/v1/replication/fetch", replication_fetch, "The leader's log bytes from an offset; term, log end, segment size, "
           "term history and high watermark in headers (admin)", "replication", request=FetchRequest,
           media_type="application/octet-stream"),
+    Route("POST", "/v1/replication/ack", replication_ack, "A follower's fsynced log end, sent when its fsync completes while "
+          "its fetch waits for new bytes (admin)", "replication", request=AckRequest, answer=wire.DurableAck),
+    Route("GET", "/v1/replication/position", replication_position, "This node's last term and durable log end, on every node "
+          "(asked by a node standing for election; describe)", "replication", answer=wire.Position),
 ]

@@ -63,3 +63,31 @@ class ReplicationState(_Wire):
     term: int
     offsets: dict[str, dict[str, dict[str, int]]]
     receipt_key: Any = None
+
+
+class DurableAck(_Wire):
+    """The leader's answer to a follower's ack: whether it counted, how far it counts that log on disk, its high watermark.
+
+    The mark is the leader's after counting the ack, so a follower elected next starts showing the log where it was.
+    """
+
+    counted: bool
+    durable_offset: int
+    high_watermark: int
+
+
+class Position(_Wire):
+    """How far a node's log is on disk, and the last term in its history: what a node standing for election compares.
+
+    Any node answers it (GET /v1/replication/position); a later position is a
+    later ``last_term``, or the same and a longer ``durable_offset``.
+    """
+
+    node_id: str
+    term: int  # the highest term the node knows of
+    last_term: int
+    durable_offset: int
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.last_term, self.durable_offset)

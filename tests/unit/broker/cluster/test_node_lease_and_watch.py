@@ -95,7 +95,7 @@ def _node(tmp_path: Path, etcd: FakeEtcd, clock: FakeClock, lease_ttl: int = 2, 
           members: list[str] = MEMBERS) -> ClusterNode:
     settings = BrokerSettings(data_dir=tmp_path, grpc_port=0, cluster="etcd://127.0.0.1:2379/t", node_id=node_id,
                               cluster_members=members, lease_ttl=lease_ttl, ack=ack)
-    store = SimpleNamespace(commit_log=SimpleNamespace(end_offset=0), acknowledged_end=0, visible=SimpleNamespace(bound=None))
+    store = SimpleNamespace(commit_log=SimpleNamespace(end_offset=0), acknowledged_end=0, flushed_offset=0, visible=SimpleNamespace(bound=None))
     node = ClusterNode(settings, SimpleNamespace(runtime=SimpleNamespace(store=store)), clock=clock, wall_clock=lambda: 1700000000.0)
     node.etcd = node.renewals = etcd  # type: ignore[assignment]
     return node

@@ -18,16 +18,49 @@ class Clock:
         return self.now
 
 
-async def test_a_quorum_send_returns_once_every_in_sync_follower_reported_it_durable() -> None:
+async def test_a_quorum_write_is_acknowledged_once_the_leader_and_one_follower_have_it_on_disk_while_the_third_is_stopped() -> None:
     tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     waiting = asyncio.ensure_future(tracker.wait(500, seconds=5))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0.01)
+    assert not waiting.done()  # the leader's own fsync alone is no majority
     tracker.report("n2", 500, leader_end=500)
-    await asyncio.sleep(0)
-    assert not waiting.done()  # n3 is in the published set and has not got it
-    tracker.report("n3", 600, leader_end=600)
+    await asyncio.wait_for(waiting, 1)  # n3 (stopped) never reported, and is still in the published set
+    assert tracker.acknowledged_mark == 500
+
+
+async def test_while_a_new_in_sync_set_is_published_only_members_of_both_acknowledge() -> None:
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker.reset(frozenset({"n1", "n2", "n3"}))
+    tracker.publishing(frozenset({"n1", "n2"}))  # etcd may hold either set until the put answers
+    waiting = asyncio.ensure_future(tracker.wait(500, seconds=5))
+    tracker.report("n3", 500, leader_end=500)
+    await asyncio.sleep(0.01)
+    assert not waiting.done()  # n3 leaves in the set being written: it may not hold an acknowledged write alone
+    tracker.published(frozenset({"n1", "n2"}))
+    tracker.report("n2", 500, leader_end=500)
     await asyncio.wait_for(waiting, 1)
+
+
+def test_a_report_below_the_last_one_from_the_same_follower_changes_nothing() -> None:
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker.reset(frozenset({"n1", "n2", "n3"}))
+    tracker.report("n2", 500, leader_end=600)
+    tracker.report("n2", 300, leader_end=600)
+    assert tracker.progress["n2"].durable == 500
+
+
+def test_a_new_leader_counts_nothing_before_a_majority_has_its_terms_start_and_keeps_the_old_leader_until_then() -> None:
+    clock = Clock()
+    tracker = ReplicaTracker("n2", 3, lag_time=2.0, clock=clock)
+    tracker.reset(frozenset({"n1", "n2", "n3"}), lagging="n1", term_start=800)  # n1 may have acknowledged up to 800
+    tracker.advance(800)
+    tracker.report("n3", 700, leader_end=800)
+    assert tracker.acknowledged(800) == 0 and tracker.high_watermark == 0
+    assert tracker.wanted_in_sync() == frozenset({"n1", "n2", "n3"})  # without n1, only n2 would hold 700..800
+    tracker.report("n3", 800, leader_end=800)
+    assert tracker.acknowledged(800) == 800 and tracker.advance(800) == 800
+    assert tracker.wanted_in_sync() == frozenset({"n2", "n3"})
 
 
 async def test_without_a_majority_in_sync_a_send_is_refused_at_once_and_a_slow_one_times_out() -> None:
@@ -46,3 +79,16 @@ def test_a_new_leader_drops_the_old_one_at_once_but_keeps_a_majority() -> None:
     assert tracker.wanted_in_sync() == frozenset({"n2", "n3"})
     clock.now += 10  # n3 never reported either: the set keeps it rather than shrink below a majority
     assert tracker.wanted_in_sync() == frozenset({"n2", "n3"})
+
+
+def test_a_follower_that_fetches_everything_the_leader_had_at_its_last_fetch_stays_caught_up_under_steady_load() -> None:
+    clock = Clock()
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=clock)
+    tracker.reset(frozenset({"n1", "n2", "n3"}))
+    tracker.report("n2", 100, leader_end=150)  # first fetch: behind the end
+    for end in range(200, 2000, 50):  # every fetch asks from where the log ended at the one before; new writes keep coming
+        clock.now += 0.5
+        tracker.report("n2", end - 50, leader_end=end)
+        tracker.report("n3", 100, leader_end=end)  # n3 is stuck
+    assert tracker.progress["n2"].caught_up_at == clock.now
+    assert tracker.wanted_in_sync() == frozenset({"n1", "n2"})
