@@ -17,10 +17,17 @@ from halfmq.broker.store.state_records import acks_record
 from halfmq.broker.store.topics import dlq_topic
 from halfmq.errors import DlqMessageNotFound
 
-DLQ_BOOKKEEPING = ("ORIGIN_MESSAGE_ID", "REAL_TOPIC", "REAL_QID", "RECONSUME_TIME", "CONSUMER_GROUP")
+DLQ_BOOKKEEPING = ("ORIGIN_MESSAGE_ID", "REAL_TOPIC", "REAL_QID", "RECONSUME_TIME", "CONSUMER_GROUP", "DLQ_REASON")
+GIVEN_UP = "dead-lettered by its consumer"
 
 
-def moved(group: str, message: StoredMessage, deliveries: int) -> list[PutItem]:
+def exhausted_reason(deliveries: int, nacked: bool) -> str:
+    """Why a message ran out of deliveries, as an operator reads it in the DLQ (``DLQ_REASON``)."""
+    last = "was nacked" if nacked else "was not acked within its invisible time"
+    return f"{deliveries} deliveries, none acked; the last {last}"
+
+
+def moved(group: str, message: StoredMessage, deliveries: int, reason: str) -> list[PutItem]:
     """The write group that moves ``message`` to ``group``'s DLQ: the copy, and the ``acks`` record that settles it."""
     props = dict(message.properties)
     props.update({
@@ -29,6 +36,7 @@ def moved(group: str, message: StoredMessage, deliveries: int) -> list[PutItem]:
         "REAL_QID": str(message.queue_id),
         "RECONSUME_TIME": str(deliveries - 1),
         "CONSUMER_GROUP": group,
+        "DLQ_REASON": reason,
     })
     return [PutItem(dlq_topic(group), 0, message.body, props, message.born_timestamp, message.binary, props.get("TAGS")),
             acks_record([(group, message.topic, message.queue_id, message.queue_offset)])]

@@ -142,7 +142,7 @@ class DeliveryService:
                 continue
             if exhausted(item.deliveries, self._policy.max_reconsume_times):
                 try:
-                    self._move_to_dlq(group, message, item.deliveries)
+                    self._move_to_dlq(group, message, item.deliveries, dead_letters.exhausted_reason(item.deliveries, item.nacked))
                 except StoreNotWritable:  # a full disk: the store logs it; try the move again a little later
                     item = progress.postpone(offset, now + DLQ_RETRY_SECONDS)
                     heapq.heappush(state.due, (item.visible_at, qid, offset, item.nonce))
@@ -252,6 +252,7 @@ class DeliveryService:
                 assert progress is not None and state is not None  # held: a queue of this group's state
                 item = progress.in_flight[h.offset]
                 item = progress.postpone(h.offset, now + retry_delay(item.deliveries, self._policy.retry_delays))
+                item.nacked = True
                 heapq.heappush(state.due, (item.visible_at, h.queue_id, h.offset, item.nonce))
             results.append((text, ok))
             self.counted["nack", group, topic, "ok" if ok else "expired"] += 1
@@ -295,7 +296,7 @@ class DeliveryService:
         message = self._reads.get(topic, h.queue_id, h.offset) if progress is not None else None
         if progress is None or message is None:
             return False
-        self._move_to_dlq(group, message, progress.in_flight[h.offset].deliveries)
+        self._move_to_dlq(group, message, progress.in_flight[h.offset].deliveries, dead_letters.GIVEN_UP)
         self._settle(group, topic, h.queue_id, progress, h.offset)
         return True
 
@@ -362,10 +363,10 @@ class DeliveryService:
         if progress.settle(offset):
             self._store.offsets.commit(group, topic, qid, progress.committed)
 
-    def _move_to_dlq(self, group: str, message: StoredMessage, deliveries: int) -> None:
+    def _move_to_dlq(self, group: str, message: StoredMessage, deliveries: int, reason: str) -> None:
         target = dlq_topic(group)
         self._store.create_topic(target, 1)
-        _, self.acks_end = self._store.put(dead_letters.moved(group, message, deliveries))
+        _, self.acks_end = self._store.put(dead_letters.moved(group, message, deliveries, reason))
         self.counted["dlq", group, message.topic, ""] += 1
         log.warning("moved %s/%d@%d to %s after %d deliveries", message.topic, message.queue_id, message.queue_offset, target, deliveries)
 

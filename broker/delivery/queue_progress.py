@@ -15,6 +15,7 @@ class InFlight:
     nonce: int
     deliveries: int
     visible_at: float
+    nacked: bool = False  # how its latest delivery ended: a nack (True) or, once due again, its invisible time ran out
 
 
 @dataclass
@@ -56,6 +57,7 @@ class QueueProgress:
         item.nonce = self._nonce
         item.deliveries += 1
         item.visible_at = now + invisible
+        item.nacked = False
         return item
 
     def holds(self, offset: int, nonce: int) -> bool:

@@ -115,9 +115,9 @@ def dlq(data: dict) -> Any:
         title = f"DLQ of {data['group']}: none here, {data['depth']} in all"
     from rich.console import Group
 
-    return Group(title, _table("dead letters", ["offset", "msg_id", "from topic", "arrived", "attempts", "body"],
+    return Group(title, _table("dead letters", ["offset", "msg_id", "from topic", "arrived", "reason", "body"],
                                [[m["queue_offset"], m["msg_id"], m["properties"].get("REAL_TOPIC"), when(m.get("store_timestamp")),
-                                 m["properties"].get("RECONSUME_TIME"), m["body"][:60]] for m in messages]))
+                                 m["properties"].get("DLQ_REASON"), m["body"][:60]] for m in messages]))
 
 
 def producers(data: dict) -> Any:

@@ -62,13 +62,15 @@ def test_groups_show_is_the_group_as_a_whole_and_groups_lag_is_one_row_per_queue
 
 def _dead_letter(offset: int) -> dict:
     return {"queue_offset": offset, "msg_id": f"m{offset}", "store_timestamp": int((time.time() - 30) * 1000),
-            "properties": {"REAL_TOPIC": "ORDERS", "RECONSUME_TIME": "16"}, "body": "x"}
+            "properties": {"REAL_TOPIC": "ORDERS", "RECONSUME_TIME": "16", "DLQ_REASON": "17 deliveries, none acked; the last was nacked"},
+            "body": "x"}
 
 
 def test_a_dlq_page_says_which_of_how_many_where_the_next_page_starts_and_when_each_arrived() -> None:
     text = _text(tables.dlq({"group": "billing", "depth": 120, "messages": [_dead_letter(i) for i in range(50)]}), width=160)
     assert "offsets 0–49, 50 of 120 (next page: --offset 50)" in text
     assert "30 s ago" in text or "31 s ago" in text
+    assert "the last was nacked" in " ".join(text.split())
     last = _text(tables.dlq({"group": "billing", "depth": 120, "messages": [_dead_letter(i) for i in range(100, 120)]}), width=160)
     assert "20 of 120" in last and "next page" not in last
     assert "none here, 0 in all" in _text(tables.dlq({"group": "billing", "depth": 0, "messages": []}))

@@ -143,6 +143,8 @@ def test_dead_letters_page_by_fifty_say_how_many_and_when_and_producers_show_the
     assert browser.find_elements("css selector", '[data-group="shipping"] tr[data-dlq-offset="50"]') == []
     counts = browser.find_element("css selector", '[data-group="shipping"] .dlq-page').text
     assert "50 of 55" in counts, counts
+    reason = browser.find_element("css selector", '[data-group="shipping"] tr[data-dlq-offset="0"] .dlq-reason').text
+    assert reason == "4 deliveries, none acked; the last was nacked", reason  # conftest: 3 reconsumes
     arrived = browser.find_element("css selector", '[data-group="shipping"] tr[data-dlq-offset="0"] time').text
     assert arrived.endswith("ago") or arrived == "now", arrived
 

@@ -85,6 +85,24 @@ async def test_exhausted_message_goes_to_the_dlq_and_commits(service, store, clo
     assert store.offsets.get("g", "T", 0) == 2
 
 
+async def test_a_dead_letter_says_why_it_is_there(service, store, clock) -> None:
+    put(store, "nacked", qid=0)
+    put(store, "ignored", qid=1)
+    for _ in range(3):
+        for d in await service.receive("g", "T", 10, invisible=30, wait=0):
+            if d.message.body == b"nacked":
+                service.nack("g", "T", [d.receipt_handle])  # the other is neither acked nor nacked: it times out
+        clock.now += 100
+    assert await service.receive("g", "T", 10, invisible=30, wait=0) == []
+    reasons = {m.body: m.properties["DLQ_REASON"] for m in store.read_queue("%DLQ%g", 0, 0, 10)}
+    assert reasons == {b"nacked": "3 deliveries, none acked; the last was nacked",
+                       b"ignored": "3 deliveries, none acked; the last was not acked within its invisible time"}
+    put(store, "given up")
+    [d] = await service.receive("g", "T", 1, invisible=30, wait=0)
+    service.dead_letter("g", "T", d.receipt_handle)
+    assert store.read_queue("%DLQ%g", 0, 2, 1)[0].properties["DLQ_REASON"] == "dead-lettered by its consumer"
+
+
 async def test_ack_of_a_stale_receipt_is_expired_and_changes_nothing(service, store, clock) -> None:
     put(store, "a")
     [d] = await service.receive("g", "T", 1, invisible=1, wait=0)
