@@ -7,6 +7,8 @@ TransactionChecker answers from it, as a real producer answers from its tables.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import threading
 import time
@@ -206,3 +208,17 @@ def test_the_rocketmq_client_given_all_three_nodes_produces_is_checked_back_and_
     assert set(pending[:2]) <= set(checker.checked) | set(next_instance.checked)  # committed only by a check-back
     assert not ledger.rolled_back & set(ledger.delivered)
     assert _listening(brokers, endpoints) == [new]  # the killed node is gone, the followers never listened
+
+
+def test_a_leader_that_steps_down_closes_its_grpc_port_and_only_the_new_leader_listens(grpc_set: tuple[BrokerSet, str]) -> None:
+    brokers, endpoints = grpc_set
+    old = brokers.leader()
+    wait_for(lambda: _listening(brokers, endpoints) == [old], timeout=10, interval=0.1)
+    pid = brokers.nodes[old].pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # its lease runs out while it cannot renew it
+    try:
+        new = brokers.leader(timeout=30, not_=old)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: _listening(brokers, endpoints) == [new], timeout=30, interval=0.2)  # the old one stepped down
