@@ -10,6 +10,7 @@ extra is not installed. With auth on, every call is signed (``request_auth``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import urllib.parse
@@ -40,6 +41,7 @@ class TelemetryCheckTransport:
 class GrpcFront:
     def __init__(self) -> None:
         self.server: Any = None
+        self.service: Any = None  # the MessagingService: ``name`` changes the addresses it answers
 
     async def start(self, current: Callable[[], Any], addresses: Sequence[tuple[str, int]] = ()) -> None:
         """Serve on the current runtime's ``grpc_port``; ``addresses``: every node of a set (host, gRPC port), which
@@ -56,7 +58,7 @@ class GrpcFront:
             return
         sessions = TelemetrySessions(settings.grpc_telemetry_outbox_commands, settings.grpc_telemetry_outbox_bytes)
         try:
-            self.server = await start_server(current, sessions, settings.host, settings.grpc_port, addresses)
+            self.server, self.service = await start_server(current, sessions, settings.host, settings.grpc_port, addresses)
         except RuntimeError as exc:
             log.error("RocketMQ gRPC front off: %s", exc)
             return
@@ -66,6 +68,7 @@ class GrpcFront:
 
     async def stop(self) -> None:
         server, self.server = self.server, None
+        self.service = None
         if server is not None:
             await server.stop(grace=1.0)
 
@@ -81,6 +84,8 @@ class LeaderFront:
         host = urllib.parse.urlsplit(url).hostname
         self.address = f"{host}:{grpc_port}" if grpc_port and host else None  # as clients reach it: the advertised host
         self.front = GrpcFront()
+        self._completing: asyncio.Task | None = None
+        self.refresh_every = 2.0  # seconds between reads of the registrations while a member's is missing
 
     def registration(self, node_id: str, url: str) -> str:
         """The node's value under ``nodes/`` in etcd."""
@@ -91,14 +96,34 @@ class LeaderFront:
         """Start serving ``current()``, naming the members' registered addresses (this node's only if etcd does not answer)."""
         if self.address is None:
             return
+        addresses = await self._addresses(registrations, members)
+        await self.front.start(current, addresses)
+        if len(addresses) < len(members) and self.front.service is not None:  # a node not registered yet (a set's first start)
+            self._completing = asyncio.get_running_loop().create_task(self._complete(registrations, members))
+
+    async def _addresses(self, registrations: Callable[[], Awaitable[Iterable[Any]]], members: dict[str, str]) -> list[tuple[str, int]]:
+        assert self.address is not None
         try:
             found = [kv.json() for kv in await registrations()]
         except EtcdUnavailable as exc:
             log.warning("RocketMQ gRPC front: the other nodes' addresses are unknown (%s): naming this node's only", exc)
             found = []
-        await self.front.start(current, member_addresses(found, members, self.address))
+        return member_addresses(found, members, self.address)
+
+    async def _complete(self, registrations: Callable[[], Awaitable[Iterable[Any]]], members: dict[str, str]) -> None:
+        """Read the registrations again until every member's address is named."""
+        while True:
+            await asyncio.sleep(self.refresh_every)
+            addresses = await self._addresses(registrations, members)
+            self.front.service.name(addresses)
+            if len(addresses) >= len(members):
+                return
 
     async def stop(self) -> None:
+        task, self._completing = self._completing, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         await self.front.stop()
 
 

@@ -62,7 +62,11 @@ class MessagingService(rpc.MessagingServiceServicer):
                  addresses: Sequence[tuple[str, int]] = ()) -> None:
         self._current = current
         self.sessions = sessions
-        self.endpoints = endpoints_of(addresses or [(host, port)])
+        self.name(addresses or [(host, port)])
+
+    def name(self, addresses: Sequence[tuple[str, int]]) -> None:
+        """The addresses QueryRoute and the settings answer from now on."""
+        self.endpoints = endpoints_of(addresses)
         self.broker = pb.Broker(name="halfmq", id=0, endpoints=self.endpoints)
 
     @property
@@ -309,12 +313,13 @@ def endpoints_of(addresses: Sequence[tuple[str, int]]) -> pb.Endpoints:
 
 
 async def start_server(current: Callable[[], Any], sessions: TelemetrySessions, host: str, port: int,
-                       addresses: Sequence[tuple[str, int]] = ()) -> grpc.aio.Server:
+                       addresses: Sequence[tuple[str, int]] = ()) -> tuple[grpc.aio.Server, MessagingService]:
     """Serve the front on ``host:port`` (RuntimeError when the port cannot be bound)."""
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", current().settings.max_request_bytes)])
-    rpc.add_MessagingServiceServicer_to_server(MessagingService(current, sessions, host, port, addresses), server)
+    service = MessagingService(current, sessions, host, port, addresses)
+    rpc.add_MessagingServiceServicer_to_server(service, server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if not bound:
         raise RuntimeError(f"cannot bind the gRPC port {host}:{port}")
     await server.start()
-    return server
+    return server, service

@@ -45,3 +45,40 @@ def test_a_leader_that_cannot_read_the_registrations_names_only_itself(monkeypat
     monkeypatch.setattr(front.front, "start", start)
     asyncio.run(front.lead(lambda: None, unavailable, MEMBERS))
     assert started == [[("10.0.0.1", 8081)]]
+
+
+def test_a_leader_elected_before_every_member_registered_names_the_late_ones_once_they_register(monkeypatch: pytest.MonkeyPatch) -> None:
+    front = LeaderFront("http://10.0.0.1:10911", 8081)
+    late = {"node_id": "n2", "url": "http://10.0.0.2:10911", "grpc": "10.0.0.2:8081"}
+    later = {"node_id": "n3", "url": "http://10.0.0.3:10911", "grpc": "10.0.0.3:8081"}
+    seen: list[list] = [[], [late], [late, later]]
+    named: list[list] = []
+
+    class Service:
+        def name(self, addresses) -> None:
+            named.append(list(addresses))
+
+    async def start(current, addresses=()) -> None:
+        named.append(list(addresses))
+        front.front.service = Service()
+
+    class Row:
+        def __init__(self, info) -> None:
+            self.info = info
+
+        def json(self):
+            return self.info
+
+    async def registrations() -> list:
+        return [Row(info) for info in (seen.pop(0) if len(seen) > 1 else seen[0])]
+
+    async def run() -> None:
+        monkeypatch.setattr(front.front, "start", start)
+        await front.lead(lambda: None, registrations, MEMBERS)
+        assert front._completing is not None
+        await asyncio.wait_for(front._completing, timeout=10)
+
+    front.refresh_every = 0
+    asyncio.run(run())
+    assert named == [[("10.0.0.1", 8081)], [("10.0.0.1", 8081), ("10.0.0.2", 8081)],
+                     [("10.0.0.1", 8081), ("10.0.0.2", 8081), ("10.0.0.3", 8081)]]
