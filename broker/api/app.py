@@ -51,16 +51,18 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         rt = runtime or BrokerRuntime.open(settings)
         app.state.runtime = rt
-        node = grpc_front = None
+        node: Any = None
+        grpc_front: Any = None
         if settings.cluster:  # a broker set: the node starts the runtime once it leads (broker/cluster/node.py)
             from halfmq.broker.cluster.node import ClusterNode
 
             node = app.state.cluster = ClusterNode(settings, app.state)
+            grpc_front = node.grpc  # started while the node leads; stopped here first
             await node.start()
         else:
             await rt.start()
-            grpc_front = GrpcFront()  # the RocketMQ 5 front on the same runtime (DESIGN section 14); single node only for now
-            await grpc_front.start(rt)
+            grpc_front = GrpcFront()  # the RocketMQ 5 front on the same runtime (DESIGN section 14); a set's node starts its own
+            await grpc_front.start(lambda: rt)
         log.info("broker ready: data dir %s, commit log end %d", settings.data_dir, rt.store.commit_log.end_offset)
         try:
             yield

@@ -8,9 +8,14 @@ Without auth, anyone who can reach etcd could name the set's leader (issue 30).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
+from halfmq.broker.config import BrokerSettings
+
 from .etcd import AUTH_NOT_ENABLED, EtcdClient, EtcdCredentials, EtcdRefused, prefix_range
+
+log = logging.getLogger(__name__)
 
 ROOT = "root"
 EXISTS = "already exists"
@@ -69,3 +74,12 @@ async def secure(endpoint: str, plan: EtcdAuthPlan, call_seconds: float = 10.0) 
         return True
     finally:
         await root.aclose()
+
+
+def broker_credentials(settings: BrokerSettings) -> EtcdCredentials | None:
+    """The etcd user a broker set's node logs in as (None, with a warning, when none is configured)."""
+    if not settings.etcd_user or settings.etcd_password_file is None:
+        log.warning("node %s: no etcd credentials (HALFMQ_BROKER_ETCD_USER / _PASSWORD_FILE): an etcd without authentication "
+                    "lets anyone who reaches it stop this set", settings.node_id)
+        return None
+    return EtcdCredentials(settings.etcd_user, settings.etcd_password_file.read_text().strip())

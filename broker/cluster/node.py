@@ -27,10 +27,12 @@ import httpx
 
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.grpc_front.front import LeaderFront
 
 from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, next_role
 from .errors import NotLeader
-from .etcd import ClusterAddress, EtcdClient, EtcdCredentials, EtcdUnavailable, KeyValue, Lease, absent, unchanged
+from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, KeyValue, Lease, absent, unchanged
+from .etcd_auth import broker_credentials
 from .failover_phases import FailoverPhases
 from .follower import Follower, ReplicaNotStored
 from .high_watermark import HighWatermark
@@ -57,7 +59,7 @@ class ClusterNode(LeaseRenewals, Takeover):
         self.url = settings.advertise_url or f"http://{settings.host}:{settings.port}"
         self.members = settings.members()
         self.address = ClusterAddress.parse(settings.cluster)
-        credentials, timeout = _etcd_credentials(settings), max(0.5, settings.lease_ttl / 5)
+        credentials, timeout = broker_credentials(settings), max(0.5, settings.lease_ttl / 5)
         self.etcd = EtcdClient(self.address.endpoint, timeout, credentials)
         self.renewals = EtcdClient(self.address.endpoint, timeout, credentials)  # the lease's own connection: never behind the tick
         self.fence = LeaseFence.for_ttl(settings.lease_ttl)  # until a grant says what etcd gave
@@ -90,6 +92,7 @@ class ClusterNode(LeaseRenewals, Takeover):
         self._leader_answered_at: float | None = None  # the followed leader's last answer to this node
         self._gone_seen_at: float | None = None  # when this node saw the leader key gone (None: a leader is known)
         self._failover: FailoverPhases | None = None  # this node's own election, timed until its first acknowledged write
+        self.grpc = LeaderFront(self.url, settings.grpc_port)  # the RocketMQ 5 front: on while this node leads (issue 32, C2)
 
     # --- what the HTTP layer asks --------------------------------------------------
     @property
@@ -166,7 +169,7 @@ class ClusterNode(LeaseRenewals, Takeover):
 
     async def _register(self) -> None:
         with contextlib.suppress(EtcdUnavailable):
-            await self.etcd.put(self.address.key("nodes", self.node_id), json.dumps({"node_id": self.node_id, "url": self.url}))
+            await self.etcd.put(self.address.key("nodes", self.node_id), self.grpc.registration(self.node_id, self.url))
 
     # --- leader ------------------------------------------------------------------------
     async def _as_leader(self) -> None:
@@ -343,6 +346,7 @@ class ClusterNode(LeaseRenewals, Takeover):
     async def _reopen(self, start: bool) -> None:
         """Close the runtime and open it again from the data dir: as leader (started) or as follower (not)."""
         old = self.runtime
+        await self.grpc.stop()  # no call may reach the runtime that closes
         await old.stop()
         rt = BrokerRuntime.open(self.settings, durable_wrapper=self.durable if start else None)
         self.state.runtime = rt
@@ -350,6 +354,7 @@ class ClusterNode(LeaseRenewals, Takeover):
             self.watermark.lead(rt.store)
             rt.store.add_listener(self._on_append)
             await rt.start()
+            await self.grpc.lead(lambda: self.runtime, lambda: self.etcd.get_prefix(self.address.key("nodes", "")), self.members)
 
     def _on_append(self, topic: str, queue_id: int) -> None:
         self.appended.set()
@@ -390,11 +395,3 @@ class ClusterNode(LeaseRenewals, Takeover):
             "log_end": end, "durable_offset": store.flushed_offset, "high_watermark": store.visible.bound,
             "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])), "last_failover": self.last_failover,
         }
-
-
-def _etcd_credentials(settings: BrokerSettings) -> EtcdCredentials | None:
-    if not settings.etcd_user or settings.etcd_password_file is None:
-        log.warning("node %s: no etcd credentials (HALFMQ_BROKER_ETCD_USER / _PASSWORD_FILE): an etcd without authentication "
-                    "lets anyone who reaches it stop this set", settings.node_id)
-        return None
-    return EtcdCredentials(settings.etcd_user, settings.etcd_password_file.read_text().strip())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -58,11 +58,21 @@ def answers(response: Callable[..., Any]) -> Callable[[Callable[..., Any]], Call
 
 
 class MessagingService(rpc.MessagingServiceServicer):
-    def __init__(self, runtime: Any, sessions: TelemetrySessions, host: str, port: int) -> None:
-        self.rt = runtime
+    def __init__(self, current: Callable[[], Any], sessions: TelemetrySessions, host: str, port: int,
+                 addresses: Sequence[tuple[str, int]] = ()) -> None:
+        self._current = current
         self.sessions = sessions
-        self.endpoints = pb.Endpoints(scheme=pb.AddressScheme.IPv4, addresses=[pb.Address(host=host, port=port)])
+        self.name(addresses or [(host, port)])
+
+    def name(self, addresses: Sequence[tuple[str, int]]) -> None:
+        """The addresses QueryRoute and the settings answer from now on."""
+        self.endpoints = endpoints_of(addresses)
         self.broker = pb.Broker(name="halfmq", id=0, endpoints=self.endpoints)
+
+    @property
+    def rt(self) -> Any:
+        """The runtime of the moment: a broker set's node swaps it when its role changes."""
+        return self._current()
 
     # --- who asks (what they may: the use cases) ---------------------------------------
     def _who(self, context: Any, method: str) -> tuple[Any, dict[str, Any]]:
@@ -113,6 +123,8 @@ class MessagingService(rpc.MessagingServiceServicer):
             reply.backoff_policy.CopyFrom(pb.RetryPolicy(
                 max_attempts=self.rt.settings.max_reconsume_times + 1,
                 exponential_backoff=pb.ExponentialBackoff(initial=mm.duration(1), max=mm.duration(60), multiplier=2)))
+        if reply.HasField("access_point"):  # every node of a set, as QueryRoute names them
+            reply.access_point.CopyFrom(self.endpoints)
         if reply.HasField("publishing"):
             reply.publishing.max_body_size = self.rt.settings.max_message_size
             reply.publishing.validate_message_type = True
@@ -294,12 +306,20 @@ class MessagingService(rpc.MessagingServiceServicer):
         yield await self._not_implemented(spb.PullMessageResponse, "PullMessage")
 
 
-async def start_server(runtime: Any, sessions: TelemetrySessions, host: str, port: int) -> grpc.aio.Server:
+def endpoints_of(addresses: Sequence[tuple[str, int]]) -> pb.Endpoints:
+    """One Endpoints naming every node: Apache's clients open one pick-first channel over all of them (ipv4:a,b,c),
+    which connects to the one that listens, the leader."""
+    return pb.Endpoints(scheme=pb.AddressScheme.IPv4, addresses=[pb.Address(host=h, port=p) for h, p in addresses])
+
+
+async def start_server(current: Callable[[], Any], sessions: TelemetrySessions, host: str, port: int,
+                       addresses: Sequence[tuple[str, int]] = ()) -> tuple[grpc.aio.Server, MessagingService]:
     """Serve the front on ``host:port`` (RuntimeError when the port cannot be bound)."""
-    server = grpc.aio.server(options=[("grpc.max_receive_message_length", runtime.settings.max_request_bytes)])
-    rpc.add_MessagingServiceServicer_to_server(MessagingService(runtime, sessions, host, port), server)
+    server = grpc.aio.server(options=[("grpc.max_receive_message_length", current().settings.max_request_bytes)])
+    service = MessagingService(current, sessions, host, port, addresses)
+    rpc.add_MessagingServiceServicer_to_server(service, server)
     bound = server.add_insecure_port(f"{host}:{port}")
     if not bound:
         raise RuntimeError(f"cannot bind the gRPC port {host}:{port}")
     await server.start()
-    return server
+    return server, service
