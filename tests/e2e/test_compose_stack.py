@@ -244,6 +244,34 @@ def test_docker_kill_is_a_manual_stop_the_restart_policy_leaves_down(stack: Comp
     stack.wait_healthy(["broker"], timeout=60)
 
 
+def test_the_monitoring_profiles_prometheus_scrapes_the_broker_with_the_admin_token_and_loads_its_rules(stack: ComposeStack) -> None:
+    stack.ports["prometheus"] = free_port()
+    stack.env["HALFMQ_COMPOSE_PROMETHEUS_PORT"] = str(stack.ports["prometheus"])
+    stack("--profile", "monitoring", "up", "-d", "--no-deps", "prometheus", timeout=300)
+    try:
+        def ready() -> bool:
+            try:
+                return httpx.get(f"{stack.url('prometheus')}/-/ready", timeout=5).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        wait_for(ready, timeout=120, interval=1)
+
+        def query(expr: str) -> list[dict]:
+            answer = httpx.get(f"{stack.url('prometheus')}/api/v1/query", params={"query": expr}, timeout=10)
+            answer.raise_for_status()
+            return answer.json()["data"]["result"]
+
+        [up] = wait_for(lambda: query('up{job="halfmq-broker"} == 1'), timeout=60, interval=1)  # scraped, token accepted
+        assert up["value"][1] == "1"
+        assert wait_for(lambda: query("halfmq_commit_log_end_offset"), timeout=30, interval=1)  # the broker's own series
+        groups = httpx.get(f"{stack.url('prometheus')}/api/v1/rules", timeout=10).json()["data"]["groups"]
+        rules = [r for g in groups for r in g["rules"]]
+        assert len(rules) == 4 and all(r["health"] == "ok" for r in rules), rules
+    finally:
+        stack("--profile", "monitoring", "rm", "-s", "-f", "prometheus", timeout=120, check=False)
+
+
 def test_spark_job_reconciles_in_its_container(
     stack: ComposeStack, figures: dict[str, str], placed: dict[str, int]
 ) -> None:
