@@ -265,9 +265,12 @@ def test_the_monitoring_profiles_prometheus_scrapes_the_broker_with_the_admin_to
         [up] = wait_for(lambda: query('up{job="halfmq-broker"} == 1'), timeout=60, interval=1)  # scraped, token accepted
         assert up["value"][1] == "1"
         assert wait_for(lambda: query("halfmq_commit_log_end_offset"), timeout=30, interval=1)  # the broker's own series
-        groups = httpx.get(f"{stack.url('prometheus')}/api/v1/rules", timeout=10).json()["data"]["groups"]
-        rules = [r for g in groups for r in g["rules"]]
-        assert len(rules) == 4 and all(r["health"] == "ok" for r in rules), rules
+        def rules() -> list[dict]:
+            groups = httpx.get(f"{stack.url('prometheus')}/api/v1/rules", timeout=10).json()["data"]["groups"]
+            return [r for g in groups for r in g["rules"]]
+
+        assert len(rules()) == 4  # loaded; each is "unknown" until its first evaluation (every 15 s)
+        wait_for(lambda: all(r["health"] == "ok" for r in rules()), timeout=60, interval=1)
     finally:
         stack("--profile", "monitoring", "rm", "-s", "-f", "prometheus", timeout=120, check=False)
 

@@ -74,7 +74,7 @@ def _settled(prometheus: PrometheusProcess, want: Expected) -> bool:
     return (value('sum(halfmq_dlq_messages{consumer_group="audit"})') == want.on_topic
             and value("sum(halfmq_consumer_inflight_messages)") == want.held
             and value("sum(halfmq_half_messages)") == want.pending
-            and value('sum(halfmq_check_requests_total{result="no_producer"})') > 0
+            and bool(prometheus.query('rate(halfmq_check_requests_total{result="no_producer"}[1m])'))  # 2 samples: a rate
             and value('sum(halfmq_messages_out_total{consumer_group="reporting"})') == want.held)
 
 
