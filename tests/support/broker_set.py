@@ -5,6 +5,8 @@ Every node is configured with all N as the set's members; on an etcd with auth o
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -45,8 +47,10 @@ class BrokerSet:
         return self
 
     def stop(self) -> None:
+        """Stop every live node; one a test left SIGSTOPped is resumed first, so it can shut down within its grace."""
         for node in self.nodes.values():
             if node.alive:
+                os.kill(node.pid, signal.SIGCONT)  # type: ignore[arg-type]
                 node.stop(grace=10)
 
     def view(self, node_id: str) -> dict | None:

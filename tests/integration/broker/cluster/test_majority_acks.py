@@ -12,30 +12,15 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.support.broker_set import BrokerSet
-from tests.support.etcd import EtcdProcess
 from tests.support.set_load import read_back
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def broker_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[BrokerSet]:
-    brokers = BrokerSet(etcd, tmp_path).start()
-    try:
-        yield brokers
-    finally:
-        for node in brokers.nodes.values():
-            if node.pid and node.alive:
-                os.kill(node.pid, signal.SIGCONT)
-        brokers.stop()
 
 
 def _send(url: str, body: str) -> str:

@@ -13,30 +13,15 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.support.broker_set import BrokerSet
-from tests.support.etcd import EtcdProcess
 from tests.support.set_load import read_back
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def broker_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[BrokerSet]:
-    brokers = BrokerSet(etcd, tmp_path).start()
-    try:
-        yield brokers
-    finally:
-        for node in brokers.nodes.values():
-            if node.pid:
-                os.kill(node.pid, signal.SIGCONT)
-        brokers.stop()
 
 
 def _send(url: str, body: str, timeout: float = 30) -> httpx.Response:
