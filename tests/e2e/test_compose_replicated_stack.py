@@ -10,10 +10,7 @@ them). On CI this never skips.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import os
-import subprocess
 import threading
 import time
 import uuid
@@ -30,6 +27,7 @@ from tests.support.processes import free_port
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+FIGURES_TITLE = "replicated compose stack figures:"  # the header conftest's `figures` prints
 
 PROJECT = "halfmq-replicated-test"
 NODES = ["broker", "broker-n2", "broker-n3"]  # services; node ids n1, n2, n3
@@ -37,32 +35,6 @@ SERVICES = ["etcd", "postgres", *NODES, "order", "credit"]  # not spark: nothing
 ADMIN_TOKEN = "/data/auth/admin.token"  # in the auth volume, which every halfmq container mounts
 ORDERS_BEFORE = 10
 PENDING_AT_THE_KILL = 3  # drop-end orders: committed, end never sent; checked back 6 s on (transaction_timeout), so by the new leader
-
-
-@pytest.fixture(scope="module")
-def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """What the run measured; printed at the end whether or not it passed."""
-    measured: dict[str, str] = {}
-    yield measured
-    lines = ["", "replicated compose stack figures:"] + [f"  {name}: {value}" for name, value in measured.items()]
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():  # shown also when all passed
-        print("\n".join(lines), flush=True)
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[DockerEngine]:
-    engine = DockerEngine()
-    try:
-        engine.start()
-    except RuntimeError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no Docker engine: {exc}")
-    yield engine
-    if engine.started:
-        subprocess.run(["docker", "image", "prune", "--force"], env=engine.env(), capture_output=True, timeout=300)  # bounded cache
-    engine.stop()
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,7 @@ are stood in for by images built from Debian packages (docker/standins). On CI t
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -26,35 +24,10 @@ from tests.support.processes import ROOT, free_port
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
+FIGURES_TITLE = "compose stack figures:"  # the header conftest's `figures` prints
 
 SERVICES = ["postgres", "broker", "order", "credit", "spark"]
 PROJECT = "halfmq-test"
-
-
-@pytest.fixture(scope="module")
-def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
-    """What the run measured; printed at the end whether or not it passed."""
-    measured: dict[str, str] = {}
-    yield measured
-    lines = ["", "compose stack figures:"] + [f"  {name}: {value}" for name, value in measured.items()]
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():  # shown also when all passed
-        print("\n".join(lines), flush=True)
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[DockerEngine]:
-    engine = DockerEngine()
-    try:
-        engine.start()
-    except RuntimeError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no Docker engine: {exc}")
-    yield engine
-    if engine.started:
-        subprocess.run(["docker", "image", "prune", "--force"], env=engine.env(), capture_output=True, timeout=300)  # bounded cache
-    engine.stop()
 
 
 @pytest.fixture(scope="module")

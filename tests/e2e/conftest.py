@@ -1,0 +1,39 @@
+"""The compose tests' shared fixtures: the Docker engine they run on, and the figures each module prints at its end."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.docker_engine import DockerEngine
+
+
+@pytest.fixture(scope="module")
+def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """What the run measured; printed at the end whether or not it passed, under the module's ``FIGURES_TITLE``."""
+    measured: dict[str, str] = {}
+    yield measured
+    lines = ["", request.module.FIGURES_TITLE] + [f"  {name}: {value}" for name, value in measured.items()]
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():  # shown also when all passed
+        print("\n".join(lines), flush=True)
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[DockerEngine]:
+    """The engine that answers, else Debian's dockerd started for the module (skipped without one, never on CI)."""
+    engine = DockerEngine()
+    try:
+        engine.start()
+    except RuntimeError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no Docker engine: {exc}")
+    yield engine
+    if engine.started:
+        subprocess.run(["docker", "image", "prune", "--force"], env=engine.env(), capture_output=True, timeout=300)  # bounded cache
+    engine.stop()
