@@ -22,7 +22,6 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 import httpx
 
@@ -114,12 +113,11 @@ class DurableReports:
 
 
 class Follower:
-    def __init__(self, node_id: str, store: Callable[[], MessageStore], history: TermHistory, data_dir: Path,
+    def __init__(self, node_id: str, store: Callable[[], MessageStore], history: TermHistory,
                  http: httpx.AsyncClient, known_term: Callable[[], int]) -> None:
         self.node_id = node_id
         self._store = store
         self.history = history
-        self.data_dir = data_dir
         self._http = http
         self._known_term = known_term
         self.leader_end = 0

@@ -80,7 +80,7 @@ class ClusterNode(LeaseRenewals, Takeover):
         self._http.event_hooks["response"].append(self._peer_answered)
         self._foreign: tuple[int, bytes] | None = None  # the foreign leader key last warned about (revision, value)
         self._foreign_since = 0.0
-        self.follower = Follower(self.node_id, lambda: self.runtime.store, self.history, settings.data_dir, self._http, lambda: self.term)
+        self.follower = Follower(self.node_id, lambda: self.runtime.store, self.history, self._http, lambda: self.term)
         self._following: tuple[str, int] | None = None
         self._follow_task: asyncio.Task | None = None
         self._tasks: list[asyncio.Task] = []  # the tick, the renewals, the watch

@@ -34,7 +34,7 @@ from halfmq.wire.base import (
     one_of,
     to_wire,
 )
-from halfmq.wire.cluster import ClusterMember, ClusterView, DurableAck, LastFailover, Position, ReplicationState, TermEnd
+from halfmq.wire.cluster import ClusterMember, ClusterView, DurableAck, LastFailover, Position, TermEnd
 from halfmq.wire.messages import (
     Message,
     MessageView,
@@ -98,6 +98,6 @@ __all__ = [
     "DeadLetters", "DlqResent", "EndBatchResponse", "FinalMessage", "GroupList", "GroupSummary", "HalfBatchResponse",
     "Health", "HeartbeatResult", "ItemProblem", "OpenTransaction", "ProducerEntry", "ProducerGroup", "ProducerList",
     "SCHEMA_REF", "TransactionList", "TransactionView", "TransactionalIdList", "TransactionalIdView", "one_of",
-    "ClusterMember", "ClusterView", "DurableAck", "LastFailover", "Position", "ReplicationState", "TermEnd",
+    "ClusterMember", "ClusterView", "DurableAck", "LastFailover", "Position", "TermEnd",
     "TxnAcksResult", "TxnAddedResult", "TxnBeginResult", "TxnEndResult", "TxnInitResult", "TxnMessage", "TxnMessagesResult", "TxnSendResult",
 ]

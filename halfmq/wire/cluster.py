@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from halfmq.wire.base import _Wire
 
@@ -55,14 +55,6 @@ class TermEnd(_Wire):
     """Where a term's records end in the leader's log: a follower cuts a longer tail of that term."""
 
     end_offset: int
-
-
-class ReplicationState(_Wire):
-    """What is not in the log but must survive a failover: consumer offsets (group → topic → queue → offset), the receipt key."""
-
-    term: int
-    offsets: dict[str, dict[str, dict[str, int]]]
-    receipt_key: Any = None
 
 
 class DurableAck(_Wire):

@@ -110,7 +110,7 @@ async def following(tmp_path: Path) -> AsyncIterator[Callable[[bytes], Any]]:
         disk, leader = SlowDisk(), Leader(log, held)
         http = httpx.AsyncClient(transport=httpx.MockTransport(leader.handle))
         clients.append(http)
-        follower = Follower("n2", lambda: disk, TermHistory(tmp_path / "h.json"), tmp_path, http, lambda: TERM)  # type: ignore[arg-type, return-value]
+        follower = Follower("n2", lambda: disk, TermHistory(tmp_path / "h.json"), http, lambda: TERM)  # type: ignore[arg-type, return-value]
         tasks.append(asyncio.get_running_loop().create_task(follower.follow(LEADER, TERM)))
         return disk, leader, follower
 

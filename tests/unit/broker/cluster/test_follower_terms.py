@@ -12,7 +12,7 @@ from halfmq.broker.cluster.term_history import TermHistory
 
 
 def _follower(tmp_path: Path, known: int) -> Follower:
-    return Follower("n2", lambda: None, TermHistory(tmp_path / "h.json"), tmp_path, httpx.AsyncClient(), lambda: known)  # type: ignore[arg-type, return-value]
+    return Follower("n2", lambda: None, TermHistory(tmp_path / "h.json"), httpx.AsyncClient(), lambda: known)  # type: ignore[arg-type, return-value]
 
 
 def _answer(term: int) -> httpx.Response:
