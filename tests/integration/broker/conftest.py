@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator
+
 import httpx
 import pytest
 
@@ -28,3 +31,19 @@ def as_(secured):
     yield client
     for c in clients:
         c.close()
+
+
+@pytest.fixture
+def started() -> Iterator[Callable]:
+    """Start a RocketMQ client (Apache's); every one is shut down at teardown, quietly: one of a killed node may fail to."""
+    clients: list = []
+
+    def start(client):
+        client.startup()
+        clients.append(client)
+        return client
+
+    yield start
+    for client in reversed(clients):
+        with contextlib.suppress(Exception):
+            client.shutdown()

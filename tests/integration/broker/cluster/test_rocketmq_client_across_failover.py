@@ -65,21 +65,6 @@ def _message(body: bytes):
     return msg
 
 
-@pytest.fixture
-def started() -> Iterator:
-    clients: list = []
-
-    def start(client):
-        client.startup()
-        clients.append(client)
-        return client
-
-    yield start
-    for client in reversed(clients):
-        try:
-            client.shutdown()
-        except Exception:  # noqa: BLE001 - a client of a killed node may fail to say goodbye
-            pass
 
 
 def _listening(brokers: BrokerSet, endpoints: str) -> list[str]:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,20 +54,6 @@ def rmq_broker(start_rmq_broker) -> RmqBroker:
     return start_rmq_broker()
 
 
-@pytest.fixture
-def started() -> Iterator[Callable]:
-    """Start a RocketMQ client; every one is shut down at teardown."""
-    clients: list = []
-
-    def start(client):
-        client.startup()
-        clients.append(client)
-        return client
-
-    yield start
-    for client in reversed(clients):
-        with contextlib.suppress(Exception):
-            client.shutdown()
 
 
 def message(topic: str, body: bytes, tag: str | None = None, keys: str | None = None):
