@@ -21,9 +21,9 @@ def etcd(tmp_path: Path) -> Iterator[EtcdProcess]:
 
 
 @pytest.fixture
-def broker_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[BrokerSet]:
-    """Three broker processes on ``etcd``, stopped after the test."""
-    brokers = BrokerSet(etcd, tmp_path).start()
+def broker_set(etcd: EtcdProcess, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[BrokerSet]:
+    """Three broker processes on ``etcd`` (with the test module's ``SET_ENV``, if it has one), stopped after the test."""
+    brokers = BrokerSet(etcd, tmp_path, env=getattr(request.module, "SET_ENV", None)).start()
     try:
         yield brokers
     finally:

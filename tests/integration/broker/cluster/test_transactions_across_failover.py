@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.support.broker_set import BrokerSet
 from tests.support.check_server import CheckServer
-from tests.support.etcd import EtcdProcess
 from tests.support.set_load import read_back
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 FAST_CHECKS = {"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "1.0", "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "0.5"}
-
-
-@pytest.fixture
-def broker_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[BrokerSet]:
-    brokers = BrokerSet(etcd, tmp_path, env=FAST_CHECKS).start()
-    try:
-        yield brokers
-    finally:
-        brokers.stop()
+SET_ENV = FAST_CHECKS  # conftest's broker_set starts its nodes with these
 
 
 @pytest.fixture
