@@ -108,7 +108,7 @@ async def replication_fetch(request: ApiRequest) -> Reply:
     data = log.read(body.from_offset, stop - body.from_offset) if stop > body.from_offset else b""
     headers = {TERM_HEADER: str(node.term), LOG_END_HEADER: str(end), SEGMENT_HEADER: str(log.segment_bytes),
                HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark)}
-    if body.history_term is None or body.history_term != node.history.last_term:  # a leader's history is fixed while it leads
+    if body.history_term != node.history.last_term:  # (None: a follower that keeps none) a leader's history is fixed while it leads
         headers[HISTORY_HEADER] = json.dumps(node.history.entries)
     return Reply(data, headers=_headers(**headers))
 
