@@ -146,10 +146,10 @@ class EtcdClient:
         self._forget_token(used)
         return await self._post(path, body, await self._token_for_call())
 
-    async def _post(self, path: str, body: dict[str, Any], token: str | None, timeout: float | None = None) -> dict[str, Any]:
+    async def _post(self, path: str, body: dict[str, Any], token: str | None, wait_s: float | None = None) -> dict[str, Any]:
         try:
             response = await self._http.post(path, json=body, headers={"authorization": token} if token else None,
-                                             timeout=timeout or self.timeout)
+                                             timeout=wait_s or self.timeout)
         except httpx.HTTPError as exc:
             raise EtcdUnavailable(f"etcd at {self.endpoint} did not answer {path}: {exc!r}") from None
         if response.status_code in (400, 401, 403, 412):
@@ -177,7 +177,7 @@ class EtcdClient:
         """A token for ``credentials``; None if etcd has no auth on (logged once: anyone may write it)."""
         try:
             answer = await self._post("/v3/auth/authenticate", {"name": credentials.user, "password": credentials.password}, None,
-                                      timeout=max(self.timeout, AUTHENTICATE_SECONDS))
+                                      wait_s=max(self.timeout, AUTHENTICATE_SECONDS))
         except EtcdRefused as exc:
             if AUTH_NOT_ENABLED not in exc.etcd_message:
                 raise
