@@ -96,6 +96,6 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     if settings.cluster:
         from halfmq.broker.cluster.gate import LeaderGate
 
-        served = LeaderGate(front, app.state)
+        served = LeaderGate(front, app.state, front.router)
     allowed = HostAllowList.for_broker(settings.host, settings.allowed_hosts, settings.advertise_url)
     return HostGate(served, allowed)  # type: ignore[return-value]  # it passes attributes on to the front

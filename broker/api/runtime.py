@@ -73,6 +73,8 @@ class BrokerRuntime:
             checkpoint_interval=settings.offset_flush_interval,
         ))
         store.log_topics()  # a set's followers have every topic, empty or not (store.state_records)
+        if settings.cluster:  # a set's node shows readers nothing until it leads, or its leader's high watermark says
+            store.visible.limit(0)  # (cluster/high_watermark.py on a leader, cluster/follower.py on a follower)
         try:
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)),
