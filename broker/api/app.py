@@ -57,6 +57,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
             from halfmq.broker.cluster.node import ClusterNode
 
             node = app.state.cluster = ClusterNode(settings, app.state)
+            rt.watch_auth()  # a follower answers reads: a revoked token stops working there too
             grpc_front = node.grpc  # started while the node leads; stopped here first
             await node.start()
         else:

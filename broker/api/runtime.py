@@ -122,7 +122,11 @@ class BrokerRuntime:
         )
         self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())
         self._txn_timeout_task = asyncio.get_running_loop().create_task(self._abort_expired_transactions())
-        if self.settings.auth_file is not None:
+        self.watch_auth()
+
+    def watch_auth(self) -> None:
+        """Follow the auth file: on every node that answers requests, a set's followers too (they serve reads)."""
+        if self.settings.auth_file is not None and self._auth_task is None:
             self._auth_task = asyncio.get_running_loop().create_task(self._watch_auth_file(self.settings.auth_file))
 
     async def _watch_auth_file(self, path: Path, every: float = 2.0) -> None:
