@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 from tests.integration.broker.http_helpers import path, send
 from tests.support.broker_set import BrokerSet
 from tests.support.etcd import EtcdProcess
+from tests.support.processes import ROOT, halfmq_command
 
 pytestmark = pytest.mark.slow
 
@@ -44,6 +46,11 @@ def _read(url: str) -> dict:
 
 def _bodies(url: str) -> list[str]:
     return [m["body"] for m in _read(url)["messages"]]
+
+
+def _admin(url: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(halfmq_command("admin", *argv, "--broker", url), cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "250"})
 
 
 def _view(url: str) -> dict:
@@ -73,6 +80,11 @@ def test_a_follower_answers_reads_and_its_console_and_refers_a_send_to_the_leade
     assert 'id="follower"' not in httpx.get(f"{leader_url}/console/topics", timeout=10).text
     action = httpx.post(f"{follower_url}/console/transactions/C0A8/commit", timeout=10)
     assert action.status_code == 421 and action.headers["location"] == f"{leader_url}/console/transactions/C0A8/commit"
+
+    listed_by_admin = _admin(follower_url, "topics", "list")  # `halfmq admin` asks the first node it is given
+    assert listed_by_admin.returncode == 0 and TOPIC in listed_by_admin.stdout, listed_by_admin.stderr
+    created = _admin(follower_url, "topics", "create", "another_topic")
+    assert created.returncode != 0 and "NOT_LEADER" in created.stderr and leader_url in created.stderr
 
 
 def test_a_follower_shows_no_message_its_leader_has_not_acknowledged(etcd: EtcdProcess, tmp_path: Path) -> None:
