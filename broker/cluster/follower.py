@@ -181,6 +181,12 @@ class Follower:
             raise ReplicaNotStored(str(exc)) from exc
         if answer.content:
             self.storing.succeeded()
+        self._show_acknowledged(store)
+
+    def _show_acknowledged(self, store: MessageStore) -> None:
+        """Readers of this node see what the leader acknowledged and this node has as durably: never more (after a
+        failover the next leader may cut what the old one had not acknowledged; a reader must not have seen it)."""
+        store.visible.advance(min(store.acknowledged_end, self.leader_high_watermark))
 
     def _keep(self, store: MessageStore, answer: httpx.Response, start: int, reports: DurableReports) -> None:
         """Append the fetched bytes, take the leader's term history over them, and start their fsync (not awaited).
@@ -207,6 +213,7 @@ class Follower:
         self._check_term(answer)
         counted = wire.decode(answer.json(), wire.DurableAck)
         self.leader_high_watermark = max(self.leader_high_watermark, counted.high_watermark)
+        self._show_acknowledged(self._store())
 
     def _check_term(self, answer: httpx.Response) -> None:
         their = int(answer.headers.get(TERM_HEADER, "0"))

@@ -352,6 +352,7 @@ class ClusterNode(LeaseRenewals, Takeover):
         await old.stop()
         rt = BrokerRuntime.open(self.settings, durable_wrapper=self.durable if start else None)
         self.state.runtime = rt
+        rt.watch_auth()  # either role answers requests (a follower its reads, broker/cluster/gate.py)
         if start:
             self.watermark.lead(rt.store)
             rt.store.add_listener(self._on_append)

@@ -139,14 +139,14 @@ async def replication_position(request: ApiRequest) -> Reply:
 
 ROUTES = [
     Route("GET", "/v1/cluster", cluster_view, "The broker set as this node sees it (describe on the cluster)", "cluster",
-          answer=wire.ClusterView),
+          answer=wire.ClusterView, on_follower=True),
     Route("GET", "/v1/replication/term-end", replication_term_end, "Where a term ends in the leader's log (a follower's first call; admin)",
-          "replication", answer=wire.TermEnd, params=TermEndParams),
+          "replication", answer=wire.TermEnd, params=TermEndParams, peer=True),
     Route("POST", "/v1/replication/fetch", replication_fetch, "The leader's log bytes from an offset; term, log end, segment size, "
           "term history and high watermark in headers (admin)", "replication", request=FetchRequest,
-          media_type="application/octet-stream"),
+          media_type="application/octet-stream", peer=True),
     Route("POST", "/v1/replication/ack", replication_ack, "A follower's fsynced log end, sent when its fsync completes while "
-          "its fetch waits for new bytes (admin)", "replication", request=AckRequest, answer=wire.DurableAck),
+          "its fetch waits for new bytes (admin)", "replication", request=AckRequest, answer=wire.DurableAck, peer=True),
     Route("GET", "/v1/replication/position", replication_position, "This node's last term and durable log end, on every node "
-          "(asked by a node standing for election; describe)", "replication", answer=wire.Position),
+          "(asked by a node standing for election; describe)", "replication", answer=wire.Position, peer=True),
 ]
