@@ -1,17 +1,36 @@
 """`replicated`: a broker set of three local brokers and etcd against one broker, in the same run.
 
-Cases: durable single-message sends at 64 in flight on one broker
-(``single_c64``) and on the leader of a three-node set with ``ack=quorum``
-(``quorum_c64``, only SEND_OK counts; anything else is an error), and the
-failover time, at least 20 times each (``runs`` on --quick): kill -9 of the
-leader (``failover``), or SIGSTOP of it (``failover_sigstop``; SIGCONT once
-another node acknowledges), then the time until another node answers a quorum
-send with SEND_OK, with the broker's default lease TTL (2 s). The set's term is
-read every 0.2 s during the quorum runs: each change is an election
-(``quorum_c64.elections``, which must stay 0: a healthy leader under load keeps
-its lease). The gates: quorum sends at least 0.5x the single broker, failover
-p50 at most 2 s and max at most 3 s. The NATS JetStream peer (three
-``nats-server`` with R3) is a peer script's figure, not run here.
+Each case on the set has its twin on one broker in the same run, and its
+``ratio_to_single`` is the set's median over the one broker's:
+
+* sends: durable single-message sends at 64 in flight on one broker
+  (``single_c64``), on the leader of a set with ``ack=quorum``
+  (``quorum_c64``, only SEND_OK counts; anything else is an error), and on the
+  leader of a second set started with ``HALFMQ_BROKER_ACK=leader``
+  (``leader_c64``, a diagnostic: what the set costs without waiting for
+  followers; the ack mode is the node's setting, there is no per-request ack);
+* consumption: receive up to 32 + ack, 64 consumers at once, from a backlog
+  sent first (``single_consume_ack_c64``, ``consume_ack_c64``); on the set each
+  ack answers once its record is quorum-durable;
+* orders: the demo's order → credit flow end to end (``bench.scenarios.orders``'s
+  driver), its services given one broker (``orders_c64``, ``orders_c64_pg``)
+  or all three nodes (``orders_set_c64``, ``orders_set_c64_pg``), on SQLite
+  files and on one durable PostgreSQL;
+* failover, at least 20 times each (``runs`` on --quick): kill -9 of the leader
+  (``failover``), or SIGSTOP of it (``failover_sigstop``; SIGCONT once another
+  node acknowledges), then the time until another node answers a quorum send
+  with SEND_OK, with the broker's default lease TTL (2 s);
+* ``--soak SECONDS`` adds ``quorum_soak_c64``: the quorum sends for that long
+  in one run (the plan's F1 check: no election over 10 minutes).
+
+The set's term is read every 0.2 s during the quorum sends and the soak: each
+change is an election (``elections``, which must stay 0: a healthy leader under
+load keeps its lease). The failovers run before the consumption and orders
+cases, on a set that holds only the quorum sends. ``--cases a,b`` runs only the
+named cases (and the processes they need). The gates (``bench.gates``): quorum
+sends ≥ 0.8x one broker and ≥ 1.0x NATS JetStream R3 (a peer script's figure,
+not run here), failover p50 ≤ 2 s and max ≤ 3 s, SIGSTOP p50 ≤ 3 s, orders on
+a set ≥ 0.8x one broker on each database.
 """
 
 from __future__ import annotations
@@ -19,25 +38,37 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import httpx
 import orjson
 
+from halfmq.cli.processes.postgres_cluster import PostgresCluster
+
 from .. import payloads, probe
+from ..broker_set import LEASE_TTL, NODES, BrokerSet
 from ..context import Context
-from ..load import Run, drive, http_session, run_async
+from ..drain import drain
+from ..load import Run, drive, http_session, post, run_async
 from ..results import scenario_ok, scenario_unavailable, throughput_case, timed_case
-from ..servers import BrokerServer, EtcdServer
+from ..servers import BrokerServer
+from .orders import orders_case
 
 TOPIC = "BENCH_REPLICATED"
-NODES = 3
-LEASE_TTL = 2  # the broker's default (HALFMQ_BROKER_LEASE_TTL)
+CONSUME_TOPIC = "BENCH_REPLICATED_CONSUME"
+QUEUES = 4
 KILLS = 20  # per failover case, at least (p50 and max over them)
+CONSUMERS = 64
+CONSUME_BACKLOG = 200_000  # messages sent before the consume cases (quick: consume_prefill); each run drains it with a new group
+SQLITE = "sqlite (WAL, synchronous=FULL)"
+POSTGRES = "postgresql (fsync on, synchronous_commit on)"
+# (case on one broker, case on the set): the set's figure over the one broker's is the set's ratio_to_single
+PAIRS = (("single_c64", "quorum_c64"), ("single_c64", "leader_c64"), ("single_c64", "quorum_soak_c64"),
+         ("single_consume_ack_c64", "consume_ack_c64"), ("orders_c64", "orders_set_c64"), ("orders_c64_pg", "orders_set_c64_pg"))
+ORDERS = ("orders_c64", "orders_c64_pg", "orders_set_c64", "orders_set_c64_pg")
 
 
 def baselines(driver: str) -> list[str]:
@@ -63,21 +94,46 @@ def _measure(url: str, body: bytes, conc: int, seconds: float, max_ops: int, war
     return run_async(_quorum_sends(url, body, conc, seconds, max_ops))
 
 
-def _leader(nodes: dict[str, BrokerServer], timeout: float = 60.0, not_: str | None = None) -> str:
-    """The node taking quorum writes (a majority in sync)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for node_id, node in nodes.items():
-            if node_id == not_ or not node.alive:
-                continue
-            try:
-                view = httpx.get(f"{node.url}/v1/cluster", timeout=1).json()
-            except (httpx.HTTPError, ValueError):
-                continue
-            if view.get("writable") and len(view.get("in_sync") or []) > NODES // 2:
-                return node_id
-        time.sleep(0.05)
-    raise RuntimeError(f"no leader within {timeout}s")
+def _send_case(ctx: Context, label: str, broker_url: str, what: str) -> dict[str, Any]:
+    s = ctx.settings
+    probe.create_topic(broker_url, TOPIC, QUEUES)
+    url = f"{broker_url}/v1/topics/{TOPIC}/messages"
+    body = payloads.send(1, s.body_bytes)
+    runs = ctx.repeat(f"replicated {label}", lambda _i, w: _measure(url, body, s.concurrency, s.seconds, s.max_ops, w))
+    return throughput_case(runs, unit="msg/s", concurrency=s.concurrency, what=f"{what}: durable single-message send, {s.concurrency} in flight")
+
+
+def _backlog(ctx: Context) -> int:
+    s = ctx.settings
+    return s.consume_prefill if s.quick else CONSUME_BACKLOG
+
+
+async def _fill(broker_url: str, messages: int, body_bytes: int) -> Run:
+    """``messages`` sent in batches of 100, 16 in flight (each acknowledged as the broker's ack mode says)."""
+    url = f"{broker_url}/v1/topics/{CONSUME_TOPIC}/messages"
+    batch = payloads.send(100, body_bytes)
+    async with http_session(16) as session:
+        async def op() -> int:
+            await post(session, url, batch)
+            return 100
+        return await drive(lambda _i: op, 16, 3600.0, -(-messages // 100))
+
+
+def _consume_case(ctx: Context, label: str, broker_url: str, what: str) -> dict[str, Any]:
+    """A backlog sent first, then each run drains it with a new group: ``CONSUMERS`` loops of receive + ack."""
+    s = ctx.settings
+    backlog = _backlog(ctx)
+    probe.create_topic(broker_url, CONSUME_TOPIC, QUEUES)
+    filled = run_async(_fill(broker_url, backlog, s.body_bytes))
+    if filled.errors:
+        raise RuntimeError(f"{label}: {filled.errors} batch sends failed while filling: {filled.extra.get('first_error')}")
+    ctx.note(f"replicated {label}: {filled.items:,} messages sent at {filled.items_per_s:,.0f}/s")
+    runs = ctx.repeat(f"replicated {label}", lambda _i, w: run_async(drain(
+        broker_url, CONSUME_TOPIC, group_prefix=f"bench_{label}", workers=CONSUMERS, batch=s.receive_batch,
+        backlog=filled.items, seconds=s.seconds, max_ops=s.max_ops, warmup=w)))
+    return throughput_case(runs, unit="msg/s", concurrency=CONSUMERS, what=(
+        f"{what}: receive {s.receive_batch} + ack, {CONSUMERS} consumers (messages/s)"), backlog=filled.items,
+        fill_per_s=round(filled.items_per_s, 1), drained_backlog_runs=sum(1 for r in runs if r.items >= filled.items))
 
 
 def _acknowledged(url: str) -> bool:
@@ -88,44 +144,18 @@ def _acknowledged(url: str) -> bool:
     return answer.status_code == 200 and answer.json()["results"][0]["status"] == "SEND_OK"
 
 
-@contextmanager
-def _terms_seen(nodes: dict[str, BrokerServer], every: float = 0.2) -> Iterator[set[int]]:
-    """The set's terms as its nodes report them, read every ``every`` s while the block runs (more than one: an election)."""
-    terms: set[int] = set()
-    done = threading.Event()
-
-    def poll() -> None:
-        with httpx.Client(timeout=1) as client:
-            while not done.is_set():
-                for node in nodes.values():
-                    try:
-                        view = client.get(f"{node.url}/v1/cluster").json()
-                    except (httpx.HTTPError, ValueError):
-                        continue
-                    if view.get("term"):
-                        terms.add(int(view["term"]))
-                done.wait(every)
-
-    poller = threading.Thread(target=poll, daemon=True)
-    poller.start()
-    try:
-        yield terms
-    finally:
-        done.set()
-        poller.join(10)
-
-
-def _failovers(ctx: Context, nodes: dict[str, BrokerServer], name: str, times: int,
+def _failovers(ctx: Context, broker_set: BrokerSet, name: str, times: int,
                fault: Callable[[BrokerServer], None], heal: Callable[[BrokerServer], None]) -> list[dict[str, Any]]:
     """``times`` faults of the leader: each time from the fault until another node acknowledges a quorum send."""
+    nodes = broker_set.nodes
     failovers: list[dict[str, Any]] = []
     for i in range(times):
-        leader = _leader(nodes)
+        leader = broker_set.leader()
         time.sleep(0.5)  # every follower fetching again after the last failover
         faulted = time.monotonic()
         fault(nodes[leader])
         try:
-            new = _leader(nodes, not_=leader)
+            new = broker_set.leader(not_=leader)
             while not _acknowledged(nodes[new].url):
                 time.sleep(0.02)
             seconds = time.monotonic() - faulted
@@ -134,8 +164,8 @@ def _failovers(ctx: Context, nodes: dict[str, BrokerServer], name: str, times: i
         failovers.append({"seconds": round(seconds, 3), "faulted": leader, "new_leader": new,
                           "phases": _phases(nodes[new].url)})
         ctx.note(f"replicated {name} {i + 1}/{times}: {leader} down, {new} acknowledging after {seconds:.2f} s")
-        _leader(nodes)
-        _all_in_sync(nodes)
+        broker_set.leader()
+        broker_set.all_in_sync()
     return failovers
 
 
@@ -147,19 +177,6 @@ def _phases(url: str) -> dict[str, float] | None:
         return None
     phases: dict[str, float] | None = last.get("phases")
     return phases
-
-
-def _all_in_sync(nodes: dict[str, BrokerServer], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            view = httpx.get(f"{nodes[_leader(nodes)].url}/v1/cluster", timeout=1).json()
-        except (httpx.HTTPError, ValueError):
-            view = {}
-        if len(view.get("in_sync") or []) == NODES:
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"the set did not get all {NODES} nodes in sync within {timeout}s")
 
 
 def _kill9(node: BrokerServer) -> None:
@@ -177,62 +194,114 @@ def _signal(sig: signal.Signals) -> Callable[[BrokerServer], None]:
     return send
 
 
-def run(ctx: Context) -> dict[str, Any]:
-    if shutil.which("etcd") is None:
-        return scenario_unavailable("etcd is not installed (bin/setup installs Debian's etcd-server)")
-    s = ctx.settings
-    c = s.concurrency
-    body = payloads.send(1, s.body_bytes)
-    cases = ctx.cases()
+@contextmanager
+def _elections(ctx: Context, broker_set: BrokerSet, case: dict[str, Any]) -> Iterator[None]:
+    """Counts the set's term changes while the block runs, into ``case`` (``elections`` must stay 0)."""
+    started = time.monotonic()
+    with broker_set.terms_seen() as terms:
+        yield
+    elections = max(0, len(terms) - 1)
+    case.update(elections=elections, terms=sorted(terms), elections_observed_s=round(time.monotonic() - started, 1))
+    ctx.note(f"replicated elections under load: {elections} in {time.monotonic() - started:.0f} s")
 
+
+def _soak_case(ctx: Context, broker_set: BrokerSet) -> dict[str, Any]:
+    """One run of quorum sends, ``soak_seconds`` long, and the elections during it."""
+    s = ctx.settings
+    url = f"{broker_set.leader_url()}/v1/topics/{TOPIC}/messages"
+    case: dict[str, Any] = {}
+    with _elections(ctx, broker_set, case):
+        run = _measure(url, payloads.send(1, s.body_bytes), s.concurrency, s.soak_seconds, 1 << 62, 0.0)
+    ctx.note(f"replicated quorum_soak_c64: {run.items_per_s:,.0f}/s over {run.seconds:.0f} s, {run.errors} errors")
+    return {**throughput_case([run], unit="msg/s", concurrency=s.concurrency, what=(
+        f"soak: leader of a {NODES}-node set, ack=quorum, {s.concurrency} in flight for {s.soak_seconds:g} s")), **case}
+
+
+class _Cases:
+    """The cases this run measures (``--cases``, or all) and where they go."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.out = ctx.cases()
+        self.only = set(ctx.settings.cases)
+
+    def wants(self, *names: str) -> bool:
+        if "quorum_soak_c64" in names and not self.ctx.settings.soak_seconds:
+            names = tuple(n for n in names if n != "quorum_soak_c64")
+        return any(not self.only or name in self.only for name in names)
+
+    def measure(self, name: str, measure: Callable[[], dict[str, Any]]) -> None:
+        if self.wants(name):
+            self.out[name] = measure()
+
+
+def _on_one_broker(ctx: Context, cases: _Cases) -> None:
     single = BrokerServer(ctx.dir("replicated", "single"), ctx.logs)
     with single:
         single.start()
-        probe.create_topic(single.url, TOPIC, 4)
-        url = f"{single.url}/v1/topics/{TOPIC}/messages"
-        runs = ctx.repeat("replicated single_c64", lambda _i, w: _measure(url, body, c, s.seconds, s.max_ops, w))
-    cases["single_c64"] = throughput_case(runs, unit="msg/s", concurrency=c, what=f"one broker: durable single-message send, {c} in flight")
+        cases.measure("single_c64", lambda: _send_case(ctx, "single_c64", single.url, "one broker"))
+        cases.measure("single_consume_ack_c64", lambda: _consume_case(ctx, "single_consume_ack_c64", single.url, "one broker"))
 
-    etcd = EtcdServer(ctx.dir("replicated", "etcd"), ctx.logs)
-    nodes: dict[str, BrokerServer] = {}
+
+def _on_the_quorum_set(ctx: Context, cases: _Cases, postgres: PostgresCluster | None) -> None:
+    s = ctx.settings
     kills = s.runs if s.quick else max(KILLS, s.runs)
-    try:
-        etcd.start()
-        for i in range(1, NODES + 1):
-            node = BrokerServer(ctx.dir("replicated", f"n{i}"), ctx.logs, env={
-                "HALFMQ_BROKER_CLUSTER": f"etcd://127.0.0.1:{etcd.port}/bench", "HALFMQ_BROKER_NODE_ID": f"n{i}",
-                "HALFMQ_BROKER_CLUSTER_SIZE": str(NODES), "HALFMQ_BROKER_LEASE_TTL": str(LEASE_TTL), "HALFMQ_BROKER_ACK": "quorum"})
-            node.env["HALFMQ_BROKER_ADVERTISE_URL"] = node.url
-            nodes[f"n{i}"] = node
-        members = ",".join(f"{node_id}={node.url}" for node_id, node in nodes.items())
-        for node in nodes.values():
-            node.env["HALFMQ_BROKER_CLUSTER_MEMBERS"] = members  # the set's members (required in a set)
-            node.spawn()
-        for node in nodes.values():
-            node.wait_healthy(60)
-        leader = _leader(nodes)
-        probe.create_topic(nodes[leader].url, TOPIC, 4)
-        url = f"{nodes[leader].url}/v1/topics/{TOPIC}/messages"
-        started = time.monotonic()
-        with _terms_seen(nodes) as terms:
-            runs = ctx.repeat("replicated quorum_c64", lambda _i, w: _measure(url, body, c, s.seconds, s.max_ops, w))
-        cases["quorum_c64"] = throughput_case(runs, unit="msg/s", concurrency=c, what=(
-            f"leader of a {NODES}-node set, ack=quorum: durable single-message send, {c} in flight"))
-        cases["quorum_c64"].update(elections=max(0, len(terms) - 1), terms=sorted(terms),  # must stay 0: nobody lost its lease
-                                   elections_observed_s=round(time.monotonic() - started, 1))
-        ctx.note(f"replicated elections under load: {max(0, len(terms) - 1)} in {time.monotonic() - started:.0f} s")
-        cases["failover"] = timed_case(_failovers(ctx, nodes, "failover", kills, _kill9, _restart), what=(
-            f"kill -9 of the leader → another node answers a quorum send SEND_OK (lease TTL {LEASE_TTL} s, {kills} kills)"))
-        cases["failover_sigstop"] = timed_case(_failovers(
-            ctx, nodes, "failover_sigstop", kills, _signal(signal.SIGSTOP), _signal(signal.SIGCONT)), what=(
-            f"SIGSTOP of the leader → another node answers a quorum send SEND_OK (lease TTL {LEASE_TTL} s, {kills} times)"))
-    finally:
-        for node in nodes.values():
-            if node.alive and node.pid is not None:
-                os.kill(node.pid, signal.SIGCONT)  # a stopped child cannot take its SIGTERM
-            node.stop()
-        etcd.stop()
-    single_median = cases["single_c64"]["ops_per_s"]["median"]
-    if single_median:
-        cases["quorum_c64"]["ratio_to_single"] = round(cases["quorum_c64"]["ops_per_s"]["median"] / single_median, 2)
-    return scenario_ok(cases, nodes=NODES, lease_ttl_s=LEASE_TTL, ack="quorum", body_bytes=s.body_bytes)
+    with BrokerSet(ctx, "replicated_quorum") as broker_set:
+        what = f"leader of a {NODES}-node set, ack=quorum"
+        if cases.wants("quorum_c64"):
+            quorum: dict[str, Any] = {}
+            with _elections(ctx, broker_set, quorum):
+                quorum.update(_send_case(ctx, "quorum_c64", broker_set.leader_url(), what))
+            cases.out["quorum_c64"] = quorum
+        if cases.wants("quorum_soak_c64"):
+            probe.create_topic(broker_set.leader_url(), TOPIC, QUEUES)
+            cases.out["quorum_soak_c64"] = _soak_case(ctx, broker_set)
+        cases.measure("failover", lambda: timed_case(_failovers(ctx, broker_set, "failover", kills, _kill9, _restart), what=(
+            f"kill -9 of the leader → another node answers a quorum send SEND_OK (lease TTL {LEASE_TTL} s, {kills} kills)")))
+        cases.measure("failover_sigstop", lambda: timed_case(_failovers(
+            ctx, broker_set, "failover_sigstop", kills, _signal(signal.SIGSTOP), _signal(signal.SIGCONT)), what=(
+            f"SIGSTOP of the leader → another node answers a quorum send SEND_OK (lease TTL {LEASE_TTL} s, {kills} times)")))
+        cases.measure("consume_ack_c64", lambda: _consume_case(ctx, "consume_ack_c64", broker_set.leader_url(), what))
+        cases.measure("orders_set_c64", lambda: orders_case(
+            ctx, "orders_set", f"{SQLITE}; a {NODES}-node set, ack=quorum", broker_set.urls, broker_set.nodes, None))
+        if postgres is not None:
+            cases.measure("orders_set_c64_pg", lambda: orders_case(
+                ctx, "orders_set_pg", f"{POSTGRES}; a {NODES}-node set, ack=quorum", broker_set.urls, broker_set.nodes, postgres))
+
+
+def _orders_on_one_broker(ctx: Context, cases: _Cases, postgres: PostgresCluster | None) -> None:
+    for name, label, database, pg in (("orders_c64", "orders_single", SQLITE, None), ("orders_c64_pg", "orders_single_pg", POSTGRES, postgres)):
+        if not cases.wants(name) or (name.endswith("_pg") and pg is None):
+            continue
+        broker = BrokerServer(ctx.dir(label, "broker"), ctx.logs)
+        with broker:
+            broker.start()
+            cases.out[name] = orders_case(ctx, label, f"{database}; one broker", broker.url, {"broker": broker}, pg)
+
+
+def _with_ratios(cases: dict[str, dict[str, Any]]) -> None:
+    for one, on_set in PAIRS:
+        if one in cases and on_set in cases and cases[one]["ops_per_s"]["median"]:
+            cases[on_set]["ratio_to_single"] = round(cases[on_set]["ops_per_s"]["median"] / cases[one]["ops_per_s"]["median"], 2)
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    if shutil.which("etcd") is None:
+        return scenario_unavailable("etcd is not installed (bin/setup installs Debian's etcd-server)")
+    cases = _Cases(ctx)
+    with ExitStack() as stack:
+        postgres: PostgresCluster | None = None
+        if cases.wants("orders_c64_pg", "orders_set_c64_pg"):
+            postgres = PostgresCluster().start(durable=True)
+            stack.callback(postgres.stop)
+        if cases.wants("single_c64", "single_consume_ack_c64"):
+            _on_one_broker(ctx, cases)
+        _orders_on_one_broker(ctx, cases, postgres)
+        if cases.wants("quorum_c64", "quorum_soak_c64", "failover", "failover_sigstop", "consume_ack_c64", "orders_set_c64", "orders_set_c64_pg"):
+            _on_the_quorum_set(ctx, cases, postgres)
+    if cases.wants("leader_c64"):
+        with BrokerSet(ctx, "replicated_leader", ack="leader") as leader_set:
+            cases.out["leader_c64"] = _send_case(ctx, "leader_c64", leader_set.leader_url(), f"leader of a {NODES}-node set, ack=leader")
+    _with_ratios(cases.out)
+    return scenario_ok(cases.out, nodes=NODES, lease_ttl_s=LEASE_TTL, ack="quorum (leader_c64: leader)", body_bytes=ctx.settings.body_bytes,
+                       consumers=CONSUMERS, orders_users=50)
