@@ -19,7 +19,6 @@ own latency is reported alongside.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import statistics
 import time
@@ -37,6 +36,7 @@ from halfmq.cli.processes.postgres_cluster import PostgresCluster
 
 from .. import payloads
 from ..context import Context
+from ..cpu import cpu_ms_per_item, cpu_now, medians
 from ..load import Run, drive, http_session, percentile, post, run_async
 from ..results import scenario_ok, throughput_case
 from ..servers import BrokerServer, ServerProcess, ServiceServer
@@ -70,31 +70,6 @@ async def _place(order_url: str, conc: int, seconds: float, max_ops: int, warmup
             await drive(lambda _i: op, conc, warmup, max_ops)
         recording = True
         return await drive(lambda _i: op, conc, seconds, max_ops)
-
-
-def _cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU a process has used so far (Linux ``/proc``; None elsewhere or once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except (OSError, TypeError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_now(servers: dict[str, Any]) -> dict[str, float | None]:
-    now = {name: _cpu_seconds(server.pid) for name, server in servers.items()}
-    times = os.times()
-    now["driver"] = times.user + times.system
-    return now
-
-
-def _cpu_ms_per_order(before: dict[str, float | None], after: dict[str, float | None], orders: int) -> dict[str, float]:
-    """CPU milliseconds each process spent per credited order: the figure a shared machine does not skew much."""
-    out = {name: round((after[name] - start) * 1e3 / orders, 3)  # type: ignore[operator]
-           for name, start in before.items() if start is not None and after.get(name) is not None and orders}
-    if out:
-        out["total"] = round(sum(out.values()), 3)
-    return out
 
 
 CreditedAt = Callable[[list[str]], dict[str, float]]
@@ -177,7 +152,7 @@ def orders_case(ctx: Context, label: str, database: str, broker_url: str, broker
 
         def once(i: int, warmup: float) -> Run:
             placed: dict[str, float] = {}
-            cpu_before = _cpu_now(servers)
+            cpu_before = cpu_now(servers)
             post_run = run_async(_place(order.url, c, s.seconds, s.orders_max, warmup, f"bench{i}", placed))
             ids = list(placed)
             deadline = time.monotonic() + s.orders_credit_wait
@@ -189,7 +164,7 @@ def orders_case(ctx: Context, label: str, database: str, broker_url: str, broker
                     break
                 time.sleep(0.25)
             waited = time.monotonic() - waited
-            cpu_per_order = _cpu_ms_per_order(cpu_before, _cpu_now(servers), len(credited))
+            cpu_per_order = cpu_ms_per_item(cpu_before, cpu_now(servers), len(credited))
             latencies = sorted(credited[o] - placed[o] for o in credited)
             span = (max(credited.values()) - min(placed.values())) if credited else 0.0
             p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
@@ -212,5 +187,6 @@ def orders_case(ctx: Context, label: str, database: str, broker_url: str, broker
             runs, unit="orders/s", concurrency=c, baseline="fastapi_fsync_c64",
             what=f"POST /orders at {c} in flight until credited (first POST → last credit; latency POST → credit record); {database}",
             post_p99_ms=statistics.median([r.extra["post_p99_ms"] for r in runs if r.extra.get("post_p99_ms")] or [0]),
+            cpu_ms_per_order=medians([r.extra.get("cpu_ms_per_order") or {} for r in runs]),
             database=database,
         )

@@ -39,7 +39,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
@@ -48,9 +48,10 @@ import orjson
 
 from halfmq.cli.processes.postgres_cluster import PostgresCluster
 
-from .. import payloads, probe
+from .. import cpu, payloads, probe
 from ..broker_set import LEASE_TTL, NODES, BrokerSet
 from ..context import Context
+from ..cpu import HasPid, cpu_ms_per_item, cpu_now
 from ..drain import drain
 from ..load import Run, drive, http_session, post, run_async
 from ..results import scenario_ok, scenario_unavailable, throughput_case, timed_case
@@ -94,13 +95,28 @@ def _measure(url: str, body: bytes, conc: int, seconds: float, max_ops: int, war
     return run_async(_quorum_sends(url, body, conc, seconds, max_ops))
 
 
-def _send_case(ctx: Context, label: str, broker_url: str, what: str) -> dict[str, Any]:
+def _with_cpu(servers: Mapping[str, HasPid], measure: Callable[[], Run]) -> Run:
+    """``measure()``, and the CPU milliseconds each server and the driver spent per message it carried."""
+    before = cpu_now(servers)
+    run = measure()
+    run.extra["cpu_ms_per_msg"] = cpu_ms_per_item(before, cpu_now(servers), run.items)
+    return run
+
+
+def _send_case(ctx: Context, label: str, broker_url: str, servers: Mapping[str, HasPid], what: str) -> dict[str, Any]:
     s = ctx.settings
     probe.create_topic(broker_url, TOPIC, QUEUES)
     url = f"{broker_url}/v1/topics/{TOPIC}/messages"
     body = payloads.send(1, s.body_bytes)
-    runs = ctx.repeat(f"replicated {label}", lambda _i, w: _measure(url, body, s.concurrency, s.seconds, s.max_ops, w))
-    return throughput_case(runs, unit="msg/s", concurrency=s.concurrency, what=f"{what}: durable single-message send, {s.concurrency} in flight")
+
+    def once(_i: int, warmup: float) -> Run:
+        if warmup > 0:
+            _measure(url, body, s.concurrency, warmup, s.max_ops, 0.0)
+        return _with_cpu(servers, lambda: _measure(url, body, s.concurrency, s.seconds, s.max_ops, 0.0))
+
+    runs = ctx.repeat(f"replicated {label}", once)
+    return throughput_case(runs, unit="msg/s", concurrency=s.concurrency, cpu_ms_per_msg=cpu.medians([r.extra.get("cpu_ms_per_msg") or {} for r in runs]),
+                           what=f"{what}: durable single-message send, {s.concurrency} in flight")
 
 
 def _backlog(ctx: Context) -> int:
@@ -119,7 +135,7 @@ async def _fill(broker_url: str, messages: int, body_bytes: int) -> Run:
         return await drive(lambda _i: op, 16, 3600.0, -(-messages // 100))
 
 
-def _consume_case(ctx: Context, label: str, broker_url: str, what: str) -> dict[str, Any]:
+def _consume_case(ctx: Context, label: str, broker_url: str, servers: Mapping[str, HasPid], what: str) -> dict[str, Any]:
     """A backlog sent first, then each run drains it with a new group: ``CONSUMERS`` loops of receive + ack."""
     s = ctx.settings
     backlog = _backlog(ctx)
@@ -128,12 +144,20 @@ def _consume_case(ctx: Context, label: str, broker_url: str, what: str) -> dict[
     if filled.errors:
         raise RuntimeError(f"{label}: {filled.errors} batch sends failed while filling: {filled.extra.get('first_error')}")
     ctx.note(f"replicated {label}: {filled.items:,} messages sent at {filled.items_per_s:,.0f}/s")
-    runs = ctx.repeat(f"replicated {label}", lambda _i, w: run_async(drain(
-        broker_url, CONSUME_TOPIC, group_prefix=f"bench_{label}", workers=CONSUMERS, batch=s.receive_batch,
-        backlog=filled.items, seconds=s.seconds, max_ops=s.max_ops, warmup=w)))
+    def drained(seconds: float) -> Run:
+        return run_async(drain(broker_url, CONSUME_TOPIC, group_prefix=f"bench_{label}", workers=CONSUMERS, batch=s.receive_batch,
+                               backlog=filled.items, seconds=seconds, max_ops=s.max_ops, warmup=0.0))
+
+    def once(_i: int, warmup: float) -> Run:
+        if warmup > 0:
+            drained(warmup)
+        return _with_cpu(servers, lambda: drained(s.seconds))
+
+    runs = ctx.repeat(f"replicated {label}", once)
     return throughput_case(runs, unit="msg/s", concurrency=CONSUMERS, what=(
         f"{what}: receive {s.receive_batch} + ack, {CONSUMERS} consumers (messages/s)"), backlog=filled.items,
-        fill_per_s=round(filled.items_per_s, 1), drained_backlog_runs=sum(1 for r in runs if r.items >= filled.items))
+        fill_per_s=round(filled.items_per_s, 1), drained_backlog_runs=sum(1 for r in runs if r.items >= filled.items),
+        cpu_ms_per_msg=cpu.medians([r.extra.get("cpu_ms_per_msg") or {} for r in runs]))
 
 
 def _acknowledged(url: str) -> bool:
@@ -211,9 +235,9 @@ def _soak_case(ctx: Context, broker_set: BrokerSet) -> dict[str, Any]:
     url = f"{broker_set.leader_url()}/v1/topics/{TOPIC}/messages"
     case: dict[str, Any] = {}
     with _elections(ctx, broker_set, case):
-        run = _measure(url, payloads.send(1, s.body_bytes), s.concurrency, s.soak_seconds, 1 << 62, 0.0)
+        run = _with_cpu(broker_set.nodes, lambda: _measure(url, payloads.send(1, s.body_bytes), s.concurrency, s.soak_seconds, 1 << 62, 0.0))
     ctx.note(f"replicated quorum_soak_c64: {run.items_per_s:,.0f}/s over {run.seconds:.0f} s, {run.errors} errors")
-    return {**throughput_case([run], unit="msg/s", concurrency=s.concurrency, what=(
+    return {**throughput_case([run], unit="msg/s", concurrency=s.concurrency, cpu_ms_per_msg=cpu.medians([run.extra.get("cpu_ms_per_msg") or {}]), what=(
         f"soak: leader of a {NODES}-node set, ack=quorum, {s.concurrency} in flight for {s.soak_seconds:g} s")), **case}
 
 
@@ -239,8 +263,8 @@ def _on_one_broker(ctx: Context, cases: _Cases) -> None:
     single = BrokerServer(ctx.dir("replicated", "single"), ctx.logs)
     with single:
         single.start()
-        cases.measure("single_c64", lambda: _send_case(ctx, "single_c64", single.url, "one broker"))
-        cases.measure("single_consume_ack_c64", lambda: _consume_case(ctx, "single_consume_ack_c64", single.url, "one broker"))
+        cases.measure("single_c64", lambda: _send_case(ctx, "single_c64", single.url, {"broker": single}, "one broker"))
+        cases.measure("single_consume_ack_c64", lambda: _consume_case(ctx, "single_consume_ack_c64", single.url, {"broker": single}, "one broker"))
 
 
 def _on_the_quorum_set(ctx: Context, cases: _Cases, postgres: PostgresCluster | None) -> None:
@@ -251,7 +275,7 @@ def _on_the_quorum_set(ctx: Context, cases: _Cases, postgres: PostgresCluster | 
         if cases.wants("quorum_c64"):
             quorum: dict[str, Any] = {}
             with _elections(ctx, broker_set, quorum):
-                quorum.update(_send_case(ctx, "quorum_c64", broker_set.leader_url(), what))
+                quorum.update(_send_case(ctx, "quorum_c64", broker_set.leader_url(), broker_set.nodes, what))
             cases.out["quorum_c64"] = quorum
         if cases.wants("quorum_soak_c64"):
             probe.create_topic(broker_set.leader_url(), TOPIC, QUEUES)
@@ -261,7 +285,7 @@ def _on_the_quorum_set(ctx: Context, cases: _Cases, postgres: PostgresCluster | 
         cases.measure("failover_sigstop", lambda: timed_case(_failovers(
             ctx, broker_set, "failover_sigstop", kills, _signal(signal.SIGSTOP), _signal(signal.SIGCONT)), what=(
             f"SIGSTOP of the leader → another node answers a quorum send SEND_OK (lease TTL {LEASE_TTL} s, {kills} times)")))
-        cases.measure("consume_ack_c64", lambda: _consume_case(ctx, "consume_ack_c64", broker_set.leader_url(), what))
+        cases.measure("consume_ack_c64", lambda: _consume_case(ctx, "consume_ack_c64", broker_set.leader_url(), broker_set.nodes, what))
         cases.measure("orders_set_c64", lambda: orders_case(
             ctx, "orders_set", f"{SQLITE}; a {NODES}-node set, ack=quorum", broker_set.urls, broker_set.nodes, None))
         if postgres is not None:
@@ -301,7 +325,7 @@ def run(ctx: Context) -> dict[str, Any]:
             _on_the_quorum_set(ctx, cases, postgres)
     if cases.wants("leader_c64"):
         with BrokerSet(ctx, "replicated_leader", ack="leader") as leader_set:
-            cases.out["leader_c64"] = _send_case(ctx, "leader_c64", leader_set.leader_url(), f"leader of a {NODES}-node set, ack=leader")
+            cases.out["leader_c64"] = _send_case(ctx, "leader_c64", leader_set.leader_url(), leader_set.nodes, f"leader of a {NODES}-node set, ack=leader")
     _with_ratios(cases.out)
     return scenario_ok(cases.out, nodes=NODES, lease_ttl_s=LEASE_TTL, ack="quorum (leader_c64: leader)", body_bytes=ctx.settings.body_bytes,
                        consumers=CONSUMERS, orders_users=50)
