@@ -22,8 +22,8 @@ from __future__ import annotations
 import sqlite3
 import statistics
 import time
-from collections.abc import Callable, Mapping
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -125,14 +125,17 @@ def _orders_case(ctx: Context, label: str, database: str, postgres: PostgresClus
     broker = BrokerServer(ctx.dir(label, "broker"), ctx.logs)
     with broker:
         broker.start()
-        return orders_case(ctx, label, database, broker.url, {"broker": broker}, postgres)
+        with orders_runs(ctx, label, broker.url, {"broker": broker}, postgres) as once:
+            return orders_summary(ctx, ctx.repeat(label, once), database)
 
 
-def orders_case(ctx: Context, label: str, database: str, broker_url: str, brokers: Mapping[str, ServerProcess],
-                postgres: PostgresCluster | None) -> dict[str, Any]:
-    """The orders case against brokers already running: ``broker_url`` is what the services are given (a set's
-    nodes, comma-separated, or one broker); ``brokers`` are the processes whose CPU is counted per order. On
-    PostgreSQL the services get databases named after ``label``."""
+@contextmanager
+def orders_runs(ctx: Context, label: str, broker_url: str, brokers: Mapping[str, ServerProcess],
+                postgres: PostgresCluster | None) -> Iterator[Callable[[int, float], Run]]:
+    """The order and credit services started against brokers already running; yields ``once(index, warmup)``, one
+    measured run. ``broker_url`` is what the services are given (a set's nodes, comma-separated, or one broker);
+    ``brokers`` are the processes whose CPU is counted per order. On PostgreSQL the services get databases named
+    after ``label``."""
     s = ctx.settings
     c = s.concurrency
     data = ctx.dir(label)
@@ -182,11 +185,15 @@ def orders_case(ctx: Context, label: str, database: str, broker_url: str, broker
                 run.extra["first_error"] = post_run.extra["first_error"]
             return run
 
-        runs = ctx.repeat(label, once)
-        return throughput_case(
-            runs, unit="orders/s", concurrency=c, baseline="fastapi_fsync_c64",
-            what=f"POST /orders at {c} in flight until credited (first POST → last credit; latency POST → credit record); {database}",
-            post_p99_ms=statistics.median([r.extra["post_p99_ms"] for r in runs if r.extra.get("post_p99_ms")] or [0]),
-            cpu_ms_per_order=medians([r.extra.get("cpu_ms_per_order") or {} for r in runs]),
-            database=database,
-        )
+        yield once
+
+
+def orders_summary(ctx: Context, runs: list[Run], database: str) -> dict[str, Any]:
+    c = ctx.settings.concurrency
+    return throughput_case(
+        runs, unit="orders/s", concurrency=c, baseline="fastapi_fsync_c64",
+        what=f"POST /orders at {c} in flight until credited (first POST → last credit; latency POST → credit record); {database}",
+        post_p99_ms=statistics.median([r.extra["post_p99_ms"] for r in runs if r.extra.get("post_p99_ms")] or [0]),
+        cpu_ms_per_order=medians([r.extra.get("cpu_ms_per_order") or {} for r in runs]),
+        database=database,
+    )

@@ -1,36 +1,41 @@
 """`replicated`: a broker set of three local brokers and etcd against one broker, in the same run.
 
-Each case on the set has its twin on one broker in the same run, and its
-``ratio_to_single`` is the set's median over the one broker's:
+Each case on the set has its twin on one broker in the same run, measured in
+turn with it (run 1 of each, run 2 of each, …: a load drifting on a shared
+machine weighs on both alike), and its ``ratio_to_single`` is the set's median
+over the one broker's:
 
 * sends: durable single-message sends at 64 in flight on one broker
   (``single_c64``), on the leader of a set with ``ack=quorum``
   (``quorum_c64``, only SEND_OK counts; anything else is an error), and on the
-  leader of a second set started with ``HALFMQ_BROKER_ACK=leader``
-  (``leader_c64``, a diagnostic: what the set costs without waiting for
-  followers; the ack mode is the node's setting, there is no per-request ack);
+  leader of a second set started with ``HALFMQ_BROKER_ACK=leader`` for these
+  runs only (``leader_c64``, a diagnostic: what the set costs without waiting
+  for followers; the ack mode is the node's setting, there is no per-request
+  ack);
 * consumption: receive up to 32 + ack, 64 consumers at once, from a backlog
   sent first (``single_consume_ack_c64``, ``consume_ack_c64``); on the set each
   ack answers once its record is quorum-durable;
 * orders: the demo's order → credit flow end to end (``bench.scenarios.orders``'s
-  driver), its services given one broker (``orders_c64``, ``orders_c64_pg``)
-  or all three nodes (``orders_set_c64``, ``orders_set_c64_pg``), on SQLite
-  files and on one durable PostgreSQL;
-* failover, at least 20 times each (``runs`` on --quick): kill -9 of the leader
-  (``failover``), or SIGSTOP of it (``failover_sigstop``; SIGCONT once another
-  node acknowledges), then the time until another node answers a quorum send
-  with SEND_OK, with the broker's default lease TTL (2 s);
-* ``--soak SECONDS`` adds ``quorum_soak_c64``: the quorum sends for that long
-  in one run (the plan's F1 check: no election over 10 minutes).
+  driver), its services given the one broker (``orders_c64``,
+  ``orders_c64_pg``) or all three nodes (``orders_set_c64``,
+  ``orders_set_c64_pg``), on SQLite files and on one durable PostgreSQL;
+* failover, at least 20 times each (``runs`` on --quick), after the sends and
+  before consumption and orders: kill -9 of the leader (``failover``), or
+  SIGSTOP of it (``failover_sigstop``; SIGCONT once another node acknowledges),
+  then the time until another node answers a quorum send with SEND_OK, with the
+  broker's default lease TTL (2 s);
+* ``--soak SECONDS`` adds ``quorum_soak_c64``: quorum sends for that long in
+  one run (the plan's F1 check: no election over 10 minutes).
 
-The set's term is read every 0.2 s during the quorum sends and the soak: each
-change is an election (``elections``, which must stay 0: a healthy leader under
-load keeps its lease). The failovers run before the consumption and orders
-cases, on a set that holds only the quorum sends. ``--cases a,b`` runs only the
-named cases (and the processes they need). The gates (``bench.gates``): quorum
-sends ≥ 0.8x one broker and ≥ 1.0x NATS JetStream R3 (a peer script's figure,
-not run here), failover p50 ≤ 2 s and max ≤ 3 s, SIGSTOP p50 ≤ 3 s, orders on
-a set ≥ 0.8x one broker on each database.
+Send and consume cases carry ``cpu_ms_per_msg`` (each broker process, the
+driver, total; orders: ``cpu_ms_per_order``), which a shared machine skews
+much less than a rate. The set's term is read every 0.2 s during the sends and
+the soak: each change is an election (``elections``, which must stay 0: a
+healthy leader under load keeps its lease). ``--cases a,b`` runs only the named
+cases (and the processes they need). The gates (``bench.gates``): quorum sends
+≥ 0.8x one broker and ≥ 1.0x NATS JetStream R3 (a peer script's figure, not
+run here), failover p50 ≤ 2 s and max ≤ 3 s, SIGSTOP p50 ≤ 3 s, orders on a set
+≥ 0.8x one broker on each database, no election over the soak.
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ from ..drain import drain
 from ..load import Run, drive, http_session, post, run_async
 from ..results import scenario_ok, scenario_unavailable, throughput_case, timed_case
 from ..servers import BrokerServer
-from .orders import orders_case
+from .orders import orders_runs, orders_summary
 
 TOPIC = "BENCH_REPLICATED"
 CONSUME_TOPIC = "BENCH_REPLICATED_CONSUME"
@@ -69,7 +74,6 @@ POSTGRES = "postgresql (fsync on, synchronous_commit on)"
 # (case on one broker, case on the set): the set's figure over the one broker's is the set's ratio_to_single
 PAIRS = (("single_c64", "quorum_c64"), ("single_c64", "leader_c64"), ("single_c64", "quorum_soak_c64"),
          ("single_consume_ack_c64", "consume_ack_c64"), ("orders_c64", "orders_set_c64"), ("orders_c64_pg", "orders_set_c64_pg"))
-ORDERS = ("orders_c64", "orders_c64_pg", "orders_set_c64", "orders_set_c64_pg")
 
 
 def baselines(driver: str) -> list[str]:
@@ -103,7 +107,8 @@ def _with_cpu(servers: Mapping[str, HasPid], measure: Callable[[], Run]) -> Run:
     return run
 
 
-def _send_case(ctx: Context, label: str, broker_url: str, servers: Mapping[str, HasPid], what: str) -> dict[str, Any]:
+def _send_once(ctx: Context, broker_url: str, servers: Mapping[str, HasPid]) -> Callable[[int, float], Run]:
+    """One measured run of single-message sends to ``broker_url`` (after its warm-up, if any), with CPU per message."""
     s = ctx.settings
     probe.create_topic(broker_url, TOPIC, QUEUES)
     url = f"{broker_url}/v1/topics/{TOPIC}/messages"
@@ -113,10 +118,11 @@ def _send_case(ctx: Context, label: str, broker_url: str, servers: Mapping[str, 
         if warmup > 0:
             _measure(url, body, s.concurrency, warmup, s.max_ops, 0.0)
         return _with_cpu(servers, lambda: _measure(url, body, s.concurrency, s.seconds, s.max_ops, 0.0))
+    return once
 
-    runs = ctx.repeat(f"replicated {label}", once)
-    return throughput_case(runs, unit="msg/s", concurrency=s.concurrency, cpu_ms_per_msg=cpu.medians([r.extra.get("cpu_ms_per_msg") or {} for r in runs]),
-                           what=f"{what}: durable single-message send, {s.concurrency} in flight")
+
+def _cpu_per_msg(runs: list[Run]) -> dict[str, float]:
+    return cpu.medians([r.extra.get("cpu_ms_per_msg") or {} for r in runs])
 
 
 def _backlog(ctx: Context) -> int:
@@ -135,15 +141,16 @@ async def _fill(broker_url: str, messages: int, body_bytes: int) -> Run:
         return await drive(lambda _i: op, 16, 3600.0, -(-messages // 100))
 
 
-def _consume_case(ctx: Context, label: str, broker_url: str, servers: Mapping[str, HasPid], what: str) -> dict[str, Any]:
-    """A backlog sent first, then each run drains it with a new group: ``CONSUMERS`` loops of receive + ack."""
+def _consume_once(ctx: Context, label: str, broker_url: str, servers: Mapping[str, HasPid]) -> tuple[Callable[[int, float], Run], Run]:
+    """A backlog sent first (that fill's run is returned), then each measured run drains it with a new group:
+    ``CONSUMERS`` loops of receive + ack."""
     s = ctx.settings
-    backlog = _backlog(ctx)
     probe.create_topic(broker_url, CONSUME_TOPIC, QUEUES)
-    filled = run_async(_fill(broker_url, backlog, s.body_bytes))
+    filled = run_async(_fill(broker_url, _backlog(ctx), s.body_bytes))
     if filled.errors:
         raise RuntimeError(f"{label}: {filled.errors} batch sends failed while filling: {filled.extra.get('first_error')}")
     ctx.note(f"replicated {label}: {filled.items:,} messages sent at {filled.items_per_s:,.0f}/s")
+
     def drained(seconds: float) -> Run:
         return run_async(drain(broker_url, CONSUME_TOPIC, group_prefix=f"bench_{label}", workers=CONSUMERS, batch=s.receive_batch,
                                backlog=filled.items, seconds=seconds, max_ops=s.max_ops, warmup=0.0))
@@ -152,12 +159,7 @@ def _consume_case(ctx: Context, label: str, broker_url: str, servers: Mapping[st
         if warmup > 0:
             drained(warmup)
         return _with_cpu(servers, lambda: drained(s.seconds))
-
-    runs = ctx.repeat(f"replicated {label}", once)
-    return throughput_case(runs, unit="msg/s", concurrency=CONSUMERS, what=(
-        f"{what}: receive {s.receive_batch} + ack, {CONSUMERS} consumers (messages/s)"), backlog=filled.items,
-        fill_per_s=round(filled.items_per_s, 1), drained_backlog_runs=sum(1 for r in runs if r.items >= filled.items),
-        cpu_ms_per_msg=cpu.medians([r.extra.get("cpu_ms_per_msg") or {} for r in runs]))
+    return once, filled
 
 
 def _acknowledged(url: str) -> bool:
@@ -237,7 +239,7 @@ def _soak_case(ctx: Context, broker_set: BrokerSet) -> dict[str, Any]:
     with _elections(ctx, broker_set, case):
         run = _with_cpu(broker_set.nodes, lambda: _measure(url, payloads.send(1, s.body_bytes), s.concurrency, s.soak_seconds, 1 << 62, 0.0))
     ctx.note(f"replicated quorum_soak_c64: {run.items_per_s:,.0f}/s over {run.seconds:.0f} s, {run.errors} errors")
-    return {**throughput_case([run], unit="msg/s", concurrency=s.concurrency, cpu_ms_per_msg=cpu.medians([run.extra.get("cpu_ms_per_msg") or {}]), what=(
+    return {**throughput_case([run], unit="msg/s", concurrency=s.concurrency, cpu_ms_per_msg=_cpu_per_msg([run]), what=(
         f"soak: leader of a {NODES}-node set, ack=quorum, {s.concurrency} in flight for {s.soak_seconds:g} s")), **case}
 
 
@@ -259,48 +261,82 @@ class _Cases:
             self.out[name] = measure()
 
 
-def _on_one_broker(ctx: Context, cases: _Cases) -> None:
-    single = BrokerServer(ctx.dir("replicated", "single"), ctx.logs)
-    with single:
-        single.start()
-        cases.measure("single_c64", lambda: _send_case(ctx, "single_c64", single.url, {"broker": single}, "one broker"))
-        cases.measure("single_consume_ack_c64", lambda: _consume_case(ctx, "single_consume_ack_c64", single.url, {"broker": single}, "one broker"))
+def _alternated(ctx: Context, onces: dict[str, Callable[[int, float], Run]]) -> dict[str, list[Run]]:
+    runs = ctx.alternate({f"replicated {name}": once for name, once in onces.items()})
+    return {name: runs[f"replicated {name}"] for name in onces}
 
 
-def _on_the_quorum_set(ctx: Context, cases: _Cases, postgres: PostgresCluster | None) -> None:
+def _sends(ctx: Context, cases: _Cases, single: BrokerServer | None, quorum_set: BrokerSet | None) -> None:
+    """single_c64, quorum_c64 and leader_c64 in turn; the quorum set's elections counted meanwhile."""
+    s = ctx.settings
+    onces: dict[str, Callable[[int, float], Run]] = {}
+    whats = {"single_c64": "one broker", "quorum_c64": f"leader of a {NODES}-node set, ack=quorum",
+             "leader_c64": f"leader of a {NODES}-node set, ack=leader"}
+    with ExitStack() as stack:
+        if single is not None and cases.wants("single_c64"):
+            onces["single_c64"] = _send_once(ctx, single.url, {"broker": single})
+        elections: dict[str, Any] = {}
+        if quorum_set is not None and cases.wants("quorum_c64"):
+            onces["quorum_c64"] = _send_once(ctx, quorum_set.leader_url(), quorum_set.nodes)
+            stack.enter_context(_elections(ctx, quorum_set, elections))
+        if cases.wants("leader_c64"):
+            leader_set = stack.enter_context(BrokerSet(ctx, "replicated_leader", ack="leader"))
+            onces["leader_c64"] = _send_once(ctx, leader_set.leader_url(), leader_set.nodes)
+        runs = _alternated(ctx, onces)
+    for name, measured in runs.items():
+        cases.out[name] = throughput_case(measured, unit="msg/s", concurrency=s.concurrency, cpu_ms_per_msg=_cpu_per_msg(measured),
+                                          what=f"{whats[name]}: durable single-message send, {s.concurrency} in flight")
+    if "quorum_c64" in cases.out:
+        cases.out["quorum_c64"].update(elections)
+
+
+def _failover_cases(ctx: Context, cases: _Cases, quorum_set: BrokerSet) -> None:
     s = ctx.settings
     kills = s.runs if s.quick else max(KILLS, s.runs)
-    with BrokerSet(ctx, "replicated_quorum") as broker_set:
-        what = f"leader of a {NODES}-node set, ack=quorum"
-        if cases.wants("quorum_c64"):
-            quorum: dict[str, Any] = {}
-            with _elections(ctx, broker_set, quorum):
-                quorum.update(_send_case(ctx, "quorum_c64", broker_set.leader_url(), broker_set.nodes, what))
-            cases.out["quorum_c64"] = quorum
-        if cases.wants("quorum_soak_c64"):
-            probe.create_topic(broker_set.leader_url(), TOPIC, QUEUES)
-            cases.out["quorum_soak_c64"] = _soak_case(ctx, broker_set)
-        cases.measure("failover", lambda: timed_case(_failovers(ctx, broker_set, "failover", kills, _kill9, _restart), what=(
-            f"kill -9 of the leader → another node answers a quorum send SEND_OK (lease TTL {LEASE_TTL} s, {kills} kills)")))
-        cases.measure("failover_sigstop", lambda: timed_case(_failovers(
-            ctx, broker_set, "failover_sigstop", kills, _signal(signal.SIGSTOP), _signal(signal.SIGCONT)), what=(
-            f"SIGSTOP of the leader → another node answers a quorum send SEND_OK (lease TTL {LEASE_TTL} s, {kills} times)")))
-        cases.measure("consume_ack_c64", lambda: _consume_case(ctx, "consume_ack_c64", broker_set.leader_url(), broker_set.nodes, what))
-        cases.measure("orders_set_c64", lambda: orders_case(
-            ctx, "orders_set", f"{SQLITE}; a {NODES}-node set, ack=quorum", broker_set.urls, broker_set.nodes, None))
-        if postgres is not None:
-            cases.measure("orders_set_c64_pg", lambda: orders_case(
-                ctx, "orders_set_pg", f"{POSTGRES}; a {NODES}-node set, ack=quorum", broker_set.urls, broker_set.nodes, postgres))
+    cases.measure("failover", lambda: timed_case(_failovers(ctx, quorum_set, "failover", kills, _kill9, _restart), what=(
+        f"kill -9 of the leader → another node answers a quorum send SEND_OK (lease TTL {LEASE_TTL} s, {kills} kills)")))
+    cases.measure("failover_sigstop", lambda: timed_case(_failovers(
+        ctx, quorum_set, "failover_sigstop", kills, _signal(signal.SIGSTOP), _signal(signal.SIGCONT)), what=(
+        f"SIGSTOP of the leader → another node answers a quorum send SEND_OK (lease TTL {LEASE_TTL} s, {kills} times)")))
 
 
-def _orders_on_one_broker(ctx: Context, cases: _Cases, postgres: PostgresCluster | None) -> None:
-    for name, label, database, pg in (("orders_c64", "orders_single", SQLITE, None), ("orders_c64_pg", "orders_single_pg", POSTGRES, postgres)):
-        if not cases.wants(name) or (name.endswith("_pg") and pg is None):
+def _consumption(ctx: Context, cases: _Cases, single: BrokerServer | None, quorum_set: BrokerSet | None) -> None:
+    """single_consume_ack_c64 and consume_ack_c64 in turn, each from its own backlog."""
+    s = ctx.settings
+    onces: dict[str, Callable[[int, float], Run]] = {}
+    fills: dict[str, Run] = {}
+    whats = {"single_consume_ack_c64": "one broker", "consume_ack_c64": f"leader of a {NODES}-node set, ack=quorum"}
+    if single is not None and cases.wants("single_consume_ack_c64"):
+        onces["single_consume_ack_c64"], fills["single_consume_ack_c64"] = _consume_once(
+            ctx, "single_consume_ack_c64", single.url, {"broker": single})
+    if quorum_set is not None and cases.wants("consume_ack_c64"):
+        onces["consume_ack_c64"], fills["consume_ack_c64"] = _consume_once(
+            ctx, "consume_ack_c64", quorum_set.leader_url(), quorum_set.nodes)
+    for name, measured in _alternated(ctx, onces).items():
+        backlog = fills[name].items
+        cases.out[name] = throughput_case(
+            measured, unit="msg/s", concurrency=CONSUMERS, what=f"{whats[name]}: receive {s.receive_batch} + ack, {CONSUMERS} consumers (messages/s)",
+            backlog=backlog, fill_per_s=round(fills[name].items_per_s, 1), cpu_ms_per_msg=_cpu_per_msg(measured),
+            drained_backlog_runs=sum(1 for r in measured if r.items >= backlog))
+
+
+def _orders(ctx: Context, cases: _Cases, single: BrokerServer | None, quorum_set: BrokerSet | None,
+            postgres: PostgresCluster | None) -> None:
+    """Per database, orders through one broker and through the set in turn (each with its own two services)."""
+    for on_one, on_set, database, pg in (("orders_c64", "orders_set_c64", SQLITE, None),
+                                         ("orders_c64_pg", "orders_set_c64_pg", POSTGRES, postgres)):
+        if database == POSTGRES and pg is None:
             continue
-        broker = BrokerServer(ctx.dir(label, "broker"), ctx.logs)
-        with broker:
-            broker.start()
-            cases.out[name] = orders_case(ctx, label, f"{database}; one broker", broker.url, {"broker": broker}, pg)
+        whats = {on_one: f"{database}; one broker", on_set: f"{database}; a {NODES}-node set, ack=quorum"}
+        with ExitStack() as stack:
+            onces: dict[str, Callable[[int, float], Run]] = {}
+            if single is not None and cases.wants(on_one):
+                onces[on_one] = stack.enter_context(orders_runs(ctx, on_one, single.url, {"broker": single}, pg))
+            if quorum_set is not None and cases.wants(on_set):
+                onces[on_set] = stack.enter_context(orders_runs(ctx, on_set, quorum_set.urls, quorum_set.nodes, pg))
+            runs = _alternated(ctx, onces)
+        for name, measured in runs.items():
+            cases.out[name] = orders_summary(ctx, measured, whats[name])
 
 
 def _with_ratios(cases: dict[str, dict[str, Any]]) -> None:
@@ -309,23 +345,37 @@ def _with_ratios(cases: dict[str, dict[str, Any]]) -> None:
             cases[on_set]["ratio_to_single"] = round(cases[on_set]["ops_per_s"]["median"] / cases[one]["ops_per_s"]["median"], 2)
 
 
+ON_ONE_BROKER = ("single_c64", "single_consume_ack_c64", "orders_c64", "orders_c64_pg")
+ON_THE_SET = ("quorum_c64", "quorum_soak_c64", "failover", "failover_sigstop", "consume_ack_c64", "orders_set_c64", "orders_set_c64_pg")
+
+
 def run(ctx: Context) -> dict[str, Any]:
     if shutil.which("etcd") is None:
         return scenario_unavailable("etcd is not installed (bin/setup installs Debian's etcd-server)")
     cases = _Cases(ctx)
     with ExitStack() as stack:
+        single: BrokerServer | None = None
+        quorum_set: BrokerSet | None = None
         postgres: PostgresCluster | None = None
+        if cases.wants(*ON_ONE_BROKER):
+            single = BrokerServer(ctx.dir("replicated", "single"), ctx.logs)
+            stack.enter_context(single)
+            single.start()
+        if cases.wants(*ON_THE_SET):
+            quorum_set = stack.enter_context(BrokerSet(ctx, "replicated_quorum"))
         if cases.wants("orders_c64_pg", "orders_set_c64_pg"):
             postgres = PostgresCluster().start(durable=True)
             stack.callback(postgres.stop)
-        if cases.wants("single_c64", "single_consume_ack_c64"):
-            _on_one_broker(ctx, cases)
-        _orders_on_one_broker(ctx, cases, postgres)
-        if cases.wants("quorum_c64", "quorum_soak_c64", "failover", "failover_sigstop", "consume_ack_c64", "orders_set_c64", "orders_set_c64_pg"):
-            _on_the_quorum_set(ctx, cases, postgres)
-    if cases.wants("leader_c64"):
-        with BrokerSet(ctx, "replicated_leader", ack="leader") as leader_set:
-            cases.out["leader_c64"] = _send_case(ctx, "leader_c64", leader_set.leader_url(), leader_set.nodes, f"leader of a {NODES}-node set, ack=leader")
+        _sends(ctx, cases, single, quorum_set)
+        if quorum_set is not None and cases.wants("quorum_soak_c64"):
+            probe.create_topic(quorum_set.leader_url(), TOPIC, QUEUES)
+            cases.out["quorum_soak_c64"] = _soak_case(ctx, quorum_set)
+        if quorum_set is not None:
+            _failover_cases(ctx, cases, quorum_set)
+        _consumption(ctx, cases, single, quorum_set)
+        _orders(ctx, cases, single, quorum_set, postgres)
     _with_ratios(cases.out)
     return scenario_ok(cases.out, nodes=NODES, lease_ttl_s=LEASE_TTL, ack="quorum (leader_c64: leader)", body_bytes=ctx.settings.body_bytes,
-                       consumers=CONSUMERS, orders_users=50)
+                       consumers=CONSUMERS, orders_users=50, order=(
+                           "started together: one broker, the quorum set (and PostgreSQL); the sends in turn (the ack=leader set "
+                           "only for them), the soak, the failovers, then consumption and orders, one broker and the set in turn"))
