@@ -32,7 +32,9 @@ import orjson
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
+from halfmq.cli.credentials import ORDER_TOPIC
 from halfmq.cli.processes.postgres_cluster import PostgresCluster
+from halfmq.cli.processes.topics import ensure_topics
 
 from .. import payloads
 from ..context import Context
@@ -144,6 +146,7 @@ def orders_runs(ctx: Context, label: str, broker_url: str, brokers: Mapping[str,
     if postgres is not None:
         order_env["ORDER_DATABASE_URL"] = postgres.create_database(f"{label}_order")
         credit_env["CREDIT_DATABASE_URL"] = postgres.create_database(f"{label}_credit")
+    ctx.note(ensure_topics(broker_url.split(","), [ORDER_TOPIC], None))  # as `halfmq up` does: no first-receive back-off in run 1
     order = ServiceServer("order", data, ctx.logs, broker_url, order_env)
     credit = ServiceServer("credit", data, ctx.logs, broker_url, credit_env)
     with credit, order:
