@@ -75,7 +75,8 @@ class BrokerRuntime:
         store.log_topics()  # a set's followers have every topic, empty or not (store.state_records)
         try:
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
-            delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)),
+            delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays),
+                                                              settings.fifo_window),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))
             durable: Callable[[int], Awaitable[None]] = FlushWaiter(store, settings.sync_flush_timeout)
             if durable_wrapper is not None:

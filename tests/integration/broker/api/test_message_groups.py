@@ -68,6 +68,16 @@ def test_a_delivery_names_its_message_group_and_a_message_without_one_leaves_it_
     assert "message_group" not in got["plain"]
 
 
+def test_the_second_message_of_a_group_is_delivered_only_after_the_first_is_acked(client: httpx.Client) -> None:
+    topic = fresh_topic(client)
+    send(client, topic, "first", "second", message_group="g")
+    [first] = receive(client, "c", topic)
+    assert receive(client, "c", topic) == []
+    client.post(path("v1", "consumer-groups", "c", "topics", topic, "ack"),
+                json={"receipt_handles": [first["receipt_handle"]]}).raise_for_status()
+    assert [m["body"] for m in receive(client, "c", topic)] == ["second"]
+
+
 @pytest.mark.parametrize("group", ["", "x" * 65, "é" * 33, "bell\x07", "line\nbreak", "c1\x85"])
 def test_a_message_group_outside_rocketmqs_rule_is_invalid_message_group(client: httpx.Client, group: str) -> None:
     assert_problem(send_one(client, "GROUPS-BAD", {"body": "x", "message_group": group}), 400, "INVALID_MESSAGE_GROUP")
