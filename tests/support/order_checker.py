@@ -113,19 +113,8 @@ def check(history: History | Iterable[Event], consumer_groups: Iterable[str] = (
     orders = {(cg, g): _GroupOrder(set(seqs)) for cg in names for g, seqs in sent.items()}
     verdict = Verdict(sent=sum(len(s) for s in sent.values()))
     for e in events:
-        if e.kind in (Kind.SENT, Kind.NACKED):
-            continue
-        order = orders.setdefault((e.consumer_group, e.message_group), _GroupOrder(set()))
-        where = f"{e.consumer_group}/{e.message_group}#{e.seq}"
-        if e.kind is Kind.DELIVERED:
-            verdict.deliveries += 1
-            _delivered(order, e.seq, where, verdict)
-        elif order.settled.get(e.seq) not in (Kind.ACKED, Kind.DEAD_LETTERED):
-            if e.kind is Kind.ACK_SENT:
-                order.since_sent[e.seq] = []
-            if e.seq not in order.settled:
-                order.settle_order.append(e.seq)
-            order.settled[e.seq] = e.kind
+        if e.kind not in (Kind.SENT, Kind.NACKED):
+            _replay(orders.setdefault((e.consumer_group, e.message_group), _GroupOrder(set())), e, verdict)
     for (cg, g), order in sorted(orders.items()):
         verdict.lost += [f"{cg}/{g}#{seq}" for seq in sorted(order.sent - order.delivered)]
         verdict.unsettled += [f"{cg}/{g}#{seq}" for seq in sorted(order.sent & order.delivered - order.settled.keys())]
@@ -135,6 +124,18 @@ def check(history: History | Iterable[Event], consumer_groups: Iterable[str] = (
                 verdict.out_of_order.append(f"{cg}/{g}#{seq} settled after #{highest}")
             highest = max(highest, seq)
     return verdict
+
+
+def _replay(order: _GroupOrder, e: Event, verdict: Verdict) -> None:
+    if e.kind is Kind.DELIVERED:
+        verdict.deliveries += 1
+        _delivered(order, e.seq, f"{e.consumer_group}/{e.message_group}#{e.seq}", verdict)
+    elif order.settled.get(e.seq) not in (Kind.ACKED, Kind.DEAD_LETTERED):
+        if e.kind is Kind.ACK_SENT:
+            order.since_sent[e.seq] = []
+        if e.seq not in order.settled:
+            order.settle_order.append(e.seq)
+        order.settled[e.seq] = e.kind
 
 
 def _delivered(order: _GroupOrder, seq: int, where: str, verdict: Verdict) -> None:
