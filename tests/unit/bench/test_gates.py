@@ -101,3 +101,11 @@ def test_the_failover_gate_reads_p50_and_max_of_the_failover_case() -> None:
     gates = _by_id(_doc({"replicated": {"failover": _failover(*[2.1] * 19, 3.2)}}))
     assert gates["failover"]["status"] == "missed"
     assert gates["failover_max"]["status"] == "missed"
+
+
+def test_the_fifo_gate_compares_with_four_consumers_of_the_same_run() -> None:
+    gates = _by_id(_doc({"consume": {"four_consumers": _case(20_000), "fifo_four_consumers": _case(10_000)}}))
+    assert (gates["fifo_consume"]["status"], gates["fifo_consume"]["target"]) == ("met", 10_000)
+    assert "four_consumers" in gates["fifo_consume"]["reference"]
+    gates = _by_id(_doc({"consume": {"four_consumers": _case(20_000), "fifo_four_consumers": _case(9_999)}}))
+    assert gates["fifo_consume"]["status"] == "missed"
