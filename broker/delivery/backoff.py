@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 DLQ_RETRY_SECONDS = 1.0  # a DLQ move the disk refused is tried again this much later
+READY_POLL_SECONDS = 0.02  # a long poll's look again at a group's next message held until its predecessor's ack is durable
 
 
 @dataclass(frozen=True, slots=True)

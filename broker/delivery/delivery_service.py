@@ -8,6 +8,7 @@ a set's new leader reads it back (``restore_acked``). The offset table is a chec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import logging
 import secrets
@@ -32,7 +33,7 @@ from halfmq.errors import (
 )
 
 from . import dead_letters
-from .backoff import DLQ_RETRY_SECONDS, DeliveryPolicy, exhausted, retry_delay
+from .backoff import DLQ_RETRY_SECONDS, READY_POLL_SECONDS, DeliveryPolicy, exhausted, retry_delay
 from .fifo_gate import MESSAGE_GROUP
 from .queue_progress import HELD_BY_TRANSACTION, GroupTopic, InFlight, QueueLag, QueueProgress
 from .receipt_handle import KEY_BYTES, ReceiptHandle
@@ -109,14 +110,13 @@ class DeliveryService:
             if out or remaining <= 0 or self._closing:
                 self.counted["out", group, topic, ""] += len(out)
                 return out
-            timeout = remaining
+            held = any(progress.gate.ready for progress in state.queues)  # until the high watermark passes an ack
+            timeout = min(remaining, READY_POLL_SECONDS) if held else remaining
             if state.due:
                 timeout = max(0.0, min(timeout, state.due[0][0] - self._clock()))
             event = self._arrivals.setdefault(topic, asyncio.Event())
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout)
-            except TimeoutError:
-                pass
 
     def _take(self, group: str, topic: str, state: GroupTopic, limit: int, invisible: float) -> list[Delivery]:
         now = self._clock()
@@ -156,8 +156,8 @@ class DeliveryService:
                     now: float, invisible: float) -> None:
         """Hand out the message groups' next messages whose predecessor settled (read back one by one)."""
         progress = state.queues[qid]
-        while progress.gate.ready and len(out) < limit:
-            message = self._reads.get(topic, qid, progress.gate.ready[0][0])
+        while len(out) < limit and (offset := progress.ready_head(self._reads.bound)) is not None:
+            message = self._reads.get(topic, qid, offset)
             item = progress.deliver_ready(now, invisible)
             if message is None:  # damaged (the store reports it): passed over as if acked, so the group's next follows
                 self.damaged_skips += 1
@@ -369,7 +369,7 @@ class DeliveryService:
             self._settle(group, topic, queue_id, state.queues[queue_id], offset)
 
     def _settle(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> None:
-        if progress.settle(offset):
+        if progress.settle(offset, self._store.commit_log.end_offset):  # its ack or DLQ move is in the log before the end
             self._store.offsets.commit(group, topic, qid, progress.committed)
         if progress.gate.ready:
             self._on_message(topic, -1)  # the next message of its group may be handed out: wake long polls

@@ -52,9 +52,17 @@ class QueueProgress:
             return None
         return self._hand_out(offset, now, invisible, group)
 
+    def ready_head(self, bound: int | None) -> int | None:
+        """The next group head whose predecessor settled (FIFO), once what settled it is within ``bound`` (the visible
+        commit-log bound: a set's high watermark; None: everything written), else None."""
+        if not self.gate.ready:
+            return None
+        offset, _, after = self.gate.ready[0]
+        return offset if bound is None or after <= bound else None
+
     def deliver_ready(self, now: float, invisible: float) -> InFlight:
-        """Hand out the next group head whose predecessor settled (FIFO); the gate must have one ready."""
-        offset, group = self.gate.ready.popleft()
+        """Hand out ``ready_head``'s message; the gate must have one ready."""
+        offset, group, _ = self.gate.ready.popleft()
         return self._hand_out(offset, now, invisible, group)
 
     def _hand_out(self, offset: int, now: float, invisible: float, group: str | None) -> InFlight:
@@ -97,11 +105,12 @@ class QueueProgress:
         item = self.in_flight.get(offset)
         return item is not None and item.nonce == nonce
 
-    def settle(self, offset: int) -> bool:
-        """Mark ``offset`` done (the next message of its group, if any, becomes ready); True when committed moved."""
+    def settle(self, offset: int, after: int = 0) -> bool:
+        """Mark ``offset`` done, by a record in the log before ``after`` (the next message of its group, if any, becomes
+        ready); True when committed moved."""
         item = self.in_flight.pop(offset, None)
         if item is not None and item.message_group is not None:
-            self.gate.settle(item.message_group, offset)
+            self.gate.settle(item.message_group, offset, after)
         if offset < self.committed:
             return False
         self.acked.add(offset)

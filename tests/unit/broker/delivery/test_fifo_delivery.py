@@ -175,6 +175,17 @@ async def test_after_a_restart_each_group_comes_back_in_order_from_its_first_una
     assert bodies(await after.receive("c", "T", 32, invisible=30, wait=0)) == ["a1", "b2"]
 
 
+async def test_in_a_broker_set_the_next_message_waits_until_the_high_watermark_passes_its_predecessors_ack(
+        service, store) -> None:
+    put(store, ("g", "g1"), ("g", "g2"))
+    store.visible.limit(store.commit_log.end_offset)  # a set's leader: consumers see up to the high watermark
+    [first] = await receive(service)
+    service.ack("c", "T", [first.receipt_handle])  # its acks record is past the high watermark: a new leader may lack it
+    assert await receive(service) == []
+    store.visible.advance(store.commit_log.end_offset)  # the replicas have it
+    assert bodies(await receive(service)) == ["g2"]
+
+
 async def test_the_metric_counts_groups_with_messages_waiting(service, store) -> None:
     put(store, ("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2"), ("c", "c1"))
     await receive(service)

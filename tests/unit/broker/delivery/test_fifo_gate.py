@@ -24,11 +24,11 @@ def test_other_groups_are_not_held_by_a_busy_one() -> None:
 def test_settling_the_head_makes_the_next_message_of_its_group_ready_in_queue_order() -> None:
     gate = FifoGate()
     gate.admit("g", 0), gate.admit("g", 3), gate.admit("g", 7)
-    assert gate.settle("g", 0)
-    assert list(gate.ready) == [(3, "g")] and gate.busy["g"] == 3
+    assert gate.settle("g", 0, after=100)
+    assert list(gate.ready) == [(3, "g", 100)] and gate.busy["g"] == 3
     gate.ready.clear()
-    assert gate.settle("g", 3)
-    assert list(gate.ready) == [(7, "g")] and gate.waiting_count == 0 and gate.groups_waiting == 0
+    assert gate.settle("g", 3, after=200)
+    assert list(gate.ready) == [(7, "g", 200)] and gate.waiting_count == 0 and gate.groups_waiting == 0
 
 
 def test_settling_the_last_message_frees_the_group() -> None:
