@@ -73,6 +73,8 @@ GATES: tuple[Gate, ...] = (
          "eos", "eos_batch10", ">=", 0.5, versus_case="at_least_once_batch10"),
     Gate("eos_batch100", "copy with producer transactions of 100 ≥ 0.5× the same copy done at-least-once",
          "eos", "eos_batch100", ">=", 0.5, versus_case="at_least_once_batch100"),
+    Gate("fifo_consume", "FIFO consume, 1,000 message groups and 4 consumers ≥ 0.5× the same unordered consume (same run)",
+         "consume", "fifo_four_consumers", ">=", 0.5, versus_case="four_consumers"),
     Gate("recovery", "restart after kill -9 with 1 GiB of commit log ≤ 5 s",
          "recovery", "kill9_restart", "<=", absolute=5.0, size_bound=True),
     Gate("spark", "Spark aggregation + reconciliation on 1,000,000 credits ≤ 30 s (incl. JVM start)",

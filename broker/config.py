@@ -94,6 +94,9 @@ class BrokerSettings(BaseSettings):
     ]
     max_reconsume_times: int = Field(default=16, ge=0)
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
+    # FIFO message groups: how far past a queue's committed offset delivery reads while messages wait behind their
+    # group's unsettled head (SQS scans 120,000); past it one stuck group stalls its queue (docs/decisions/046-message-groups-timers-journeys.md).
+    fifo_window: int = Field(default=20_000, ge=1)
     log_level: str = "info"
     # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
     traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)

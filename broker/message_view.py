@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import base64
 
+from msgspec import UNSET
+
+from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.half_messages.record_names import REAL_QID, REAL_TOPIC
 from halfmq.broker.store.record import StoredMessage
 from halfmq.wire import MessageView
 
-HIDDEN = ("KEYS", "TAGS")
+HIDDEN = ("KEYS", "TAGS", MESSAGE_GROUP)
 
 
 def message_view(msg: StoredMessage, *, topic: str | None = None, queue_id: int | None = None) -> MessageView:
@@ -27,6 +30,7 @@ def message_view(msg: StoredMessage, *, topic: str | None = None, queue_id: int 
         keys=keys.split(" ") if keys else [],
         tag=props.get("TAGS"),
         properties={k: v for k, v in props.items() if k not in HIDDEN},
+        message_group=props.get(MESSAGE_GROUP, UNSET),
     )
 
 

@@ -77,7 +77,8 @@ class BrokerRuntime:
             store.visible.limit(0)  # (cluster/high_watermark.py on a leader, cluster/follower.py on a follower)
         try:
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
-            delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)),
+            delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays),
+                                                              settings.fifo_window),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))
             durable: Callable[[int], Awaitable[None]] = FlushWaiter(store, settings.sync_flush_timeout)
             if durable_wrapper is not None:

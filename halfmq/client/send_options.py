@@ -21,6 +21,7 @@ class SendOptions(TypedDict, total=False):
     properties: Mapping[str, str] | None
     queue_id: int | None
     sharding_key: str | None
+    message_group: str | None  # FIFO: the group's messages are delivered in send order, one at a time
 
 
 _NAMES = tuple(SendOptions.__annotations__)

@@ -141,3 +141,11 @@ def test_the_soak_gate_counts_elections_and_is_unknown_without_a_soak() -> None:
     assert gates["soak_elections"]["status"] == "missed"
     gates = _by_id(_doc({"replicated": {"quorum_c64": _case(5_000)}}))
     assert gates["soak_elections"]["status"] == "unknown"
+
+
+def test_the_fifo_gate_compares_with_four_consumers_of_the_same_run() -> None:
+    gates = _by_id(_doc({"consume": {"four_consumers": _case(20_000), "fifo_four_consumers": _case(10_000)}}))
+    assert (gates["fifo_consume"]["status"], gates["fifo_consume"]["target"]) == ("met", 10_000)
+    assert "four_consumers" in gates["fifo_consume"]["reference"]
+    gates = _by_id(_doc({"consume": {"four_consumers": _case(20_000), "fifo_four_consumers": _case(9_999)}}))
+    assert gates["fifo_consume"]["status"] == "missed"

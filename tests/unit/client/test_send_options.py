@@ -48,3 +48,10 @@ def test_a_misspelt_option_is_a_type_error_naming_it_on_every_send_path() -> Non
                 await tx.send_in_transaction("T", "body", tags="t")  # type: ignore[call-arg]
 
     asyncio.run(async_paths())
+
+
+def test_a_message_group_goes_on_the_wire_as_message_group() -> None:
+    from halfmq.wire import to_wire
+
+    assert to_wire(outgoing("body", message_group="u1"))["message_group"] == "u1"
+    assert "message_group" not in to_wire(outgoing("body"))
