@@ -31,6 +31,8 @@ from .metrics import BrokerMetrics, create_metrics
 from .operator_metrics import OperatorCollector
 
 log = logging.getLogger(__name__)
+Durable = Callable[[int], Awaitable[None]]
+DurableWrapper = Callable[[Durable], Durable]  # a broker set's leader: the local fsync, then the replicas
 
 
 @dataclass
@@ -59,19 +61,30 @@ class BrokerRuntime:
 
     @classmethod
     def open(cls, settings: BrokerSettings,
-             durable_wrapper: Callable[[Callable[[int], Awaitable[None]]], Callable[[int], Awaitable[None]]] | None = None) -> BrokerRuntime:
+             durable_wrapper: DurableWrapper | None = None,
+             store: MessageStore | None = None) -> BrokerRuntime:
         """Lock the data dir, recover the store and rebuild indexes (DataDirLocked / CorruptLogError).
 
-        ``durable_wrapper`` (a broker set's leader) adds waiting for replicas to the local fsync.
+        ``durable_wrapper`` (a broker set's leader) adds waiting for replicas to the local fsync. ``store``: one
+        already open (a broker set's follower that becomes leader keeps it): no recovery, and every service above
+        it is built again from what it holds (the half index, the coordinator's replay, the delivery state).
         """
-        store = MessageStore(StoreConfig(
+        if store is not None:
+            store.serve_anew()
+            return cls._build(settings, store, durable_wrapper, close_on_failure=False)
+        return cls._build(settings, MessageStore(StoreConfig(
             data_dir=settings.data_dir,
             segment_bytes=settings.segment_bytes,
             consume_queue_entries=settings.consume_queue_entries,
             flush_mode=settings.flush_mode,
             async_flush_interval=settings.async_flush_interval,
             checkpoint_interval=settings.offset_flush_interval,
-        ))
+        )), durable_wrapper, close_on_failure=True)
+
+    @classmethod
+    def _build(cls, settings: BrokerSettings, store: MessageStore,
+               durable_wrapper: DurableWrapper | None,
+               close_on_failure: bool) -> BrokerRuntime:
         store.log_topics()  # a set's followers have every topic, empty or not (store.state_records)
         try:
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
@@ -102,7 +115,8 @@ class BrokerRuntime:
             rt.metrics.registry.register(OperatorCollector(rt))  # every series read from state at scrape time
             return rt
         except BaseException:
-            store.close()
+            if close_on_failure:
+                store.close()
             raise
 
     @staticmethod
@@ -148,7 +162,8 @@ class BrokerRuntime:
             except Exception:  # a refusing disk: the store logs it; the next pass tries again
                 log.exception("aborting expired producer transactions failed")
 
-    async def stop(self) -> None:
+    async def stop(self, close_store: bool = True) -> None:
+        """Stop what ``start`` started; ``close_store=False`` leaves the store open for the next runtime (a role change)."""
         if self._txn_timeout_task is not None:
             self._txn_timeout_task.cancel()
         if self._auth_task is not None:
@@ -158,7 +173,10 @@ class BrokerRuntime:
             await asyncio.gather(self._check_task, return_exceptions=True)
         if self.checks is not None:
             await self.checks.drain()
-        self.store.close()
+        if close_store:
+            self.store.close()
+        else:
+            self.delivery.close()  # its long polls end now: the next runtime's delivery serves the consumers
 
 
 def runtime_of(request: Any) -> BrokerRuntime:

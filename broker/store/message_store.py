@@ -157,6 +157,13 @@ class MessageStore(QueueReads, StoreRecovery):
         """Called with (topic, queue_id) after messages land in that queue, on the writer's thread."""
         self._listeners.append(listener)
 
+    def serve_anew(self) -> None:
+        """The services above the store are built again while it stays open (a broker set's role change): the old
+        ones' listeners and the visible bound go; what the log holds stays, and the new services derive from it."""
+        with self._write_lock:
+            self._listeners.clear()
+            self.visible = VisibleReads(self)
+
     # --- writing ----------------------------------------------------------------
     def fits(self, items: list[PutItem]) -> bool:
         """Whether ``items`` fit one segment, the limit of an atomic write group.
