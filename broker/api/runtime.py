@@ -23,8 +23,10 @@ from halfmq.broker.idempotence.producer_ids import ProducerIds
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
 from halfmq.broker.security.auth_file import Authenticator, AuthFileError
 from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
+from halfmq.broker.store import acks_checkpoint
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
+from halfmq.broker.store.topics import TXN_STATE_TOPIC
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
@@ -58,6 +60,7 @@ class BrokerRuntime:
     _check_task: asyncio.Task | None = field(default=None, repr=False)
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
+    _acks_checkpoint_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: BrokerSettings,
@@ -134,6 +137,7 @@ class BrokerRuntime:
         )
         self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())
         self._txn_timeout_task = asyncio.get_running_loop().create_task(self._abort_expired_transactions())
+        self._acks_checkpoint_task = asyncio.get_running_loop().create_task(self._keep_acks_checkpoint())
         if self.settings.auth_file is not None:
             self._auth_task = asyncio.get_running_loop().create_task(self._watch_auth_file(self.settings.auth_file))
 
@@ -162,10 +166,31 @@ class BrokerRuntime:
             except Exception:  # a refusing disk: the store logs it; the next pass tries again
                 log.exception("aborting expired producer transactions failed")
 
+    async def _keep_acks_checkpoint(self) -> None:
+        """Take an acks checkpoint between two requests, and write it once the log it counts is acknowledged (on a
+        set's leader: under the high watermark), so the next replay reads only later ``acks`` records (store.acks_checkpoint)."""
+        path, pending, taken = acks_checkpoint.path_of(self.store), None, 0
+        while True:
+            await asyncio.sleep(self.settings.offset_flush_interval)
+            try:
+                bound = self.store.visible.bound
+                acknowledged = self.store.acknowledged_end if bound is None else min(bound, self.store.acknowledged_end)
+                if pending is not None and pending.due(acknowledged):
+                    await asyncio.to_thread(acks_checkpoint.save, path, pending)
+                    pending = None
+                elif pending is not None and bound is None:
+                    self.store.wait_flushed(pending.log_end)  # one broker: ask its disk (an ack's answer waits for none)
+                if pending is None and self.store.queue_range(TXN_STATE_TOPIC, 0)[1] > taken:
+                    pending = acks_checkpoint.take(self.store, self.delivery.settled())
+                    taken = pending.entries
+            except Exception:  # a refusing disk: the next pass tries again
+                log.exception("writing the acks checkpoint failed")
+
     async def stop(self, close_store: bool = True) -> None:
         """Stop what ``start`` started; ``close_store=False`` leaves the store open for the next runtime (a role change)."""
-        if self._txn_timeout_task is not None:
-            self._txn_timeout_task.cancel()
+        for task in (self._txn_timeout_task, self._acks_checkpoint_task):
+            if task is not None:
+                task.cancel()
         if self._auth_task is not None:
             self._auth_task.cancel()
         if self._check_task is not None:
