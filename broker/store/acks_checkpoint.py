@@ -87,6 +87,12 @@ def load(store: MessageStore) -> AcksCheckpoint | None:
     return checkpoint if _end_of_entry(store, checkpoint.entries - 1) == checkpoint.entry_end else None
 
 
+def committed(store: MessageStore) -> list[tuple[str, str, int, int]]:
+    """The contiguous offsets of the data dir's checkpoint (none without one): all a cut of the log's tail leaves of them."""
+    checkpoint = load(store)
+    return [(q.group, q.topic, q.queue_id, q.committed) for q in checkpoint.settled] if checkpoint else []
+
+
 def _parse(raw: Any) -> AcksCheckpoint:
     settled = tuple(QueueSettled(str(g), str(t), int(q), int(c), tuple(int(o) for o in past)) for g, t, q, c, past in raw["settled"])
     return AcksCheckpoint(int(raw["entries"]), int(raw["entry_end"]), int(raw["log_end"]), settled)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 
+from . import acks_checkpoint
 from .commit_log import CommitLog
 from .consume_queue import ConsumeQueue
 from .damaged_records import DamagedRecords
@@ -268,7 +269,11 @@ class MessageStore(QueueReads, StoreRecovery):
         return queues
 
     def truncate_log(self, offset: int) -> None:
-        """Cut the log (and consume queues, offsets) back to ``offset``: a node's divergent tail, as its new leader says."""
+        """Cut the log (and consume queues, offsets) back to ``offset``: a node's divergent tail, as its new leader says.
+
+        Consumer offsets go back to the acks checkpoint's, which counts only acknowledged records (below any cut): an
+        ack of the cut tail was never answered and must not hide its message; the next replay settles the rest again.
+        """
         with self._write_lock:
             if offset >= self.commit_log.end_offset:
                 return
@@ -277,6 +282,7 @@ class MessageStore(QueueReads, StoreRecovery):
             for cq in self._queues.values():
                 cq.trim_beyond(offset)
             self._group_commit.truncated(offset)
+        self.offsets.reset(acks_checkpoint.committed(self))  # offsets settled by acks of the cut tail go (the replay brings back the rest)
         self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1])
         self.checkpoint()
 

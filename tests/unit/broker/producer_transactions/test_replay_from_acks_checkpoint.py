@@ -148,3 +148,24 @@ def test_a_checkpoint_is_written_only_once_the_log_it_counts_is_acknowledged() -
     assert not checkpoint.due(acknowledged=499)
     assert checkpoint.due(acknowledged=500)
 
+
+
+def test_a_cut_of_a_divergent_tail_takes_back_the_offsets_its_acks_settled(tmp_path: Path) -> None:
+    store, delivery = _open(tmp_path)
+    try:
+        store.create_topic("T", 1)
+        store.put([PutItem("T", 0, str(i).encode()) for i in range(4)])
+        for i in (0, 1):  # acknowledged: the checkpoint counts them
+            store.put([acks_record([("g", "T", 0, i)])])
+            delivery.restore_acked("g", "T", 0, i)
+        acks_checkpoint.save(acks_checkpoint.path_of(store), acks_checkpoint.take(store, delivery.settled()))
+        cut = store.commit_log.end_offset
+        for i in (2, 3):  # written by an old leader, never acknowledged: the new leader's log has not got them
+            store.put([acks_record([("g", "T", 0, i)])])
+            delivery.restore_acked("g", "T", 0, i)
+        assert store.offsets.get("g", "T", 0) == 4
+        store.truncate_log(cut)
+        assert store.offsets.get("g", "T", 0) == 2  # messages 2 and 3 are delivered again
+    finally:
+        store.close()
+    assert _rebuilt(tmp_path)[1] == {"T": {0: 2}}
