@@ -49,10 +49,9 @@ _SEND_JSON = {**_ACCEPT, "content-type": "application/json"}
 
 
 # How long one attempt waits for its answer (Kafka's request.timeout.ms). Long enough for a broker's own
-# FLUSH_*_TIMEOUT answer (sync_flush_timeout, 5 s) on a healthy node; short enough that a call leaves a hung
-# leader of a set (and a node that took no answer in that time is suspected as long) before the set has elected
-# another (lease TTL 5 s + a tick), so writes resume within lease TTL + 2 s. How long a whole call may take is the
-# retries' and the set's election's (``retry``, ``broker_urls.LEADER_WAIT``).
+# FLUSH_*_TIMEOUT answer (sync_flush_timeout, 5 s) on a healthy node; a node that took no answer in that time is
+# suspected as long. A set's hung leader is left sooner, once another node leads (``PROBE_AFTER``). How long a whole
+# call may take is the retries' and the set's election's (``retry``, ``broker_urls.LEADER_WAIT``).
 TIMEOUT = 5.0
 # After this long without an answer from a set's node (the default timeout), a call asks the other nodes who leads, and
 # again at this pace, one probe at a time per transport: once another node answers as the writable leader, the call
