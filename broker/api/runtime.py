@@ -23,14 +23,18 @@ from halfmq.broker.idempotence.producer_ids import ProducerIds
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
 from halfmq.broker.security.auth_file import Authenticator, AuthFileError
 from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
+from halfmq.broker.store import acks_checkpoint
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
+from halfmq.broker.store.topics import TXN_STATE_TOPIC
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
 from .operator_metrics import OperatorCollector
 
 log = logging.getLogger(__name__)
+Durable = Callable[[int], Awaitable[None]]
+DurableWrapper = Callable[[Durable], Durable]  # a broker set's leader: the local fsync, then the replicas
 
 
 @dataclass
@@ -56,22 +60,34 @@ class BrokerRuntime:
     _check_task: asyncio.Task | None = field(default=None, repr=False)
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
+    _acks_checkpoint_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: BrokerSettings,
-             durable_wrapper: Callable[[Callable[[int], Awaitable[None]]], Callable[[int], Awaitable[None]]] | None = None) -> BrokerRuntime:
+             durable_wrapper: DurableWrapper | None = None,
+             store: MessageStore | None = None) -> BrokerRuntime:
         """Lock the data dir, recover the store and rebuild indexes (DataDirLocked / CorruptLogError).
 
-        ``durable_wrapper`` (a broker set's leader) adds waiting for replicas to the local fsync.
+        ``durable_wrapper`` (a broker set's leader) adds waiting for replicas to the local fsync. ``store``: one
+        already open (a broker set's follower that becomes leader keeps it): no recovery, and every service above
+        it is built again from what it holds (the half index, the coordinator's replay, the delivery state).
         """
-        store = MessageStore(StoreConfig(
+        if store is not None:
+            store.serve_anew()
+            return cls._build(settings, store, durable_wrapper, close_on_failure=False)
+        return cls._build(settings, MessageStore(StoreConfig(
             data_dir=settings.data_dir,
             segment_bytes=settings.segment_bytes,
             consume_queue_entries=settings.consume_queue_entries,
             flush_mode=settings.flush_mode,
             async_flush_interval=settings.async_flush_interval,
             checkpoint_interval=settings.offset_flush_interval,
-        ))
+        )), durable_wrapper, close_on_failure=True)
+
+    @classmethod
+    def _build(cls, settings: BrokerSettings, store: MessageStore,
+               durable_wrapper: DurableWrapper | None,
+               close_on_failure: bool) -> BrokerRuntime:
         store.log_topics()  # a set's followers have every topic, empty or not (store.state_records)
         if settings.cluster:  # a set's node shows readers nothing until it leads, or its leader's high watermark says
             store.visible.limit(0)  # (cluster/high_watermark.py on a leader, cluster/follower.py on a follower)
@@ -105,7 +121,8 @@ class BrokerRuntime:
             rt.metrics.registry.register(OperatorCollector(rt))  # every series read from state at scrape time
             return rt
         except BaseException:
-            store.close()
+            if close_on_failure:
+                store.close()
             raise
 
     @staticmethod
@@ -123,6 +140,7 @@ class BrokerRuntime:
         )
         self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())
         self._txn_timeout_task = asyncio.get_running_loop().create_task(self._abort_expired_transactions())
+        self._acks_checkpoint_task = asyncio.get_running_loop().create_task(self._keep_acks_checkpoint())
         self.watch_auth()
 
     def watch_auth(self) -> None:
@@ -155,9 +173,31 @@ class BrokerRuntime:
             except Exception:  # a refusing disk: the store logs it; the next pass tries again
                 log.exception("aborting expired producer transactions failed")
 
-    async def stop(self) -> None:
-        if self._txn_timeout_task is not None:
-            self._txn_timeout_task.cancel()
+    async def _keep_acks_checkpoint(self) -> None:
+        """Take an acks checkpoint between two requests, and write it once the log it counts is acknowledged (on a
+        set's leader: under the high watermark), so the next replay reads only later ``acks`` records (store.acks_checkpoint)."""
+        path, pending, taken = acks_checkpoint.path_of(self.store), None, 0
+        while True:
+            await asyncio.sleep(self.settings.offset_flush_interval)
+            try:
+                bound = self.store.visible.bound
+                acknowledged = self.store.acknowledged_end if bound is None else min(bound, self.store.acknowledged_end)
+                if pending is not None and pending.due(acknowledged):
+                    await asyncio.to_thread(acks_checkpoint.save, path, pending)
+                    pending = None
+                elif pending is not None and bound is None:
+                    self.store.wait_flushed(pending.log_end)  # one broker: ask its disk (an ack's answer waits for none)
+                if pending is None and self.store.queue_range(TXN_STATE_TOPIC, 0)[1] > taken:
+                    pending = acks_checkpoint.take(self.store, self.delivery.settled())
+                    taken = pending.entries
+            except Exception:  # a refusing disk: the next pass tries again
+                log.exception("writing the acks checkpoint failed")
+
+    async def stop(self, close_store: bool = True) -> None:
+        """Stop what ``start`` started; ``close_store=False`` leaves the store open for the next runtime (a role change)."""
+        for task in (self._txn_timeout_task, self._acks_checkpoint_task):
+            if task is not None:
+                task.cancel()
         if self._auth_task is not None:
             self._auth_task.cancel()
         if self._check_task is not None:
@@ -165,7 +205,10 @@ class BrokerRuntime:
             await asyncio.gather(self._check_task, return_exceptions=True)
         if self.checks is not None:
             await self.checks.drain()
-        self.store.close()
+        if close_store:
+            self.store.close()
+        else:
+            self.delivery.close()  # its long polls end now: the next runtime's delivery serves the consumers
 
 
 def runtime_of(request: Any) -> BrokerRuntime:

@@ -6,7 +6,7 @@ gaps between the marks, so they add up to the total by construction:
 - ``lease``: from the old leader's last answer to this node until this node saw
   its leader key gone (a watch event, or the tick as a fallback): the lease running out;
 - ``election``: from then until this node's compare-and-put of the key succeeded;
-- ``reopen``: the runtime closed and opened again as leader (store recovery, the half index);
+- ``reopen``: the runtime built again as leader over the store kept open (the half index, the coordinator's replay);
 - ``first_ack``: from then until the first write was acknowledged (ack=quorum: a follower
   of the new term has it on disk too).
 """

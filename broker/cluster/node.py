@@ -7,10 +7,10 @@ own and publishes the in-sync set; a follower reads who leads and follows it, or
 stands for election when no one does and it is in sync. Roles change only
 through decisions.TRANSITIONS, under one lock.
 
-Changing role reopens the runtime from the data dir (a short recovery): a new
-leader rebuilds its transaction index from the replicated half and op queues and
-starts the check service, which checks back every pending half; a node that
-steps down drops all in-memory leader state and takes no request but replication.
+Changing role builds the runtime again: a new leader keeps its store open, rebuilds
+its transaction index from the replicated half and op queues and starts the check
+service, which checks back every pending half; a node that steps down reopens its
+store from the data dir (no in-memory leader state stays) and serves only replication.
 """
 
 from __future__ import annotations
@@ -346,11 +346,12 @@ class ClusterNode(LeaseRenewals, Takeover):
         await self._publish_in_sync()  # the old leader out at once (a majority stays), not after the lag time
 
     async def _reopen(self, start: bool) -> None:
-        """Close the runtime and open it again from the data dir: as leader (started) or as follower (not)."""
+        """Build the runtime for the new role. A promotion keeps the store (no recovery) and builds the services above it
+        from what it appended; a step-down reopens it, dropping the leadership's in-memory state (acks of a cut tail)."""
         old = self.runtime
         await self.grpc.stop()  # no call may reach the runtime that closes
-        await old.stop()
-        rt = BrokerRuntime.open(self.settings, durable_wrapper=self.durable if start else None)
+        await old.stop(close_store=not start)
+        rt = BrokerRuntime.open(self.settings, durable_wrapper=self.durable if start else None, store=old.store if start else None)
         self.state.runtime = rt
         rt.watch_auth()  # either role answers requests (a follower its reads, broker/cluster/gate.py)
         if start:

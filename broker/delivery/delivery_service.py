@@ -368,6 +368,9 @@ class DeliveryService:
         if queue_id < len(state.queues):
             self._settle(group, topic, queue_id, state.queues[queue_id], offset)
 
+    def settled(self) -> list[tuple[str, str, int, int, tuple[int, ...]]]:  # per queue: committed, past the gap (acks_checkpoint)
+        return [(g, t, qid, p.committed, tuple(sorted(p.acked))) for (g, t), state in self._state.items() for qid, p in enumerate(state.queues)]
+
     def _settle(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> None:
         if progress.settle(offset, self._store.commit_log.end_offset):  # its ack or DLQ move is in the log before the end
             self._store.offsets.commit(group, topic, qid, progress.committed)

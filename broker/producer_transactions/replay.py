@@ -1,5 +1,8 @@
 """A restart of the coordinator: every transactional id rebuilt from HALFMQ_TXN_STATE, in one scan of the log.
 
+The scan starts from the acks checkpoint (``store.acks_checkpoint``), if the log still holds what it counts:
+the ``acks`` records before it are passed over unread, their offsets taken from it; every other record is read.
+
 Committed acks are re-applied from their commit records (the offsets file may not have caught up before a
 crash); what was open is aborted, since it cannot resume. The same scan hands the records of producer ids
 without a transactional id, and the numbered sends of every producer, to the idempotent producer's ids.
@@ -12,15 +15,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from halfmq.broker.idempotence import producer_records as rec
 from halfmq.broker.idempotence.producer_records import TxnRecord
+from halfmq.broker.store import acks_checkpoint
 from halfmq.broker.store import state_records as state
 from halfmq.broker.store.message_store import MessageStore
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.store.topics import TXN_STATE_TOPIC
 
 from .producer_state_machine import ProducerTxnState
 from .producer_txn import AckLedger, ProducerTxn
@@ -35,7 +37,10 @@ log = logging.getLogger(__name__)
 def replay(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], acks: AckLedger) -> None:
     """Rebuild every id from its records into ``txns``; re-apply committed acks to ``acks``; abort what was open."""
     started = time.monotonic()
-    for record in scan(coordinator.store):
+    checkpoint = acks_checkpoint.load(coordinator.store)
+    if checkpoint is not None:
+        restore(coordinator.store, acks, checkpoint)
+    for record in acks_checkpoint.records(coordinator.store, checkpoint):
         kind = record.properties.get(rec.TXN_OP, "")
         if kind in state.KINDS:
             _replay_state(coordinator, acks, state.StateRecord(kind), record)
@@ -100,6 +105,11 @@ def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: st
         acks.use_receipt_key(state.receipt_key_of(record.body))
 
 
-def scan(store: MessageStore) -> Iterator[StoredMessage]:
-    """Every intact record of HALFMQ_TXN_STATE, in order (the store's own scan)."""
-    return store.intact_records(TXN_STATE_TOPIC, 0, 0)
+def restore(store: MessageStore, acks: AckLedger, checkpoint: acks_checkpoint.AcksCheckpoint) -> None:
+    """What the ``acks`` records before the checkpoint settled: the contiguous offsets first, then those past a gap."""
+    for q in checkpoint.settled:
+        if q.committed > store.queue_range(q.topic, q.queue_id)[0]:  # (at the queue's first offset: as if never acked)
+            store.offsets.commit(q.group, q.topic, q.queue_id, q.committed)
+    for q in checkpoint.settled:
+        for offset in q.past_gap:
+            acks.restore_acked(q.group, q.topic, q.queue_id, offset)

@@ -15,6 +15,7 @@ from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 
+from . import acks_checkpoint
 from .commit_log import CommitLog
 from .consume_queue import ConsumeQueue
 from .damaged_records import DamagedRecords
@@ -157,6 +158,13 @@ class MessageStore(QueueReads, StoreRecovery):
         """Called with (topic, queue_id) after messages land in that queue, on the writer's thread."""
         self._listeners.append(listener)
 
+    def serve_anew(self) -> None:
+        """The services above the store are built again while it stays open (a broker set's role change): the old
+        ones' listeners and the visible bound go; what the log holds stays, and the new services derive from it."""
+        with self._write_lock:
+            self._listeners.clear()
+            self.visible = VisibleReads(self)
+
     # --- writing ----------------------------------------------------------------
     def fits(self, items: list[PutItem]) -> bool:
         """Whether ``items`` fit one segment, the limit of an atomic write group.
@@ -266,7 +274,11 @@ class MessageStore(QueueReads, StoreRecovery):
         batch[1].append((start + rec.at, rec.size, rec.tag_hash))
 
     def truncate_log(self, offset: int) -> None:
-        """Cut the log (and consume queues, offsets) back to ``offset``: a node's divergent tail, as its new leader says."""
+        """Cut the log (and consume queues, offsets) back to ``offset``: a node's divergent tail, as its new leader says.
+
+        Consumer offsets go back to the acks checkpoint's, which counts only acknowledged records (below any cut): an
+        ack of the cut tail was never answered and must not hide its message; the next replay settles the rest again.
+        """
         with self._write_lock:
             if offset >= self.commit_log.end_offset:
                 return
@@ -275,6 +287,7 @@ class MessageStore(QueueReads, StoreRecovery):
             for cq in self._queues.values():
                 cq.trim_beyond(offset)
             self._group_commit.truncated(offset)
+        self.offsets.reset(acks_checkpoint.committed(self))  # offsets settled by acks of the cut tail go (the replay brings back the rest)
         self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1])
         self.checkpoint()
 

@@ -54,6 +54,14 @@ class OffsetTable:
                 self._dirty = True
         return changed
 
+    def reset(self, offsets: list[tuple[str, str, int, int]]) -> None:
+        """Hold only ``offsets`` (group, topic, queue, offset) from now on: what was derived from a cut tail of the log goes."""
+        with self._lock:
+            self._offsets = {}
+            for group, topic, queue_id, offset in offsets:
+                self._offsets.setdefault(group, {}).setdefault(topic, {})[queue_id] = offset
+            self._dirty = True
+
     def groups(self) -> list[str]:
         return sorted(self._offsets)
 

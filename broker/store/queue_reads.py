@@ -99,6 +99,13 @@ class QueueReads:
         self.damaged.note(commit_log_offset, reason, "read by commit-log offset")
         raise DamagedRecordError(commit_log_offset, reason)
 
+    def tag_hashes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
+        """The tag hashes of up to ``count`` entries from ``offset``, from the consume queue alone (no record read)."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None or offset < cq.min_offset:
+            return []
+        return [entry.tag_hash for entry in cq.get_range(offset, count)]
+
     def intact_records(self, topic: str, queue_id: int, start: int, batch: int = 512) -> Iterator[StoredMessage]:
         """Every intact record of a queue from ``start``, in order; damaged ones are reported and passed over.
 

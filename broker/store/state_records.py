@@ -6,7 +6,9 @@ and nothing is copied beside the log. ``TXN_OP`` is the property every record of
 producers' kinds: ``idempotence.producer_records``); these records carry no ``TXN_ID``.
 
 - ``topic``: a topic was created (or its queue count changed). A follower applies it when it appends the record.
-- ``acks``: the offsets one ack request settled, as ``[group, topic, queue, offset]`` rows (the commit record's body).
+- ``acks``: the offsets one ack request settled, as ``[group, topic, queue, offset]`` rows (the commit record's body),
+  tagged ``ACKS_TAG``: its consume-queue entry tells it apart unread, so a replay from an acks checkpoint
+  (``store.acks_checkpoint``) passes over the ones before it without reading them (untagged ones, older, are read).
 - ``producer``: a producer registered (or changed its check URL) or expired; heartbeats that change nothing write none.
 - ``receipt-key``: the key receipt handles are signed with, written once by the first leader, so every node signs alike.
 
@@ -24,6 +26,8 @@ from .store_types import PutItem
 from .topics import TXN_STATE_TOPIC
 
 TXN_OP = "TXN_OP"
+TAGS = "TAGS"  # a record's tag, as every message names it (its hash is in the consume-queue entry)
+ACKS_TAG = "HALFMQ_ACKS"
 TOPIC = "TOPIC"
 QUEUES = "QUEUES"
 GROUP = "GROUP"
@@ -57,7 +61,7 @@ def decode_acks(body: bytes) -> list[AckRef]:
 
 
 def acks_record(acks: list[AckRef]) -> PutItem:
-    return PutItem(TXN_STATE_TOPIC, 0, encode_acks(acks), {TXN_OP: _ACKS})
+    return PutItem(TXN_STATE_TOPIC, 0, encode_acks(acks), {TXN_OP: _ACKS, TAGS: ACKS_TAG}, tag=ACKS_TAG)
 
 
 # --- topics -------------------------------------------------------------------------------------

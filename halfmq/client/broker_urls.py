@@ -128,6 +128,11 @@ class BrokerUrls:
             self._current = self.urls.index(target)
         return target if failure.did_nothing else None
 
+    def moved(self, hung: str, leader: str) -> None:
+        """``leader`` answers as the set's leader while ``hung`` keeps a call waiting: suspect it, start calls there."""
+        self._suspected_until[hung] = self.clock() + self.suspect_for
+        self._current = self.urls.index(leader)
+
     def route(self) -> Route:
         return Route(self)
 

@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 from halfmq.errors import BrokerError
 from halfmq.wire import (
+    ClusterView,
     ConsumerGroupInfo,
     HalfSendResult,
     Message,
@@ -43,7 +44,7 @@ T = TypeVar("T")
 HALF_BATCH_PATH = "/v1/transaction-batches/half"
 END_BATCH_PATH = "/v1/transaction-batches/end"
 
-__all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "Call", "consumer_group", "create_topic", "end_transaction", "get_transaction", "half_send",
+__all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "Call", "cluster_view", "consumer_group", "create_topic", "end_transaction", "get_transaction", "half_send",
            "health", "list_topics", "list_transactions", "new_producer_id", "producer_heartbeat", "read", "receive", "send", "settle", "txn_abort",
            "txn_acks", "txn_begin", "txn_commit", "txn_init", "txn_messages"]
 
@@ -85,6 +86,10 @@ def _group_topic_path(group: str, topic: str, action: str) -> str:
 
 def health() -> Call[Any]:
     return Call("GET", "/healthz", parse=lambda data: data)
+
+
+def cluster_view(timeout: float) -> Call[ClusterView]:
+    return Call("GET", "/v1/cluster", _as(ClusterView), timeout=timeout)
 
 
 def create_topic(name: str, queues: int | None) -> Call[TopicInfo]:

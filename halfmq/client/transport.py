@@ -27,7 +27,7 @@ import msgspec
 from halfmq.errors import BrokerError, BrokerUnavailable, error_class_for
 
 from .broker_urls import BrokerUrls, split_urls
-from .endpoints import Call
+from .endpoints import Call, cluster_view
 from .environment import CA_FILE_ENV, env_token, resolve_url
 from .loop_thread import AsyncLifecycle
 from .retry import async_retrying
@@ -49,11 +49,14 @@ _SEND_JSON = {**_ACCEPT, "content-type": "application/json"}
 
 
 # How long one attempt waits for its answer (Kafka's request.timeout.ms). Long enough for a broker's own
-# FLUSH_*_TIMEOUT answer (sync_flush_timeout, 5 s) on a healthy node; short enough that a call leaves a hung
-# leader of a set (and a node that took no answer in that time is suspected as long) before the set has elected
-# another (lease TTL 5 s + a tick), so writes resume within lease TTL + 2 s. How long a whole call may take is the
-# retries' and the set's election's (``retry``, ``broker_urls.LEADER_WAIT``).
+# FLUSH_*_TIMEOUT answer (sync_flush_timeout, 5 s) on a healthy node; a node that took no answer in that time is
+# suspected as long. A set's hung leader is left sooner, once another node leads (``PROBE_AFTER``). How long a whole
+# call may take is the retries' and the set's election's (``retry``, ``broker_urls.LEADER_WAIT``).
 TIMEOUT = 5.0
+# After this long without an answer from a set's node (the default timeout), a call asks the other nodes who leads, and
+# again at this pace, one probe at a time per transport: once another node answers as the writable leader, the call
+# gives up as it would at its timeout (its retry repeats a numbered send there, with its sequence number).
+PROBE_AFTER = 0.5
 Verify = bool | str  # True: the system's CAs; a path: this CA bundle; False: no verification (tests only)
 
 
@@ -225,6 +228,7 @@ class AsyncTransport:
         spec = resolve_url(base_url)
         self._urls = BrokerUrls([require_http_url(u) for u in split_urls(spec)] or [require_http_url(spec)], suspect_for=timeout)
         self._timeout = timeout
+        self._probed_at = float("-inf")  # the last probe of who leads (``_led_elsewhere``)
         self._connections = min(pool_size * connections_per_client, max_in_flight)
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self._session: aiohttp.ClientSession | None = None
@@ -235,10 +239,11 @@ class AsyncTransport:
         self._ssl = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
 
     def _client(self) -> aiohttp.ClientSession:
-        # Created on first use, inside the running loop (aiohttp binds a session to its loop).
+        # Created on first use, inside the running loop (aiohttp binds a session to its loop); a connection per node
+        # beyond the calls' own, for the probes of who leads (``_led_elsewhere``).
         if self._session is None or self._session.closed:
-            aiohttp = self._aiohttp
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._connections, ttl_dns_cache=300, ssl=self._ssl),
+            aiohttp, limit = self._aiohttp, self._connections + len(self._urls.urls)
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, ttl_dns_cache=300, ssl=self._ssl),
                                                   timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers)
         return self._session
 
@@ -250,30 +255,58 @@ class AsyncTransport:
             if attempt.wait:
                 await asyncio.sleep(attempt.wait)
             try:
-                return await self._call_once(call, attempt.url)
+                return await self._answer_or_leave(call, attempt.url)
             except BrokerError as exc:
                 following = route.after(exc, attempt.url)
                 if following is None:
                     raise
                 attempt = following
 
+    async def _answer_or_leave(self, call: Call[T], base: str) -> T:
+        """``_call_once``, given up as unanswered if another node of the set answers as its leader while it waits."""
+        if len(self._urls.urls) < 2 or call.timeout is not None:  # (a long poll waits by design)
+            return await self._call_once(call, base)
+        attempt = asyncio.ensure_future(self._call_once(call, base))
+        try:
+            while not (await asyncio.wait((attempt,), timeout=PROBE_AFTER))[0]:
+                if await self._led_elsewhere(base):
+                    raise _unavailable(base, call, TimeoutError("another node leads"), sent=True, timeout=None)
+            return attempt.result()
+        finally:
+            attempt.cancel()
+
+    async def _led_elsewhere(self, asked: str) -> bool:
+        """Whether calls left ``asked`` for a node that answers as the writable leader (asked at most every PROBE_AFTER s)."""
+        now = self._urls.clock()
+        if now - self._probed_at >= PROBE_AFTER:
+            self._probed_at = now
+            others = [u for u in self._urls.urls if u != asked]
+            views = await asyncio.gather(*(self._request(cluster_view(PROBE_AFTER), u) for u in others), return_exceptions=True)
+            leaders = [u for u, v in zip(others, views, strict=True) if not isinstance(v, BaseException) and v.role == "leader" and v.writable]
+            if leaders:
+                self._urls.moved(asked, leaders[0])
+        return self._urls.base != asked and asked in self._urls.suspects()
+
     async def _call_once(self, call: Call[T], base: str) -> T:
+        async with self._in_flight:
+            return await self._request(call, base)
+
+    async def _request(self, call: Call[T], base: str) -> T:  # (a probe takes no place of the calls in flight)
         aiohttp = self._aiohttp
         content, headers = (None, _ACCEPT) if call.body is None else (msgspec.json.encode(call.body), _SEND_JSON)
         url = base + call.path
         params = {k: str(v) for k, v in call.params.items()} if call.params else None
         seconds = self._timeout if call.timeout is None else call.timeout
         timeout = aiohttp.ClientTimeout(total=seconds)
-        async with self._in_flight:
-            try:
-                async with self._client().request(call.method, url, data=content, headers=headers, params=params,
-                                                  timeout=timeout, allow_redirects=False) as resp:
-                    body = await resp.read()
-                    status, content_type = resp.status, resp.headers.get("content-type", "")
-            except aiohttp.ClientConnectorError as exc:
-                raise _unavailable(base, call, exc, sent=False, timeout=seconds) from None
-            except (TimeoutError, aiohttp.ClientError) as exc:
-                raise _unavailable(base, call, exc, sent=True, timeout=seconds) from None
+        try:
+            async with self._client().request(call.method, url, data=content, headers=headers, params=params,
+                                              timeout=timeout, allow_redirects=False) as resp:
+                body = await resp.read()
+                status, content_type = resp.status, resp.headers.get("content-type", "")
+        except aiohttp.ClientConnectorError as exc:
+            raise _unavailable(base, call, exc, sent=False, timeout=seconds) from None
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise _unavailable(base, call, exc, sent=True, timeout=seconds) from None
         return _answer(call, status, content_type, body, f"{call.method} {url}")
 
     async def close(self) -> None:

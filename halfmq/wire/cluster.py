@@ -1,4 +1,5 @@
-"""A broker set: the cluster view and the replication answers a follower reads (documented; the SDK reads none)."""
+"""A broker set: the cluster view and the replication answers a follower reads (documented; the SDK reads only a view's
+role and writable, to leave a hung leader)."""
 
 from __future__ import annotations
 
