@@ -21,7 +21,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any
 
 import httpx
 
@@ -37,6 +37,7 @@ from .failover_phases import FailoverPhases
 from .follower import Follower, ReplicaNotStored
 from .high_watermark import HighWatermark
 from .leader_lease import LeaseRenewals
+from .node_view import node_view
 from .peers import PeerClient
 from .positions import may_stand
 from .replica_tracker import ReplicaTracker
@@ -370,32 +371,4 @@ class ClusterNode(LeaseRenewals, Takeover):
 
     # --- the view -------------------------------------------------------------------------
     async def view(self) -> dict[str, Any]:
-        store = self.runtime.store
-        end = store.commit_log.end_offset
-        nodes: dict[str, dict[str, Any]] = {}
-        try:
-            for kv in await self.etcd.get_prefix(self.address.key("nodes", "")):
-                info = kv.json()
-                if not isinstance(info, dict) or self.members.get(cast(str, info.get("node_id"))) != info.get("url"):
-                    continue  # a registration that names no member is not shown
-                nodes[info["node_id"]] = {"node_id": info["node_id"], "url": info["url"], "role": "follower"}
-        except EtcdUnavailable:
-            pass
-        leader_id = self.leader["node_id"] if self.leader else None
-        if leader_id in nodes:
-            nodes[leader_id]["role"] = "leader"
-        nodes.setdefault(self.node_id, {"node_id": self.node_id, "url": self.url})["role"] = self.role.value
-        nodes[self.node_id].update({"durable_offset": store.flushed_offset, "log_end": end})
-        if self.role is not Role.FOLLOWER:
-            nodes[self.node_id].update({"lag": 0, "in_sync": self.node_id in self.tracker.in_sync})
-            for row in self.tracker.view(end):
-                nodes.setdefault(str(row["node_id"]), {"node_id": row["node_id"], "role": "follower"}).update(row)
-        else:
-            nodes[self.node_id]["lag"] = max(0, self.follower.leader_end - store.flushed_offset)
-        return {
-            "node_id": self.node_id, "role": self.role.value, "term": self.term, "writable": self.writable,
-            "leader": self.leader, "in_sync": sorted(self.tracker.in_sync) if self.role is not Role.FOLLOWER else None,
-            "ack": self.settings.ack, "cluster_size": self.settings.cluster_size, "etcd_error": self.etcd_error,
-            "log_end": end, "durable_offset": store.flushed_offset, "high_watermark": store.visible.bound,
-            "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])), "last_failover": self.last_failover,
-        }
+        return await node_view(self)

@@ -23,14 +23,7 @@ from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.state_records import acks_record, receipt_key_record
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
-from halfmq.errors import (
-    ConsumerGroupNotFound,
-    InvalidReceiptHandle,
-    ReceiptInOtherTransaction,
-    ReceiptNotHeld,
-    SystemTopicForbidden,
-    TopicNotFound,
-)
+from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle, ReceiptInOtherTransaction, ReceiptNotHeld, SystemTopicForbidden, TopicNotFound
 
 from . import dead_letters
 from .backoff import DLQ_RETRY_SECONDS, READY_POLL_SECONDS, DeliveryPolicy, exhausted, retry_delay
