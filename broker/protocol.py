@@ -30,6 +30,8 @@ class OutgoingMessage(_Wire):
     properties: dict[str, str] = Field(default_factory=dict)
     queue_id: int | None = Field(default=None, ge=0)
     sharding_key: str | None = None
+    deliver_at_ms: int | None = Field(default=None, ge=0)  # at most one of the two (send_service: INVALID_DELIVERY_TIME)
+    delay_ms: int | None = Field(default=None, ge=0)
 
 
 class SendRequest(_Wire):

@@ -96,6 +96,11 @@ class InvalidProperty(InvalidRequest):
     title = "A property the broker interprets has a value it cannot use"
 
 
+class InvalidDeliveryTime(InvalidRequest):
+    code = "INVALID_DELIVERY_TIME"
+    title = "The delivery time or delay is not one the broker accepts"
+
+
 class InvalidReceiptHandle(InvalidRequest):
     code = "INVALID_RECEIPT_HANDLE"
     title = "The receipt handle is malformed"
@@ -379,19 +384,12 @@ class BrokerUnavailable(BrokerError):
 
 
 def _all_subclasses(cls: type[BrokerError]) -> list[type[BrokerError]]:
-    out = []
-    for sub in cls.__subclasses__():
-        out.append(sub)
-        out.extend(_all_subclasses(sub))
-    return out
+    return [found for sub in cls.__subclasses__() for found in (sub, *_all_subclasses(sub))]
 
 
 def error_class_for(code: str) -> type[BrokerError]:
     """The error class a problem ``code`` stands for (BrokerError if unknown)."""
-    for cls in _all_subclasses(BrokerError):
-        if cls.code == code:
-            return cls
-    return BrokerError
+    return next((cls for cls in _all_subclasses(BrokerError) if cls.code == code), BrokerError)
 
 
 class DlqMessageNotFound(BrokerError):
