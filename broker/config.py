@@ -94,6 +94,8 @@ class BrokerSettings(BaseSettings):
     ]
     max_reconsume_times: int = Field(default=16, ge=0)
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
+    # Timed messages: how far ahead a deliver_at or a delay may reach (RocketMQ's timerMaxDelaySec), seconds.
+    timer_max_delay: float = Field(default=3 * 24 * 3600.0, gt=0)
     log_level: str = "info"
     # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
     traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)

@@ -10,6 +10,7 @@ import base64
 import binascii
 import itertools
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic
+from halfmq.broker.timers import routing
 from halfmq.errors import (
     BadBodyEncoding,
     InvalidProperty,
@@ -39,7 +41,7 @@ from halfmq.errors import (
 # transaction, a retry or a DLQ entry.
 RESERVED_PROPERTIES = frozenset({
     tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID, tx_names.PRODUCER_GROUP, tx_names.CHECK_TIMES,
-    "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", tx_names.TRANSACTION_ID,
+    "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", tx_names.TRANSACTION_ID, *routing.RESERVED,
 })
 
 
@@ -183,20 +185,28 @@ def message_properties(msg: OutgoingMessage, new_key: Callable[[], str]) -> dict
 
 
 class SendService:
-    def __init__(self, store: MessageStore, topics: TopicService) -> None:
+    def __init__(self, store: MessageStore, topics: TopicService, *, timer_max_delay_ms: int = routing.DEFAULT_MAX_DELAY_MS,
+                 clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.topics = topics
+        self.timer_max_delay_ms = timer_max_delay_ms
+        self._clock = clock
         self._round_robin: dict[str, itertools.count[int]] = {}
         self._uniq_keys = CounterIds(upper=True)  # UNIQ_KEY, as RocketMQ's client writes it
 
     def prepare(self, cfg: TopicConfig, msg: OutgoingMessage) -> PutItem:
         body = decode_body(msg)
         props = message_properties(msg, self._uniq_keys)
+        if msg.deliver_at_ms is not None or msg.delay_ms is not None:  # kept as sent: ``route`` places it when visible
+            props.update(routing.requested(msg.deliver_at_ms, msg.delay_ms, self._now_ms(), self.timer_max_delay_ms))
         size = len(body) + sum(len(k) + len(v) for k, v in props.items())
         limit = self.topics.policy.max_message_size
         if size > limit:
             raise MessageTooLarge(f"message of {size} bytes exceeds the limit of {limit} bytes", limit=limit)
         return PutItem(cfg.name, self.select_queue(cfg, msg), body, props, binary=msg.body_encoding == "base64", tag=msg.tag)
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
 
     def select_queue(self, cfg: TopicConfig, msg: OutgoingMessage) -> int:
         if msg.queue_id is not None:
@@ -220,7 +230,7 @@ class SendService:
         items = []
         for msg in messages:
             if (msg.keys or msg.tag or msg.queue_id is not None or msg.sharding_key is not None
-                    or msg.body_encoding != "utf-8"):
+                    or msg.body_encoding != "utf-8" or msg.deliver_at_ms is not None or msg.delay_ms is not None):
                 items.append(self.prepare(cfg, msg))
                 continue
             if msg.properties:
@@ -246,6 +256,9 @@ class SendService:
         batch (an idempotent producer's sequence record), so both land together or not at all."""
         cfg, exists = self.topics.writable(topic)
         items = self.prepare_many(cfg, messages)
+        if any(m.deliver_at_ms is not None or m.delay_ms is not None for m in messages):
+            now_ms = self._now_ms()
+            items = routing.route_all(self.store, items, now_ms, self.timer_max_delay_ms)
         group = items if then is None else [*items, then(items)]
         if not exists:
             if not self.store.fits(group):  # checked before the topic is created: bad input changes nothing

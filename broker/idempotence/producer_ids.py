@@ -28,6 +28,7 @@ from halfmq.broker.half_messages import record_names as half_names
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import StoredMessage, encode_properties, record_size
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
+from halfmq.broker.timers.routing import visible_place
 from halfmq.errors import DuplicateSequenceNumber, InvalidProducerEpoch, OutOfOrderSequence, SequenceNumberReused, UnknownProducerId
 
 from . import producer_records as rec
@@ -86,7 +87,8 @@ class StoredRef:
 
 def sent_messages(results: list) -> list[SentMessage]:
     """The answer a plain send keeps for its repeats, from the store's results (or records) of its messages."""
-    return [SentMessage(r.properties["UNIQ_KEY"], r.topic, r.queue_id, r.queue_offset, r.commit_log_offset) for r in results]
+    return [SentMessage(r.properties["UNIQ_KEY"], *visible_place(r.topic, r.queue_id, r.queue_offset, r.properties)[:3],
+                        r.commit_log_offset) for r in results]  # a timed message: its real topic and queue, offset -1
 
 
 class ProducerIds:

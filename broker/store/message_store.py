@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from .commit_log import CommitLog
-from .consume_queue import ConsumeQueue
+from .consume_queue import ConsumeQueue, QueueEntry
 from .damaged_records import DamagedRecords
 from .data_lock import DataDirLock
 from .failure_watch import FailureWatch
@@ -29,8 +29,8 @@ from .record import (
     StoredMessage,
     encode_parts,
     encode_properties,
+    queue_code,
     record_size,
-    tag_hash,
 )
 from .recovery import StoreRecovery
 from .replicated_groups import whole_group
@@ -153,6 +153,11 @@ class MessageStore(QueueReads, StoreRecovery):
         cq = self._queues.get((topic, queue_id))
         return (cq.min_offset, cq.max_offset) if cq else (0, 0)
 
+    def queue_entries(self, topic: str, queue_id: int, offset: int, count: int) -> list[QueueEntry]:
+        """Up to ``count`` consume-queue entries from ``offset``, fewer at a file boundary (no commit-log read)."""
+        cq = self._queues.get((topic, queue_id))
+        return [] if cq is None else cq.get_range(offset, count)
+
     def add_listener(self, listener: Listener) -> None:
         """Called with (topic, queue_id) after messages land in that queue, on the writer's thread."""
         self._listeners.append(listener)
@@ -200,7 +205,7 @@ class MessageStore(QueueReads, StoreRecovery):
                 flags = (FLAG_BODY_BINARY if it.binary else 0) | (FLAG_GROUP_MORE if i < last else 0)
                 chunks += encode_parts(t, it.queue_id, p, it.body, qoff, offset, it.born_timestamp or now, now, flags)
                 results.append(PutResult(it.topic, it.queue_id, qoff, offset, size, it.properties, now))
-                queue[1].append((offset, size, tag_hash(it.tag) if it.tag else 0))
+                queue[1].append((offset, size, queue_code(it.topic, it.queue_id, it.properties, it.tag)))
                 offset += size
             self._append_entries_then(queues, lambda: self.commit_log.write(b"".join(chunks)))
         self._writes.succeeded()
@@ -257,7 +262,7 @@ class MessageStore(QueueReads, StoreRecovery):
                 self.topics.learn(rec.topic, rec.queue_id + 1)
             if key not in queues:
                 queues[key] = ([self._writable_queue(key).max_offset], [])
-            queues[key][1].append((rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS"))))
+            queues[key][1].append((rec.commit_log_offset, rec.size, queue_code(rec.topic, rec.queue_id, rec.properties, rec.properties.get("TAGS"))))
         return queues
 
     def truncate_log(self, offset: int) -> None:

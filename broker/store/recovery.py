@@ -17,7 +17,7 @@ from .atomic_file import DamagedFile, read_json, write_json
 from .commit_log import CommitLog, CorruptLogError, Damage
 from .failure_watch import FailureWatch
 from .offset_table import OffsetTable
-from .record import tag_hash
+from .record import queue_code
 from .store_types import RecoveryReport
 from .topics import TopicTable
 
@@ -174,7 +174,7 @@ class StoreRecovery:
                     cq.append(damage.offset, 0, 0)
                     rebuilt += 1
             if rec.queue_offset == cq.max_offset:
-                cq.append(rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS")))
+                cq.append(rec.commit_log_offset, rec.size, queue_code(rec.topic, rec.queue_id, rec.properties, rec.properties.get("TAGS")))
                 rebuilt += 1
             elif rec.queue_offset > cq.max_offset:
                 raise CorruptLogError(
