@@ -25,6 +25,8 @@ from halfmq.broker.security.auth_file import Authenticator, AuthFileError
 from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
+from halfmq.broker.timers.release_service import ReleaseService
+from halfmq.broker.timers.timer_index import TimerIndex
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
@@ -48,6 +50,7 @@ class BrokerRuntime:
     producer_txns: TransactionCoordinator = field(default=None)  # type: ignore[assignment]  # set by open()
     producer_ids: ProducerIds = field(default=None)  # type: ignore[assignment]  # set by open(): the coordinator's
     checks: CheckService | None = None
+    timers: TimerIndex = field(default=None)  # type: ignore[assignment]  # set by open(): every node follows the log
     guard: Guard = field(default_factory=lambda: Guard(None))
     own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
     # What an ack's answer waits for (usecases.settling): a set's leader, ``durable`` (as the ack mode says, as a send);
@@ -56,6 +59,7 @@ class BrokerRuntime:
     _check_task: asyncio.Task | None = field(default=None, repr=False)
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
+    _release_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: BrokerSettings,
@@ -74,6 +78,7 @@ class BrokerRuntime:
         ))
         store.log_topics()  # a set's followers have every topic, empty or not (store.state_records)
         try:
+            timers = TimerIndex(store)  # before anything is written: it follows the timer queues from the log's start
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))
@@ -86,8 +91,9 @@ class BrokerRuntime:
                 on_finish=lambda seconds: rt.metrics.tx_finish_latency.observe(seconds),
             )
             producers = ProducerRegistry(settings.data_dir / "producers.json", settings.producer_expiry)
-            rt = cls(settings, store, topics, SendService(store, topics), delivery, transactions, producers,
-                     create_metrics(), durable, time.time())
+            sender = SendService(store, topics, timer_max_delay_ms=int(settings.timer_max_delay * 1000))
+            rt = cls(settings, store, topics, sender, delivery, transactions, producers, create_metrics(), durable, time.time(),
+                     timers=timers)
             authenticator = Authenticator.from_file(settings.auth_file) if settings.auth_file else None
             decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
             rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
@@ -120,6 +126,8 @@ class BrokerRuntime:
         )
         self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())
         self._txn_timeout_task = asyncio.get_running_loop().create_task(self._abort_expired_transactions())
+        releases = ReleaseService(self.store, self.timers, self.durable, on_released=self.metrics.timer_lateness.observe)
+        self._release_task = asyncio.get_running_loop().create_task(releases.run_forever())
         if self.settings.auth_file is not None:
             self._auth_task = asyncio.get_running_loop().create_task(self._watch_auth_file(self.settings.auth_file))
 
@@ -149,6 +157,9 @@ class BrokerRuntime:
                 log.exception("aborting expired producer transactions failed")
 
     async def stop(self) -> None:
+        if self._release_task is not None:
+            self._release_task.cancel()
+            await asyncio.gather(self._release_task, return_exceptions=True)
         if self._txn_timeout_task is not None:
             self._txn_timeout_task.cancel()
         if self._auth_task is not None:
