@@ -158,6 +158,11 @@ class MessageStore(QueueReads, StoreRecovery):
         cq = self._queues.get((topic, queue_id))
         return [] if cq is None else cq.get_range(offset, count)
 
+    def queue_codes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
+        """``queue_entries``' codes only (``record.queue_code``): how the timer index reads due times at start."""
+        cq = self._queues.get((topic, queue_id))
+        return [] if cq is None else cq.codes(offset, count)
+
     def add_listener(self, listener: Listener) -> None:
         """Called with (topic, queue_id) after messages land in that queue, on the writer's thread."""
         self._listeners.append(listener)

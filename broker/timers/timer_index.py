@@ -3,8 +3,9 @@
 A store listener: a timer's consume-queue entry carries its due time (``record.queue_code``), so adding one reads
 no record; a release marker lists the timer queue offsets it released. Built the same way at start (from the
 log), live on a leader, and on a follower from its replicated appends, so every node's index agrees with the log.
-This first index holds the pending timers in memory (a heap of (due ms, offset)); docs/message-types-plan.md T2
-replaces it with sorted runs on disk.
+This first index holds the pending timers in memory, one int each (``due << 40 | offset``: ordered by due time,
+then by send order; about 45 bytes a timer, measured); docs/message-types-plan.md T2 replaces it with sorted runs
+on disk.
 """
 
 from __future__ import annotations
@@ -17,8 +18,18 @@ from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore
 from halfmq.broker.store.topics import RELEASE_QUEUE, TIMER_QUEUE, TIMER_TOPIC
 
-READ_BATCH = 4096
+READ_BATCH = 65_536
 Timer = tuple[int, int]  # (due ms, timer queue offset): ordered by due time, then by send order
+OFFSET_BITS = 40  # a key is due << 40 | offset: one int per pending timer, ordered as its Timer
+OFFSET_MASK = (1 << OFFSET_BITS) - 1
+
+
+def _key(due_ms: int, offset: int) -> int:
+    return due_ms << OFFSET_BITS | offset
+
+
+def _timer(key: int) -> Timer:
+    return key >> OFFSET_BITS, key & OFFSET_MASK
 
 
 def encode_marker(offsets: list[int]) -> bytes:
@@ -37,7 +48,7 @@ class TimerIndex:
     def __init__(self, store: MessageStore) -> None:
         self._store = store
         self._lock = threading.Lock()  # a follower's appends call the listener from the replication thread
-        self._heap: list[Timer] = []
+        self._heap: list[int] = []  # keys (``_key``)
         self._released: set[int] = set()  # released offsets the heap still holds (dropped when they reach its top)
         self._timers_read = 0
         self._markers_read = 0
@@ -52,22 +63,23 @@ class TimerIndex:
         """The earliest pending timers due at or before ``now_ms``, at most ``limit``, in due order. Never early:
         a timer due at ``now_ms + 1`` is not among them."""
         with self._lock:
-            out: list[Timer] = []
-            while self._heap and self._heap[0][0] <= now_ms and len(out) < limit:
-                timer = heapq.heappop(self._heap)
-                if timer[1] in self._released:
-                    self._released.discard(timer[1])
+            heap, after = self._heap, _key(now_ms + 1, 0)
+            keys: list[int] = []
+            while heap and heap[0] < after and len(keys) < limit:
+                key = heapq.heappop(heap)
+                if key & OFFSET_MASK in self._released:
+                    self._released.discard(key & OFFSET_MASK)
                 else:
-                    out.append(timer)
-            for timer in out:
-                heapq.heappush(self._heap, timer)
-            return out
+                    keys.append(key)
+            for key in keys:
+                heapq.heappush(heap, key)
+            return [_timer(key) for key in keys]
 
     def next_due(self) -> int | None:
         """The earliest pending timer's due time (ms), None when nothing is pending."""
         with self._lock:
             self._drop_released_head()
-            return self._heap[0][0] if self._heap else None
+            return self._heap[0] >> OFFSET_BITS if self._heap else None
 
     @property
     def pending(self) -> int:
@@ -79,23 +91,29 @@ class TimerIndex:
         if topic != TIMER_TOPIC:
             return
         with self._lock:
-            before = self._heap[0][0] if self._heap else None
+            before = self._heap[0] if self._heap else None
             if queue_id == TIMER_QUEUE:
                 self._read_timers()
             elif queue_id == RELEASE_QUEUE:
                 self._read_markers()
-            sooner = bool(self._heap) and (before is None or self._heap[0][0] < before)
+            sooner = bool(self._heap) and (before is None or self._heap[0] < before)
         if sooner:
             self.on_sooner()
 
     def _read_timers(self) -> None:
-        while entries := self._store.queue_entries(TIMER_TOPIC, TIMER_QUEUE, self._timers_read, READ_BATCH):
-            for offset, entry in enumerate(entries, self._timers_read):
-                if offset in self._released:
-                    self._released.discard(offset)  # its marker came first (a follower's batch, or the start)
+        heap, released = self._heap, self._released
+        bulk = not heap  # at start: append everything, then one heapify
+        while dues := self._store.queue_codes(TIMER_TOPIC, TIMER_QUEUE, self._timers_read, READ_BATCH):
+            for offset, due in enumerate(dues, self._timers_read):
+                if offset in released:
+                    released.discard(offset)  # its marker came first (a follower's batch, or the start)
+                elif bulk:
+                    heap.append(due << OFFSET_BITS | offset)
                 else:
-                    heapq.heappush(self._heap, (entry.tag_hash, offset))
-            self._timers_read += len(entries)
+                    heapq.heappush(heap, due << OFFSET_BITS | offset)
+            self._timers_read += len(dues)
+        if bulk:
+            heapq.heapify(heap)
 
     def _read_markers(self) -> None:
         while markers := self._store.read_entries(TIMER_TOPIC, RELEASE_QUEUE, self._markers_read, READ_BATCH):
@@ -106,5 +124,5 @@ class TimerIndex:
         self._drop_released_head()
 
     def _drop_released_head(self) -> None:
-        while self._heap and self._heap[0][1] in self._released:
-            self._released.discard(heapq.heappop(self._heap)[1])
+        while self._heap and self._heap[0] & OFFSET_MASK in self._released:
+            self._released.discard(heapq.heappop(self._heap) & OFFSET_MASK)
