@@ -8,10 +8,12 @@ from pathlib import Path
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.half_messages.check_policy import CheckPolicy
 from halfmq.broker.half_messages.transaction_service import TransactionService
+from halfmq.broker.idempotence.producer_ids import SendKey, sent_messages
+from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import REAL_TOPIC, TIMER_OUT_MS, TIMER_TOPIC
-from halfmq.broker.timers.routing import TIMER_DELAY_MS, TIMER_DELIVER_MS
+from halfmq.broker.timers.routing import TIMER_DELAY_MS, TIMER_DELIVER_MS, route_all
 
 from ..half_messages.fakes import FakeClock
 
@@ -85,5 +87,30 @@ def test_a_producer_transactions_delayed_message_is_due_relative_to_the_commit_n
         assert [t[TIMER_OUT_MS] for t in _timers(store)] == [str(committed_at + 20_000), str(at)]
         assert [m.body for m in store.read_queue("ORDERS", 0, 0, 10)] == [b"now"]
         assert [(r.topic, r.queue_id, r.queue_offset) for r in end.results] == [("ORDERS", 0, -1), ("ORDERS", 1, -1), ("ORDERS", 0, 0)]
+    finally:
+        store.close()
+
+
+def test_a_numbered_timed_send_is_answered_with_its_real_topic_and_due_time_even_after_a_restart(tmp_path: Path) -> None:
+    clock = FakeClock()
+    due = _now_ms(clock) + 60_000
+
+    def broker() -> tuple[MessageStore, TransactionCoordinator]:
+        store = _store(tmp_path, clock)
+        delivery = DeliveryService(store, DeliveryPolicy(), clock=clock, key=b"k" * 32)
+        return store, TransactionCoordinator(store, delivery, _durable, limits=TxnLimits(), clock=clock)
+
+    store, txns = broker()
+    pid = asyncio.run(txns.ids.new_producer_id("order")).producer_id
+    txn = txns.ids.sender(pid, 0, "order")
+    [item] = route_all(store, [PutItem("ORDERS", 1, b"t", {"UNIQ_KEY": "t1", TIMER_DELIVER_MS: str(due)})], _now_ms(clock), None)
+    results, _ = store.put([item, txns.ids.send_record(txn, 0, [item])])
+    key = SendKey(SendKind.MESSAGES, "", "ORDERS")
+    txns.ids.sent(txn, 0, key, sent_messages(results[:1]))
+    store.close()
+    store, txns = broker()
+    try:
+        [answer] = txns.ids.sent_before(txns.ids.sender(pid, 0, "order"), 0, key)  # read back from the log
+        assert (answer.topic, answer.queue_id, answer.queue_offset, answer.deliver_at_ms) == ("ORDERS", 1, -1, due)
     finally:
         store.close()
