@@ -96,6 +96,7 @@ class BrokerSettings(BaseSettings):
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
     # Timed messages: how far ahead a deliver_at or a delay may reach (RocketMQ's timerMaxDelaySec), seconds.
     timer_max_delay: float = Field(default=3 * 24 * 3600.0, gt=0)
+    timer_run_age: float = Field(default=60.0, gt=0)  # buffered timers go to a sorted run on disk at least this often
     log_level: str = "info"
     # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
     traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)

@@ -78,7 +78,7 @@ class BrokerRuntime:
         ))
         store.log_topics()  # a set's followers have every topic, empty or not (store.state_records)
         try:
-            timers = TimerIndex(store)  # before anything is written: it follows the timer queues from the log's start
+            timers = TimerIndex(store, run_age=settings.timer_run_age)  # before anything is written: it follows the log
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))

@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from .commit_log import CommitLog
-from .consume_queue import ConsumeQueue, QueueEntry
+from .consume_queue import ConsumeQueue
 from .damaged_records import DamagedRecords
 from .data_lock import DataDirLock
 from .failure_watch import FailureWatch
@@ -91,7 +91,8 @@ class MessageStore(QueueReads, StoreRecovery):
             interval=config.async_flush_interval if config.flush_mode == "async" else None,
             on_failure=self._fsync_failed,
         )
-        self._checkpointer = PeriodicService("halfmq-checkpoint", self.checkpoint, config.checkpoint_interval)
+        self._checkpoint_hooks: list[Callable[[], None]] = []
+        self._checkpointer = PeriodicService("halfmq-checkpoint", self._checkpoint_then_hooks, config.checkpoint_interval)
         self._group_commit.start()
         self._checkpointer.start()
         self._closed = False
@@ -153,15 +154,23 @@ class MessageStore(QueueReads, StoreRecovery):
         cq = self._queues.get((topic, queue_id))
         return (cq.min_offset, cq.max_offset) if cq else (0, 0)
 
-    def queue_entries(self, topic: str, queue_id: int, offset: int, count: int) -> list[QueueEntry]:
-        """Up to ``count`` consume-queue entries from ``offset``, fewer at a file boundary (no commit-log read)."""
-        cq = self._queues.get((topic, queue_id))
-        return [] if cq is None else cq.get_range(offset, count)
-
     def queue_codes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
-        """``queue_entries``' codes only (``record.queue_code``): how the timer index reads due times at start."""
+        """Up to ``count`` consume-queue codes (``record.queue_code``) from ``offset``, fewer at a file boundary:
+        how the timer index reads due times, with no commit-log read."""
         cq = self._queues.get((topic, queue_id))
         return [] if cq is None else cq.codes(offset, count)
+
+    def add_checkpoint_hook(self, hook: Callable[[], None]) -> None:
+        """Called on the checkpoint thread after each periodic checkpoint (the timer index writes its runs there)."""
+        self._checkpoint_hooks.append(hook)
+
+    def _checkpoint_then_hooks(self) -> None:
+        self.checkpoint()
+        for hook in self._checkpoint_hooks:
+            try:
+                hook()
+            except Exception:  # a hook's failure (a full disk) must not stop the store's own checkpoints
+                log.exception("a checkpoint hook failed; retrying at the next checkpoint")
 
     def add_listener(self, listener: Listener) -> None:
         """Called with (topic, queue_id) after messages land in that queue, on the writer's thread."""

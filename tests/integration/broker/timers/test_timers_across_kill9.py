@@ -181,7 +181,8 @@ class Consumer(threading.Thread):
 @pytest.mark.slow
 def test_no_timer_is_early_lost_or_released_twice_across_kill_9(start_broker) -> None:
     rng = random.Random(SEED)
-    broker: BrokerProcess = start_broker({"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3600"})  # no check-backs interfere
+    broker: BrokerProcess = start_broker({"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3600",  # no check-backs interfere
+                                          "HALFMQ_BROKER_TIMER_RUN_AGE": "1"})  # runs written and merged during the test
     httpx.post(f"{broker.url}/v1/topics", json={"name": TOPIC, "queues": QUEUES}).raise_for_status()
     ledger, stop = Ledger(), threading.Event()
     started = now_ms()

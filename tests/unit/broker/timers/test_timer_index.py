@@ -91,32 +91,98 @@ def test_a_sooner_timer_wakes_the_release_loop(tmp_path: Path) -> None:
         store.close()
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5_000), st.booleans()), min_size=1, max_size=40), st.randoms(use_true_random=False))
+SMALL_RUNS = {"run_entries": 3, "run_age": 3600.0, "max_runs": 2}  # a run every 3 timers, merged every third run
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5_000), st.sampled_from(["send", "release", "checkpoint"])), min_size=1, max_size=40),
+       st.randoms(use_true_random=False))
 def test_the_index_rebuilt_from_the_log_equals_the_index_built_live(tmp_path_factory, plan, rnd) -> None:
+    """For any interleaving of timers, releases and checkpoints (runs written, merged, state recorded)."""
     path = tmp_path_factory.mktemp("index")
     leader = _store(path / "leader", FakeClock(NOW / 1000))
     follower = _store(path / "follower")
     try:
-        live = TimerIndex(leader)
-        following = TimerIndex(follower)
+        live = TimerIndex(leader, **SMALL_RUNS)
+        following = TimerIndex(follower, **SMALL_RUNS)
         service = ReleaseService(leader, live, _durable, clock=lambda: (NOW + 5_000) / 1000)
-        for i, (delay, release_now) in enumerate(plan):
+        for i, (delay, step) in enumerate(plan):
             _send(leader, f"m{i}", NOW + delay, queue=i % 2)
-            if release_now:
-                due = live.due(NOW + rnd.randint(0, 5_000), rnd.randint(1, 5))
-                if due:
-                    asyncio.run(service.release(due))
+            if step == "release" and (due := live.due(NOW + rnd.randint(0, 5_000), rnd.randint(1, 5))):
+                asyncio.run(service.release(due))
+            elif step == "checkpoint":
+                leader.wait_flushed(leader.commit_log.end_offset).result(5)  # type: ignore[union-attr]
+                live.checkpoint()
         follower.append_replicated(leader.commit_log.read(0, leader.commit_log.end_offset), 0)
         everything = NOW + 10_000
         expected = live.due(everything, 1_000)
+        assert len(expected) == live.pending
         assert following.due(everything, 1_000) == expected
         leader.close()
         reopened = _store(path / "leader")
         try:
-            assert TimerIndex(reopened).due(everything, 1_000) == expected
+            assert TimerIndex(reopened, **SMALL_RUNS).due(everything, 1_000) == expected
         finally:
             reopened.close()
     finally:
         leader.close()
         follower.close()
+
+
+def test_a_start_with_100000_pending_timers_reads_fewer_than_65536_queue_entries(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    index = TimerIndex(store)
+    for batch in range(100):
+        items = [PutItem("ORDERS", 0, b"x", {"UNIQ_KEY": f"{batch}-{i}", TIMER_DELIVER_MS: str(NOW + 3_600_000 + i)})
+                 for i in range(1_000)]
+        store.put(route_all(store, items, NOW, None))
+    store.wait_flushed(store.commit_log.end_offset).result(5)  # type: ignore[union-attr]
+    index.checkpoint()  # 65,536 buffered: a run
+    assert index.pending == 100_000
+    store.close()
+    reopened = _store(tmp_path)
+    try:
+        again = TimerIndex(reopened)
+        assert again.pending == 100_000 and again.reads < 65_536
+        assert again.next_due() == NOW + 3_600_000
+    finally:
+        reopened.close()
+
+
+def test_merging_runs_drops_released_timers_and_keeps_the_rest(tmp_path: Path) -> None:
+    clock = FakeClock(NOW / 1000)
+    store = _store(tmp_path, clock)
+    try:
+        index = TimerIndex(store, run_entries=2, run_age=3600, max_runs=2)
+        service = ReleaseService(store, index, _durable, clock=clock)
+        for i in range(6):  # two timers a run; the third run merges all three
+            if i == 4:
+                asyncio.run(service.release([(NOW + 600, 0)]))  # m0: the second of its run, not its head
+            _send(store, f"m{i}", NOW + 100 * (6 - i))  # m5 is due first
+            store.wait_flushed(store.commit_log.end_offset).result(5)  # type: ignore[union-attr]
+            index.checkpoint()
+        runs = sorted(p for p in (tmp_path / "timers").iterdir() if p.name.startswith("run-"))
+        assert len(runs) == 1 and runs[0].stat().st_size == 5 * 16  # six timers, one released
+        assert index.due(NOW + 1_000, 10) == [(NOW + 100, 5), (NOW + 200, 4), (NOW + 300, 3), (NOW + 400, 2), (NOW + 500, 1)]
+    finally:
+        store.close()
+
+
+def test_a_timer_released_from_the_buffer_stays_released_after_a_start_from_the_recorded_state(tmp_path: Path) -> None:
+    store = _store(tmp_path, FakeClock(NOW / 1000))
+    index = TimerIndex(store, **SMALL_RUNS)
+    asyncio.run(ReleaseService(store, index, _durable, clock=lambda: NOW / 1000 + 1).release(_due_now(store, index, "m0")))
+    _send(store, "m1", NOW + 2)
+    store.wait_flushed(store.commit_log.end_offset).result(5)  # type: ignore[union-attr]
+    index.checkpoint()  # m1 still buffered; the state records m0's release, the marker is behind markers_upto
+    store.close()
+    reopened = _store(tmp_path)
+    try:
+        assert TimerIndex(reopened, **SMALL_RUNS).due(NOW + 10_000, 10) == [(NOW + 2, 1)]
+    finally:
+        reopened.close()
+
+
+def _due_now(store: MessageStore, index: TimerIndex, key: str) -> list[tuple[int, int]]:
+    _send(store, key, NOW + 1)
+    return index.due(NOW + 1, 10)
