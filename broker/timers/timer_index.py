@@ -249,8 +249,8 @@ class TimerIndex:
                      "markers_upto": self._markers_read,
                      "released": sorted({o for o in self._released if o < self._runs_upto} | self._buffer_released)}
             end = self._store.commit_log.end_offset
-        if self._store.flushed_offset < end:
-            return  # what the state says must be durable in the log first: next checkpoint
+        if self._store.flushed_offset < end and self._store.commit_log.flush() < end:
+            return  # what the state says must be durable in the log first (an async-flush store: fsynced here)
         write_json(self._dir / "state.json", state)
         kept = {str(name) for name, _ in runs} | {"state.json"}
         for path in self._dir.iterdir():
