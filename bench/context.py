@@ -51,15 +51,24 @@ class Context:
 
     def repeat(self, label: str, once: Callable[[int, float], Run]) -> list[Run]:
         """``runs`` measured runs of ``once(index, warmup)``; only the first one is preceded by a warm-up."""
-        runs: list[Run] = []
+        return self.alternate({label: once})[label]
+
+    def alternate(self, cases: dict[str, Callable[[int, float], Run]]) -> dict[str, list[Run]]:
+        """``runs`` measured runs of each case, taken in turn (a, b, a, b, …) so that a load drifting on a shared
+        machine weighs on each alike; each case's first run is preceded by its warm-up."""
+        runs: dict[str, list[Run]] = {label: [] for label in cases}
         for i in range(self.settings.runs):
-            run = once(i, self.settings.warmup if i == 0 else 0.0)
-            rate = f"{run.items_per_s:,.0f}/s"
-            lat = f"p50 {run.p50_ms:.2f} ms, p99 {run.p99_ms:.2f} ms" if run.p50_ms is not None and run.p99_ms is not None else ""
-            err = f", [red]{run.errors} errors[/red]" if run.errors else ""
-            self.note(f"{label} run {i + 1}/{self.settings.runs}: {rate} {lat}{err}")
-            runs.append(run)
+            for label, once in cases.items():
+                run = once(i, self.settings.warmup if i == 0 else 0.0)
+                self._noted(label, i, run)
+                runs[label].append(run)
         return runs
+
+    def _noted(self, label: str, i: int, run: Run) -> None:
+        rate = f"{run.items_per_s:,.0f}/s"
+        lat = f"p50 {run.p50_ms:.2f} ms, p99 {run.p99_ms:.2f} ms" if run.p50_ms is not None and run.p99_ms is not None else ""
+        err = f", [red]{run.errors} errors[/red]" if run.errors else ""
+        self.note(f"{label} run {i + 1}/{self.settings.runs}: {rate} {lat}{err}")
 
     def cleanup(self, keep: bool = False) -> None:
         if not keep:

@@ -15,6 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import crc32c
+
+from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 
 
@@ -30,8 +33,9 @@ class FillResult:
 
 
 def fill(data_dir: Path, topic: str, queues: int, *, messages: int | None = None, target_bytes: int | None = None,
-         body_size: int = 256, batch: int = 1000) -> FillResult:
-    """Append 256-byte messages round-robin over ``queues`` until ``messages`` or ``target_bytes`` is reached."""
+         body_size: int = 256, batch: int = 1000, groups: int | None = None) -> FillResult:
+    """Append 256-byte messages round-robin over ``queues`` until ``messages`` or ``target_bytes`` is reached; with
+    ``groups``, in message groups g0, g1, … round robin, each in its queue (crc32c of its name, as a send puts it)."""
     if messages is None and target_bytes is None:
         raise ValueError("give messages or target_bytes")
     body = (b"halfmq-bench-fill:" + b"x" * body_size)[:body_size]
@@ -47,10 +51,7 @@ def fill(data_dir: Path, topic: str, queues: int, *, messages: int | None = None
             n = batch if messages is None else min(batch, messages - written)
             if n <= 0 or (target_bytes is not None and store.commit_log.end_offset >= target_bytes):
                 break
-            items = [
-                PutItem(topic, (written + i) % queues, body, {"UNIQ_KEY": f"{prefix}{next(counter):012X}"}, born)
-                for i in range(n)
-            ]
+            items = [_item(topic, queues, written + i, body, f"{prefix}{next(counter):012X}", born, groups) for i in range(n)]
             store.put(items)
             written += n
         store.checkpoint()  # fsyncs the log and the consume queues, records how far they are dispatched
@@ -58,3 +59,10 @@ def fill(data_dir: Path, topic: str, queues: int, *, messages: int | None = None
     finally:
         store.close()
     return FillResult(written, end, time.perf_counter() - started)
+
+
+def _item(topic: str, queues: int, n: int, body: bytes, key: str, born: int, groups: int | None) -> PutItem:
+    if groups is None:
+        return PutItem(topic, n % queues, body, {"UNIQ_KEY": key}, born)
+    group = f"g{n % groups}"
+    return PutItem(topic, crc32c.crc32c(group.encode()) % queues, body, {"UNIQ_KEY": key, MESSAGE_GROUP: group}, born)

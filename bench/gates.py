@@ -30,7 +30,8 @@ class Gate:
     peer: tuple[str, ...] | None = None  # (result file, key…) relative to a peer figure
     size_bound: bool = False       # meaningless on --quick sizes
     versus_case: str | None = None  # relative to another case of the same scenario, same run
-    metric: str = "headline"       # "headline" (ops/s or median seconds), "p99_ms" (the case's p99 latency) or "max_s" (its longest run)
+    metric: str = "headline"       # "headline" (ops/s or median seconds), "p99_ms" (the case's p99 latency), "max_s" (its longest run)
+    #                                or "elections" (term changes the case saw)
 
 
 REDIS = ("redis_always", "xadd_c64")
@@ -72,16 +73,27 @@ GATES: tuple[Gate, ...] = (
          "eos", "eos_batch10", ">=", 0.5, versus_case="at_least_once_batch10"),
     Gate("eos_batch100", "copy with producer transactions of 100 ≥ 0.5× the same copy done at-least-once",
          "eos", "eos_batch100", ">=", 0.5, versus_case="at_least_once_batch100"),
+    Gate("fifo_consume", "FIFO consume, 1,000 message groups and 4 consumers ≥ 0.5× the same unordered consume (same run)",
+         "consume", "fifo_four_consumers", ">=", 0.5, versus_case="four_consumers"),
     Gate("recovery", "restart after kill -9 with 1 GiB of commit log ≤ 5 s",
          "recovery", "kill9_restart", "<=", absolute=5.0, size_bound=True),
     Gate("spark", "Spark aggregation + reconciliation on 1,000,000 credits ≤ 30 s (incl. JVM start)",
          "spark", "aggregate", "<=", absolute=30.0, size_bound=True),
-    Gate("replicated_send", "durable single send on a 3-node set with ack=quorum, 64 in flight ≥ 0.5× one broker (same run)",
-         "replicated", "quorum_c64", ">=", 0.5, versus_case="single_c64"),
+    # issue 32: the replicated set as the production default (halfmq bench replicated, ratios within one run)
+    Gate("replicated_send", "durable single send on a 3-node set with ack=quorum, 64 in flight ≥ 0.8× one broker (same run)",
+         "replicated", "quorum_c64", ">=", 0.8, versus_case="single_c64"),
     Gate("failover", "kill -9 of a set's leader → a new leader acknowledging a quorum send: p50 ≤ 2 s (≥ 20 kills)",
          "replicated", "failover", "<=", absolute=2.0),
     Gate("failover_max", "kill -9 of a set's leader → a new leader acknowledging a quorum send: max ≤ 3 s (≥ 20 kills)",
          "replicated", "failover", "<=", absolute=3.0, metric="max_s"),
+    Gate("failover_sigstop", "SIGSTOP of a set's leader → a new leader acknowledging a quorum send: p50 ≤ 3 s (≥ 20 times; the lease must run out)",
+         "replicated", "failover_sigstop", "<=", absolute=3.0),
+    Gate("orders_set", "orders credited end to end on a 3-node set (ack=quorum), SQLite ≥ 0.8× the same on one broker (same run)",
+         "replicated", "orders_set_c64", ">=", 0.8, versus_case="orders_c64"),
+    Gate("orders_set_pg", "orders credited end to end on a 3-node set (ack=quorum), PostgreSQL ≥ 0.8× the same on one broker (same run)",
+         "replicated", "orders_set_c64_pg", ">=", 0.8, versus_case="orders_c64_pg"),
+    Gate("soak_elections", "no election over a soak of 64-in-flight quorum sends (halfmq bench replicated --soak 600)",
+         "replicated", "quorum_soak_c64", "<=", absolute=0, metric="elections"),
     Gate("replicated_vs_nats", "quorum sends, 64 in flight ≥ 1.0× NATS JetStream R3 cluster, sync always (nats-py, 64 in flight)",
          "replicated", "quorum_c64", ">=", 1.0, peer=("nats_jetstream_r3", "publish_c64")),
 )
@@ -101,13 +113,18 @@ def _measured(case: dict[str, Any], metric: str) -> float | None:
     if metric == "max_s":
         longest = case.get("seconds", {}).get("max")
         return None if longest is None else float(longest)
+    if metric == "elections":
+        elections = case.get("elections")
+        return None if elections is None else float(elections)
     return headline(case)
 
 
 def _unit(gate: Gate) -> str:
-    """"ms" for a latency gate, "s" for a timed one, "/s" for throughput."""
+    """"ms" for a latency gate, "s" for a timed one, "/s" for throughput, "" for a count."""
     if gate.metric == "p99_ms":
         return "ms"
+    if gate.metric == "elections":
+        return ""
     if gate.metric == "max_s":
         return "s"
     return "s" if gate.op == "<=" else "/s"
@@ -150,7 +167,7 @@ def evaluate(doc: dict[str, Any], peers: dict[str, Any] | None = None) -> list[d
         else:
             status = "met" if (measured >= target if gate.op == ">=" else measured <= target) else "missed"
         out.append({
-            "id": gate.id, "text": gate.text, "scenario": gate.scenario, "case": gate.case,
+            "id": gate.id, "text": gate.text, "scenario": gate.scenario, "case": gate.case, "op": gate.op,
             "measured": measured, "target": None if target is None else round(target, 3),
             "unit": _unit(gate), "reference": ref, "status": status,
         })

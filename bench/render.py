@@ -71,15 +71,21 @@ def baselines_table(doc: dict[str, Any]) -> Table:
     return table
 
 
+def _gate_figure(value: float, unit: str) -> str:
+    """A gate's figure in its unit: seconds with two decimals, milliseconds, a rate, or a bare count."""
+    if unit == "s":
+        return f"{value:.2f} s"
+    return f"{value:,.0f}{' ms' if unit == 'ms' else unit}"
+
+
 def gates_table(gates: list[dict[str, Any]]) -> Table:
     table = Table(title="gates")
     for col in ("gate", "measured", "target", "status"):
         table.add_column(col)
     colors = {"met": "green", "missed": "red", "unknown": "yellow", "n/a": "dim"}
     for g in gates:
-        unit = " s" if g["unit"] == "s" else "/s"
-        measured = "—" if g["measured"] is None else (f"{g['measured']:.2f}{unit}" if g["unit"] == "s" else f"{g['measured']:,.0f}{unit}")
-        target = "—" if g["target"] is None else (f"≤ {g['target']:.2f}{unit}" if g["unit"] == "s" else f"≥ {g['target']:,.0f}{unit}")
+        measured = "—" if g["measured"] is None else _gate_figure(g["measured"], g["unit"])
+        target = "—" if g["target"] is None else f"{g.get('op', '>=').replace('>=', '≥').replace('<=', '≤')} {_gate_figure(g['target'], g['unit'])}"
         c = colors.get(g["status"], "white")
         table.add_row(g["text"], measured, target, f"[{c}]{g['status']}[/{c}]")
     return table

@@ -41,6 +41,8 @@ def _n(v: float | None, unit: str = "/s") -> str:
 def _gate_target(target: float, unit: str) -> str:
     if unit == "ms":
         return f"≤ {target:,.0f} ms"
+    if unit == "":  # a count (elections)
+        return f"≤ {target:g}"
     return f"≤ {target:.2f} s" if unit == "s" else f"≥ {target:,.0f}/s"
 
 

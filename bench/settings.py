@@ -32,6 +32,8 @@ class BenchSettings:
     spark_rows: int = 1_000_000
     spark_timeout: float = 600.0
     fsync_seconds: float = 5.0       # raw append + fsync loop per run (the peers' fsync_bench default)
+    soak_seconds: float = 0.0        # replicated: 64-in-flight quorum sends this long, counting elections (0: no soak)
+    cases: tuple[str, ...] = ()      # replicated: only these of its cases (empty: all)
     workdir: Path | None = None      # where temp dirs go (default: the system temp dir)
 
     @classmethod
@@ -50,4 +52,5 @@ class BenchSettings:
     def as_json(self) -> dict:
         out = asdict(self)
         out["workdir"] = str(self.workdir) if self.workdir else None
+        out["cases"] = list(self.cases)
         return out

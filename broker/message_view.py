@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import base64
 
+from msgspec import UNSET
+
+from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.half_messages.record_names import REAL_QID, REAL_TOPIC
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TIMER_OUT_MS
 from halfmq.wire import MessageView
 
-HIDDEN = ("KEYS", "TAGS")
+HIDDEN = ("KEYS", "TAGS", MESSAGE_GROUP)
 
 
 def message_view(msg: StoredMessage, *, topic: str | None = None, queue_id: int | None = None) -> MessageView:
@@ -28,6 +31,7 @@ def message_view(msg: StoredMessage, *, topic: str | None = None, queue_id: int 
         keys=keys.split(" ") if keys else [],
         tag=props.get("TAGS"),
         properties={k: v for k, v in props.items() if k not in HIDDEN},
+        message_group=props.get(MESSAGE_GROUP, UNSET),
     )
     due = props.get(TIMER_OUT_MS)
     if due is not None:  # a timed message (released, or still waiting when read from a system queue)

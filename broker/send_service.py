@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import crc32c
 
 from halfmq.broker.counter_ids import CounterIds
+from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.half_messages import record_names as tx_names
 from halfmq.broker.half_messages.check_policy import immunity_seconds
 from halfmq.broker.names import NameKind, checked_name
@@ -26,6 +27,7 @@ from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic
 from halfmq.broker.timers import routing
 from halfmq.errors import (
     BadBodyEncoding,
+    InvalidMessageGroup,
     InvalidProperty,
     InvalidQueueCount,
     InvalidQueueId,
@@ -36,12 +38,14 @@ from halfmq.errors import (
     TopicAlreadyExists,
     TopicNotFound,
 )
+from halfmq.wire.messages import message_group_conflict, message_group_problem
 
 # Properties only the broker may set: a producer forging them could impersonate a
 # transaction, a retry or a DLQ entry.
 RESERVED_PROPERTIES = frozenset({
     tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID, tx_names.PRODUCER_GROUP, tx_names.CHECK_TIMES,
     "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", tx_names.TRANSACTION_ID, *routing.RESERVED,
+    MESSAGE_GROUP,  # the message_group field is the one way in
 })
 
 
@@ -184,6 +188,20 @@ def message_properties(msg: OutgoingMessage, new_key: Callable[[], str]) -> dict
     return props
 
 
+def checked_message_group(msg: OutgoingMessage) -> str:
+    """A message's group, INVALID_MESSAGE_GROUP unless 1-64 bytes without control characters (RocketMQ's proxy rule),
+    INVALID_REQUEST with a queue_id or another sharding_key (the group picks its queue)."""
+    group = msg.message_group
+    assert group is not None
+    problem = message_group_problem(group)
+    if problem:
+        raise InvalidMessageGroup(problem)
+    conflict = message_group_conflict(group, msg.sharding_key, msg.queue_id)
+    if conflict:
+        raise InvalidRequest(conflict)
+    return group
+
+
 class SendService:
     def __init__(self, store: MessageStore, topics: TopicService, *, timer_max_delay_ms: int = routing.DEFAULT_MAX_DELAY_MS,
                  clock: Callable[[], float] = time.time) -> None:
@@ -197,6 +215,8 @@ class SendService:
     def prepare(self, cfg: TopicConfig, msg: OutgoingMessage) -> PutItem:
         body = decode_body(msg)
         props = message_properties(msg, self._uniq_keys)
+        if msg.message_group is not None:
+            props[MESSAGE_GROUP] = checked_message_group(msg)
         if msg.deliver_at_ms is not None or msg.delay_ms is not None:  # kept as sent: ``route`` places it when visible
             props.update(routing.requested(msg.deliver_at_ms, msg.delay_ms, self._now_ms(), self.timer_max_delay_ms))
         size = len(body) + sum(len(k) + len(v) for k, v in props.items())
@@ -213,6 +233,8 @@ class SendService:
             if msg.queue_id >= cfg.queues:
                 raise InvalidQueueId(f"topic {cfg.name!r} has queues 0..{cfg.queues - 1}, not {msg.queue_id}")
             return msg.queue_id
+        if msg.message_group is not None:  # a group lands in one queue (checked_message_group: no queue_id with it)
+            return crc32c.crc32c(msg.message_group.encode()) % cfg.queues
         if msg.sharding_key is not None:
             return crc32c.crc32c(msg.sharding_key.encode()) % cfg.queues
         counter = self._round_robin.setdefault(cfg.name, itertools.count())
@@ -230,7 +252,8 @@ class SendService:
         items = []
         for msg in messages:
             if (msg.keys or msg.tag or msg.queue_id is not None or msg.sharding_key is not None
-                    or msg.body_encoding != "utf-8" or msg.deliver_at_ms is not None or msg.delay_ms is not None):
+                    or msg.message_group is not None or msg.body_encoding != "utf-8"
+                    or msg.deliver_at_ms is not None or msg.delay_ms is not None):
                 items.append(self.prepare(cfg, msg))
                 continue
             if msg.properties:

@@ -1,10 +1,6 @@
-"""Typed broker errors shared by the server and the client.
-
-Each error has a stable ``code`` that clients match on, the HTTP status the API
-answers with, and ``retriable`` so a caller knows whether trying again can help
-without changing the request. The client maps a problem body back to the same
-class by its code, so both sides raise the same types.
-"""
+"""Typed broker errors shared by the server and the client: each has a stable ``code`` that clients match on, the
+HTTP status the API answers with, and ``retriable`` (whether trying again, unchanged, can help). The client maps a
+problem body back to the same class by its code, so both sides raise the same types."""
 
 from __future__ import annotations
 
@@ -94,6 +90,11 @@ class ReservedProperty(InvalidRequest):
 class InvalidProperty(InvalidRequest):
     code = "INVALID_PROPERTY"
     title = "A property the broker interprets has a value it cannot use"
+
+
+class InvalidMessageGroup(InvalidRequest):
+    code = "INVALID_MESSAGE_GROUP"
+    title = "The message group is not 1 to 64 bytes of UTF-8 without control characters"
 
 
 class InvalidDeliveryTime(InvalidRequest):
@@ -384,7 +385,7 @@ class BrokerUnavailable(BrokerError):
 
 
 def _all_subclasses(cls: type[BrokerError]) -> list[type[BrokerError]]:
-    return [found for sub in cls.__subclasses__() for found in (sub, *_all_subclasses(sub))]
+    return [each for sub in cls.__subclasses__() for each in (sub, *_all_subclasses(sub))]
 
 
 def error_class_for(code: str) -> type[BrokerError]:

@@ -19,12 +19,11 @@ own latency is reported alongside.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import statistics
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,13 +32,16 @@ import orjson
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
+from halfmq.cli.credentials import ORDER_TOPIC
 from halfmq.cli.processes.postgres_cluster import PostgresCluster
+from halfmq.cli.processes.topics import ensure_topics
 
 from .. import payloads
 from ..context import Context
+from ..cpu import cpu_ms_per_item, cpu_now, medians
 from ..load import Run, drive, http_session, percentile, post, run_async
 from ..results import scenario_ok, throughput_case
-from ..servers import BrokerServer, ServiceServer
+from ..servers import BrokerServer, ServerProcess, ServiceServer
 
 USERS = 50
 
@@ -70,31 +72,6 @@ async def _place(order_url: str, conc: int, seconds: float, max_ops: int, warmup
             await drive(lambda _i: op, conc, warmup, max_ops)
         recording = True
         return await drive(lambda _i: op, conc, seconds, max_ops)
-
-
-def _cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU a process has used so far (Linux ``/proc``; None elsewhere or once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except (OSError, TypeError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_now(servers: dict[str, Any]) -> dict[str, float | None]:
-    now = {name: _cpu_seconds(server.pid) for name, server in servers.items()}
-    times = os.times()
-    now["driver"] = times.user + times.system
-    return now
-
-
-def _cpu_ms_per_order(before: dict[str, float | None], after: dict[str, float | None], orders: int) -> dict[str, float]:
-    """CPU milliseconds each process spent per credited order: the figure a shared machine does not skew much."""
-    out = {name: round((after[name] - start) * 1e3 / orders, 3)  # type: ignore[operator]
-           for name, start in before.items() if start is not None and after.get(name) is not None and orders}
-    if out:
-        out["total"] = round(sum(out.values()), 3)
-    return out
 
 
 CreditedAt = Callable[[list[str]], dict[str, float]]
@@ -147,62 +124,79 @@ def run(ctx: Context) -> dict[str, Any]:
 
 
 def _orders_case(ctx: Context, label: str, database: str, postgres: PostgresCluster | None) -> dict[str, Any]:
+    broker = BrokerServer(ctx.dir(label, "broker"), ctx.logs)
+    with broker:
+        broker.start()
+        with orders_runs(ctx, label, broker.url, {"broker": broker}, postgres) as once:
+            return orders_summary(ctx, ctx.repeat(label, once), database)
+
+
+@contextmanager
+def orders_runs(ctx: Context, label: str, broker_url: str, brokers: Mapping[str, ServerProcess],
+                postgres: PostgresCluster | None) -> Iterator[Callable[[int, float], Run]]:
+    """The order and credit services started against brokers already running; yields ``once(index, warmup)``, one
+    measured run. ``broker_url`` is what the services are given (a set's nodes, comma-separated, or one broker);
+    ``brokers`` are the processes whose CPU is counted per order. On PostgreSQL the services get databases named
+    after ``label``."""
     s = ctx.settings
     c = s.concurrency
     data = ctx.dir(label)
-    broker = BrokerServer(ctx.dir(label, "broker"), ctx.logs)
     order_env: dict[str, str] = {}
     credit_env: dict[str, str] = {}
     if postgres is not None:
-        order_env["ORDER_DATABASE_URL"] = postgres.create_database("bench_order")
-        credit_env["CREDIT_DATABASE_URL"] = postgres.create_database("bench_credit")
-    with broker:
-        broker.start()
-        order = ServiceServer("order", data, ctx.logs, broker.url, order_env)
-        credit = ServiceServer("credit", data, ctx.logs, broker.url, credit_env)
-        with credit, order:
-            order.start(timeout=120)
-            credit.start(timeout=120)
-            credited_at = (_postgres_credited_at(credit_env["CREDIT_DATABASE_URL"]) if postgres is not None
-                           else _sqlite_credited_at(credit.database_path))
-            servers = {"broker": broker, "order": order, "credit": credit}
+        order_env["ORDER_DATABASE_URL"] = postgres.create_database(f"{label}_order")
+        credit_env["CREDIT_DATABASE_URL"] = postgres.create_database(f"{label}_credit")
+    ctx.note(ensure_topics(broker_url.split(","), [ORDER_TOPIC], None))  # as `halfmq up` does: no first-receive back-off in run 1
+    order = ServiceServer("order", data, ctx.logs, broker_url, order_env)
+    credit = ServiceServer("credit", data, ctx.logs, broker_url, credit_env)
+    with credit, order:
+        order.start(timeout=120)
+        credit.start(timeout=120)
+        credited_at = (_postgres_credited_at(credit_env["CREDIT_DATABASE_URL"]) if postgres is not None
+                       else _sqlite_credited_at(credit.database_path))
+        servers: dict[str, ServerProcess] = {**brokers, "order": order, "credit": credit}
 
-            def once(i: int, warmup: float) -> Run:
-                placed: dict[str, float] = {}
-                cpu_before = _cpu_now(servers)
-                post_run = run_async(_place(order.url, c, s.seconds, s.orders_max, warmup, f"bench{i}", placed))
-                ids = list(placed)
-                deadline = time.monotonic() + s.orders_credit_wait
-                waited = time.monotonic()
-                credited: dict[str, float] = {}
-                while time.monotonic() < deadline:
-                    credited = credited_at(ids)
-                    if len(credited) >= len(ids):
-                        break
-                    time.sleep(0.25)
-                waited = time.monotonic() - waited
-                cpu_per_order = _cpu_ms_per_order(cpu_before, _cpu_now(servers), len(credited))
-                latencies = sorted(credited[o] - placed[o] for o in credited)
-                span = (max(credited.values()) - min(placed.values())) if credited else 0.0
-                p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
-                run = Run(len(credited), len(credited), post_run.requests, post_run.errors + (len(ids) - len(credited)),
-                          span, p50 * 1e3 if p50 is not None else None, p99 * 1e3 if p99 is not None else None, "aiohttp")
-                run.extra.update({
-                    "orders_posted": len(ids), "orders_credited": len(credited),
-                    "post_per_s": round(post_run.items_per_s, 1),
-                    "post_p50_ms": round(post_run.p50_ms, 3) if post_run.p50_ms else None,
-                    "post_p99_ms": round(post_run.p99_ms, 3) if post_run.p99_ms else None,
-                    "credit_wait_after_last_post_s": round(waited, 2),
-                    "cpu_ms_per_order": cpu_per_order,
-                })
-                if post_run.extra.get("first_error"):
-                    run.extra["first_error"] = post_run.extra["first_error"]
-                return run
+        def once(i: int, warmup: float) -> Run:
+            placed: dict[str, float] = {}
+            cpu_before = cpu_now(servers)
+            post_run = run_async(_place(order.url, c, s.seconds, s.orders_max, warmup, f"bench{i}", placed))
+            ids = list(placed)
+            deadline = time.monotonic() + s.orders_credit_wait
+            waited = time.monotonic()
+            credited: dict[str, float] = {}
+            while time.monotonic() < deadline:
+                credited = credited_at(ids)
+                if len(credited) >= len(ids):
+                    break
+                time.sleep(0.25)
+            waited = time.monotonic() - waited
+            cpu_per_order = cpu_ms_per_item(cpu_before, cpu_now(servers), len(credited))
+            latencies = sorted(credited[o] - placed[o] for o in credited)
+            span = (max(credited.values()) - min(placed.values())) if credited else 0.0
+            p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
+            run = Run(len(credited), len(credited), post_run.requests, post_run.errors + (len(ids) - len(credited)),
+                      span, p50 * 1e3 if p50 is not None else None, p99 * 1e3 if p99 is not None else None, "aiohttp")
+            run.extra.update({
+                "orders_posted": len(ids), "orders_credited": len(credited),
+                "post_per_s": round(post_run.items_per_s, 1),
+                "post_p50_ms": round(post_run.p50_ms, 3) if post_run.p50_ms else None,
+                "post_p99_ms": round(post_run.p99_ms, 3) if post_run.p99_ms else None,
+                "credit_wait_after_last_post_s": round(waited, 2),
+                "cpu_ms_per_order": cpu_per_order,
+            })
+            if post_run.extra.get("first_error"):
+                run.extra["first_error"] = post_run.extra["first_error"]
+            return run
 
-            runs = ctx.repeat(label, once)
-            return throughput_case(
-                runs, unit="orders/s", concurrency=c, baseline="fastapi_fsync_c64",
-                what=f"POST /orders at {c} in flight until credited (first POST → last credit; latency POST → credit record); {database}",
-                post_p99_ms=statistics.median([r.extra["post_p99_ms"] for r in runs if r.extra.get("post_p99_ms")] or [0]),
-                database=database,
-            )
+        yield once
+
+
+def orders_summary(ctx: Context, runs: list[Run], database: str) -> dict[str, Any]:
+    c = ctx.settings.concurrency
+    return throughput_case(
+        runs, unit="orders/s", concurrency=c, baseline="fastapi_fsync_c64",
+        what=f"POST /orders at {c} in flight until credited (first POST → last credit; latency POST → credit record); {database}",
+        post_p99_ms=statistics.median([r.extra["post_p99_ms"] for r in runs if r.extra.get("post_p99_ms")] or [0]),
+        cpu_ms_per_order=medians([r.extra.get("cpu_ms_per_order") or {} for r in runs]),
+        database=database,
+    )

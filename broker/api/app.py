@@ -57,6 +57,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
             from halfmq.broker.cluster.node import ClusterNode
 
             node = app.state.cluster = ClusterNode(settings, app.state)
+            rt.watch_auth()  # a follower answers reads: a revoked token stops working there too
             grpc_front = node.grpc  # started while the node leads; stopped here first
             await node.start()
         else:
@@ -96,6 +97,6 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     if settings.cluster:
         from halfmq.broker.cluster.gate import LeaderGate
 
-        served = LeaderGate(front, app.state)
+        served = LeaderGate(front, app.state, front.router)
     allowed = HostAllowList.for_broker(settings.host, settings.allowed_hosts, settings.advertise_url)
     return HostGate(served, allowed)  # type: ignore[return-value]  # it passes attributes on to the front

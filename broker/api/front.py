@@ -214,6 +214,7 @@ class Front:
 
     async def _serve(self, route: Route, path_params: dict[str, str], scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
+        scope["route"] = route  # as Starlette does: the guard asks it whether the call is a set's own (Route.peer)
         request = ApiRequest(scope, receive, path_params, self.app.state, self.body_reader)
         try:
             if route.plain:  # a token and a body, nothing else to check first (every hot route)

@@ -21,7 +21,6 @@ audit = logging.getLogger("halfmq.audit")
 ANONYMOUS = Principal("anonymous", (Policy(frozenset({Action.ADMIN}), (ResourcePattern(None, "*"),)),))
 _BEARER = "bearer "
 _MAX_REMEMBERED = 65_536
-PEER_PATHS = ("/v1/replication/",)  # node-to-node traffic of a broker set
 
 
 class Guard:
@@ -78,8 +77,9 @@ class Guard:
         self._count(result)
         if not decision.allowed or decision.action is Action.ADMIN:
             path = scope.get("path")
-            # a set's nodes fetch from their leader many times a second: their allowed calls are DEBUG, refusals stay INFO
-            level = logging.DEBUG if decision.allowed and str(path).startswith(PEER_PATHS) else logging.INFO
+            # a set's nodes fetch from their leader many times a second: their allowed calls (the table's ``peer``
+            # routes, named in the scope by the front) are DEBUG, refusals stay INFO
+            level = logging.DEBUG if decision.allowed and getattr(scope.get("route"), "peer", False) else logging.INFO
             audit.log(level, "principal=%s action=%s resource=%s result=%s path=%s",
                       principal.name, decision.action.value, resource, result, path)
         if not decision.allowed:

@@ -89,6 +89,8 @@ class OperatorCollector(Collector):
         ready = GaugeMetricFamily("halfmq_consumer_ready_messages", "Messages ready to deliver (rocketmq_consumer_ready_messages)", labels=CONSUMER)
         inflight = GaugeMetricFamily("halfmq_consumer_inflight_messages", "Delivered, not yet acked (rocketmq_consumer_inflight_messages)",
                                      labels=CONSUMER)
+        fifo_waiting = GaugeMetricFamily("halfmq_fifo_groups_waiting", "Message groups with a message waiting behind their "
+                                         "unsettled head (FIFO)", labels=CONSUMER)
         dlq_depth = GaugeMetricFamily("halfmq_dlq_messages", "Messages in the group's DLQ now", labels=["consumer_group"])
         groups = [g for g in rt.delivery.groups() if not is_system_group(g)]
         pairs: list[tuple[str, str]] = []
@@ -101,8 +103,9 @@ class OperatorCollector(Collector):
                     lag.add_metric([group, topic, str(q.queue_id)], q.lag)
                 ready.add_metric([group, topic], sum(q.lag - q.in_flight for q in queues))
                 inflight.add_metric([group, topic], sum(q.in_flight for q in queues))
+                fifo_waiting.add_metric([group, topic], sum(q.fifo_groups_waiting for q in queues))
             dlq_depth.add_metric([group], dead_letters.depth(rt.store, group))
-        yield from (lag, ready, inflight, dlq_depth)
+        yield from (lag, ready, inflight, fifo_waiting, dlq_depth)
         yield GaugeMetricFamily("halfmq_consumer_group_number", "Consumer groups, the broker's own left out (rocketmq_consumer_group_number)",
                                 value=len(groups))
         yield from self._consumer_events(pairs)

@@ -32,6 +32,11 @@ class Route:
     success (a ``halfmq.wire`` struct), ``params`` the path and query parameters
     the front checks before the endpoint runs (a pydantic model; path ones
     first). ``public`` routes are answered without a bearer token.
+
+    In a broker set (broker/cluster/gate.py) a node that does not lead serves only two kinds of route and
+    answers every other one 421 NOT_LEADER: ``on_follower`` ones, reads whose answer a follower has too
+    (bounded by what the leader acknowledged: store/visible_reads.py), always GETs; and ``peer`` ones, the
+    nodes' own calls to each other (replication), which decide for themselves whom they answer.
     """
 
     method: str
@@ -45,6 +50,8 @@ class Route:
     status: int = 200
     example: dict[str, Any] = field(default_factory=dict)
     public: bool = False
+    on_follower: bool = False
+    peer: bool = False
     media_type: str = JSON
     segments: tuple[tuple[str, bool], ...] = field(init=False, repr=False)
     plain: bool = field(init=False, repr=False)  # not public, no parameters: the front only asks who it is
@@ -54,6 +61,8 @@ class Route:
     _params: tuple[tuple[str, int], ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.on_follower and self.method != "GET":
+            raise ValueError(f"{self.method} {self.path}: only a GET may be served by a follower (on_follower)")
         segments = tuple((s[1:-1], True) if s.startswith("{") else (s, False) for s in self.path.split("/"))
         literal_at = [i for i, (_, is_param) in enumerate(segments) if not is_param]  # always 2+: "" and a name
         object.__setattr__(self, "segments", segments)
@@ -130,6 +139,11 @@ class Router:
             allowed = allowed or set()
             allowed.add(route.method)
         return frozenset(allowed) if allowed else None
+
+    def served_by_follower(self, method: str, path: str) -> bool:
+        """Whether a node that does not lead serves ``method path`` (an ``on_follower`` or ``peer`` route); else 421."""
+        found = self.resolve(method, path)
+        return type(found) is tuple and (found[0].on_follower or found[0].peer)
 
     def serves_path(self, path: str) -> bool:
         parts = path.split("/")

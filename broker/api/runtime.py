@@ -77,10 +77,13 @@ class BrokerRuntime:
             checkpoint_interval=settings.offset_flush_interval,
         ))
         store.log_topics()  # a set's followers have every topic, empty or not (store.state_records)
+        if settings.cluster:  # a set's node shows readers nothing until it leads, or its leader's high watermark says
+            store.visible.limit(0)  # (cluster/high_watermark.py on a leader, cluster/follower.py on a follower)
         try:
             timers = TimerIndex(store, run_age=settings.timer_run_age)  # before anything is written: it follows the log
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
-            delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays)),
+            delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays),
+                                                              settings.fifo_window),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))
             durable: Callable[[int], Awaitable[None]] = FlushWaiter(store, settings.sync_flush_timeout)
             if durable_wrapper is not None:
@@ -128,7 +131,11 @@ class BrokerRuntime:
         self._txn_timeout_task = asyncio.get_running_loop().create_task(self._abort_expired_transactions())
         releases = ReleaseService(self.store, self.timers, self.durable, on_released=self.metrics.timer_lateness.observe)
         self._release_task = asyncio.get_running_loop().create_task(releases.run_forever())
-        if self.settings.auth_file is not None:
+        self.watch_auth()
+
+    def watch_auth(self) -> None:
+        """Follow the auth file: on every node that answers requests, a set's followers too (they serve reads)."""
+        if self.settings.auth_file is not None and self._auth_task is None:
             self._auth_task = asyncio.get_running_loop().create_task(self._watch_auth_file(self.settings.auth_file))
 
     async def _watch_auth_file(self, path: Path, every: float = 2.0) -> None:

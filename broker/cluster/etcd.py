@@ -119,6 +119,12 @@ class WatchEvent:
     kv: KeyValue | None = None  # the key as written (PUT) or its key and revision (DELETE)
 
 
+AUTHENTICATE_SECONDS = 10.0
+"""How long a login may take. etcd checks the password with bcrypt (cost 10, tens of ms of CPU), which on a loaded
+machine outlasts the short timeout of lease calls; a login that gave up then could never succeed, every tick asking
+again and adding to the load. Waiting longer is safe: the lease fence, not this call, decides whether a leader writes."""
+
+
 class EtcdClient:
     def __init__(self, endpoint: str, timeout: float = 1.0, credentials: EtcdCredentials | None = None) -> None:
         self.endpoint = endpoint.rstrip("/")
@@ -140,9 +146,10 @@ class EtcdClient:
         self._forget_token(used)
         return await self._post(path, body, await self._token_for_call())
 
-    async def _post(self, path: str, body: dict[str, Any], token: str | None) -> dict[str, Any]:
+    async def _post(self, path: str, body: dict[str, Any], token: str | None, wait_s: float | None = None) -> dict[str, Any]:
         try:
-            response = await self._http.post(path, json=body, headers={"authorization": token} if token else None)
+            response = await self._http.post(path, json=body, headers={"authorization": token} if token else None,
+                                             timeout=wait_s or self.timeout)
         except httpx.HTTPError as exc:
             raise EtcdUnavailable(f"etcd at {self.endpoint} did not answer {path}: {exc!r}") from None
         if response.status_code in (400, 401, 403, 412):
@@ -169,7 +176,8 @@ class EtcdClient:
     async def authenticate(self, credentials: EtcdCredentials, warn_if_off: bool = True) -> str | None:
         """A token for ``credentials``; None if etcd has no auth on (logged once: anyone may write it)."""
         try:
-            answer = await self._post("/v3/auth/authenticate", {"name": credentials.user, "password": credentials.password}, None)
+            answer = await self._post("/v3/auth/authenticate", {"name": credentials.user, "password": credentials.password}, None,
+                                      wait_s=max(self.timeout, AUTHENTICATE_SECONDS))
         except EtcdRefused as exc:
             if AUTH_NOT_ENABLED not in exc.etcd_message:
                 raise

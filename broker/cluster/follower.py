@@ -122,6 +122,7 @@ class Follower:
         self._known_term = known_term
         self.leader_end = 0
         self.leader_high_watermark = 0
+        self._leader_history: list[tuple[int, int]] | None = None  # the followed leader's, as its last fetch answer that had it
         who = node_id.replace("%", "%%")
         self.storing = FailureWatch(f"node {who} cannot store the leader's log: %s; replication retries until the disk takes it",
                                     f"node {who} stores the leader's log again", log)
@@ -129,6 +130,7 @@ class Follower:
     async def follow(self, leader_url: str, term: int) -> None:
         """Replicate from ``leader_url`` until cancelled or the leader stops answering as leader."""
         await self._cut_divergent_tail(leader_url, term)
+        self._leader_history = None  # the first answer carries it
         store = self._store()
         reports = DurableReports(min(store.flushed_offset, store.commit_log.end_offset))
         acks = asyncio.get_running_loop().create_task(reports.send_acks(lambda durable: self._ack(leader_url, term, durable)))
@@ -161,7 +163,8 @@ class Follower:
         durable = reports.carry(may_wait=start >= self.leader_end)
         answer = await self._http.post(f"{leader_url}/v1/replication/fetch",
                                        json={"node_id": self.node_id, "term": term, "from_offset": start,
-                                             "durable_offset": durable, "high_watermark": self.leader_high_watermark})
+                                             "durable_offset": durable, "high_watermark": self.leader_high_watermark,
+                                             "history_term": self._leader_history[-1][0] if self._leader_history else None})
         reports.answered()
         answer.raise_for_status()
         self._check_term(answer)
@@ -178,6 +181,12 @@ class Follower:
             raise ReplicaNotStored(str(exc)) from exc
         if answer.content:
             self.storing.succeeded()
+        self._show_acknowledged(store)
+
+    def _show_acknowledged(self, store: MessageStore) -> None:
+        """Readers of this node see what the leader acknowledged and this node has as durably: never more (after a
+        failover the next leader may cut what the old one had not acknowledged; a reader must not have seen it)."""
+        store.visible.advance(min(store.acknowledged_end, self.leader_high_watermark))
 
     def _keep(self, store: MessageStore, answer: httpx.Response, start: int, reports: DurableReports) -> None:
         """Append the fetched bytes, take the leader's term history over them, and start their fsync (not awaited).
@@ -187,7 +196,9 @@ class Follower:
         only the entries within what is on disk (positions.position_of).
         """
         end = store.append_replicated(answer.content, start) if answer.content else start
-        self.history.adopt([tuple(e) for e in json.loads(answer.headers.get(HISTORY_HEADER, "[]"))], end)  # type: ignore[misc]
+        if (history := answer.headers.get(HISTORY_HEADER)) is not None:  # sent when it is not the one this follower has
+            self._leader_history = [(int(t), int(s)) for t, s in json.loads(history)]
+        self.history.adopt(self._leader_history or [], end)
         if end > reports.durable:
             flushed = store.wait_flushed(end)
             if flushed is None:  # async flush mode: written is what counts
@@ -202,6 +213,7 @@ class Follower:
         self._check_term(answer)
         counted = wire.decode(answer.json(), wire.DurableAck)
         self.leader_high_watermark = max(self.leader_high_watermark, counted.high_watermark)
+        self._show_acknowledged(self._store())
 
     def _check_term(self, answer: httpx.Response) -> None:
         their = int(answer.headers.get(TERM_HEADER, "0"))

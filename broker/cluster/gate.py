@@ -1,9 +1,12 @@
-"""In a broker set only the leader serves clients: everything else answers 421 NOT_LEADER with the leader's URL.
+"""In a broker set a node that does not lead serves only what a follower can: the rest answers 421 NOT_LEADER.
 
-An ASGI wrapper in front of the whole app, so the hot path needs no change; the
-cluster view, replication, health and metrics stay open on every node, and so do the console's Broker set page,
-login and static files. The console's other pages answer a readable page instead of the JSON
-(broker/api/console/follower.py).
+An ASGI wrapper in front of the whole app, so the leader's hot path needs no change (a node that may
+write passes everything on, asking nothing). On any other node the route table decides
+(broker/api/router.py): its ``on_follower`` routes (reads up to the leader's high watermark, the cluster
+view, health and metrics) and its ``peer`` routes (replication) are served; every other route answers
+421 NOT_LEADER with the leader's URL. The console asks its own table
+(broker/api/console/pages.py: the pages a follower renders, login, static files), and answers the rest
+with a readable page that names the leader instead of the JSON (broker/api/console/follower.py).
 """
 
 from __future__ import annotations
@@ -12,29 +15,34 @@ from typing import Any
 
 import orjson
 
-from halfmq.broker.api.console.follower import SERVED_ON_EVERY_NODE, is_console, not_leader_page
+from halfmq.broker.api.console.follower import is_console, not_leader_page
+from halfmq.broker.api.console.pages import served_on_follower as console_serves
 from halfmq.broker.api.problems import PROBLEM
+from halfmq.broker.api.router import Router
 
 from .errors import NotLeader
 
-OPEN_PATHS = ("/healthz", "/metrics", "/v1/cluster", "/v1/replication/")
-
 
 class LeaderGate:
-    def __init__(self, app: Any, state: Any) -> None:
+    def __init__(self, app: Any, state: Any, router: Router) -> None:
         self.app = app
         self.state = state
+        self.router = router  # the table the front serves
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.app, name)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and not scope["path"].startswith(OPEN_PATHS + SERVED_ON_EVERY_NODE):
+        if scope["type"] == "http":
             node = getattr(self.state, "cluster", None)
-            if node is None or not node.writable:
+            if (node is None or not node.writable) and not self.serves_on_follower(scope["method"], scope["path"]):
                 await _refuse(scope["path"], node.not_leader() if node is not None else None, send)
                 return
         await self.app(scope, receive, send)
+
+    def serves_on_follower(self, method: str, path: str) -> bool:
+        """Whether a node that may not write serves ``method path``."""
+        return console_serves(method, path) if is_console(path) else self.router.served_by_follower(method, path)
 
 
 async def _refuse(path: str, error: NotLeader | None, send: Any) -> None:

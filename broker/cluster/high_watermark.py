@@ -27,16 +27,18 @@ class HighWatermark:
         self._store = store
         self._moved = moved  # the followers' waiting fetches answer at once, so they learn the mark without delay
         self._fsync_asked = 0
+        self._led: MessageStore | None = None  # the store this node leads with (a follower's bound is its follower's)
 
     def lead(self, store: MessageStore) -> None:
         """A new term's store: show consumers what the mark covers and nothing more, before anyone reads."""
         store.visible.limit(self._tracker.high_watermark)
         self._fsync_asked = 0
+        self._led = store
         self.advance()
 
     def advance(self) -> None:
         store = self._store()
-        if store.visible.bound is None:  # not leading: a follower serves no reader
+        if store is not self._led:  # not leading (a role change opens another store): the follower moves its bound
             return
         replicated = self._tracker.acknowledged(store.commit_log.end_offset)
         durable = store.acknowledged_end

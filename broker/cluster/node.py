@@ -111,12 +111,14 @@ class ClusterNode(LeaseRenewals, Takeover):
         return NotLeader(f"{why}; the leader is {url or 'not known yet'}", leader_url=url)
 
     def durable(self, local: Durable) -> Durable:
-        """The runtime's "durable" for a leader: the local fsync, then the in-sync replicas (ack=quorum)."""
+        """The runtime's "durable" for a leader: the local fsync (ack=leader), or one wait for whichever majority has it
+        on disk first (ack=quorum), the local fsync running beside the replication as one vote (``ReplicaTracker.wait``)."""
         async def replicated(end: int) -> None:
-            await local(end)
-            self.watermark.advance()
             if self.settings.ack == "quorum":
-                await self.tracker.wait(end, self.settings.sync_flush_timeout)
+                await self.tracker.wait(end, self.settings.sync_flush_timeout, local=asyncio.ensure_future(local(end)))
+            else:
+                await local(end)
+                self.watermark.advance()
             if not self.writable:  # leadership lost while waiting: acknowledge nothing
                 raise self.not_leader()
             if self._failover is not None:
@@ -350,6 +352,7 @@ class ClusterNode(LeaseRenewals, Takeover):
         await old.stop()
         rt = BrokerRuntime.open(self.settings, durable_wrapper=self.durable if start else None)
         self.state.runtime = rt
+        rt.watch_auth()  # either role answers requests (a follower its reads, broker/cluster/gate.py)
         if start:
             self.watermark.lead(rt.store)
             rt.store.add_listener(self._on_append)

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from .members import is_member_url
+from .peer_transport import PeerTransport
 
 
 class NotAMember(httpx.RequestError):
@@ -22,6 +23,7 @@ class NotAMember(httpx.RequestError):
 
 class PeerClient(httpx.AsyncClient):
     def __init__(self, members: dict[str, str], token: str | None, **kwargs: Any) -> None:
+        kwargs.setdefault("transport", PeerTransport())  # the lean one: replication calls many times a second
         super().__init__(follow_redirects=False, **kwargs)
         self.members = dict(members)
         self._token = token

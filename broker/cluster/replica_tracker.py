@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from functools import partial
 
 from .decisions import FollowerProgress, acknowledged_offset, high_watermark, in_sync_set, quorum_possible
 from .errors import FlushSlaveTimeout, SlaveNotAvailable
@@ -39,6 +40,7 @@ class ReplicaTracker:
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.high_watermark = 0
         self._on_change = on_change
+        self._generation = 0  # one per term: a vote of the leader's own fsync counts only in the term it was asked in
 
     def reset(self, in_sync: frozenset[str], lagging: str | None = None, high_watermark: int = 0, term_start: int = 0) -> None:
         """A new term: the published set stays; its followers count as caught up now, at offset 0, until they report.
@@ -49,6 +51,7 @@ class ReplicaTracker:
         ``term_start`` is this node's log end when elected: the last leader may have acknowledged all of it.
         """
         now = self._clock()
+        self._generation += 1
         self.progress = {n: FollowerProgress(0, float("-inf") if n == lagging else now) for n in in_sync if n != self.node_id}
         self._end_at_fetch = {}
         self.in_sync = self._counted = in_sync | {self.node_id}
@@ -110,15 +113,29 @@ class ReplicaTracker:
         self.acknowledged_mark = max(self.acknowledged_mark, self.high_watermark)
         return self.high_watermark
 
-    async def wait(self, end: int, seconds: float) -> None:
-        """Return once a majority in sync has ``end`` on disk (the leader's own fsync is awaited before: its vote)."""
+    async def wait(self, end: int, seconds: float, local: asyncio.Future[None] | None = None) -> None:
+        """Return once a majority in sync has ``end`` on disk, the leader one vote.
+
+        ``local`` is the leader's own fsync of ``end``, running meanwhile: its vote
+        counts when it completes (``leader_flushed``), so two followers that have
+        ``end`` on disk acknowledge it while the leader's fsync still runs. That is
+        safe: a majority holds it, and only a node holding it can be elected
+        (``decisions.may_lead``); etcd's raft acknowledges the same way with its
+        storage writes asynchronous. A failed local fsync fails the wait, unless a
+        majority has ``end`` already. Without ``local`` the caller has awaited it.
+        """
+        if local is not None:
+            local.add_done_callback(partial(self._leader_vote, self._generation, end))
         if not quorum_possible(self.in_sync, self.cluster_size):
             raise SlaveNotAvailable(f"only {len(self.in_sync)} of {self.cluster_size} nodes are in sync; a quorum needs a majority")
-        self.leader_durable = max(self.leader_durable, end)
+        if local is None:
+            self.leader_durable = max(self.leader_durable, end)
         if self._acknowledge() >= end:
             return
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append((end, waiter))
+        if local is not None:
+            local.add_done_callback(partial(_fail_with, waiter))
         try:
             await asyncio.wait_for(asyncio.shield(waiter), seconds)
         except TimeoutError:
@@ -127,6 +144,19 @@ class ReplicaTracker:
             if not waiter.done():
                 waiter.cancel()
             self._waiters = [(e, w) for e, w in self._waiters if w is not waiter]
+
+    def leader_flushed(self, end: int) -> None:
+        """The leader's own log is on disk up to ``end``: its vote."""
+        if end > self.leader_durable:
+            self.leader_durable = end
+            self._release()
+            self._on_change()
+
+    def _leader_vote(self, generation: int, end: int, local: asyncio.Future[None]) -> None:
+        if local.cancelled() or local.exception() is not None:  # (retrieved here: a wait that returned earlier never looks)
+            return
+        if generation == self._generation:  # not a fsync of an earlier term's store
+            self.leader_flushed(end)
 
     def fail_all(self, error: Exception) -> None:
         for _, waiter in self._waiters:
@@ -158,3 +188,9 @@ class ReplicaTracker:
         return [{"node_id": n, "durable_offset": p.durable, "log_end": p.fetched, "lag": max(0, leader_end - p.durable),
                  "in_sync": n in self.in_sync}
                 for n, p in sorted(self.progress.items())]
+
+
+def _fail_with(waiter: asyncio.Future[None], local: asyncio.Future[None]) -> None:
+    """The leader's own fsync failed before a majority had the write: so does the wait."""
+    if not waiter.done() and not local.cancelled() and (error := local.exception()) is not None:
+        waiter.set_exception(error)

@@ -8,6 +8,7 @@ front serves them and /openapi.json documents them like every other /v1 route.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 
 from pydantic import BaseModel, Field
@@ -34,6 +35,7 @@ class FetchRequest(BaseModel):
     from_offset: int = Field(ge=0)  # the follower's appended log end: the bytes asked for start there
     durable_offset: int | None = Field(default=None, ge=0)  # its fsynced end, what votes (a follower that leaves it out: from_offset)
     high_watermark: int | None = Field(default=None, ge=0)  # the follower's: a fetch waits for new bytes only while it is current
+    history_term: int | None = Field(default=None, ge=0)  # the last term of the leader's history it holds: sent again only if not this
 
 
 class AckRequest(BaseModel):
@@ -95,20 +97,20 @@ async def replication_fetch(request: ApiRequest) -> Reply:
         node.tracker.report(body.node_id, durable, end, fetched=body.from_offset)
     if body.from_offset == end and (body.high_watermark is None or node.tracker.high_watermark <= body.high_watermark):
         node.appended.clear()
-        try:
-            await asyncio.wait_for(node.appended.wait(), FETCH_WAIT_SECONDS)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FETCH_WAIT_SECONDS):  # (no task per parked fetch, as wait_for makes)
+                await node.appended.wait()
         _leader(node, body.term)
         log = node.runtime.store.commit_log
         end = log.end_offset
     later = [b for b in log.segment_bases() if b > body.from_offset]
     stop = min(end, later[0] if later else end, body.from_offset + FETCH_MAX_BYTES)
     data = log.read(body.from_offset, stop - body.from_offset) if stop > body.from_offset else b""
-    return Reply(data, headers=_headers(**{
-        TERM_HEADER: str(node.term), LOG_END_HEADER: str(end), SEGMENT_HEADER: str(log.segment_bytes),
-        HISTORY_HEADER: json.dumps(node.history.entries), HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark),
-    }))
+    headers = {TERM_HEADER: str(node.term), LOG_END_HEADER: str(end), SEGMENT_HEADER: str(log.segment_bytes),
+               HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark)}
+    if body.history_term != node.history.last_term:  # (None: a follower that keeps none) a leader's history is fixed while it leads
+        headers[HISTORY_HEADER] = json.dumps(node.history.entries)
+    return Reply(data, headers=_headers(**headers))
 
 
 async def replication_ack(request: ApiRequest) -> Reply:
@@ -137,14 +139,14 @@ async def replication_position(request: ApiRequest) -> Reply:
 
 ROUTES = [
     Route("GET", "/v1/cluster", cluster_view, "The broker set as this node sees it (describe on the cluster)", "cluster",
-          answer=wire.ClusterView),
+          answer=wire.ClusterView, on_follower=True),
     Route("GET", "/v1/replication/term-end", replication_term_end, "Where a term ends in the leader's log (a follower's first call; admin)",
-          "replication", answer=wire.TermEnd, params=TermEndParams),
+          "replication", answer=wire.TermEnd, params=TermEndParams, peer=True),
     Route("POST", "/v1/replication/fetch", replication_fetch, "The leader's log bytes from an offset; term, log end, segment size, "
           "term history and high watermark in headers (admin)", "replication", request=FetchRequest,
-          media_type="application/octet-stream"),
+          media_type="application/octet-stream", peer=True),
     Route("POST", "/v1/replication/ack", replication_ack, "A follower's fsynced log end, sent when its fsync completes while "
-          "its fetch waits for new bytes (admin)", "replication", request=AckRequest, answer=wire.DurableAck),
+          "its fetch waits for new bytes (admin)", "replication", request=AckRequest, answer=wire.DurableAck, peer=True),
     Route("GET", "/v1/replication/position", replication_position, "This node's last term and durable log end, on every node "
-          "(asked by a node standing for election; describe)", "replication", answer=wire.Position),
+          "(asked by a node standing for election; describe)", "replication", answer=wire.Position, peer=True),
 ]

@@ -1,8 +1,20 @@
-"""When a nacked message may be delivered again, and when it has had enough tries."""
+"""A consumer group's delivery policy: when a nacked message may be delivered again, when it has had enough tries,
+and how far FIFO delivery reads past a queue's committed offset."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+
+DLQ_RETRY_SECONDS = 1.0  # a DLQ move the disk refused is tried again this much later
+READY_POLL_SECONDS = 0.02  # a long poll's look again at a group's next message held until its predecessor's ack is durable
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryPolicy:
+    max_reconsume_times: int = 16
+    retry_delays: Sequence[float] = (10, 30, 60)
+    fifo_window: int = 20_000  # how far past committed a queue's cursor may go while messages wait behind their group
 
 
 def retry_delay(attempt: int, delays: Sequence[float]) -> float:

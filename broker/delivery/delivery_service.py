@@ -8,12 +8,13 @@ a set's new leader reads it back (``restore_acked``). The offset table is a chec
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import logging
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from halfmq.broker.names import NameKind, checked_name
@@ -32,8 +33,9 @@ from halfmq.errors import (
 )
 
 from . import dead_letters
-from .backoff import exhausted, retry_delay
-from .queue_progress import GroupTopic, InFlight, QueueLag, QueueProgress
+from .backoff import DLQ_RETRY_SECONDS, READY_POLL_SECONDS, DeliveryPolicy, exhausted, retry_delay
+from .fifo_gate import MESSAGE_GROUP
+from .queue_progress import HELD_BY_TRANSACTION, GroupTopic, InFlight, QueueLag, QueueProgress
 from .receipt_handle import KEY_BYTES, ReceiptHandle
 
 log = logging.getLogger(__name__)
@@ -44,16 +46,6 @@ class Delivery:
     message: StoredMessage
     receipt_handle: str
     delivery_attempt: int
-
-
-@dataclass(frozen=True, slots=True)
-class DeliveryPolicy:
-    max_reconsume_times: int = 16
-    retry_delays: Sequence[float] = (10, 30, 60)
-
-
-DLQ_RETRY_SECONDS = 1.0
-HELD_BY_TRANSACTION = float("inf")  # visible_at of a delivery acked in an open producer transaction: a nack cannot free it
 
 
 class DeliveryService:
@@ -118,14 +110,13 @@ class DeliveryService:
             if out or remaining <= 0 or self._closing:
                 self.counted["out", group, topic, ""] += len(out)
                 return out
-            timeout = remaining
+            held = any(progress.gate.ready for progress in state.queues)  # until the high watermark passes an ack
+            timeout = min(remaining, READY_POLL_SECONDS) if held else remaining
             if state.due:
                 timeout = max(0.0, min(timeout, state.due[0][0] - self._clock()))
             event = self._arrivals.setdefault(topic, asyncio.Event())
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout)
-            except TimeoutError:
-                pass
 
     def _take(self, group: str, topic: str, state: GroupTopic, limit: int, invisible: float) -> list[Delivery]:
         now = self._clock()
@@ -156,16 +147,31 @@ class DeliveryService:
             if len(out) >= limit:
                 break
             qid = (state.rotation + i) % n
+            self._take_ready(group, topic, qid, state, limit, out, now, invisible)
             self._take_new(group, topic, qid, state, limit, out, now, invisible)
         state.rotation = (state.rotation + 1) % max(n, 1)
         return out
 
+    def _take_ready(self, group: str, topic: str, qid: int, state: GroupTopic, limit: int, out: list[Delivery],
+                    now: float, invisible: float) -> None:
+        """Hand out the message groups' next messages whose predecessor settled (read back one by one)."""
+        progress = state.queues[qid]
+        while len(out) < limit and (offset := progress.ready_head(self._reads.bound)) is not None:
+            message = self._reads.get(topic, qid, offset)
+            item = progress.deliver_ready(now, invisible)
+            if message is None:  # damaged (the store reports it): passed over as if acked, so the group's next follows
+                self.damaged_skips += 1
+                self._settle(group, topic, qid, progress, item.offset)
+            else:
+                out.append(self._delivery(group, topic, qid, message, item, state))
+
     def _take_new(self, group: str, topic: str, qid: int, state: GroupTopic, limit: int, out: list[Delivery],
                   now: float, invisible: float) -> None:
-        """Hand out never-delivered messages of one queue; a damaged one is skipped as if acked, and counted."""
+        """Hand out never-delivered messages of one queue (one of a busy group waits in its gate); a damaged one is skipped as if acked, and counted."""
         progress = state.queues[qid]
+        window = self._policy.fifo_window
         while True:
-            want = min(limit - len(out), self._reads.queue_range(topic, qid)[1] - progress.cursor)
+            want = min(limit - len(out), self._reads.queue_range(topic, qid)[1] - progress.cursor, progress.room(window))
             if want <= 0:
                 return
             entries = self._reads.read_entries(topic, qid, progress.cursor, want)
@@ -179,8 +185,11 @@ class DeliveryService:
                 if type(entry) is DamagedEntry:
                     self._skip_damaged(group, topic, qid, progress)
                     continue
-                item = progress.deliver_new(now, invisible)
-                out.append(self._delivery(group, topic, qid, entry, item, state))
+                item = progress.deliver_next(now, invisible, entry.properties.get(MESSAGE_GROUP))
+                if item is not None:
+                    out.append(self._delivery(group, topic, qid, entry, item, state))
+                elif progress.room(window) <= 0:
+                    return  # it waits behind its group's head, and the window is full
 
     def _skip_damaged(self, group: str, topic: str, qid: int, progress: QueueProgress) -> None:
         log.warning("group %s passes over damaged message %s/%d@%d", group, topic, qid, progress.cursor)
@@ -360,8 +369,10 @@ class DeliveryService:
             self._settle(group, topic, queue_id, state.queues[queue_id], offset)
 
     def _settle(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> None:
-        if progress.settle(offset):
+        if progress.settle(offset, self._store.commit_log.end_offset):  # its ack or DLQ move is in the log before the end
             self._store.offsets.commit(group, topic, qid, progress.committed)
+        if progress.gate.ready:
+            self._on_message(topic, -1)  # the next message of its group may be handed out: wake long polls
 
     def _move_to_dlq(self, group: str, message: StoredMessage, deliveries: int, reason: str) -> None:
         target = dlq_topic(group)
@@ -375,17 +386,8 @@ class DeliveryService:
         topics = set(self._store.offsets.topics_of(group)) | {t for (g, t) in self._state if g == group}
         if not topics:
             raise ConsumerGroupNotFound(f"consumer group {group!r} has not consumed anything")
-        out: dict[str, list[QueueLag]] = {}
-        for topic in sorted(topics):
-            if self._store.topic(topic) is None:
-                continue
-            state = self._group_topic(group, topic)
-            rows = []
-            for qid, progress in enumerate(state.queues):
-                _, max_offset = self._store.queue_range(topic, qid)
-                rows.append(QueueLag(qid, progress.committed, max_offset, max_offset - progress.committed, len(progress.in_flight)))
-            out[topic] = rows
-        return out
+        return {topic: [p.lag(qid, self._store.queue_range(topic, qid)[1]) for qid, p in enumerate(self._group_topic(group, topic).queues)]
+                for topic in sorted(topics) if self._store.topic(topic) is not None}
 
     def groups(self) -> list[str]:
         """Every group that has consumed or committed anything (operators' listings)."""

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .fifo_gate import FifoGate
+
+UNBOUNDED = 1 << 62
+HELD_BY_TRANSACTION = float("inf")  # visible_at of a delivery acked in an open producer transaction: a nack cannot free it
+
 
 @dataclass(slots=True)
 class InFlight:
@@ -16,6 +21,7 @@ class InFlight:
     deliveries: int
     visible_at: float
     nacked: bool = False  # how its latest delivery ended: a nack (True) or, once due again, its invisible time ran out
+    message_group: str | None = None  # FIFO: its group's head until settled (fifo_gate)
 
 
 @dataclass
@@ -24,6 +30,7 @@ class QueueProgress:
     cursor: int = -1
     in_flight: dict[int, InFlight] = field(default_factory=dict)
     acked: set[int] = field(default_factory=set)
+    gate: FifoGate = field(default_factory=FifoGate)
     _nonce: int = 0
 
     def __post_init__(self) -> None:
@@ -32,11 +39,45 @@ class QueueProgress:
 
     def deliver_new(self, now: float, invisible: float) -> InFlight:
         """Hand out the next never-delivered offset."""
-        self._nonce += 1
-        item = InFlight(self.cursor, self._nonce, 1, now + invisible)
-        self.in_flight[self.cursor] = item
+        offset = self.cursor
         self.cursor += 1
+        return self._hand_out(offset, now, invisible, None)
+
+    def deliver_next(self, now: float, invisible: float, group: str | None) -> InFlight | None:
+        """``deliver_new`` for a message of ``group`` (None: no group); None when its group's head is not settled yet:
+        the cursor passes it, it waits in the gate, and committed cannot pass it."""
+        offset = self.cursor
+        self.cursor += 1
+        if group is not None and not self.gate.admit(group, offset):
+            return None
+        return self._hand_out(offset, now, invisible, group)
+
+    def ready_head(self, bound: int | None) -> int | None:
+        """The next group head whose predecessor settled (FIFO), once what settled it is within ``bound`` (the visible
+        commit-log bound: a set's high watermark; None: everything written), else None."""
+        if not self.gate.ready:
+            return None
+        offset, _, after = self.gate.ready[0]
+        return offset if bound is None or after <= bound else None
+
+    def deliver_ready(self, now: float, invisible: float) -> InFlight:
+        """Hand out ``ready_head``'s message; the gate must have one ready."""
+        offset, group, _ = self.gate.ready.popleft()
+        return self._hand_out(offset, now, invisible, group)
+
+    def _hand_out(self, offset: int, now: float, invisible: float, group: str | None) -> InFlight:
+        self._nonce += 1
+        item = InFlight(offset, self._nonce, 1, now + invisible, message_group=group)
+        self.in_flight[offset] = item
         return item
+
+    def room(self, window: int) -> int:
+        """How many more offsets the cursor may pass: unbounded unless messages wait behind their groups' heads, then
+        up to ``window`` past committed (the bound on what waits; past it one stuck group stalls its queue until it is
+        acked or dead-lettered)."""
+        if not self.gate.waiting_count:
+            return UNBOUNDED
+        return self.committed + window - self.cursor
 
     def pass_acked(self) -> bool:
         """Step over the next offset if it is already acked (restored from a committed producer transaction)."""
@@ -64,9 +105,12 @@ class QueueProgress:
         item = self.in_flight.get(offset)
         return item is not None and item.nonce == nonce
 
-    def settle(self, offset: int) -> bool:
-        """Mark ``offset`` done; return True when the committed offset moved."""
-        self.in_flight.pop(offset, None)
+    def settle(self, offset: int, after: int = 0) -> bool:
+        """Mark ``offset`` done, by a record in the log before ``after`` (the next message of its group, if any, becomes
+        ready); True when committed moved."""
+        item = self.in_flight.pop(offset, None)
+        if item is not None and item.message_group is not None:
+            self.gate.settle(item.message_group, offset, after)
         if offset < self.committed:
             return False
         self.acked.add(offset)
@@ -81,6 +125,10 @@ class QueueProgress:
         item = self.in_flight[offset]
         item.visible_at = visible_at
         return item
+
+    def lag(self, queue_id: int, max_offset: int) -> QueueLag:
+        return QueueLag(queue_id, self.committed, max_offset, max_offset - self.committed, len(self.in_flight),
+                        self.gate.groups_waiting)
 
 
 @dataclass
@@ -99,3 +147,4 @@ class QueueLag:
     max_offset: int
     lag: int
     in_flight: int
+    fifo_groups_waiting: int = 0

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 
 from .commit_log import CommitLog
@@ -26,14 +27,13 @@ from .record import (
     FLAG_BODY_BINARY,
     FLAG_GROUP_MORE,
     HEADER_SIZE,
-    StoredMessage,
     encode_parts,
     encode_properties,
     queue_code,
     record_size,
 )
 from .recovery import StoreRecovery
-from .replicated_groups import whole_group
+from .replicated_groups import ReplicatedRecord, whole_groups
 from .state_records import TXN_OP, StateRecord, topic_of, topic_record
 from .store_types import (
     GroupTooLarge,
@@ -160,18 +160,6 @@ class MessageStore(QueueReads, StoreRecovery):
         cq = self._queues.get((topic, queue_id))
         return [] if cq is None else cq.codes(offset, count)
 
-    def add_checkpoint_hook(self, hook: Callable[[], None]) -> None:
-        """Called on the checkpoint thread after each periodic checkpoint (the timer index writes its runs there)."""
-        self._checkpoint_hooks.append(hook)
-
-    def _checkpoint_then_hooks(self) -> None:
-        self.checkpoint()
-        for hook in self._checkpoint_hooks:
-            try:
-                hook()
-            except Exception:  # a hook's failure (a full disk) must not stop the store's own checkpoints
-                log.exception("a checkpoint hook failed; retrying at the next checkpoint")
-
     def add_listener(self, listener: Listener) -> None:
         """Called with (topic, queue_id) after messages land in that queue, on the writer's thread."""
         self._listeners.append(listener)
@@ -234,29 +222,36 @@ class MessageStore(QueueReads, StoreRecovery):
         Only whole write groups are taken; a trailing partial one is left for the
         next fetch. Each group lands where the leader wrote it: the same size rule
         rolls segments at the same places, and a record must name its own offset.
-        A mismatch is ReplicationMismatch and nothing of that group is written.
+        The groups that share a segment are one run: one write of the log, and one
+        append of consume-queue entries per queue. A mismatch anywhere in the bytes
+        is ReplicationMismatch and nothing is written.
         """
         view = memoryview(blob)
-        pos = 0
+        found = whole_groups(view, start)  # every check before anything is written
+        ends = found.group_ends
+        records = found.records
         touched: set[tuple[str, int]] = set()
+        pos = g = r = 0
         with self._write_lock:
             self._check_writable()
             if start != self.commit_log.end_offset:
                 raise ReplicationMismatch(f"replicated bytes start at {start}, the log ends at {self.commit_log.end_offset}")
-            while (found := whole_group(view, pos, start)) is not None:
-                group, at = found
-                touched.update((r.topic, r.queue_id) for r in group)
-                size = at - pos
+            while g < len(ends):
                 try:
-                    offset = self.commit_log.next_offset_for(size)
+                    self.commit_log.next_offset_for(ends[g] - pos)  # the run's first group: a new segment where the leader began one
                 except OSError as exc:
                     raise self._refused("cannot start a commit-log segment", exc) from exc
-                if offset != group[0].commit_log_offset:
-                    raise ReplicationMismatch(f"a replicated group names offset {group[0].commit_log_offset} but lands at {offset}"
-                                              " (do both nodes use the same segment size?)")
-                chunk = bytes(view[pos:at])
-                self._append_entries_then(self._replicated_entries(group), lambda chunk=chunk: self.commit_log.write(chunk))  # type: ignore[misc]
-                pos = at
+                room = self.commit_log.segment_bytes - (self.commit_log.end_offset - self.commit_log.segment_bases()[-1])
+                while g < len(ends) and ends[g] - pos <= room:
+                    g += 1
+                run_end = ends[g - 1]
+                queues: _QueueEntries = {}
+                while r < len(records) and records[r].at < run_end:
+                    self._replicated_entry(records[r], start, queues)
+                    r += 1
+                self._append_entries_then(queues, partial(self.commit_log.write, view[pos:run_end]))
+                touched.update(queues)
+                pos = run_end
         if pos:
             self._writes.succeeded()
         for listener in self._listeners:
@@ -264,20 +259,18 @@ class MessageStore(QueueReads, StoreRecovery):
                 listener(*rec_key)
         return self.commit_log.end_offset
 
-    def _replicated_entries(self, group: list[StoredMessage]) -> _QueueEntries:
-        """The consume-queue entries of a replicated group, by queue (topics the leader added are learnt)."""
-        queues: _QueueEntries = {}
-        for rec in group:
-            key = (rec.topic, rec.queue_id)
-            if rec.topic == TXN_STATE_TOPIC and rec.properties.get(TXN_OP) == TOPIC_KIND:
-                self._adopt_topic(*topic_of(rec.properties))  # a topic the leader created: here too, empty or not
+    def _replicated_entry(self, rec: ReplicatedRecord, start: int, queues: _QueueEntries) -> None:
+        """Add a replicated record's consume-queue entry to its queue's batch (topics the leader added are learnt)."""
+        key = (rec.topic, rec.queue_id)
+        if rec.properties is not None and rec.properties.get(TXN_OP) == TOPIC_KIND:
+            self._adopt_topic(*topic_of(rec.properties))  # a topic the leader created: here too, empty or not
+        batch = queues.get(key)
+        if batch is None:
             cfg = self.topics.get(rec.topic)
             if cfg is None or rec.queue_id >= cfg.queues:
                 self.topics.learn(rec.topic, rec.queue_id + 1)
-            if key not in queues:
-                queues[key] = ([self._writable_queue(key).max_offset], [])
-            queues[key][1].append((rec.commit_log_offset, rec.size, queue_code(rec.topic, rec.queue_id, rec.properties, rec.properties.get("TAGS"))))
-        return queues
+            batch = queues[key] = ([self._writable_queue(key).max_offset], [])
+        batch[1].append((start + rec.at, rec.size, rec.tag_hash))
 
     def truncate_log(self, offset: int) -> None:
         """Cut the log (and consume queues, offsets) back to ``offset``: a node's divergent tail, as its new leader says."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ class StoreRecovery:
     _write_lock: threading.Lock
     _checkpoint_lock: threading.Lock
     _snapshots: FailureWatch
+    _checkpoint_hooks: list[Callable[[], None]]
 
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         raise NotImplementedError
@@ -59,6 +61,18 @@ class StoreRecovery:
         # records the fsync below made durable (the transaction checkpoint relies on it).
         with self._checkpoint_lock:
             self._checkpoint()
+
+    def add_checkpoint_hook(self, hook: Callable[[], None]) -> None:
+        """Called on the checkpoint thread after each periodic checkpoint (the timer index writes its runs there)."""
+        self._checkpoint_hooks.append(hook)
+
+    def _checkpoint_then_hooks(self) -> None:
+        self.checkpoint()
+        for hook in self._checkpoint_hooks:
+            try:
+                hook()
+            except Exception:  # a hook's failure (a full disk) must not stop the store's own checkpoints
+                log.exception("a checkpoint hook failed; retrying at the next checkpoint")
 
     def _checkpoint(self) -> None:
         offsets = self.offsets.snapshot()

@@ -1,10 +1,13 @@
 """What consumers may read of the store: every queue up to one commit-log offset, the bound.
 
 A single broker has no bound: everything written is visible, as it always was.
-A broker set's leader sets one and moves it to its high watermark, the offset
-its in-sync replicas have on disk (broker/cluster/high_watermark.py), so what a
-consumer sees is on every node that may lead next and no leader change can
-erase it. Every read made for a consumer or an operator goes through here: a
+A broker set's node opens with one at 0 (BrokerRuntime.open). Its leader moves it
+to its high watermark, the offset a majority has on disk
+(broker/cluster/high_watermark.py); a follower moves it to the lower of the
+leader's high watermark, as its fetches hear it, and its own durable end
+(broker/cluster/follower.py), so a follower answering reads never shows what the
+leader has not acknowledged. What a reader sees is on every node that may lead
+next and no leader change can erase it. Every read made for a consumer or an operator goes through here: a
 receive (HTTP or gRPC, through the delivery service), a read by offset, a
 topic's offsets, a DLQ listing. The store's own reads (the transaction index,
 recovery) see the whole log.

@@ -17,7 +17,7 @@ from halfmq.broker.message_view import message_view
 from halfmq.broker.producer_answers import view_json
 from halfmq.wire import TransactionState
 
-from .views import group_summary, producer_groups, topic_view, tx_view
+from .views import DLQ_PAGE, dlq_page, group_summary, producer_groups, topic_view, tx_view
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
@@ -60,9 +60,6 @@ def topics(rt: BrokerRuntime, rates: Rates) -> dict[str, Any]:
     return {"topics": out}
 
 
-DLQ_PAGE = 50
-
-
 def groups(rt: BrokerRuntime, dlq_offsets: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Every consumer group with its queues and one page of its dead letters (from ``dlq_offsets[group]``, else the oldest)."""
     out = []
@@ -73,17 +70,9 @@ def groups(rt: BrokerRuntime, dlq_offsets: Mapping[str, int] | None = None) -> d
         summary["queues"] = [{"topic": topic, **asdict(q)} for topic, rows in rt.delivery.group_lag(g).items() for q in rows]
         start = (dlq_offsets or {}).get(g, 0)
         summary["dlq"] = [message_view(m) for m in dead_letters.dead_letters(rt.store, g, start, DLQ_PAGE)]
-        summary["dlq_page"] = dlq_page(start, [m.queue_offset for m in summary["dlq"]], summary["dlq_depth"])
+        summary["dlq_page"] = msgspec.to_builtins(dlq_page(start, [m.queue_offset for m in summary["dlq"]], summary["dlq_depth"]))
         out.append(summary)
     return {"groups": out}
-
-
-def dlq_page(start: int, offsets: list[int], depth: int) -> dict[str, Any]:
-    """Which dead letters a page shows and where the pages before and after it start (None at either end)."""
-    last = offsets[-1] if offsets else None
-    return {"first": offsets[0] if offsets else None, "last": last, "shown": len(offsets), "depth": depth,
-            "previous": max(0, start - DLQ_PAGE) if start > 0 else None,
-            "next": last + 1 if last is not None and len(offsets) == DLQ_PAGE and last + 1 < depth else None}
 
 
 def producers(rt: BrokerRuntime) -> dict[str, Any]:

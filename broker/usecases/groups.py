@@ -17,7 +17,7 @@ from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqResent, GroupList, Me
 
 from .caller import Scope
 from .operator_actions import cluster_admin
-from .views import group_lag, group_summary
+from .views import dlq_page, group_lag, group_summary
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
@@ -40,7 +40,9 @@ def list_groups(rt: BrokerRuntime, who: Principal, scope: Scope, system: bool) -
 def list_dlq(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, offset: int, limit: int) -> DeadLetters:
     rt.guard.authorize(who, Action.ADMIN, Resource.group(group), scope)
     messages: list[Message] = [message_view(m) for m in dead_letters.dead_letters(rt.store, group, offset, limit)]
-    return DeadLetters(group=group, depth=dead_letters.depth(rt.store, group), messages=messages)
+    depth = dead_letters.depth(rt.store, group)
+    return DeadLetters(group=group, depth=depth, messages=messages,
+                       page=dlq_page(offset, [m.queue_offset for m in messages], depth, limit))
 
 
 async def resend_dlq_now(rt: BrokerRuntime, group: str, offset: int) -> tuple[PutItem, PutResult]:

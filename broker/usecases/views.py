@@ -94,3 +94,17 @@ def health(rt: BrokerRuntime) -> wire.Health:
         store_problem=store.write_problem,  # why writes answer STORE_UNAVAILABLE, if they do
         recovery_seconds=round(store.recovery.seconds, 4),
     )
+
+
+DLQ_PAGE = 50
+
+
+def dlq_page(start: int, offsets: list[int], depth: int, size: int = DLQ_PAGE) -> wire.DlqPage:
+    """Which dead letters a page of at most ``size`` shows and where the pages before and after it start.
+
+    One description for the console's links and the CLI's "next page: --offset N", so the two cannot disagree.
+    """
+    last = offsets[-1] if offsets else None
+    return wire.DlqPage(first=offsets[0] if offsets else None, last=last, shown=len(offsets), depth=depth,
+                        previous=max(0, start - size) if start > 0 else None,
+                        next=last + 1 if last is not None and len(offsets) == size and last + 1 < depth else None)

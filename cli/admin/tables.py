@@ -105,12 +105,11 @@ def group_lag(data: dict) -> Any:
 
 def dlq(data: dict) -> Any:
     """A page of dead letters: which of how many, where the next page starts, and when each arrived."""
-    messages = data["messages"]
+    messages, page = data["messages"], data["page"]
     if messages:
-        first, last = messages[0]["queue_offset"], messages[-1]["queue_offset"]
-        title = f"DLQ of {data['group']}: offsets {first}–{last}, {len(messages)} of {data['depth']}"
-        if last + 1 < data["depth"]:
-            title += f" (next page: --offset {last + 1})"
+        title = f"DLQ of {data['group']}: offsets {page['first']}–{page['last']}, {page['shown']} of {page['depth']}"
+        if page["next"] is not None:
+            title += f" (next page: --offset {page['next']})"
     else:
         title = f"DLQ of {data['group']}: none here, {data['depth']} in all"
     from rich.console import Group

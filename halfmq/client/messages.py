@@ -51,8 +51,8 @@ def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) ->
         raise TypeError(f"a message body must be str, bytes, dict or list, not {type(message).__name__}")
     built = OutgoingMessage(body=body, body_encoding=encoding, keys=options.get("keys"), tag=options.get("tag"),
                             properties=dict(options.get("properties") or {}), queue_id=options.get("queue_id"),
-                            sharding_key=options.get("sharding_key"), deliver_at_ms=_epoch_ms(options.get("deliver_at")),
-                            delay_ms=_duration_ms(options.get("delay")))
+                            sharding_key=options.get("sharding_key"), message_group=options.get("message_group"),
+                            deliver_at_ms=_epoch_ms(options.get("deliver_at")), delay_ms=_duration_ms(options.get("delay")))
     return with_uniq_key(built)
 
 

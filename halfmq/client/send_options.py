@@ -22,6 +22,7 @@ class SendOptions(TypedDict, total=False):
     properties: Mapping[str, str] | None
     queue_id: int | None
     sharding_key: str | None
+    message_group: str | None  # FIFO: the group's messages are delivered in send order, one at a time
     deliver_at: datetime | float | None  # delivered at this time (an aware datetime, or epoch seconds), not before
     delay: timedelta | float | None  # delivered this long (seconds) after it becomes visible: a half's at its commit
 

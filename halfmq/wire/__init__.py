@@ -74,6 +74,7 @@ from halfmq.wire.transactions import (
 from halfmq.wire.views import (
     ConsumerGroupInfo,
     DeadLetters,
+    DlqPage,
     DlqResent,
     GroupList,
     GroupQueueState,
@@ -95,7 +96,7 @@ __all__ = [
     "MessageView", "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
     "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",
     "decode", "to_wire",
-    "DeadLetters", "DlqResent", "EndBatchResponse", "FinalMessage", "GroupList", "GroupSummary", "HalfBatchResponse",
+    "DeadLetters", "DlqPage", "DlqResent", "EndBatchResponse", "FinalMessage", "GroupList", "GroupSummary", "HalfBatchResponse",
     "Health", "HeartbeatResult", "ItemProblem", "OpenTransaction", "ProducerEntry", "ProducerGroup", "ProducerList",
     "SCHEMA_REF", "TransactionList", "TransactionView", "TransactionalIdList", "TransactionalIdView", "one_of",
     "ClusterMember", "ClusterView", "DurableAck", "LastFailover", "Position", "TermEnd",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from msgspec import UNSET, UnsetType
 
 from halfmq.wire.base import (
@@ -17,6 +19,19 @@ from halfmq.wire.base import (
     _Wire,
 )
 
+MAX_MESSAGE_GROUP_BYTES = 64  # RocketMQ's proxy (maxMessageGroupSize)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def message_group_problem(group: str) -> str | None:
+    """Why ``group`` cannot be a message group (1-64 bytes of UTF-8, no control character: RocketMQ's rule), or None."""
+    size = len(group.encode("utf-8", "surrogatepass"))
+    if not 1 <= size <= MAX_MESSAGE_GROUP_BYTES:
+        return f"a message group is 1 to {MAX_MESSAGE_GROUP_BYTES} bytes of UTF-8, not {size}"
+    if _CONTROL.search(group):
+        return "a message group must not contain control characters"
+    return None
+
 
 class OutgoingMessage(_Request, omit_defaults=True):
     """A message to send; checked when built, so a mistake shows at the line that made it."""
@@ -28,6 +43,7 @@ class OutgoingMessage(_Request, omit_defaults=True):
     properties: dict[str, str] = {}
     queue_id: int | None = None
     sharding_key: str | None = None
+    message_group: str | None = None  # FIFO: delivered in send order within the group, one at a time (own queue)
     deliver_at_ms: int | None = None  # a timed message: delivered at this epoch time (ms), not before
     delay_ms: int | None = None  # a delayed message: delivered this long after it becomes visible (a half: its commit)
 
@@ -44,6 +60,20 @@ class OutgoingMessage(_Request, omit_defaults=True):
             raise ValueError("give deliver_at_ms or delay_ms, not both")
         if (self.deliver_at_ms or 0) < 0 or (self.delay_ms or 0) < 0:
             raise ValueError("deliver_at_ms and delay_ms must be >= 0")
+        if self.message_group is not None:
+            problem = message_group_problem(self.message_group) or message_group_conflict(
+                self.message_group, self.sharding_key, self.queue_id)
+            if problem:
+                raise ValueError(problem)
+
+
+def message_group_conflict(group: str, sharding_key: str | None, queue_id: int | None) -> str | None:
+    """Why a message of ``group`` sets a field that would choose another queue, or None (the group picks the queue)."""
+    if sharding_key is not None and sharding_key != group:
+        return "sharding_key must be the message_group or unset: a message group is its own sharding key"
+    if queue_id is not None:
+        return "queue_id must be unset with a message_group: every message of a group goes to the group's queue"
+    return None
 
 
 class ReceiveRequest(_Request):
@@ -94,6 +124,7 @@ class Message(_Wire):
     properties: dict[str, str] = {}
     receipt_handle: str | None = None
     delivery_attempt: int | None = None
+    message_group: str | None = None
     deliver_at_ms: int | None = None  # a timed message's due time (TIMER_OUT_MS)
 
 
@@ -107,6 +138,7 @@ class MessageView(Message):
 
     receipt_handle: str | None | UnsetType = UNSET  # type: ignore[assignment]
     delivery_attempt: int | None | UnsetType = UNSET  # type: ignore[assignment]
+    message_group: str | None | UnsetType = UNSET  # type: ignore[assignment]  # sent only for a message of a group
     deliver_at_ms: int | None | UnsetType = UNSET  # type: ignore[assignment]  # a timed message's only
 
 

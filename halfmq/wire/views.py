@@ -57,10 +57,22 @@ class GroupList(_Wire):
     groups: list[GroupSummary]
 
 
+class DlqPage(_Wire):
+    """Which dead letters a page shows and where the pages before and after it start (None at either end)."""
+
+    first: int | None
+    last: int | None
+    shown: int
+    depth: int
+    previous: int | None
+    next: int | None
+
+
 class DeadLetters(_Wire):
     group: str
     depth: int
     messages: list[Message]
+    page: DlqPage
 
 
 class DlqResent(_Wire):

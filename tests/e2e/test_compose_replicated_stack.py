@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from tests.support.compose import COMPOSE_FILE, REPLICATED_OVERLAY, ComposeStack, base_images
+from tests.support.compose_orders import assert_credited_exactly_once, place, settled
 from tests.support.docker_engine import DockerEngine
 from tests.support.processes import free_port
 from tests.support.waiting import wait_for
@@ -84,27 +85,6 @@ def leading_service(stack: ComposeStack, asked: str, not_this: str | None = None
         return None
     own = view if leader == asked else cluster_view(stack, leader)
     return leader if own and own["role"] == "leader" and own["writable"] else None
-
-
-def place(client: httpx.Client, stack: ComposeStack, user: str, fault: str | None = None) -> int | None:
-    """POST /orders for ``user``; the status code, or None when no answer came."""
-    headers = {"X-Fault": fault} if fault else {}
-    try:
-        return client.post(f"{stack.url('order')}/orders", json={"user_id": user, "amount": "3"}, headers=headers, timeout=60).status_code
-    except httpx.TransportError:
-        return None
-
-
-def settled(client: httpx.Client, stack: ComposeStack, users: list[str]) -> dict[str, tuple[list[str], list[str]]] | None:
-    """{user: (order ids, credited order ids)} once every order of every user has its credit, else None."""
-    seen = {}
-    for user in users:
-        orders = client.get(f"{stack.url('order')}/orders", params={"user_id": user}, timeout=10)
-        credits = client.get(f"{stack.url('credit')}/users/{user}/credits", timeout=10)
-        orders.raise_for_status()
-        credits.raise_for_status()
-        seen[user] = ([o["order_id"] for o in orders.json()["orders"]], [r["order_id"] for r in credits.json()["records"]])
-    return seen if all(sorted(o) == sorted(c) for o, c in seen.values()) else None
 
 
 class Placer(threading.Thread):
@@ -192,15 +172,7 @@ def test_orders_are_credited_exactly_once_across_a_docker_kill_of_the_leading_no
         users = acked + refused + unknown
         seen = wait_for(lambda: settled(client, stack, users), timeout=180, interval=1.0)
         figures["time to settle every credit"] = f"{time.monotonic() - started:.1f} s"
-    for user in acked:
-        orders, credits = seen[user]
-        assert len(orders) == 1 and credits == orders, f"{user}: orders {orders}, credits {credits}"
-    for user in refused:
-        assert seen[user] == ([], []), f"{user} was refused yet has {seen[user]}"
-    for user in unknown:
-        orders, credits = seen[user]
-        assert len(orders) <= 1 and credits == orders, f"{user}: orders {orders}, credits {credits}"
-    committed = sum(len(o) for o, _ in seen.values())
+    committed = assert_credited_exactly_once(seen, acked, refused, unknown)
     figures["orders committed / credited"] = (
         f"{committed} / {sum(len(c) for _, c in seen.values())} (each credited exactly once; "
         f"{PENDING_AT_THE_KILL} drop-end orders settled by the new leader's check-back)"

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.support.compose import ComposeStack
+from tests.support.compose_orders import assert_credited_exactly_once, place, settled
 from tests.support.docker_engine import DockerEngine
 from tests.support.processes import ROOT, free_port
 from tests.support.waiting import wait_for
@@ -75,42 +76,11 @@ def placed() -> dict[str, int]:
     return {}
 
 
-def place(client: httpx.Client, compose: ComposeStack, user: str, fault: str | None = None) -> int | None:
-    """POST /orders for ``user``; the status code, or None when the connection broke (a crash fault)."""
-    headers = {"X-Fault": fault} if fault else {}
-    try:
-        return client.post(
-            f"{compose.url('order')}/orders", json={"user_id": user, "amount": "3"}, headers=headers, timeout=30
-        ).status_code
-    except httpx.TransportError:
-        return None
-
-
-def orders_of(client: httpx.Client, compose: ComposeStack, user: str) -> list[str]:
-    found = client.get(f"{compose.url('order')}/orders", params={"user_id": user}, timeout=10)
-    found.raise_for_status()
-    return [o["order_id"] for o in found.json()["orders"]]
-
-
-def credits_of(client: httpx.Client, compose: ComposeStack, user: str) -> list[str]:
-    found = client.get(f"{compose.url('credit')}/users/{user}/credits", timeout=10)
-    found.raise_for_status()
-    return [r["order_id"] for r in found.json()["records"]]
-
-
 def service_up(compose: ComposeStack, service: str, path: str = "/healthz") -> bool:
     try:
         return httpx.get(compose.url(service) + path, timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-def settled(
-    client: httpx.Client, compose: ComposeStack, users: list[str]
-) -> dict[str, tuple[list[str], list[str]]] | None:
-    """{user: (orders, credits)} once every order of every user has its credit, else None."""
-    seen = {u: (orders_of(client, compose, u), credits_of(client, compose, u)) for u in users}
-    return seen if all(sorted(o) == sorted(c) for o, c in seen.values()) else None
 
 
 def test_every_volume_is_writable_by_its_service(stack: ComposeStack) -> None:
@@ -120,7 +90,7 @@ def test_every_volume_is_writable_by_its_service(stack: ComposeStack) -> None:
             assert probe.returncode == 0, f"{service} cannot write its volume {target}: {probe.stdout}{probe.stderr}"
 
 
-def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9(  # noqa: C901, PLR0915 - one run, told in order
+def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9(
     stack: ComposeStack, figures: dict[str, str], placed: dict[str, int]
 ) -> None:
     run = uuid.uuid4().hex[:6]
@@ -132,7 +102,7 @@ def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9
         for fault, count in plan:
             for i in range(count):
                 user = f"c{run}-{fault or 'plain'}-{i}"
-                status = place(client, stack, user, fault)
+                status = place(client, stack, user, fault, timeout=30)
                 if fault == "fail-local-tx":
                     assert status == 503, status
                     refused.append(user)
@@ -156,7 +126,7 @@ def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9
                 i = 0
                 while not placing.is_set() and i < 400:
                     user = f"c{run}-kill-{i}"
-                    during.append((user, place(own, stack, user)))
+                    during.append((user, place(own, stack, user, timeout=30)))
                     i += 1
                     time.sleep(0.02)
 
@@ -192,17 +162,9 @@ def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9
         users = acked + unknown + refused
         seen = wait_for(lambda: settled(client, stack, users), timeout=180, interval=1.0)
         figures["time to settle every credit"] = f"{time.monotonic() - started:.1f} s"
-        for user in acked:
-            orders, credits = seen[user]
-            assert len(orders) == 1 and credits == orders, f"{user}: orders {orders}, credits {credits}"
-        for user in refused:
-            assert seen[user] == ([], []), f"{user} was refused yet has {seen[user]}"
-        for user in unknown:
-            orders, credits = seen[user]
-            assert len(orders) <= 1 and credits == orders, f"{user}: orders {orders}, credits {credits}"
+        committed = assert_credited_exactly_once(seen, acked, refused, unknown)
         crashed = [u for u in unknown if "crash-after-commit" in u]
         assert all(len(seen[u][0]) == 1 for u in crashed), "a crash-after-commit order was lost"
-        committed = sum(len(o) for o, _ in seen.values())
         figures["orders committed / credited"] = (
             f"{committed} / {sum(len(c) for _, c in seen.values())} (each credited exactly once)"
         )

@@ -70,3 +70,16 @@ def test_a_field_a_newer_broker_adds_to_an_answer_is_ignored_so_an_older_sdk_kee
 def test_a_misspelt_field_in_a_request_the_sdk_builds_is_refused() -> None:
     with pytest.raises(ValueError):
         wire.decode({"body": "x", "tags": "t"}, wire.OutgoingMessage)
+
+
+@pytest.mark.parametrize("fields", [
+    {"message_group": ""}, {"message_group": "x" * 65}, {"message_group": "tab\t"},
+    {"message_group": "g", "sharding_key": "other"}, {"message_group": "g", "queue_id": 0},
+])
+def test_a_message_group_the_broker_would_refuse_is_refused_where_the_message_is_built(fields: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        wire.OutgoingMessage(body="x", **fields)  # type: ignore[arg-type]
+
+
+def test_a_message_group_of_64_bytes_with_its_own_sharding_key_is_a_message() -> None:
+    assert wire.OutgoingMessage(body="x", message_group="é" * 32, sharding_key="é" * 32).message_group == "é" * 32

@@ -1,21 +1,22 @@
-"""The console on a node that does not lead its broker set: a readable page that names the leader, not the API's 421 JSON.
+"""The console on a node that does not lead its broker set: its read-only pages under a banner, a page naming the leader for the rest.
 
-A page rather than a redirect: the session cookie does not follow the operator to
-another origin, mid-election there is no leader to go to, and the operator should
-know which node they are looking at. The Broker set page, its fragment, the login
-and the static files stay served on every node, as ``/v1/cluster`` is; an API
-client (any path outside ``/console``) still gets the 421 problem+json
-(broker/cluster/gate.py).
+The pages a follower has the data of (pages.py marks them ``on_follower``: the topics, up to
+the leader's high watermark, and the Broker set) render with a banner that says this node is a
+follower and links to the leader's console, where the actions are. Every other page and every
+action answers a readable page that names the leader, not the API's 421 JSON. A page rather than
+a redirect: the session cookie does not follow the operator to another origin, mid-election there
+is no leader to go to, and the operator should know which node they are looking at. An API client
+(any path outside ``/console``) gets the 421 problem+json (broker/cluster/gate.py).
 """
 
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 from urllib.parse import quote
 
 NO_FRAMING = {"content-security-policy": "frame-ancestors 'none'", "x-frame-options": "DENY"}
 PREFIX = "/console"
-SERVED_ON_EVERY_NODE = ("/console/static/", "/console/login", "/console/logout", "/console/cluster")
 RETRY_SECONDS = 2
 
 
@@ -23,9 +24,27 @@ def is_console(path: str) -> bool:
     return path == PREFIX or path.startswith(PREFIX + "/")
 
 
+def _leader_page(leader_url: str | None, path: str) -> str | None:
+    """``path`` on the leader's console; None when no leader is known or its URL is not http(s) (never a ``javascript:`` link)."""
+    return leader_url.rstrip("/") + quote(path, safe="/") if leader_url and leader_url.startswith(("http://", "https://")) else None
+
+
+def follower_banner(state: Any, path: str) -> str | None:
+    """On a node that does not lead: the banner's HTML (escaped here), naming the leader's console at ``path``; else None."""
+    node = getattr(state, "cluster", None)
+    if node is None or node.writable:
+        return None
+    leader_url = node.not_leader().extra.get("leader_url")
+    there = _leader_page(leader_url, path)
+    where = (f'<a id="leader" href="{escape(there)}">{escape(leader_url or "")}</a>' if there
+             else "not known yet (an election may be under way)")
+    return (f'<p class="flash" id="follower">This node is a follower: it shows what the leader has acknowledged, '
+            f"and actions go to the leader, {where}.</p>")
+
+
 def not_leader_page(path: str, leader_url: str | None, detail: str) -> tuple[bytes, list[tuple[bytes, bytes]]]:
     """The page and its headers (text/html, the leader's console in ``location``, ``hx-refresh`` so a polled fragment reloads)."""
-    there = leader_url.rstrip("/") + quote(path, safe="/") if leader_url and leader_url.startswith(("http://", "https://")) else None
+    there = _leader_page(leader_url, path)
     if there:
         go = f'<p>The leader is at <a id="leader" href="{escape(there)}">{escape(leader_url or "")}</a>: its console serves this page.</p>'
     else:

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
 from halfmq.broker import human_time
 from halfmq.broker.usecases import console_views as views
@@ -29,7 +30,7 @@ from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
 
 from ..runtime import BrokerRuntime, runtime_of
 from . import session
-from .follower import NO_FRAMING
+from .follower import NO_FRAMING, PREFIX, follower_banner
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
@@ -70,13 +71,29 @@ class ConsoleRoute(APIRoute):
 router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
 
 PAGES: dict[str, tuple[str, Callable[[Request, BrokerRuntime], Any]]] = {}
+ON_FOLLOWER: set[str] = set()  # the pages a set's follower renders: their data is in its log, up to the leader's mark
+# Served on every node besides those pages (and the static files): none of them reads or changes the broker's state.
+EVERY_NODE = frozenset({("GET", PREFIX), ("GET", f"{PREFIX}/login"), ("POST", f"{PREFIX}/login"), ("POST", f"{PREFIX}/logout")})
 
 
-def _page(name: str, title: str) -> Callable[[Callable[[Request, BrokerRuntime], Any]], Callable[[Request, BrokerRuntime], Any]]:
+def _page(name: str, title: str, on_follower: bool = False) -> Callable[[Callable[[Request, BrokerRuntime], Any]],
+                                                                         Callable[[Request, BrokerRuntime], Any]]:
     def register(read: Callable[[Request, BrokerRuntime], Any]) -> Callable[[Request, BrokerRuntime], Any]:
         PAGES[name] = (title, read)
+        if on_follower:
+            ON_FOLLOWER.add(name)
         return read
     return register
+
+
+def served_on_follower(method: str, path: str) -> bool:
+    """Whether a set's node that does not lead serves this console request: an ``on_follower`` page or its fragment (GET),
+    the home, login and logout, the static files. Every action is a POST, and answers the page naming the leader."""
+    if (method, path) in EVERY_NODE or (method == "GET" and path.startswith(f"{PREFIX}/static/")):
+        return True
+    parts = path.split("/")  # "", "console", page[, "fragment"]
+    return (method == "GET" and len(parts) in (3, 4) and parts[2] in ON_FOLLOWER
+            and (len(parts) == 3 or parts[3] == "fragment"))
 
 
 @_page("transactions", "Transactions")
@@ -89,7 +106,7 @@ def _tids(request: Request, rt: BrokerRuntime) -> Any:
     return views.transactional_ids(rt)
 
 
-@_page("topics", "Topics")
+@_page("topics", "Topics", on_follower=True)
 def _topics(request: Request, rt: BrokerRuntime) -> Any:
     rates = getattr(request.app.state, "console_rates", None)
     if rates is None:
@@ -113,7 +130,7 @@ def _producers(request: Request, rt: BrokerRuntime) -> Any:
     return views.producers(rt)
 
 
-@_page("cluster", "Broker set")
+@_page("cluster", "Broker set", on_follower=True)
 async def _cluster(request: Request, rt: BrokerRuntime) -> Any:
     """GET /v1/cluster through the app itself when that route exists (a replicated set); else this one node."""
     import httpx
@@ -143,8 +160,15 @@ async def _render(request: Request, name: str, template: str, flash: str | None 
     html = _env.get_template(template).render(
         page=name, title=title, pages=[(k, v[0]) for k, v in PAGES.items()], data=data, flash=flash,
         params=[(k, v) for k, v in request.query_params.items() if k in PAGE_PARAMS],
-        csrf=session.csrf_token(token), poll=POLL_SECONDS, auth=runtime_of(request).guard.enabled)
+        csrf=session.csrf_token(token), poll=POLL_SECONDS, auth=runtime_of(request).guard.enabled,
+        follower=_banner(request, name))
     return HTMLResponse(html, status_code=status)
+
+
+def _banner(request: Request, page: str) -> Markup | None:
+    """On a set's follower, the banner naming the leader (its HTML escaped by ``follower_banner``)."""
+    html = follower_banner(request.app.state, f"{PREFIX}/{page}")
+    return Markup(html) if html is not None else None  # every value in it went through html.escape
 
 
 def _refused(request: Request, exc: BrokerError) -> Response:
@@ -154,8 +178,10 @@ def _refused(request: Request, exc: BrokerError) -> Response:
 
 
 @router.get("")
-async def console_home() -> RedirectResponse:
-    return RedirectResponse("/console/transactions", status_code=303)
+async def console_home(request: Request) -> RedirectResponse:
+    """The transactions; on a set's follower, which does not render them, the Broker set."""
+    first = "cluster" if follower_banner(request.app.state, PREFIX) is not None else "transactions"
+    return RedirectResponse(f"{PREFIX}/{first}", status_code=303)
 
 
 @router.get("/login")

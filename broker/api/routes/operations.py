@@ -23,7 +23,7 @@ async def metrics(request: ApiRequest) -> Reply:
 
 ROUTES = [
     Route("GET", "/healthz", healthz, "Liveness and the store's offsets (no token needed)", "operations",
-          answer=wire.Health, public=True),
+          answer=wire.Health, public=True, on_follower=True),
     Route("GET", "/metrics", metrics, "Prometheus metrics (admin on the cluster)", "operations",
-          media_type=CONTENT_TYPE_LATEST),
+          media_type=CONTENT_TYPE_LATEST, on_follower=True),
 ]

@@ -37,7 +37,7 @@ ROUTES = [
           "(the broker's own bookkeeping readers only with system=true)", "operators",
           answer=wire.GroupList, params=GroupListParams),
     Route("GET", "/v1/consumer-groups/{group}/dlq", list_dlq, "A consumer group's dead letters", "operators",
-          answer=wire.DeadLetters, params=DlqParams),
+          answer=wire.DeadLetters, params=DlqParams, on_follower=True),
     Route("POST", "/v1/consumer-groups/{group}/dlq/{offset}/resend", resend_dlq,
           "Put a DLQ message back on its own topic and queue (it is delivered again)", "operators",
           answer=wire.DlqResent, params=DlqResendParams),

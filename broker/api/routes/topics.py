@@ -48,8 +48,9 @@ HOT_ROUTES = [
 ROUTES = [
     Route("POST", "/v1/topics", create_topic, "Create a topic (200 when it exists with the same queues)", "topics",
           TopicCreate, wire.TopicInfo, status=201, example={"name": "ORDER_PAID", "queues": 4}),
-    Route("GET", "/v1/topics", list_topics, "List the topics the caller may see", "topics", answer=wire.TopicList),
-    Route("GET", "/v1/topics/{topic}", describe_topic, "Describe a topic", "topics", answer=wire.TopicInfo),
+    Route("GET", "/v1/topics", list_topics, "List the topics the caller may see", "topics", answer=wire.TopicList,
+          on_follower=True),
+    Route("GET", "/v1/topics/{topic}", describe_topic, "Describe a topic", "topics", answer=wire.TopicInfo, on_follower=True),
     Route("GET", "/v1/topics/{topic}/queues/{queue_id}/messages", read_messages, "Read a queue by offset", "topics",
-          answer=wire.OffsetReadResponse, params=OffsetReadParams),
+          answer=wire.OffsetReadResponse, params=OffsetReadParams, on_follower=True),
 ]

@@ -101,3 +101,51 @@ def test_the_failover_gate_reads_p50_and_max_of_the_failover_case() -> None:
     gates = _by_id(_doc({"replicated": {"failover": _failover(*[2.1] * 19, 3.2)}}))
     assert gates["failover"]["status"] == "missed"
     assert gates["failover_max"]["status"] == "missed"
+
+
+def test_quorum_sends_must_reach_0_8_of_one_broker_in_the_same_run() -> None:
+    gates = _by_id(_doc({"replicated": {"quorum_c64": _case(8_000), "single_c64": _case(10_000)}}))
+    assert (gates["replicated_send"]["status"], gates["replicated_send"]["target"]) == ("met", 8_000)
+    assert "single_c64" in gates["replicated_send"]["reference"] and "same run" in gates["replicated_send"]["reference"]
+    gates = _by_id(_doc({"replicated": {"quorum_c64": _case(7_999), "single_c64": _case(10_000)}}))
+    assert gates["replicated_send"]["status"] == "missed"
+
+
+def test_the_sigstop_failover_gate_reads_the_p50_of_its_own_case() -> None:
+    gates = _by_id(_doc({"replicated": {"failover": _failover(0.6), "failover_sigstop": _failover(*[2.4] * 19, 4.0)}}))
+    assert (gates["failover_sigstop"]["status"], gates["failover_sigstop"]["measured"], gates["failover_sigstop"]["target"]) == ("met", 2.4, 3.0)
+    gates = _by_id(_doc({"replicated": {"failover_sigstop": _failover(*[3.1] * 20)}}))
+    assert gates["failover_sigstop"]["status"] == "missed"
+
+
+def test_the_orders_on_a_set_gate_compares_with_one_broker_of_the_same_run() -> None:
+    doc = _doc({"replicated": {"orders_c64": _case(1_000), "orders_set_c64": _case(800),
+                               "orders_c64_pg": _case(500), "orders_set_c64_pg": _case(399)},
+                "orders": {"orders_c64": _case(5_000), "orders_c64_pg": _case(5_000)}})  # another scenario's orders do not count
+    gates = _by_id(doc)
+    assert (gates["orders_set"]["status"], gates["orders_set"]["target"]) == ("met", 800)
+    assert (gates["orders_set_pg"]["status"], gates["orders_set_pg"]["target"]) == ("missed", 400)
+
+
+def test_orders_on_a_set_without_their_one_broker_twin_leave_the_gate_unknown() -> None:
+    gates = _by_id(_doc({"replicated": {"orders_set_c64": _case(800)}}))
+    assert gates["orders_set"]["status"] == "unknown"
+    assert gates["orders_set_pg"]["status"] == "unknown"
+
+
+def test_the_soak_gate_counts_elections_and_is_unknown_without_a_soak() -> None:
+    soak = {**_case(5_000), "elections": 0}
+    gates = _by_id(_doc({"replicated": {"quorum_soak_c64": soak}}))
+    assert (gates["soak_elections"]["status"], gates["soak_elections"]["measured"], gates["soak_elections"]["unit"]) == ("met", 0, "")
+    gates = _by_id(_doc({"replicated": {"quorum_soak_c64": {**soak, "elections": 1}}}))
+    assert gates["soak_elections"]["status"] == "missed"
+    gates = _by_id(_doc({"replicated": {"quorum_c64": _case(5_000)}}))
+    assert gates["soak_elections"]["status"] == "unknown"
+
+
+def test_the_fifo_gate_compares_with_four_consumers_of_the_same_run() -> None:
+    gates = _by_id(_doc({"consume": {"four_consumers": _case(20_000), "fifo_four_consumers": _case(10_000)}}))
+    assert (gates["fifo_consume"]["status"], gates["fifo_consume"]["target"]) == ("met", 10_000)
+    assert "four_consumers" in gates["fifo_consume"]["reference"]
+    gates = _by_id(_doc({"consume": {"four_consumers": _case(20_000), "fifo_four_consumers": _case(9_999)}}))
+    assert gates["fifo_consume"]["status"] == "missed"

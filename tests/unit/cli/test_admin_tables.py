@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 
+import msgspec
 from rich.console import Console
 
 from cli.admin import tables
+from halfmq.broker.usecases.views import dlq_page
 
 
 def _text(renderable: object, width: int = 80) -> str:
@@ -66,11 +68,17 @@ def _dead_letter(offset: int) -> dict:
             "body": "x"}
 
 
+def _dlq(depth: int, offsets: range) -> dict:
+    """A DLQ answer as the broker gives it, its page described by the broker's own function."""
+    page = msgspec.to_builtins(dlq_page(offsets.start, list(offsets), depth))
+    return {"group": "billing", "depth": depth, "messages": [_dead_letter(i) for i in offsets], "page": page}
+
+
 def test_a_dlq_page_says_which_of_how_many_where_the_next_page_starts_and_when_each_arrived() -> None:
-    text = _text(tables.dlq({"group": "billing", "depth": 120, "messages": [_dead_letter(i) for i in range(50)]}), width=160)
+    text = _text(tables.dlq(_dlq(120, range(50))), width=160)
     assert "offsets 0–49, 50 of 120 (next page: --offset 50)" in text
     assert "30 s ago" in text or "31 s ago" in text
     assert "the last was nacked" in " ".join(text.split())
-    last = _text(tables.dlq({"group": "billing", "depth": 120, "messages": [_dead_letter(i) for i in range(100, 120)]}), width=160)
+    last = _text(tables.dlq(_dlq(120, range(100, 120))), width=160)
     assert "20 of 120" in last and "next page" not in last
-    assert "none here, 0 in all" in _text(tables.dlq({"group": "billing", "depth": 0, "messages": []}))
+    assert "none here, 0 in all" in _text(tables.dlq(_dlq(0, range(0))))

@@ -52,6 +52,13 @@ def test_a_misspelt_option_is_a_type_error_naming_it_on_every_send_path() -> Non
     asyncio.run(async_paths())
 
 
+def test_a_message_group_goes_on_the_wire_as_message_group() -> None:
+    from halfmq.wire import to_wire
+
+    assert to_wire(outgoing("body", message_group="u1"))["message_group"] == "u1"
+    assert "message_group" not in to_wire(outgoing("body"))
+
+
 def test_a_delay_and_a_delivery_time_become_milliseconds_on_the_wire() -> None:
     assert to_wire(outgoing("x", delay=30))["delay_ms"] == 30_000
     assert outgoing("x", delay=timedelta(milliseconds=1500)).delay_ms == 1_500

@@ -498,7 +498,7 @@ def test_property_separators_cannot_forge_broker_properties(client: httpx.Client
 SWEEP_TOPIC, SWEEP_GROUP, SWEEP_PRODUCERS = "SWEEP", "sweep-g", "sweep-pg"
 _FULL_MESSAGE = {
     "body": "x", "body_encoding": "utf-8", "keys": ["k1", "k2"], "tag": "t",
-    "properties": {"p": "v"}, "queue_id": 0, "sharding_key": "s",
+    "properties": {"p": "v"}, "sharding_key": "s", "message_group": "s",  # a group picks its queue: no queue_id
 }
 # (model, method, url template, a valid body using every string field of the model)
 REQUEST_TEMPLATES: list[tuple[type, str, str, dict[str, Any]]] = [

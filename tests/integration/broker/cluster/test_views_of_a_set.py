@@ -1,5 +1,6 @@
 """A set's views, read by an operator: `halfmq admin cluster show` and the console's Broker set page are tables of the nodes,
-and the console on a follower is a page that names the leader (an API client still gets the 421 problem+json)."""
+and a console page a follower does not render is a page that names the leader (an API client gets the 421 problem+json for
+what only the leader serves)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,6 @@ def test_the_cli_and_the_console_show_one_row_per_node_and_a_follower_console_na
     console = httpx.get(f"{follower_url}/console/transactions", timeout=5)
     assert console.status_code == 421 and console.headers["content-type"].startswith("text/html")
     assert f'href="{html.escape(leader_url)}/console/transactions"' in console.text
-    api = httpx.get(f"{follower_url}/v1/topics", timeout=5)
+    api = httpx.get(f"{follower_url}/v1/transactions", timeout=5)  # (a follower answers the topics: test_follower_reads.py)
     assert api.status_code == 421 and api.headers["content-type"] == "application/problem+json"
     assert api.json()["code"] == "NOT_LEADER" and api.json()["leader_url"] == leader_url

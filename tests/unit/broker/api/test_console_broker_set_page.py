@@ -1,5 +1,6 @@
-"""The console's Broker set page is a table of GET /v1/cluster's nodes, its names inert; on a follower the console answers a
-readable page that names the leader, while an API client still gets the 421 problem+json."""
+"""The console's Broker set page is a table of GET /v1/cluster's nodes, its names inert; on a follower the console renders the
+pages a follower has the data of under a banner naming the leader, and answers the rest with a readable page that names the
+leader, while an API client still gets the 421 problem+json for what only the leader serves."""
 
 from __future__ import annotations
 
@@ -94,9 +95,38 @@ async def test_on_a_follower_with_no_leader_known_the_console_page_retries(node:
 async def test_on_a_follower_an_api_client_still_gets_the_421_problem(node: Any) -> None:
     client, fake = node
     fake.writable = False
-    answer = await client.get("/v1/topics")
-    assert answer.status_code == 421 and answer.headers["content-type"] == "application/problem+json"
-    assert answer.json()["code"] == "NOT_LEADER" and answer.json()["leader_url"] == LEADER_URL
+    for answer in (await client.get("/v1/transactions"), await client.post("/v1/topics/t/messages", json={"messages": []})):
+        assert answer.status_code == 421 and answer.headers["content-type"] == "application/problem+json"
+        assert answer.json()["code"] == "NOT_LEADER" and answer.json()["leader_url"] == LEADER_URL
+
+
+async def test_on_a_follower_the_topics_page_renders_under_a_banner_that_links_to_the_leaders_console(node: Any) -> None:
+    client, fake = node
+    fake.writable = False
+    for path in ("/console/topics", "/console/topics/fragment", "/console/cluster/fragment"):
+        answer = await client.get(path)
+        assert answer.status_code == 200 and 'id="follower"' in answer.text, path
+        assert f'href="{LEADER_URL}{path.removesuffix("/fragment")}"' in answer.text
+    assert 'id="follower"' not in (await client.get("/console/topics")).text.split("</header>")[0]  # under the header, once
+    fake.writable = True
+    assert 'id="follower"' not in (await client.get("/console/topics")).text
+
+
+async def test_on_a_follower_an_action_answers_the_page_naming_the_leader(node: Any) -> None:
+    client, fake = node
+    fake.writable = False
+    answer = await client.post("/console/groups/g/dlq/0/resend", headers={"x-csrf-token": "x"})
+    assert answer.status_code == 421 and f"{LEADER_URL}/console/groups/g/dlq/0/resend" in answer.headers["location"]
+
+
+async def test_on_a_follower_the_console_opens_on_the_broker_set_and_with_no_leader_known_its_banner_says_so(node: Any) -> None:
+    client, fake = node
+    fake.writable, fake.leader_url = False, None
+    assert (await client.get("/console")).headers["location"] == "/console/cluster"
+    page = (await client.get("/console/cluster")).text
+    assert "not known yet" in page and 'id="leader"' not in page
+    fake.writable = True
+    assert (await client.get("/console")).headers["location"] == "/console/transactions"
 
 
 def test_a_crafted_leader_url_or_detail_comes_out_as_text() -> None:

@@ -93,6 +93,15 @@ async def test_fetch_answers_the_log_bytes_with_the_replication_headers(leader: 
     assert {SEGMENT_HEADER, HIGH_WATERMARK_HEADER} <= answer.headers.keys()
 
 
+async def test_a_fetch_from_a_follower_holding_the_leaders_term_history_gets_no_history_header(
+        leader: tuple[httpx.AsyncClient, Any]) -> None:
+    client, _ = leader
+    holding = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 0, "history_term": 4})
+    assert holding.status_code == 200 and HISTORY_HEADER not in holding.headers
+    older = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 0, "history_term": 3})
+    assert json.loads(older.headers[HISTORY_HEADER]) == [[4, 0]]
+
+
 async def test_a_fetch_from_past_the_log_end_is_a_divergence(leader: tuple[httpx.AsyncClient, Any]) -> None:
     client, _ = leader
     answer = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 10**9})

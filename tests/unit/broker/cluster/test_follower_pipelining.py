@@ -36,6 +36,11 @@ class SlowDisk:
         self.commit_log = SimpleNamespace(end_offset=0)
         self.flushed_offset = 0
         self.fsyncs: list[tuple[int, concurrent.futures.Future[int]]] = []
+        self.visible = SimpleNamespace(advance=lambda offset: None)  # what readers see (tests/unit/broker/cluster/test_follower_reads.py)
+
+    @property
+    def acknowledged_end(self) -> int:
+        return self.flushed_offset
 
     def append_replicated(self, data: bytes, start: int) -> int:
         self.commit_log.end_offset = start + len(data)

@@ -92,3 +92,51 @@ def test_a_follower_that_fetches_everything_the_leader_had_at_its_last_fetch_sta
         tracker.report("n3", 100, leader_end=end)  # n3 is stuck
     assert tracker.progress["n2"].caught_up_at == clock.now
     assert tracker.wanted_in_sync() == frozenset({"n1", "n2"})
+
+
+async def test_a_quorum_write_is_acknowledged_once_both_followers_have_it_on_disk_while_the_leaders_own_fsync_still_runs() -> None:
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker.reset(frozenset({"n1", "n2", "n3"}))
+    fsync: asyncio.Future[None] = asyncio.get_running_loop().create_future()  # the leader's slow disk
+    waiting = asyncio.ensure_future(tracker.wait(500, seconds=5, local=fsync))
+    tracker.report("n2", 500, leader_end=500)
+    tracker.report("n3", 500, leader_end=500)
+    await asyncio.wait_for(waiting, 1)
+    assert not fsync.done() and tracker.leader_durable == 0
+
+
+async def test_one_follower_is_no_majority_while_the_leaders_fsync_runs_and_the_leaders_fsync_counts_as_a_vote_when_it_completes() -> None:
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker.reset(frozenset({"n1", "n2", "n3"}))
+    fsync: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    waiting = asyncio.ensure_future(tracker.wait(500, seconds=5, local=fsync))
+    tracker.report("n2", 500, leader_end=500)
+    await asyncio.sleep(0.01)
+    assert not waiting.done()  # only n2 has it on disk
+    fsync.set_result(None)
+    await asyncio.wait_for(waiting, 1)
+    assert tracker.leader_durable == 500 and tracker.acknowledged_mark == 500
+
+
+async def test_a_failed_leader_fsync_fails_a_quorum_write_no_majority_has_yet() -> None:
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker.reset(frozenset({"n1", "n2", "n3"}))
+    fsync: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    waiting = asyncio.ensure_future(tracker.wait(500, seconds=5, local=fsync))
+    await asyncio.sleep(0)
+    fsync.set_exception(OSError("disk gone"))
+    with pytest.raises(OSError):
+        await asyncio.wait_for(waiting, 1)
+    assert tracker.leader_durable == 0
+
+
+async def test_a_leader_fsync_asked_in_an_earlier_term_does_not_vote_in_the_next() -> None:
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker.reset(frozenset({"n1", "n2", "n3"}))
+    fsync: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    with pytest.raises(FlushSlaveTimeout):
+        await tracker.wait(500, seconds=0.01, local=fsync)
+    tracker.reset(frozenset({"n1", "n2", "n3"}))  # a new term (this node stepped down and was elected again)
+    fsync.set_result(None)
+    await asyncio.sleep(0)
+    assert tracker.leader_durable == 0

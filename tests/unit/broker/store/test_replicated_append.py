@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from halfmq.broker.store.commit_log import CommitLog
+from halfmq.broker.store.consume_queue import ConsumeQueue
 from halfmq.broker.store.message_store import MessageStore, PutItem, ReplicationMismatch, StoreConfig
 
 
@@ -65,3 +67,61 @@ def test_truncating_a_divergent_tail_cuts_the_log_and_the_queues(tmp_path: Path)
         assert [m.queue_offset for m in store.read_queue("orders", 0, 0, 10)] == [0, 1]
     finally:
         store.close()
+
+
+def test_a_fetch_of_64_single_message_groups_is_appended_with_one_write_call_and_one_consume_queue_append_per_queue(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    leader = MessageStore(StoreConfig(data_dir=tmp_path / "leader", checkpoint_interval=60))
+    follower = MessageStore(StoreConfig(data_dir=tmp_path / "follower", checkpoint_interval=60))
+    try:
+        for i in range(64):
+            leader.put([PutItem("orders", i % 4, f"order {i}".encode(), {"UNIQ_KEY": str(i), "TAGS": f"t{i % 2}"}, tag=f"t{i % 2}")])
+        writes: list[int] = []
+        appends: list[tuple[str, int, int]] = []
+        log_write, cq_append = CommitLog.write, ConsumeQueue.append_many
+        monkeypatch.setattr(CommitLog, "write", lambda self, blob: writes.append(len(blob)) or log_write(self, blob))
+        monkeypatch.setattr(ConsumeQueue, "append_many", lambda self, entries: appends.append(
+            (self.topic, self.queue_id, len(entries))) or cq_append(self, entries))
+        end = leader.commit_log.end_offset
+        assert follower.append_replicated(leader.commit_log.read(0, end), 0) == end
+        assert writes == [end]
+        assert sorted(appends) == [("orders", q, 16) for q in range(4)]
+        assert _log_bytes(follower) == _log_bytes(leader)
+        for qid in range(4):
+            assert ([(e.commit_log_offset, e.size, e.tag_hash) for e in follower._queue("orders", qid).get_range(0, 100)]
+                    == [(e.commit_log_offset, e.size, e.tag_hash) for e in leader._queue("orders", qid).get_range(0, 100)])
+    finally:
+        leader.close()
+        follower.close()
+
+
+def test_bytes_across_several_segments_are_appended_in_one_call_with_the_leader_s_segments(tmp_path: Path) -> None:
+    leader, follower = _store(tmp_path / "leader"), _store(tmp_path / "follower")
+    try:
+        for i in range(60):
+            leader.put([PutItem("orders", i % 3, f"order {i}".encode() * 20, {"UNIQ_KEY": str(i)}) for _ in range(1 + i % 2)])
+        end = leader.commit_log.end_offset
+        bases = leader.commit_log.segment_bases()
+        assert len(bases) > 3
+        whole_log = b"".join(leader.commit_log.read(base, stop - base) for base, stop in zip(bases, [*bases[1:], end], strict=True))
+        assert follower.append_replicated(whole_log, 0) == end
+        assert _log_bytes(follower) == _log_bytes(leader)
+    finally:
+        leader.close()
+        follower.close()
+
+
+def test_a_damaged_record_anywhere_in_a_fetch_is_refused_and_nothing_of_the_fetch_is_written(tmp_path: Path) -> None:
+    leader, follower = _store(tmp_path / "leader"), _store(tmp_path / "follower")
+    try:
+        for i in range(10):
+            leader.put([PutItem("orders", 0, f"order {i}".encode())])
+        data = bytearray(leader.commit_log.read(0, leader.commit_log.end_offset))
+        data[-3] ^= 0x10  # in the last record's body
+        with pytest.raises(ReplicationMismatch):
+            follower.append_replicated(bytes(data), 0)
+        assert follower.commit_log.end_offset == 0
+        assert follower.queue_range("orders", 0) == (0, 0)
+    finally:
+        leader.close()
+        follower.close()

@@ -1,0 +1,133 @@
+"""A follower's readers see what its leader acknowledged and it has on disk, no further: the bound moves with each fetch answer.
+
+Two real stores: the leader's, whose log a fake replication endpoint serves with a high watermark
+the test sets, and the follower's, opened as a set's node opens it (nothing visible until told).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER, Follower
+from halfmq.broker.cluster.high_watermark import HighWatermark
+from halfmq.broker.cluster.replica_tracker import ReplicaTracker
+from halfmq.broker.cluster.routes import LOG_END_HEADER
+from halfmq.broker.cluster.term_history import TermHistory
+from halfmq.broker.store.message_store import MessageStore, StoreConfig
+from halfmq.broker.store.store_types import PutItem
+
+TERM = 3
+
+
+class Leader:
+    """The leader's log over HTTP; its high watermark is what the test says (``mark``)."""
+
+    def __init__(self, store: MessageStore) -> None:
+        self.store = store
+        self.mark = 0
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        headers = {TERM_HEADER: str(TERM)}
+        if request.url.path == "/v1/replication/term-end":
+            return httpx.Response(200, json={"end_offset": self.store.commit_log.end_offset}, headers=headers)
+        if request.url.path == "/v1/replication/ack":
+            return httpx.Response(200, json={"counted": True, "durable_offset": 0, "high_watermark": self.mark}, headers=headers)
+        start = json.loads(request.content)["from_offset"]
+        end = self.store.commit_log.end_offset
+        if start >= end:
+            await asyncio.sleep(0.02)  # a caught-up fetch waits at the leader
+        data = self.store.commit_log.read(start, end - start) if end > start else b""
+        return httpx.Response(200, content=data, headers={
+            **headers, LOG_END_HEADER: str(end), SEGMENT_HEADER: str(self.store.config.segment_bytes),
+            HISTORY_HEADER: json.dumps([[TERM, 0]]), HIGH_WATERMARK_HEADER: str(self.mark)})
+
+
+def _store(path: Path) -> MessageStore:
+    store = MessageStore(StoreConfig(path))
+    store.visible.limit(0)  # as BrokerRuntime.open leaves a set's node: nothing shown until it leads or hears its leader's mark
+    return store
+
+
+@pytest.fixture
+async def pair(tmp_path: Path) -> AsyncIterator[tuple[Leader, MessageStore, Callable[[], None]]]:
+    leader_store, store = MessageStore(StoreConfig(tmp_path / "leader")), _store(tmp_path / "follower")
+    leader_store.create_topic("T", 1)
+    leader = Leader(leader_store)
+    http = httpx.AsyncClient(transport=httpx.MockTransport(leader.handle))
+    follower = Follower("n2", lambda: store, TermHistory(tmp_path / "history.json"), http, lambda: TERM)
+    task: asyncio.Task[None] | None = None
+
+    def start() -> None:
+        nonlocal task
+        task = asyncio.get_running_loop().create_task(follower.follow("http://leader.test", TERM))
+
+    yield leader, store, start
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    await http.aclose()
+    store.close()
+    leader_store.close()
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("not within 5 s")
+
+
+def _bodies(store: MessageStore) -> list[bytes]:
+    return [m.body for m in store.visible.read_queue("T", 0, 0, 10)]
+
+
+async def test_a_follower_shows_messages_up_to_its_leaders_high_watermark_and_no_further(pair) -> None:
+    leader, store, start = pair
+    ends = [leader.store.put([PutItem("T", 0, body)])[1] for body in (b"a", b"b", b"c")]
+    leader.mark = ends[1]  # "c" is on the leader, not acknowledged yet
+    start()
+    await _until(lambda: store.acknowledged_end == ends[2] and store.visible.bound == ends[1])
+    assert _bodies(store) == [b"a", b"b"]
+    assert store.visible.queue_range("T", 0) == (0, 2)
+    leader.mark = ends[2]
+    await _until(lambda: store.visible.bound == ends[2])
+    assert _bodies(store) == [b"a", b"b", b"c"]
+
+
+async def test_a_follower_shows_nothing_past_its_own_disk_even_when_the_leaders_mark_is_further(pair) -> None:
+    leader, store, _ = pair
+    ends = [leader.store.put([PutItem("T", 0, body)])[1] for body in (b"a", b"b")]
+    leader.mark = ends[1]
+    store.append_replicated(leader.store.commit_log.read(0, ends[0]), 0)  # only "a" is here
+    async with httpx.AsyncClient(transport=httpx.MockTransport(leader.handle)) as http:
+        follower = Follower("n2", lambda: store, TermHistory(Path(store.config.data_dir) / "h.json"), http, lambda: TERM)
+        follower.leader_high_watermark = ends[1]
+        await asyncio.wrap_future(store.wait_flushed(ends[0]))
+        follower._show_acknowledged(store)
+    assert store.visible.bound == ends[0] and _bodies(store) == [b"a"]
+
+
+async def test_a_node_that_stopped_leading_leaves_the_bound_of_its_next_store_to_its_follower(tmp_path: Path) -> None:
+    led, following = _store(tmp_path / "led"), _store(tmp_path / "following")
+    current = led
+    tracker = ReplicaTracker("n1", 1, lag_time=2.0)
+    watermark = HighWatermark(tracker, lambda: current)
+    try:
+        tracker.reset(frozenset({"n1"}))
+        watermark.lead(led)
+        following.create_topic("T", 1)
+        end = following.put([PutItem("T", 0, b"not acknowledged by the leader this node follows")])[1]
+        await asyncio.wrap_future(following.wait_flushed(end))
+        current = following  # a role change: the runtime reopened
+        watermark.advance()
+        assert following.visible.bound == 0 and _bodies(following) == []
+    finally:
+        led.close()
+        following.close()

@@ -1,0 +1,98 @@
+"""The lean transport between a set's nodes: kept-alive HTTP/1.1, answers whole, httpx's errors (a local asyncio server)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+import pytest
+
+from halfmq.broker.cluster.peer_transport import PeerTransport
+from halfmq.broker.cluster.takeover import refused
+
+Answer = Callable[[bytes], bytes | None]  # the request head -> what to write (None: write nothing and close)
+
+
+class Peer:
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        self.connections = 0
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        self.writers.append(writer)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")), 0)
+                await reader.readexactly(length)
+                out = self.answer(head)
+                if out is None:
+                    break
+                writer.write(out)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def peer() -> AsyncIterator[tuple[Peer, str]]:
+    state = Peer(lambda head: b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\nx-halfmq-term: 4\r\n\r\nhello")
+    server = await asyncio.start_server(state.serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield state, f"http://127.0.0.1:{port}"
+    finally:
+        server.close()
+
+
+async def test_answers_with_a_length_or_chunked_come_back_whole_over_one_kept_alive_connection(peer: tuple[Peer, str]) -> None:
+    state, url = peer
+    async with httpx.AsyncClient(transport=PeerTransport()) as client:
+        first = await client.post(f"{url}/v1/replication/fetch", json={"from_offset": 0})
+        assert (first.status_code, first.content, first.headers["x-halfmq-term"]) == (200, b"hello", "4")
+        state.answer = lambda head: b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+        chunked = await client.post(f"{url}/v1/replication/ack", json={"durable_offset": 9})
+        assert chunked.content == b"abcde"
+    assert state.connections == 1
+
+
+async def test_a_kept_alive_connection_the_peer_closed_while_idle_is_replaced_without_an_error(peer: tuple[Peer, str]) -> None:
+    state, url = peer
+    async with httpx.AsyncClient(transport=PeerTransport()) as client:
+        await client.get(f"{url}/healthz")
+        for writer in state.writers:
+            writer.close()
+        await asyncio.sleep(0.05)
+        assert (await client.get(f"{url}/healthz")).content == b"hello"
+    assert state.connections == 2
+
+
+async def test_a_refused_connect_is_a_connect_error_caused_by_the_refusal() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nobody listens
+    async with httpx.AsyncClient(transport=PeerTransport()) as client:
+        with pytest.raises(httpx.ConnectError) as caught:
+            await client.get(f"http://127.0.0.1:{port}/healthz")
+    assert refused(caught.value)
+
+
+async def test_a_peer_that_does_not_answer_in_time_is_a_read_timeout(peer: tuple[Peer, str]) -> None:
+    state, url = peer
+    state.answer = lambda head: b""  # reads the request, never answers
+    async with httpx.AsyncClient(transport=PeerTransport(), timeout=httpx.Timeout(0.1)) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            await client.post(f"{url}/v1/replication/fetch", json={})
+
+
+async def test_a_peer_that_closes_mid_answer_is_a_protocol_error(peer: tuple[Peer, str]) -> None:
+    state, url = peer
+    state.answer = lambda head: None
+    async with httpx.AsyncClient(transport=PeerTransport()) as client:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await client.post(f"{url}/v1/replication/fetch", json={})
