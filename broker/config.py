@@ -97,6 +97,9 @@ class BrokerSettings(BaseSettings):
     # FIFO message groups: how far past a queue's committed offset delivery reads while messages wait behind their
     # group's unsettled head (SQS scans 120,000); past it one stuck group stalls its queue (docs/decisions/046-message-groups-timers-journeys.md).
     fifo_window: int = Field(default=20_000, ge=1)
+    # Timed messages: how far ahead a deliver_at or a delay may reach (RocketMQ's timerMaxDelaySec), seconds.
+    timer_max_delay: float = Field(default=3 * 24 * 3600.0, gt=0)
+    timer_run_age: float = Field(default=60.0, gt=0)  # buffered timers go to a sorted run on disk at least this often
     log_level: str = "info"
     # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
     traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)

@@ -9,6 +9,7 @@ from msgspec import UNSET
 from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.half_messages.record_names import REAL_QID, REAL_TOPIC
 from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.store.topics import TIMER_OUT_MS
 from halfmq.wire import MessageView
 
 HIDDEN = ("KEYS", "TAGS", MESSAGE_GROUP)
@@ -17,7 +18,7 @@ HIDDEN = ("KEYS", "TAGS", MESSAGE_GROUP)
 def message_view(msg: StoredMessage, *, topic: str | None = None, queue_id: int | None = None) -> MessageView:
     props = msg.properties
     keys = props.get("KEYS")
-    return MessageView(
+    view = MessageView(
         msg_id=props.get("UNIQ_KEY", f"{msg.commit_log_offset:016X}"),
         topic=topic or msg.topic,
         queue_id=msg.queue_id if queue_id is None else queue_id,
@@ -32,6 +33,10 @@ def message_view(msg: StoredMessage, *, topic: str | None = None, queue_id: int 
         properties={k: v for k, v in props.items() if k not in HIDDEN},
         message_group=props.get(MESSAGE_GROUP, UNSET),
     )
+    due = props.get(TIMER_OUT_MS)
+    if due is not None:  # a timed message (released, or still waiting when read from a system queue)
+        view.deliver_at_ms = int(due)
+    return view
 
 
 def restored_view(msg: StoredMessage) -> MessageView:

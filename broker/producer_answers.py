@@ -63,7 +63,7 @@ def view_json(v: TxnView) -> wire.TransactionalIdView:
 def sent_json(sent: list[SentMessage], status: SendStatus) -> list[SendResult]:
     """A numbered plain send's results (its first answer, or a repeat's from the window)."""
     return [SendResult(status=status, msg_id=m.msg_id, topic=m.topic, queue_id=m.queue_id, queue_offset=m.queue_offset,
-                       commit_log_offset=m.commit_log_offset) for m in sent]
+                       commit_log_offset=m.commit_log_offset, deliver_at_ms=m.deliver_at_ms) for m in sent]
 
 
 def half_json(h: SentHalf, status: SendStatus, duplicate: bool = False) -> HalfSendResult:
@@ -77,4 +77,4 @@ def final_json(final: FinalMessage | None) -> wire.FinalMessage | None:
     if final is None:
         return None
     return wire.FinalMessage(msg_id=final.msg_id, topic=final.topic, queue_id=final.queue_id, queue_offset=final.queue_offset,
-                             commit_log_offset=final.commit_log_offset)
+                             commit_log_offset=final.commit_log_offset, deliver_at_ms=final.deliver_at_ms)

@@ -31,6 +31,8 @@ class OutgoingMessage(_Wire):
     queue_id: int | None = Field(default=None, ge=0)
     sharding_key: str | None = None
     message_group: str | None = None  # checked by the send service (INVALID_MESSAGE_GROUP), which every front calls
+    deliver_at_ms: int | None = Field(default=None, ge=0)  # at most one of the two (send_service: INVALID_DELIVERY_TIME)
+    delay_ms: int | None = Field(default=None, ge=0)
 
 
 class SendRequest(_Wire):

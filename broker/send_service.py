@@ -10,6 +10,7 @@ import base64
 import binascii
 import itertools
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic
+from halfmq.broker.timers import routing
 from halfmq.errors import (
     BadBodyEncoding,
     InvalidMessageGroup,
@@ -42,7 +44,7 @@ from halfmq.wire.messages import message_group_conflict, message_group_problem
 # transaction, a retry or a DLQ entry.
 RESERVED_PROPERTIES = frozenset({
     tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID, tx_names.PRODUCER_GROUP, tx_names.CHECK_TIMES,
-    "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", tx_names.TRANSACTION_ID,
+    "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", tx_names.TRANSACTION_ID, *routing.RESERVED,
     MESSAGE_GROUP,  # the message_group field is the one way in
 })
 
@@ -201,9 +203,12 @@ def checked_message_group(msg: OutgoingMessage) -> str:
 
 
 class SendService:
-    def __init__(self, store: MessageStore, topics: TopicService) -> None:
+    def __init__(self, store: MessageStore, topics: TopicService, *, timer_max_delay_ms: int = routing.DEFAULT_MAX_DELAY_MS,
+                 clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.topics = topics
+        self.timer_max_delay_ms = timer_max_delay_ms
+        self._clock = clock
         self._round_robin: dict[str, itertools.count[int]] = {}
         self._uniq_keys = CounterIds(upper=True)  # UNIQ_KEY, as RocketMQ's client writes it
 
@@ -212,11 +217,16 @@ class SendService:
         props = message_properties(msg, self._uniq_keys)
         if msg.message_group is not None:
             props[MESSAGE_GROUP] = checked_message_group(msg)
+        if msg.deliver_at_ms is not None or msg.delay_ms is not None:  # kept as sent: ``route`` places it when visible
+            props.update(routing.requested(msg.deliver_at_ms, msg.delay_ms, self._now_ms(), self.timer_max_delay_ms))
         size = len(body) + sum(len(k) + len(v) for k, v in props.items())
         limit = self.topics.policy.max_message_size
         if size > limit:
             raise MessageTooLarge(f"message of {size} bytes exceeds the limit of {limit} bytes", limit=limit)
         return PutItem(cfg.name, self.select_queue(cfg, msg), body, props, binary=msg.body_encoding == "base64", tag=msg.tag)
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
 
     def select_queue(self, cfg: TopicConfig, msg: OutgoingMessage) -> int:
         if msg.queue_id is not None:
@@ -242,7 +252,8 @@ class SendService:
         items = []
         for msg in messages:
             if (msg.keys or msg.tag or msg.queue_id is not None or msg.sharding_key is not None
-                    or msg.message_group is not None or msg.body_encoding != "utf-8"):
+                    or msg.message_group is not None or msg.body_encoding != "utf-8"
+                    or msg.deliver_at_ms is not None or msg.delay_ms is not None):
                 items.append(self.prepare(cfg, msg))
                 continue
             if msg.properties:
@@ -268,6 +279,9 @@ class SendService:
         batch (an idempotent producer's sequence record), so both land together or not at all."""
         cfg, exists = self.topics.writable(topic)
         items = self.prepare_many(cfg, messages)
+        if any(m.deliver_at_ms is not None or m.delay_ms is not None for m in messages):
+            now_ms = self._now_ms()
+            items = routing.route_all(self.store, items, now_ms, self.timer_max_delay_ms)
         group = items if then is None else [*items, then(items)]
         if not exists:
             if not self.store.fits(group):  # checked before the topic is created: bad input changes nothing

@@ -1,10 +1,6 @@
-"""Typed broker errors shared by the server and the client.
-
-Each error has a stable ``code`` that clients match on, the HTTP status the API
-answers with, and ``retriable`` so a caller knows whether trying again can help
-without changing the request. The client maps a problem body back to the same
-class by its code, so both sides raise the same types.
-"""
+"""Typed broker errors shared by the server and the client: each has a stable ``code`` that clients match on, the
+HTTP status the API answers with, and ``retriable`` (whether trying again, unchanged, can help). The client maps a
+problem body back to the same class by its code, so both sides raise the same types."""
 
 from __future__ import annotations
 
@@ -99,6 +95,11 @@ class InvalidProperty(InvalidRequest):
 class InvalidMessageGroup(InvalidRequest):
     code = "INVALID_MESSAGE_GROUP"
     title = "The message group is not 1 to 64 bytes of UTF-8 without control characters"
+
+
+class InvalidDeliveryTime(InvalidRequest):
+    code = "INVALID_DELIVERY_TIME"
+    title = "The delivery time or delay is not one the broker accepts"
 
 
 class InvalidReceiptHandle(InvalidRequest):

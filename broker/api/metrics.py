@@ -22,6 +22,7 @@ class BrokerMetrics:
     receive_latency: Histogram
     tx_finish_latency: Histogram
     auth_decisions: Counter
+    timer_lateness: Histogram
 
 
 def create_metrics() -> BrokerMetrics:
@@ -51,6 +52,12 @@ def create_metrics() -> BrokerMetrics:
             "halfmq_auth_decisions",
             "Authentication and authorization decisions by result",
             ["result"],
+            registry=registry,
+        ),
+        timer_lateness=Histogram(
+            "halfmq_timer_lateness_seconds",
+            "From a timed message's due time to its release's store time",
+            buckets=LATENCY_BUCKETS,
             registry=registry,
         ),
     )

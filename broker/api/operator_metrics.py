@@ -70,6 +70,7 @@ class OperatorCollector(Collector):
         yield CounterMetricFamily("halfmq_store_damaged_records", "Distinct damaged records met by reads since start", value=store.damaged.count)
         yield CounterMetricFamily("halfmq_receive_damaged_skipped", "Damaged messages consumer groups passed over since start",
                                   value=delivery.damaged_skips)
+        yield GaugeMetricFamily("halfmq_timers_pending", "Timed messages not yet due and released", value=self._rt.timers.pending)
 
     def _topics(self) -> Iterator[Metric]:
         store = self._rt.store

@@ -27,6 +27,8 @@ from halfmq.broker.store import acks_checkpoint
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
+from halfmq.broker.timers.release_service import ReleaseService
+from halfmq.broker.timers.timer_index import TimerIndex
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
@@ -52,6 +54,7 @@ class BrokerRuntime:
     producer_txns: TransactionCoordinator = field(default=None)  # type: ignore[assignment]  # set by open()
     producer_ids: ProducerIds = field(default=None)  # type: ignore[assignment]  # set by open(): the coordinator's
     checks: CheckService | None = None
+    timers: TimerIndex = field(default=None)  # type: ignore[assignment]  # set by open(): every node follows the log
     guard: Guard = field(default_factory=lambda: Guard(None))
     own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
     # What an ack's answer waits for (usecases.settling): a set's leader, ``durable`` (as the ack mode says, as a send);
@@ -61,6 +64,7 @@ class BrokerRuntime:
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
     _acks_checkpoint_task: asyncio.Task | None = field(default=None, repr=False)
+    _release_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: BrokerSettings,
@@ -92,6 +96,7 @@ class BrokerRuntime:
         if settings.cluster:  # a set's node shows readers nothing until it leads, or its leader's high watermark says
             store.visible.limit(0)  # (cluster/high_watermark.py on a leader, cluster/follower.py on a follower)
         try:
+            timers = TimerIndex(store, run_age=settings.timer_run_age)  # before anything is written: it follows the log
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays),
                                                               settings.fifo_window),
@@ -105,8 +110,9 @@ class BrokerRuntime:
                 on_finish=lambda seconds: rt.metrics.tx_finish_latency.observe(seconds),
             )
             producers = ProducerRegistry(settings.data_dir / "producers.json", settings.producer_expiry)
-            rt = cls(settings, store, topics, SendService(store, topics), delivery, transactions, producers,
-                     create_metrics(), durable, time.time())
+            sender = SendService(store, topics, timer_max_delay_ms=int(settings.timer_max_delay * 1000))
+            rt = cls(settings, store, topics, sender, delivery, transactions, producers, create_metrics(), durable, time.time(),
+                     timers=timers)
             authenticator = Authenticator.from_file(settings.auth_file) if settings.auth_file else None
             decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
             rt.guard = Guard(authenticator, lambda result: decisions[result].inc())
@@ -141,6 +147,8 @@ class BrokerRuntime:
         self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())
         self._txn_timeout_task = asyncio.get_running_loop().create_task(self._abort_expired_transactions())
         self._acks_checkpoint_task = asyncio.get_running_loop().create_task(self._keep_acks_checkpoint())
+        releases = ReleaseService(self.store, self.timers, self.durable, on_released=self.metrics.timer_lateness.observe)
+        self._release_task = asyncio.get_running_loop().create_task(releases.run_forever())
         self.watch_auth()
 
     def watch_auth(self) -> None:
@@ -195,7 +203,7 @@ class BrokerRuntime:
 
     async def stop(self, close_store: bool = True) -> None:
         """Stop what ``start`` started; ``close_store=False`` leaves the store open for the next runtime (a role change)."""
-        for task in (self._txn_timeout_task, self._acks_checkpoint_task):
+        for task in (self._release_task, self._txn_timeout_task, self._acks_checkpoint_task):
             if task is not None:
                 task.cancel()
         if self._auth_task is not None:

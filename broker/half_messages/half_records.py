@@ -8,6 +8,7 @@ import msgspec
 
 from halfmq.broker.store.message_store import PutResult
 from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.timers.routing import visible_place
 from halfmq.errors import TransactionNotFound
 from halfmq.wire import TransactionState
 
@@ -20,13 +21,15 @@ class FinalMessage(msgspec.Struct, frozen=True):
     msg_id: str
     topic: str
     queue_id: int
-    queue_offset: int
+    queue_offset: int  # -1 for a timed message until it is released
     commit_log_offset: int
+    deliver_at_ms: int | None = None  # a timed message's due time
 
     @classmethod
     def of(cls, msg_id: str, stored: StoredMessage | PutResult) -> FinalMessage:
-        """From the final message's stored record (or the store's result of writing it)."""
-        return cls(msg_id, stored.topic, stored.queue_id, stored.queue_offset, stored.commit_log_offset)
+        """From the final message's stored record (or the store's result of writing it); a timer names its real place."""
+        topic, queue_id, queue_offset, due = visible_place(stored.topic, stored.queue_id, stored.queue_offset, stored.properties)
+        return cls(msg_id, topic, queue_id, queue_offset, stored.commit_log_offset, due)
 
 
 @dataclass

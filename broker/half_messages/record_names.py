@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from enum import Enum
 
-# On a half message
-REAL_TOPIC = "REAL_TOPIC"
-REAL_QID = "REAL_QID"
+from halfmq.broker.store.topics import REAL_QID, REAL_TOPIC
+
+# On a half message (REAL_TOPIC, REAL_QID: the store's spelling, shared with timers)
 TRAN_MSG = "TRAN_MSG"
 PRODUCER_GROUP = "PGROUP"
 TRANSACTION_ID = "TRANSACTION_ID"
 CHECK_IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
-DELAY_PROPERTIES = ("DELAY", "__STARTDELIVERTIME", "TIMER_DELAY_SEC", "TIMER_DELIVER_MS")  # ignored on a half
+# RocketMQ 4's delay levels, ignored on a half; TIMER_DELIVER_MS / TIMER_DELAY_MS (the send's fields) are kept: its commit routes them
+DELAY_PROPERTIES = ("DELAY", "__STARTDELIVERTIME", "TIMER_DELAY_SEC")
 
 # On an op record (besides TRANSACTION_ID and PGROUP)
 OP = "OP"

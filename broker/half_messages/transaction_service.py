@@ -29,6 +29,7 @@ from halfmq.broker.store.damaged_records import DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
+from halfmq.broker.timers.routing import route_all
 from halfmq.errors import DamagedRecord, MessageTooLarge
 from halfmq.wire import TransactionState
 
@@ -120,7 +121,7 @@ class TransactionService:
         transaction_id = self._ids()
         props = dict(item.properties)
         for name in names.DELAY_PROPERTIES:
-            props.pop(name, None)  # delay properties are ignored for transactional messages
+            props.pop(name, None)  # RocketMQ 4's delay levels are ignored for transactional messages
         props.update({
             names.REAL_TOPIC: item.topic,
             names.REAL_QID: str(item.queue_id),
@@ -179,7 +180,7 @@ class TransactionService:
         op = self._op(tx, op_kind(event), half)
         if action is TxAction.APPEND_FINAL_AND_OP:
             assert half is not None  # read by half_message, which raises rather than answer None
-            final = self._final(half)
+            final, = route_all(self.store, [self._final(half)], int(self._clock() * 1000), None)  # a delay starts at the commit
             op.properties[names.FINAL_SIZE] = str(record_size(final.topic.encode(), encode_properties(final.properties), final.body))
             items = [final, op]
             if event is TxEvent.RESEND:

@@ -28,6 +28,7 @@ from halfmq.broker.half_messages import record_names as half_names
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import StoredMessage, encode_properties, record_size
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
+from halfmq.broker.timers.routing import visible_place
 from halfmq.errors import DuplicateSequenceNumber, InvalidProducerEpoch, OutOfOrderSequence, SequenceNumberReused, UnknownProducerId
 
 from . import producer_records as rec
@@ -59,8 +60,9 @@ class SentMessage(msgspec.Struct, frozen=True):
     msg_id: str
     topic: str
     queue_id: int
-    queue_offset: int
+    queue_offset: int  # -1 for a timed message (its real topic and queue above)
     commit_log_offset: int
+    deliver_at_ms: int | None = None  # a timed message's due time
 
 
 class SentHalf(msgspec.Struct, frozen=True):
@@ -86,7 +88,11 @@ class StoredRef:
 
 def sent_messages(results: list) -> list[SentMessage]:
     """The answer a plain send keeps for its repeats, from the store's results (or records) of its messages."""
-    return [SentMessage(r.properties["UNIQ_KEY"], r.topic, r.queue_id, r.queue_offset, r.commit_log_offset) for r in results]
+    sent = []
+    for r in results:
+        topic, queue_id, queue_offset, due = visible_place(r.topic, r.queue_id, r.queue_offset, r.properties)
+        sent.append(SentMessage(r.properties.get("UNIQ_KEY", ""), topic, queue_id, queue_offset, r.commit_log_offset, due))
+    return sent
 
 
 class ProducerIds:
@@ -219,8 +225,7 @@ class ProducerIds:
             key = SendKey(SendKind.HALF, props.get(half_names.PRODUCER_GROUP, ""), props.get(half_names.REAL_TOPIC, ""))
             return key, SentHalf(props.get(half_names.TRANSACTION_ID, ""), props.get(half_names.UNIQ_KEY, ""),
                                  half.commit_log_offset, half.queue_offset)
-        answer = [SentMessage(m.properties.get(half_names.UNIQ_KEY, ""), m.topic, m.queue_id, m.queue_offset, m.commit_log_offset)
-                  for m in stored]
+        answer = sent_messages(stored)
         return SendKey(SendKind.MESSAGES, "", answer[0].topic if answer else ""), answer
 
     # --- restart (driven by the coordinator's scan of HALFMQ_TXN_STATE) -------------------

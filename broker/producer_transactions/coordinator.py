@@ -37,6 +37,7 @@ from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import HEADER_SIZE
 from halfmq.broker.store.topics import TXN_STATE_TOPIC, TopicConfig
+from halfmq.broker.timers.routing import route_all, visible_place
 from halfmq.errors import OutOfOrderSequence, ReceiptInOtherTransaction, TransactionTooLarge, UnknownTransactionalId
 
 from .held_bytes import HeldBytes
@@ -225,7 +226,8 @@ class TransactionCoordinator:
         acks: list[AckRef] = [(h.group, h.topic, h.queue_id, h.offset) for h in txn.acks]
         marker = self._record(txn, TxnRecord.COMMIT, body=encode_acks(acks))
         marker.properties[MESSAGES] = str(len(txn.items))
-        group = [*txn.items, marker]
+        now_ms = self.now_ms()  # a delayed message's delay starts at the commit, not at its add
+        group = [*route_all(self.store, txn.items, now_ms, None), marker]
         if not self.store.fits(group):
             raise TransactionTooLarge("the transaction does not fit one commit-log segment; commit smaller transactions")
         results, end = self.store.put(group)
@@ -234,7 +236,8 @@ class TransactionCoordinator:
         self.held.release(tid)
         txn.state, txn.ended_ms = move.state, self.now_ms()
         txn.end_answer = self.end_answer(txn, tuple(
-            CommittedMessage(r.properties.get("UNIQ_KEY", ""), r.topic, r.queue_id, r.queue_offset, r.commit_log_offset)
+            CommittedMessage(r.properties.get("UNIQ_KEY", ""), *visible_place(r.topic, r.queue_id, r.queue_offset, r.properties)[:3],
+                             r.commit_log_offset)
             for r in results[:-1]))
         txn.items, txn.acks = [], []
         txn.last_event = txn.last_answer = None  # numbers count within one transaction: a begin after this is new

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,10 +23,17 @@ class DamagedFile(Exception):
 
 def write_json(path: Path, data: Any) -> None:
     """Replace ``path`` whole or not at all; a failed write (a full disk) leaves no temp file holding space."""
+    write_whole(path, orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+
+
+def write_whole(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """``write_json`` for any bytes, or chunks of them: whole or absent after a crash (temp file, fsync, rename,
+    directory fsync)."""
     tmp = path.with_name(path.name + ".tmp")
     try:
         with open(tmp, "wb") as fh:
-            fh.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+            for chunk in [data] if isinstance(data, bytes) else data:
+                fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

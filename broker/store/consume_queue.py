@@ -139,13 +139,21 @@ class ConsumeQueue:
 
     def get_range(self, queue_offset: int, count: int) -> list[QueueEntry]:
         """Up to ``count`` entries from ``queue_offset``, stopping at a file boundary or the end."""
+        data = self._read_range(queue_offset, count)
+        return [QueueEntry(*ENTRY.unpack_from(data, i)) for i in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE)]
+
+    def codes(self, queue_offset: int, count: int) -> list[int]:
+        """``get_range``'s third fields only (tag hashes, or timers' due times), without an object per entry."""
+        data = self._read_range(queue_offset, count)
+        return [code for _, _, code in ENTRY.iter_unpack(data[:len(data) - len(data) % ENTRY_SIZE])]
+
+    def _read_range(self, queue_offset: int, count: int) -> bytes:
         if queue_offset < self.min_offset or queue_offset >= self.max_offset or count <= 0:
-            return []
+            return b""
         pos = queue_offset * ENTRY_SIZE
         base, fd = self._locate(pos)
         n = min(count, (self._size - pos) // ENTRY_SIZE, (base + self.file_bytes - pos) // ENTRY_SIZE)
-        data = os.pread(fd, n * ENTRY_SIZE, pos - base)
-        return [QueueEntry(*ENTRY.unpack_from(data, i)) for i in range(0, len(data) - len(data) % ENTRY_SIZE, ENTRY_SIZE)]
+        return os.pread(fd, n * ENTRY_SIZE, pos - base)
 
     def last_entry(self) -> QueueEntry | None:
         return self.get(self.max_offset - 1) if self.max_offset > self.min_offset else None

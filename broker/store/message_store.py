@@ -24,28 +24,11 @@ from .failure_watch import FailureWatch
 from .flush_service import GroupCommitService, PeriodicService
 from .offset_table import OffsetTable
 from .queue_reads import QueueReads
-from .record import (
-    FLAG_BODY_BINARY,
-    FLAG_GROUP_MORE,
-    HEADER_SIZE,
-    encode_parts,
-    encode_properties,
-    record_size,
-    tag_hash,
-)
+from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, encode_parts, encode_properties, queue_code, record_size
 from .recovery import StoreRecovery
 from .replicated_groups import ReplicatedRecord, whole_groups
 from .state_records import TXN_OP, StateRecord, topic_of, topic_record
-from .store_types import (
-    GroupTooLarge,
-    Listener,
-    PutItem,
-    PutResult,
-    ReplicationMismatch,
-    StoreClosed,
-    StoreConfig,
-    StoreNotWritable,
-)
+from .store_types import GroupTooLarge, Listener, PutItem, PutResult, ReplicationMismatch, StoreClosed, StoreConfig, StoreNotWritable
 from .topics import TXN_STATE_TOPIC, TopicConfig, TopicTable, is_system_topic
 from .visible_reads import VisibleReads
 
@@ -92,7 +75,8 @@ class MessageStore(QueueReads, StoreRecovery):
             interval=config.async_flush_interval if config.flush_mode == "async" else None,
             on_failure=self._fsync_failed,
         )
-        self._checkpointer = PeriodicService("halfmq-checkpoint", self.checkpoint, config.checkpoint_interval)
+        self._checkpoint_hooks: list[Callable[[], None]] = []
+        self._checkpointer = PeriodicService("halfmq-checkpoint", self._checkpoint_then_hooks, config.checkpoint_interval)
         self._group_commit.start()
         self._checkpointer.start()
         self._closed = False
@@ -154,15 +138,23 @@ class MessageStore(QueueReads, StoreRecovery):
         cq = self._queues.get((topic, queue_id))
         return (cq.min_offset, cq.max_offset) if cq else (0, 0)
 
+    def queue_codes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
+        """Up to ``count`` consume-queue codes (``record.queue_code``) from ``offset``, fewer at a file boundary:
+        how the timer index reads due times, with no commit-log read."""
+        cq = self._queues.get((topic, queue_id))
+        return [] if cq is None else cq.codes(offset, count)
+
     def add_listener(self, listener: Listener) -> None:
         """Called with (topic, queue_id) after messages land in that queue, on the writer's thread."""
         self._listeners.append(listener)
 
     def serve_anew(self) -> None:
         """The services above the store are built again while it stays open (a broker set's role change): the old
-        ones' listeners and the visible bound go; what the log holds stays, and the new services derive from it."""
+        ones' listeners, checkpoint hooks (a second timer index would write its stale state) and the visible bound go;
+        what the log holds stays, and the new services derive from it."""
         with self._write_lock:
             self._listeners.clear()
+            self._checkpoint_hooks = []  # a new list: the checkpoint thread may be walking the old one
             self.visible = VisibleReads(self)
 
     # --- writing ----------------------------------------------------------------
@@ -208,7 +200,7 @@ class MessageStore(QueueReads, StoreRecovery):
                 flags = (FLAG_BODY_BINARY if it.binary else 0) | (FLAG_GROUP_MORE if i < last else 0)
                 chunks += encode_parts(t, it.queue_id, p, it.body, qoff, offset, it.born_timestamp or now, now, flags)
                 results.append(PutResult(it.topic, it.queue_id, qoff, offset, size, it.properties, now))
-                queue[1].append((offset, size, tag_hash(it.tag) if it.tag else 0))
+                queue[1].append((offset, size, queue_code(it.topic, it.queue_id, it.properties, it.tag)))
                 offset += size
             self._append_entries_then(queues, lambda: self.commit_log.write(b"".join(chunks)))
         self._writes.succeeded()

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import crc32c
 
+from .topics import TIMER_OUT_MS, TIMER_QUEUE, TIMER_TOPIC
+
 HEADER = struct.Struct("<IIBHIqqqqHI")
 HEADER_SIZE = HEADER.size
 MAGIC = 0xA7
@@ -212,3 +214,15 @@ def tag_hash(tag: str | None) -> int:
     if not tag:
         return 0
     return crc32c.crc32c(tag.encode()) or 1
+
+
+def queue_code(topic: str, queue_id: int, properties: dict[str, str], tag: str | None) -> int:
+    """A consume-queue entry's third field: the tag hash, or for a timer (RMQ_SYS_WHEEL_TIMER/0) its due time in ms.
+
+    One function for every writer of entries (``put``, recovery's replay, a follower's append), so a recovered or
+    replicated timer entry carries the same due time as the one written live; the timer index reads it without
+    reading the log.
+    """
+    if queue_id == TIMER_QUEUE and topic == TIMER_TOPIC:
+        return int(properties[TIMER_OUT_MS])
+    return tag_hash(tag) if tag else 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ from .atomic_file import DamagedFile, read_json, write_json
 from .commit_log import CommitLog, CorruptLogError, Damage
 from .failure_watch import FailureWatch
 from .offset_table import OffsetTable
-from .record import tag_hash
+from .record import queue_code
 from .store_types import RecoveryReport
 from .topics import TopicTable
 
@@ -40,6 +41,7 @@ class StoreRecovery:
     _write_lock: threading.Lock
     _checkpoint_lock: threading.Lock
     _snapshots: FailureWatch
+    _checkpoint_hooks: list[Callable[[], None]]
 
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         raise NotImplementedError
@@ -59,6 +61,18 @@ class StoreRecovery:
         # records the fsync below made durable (the transaction checkpoint relies on it).
         with self._checkpoint_lock:
             self._checkpoint()
+
+    def add_checkpoint_hook(self, hook: Callable[[], None]) -> None:
+        """Called on the checkpoint thread after each periodic checkpoint (the timer index writes its runs there)."""
+        self._checkpoint_hooks.append(hook)
+
+    def _checkpoint_then_hooks(self) -> None:
+        self.checkpoint()
+        for hook in self._checkpoint_hooks:
+            try:
+                hook()
+            except Exception:  # a hook's failure (a full disk) must not stop the store's own checkpoints
+                log.exception("a checkpoint hook failed; retrying at the next checkpoint")
 
     def _checkpoint(self) -> None:
         offsets = self.offsets.snapshot()
@@ -174,7 +188,7 @@ class StoreRecovery:
                     cq.append(damage.offset, 0, 0)
                     rebuilt += 1
             if rec.queue_offset == cq.max_offset:
-                cq.append(rec.commit_log_offset, rec.size, tag_hash(rec.properties.get("TAGS")))
+                cq.append(rec.commit_log_offset, rec.size, queue_code(rec.topic, rec.queue_id, rec.properties, rec.properties.get("TAGS")))
                 rebuilt += 1
             elif rec.queue_offset > cq.max_offset:
                 raise CorruptLogError(

@@ -13,13 +13,14 @@ from typing import NamedTuple
 
 import crc32c
 
-from .record import FLAG_GROUP_MORE, HEADER, HEADER_SIZE, MAGIC, MAX_RECORD_SIZE, decode_properties
+from .record import FLAG_GROUP_MORE, HEADER, HEADER_SIZE, MAGIC, MAX_RECORD_SIZE, decode_properties, queue_code
 from .store_types import ReplicationMismatch
-from .topics import TXN_STATE_TOPIC
+from .topics import TIMER_TOPIC, TXN_STATE_TOPIC
 
 _TAGS = b"TAGS\x01"
 _TAGS_AFTER = b"\x02TAGS\x01"
 _END = b"\x02"
+_DECODED = (TXN_STATE_TOPIC, TIMER_TOPIC)  # records whose properties the follower reads: state it applies, timers' due times
 
 
 class ReplicatedRecord(NamedTuple):
@@ -29,8 +30,8 @@ class ReplicatedRecord(NamedTuple):
     size: int
     topic: str
     queue_id: int
-    tag_hash: int
-    properties: dict[str, str] | None  # decoded for HALFMQ_TXN_STATE records only (the follower applies some of them)
+    tag_hash: int  # its consume-queue code (record.queue_code: a timer's due time)
+    properties: dict[str, str] | None  # decoded for HALFMQ_TXN_STATE and timer records only
 
 
 class ReplicatedGroups(NamedTuple):
@@ -68,8 +69,9 @@ def whole_groups(view: memoryview, start: int) -> ReplicatedGroups:
         if topic is None:
             topic = topics[raw_topic] = raw_topic.decode()
         props = view[topic_at + topic_len : topic_at + topic_len + props_len]
-        properties = decode_properties(props) if topic == TXN_STATE_TOPIC else None
-        records.append(ReplicatedRecord(at, size, topic, queue_id, _tag_hash(props), properties))
+        properties = decode_properties(props) if topic in _DECODED else None
+        code = _tag_hash(props) if properties is None else queue_code(topic, queue_id, properties, properties.get("TAGS"))
+        records.append(ReplicatedRecord(at, size, topic, queue_id, code, properties))
         at += size
         if not flags & FLAG_GROUP_MORE:  # the group's last record
             group_ends.append(at)

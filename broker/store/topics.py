@@ -12,6 +12,15 @@ HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 TXN_STATE_TOPIC = "HALFMQ_TXN_STATE"  # producer transactions (Kafka semantics): init, begin, commit, abort records
+# Timed messages (RocketMQ 5's name): queue 0 holds each until it is due, queue 1 the markers of their releases.
+TIMER_TOPIC = "RMQ_SYS_WHEEL_TIMER"
+TIMER_QUEUE = 0
+RELEASE_QUEUE = 1
+TIMER_QUEUES = 2
+TIMER_OUT_MS = "TIMER_OUT_MS"  # a timed message's due time (epoch ms); its timer entry's consume-queue code holds it too
+# Where a half message or a timer goes once it becomes visible (RocketMQ's names, read by the domain).
+REAL_TOPIC = "REAL_TOPIC"
+REAL_QID = "REAL_QID"
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 SYSTEM_TOPICS = frozenset({HALF_TOPIC, OP_HALF_TOPIC, CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, "SCHEDULE_TOPIC_XXXX"})

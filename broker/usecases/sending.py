@@ -19,6 +19,7 @@ from halfmq.broker.protocol import OutgoingMessage, SendRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutResult
 from halfmq.broker.store.topics import TopicConfig
+from halfmq.broker.timers.routing import visible_place
 from halfmq.broker.tracing import traced_send
 from halfmq.errors import InvalidRequest
 from halfmq.wire import SendResponse, SendResult, SendStatus
@@ -57,8 +58,13 @@ async def send(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest)
 
 
 def _send_results(results: list[Any], status: SendStatus) -> list[SendResult]:
-    return [SendResult(status=status, msg_id=r.properties["UNIQ_KEY"], topic=r.topic, queue_id=r.queue_id,
-                       queue_offset=r.queue_offset, commit_log_offset=r.commit_log_offset) for r in results]
+    """One answer per message; a timed one names its real topic and queue, queue offset -1 and its due time."""
+    answers = []
+    for r in results:
+        topic, queue_id, queue_offset, due = visible_place(r.topic, r.queue_id, r.queue_offset, r.properties)
+        answers.append(SendResult(status=status, msg_id=r.properties["UNIQ_KEY"], topic=topic, queue_id=queue_id,
+                                  queue_offset=queue_offset, commit_log_offset=r.commit_log_offset, deliver_at_ms=due))
+    return answers
 
 
 def _observe_send(rt: BrokerRuntime, status: SendStatus, started: float) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from datetime import datetime, timedelta
 from typing import Any, Literal, Unpack
 
 import msgspec
@@ -50,8 +51,27 @@ def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) ->
         raise TypeError(f"a message body must be str, bytes, dict or list, not {type(message).__name__}")
     built = OutgoingMessage(body=body, body_encoding=encoding, keys=options.get("keys"), tag=options.get("tag"),
                             properties=dict(options.get("properties") or {}), queue_id=options.get("queue_id"),
-                            sharding_key=options.get("sharding_key"), message_group=options.get("message_group"))
+                            sharding_key=options.get("sharding_key"), message_group=options.get("message_group"),
+                            deliver_at_ms=_epoch_ms(options.get("deliver_at")), delay_ms=_duration_ms(options.get("delay")))
     return with_uniq_key(built)
+
+
+def _epoch_ms(when: datetime | float | None) -> int | None:
+    """``deliver_at`` on the wire: epoch milliseconds (a naive datetime is refused: its zone would be a guess)."""
+    if when is None:
+        return None
+    if isinstance(when, datetime):
+        if when.tzinfo is None:
+            raise ValueError("deliver_at must be an aware datetime (datetime.now(timezone.utc) + ...) or epoch seconds")
+        return round(when.timestamp() * 1000)
+    return round(when * 1000)
+
+
+def _duration_ms(delay: timedelta | float | None) -> int | None:
+    """``delay`` on the wire: milliseconds, from seconds or a timedelta."""
+    if delay is None:
+        return None
+    return round((delay.total_seconds() if isinstance(delay, timedelta) else delay) * 1000)
 
 
 def message_body_bytes(message: Message | OutgoingMessage) -> bytes:

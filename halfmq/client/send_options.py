@@ -8,6 +8,7 @@ is added here and nowhere else; type checkers and IDEs still see each keyword.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import TypedDict
 
 __all__ = ["SendOptions", "check_send_options"]
@@ -22,6 +23,8 @@ class SendOptions(TypedDict, total=False):
     queue_id: int | None
     sharding_key: str | None
     message_group: str | None  # FIFO: the group's messages are delivered in send order, one at a time
+    deliver_at: datetime | float | None  # delivered at this time (an aware datetime, or epoch seconds), not before
+    delay: timedelta | float | None  # delivered this long (seconds) after it becomes visible: a half's at its commit
 
 
 _NAMES = tuple(SendOptions.__annotations__)

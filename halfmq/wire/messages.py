@@ -44,6 +44,8 @@ class OutgoingMessage(_Request, omit_defaults=True):
     queue_id: int | None = None
     sharding_key: str | None = None
     message_group: str | None = None  # FIFO: delivered in send order within the group, one at a time (own queue)
+    deliver_at_ms: int | None = None  # a timed message: delivered at this epoch time (ms), not before
+    delay_ms: int | None = None  # a delayed message: delivered this long after it becomes visible (a half: its commit)
 
     def __post_init__(self) -> None:
         if not isinstance(self.body, str):
@@ -54,6 +56,10 @@ class OutgoingMessage(_Request, omit_defaults=True):
             raise ValueError(f"tag is {len(self.tag)} characters; at most {MAX_TAG_LENGTH}")
         if self.queue_id is not None and self.queue_id < 0:
             raise ValueError(f"queue_id must be >= 0, not {self.queue_id}")
+        if self.deliver_at_ms is not None and self.delay_ms is not None:
+            raise ValueError("give deliver_at_ms or delay_ms, not both")
+        if (self.deliver_at_ms or 0) < 0 or (self.delay_ms or 0) < 0:
+            raise ValueError("deliver_at_ms and delay_ms must be >= 0")
         if self.message_group is not None:
             problem = message_group_problem(self.message_group) or message_group_conflict(
                 self.message_group, self.sharding_key, self.queue_id)
@@ -84,15 +90,16 @@ class ReceiveRequest(_Request):
             raise ValueError(f"wait_seconds must be 0..{MAX_WAIT_SECONDS}, not {self.wait_seconds}")
 
 
-class SendResult(_Wire):
+class SendResult(_Wire, omit_defaults=True):  # deliver_at_ms only on a timed message
     """Where one sent message was stored: its id, topic, queue, queue offset and commit-log offset."""
 
     status: SendStatus
     msg_id: str
     topic: str
     queue_id: int
-    queue_offset: int
+    queue_offset: int  # -1 for a timed message: it takes its queue offset when it is due
     commit_log_offset: int
+    deliver_at_ms: int | None = None  # set on a timed message: when it becomes visible
 
 
 class SendResponse(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)
@@ -118,10 +125,12 @@ class Message(_Wire):
     receipt_handle: str | None = None
     delivery_attempt: int | None = None
     message_group: str | None = None
+    deliver_at_ms: int | None = None  # a timed message's due time (TIMER_OUT_MS)
 
 
 class MessageView(Message):
-    """A ``Message`` as the broker writes it: ``receipt_handle`` and ``delivery_attempt`` only on a delivery.
+    """A ``Message`` as the broker writes it: ``receipt_handle`` and ``delivery_attempt`` only on a delivery,
+    ``deliver_at_ms`` only on a timed message.
 
     Elsewhere (an offset read, a transaction's message, a dead letter) the two keys are not sent at all;
     the SDK reads them as ``None`` through ``Message``. The same fields, in the same order.
@@ -130,6 +139,7 @@ class MessageView(Message):
     receipt_handle: str | None | UnsetType = UNSET  # type: ignore[assignment]
     delivery_attempt: int | None | UnsetType = UNSET  # type: ignore[assignment]
     message_group: str | None | UnsetType = UNSET  # type: ignore[assignment]  # sent only for a message of a group
+    deliver_at_ms: int | None | UnsetType = UNSET  # type: ignore[assignment]  # a timed message's only
 
 
 class OffsetReadResponse(_Wire, omit_defaults=True):  # the broker writes damaged_offsets only when some are (its one default)

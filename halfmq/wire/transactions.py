@@ -36,14 +36,15 @@ class ItemProblem(_Wire):
     problem: dict[str, Any]
 
 
-class FinalMessage(_Wire):
-    """Where a committed half message's transaction delivered it."""
+class FinalMessage(_Wire, omit_defaults=True):  # deliver_at_ms only on a timed message
+    """Where a committed half message's transaction delivered it (a timed one: queue_offset -1 until it is due)."""
 
     msg_id: str
     topic: str
     queue_id: int
     queue_offset: int
     commit_log_offset: int
+    deliver_at_ms: int | None = None
 
 
 class TransactionView(_Wire, kw_only=True):

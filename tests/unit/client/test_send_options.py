@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from halfmq import AsyncProducer, AsyncTransactionProducer, OutgoingMessage, Producer, TransactionProducer
 from halfmq.client.messages import UNIQ_KEY, outgoing
+from halfmq.wire import to_wire
 
 CLOSED = "http://127.0.0.1:9"  # every call below is refused before a request is made
 
@@ -55,3 +57,14 @@ def test_a_message_group_goes_on_the_wire_as_message_group() -> None:
 
     assert to_wire(outgoing("body", message_group="u1"))["message_group"] == "u1"
     assert "message_group" not in to_wire(outgoing("body"))
+
+
+def test_a_delay_and_a_delivery_time_become_milliseconds_on_the_wire() -> None:
+    assert to_wire(outgoing("x", delay=30))["delay_ms"] == 30_000
+    assert outgoing("x", delay=timedelta(milliseconds=1500)).delay_ms == 1_500
+    assert outgoing("x", deliver_at=1_800_000_000.25).deliver_at_ms == 1_800_000_000_250
+    assert outgoing("x", deliver_at=datetime(2027, 1, 15, tzinfo=UTC)).deliver_at_ms == 1_799_971_200_000
+    with pytest.raises(ValueError, match="aware datetime"):
+        outgoing("x", deliver_at=datetime(2027, 1, 15))
+    with pytest.raises(ValueError, match="not both"):
+        outgoing("x", delay=1, deliver_at=1_800_000_000)

@@ -84,6 +84,7 @@ async def test_a_follower_that_becomes_leader_keeps_its_store_open_and_serves_ev
         assert node.role is Role.LEADER
         assert node.runtime.store is store
         assert recoveries == []
+        assert store._checkpoint_hooks == [node.runtime.timers.checkpoint]  # the follower's timer index writes no more state
         got = await node.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)
         assert sorted(int(d.message.body) for d in got) == list(range(4, 10))  # every message once, but the 4 acked before
     finally:

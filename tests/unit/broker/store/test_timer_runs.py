@@ -1,0 +1,35 @@
+"""Sorted runs of (due, offset) pairs: merged in order, read in chunks, whole or absent after a crash."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from halfmq.broker.store.timer_runs import CHUNK, RunCursor, merge, write_run
+
+
+def test_runs_merge_by_due_time_then_by_offset(tmp_path: Path) -> None:
+    write_run(tmp_path / "a", [(10, 5), (20, 1), (20, 7)])
+    write_run(tmp_path / "b", [(5, 9), (20, 3), (30, 0)])
+    assert list(merge([RunCursor(tmp_path / "a"), RunCursor(tmp_path / "b", position=1)])) == [
+        (10, 5), (20, 1), (20, 3), (20, 7), (30, 0)]
+
+
+def test_a_cursor_reads_a_long_run_in_chunks_from_its_position(tmp_path: Path) -> None:
+    pairs = [(i * 2, i) for i in range(CHUNK * 2 + 10)]
+    write_run(tmp_path / "long", iter(pairs))
+    cursor = RunCursor(tmp_path / "long", position=CHUNK - 1)
+    assert (cursor.count, cursor.remaining, cursor.head()) == (len(pairs), len(pairs) - CHUNK + 1, pairs[CHUNK - 1])
+    assert list(cursor.pairs()) == pairs[CHUNK - 1:]
+
+
+def test_a_run_is_whole_or_absent_after_a_crash_between_write_and_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def crash(src: object, dst: object) -> None:
+        raise OSError("killed before the rename")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError):
+        write_run(tmp_path / "run-1", [(1, 1), (2, 2)])
+    assert list(tmp_path.iterdir()) == []  # no run, and no temp file holding space
