@@ -242,7 +242,8 @@ class AsyncTransport:
         # Created on first use, inside the running loop (aiohttp binds a session to its loop); a connection per node
         # beyond the calls' own, for the probes of who leads (``_led_elsewhere``).
         if self._session is None or self._session.closed:
-            aiohttp, limit = self._aiohttp, self._connections + len(self._urls.urls)
+            probes = len(self._urls.urls) if len(self._urls.urls) > 1 else 0  # (one broker is never probed)
+            aiohttp, limit = self._aiohttp, self._connections + probes
             self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, ttl_dns_cache=300, ssl=self._ssl),
                                                   timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers)
         return self._session
