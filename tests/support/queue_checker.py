@@ -17,81 +17,15 @@ No I/O: the test around it does the reading. Values are unique strings chosen by
 from __future__ import annotations
 
 import collections
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .history import Acknowledged, Attempted, Failed, History, ReadBack, Received
+
+__all__ = ["Verdict", "check", "divergences", "History"]
+
 EXAMPLES = 5  # examples kept per anomaly
-
-
-@dataclass(frozen=True)
-class Attempted:
-    client: str
-    value: str
-
-
-@dataclass(frozen=True)
-class Acknowledged:
-    value: str
-    where: str  # a message id, or "queue:offset"
-
-
-@dataclass(frozen=True)
-class Failed:
-    """A send that failed, or whose outcome is unknown (a timeout): it may or may not be stored."""
-
-    value: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class Received:
-    value: str
-    consumer: str
-
-
-@dataclass(frozen=True)
-class ReadBack:
-    """One stored copy of ``value`` in the final read of the topic."""
-
-    value: str
-
-
-Operation = Attempted | Acknowledged | Failed | Received | ReadBack
-
-
-class History:
-    """Operations in the order they were recorded; safe to record from several threads."""
-
-    def __init__(self) -> None:
-        self.operations: list[Operation] = []
-        self._lock = threading.Lock()
-
-    def _add(self, operation: Operation) -> None:
-        with self._lock:
-            self.operations.append(operation)
-
-    def attempted(self, client: str, value: str) -> None:
-        self._add(Attempted(client, value))
-
-    def acknowledged(self, value: str, where: str) -> None:
-        self._add(Acknowledged(value, where))
-
-    def failed(self, value: str, reason: str) -> None:
-        self._add(Failed(value, reason))
-
-    def received(self, value: str, consumer: str) -> None:
-        self._add(Received(value, consumer))
-
-    def read_back(self, values: Iterable[str]) -> None:
-        """The final read: every stored copy, in the order read."""
-        for value in values:
-            self._add(ReadBack(value))
-
-    def of(self, kind: type[Operation]) -> list[Any]:
-        with self._lock:
-            return [op for op in self.operations if isinstance(op, kind)]
 
 
 @dataclass
