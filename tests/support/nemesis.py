@@ -56,17 +56,7 @@ class Nemesis:
         return tuple(k for k in KINDS if (k != PARTITION or self.partitions) and (k != DISK_FULL or self.brokers.disks))
 
     def schedule(self, faults: int) -> list[list[str]]:
-        """Steps of one or two kinds, ``faults`` kinds in all; every kind once per round, in a seeded order."""
-        kinds: list[str] = []
-        while len(kinds) < faults:
-            kinds += self.rng.sample(self.kinds, len(self.kinds))
-        kinds = kinds[:faults]
-        steps: list[list[str]] = []
-        while kinds:
-            take = 2 if len(kinds) > 1 and self.rng.random() < OVERLAP else 1
-            steps.append(kinds[:take])
-            kinds = kinds[take:]
-        return steps
+        return schedule(self.kinds, faults, self.rng)
 
     def step(self, kinds: list[str]) -> None:
         """Start each kind (the second while the first holds), wait, heal them in a seeded order, then settle."""
@@ -198,6 +188,20 @@ class Nemesis:
             self.brokers.etcd.start(timeout=30)
         all_in_sync(self.brokers, timeout)
         return "; ".join(notes)
+
+
+def schedule(kinds: tuple[str, ...], faults: int, rng: random.Random) -> list[list[str]]:
+    """Steps of one or two kinds, ``faults`` kinds in all; every kind once per round, in a seeded order."""
+    drawn: list[str] = []
+    while len(drawn) < faults:
+        drawn += rng.sample(kinds, len(kinds))
+    drawn = drawn[:faults]
+    steps: list[list[str]] = []
+    while drawn:
+        take = 2 if len(drawn) > 1 and rng.random() < OVERLAP else 1
+        steps.append(drawn[:take])
+        drawn = drawn[take:]
+    return steps
 
 
 def all_in_sync(brokers: BrokerSet, timeout: float = 60.0) -> str:

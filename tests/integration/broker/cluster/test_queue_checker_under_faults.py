@@ -24,8 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.etcd import etcd_binary
+from halfmq.client import Producer
+from tests.support.broker_set import BrokerSet
+from tests.support.etcd import EtcdProcess, etcd_binary
 from tests.support.history import History
+from tests.support.nemesis import all_in_sync
 from tests.support.netns import unshare_command
 from tests.support.processes import ROOT
 from tests.support.queue_checker import check
@@ -56,3 +59,24 @@ def test_under_seeded_faults_the_set_loses_invents_and_doubles_nothing(tmp_path:
            f"{verdict.summary()}\nfaults applied: {'; '.join(run['faults'])}")
     assert verdict.acknowledged > 100, verdict.summary()
     assert verdict.counts() == "lost 0, unexpected 0, duplicated 0, divergent 0", verdict.summary()
+
+
+@pytest.mark.timeout(300)
+def test_a_set_keeps_acknowledging_while_a_followers_disk_is_full_and_the_follower_catches_up_once_it_has_room(
+        etcd: EtcdProcess, tmp_path: Path) -> None:
+    brokers = BrokerSet(etcd, tmp_path, disk_size=256 << 20).start()
+    try:
+        leader = all_in_sync(brokers)
+        follower = min(n for n in brokers.nodes if n != leader)
+        brokers.disks[follower].squeeze()
+        with Producer(",".join(brokers.urls), timeout=10) as producer:
+            statuses = {producer.send("full", f"{i}-" + "x" * 1000).status.value for i in range(300)}
+        assert statuses == {"SEND_OK"}
+        assert brokers.disks[follower].room < 64 * 1024  # it was still full: the majority acknowledged without it
+        brokers.disks[follower].release()
+        all_in_sync(brokers, timeout=90)
+        brokers.caught_up(timeout=60)
+        assert brokers.nodes[follower].alive
+        assert brokers.log_bytes(follower) == brokers.log_bytes(leader)
+    finally:
+        brokers.stop()
