@@ -27,13 +27,21 @@ def unshare_command(argv: list[str]) -> list[str] | str:
     for tool in ("unshare", "ip", "iptables"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed"
-    tried = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up && iptables -S OUTPUT"], capture_output=True, text=True)
-    if tried.returncode != 0:
-        return f"unshare -n with iptables failed: {tried.stderr.strip() or tried.stdout.strip()}"
-    if cgroup2_root() is None:
+    root = cgroup2_root()
+    if root is None:
         return "no cgroup2 hierarchy to match senders with"
-    os.environ[OUTER_NETNS] = own_netns()  # the run checks it is elsewhere before adding a rule
-    return ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$@"', "netns", *argv]
+    probe = root / f"halfmq-checker-probe-{os.getpid()}"
+    try:
+        probe.mkdir()
+        probe.rmdir()
+    except OSError as cannot:
+        return f"cannot create a cgroup under {root}: {cannot}"
+    tried = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up && iptables -w -A OUTPUT -m cgroup --path / -j ACCEPT"],
+                           capture_output=True, text=True)
+    if tried.returncode != 0:
+        return f"unshare -n with iptables' cgroup match failed: {tried.stderr.strip() or tried.stdout.strip()}"
+    # the run is told which namespace it started from, and checks it is elsewhere before adding a rule
+    return ["unshare", "-n", "env", f"{OUTER_NETNS}={own_netns()}", "sh", "-c", 'ip link set lo up && exec "$@"', "netns", *argv]
 
 
 OUTER_NETNS = "HALFMQ_CHECKER_OUTER_NETNS"  # the starting process's namespace, which partitions must never be in
