@@ -348,7 +348,9 @@ class ClusterNode(LeaseRenewals, Takeover):
         old = self.runtime
         await self.grpc.stop()  # no call may reach the runtime that closes
         await old.stop()
-        rt = BrokerRuntime.open(self.settings, durable_wrapper=self.durable if start else None)
+        # in a thread: the open replays HALFMQ_TXN_STATE from offset 0, which grows with every ack record; on the loop it
+        # stopped the lease renewals, so past a TTL of records every new leader lost its lease while opening (no leader)
+        rt = await asyncio.to_thread(BrokerRuntime.open, self.settings, durable_wrapper=self.durable if start else None)
         self.state.runtime = rt
         if start:
             self.watermark.lead(rt.store)
