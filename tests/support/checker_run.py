@@ -172,7 +172,7 @@ def run(root: Path, faults: int, seed: int, netns: bool) -> dict:
         if partitions is not None:
             partitions.remove()
     return {"seed": seed, "seconds": round(time.monotonic() - started), "faults": nemesis.applied,
-            "counts": dict(nemesis.counts), "consumer_errors": consumers.errors, "history": history.to_json()}
+            "counts": dict(nemesis.counts), "overlapped": nemesis.overlapped, "consumer_errors": consumers.errors, "history": history.to_json()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,6 +50,7 @@ class Nemesis:
     partitions: Partitions | None = None
     counts: collections.Counter[str] = field(default_factory=collections.Counter)
     applied: list[str] = field(default_factory=list)
+    overlapped: int = 0  # steps with a second fault before the first was healed
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -61,11 +62,12 @@ class Nemesis:
     def step(self, kinds: list[str]) -> None:
         """Start each kind (the second while the first holds), wait, heal them in a seeded order, then settle."""
         active: list[Active] = []
+        self.overlapped += len(kinds) > 1
         try:
             for kind in kinds:
                 fault = self.start(kind, taken={a.target for a in active})
                 active.append(fault)
-                self.counts[kind] += 1
+                self.counts[fault.kind] += 1  # what was applied (a kind that needs a leader falls back when none leads)
                 time.sleep(self.rng.uniform(0.5, 4.0))
         finally:
             notes = [f"{a.note}: {a.heal()}" for a in self.rng.sample(active, len(active))]

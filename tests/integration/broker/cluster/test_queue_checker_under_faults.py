@@ -55,7 +55,8 @@ def test_under_seeded_faults_the_set_loses_invents_and_doubles_nothing(tmp_path:
     history = History.from_json(run["history"])
     verdict = check(history, {node: (tmp_path / "logs" / node).read_bytes() for node in NODES})
     counts = ", ".join(f"{kind} {n}" for kind, n in sorted(run["counts"].items()))
-    report(f"\nqueue checker, seed {run['seed']}, {sum(run['counts'].values())} faults ({counts}) in {run['seconds']}s: "
+    report(f"\nqueue checker, seed {run['seed']}, {sum(run['counts'].values())} faults ({counts}; {run['overlapped']} steps with "
+           f"two at once) in {run['seconds']}s: "
            f"{verdict.summary()}\nfaults applied: {'; '.join(run['faults'])}")
     assert verdict.acknowledged > 100, verdict.summary()
     assert verdict.counts() == "lost 0, unexpected 0, duplicated 0, divergent 0", verdict.summary()
