@@ -352,7 +352,10 @@ class ClusterNode(LeaseRenewals, Takeover):
         old = self.runtime
         await self.grpc.stop()  # no call may reach the runtime that closes
         await old.stop(close_store=not start)
-        rt = BrokerRuntime.open(self.settings, durable_wrapper=self.durable if start else None, store=old.store if start else None)
+        # in a thread: building the services replays the log's state records (and a step-down recovers the store); on the
+        # loop it stopped the lease renewals, so past a TTL of work every new leader lost its lease while opening (no leader)
+        rt = await asyncio.to_thread(BrokerRuntime.open, self.settings, durable_wrapper=self.durable if start else None,
+                                     store=old.store if start else None)
         self.state.runtime = rt
         rt.watch_auth()  # either role answers requests (a follower its reads, broker/cluster/gate.py)
         if start:

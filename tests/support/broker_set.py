@@ -1,6 +1,9 @@
 """A broker set for tests: real etcd, N real broker processes (``halfmq broker --cluster ...``) on free ports.
 
 Every node is configured with all N as the set's members; on an etcd with auth on it logs in as etcd's ``halfmq`` user.
+For the queue checker a set can also give each node its own loopback address (``hosts``), start each node inside
+a process group of its own that the caller names (``wrap``: a cgroup for partitions) and put each node's data dir
+on its own tmpfs (``disk_size``: ``disks[node]`` fills and frees it).
 """
 
 from __future__ import annotations
@@ -8,27 +11,45 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import httpx
 
 from .etcd import EtcdProcess
 from .processes import BrokerProcess
+from .small_disk import SmallDisk
 
 
 class BrokerSet:
     def __init__(self, etcd: EtcdProcess, root: Path, size: int = 3, prefix: str = "set", env: dict[str, str] | None = None,
-                 token: str | None = None) -> None:
-        """``token``: with broker auth on (HALFMQ_BROKER_AUTH_FILE in ``env``), one that may describe the cluster, for ``view``."""
+                 token: str | None = None, hosts: Sequence[str] | None = None,
+                 wrap: Callable[[str, list[str]], list[str]] | None = None, disk_size: int | None = None) -> None:
+        """``token``: with broker auth on (HALFMQ_BROKER_AUTH_FILE in ``env``), one that may describe the cluster, for ``view``.
+
+        ``hosts``: node i listens on ``hosts[i-1]``; ``wrap(node_id, argv)``: the command that starts that node;
+        ``disk_size``: each node's data dir on a tmpfs of that many bytes (mounted now, unmounted by ``stop``).
+        """
         self.etcd = etcd
         self.token = token
         self.nodes: dict[str, BrokerProcess] = {}
+        self.disks: dict[str, SmallDisk] = {}
         for i in range(1, size + 1):
             node_id = f"n{i}"
-            node = BrokerProcess(root / node_id, root, env={
+            data_dir = root / node_id
+            if disk_size is not None:
+                self.disks[node_id] = SmallDisk(root / f"{node_id}-disk", disk_size).mount()
+                data_dir = self.disks[node_id].path / node_id
+            node = BrokerProcess(data_dir, root, env={
                 "HALFMQ_BROKER_CLUSTER": etcd.cluster_url(prefix), "HALFMQ_BROKER_NODE_ID": node_id,
                 "HALFMQ_BROKER_CLUSTER_SIZE": str(size), "HALFMQ_BROKER_SEGMENT_BYTES": str(1 << 20), **(env or {}),
             })
+            if hosts is not None:
+                node.url = f"http://{hosts[i - 1]}:{node.port}"
+                node.health_url = f"{node.url}/healthz"
+                node.argv += ["--host", hosts[i - 1]]
+            if wrap is not None:
+                node.argv = wrap(node_id, node.argv)
             node.env["HALFMQ_BROKER_ADVERTISE_URL"] = node.url
             self.nodes[node_id] = node
         members = ",".join(f"{node_id}={node.url}" for node_id, node in self.nodes.items())
@@ -52,6 +73,8 @@ class BrokerSet:
             if node.alive:
                 os.kill(node.pid, signal.SIGCONT)  # type: ignore[arg-type]
                 node.stop(grace=10)
+        for disk in self.disks.values():
+            disk.unmount()
 
     def view(self, node_id: str) -> dict | None:
         try:

@@ -32,10 +32,12 @@ def etcd_binary() -> str:
 class EtcdProcess(ManagedProcess):
     """One etcd member; ``stop()`` and ``start()`` again keep its data, as a restarted etcd would."""
 
-    def __init__(self, data_dir: Path, log_dir: Path, auth: bool = False, prefix: str = "set") -> None:
+    def __init__(self, data_dir: Path, log_dir: Path, auth: bool = False, prefix: str = "set", host: str = "127.0.0.1") -> None:
+        """``host``: the address it listens on (the queue checker's network namespace gives etcd 127.0.0.10)."""
         self.port = free_port()
         peer = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.host = host
+        self.url = f"http://{host}:{self.port}"
         self.auth = auth
         self.prefix = prefix
         self.root = EtcdCredentials(ROOT, secrets.token_urlsafe(16)) if auth else None
@@ -44,8 +46,8 @@ class EtcdProcess(ManagedProcess):
         super().__init__("etcd", [
             etcd_binary(), "--name", "halfmq-test", "--data-dir", str(data_dir),
             "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
-            "--listen-peer-urls", f"http://127.0.0.1:{peer}", "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
-            "--initial-cluster", f"halfmq-test=http://127.0.0.1:{peer}", "--log-level", "warn",
+            "--listen-peer-urls", f"http://{host}:{peer}", "--initial-advertise-peer-urls", f"http://{host}:{peer}",
+            "--initial-cluster", f"halfmq-test=http://{host}:{peer}", "--log-level", "warn",
         ], {"ETCD_UNSUPPORTED_ARCH": ""}, f"{self.url}/health", log_dir / f"etcd-{self.port}.log")
 
     def wait_healthy(self, timeout: float, poll: float = 0.05, interrupted: threading.Event | None = None) -> bool:
@@ -65,4 +67,4 @@ class EtcdProcess(ManagedProcess):
         return {"HALFMQ_BROKER_ETCD_USER": self.credentials.user, "HALFMQ_BROKER_ETCD_PASSWORD_FILE": str(self.password_file)}
 
     def cluster_url(self, prefix: str | None = None) -> str:
-        return f"etcd://127.0.0.1:{self.port}/{prefix or self.prefix}"
+        return f"etcd://{self.host}:{self.port}/{prefix or self.prefix}"

@@ -8,6 +8,8 @@ the faults healed. ``check`` then counts:
 - *unexpected*: read (received or in the final read), and never attempted;
 - *duplicated*: stored more than once in the final read (deliveries may repeat, at least once: only stored
   copies count);
+- *redelivered after ack*: received by a receive asked for after a consumer's ack of that value was answered OK
+  (the group was told it is done; counted with duplicated, and printed on its own);
 - *divergent*: nodes whose logs differ after the heal, when each node's log is given (any sequence: values
   read from it, or its commit-log bytes). Logs differ when one is not equal to another.
 
@@ -17,81 +19,15 @@ No I/O: the test around it does the reading. Values are unique strings chosen by
 from __future__ import annotations
 
 import collections
-import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .history import Acknowledged, Attempted, ConsumerAcked, Failed, History, ReadBack, Received
+
+__all__ = ["Verdict", "check", "divergences", "History"]
+
 EXAMPLES = 5  # examples kept per anomaly
-
-
-@dataclass(frozen=True)
-class Attempted:
-    client: str
-    value: str
-
-
-@dataclass(frozen=True)
-class Acknowledged:
-    value: str
-    where: str  # a message id, or "queue:offset"
-
-
-@dataclass(frozen=True)
-class Failed:
-    """A send that failed, or whose outcome is unknown (a timeout): it may or may not be stored."""
-
-    value: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class Received:
-    value: str
-    consumer: str
-
-
-@dataclass(frozen=True)
-class ReadBack:
-    """One stored copy of ``value`` in the final read of the topic."""
-
-    value: str
-
-
-Operation = Attempted | Acknowledged | Failed | Received | ReadBack
-
-
-class History:
-    """Operations in the order they were recorded; safe to record from several threads."""
-
-    def __init__(self) -> None:
-        self.operations: list[Operation] = []
-        self._lock = threading.Lock()
-
-    def _add(self, operation: Operation) -> None:
-        with self._lock:
-            self.operations.append(operation)
-
-    def attempted(self, client: str, value: str) -> None:
-        self._add(Attempted(client, value))
-
-    def acknowledged(self, value: str, where: str) -> None:
-        self._add(Acknowledged(value, where))
-
-    def failed(self, value: str, reason: str) -> None:
-        self._add(Failed(value, reason))
-
-    def received(self, value: str, consumer: str) -> None:
-        self._add(Received(value, consumer))
-
-    def read_back(self, values: Iterable[str]) -> None:
-        """The final read: every stored copy, in the order read."""
-        for value in values:
-            self._add(ReadBack(value))
-
-    def of(self, kind: type[Operation]) -> list[Any]:
-        with self._lock:
-            return [op for op in self.operations if isinstance(op, kind)]
 
 
 @dataclass
@@ -103,24 +39,29 @@ class Verdict:
     lost: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
     duplicated: dict[str, int] = field(default_factory=dict)  # value -> stored copies (> 1)
+    redelivered: list[str] = field(default_factory=list)  # delivered after its consumer ack was answered OK
+    received: int = 0  # distinct values delivered to consumers
+    consumer_acked: int = 0
     divergent: list[str] = field(default_factory=list)  # "n2 differs from n1 at 1234 (lengths 5000, 4800)"
     nodes_compared: int = 0
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.unexpected or self.duplicated or self.divergent)
+        return not (self.lost or self.unexpected or self.duplicated or self.redelivered or self.divergent)
 
     def counts(self) -> str:
         divergent = f"{len(self.divergent)}" if self.nodes_compared else "not measured"
-        return (f"lost {len(self.lost)}, unexpected {len(self.unexpected)}, duplicated {len(self.duplicated)}, "
-                f"divergent {divergent}")
+        return (f"lost {len(self.lost)}, unexpected {len(self.unexpected)}, "
+                f"duplicated {len(self.duplicated) + len(self.redelivered)}, divergent {divergent}")
 
     def summary(self) -> str:
         examples = {name: sample for name, sample in (
             ("lost", sorted(self.lost)[:EXAMPLES]), ("unexpected", sorted(self.unexpected)[:EXAMPLES]),
-            ("duplicated", sorted(self.duplicated.items())[:EXAMPLES]), ("divergent", self.divergent[:EXAMPLES])) if sample}
+            ("duplicated", sorted(self.duplicated.items())[:EXAMPLES]), ("redelivered after ack", sorted(self.redelivered)[:EXAMPLES]),
+            ("divergent", self.divergent[:EXAMPLES])) if sample}
         line = (f"{self.counts()} ({self.attempted} attempted, {self.acknowledged} acknowledged, {self.failed} failed or "
-                f"unknown, {self.stored} stored)")
+                f"unknown, {self.stored} stored; {self.received} received, {self.consumer_acked} consumer-acked, "
+                f"{len(self.redelivered)} redelivered after ack)")
         return f"{line}; examples {examples}" if examples else line
 
 
@@ -134,10 +75,20 @@ def check(history: History, final_reads_by_node: Mapping[str, Sequence[Any]] | N
     verdict.lost = sorted(acknowledged - copies.keys())
     verdict.unexpected = sorted((copies.keys() | received) - attempted)
     verdict.duplicated = {value: n for value, n in copies.items() if n > 1}
+    verdict.received, verdict.consumer_acked = len(received), len({op.value for op in history.of(ConsumerAcked)})
+    verdict.redelivered = redelivered_after_ack(history)
     if final_reads_by_node:
         verdict.nodes_compared = len(final_reads_by_node)
         verdict.divergent = divergences(final_reads_by_node)
     return verdict
+
+
+def redelivered_after_ack(history: History) -> list[str]:
+    """Values received by a receive asked for after an OK answer to a consumer's ack of them."""
+    first_ack: dict[str, int] = {}
+    for position, op in history.positions(ConsumerAcked):
+        first_ack.setdefault(op.value, position)
+    return sorted({op.value for op in history.of(Received) if op.value in first_ack and op.asked_at > first_ack[op.value]})
 
 
 def divergences(logs: Mapping[str, Sequence[Any]]) -> list[str]:

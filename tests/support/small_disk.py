@@ -64,6 +64,31 @@ class SmallDisk:
     def free(self) -> None:
         self.filler.unlink(missing_ok=True)
 
+    def resize(self, size: int) -> None:
+        done = subprocess.run(["mount", "-o", f"remount,size={size}", str(self.path)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise OSError(f"cannot resize the tmpfs at {self.path} to {size}: {done.stderr.strip()}")
+
+    def squeeze(self, leave: int = 0) -> None:
+        """Full now, without writing a large filler: shrink the tmpfs to what it holds plus a page or so, then fill the rest.
+
+        A big tmpfs (a whole node's data dir) costs memory only for what is written; this keeps it so.
+        """
+        for _ in range(20):
+            st = os.statvfs(self.path)
+            used = (st.f_blocks - st.f_bfree) * st.f_frsize
+            try:
+                self.resize(used + 256 * 1024)
+                break
+            except OSError:  # it grew between statvfs and the remount
+                continue
+        self.fill(leave)
+
+    def release(self) -> None:
+        """Room again: the filler gone and the tmpfs back to ``size``."""
+        self.free()
+        self.resize(self.size)
+
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:

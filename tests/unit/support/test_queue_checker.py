@@ -83,3 +83,38 @@ def test_the_summary_names_examples_of_each_anomaly() -> None:
     summary = check(a_history(["a", "b"], ["a", "b"], ["a", "a", "x"])).summary()
     assert summary.startswith("lost 1, unexpected 1, duplicated 1, divergent not measured")
     assert "'lost': ['b']" in summary and "'unexpected': ['x']" in summary and "('a', 2)" in summary
+
+
+def test_a_value_received_again_after_its_consumer_ack_was_answered_is_duplicated() -> None:
+    history = a_history(["a"], ["a"], ["a"])
+    history.received("a", "c1", asked_at=history.now())
+    history.consumer_acked("a", "c1")
+    history.received("a", "c2", asked_at=history.now())
+    verdict = check(history)
+    assert not verdict.ok and verdict.redelivered == ["a"]
+    assert verdict.counts() == "lost 0, unexpected 0, duplicated 1, divergent not measured"
+
+
+def test_a_receive_asked_for_before_the_ack_was_answered_may_still_deliver_the_value() -> None:
+    history = a_history(["a"], ["a"], ["a"])
+    history.received("a", "c1")
+    asked = history.now()
+    history.consumer_acked("a", "c1")
+    history.received("a", "c2", asked_at=asked)
+    assert check(history).ok
+
+
+def test_a_value_received_again_after_an_ack_that_was_not_answered_ok_is_no_anomaly() -> None:
+    history = a_history(["a"], ["a"], ["a"])
+    history.received("a", "c1")
+    history.received("a", "c2")
+    verdict = check(history)
+    assert verdict.ok and (verdict.received, verdict.consumer_acked) == (1, 0)
+
+
+def test_a_history_survives_its_json_round_trip() -> None:
+    history = a_history(["a", "b"], ["a"], ["a"])
+    history.failed("b", "timeout")
+    history.received("a", "c1", asked_at=3)
+    history.consumer_acked("a", "c1")
+    assert History.from_json(history.to_json()).operations == history.operations
