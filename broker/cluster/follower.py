@@ -142,11 +142,13 @@ class Follower:
             acks.cancel()
 
     async def _cut_divergent_tail(self, leader_url: str, term: int) -> None:
-        answer = await self._http.get(f"{leader_url}/v1/replication/term-end", params={"term": self.history.last_term, "node_id": self.node_id})
+        asked = self.history.last_term
+        answer = await self._http.get(f"{leader_url}/v1/replication/term-end", params={"term": asked, "node_id": self.node_id})
         answer.raise_for_status()
         self._check_term(answer)
-        cut = int(answer.json()["end_offset"])
+        said = answer.json()
         store = self._store()
+        cut = self.history.divergence(asked, int(said.get("term", asked)), int(said["end_offset"]), store.commit_log.end_offset)
         if store.commit_log.end_offset > cut:
             log.warning("node %s: log ends at %d, past where term %d ends on the leader (%d): cutting the divergent tail",
                         self.node_id, store.commit_log.end_offset, self.history.last_term, cut)

@@ -80,8 +80,9 @@ async def cluster_view(request: ApiRequest) -> Reply:
 async def replication_term_end(request: ApiRequest) -> Reply:
     node = _node(request)
     _leader(node)
-    end = node.history.end_of(request.params.term, node.runtime.store.commit_log.end_offset)
-    return Reply({"end_offset": end}, headers=_headers(**{TERM_HEADER: str(node.term)}))
+    asked = request.params.term
+    end = node.history.end_of(asked, node.runtime.store.commit_log.end_offset)
+    return Reply({"end_offset": end, "term": node.history.known_at_most(asked)}, headers=_headers(**{TERM_HEADER: str(node.term)}))
 
 
 async def replication_fetch(request: ApiRequest) -> Reply:

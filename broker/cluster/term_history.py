@@ -36,6 +36,23 @@ class TermHistory:
                 return start
         return log_end
 
+    def known_at_most(self, term: int) -> int:
+        """The latest term of this log that is not after ``term`` (0: none). A leader answers it with ``end_of``, so a
+        follower whose last term this log never had (its own short leadership) learns which term they last share."""
+        return max((t for t, _ in self.entries if t <= term), default=0)
+
+    def divergence(self, asked: int, answered: int, leader_end: int, log_end: int) -> int:
+        """Where this log must be cut, given the leader's answer to "where does term ``asked`` end?" (KIP-279).
+
+        The leader answered ``answered``, its latest term not after ``asked``, ending at ``leader_end``. If it never had
+        ``asked``, this log's records from the end of ``answered`` on were written by a leadership the leader does not
+        know, whatever their length: cut at the earlier of the two ends (without this, a record of the same length at
+        the same offset in a term the leader skipped survived, and the logs differed in one record)."""
+        cut = min(leader_end, log_end)
+        if answered < asked:
+            cut = min(cut, self.end_of(answered, log_end))
+        return cut
+
     def adopt(self, leader_entries: list[tuple[int, int]], log_end: int) -> None:
         """Take the leader's entries that lie within this log (the later ones arrive with the bytes)."""
         entries = [(t, s) for t, s in leader_entries if s <= log_end]

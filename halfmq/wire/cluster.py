@@ -56,6 +56,7 @@ class TermEnd(_Wire):
     """Where a term's records end in the leader's log: a follower cuts a longer tail of that term."""
 
     end_offset: int
+    term: int = 0  # the leader's latest term not after the one asked (KIP-279): the follower cuts where that one ends
 
 
 class DurableAck(_Wire):

@@ -18,6 +18,7 @@ from halfmq.broker.cluster.errors import NotLeader
 from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
 from halfmq.broker.cluster.routes import LOG_END_HEADER
+from halfmq.broker.cluster.term_history import TermHistory
 from tests.support.fake_cluster_node import app_with_fake_node
 
 CLUSTER_ROUTES = ["GET /v1/cluster", "GET /v1/replication/position", "GET /v1/replication/term-end", "POST /v1/replication/ack",
@@ -30,7 +31,8 @@ class _Node:
     def __init__(self, state: Any, tmp_path: Path) -> None:
         self.state, self.writable, self.term, self.node_id = state, True, 4, "n1"
         self.settings = SimpleNamespace(data_dir=tmp_path)
-        self.history = SimpleNamespace(entries=[[4, 0]], end_of=lambda term, end: end, last_term=4)
+        self.history = TermHistory(tmp_path / "term-history.json")
+        self.history.begin(4, 0)
         self.tracker = ReplicaTracker("n1", 3, lag_time=2.0)
         self.tracker.reset(frozenset({"n1", "n2", "n3"}))
         self.appended = asyncio.Event()
@@ -73,7 +75,7 @@ async def test_term_end_answers_json_and_the_term_in_a_header(leader: tuple[http
     client, _ = leader
     answer = await client.get("/v1/replication/term-end", params={"term": 4, "node_id": "n2"})
     assert answer.status_code == 200
-    assert answer.json() == {"end_offset": 0}
+    assert answer.json() == {"end_offset": 0, "term": 4}
     assert answer.headers[TERM_HEADER] == "4"
     missing = await client.get("/v1/replication/term-end", params={"node_id": "n2"})
     assert missing.status_code == 400 and missing.json()["errors"][0]["loc"] == ["query", "term"]
