@@ -102,6 +102,7 @@ class FollowerProgress:
     durable: int          # the follower's fsynced log end, as it last reported it in this term: only this votes
     caught_up_at: float   # when it last fetched from where the leader's log ended at its fetch before
     fetched: int = 0      # the follower's appended log end, as its last fetch asked from
+    heard_at: float = float("inf")  # when it last fetched or acked in this term (inf: not yet asked; counts as heard)
 
 
 def majority_offset(leader: str, leader_durable: int, members: frozenset[str], progress: Mapping[str, FollowerProgress],
@@ -221,3 +222,14 @@ def may_clear_foreign_claim(seen_since: float, now: float, lease_ttl: float) -> 
     the foreign key otherwise block every election forever.
     """
     return now - seen_since >= lease_ttl
+
+
+OUT_OF_TOUCH_TTLS = 3  # a leader steps down after this many lease TTLs without a majority's fetches (a follower fetches every 0.5 s)
+
+
+def out_of_touch(leader: str, progress: Mapping[str, FollowerProgress], now: float, window: float, cluster_size: int) -> bool:
+    """Whether a leader has heard from too few followers within ``window`` to make a majority with itself (Raft's
+    CheckQuorum). A leader cut off from its followers but not from etcd keeps its lease, so nobody else may lead,
+    and with ``ack=quorum`` it can acknowledge nothing: it steps down instead, and the side with a majority elects."""
+    heard = sum(1 for node, p in progress.items() if node != leader and now - p.heard_at <= window)
+    return 1 + heard < majority(cluster_size)

@@ -29,7 +29,7 @@ from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import LeaderFront
 
-from .decisions import Claim, Event, LeaseFence, Role, judge_leader_claim, may_campaign, may_clear_foreign_claim, next_role
+from .decisions import OUT_OF_TOUCH_TTLS, Claim, Event, LeaseFence, Role, judge_leader_claim, majority, may_campaign, may_clear_foreign_claim, next_role
 from .errors import NotLeader
 from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, KeyValue, Lease, absent, unchanged
 from .etcd_auth import broker_credentials
@@ -183,6 +183,10 @@ class ClusterNode(LeaseRenewals, Takeover):
                 return  # (written over again by the foreign writer: the next tick puts it back)
         elif kv is None or kv.mod_revision != self.term:
             await self._step_down("the leader key is gone or another node's")
+            return
+        window = OUT_OF_TOUCH_TTLS * self.fence.ttl
+        if self.settings.ack == "quorum" and len(self.tracker.in_sync) >= majority(self.settings.cluster_size) and self.tracker.out_of_touch(window):
+            await self._step_down(f"no majority of the set fetched in {window:.0f} s: cut off from its followers, it could acknowledge nothing")
             return
         await self._publish_in_sync()
 

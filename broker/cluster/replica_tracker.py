@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from .decisions import FollowerProgress, acknowledged_offset, high_watermark, in_sync_set, quorum_possible
+from .decisions import FollowerProgress, acknowledged_offset, high_watermark, in_sync_set, out_of_touch, quorum_possible
 from .errors import FlushSlaveTimeout, SlaveNotAvailable
 
 
@@ -52,7 +52,7 @@ class ReplicaTracker:
         """
         now = self._clock()
         self._generation += 1
-        self.progress = {n: FollowerProgress(0, float("-inf") if n == lagging else now) for n in in_sync if n != self.node_id}
+        self.progress = {n: FollowerProgress(0, float("-inf") if n == lagging else now, heard_at=now) for n in in_sync if n != self.node_id}
         self._end_at_fetch = {}
         self.in_sync = self._counted = in_sync | {self.node_id}
         self.high_watermark = high_watermark
@@ -73,7 +73,7 @@ class ReplicaTracker:
         caught_up = fetched >= min(leader_end, self._end_at_fetch.get(node, leader_end))
         self._end_at_fetch[node] = leader_end
         caught_up_at = now if caught_up else (before.caught_up_at if before else float("-inf"))
-        self.progress[node] = FollowerProgress(max(durable, before.durable) if before else durable, caught_up_at, fetched)
+        self.progress[node] = FollowerProgress(max(durable, before.durable) if before else durable, caught_up_at, fetched, now)
         self._release()
         self._on_change()
 
@@ -82,10 +82,14 @@ class ReplicaTracker:
         before = self.progress.get(node)
         if before is None or durable <= before.durable:
             return False
-        self.progress[node] = FollowerProgress(durable, before.caught_up_at, max(before.fetched, durable))
+        self.progress[node] = FollowerProgress(durable, before.caught_up_at, max(before.fetched, durable), self._clock())
         self._release()
         self._on_change()
         return True
+
+    def out_of_touch(self, window: float) -> bool:
+        """Too few followers fetched or acked within ``window`` to make a majority with this leader (decisions.out_of_touch)."""
+        return out_of_touch(self.node_id, self.progress, self._clock(), window, self.cluster_size)
 
     def wanted_in_sync(self) -> frozenset[str]:
         return in_sync_set(self.node_id, self.in_sync, self.progress, self._clock(), self.lag_time, self.cluster_size,

@@ -140,3 +140,29 @@ async def test_a_leader_fsync_asked_in_an_earlier_term_does_not_vote_in_the_next
     fsync.set_result(None)
     await asyncio.sleep(0)
     assert tracker.leader_durable == 0
+
+
+def test_a_leader_is_out_of_touch_once_no_follower_has_fetched_within_the_window_and_back_in_touch_at_one_fetch() -> None:
+    clock = Clock()
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=clock)
+    tracker.reset(frozenset({"n1", "n2", "n3"}))
+    clock.now += 5.9
+    assert not tracker.out_of_touch(6.0)  # a new term counts its followers as heard when it starts
+    tracker.report("n2", 0, leader_end=0)
+    clock.now += 5.0
+    assert not tracker.out_of_touch(6.0)  # n2 fetched 5 s ago: with the leader, a majority of 3
+    clock.now += 1.5
+    assert tracker.out_of_touch(6.0)  # nobody for 6.5 s: cut off from both followers
+    tracker.acked("n3", 10)
+    assert not tracker.out_of_touch(6.0)  # an ack is contact too
+
+
+def test_in_a_set_of_five_one_follower_in_touch_is_not_enough() -> None:
+    clock = Clock()
+    tracker = ReplicaTracker("n1", 5, lag_time=2.0, clock=clock)
+    tracker.reset(frozenset({"n1", "n2", "n3", "n4", "n5"}))
+    clock.now += 10
+    tracker.report("n2", 0, leader_end=0)
+    assert tracker.out_of_touch(6.0)
+    tracker.report("n3", 0, leader_end=0)
+    assert not tracker.out_of_touch(6.0)
