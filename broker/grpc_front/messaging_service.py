@@ -31,7 +31,6 @@ from .telemetry_sessions import TelemetrySessions
 
 log = logging.getLogger(__name__)
 
-ACCEPTED_TYPES = (pb.MessageType.NORMAL, pb.MessageType.TRANSACTION)
 DEFAULT_INVISIBLE = 30.0
 MAX_LONG_POLL = 30.0
 
@@ -83,7 +82,7 @@ class MessagingService(rpc.MessagingServiceServicer):
     # --- routes ----------------------------------------------------------------
     def _queues(self, topic: str, queues: int) -> list[pb.MessageQueue]:
         return [pb.MessageQueue(topic=pb.Resource(name=topic), id=q, permission=pb.Permission.READ_WRITE, broker=self.broker,
-                                accept_message_types=ACCEPTED_TYPES) for q in range(queues)]
+                                accept_message_types=mm.ACCEPTED_TYPES) for q in range(queues)]
 
     @answers(spb.QueryRouteResponse)
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:  # noqa: N802
@@ -183,13 +182,9 @@ class MessagingService(rpc.MessagingServiceServicer):
 
     async def _send_one(self, message: pb.Message) -> spb.SendResultEntry:
         kind = message.system_properties.message_type
-        if kind not in ACCEPTED_TYPES:
-            name = pb.MessageType.Name(kind)
-            raise RocketMQRefusal(pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-                                  f"halfmq topics accept NORMAL and TRANSACTION messages, not {name}")
-        if message.system_properties.HasField("delivery_timestamp") or message.system_properties.message_group:
-            raise RocketMQRefusal(pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
-                                  "delayed and FIFO (message group) messages are not supported by halfmq")
+        conflict = mm.type_conflict(message.system_properties)
+        if conflict:
+            raise RocketMQRefusal(pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, conflict)
         topic = message.topic.name
         target = sending.target(self.rt, topic)  # an unknown or invalid topic is told before a bad message
         try:

@@ -17,6 +17,8 @@ CODES: dict[type[errors.BrokerError], int] = {
     errors.InvalidGroupName: pb.Code.ILLEGAL_CONSUMER_GROUP,
     errors.ReservedProperty: pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
     errors.InvalidProperty: pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+    errors.InvalidMessageGroup: pb.Code.ILLEGAL_MESSAGE_GROUP,
+    errors.InvalidDeliveryTime: pb.Code.ILLEGAL_DELIVERY_TIME,
     errors.InvalidReceiptHandle: pb.Code.INVALID_RECEIPT_HANDLE,
     errors.ReceiptNotHeld: pb.Code.INVALID_RECEIPT_HANDLE,
     errors.ReceiptInOtherTransaction: pb.Code.PRECONDITION_FAILED,  # acked in an open producer transaction
@@ -38,7 +40,7 @@ CODES: dict[type[errors.BrokerError], int] = {
 
 
 class RocketMQRefusal(errors.InvalidRequest):
-    """A request the RocketMQ protocol itself refuses, with its own code (a wrong message type, a FIFO send)."""
+    """A request the RocketMQ protocol itself refuses, with its own code (a message type its properties contradict)."""
 
     code = "ROCKETMQ_REFUSED"
 

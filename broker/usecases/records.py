@@ -1,16 +1,19 @@
 """What a front that maps messages into another protocol (the RocketMQ 5 gRPC front) may know of a stored one.
 
-The stored message's type and the broker's own property names, and a half message as its producer sent it.
+The stored message's type and the broker's own property names (a FIFO message's group, a timed message's due
+time), and a half message as its producer sent it.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.half_messages import record_names as tx_names
 from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.store.topics import TIMER_OUT_MS
 
-__all__ = ["BROKER_PROPERTIES", "StoredMessage", "as_sent", "is_transactional"]
+__all__ = ["BROKER_PROPERTIES", "MESSAGE_GROUP", "TIMER_OUT_MS", "StoredMessage", "as_sent", "is_transactional"]
 
 # Properties a half message carries for the broker's bookkeeping (besides UNIQ_KEY, KEYS and TAGS).
 BROKER_PROPERTIES = frozenset({tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID, tx_names.PRODUCER_GROUP,

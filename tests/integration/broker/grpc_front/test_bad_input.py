@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+import time
 
 import grpc
 import httpx
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc as rpc
@@ -39,16 +41,67 @@ def send(stub, topic: str, body: bytes, kind: int = pb.MessageType.NORMAL, **sys
     return stub.SendMessage(spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name=topic), system_properties=sp, body=body)]))
 
 
+def in_seconds(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromMilliseconds(int((time.time() + seconds) * 1000))
+    return ts
+
+
 def test_bad_sends_get_rocketmq_codes_and_write_nothing(strict_broker: RmqBroker, stub) -> None:
     before = commit_log_end(strict_broker)
+    conflict = pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
     assert send(stub, "no-such-topic", b"x").status.code == pb.Code.TOPIC_NOT_FOUND
-    assert send(stub, "orders", b"x", pb.MessageType.FIFO, message_group="g").status.code == pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
-    assert send(stub, "orders", b"x", pb.MessageType.DELAY).status.code == pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+    assert send(stub, "orders", b"x", pb.MessageType.FIFO).status.code == conflict  # FIFO without a group
+    assert send(stub, "orders", b"x", pb.MessageType.DELAY).status.code == conflict  # DELAY without a time
+    assert send(stub, "orders", b"x", pb.MessageType.TRANSACTION, message_group="g").status.code == conflict
+    assert send(stub, "orders", b"x", pb.MessageType.TRANSACTION, delivery_timestamp=in_seconds(5)).status.code == conflict
+    assert send(stub, "orders", b"x", pb.MessageType.FIFO, message_group="g" * 65).status.code == pb.Code.ILLEGAL_MESSAGE_GROUP
+    assert send(stub, "orders", b"x", pb.MessageType.DELAY,
+                delivery_timestamp=in_seconds(4 * 24 * 3600)).status.code == pb.Code.ILLEGAL_DELIVERY_TIME  # past 3 days
     assert send(stub, "orders", b"x" * 2000).status.code == pb.Code.MESSAGE_BODY_TOO_LARGE
     assert send(stub, "%SYS-bad", b"x").status.code == pb.Code.ILLEGAL_TOPIC
     assert commit_log_end(strict_broker) == before
     route = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name="no-such-topic")))
     assert route.status.code == pb.Code.TOPIC_NOT_FOUND
+
+
+def received(stub, group: str, wait: float = 0) -> list[pb.Message]:
+    queue = pb.MessageQueue(topic=pb.Resource(name="orders"), id=-1)
+    request = spb.ReceiveMessageRequest(group=pb.Resource(name=group), message_queue=queue, batch_size=16,
+                                        long_polling_timeout={"seconds": int(wait)})
+    return [r.message for r in stub.ReceiveMessage(request) if r.HasField("message")]
+
+
+def ack(stub, group: str, message: pb.Message) -> int:
+    entry = spb.AckMessageEntry(message_id=message.system_properties.message_id, receipt_handle=message.system_properties.receipt_handle)
+    return stub.AckMessage(spb.AckMessageRequest(group=pb.Resource(name=group), topic=pb.Resource(name="orders"), entries=[entry])).status.code
+
+
+def test_a_fifo_send_with_the_clients_own_queue_id_is_accepted_and_its_group_delivered_in_order(stub) -> None:
+    # Apache's clients pick a FIFO message's queue themselves (a hash of the group); the broker puts it in the group's
+    for queue_id in (0, 1):  # own queue and ignores theirs, so a queue id with a group is no INVALID_REQUEST here
+        answer = send(stub, "orders", f"fifo-{queue_id}".encode(), pb.MessageType.FIFO, message_group="u1", queue_id=queue_id)
+        assert answer.status.code == pb.Code.OK
+    [first] = received(stub, "fifo")  # one message of a group at a time: the next after this one's ack
+    assert (first.body, first.system_properties.message_type, first.system_properties.message_group) == (b"fifo-0", pb.MessageType.FIFO, "u1")
+    assert received(stub, "fifo") == []
+    assert ack(stub, "fifo", first) == pb.Code.OK
+    [second] = received(stub, "fifo")
+    assert (second.body, second.system_properties.queue_id) == (b"fifo-1", first.system_properties.queue_id)
+
+
+def test_a_delay_send_is_delivered_with_its_delivery_timestamp_once_due(stub) -> None:
+    due = in_seconds(2)
+    sent = send(stub, "orders", b"later", pb.MessageType.DELAY, delivery_timestamp=due)
+    assert sent.status.code == pb.Code.OK
+    got: list[pb.Message] = []
+    deadline = time.time() + 30
+    while not got and time.time() < deadline:
+        got = received(stub, "timed", wait=5)
+    [message] = got
+    assert (message.body, message.system_properties.message_type) == (b"later", pb.MessageType.DELAY)
+    assert message.system_properties.delivery_timestamp.ToMilliseconds() == due.ToMilliseconds()
+    assert message.system_properties.store_timestamp.ToMilliseconds() >= due.ToMilliseconds()  # released when due
 
 
 def test_a_forged_receipt_handle_is_refused_and_the_delivery_stays_held(strict_broker: RmqBroker, stub) -> None:

@@ -8,6 +8,7 @@ import time
 import pytest
 from rocketmq import ConsumeResult, FilterExpression, MessageListener, Producer, PushConsumer, SimpleConsumer, TransactionChecker
 from rocketmq import TransactionResolution as Resolution
+from rocketmq.grpc_protocol import MessageType
 
 from halfmq.client import Producer as HttpProducer
 from halfmq.client.simple_consumer import SimpleConsumer as HttpSimpleConsumer
@@ -142,6 +143,60 @@ def test_a_message_failing_every_attempt_lands_in_the_dead_letter_queue(start_rm
         [moved] = dead()
     assert moved.body == "bad"
     assert attempts[:2] == [1, 2]
+
+
+def test_two_fifo_simple_consumers_keep_each_of_3_groups_in_send_order(rmq_broker: RmqBroker, started) -> None:
+    groups, per_group = ("user-1", "user-2", "user-3"), 6
+    producer = started(Producer(rmq_broker.config(), ("credits",)))
+    for seq in range(per_group):  # interleaved across the groups, each group's messages in send order
+        for group in groups:
+            fifo = message("credits", f"{group}:{seq}".encode())
+            fifo.message_group = group
+            producer.send(fifo)
+    seen: list[tuple[str, int, str, int]] = []  # (group, seq, its group and type as received), each before its ack
+    batches: list[list[str]] = []  # the groups of each receive's messages
+    lock = threading.Lock()
+    consumers = [started(SimpleConsumer(rmq_broker.config(), "credit-appliers", {"credits": FilterExpression()}, await_duration=1))
+                 for _ in range(2)]
+
+    def consume(consumer: SimpleConsumer) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(seen) < len(groups) * per_group:
+            batch = consumer.receive(32, 60)
+            batches.append([m.message_group for m in batch])
+            for m in batch:
+                group, seq = m.body.decode().split(":")
+                with lock:
+                    seen.append((group, int(seq), m.message_group, m.message_type))
+                consumer.ack(m)  # the group's next message is handed out only after this
+
+    threads = [threading.Thread(target=consume, args=(c,)) for c in consumers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert {g: [seq for group, seq, _, _ in seen if group == g] for g in groups} == {g: list(range(per_group)) for g in groups}
+    assert all((told, kind) == (group, MessageType.FIFO) for group, _, told, kind in seen)
+    assert all(len(set(batch)) == len(batch) for batch in batches)  # one message of a group at a time
+
+
+def test_a_delay_message_arrives_no_earlier_than_its_delivery_timestamp(rmq_broker: RmqBroker, started) -> None:
+    consumer = started(SimpleConsumer(rmq_broker.config(), "reminders", {"payments": FilterExpression()}, await_duration=1))
+    producer = started(Producer(rmq_broker.config(), ("payments",)))
+    due = int(time.time()) + 3  # Apache's Python client sends whole seconds
+    delayed = message("payments", b"payment due")
+    delayed.delivery_timestamp = due
+    producer.send(delayed)
+    producer.send(message("payments", b"paid"))  # a plain one after it is not held back by it
+    arrivals: dict[bytes, tuple[float, object]] = {}
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline and len(arrivals) < 2:
+        for m in consumer.receive(32, 30):
+            arrivals[m.body] = (time.time(), m)
+            consumer.ack(m)
+    arrived, received = arrivals[b"payment due"]
+    assert arrived >= due
+    assert (received.delivery_timestamp, received.message_type) == (due * 1000, MessageType.DELAY)
 
 
 def test_grpc_in_http_sdk_out_and_http_sdk_in_grpc_out(rmq_broker: RmqBroker, started) -> None:

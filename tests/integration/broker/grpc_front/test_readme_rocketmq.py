@@ -23,6 +23,14 @@ def test_the_readme_rocketmq_program_runs_as_printed(rmq_broker: RmqBroker, tmp_
     assert out.strip().splitlines() == ["order 42 created"]
 
 
+def test_the_fifo_and_delay_program_runs_as_printed(rmq_broker: RmqBroker, tmp_path: Path) -> None:
+    [program] = readme_programs("## FIFO and delayed messages", ROOT / "docs" / "rocketmq.md")
+    lines = run_program(program, {"HALFMQ_ROCKETMQ": rmq_broker.endpoint}, tmp_path).strip().splitlines()
+    credit, refund, reminder = "order 44: +10 credits", "order 44 refunded: -10 credits", "order 45: payment due"
+    assert sorted(lines) == sorted([credit, refund, reminder])
+    assert lines.index(credit) < lines.index(refund)  # one message group: in send order
+
+
 def readme_js() -> str:
     text = (ROOT / "docs" / "rocketmq.md").read_text()
     section = text[text.index("## Use your RocketMQ clients"):]

@@ -18,6 +18,8 @@ from halfmq.broker.grpc_front.status_codes import RocketMQRefusal, code_of, stat
     (errors.AccessDenied("x"), pb.Code.FORBIDDEN),
     (errors.Unauthenticated("x"), pb.Code.UNAUTHORIZED),
     (errors.InvalidTopicName("x"), pb.Code.ILLEGAL_TOPIC),
+    (errors.InvalidMessageGroup("x"), pb.Code.ILLEGAL_MESSAGE_GROUP),
+    (errors.InvalidDeliveryTime("x"), pb.Code.ILLEGAL_DELIVERY_TIME),
     (errors.MalformedJson("x"), pb.Code.BAD_REQUEST),  # no row of its own: its parent InvalidRequest's
     (RocketMQRefusal(pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, "fifo"), pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE),
 ])

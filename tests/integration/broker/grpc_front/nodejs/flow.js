@@ -1,5 +1,5 @@
-// Apache's rocketmq-client-nodejs, unchanged, against halfmq's RocketMQ 5 front: the Python test's flow.
-// Usage: node flow.js <host:grpc-port>; prints one JSON line with what the consumer received.
+// Apache's rocketmq-client-nodejs, unchanged, against halfmq's RocketMQ 5 front: the Python test's flows.
+// Usage: node flow.js <host:grpc-port> [transactions|fifo|delay]; prints one JSON line with what the consumers received.
 'use strict';
 const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
 const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
@@ -7,7 +7,13 @@ const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/r
 const endpoints = process.argv[2];
 const asked = [];
 
-async function main() {
+async function shutdown(...clients) {
+  for (const client of clients) {
+    try { await client.shutdown(); } catch (err) { /* the client's logger may already be closed: nothing to clean */ }
+  }
+}
+
+async function transactions() {
   const producer = new Producer({
     endpoints,
     topic: 'node-orders',
@@ -32,10 +38,70 @@ async function main() {
       await consumer.ack(message);
     }
   }
-  console.log(JSON.stringify({ plainId: plain.messageId, received: received.sort(), asked }));
-  for (const client of [consumer, producer]) {
-    try { await client.shutdown(); } catch (err) { /* the client's logger may already be closed: nothing to clean */ }
+  await shutdown(consumer, producer);
+  return { plainId: plain.messageId, received: received.sort(), asked };
+}
+
+// Two SimpleConsumers of one consumer group share 3 message groups of 6 messages: a group's one at a time, in send order.
+async function fifo() {
+  const groups = ['user-1', 'user-2', 'user-3'];
+  const perGroup = 6;
+  const producer = new Producer({ endpoints, topic: 'node-credits' });
+  await producer.startup();
+  for (let seq = 0; seq < perGroup; seq++) {
+    for (const group of groups) {
+      await producer.send({ topic: 'node-credits', messageGroup: group, body: Buffer.from(`${group}:${seq}`) });
+    }
   }
+  const seen = [];  // [group, seq, the group it was received with], each before its ack
+  const batches = [];  // the message groups of each receive
+  const consumers = [0, 1].map(() => new SimpleConsumer({
+    endpoints, consumerGroup: 'node-appliers', subscriptions: new Map().set('node-credits', '*'), awaitDuration: 1000,
+  }));
+  async function consume(consumer) {
+    await consumer.startup();
+    const deadline = Date.now() + 60000;
+    while (Date.now() < deadline && seen.length < groups.length * perGroup) {
+      const batch = await consumer.receive(32, 60000);
+      batches.push(batch.map((message) => message.messageGroup));
+      for (const message of batch) {
+        const [group, seq] = message.body.toString().split(':');
+        seen.push([group, Number(seq), message.messageGroup]);
+        await consumer.ack(message);  // the group's next message is handed out only after this
+      }
+    }
+  }
+  await Promise.all(consumers.map(consume));
+  await shutdown(...consumers, producer);
+  return { seen, batches };
+}
+
+// A message delayed to a delivery timestamp (ms), and a plain one after it.
+async function delay() {
+  const producer = new Producer({ endpoints, topic: 'node-payments' });
+  await producer.startup();
+  const consumer = new SimpleConsumer({
+    endpoints, consumerGroup: 'node-reminders', subscriptions: new Map().set('node-payments', '*'), awaitDuration: 1000,
+  });
+  await consumer.startup();
+  const due = new Date(Date.now() + 3000);
+  await producer.send({ topic: 'node-payments', deliveryTimestamp: due, body: Buffer.from('payment due') });
+  await producer.send({ topic: 'node-payments', body: Buffer.from('paid') });
+  const arrivals = {};
+  const deadline = Date.now() + 40000;
+  while (Date.now() < deadline && Object.keys(arrivals).length < 2) {
+    for (const message of await consumer.receive(16, 30000)) {
+      arrivals[message.body.toString()] = { at: Date.now(), deliveryTimestamp: message.deliveryTimestamp?.getTime() };
+      await consumer.ack(message);
+    }
+  }
+  await shutdown(consumer, producer);
+  return { due: due.getTime(), arrivals };
+}
+
+async function main() {
+  const scenario = { transactions, fifo, delay }[process.argv[3] || 'transactions'];
+  console.log(JSON.stringify(await scenario()));
 }
 
 main().then(() => process.exit(0), (err) => { console.error(err); process.exit(1); });
