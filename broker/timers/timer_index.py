@@ -197,26 +197,29 @@ class TimerIndex:
             self._write_state()
 
     def _write_buffer_run(self) -> None:
+        """The buffer's timers below ``_timers_read`` become a run. Lean on purpose: the buffer's own ints, sorted
+        as they are and unpacked 4,096 at a time, so a run of 65,536 adds no tuple or set per timer to the heap."""
         with self._lock:
-            upto = self._timers_read
-            pairs = sorted(_timer(key) for key in self._buffer if key & OFFSET_MASK not in self._released)
-            left_out = {key & OFFSET_MASK for key in self._buffer if key & OFFSET_MASK in self._released}
+            since, upto, released = self._runs_upto, self._timers_read, self._released
+            keys = sorted(key for key in self._buffer if key & OFFSET_MASK not in released)
+            left_out = {key & OFFSET_MASK for key in self._buffer if key & OFFSET_MASK in released}
             self._recording = []
         path = self._dir / f"run-{uuid.uuid4().hex}"
         try:
-            write_run(path, pairs)
+            write_run(path, map(_timer, keys))
         except OSError:
             with self._lock:
                 self._recording = None
             raise
+        del keys
         cursor = RunCursor(path)
-        in_run = {offset for _, offset in pairs}
         with self._lock:
             self._buffer = [key for key in self._buffer if key & OFFSET_MASK >= upto]
             heapq.heapify(self._buffer)
             self._released -= left_out
             assert self._recording is not None
-            self._released.update(offset for offset in self._recording if offset in in_run)
+            # released while writing, and in the run: every buffered timer from ``since`` to ``upto`` not left out
+            self._released.update(offset for offset in self._recording if since <= offset < upto and offset not in left_out)
             self._recording = None
             self._runs.append(cursor)
             self._runs_upto = upto
