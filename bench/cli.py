@@ -43,6 +43,7 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--consume-prefill", type=int, help="messages in the consume scenario's backlog")
     parser.add_argument("--recovery-mib", type=int, help="commit log size for the recovery scenario (default 1024; quick 32)")
     parser.add_argument("--spark-rows", type=int, help="credits for the spark scenario (default 1,000,000; quick 10,000)")
+    parser.add_argument("--timers", type=int, help="timed messages pending in the timers scenario (default 1,000,000; quick 50,000)")
     parser.add_argument("--soak", type=float, metavar="SECONDS",
                         help="replicated: add quorum_soak_c64, 64-in-flight quorum sends for SECONDS, counting elections (the plan's F1 check: 600)")
     parser.add_argument("--cases", metavar="NAME,…", help="replicated: run only these of its cases (e.g. quorum_soak_c64)")
@@ -62,7 +63,7 @@ def settings_from(args: argparse.Namespace) -> BenchSettings:
     return BenchSettings.for_mode(
         args.quick, runs=args.runs, seconds=args.seconds, warmup=args.warmup, driver=args.driver,
         consume_prefill=args.consume_prefill, workdir=args.workdir, spark_rows=args.spark_rows,
-        recovery_bytes=args.recovery_mib * 2**20 if args.recovery_mib else None,
+        recovery_bytes=args.recovery_mib * 2**20 if args.recovery_mib else None, timers=args.timers,
         soak_seconds=args.soak, cases=tuple(c.strip() for c in args.cases.split(",") if c.strip()) if args.cases else None,
     )
 

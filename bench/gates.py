@@ -30,8 +30,9 @@ class Gate:
     peer: tuple[str, ...] | None = None  # (result file, key…) relative to a peer figure
     size_bound: bool = False       # meaningless on --quick sizes
     versus_case: str | None = None  # relative to another case of the same scenario, same run
-    metric: str = "headline"       # "headline" (ops/s or median seconds), "p99_ms" (the case's p99 latency), "max_s" (its longest run)
-    #                                or "elections" (term changes the case saw)
+    metric: str = "headline"       # "headline" (ops/s or median seconds), "p99_ms" (the case's p99 latency), "max_s" (its longest run),
+    #                                "elections" (term changes the case saw), "min_ms" (its smallest latency: a timer's
+    #                                lateness, negative if early) or "mib" (a memory figure, MiB)
 
 
 REDIS = ("redis_always", "xadd_c64")
@@ -79,6 +80,15 @@ GATES: tuple[Gate, ...] = (
          "recovery", "kill9_restart", "<=", absolute=5.0, size_bound=True),
     Gate("spark", "Spark aggregation + reconciliation on 1,000,000 credits ≤ 30 s (incl. JVM start)",
          "spark", "aggregate", "<=", absolute=30.0, size_bound=True),
+    # issue 34: timed messages (halfmq bench timers): on time with 1,000,000 pending, never early, not held in memory
+    Gate("timers_p99", "timed messages with 1,000,000 pending: p99 lateness (receive − due) of 2,000 probes ≤ 200 ms",
+         "timers", "probe_lateness", "<=", absolute=200, metric="p99_ms", size_bound=True),
+    Gate("timers_never_early", "timed messages: no probe received before its due time (min lateness ≥ 0 ms)",
+         "timers", "probe_lateness", ">=", absolute=0, metric="min_ms"),
+    Gate("timers_memory", "broker RSS with 1,000,000 timers pending ≤ 1.2× the same broker after 1,000,000 plain messages (same run)",
+         "timers", "rss_with_timers", "<=", 1.2, versus_case="rss_plain", metric="mib", size_bound=True),
+    Gate("timers_restart", "restart after kill -9 with 1,000,000 timers pending ≤ 5 s (the recovery gate's bound)",
+         "timers", "kill9_restart", "<=", absolute=5.0, size_bound=True),
     # issue 32: the replicated set as the production default (halfmq bench replicated, ratios within one run)
     Gate("replicated_send", "durable single send on a 3-node set with ack=quorum, 64 in flight ≥ 0.8× one broker (same run)",
          "replicated", "quorum_c64", ">=", 0.8, versus_case="single_c64"),
@@ -116,13 +126,18 @@ def _measured(case: dict[str, Any], metric: str) -> float | None:
     if metric == "elections":
         elections = case.get("elections")
         return None if elections is None else float(elections)
+    if metric == "min_ms":
+        value = case.get("min_ms")
+        return None if value is None else float(value)
     return headline(case)
 
 
 def _unit(gate: Gate) -> str:
     """"ms" for a latency gate, "s" for a timed one, "/s" for throughput, "" for a count."""
-    if gate.metric == "p99_ms":
+    if gate.metric in ("p99_ms", "min_ms"):
         return "ms"
+    if gate.metric == "mib":
+        return "MiB"
     if gate.metric == "elections":
         return ""
     if gate.metric == "max_s":
@@ -136,10 +151,12 @@ def _target(gate: Gate, doc: dict[str, Any], case: dict[str, Any] | None, peers:
         return gate.absolute, ""
     if gate.versus_case is not None:
         other = _case(doc, gate.scenario, gate.versus_case)
-        other_figure = headline(other) if other else None
+        other_figure = _measured(other, gate.metric) if other else None
         if other_figure is None:
             return None, ""
-        return other_figure * gate.factor, f"{gate.factor:g}× {gate.versus_case} ({other_figure:,.0f}/s, same run)"
+        unit = _unit(gate)
+        shown = f"{other_figure:,.1f} {unit}" if unit == "MiB" else f"{other_figure:,.0f}/s"
+        return other_figure * gate.factor, f"{gate.factor:g}× {gate.versus_case} ({shown}, same run)"
     if gate.baseline and case and case.get("baseline"):
         base = doc.get("baselines", {}).get(case["baseline"])
         if not base:

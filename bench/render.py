@@ -26,6 +26,9 @@ def spread(case: dict[str, Any]) -> tuple[str, str]:
     if "ops_per_s" in case:
         s = case["ops_per_s"]
         return fmt_rate(s["median"]), f"{fmt_rate(s['min'])}–{fmt_rate(s['max'])}"
+    if "figures" in case:  # a figure in the case's own unit (a lateness in ms, a memory in MiB)
+        s = case["figures"]
+        return f"{s['median']:,.1f}", f"{s['min']:,.1f}–{s['max']:,.1f}"
     s = case["seconds"]
     return f"{s['median']:.2f} s", f"{s['min']:.2f}–{s['max']:.2f} s"
 
@@ -75,6 +78,8 @@ def _gate_figure(value: float, unit: str) -> str:
     """A gate's figure in its unit: seconds with two decimals, milliseconds, a rate, or a bare count."""
     if unit == "s":
         return f"{value:.2f} s"
+    if unit == "MiB":
+        return f"{value:,.1f} MiB"
     return f"{value:,.0f}{' ms' if unit == 'ms' else unit}"
 
 

@@ -60,6 +60,9 @@ def _case_figure(case: dict[str, Any]) -> tuple[str, str, str, str]:
     if "ops_per_s" in case:
         s = case["ops_per_s"]
         return _n(s["median"]), f"{_n(s['min'])}–{_n(s['max'])}", _ms(case.get("p50_ms")), _ms(case.get("p99_ms"))
+    if "figures" in case:  # a lateness (ms) or a memory (MiB)
+        s = case["figures"]
+        return f"{s['median']:,.1f} {case['unit']}", f"{s['min']:,.1f}–{s['max']:,.1f}", _ms(case.get("p50_ms")), _ms(case.get("p99_ms"))
     s = case["seconds"]
     return _n(s["median"], "s"), f"{s['min']:.2f}–{s['max']:.2f}", "—", "—"
 

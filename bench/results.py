@@ -13,7 +13,8 @@ A throughput case: ``{"unit", "concurrency", "driver", "runs": [...],
 "ratio"?}`` - ``ops_per_s`` is in the case's unit (messages/s for batches
 and consumption, transactions/s, orders/s) and p50/p99 are the medians over
 runs of each run's per-operation latency percentiles. A timed case (recovery,
-spark) has ``"seconds": {"median", "min", "max"}`` instead of ``ops_per_s``.
+spark) has ``"seconds": {"median", "min", "max"}`` instead of ``ops_per_s``; a case of another unit (a lateness
+in ms, a memory in MiB: ``timers``) has ``"figures": {"median", "min", "max"}`` in its ``unit``.
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ def headline(case: dict[str, Any]) -> float | None:
         return case["ops_per_s"]["median"]
     if "seconds" in case:
         return case["seconds"]["median"]
+    if "figures" in case:
+        return case["figures"]["median"]
     return None
 
 

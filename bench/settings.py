@@ -32,6 +32,9 @@ class BenchSettings:
     spark_rows: int = 1_000_000
     spark_timeout: float = 600.0
     fsync_seconds: float = 5.0       # raw append + fsync loop per run (the peers' fsync_bench default)
+    timers: int = 1_000_000          # timers: timed messages pending (due over 24 h) while the probes are measured
+    timer_probes: int = 2_000        # timers: probes due over the next ``timer_probe_window`` seconds
+    timer_probe_window: float = 60.0
     soak_seconds: float = 0.0        # replicated: 64-in-flight quorum sends this long, counting elections (0: no soak)
     cases: tuple[str, ...] = ()      # replicated: only these of its cases (empty: all)
     workdir: Path | None = None      # where temp dirs go (default: the system temp dir)
@@ -46,7 +49,7 @@ class BenchSettings:
         return cls(
             quick=True, runs=1, seconds=1.0, warmup=0.3, max_ops=200_000, consume_prefill=20_000,
             tx_check_wait=15.0, orders_max=1_000, orders_credit_wait=60.0, recovery_bytes=32 << 20,
-            spark_rows=10_000, fsync_seconds=1.0,
+            spark_rows=10_000, fsync_seconds=1.0, timers=50_000, timer_probes=500, timer_probe_window=10.0,
         )
 
     def as_json(self) -> dict:

@@ -6,7 +6,8 @@ leader, and on a follower from its replicated appends, so every node's index agr
 
 New timers go to an in-memory buffer (a heap of ints, ``due << 40 | offset``). On the store's checkpoint thread
 the buffer becomes an immutable sorted run on disk (``store.timer_runs``) once it holds ``run_entries`` timers or
-is ``run_age`` seconds old, runs are merged when there are more than ``max_runs``, and ``timers/state.json``
+is ``run_age`` seconds old, ``fan_in`` runs of a similar size are merged into one (size-tiered: one merge per
+checkpoint, released timers left out, ``store.timer_runs.compaction``), and ``timers/state.json``
 records the runs with their cursors, how far queues 0 and 1 were read, and the released timers the runs and the
 buffer still hold. A start reads that state and only the queues' tails past it: never every pending timer.
 """
@@ -18,13 +19,14 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from itertools import islice
 from pathlib import Path
 
 from halfmq.broker.store.atomic_file import DamagedFile, read_json, write_json
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore
-from halfmq.broker.store.timer_runs import RunCursor, merge, write_run
+from halfmq.broker.store.timer_runs import RunCursor, compaction, merge, write_run
 from halfmq.broker.store.topics import RELEASE_QUEUE, TIMER_QUEUE, TIMER_TOPIC
 
 log = logging.getLogger(__name__)
@@ -32,7 +34,7 @@ log = logging.getLogger(__name__)
 READ_BATCH = 65_536
 RUN_ENTRIES = 65_536
 RUN_AGE = 60.0
-MAX_RUNS = 8
+FAN_IN = 8  # runs of one size tier merged at once
 Timer = tuple[int, int]  # (due ms, timer queue offset): ordered by due time, then by send order
 OFFSET_BITS = 40  # a buffer key is due << 40 | offset: one int per buffered timer, ordered as its Timer
 OFFSET_MASK = (1 << OFFSET_BITS) - 1
@@ -60,11 +62,11 @@ class TimerIndex:
     pending one arrives (the release service sleeps until the earliest)."""
 
     def __init__(self, store: MessageStore, *, run_entries: int = RUN_ENTRIES, run_age: float = RUN_AGE,
-                 max_runs: int = MAX_RUNS, clock: Callable[[], float] = time.monotonic) -> None:
+                 fan_in: int = FAN_IN, clock: Callable[[], float] = time.monotonic) -> None:
         self._store = store
         self._dir = Path(store.config.data_dir) / "timers"
         self._dir.mkdir(exist_ok=True)
-        self._run_entries, self._run_age, self._max_runs, self._clock = run_entries, run_age, max_runs, clock
+        self._run_entries, self._run_age, self._fan_in, self._clock = run_entries, run_age, fan_in, clock
         self._lock = threading.Lock()  # a follower's appends call the listener from the replication thread
         self._maintaining = threading.Lock()  # one run write or merge at a time
         self._buffer: list[int] = []  # keys of timers at or past ``_runs_upto``
@@ -180,38 +182,44 @@ class TimerIndex:
 
     # --- on disk (the store's checkpoint thread) --------------------------------------------------------------
     def checkpoint(self) -> None:
-        """Write the buffer as a run when it is full or old, merge runs past ``max_runs``, then record the state."""
+        """Write the buffer as a run when it is full or old, merge one tier of ``fan_in`` similar runs if one is
+        full, then record the state."""
         with self._maintaining:
             with self._lock:
                 full = len(self._buffer) >= self._run_entries or (
                     self._buffered_since is not None and self._clock() - self._buffered_since >= self._run_age)
             if full:
                 self._write_buffer_run()
-            if len(self._runs) > self._max_runs:
-                self._merge_runs()
+            with self._lock:
+                chosen = [self._runs[i] for i in compaction([run.remaining for run in self._runs], self._run_entries, self._fan_in)]
+            if chosen:
+                self._merge_runs(chosen)
             self._write_state()
 
     def _write_buffer_run(self) -> None:
+        """The buffer's timers below ``_timers_read`` become a run. Lean on purpose: the buffer's own ints, sorted
+        as they are and unpacked 4,096 at a time, so a run of 65,536 adds no tuple or set per timer to the heap."""
         with self._lock:
-            upto = self._timers_read
-            pairs = sorted(_timer(key) for key in self._buffer if key & OFFSET_MASK not in self._released)
-            left_out = {key & OFFSET_MASK for key in self._buffer if key & OFFSET_MASK in self._released}
+            since, upto, released = self._runs_upto, self._timers_read, self._released
+            keys = sorted(key for key in self._buffer if key & OFFSET_MASK not in released)
+            left_out = {key & OFFSET_MASK for key in self._buffer if key & OFFSET_MASK in released}
             self._recording = []
         path = self._dir / f"run-{uuid.uuid4().hex}"
         try:
-            write_run(path, pairs)
+            write_run(path, map(_timer, keys))
         except OSError:
             with self._lock:
                 self._recording = None
             raise
+        del keys
         cursor = RunCursor(path)
-        in_run = {offset for _, offset in pairs}
         with self._lock:
             self._buffer = [key for key in self._buffer if key & OFFSET_MASK >= upto]
             heapq.heapify(self._buffer)
             self._released -= left_out
             assert self._recording is not None
-            self._released.update(offset for offset in self._recording if offset in in_run)
+            # released while writing, and in the run: every buffered timer from ``since`` to ``upto`` not left out
+            self._released.update(offset for offset in self._recording if since <= offset < upto and offset not in left_out)
             self._recording = None
             self._runs.append(cursor)
             self._runs_upto = upto
@@ -219,26 +227,30 @@ class TimerIndex:
             self._buffered_since = self._clock() if self._buffer else None
             self._drop_released_heads()
 
-    def _merge_runs(self) -> None:
+    def _merge_runs(self, olds: list[RunCursor]) -> None:
+        """Merge ``olds`` into one run from their cursors on (what was released in due order is behind a cursor),
+        leaving out the timers released out of order; the other runs and the buffer are not touched."""
         with self._lock:
-            olds = list(self._runs)
-            sources = [RunCursor(run.path, run.position) for run in olds]
-            skipped = {offset for offset in self._released if offset < self._runs_upto}
-            self._recording = []
+            positions = [run.position for run in olds]
+            skipped = set(self._released)
+        dropped: set[int] = set()
+
+        def kept(pairs: Iterator[Timer]) -> Iterator[Timer]:
+            for pair in pairs:
+                if pair[1] in skipped:
+                    dropped.add(pair[1])
+                else:
+                    yield pair
+
         path = self._dir / f"run-{uuid.uuid4().hex}"
-        try:
-            write_run(path, (pair for pair in merge(sources) if pair[1] not in skipped))
-        except OSError:
-            with self._lock:
-                self._recording = None
-            raise
+        write_run(path, kept(merge([RunCursor(run.path, position) for run, position in zip(olds, positions, strict=True)])))
         cursor = RunCursor(path)
         with self._lock:
             self._runs = [run for run in self._runs if run not in olds] + [cursor]
-            self._released -= skipped
-            assert self._recording is not None
-            self._released.update(offset for offset in self._recording if offset < self._runs_upto)
-            self._recording = None
+            self._released -= dropped
+            for run, position in zip(olds, positions, strict=True):  # released while merging: behind an old cursor,
+                self._released.update(  # still in the new run
+                    offset for _, offset in islice(run.pairs(position), run.position - position) if offset not in dropped)
             self._drop_released_heads()
 
     def _write_state(self) -> None:

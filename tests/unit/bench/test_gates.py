@@ -1,10 +1,13 @@
-"""Issue 18's gates: the SDK's figures against the peers' own-client figures, batch and orders targets."""
+"""Issue 18's gates: the SDK's figures against the peers' own-client figures, batch and orders targets; and the
+later issues' gates (the replicated set, FIFO, timed messages)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from halfmq.bench.gates import evaluate
+from halfmq.bench.results import timed_case
+from halfmq.bench.scenarios.timers import lateness_figures, memory_case
 
 
 def _case(ops: float, p99_ms: float = 10.0, baseline: str | None = None) -> dict[str, Any]:
@@ -149,3 +152,39 @@ def test_the_fifo_gate_compares_with_four_consumers_of_the_same_run() -> None:
     assert "four_consumers" in gates["fifo_consume"]["reference"]
     gates = _by_id(_doc({"consume": {"four_consumers": _case(20_000), "fifo_four_consumers": _case(9_999)}}))
     assert gates["fifo_consume"]["status"] == "missed"
+
+
+def _timers(lateness_ms: list[float], with_mib: float = 120.0, plain_mib: float = 100.0, restart_s: float = 2.0) -> dict[str, Any]:
+    return _doc({"timers": {
+        "probe_lateness": {"what": "probes", **lateness_figures(lateness_ms)},
+        "rss_with_timers": memory_case(with_mib, what="with"), "rss_plain": memory_case(plain_mib, what="without"),
+        "kill9_restart": timed_case([{"seconds": restart_s}], what="restart"),
+    }})
+
+
+def test_the_timer_gates_read_p99_and_min_lateness() -> None:
+    on_time = [float(ms) for ms in range(1, 101)]  # p99 100 ms (nearest rank), min 1 ms
+    gates = _by_id(_timers(on_time))
+    assert (gates["timers_p99"]["status"], gates["timers_p99"]["measured"], gates["timers_p99"]["unit"]) == ("met", 100.0, "ms")
+    assert (gates["timers_never_early"]["status"], gates["timers_never_early"]["measured"]) == ("met", 1.0)
+    gates = _by_id(_timers([*on_time[1:], -0.5]))  # one probe half a millisecond early
+    assert (gates["timers_never_early"]["status"], gates["timers_never_early"]["measured"]) == ("missed", -0.5)
+    gates = _by_id(_timers([*on_time[:98], 250.0, 300.0]))
+    assert gates["timers_p99"]["status"] == "missed"
+
+
+def test_the_timer_memory_gate_compares_with_the_plain_broker_of_the_same_run() -> None:
+    gates = _by_id(_timers([1.0], with_mib=120.0, plain_mib=100.0))
+    assert (gates["timers_memory"]["status"], gates["timers_memory"]["target"], gates["timers_memory"]["unit"]) == ("met", 120.0, "MiB")
+    assert "rss_plain" in gates["timers_memory"]["reference"] and "100.0 MiB" in gates["timers_memory"]["reference"]
+    assert _by_id(_timers([1.0], with_mib=120.1, plain_mib=100.0))["timers_memory"]["status"] == "missed"
+
+
+def test_the_timer_restart_gate_has_the_recovery_gates_bound_and_quick_sizes_are_not_gated() -> None:
+    assert _by_id(_timers([1.0], restart_s=5.0))["timers_restart"]["status"] == "met"
+    assert _by_id(_timers([1.0], restart_s=5.1))["timers_restart"]["status"] == "missed"
+    quick = _timers([-1.0, 500.0], with_mib=500.0, restart_s=60.0)
+    quick["settings"]["quick"] = True
+    gates = _by_id(quick)
+    assert [gates[g]["status"] for g in ("timers_p99", "timers_memory", "timers_restart")] == ["n/a"] * 3
+    assert gates["timers_never_early"]["status"] == "missed"  # early is early at any size

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from halfmq.broker.store.timer_runs import CHUNK, RunCursor, merge, write_run
+from halfmq.broker.store.timer_runs import CHUNK, RunCursor, compaction, merge, tier, write_run
 
 
 def test_runs_merge_by_due_time_then_by_offset(tmp_path: Path) -> None:
@@ -33,3 +33,12 @@ def test_a_run_is_whole_or_absent_after_a_crash_between_write_and_rename(tmp_pat
     with pytest.raises(OSError):
         write_run(tmp_path / "run-1", [(1, 1), (2, 2)])
     assert list(tmp_path.iterdir()) == []  # no run, and no temp file holding space
+
+
+def test_compaction_picks_fan_in_runs_of_the_lowest_full_tier_and_leaves_other_sizes_alone() -> None:
+    run, big = 65_536, 600_000  # a run of 600,000 pairs is a tier above eight runs of 65,536
+    assert compaction([run] * 7 + [big], run, 8) == []
+    assert compaction([big] + [run] * 9, run, 8) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert compaction([run, 10, run, 20] + [run] * 5 + [big] * 8, run, 8) == [0, 1, 2, 3, 4, 5, 6, 7]  # smallest first
+    assert compaction([big] * 8 + [run], run, 8) == list(range(8))
+    assert (tier(run * 8 - 1, run, 8), tier(run * 8, run, 8), tier(run * 64, run, 8)) == (0, 1, 2)

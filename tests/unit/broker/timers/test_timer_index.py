@@ -91,7 +91,7 @@ def test_a_sooner_timer_wakes_the_release_loop(tmp_path: Path) -> None:
         store.close()
 
 
-SMALL_RUNS = {"run_entries": 3, "run_age": 3600.0, "max_runs": 2}  # a run every 3 timers, merged every third run
+SMALL_RUNS = {"run_entries": 3, "run_age": 3600.0, "fan_in": 2}  # a run every 3 timers, two runs of a tier merged
 
 
 @settings(max_examples=30, deadline=None)
@@ -153,7 +153,7 @@ def test_merging_runs_drops_released_timers_and_keeps_the_rest(tmp_path: Path) -
     clock = FakeClock(NOW / 1000)
     store = _store(tmp_path, clock)
     try:
-        index = TimerIndex(store, run_entries=2, run_age=3600, max_runs=2)
+        index = TimerIndex(store, run_entries=2, run_age=3600, fan_in=3)
         service = ReleaseService(store, index, _durable, clock=clock)
         for i in range(6):  # two timers a run; the third run merges all three
             if i == 4:
@@ -186,3 +186,34 @@ def test_a_timer_released_from_the_buffer_stays_released_after_a_start_from_the_
 def _due_now(store: MessageStore, index: TimerIndex, key: str) -> list[tuple[int, int]]:
     _send(store, key, NOW + 1)
     return index.due(NOW + 1, 10)
+
+
+def test_compaction_merges_runs_of_similar_size_only_and_drops_released_entries(tmp_path: Path) -> None:
+    clock = FakeClock(NOW / 1000)
+    store = _store(tmp_path, clock)
+
+    def checkpoint() -> set[str]:
+        store.wait_flushed(store.commit_log.end_offset).result(5)  # type: ignore[union-attr]
+        index.checkpoint()
+        return {p.name for p in (tmp_path / "timers").iterdir() if p.name.startswith("run-")}
+
+    try:
+        index = TimerIndex(store, run_entries=2, run_age=3600, fan_in=2)  # tier 0: under 4 timers, tier 1: 4 to 7
+        service = ReleaseService(store, index, _durable, clock=clock)
+        for i in range(4):
+            _send(store, f"big{i}", NOW + 1_000 + i)  # offsets 0-3
+        [big] = checkpoint()
+        _send(store, "s4", NOW + 100)
+        _send(store, "s5", NOW + 200)
+        assert len(checkpoint()) == 2  # 4 and 2: different tiers, not merged
+        asyncio.run(service.release([(NOW + 200, 5)]))  # not its run's head: left out by the merge
+        _send(store, "s6", NOW + 50)
+        _send(store, "s7", NOW + 300)
+        runs = checkpoint()  # two runs of 2 in tier 0: merged; the run of 4 is left as it is
+        assert big in runs and len(runs) == 2
+        [merged] = runs - {big}
+        assert (tmp_path / "timers" / merged).stat().st_size == 3 * 16
+        assert index.pending == 7
+        assert index.due(NOW + 2_000, 10) == [(NOW + 50, 6), (NOW + 100, 4), (NOW + 300, 7)] + [(NOW + 1_000 + i, i) for i in range(4)]
+    finally:
+        store.close()
