@@ -8,12 +8,14 @@ of a delivery yet: the journal, J2, will add them).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
+from halfmq.broker.delivery import journal
 from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.half_messages import record_names as names
 from halfmq.broker.half_messages.record_names import OpKind
 from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.store.state_records import TXN_OP, StateRecord, decode_acks
 from halfmq.broker.store.topics import (
     CHECK_MAX_TIME_TOPIC,
     DLQ_PREFIX,
@@ -77,40 +79,55 @@ def journey(msg_id: str, records: list[StoredMessage], committed: Mapping[str, i
     for e in events:
         if e.kind in _STATES and found.state == "pending":
             found.state = _STATES[e.kind]
-    if found.queue_offset is not None:
+    logged = {e.group for e in events if e.kind is Kind.ACKED}
+    if found.queue_offset is not None:  # an ack older than the acks records (or one a crash lost): the group's offset says so
         events += [JourneyEvent(kind=Kind.ACKED, topic=found.topic, queue_id=found.queue_id, queue_offset=found.queue_offset,
                                 group=group, detail="offset committed")
-                   for group, offset in sorted(committed.items()) if offset > found.queue_offset]
+                   for group, offset in sorted(committed.items()) if offset > found.queue_offset and group not in logged]
     return MessageJourney(message=found, events=events)
 
 
 def event_of(rec: StoredMessage, msg: MessageSummary) -> JourneyEvent | None:
     """What one record says happened to the message (None: a record of the transaction that says nothing of it)."""
+    by_topic = _BY_TOPIC.get(rec.topic)
+    if by_topic is not None:
+        return by_topic(rec, msg)
+    if rec.topic.startswith(DLQ_PREFIX):
+        return JourneyEvent(kind=Kind.DEAD_LETTERED, at_ms=rec.store_timestamp, topic=rec.topic, queue_offset=rec.queue_offset,
+                            group=rec.properties.get(CONSUMER_GROUP), detail=rec.properties.get(DLQ_REASON))
+    if not is_visible_copy(rec) or rec.properties.get(names.UNIQ_KEY) != msg.msg_id:
+        return None
+    return _copy_event(rec)
+
+
+def _copy_event(rec: StoredMessage) -> JourneyEvent | None:
+    """A copy on the message's own topic: sent, released at its due time, or resent from a DLQ."""
     props = rec.properties
     at = rec.store_timestamp
-    txid = props.get(names.TRANSACTION_ID)
-    if rec.topic == HALF_TOPIC:
-        return JourneyEvent(kind=Kind.HALF_STORED, at_ms=at, group=props.get(names.PRODUCER_GROUP), transaction_id=txid)
-    if rec.topic == OP_HALF_TOPIC:
-        return _op_event(rec, msg)
-    if rec.topic == TIMER_TOPIC:
-        due = props.get(TIMER_OUT_MS)
-        return JourneyEvent(kind=Kind.TIMER_STORED, at_ms=at, due_ms=int(due) if due else None, transaction_id=txid)
-    if rec.topic.startswith(DLQ_PREFIX):
-        return JourneyEvent(kind=Kind.DEAD_LETTERED, at_ms=at, topic=rec.topic, queue_offset=rec.queue_offset,
-                            group=props.get(CONSUMER_GROUP), detail=props.get(DLQ_REASON))
-    if not is_visible_copy(rec) or props.get(names.UNIQ_KEY) != msg.msg_id:
-        return None
     if RESENT_FROM in props:
         found = JourneyEvent(kind=Kind.RESENT, at_ms=at, detail=f"from {props[RESENT_FROM]}")
     elif TIMER_OUT_MS in props:
         found = JourneyEvent(kind=Kind.RELEASED, at_ms=at, due_ms=int(props[TIMER_OUT_MS]))
-    elif txid:
+    elif props.get(names.TRANSACTION_ID):
         return None  # a transaction's committed copy: its commit op says so, with this place
     else:
         found = JourneyEvent(kind=Kind.SENT, at_ms=at, group=props.get(names.PRODUCER_GROUP))
     found.topic, found.queue_id, found.queue_offset = rec.topic, rec.queue_id, rec.queue_offset
     return found
+
+
+def _half_event(rec: StoredMessage, msg: MessageSummary) -> JourneyEvent:
+    props = rec.properties
+    return JourneyEvent(kind=Kind.HALF_STORED, at_ms=rec.store_timestamp, group=props.get(names.PRODUCER_GROUP),
+                        transaction_id=props.get(names.TRANSACTION_ID))
+
+
+def _timer_event(rec: StoredMessage, msg: MessageSummary) -> JourneyEvent | None:
+    due = rec.properties.get(TIMER_OUT_MS)
+    if due is None:
+        return None  # a release marker, not the message
+    return JourneyEvent(kind=Kind.TIMER_STORED, at_ms=rec.store_timestamp, due_ms=int(due),
+                        transaction_id=rec.properties.get(names.TRANSACTION_ID))
 
 
 def _op_event(rec: StoredMessage, msg: MessageSummary) -> JourneyEvent | None:
@@ -128,3 +145,33 @@ def _op_event(rec: StoredMessage, msg: MessageSummary) -> JourneyEvent | None:
     if event is Kind.COMMITTED and msg.queue_offset is not None:
         found.topic, found.queue_id, found.queue_offset = msg.topic, msg.queue_id, msg.queue_offset
     return found
+
+
+def _journal_event(rec: StoredMessage, msg: MessageSummary) -> JourneyEvent | None:
+    """A journal line naming the message's place: delivered (attempt) or nacked (reason)."""
+    attempt = next((a for t, q, o, a in journal.entries_of(rec.body) if (t, q, o) == (msg.topic, msg.queue_id, msg.queue_offset)),
+                   None)
+    if attempt is None:
+        return None
+    props = rec.properties
+    kind = Kind.DELIVERED if props.get(journal.JOURNAL) == journal.DELIVERED else Kind.NACKED
+    return JourneyEvent(kind=kind, at_ms=rec.store_timestamp, topic=msg.topic, queue_id=msg.queue_id,
+                        queue_offset=msg.queue_offset, group=props.get(journal.CONSUMER_GROUP), attempt=attempt,
+                        detail=props.get(journal.NACK_REASON))
+
+
+def _acks_event(rec: StoredMessage, msg: MessageSummary) -> JourneyEvent | None:
+    """An ``acks`` record naming the message's place: acked, by that group, then."""
+    if rec.properties.get(TXN_OP) != StateRecord.ACKS.value:
+        return None
+    group = next((g for g, t, q, o in decode_acks(rec.body) if (t, q, o) == (msg.topic, msg.queue_id, msg.queue_offset)), None)
+    if group is None:
+        return None
+    return JourneyEvent(kind=Kind.ACKED, at_ms=rec.store_timestamp, topic=msg.topic, queue_id=msg.queue_id,
+                        queue_offset=msg.queue_offset, group=group)
+
+
+_BY_TOPIC: dict[str, Callable[[StoredMessage, MessageSummary], JourneyEvent | None]] = {
+    HALF_TOPIC: _half_event, OP_HALF_TOPIC: _op_event, TIMER_TOPIC: _timer_event, journal.JOURNAL_TOPIC: _journal_event,
+    TXN_STATE_TOPIC: _acks_event,
+}

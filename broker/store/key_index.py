@@ -40,6 +40,11 @@ _ENTRY = struct.Struct("<IqII")
 MAX_WALK = 4096  # entries a query follows in one file's chain before it stops (a bounded cost)
 
 
+def position_key(topic: str, queue_id: int, offset: int) -> str:
+    """The key of a message's place, as the records about it (journal lines, acks) index it: ``topic/queue@offset``."""
+    return f"{topic}/{queue_id}@{offset}"
+
+
 def key_hash(key: str) -> int:
     return crc32c.crc32c(key.encode())
 

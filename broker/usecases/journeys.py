@@ -1,6 +1,6 @@
 """Where is my message: a message's journey by its id, and the messages sent with a key, newest first.
 
-At most a few key-index lookups (the id, then its transaction's id), each capped at ``MAX_HITS`` records, so the
+At most a few key-index lookups (the id, its transaction's id, its place), each capped at ``MAX_HITS`` records, so the
 cost is bounded by the message's events, never by the log's size. Access: SUBSCRIBE on the message's topic (ADMIN
 implies it); a message the principal may not read is answered as no message at all, like a transaction of another
 producer group.
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from halfmq.broker.half_messages.record_names import TRANSACTION_ID, UNIQ_KEY
 from halfmq.broker.journeys import reconstruct
 from halfmq.broker.security.policy import Action, Principal, Resource
+from halfmq.broker.store.key_index import position_key
 from halfmq.broker.store.record import StoredMessage
 from halfmq.errors import MessageNotFound
 from halfmq.wire import MessageJourney, MessageSearch, MessageSummary
@@ -35,6 +36,8 @@ def show(rt: BrokerRuntime, who: Principal, scope: Scope, msg_id: str) -> Messag
     found = reconstruct.summary(msg_id, records)
     if found is None or not rt.guard.allows(who, Action.SUBSCRIBE, Resource.topic(found.topic)):
         raise MessageNotFound(f"no message {msg_id!r}")
+    if found.queue_offset is not None:  # its deliveries, nacks and acks name its place
+        records += _lookup(rt, position_key(found.topic, found.queue_id, found.queue_offset))
     offsets = rt.store.offsets
     committed = {g: off for g in offsets.groups() if (off := offsets.get(g, found.topic, found.queue_id)) is not None}
     journey = reconstruct.journey(msg_id, list({r.commit_log_offset: r for r in records}.values()), committed)

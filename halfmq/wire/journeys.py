@@ -19,8 +19,10 @@ class JourneyEventKind(str, Enum):
     RESENT = "resent"  # a discarded transaction's message sent again by an operator, or a dead letter put back
     TIMER_STORED = "timer_stored"  # a timed message waiting for its due time
     RELEASED = "released"  # a timed message made visible at its due time
+    DELIVERED = "delivered"  # handed to a consumer of ``group``; ``attempt`` counts from 1
+    NACKED = "nacked"  # ``detail``: the consumer's reason
     DEAD_LETTERED = "dead_lettered"
-    ACKED = "acked"  # the consumer group's committed offset is past the message
+    ACKED = "acked"  # an acks record names it (``at_ms``), or the group's committed offset is past it
 
 
 class JourneyEvent(_Wire):
@@ -32,6 +34,7 @@ class JourneyEvent(_Wire):
     group: str | None = None  # the consumer group (acked, dead-lettered) or producer group (half, checks)
     transaction_id: str | None = None
     answer: str | None = None  # a check-back's answer
+    attempt: int | None = None  # a delivery's
     due_ms: int | None = None  # a timed message's due time
     detail: str | None = None
 

@@ -12,7 +12,7 @@ from tests.support.waiting import wait_for
 from .http_helpers import path, receive, send, settle
 
 FAST_CHECKS = {"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "0.5", "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "0.3",
-               "HALFMQ_BROKER_CHECK_TIMEOUT": "2.0"}
+               "HALFMQ_BROKER_CHECK_TIMEOUT": "2.0", "HALFMQ_BROKER_RETRY_DELAYS": "0.2"}
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def journey(client: httpx.Client, msg_id: str) -> dict:
     return resp.json()
 
 
-def test_the_journey_of_an_order_s_message_shows_sent_checked_once_commit_delivered_acked(
+def test_the_journey_of_an_order_s_message_shows_sent_checked_once_commit_delivered_twice_nack_db_down_acked(
         client: httpx.Client, checks: CheckServer) -> None:
     checks.answer_state("commit")
     client.post("/v1/producers/heartbeat", json={"producer_group": "pg", "client_id": "c1", "check_url": checks.url})
@@ -45,22 +45,25 @@ def test_the_journey_of_an_order_s_message_shows_sent_checked_once_commit_delive
     resp.raise_for_status()
     tx = resp.json()
     wait_for(lambda: client.get(path("v1", "transactions", tx["transaction_id"])).json()["state"] == "committed")
+    [first] = receive(client, "billing", "ORDERS", wait=5)
+    nacked = client.post(path("v1", "consumer-groups", "billing", "topics", "ORDERS", "nack"),
+                         json={"receipt_handles": [first["receipt_handle"]], "reason": "db down"})
+    assert nacked.status_code == 200 and nacked.json()["results"][0]["status"] == "OK"
     [delivered] = receive(client, "billing", "ORDERS", wait=5)
+    assert delivered["delivery_attempt"] == 2
     assert settle(client, "ack", "billing", "ORDERS", [delivered["receipt_handle"]]) == ["OK"]
-
-    def acked() -> bool:
-        return any(e["kind"] == "acked" for e in journey(client, tx["msg_id"])["events"])
-    wait_for(acked)
     found = journey(client, tx["msg_id"])
     message = found["message"]
     assert (message["topic"], message["queue_offset"], message["keys"]) == ("ORDERS", delivered["queue_offset"], ["order-42"])
     assert message["producer_group"] == "pg" and message["transaction_id"] == tx["transaction_id"]
     assert message["state"] == "visible"
     kinds = [e["kind"] for e in found["events"]]
-    assert kinds == ["half_stored", "checked", "committed", "acked"]
-    checked = found["events"][1]
-    assert checked["answer"] == "commit" and checked["group"] == "pg"
-    assert found["events"][-1]["group"] == "billing"
+    assert kinds == ["half_stored", "checked", "committed", "delivered", "nacked", "delivered", "acked"]
+    events = found["events"]
+    assert events[1]["answer"] == "commit" and events[1]["group"] == "pg"
+    assert [(e["group"], e.get("attempt")) for e in events[3:6]] == [("billing", 1), ("billing", 1), ("billing", 2)]
+    assert events[4]["detail"] == "db down"
+    assert events[-1]["group"] == "billing" and events[-1].get("detail") is None  # from its acks record, with its time
     times = [e["at_ms"] for e in found["events"] if e.get("at_ms")]
     assert times == sorted(times)
 
