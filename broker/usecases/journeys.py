@@ -8,7 +8,10 @@ producer group.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from halfmq.broker.half_messages.record_names import TRANSACTION_ID, UNIQ_KEY
 from halfmq.broker.journeys import reconstruct
@@ -29,24 +32,43 @@ MAX_TRANSACTIONS = 4  # transaction ids of one message followed (a resent copy i
 
 def show(rt: BrokerRuntime, who: Principal, scope: Scope, msg_id: str) -> MessageJourney:
     """The journey of ``msg_id``: MessageNotFound if the index has no record of it, or the principal may not read it."""
+    found = journey_of(rt, msg_id, lambda topic: rt.guard.allows(who, Action.SUBSCRIBE, Resource.topic(topic)))
+    if found is None:
+        raise MessageNotFound(f"no message {msg_id!r}")
+    return found
+
+
+def find(rt: BrokerRuntime, who: Principal, scope: Scope, key: str, since_ms: int, limit: int) -> MessageSearch:
+    """The messages sent with ``key`` (their id, a key, or an index key) since ``since_ms``, newest first."""
+    return search(rt, key, since_ms, limit, lambda topic: rt.guard.allows(who, Action.SUBSCRIBE, Resource.topic(topic)))
+
+
+def console_search(rt: BrokerRuntime, text: str) -> dict[str, Any]:
+    """The console's messages page (its session is a cluster admin): the journey when ``text`` is an id, else the search."""
+    if not text:
+        return {"q": "", "journey": None, "found": None}
+    found = journey_of(rt, text, lambda topic: True)
+    listed = None if found is not None else search(rt, text, 0, 50, lambda topic: True)
+    return {"q": text, "journey": msgspec.to_builtins(found) if found else None,
+            "found": msgspec.to_builtins(listed) if listed else None}
+
+
+def journey_of(rt: BrokerRuntime, msg_id: str, may_read: Callable[[str], bool]) -> MessageJourney | None:
     records = _lookup(rt, msg_id)
     txids = list(dict.fromkeys(t for r in records if (t := r.properties.get(TRANSACTION_ID))))[:MAX_TRANSACTIONS]
     for txid in txids:
         records += _lookup(rt, txid)
     found = reconstruct.summary(msg_id, records)
-    if found is None or not rt.guard.allows(who, Action.SUBSCRIBE, Resource.topic(found.topic)):
-        raise MessageNotFound(f"no message {msg_id!r}")
+    if found is None or not may_read(found.topic):
+        return None
     if found.queue_offset is not None:  # its deliveries, nacks and acks name its place
         records += _lookup(rt, position_key(found.topic, found.queue_id, found.queue_offset))
     offsets = rt.store.offsets
     committed = {g: off for g in offsets.groups() if (off := offsets.get(g, found.topic, found.queue_id)) is not None}
-    journey = reconstruct.journey(msg_id, list({r.commit_log_offset: r for r in records}.values()), committed)
-    assert journey is not None  # summary found it above
-    return journey
+    return reconstruct.journey(msg_id, list({r.commit_log_offset: r for r in records}.values()), committed)
 
 
-def find(rt: BrokerRuntime, who: Principal, scope: Scope, key: str, since_ms: int, limit: int) -> MessageSearch:
-    """The messages sent with ``key`` (their id, a key, or an index key) since ``since_ms``, newest first."""
+def search(rt: BrokerRuntime, key: str, since_ms: int, limit: int, may_read: Callable[[str], bool]) -> MessageSearch:
     by_id: dict[str, list[StoredMessage]] = {}
     for rec in rt.store.keys.query(key, since_ms=since_ms, limit=MAX_HITS):  # newest first
         msg_id = rec.properties.get(UNIQ_KEY)
@@ -55,7 +77,7 @@ def find(rt: BrokerRuntime, who: Principal, scope: Scope, key: str, since_ms: in
     found: list[MessageSummary] = []
     for msg_id, records in by_id.items():
         summary = reconstruct.summary(msg_id, records)
-        if summary is not None and rt.guard.allows(who, Action.SUBSCRIBE, Resource.topic(summary.topic)):
+        if summary is not None and may_read(summary.topic):
             found.append(summary)
     found.sort(key=lambda s: (s.store_timestamp, s.commit_log_offset), reverse=True)
     return MessageSearch(key=key, messages=found[:limit])

@@ -80,3 +80,16 @@ def test_find_by_a_key_lists_every_message_sent_with_it_newest_first(client: htt
 def test_an_unknown_message_is_404_message_not_found(client: httpx.Client) -> None:
     resp = client.get(path("v1", "messages", "no-such-id"))
     assert resp.status_code == 404 and resp.json()["code"] == "MESSAGE_NOT_FOUND"
+
+
+def test_the_console_s_messages_page_shows_a_message_s_timeline_and_a_key_s_messages(client: httpx.Client) -> None:
+    [sent] = send(client, "ORDERS", "order 44", keys=["order-44"])
+    [delivered] = receive(client, "billing", "ORDERS", wait=5)
+    settle(client, "ack", "billing", "ORDERS", [delivered["receipt_handle"]])
+    page = client.get("/console/messages", params={"q": sent["msg_id"]})
+    assert page.status_code == 200
+    timeline = page.text[page.text.index('class="timeline"'):]
+    assert timeline.index("sent") < timeline.index("delivered") < timeline.index("acked")
+    listed = client.get("/console/messages", params={"q": "order-44"}).text
+    assert sent["msg_id"] in listed and 'id="messages"' in listed
+    assert "No message with id or key" in client.get("/console/messages/fragment", params={"q": "nothing"}).text
