@@ -37,6 +37,7 @@ KEY_SEPARATOR = " "
 _HEADER = struct.Struct("<qqqqII")
 _SLOT = struct.Struct("<I")
 _ENTRY = struct.Struct("<IqII")
+_EMPTY = bytes(_ENTRY.size)
 MAX_WALK = 4096  # entries a query follows in one file's chain before it stops (a bounded cost)
 
 
@@ -107,6 +108,14 @@ class _IndexFile:
             _HEADER.pack_into(self.map, 0, begin_ms, begin_ms, begin_offset, begin_offset, 0, 0)
         self.begin_ms, self.last_ms, self.begin_offset, self.upto, self.used, _ = _HEADER.unpack_from(self.map, 0)
         self._entries_at = _HEADER.size + slots * _SLOT.size
+        # The header is written by the checkpoint; after a kill -9 the entries past its count are there all the same
+        # (the page cache keeps them), and the slots point at them: count them, or new entries would overwrite them.
+        while self.used < self.capacity and self._entry_bytes(self.used) != _EMPTY:
+            self.used += 1
+
+    def _entry_bytes(self, index: int) -> bytes:
+        at = self._entries_at + index * _ENTRY.size
+        return self.map[at : at + _ENTRY.size]
 
     @property
     def full(self) -> bool:

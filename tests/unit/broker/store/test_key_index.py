@@ -109,3 +109,19 @@ def test_the_keys_read_from_raw_properties_are_the_keys_of_the_decoded_ones() ->
     assert raw_keys(encode_properties(props)) == record_keys(props) == ["id", "a", "b", "c", "tx"]
     assert raw_keys(encode_properties({"UNIQ_KEY": "only"})) == ["only"]
     assert raw_keys(b"") == []
+
+
+def test_entries_written_after_the_last_checkpoint_are_kept_when_a_kill_9_left_the_header_behind(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "a", index_slots=1, checkpoint_interval=3600)  # one chain: an overwrite would cut it
+    store.create_topic("T", 1)
+    send(store, b"m0", KEYS="k")
+    store.checkpoint()
+    for i in range(1, 4):
+        send(store, f"m{i}".encode(), KEYS="k" if i % 2 else "other")
+    shutil.copytree(tmp_path / "a", tmp_path / "b")  # what a kill -9 leaves: the mmap's pages, the header as checkpointed
+    store.close()
+    reopened = open_store(tmp_path / "b", index_slots=1)
+    send(reopened, b"m4", KEYS="other")
+    assert bodies(reopened, "k") == [b"m3", b"m1", b"m0"]
+    assert bodies(reopened, "other") == [b"m4", b"m2"]
+    reopened.close()
