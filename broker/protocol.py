@@ -58,6 +58,10 @@ class SettleRequest(_Wire):
     receipt_handles: list[str] = Field(min_length=1, max_length=MAX_RECEIVE)
 
 
+class NackRequest(SettleRequest):
+    reason: str | None = Field(default=None, max_length=256, description="why: kept in the message's journey")
+
+
 # Transactional messages (DESIGN section 4); EndState and TransactionState are shared with the SDK (wire).
 
 

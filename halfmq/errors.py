@@ -143,21 +143,19 @@ class RequestBodyTimeout(BrokerError):
 
 
 class TopicNotFound(BrokerError):
-    code = "TOPIC_NOT_FOUND"
-    status = 404
-    title = "Topic not found"
+    code, status, title = "TOPIC_NOT_FOUND", 404, "Topic not found"
 
 
 class ConsumerGroupNotFound(BrokerError):
-    code = "CONSUMER_GROUP_NOT_FOUND"
-    status = 404
-    title = "Consumer group not found"
+    code, status, title = "CONSUMER_GROUP_NOT_FOUND", 404, "Consumer group not found"
 
 
 class TransactionNotFound(BrokerError):
-    code = "TRANSACTION_NOT_FOUND"
-    status = 404
-    title = "Transaction not found"
+    code, status, title = "TRANSACTION_NOT_FOUND", 404, "Transaction not found"
+
+
+class MessageNotFound(BrokerError):
+    code, status, title = "MESSAGE_NOT_FOUND", 404, "No message with this id (or none this principal may read)"
 
 
 class ProducerGroupMismatch(BrokerError):

@@ -22,6 +22,7 @@ from .openapi import document
 from .router import Route, Router
 from .routes import (
     consumer_groups,
+    messages,
     operations,
     operator_views,
     producer_ids,
@@ -39,7 +40,8 @@ log = logging.getLogger(__name__)
 HOT_ROUTES: list[Route] = [*topics.HOT_ROUTES, *consumer_groups.HOT_ROUTES, *transactions.HOT_ROUTES,
                            *transaction_batches.HOT_ROUTES, *transactional_ids.HOT_ROUTES]
 ROUTES: list[Route] = [*HOT_ROUTES, *topics.ROUTES, *operator_views.ROUTES, *consumer_groups.ROUTES,
-                       *transactions.ROUTES, *transactional_ids.ROUTES, *producer_ids.ROUTES, *operations.ROUTES]
+                       *transactions.ROUTES, *transactional_ids.ROUTES, *producer_ids.ROUTES, *operations.ROUTES,
+                       *messages.ROUTES]
 TITLE, VERSION = "halfmq broker", "1"
 
 

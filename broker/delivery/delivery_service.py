@@ -25,7 +25,7 @@ from halfmq.broker.store.state_records import acks_record, receipt_key_record
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
 from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle, ReceiptInOtherTransaction, ReceiptNotHeld, SystemTopicForbidden, TopicNotFound
 
-from . import dead_letters
+from . import dead_letters, journal
 from .backoff import DLQ_RETRY_SECONDS, READY_POLL_SECONDS, DeliveryPolicy, exhausted, retry_delay
 from .fifo_gate import MESSAGE_GROUP
 from .queue_progress import HELD_BY_TRANSACTION, GroupTopic, InFlight, QueueLag, QueueProgress
@@ -102,6 +102,7 @@ class DeliveryService:
             remaining = deadline - self._clock()
             if out or remaining <= 0 or self._closing:
                 self.counted["out", group, topic, ""] += len(out)
+                journal.write(self._store, journal.DELIVERED, group, journal.deliveries(topic, out))
                 return out
             held = any(progress.gate.ready for progress in state.queues)  # until the high watermark passes an ack
             timeout = min(remaining, READY_POLL_SECONDS) if held else remaining
@@ -242,11 +243,11 @@ class DeliveryService:
             raise ReceiptInOtherTransaction(f"{h.group}/{h.topic}/{h.queue_id}@{h.offset} is acked in an open producer "
                                             "transaction: its commit settles it, its abort gives it back")
 
-    def nack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
+    def nack(self, group: str, topic: str, handles: list[str], reason: str | None = None) -> list[tuple[str, bool]]:
         parsed = self._resolve(group, topic, handles)
         state = self._state.get((group, topic))
         now = self._clock()
-        results = []
+        results, nacked = [], []
         for text, h in parsed:
             progress = self._held(state, h)
             ok = progress is not None and progress.in_flight[h.offset].visible_at != HELD_BY_TRANSACTION
@@ -256,9 +257,11 @@ class DeliveryService:
                 item = progress.postpone(h.offset, now + retry_delay(item.deliveries, self._policy.retry_delays))
                 item.nacked = True
                 heapq.heappush(state.due, (item.visible_at, h.queue_id, h.offset, item.nonce))
+                nacked.append((topic, h.queue_id, h.offset, item.deliveries))
             results.append((text, ok))
             self.counted["nack", group, topic, "ok" if ok else "expired"] += 1
-        if any(ok for _, ok in results):
+        journal.write(self._store, journal.NACKED, group, nacked, reason)
+        if nacked:
             self._on_message(topic, -1)  # wake long-pollers: a zero delay makes it due at once
         return results
 

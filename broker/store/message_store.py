@@ -22,6 +22,7 @@ from .damaged_records import DamagedRecords
 from .data_lock import DataDirLock
 from .failure_watch import FailureWatch
 from .flush_service import GroupCommitService, PeriodicService
+from .key_index import KeyIndex
 from .offset_table import OffsetTable
 from .queue_reads import QueueReads
 from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, encode_parts, encode_properties, queue_code, record_size
@@ -66,6 +67,7 @@ class MessageStore(QueueReads, StoreRecovery):
                 "cannot write the checkpoint and consumer offsets: %s; retrying every interval",
                 "checkpoint and consumer offsets written again", log)
             self.read_only: str | None = None  # why no write is taken until a restart (unfinished recovery, failed fsync)
+            self.keys = KeyIndex(root / "index", config.index_slots, config.index_entries, self.commit_log.read_record)
             self.recovery = self._recover()
         except BaseException:
             self._lock_file.release()
@@ -203,6 +205,7 @@ class MessageStore(QueueReads, StoreRecovery):
                 queue[1].append((offset, size, queue_code(it.topic, it.queue_id, it.properties, it.tag)))
                 offset += size
             self._append_entries_then(queues, lambda: self.commit_log.write(b"".join(chunks)))
+            self.keys.add_results(results, now)
         self._writes.succeeded()
         for key in queues:
             for listener in self._listeners:
@@ -264,6 +267,8 @@ class MessageStore(QueueReads, StoreRecovery):
                 self.topics.learn(rec.topic, rec.queue_id + 1)
             batch = queues[key] = ([self._writable_queue(key).max_offset], [])
         batch[1].append((start + rec.at, rec.size, rec.tag_hash))
+        if rec.keys:  # followers answer journeys too
+            self.keys.add_keys(rec.keys, start + rec.at, rec.size, rec.store_ms)
 
     def truncate_log(self, offset: int) -> None:
         """Cut the log (and consume queues, offsets) back to ``offset``: a node's divergent tail, as its new leader says.
@@ -279,6 +284,7 @@ class MessageStore(QueueReads, StoreRecovery):
             for cq in self._queues.values():
                 cq.trim_beyond(offset)
             self._group_commit.truncated(offset)
+            self.keys.rewind(offset)
         self.offsets.reset(acks_checkpoint.committed(self))  # offsets settled by acks of the cut tail go (the replay brings back the rest)
         self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1])
         self.checkpoint()
@@ -370,6 +376,7 @@ class MessageStore(QueueReads, StoreRecovery):
         for cq in self._queues.values():
             cq.close()
         self.commit_log.close()
+        self.keys.close()
         self._lock_file.release()
 
 

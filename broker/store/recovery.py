@@ -24,6 +24,7 @@ from .topics import TopicTable
 
 if TYPE_CHECKING:
     from .consume_queue import ConsumeQueue
+    from .key_index import KeyIndex
 
 log = logging.getLogger("halfmq.broker.store.message_store")  # one logger name for the store, as before the split
 
@@ -42,6 +43,7 @@ class StoreRecovery:
     _checkpoint_lock: threading.Lock
     _snapshots: FailureWatch
     _checkpoint_hooks: list[Callable[[], None]]
+    keys: KeyIndex
 
     def _queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         raise NotImplementedError
@@ -85,9 +87,11 @@ class StoreRecovery:
             if self.read_only is None:
                 for cq in queues:
                     cq.flush()
+                index_upto = self.keys.flush()
                 with self._write_lock:  # create_topic writes the same file
                     self.topics.save_if_changed()
-                write_json(self._checkpoint_path, {"commit_log_offset": min(dispatched, flushed), "queues": sizes})
+                write_json(self._checkpoint_path, {"commit_log_offset": min(dispatched, flushed), "queues": sizes,
+                                                    "index_upto": min(index_upto, flushed)})
             self.offsets.write(offsets)
         except OSError as exc:
             self.offsets.unsaved()
@@ -100,6 +104,7 @@ class StoreRecovery:
         ckpt = self._read_checkpoint()
         log_end_before = self.commit_log.end_offset
         start = ckpt["commit_log_offset"] if ckpt else self.commit_log.min_offset
+        self.keys.rewind(min(start, (ckpt or {}).get("index_upto", 0)))  # the index's pages past it may be lost
         if start > log_end_before:
             # The log lost bytes the checkpoint had seen (power loss, or a hand-made tear): the
             # last segment's base is the nearest offset known to be a record boundary.
@@ -177,6 +182,7 @@ class StoreRecovery:
                     break
                 damage = rec
                 continue
+            self.keys.add(rec.properties, rec.commit_log_offset, rec.size, rec.store_timestamp)
             cfg = self.topics.get(rec.topic)
             if cfg is None or rec.queue_id >= cfg.queues:
                 self.topics.learn(rec.topic, rec.queue_id + 1)

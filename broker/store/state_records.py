@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import orjson
 
+from .key_index import INDEX_KEYS, position_key
 from .store_types import PutItem
 from .topics import TXN_STATE_TOPIC
 
@@ -61,7 +62,9 @@ def decode_acks(body: bytes) -> list[AckRef]:
 
 
 def acks_record(acks: list[AckRef]) -> PutItem:
-    return PutItem(TXN_STATE_TOPIC, 0, encode_acks(acks), {TXN_OP: _ACKS, TAGS: ACKS_TAG}, tag=ACKS_TAG)
+    """An ``acks`` record; each acked place in INDEX_KEYS, so a message's journey finds its acks (key_index)."""
+    places = " ".join(position_key(t, q, o) for _, t, q, o in acks)
+    return PutItem(TXN_STATE_TOPIC, 0, encode_acks(acks), {TXN_OP: _ACKS, TAGS: ACKS_TAG, INDEX_KEYS: places}, tag=ACKS_TAG)
 
 
 # --- topics -------------------------------------------------------------------------------------

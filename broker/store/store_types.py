@@ -21,6 +21,8 @@ class StoreConfig:
     flush_mode: Literal["sync", "async"] = "sync"
     async_flush_interval: float = 0.2
     checkpoint_interval: float = 1.0
+    index_slots: int = 1_000_000  # the key index's hash slots and entries per file (key_index.py; small in tests)
+    index_entries: int = 4_000_000
 
 
 @dataclass(slots=True)

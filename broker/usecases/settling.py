@@ -39,8 +39,8 @@ async def _durable(rt: BrokerRuntime, results: list[tuple[str, bool]]) -> None:
             return
 
 
-def nack(rt: BrokerRuntime, group: str, topic: str, handles: list[str]) -> dict[str, Any]:
-    return _settled(rt.delivery.nack(group, topic, handles))
+def nack(rt: BrokerRuntime, group: str, topic: str, handles: list[str], reason: str | None = None) -> dict[str, Any]:
+    return _settled(rt.delivery.nack(group, topic, handles, reason))
 
 
 async def ack_one(rt: BrokerRuntime, group: str, topic: str, handle: str) -> bool:

@@ -1,4 +1,4 @@
-"""`halfmq admin transactions|topics|groups|dlq|producers|cluster|transactional-ids ...` against a running broker.
+"""`halfmq admin transactions|topics|groups|dlq|producers|cluster|transactional-ids|messages ...` against a running broker.
 
 The mqadmin / kafka-transactions.sh / rpk habits: every read prints a table, or
 the broker's JSON with ``--json``; every action prints what the broker answered.
@@ -60,6 +60,9 @@ READS: dict[tuple[str, str], tuple[Fetch, Callable[[Any], Any], list[tuple[tuple
     ("producers", "list"): (lambda api, a: api.get("/v1/producers"), tables.producers, []),
     ("cluster", "show"): (_cluster, tables.cluster, []),
     ("transactional-ids", "list"): (lambda api, a: api.get("/v1/transactional-ids"), tables.transactional_ids, []),
+    ("messages", "show"): (lambda api, a: api.get(f"/v1/messages/{seg(a.msg_id)}"), tables.journey, [(("msg_id",), {})]),
+    ("messages", "find"): (lambda api, a: api.get("/v1/messages", key=a.key, limit=a.limit), tables.found_messages,
+                           [(("key",), {}), (("--limit",), {"type": int, "default": 50})]),
 }
 
 ACTIONS: dict[tuple[str, str], tuple[Fetch, list[tuple[tuple[str, ...], dict]], str]] = {
@@ -87,6 +90,7 @@ NOUNS = {
     "producers": "registered producers and their check URLs",
     "cluster": "the broker set (GET /v1/cluster, or a single node)",
     "transactional-ids": "Kafka-style transactional ids and their open transactions",
+    "messages": "where is my message: its journey by id (show), the messages sent with a key (find)",
 }
 
 

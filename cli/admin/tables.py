@@ -162,3 +162,33 @@ def _yes_no(value: bool | None) -> str | None:
 
 def done(data: dict) -> Any:
     return _table("done", ["field", "value"], [[k, v if not isinstance(v, dict | list) else json.dumps(v)[:80]] for k, v in data.items()])
+
+
+def journey(data: dict) -> Any:
+    """`messages show`: the message, then its events in time order."""
+    m = data["message"]
+    place = f"{m['topic']}/{m['queue_id']}" + (f"@{m['queue_offset']}" if m.get("queue_offset") is not None else "")
+    title = f"message {m['msg_id']} on {place}: {m['state']}" + (f", keys {' '.join(m['keys'])}" if m.get("keys") else "")
+    return _table(title, ["when", "event", "group", "where", "detail"],
+                  [[when(e.get("at_ms")), e["kind"], e.get("group"), _where(e), _detail(e)]
+                   for e in data["events"]])
+
+
+def found_messages(data: dict) -> Any:
+    """`messages find KEY`: the messages sent with the key, newest first."""
+    return _table(f"{len(data['messages'])} message(s) with key {data['key']!r}, newest first",
+                  ["message id", "topic", "queue", "offset", "stored", "state", "keys"],
+                  [[m["msg_id"], m["topic"], m["queue_id"], m.get("queue_offset"), when(m["store_timestamp"]), m["state"],
+                    " ".join(m.get("keys", []))] for m in data["messages"]])
+
+
+def _where(event: dict) -> str | None:
+    if event.get("topic") is None:
+        return None
+    return f"{event['topic']}/{event.get('queue_id', '-')}@{event.get('queue_offset', '-')}"
+
+
+def _detail(event: dict) -> str | None:
+    parts = [f"answer {event['answer']}" if event.get("answer") else None, f"due {when(event['due_ms'])}" if event.get("due_ms") else None,
+             f"transaction {event['transaction_id']}" if event.get("transaction_id") else None, event.get("detail")]
+    return ", ".join(p for p in parts if p) or None

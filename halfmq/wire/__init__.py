@@ -11,7 +11,7 @@ One module per concern, every name imported from here (``from halfmq.wire import
 ``base`` (limits, enums, the struct bases, ``decode``/``to_wire``, ``one_of``), ``messages``
 (send, receive, settle), ``transactions`` (RocketMQ half messages, check-backs, the batches),
 ``producer_transactions`` (Kafka-style transactions, producer ids), ``views`` (the operators'
-views: topics, groups, dead letters, producers, health) and ``cluster`` (a broker set's view and
+views: topics, groups, dead letters, producers, health), ``journeys`` (where is my message) and ``cluster`` (a broker set's view and
 replication answers). Where the broker writes a key only sometimes, the struct says how: its one
 default omitted (``omit_defaults``), ``msgspec.UNSET``, or a broker-side subclass (``MessageView``,
 ``TxnAddedResult``) that leaves out what the SDK reads as ``None``.
@@ -35,6 +35,7 @@ from halfmq.wire.base import (
     to_wire,
 )
 from halfmq.wire.cluster import ClusterMember, ClusterView, DurableAck, LastFailover, Position, TermEnd
+from halfmq.wire.journeys import JourneyEvent, JourneyEventKind, MessageJourney, MessageSearch, MessageSummary
 from halfmq.wire.messages import (
     Message,
     MessageView,
@@ -100,5 +101,6 @@ __all__ = [
     "Health", "HeartbeatResult", "ItemProblem", "OpenTransaction", "ProducerEntry", "ProducerGroup", "ProducerList",
     "SCHEMA_REF", "TransactionList", "TransactionView", "TransactionalIdList", "TransactionalIdView", "one_of",
     "ClusterMember", "ClusterView", "DurableAck", "LastFailover", "Position", "TermEnd",
+    "JourneyEvent", "JourneyEventKind", "MessageJourney", "MessageSearch", "MessageSummary",
     "TxnAcksResult", "TxnAddedResult", "TxnBeginResult", "TxnEndResult", "TxnInitResult", "TxnMessage", "TxnMessagesResult", "TxnSendResult",
 ]

@@ -25,7 +25,7 @@ from markupsafe import Markup
 
 from halfmq.broker import human_time
 from halfmq.broker.usecases import console_views as views
-from halfmq.broker.usecases import groups, operator_actions, producer_txns
+from halfmq.broker.usecases import groups, journeys, operator_actions, producer_txns
 from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
 
 from ..runtime import BrokerRuntime, runtime_of
@@ -114,7 +114,7 @@ def _topics(request: Request, rt: BrokerRuntime) -> Any:
     return views.topics(rt, rates)
 
 
-PAGE_PARAMS = ("dlq_group", "dlq_offset")  # what a page's polled fragment asks for again, so polling keeps the reader's place
+PAGE_PARAMS = ("dlq_group", "dlq_offset", "q")  # what a page's polled fragment asks for again, so polling keeps the reader's place
 
 
 @_page("groups", "Consumer groups")
@@ -123,6 +123,12 @@ def _groups(request: Request, rt: BrokerRuntime) -> Any:
     offset = request.query_params.get("dlq_offset", "")
     group = request.query_params.get("dlq_group")
     return views.groups(rt, {group: int(offset)} if group and offset.isdigit() and len(offset) < 19 else {})
+
+
+@_page("messages", "Messages")
+def _messages(request: Request, rt: BrokerRuntime) -> Any:
+    """``?q=`` a message id (its journey) or a key (the messages sent with it, newest first)."""
+    return journeys.console_search(rt, request.query_params.get("q", "").strip()[:256])
 
 
 @_page("producers", "Producers")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import ReceiveRequest, SettleRequest
+from halfmq.broker.protocol import NackRequest, ReceiveRequest, SettleRequest
 from halfmq.broker.usecases import groups, receiving, settling
 
 from ..body import parse_body
@@ -34,8 +34,8 @@ async def nack(request: ApiRequest) -> Reply:
     topic = request.path_params["topic"]
     rt = request.runtime
     receiving.subscriber(rt, request.principal, request.scope, group, topic)
-    body = await parse_body(request, SettleRequest)
-    return Reply(settling.nack(rt, group, topic, body.receipt_handles))
+    body = await parse_body(request, NackRequest)
+    return Reply(settling.nack(rt, group, topic, body.receipt_handles, body.reason))
 
 
 async def describe_group(request: ApiRequest) -> Reply:
@@ -50,7 +50,7 @@ HOT_ROUTES = [
     Route("POST", f"{_GROUP}/ack", ack, "Ack received messages", "consumer-groups",
           SettleRequest, wire.SettleResponse, example=_HANDLES),
     Route("POST", f"{_GROUP}/nack", nack, "Nack received messages (redelivered after a back-off, then DLQ)",
-          "consumer-groups", SettleRequest, wire.SettleResponse, example=_HANDLES),
+          "consumer-groups", NackRequest, wire.SettleResponse, example=_HANDLES),
 ]
 ROUTES = [
     Route("GET", "/v1/consumer-groups/{group}", describe_group, "A consumer group's offsets, lag and in-flight deliveries",

@@ -1,4 +1,4 @@
-"""`halfmq admin transactions|topics|groups|dlq|producers|cluster|transactional-ids` against a real broker.
+"""`halfmq admin transactions|topics|groups|dlq|producers|cluster|transactional-ids|messages` against a real broker.
 
 Every read is run with --json and parsed back; actions are checked by what the
 broker does afterwards (a consumer gets the force-committed message, a DLQ
@@ -188,3 +188,19 @@ def test_a_missing_token_is_one_line_that_says_how_to_pass_one(start_broker, tmp
     done = admin(secured, "topics", "list", ok=False)
     assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1
     assert "UNAUTHENTICATED" in done.stderr and "--token" in done.stderr and "$HALFMQ_TOKEN" in done.stderr
+
+
+def test_messages_show_prints_a_force_committed_message_s_journey_and_find_lists_it_by_key(broker, client) -> None:
+    resp = client.post("/v1/transactions", json={"producer_group": "pg", "topic": "ORDERS",
+                                                  "message": {"body": "order 43", "keys": ["order-43"]}})
+    resp.raise_for_status()
+    msg_id, txid = resp.json()["msg_id"], resp.json()["transaction_id"]
+    admin(broker, "transactions", "commit", txid)
+    shown = admin_json(broker, "messages", "show", msg_id)
+    assert [e["kind"] for e in shown["events"]] == ["half_stored", "committed"]
+    table = admin(broker, "messages", "show", msg_id).stdout
+    assert "half_stored" in table and "committed" in table and "order-43" in table
+    found = admin_json(broker, "messages", "find", "order-43")
+    assert [m["msg_id"] for m in found["messages"]] == [msg_id]
+    assert msg_id in admin(broker, "messages", "find", "order-43").stdout
+    assert "MESSAGE_NOT_FOUND" in admin(broker, "messages", "show", "nope", ok=False).stderr

@@ -125,3 +125,17 @@ def test_a_damaged_record_anywhere_in_a_fetch_is_refused_and_nothing_of_the_fetc
     finally:
         leader.close()
         follower.close()
+
+
+def test_a_follower_finds_a_replicated_message_by_its_id_and_keys(tmp_path: Path) -> None:
+    leader, follower = _store(tmp_path / "leader"), _store(tmp_path / "follower")
+    try:
+        leader.put([PutItem("orders", 0, b"a", {"UNIQ_KEY": "id-a", "KEYS": "order-1"}), PutItem("orders", 1, b"b", {"KEYS": "order-1"})])
+        leader.put([PutItem("orders", 0, b"c", {"TAGS": "x", "UNIQ_KEY": "id-c", "KEYS": "order-1"})])
+        end = leader.commit_log.end_offset
+        follower.append_replicated(leader.commit_log.read(0, end), 0)
+        assert [m.body for m in follower.keys.query("order-1")] == [b"c", b"b", b"a"]
+        assert [m.body for m in follower.keys.query("id-c")] == [b"c"]
+    finally:
+        leader.close()
+        follower.close()

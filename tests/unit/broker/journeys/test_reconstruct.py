@@ -1,0 +1,70 @@
+"""A journey from plain records: no store, no broker."""
+
+from __future__ import annotations
+
+from halfmq.broker.journeys.reconstruct import journey, summary
+from halfmq.broker.store.record import StoredMessage
+
+HALF, OP, TIMER = "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_WHEEL_TIMER"
+
+
+def rec(topic: str, offset: int, at: int, queue_offset: int = 0, **props: str) -> StoredMessage:
+    return StoredMessage(topic, 0, queue_offset, offset, at, at, props, b"")
+
+
+def half_records() -> list[StoredMessage]:
+    tx = {"TRANSACTION_ID": "tx1", "PGROUP": "pg"}
+    return [
+        rec(HALF, 100, 1_000, UNIQ_KEY="m1", KEYS="order-1", REAL_TOPIC="ORDERS", REAL_QID="1", **tx),
+        rec(OP, 200, 2_000, OP="check", TRANSACTION_CHECK_TIMES="1", LAST_ANSWER="unknown", **tx),
+        rec(OP, 300, 3_000, OP="check", TRANSACTION_CHECK_TIMES="2", LAST_ANSWER="commit", **tx),
+        rec("ORDERS", 400, 3_000, queue_offset=5, UNIQ_KEY="m1", KEYS="order-1", **tx),
+        rec(OP, 450, 3_000, OP="commit", **tx),
+    ]
+
+
+def test_a_committed_half_reads_half_stored_each_check_with_its_answer_committed_then_acked() -> None:
+    found = journey("m1", half_records(), {"billing": 6, "audit": 5})
+    assert found is not None
+    assert [(e.kind.value, e.answer) for e in found.events] == [
+        ("half_stored", None), ("checked", "unknown"), ("checked", "commit"), ("committed", None), ("acked", None)]
+    assert found.events[-1].group == "billing"  # audit's offset is at the message: not acked yet
+    assert (found.message.topic, found.message.queue_id, found.message.queue_offset) == ("ORDERS", 0, 5)
+    assert found.message.state == "visible" and found.message.keys == ["order-1"]
+    assert found.events[3].queue_offset == 5
+
+
+def test_a_pending_half_is_at_its_real_topic_without_a_queue_offset() -> None:
+    found = summary("m1", half_records()[:2])
+    assert found is not None
+    assert (found.topic, found.queue_id, found.queue_offset, found.state) == ("ORDERS", 1, None, "pending")
+
+
+def test_a_rolled_back_half_says_so() -> None:
+    records = [*half_records()[:1], rec(OP, 200, 2_000, OP="rollback", TRANSACTION_ID="tx1", PGROUP="pg")]
+    found = journey("m1", records, {})
+    assert found is not None
+    assert found.message.state == "rolled_back" and found.events[-1].kind.value == "rolled_back"
+
+
+def test_a_timed_message_reads_timer_stored_then_released_with_its_due_time() -> None:
+    records = [rec(TIMER, 100, 1_000, UNIQ_KEY="m2", REAL_TOPIC="ORDERS", REAL_QID="0", TIMER_OUT_MS="61000"),
+               rec("ORDERS", 900, 61_005, queue_offset=3, UNIQ_KEY="m2", TIMER_OUT_MS="61000")]
+    found = journey("m2", records, {})
+    assert found is not None
+    assert [(e.kind.value, e.due_ms) for e in found.events] == [("timer_stored", 61_000), ("released", 61_000)]
+    assert found.message.deliver_at_ms == 61_000
+
+
+def test_a_dead_letter_and_its_resent_copy_are_events_of_the_message() -> None:
+    records = [rec("ORDERS", 100, 1_000, UNIQ_KEY="m3"),
+               rec("%DLQ%billing", 200, 2_000, UNIQ_KEY="m3", CONSUMER_GROUP="billing", DLQ_REASON="max retries"),
+               rec("ORDERS", 300, 3_000, queue_offset=1, UNIQ_KEY="m3", DLQ_RESENT_FROM="%DLQ%billing@0")]
+    found = journey("m3", records, {})
+    assert found is not None
+    assert [e.kind.value for e in found.events] == ["sent", "dead_lettered", "resent"]
+    assert found.events[1].group == "billing" and found.message.queue_offset == 0
+
+
+def test_no_record_of_the_message_itself_is_no_journey() -> None:
+    assert journey("m9", [rec(OP, 200, 2_000, OP="check", TRANSACTION_ID="tx9")], {}) is None
