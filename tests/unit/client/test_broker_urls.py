@@ -6,6 +6,7 @@ import pytest
 
 from halfmq.client.broker_urls import Attempt, BrokerUrls, Failure, failure_of, next_url, round_pause, split_urls
 from halfmq.errors import BrokerUnavailable, FlushDiskTimeout, NotLeader
+from tests.support.fake_clock import FakeClock
 
 A, B, C = "http://a:1", "http://b:2", "http://c:3"
 
@@ -41,14 +42,6 @@ def test_other_errors_and_a_single_url_never_redirect() -> None:
     assert not BrokerUrls([A]).redirect(NotLeader("follower", leader_url=A), A)
     with pytest.raises(ValueError):
         BrokerUrls([])
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 NO_ANSWER = BrokerUnavailable("no answer within 5s", sent=True)
@@ -90,7 +83,7 @@ def test_an_answer_or_a_single_url_keeps_the_call_where_it_is() -> None:
 
 
 def test_a_node_that_did_not_answer_is_suspected_only_for_a_while() -> None:
-    clock = Clock()
+    clock = FakeClock()
     urls = BrokerUrls([A, B, C], suspect_for=5.0, clock=clock)
     assert urls.redirect(NO_ANSWER, A) is None and urls.base == B and urls.suspects() == {A}
     assert urls.redirect(NotLeader("follower", leader_url=A), B) == C
@@ -107,7 +100,7 @@ def test_a_call_that_failed_elsewhere_does_not_move_the_others_twice() -> None:
 
 def test_a_route_through_an_election_pauses_after_each_round_and_ends_on_a_leader() -> None:
     # A hangs; B and C still name it until the set elects another leader.
-    clock = Clock()
+    clock = FakeClock()
     urls = BrokerUrls([A, B, C], suspect_for=5.0, clock=clock)
     assert urls.route().after(NO_ANSWER, A) is None  # the timed-out call is the caller's to repeat
     route = urls.route()
@@ -126,7 +119,7 @@ def test_two_nodes_naming_each_other_are_asked_once_each_then_after_a_pause() ->
 
 
 def test_a_route_gives_up_when_no_node_can_be_reached_or_the_wait_for_a_leader_is_over() -> None:
-    clock = Clock()
+    clock = FakeClock()
     urls = BrokerUrls([A, B], clock=clock, leader_wait=1.0)
     route = urls.route()
     assert route.after(REFUSED, A) == Attempt(B)

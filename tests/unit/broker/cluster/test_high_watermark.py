@@ -11,6 +11,7 @@ from halfmq.broker.cluster.decisions import FollowerProgress, high_watermark, in
 from halfmq.broker.cluster.high_watermark import HighWatermark
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from tests.support.fake_clock import FakeClock
 
 ALL = frozenset({"n1", "n2", "n3"})
 
@@ -48,13 +49,6 @@ def test_a_caught_up_follower_rejoins_the_in_sync_set_only_once_it_has_the_mark_
     assert in_sync_set("n1", current, caught_up, 100.0, 2.0, 3, high_watermark=700) == ALL
 
 
-class Clock:
-    now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def store(tmp_path: Path):
     s = MessageStore(StoreConfig(tmp_path))
@@ -69,7 +63,7 @@ def put(store: MessageStore, body: str) -> int:
 
 async def test_a_leaders_consumers_see_a_message_once_a_majority_in_sync_has_it_on_disk(store: MessageStore) -> None:
     watermark: HighWatermark
-    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock(), on_change=lambda: watermark.advance())
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock(), on_change=lambda: watermark.advance())
     watermark = HighWatermark(tracker, lambda: store)
     tracker.reset(ALL)
     watermark.lead(store)
@@ -83,7 +77,7 @@ async def test_a_leaders_consumers_see_a_message_once_a_majority_in_sync_has_it_
 
 async def test_a_write_no_send_waits_for_gets_the_leaders_fsync_once_the_followers_have_it(store: MessageStore) -> None:
     watermark: HighWatermark
-    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock(), on_change=lambda: watermark.advance())
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock(), on_change=lambda: watermark.advance())
     watermark = HighWatermark(tracker, lambda: store)
     tracker.reset(ALL)
     watermark.lead(store)
@@ -98,7 +92,7 @@ async def test_a_write_no_send_waits_for_gets_the_leaders_fsync_once_the_followe
 
 def test_a_new_leader_starts_showing_the_log_at_the_mark_it_heard_as_a_follower(store: MessageStore) -> None:
     end = put(store, "acknowledged by the last term")
-    tracker = ReplicaTracker("n2", 3, lag_time=2.0, clock=Clock())
+    tracker = ReplicaTracker("n2", 3, lag_time=2.0, clock=FakeClock())
     watermark = HighWatermark(tracker, lambda: store)
     tracker.reset(ALL, lagging="n1", high_watermark=end)
     put(store, "not yet")

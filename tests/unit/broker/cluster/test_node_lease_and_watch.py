@@ -18,17 +18,10 @@ from halfmq.broker.cluster.decisions import Role
 from halfmq.broker.cluster.etcd import EtcdUnavailable, KeyValue, Lease, WatchEvent, WatchKind
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.config import BrokerSettings
+from tests.support.fake_clock import FakeClock
 
 MEMBERS = ["n1=http://127.0.0.1:8081", "n2=http://127.0.0.1:8082", "n3=http://127.0.0.1:8083"]
 HOUR = 3600.0  # a tick period that never comes during a test
-
-
-class FakeClock:
-    def __init__(self, now: float = 100.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class FakeEtcd:

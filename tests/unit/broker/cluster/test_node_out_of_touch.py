@@ -15,6 +15,7 @@ from halfmq.broker.cluster.decisions import Role
 from halfmq.broker.cluster.etcd import KeyValue
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.config import BrokerSettings
+from tests.support.fake_clock import FakeClock
 
 MEMBERS = "n1=http://127.0.0.1:8081,n2=http://127.0.0.1:8082,n3=http://127.0.0.1:8083"
 TERM = 40
@@ -36,15 +37,7 @@ class KeptKey:
         pass
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-async def _leader(tmp_path: Path, ack: str, clock: Clock) -> ClusterNode:
+async def _leader(tmp_path: Path, ack: str, clock: FakeClock) -> ClusterNode:
     settings = BrokerSettings(data_dir=tmp_path, grpc_port=0, cluster="etcd://127.0.0.1:2379/t", node_id="n1",
                               cluster_members=MEMBERS, ack=ack)
     node = ClusterNode(settings, SimpleNamespace(runtime=BrokerRuntime.open(settings)), clock=clock)
@@ -56,7 +49,7 @@ async def _leader(tmp_path: Path, ack: str, clock: Clock) -> ClusterNode:
 
 
 async def test_a_quorum_leader_nobody_fetched_from_for_three_ttls_steps_down_though_etcd_keeps_its_key(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = FakeClock(1_000.0)
     node = await _leader(tmp_path, "quorum", clock)
     try:
         clock.now += 3 * node.fence.ttl - 0.1
@@ -74,7 +67,7 @@ async def test_a_quorum_leader_nobody_fetched_from_for_three_ttls_steps_down_tho
 
 
 async def test_with_ack_leader_a_leader_alone_keeps_leading(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = FakeClock(1_000.0)
     node = await _leader(tmp_path, "leader", clock)
     try:
         clock.now += 10 * node.fence.ttl

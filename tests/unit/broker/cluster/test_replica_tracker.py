@@ -8,18 +8,11 @@ import pytest
 
 from halfmq.broker.cluster.errors import FlushSlaveTimeout, SlaveNotAvailable
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.fake_clock import FakeClock
 
 
 async def test_a_quorum_write_is_acknowledged_once_the_leader_and_one_follower_have_it_on_disk_while_the_third_is_stopped() -> None:
-    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock())
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     waiting = asyncio.ensure_future(tracker.wait(500, seconds=5))
     await asyncio.sleep(0.01)
@@ -30,7 +23,7 @@ async def test_a_quorum_write_is_acknowledged_once_the_leader_and_one_follower_h
 
 
 async def test_while_a_new_in_sync_set_is_published_only_members_of_both_acknowledge() -> None:
-    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock())
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     tracker.publishing(frozenset({"n1", "n2"}))  # etcd may hold either set until the put answers
     waiting = asyncio.ensure_future(tracker.wait(500, seconds=5))
@@ -43,7 +36,7 @@ async def test_while_a_new_in_sync_set_is_published_only_members_of_both_acknowl
 
 
 def test_a_report_below_the_last_one_from_the_same_follower_changes_nothing() -> None:
-    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock())
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     tracker.report("n2", 500, leader_end=600)
     tracker.report("n2", 300, leader_end=600)
@@ -51,7 +44,7 @@ def test_a_report_below_the_last_one_from_the_same_follower_changes_nothing() ->
 
 
 def test_a_new_leader_counts_nothing_before_a_majority_has_its_terms_start_and_keeps_the_old_leader_until_then() -> None:
-    clock = Clock()
+    clock = FakeClock()
     tracker = ReplicaTracker("n2", 3, lag_time=2.0, clock=clock)
     tracker.reset(frozenset({"n1", "n2", "n3"}), lagging="n1", term_start=800)  # n1 may have acknowledged up to 800
     tracker.advance(800)
@@ -64,7 +57,7 @@ def test_a_new_leader_counts_nothing_before_a_majority_has_its_terms_start_and_k
 
 
 async def test_without_a_majority_in_sync_a_send_is_refused_at_once_and_a_slow_one_times_out() -> None:
-    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock())
     with pytest.raises(SlaveNotAvailable):
         await tracker.wait(10, seconds=5)
     tracker.reset(frozenset({"n1", "n2"}))
@@ -73,7 +66,7 @@ async def test_without_a_majority_in_sync_a_send_is_refused_at_once_and_a_slow_o
 
 
 def test_a_new_leader_drops_the_old_one_at_once_but_keeps_a_majority() -> None:
-    clock = Clock()
+    clock = FakeClock()
     tracker = ReplicaTracker("n2", 3, lag_time=2.0, clock=clock)
     tracker.reset(frozenset({"n1", "n2", "n3"}), lagging="n1")
     assert tracker.wanted_in_sync() == frozenset({"n2", "n3"})
@@ -82,7 +75,7 @@ def test_a_new_leader_drops_the_old_one_at_once_but_keeps_a_majority() -> None:
 
 
 def test_a_follower_that_fetches_everything_the_leader_had_at_its_last_fetch_stays_caught_up_under_steady_load() -> None:
-    clock = Clock()
+    clock = FakeClock()
     tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=clock)
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     tracker.report("n2", 100, leader_end=150)  # first fetch: behind the end
@@ -95,7 +88,7 @@ def test_a_follower_that_fetches_everything_the_leader_had_at_its_last_fetch_sta
 
 
 async def test_a_quorum_write_is_acknowledged_once_both_followers_have_it_on_disk_while_the_leaders_own_fsync_still_runs() -> None:
-    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock())
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     fsync: asyncio.Future[None] = asyncio.get_running_loop().create_future()  # the leader's slow disk
     waiting = asyncio.ensure_future(tracker.wait(500, seconds=5, local=fsync))
@@ -106,7 +99,7 @@ async def test_a_quorum_write_is_acknowledged_once_both_followers_have_it_on_dis
 
 
 async def test_one_follower_is_no_majority_while_the_leaders_fsync_runs_and_the_leaders_fsync_counts_as_a_vote_when_it_completes() -> None:
-    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock())
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     fsync: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     waiting = asyncio.ensure_future(tracker.wait(500, seconds=5, local=fsync))
@@ -119,7 +112,7 @@ async def test_one_follower_is_no_majority_while_the_leaders_fsync_runs_and_the_
 
 
 async def test_a_failed_leader_fsync_fails_a_quorum_write_no_majority_has_yet() -> None:
-    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock())
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     fsync: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     waiting = asyncio.ensure_future(tracker.wait(500, seconds=5, local=fsync))
@@ -131,7 +124,7 @@ async def test_a_failed_leader_fsync_fails_a_quorum_write_no_majority_has_yet() 
 
 
 async def test_a_leader_fsync_asked_in_an_earlier_term_does_not_vote_in_the_next() -> None:
-    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=Clock())
+    tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock())
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     fsync: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     with pytest.raises(FlushSlaveTimeout):
@@ -143,7 +136,7 @@ async def test_a_leader_fsync_asked_in_an_earlier_term_does_not_vote_in_the_next
 
 
 def test_a_leader_is_out_of_touch_once_no_follower_has_fetched_within_the_window_and_back_in_touch_at_one_fetch() -> None:
-    clock = Clock()
+    clock = FakeClock()
     tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=clock)
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     clock.now += 5.9
@@ -158,7 +151,7 @@ def test_a_leader_is_out_of_touch_once_no_follower_has_fetched_within_the_window
 
 
 def test_in_a_set_of_five_one_follower_in_touch_is_not_enough() -> None:
-    clock = Clock()
+    clock = FakeClock()
     tracker = ReplicaTracker("n1", 5, lag_time=2.0, clock=clock)
     tracker.reset(frozenset({"n1", "n2", "n3", "n4", "n5"}))
     clock.now += 10

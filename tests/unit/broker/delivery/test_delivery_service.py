@@ -9,14 +9,7 @@ import pytest
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.fake_clock import FakeClock
 
 
 @pytest.fixture
@@ -29,7 +22,7 @@ def store(tmp_path: Path):
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    return FakeClock(1000.0)
 
 
 @pytest.fixture

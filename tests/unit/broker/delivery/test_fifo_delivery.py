@@ -13,14 +13,7 @@ import pytest
 from halfmq.broker.delivery.delivery_service import Delivery, DeliveryPolicy, DeliveryService
 from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.fake_clock import FakeClock
 
 
 @pytest.fixture
@@ -33,7 +26,7 @@ def store(tmp_path: Path):
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    return FakeClock(1000.0)
 
 
 def service_on(store: MessageStore, clock: FakeClock, *, window: int = 20_000) -> DeliveryService:
