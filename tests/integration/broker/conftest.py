@@ -9,7 +9,16 @@ import httpx
 import pytest
 
 from tests.support.auth import bearer, write_auth_file
+from tests.support.check_server import CheckServer
 from tests.support.processes import BrokerProcess
+
+
+@pytest.fixture
+def checks() -> Iterator[CheckServer]:
+    """A producer's check endpoint, answering check-backs as scripted (tests/support/check_server.py)."""
+    server = CheckServer()
+    yield server
+    server.close()
 
 
 @pytest.fixture

@@ -16,13 +16,6 @@ FAST_CHECKS = {"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "0.5", "HALFMQ_BROKER_TRANSA
 
 
 @pytest.fixture
-def checks():
-    server = CheckServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def client(start_broker):
     broker: BrokerProcess = start_broker(FAST_CHECKS)
     with httpx.Client(base_url=broker.url, timeout=15) as c:

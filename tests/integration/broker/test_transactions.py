@@ -23,13 +23,6 @@ FAST_CHECKS = {
 
 
 @pytest.fixture
-def checks():
-    server = CheckServer()
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def tx_broker(start_broker) -> BrokerProcess:
     return start_broker(FAST_CHECKS)
 

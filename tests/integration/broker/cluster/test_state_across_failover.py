@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
@@ -75,13 +73,6 @@ def test_an_empty_topic_created_on_the_leader_exists_with_its_queue_count_on_the
     topic = httpx.get(f"{new_url}/v1/topics/EMPTY", timeout=10)
     assert topic.status_code == 200, topic.text
     assert len(topic.json()["queues"]) == 7
-
-
-@pytest.fixture
-def checks() -> Iterator[CheckServer]:
-    server = CheckServer()
-    yield server
-    server.close()
 
 
 def test_a_registered_producer_is_checked_back_by_the_new_leader_without_a_new_heartbeat(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
@@ -15,13 +13,6 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.slow
 FAST_CHECKS = {"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "1.0", "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "0.5"}
 SET_ENV = FAST_CHECKS  # conftest's broker_set starts its nodes with these
-
-
-@pytest.fixture
-def checks() -> Iterator[CheckServer]:
-    server = CheckServer()
-    yield server
-    server.close()
 
 
 def _half(url: str, body: str) -> dict:

@@ -19,7 +19,6 @@ import pytest
 
 from tests.integration.broker.http_helpers import path, receive, send
 from tests.support.auth import write_auth_file
-from tests.support.check_server import CheckServer
 from tests.support.waiting import wait_for
 
 from .chromium import CHROMEDRIVER, CHROMIUM, click_and_confirm, start_chromium, wait_for_css, wait_until
@@ -54,13 +53,6 @@ def browser(tmp_path: Path):
     driver = start_chromium(tmp_path / "chromium-profile")
     yield driver
     driver.quit()
-
-
-@pytest.fixture
-def checks():
-    server = CheckServer()
-    yield server
-    server.close()
 
 
 def half(client: httpx.Client, group: str, body: str) -> str:
