@@ -8,14 +8,18 @@ offset>``, each a header, ``slots`` 4-byte hash slots and ``entries`` 20-byte en
     slot    the 1-based number of the newest entry whose key hashes there (0: none)
     entry   crc32c(key) u32 | commit-log offset i64 | seconds since begin_ms u32 | previous entry u32
 
-Entries are written under the store's write lock, straight into the mmap (``struct.pack_into``: no syscall), entry
-before slot so a concurrent reader only ever follows complete chains; the checkpoint flushes them and records ``upto``.
+Entries are written under the store's write lock with ``pwrite``, entry before slot so a concurrent reader (through a
+read-only mmap) only ever follows complete chains; the checkpoint fsyncs them and records ``upto``. Not through a
+writable mmap: a page of a sparse file first written on a full disk kills the process with SIGBUS (the queue checker's
+full-disk fault did), where ``pwrite`` answers ENOSPC. A refused write stops the index where it is (logged); the next
+start indexes the log again from there, and the broker goes on.
 A query walks a slot's chain newest first, then reads each hit and keeps only the records that carry the key: two
 keys with one hash, a duplicate entry left by a replay, or an entry of a tail cut since, are told apart there.
 """
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -38,6 +42,8 @@ _HEADER = struct.Struct("<qqqqII")
 _SLOT = struct.Struct("<I")
 _ENTRY = struct.Struct("<IqII")
 _EMPTY = bytes(_ENTRY.size)
+_pwrite = os.pwrite  # (the one door to the disk for index writes: a test makes it refuse, as a full disk does)
+log = logging.getLogger(__name__)
 MAX_WALK = 4096  # entries a query follows in one file's chain before it stops (a bounded cost)
 
 
@@ -97,15 +103,12 @@ class _IndexFile:
         self.capacity = entries
         size = _HEADER.size + slots * _SLOT.size + entries * _ENTRY.size
         fresh = not path.exists()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(fd).st_size != size:
-                os.ftruncate(fd, size)  # sparse: pages are allocated as entries land
-            self.map = mmap.mmap(fd, size)
-        finally:
-            os.close(fd)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if os.fstat(self.fd).st_size != size:
+            os.ftruncate(self.fd, size)  # sparse: blocks are allocated as entries land
+        self.map = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
         if fresh:
-            _HEADER.pack_into(self.map, 0, begin_ms, begin_ms, begin_offset, begin_offset, 0, 0)
+            _pwrite(self.fd, _HEADER.pack(begin_ms, begin_ms, begin_offset, begin_offset, 0, 0), 0)
         self.begin_ms, self.last_ms, self.begin_offset, self.upto, self.used, _ = _HEADER.unpack_from(self.map, 0)
         self._entries_at = _HEADER.size + slots * _SLOT.size
         # The header is written by the checkpoint; after a kill -9 the entries past its count are there all the same
@@ -126,13 +129,13 @@ class _IndexFile:
         prev = _SLOT.unpack_from(self.map, slot_at)[0]
         self.used += 1
         seconds = max(0, (store_ms - self.begin_ms) // 1000)
-        _ENTRY.pack_into(self.map, self._entries_at + (self.used - 1) * _ENTRY.size, h, offset, seconds, prev)
-        _SLOT.pack_into(self.map, slot_at, self.used)
+        _pwrite(self.fd, _ENTRY.pack(h, offset, seconds, prev), self._entries_at + (self.used - 1) * _ENTRY.size)
+        _pwrite(self.fd, _SLOT.pack(self.used), slot_at)
         self.last_ms = max(self.last_ms, store_ms)
 
     def seal(self, upto: int) -> None:
         self.upto = upto
-        _HEADER.pack_into(self.map, 0, self.begin_ms, self.last_ms, self.begin_offset, upto, self.used, 0)
+        _pwrite(self.fd, _HEADER.pack(self.begin_ms, self.last_ms, self.begin_offset, upto, self.used, 0), 0)
 
     def hits(self, h: int, since_ms: int, until_ms: int) -> Iterator[int]:
         """Commit-log offsets of the entries with hash ``h`` stored within [since_ms - 1 s, until_ms], newest first."""
@@ -162,6 +165,8 @@ class KeyIndex:
         self._files = [_IndexFile(p, slots, entries, int(p.name), 0) for p in sorted(root.iterdir(), key=_by_offset)
                        if p.name.isdigit()]
         self.upto = self._files[-1].upto if self._files else 0
+        self.refused: OSError | None = None  # a write the disk refused: nothing more is indexed until the next start
+        self.durable_upto = self.upto  # what the last whole flush made durable
 
     def rewind(self, upto: int) -> None:
         """Index again from ``upto`` (the checkpoint's ``index_upto``; a tail cut): what lies past it may be lost or cut."""
@@ -179,10 +184,15 @@ class KeyIndex:
                 self.add_keys(record_keys(r.properties), r.commit_log_offset, r.size, store_ms)
 
     def add_keys(self, keys: Iterable[str], offset: int, size: int, store_ms: int) -> None:
-        if offset < self.upto:
+        if offset < self.upto or self.refused is not None:
             return
-        for key in keys:
-            self._file_for(offset, store_ms).add(key_hash(key), offset, store_ms)
+        try:
+            for key in keys:
+                self._file_for(offset, store_ms).add(key_hash(key), offset, store_ms)
+        except OSError as refused:  # a full or failing disk: the record is in the log; only its index entries wait
+            self.refused = refused
+            log.error("the key index stopped at log offset %d: %s; the next start indexes the log again from there", offset, refused)
+            return
         self.upto = offset + size
 
     def _file_for(self, offset: int, store_ms: int) -> _IndexFile:
@@ -201,9 +211,15 @@ class KeyIndex:
         if not files:
             return self.upto
         upto = self.upto
-        files[-1].seal(upto)
-        for f in files[-2:]:
-            f.map.flush()
+        try:
+            files[-1].seal(upto)
+            for f in files[-2:]:
+                os.fsync(f.fd)
+        except OSError as refused:  # the checkpoint records the last upto that reached the disk whole
+            self.refused = self.refused or refused
+            log.error("the key index's checkpoint failed: %s; the next start indexes the log again from %d", refused, self.durable_upto)
+            return self.durable_upto
+        self.durable_upto = upto
         return upto
 
     def query(self, key: str, since_ms: int = 0, until_ms: int = 1 << 62, limit: int = 64) -> list[StoredMessage]:
@@ -232,6 +248,7 @@ class KeyIndex:
     def close(self) -> None:
         for f in self._files:
             f.map.close()
+            os.close(f.fd)
 
 
 def _by_offset(p: Path) -> int:

@@ -118,6 +118,8 @@ class StoreRecovery:
         if not self.topics.found and on_disk:
             self._rebuild_topics(on_disk)
         replay_from, trimmed = self._trim_queues(sorted(known), end, (ckpt or {}).get("queues", {}), start)
+        # the index resumes where its last whole flush stopped (a refused write, lost pages): the scan starts there too
+        replay_from = min(replay_from, self.keys.upto)
         rebuilt = self._replay_or_stop_writes(replay_from)
         if self.read_only is None:  # half-rebuilt queue ends would lower offsets for good
             for group, topic, qid, was, now in self.offsets.clamp(lambda topic, qid: self.queue_range(topic, qid)[1]):

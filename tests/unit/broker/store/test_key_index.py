@@ -125,3 +125,24 @@ def test_entries_written_after_the_last_checkpoint_are_kept_when_a_kill_9_left_t
     assert bodies(reopened, "k") == [b"m3", b"m1", b"m0"]
     assert bodies(reopened, "other") == [b"m4", b"m2"]
     reopened.close()
+
+
+def test_a_disk_that_refuses_the_index_stops_it_but_not_the_store_and_the_next_start_indexes_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_store(tmp_path)
+    store.create_topic("T", 1)
+    send(store, b"before", UNIQ_KEY="id-0")
+
+    def full(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(key_index, "_pwrite", full)
+    send(store, b"during", UNIQ_KEY="id-1")  # stored: only its index entry waits
+    store.checkpoint()
+    assert isinstance(store.keys.refused, OSError) and bodies(store, "id-1") == []
+    monkeypatch.undo()
+    send(store, b"after", UNIQ_KEY="id-2")
+    store.close()
+    store = open_store(tmp_path)
+    assert bodies(store, "id-1") == [b"during"] and bodies(store, "id-2") == [b"after"] and bodies(store, "id-0") == [b"before"]
+    store.close()
