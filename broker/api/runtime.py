@@ -24,6 +24,7 @@ from halfmq.broker.producer_transactions.coordinator import TransactionCoordinat
 from halfmq.broker.security.auth_file import Authenticator, AuthFileError
 from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
 from halfmq.broker.store import acks_checkpoint
+from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
@@ -185,6 +186,8 @@ class BrokerRuntime:
         """Take an acks checkpoint between two requests, and write it once the log it counts is acknowledged (on a
         set's leader: under the high watermark), so the next replay reads only later ``acks`` records (store.acks_checkpoint)."""
         path, pending, taken = acks_checkpoint.path_of(self.store), None, 0
+        writes = FailureWatch("cannot write the acks checkpoint: %s; retried every interval (a restart replays more)",
+                              "the acks checkpoint is written again", log)
         while True:
             await asyncio.sleep(self.settings.offset_flush_interval)
             try:
@@ -192,13 +195,16 @@ class BrokerRuntime:
                 acknowledged = self.store.acknowledged_end if bound is None else min(bound, self.store.acknowledged_end)
                 if pending is not None and pending.due(acknowledged):
                     await asyncio.to_thread(acks_checkpoint.save, path, pending)
+                    writes.succeeded()
                     pending = None
                 elif pending is not None and bound is None:
                     self.store.wait_flushed(pending.log_end)  # one broker: ask its disk (an ack's answer waits for none)
                 if pending is None and self.store.queue_range(TXN_STATE_TOPIC, 0)[1] > taken:
                     pending = acks_checkpoint.take(self.store, self.delivery.settled())
                     taken = pending.entries
-            except Exception:  # a refusing disk: the next pass tries again
+            except OSError as refused:  # a full disk: said once, not a traceback a second; the next pass tries again
+                writes.failed(refused)
+            except Exception:
                 log.exception("writing the acks checkpoint failed")
 
     async def stop(self, close_store: bool = True) -> None:

@@ -8,11 +8,11 @@ offset>``, each a header, ``slots`` 4-byte hash slots and ``entries`` 20-byte en
     slot    the 1-based number of the newest entry whose key hashes there (0: none)
     entry   crc32c(key) u32 | commit-log offset i64 | seconds since begin_ms u32 | previous entry u32
 
-Entries are written under the store's write lock with ``pwrite``, entry before slot so a concurrent reader (through a
-read-only mmap) only ever follows complete chains; the checkpoint fsyncs them and records ``upto``. Not through a
-writable mmap: a page of a sparse file first written on a full disk kills the process with SIGBUS (the queue checker's
-full-disk fault did), where ``pwrite`` answers ENOSPC. A refused write stops the index where it is (logged); the next
-start indexes the log again from there, and the broker goes on.
+Entries are written under the store's write lock with ``pwrite`` and read with ``pread``, entry before slot so a
+concurrent reader only ever follows complete chains; the checkpoint fsyncs them and records ``upto``. No mmap: touching
+a hole of a sparse file through one on a full disk (tmpfs allocates even on a read) kills the process with SIGBUS (the
+queue checker's full-disk fault did), where ``pwrite`` answers ENOSPC and ``pread`` of a hole reads zeros. A refused
+write stops the index where it is (logged); the next start indexes the log again from there, and the broker goes on.
 A query walks a slot's chain newest first, then reads each hit and keeps only the records that carry the key: two
 keys with one hash, a duplicate entry left by a replay, or an entry of a tail cut since, are told apart there.
 """
@@ -20,7 +20,6 @@ keys with one hash, a duplicate entry left by a replay, or an entry of a tail cu
 from __future__ import annotations
 
 import logging
-import mmap
 import os
 import struct
 import threading
@@ -106,10 +105,9 @@ class _IndexFile:
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if os.fstat(self.fd).st_size != size:
             os.ftruncate(self.fd, size)  # sparse: blocks are allocated as entries land
-        self.map = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
         if fresh:
             _pwrite(self.fd, _HEADER.pack(begin_ms, begin_ms, begin_offset, begin_offset, 0, 0), 0)
-        self.begin_ms, self.last_ms, self.begin_offset, self.upto, self.used, _ = _HEADER.unpack_from(self.map, 0)
+        self.begin_ms, self.last_ms, self.begin_offset, self.upto, self.used, _ = _HEADER.unpack(os.pread(self.fd, _HEADER.size, 0))
         self._entries_at = _HEADER.size + slots * _SLOT.size
         # The header is written by the checkpoint; after a kill -9 the entries past its count are there all the same
         # (the page cache keeps them), and the slots point at them: count them, or new entries would overwrite them.
@@ -118,7 +116,7 @@ class _IndexFile:
 
     def _entry_bytes(self, index: int) -> bytes:
         at = self._entries_at + index * _ENTRY.size
-        return self.map[at : at + _ENTRY.size]
+        return os.pread(self.fd, _ENTRY.size, at)
 
     @property
     def full(self) -> bool:
@@ -126,7 +124,7 @@ class _IndexFile:
 
     def add(self, h: int, offset: int, store_ms: int) -> None:
         slot_at = _HEADER.size + (h % self.slots) * _SLOT.size
-        prev = _SLOT.unpack_from(self.map, slot_at)[0]
+        prev = _SLOT.unpack(os.pread(self.fd, _SLOT.size, slot_at))[0]
         self.used += 1
         seconds = max(0, (store_ms - self.begin_ms) // 1000)
         _pwrite(self.fd, _ENTRY.pack(h, offset, seconds, prev), self._entries_at + (self.used - 1) * _ENTRY.size)
@@ -139,11 +137,11 @@ class _IndexFile:
 
     def hits(self, h: int, since_ms: int, until_ms: int) -> Iterator[int]:
         """Commit-log offsets of the entries with hash ``h`` stored within [since_ms - 1 s, until_ms], newest first."""
-        entry = _SLOT.unpack_from(self.map, _HEADER.size + (h % self.slots) * _SLOT.size)[0]
+        entry = _SLOT.unpack(os.pread(self.fd, _SLOT.size, _HEADER.size + (h % self.slots) * _SLOT.size))[0]
         walked = 0
         while 0 < entry <= self.capacity and walked < MAX_WALK:
             walked += 1
-            eh, offset, seconds, prev = _ENTRY.unpack_from(self.map, self._entries_at + (entry - 1) * _ENTRY.size)
+            eh, offset, seconds, prev = _ENTRY.unpack(os.pread(self.fd, _ENTRY.size, self._entries_at + (entry - 1) * _ENTRY.size))
             at_ms = self.begin_ms + seconds * 1000
             if at_ms + 1000 < since_ms:
                 return  # older from here on
@@ -247,7 +245,6 @@ class KeyIndex:
 
     def close(self) -> None:
         for f in self._files:
-            f.map.close()
             os.close(f.fd)
 
 

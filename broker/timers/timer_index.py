@@ -25,6 +25,7 @@ from pathlib import Path
 
 from halfmq.broker.store.atomic_file import DamagedFile, read_json, write_json
 from halfmq.broker.store.damaged_records import DamagedEntry
+from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.message_store import MessageStore
 from halfmq.broker.store.timer_runs import RunCursor, compaction, merge, write_run
 from halfmq.broker.store.topics import RELEASE_QUEUE, TIMER_QUEUE, TIMER_TOPIC
@@ -67,6 +68,8 @@ class TimerIndex:
         self._dir = Path(store.config.data_dir) / "timers"
         self._dir.mkdir(exist_ok=True)
         self._run_entries, self._run_age, self._fan_in, self._clock = run_entries, run_age, fan_in, clock
+        self._writes = FailureWatch("the timer index cannot write its runs and state: %s; retried at each checkpoint "
+                                    "(pending timers stay in memory meanwhile)", "the timer index writes its runs and state again", log)
         self._lock = threading.Lock()  # a follower's appends call the listener from the replication thread
         self._maintaining = threading.Lock()  # one run write or merge at a time
         self._buffer: list[int] = []  # keys of timers at or past ``_runs_upto``
@@ -183,7 +186,15 @@ class TimerIndex:
     # --- on disk (the store's checkpoint thread) --------------------------------------------------------------
     def checkpoint(self) -> None:
         """Write the buffer as a run when it is full or old, merge one tier of ``fan_in`` similar runs if one is
-        full, then record the state."""
+        full, then record the state. A disk that refuses is said once (not a traceback a second) and tried again."""
+        try:
+            self._maintain()
+        except OSError as refused:
+            self._writes.failed(refused)
+            return
+        self._writes.succeeded()
+
+    def _maintain(self) -> None:
         with self._maintaining:
             with self._lock:
                 full = len(self._buffer) >= self._run_entries or (
