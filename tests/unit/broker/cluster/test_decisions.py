@@ -12,6 +12,7 @@ from halfmq.broker.cluster.decisions import (
     Role,
     acknowledged_offset,
     high_watermark,
+    out_of_touch,
     in_sync_set,
     majority,
     may_campaign,
@@ -230,3 +231,24 @@ def test_a_follower_ends_a_dead_leaders_term_only_after_its_address_refused_conn
     assert not may_end_dead_term(10.0, 10.19, "quorum")
     assert may_end_dead_term(10.0, 10.25, "quorum")
     assert not may_end_dead_term(10.0, 99.0, "leader")  # with ack=leader only the lease may end a term
+
+
+def test_a_leader_is_in_touch_while_a_majority_with_it_fetched_within_the_window_counting_the_edge() -> None:
+    heard = {"n2": FollowerProgress(0, 0.0, heard_at=94.0), "n3": FollowerProgress(0, 0.0, heard_at=50.0)}
+    assert not out_of_touch("n1", heard, now=100.0, window=6.0, cluster_size=3)  # n2 exactly 6 s ago still counts
+    assert out_of_touch("n1", heard, now=100.001, window=6.0, cluster_size=3)
+    assert out_of_touch("n1", {}, now=100.0, window=6.0, cluster_size=3)
+    assert not out_of_touch("n1", {}, now=100.0, window=6.0, cluster_size=1)  # alone is a majority of one
+
+
+def test_the_leaders_own_entry_never_counts_and_a_follower_not_yet_asked_counts_as_heard() -> None:
+    own = {"n1": FollowerProgress(0, 0.0, heard_at=100.0), "n2": FollowerProgress(0, 0.0, heard_at=0.0)}
+    assert out_of_touch("n1", own, now=100.0, window=6.0, cluster_size=3)
+    assert not out_of_touch("n1", {"n2": FollowerProgress(0, 0.0)}, now=100.0, window=6.0, cluster_size=3)
+
+
+def test_five_nodes_need_two_followers_in_touch() -> None:
+    one = {"n2": FollowerProgress(0, 0.0, heard_at=99.0), "n3": FollowerProgress(0, 0.0, heard_at=1.0)}
+    two = {**one, "n4": FollowerProgress(0, 0.0, heard_at=99.0)}
+    assert out_of_touch("n1", one, now=100.0, window=6.0, cluster_size=5)
+    assert not out_of_touch("n1", two, now=100.0, window=6.0, cluster_size=5)
