@@ -12,12 +12,12 @@ from halfmq.broker.cluster.decisions import (
     Role,
     acknowledged_offset,
     high_watermark,
-    out_of_touch,
     in_sync_set,
     majority,
     may_campaign,
     may_lead,
     next_role,
+    out_of_touch,
     quorum_possible,
 )
 from halfmq.wire import Position
