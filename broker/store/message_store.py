@@ -228,6 +228,7 @@ class MessageStore(QueueReads, StoreRecovery):
         records = found.records
         touched: set[tuple[str, int]] = set()
         pos = g = r = 0
+        keyed: list[tuple[list[str], int, int, int]] = []  # followers answer journeys too
         with self._write_lock:
             self._check_writable()
             if start != self.commit_log.end_offset:
@@ -243,11 +244,13 @@ class MessageStore(QueueReads, StoreRecovery):
                 run_end = ends[g - 1]
                 queues: _QueueEntries = {}
                 while r < len(records) and records[r].at < run_end:
-                    self._replicated_entry(records[r], start, queues)
+                    self._replicated_entry(records[r], start, queues, keyed)
                     r += 1
                 self._append_entries_then(queues, partial(self.commit_log.write, view[pos:run_end]))
                 touched.update(queues)
                 pos = run_end
+                self.keys.add_records(keyed)
+                keyed.clear()
         if pos:
             self._writes.succeeded()
         for listener in self._listeners:
@@ -255,7 +258,8 @@ class MessageStore(QueueReads, StoreRecovery):
                 listener(*rec_key)
         return self.commit_log.end_offset
 
-    def _replicated_entry(self, rec: ReplicatedRecord, start: int, queues: _QueueEntries) -> None:
+    def _replicated_entry(self, rec: ReplicatedRecord, start: int, queues: _QueueEntries,
+                          keyed: list[tuple[list[str], int, int, int]]) -> None:
         """Add a replicated record's consume-queue entry to its queue's batch (topics the leader added are learnt)."""
         key = (rec.topic, rec.queue_id)
         if rec.properties is not None and rec.properties.get(TXN_OP) == TOPIC_KIND:
@@ -267,8 +271,8 @@ class MessageStore(QueueReads, StoreRecovery):
                 self.topics.learn(rec.topic, rec.queue_id + 1)
             batch = queues[key] = ([self._writable_queue(key).max_offset], [])
         batch[1].append((start + rec.at, rec.size, rec.tag_hash))
-        if rec.keys:  # followers answer journeys too
-            self.keys.add_keys(rec.keys, start + rec.at, rec.size, rec.store_ms)
+        if rec.keys:
+            keyed.append((rec.keys, start + rec.at, rec.size, rec.store_ms))
 
     def truncate_log(self, offset: int) -> None:
         """Cut the log (and consume queues, offsets) back to ``offset``: a node's divergent tail, as its new leader says.

@@ -118,7 +118,7 @@ def test_entries_written_after_the_last_checkpoint_are_kept_when_a_kill_9_left_t
     store.checkpoint()
     for i in range(1, 4):
         send(store, f"m{i}".encode(), KEYS="k" if i % 2 else "other")
-    shutil.copytree(tmp_path / "a", tmp_path / "b")  # what a kill -9 leaves: the mmap's pages, the header as checkpointed
+    shutil.copytree(tmp_path / "a", tmp_path / "b")  # what a kill -9 leaves: the entries written, the slots and header as checkpointed
     store.close()
     reopened = open_store(tmp_path / "b", index_slots=1)
     send(reopened, b"m4", KEYS="other")
@@ -146,3 +146,17 @@ def test_a_disk_that_refuses_the_index_stops_it_but_not_the_store_and_the_next_s
     store = open_store(tmp_path)
     assert bodies(store, "id-1") == [b"during"] and bodies(store, "id-2") == [b"after"] and bodies(store, "id-0") == [b"before"]
     store.close()
+
+
+def test_one_put_larger_than_a_files_room_spills_into_the_next_file_and_every_record_is_found(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    store.create_topic("T", 1)
+    results, end = store.put([PutItem("T", 0, f"m{i}".encode(), {"UNIQ_KEY": f"id-{i}", "KEYS": "same"}) for i in range(40)])
+    store.wait_flushed(end).result(5)
+    assert len(list((tmp_path / "index").iterdir())) == 3  # 80 entries, 32 a file
+    assert bodies(store, "id-0") == [b"m0"] and bodies(store, "id-39") == [b"m39"]
+    assert bodies(store, "same", limit=100) == [f"m{i}".encode() for i in reversed(range(40))]
+    store.close()
+    reopened = open_store(tmp_path)
+    assert bodies(reopened, "id-17") == [b"m17"]
+    reopened.close()
