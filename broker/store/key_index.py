@@ -48,6 +48,7 @@ _SLOT = struct.Struct("<I")
 _ENTRY = struct.Struct("<IqII")
 _EMPTY = bytes(_ENTRY.size)
 _SLOTS_PER_PAGE = 4096 // _SLOT.size
+_PAGE_SHIFT = 10  # slot >> 10: its page of the table (1,024 slots of 4 bytes)
 _pwrite = os.pwrite  # (the one door to the disk for index writes: a test makes it refuse, as a full disk does)
 log = logging.getLogger(__name__)
 MAX_WALK = 4096  # entries a query follows in one file's chain before it stops (a bounded cost)
@@ -58,8 +59,11 @@ def position_key(topic: str, queue_id: int, offset: int) -> str:
     return f"{topic}/{queue_id}@{offset}"
 
 
+_crc32c = crc32c.crc32c
+
+
 def key_hash(key: str) -> int:
-    return crc32c.crc32c(key.encode())
+    return _crc32c(key.encode())
 
 
 def record_keys(props: dict[str, str]) -> list[str]:
@@ -122,6 +126,7 @@ class _IndexFile:
         self._entries_at = _HEADER.size + slots * _SLOT.size
         self.table: array[int] | None = None
         self._dirty: set[int] = set()  # pages of the table changed since ``write_slots``
+        self.slot_lock = threading.Lock()
         # The header is written by the checkpoint; after a kill -9 the entries past its count are there all the same
         # (the page cache keeps them): count them, so new entries go after them and no chain on disk is overwritten.
         while self.used < self.capacity and self._entry_bytes(self.used) != _EMPTY:
@@ -143,43 +148,53 @@ class _IndexFile:
     def room(self) -> int:
         return self.capacity - self.used
 
-    def add(self, entries: list[tuple[int, int, int]]) -> None:
-        """Append ``(hash, log offset, store_ms)`` entries (at most ``room``) with one write, then point the slots at
-        them: a concurrent reader follows a slot only to entries already in the file."""
+    def add(self, entries: list[tuple[int, int]], store_ms: int) -> None:
+        """Append ``(hash, log offset)`` entries stored at ``store_ms`` (at most ``room``) with one write.
+
+        The slots change as the entries are packed, under ``slot_lock``, which a reader takes to read a slot: it
+        never follows one to an entry not yet in the file (a dict of the put's own slot changes cost a third more)."""
         table = self.table
         assert table is not None, "only the file being written takes entries"
-        changed: dict[int, int] = {}
-        packed = bytearray()
+        slots = self.slots
+        pack_into = _ENTRY.pack_into
+        seconds = max(0, (store_ms - self.begin_ms) // 1000)
+        packed = bytearray(len(entries) * _ENTRY.size)
         number = self.used
-        last_ms = self.last_ms
-        for h, offset, store_ms in entries:
-            slot = h % self.slots
-            prev = changed.get(slot)
-            number += 1
-            packed += _ENTRY.pack(h, offset, max(0, (store_ms - self.begin_ms) // 1000), table[slot] if prev is None else prev)
-            changed[slot] = number
-            last_ms = max(last_ms, store_ms)
-        at = self._entries_at + self.used * _ENTRY.size
-        if _pwrite(self.fd, packed, at) != len(packed):
-            raise OSError(errno.ENOSPC, "a short write of the key index")
-        for slot, number_at in changed.items():
-            table[slot] = number_at
-            self._dirty.add(slot // _SLOTS_PER_PAGE)
+        with self.slot_lock:
+            dirty = self._dirty
+            try:
+                at = 0
+                for h, offset in entries:
+                    slot = h % slots
+                    pack_into(packed, at, h, offset, seconds, table[slot])
+                    number += 1
+                    at += _ENTRY.size
+                    table[slot] = number
+                    dirty.add(slot >> _PAGE_SHIFT)
+                if _pwrite(self.fd, packed, self._entries_at + self.used * _ENTRY.size) != len(packed):
+                    raise OSError(errno.ENOSPC, "a short write of the key index")
+            except BaseException:
+                for i in reversed(range(number - self.used)):  # the slots back where they were
+                    h, _, _, prev = _ENTRY.unpack_from(packed, i * _ENTRY.size)
+                    table[h % slots] = prev
+                raise
         self.used = number
-        self.last_ms = last_ms
+        self.last_ms = max(self.last_ms, store_ms)
 
     def write_slots(self) -> None:
         """Write the table's changed pages to the file (the checkpoint's thread; a roll)."""
         table = self.table
-        dirty, self._dirty = self._dirty, set()
-        if table is None or not dirty:
+        with self.slot_lock:  # (the pages as whole puts left them)
+            dirty, self._dirty = self._dirty, set()
+            pages = {page: table[page * _SLOTS_PER_PAGE:(page + 1) * _SLOTS_PER_PAGE].tobytes() for page in dirty} if table else {}
+        if not pages:
             return
         try:
-            for page in sorted(dirty):
-                first = page * _SLOTS_PER_PAGE
-                _pwrite(self.fd, table[first:first + _SLOTS_PER_PAGE].tobytes(), _HEADER.size + first * _SLOT.size)
+            for page in sorted(pages):
+                _pwrite(self.fd, pages[page], _HEADER.size + page * _SLOTS_PER_PAGE * _SLOT.size)
         except OSError:
-            self._dirty |= dirty  # written again by the next checkpoint
+            with self.slot_lock:
+                self._dirty |= pages.keys()  # written again by the next checkpoint
             raise
 
     def seal(self, upto: int) -> None:
@@ -190,7 +205,8 @@ class _IndexFile:
     def _slot(self, h: int) -> int:
         table = self.table
         if table is not None:
-            return table[h % self.slots]
+            with self.slot_lock:
+                return table[h % self.slots]
         return _SLOT.unpack(os.pread(self.fd, _SLOT.size, _HEADER.size + (h % self.slots) * _SLOT.size))[0]
 
     def hits(self, h: int, since_ms: int, until_ms: int) -> Iterator[int]:
@@ -231,32 +247,53 @@ class KeyIndex:
     def add(self, props: dict[str, str], offset: int, size: int, store_ms: int) -> None:
         """Index a record of the log (the recovery scan): each of its keys, once."""
         if offset >= self.upto:
-            self.add_records([(record_keys(props), offset, size, store_ms)])
+            self._write([(key_hash(key), offset) for key in record_keys(props)], store_ms, offset + size)
 
     def add_results(self, results: Iterable[PutResult], store_ms: int) -> None:
-        """Index what ``put`` just wrote (under its write lock)."""
-        upto = self.upto
-        self.add_records([(record_keys(r.properties), r.commit_log_offset, r.size, store_ms)
-                          for r in results if r.commit_log_offset >= upto])
+        """Index what ``put`` just wrote (under its write lock): one loop, the common message (only its UNIQ_KEY)
+        without a call."""
+        upto = end = self.upto
+        entries: list[tuple[int, int]] = []
+        for r in results:
+            offset = r.commit_log_offset
+            if offset < upto:
+                continue
+            props = r.properties
+            uniq = props.get(UNIQ_KEY)
+            if uniq is not None and len(props) == 1:
+                entries.append((_crc32c(uniq.encode()), offset))
+            else:
+                entries.extend((key_hash(key), offset) for key in record_keys(props))
+            end = offset + r.size
+        if end > upto:
+            self._write(entries, store_ms, end)
 
     def add_records(self, records: list[tuple[list[str], int, int, int]]) -> None:
-        """Index ``(keys, log offset, size, store_ms)`` records in log order: one write per index file they reach."""
-        records = [r for r in records if r[1] >= self.upto]
-        if not records or self.refused is not None:
+        """Index ``(keys, log offset, size, store_ms)`` records in log order (a follower's replicated run)."""
+        run: list[tuple[int, int]] = []
+        for i, (keys, offset, size, store_ms) in enumerate(records):
+            if offset < self.upto:
+                continue
+            run.extend((key_hash(key), offset) for key in keys)
+            if i + 1 == len(records) or records[i + 1][3] != store_ms:  # one write per store time (a leader's put)
+                self._write(run, store_ms, offset + size)
+                run = []
+
+    def _write(self, entries: list[tuple[int, int]], store_ms: int, end: int) -> None:
+        """Add ``entries`` (one write per index file they reach); then the log up to ``end`` is indexed."""
+        if self.refused is not None:
             return
-        entries = [(key_hash(key), offset, store_ms) for keys, offset, _, store_ms in records for key in keys]
         try:
             while entries:
-                f = self._file_for(entries[0][1], entries[0][2])
+                f = self._file_for(entries[0][1], store_ms)
                 take = f.room
-                f.add(entries[:take])
+                f.add(entries if take >= len(entries) else entries[:take], store_ms)
                 entries = entries[take:]
         except OSError as refused:  # a full or failing disk: the records are in the log; only their index entries wait
             self.refused = refused
             log.error("the key index stopped at log offset %d: %s; the next start indexes the log again from there", self.upto, refused)
             return
-        _, offset, size, _ = records[-1]
-        self.upto = offset + size
+        self.upto = end
 
     def _file_for(self, offset: int, store_ms: int) -> _IndexFile:
         if self._files and self._files[-1].room:
