@@ -8,11 +8,10 @@ offset>``, each a header, ``slots`` 4-byte hash slots and ``entries`` 20-byte en
     slot    the 1-based number of the newest entry whose key hashes there (0: none)
     entry   crc32c(key) u32 | commit-log offset i64 | seconds since begin_ms u32 | previous entry u32
 
-A put's entries are written under the store's write lock with one ``pwrite`` and read with ``pread``; the file being
-written keeps its slot table in memory, updated after the entries land so a concurrent reader only ever follows complete
-chains, and the checkpoint writes the changed slot pages, fsyncs and records ``upto``: a kill -9 loses at most the
-slots since, and the next start indexes the log again from ``upto`` (one pwrite per key had cost a batched put two
-thirds of its rate). No mmap: touching
+A put adds its entries in memory under the store's write lock: the file being written keeps its slot table and its
+newest entries there (``_IndexFile``), and the checkpoint writes the entries, then the changed slot pages, fsyncs and
+records ``upto``; a kill -9 loses at most what was added since, and the next start indexes the log again from
+``upto`` (two pwrites per key had cost a batched put two thirds of its rate). Entries are read with ``pread``. No mmap: touching
 a hole of a sparse file through one on a full disk (tmpfs allocates even on a read) kills the process with SIGBUS (the
 queue checker's full-disk fault did), where ``pwrite`` answers ENOSPC and ``pread`` of a hole reads zeros. A refused
 write stops the index where it is (logged); the next start indexes the log again from there, and the broker goes on.
@@ -48,6 +47,7 @@ _SLOT = struct.Struct("<I")
 _ENTRY = struct.Struct("<IqII")
 _EMPTY = bytes(_ENTRY.size)
 _SLOTS_PER_PAGE = 4096 // _SLOT.size
+_PENDING_LIMIT = 1 << 20  # bytes of entries kept in memory before a put writes them (the checkpoint writes them first)
 _PAGE_SHIFT = 10  # slot >> 10: its page of the table (1,024 slots of 4 bytes)
 _pwrite = os.pwrite  # (the one door to the disk for index writes: a test makes it refuse, as a full disk does)
 log = logging.getLogger(__name__)
@@ -107,9 +107,11 @@ def _raw_value(props: bytes, name: bytes) -> bytes | None:
 
 
 class _IndexFile:
-    """One index file. The file being written keeps its slot table in memory (``table``, 4 bytes a slot): a put's
-    entries go out in one ``pwrite``, and the slots they change reach the file as whole pages at the checkpoint
-    (``write_slots``), not one ``pwrite`` per key under the write lock. A sealed file is read from disk."""
+    """One index file. The file being written keeps in memory its slot table (``table``, 4 bytes a slot) and the
+    entries added since the last write (``pending``): a put only packs its entries and moves its slots, and the
+    checkpoint writes the entries, then the changed slot pages (``write_out``). Why not a ``pwrite`` per put: on ext4 a
+    write that allocates a block of this sparse file joins the journal transaction the commit log's next fsync must
+    commit, and a sequential durable send lost ~10 % to it. A sealed file is read from disk."""
 
     def __init__(self, path: Path, slots: int, entries: int, begin_offset: int, begin_ms: int) -> None:
         self.path = path
@@ -125,12 +127,14 @@ class _IndexFile:
         self.begin_ms, self.last_ms, self.begin_offset, self.upto, self.used, _ = _HEADER.unpack(os.pread(self.fd, _HEADER.size, 0))
         self._entries_at = _HEADER.size + slots * _SLOT.size
         self.table: array[int] | None = None
-        self._dirty: set[int] = set()  # pages of the table changed since ``write_slots``
-        self.slot_lock = threading.Lock()
+        self._dirty: set[int] = set()  # pages of the table changed since ``write_out``
+        self.lock = threading.Lock()  # the table, ``pending`` and ``written`` change together under it
         # The header is written by the checkpoint; after a kill -9 the entries past its count are there all the same
         # (the page cache keeps them): count them, so new entries go after them and no chain on disk is overwritten.
         while self.used < self.capacity and self._entry_bytes(self.used) != _EMPTY:
             self.used += 1
+        self.written = self.used  # entries in the file; those past it are in ``pending``
+        self.pending = bytearray()
 
     def _entry_bytes(self, index: int) -> bytes:
         at = self._entries_at + index * _ENTRY.size
@@ -149,65 +153,69 @@ class _IndexFile:
         return self.capacity - self.used
 
     def add(self, entries: list[tuple[int, int]], store_ms: int) -> None:
-        """Append ``(hash, log offset)`` entries stored at ``store_ms`` (at most ``room``) with one write.
-
-        The slots change as the entries are packed, under ``slot_lock``, which a reader takes to read a slot: it
-        never follows one to an entry not yet in the file (a dict of the put's own slot changes cost a third more)."""
+        """Add ``(hash, log offset)`` entries stored at ``store_ms`` (at most ``room``), in memory."""
         table = self.table
         assert table is not None, "only the file being written takes entries"
         slots = self.slots
         pack_into = _ENTRY.pack_into
         seconds = max(0, (store_ms - self.begin_ms) // 1000)
-        packed = bytearray(len(entries) * _ENTRY.size)
-        number = self.used
-        with self.slot_lock:
+        with self.lock:
+            pending = self.pending
+            at = len(pending)
+            pending.extend(bytes(len(entries) * _ENTRY.size))
+            number = self.used
             dirty = self._dirty
-            try:
-                at = 0
-                for h, offset in entries:
-                    slot = h % slots
-                    pack_into(packed, at, h, offset, seconds, table[slot])
-                    number += 1
-                    at += _ENTRY.size
-                    table[slot] = number
-                    dirty.add(slot >> _PAGE_SHIFT)
-                if _pwrite(self.fd, packed, self._entries_at + self.used * _ENTRY.size) != len(packed):
-                    raise OSError(errno.ENOSPC, "a short write of the key index")
-            except BaseException:
-                for i in reversed(range(number - self.used)):  # the slots back where they were
-                    h, _, _, prev = _ENTRY.unpack_from(packed, i * _ENTRY.size)
-                    table[h % slots] = prev
-                raise
-        self.used = number
+            for h, offset in entries:
+                slot = h % slots
+                pack_into(pending, at, h, offset, seconds, table[slot])
+                number += 1
+                at += _ENTRY.size
+                table[slot] = number
+                dirty.add(slot >> _PAGE_SHIFT)
+            self.used = number
         self.last_ms = max(self.last_ms, store_ms)
 
-    def write_slots(self) -> None:
-        """Write the table's changed pages to the file (the checkpoint's thread; a roll)."""
+    def write_out(self) -> None:
+        """Write the pending entries, then the table's changed pages (so a slot on disk only names entries on disk)."""
+        with self.lock:
+            data = bytes(self.pending)
+            start = self.written
+        if data:
+            if _pwrite(self.fd, data, self._entries_at + start * _ENTRY.size) != len(data):
+                raise OSError(errno.ENOSPC, "a short write of the key index")
+            with self.lock:
+                del self.pending[:len(data)]
+                self.written = start + len(data) // _ENTRY.size
         table = self.table
-        with self.slot_lock:  # (the pages as whole puts left them)
+        with self.lock:  # the pages as whole puts left them
             dirty, self._dirty = self._dirty, set()
             pages = {page: table[page * _SLOTS_PER_PAGE:(page + 1) * _SLOTS_PER_PAGE].tobytes() for page in dirty} if table else {}
-        if not pages:
-            return
         try:
             for page in sorted(pages):
                 _pwrite(self.fd, pages[page], _HEADER.size + page * _SLOTS_PER_PAGE * _SLOT.size)
         except OSError:
-            with self.slot_lock:
+            with self.lock:
                 self._dirty |= pages.keys()  # written again by the next checkpoint
             raise
 
     def seal(self, upto: int) -> None:
-        self.write_slots()
+        self.write_out()
         self.upto = upto
         _pwrite(self.fd, _HEADER.pack(self.begin_ms, self.last_ms, self.begin_offset, upto, self.used, 0), 0)
 
     def _slot(self, h: int) -> int:
         table = self.table
         if table is not None:
-            with self.slot_lock:
+            with self.lock:
                 return table[h % self.slots]
         return _SLOT.unpack(os.pread(self.fd, _SLOT.size, _HEADER.size + (h % self.slots) * _SLOT.size))[0]
+
+    def _entry(self, number: int) -> tuple[int, int, int, int]:
+        index = number - 1
+        with self.lock:
+            if index >= self.written:
+                return _ENTRY.unpack_from(self.pending, (index - self.written) * _ENTRY.size)  # type: ignore[return-value]
+        return _ENTRY.unpack(self._entry_bytes(index))  # type: ignore[return-value]
 
     def hits(self, h: int, since_ms: int, until_ms: int) -> Iterator[int]:
         """Commit-log offsets of the entries with hash ``h`` stored within [since_ms - 1 s, until_ms], newest first."""
@@ -215,7 +223,7 @@ class _IndexFile:
         walked = 0
         while 0 < entry <= self.capacity and walked < MAX_WALK:
             walked += 1
-            eh, offset, seconds, prev = _ENTRY.unpack(os.pread(self.fd, _ENTRY.size, self._entries_at + (entry - 1) * _ENTRY.size))
+            eh, offset, seconds, prev = self._entry(entry)
             at_ms = self.begin_ms + seconds * 1000
             if at_ms + 1000 < since_ms:
                 return  # older from here on
@@ -288,6 +296,8 @@ class KeyIndex:
                 f = self._file_for(entries[0][1], store_ms)
                 take = f.room
                 f.add(entries if take >= len(entries) else entries[:take], store_ms)
+                if len(f.pending) >= _PENDING_LIMIT:  # bounded: a long checkpoint interval writes here
+                    f.write_out()
                 entries = entries[take:]
         except OSError as refused:  # a full or failing disk: the records are in the log; only their index entries wait
             self.refused = refused
@@ -319,7 +329,7 @@ class KeyIndex:
             return upto
         try:
             for f in files[-2:]:
-                f.write_slots()
+                f.write_out()
             files[-1].seal(upto)
             for f in files[-2:]:
                 os.fsync(f.fd)
