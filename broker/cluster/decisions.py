@@ -227,6 +227,14 @@ def may_clear_foreign_claim(seen_since: float, now: float, lease_ttl: float) -> 
 OUT_OF_TOUCH_TTLS = 3  # a leader steps down after this many lease TTLs without a majority's fetches (a follower fetches every 0.5 s)
 
 
+def steps_down_cut_off(ack: str, in_sync: int, cut_off: bool, cluster_size: int) -> bool:
+    """Whether a leader ``cut_off`` from its followers (``out_of_touch``) gives up its lease: only with ``ack=quorum``,
+    where it could acknowledge nothing (with ``ack=leader`` it still can, and its lease decides), and only once a
+    majority is in sync: only an in-sync node may be elected, so with fewer, stepping down would leave the set with no
+    leader at all rather than let the majority's side elect one."""
+    return ack == "quorum" and in_sync >= majority(cluster_size) and cut_off
+
+
 def out_of_touch(leader: str, progress: Mapping[str, FollowerProgress], now: float, window: float, cluster_size: int) -> bool:
     """Whether a leader has heard from too few followers within ``window`` to make a majority with itself (Raft's
     CheckQuorum). A leader cut off from its followers but not from etcd keeps its lease, so nobody else may lead,

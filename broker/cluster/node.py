@@ -29,7 +29,18 @@ from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import LeaderFront
 
-from .decisions import OUT_OF_TOUCH_TTLS, Claim, Event, LeaseFence, Role, judge_leader_claim, majority, may_campaign, may_clear_foreign_claim, next_role
+from .decisions import (
+    OUT_OF_TOUCH_TTLS,
+    Claim,
+    Event,
+    LeaseFence,
+    Role,
+    judge_leader_claim,
+    may_campaign,
+    may_clear_foreign_claim,
+    next_role,
+    steps_down_cut_off,
+)
 from .errors import NotLeader
 from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, KeyValue, Lease, absent, unchanged
 from .etcd_auth import broker_credentials
@@ -185,7 +196,7 @@ class ClusterNode(LeaseRenewals, Takeover):
             await self._step_down("the leader key is gone or another node's")
             return
         window = OUT_OF_TOUCH_TTLS * self.fence.ttl
-        if self.settings.ack == "quorum" and len(self.tracker.in_sync) >= majority(self.settings.cluster_size) and self.tracker.out_of_touch(window):
+        if steps_down_cut_off(self.settings.ack, len(self.tracker.in_sync), self.tracker.out_of_touch(window), self.settings.cluster_size):
             await self._step_down(f"no majority of the set fetched in {window:.0f} s: cut off from its followers, it could acknowledge nothing")
             return
         await self._publish_in_sync()

@@ -19,6 +19,7 @@ from halfmq.broker.cluster.decisions import (
     next_role,
     out_of_touch,
     quorum_possible,
+    steps_down_cut_off,
 )
 from halfmq.wire import Position
 
@@ -252,3 +253,12 @@ def test_five_nodes_need_two_followers_in_touch() -> None:
     two = {**one, "n4": FollowerProgress(0, 0.0, heard_at=99.0)}
     assert out_of_touch("n1", one, now=100.0, window=6.0, cluster_size=5)
     assert not out_of_touch("n1", two, now=100.0, window=6.0, cluster_size=5)
+
+
+def test_a_cut_off_leader_steps_down_only_with_quorum_acks_and_once_a_majority_is_in_sync() -> None:
+    assert steps_down_cut_off("quorum", in_sync=2, cut_off=True, cluster_size=3)
+    assert not steps_down_cut_off("quorum", in_sync=2, cut_off=False, cluster_size=3)
+    assert not steps_down_cut_off("leader", in_sync=3, cut_off=True, cluster_size=3)  # it can still acknowledge: its lease decides
+    assert not steps_down_cut_off("quorum", in_sync=1, cut_off=True, cluster_size=3)  # nobody else could be elected
+    assert not steps_down_cut_off("quorum", in_sync=2, cut_off=True, cluster_size=5)
+    assert steps_down_cut_off("quorum", in_sync=3, cut_off=True, cluster_size=5)
