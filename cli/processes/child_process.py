@@ -9,6 +9,7 @@ server forked (granian, uvicorn) go with it.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import ssl
@@ -31,10 +32,41 @@ class ChildExited(RuntimeError):
     """The child exited before its health URL answered."""
 
 
+_SPAN = 12_000  # ports handed out lie in the span just below the ephemeral range
+_given: set[int] = set()
+
+
 def free_port(host: str = HOST) -> int:
-    with socket.socket() as sock:
+    """A port nothing listens on, chosen *below* the kernel's ephemeral range and never twice in this process.
+
+    Why not ``bind(0)``: that port comes from the ephemeral range, and between this call and the child's own bind any
+    outgoing connection on the machine may take it as its source port (the demo test lost ``--order-port`` that way
+    while other tests ran). Below the range only another server's explicit bind can take it."""
+    low = ephemeral_low()
+    if low - _SPAN >= 1024:
+        for _ in range(200):
+            port = random.randrange(low - _SPAN, low)
+            if port in _given:
+                continue
+            with socket.socket() as sock:
+                try:
+                    sock.bind((host, port))
+                except OSError:
+                    continue
+            _given.add(port)
+            return port
+    with socket.socket() as sock:  # a machine whose ephemeral range starts low: the kernel's choice
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        return int(sock.getsockname()[1])
+
+
+def ephemeral_low(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> int:
+    """The first port of the kernel's ephemeral range (32768 if it cannot be read: Linux's default)."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def port_taken(host: str, port: int) -> bool:
