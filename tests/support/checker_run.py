@@ -20,16 +20,12 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from halfmq.client import AsyncProducer, Producer, SimpleConsumer
 from halfmq.wire import SettleStatus
 
-from .broker_set import BrokerSet
-from .etcd import EtcdProcess
 from .history import History
-from .nemesis import ETCD, Nemesis, all_in_sync
-from .netns import ETCD_HOST, NODE_HOSTS, Partitions
+from .nemesis import Nemesis, all_in_sync
+from .set_run import set_run
 
 WRITERS = 16
 CONSUMERS = 3
@@ -132,45 +128,29 @@ def read_topic(url: str) -> list[str]:
 def run(root: Path, faults: int, seed: int, netns: bool) -> dict:
     started = time.monotonic()
     rng = random.Random(seed)
-    partitions = Partitions({ETCD: ETCD_HOST, **{f"n{i}": h for i, h in enumerate(NODE_HOSTS, 1)}}) if netns else None
-    etcd = EtcdProcess(root / "etcd", root, auth=True, **({"host": ETCD_HOST} if netns else {}))
-    if partitions is not None:
-        etcd.argv = partitions.wrap(ETCD, etcd.argv)
-    etcd.start(timeout=30)
-    try:
-        brokers = BrokerSet(etcd, root, hosts=NODE_HOSTS if netns else None, wrap=partitions.wrap if partitions else None,
-                            disk_size=DISK_SIZE)
-    except pytest.skip.Exception as cannot:  # no tmpfs here: the run goes on without full disks, and says so
-        print(f"no full disks in this run: {cannot}", flush=True)
-        brokers = BrokerSet(etcd, root, hosts=NODE_HOSTS if netns else None, wrap=partitions.wrap if partitions else None)
     history = History()
-    nemesis = Nemesis(brokers, rng, partitions)
-    try:
-        brokers.start()
-        all_in_sync(brokers)
-        with Writers(brokers.urls, history), Consumers(brokers.urls, history) as consumers:
-            for i, kinds in enumerate(nemesis.schedule(faults), 1):
-                time.sleep(rng.uniform(0.5, 1.5))
-                nemesis.step(kinds)
-                print(f"{time.monotonic() - started:6.0f}s step {i}: {nemesis.applied[-1]}", flush=True)
-            time.sleep(1.0)
-        leader = all_in_sync(brokers)
-        brokers.caught_up()
-        history.read_back(read_topic(brokers.nodes[leader].url))
-        (root / "logs").mkdir(exist_ok=True)
-        for node in brokers.nodes:
-            (root / "logs" / node).write_bytes(brokers.log_bytes(node))
-    except BaseException:
-        print(f"the run failed after {sum(nemesis.counts.values())} faults ({dict(nemesis.counts)}); the last: "
-              f"{nemesis.applied[-3:]}", file=sys.stderr, flush=True)
-        raise
-    finally:
-        if partitions is not None:
-            partitions.heal_all()
-        brokers.stop()
-        etcd.stop(grace=5)
-        if partitions is not None:
-            partitions.remove()
+    with set_run(root, netns=netns, disk_size=DISK_SIZE) as setup:
+        brokers = setup.brokers
+        nemesis = Nemesis(brokers, rng, setup.partitions)
+        try:
+            brokers.start()
+            all_in_sync(brokers)
+            with Writers(brokers.urls, history), Consumers(brokers.urls, history) as consumers:
+                for i, kinds in enumerate(nemesis.schedule(faults), 1):
+                    time.sleep(rng.uniform(0.5, 1.5))
+                    nemesis.step(kinds)
+                    print(f"{time.monotonic() - started:6.0f}s step {i}: {nemesis.applied[-1]}", flush=True)
+                time.sleep(1.0)
+            leader = all_in_sync(brokers)
+            brokers.caught_up()
+            history.read_back(read_topic(brokers.nodes[leader].url))
+            (root / "logs").mkdir(exist_ok=True)
+            for node in brokers.nodes:
+                (root / "logs" / node).write_bytes(brokers.log_bytes(node))
+        except BaseException:
+            print(f"the run failed after {sum(nemesis.counts.values())} faults ({dict(nemesis.counts)}); the last: "
+                  f"{nemesis.applied[-3:]}", file=sys.stderr, flush=True)
+            raise
     return {"seed": seed, "seconds": round(time.monotonic() - started), "faults": nemesis.applied,
             "counts": dict(nemesis.counts), "overlapped": nemesis.overlapped, "consumer_errors": consumers.errors, "history": history.to_json()}
 

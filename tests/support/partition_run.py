@@ -15,19 +15,14 @@ from pathlib import Path
 
 from halfmq.client import Producer
 
-from .broker_set import BrokerSet
-from .etcd import EtcdProcess
-from .nemesis import ETCD, all_in_sync
-from .netns import ETCD_HOST, NODE_HOSTS, Partitions
+from .nemesis import all_in_sync
+from .set_run import set_run
 
 
 def run(root: Path) -> dict:
-    partitions = Partitions({ETCD: ETCD_HOST, **{f"n{i}": h for i, h in enumerate(NODE_HOSTS, 1)}})
-    etcd = EtcdProcess(root / "etcd", root, auth=True, host=ETCD_HOST)
-    etcd.argv = partitions.wrap(ETCD, etcd.argv)
-    etcd.start(timeout=30)
-    brokers = BrokerSet(etcd, root, hosts=NODE_HOSTS, wrap=partitions.wrap)
-    try:
+    with set_run(root, netns=True) as setup:
+        brokers, partitions = setup.brokers, setup.partitions
+        assert partitions is not None
         brokers.start()
         old = all_in_sync(brokers)
         with Producer(brokers.nodes[old].url, timeout=10) as producer:
@@ -45,11 +40,6 @@ def run(root: Path) -> dict:
         back = all_in_sync(brokers, timeout=90)
         return {"old": old, "new": new, "took_over_s": round(took_over, 2), "send_after": status,
                 "old_role_while_cut": seen.get("role"), "old_writable_while_cut": seen.get("writable"), "leader_after_heal": back}
-    finally:
-        partitions.heal_all()
-        brokers.stop()
-        etcd.stop(grace=5)
-        partitions.remove()
 
 
 def main(argv: list[str] | None = None) -> int:
