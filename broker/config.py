@@ -100,6 +100,10 @@ class BrokerSettings(BaseSettings):
     # Timed messages: how far ahead a deliver_at or a delay may reach (RocketMQ's timerMaxDelaySec), seconds.
     timer_max_delay: float = Field(default=3 * 24 * 3600.0, gt=0)
     timer_run_age: float = Field(default=60.0, gt=0)  # buffered timers go to a sorted run on disk at least this often
+    # Where is my message: each receive's deliveries and each nack (its reason) as a journal record, each ack indexed by
+    # the message's place (broker/delivery/journal.py). Off: journeys show only what the log says anyway (sent, the
+    # transaction, timers, dead letters) and "acked" from the groups' committed offsets.
+    journal: bool = True
     log_level: str = "info"
     # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
     traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)

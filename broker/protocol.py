@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from halfmq.wire import MAX_BATCH, MAX_INVISIBLE_SECONDS, MAX_RECEIVE, MAX_TAG_LENGTH, MAX_WAIT_SECONDS, EndState, TransactionState
+from halfmq.wire import MAX_BATCH, MAX_INVISIBLE_SECONDS, MAX_NACK_REASON, MAX_RECEIVE, MAX_TAG_LENGTH, MAX_WAIT_SECONDS, EndState, TransactionState
 
 
 class _Wire(BaseModel):
@@ -59,7 +59,7 @@ class SettleRequest(_Wire):
 
 
 class NackRequest(SettleRequest):
-    reason: str | None = Field(default=None, max_length=256, description="why: kept in the message's journey")
+    reason: str | None = Field(default=None, max_length=MAX_NACK_REASON, description="why: kept in the message's journey")
 
 
 # Transactional messages (DESIGN section 4); EndState and TransactionState are shared with the SDK (wire).

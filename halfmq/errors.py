@@ -155,6 +155,8 @@ class TransactionNotFound(BrokerError):
 
 
 class MessageNotFound(BrokerError):
+    """No record of this message id in the broker's log, or a message on a topic the credentials may not read."""
+
     code, status, title = "MESSAGE_NOT_FOUND", 404, "No message with this id (or none this principal may read)"
 
 

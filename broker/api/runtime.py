@@ -100,7 +100,7 @@ class BrokerRuntime:
             timers = TimerIndex(store, run_age=settings.timer_run_age)  # before anything is written: it follows the log
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays),
-                                                              settings.fifo_window),
+                                                              settings.fifo_window, settings.journal),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))
             durable: Callable[[int], Awaitable[None]] = FlushWaiter(store, settings.sync_flush_timeout)
             if durable_wrapper is not None:

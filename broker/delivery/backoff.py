@@ -1,5 +1,5 @@
 """A consumer group's delivery policy: when a nacked message may be delivered again, when it has had enough tries,
-and how far FIFO delivery reads past a queue's committed offset."""
+how far FIFO delivery reads past a queue's committed offset, and whether deliveries are journaled."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ class DeliveryPolicy:
     max_reconsume_times: int = 16
     retry_delays: Sequence[float] = (10, 30, 60)
     fifo_window: int = 20_000  # how far past committed a queue's cursor may go while messages wait behind their group
+    journal: bool = True  # deliveries and nacks written to the journal, acks indexed by place (journal.py); off: neither
 
 
 def retry_delay(attempt: int, delays: Sequence[float]) -> float:

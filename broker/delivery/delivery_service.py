@@ -102,7 +102,8 @@ class DeliveryService:
             remaining = deadline - self._clock()
             if out or remaining <= 0 or self._closing:
                 self.counted["out", group, topic, ""] += len(out)
-                journal.write(self._store, journal.DELIVERED, group, journal.deliveries(topic, out))
+                if self._policy.journal:
+                    journal.write(self._store, journal.DELIVERED, group, journal.deliveries(topic, out))
                 return out
             held = any(progress.gate.ready for progress in state.queues)  # until the high watermark passes an ack
             timeout = min(remaining, READY_POLL_SECONDS) if held else remaining
@@ -227,7 +228,7 @@ class DeliveryService:
             held.append((text, h, progress))
         acked = [(group, topic, h.queue_id, h.offset) for _, h, progress in held if progress is not None]
         if acked:
-            _, self.acks_end = self._store.put([acks_record(acked)])
+            _, self.acks_end = self._store.put([acks_record(acked, indexed=self._policy.journal)])
         results = []
         for text, h, progress in held:
             ok = progress is not None and progress.holds(h.offset, h.nonce)  # False for a repeat of a handle just settled
@@ -260,7 +261,8 @@ class DeliveryService:
                 nacked.append((topic, h.queue_id, h.offset, item.deliveries))
             results.append((text, ok))
             self.counted["nack", group, topic, "ok" if ok else "expired"] += 1
-        journal.write(self._store, journal.NACKED, group, nacked, reason)
+        if self._policy.journal:
+            journal.write(self._store, journal.NACKED, group, nacked, reason)
         if nacked:
             self._on_message(topic, -1)  # wake long-pollers: a zero delay makes it due at once
         return results

@@ -3,7 +3,8 @@
 One record per receive that hands something out, and one per nack call: the consumer group, and per delivery its
 ``[topic, queue, offset, attempt]`` (the body), with each position in ``INDEX_KEYS`` so a journey finds them in the
 key index (store/key_index.py). Written without waiting for the fsync: a journal line lost to a crash costs only
-history, and a disk that refuses it refuses no delivery.
+history, and a disk that refuses it refuses no delivery. ``HALFMQ_BROKER_JOURNAL=false`` (``DeliveryPolicy.journal``)
+writes none.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import orjson
 from halfmq.broker.store.key_index import INDEX_KEYS, position_key
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
+from halfmq.wire import MAX_NACK_REASON
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +28,7 @@ DELIVERED = "delivered"
 NACKED = "nacked"
 CONSUMER_GROUP = "CONSUMER_GROUP"
 NACK_REASON = "NACK_REASON"
-MAX_REASON = 256
+MAX_REASON = MAX_NACK_REASON
 
 Entry = tuple[str, int, int, int]  # topic, queue id, queue offset, attempt
 

@@ -61,10 +61,15 @@ def decode_acks(body: bytes) -> list[AckRef]:
     return [(str(g), str(t), int(q), int(o)) for g, t, q, o in orjson.loads(body)]
 
 
-def acks_record(acks: list[AckRef]) -> PutItem:
-    """An ``acks`` record; each acked place in INDEX_KEYS, so a message's journey finds its acks (key_index)."""
-    places = " ".join(position_key(t, q, o) for _, t, q, o in acks)
-    return PutItem(TXN_STATE_TOPIC, 0, encode_acks(acks), {TXN_OP: _ACKS, TAGS: ACKS_TAG, INDEX_KEYS: places}, tag=ACKS_TAG)
+def acks_record(acks: list[AckRef], *, indexed: bool = True) -> PutItem:
+    """An ``acks`` record; each acked place in INDEX_KEYS, so a message's journey finds its acks (key_index).
+
+    ``indexed=False`` (the journal off) leaves the places out of the key index: the record is the same state, and a
+    journey says "acked" from the group's committed offset instead."""
+    props = {TXN_OP: _ACKS, TAGS: ACKS_TAG}
+    if indexed:
+        props[INDEX_KEYS] = " ".join(position_key(t, q, o) for _, t, q, o in acks)
+    return PutItem(TXN_STATE_TOPIC, 0, encode_acks(acks), props, tag=ACKS_TAG)
 
 
 # --- topics -------------------------------------------------------------------------------------

@@ -33,12 +33,16 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.errors import BrokerError as BrokerError
     from halfmq.errors import BrokerUnavailable as BrokerUnavailable
     from halfmq.errors import CheckUrlRefused as CheckUrlRefused
+    from halfmq.errors import MessageNotFound as MessageNotFound
     from halfmq.errors import ProducerFenced as ProducerFenced
     from halfmq.errors import TransactionAborted as TransactionAborted
     from halfmq.wire import CheckRequest as CheckRequest
     from halfmq.wire import ConsumerGroupInfo as ConsumerGroupInfo
     from halfmq.wire import HalfSendResult as HalfSendResult
+    from halfmq.wire import JourneyEventKind as JourneyEventKind
     from halfmq.wire import Message as Message
+    from halfmq.wire import MessageJourney as MessageJourney
+    from halfmq.wire import MessageSummary as MessageSummary
     from halfmq.wire import OffsetReadResponse as OffsetReadResponse
     from halfmq.wire import OutgoingMessage as OutgoingMessage
     from halfmq.wire import SendResult as SendResult
@@ -60,9 +64,9 @@ _HOMES = {name: module for module, names in {  # the public names at run time, b
     "halfmq.client.simple_consumer": "AsyncSimpleConsumer SimpleConsumer",
     "halfmq.client.transaction_producer": "TransactionProducer",
     "halfmq.client.transaction_steps": "TransactionSendResult",
-    "halfmq.errors": "BrokerError BrokerUnavailable CheckUrlRefused ProducerFenced TransactionAborted",
-    "halfmq.wire": "CheckRequest ConsumerGroupInfo HalfSendResult Message OffsetReadResponse OutgoingMessage SendResult SendStatus SettleResult SettleStatus"
-                   " TopicInfo TxnEndResult TxnSendResult",
+    "halfmq.errors": "BrokerError BrokerUnavailable CheckUrlRefused MessageNotFound ProducerFenced TransactionAborted",
+    "halfmq.wire": "CheckRequest ConsumerGroupInfo HalfSendResult JourneyEventKind Message MessageJourney MessageSummary OffsetReadResponse"
+                   " OutgoingMessage SendResult SendStatus SettleResult SettleStatus TopicInfo TxnEndResult TxnSendResult",
 }.items() for name in names.split()}
 if not TYPE_CHECKING:  # mypy reads only a literal __all__ (this one would hide the names above from `from halfmq.client import *`)
     __all__ = sorted(_HOMES)

@@ -40,7 +40,7 @@ from halfmq.wire import Message, SettleResult
 
 from .loop_thread import AsyncLifecycle, Blocking, cancel, close_at_exit, run
 from .polling import PollFailures, PollSettings, prefetch_next
-from .settlement import Outcome, Settle, log_handler_failure, settle_batch
+from .settlement import Outcome, Settle, failure_reason, log_handler_failure, settle_batch
 from .simple_consumer import AsyncSimpleConsumer
 from .step_drivers import run_steps_async
 from .tracing import processing
@@ -157,10 +157,11 @@ class AsyncConsumer(AsyncLifecycle):
         if batch:
             await self._process(batch, semaphore)  # stopping: every message is a RELEASE, nacked at once
 
-    async def _handle(self, message: Message, semaphore: asyncio.Semaphore) -> Outcome:
+    async def _handle(self, message: Message, semaphore: asyncio.Semaphore) -> tuple[Outcome, str | None]:
+        """The message's outcome, and for a failure the nack's reason (the exception, as the journey shows it)."""
         async with semaphore:
             if self._stopping:
-                return Outcome.RELEASE
+                return Outcome.RELEASE, None
             try:
                 with processing(self.client.group, message):
                     result = self._handler(message)
@@ -168,8 +169,9 @@ class AsyncConsumer(AsyncLifecycle):
                         await result
             except Exception as exc:  # noqa: BLE001 - a failed handler means nack, whatever it raised
                 log_handler_failure(message, exc)
-                return Outcome.NACK
-            return Outcome.ACK
+                raised = exc.__cause__ if isinstance(exc, _HandlerExit) and exc.__cause__ is not None else exc
+                return Outcome.NACK, failure_reason(raised)
+            return Outcome.ACK, None
 
     async def _process(self, batch: list[Message], semaphore: asyncio.Semaphore, *, settle_behind: bool = False) -> None:
         """Handle ``batch``, then ack/nack it: awaited, or (``settle_behind``) while the next batch is handled.
@@ -178,9 +180,10 @@ class AsyncConsumer(AsyncLifecycle):
         one settle is in flight at a time, in batch order; ``run()`` returns
         only once the last one is done.
         """
-        outcomes = await asyncio.gather(*(self._handle(m, semaphore) for m in batch))
+        handled = await asyncio.gather(*(self._handle(m, semaphore) for m in batch))
         await self._settled()
-        self._settling = asyncio.ensure_future(run_steps_async(settle_batch(batch, outcomes), self._perform_settle))
+        outcomes, reasons = [o for o, _ in handled], [r for _, r in handled]
+        self._settling = asyncio.ensure_future(run_steps_async(settle_batch(batch, outcomes, reasons), self._perform_settle))
         if not settle_behind:
             await self._settled()
 
@@ -190,7 +193,9 @@ class AsyncConsumer(AsyncLifecycle):
             await settling
 
     async def _perform_settle(self, step: Settle) -> list[SettleResult]:
-        return await (self.client.ack if step.action == "ack" else self.client.nack)(step.handles)
+        if step.action == "ack":
+            return await self.client.ack(step.handles)
+        return await self.client.nack(step.handles, step.reason)
 
     async def close(self) -> None:
         """Stop, let a running run() finish its batch and settle it, then close the connections."""

@@ -14,10 +14,14 @@ from urllib.parse import quote
 
 from halfmq.errors import BrokerError
 from halfmq.wire import (
+    MAX_NACK_REASON,
     ClusterView,
     ConsumerGroupInfo,
     HalfSendResult,
     Message,
+    MessageJourney,
+    MessageSearch,
+    MessageSummary,
     OffsetReadResponse,
     OutgoingMessage,
     ProducerIdResult,
@@ -44,9 +48,9 @@ T = TypeVar("T")
 HALF_BATCH_PATH = "/v1/transaction-batches/half"
 END_BATCH_PATH = "/v1/transaction-batches/end"
 
-__all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "Call", "cluster_view", "consumer_group", "create_topic", "end_transaction", "get_transaction", "half_send",
-           "health", "list_topics", "list_transactions", "new_producer_id", "producer_heartbeat", "read", "receive", "send", "settle", "txn_abort",
-           "txn_acks", "txn_begin", "txn_commit", "txn_init", "txn_messages"]
+__all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "Call", "cluster_view", "consumer_group", "create_topic", "end_transaction", "find_messages",
+           "get_transaction", "half_send", "health", "list_topics", "list_transactions", "message_journey", "new_producer_id", "producer_heartbeat",
+           "read", "receive", "send", "settle", "txn_abort", "txn_acks", "txn_begin", "txn_commit", "txn_init", "txn_messages"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +133,21 @@ def receive(group: str, topic: str, request: ReceiveRequest, *, timeout: float) 
                 body=to_wire(request), timeout=timeout)
 
 
-def settle(group: str, topic: str, action: Literal["ack", "nack"], handles: Sequence[str]) -> Call[list[SettleResult]]:
-    return Call("POST", _group_topic_path(group, topic, action), parse=lambda data: decode(data, SettleResponse).results,
-                body={"receipt_handles": list(handles)})
+def settle(group: str, topic: str, action: Literal["ack", "nack"], handles: Sequence[str], reason: str | None = None) -> Call[list[SettleResult]]:
+    """``reason``: a nack's why, kept in the messages' journeys (the broker takes at most ``MAX_NACK_REASON`` characters)."""
+    body: dict[str, Any] = {"receipt_handles": list(handles)}
+    if reason:
+        body["reason"] = reason[:MAX_NACK_REASON]
+    return Call("POST", _group_topic_path(group, topic, action), parse=lambda data: decode(data, SettleResponse).results, body=body)
+
+
+# Where is my message (GET /v1/messages): the routes are the leader's; the transport follows it.
+def find_messages(key: str, since_ms: int, limit: int) -> Call[list[MessageSummary]]:
+    return Call("GET", "/v1/messages", parse=lambda data: decode(data, MessageSearch).messages, params={"key": key, "since": since_ms, "limit": limit})
+
+
+def message_journey(msg_id: str) -> Call[MessageJourney]:
+    return Call("GET", f"/v1/messages/{_seg(msg_id)}", parse=_as(MessageJourney))
 
 
 def consumer_group(group: str) -> Call[ConsumerGroupInfo]:

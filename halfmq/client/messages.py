@@ -20,7 +20,7 @@ from halfmq.wire import Message, OutgoingMessage
 
 from .send_options import SendOptions, check_send_options
 
-__all__ = ["UNIQ_KEY", "Body", "message_body_bytes", "message_json", "outgoing", "with_uniq_key"]
+__all__ = ["UNIQ_KEY", "Body", "epoch_ms", "message_body_bytes", "message_json", "outgoing", "with_uniq_key"]
 
 UNIQ_KEY = "UNIQ_KEY"
 """The property holding a message's client-side id (RocketMQ's name): set once before the first attempt, so a retry repeats it."""
@@ -52,17 +52,18 @@ def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) ->
     built = OutgoingMessage(body=body, body_encoding=encoding, keys=options.get("keys"), tag=options.get("tag"),
                             properties=dict(options.get("properties") or {}), queue_id=options.get("queue_id"),
                             sharding_key=options.get("sharding_key"), message_group=options.get("message_group"),
-                            deliver_at_ms=_epoch_ms(options.get("deliver_at")), delay_ms=_duration_ms(options.get("delay")))
+                            deliver_at_ms=epoch_ms(options.get("deliver_at")), delay_ms=_duration_ms(options.get("delay")))
     return with_uniq_key(built)
 
 
-def _epoch_ms(when: datetime | float | None) -> int | None:
-    """``deliver_at`` on the wire: epoch milliseconds (a naive datetime is refused: its zone would be a guess)."""
+def epoch_ms(when: datetime | float | None, what: str = "deliver_at") -> int | None:
+    """A time on the wire (``deliver_at``, a search's ``since``): epoch milliseconds (a naive datetime is refused: its
+    zone would be a guess)."""
     if when is None:
         return None
     if isinstance(when, datetime):
         if when.tzinfo is None:
-            raise ValueError("deliver_at must be an aware datetime (datetime.now(timezone.utc) + ...) or epoch seconds")
+            raise ValueError(f"{what} must be an aware datetime (datetime.now(timezone.utc) + ...) or epoch seconds")
         return round(when.timestamp() * 1000)
     return round(when * 1000)
 

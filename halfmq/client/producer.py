@@ -33,15 +33,27 @@ transaction's sends go out in numbered batches (at ``transaction_batch_size``, o
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, cast, overload
 
 from halfmq.errors import InvalidTxnState
-from halfmq.wire import MAX_BATCH, Message, OffsetReadResponse, OutgoingMessage, SendResult, TopicInfo, TxnEndResult, TxnSendResult
+from halfmq.wire import (
+    MAX_BATCH,
+    Message,
+    MessageJourney,
+    MessageSummary,
+    OffsetReadResponse,
+    OutgoingMessage,
+    SendResult,
+    TopicInfo,
+    TxnEndResult,
+    TxnSendResult,
+)
 
 from . import endpoints, tracing
 from .endpoints import Call
 from .loop_thread import Blocking, blocking, close_at_exit
-from .messages import Body, outgoing
+from .messages import Body, epoch_ms, outgoing
 from .numbering import Numbering, numbering_for
 from .retry import async_retrying
 from .send_options import SendOptions
@@ -166,6 +178,23 @@ class AsyncProducer(AsyncClient, Generic[R]):
         """The broker's health answer, tried once: a probe should see the broker as it is now."""
         return await self._transport.call(endpoints.health())
 
+    # --- where is my message? ------------------------------------------------------------------------------------
+    async def find_messages(self, key: str, since: datetime | float | None = None, limit: int = 50) -> list[MessageSummary]:
+        """The messages sent with ``key`` (one of their keys, or their id), newest first, at most ``limit`` (≤ 256).
+
+        ``since``: only those stored since then (an aware datetime, or epoch seconds). Messages on topics the
+        credentials may not subscribe to are left out.
+        """
+        return await self._call(endpoints.find_messages(key, epoch_ms(since, "since") or 0, limit))
+
+    async def journey(self, msg_id: str) -> MessageJourney:
+        """Where is my message? What the broker's log says happened to ``msg_id``: sent, its transaction, its timer,
+        each delivery (group, attempt), nack (reason), ack, dead letter and resend, in time order.
+
+        Raises ``MessageNotFound`` for an id the broker has no record of, or a message the credentials may not read.
+        """
+        return await self._call(endpoints.message_journey(msg_id))
+
     # --- transactions (with ``transactional_id``) ---------------------------------------------------------------
     @property
     def epoch(self) -> int | None:
@@ -270,6 +299,8 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
     list_topics = blocking(AsyncProducer.list_topics)
     read = blocking(AsyncProducer.read)
     health = blocking(AsyncProducer.health)
+    find_messages = blocking(AsyncProducer.find_messages)
+    journey = blocking(AsyncProducer.journey)
 
     @property
     def epoch(self) -> int | None:

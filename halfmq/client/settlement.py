@@ -1,7 +1,9 @@
 """What the consumer loop does with each message of a batch once its handler is done.
 
 One ack request for the successes, one nack request for the failures and for
-messages that were received but never handed to the handler (released on stop).
+messages that were received but never handed to the handler (released on stop);
+a failure's nack carries why (``failure_reason``: the exception's class and
+message), so failures with different reasons take one nack request each.
 ``settle_batch`` is that as a step sequence (sans-I/O), so the decisions are
 tested with plain values and the loop only performs the requests
 (``step_drivers.run_steps_async``).
@@ -18,9 +20,11 @@ from typing import Literal
 from halfmq.errors import BrokerError
 from halfmq.wire import Message, SettleResult, SettleStatus
 
-__all__ = ["Outcome", "Settle", "log_expired", "log_handler_failure", "settle_batch"]
+__all__ = ["MAX_HANDLER_REASON", "Outcome", "Settle", "failure_reason", "log_expired", "log_handler_failure", "settle_batch"]
 
 log = logging.getLogger("halfmq.client.consumer")
+
+MAX_HANDLER_REASON = 200  # characters of a failed handler's exception sent as its nack's reason
 
 
 class Outcome(Enum):
@@ -35,17 +39,33 @@ class Outcome(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Settle:
-    """Ack or nack these receipt handles and send back the broker's results."""
+    """Ack or nack these receipt handles (a nack with its ``reason``, if any) and send back the broker's results."""
 
     action: Literal["ack", "nack"]
     handles: list[str]
+    reason: str | None = None
 
 
-def settle_batch(batch: Sequence[Message], outcomes: Sequence[Outcome]) -> Generator[Settle, list[SettleResult], None]:
-    """The ack, then the nack, of a batch; a failed one is logged, not raised (its messages come back on their own)."""
-    handled = [(m.receipt_handle, o) for m, o in zip(batch, outcomes, strict=True) if m.receipt_handle is not None]
-    acks, nacks = [h for h, o in handled if o is Outcome.ACK], [h for h, o in handled if o is not Outcome.ACK]  # in batch order
-    for settle in (Settle("ack", acks), Settle("nack", nacks)):
+def failure_reason(exc: BaseException) -> str:
+    """A failed handler's nack reason, as the message's journey shows it: ``ValueError: db down``, one line, at most
+    ``MAX_HANDLER_REASON`` characters."""
+    text = " ".join(str(exc).split())
+    reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return reason if len(reason) <= MAX_HANDLER_REASON else reason[: MAX_HANDLER_REASON - 1] + "…"
+
+
+def settle_batch(batch: Sequence[Message], outcomes: Sequence[Outcome],
+                 reasons: Sequence[str | None] | None = None) -> Generator[Settle, list[SettleResult], None]:
+    """The ack, then the nacks, of a batch: one nack per distinct ``reasons`` entry of the ``NACK`` outcomes (a
+    release has none), in batch order; a failed one is logged, not raised (its messages come back on their own)."""
+    whys: Sequence[str | None] = [None] * len(batch) if reasons is None else reasons
+    handled = [(m.receipt_handle, o, r) for m, o, r in zip(batch, outcomes, whys, strict=True) if m.receipt_handle is not None]
+    acks = [h for h, o, _ in handled if o is Outcome.ACK]
+    nacks: dict[str | None, list[str]] = {}  # by reason, in batch order
+    for h, o, r in handled:
+        if o is not Outcome.ACK:
+            nacks.setdefault(r if o is Outcome.NACK else None, []).append(h)
+    for settle in (Settle("ack", acks), *(Settle("nack", handles, reason) for reason, handles in nacks.items())):
         if not settle.handles:
             continue
         try:

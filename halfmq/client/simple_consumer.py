@@ -59,14 +59,17 @@ class AsyncSimpleConsumer(AsyncClient):
         """Mark messages done for the group; a handle past its invisibility comes back ``EXPIRED``."""
         return await self._settle("ack", handles)
 
-    async def nack(self, handles: Sequence[str]) -> list[SettleResult]:
-        """Give messages back for redelivery (with delivery_attempt+1, after the broker's backoff)."""
-        return await self._settle("nack", handles)
+    async def nack(self, handles: Sequence[str], reason: str | None = None) -> list[SettleResult]:
+        """Give messages back for redelivery (with delivery_attempt+1, after the broker's backoff).
 
-    async def _settle(self, action: Literal["ack", "nack"], handles: Sequence[str]) -> list[SettleResult]:
+        ``reason``: why (its first ``MAX_NACK_REASON`` characters), shown in each message's journey as "nacked (reason)".
+        """
+        return await self._settle("nack", handles, reason)
+
+    async def _settle(self, action: Literal["ack", "nack"], handles: Sequence[str], reason: str | None = None) -> list[SettleResult]:
         results: list[SettleResult] = []
         for start in range(0, len(handles), MAX_RECEIVE):  # the broker caps a settle request at MAX_RECEIVE handles
-            call = endpoints.settle(self.group, self.topic, action, handles[start : start + MAX_RECEIVE])
+            call = endpoints.settle(self.group, self.topic, action, handles[start : start + MAX_RECEIVE], reason)
             with tracing.settling(action, self.group, self.topic, call.body["receipt_handles"]):
                 settled: list[SettleResult] = await self._call(call)
             results += settled

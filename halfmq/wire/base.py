@@ -12,6 +12,7 @@ MAX_RECEIVE = 256
 MAX_INVISIBLE_SECONDS = 12 * 3600
 MAX_WAIT_SECONDS = 30
 MAX_TAG_LENGTH = 255
+MAX_NACK_REASON = 256  # characters of a nack's reason the broker keeps in the message's journey
 
 BodyEncoding = Literal["utf-8", "base64"]
 _ENCODINGS = ("utf-8", "base64")

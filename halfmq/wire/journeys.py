@@ -58,6 +58,8 @@ class MessageSummary(_Wire):
 
 
 class MessageJourney(_Wire):
+    """Where is my message: the message (``MessageSummary``) and what the log says happened to it (``JourneyEvent``s)."""
+
     message: MessageSummary
     events: list[JourneyEvent]  # in time order
 

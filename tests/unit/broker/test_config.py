@@ -33,3 +33,9 @@ def test_brokers_on_different_unprivileged_http_ports_derive_different_grpc_port
     derived = [default_grpc_port(port) for port in range(3854, 65536)]
     assert all(1024 <= p <= 65535 for p in derived) and len(set(derived)) == len(derived)
     assert all(1024 <= default_grpc_port(port) <= 65535 for port in range(1, 3854))
+
+
+def test_the_journal_is_on_unless_halfmq_broker_journal_is_false(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert BrokerSettings().journal is True
+    monkeypatch.setenv("HALFMQ_BROKER_JOURNAL", "false")
+    assert BrokerSettings().journal is False

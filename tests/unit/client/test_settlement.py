@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from halfmq.client.settlement import Outcome, Settle, settle_batch
+from halfmq.client.settlement import MAX_HANDLER_REASON, Outcome, Settle, failure_reason, settle_batch
 from halfmq.client.step_drivers import run_steps
 from halfmq.errors import BrokerUnavailable
 from halfmq.wire import Message, SettleResult, SettleStatus
@@ -48,3 +48,24 @@ def test_a_failed_ack_is_logged_and_the_nack_still_sent(caplog: pytest.LogCaptur
     run_steps(settle_batch([message(1), message(2)], [Outcome.ACK, Outcome.NACK]), perform)
     assert [s.action for s in steps] == ["ack", "nack"]
     assert any("ack of 1 message(s) failed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_failed_handler_s_nack_reason_is_its_exception_s_class_and_message_on_one_line() -> None:
+    assert failure_reason(ValueError("db down")) == "ValueError: db down"
+    assert failure_reason(KeyError()) == "KeyError"
+    assert failure_reason(RuntimeError("line one\n  line two")) == "RuntimeError: line one line two"
+
+
+def test_a_long_reason_is_cut_at_max_handler_reason_characters() -> None:
+    reason = failure_reason(ValueError("x" * 1000))
+    assert len(reason) == MAX_HANDLER_REASON and reason.startswith("ValueError: xxx") and reason.endswith("…")
+
+
+def test_failures_with_different_reasons_are_nacked_one_request_per_reason_and_releases_without_one() -> None:
+    batch = [message(1), message(2), message(3), message(4), message(5)]
+    outcomes = [Outcome.NACK, Outcome.ACK, Outcome.NACK, Outcome.RELEASE, Outcome.NACK]
+    reasons = ["ValueError: db down", None, "KeyError: 'sku'", None, "ValueError: db down"]
+    steps: list[Settle] = []
+    run_steps(settle_batch(batch, outcomes, reasons), lambda step: steps.append(step) or settled(step))
+    assert steps == [Settle("ack", ["h2"]), Settle("nack", ["h1", "h5"], "ValueError: db down"),
+                     Settle("nack", ["h3"], "KeyError: 'sku'"), Settle("nack", ["h4"])]

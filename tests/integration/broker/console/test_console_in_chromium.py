@@ -5,7 +5,7 @@ anyone); one whose producer answers "unknown" is discarded after
 TRANSACTION_CHECK_MAX checks. The page lists the first, a force commit from it
 delivers the message to a consumer; a resend of the second (its producer now
 answering commit) delivers it too; a DLQ message resent from the page is
-delivered again; lag shows after sends. Screenshots go to
+delivered again; lag shows after sends; an order's message, nacked once with a reason, shows its journey. Screenshots go to
 $HALFMQ_CONSOLE_SCREENSHOTS (docs/img/ holds one of each page) or the test's tmp dir.
 """
 
@@ -17,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from halfmq.client import Producer
+from halfmq.client.simple_consumer import SimpleConsumer
 from tests.integration.broker.http_helpers import path, receive, send
 from tests.support.auth import write_auth_file
 from tests.support.waiting import wait_for
@@ -114,6 +116,32 @@ def test_an_operator_resolves_hanging_and_discarded_transactions_and_dead_letter
         browser.save_screenshot(str(shots / f"console-{page}.png"))
     assert browser.find_element("css selector", "#cluster-mode").text in ("single node", "replicated")
     client.close()
+
+
+def test_the_messages_page_shows_an_order_s_journey_as_a_timeline(start_broker, browser, shots) -> None:
+    broker = start_broker()
+    with Producer(broker.url) as producer, SimpleConsumer(broker.url, "billing", "ORDERS") as billing:
+        producer.create_topic("ORDERS", 2)
+        sent = producer.send("ORDERS", {"order": 1042, "total": "59.90"}, keys=["order-1042"], tag="created")
+        [first] = wait_for(lambda: billing.receive(1, wait_seconds=2), timeout=30)
+        assert first.receipt_handle
+        billing.nack([first.receipt_handle], reason="ValueError: db down")
+        [again] = wait_for(lambda: billing.receive(1, wait_seconds=2), timeout=30)
+        assert again.receipt_handle
+        billing.ack([again.receipt_handle])
+
+    browser.get(f"{broker.url}/console/messages?q=order-1042")
+    wait_for_css(browser, f'#messages a[href$="{sent.msg_id}"]')  # the key's messages: this one, linked to its journey
+    browser.get(f"{broker.url}/console/messages?q={sent.msg_id}")
+    wait_for_css(browser, f'#journey[data-msg-id="{sent.msg_id}"] ol.timeline li.event.acked')
+    # read in one script: the page re-renders itself while the test reads it
+    events = browser.execute_script("return [...document.querySelectorAll('#journey ol.timeline li.event')]"
+                                    ".map(li => [li.classList[1], li.innerText])")
+    assert [kind for kind, _ in events] == ["sent", "delivered", "nacked", "delivered", "acked"]
+    nacked = events[2][1]
+    assert "billing" in nacked and "attempt 1" in nacked and "ValueError: db down" in nacked, nacked
+    browser.set_window_size(1100, 640)  # the README's picture: the timeline, not the empty page below it
+    browser.save_screenshot(str(shots / "console-messages.png"))
 
 
 def test_dead_letters_page_by_fifty_say_how_many_and_when_and_producers_show_their_last_heartbeat(start_broker, browser) -> None:

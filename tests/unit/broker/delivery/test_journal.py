@@ -9,6 +9,8 @@ import pytest
 from halfmq.broker.delivery import journal
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.broker.store.state_records import decode_acks
+from halfmq.broker.store.topics import TXN_STATE_TOPIC
 
 
 @pytest.fixture
@@ -52,3 +54,28 @@ async def test_a_nack_s_reason_is_in_the_log(service, store) -> None:
 async def test_a_receive_that_hands_out_nothing_writes_nothing(service, store) -> None:
     assert await service.receive("g", "T", 32, 30, 0) == []
     assert store.topic(journal.JOURNAL_TOPIC) is None
+
+
+def acks_by_place(store: MessageStore, place: str) -> list:
+    return [r for r in store.keys.query(place) if r.topic == TXN_STATE_TOPIC]
+
+
+async def test_with_the_journal_on_an_ack_is_found_by_the_message_s_place(service, store) -> None:
+    store.put([PutItem("T", 0, b"m")])
+    [delivery] = await service.receive("g", "T", 1, 30, 0)
+    service.ack("g", "T", [delivery.receipt_handle])
+    [acked] = acks_by_place(store, "T/0@0")
+    assert decode_acks(acked.body) == [("g", "T", 0, 0)]
+
+
+async def test_with_the_journal_off_a_receive_a_nack_and_an_ack_write_no_journal_record_and_index_no_ack(store) -> None:
+    off = DeliveryService(store, DeliveryPolicy(max_reconsume_times=3, retry_delays=(0, 0), journal=False), lambda: 1000.0)
+    store.put([PutItem("T", 0, b"m")])
+    [first] = await off.receive("g", "T", 1, 30, 0)
+    assert off.nack("g", "T", [first.receipt_handle], reason="db down") == [(first.receipt_handle, True)]
+    [again] = await off.receive("g", "T", 1, 30, 0)
+    assert again.delivery_attempt == 2  # delivery itself is the same
+    off.ack("g", "T", [again.receipt_handle])
+    assert store.topic(journal.JOURNAL_TOPIC) is None
+    assert acks_by_place(store, "T/0@0") == []
+    assert store.offsets.get("g", "T", 0) == 1  # the ack itself is kept: the group's offset moved past the message
