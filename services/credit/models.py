@@ -33,7 +33,7 @@ class CreditRecord(Base):
     message_id: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     # What the message said happened to the order (``order_events.OrderEvent``): its credit, or its refund (negative points).
-    kind: Mapped[str] = mapped_column(String(16), default="order", server_default="order")
+    kind: Mapped[str] = mapped_column(String(16), server_default="order")
     # The user's messages numbered in the order they were applied (1, 2, …; None for credits from before 0003):
     # a checker compares it with the order they were sent in.
     seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
@@ -52,7 +52,7 @@ class CreditAccount(Base):
     balance: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
     # How many of the user's messages were applied: the last credit record's ``seq``.
-    applied: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    applied: Mapped[int] = mapped_column(BigInteger, server_default="0")
 
 
 class SummaryRun(Base):
