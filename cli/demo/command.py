@@ -209,6 +209,7 @@ class _DemoRun:
     per_unit: int
     spark_points: int | None
     checks: list[Check]
+    refunded: frozenset[str] = frozenset()
 
 
 def _drive(args: argparse.Namespace, topology: Topology, own: OwnStack | None, console: Console) -> _DemoRun:
@@ -219,18 +220,22 @@ def _drive(args: argparse.Namespace, topology: Topology, own: OwnStack | None, c
                         seed=args.seed, kill_broker=own.kill9 if own is not None and args.chaos else None, console=console)
     placement = driver.place_all()
     orders = driver.committed_orders()
+    refunded = driver.refund_some(orders)
     per_unit = int(os.environ.get("CREDIT_POINTS_PER_UNIT", "1"))
-    driver.wait_settled(orders, per_unit, timeout=args.timeout)
+    driver.wait_settled(orders, per_unit, timeout=args.timeout, refunded=refunded)
     visible = driver.visible_order_ids()
+    sent, applied = driver.sent_sequences(), driver.applied_sequences()
     balances, credited = driver.credits()
+    credited -= len(refunded)  # the ledger's refund rows: the rest are the orders' credits
     spark_points = spark_users = reconciliation = None
     if not args.no_spark:
         console.print("running the Spark aggregation and reconciliation …")
         spark_points, spark_users, reconciliation = _run_spark(topology, console)
         if reconciliation is not None:  # the job reconciles every order in the databases, not only this run's
             spark_points, spark_users, reconciliation = _this_runs(reconciliation, spark_users, set(orders), set(driver.all_users))
-    observed = Observed(orders, visible, balances, credited, {driver.fail_user}, spark_points, spark_users, reconciliation, per_unit)
-    return _DemoRun(placement, orders, visible, credited, per_unit, spark_points, check_all(observed))
+    observed = Observed(orders, visible, balances, credited, {driver.fail_user}, spark_points, spark_users, reconciliation, per_unit,
+                        refunded=refunded, sent=sent, applied=applied)
+    return _DemoRun(placement, orders, visible, credited, per_unit, spark_points, check_all(observed), refunded)
 
 
 def _this_runs(reconciliation: dict, spark_users: dict[str, int] | None, mine: set[str],
@@ -279,7 +284,11 @@ def _print_report(console: Console, run: _DemoRun, started: float) -> None:
 
 
 def _expected_points(run: _DemoRun) -> int:
-    return sum(int(a // 1) * run.per_unit for _, a in run.orders.values())
+    return sum(int(a // 1) * run.per_unit for _, a in run.orders.values()) - _refunded_points(run)
+
+
+def _refunded_points(run: _DemoRun) -> int:
+    return sum(int(run.orders[oid][1] // 1) * run.per_unit for oid in run.refunded)
 
 
 def _write_json(path: Path, run: _DemoRun) -> None:
@@ -293,6 +302,7 @@ def _write_json(path: Path, run: _DemoRun) -> None:
                 "orders": len(run.orders),
                 "visible": len(run.visible),
                 "credits": run.credited,
+                "refunds": len(run.refunded),
                 "points": _expected_points(run),
                 "spark_points": run.spark_points,
                 "checks": [c.__dict__ for c in run.checks],

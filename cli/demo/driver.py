@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -19,8 +19,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from halfmq.client import Producer
+from halfmq.services.order_events import KIND, OrderEvent
 
 from ..up_command import Topology
+from .guarantees import Entry
 
 
 @dataclass
@@ -231,6 +233,8 @@ class DemoDriver:
                     page = producer.read("ORDER_TOPIC", q.queue_id, offset, 1000)
                     for m in page.messages:
                         body = orjson.loads(m.body)
+                        if body.get(KIND, OrderEvent.ORDER.value) != OrderEvent.ORDER.value:
+                            continue  # a refund: its order's message is the one counted
                         if body.get("user_id") in mine:
                             ids.append(body["order_id"])
                     if not page.messages:
@@ -247,17 +251,88 @@ class DemoDriver:
                 count += data["credits"]
         return balances, count
 
-    def wait_settled(self, orders: dict[str, tuple[str, Decimal]], points_per_unit: int, timeout: float = 180) -> None:
+    def wait_settled(self, orders: dict[str, tuple[str, Decimal]], points_per_unit: int, timeout: float = 180,
+                     refunded: Collection[str] = ()) -> None:
         expected: Counter[str] = Counter()
         for user, amount in orders.values():
             expected[user] += int(amount // 1) * points_per_unit
+        for oid in refunded:
+            user, amount = orders[oid]
+            expected[user] -= int(amount // 1) * points_per_unit
         columns = (TextColumn("waiting for credits"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         deadline = time.monotonic() + timeout
         with Progress(*columns, console=self.console) as progress:
-            task = progress.add_task("credits", total=len(orders))
+            task = progress.add_task("credits", total=len(orders) + len(refunded))
             while time.monotonic() < deadline:
                 balances, count = self.credits()
-                progress.update(task, completed=min(count, len(orders)))
-                if count >= len(orders) and all(balances.get(u, 0) == p for u, p in expected.items()):
+                progress.update(task, completed=min(count, len(orders) + len(refunded)))
+                if count >= len(orders) + len(refunded) and all(balances.get(u, 0) == p for u, p in expected.items()):
                     return
                 time.sleep(1)
+
+    # --- refunding: a refund goes to its order's message group, so it is credited after its order ---------
+    def refund_some(self, orders: dict[str, tuple[str, Decimal]], share: float = 0.05) -> frozenset[str]:
+        """Refund ``share`` of the plain users' orders (at least one), through POST /orders/{id}/refund; the ones refunded."""
+        users = set(self.users)
+        mine = sorted(oid for oid, (user, _) in orders.items() if user in users)
+        chosen = self.rng.sample(mine, max(1, round(len(mine) * share))) if mine else []
+        with httpx.Client(timeout=30) as client, ThreadPoolExecutor(self.concurrency) as pool:
+            done = list(pool.map(lambda oid: self._refund(client, oid), chosen))
+        refunded = frozenset(oid for oid, ok in zip(chosen, done, strict=True) if ok)
+        self.console.print(f"refunded {len(refunded)} of {len(orders)} orders, each in its user's message group")
+        return refunded
+
+    def _refund(self, client: httpx.Client, order_id: str) -> bool:
+        """POST one refund, retrying while the broker is away or the order's message still waits for its check-back."""
+        for _attempt in range(60):
+            try:
+                resp = client.post(f"{self.t.order_url}/orders/{order_id}/refund")
+            except httpx.HTTPError:
+                self._retried()
+                time.sleep(0.5)
+                continue
+            if resp.status_code == 201:
+                return True
+            code = resp.json().get("code", "") if resp.headers.get("content-type", "").endswith("json") else ""
+            if code == "ORDER_ALREADY_REFUNDED":  # a retry of a refund whose answer was lost
+                return True
+            if code == "ORDER_NOT_SENT" or resp.status_code >= 500:
+                self._retried()
+                time.sleep(0.5)
+                continue
+            raise RuntimeError(f"refund refused: {resp.status_code} {resp.text[:200]}")
+        return False
+
+    def sent_sequences(self) -> dict[str, list[Entry]]:
+        """Per user, the messages on ORDER_TOPIC in queue order: the order sent (a user's message group keeps one queue)."""
+        mine = set(self.all_users)
+        sent: dict[str, list[Entry]] = {}
+        with Producer(self.t.broker_urls, token=self._admin_token(), retries=20) as producer:
+            try:
+                topic = producer.get_topic("ORDER_TOPIC")
+            except Exception:  # noqa: BLE001 — no topic yet means nothing sent yet
+                return {}
+            for q in topic.queues:
+                offset = q.min_offset
+                while offset < q.max_offset:
+                    page = producer.read("ORDER_TOPIC", q.queue_id, offset, 1000)
+                    for m in page.messages:
+                        body = orjson.loads(m.body)
+                        if body.get("user_id") in mine:
+                            sent.setdefault(body["user_id"], []).append((body["order_id"], body.get(KIND, OrderEvent.ORDER.value)))
+                    if not page.messages:
+                        break
+                    offset = page.next_offset
+        return sent
+
+    def applied_sequences(self) -> dict[str, list[Entry]]:
+        """Per user, the credit service's ledger in the order it applied the messages (``seq``)."""
+        applied: dict[str, list[Entry]] = {}
+        with httpx.Client(timeout=30) as client:
+            for user in self.all_users:
+                after: int | None = 0
+                while after is not None:
+                    page = client.get(f"{self.t.credit_url}/users/{user}/ledger", params={"after_seq": after, "limit": 1000}).json()
+                    applied.setdefault(user, []).extend((e["order_id"], e["kind"]) for e in page["entries"])
+                    after = page["next_after_seq"]
+        return {user: entries for user, entries in applied.items() if entries}

@@ -6,6 +6,12 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
 
+from halfmq.services.order_events import OrderEvent
+
+# One message about an order: (order id, kind: "order" or "refund"), as the order service sent it on
+# ORDER_TOPIC and as the credit service applied it.
+Entry = tuple[str, str]
+
 
 @dataclass(frozen=True)
 class Check:
@@ -19,12 +25,15 @@ class Observed:
     orders: dict[str, tuple[str, Decimal]]  # order_id -> (user_id, amount): every order the order DB holds
     visible: list[str]  # order ids of every message on ORDER_TOPIC, with repeats
     balances: dict[str, int]  # user -> credit balance
-    credited_orders: int  # rows in the credit ledger
+    credited_orders: int  # rows in the credit ledger (refunds not counted)
     failed_users: set[str]  # users whose every order failed its local transaction
     spark_points: int | None = None
     spark_users: dict[str, int] | None = None
     reconciliation: dict | None = None
     points_per_unit: int = 1
+    refunded: frozenset[str] = frozenset()  # the orders refunded: each takes its points back
+    sent: dict[str, list[Entry]] | None = None  # user -> the user's messages on ORDER_TOPIC, in the order sent
+    applied: dict[str, list[Entry]] | None = None  # user -> the credit service's ledger, in the order applied (seq)
 
 
 def points(amount: Decimal, per_unit: int) -> int:
@@ -36,6 +45,9 @@ def check_all(o: Observed) -> list[Check]:
     expected_by_user: Counter[str] = Counter()
     for user, amount in o.orders.values():
         expected_by_user[user] += points(amount, o.points_per_unit)
+    for oid in o.refunded:
+        user, amount = o.orders[oid]
+        expected_by_user[user] -= points(amount, o.points_per_unit)
     missing = [oid for oid in o.orders if visible[oid] == 0]
     doubled = [oid for oid, n in visible.items() if n > 1]
     strangers = [oid for oid in visible if oid not in o.orders]
@@ -67,6 +79,8 @@ def check_all(o: Observed) -> list[Check]:
             + (f"; wrong balances {dict(list(wrong_balance.items())[:3])}" if wrong_balance else ""),
         ),
     ]
+    if o.sent is not None and o.applied is not None:
+        checks.append(credits_in_order(o.sent, o.applied))
     if o.spark_points is not None:
         total = sum(expected_by_user.values())
         users_ok = o.spark_users is None or all(o.spark_users.get(u, 0) == p for u, p in expected_by_user.items())
@@ -89,3 +103,44 @@ def check_all(o: Observed) -> list[Check]:
             )
         )
     return checks
+
+
+def credits_in_order(sent: dict[str, list[Entry]], applied: dict[str, list[Entry]]) -> Check:
+    """Per user, the credit service applied the messages in the order they were sent, and each refund after its order.
+
+    ``sent``: each user's messages in send order (their message group's queue order); ``applied``: each
+    user's ledger in the order the credit service applied it. A message applied before one sent ahead of it
+    *overtook* it; a refund applied while its order was not yet credited came *before its order*; an entry
+    of the ledger that is not among the messages sent was *never sent*.
+    """
+    overtaken: list[str] = []
+    early_refunds: list[str] = []
+    unsent: list[str] = []
+    entries = refunds = 0
+    for user, done in applied.items():
+        place = {entry: i for i, entry in enumerate(sent.get(user, []))}
+        credited: set[str] = set()
+        last = -1
+        for order_id, kind in done:
+            entries += 1
+            if kind == OrderEvent.REFUND.value:
+                refunds += 1
+                if order_id not in credited:
+                    early_refunds.append(order_id)
+            else:
+                credited.add(order_id)
+            at = place.get((order_id, kind))
+            if at is None:
+                unsent.append(f"{kind} {order_id}")
+                continue
+            if at < last:
+                overtaken.append(f"{kind} {order_id}")
+            last = max(last, at)
+    ok = not overtaken and not early_refunds and not unsent
+    if ok:
+        detail = f"{entries} credits of {len(applied)} users in send order; {refunds} refunds after their orders"
+    else:
+        detail = (f"{len(overtaken)} applied before a message sent ahead of them, e.g. {overtaken[:3]}; "
+                  f"{len(early_refunds)} refunds before their order, e.g. {early_refunds[:3]}; "
+                  f"{len(unsent)} applied but never sent, e.g. {unsent[:3]}")
+    return Check("credits applied in order per user", ok, detail)

@@ -1,4 +1,8 @@
-"""Consuming ORDER_TOPIC: each message credits its order once, then is acked.
+"""Consuming ORDER_TOPIC: each message credits its order (or takes back a refunded order's points) once, then is acked.
+
+An order and its refund are in their user's message group, so the broker hands out a user's messages one at a
+time in the order sent, and this service applies them in the order they come, numbering each in its user's
+sequence (``seq``): nothing here reorders a user's messages.
 
 The messages handled at the same time share database transactions (a group commit, see
 ``halfmq.client.database_writes``); a handler returns, and its message is acked, only after the
@@ -19,7 +23,7 @@ from halfmq.client.database_writes import DatabaseWriteBatcher
 from ..tracing import crediting
 from .models import CreditAccount, CreditRecord, SummaryDay, SummaryRun, SummaryUser
 from .ports import CreditLedger
-from .rules import CreditCommand, PoisonMessage, parse_order_message, points_for
+from .rules import CreditCommand, PoisonMessage, credit_points, parse_order_message
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +59,7 @@ class CreditService:
             raise
         try:
             with crediting(cmd.order_id, cmd.user_id):
-                created = await self._writes.submit((cmd, points_for(cmd.amount, self.points_per_unit), message.msg_id))
+                created = await self._writes.submit((cmd, credit_points(cmd, self.points_per_unit), message.msg_id))
         except Exception as exc:
             self.stats.errors += 1
             self.stats.last_error = f"{type(exc).__name__}: {exc}"
@@ -74,6 +78,10 @@ class CreditService:
     async def account(self, user_id: str) -> tuple[CreditAccount | None, list[CreditRecord], int]:
         """Balance (None before the first credit), the most recent records, and how many credits in all."""
         return await asyncio.to_thread(self.repo.account, user_id)
+
+    async def ledger(self, user_id: str, after_seq: int, limit: int) -> list[CreditRecord]:
+        """The user's credits and refunds in the order they were applied (by ``seq``), after ``after_seq``."""
+        return await asyncio.to_thread(self.repo.ledger, user_id, after_seq, limit)
 
     async def summary(self) -> tuple[SummaryRun, list[SummaryUser], list[SummaryDay]] | None:
         """The Spark job's last published summary, or None before its first run."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from decimal import Decimal
 
-from sqlalchemy import BigInteger, Date, Integer, Numeric, String
+from sqlalchemy import BigInteger, Date, Index, Integer, Numeric, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from halfmq.client.sqlalchemy.inbox import inbox_table
@@ -32,6 +32,13 @@ class CreditRecord(Base):
     points: Mapped[int] = mapped_column(BigInteger)
     message_id: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # What the message said happened to the order (``order_events.OrderEvent``): its credit, or its refund (negative points).
+    kind: Mapped[str] = mapped_column(String(16), server_default="order")
+    # The user's messages numbered in the order they were applied (1, 2, …; None for credits from before 0003):
+    # a checker compares it with the order they were sent in.
+    seq: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+
+    __table_args__ = (Index("ix_credit_records_user_seq", "user_id", "seq"),)
 
 
 # The SDK's inbox (halfmq.client.sqlalchemy.inbox): one row per order credited, per consumer group.
@@ -44,6 +51,8 @@ class CreditAccount(Base):
     user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     balance: Mapped[int] = mapped_column(BigInteger)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # How many of the user's messages were applied: the last credit record's ``seq``.
+    applied: Mapped[int] = mapped_column(BigInteger, server_default="0")
 
 
 class SummaryRun(Base):

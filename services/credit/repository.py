@@ -6,13 +6,13 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from halfmq.client.sqlalchemy.inbox import DEFAULT_RETENTION, Inbox
 
 from ..database import WriteSessions, together_or_each_alone, writer
 from .models import INBOX, CreditAccount, CreditRecord, SummaryCurrent, SummaryDay, SummaryRun, SummaryUser
-from .rules import CreditCommand
+from .rules import CreditCommand, apply_sequence
 
 
 class CreditRepository:
@@ -27,9 +27,11 @@ class CreditRepository:
         # of the credit service's CPU under load went to compiling it, py-spy).
         self._add_to_balance = upsert.on_conflict_do_update(
             index_elements=[accounts.c.user_id],
-            set_={"balance": accounts.c.balance + upsert.excluded.balance, "updated_at": upsert.excluded.updated_at},
+            set_={"balance": accounts.c.balance + upsert.excluded.balance, "applied": accounts.c.applied + upsert.excluded.applied,
+                  "updated_at": upsert.excluded.updated_at},
         )
-        # Keyed by order id, not message: a second message about an order (a resend) credits nothing either.
+        # Keyed by order id (a refund by refund:{order id}), not message: a second message about an order (a resend)
+        # credits nothing either.
         self.inbox = Inbox(writer(engine), consumer_group, key="order_id", table=INBOX,
                            retention=inbox_retention)
 
@@ -46,8 +48,9 @@ class CreditRepository:
         The group commit's batch function (``halfmq.client.database_writes``). Each credit record, its
         balance change and its inbox row commit together; an order whose inbox row exists
         already, or that comes twice in the batch, is claimed once and credited once (the
-        inbox's ``claim_keys``). Balances go in user-id order so that two consumers' batches
-        lock PostgreSQL rows in the same order and cannot deadlock. If the batch cannot commit
+        inbox's ``claim_keys``; a refund is keyed apart, ``refund:{order id}``). Each record is
+        numbered in its user's sequence (``seq``) in the order the batch applies it. Balances go in
+        user-id order so that two consumers' batches lock PostgreSQL rows in the same order and cannot deadlock. If the batch cannot commit
         as a whole because of a statement's data (a constraint, a value out of range), each
         item is redone alone so that one bad item fails only itself; any other error (the
         database is down or locked) fails the whole batch at once, and nothing of it was committed.
@@ -57,22 +60,40 @@ class CreditRepository:
     def _apply(self, batch: list[tuple[CreditCommand, int, str]]) -> list[bool]:
         now = datetime.now(UTC)
         with self._writes.begin() as session:
-            claimed = self.inbox.claim_keys(session, [(cmd.order_id, message_id) for cmd, _, message_id in batch])
+            claimed = self.inbox.claim_keys(session, [(cmd.inbox_key, message_id) for cmd, _, message_id in batch])
             new = [item for item, fresh in zip(batch, claimed, strict=True) if fresh]
             if not new:
                 return claimed
+            gained: dict[str, tuple[int, int]] = {}  # user -> (points, messages applied)
+            for cmd, points, _ in new:
+                before = gained.get(cmd.user_id, (0, 0))
+                gained[cmd.user_id] = (before[0] + points, before[1] + 1)
+            session.execute(self._add_to_balance, [
+                {"user_id": user_id, "balance": points, "applied": count, "updated_at": now}
+                for user_id, (points, count) in sorted(gained.items())
+            ])
+            seqs = apply_sequence([cmd.user_id for cmd, _, _ in new], self._applied(session, list(gained)))
+            # In the order applied (the batch's), each numbered in its user's sequence.
             session.execute(CreditRecord.__table__.insert(), [
                 {"order_id": cmd.order_id, "user_id": cmd.user_id, "amount": cmd.amount, "points": points,
-                 "message_id": message_id, "created_at": now}
-                for cmd, points, message_id in sorted(new, key=lambda item: item[0].order_id)
-            ])
-            gained: dict[str, int] = {}
-            for cmd, points, _ in new:
-                gained[cmd.user_id] = gained.get(cmd.user_id, 0) + points
-            session.execute(self._add_to_balance, [
-                {"user_id": user_id, "balance": points, "updated_at": now} for user_id, points in sorted(gained.items())
+                 "message_id": message_id, "created_at": now, "kind": cmd.event.value, "seq": seq}
+                for (cmd, points, message_id), seq in zip(new, seqs, strict=True)
             ])
         return claimed
+
+    @staticmethod
+    def _applied(session: Session, users: list[str]) -> dict[str, int]:
+        """Each user's applied count, this batch included (its balance rows are locked by this transaction)."""
+        accounts = CreditAccount.__table__
+        rows = session.execute(select(accounts.c.user_id, accounts.c.applied).where(accounts.c.user_id.in_(users)))
+        return {user: int(applied) for user, applied in rows}
+
+    def ledger(self, user_id: str, after_seq: int = 0, limit: int = 500) -> list[CreditRecord]:
+        """The user's credits and refunds in the order they were applied, from after ``after_seq``."""
+        with self._sessions() as session:
+            query = (select(CreditRecord).where(CreditRecord.user_id == user_id, CreditRecord.seq > after_seq)
+                     .order_by(CreditRecord.seq).limit(limit))
+            return list(session.scalars(query))
 
     def account(self, user_id: str, recent: int = 20) -> tuple[CreditAccount | None, list[CreditRecord], int]:
         """Balance, the most recent records, and how many credits the user has in all."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse
 
 from ..health import health
@@ -30,9 +30,22 @@ async def user_credits(request: Request, user_id: str = Path(min_length=1, max_l
         "balance": account.balance if account else 0,
         "credits": credits,
         "records": [
-            {"order_id": r.order_id, "points": r.points, "amount": str(r.amount), "message_id": r.message_id, "created_at": r.created_at.isoformat()}
+            {"order_id": r.order_id, "points": r.points, "amount": str(r.amount), "message_id": r.message_id, "created_at": r.created_at.isoformat(),
+             "kind": r.kind, "seq": r.seq}
             for r in records
         ],
+    })
+
+
+@router.get("/users/{user_id}/ledger")
+async def user_ledger(request: Request, user_id: str = Path(min_length=1, max_length=64), after_seq: int = Query(0, ge=0, le=2**62),
+                      limit: int = Query(500, ge=1, le=1000)) -> JSONResponse:
+    """The user's credits and refunds in the order the service applied them (``seq``), a page at a time."""
+    entries = await _service(request).ledger(user_id, after_seq, limit)
+    return JSONResponse({
+        "user_id": user_id,
+        "entries": [{"seq": r.seq, "order_id": r.order_id, "kind": r.kind, "points": r.points, "message_id": r.message_id} for r in entries],
+        "next_after_seq": entries[-1].seq if len(entries) == limit else None,
     })
 
 

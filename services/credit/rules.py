@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 import orjson
 
 from ..errors import ServiceError
+from ..order_events import KIND, OrderEvent, event_of
 
 
 class PoisonMessage(ServiceError, ValueError):
@@ -21,6 +23,29 @@ class CreditCommand:
     order_id: str
     user_id: str
     amount: Decimal
+    event: OrderEvent = OrderEvent.ORDER
+
+    @property
+    def inbox_key(self) -> str:
+        """What the inbox keys the credit by: the order id for its credit, ``refund:{order id}`` for its refund (each once)."""
+        return self.order_id if self.event is OrderEvent.ORDER else f"{self.event.value}:{self.order_id}"
+
+
+def credit_points(cmd: CreditCommand, points_per_unit: int) -> int:
+    """An order's points, or a refund's: the same points taken back."""
+    points = points_for(cmd.amount, points_per_unit)
+    return points if cmd.event is OrderEvent.ORDER else -points
+
+
+def apply_sequence(users: list[str], applied: dict[str, int]) -> list[int]:
+    """Each message's place in its user's sequence, for a batch applied in this order (``users``, one per message)
+    whose users have ``applied`` messages applied in all, the batch's included."""
+    left = Counter(users)
+    seqs = []
+    for user in users:
+        seqs.append(applied[user] - left[user] + 1)
+        left[user] -= 1
+    return seqs
 
 
 def points_for(amount: Decimal, points_per_unit: int) -> int:
@@ -47,4 +72,7 @@ def parse_order_message(body: bytes) -> CreditCommand:
         raise PoisonMessage(f"amount {data['amount']!r} is not a number") from None
     if not amount.is_finite() or amount <= 0 or amount != amount.quantize(Decimal("0.01")):
         raise PoisonMessage(f"amount {data['amount']!r} must be positive with at most 2 decimals")
-    return CreditCommand(order_id, user_id, amount)
+    event = event_of(data)
+    if event is None:
+        raise PoisonMessage(f"{KIND} {data.get(KIND)!r} is none of {[e.value for e in OrderEvent]}")
+    return CreditCommand(order_id, user_id, amount, event)

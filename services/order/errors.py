@@ -49,3 +49,16 @@ class LocalTransactionFailed(OrderError):
 
     code = "LOCAL_TRANSACTION_FAILED"
     retriable = True
+
+
+class OrderAlreadyRefunded(OrderError):
+    """The order has its refund already: a repeated refund refunds nothing more, and every repeat gets this answer."""
+
+    code = "ORDER_ALREADY_REFUNDED"
+
+
+class OrderNotSent(OrderError):
+    """The order's message is not (yet) on ORDER_TOPIC: a refund sent now could be credited before its order."""
+
+    code = "ORDER_NOT_SENT"
+    retriable = True

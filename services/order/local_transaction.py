@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from halfmq.client import LocalTransactionState
 
+from .errors import OrderAlreadyRefunded
 from .models import Order
 from .ports import OrderStore
 from .repository import NewOrder
@@ -57,3 +58,11 @@ def after_commit(fault: Fault | None) -> Callable[[Order], LocalTransactionState
         # The order is committed but no decision is sent: the broker settles it by check-back.
         return lambda order: LocalTransactionState.UNKNOW
     return None
+
+
+def refund_order(repo: OrderStore, order_id: str) -> Callable[[Session], None]:
+    """The refund's ``run``: the order becomes refunded with the refund's record; a second refund rolls back its own."""
+    def run(session: Session) -> None:
+        if not repo.mark_refunded(session, order_id):
+            raise OrderAlreadyRefunded(f"order {order_id!r} is refunded already")
+    return run

@@ -14,14 +14,27 @@ from datetime import UTC, datetime
 import orjson
 
 from halfmq.client import BrokerError, OutgoingMessage
-from halfmq.client.sqlalchemy.barrier_base import HalfNotDurable
+from halfmq.client.sqlalchemy.barrier_base import DuplicateBusinessKey, HalfNotDurable
+from halfmq.errors import TransactionNotFound
 
-from .errors import BrokerNotDurable, BrokerUnreachable, FaultsDisabled, IdempotencyKeyReused, LocalTransactionFailed, OrderNotFound, UnknownFault
-from .local_transaction import Fault, InjectedFailure, after_commit, create_order
+from ..order_events import KIND, REFUND_TAG, OrderEvent
+from .errors import (
+    BrokerNotDurable,
+    BrokerUnreachable,
+    FaultsDisabled,
+    IdempotencyKeyReused,
+    LocalTransactionFailed,
+    OrderAlreadyRefunded,
+    OrderError,
+    OrderNotFound,
+    OrderNotSent,
+    UnknownFault,
+)
+from .local_transaction import Fault, InjectedFailure, after_commit, create_order, refund_order
 from .models import Order
 from .ports import Barrier, OrderStore, TransactionReader
 from .repository import NewOrder
-from .rules import fingerprint
+from .rules import REFUNDED, fingerprint, order_sent, refund_key
 from .schemas import OrderCreate
 
 
@@ -99,11 +112,58 @@ class OrderService:
                 pass  # the order exists; its message is settled by check-back if not yet committed
         return Placed(order, state, transaction_id, replayed=True)
 
+    async def refund(self, order_id: str) -> Placed:
+        """Send the order's refund through the barrier, once: the order becomes refunded in the refund's local transaction.
+
+        Only an order whose message is on ORDER_TOPIC is refunded: the refund then lands after it in the
+        user's message group, so the credit service applies it after the order's credit.
+        """
+        order = await self.get(order_id)
+        if order.status == REFUNDED:
+            raise OrderAlreadyRefunded(f"order {order_id!r} is refunded already")
+        state = await self._message_state(order_id)
+        if not order_sent(state):
+            raise OrderNotSent(f"the message of order {order_id!r} is {state}, not committed: nothing to refund yet")
+        try:
+            sent = await self.barrier.send(self.producer, self.topic, refund_message(order, datetime.now(UTC)), refund_key(order_id),
+                                           refund_order(self.repo, order_id))
+        except OrderError:
+            raise
+        except DuplicateBusinessKey:
+            raise OrderAlreadyRefunded(f"order {order_id!r} is refunded already") from None
+        except BrokerError as exc:
+            raise BrokerUnreachable(f"the order was not refunded: the broker refused or could not be reached ({exc.code})") from exc
+        except HalfNotDurable as exc:
+            raise BrokerNotDurable(f"{exc}; the order was not refunded") from exc
+        except Exception as exc:
+            raise LocalTransactionFailed(f"the refund could not be stored: {type(exc).__name__}") from exc
+        order.status = REFUNDED
+        return Placed(order, "committed" if sent.committed else "pending_check", sent.transaction_id)
+
+    async def _message_state(self, order_id: str) -> str | None:
+        """The broker's state of the order's transaction; None once the record or the broker's transaction is gone."""
+        transaction_id = await asyncio.to_thread(self.barrier.transaction_of, order_id)
+        if transaction_id is None:
+            return None
+        try:
+            return (await self.producer.get_transaction(transaction_id)).get("state")
+        except TransactionNotFound:
+            return None
+        except BrokerError as exc:
+            raise BrokerUnreachable(f"the order's message state is unknown: the broker could not be reached ({exc.code})") from exc
+
 
 def order_message(new: NewOrder) -> OutgoingMessage:
     """The ORDER_TOPIC message the credit service consumes (its body is that service's contract)."""
     body = {"order_id": new.order_id, "user_id": new.user_id, "amount": str(new.amount), "created_at": new.created_at.isoformat()}
-    return OutgoingMessage(body=orjson.dumps(body).decode(), keys=[new.order_id], tag="order_created")
+    return OutgoingMessage(body=orjson.dumps(body).decode(), keys=[new.order_id], tag="order_created", message_group=new.user_id)
+
+
+def refund_message(order: Order, refunded_at: datetime) -> OutgoingMessage:
+    """The refund's ORDER_TOPIC message: in its user's message group, as the order's, so it is credited after the order."""
+    body = {"order_id": order.order_id, "user_id": order.user_id, "amount": str(order.amount), "created_at": refunded_at.isoformat(),
+            KIND: OrderEvent.REFUND.value}
+    return OutgoingMessage(body=orjson.dumps(body).decode(), keys=[order.order_id], tag=REFUND_TAG, message_group=order.user_id)
 
 
 def _not_placed(error: Exception) -> LocalTransactionFailed:

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import Engine, event, func, select
+from sqlalchemy import Engine, event, func, select, update
 from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
 from .models import IdempotencyKey, Order
+from .rules import REFUNDED
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,11 @@ class OrderRepository:
             keys.append({"key": new.idempotency_key, "order_id": new.order_id, "fingerprint": new.fingerprint,
                          "created_at": new.created_at})
         return Order(order_id=new.order_id, user_id=new.user_id, amount=new.amount, status="created", created_at=new.created_at)
+
+    def mark_refunded(self, session: Session, order_id: str) -> bool:
+        """The order's status becomes refunded in the caller's transaction (the refund's, with its record); False if it was already."""
+        refunded = update(Order).where(Order.order_id == order_id, Order.status != REFUNDED).values(status=REFUNDED)
+        return bool(session.execute(refunded, execution_options={"synchronize_session": False}).rowcount)
 
     def get(self, order_id: str) -> Order | None:
         with self._sessions() as session:

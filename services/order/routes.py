@@ -7,7 +7,17 @@ from fastapi.responses import JSONResponse
 
 from ..health import health
 from ..http_problems import ProblemStatus
-from .errors import BrokerNotDurable, BrokerUnreachable, FaultsDisabled, IdempotencyKeyReused, LocalTransactionFailed, OrderNotFound, UnknownFault
+from .errors import (
+    BrokerNotDurable,
+    BrokerUnreachable,
+    FaultsDisabled,
+    IdempotencyKeyReused,
+    LocalTransactionFailed,
+    OrderAlreadyRefunded,
+    OrderNotFound,
+    OrderNotSent,
+    UnknownFault,
+)
 from .models import Order
 from .order_service import OrderService, Placed
 from .rules import MAX_PAGE_OFFSET
@@ -18,6 +28,8 @@ PROBLEM_STATUS: ProblemStatus = {
     FaultsDisabled: 403,
     OrderNotFound: 404,
     IdempotencyKeyReused: 409,
+    OrderAlreadyRefunded: 409,
+    OrderNotSent: 409,
     BrokerUnreachable: 503,
     BrokerNotDurable: 503,
     LocalTransactionFailed: 503,
@@ -62,6 +74,13 @@ async def create_order(
 @router.get("/orders/{order_id}")
 async def get_order(order_id: str, request: Request) -> JSONResponse:
     return JSONResponse(order_view(await _service(request).get(order_id)))
+
+
+@router.post("/orders/{order_id}/refund", status_code=201)
+async def refund_order(order_id: str, request: Request) -> JSONResponse:
+    """The order's refund, sent in its user's message group after the order; 409 if refunded already or not yet sent."""
+    refunded = await _service(request).refund(order_id)
+    return JSONResponse(placed_view(refunded), status_code=201)
 
 
 @router.get("/orders")

@@ -28,6 +28,8 @@ def test_demo_keeps_every_guarantee_through_faults_and_a_broker_kill(tmp_path) -
     assert data["placement"].get("rolled back (local transaction failed)") == 5
     assert data["placement"].get("crashed (recovered by restart + check-back)") == 2
     assert data["orders"] >= 200 and data["orders"] == data["visible"] == data["credits"]
+    assert data["refunds"] >= 5  # about 5 % of the orders, each credited back after its order
     assert data["spark_points"] == data["points"]
     names = {c["name"]: c["ok"] for c in data["checks"]}
-    assert len(names) == 6 and all(names.values()), names
+    assert len(names) == 7 and all(names.values()), names
+    assert names["credits applied in order per user"]

@@ -63,6 +63,14 @@ class FakeOrderRepository:
             self.keys[new.idempotency_key] = (new.order_id, new.fingerprint)
         return order
 
+    def mark_refunded(self, session: Session, order_id: str) -> bool:
+        order = self.orders[order_id]
+        if order.status == "refunded":
+            return False
+        self.orders[order_id] = Order(order_id=order.order_id, user_id=order.user_id, amount=order.amount, status="refunded",
+                                      created_at=order.created_at)
+        return True
+
     def get(self, order_id: str) -> Order | None:
         return self.orders.get(order_id)
 
@@ -161,7 +169,8 @@ def broker_message(body: dict[str, Any] | str, *, keys: list[str] | None = None,
 
 
 class FakeCreditLedger:
-    """Credits by order id; an order already credited adds nothing (the real ledger's inbox, keyed by order id)."""
+    """Credits by inbox key (the order id; a refund's is refund:{order id}); one already applied adds nothing (the real
+    ledger's inbox). Each user's records are numbered in the order applied (``seq``), as the real ledger does."""
 
     def __init__(self) -> None:
         self.records: dict[str, CreditRecord] = {}
@@ -174,11 +183,12 @@ class FakeCreditLedger:
             raise DatabaseDown("the database is down")
         outcomes: list[bool | Exception] = []
         for cmd, points, message_id in batch:
-            new = cmd.order_id not in self.records
+            new = cmd.inbox_key not in self.records
             if new:
-                self.records[cmd.order_id] = CreditRecord(
+                seq = 1 + sum(1 for r in self.records.values() if r.user_id == cmd.user_id)
+                self.records[cmd.inbox_key] = CreditRecord(
                     id=len(self.records) + 1, order_id=cmd.order_id, user_id=cmd.user_id, amount=cmd.amount,
-                    points=points, message_id=message_id, created_at=datetime.now(UTC),
+                    points=points, message_id=message_id, created_at=datetime.now(UTC), kind=cmd.event.value, seq=seq,
                 )
                 self.balances[cmd.user_id] = self.balances.get(cmd.user_id, 0) + points
             outcomes.append(new)
@@ -190,6 +200,10 @@ class FakeCreditLedger:
         if user_id in self.balances:
             account = CreditAccount(user_id=user_id, balance=self.balances[user_id], updated_at=datetime.now(UTC))
         return account, mine[:recent], len(mine)
+
+    def ledger(self, user_id: str, after_seq: int = 0, limit: int = 500) -> list[CreditRecord]:
+        mine = sorted((r for r in self.records.values() if r.user_id == user_id and (r.seq or 0) > after_seq), key=lambda r: r.seq or 0)
+        return mine[:limit]
 
     def current_summary(self) -> tuple[SummaryRun, list[SummaryUser], list[SummaryDay]] | None:
         return self.summary

@@ -72,3 +72,13 @@ async def test_the_summary_is_none_before_the_first_run_then_the_published_one(s
     run, users, days = await service.summary()
     assert (run.run_id, [u.user_id for u in users], [d.points for d in days]) == ("r1", ["u1"], [5])
 
+
+
+async def test_a_refund_takes_its_orders_points_back_once_after_the_order(service: CreditService, ledger: FakeCreditLedger) -> None:
+    await service.handle(broker_message(order("o1")))
+    refund = {**order("o1"), "kind": "refund"}
+    assert await service.handle(broker_message(refund)) is True
+    assert await service.handle(broker_message(refund)) is False
+    assert ledger.balances == {"u1": 0}
+    assert [(r.order_id, r.kind, r.points, r.seq) for r in await service.ledger("u1", 0, 10)] == [("o1", "order", 20, 1), ("o1", "refund", -20, 2)]
+    assert [r.seq for r in await service.ledger("u1", 1, 10)] == [2]

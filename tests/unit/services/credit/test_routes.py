@@ -47,6 +47,16 @@ async def test_a_user_reads_balance_count_and_records(app: FastAPI, client: http
         "order_id": "o1", "points": 12, "amount": "12.99", "message_id": message.msg_id}
 
 
+async def test_a_users_ledger_lists_credits_and_refunds_in_the_order_applied_a_page_at_a_time(app: FastAPI, client: httpx.AsyncClient) -> None:
+    for body in ({"order_id": "o1", "user_id": "u1", "amount": "3.00"}, {"order_id": "o2", "user_id": "u1", "amount": "5.00"},
+                 {"order_id": "o1", "user_id": "u1", "amount": "3.00", "kind": "refund"}):
+        await app.state.credits.handle(broker_message(body))
+    first = (await client.get("/users/u1/ledger", params={"limit": 2})).json()
+    assert [(e["seq"], e["order_id"], e["kind"], e["points"]) for e in first["entries"]] == [(1, "o1", "order", 3), (2, "o2", "order", 5)]
+    rest = (await client.get("/users/u1/ledger", params={"after_seq": first["next_after_seq"], "limit": 2})).json()
+    assert [(e["seq"], e["kind"], e["points"]) for e in rest["entries"]] == [(3, "refund", -3)] and rest["next_after_seq"] is None
+
+
 async def test_a_user_without_credits_reads_zero(client: httpx.AsyncClient) -> None:
     assert (await client.get("/users/nobody/credits")).json() == {"user_id": "nobody", "balance": 0, "credits": 0, "records": []}
 

@@ -3,7 +3,8 @@ from decimal import Decimal
 import orjson
 import pytest
 
-from halfmq.services.credit.rules import PoisonMessage, parse_order_message, points_for
+from halfmq.services.credit.rules import PoisonMessage, apply_sequence, credit_points, parse_order_message, points_for
+from halfmq.services.order_events import OrderEvent
 
 
 @pytest.mark.parametrize(("amount", "rate", "points"), [("12.99", 1, 12), ("0.99", 1, 0), ("100.00", 3, 300), ("1", 10, 10)])
@@ -73,3 +74,21 @@ def test_an_id_that_is_not_a_string_is_poison(order_id: object, user_id: object)
 def test_a_poison_message_says_why(body: bytes, reason: str) -> None:
     with pytest.raises(PoisonMessage, match=reason):
         parse_order_message(body)
+
+
+def test_a_refund_message_parses_as_a_refund_keyed_apart_from_its_order() -> None:
+    order = parse_order_message(b'{"order_id": "o1", "user_id": "u1", "amount": "12.50"}')
+    refund = parse_order_message(b'{"order_id": "o1", "user_id": "u1", "amount": "12.50", "kind": "refund"}')
+    assert (order.event, refund.event) == (OrderEvent.ORDER, OrderEvent.REFUND)
+    assert (order.inbox_key, refund.inbox_key) == ("o1", "refund:o1")
+    assert (credit_points(order, 2), credit_points(refund, 2)) == (24, -24)
+
+
+def test_a_message_of_an_unknown_kind_is_poison() -> None:
+    with pytest.raises(PoisonMessage):
+        parse_order_message(b'{"order_id": "o1", "user_id": "u1", "amount": "1", "kind": "chargeback"}')
+
+
+def test_a_batch_numbers_each_users_messages_in_the_order_it_applies_them() -> None:
+    # u1 had 3 applied before this batch (5 with it), u2 none (1 with it).
+    assert apply_sequence(["u1", "u2", "u1"], {"u1": 5, "u2": 1}) == [4, 1, 5]

@@ -14,10 +14,13 @@ from halfmq.services.order.errors import (
     FaultsDisabled,
     IdempotencyKeyReused,
     LocalTransactionFailed,
+    OrderAlreadyRefunded,
     OrderNotFound,
+    OrderNotSent,
     UnknownFault,
 )
 from halfmq.services.order.local_transaction import Fault
+from halfmq.services.order.models import Order
 from halfmq.services.order.order_service import OrderService
 from halfmq.services.order.schemas import OrderCreate
 from tests.unit.services.fakes import FakeOrderRepository
@@ -138,3 +141,69 @@ async def test_orders_of_a_user_are_paged_in_creation_order(service: OrderServic
     await service.place(OrderCreate(user_id="someone-else", amount=Decimal(1)), None, None)
     page = await service.orders_of("u-page", 2, 1)
     assert [o.order_id for o in page] == [p.order.order_id for p in placed[1:]]
+
+
+async def test_an_orders_message_is_in_its_users_message_group(service: OrderService, sender) -> None:
+    await service.place(ORDER, None, None)
+    [message] = sender.committed()
+    assert message.message_group == "u1"
+
+
+async def test_a_refund_is_sent_in_its_orders_message_group_and_marks_the_order_refunded(service: OrderService, repo, sender) -> None:
+    placed = await service.place(ORDER, None, None)
+    refunded = await service.refund(placed.order.order_id)
+    assert (refunded.order.status, refunded.message_state) == ("refunded", "committed")
+    assert repo.get(placed.order.order_id).status == "refunded"
+    order_message, refund_message = sender.committed()
+    assert refund_message.message_group == order_message.message_group == "u1"
+    assert refund_message.keys == [placed.order.order_id] and refund_message.tag == "order_refunded"
+    body = orjson.loads(refund_message.body)
+    assert (body["order_id"], body["user_id"], body["amount"], body["kind"]) == (placed.order.order_id, "u1", "12.50", "refund")
+    assert sender.transaction_of(f"refund:{placed.order.order_id}") == refunded.transaction_id
+
+
+async def test_a_second_refund_is_refused_with_the_same_answer_and_sends_nothing(service: OrderService, sender) -> None:
+    placed = await service.place(ORDER, None, None)
+    await service.refund(placed.order.order_id)
+    for _ in range(2):
+        with pytest.raises(OrderAlreadyRefunded) as refused:
+            await service.refund(placed.order.order_id)
+        assert refused.value.code == "ORDER_ALREADY_REFUNDED" and not refused.value.retriable
+    assert len(sender.sent) == 2
+
+
+async def test_a_refund_that_loses_the_race_in_its_local_transaction_is_rolled_back(service: OrderService, repo, sender) -> None:
+    placed = await service.place(ORDER, None, None)
+    created = placed.order
+    # Read before another refund committed: the status check passes, the local transaction refuses.
+    repo.get = lambda order_id: Order(order_id=created.order_id, user_id=created.user_id, amount=created.amount,  # type: ignore[method-assign]
+                                      status="created", created_at=created.created_at)
+    await service.refund(placed.order.order_id)
+    with pytest.raises(OrderAlreadyRefunded):
+        await service.refund(placed.order.order_id)
+    assert len(sender.committed()) == 2 and len(sender.sent) == 3
+
+
+async def test_an_unknown_order_cannot_be_refunded(service: OrderService, sender) -> None:
+    with pytest.raises(OrderNotFound):
+        await service.refund("nope")
+    assert sender.sent == []
+
+
+async def test_an_order_whose_message_waits_for_its_check_back_is_not_refunded_yet(service: OrderService, sender) -> None:
+    sender.end_lost = True
+    placed = await service.place(ORDER, None, None)
+    sender.end_lost = False
+    with pytest.raises(OrderNotSent) as refused:
+        await service.refund(placed.order.order_id)
+    assert refused.value.code == "ORDER_NOT_SENT" and refused.value.retriable
+    assert len(sender.sent) == 1
+    sender.transactions[placed.transaction_id]["state"] = "committed"  # the check-back committed it
+    assert (await service.refund(placed.order.order_id)).order.status == "refunded"
+
+
+async def test_a_refund_while_the_broker_is_down_is_a_broker_error(service: OrderService, sender) -> None:
+    placed = await service.place(ORDER, None, None)
+    sender.down = True
+    with pytest.raises(BrokerUnreachable):
+        await service.refund(placed.order.order_id)

@@ -139,3 +139,14 @@ async def test_a_full_width_amount_is_a_400_problem_and_places_nothing(client: h
 async def test_a_page_offset_out_of_range_is_a_400_problem(client: httpx.AsyncClient, offset: str) -> None:
     resp = await client.get("/orders", params={"user_id": "u1", "offset": offset})
     assert (resp.status_code, resp.headers["content-type"], resp.json()["code"]) == (400, "application/problem+json", "INVALID_REQUEST")
+
+
+async def test_a_refund_is_a_201_then_a_409_and_an_unknown_order_a_404(client: httpx.AsyncClient) -> None:
+    placed = (await client.post("/orders", json={"user_id": "u1", "amount": "1.00"})).json()
+    first = await client.post(f"/orders/{placed['order_id']}/refund")
+    again = await client.post(f"/orders/{placed['order_id']}/refund")
+    unknown = await client.post("/orders/nope/refund")
+    assert first.status_code == 201 and first.json()["status"] == "refunded" and first.json()["message_state"] == "committed"
+    assert (again.status_code, again.json()["code"]) == (409, "ORDER_ALREADY_REFUNDED")
+    assert again.headers["content-type"] == "application/problem+json"
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "ORDER_NOT_FOUND")

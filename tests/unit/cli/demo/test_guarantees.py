@@ -1,0 +1,74 @@
+"""The demo's guarantee checks on hand-made histories: each violation reported FAIL, a kept history PASS."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from halfmq.cli.demo.guarantees import Observed, check_all, credits_in_order
+
+SENT = {
+    "u1": [("o1", "order"), ("o2", "order"), ("o1", "refund"), ("o3", "order")],
+    "u2": [("o4", "order"), ("o4", "refund")],
+}
+
+
+def test_credits_applied_in_send_order_with_each_refund_after_its_order_pass() -> None:
+    check = credits_in_order(SENT, {user: list(entries) for user, entries in SENT.items()})
+    assert check.ok, check.detail
+    assert check.name == "credits applied in order per user"
+    assert check.detail == "6 credits of 2 users in send order; 2 refunds after their orders"
+
+
+def test_a_refund_applied_before_its_order_fails() -> None:
+    applied = {**SENT, "u2": [("o4", "refund"), ("o4", "order")]}
+    check = credits_in_order(SENT, applied)
+    assert not check.ok
+    assert "1 refunds before their order, e.g. ['o4']" in check.detail
+
+
+def test_a_refund_applied_without_its_order_fails() -> None:
+    check = credits_in_order(SENT, {"u2": [("o4", "refund")]})
+    assert not check.ok and "1 refunds before their order" in check.detail
+
+
+def test_orders_of_one_user_applied_out_of_send_order_fail() -> None:
+    applied = {**SENT, "u1": [("o2", "order"), ("o1", "order"), ("o1", "refund"), ("o3", "order")]}
+    check = credits_in_order(SENT, applied)
+    assert not check.ok
+    assert check.detail.startswith("1 applied before a message sent ahead of them, e.g. ['order o1']")
+
+
+def test_a_credit_that_was_never_sent_fails() -> None:
+    check = credits_in_order(SENT, {"u2": [("o4", "order"), ("o9", "order")]})
+    assert not check.ok and "1 applied but never sent, e.g. ['order o9']" in check.detail
+
+
+def test_a_user_whose_messages_are_not_all_applied_yet_keeps_the_order() -> None:
+    assert credits_in_order(SENT, {"u1": [("o1", "order"), ("o3", "order")]}).ok
+
+
+def observed(**changes: object) -> Observed:
+    orders = {"o1": ("u1", Decimal("10.50")), "o2": ("u1", Decimal("3.00")), "o4": ("u2", Decimal("7.99"))}
+    base = {"orders": orders, "visible": ["o1", "o2", "o4"], "balances": {"u1": 3, "u2": 0}, "credited_orders": 3,
+            "failed_users": set(), "refunded": frozenset({"o1", "o4"}),
+            "sent": {"u1": [("o1", "order"), ("o2", "order"), ("o1", "refund")], "u2": [("o4", "order"), ("o4", "refund")]},
+            "applied": {"u1": [("o1", "order"), ("o2", "order"), ("o1", "refund")], "u2": [("o4", "order"), ("o4", "refund")]}}
+    return Observed(**{**base, **changes})  # type: ignore[arg-type]
+
+
+def test_check_all_takes_refunded_points_back_and_checks_the_apply_order() -> None:
+    checks = {c.name: c for c in check_all(observed())}
+    assert all(c.ok for c in checks.values()), [c.detail for c in checks.values() if not c.ok]
+    assert checks["every committed order yields exactly one credit"].detail == "3 credits for 3 orders"
+    assert "credits applied in order per user" in checks
+
+
+def test_check_all_fails_the_order_row_on_a_refund_applied_first() -> None:
+    applied = {"u1": [("o1", "refund"), ("o1", "order"), ("o2", "order")], "u2": [("o4", "order"), ("o4", "refund")]}
+    checks = {c.name: c for c in check_all(observed(applied=applied))}
+    assert not checks["credits applied in order per user"].ok
+
+
+def test_without_the_sequences_there_is_no_order_row() -> None:
+    names = [c.name for c in check_all(observed(sent=None, applied=None))]
+    assert "credits applied in order per user" not in names
