@@ -24,7 +24,7 @@ import orjson
 
 from ..processes.child_process import free_port, parent_pid, port_taken
 from ..up_command import Topology, add_topology_arguments
-from .guarantees import Observed, check_all
+from .guarantees import Observed, PaymentsObserved, check_all, check_payments
 from .ports import Choice, PortTaken, Wanted, choose
 
 if TYPE_CHECKING:  # rich is loaded when the demo runs, not when the CLI parses
@@ -32,13 +32,14 @@ if TYPE_CHECKING:  # rich is loaded when the demo runs, not when the CLI parses
 
     from rich.console import Console
 
-    from .driver import Placement
+    from .driver import DemoDriver, Placement
     from .guarantees import Check
 
 FAST_CHECKS = {  # the demo should not wait RocketMQ-scale minutes for check-backs
     "HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3",
     "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "1",
     "ORDER_LOCAL_TX_TIMEOUT": "10",
+    "ORDER_PAYMENT_DUE_SECONDS": "10",  # an unpaid order is cancelled 10 s after its commit (30 min outside the demo)
 }
 
 
@@ -230,7 +231,17 @@ def _drive(args: argparse.Namespace, topology: Topology, own: OwnStack | None, c
         if reconciliation is not None:  # the job reconciles every order in the databases, not only this run's
             spark_points, spark_users, reconciliation = _this_runs(reconciliation, spark_users, set(orders), set(driver.all_users))
     observed = Observed(orders, visible, balances, credited, {driver.fail_user}, spark_points, spark_users, reconciliation, per_unit)
-    return _DemoRun(placement, orders, visible, credited, per_unit, spark_points, check_all(observed))
+    checks = check_all(observed) + _payment_checks(driver, orders, args.timeout)
+    return _DemoRun(placement, orders, visible, credited, per_unit, spark_points, checks)
+
+
+def _payment_checks(driver: DemoDriver, orders: dict[str, tuple[str, Decimal]], timeout: float) -> list[Check]:
+    """The payment-due rows, once every order's payment has fallen due (none when it falls due past ``timeout``)."""
+    rows = driver.wait_payments_due(orders, timeout=timeout)
+    if rows is None:
+        return []
+    p = driver.payments
+    return check_payments(PaymentsObserved(rows, p.paid, p.refused, p.unknown))
 
 
 def _this_runs(reconciliation: dict, spark_users: dict[str, int] | None, mine: set[str],

@@ -31,6 +31,20 @@ class Placement:
     failovers: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass
+class Payments:
+    """What the driver did about each order's payment, right after placing it."""
+
+    paid: set[str] = field(default_factory=set)  # the order service accepted the payment
+    refused: set[str] = field(default_factory=set)  # 409 ORDER_CANCELLED: its payment had already fallen due
+    unknown: set[str] = field(default_factory=set)  # no answer: either may have happened
+
+
+def pays(order_id: str) -> bool:
+    """Whether the demo pays this order: 9 in 10, chosen by its id (a uuid's hex), so the choice needs no shared state."""
+    return int(order_id[:8], 16) % 10 != 0
+
+
 def new_leader(views: list[dict[str, Any]], killed: str, term: int) -> tuple[str, int] | None:
     """The node that leads after ``killed`` lost its lease in ``term``: one that says it leads a later term, else None."""
     for view in views:
@@ -53,6 +67,7 @@ class DemoDriver:
         self.kill_broker = kill_broker
         self.console = console
         self.placement = Placement()
+        self.payments = Payments()
         self._lock = threading.Lock()
 
     @property
@@ -75,6 +90,7 @@ class DemoDriver:
                 time.sleep(0.5)
                 continue
             if resp.status_code in (200, 201):
+                self._pay(client, resp.json()["order_id"])
                 return "committed" if resp.json()["message_state"] == "committed" else "pending check-back"
             code = resp.json().get("code", "") if resp.headers.get("content-type", "").endswith("json") else ""
             if code == "LOCAL_TRANSACTION_FAILED" and fault == "fail-local-tx":
@@ -87,6 +103,26 @@ class DemoDriver:
                 continue
             raise RuntimeError(f"order refused: {resp.status_code} {resp.text[:200]}")
         return "gave up (broker unavailable)"
+
+    def _pay(self, client: httpx.Client, order_id: str) -> None:
+        """Pay most orders right after placing them (``pays``); the others are cancelled when their payment falls due."""
+        if not pays(order_id):
+            return
+        for _attempt in range(20):
+            try:
+                resp = client.post(f"{self.t.order_url}/orders/{order_id}/pay")
+            except httpx.HTTPError:
+                time.sleep(0.5)
+                continue
+            if resp.status_code in (200, 409):
+                with self._lock:
+                    (self.payments.paid if resp.status_code == 200 else self.payments.refused).add(order_id)
+                return
+            if resp.status_code < 500:
+                raise RuntimeError(f"payment refused: {resp.status_code} {resp.text[:200]}")
+            time.sleep(0.5)
+        with self._lock:
+            self.payments.unknown.add(order_id)
 
     def _retried(self) -> None:
         with self._lock:
@@ -261,3 +297,42 @@ class DemoDriver:
                 if count >= len(orders) and all(balances.get(u, 0) == p for u, p in expected.items()):
                     return
                 time.sleep(1)
+
+    # --- payments ----------------------------------------------------------------
+    def payment_rows(self) -> tuple[dict[str, tuple[str, int | None, int | None]], float | None]:
+        """Each order's (status, payment due ms, payment-due message first seen ms), and the service's payment delay."""
+        rows: dict[str, tuple[str, int | None, int | None]] = {}
+        delay = None
+        with httpx.Client(timeout=30) as client:
+            for user in self.all_users:
+                offset: int | None = 0
+                while offset is not None:
+                    page = client.get(f"{self.t.order_url}/payments", params={"user_id": user, "limit": 500, "offset": offset}).json()
+                    delay = page.get("payment_due_seconds", delay)
+                    for p in page["payments"]:
+                        rows[p["order_id"]] = (p["status"], p["payment_due_ms"], p["payment_due_seen_ms"])
+                    offset = page["next_offset"]
+        return rows, delay
+
+    def wait_payments_due(self, orders: dict[str, tuple[str, Decimal]], timeout: float = 180
+                          ) -> dict[str, tuple[str, int | None, int | None]] | None:
+        """Once every committed order's payment-due message has arrived: the payment rows of those orders.
+
+        None when the service's payments fall due later than ``timeout`` (a stack not started by the demo):
+        there is nothing to check yet.
+        """
+        rows, delay = self.payment_rows()
+        if delay is None or delay > timeout:
+            self.console.print(f"[yellow]payments fall due after {delay} s: their checks are skipped[/]")
+            return None
+        columns = (TextColumn("waiting for payments to fall due"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        deadline = time.monotonic() + delay + timeout
+        with Progress(*columns, console=self.console) as progress:
+            task = progress.add_task("payments", total=len(orders))
+            while True:
+                seen = sum(1 for oid in orders if rows.get(oid, ("", None, None))[2] is not None)
+                progress.update(task, completed=seen)
+                if seen >= len(orders) or time.monotonic() > deadline:
+                    return {oid: rows.get(oid, ("missing", None, None)) for oid in orders}
+                time.sleep(1)
+                rows, _ = self.payment_rows()
