@@ -327,3 +327,16 @@ async def test_a_barrier_send_with_also_delivers_both_after_the_local_commit(tx_
     assert rows(database_url, "k-also") == (1, 1)  # one business row, one record decides both messages
     assert topic_bodies(tx_broker.url, topic) == [{"id": "k-also"}]
     assert topic_bodies(tx_broker.url, due) == [{"due": "k-also"}]  # the failed send's companion never shows
+
+
+async def test_a_send_with_also_whose_end_is_lost_is_committed_whole_by_the_check_back(
+    tx_broker: BrokerProcess, database_url: str, flavour: str
+) -> None:
+    group, topic = names()
+    due = f"{topic}_DUE"
+    async with service(tx_broker.url, database_url, flavour, group, topic) as svc:
+        sent = await svc.send("k-lost-also", end_lost=True, also=[(due, OutgoingMessage(body='{"due": "k-lost-also"}'))])
+        assert not sent.committed
+        assert await settled(svc.producer, sent.transaction_id) == "committed"  # asked with the first message, answered from the one record
+    assert topic_bodies(tx_broker.url, topic) == [{"id": "k-lost-also"}]
+    assert topic_bodies(tx_broker.url, due) == [{"due": "k-lost-also"}]
