@@ -117,3 +117,24 @@ def test_more_than_sixteen_companions_are_an_invalid_request() -> None:
     with_companions(*[TxnMessage(topic="PAYMENT_DUE", body=str(i)) for i in range(MAX_HALF_COMPANIONS)])
     with pytest.raises(ValidationError):
         with_companions(*[TxnMessage(topic="PAYMENT_DUE", body=str(i)) for i in range(MAX_HALF_COMPANIONS + 1)])
+
+
+async def test_a_numbered_half_with_companions_repeated_after_a_restart_is_answered_from_the_log(tmp_path: Path) -> None:
+    settings = BrokerSettings(data_dir=tmp_path, grpc_port=0)
+    runtime = BrokerRuntime.open(settings)
+    try:
+        who = runtime.guard.principal(SCOPE)
+        ids = await producer_txns.new_producer_id(runtime, SCOPE)
+        numbered = HalfSendRequest(producer_group="shop", topic="ORDERS", message=OutgoingMessage(body="order 42"),
+                                   also=[TxnMessage(topic="PAYMENT_DUE", body="due 42", delay_ms=60_000)],
+                                   producer_id=ids.producer_id, epoch=ids.epoch, sequence=0)
+        first = to_builtins(await half_sending.send_half(runtime, who, SCOPE, numbered))
+    finally:
+        runtime.store.close()
+    runtime = BrokerRuntime.open(settings)
+    try:
+        again = to_builtins(await half_sending.send_half(runtime, runtime.guard.principal(SCOPE), SCOPE, numbered))
+        assert again == {**first, "duplicate": True}  # read back from the half group: its first half answers
+        assert [tx.transaction_id for tx in runtime.transactions.pending()] == [first["transaction_id"]]
+    finally:
+        runtime.store.close()
