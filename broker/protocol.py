@@ -12,7 +12,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from halfmq.wire import MAX_BATCH, MAX_INVISIBLE_SECONDS, MAX_NACK_REASON, MAX_RECEIVE, MAX_TAG_LENGTH, MAX_WAIT_SECONDS, EndState, TransactionState
+from halfmq.wire import (
+    MAX_BATCH,
+    MAX_HALF_COMPANIONS,
+    MAX_INVISIBLE_SECONDS,
+    MAX_NACK_REASON,
+    MAX_RECEIVE,
+    MAX_TAG_LENGTH,
+    MAX_WAIT_SECONDS,
+    EndState,
+    TransactionState,
+)
 
 
 class _Wire(BaseModel):
@@ -62,6 +72,12 @@ class NackRequest(SettleRequest):
     reason: str | None = Field(default=None, max_length=MAX_NACK_REASON, description="why: kept in the message's journey")
 
 
+class TxnMessage(OutgoingMessage):
+    """A message that names its own topic: in a producer transaction, or a half send's companion (``also``)."""
+
+    topic: str
+
+
 # Transactional messages (DESIGN section 4); EndState and TransactionState are shared with the SDK (wire).
 
 
@@ -72,6 +88,9 @@ class HalfSendRequest(_Wire):
     producer_id: int | None = Field(default=None, ge=0)  # an idempotent half send, as for SendRequest
     epoch: int | None = Field(default=None, ge=0)
     sequence: int | None = Field(default=None, ge=0)
+    # halfmq's extension (not RocketMQ's): more messages decided by the same local transaction, one half each,
+    # committed (each through its own delay) or rolled back with ``message`` as one write group.
+    also: list[TxnMessage] = Field(default_factory=list, max_length=MAX_HALF_COMPANIONS)
 
 
 class EndRequest(_Wire):
@@ -110,12 +129,6 @@ class Heartbeat(_Wire):
     check_url: str | None = None
 
 # Producer transactions (DESIGN section 11)
-
-
-class TxnMessage(OutgoingMessage):
-    """A message of a producer transaction: any topic, named per message."""
-
-    topic: str
 
 
 class InitProducer(_Wire):

@@ -44,7 +44,7 @@ from halfmq.wire.messages import message_group_conflict, message_group_problem
 # transaction, a retry or a DLQ entry.
 RESERVED_PROPERTIES = frozenset({
     tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID, tx_names.PRODUCER_GROUP, tx_names.CHECK_TIMES,
-    "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", tx_names.TRANSACTION_ID, *routing.RESERVED,
+    "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", tx_names.TRANSACTION_ID, tx_names.HALF_PART, *routing.RESERVED,
     MESSAGE_GROUP,  # the message_group field is the one way in
 })
 

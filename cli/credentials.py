@@ -18,6 +18,8 @@ from halfmq.broker.security.auth_file import AuthFile, PolicyEntry, PrincipalEnt
 ORDER_TOPIC = "ORDER_TOPIC"
 ORDER_GROUP = "order_producer_group"
 CREDIT_GROUP = "credit_group"
+PAYMENT_DUE_TOPIC = "ORDER_PAYMENT_DUE"  # the order service's delayed "payment due" messages, which it consumes itself
+PAYMENT_DUE_GROUP = "order_payment_due_group"
 ETCD_USER = "halfmq"  # the broker set's etcd user; its role may read and write the set's prefix only
 ETCD_ROOT = "root"
 
@@ -57,7 +59,10 @@ def ensure_credentials(directory: Path, topic: str = ORDER_TOPIC, order_group: s
     directory.chmod(0o700)
     auth = AuthFile(principals=[
         PrincipalEntry(name="admin", policies=[PolicyEntry(actions=["admin"], resources=["*"])]),
-        PrincipalEntry(name="order", policies=[PolicyEntry(actions=["publish"], resources=[f"topic:{topic}", f"group:{order_group}"])]),
+        PrincipalEntry(name="order", policies=[
+            PolicyEntry(actions=["publish"], resources=[f"topic:{topic}", f"group:{order_group}"]),
+            PolicyEntry(actions=["publish", "subscribe"], resources=[f"topic:{PAYMENT_DUE_TOPIC}", f"group:{PAYMENT_DUE_GROUP}"]),
+        ]),
         PrincipalEntry(name="credit", policies=[PolicyEntry(actions=["subscribe"], resources=[f"topic:{topic}", f"group:{credit_group}"])]),
     ])
     for principal in ("admin", "order", "credit"):

@@ -103,11 +103,11 @@ class Topology:
         return components
 
     def create_topics(self) -> str:
-        from .credentials import ORDER_TOPIC
+        from .credentials import ORDER_TOPIC, PAYMENT_DUE_TOPIC
         from .processes.topics import ensure_topics
 
         token = self.credentials.token_file("admin").read_text().strip() if self.credentials is not None else None
-        return ensure_topics(self.broker_urls.split(","), [ORDER_TOPIC], token)
+        return ensure_topics(self.broker_urls.split(","), [ORDER_TOPIC, PAYMENT_DUE_TOPIC], token)
 
     def _brokers(self, extra: dict[str, str]) -> list[Component]:
         from .processes.child_process import halfmq_command

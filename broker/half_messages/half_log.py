@@ -14,7 +14,7 @@ from halfmq.broker.store.topics import OP_HALF_TOPIC
 from halfmq.wire import TransactionState
 
 from . import record_names as names
-from .half_records import Tx
+from .half_records import Tx, part_label, part_of
 
 
 def scan(store: MessageStore, topic: str, start: int) -> Iterator[StoredMessage]:
@@ -41,8 +41,27 @@ def tx_from_op(store: MessageStore, op: StoredMessage, state: TransactionState) 
     )
 
 
+def parts_from(store: MessageStore, first: StoredMessage) -> tuple[StoredMessage, ...]:
+    """Every half of the transaction whose first half is ``first``: the others follow it in the same write group.
+
+    A write group is contiguous in the commit log, so part i+1 starts where part i ends; each is checked to be the
+    part it should be (a DamagedRecordError otherwise).
+    """
+    _, count = part_of(first.properties)
+    parts = [first]
+    txid = first.properties.get(names.TRANSACTION_ID)
+    offset = first.commit_log_offset + first.size
+    for index in range(2, count + 1):
+        part = store.read_at(offset)
+        if part.properties.get(names.TRANSACTION_ID) != txid or part.properties.get(names.HALF_PART) != part_label(index, count):
+            raise DamagedRecordError(offset, f"not part {part_label(index, count)} of transaction {txid}")
+        parts.append(part)
+        offset += part.size
+    return tuple(parts)
+
+
 def final_of(store: MessageStore, op: StoredMessage) -> StoredMessage | None:
-    """The final message a commit op was written with (it lies just before the op), if readable."""
+    """The (first) final message a commit op was written with (the finals lie just before the op), if readable."""
     if names.FINAL_SIZE not in op.properties:
         return None
     try:

@@ -71,5 +71,19 @@ def not_found(transaction_id: str) -> TransactionNotFound:
     return TransactionNotFound(f"no transaction {transaction_id!r} (unknown, or resolved longer ago than the retention)")
 
 
+def part_label(index: int, count: int) -> str:
+    """The HALF_PART of the ``index``-th (1-based) of ``count`` halves that one local transaction decides."""
+    return f"{index}/{count}"
+
+
+def part_of(properties: dict[str, str]) -> tuple[int, int]:
+    """(index, count) of a half: (1, 1) for a lone half, which carries no HALF_PART."""
+    label = properties.get(names.HALF_PART)
+    if label is None:
+        return 1, 1
+    index, _, count = label.partition("/")
+    return int(index), int(count)
+
+
 def tags_of(msg: StoredMessage | None) -> str | None:
     return msg.properties.get(names.TAGS) if msg is not None else None

@@ -16,6 +16,7 @@ TRAN_MSG = "TRAN_MSG"
 PRODUCER_GROUP = "PGROUP"
 TRANSACTION_ID = "TRANSACTION_ID"
 CHECK_IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+HALF_PART = "HALF_PART"  # "i/n" on each half of a multi-message transaction (halfmq's ``also``); absent on a lone half
 # RocketMQ 4's delay levels, ignored on a half; TIMER_DELIVER_MS / TIMER_DELAY_MS (the send's fields) are kept: its commit routes them
 DELAY_PROPERTIES = ("DELAY", "__STARTDELIVERTIME", "TIMER_DELAY_SEC")
 
@@ -23,7 +24,7 @@ DELAY_PROPERTIES = ("DELAY", "__STARTDELIVERTIME", "TIMER_DELAY_SEC")
 OP = "OP"
 HALF_CLOG = "HALF_CLOG"
 BORN_MS = "BORN_MS"
-FINAL_SIZE = "FINAL_SIZE"
+FINAL_SIZE = "FINAL_SIZE"  # bytes from the first final to its op: the finals of a commit lie just before it
 CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
 LAST_ANSWER = "LAST_ANSWER"
 
@@ -34,7 +35,7 @@ RESENT = "RESENT"
 UNIQ_KEY = "UNIQ_KEY"
 TAGS = "TAGS"
 
-HIDDEN_ON_FINAL = (REAL_TOPIC, REAL_QID, CHECK_TIMES)  # the committed message is the producer's, not the half
+HIDDEN_ON_FINAL = (REAL_TOPIC, REAL_QID, CHECK_TIMES, HALF_PART)  # the committed message is the producer's, not the half
 
 
 class OpKind(str, Enum):

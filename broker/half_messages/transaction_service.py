@@ -5,6 +5,11 @@ with their real topic in REAL_TOPIC/REAL_QID; every decision is an op record in
 RMQ_SYS_TRANS_OP_HALF_TOPIC queue 0. A commit writes the final message and its op
 record as ONE atomic write group, so no crash can leave one without the other.
 
+A half send may carry companions (halfmq's ``also``, not RocketMQ's): one half record each, with the same
+TRANSACTION_ID and HALF_PART i/n, in the half's write group. The transaction is the first half's (its id,
+offsets, check-backs); a commit writes every final (each routed on its own, so a delay starts at the commit)
+and the op as one write group, a rollback none. The parts are found again by walking the group in the log.
+
 Unlike RocketMQ, check-backs do not re-append the whole half message: a small
 "check" op record carries the new check count, so the log grows by at most
 ``transaction_check_max`` small records per transaction.
@@ -22,7 +27,7 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from halfmq.broker.counter_ids import CounterIds
 from halfmq.broker.store.damaged_records import DamagedRecordError
@@ -35,8 +40,8 @@ from halfmq.wire import TransactionState
 
 from . import record_names as names
 from .check_policy import CheckPolicy, first_check_at, next_check_at, parse_immunity
-from .half_log import final_of, scan, tx_from_op
-from .half_records import EndOutcome, FinalMessage, Tx, TxStats, not_found, tags_of
+from .half_log import final_of, parts_from, scan, tx_from_op
+from .half_records import EndOutcome, FinalMessage, Tx, TxStats, not_found, part_label, part_of, tags_of
 from .record_names import OpKind
 from .state_machine import TxAction, TxEvent, op_kind, state_after_op, transition
 
@@ -69,7 +74,7 @@ class TransactionService:
         self._on_finish = on_finish
         self._txs: dict[str, Tx] = {}
         self._pending: dict[str, Tx] = {}  # insertion order == half offset order
-        self._halves: dict[str, StoredMessage] = {}  # pending halves sent since start: an end needs no log read
+        self._halves: dict[str, tuple[StoredMessage, ...]] = {}  # pending halves sent since start: an end needs no log read
         self._ids = CounterIds(upper=False)
         self._resolved: deque[str] = deque()
         self._due: list[tuple[float, int, str]] = []
@@ -100,13 +105,24 @@ class TransactionService:
         return len(self._pending)
 
     def half_message(self, tx: Tx) -> StoredMessage:
-        half = self._halves.get(tx.transaction_id)
-        if half is not None:
-            return half
+        """The transaction's (first) half message: what a check-back and a view show."""
+        halves = self._halves.get(tx.transaction_id)
+        if halves is not None:
+            return halves[0]
         try:
             return self.store.read_at(tx.half_clog_offset)
         except DamagedRecordError as exc:
             raise DamagedRecord(f"the half message of transaction {tx.transaction_id} is damaged on disk: {exc}") from None
+
+    def half_parts(self, tx: Tx) -> tuple[StoredMessage, ...]:
+        """Every half message the transaction decides: the first, then its companions (``also``) in send order."""
+        halves = self._halves.get(tx.transaction_id)
+        if halves is not None:
+            return halves
+        try:
+            return parts_from(self.store, self.half_message(tx))
+        except DamagedRecordError as exc:
+            raise DamagedRecord(f"a half message of transaction {tx.transaction_id} is damaged on disk: {exc}") from None
 
     def _readable_half(self, tx: Tx) -> StoredMessage | None:
         """The half message, or None when it is damaged: a rollback needs only the transaction id, so it can still end it."""
@@ -116,10 +132,17 @@ class TransactionService:
             return None
 
     # --- half -------------------------------------------------------------------
-    def prepare_half(self, producer_group: str, item: PutItem, real_queues: int) -> tuple[PutItem, str]:
-        """Rewrite a validated message for the half topic; return it and its transaction id."""
-        transaction_id = self._ids()
+    def prepare_half(self, producer_group: str, item: PutItem, real_queues: int, *, transaction_id: str | None = None,
+                     part: str | None = None) -> tuple[PutItem, str]:
+        """Rewrite a validated message for the half topic; return it and its transaction id (a new one unless given).
+
+        ``part``: its HALF_PART ("i/n") when one local transaction decides several messages.
+        """
+        transaction_id = transaction_id or self._ids()
         props = dict(item.properties)
+        props.pop(names.HALF_PART, None)
+        if part is not None:
+            props[names.HALF_PART] = part
         for name in names.DELAY_PROPERTIES:
             props.pop(name, None)  # RocketMQ 4's delay levels are ignored for transactional messages
         props.update({
@@ -132,24 +155,38 @@ class TransactionService:
         half = PutItem(HALF_TOPIC, 0, item.body, props, item.born_timestamp, item.binary, item.tag)
         return half, transaction_id
 
+    def prepare_halves(self, producer_group: str, items: Sequence[PutItem]) -> list[PutItem]:
+        """``prepare_half`` for the messages one local transaction decides: one transaction id, HALF_PART i/n on each
+        (none on a lone half, written as before)."""
+        first, transaction_id = self.prepare_half(producer_group, items[0], 0, part=part_label(1, len(items)) if len(items) > 1 else None)
+        return [first, *(self.prepare_half(producer_group, item, 0, transaction_id=transaction_id, part=part_label(i, len(items)))[0]
+                         for i, item in enumerate(items[1:], start=2))]
+
     def send_half(self, producer_group: str, item: PutItem, real_queues: int,
-                  then: Callable[[list[PutItem]], PutItem] | None = None) -> tuple[Tx, int]:
-        """Store a half message; ``then`` adds a last record to its write group (an idempotent producer's number)."""
-        half, transaction_id = self.prepare_half(producer_group, item, real_queues)
-        commit_group = [half, PutItem(OP_HALF_TOPIC, 0, b"0" * 20, {"PAD": "x" * 400})]
-        if not self.store.fits(commit_group):  # its commit (final message + op) must fit one segment too
+                  then: Callable[[list[PutItem]], PutItem] | None = None, *, also: Sequence[PutItem] = ()) -> tuple[Tx, int]:
+        """Store a half message, and its companions ``also`` (the same transaction), as one write group.
+
+        ``then`` adds a last record to the group (an idempotent producer's number). The transaction is the first
+        half's: its id, msg_id, offsets and check-backs; a commit writes every half's final, a rollback none.
+        """
+        halves = self.prepare_halves(producer_group, [item, *also])
+        half = halves[0]
+        transaction_id = half.properties[names.TRANSACTION_ID]
+        commit_group = [*halves, PutItem(OP_HALF_TOPIC, 0, b"0" * 20, {"PAD": "x" * 400})]
+        if not self.store.fits(commit_group):  # its commit (final messages + op) must fit one segment too
             raise MessageTooLarge("the message is too large for an atomic commit in one commit-log segment")
         op_max = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
-        results, end = self.store.put([half] if then is None else [half, then([half])])
+        results, end = self.store.put(halves if then is None else [*halves, then(halves)])
         result = results[0]
         now_ms = int(self._clock() * 1000)
         tx = Tx(transaction_id, producer_group, TransactionState.PENDING, result.commit_log_offset, result.queue_offset,
                 now_ms, half.properties[names.UNIQ_KEY], op_max, end_offset=end)
         self._txs[transaction_id] = tx
         if len(self._halves) < MAX_CACHED_HALVES:
-            self._halves[transaction_id] = StoredMessage(
-                HALF_TOPIC, 0, result.queue_offset, result.commit_log_offset, half.born_timestamp or result.store_timestamp,
-                result.store_timestamp, half.properties, half.body, FLAG_BODY_BINARY if half.binary else 0, result.size)
+            self._halves[transaction_id] = tuple(
+                StoredMessage(HALF_TOPIC, 0, r.queue_offset, r.commit_log_offset, h.born_timestamp or r.store_timestamp,
+                              r.store_timestamp, h.properties, h.body, FLAG_BODY_BINARY if h.binary else 0, r.size)
+                for h, r in zip(halves, results, strict=False))
         self.reschedule(tx, first_check_at(now_ms / 1000, self.policy, parse_immunity(half.properties.get(names.CHECK_IMMUNITY))))
         self._pending[transaction_id] = tx
         return tx, end
@@ -176,13 +213,14 @@ class TransactionService:
             if event is TxEvent.UNKNOWN and tx.state is TransactionState.PENDING:
                 log.info("transaction %s: producer answered unknown (%s)", tx.transaction_id, note)
             return EndOutcome(tx, duplicate=tx.state is not TransactionState.PENDING)
-        half = self._readable_half(tx) if action is TxAction.APPEND_OP else self.half_message(tx)
+        parts: tuple[StoredMessage, ...] = () if action is TxAction.APPEND_OP else self.half_parts(tx)
+        half = self._readable_half(tx) if action is TxAction.APPEND_OP else parts[0]
         op = self._op(tx, op_kind(event), half)
         if action is TxAction.APPEND_FINAL_AND_OP:
-            assert half is not None  # read by half_message, which raises rather than answer None
-            final, = route_all(self.store, [self._final(half)], int(self._clock() * 1000), None)  # a delay starts at the commit
-            op.properties[names.FINAL_SIZE] = str(record_size(final.topic.encode(), encode_properties(final.properties), final.body))
-            items = [final, op]
+            # Every half's final, each routed on its own (a delay starts at the commit), and the op: one write group.
+            finals = route_all(self.store, [self._final(part) for part in parts], int(self._clock() * 1000), None)
+            op.properties[names.FINAL_SIZE] = str(sum(record_size(f.topic.encode(), encode_properties(f.properties), f.body) for f in finals))
+            items = [*finals, op]
             if event is TxEvent.RESEND:
                 items.append(PutItem(CHECK_MAX_TIME_TOPIC, 0, b"", {names.TRANSACTION_ID: tx.transaction_id, names.RESENT: "true"}))
             results, end = self.store.put(items)
@@ -191,10 +229,10 @@ class TransactionService:
         elif action is TxAction.APPEND_OP:
             _, end = self.store.put([op])
             self.stats.rollbacks += 1
-        else:  # MOVE_TO_CHECK_MAX
-            assert half is not None  # read by half_message, which raises rather than answer None
-            copy = PutItem(CHECK_MAX_TIME_TOPIC, 0, half.body, dict(half.properties), half.born_timestamp, half.binary, half.properties.get(names.TAGS))
-            _, end = self.store.put([copy, op])
+        else:  # MOVE_TO_CHECK_MAX: a copy of every half, so a resend after a restart finds them all, one after another
+            copies = [PutItem(CHECK_MAX_TIME_TOPIC, 0, part.body, dict(part.properties), part.born_timestamp, part.binary,
+                              part.properties.get(names.TAGS)) for part in parts]
+            _, end = self.store.put([*copies, op])
             self.stats.discards += 1
             log.warning("transaction %s discarded after %d checks", tx.transaction_id, tx.check_times)
         previous = tx.state
@@ -284,7 +322,7 @@ class TransactionService:
         retained_from = self.store.offset_for_time(OP_HALF_TOPIC, 0, int((self._clock() - self._retention) * 1000))
         for half in scan(self.store, HALF_TOPIC, half_from):
             txid = half.properties.get(names.TRANSACTION_ID)
-            if not txid:
+            if not txid or part_of(half.properties)[0] > 1:  # a companion: its transaction is its first half's
                 continue
             tx = Tx(txid, half.properties.get(names.PRODUCER_GROUP, ""), TransactionState.PENDING, half.commit_log_offset,
                     half.queue_offset, half.store_timestamp, half.properties.get(names.UNIQ_KEY, ""), op_from)
@@ -292,14 +330,7 @@ class TransactionService:
             self._pending[txid] = tx
         for op in scan(self.store, OP_HALF_TOPIC, min(op_from, retained_from)):
             self._replay_op(op)
-        for marker in scan(self.store, CHECK_MAX_TIME_TOPIC, 0):
-            txid = marker.properties.get(names.TRANSACTION_ID, "")
-            marked = self._txs.get(txid)
-            if marker.properties.get(names.RESENT) == "true":
-                if marked is not None and marked.state is TransactionState.DISCARDED:
-                    marked.state = TransactionState.COMMITTED
-            elif marked is None:
-                self._txs[txid] = tx_from_op(self.store, marker, TransactionState.DISCARDED)
+        self._replay_markers()
 
         for tx in self._pending.values():
             half = self.half_message(tx)
@@ -308,6 +339,19 @@ class TransactionService:
         self._advance_checkpoint()
         if self._txs:
             log.info("transaction index rebuilt in %.3fs: %d pending, %d remembered", time.monotonic() - started, len(self._pending), len(self._txs))
+
+    def _replay_markers(self) -> None:
+        """Discarded transactions (their half's copy) and resent ones (a RESENT marker) from CHECK_MAX_TIME_TOPIC."""
+        for marker in scan(self.store, CHECK_MAX_TIME_TOPIC, 0):
+            txid = marker.properties.get(names.TRANSACTION_ID, "")
+            if part_of(marker.properties)[0] > 1:  # the copy of a companion: the first half's copy stands for it
+                continue
+            marked = self._txs.get(txid)
+            if marker.properties.get(names.RESENT) == "true":
+                if marked is not None and marked.state is TransactionState.DISCARDED:
+                    marked.state = TransactionState.COMMITTED
+            elif marked is None:
+                self._txs[txid] = tx_from_op(self.store, marker, TransactionState.DISCARDED)
 
     def _replay_op(self, op: StoredMessage) -> None:
         props = op.properties

@@ -220,7 +220,7 @@ class ProducerIds:
             stored.append(self.store.read_at(offset))
             offset += size
         if ref.kind is SendKind.HALF:
-            [half] = stored
+            half = stored[0]  # the transaction's first half (its companions, if any, follow it)
             props = half.properties
             key = SendKey(SendKind.HALF, props.get(half_names.PRODUCER_GROUP, ""), props.get(half_names.REAL_TOPIC, ""))
             return key, SentHalf(props.get(half_names.TRANSACTION_ID, ""), props.get(half_names.UNIQ_KEY, ""),

@@ -116,16 +116,18 @@ def _copy_event(rec: StoredMessage) -> JourneyEvent | None:
     return found
 
 
-def _half_event(rec: StoredMessage, msg: MessageSummary) -> JourneyEvent:
+def _half_event(rec: StoredMessage, msg: MessageSummary) -> JourneyEvent | None:
     props = rec.properties
+    if props.get(names.UNIQ_KEY) != msg.msg_id:
+        return None  # the half of another message the same transaction decides (a half send's ``also``)
     return JourneyEvent(kind=Kind.HALF_STORED, at_ms=rec.store_timestamp, group=props.get(names.PRODUCER_GROUP),
                         transaction_id=props.get(names.TRANSACTION_ID))
 
 
 def _timer_event(rec: StoredMessage, msg: MessageSummary) -> JourneyEvent | None:
     due = rec.properties.get(TIMER_OUT_MS)
-    if due is None:
-        return None  # a release marker, not the message
+    if due is None or rec.properties.get(names.UNIQ_KEY) != msg.msg_id:
+        return None  # a release marker, or the timer of another message of the same transaction
     return JourneyEvent(kind=Kind.TIMER_STORED, at_ms=rec.store_timestamp, due_ms=int(due),
                         transaction_id=rec.properties.get(names.TRANSACTION_ID))
 

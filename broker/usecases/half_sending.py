@@ -6,7 +6,7 @@ principal's checks and the idempotent producer's numbering; the gRPC front's pro
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -46,13 +46,32 @@ class StoredHalf:
     duplicate: bool = False
 
 
+Target = tuple[TopicConfig, bool]  # a writable topic and whether it exists yet (``TopicService.writable``)
+
+
 def write_half(rt: BrokerRuntime, group: str, cfg: TopicConfig, exists: bool, message: OutgoingMessage,
-               then: Callable[[list[PutItem]], PutItem] | None = None) -> tuple[Tx, int]:
-    """The half's write for a checked producer ``group``, without its fsync wait: a new topic is created first."""
+               then: Callable[[list[PutItem]], PutItem] | None = None,
+               also: Sequence[tuple[Target, OutgoingMessage]] = ()) -> tuple[Tx, int]:
+    """The half's write for a checked producer ``group``, without its fsync wait: a new topic is created first.
+
+    ``also``: the companions the same local transaction decides, each with its topic; every message is prepared
+    (and so checked) before any topic is created or anything written, so bad input changes nothing.
+    """
     item = rt.sender.prepare(cfg, message)
-    if not exists:
-        rt.store.create_topic(cfg.name, cfg.queues)
-    return rt.transactions.send_half(group, item, cfg.queues, then)
+    companions = [rt.sender.prepare(target, companion) for (target, _), companion in also]
+    for target, existed in [(cfg, exists), *(target for target, _ in also)]:
+        if not existed and rt.store.topic(target.name) is None:
+            rt.store.create_topic(target.name, target.queues)
+    return rt.transactions.send_half(group, item, cfg.queues, then, also=companions)
+
+
+def _companion_targets(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> list[tuple[Target, OutgoingMessage]]:
+    """Each companion's topic, once the principal may publish to it (refused otherwise, before anything is written)."""
+    targets: list[tuple[Target, OutgoingMessage]] = []
+    for companion in body.also:
+        rt.guard.authorize(who, Action.PUBLISH, Resource.topic(companion.topic), scope)
+        targets.append((rt.topics.writable(companion.topic), companion))
+    return targets
 
 
 @traced_half
@@ -61,6 +80,7 @@ def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRe
     group = producer_group(body.producer_group)
     for resource in (Resource.group(group), Resource.topic(body.topic)):
         rt.guard.authorize(who, Action.PUBLISH, resource, scope)
+    also = _companion_targets(rt, who, scope, body)
     numbered = body.producer_id is not None or body.epoch is not None or body.sequence is not None
     then = None
     if numbered:  # an idempotent half send: a repeat inside the producer's window gets its stored answer
@@ -74,7 +94,7 @@ def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRe
             return StoredHalf(repeat, rt.store.commit_log.end_offset, duplicate=True)
         then = lambda items: rt.producer_ids.send_record(producer, sequence, items, SendKind.HALF)  # noqa: E731
     cfg, exists = rt.topics.writable(body.topic)
-    tx, end = write_half(rt, group, cfg, exists, body.message, then)
+    tx, end = write_half(rt, group, cfg, exists, body.message, then, also)
     sent = SentHalf(tx.transaction_id, tx.msg_id, tx.half_clog_offset, tx.half_offset)
     if numbered:
         rt.producer_ids.sent(producer, sequence, key, sent)

@@ -24,7 +24,8 @@ import orjson
 
 from ..processes.child_process import free_port, parent_pid, port_taken
 from ..up_command import Topology, add_topology_arguments
-from .guarantees import Observed, check_all
+from .guarantees import Observed, PaymentsObserved, check_all, check_payments
+from .observed_orders import applied_sequences, sent_sequences, wait_payments_due
 from .ports import Choice, PortTaken, Wanted, choose
 
 if TYPE_CHECKING:  # rich is loaded when the demo runs, not when the CLI parses
@@ -32,13 +33,14 @@ if TYPE_CHECKING:  # rich is loaded when the demo runs, not when the CLI parses
 
     from rich.console import Console
 
-    from .driver import Placement
+    from .driver import DemoDriver, Placement
     from .guarantees import Check
 
 FAST_CHECKS = {  # the demo should not wait RocketMQ-scale minutes for check-backs
     "HALFMQ_BROKER_TRANSACTION_TIMEOUT": "3",
     "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "1",
     "ORDER_LOCAL_TX_TIMEOUT": "10",
+    "ORDER_PAYMENT_DUE_SECONDS": "10",  # an unpaid order is cancelled 10 s after its commit (30 min outside the demo)
 }
 
 
@@ -224,7 +226,7 @@ def _drive(args: argparse.Namespace, topology: Topology, own: OwnStack | None, c
     per_unit = int(os.environ.get("CREDIT_POINTS_PER_UNIT", "1"))
     driver.wait_settled(orders, per_unit, timeout=args.timeout, refunded=refunded)
     visible = driver.visible_order_ids()
-    sent, applied = driver.sent_sequences(), driver.applied_sequences()
+    sent, applied = sent_sequences(driver), applied_sequences(driver)
     balances, credited = driver.credits()
     credited -= len(refunded)  # the ledger's refund rows: the rest are the orders' credits
     spark_points = spark_users = reconciliation = None
@@ -235,7 +237,18 @@ def _drive(args: argparse.Namespace, topology: Topology, own: OwnStack | None, c
             spark_points, spark_users, reconciliation = _this_runs(reconciliation, spark_users, set(orders), set(driver.all_users))
     observed = Observed(orders, visible, balances, credited, {driver.fail_user}, spark_points, spark_users, reconciliation, per_unit,
                         refunded=refunded, sent=sent, applied=applied)
-    return _DemoRun(placement, orders, visible, credited, per_unit, spark_points, check_all(observed), refunded)
+    checks = check_all(observed) + _payment_checks(driver, orders, args.timeout, refunded)
+    return _DemoRun(placement, orders, visible, credited, per_unit, spark_points, checks, refunded)
+
+
+def _payment_checks(driver: DemoDriver, orders: dict[str, tuple[str, Decimal]], timeout: float,
+                    refunded: frozenset[str]) -> list[Check]:
+    """The payment-due rows, once every order's payment has fallen due (none when it falls due past ``timeout``)."""
+    rows = wait_payments_due(driver, orders, timeout=timeout)
+    if rows is None:
+        return []
+    p = driver.payments
+    return check_payments(PaymentsObserved(rows, p.paid, p.refused, p.unknown, refunded))
 
 
 def _this_runs(reconciliation: dict, spark_users: dict[str, int] | None, mine: set[str],

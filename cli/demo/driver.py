@@ -22,7 +22,6 @@ from halfmq.client import Producer
 from halfmq.services.order_events import KIND, OrderEvent
 
 from ..up_command import Topology
-from .guarantees import Entry
 
 
 @dataclass
@@ -31,6 +30,20 @@ class Placement:
     retries: int = 0
     broker_kills: int = 0
     failovers: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Payments:
+    """What the driver did about each order's payment, right after placing it."""
+
+    paid: set[str] = field(default_factory=set)  # the order service accepted the payment
+    refused: set[str] = field(default_factory=set)  # 409 ORDER_CANCELLED: its payment had already fallen due
+    unknown: set[str] = field(default_factory=set)  # no answer: either may have happened
+
+
+def pays(order_id: str) -> bool:
+    """Whether the demo pays this order: 9 in 10, chosen by its id (a uuid's hex), so the choice needs no shared state."""
+    return int(order_id[:8], 16) % 10 != 0
 
 
 def new_leader(views: list[dict[str, Any]], killed: str, term: int) -> tuple[str, int] | None:
@@ -55,6 +68,7 @@ class DemoDriver:
         self.kill_broker = kill_broker
         self.console = console
         self.placement = Placement()
+        self.payments = Payments()
         self._lock = threading.Lock()
 
     @property
@@ -77,6 +91,7 @@ class DemoDriver:
                 time.sleep(0.5)
                 continue
             if resp.status_code in (200, 201):
+                self._pay(client, resp.json()["order_id"])
                 return "committed" if resp.json()["message_state"] == "committed" else "pending check-back"
             code = resp.json().get("code", "") if resp.headers.get("content-type", "").endswith("json") else ""
             if code == "LOCAL_TRANSACTION_FAILED" and fault == "fail-local-tx":
@@ -89,6 +104,26 @@ class DemoDriver:
                 continue
             raise RuntimeError(f"order refused: {resp.status_code} {resp.text[:200]}")
         return "gave up (broker unavailable)"
+
+    def _pay(self, client: httpx.Client, order_id: str) -> None:
+        """Pay most orders right after placing them (``pays``); the others are cancelled when their payment falls due."""
+        if not pays(order_id):
+            return
+        for _attempt in range(20):
+            try:
+                resp = client.post(f"{self.t.order_url}/orders/{order_id}/pay")
+            except httpx.HTTPError:
+                time.sleep(0.5)
+                continue
+            if resp.status_code in (200, 409):
+                with self._lock:
+                    (self.payments.paid if resp.status_code == 200 else self.payments.refused).add(order_id)
+                return
+            if resp.status_code < 500:
+                raise RuntimeError(f"payment refused: {resp.status_code} {resp.text[:200]}")
+            time.sleep(0.5)
+        with self._lock:
+            self.payments.unknown.add(order_id)
 
     def _retried(self) -> None:
         with self._lock:
@@ -302,37 +337,3 @@ class DemoDriver:
                 continue
             raise RuntimeError(f"refund refused: {resp.status_code} {resp.text[:200]}")
         return False
-
-    def sent_sequences(self) -> dict[str, list[Entry]]:
-        """Per user, the messages on ORDER_TOPIC in queue order: the order sent (a user's message group keeps one queue)."""
-        mine = set(self.all_users)
-        sent: dict[str, list[Entry]] = {}
-        with Producer(self.t.broker_urls, token=self._admin_token(), retries=20) as producer:
-            try:
-                topic = producer.get_topic("ORDER_TOPIC")
-            except Exception:  # noqa: BLE001 — no topic yet means nothing sent yet
-                return {}
-            for q in topic.queues:
-                offset = q.min_offset
-                while offset < q.max_offset:
-                    page = producer.read("ORDER_TOPIC", q.queue_id, offset, 1000)
-                    for m in page.messages:
-                        body = orjson.loads(m.body)
-                        if body.get("user_id") in mine:
-                            sent.setdefault(body["user_id"], []).append((body["order_id"], body.get(KIND, OrderEvent.ORDER.value)))
-                    if not page.messages:
-                        break
-                    offset = page.next_offset
-        return sent
-
-    def applied_sequences(self) -> dict[str, list[Entry]]:
-        """Per user, the credit service's ledger in the order it applied the messages (``seq``)."""
-        applied: dict[str, list[Entry]] = {}
-        with httpx.Client(timeout=30) as client:
-            for user in self.all_users:
-                after: int | None = 0
-                while after is not None:
-                    page = client.get(f"{self.t.credit_url}/users/{user}/ledger", params={"after_seq": after, "limit": 1000}).json()
-                    applied.setdefault(user, []).extend((e["order_id"], e["kind"]) for e in page["entries"])
-                    after = page["next_after_seq"]
-        return {user: entries for user, entries in applied.items() if entries}

@@ -144,3 +144,39 @@ def credits_in_order(sent: dict[str, list[Entry]], applied: dict[str, list[Entry
                   f"{len(early_refunds)} refunds before their order, e.g. {early_refunds[:3]}; "
                   f"{len(unsent)} applied but never sent, e.g. {unsent[:3]}")
     return Check("credits applied in order per user", ok, detail)
+
+@dataclass(frozen=True)
+class PaymentsObserved:
+    """Each committed order's payment as the order service recorded it, and what the driver did about it."""
+
+    rows: dict[str, tuple[str, int | None, int | None]]  # order_id -> (status, payment due ms, payment-due message first seen ms)
+    paid: set[str]  # payments the order service accepted
+    refused: set[str]  # payments answered 409 ORDER_CANCELLED (their payment had fallen due)
+    unknown: set[str]  # payments that got no answer: either outcome is right
+    refunded: frozenset[str] = frozenset()  # orders refunded since: their status is the refund's
+
+
+def check_payments(p: PaymentsObserved) -> list[Check]:
+    """'No delayed message delivered early' and 'every unpaid order is cancelled, no paid one is'."""
+    arrived = {oid: (due, seen) for oid, (_, due, seen) in p.rows.items() if seen is not None}
+    early = [oid for oid, (due, seen) in arrived.items() if due is not None and seen < due]
+    never = [oid for oid in p.rows if oid not in arrived]
+    late = sorted(seen - due for due, seen in arrived.values() if due is not None)
+    lateness = f"; lateness p50 {late[len(late) // 2]} ms, max {late[-1]} ms" if late else ""
+    expected = {oid: "paid" if oid in p.paid else "cancelled" for oid in p.rows if oid not in p.unknown and oid not in p.refunded}
+    wrong = [oid for oid, status in expected.items() if p.rows[oid][0] != status]
+    unpaid = sum(1 for status in expected.values() if status == "cancelled")
+    return [
+        Check(
+            "no delayed message delivered early",
+            not early and not never,
+            f"{len(arrived)}/{len(p.rows)} payment-due messages arrived, {len(early)} before due" + lateness
+            + (f"; never arrived {never[:3]}" if never else "") + (f"; early {early[:3]}" if early else ""),
+        ),
+        Check(
+            "every unpaid order is cancelled, no paid one is",
+            not wrong,
+            f"{len(expected) - unpaid} paid, {unpaid} cancelled unpaid ({len(p.refused)} paid too late)"
+            + (f"; wrong status {[(oid, p.rows[oid][0]) for oid in wrong[:3]]}" if wrong else ""),
+        ),
+    ]

@@ -17,11 +17,13 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Self, Unpack
 
+import msgspec
+
 from halfmq.errors import BrokerError
-from halfmq.wire import OutgoingMessage, TransactionState
+from halfmq.wire import MAX_HALF_COMPANIONS, OutgoingMessage, TransactionState, TxnMessage
 
 from . import endpoints, tracing, transaction_steps
 from .check_app import CheckApp
@@ -37,9 +39,19 @@ from .transaction_batches import TransactionBatches
 from .transaction_steps import Request, RunLocalTransaction, Step, Steps, TransactionSendResult, end_state
 from .transport import AsyncClient, ClientOptions, TransportOptions, require_http_url
 
-__all__ = ["AsyncTransactionProducer", "TransactionProducerOptions"]
+__all__ = ["Also", "AsyncTransactionProducer", "TransactionProducerOptions", "companions"]
 
 log = logging.getLogger("halfmq.client.transaction_producer")  # one logger for both producers
+
+
+Also = Sequence[tuple[str, OutgoingMessage | Body]]  # a send's companions: (topic, message) each
+
+
+def companions(also: Also) -> list[TxnMessage]:
+    """``also`` as the wire's messages, each with its UNIQ_KEY (its msg id); a ValueError past MAX_HALF_COMPANIONS."""
+    if len(also) > MAX_HALF_COMPANIONS:
+        raise ValueError(f"at most {MAX_HALF_COMPANIONS} companions (also=...) per transaction, not {len(also)}")
+    return [TxnMessage(topic=topic, **msgspec.structs.asdict(outgoing(message))) for topic, message in also]
 
 
 # A heartbeat in flight must not hold close() up for a whole request timeout.
@@ -173,11 +185,17 @@ class AsyncTransactionProducer(AsyncClient):
         return CheckApp(self.listener, producer_group=self.producer_group, **options)
 
     # --- sending -----------------------------------------------------------------
-    async def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]) -> TransactionSendResult:
-        """Half → local transaction → end (see ``transaction_steps`` for each step's failures); ``arg`` goes to the listener."""
-        return await run_steps_async(self._send_steps(topic, message, arg, options), tracing.transaction_steps(self._perform, self.producer_group, topic))
+    async def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, *, also: Also = (),
+                                  **options: Unpack[SendOptions]) -> TransactionSendResult:
+        """Half → local transaction → end (see ``transaction_steps`` for each step's failures); ``arg`` goes to the listener.
 
-    def _send_steps(self, topic: str, message: OutgoingMessage | Body, arg: Any, options: SendOptions) -> Steps[TransactionSendResult]:
+        ``also=[(topic, message), ...]`` (at most ``MAX_HALF_COMPANIONS``): more messages the same local transaction
+        decides, committed with ``message`` (each with its own delay, due relative to the commit) or rolled back with it.
+        """
+        return await run_steps_async(self._send_steps(topic, message, arg, options, also),
+                                     tracing.transaction_steps(self._perform, self.producer_group, topic))
+
+    def _send_steps(self, topic: str, message: OutgoingMessage | Body, arg: Any, options: SendOptions, also: Also = ()) -> Steps[TransactionSendResult]:
         """Refuses at once (not at the first step) when not started or the message is malformed."""
         if self._closed:
             raise RuntimeError("the transaction producer is closed")
@@ -186,7 +204,8 @@ class AsyncTransactionProducer(AsyncClient):
             # registered, and a transaction whose end is lost would wait forever.
             raise RuntimeError("call start() (or use the producer as a context manager) before sending")
         msg = tracing.created(topic, self.producer_group, outgoing(message, **options))
-        return transaction_steps.send_in_transaction(self.producer_group, topic, msg, arg, numbered=self._numbering is not None)
+        return transaction_steps.send_in_transaction(self.producer_group, topic, msg, arg, numbered=self._numbering is not None,
+                                                     also=companions(also))
 
     async def _perform(self, step: Step) -> Any:
         """A step of the sequence: a request, retried as far as repeating it is harmless, or the local transaction."""

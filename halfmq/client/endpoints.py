@@ -156,8 +156,11 @@ def consumer_group(group: str) -> Call[ConsumerGroupInfo]:
 
 # Transactional messages (DESIGN section 4). Bodies are built as plain dicts:
 # the broker is the one to judge a producer group or URL, with its own codes.
-def half_send(group: str, topic: str, message: OutgoingMessage) -> Call[HalfSendResult]:
-    body = {"producer_group": group, "topic": topic, "message": to_wire(message)}
+def half_send(group: str, topic: str, message: OutgoingMessage, also: Sequence[TxnMessage] = ()) -> Call[HalfSendResult]:
+    """``also``: more messages the same local transaction decides (halfmq's extension; each names its topic)."""
+    body: dict[str, Any] = {"producer_group": group, "topic": topic, "message": to_wire(message)}
+    if also:
+        body["also"] = [to_wire(m) for m in also]
     return Call("POST", "/v1/transactions", parse=_as(HalfSendResult), body=body, batch=(HALF_BATCH_PATH, {}))
 
 

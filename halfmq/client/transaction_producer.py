@@ -17,7 +17,7 @@ from typing import Any, Self, Unpack
 from halfmq.wire import OutgoingMessage
 
 from . import tracing
-from .async_transaction_producer import AsyncTransactionProducer, TransactionProducerOptions
+from .async_transaction_producer import Also, AsyncTransactionProducer, TransactionProducerOptions
 from .check_app import CheckApp
 from .listener import TransactionListener, is_async_callable
 from .loop_thread import Blocking, blocking, run
@@ -69,9 +69,14 @@ class TransactionProducer(Blocking[AsyncTransactionProducer]):
         """The ASGI app answering this producer's check-backs (``AsyncTransactionProducer.check_app``)."""
         return self._async.check_app(**options)
 
-    def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, **options: Unpack[SendOptions]) -> TransactionSendResult:
-        """Half → local transaction (in this thread) → end; see ``transaction_steps`` for each step's failures."""
-        return run_steps(self._async._send_steps(topic, message, arg, options), tracing.transaction_steps_blocking(self._perform, self.producer_group, topic))
+    def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, *, also: Also = (),
+                            **options: Unpack[SendOptions]) -> TransactionSendResult:
+        """Half → local transaction (in this thread) → end; see ``transaction_steps`` for each step's failures.
+
+        ``also=[(topic, message), ...]``: companions decided with it (``AsyncTransactionProducer.send_in_transaction``).
+        """
+        return run_steps(self._async._send_steps(topic, message, arg, options, also),
+                         tracing.transaction_steps_blocking(self._perform, self.producer_group, topic))
 
     def _perform(self, step: Step) -> Any:
         if isinstance(step, RunLocalTransaction):

@@ -28,14 +28,14 @@ both follow this one text, and tests walk it with plain values.
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
 
 from halfmq.errors import BrokerError
-from halfmq.wire import HalfSendResult, OutgoingMessage, SendStatus
+from halfmq.wire import HalfSendResult, OutgoingMessage, SendStatus, TxnMessage
 
 from . import endpoints
 from .endpoints import Call
@@ -97,6 +97,7 @@ class TransactionSendResult:
     end: dict[str, Any] | None = None
     end_error: BrokerError | None = None
     local_error: Exception | None = None
+    also: tuple[TxnMessage, ...] = ()  # the companions the same transaction decided, as sent (msg id: their UNIQ_KEY)
 
 
 def listener_message(message: OutgoingMessage, half: HalfSendResult, producer_group: str) -> OutgoingMessage:
@@ -122,13 +123,16 @@ def end_state(state: LocalTransactionState | str) -> str:
         return member.value
 
 
-def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessage, arg: Any, numbered: bool = False) -> Steps[TransactionSendResult]:
+def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessage, arg: Any, numbered: bool = False,
+                        also: Sequence[TxnMessage] = ()) -> Steps[TransactionSendResult]:
     """Half → local transaction → end; see the module docstring for each step's failures.
 
     ``numbered``: the producer numbers its half sends, so retrying one is harmless (the broker answers a repeat).
+    ``also``: more messages (each naming its topic) stored with the half in one write group and decided by the same
+    end: all committed, or none (halfmq's extension; the listener and a check-back see ``message``).
     """
     # Raises, and the local transaction never runs, if the half is not stored.
-    half: HalfSendResult = yield Request(endpoints.half_send(producer_group, topic, message), idempotent=numbered, numbered=numbered)
+    half: HalfSendResult = yield Request(endpoints.half_send(producer_group, topic, message, also), idempotent=numbered, numbered=numbered)
     seen = listener_message(message, half, producer_group)
     local_error: Exception | None = None
     # As RocketMQ's sendMessageInTransaction: a half stored with any status but SEND_OK (not known durable)
@@ -155,4 +159,4 @@ def send_in_transaction(producer_group: str, topic: str, message: OutgoingMessag
                 half.transaction_id, state.value, type(exc).__name__, exc)
         end_error = exc
     return TransactionSendResult(transaction_id=half.transaction_id, msg_id=half.msg_id, send_status=half.status, local_state=state,
-                                 half=half, message=seen, end=view, end_error=end_error, local_error=local_error)
+                                 half=half, message=seen, end=view, end_error=end_error, local_error=local_error, also=tuple(also))

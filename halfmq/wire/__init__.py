@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from halfmq.wire.base import (
     MAX_BATCH,
+    MAX_HALF_COMPANIONS,
     MAX_INVISIBLE_SECONDS,
     MAX_NACK_REASON,
     MAX_RECEIVE,
@@ -93,7 +94,8 @@ from halfmq.wire.views import (
 )
 
 __all__ = [
-    "MAX_BATCH", "MAX_INVISIBLE_SECONDS", "MAX_NACK_REASON", "MAX_RECEIVE", "MAX_TAG_LENGTH", "MAX_WAIT_SECONDS",
+    "MAX_BATCH", "MAX_HALF_COMPANIONS", "MAX_INVISIBLE_SECONDS", "MAX_NACK_REASON", "MAX_RECEIVE", "MAX_TAG_LENGTH",
+    "MAX_WAIT_SECONDS",
     "CheckRequest", "ConsumerGroupInfo", "ProducerIdResult", "EndState", "TransactionState", "GroupQueueState", "GroupTopicState", "HalfSendResult", "Message",
     "MessageView", "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
     "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",

@@ -13,6 +13,7 @@ MAX_INVISIBLE_SECONDS = 12 * 3600
 MAX_WAIT_SECONDS = 30
 MAX_TAG_LENGTH = 255
 MAX_NACK_REASON = 256  # characters of a nack's reason the broker keeps in the message's journey
+MAX_HALF_COMPANIONS = 16  # a half send's ``also``: messages decided by the same local transaction
 
 BodyEncoding = Literal["utf-8", "base64"]
 _ENCODINGS = ("utf-8", "base64")

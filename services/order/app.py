@@ -10,7 +10,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from halfmq.client import AsyncTransactionProducer
+from halfmq.client import AsyncConsumer, AsyncTransactionProducer
 from halfmq.client.fastapi_checks import mount_check_endpoint, producer_lifespan
 from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 
@@ -21,6 +21,7 @@ from ..health import DatabaseProbe
 from .config import OrderSettings
 from .fast_path import PlaceOrderFastPath
 from .order_service import OrderService
+from .payments import PaymentDue, PaymentDueSender
 from .repository import OrderRepository
 from .routes import PROBLEM_STATUS, router
 
@@ -41,9 +42,13 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     if check_secret is None:
         log.warning("no ORDER_CHECK_SECRET: the check-back endpoint answers unsigned requests (fit only for a loopback broker without auth)")
 
-    app = FastAPI(title="halfmq order service", lifespan=_lifespan(settings, engine, producer_lifespan(producer, barrier)))
+    repo = OrderRepository(engine)
+    payment_due = AsyncConsumer(settings.broker_url, settings.payment_due_group, settings.payment_due_topic, PaymentDue(repo).handle,
+                                token=settings.broker_token_value(), verify=settings.broker_verify())
+    app = FastAPI(title="halfmq order service", lifespan=_lifespan(settings, engine, producer_lifespan(producer, barrier), payment_due))
     app.state.settings = settings
-    app.state.orders = OrderService(OrderRepository(engine), barrier, producer, settings.topic, settings.faults_enabled)
+    app.state.orders = OrderService(repo, barrier, producer, settings.topic, settings.faults_enabled)
+    app.state.orders.payment_due = PaymentDueSender(settings.payment_due_topic, settings.payment_due_seconds)
     app.state.database_probe = DatabaseProbe(engine, "order")
     http_problems.install(app, PROBLEM_STATUS)
     app.include_router(router)
@@ -53,16 +58,23 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     return app
 
 
-def _lifespan(settings: OrderSettings, engine: Engine,
-              producing: Callable[[FastAPI], AbstractAsyncContextManager[None]]) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+def _lifespan(settings: OrderSettings, engine: Engine, producing: Callable[[FastAPI], AbstractAsyncContextManager[None]],
+              payment_due: AsyncConsumer) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await asyncio.to_thread(migrate, "order", engine)
         try:
             async with producing(app):
-                log.info("order service ready: db %s, broker %s, check-backs at %s",
-                         engine.url.render_as_string(hide_password=True), settings.broker_url, settings.check_url)
-                yield
+                consuming = asyncio.get_running_loop().create_task(payment_due.run(), name="order-payment-due")
+                log.info("order service ready: db %s, broker %s, check-backs at %s; payments fall due after %.0f s (%s as %s)",
+                         engine.url.render_as_string(hide_password=True), settings.broker_url, settings.check_url,
+                         settings.payment_due_seconds, settings.payment_due_topic, settings.payment_due_group)
+                try:
+                    yield
+                finally:
+                    payment_due.stop()  # finishes the payments in hand and acks them; the rest come back later
+                    await asyncio.gather(consuming, return_exceptions=True)
+                    await payment_due.close()
         finally:
             engine.dispose()
 

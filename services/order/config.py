@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from ..settings_base import ServiceSettings
@@ -22,6 +23,11 @@ class OrderSettings(ServiceSettings):
     # Transaction records are kept this long (seconds): past any check-back the broker can still send.
     record_retention: float = 86_400.0
     heartbeat_interval: float = 10.0
+    # Each order's local transaction also sends a "payment due" message (halfmq's ``also``), delayed this long; the
+    # service's own consumer group cancels the order if it is still unpaid when it arrives. The demo uses 10 s.
+    payment_due_seconds: float = Field(default=1800.0, ge=0, le=3 * 24 * 3600)
+    payment_due_topic: str = "ORDER_PAYMENT_DUE"
+    payment_due_group: str = "order_payment_due_group"
     # The producer group's check-back secret, as a value or a file (Docker secrets).
     check_secret: str | None = None
     check_secret_file: Path | None = None

@@ -30,6 +30,12 @@ class IdempotencyKeyReused(OrderError):
     code = "IDEMPOTENCY_KEY_REUSED"
 
 
+class OrderCancelled(OrderError):
+    """The order was cancelled (its payment fell due unpaid): it can no longer be paid."""
+
+    code = "ORDER_CANCELLED"
+
+
 class BrokerUnreachable(OrderError):
     """The half message was refused or never arrived: nothing was placed."""
 

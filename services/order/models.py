@@ -5,12 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import ForeignKey, Numeric, String
+from sqlalchemy import BigInteger, ForeignKey, Numeric, String
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from halfmq.client.sqlalchemy.records import transaction_records_table
 
 from ..database import UtcDateTime
+
+CREATED, PAID, CANCELLED = "created", "paid", "cancelled"  # an order's status: placed (unpaid), paid, cancelled unpaid
 
 
 class Base(DeclarativeBase):
@@ -25,6 +27,10 @@ class Order(Base):
     amount: Mapped[Decimal] = mapped_column(Numeric(14, 2))
     status: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # Its payment (migration 0003): paid, or its delayed "payment due" message's due time and first arrival (epoch ms).
+    paid_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True, default=None)
+    payment_due_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True, default=None)
+    payment_due_seen_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True, default=None)
 
 
 class IdempotencyKey(Base):

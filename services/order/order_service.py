@@ -32,6 +32,7 @@ from .errors import (
 )
 from .local_transaction import Fault, InjectedFailure, after_commit, create_order, refund_order
 from .models import Order
+from .payments import PaymentDueSender, payable
 from .ports import Barrier, OrderStore, TransactionReader
 from .repository import NewOrder
 from .rules import REFUNDED, fingerprint, order_sent, refund_key
@@ -53,6 +54,7 @@ class OrderService:
         self.producer = producer
         self.topic = topic
         self.faults_enabled = faults_enabled
+        self.payment_due: PaymentDueSender | None = None  # each order's delayed "payment due" companion (the app sets it)
 
     def parse_fault(self, header: str | None) -> Fault | None:
         if header is None:
@@ -82,7 +84,7 @@ class OrderService:
         new = NewOrder(uuid.uuid4().hex, request.user_id, request.amount, datetime.now(UTC), idempotency_key, print_)
         try:
             sent = await self.barrier.send(self.producer, self.topic, order_message(new), new.order_id,
-                                           create_order(self.repo, new, fault), after_commit(fault))
+                                           create_order(self.repo, new, fault), after_commit(fault), also=self._payment_due_of(new))
         except BrokerError as exc:
             raise BrokerUnreachable(f"the order was not placed: the broker refused or could not be reached ({exc.code})") from exc
         except HalfNotDurable as exc:
@@ -94,6 +96,14 @@ class OrderService:
                     return replay
             raise _not_placed(exc) from exc
         return Placed(sent.value, "committed" if sent.committed else "pending_check", sent.transaction_id)
+
+    def _payment_due_of(self, new: NewOrder) -> list[tuple[str, OutgoingMessage]]:
+        """The companions of an order's message: its payment-due message, decided by the same local transaction."""
+        return [] if self.payment_due is None else self.payment_due.companions(new)
+
+    async def pay(self, order_id: str) -> Order:
+        """Mark the order paid; paying it again answers the same. OrderCancelled once its payment fell due unpaid."""
+        return payable(order_id, await asyncio.to_thread(self.repo.pay, order_id, datetime.now(UTC)))
 
     async def _replay(self, key: str, print_: str) -> Placed | None:
         found = await asyncio.to_thread(self.repo.by_idempotency_key, key)

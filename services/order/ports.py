@@ -9,11 +9,13 @@ pass fakes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
 from halfmq.client import AsyncTransactionProducer, OutgoingMessage
+from halfmq.client.async_transaction_producer import Also
 from halfmq.client.messages import Body
 from halfmq.client.sqlalchemy.barrier_base import AfterCommit, R, Sent
 
@@ -31,7 +33,7 @@ class Barrier(Protocol):
     """Half message, ``run`` and the transaction record in one database transaction, end: the SDK's barrier."""
 
     async def send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
-                   run: Callable[[Session], R], after_commit: AfterCommit | None = None) -> Sent[R]: ...
+                   run: Callable[[Session], R], after_commit: AfterCommit | None = None, *, also: Also = ()) -> Sent[R]: ...
 
     def transaction_of(self, business_key: str) -> str | None: ...
 
@@ -48,3 +50,5 @@ class OrderStore(Protocol):
     def by_user(self, user_id: str, limit: int, offset: int) -> list[Order]: ...
 
     def by_idempotency_key(self, key: str) -> tuple[Order, str] | None: ...
+
+    def pay(self, order_id: str, now: datetime) -> Order | None: ...

@@ -9,7 +9,7 @@ from decimal import Decimal
 from sqlalchemy import Engine, event, func, select, update
 from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
-from .models import IdempotencyKey, Order
+from .models import CANCELLED, CREATED, PAID, IdempotencyKey, Order
 from .rules import REFUNDED
 
 
@@ -103,3 +103,18 @@ class OrderRepository:
 
     def session(self) -> Session:
         return self._sessions()
+
+    # --- payment (payments.py): conditional updates, so a payment and a cancel never both win ------------------------
+    def pay(self, order_id: str, now: datetime) -> Order | None:
+        """Mark the order paid if it is still unpaid; the order as it is then (paid, or cancelled first), or None."""
+        with self._sessions.begin() as session:
+            session.execute(update(Order).where(Order.order_id == order_id, Order.status == CREATED).values(status=PAID, paid_at=now))
+            return session.get(Order, order_id)
+
+    def payment_fell_due(self, order_id: str, due_ms: int | None, seen_ms: int) -> Order | None:
+        """Cancel the order if it is still unpaid, and record its payment-due message's due time and first arrival."""
+        with self._sessions.begin() as session:
+            session.execute(update(Order).where(Order.order_id == order_id, Order.status == CREATED).values(status=CANCELLED))
+            session.execute(update(Order).where(Order.order_id == order_id, Order.payment_due_seen_ms.is_(None))
+                            .values(payment_due_ms=due_ms, payment_due_seen_ms=seen_ms))
+            return session.get(Order, order_id)

@@ -14,6 +14,7 @@ from .errors import (
     IdempotencyKeyReused,
     LocalTransactionFailed,
     OrderAlreadyRefunded,
+    OrderCancelled,
     OrderNotFound,
     OrderNotSent,
     UnknownFault,
@@ -29,6 +30,7 @@ PROBLEM_STATUS: ProblemStatus = {
     OrderNotFound: 404,
     IdempotencyKeyReused: 409,
     OrderAlreadyRefunded: 409,
+    OrderCancelled: 409,
     OrderNotSent: 409,
     BrokerUnreachable: 503,
     BrokerNotDurable: 503,
@@ -93,6 +95,38 @@ async def list_orders(
     orders = await _service(request).orders_of(user_id, limit, offset)
     next_offset = offset + len(orders) if len(orders) == limit else None
     return JSONResponse({"orders": [order_view(o) for o in orders], "next_offset": next_offset})
+
+
+@router.post("/orders/{order_id}/pay")
+async def pay_order(order_id: str, request: Request) -> JSONResponse:
+    """Mark the order paid (idempotent); 409 ORDER_CANCELLED once its payment fell due unpaid."""
+    return JSONResponse(order_view(await _service(request).pay(order_id)))
+
+
+def payment_view(order: Order) -> dict:
+    """An order's payment: paid when, or when its payment-due message fell due and arrived (epoch ms)."""
+    return {
+        "order_id": order.order_id,
+        "status": order.status,
+        "paid_at": order.paid_at.isoformat() if order.paid_at else None,
+        "payment_due_ms": order.payment_due_ms,
+        "payment_due_seen_ms": order.payment_due_seen_ms,
+    }
+
+
+@router.get("/payments")
+async def list_payments(
+    request: Request,
+    user_id: str = Query(min_length=1, max_length=64),
+    limit: int = Query(50, ge=1, le=500),
+    offset: int = Query(0, ge=0, le=MAX_PAGE_OFFSET),
+) -> JSONResponse:
+    """A user's orders' payments, as ``GET /orders`` pages them, and after how long an unpaid order is cancelled."""
+    service = _service(request)
+    orders = await service.orders_of(user_id, limit, offset)
+    next_offset = offset + len(orders) if len(orders) == limit else None
+    delay = service.payment_due.delay_seconds if service.payment_due is not None else None
+    return JSONResponse({"payments": [payment_view(o) for o in orders], "next_offset": next_offset, "payment_due_seconds": delay})
 
 
 @router.get("/healthz")

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from halfmq.client.async_transaction_producer import AsyncTransactionProducer
+from halfmq.client.async_transaction_producer import Also, AsyncTransactionProducer
 from halfmq.client.listener import LocalTransactionState
 from halfmq.client.messages import Body
 from halfmq.wire import Message, OutgoingMessage
@@ -34,9 +34,10 @@ class AsyncTransactionBarrier(BarrierBase):
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
 
     async def send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
-                   run: Callable[[AsyncSession], Awaitable[R]], after_commit: AfterCommit | None = None) -> Sent[R]:
-        """Half message, then ``await run(session)`` and the record in one DB transaction, then the end."""
-        return await self._send(producer, topic, message, business_key, run, after_commit)
+                   run: Callable[[AsyncSession], Awaitable[R]], after_commit: AfterCommit | None = None, *, also: Also = ()) -> Sent[R]:
+        """Half message, then ``await run(session)`` and the record in one DB transaction, then the end (``also``: as
+        ``TransactionBarrier.send``)."""
+        return await self._send(producer, topic, message, business_key, run, after_commit, also)
 
     async def execute_local_transaction(self, msg: OutgoingMessage, work: Work[Any]) -> LocalTransactionState:
         """The producer's call: ``work.run`` and the record in one database transaction of this send's own."""

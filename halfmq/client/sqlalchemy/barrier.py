@@ -37,7 +37,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from halfmq.client.async_transaction_producer import AsyncTransactionProducer
+from halfmq.client.async_transaction_producer import Also, AsyncTransactionProducer
 from halfmq.client.database_writes import DatabaseWriteBatcher
 from halfmq.client.listener import LocalTransactionState
 from halfmq.client.messages import Body
@@ -64,13 +64,14 @@ class TransactionBarrier(BarrierBase):
         self._writes: DatabaseWriteBatcher[Item, Any] = DatabaseWriteBatcher(self._write_batch, write_batch_max)
 
     async def send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
-                   run: Callable[[Session], R], after_commit: AfterCommit | None = None) -> Sent[R]:
+                   run: Callable[[Session], R], after_commit: AfterCommit | None = None, *, also: Also = ()) -> Sent[R]:
         """Half message, then ``run(session)`` and the record in one DB transaction, then the end.
 
         ``after_commit(value)`` runs after the commit and before the end (returning ``UNKNOW``
-        leaves the end to the check-back: fault injection, tests).
+        leaves the end to the check-back: fault injection, tests). ``also=[(topic, message), ...]``:
+        more messages in the same transaction (one record), delivered with ``message`` or not at all.
         """
-        return await self._send(producer, topic, message, business_key, run, after_commit)
+        return await self._send(producer, topic, message, business_key, run, after_commit, also)
 
     # --- the listener ----------------------------------------------------------------
     async def execute_local_transaction(self, msg: OutgoingMessage, work: Work[Any]) -> LocalTransactionState:

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import Connection, MetaData, Table, delete, exists, select
 from sqlalchemy.orm import Session
 
-from halfmq.client.async_transaction_producer import AsyncTransactionProducer
+from halfmq.client.async_transaction_producer import Also, AsyncTransactionProducer
 from halfmq.client.listener import LocalTransactionState
 from halfmq.client.loop_thread import cancel
 from halfmq.client.messages import Body
@@ -199,12 +199,15 @@ class BarrierBase:
         return LocalTransactionState.COMMIT_MESSAGE if answer in (None, LocalTransactionState.COMMIT_MESSAGE) else LocalTransactionState.UNKNOW
 
     async def _send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
-                    run: Callable[..., Any], after_commit: AfterCommit | None) -> Sent[Any]:
-        """``send``, whichever session ``run`` takes: the producer sends the half and calls back ``execute_local_transaction``."""
+                    run: Callable[..., Any], after_commit: AfterCommit | None, also: Also = ()) -> Sent[Any]:
+        """``send``, whichever session ``run`` takes: the producer sends the half and calls back ``execute_local_transaction``.
+
+        ``also``: companions in the same transaction (one transaction id, so one record decides them all).
+        """
         if getattr(producer, "listener", None) is not self:
             raise ValueError("the producer's listener is not this barrier: build it as AsyncTransactionProducer(url, group, barrier, ...)")
         work = self._work(business_key, run, after_commit)
-        sent: Sent[Any] = self._outcome(await producer.send_in_transaction(topic, message, work), work)
+        sent: Sent[Any] = self._outcome(await producer.send_in_transaction(topic, message, work, also=also), work)
         return sent
 
     def _work(self, business_key: str, run: Callable[..., Any], after_commit: AfterCommit | None) -> Work[Any]:

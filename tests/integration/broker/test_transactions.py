@@ -8,6 +8,7 @@ import time
 import httpx
 import pytest
 
+from tests.integration.broker.api.support import assert_problem
 from tests.support.check_server import CheckServer
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_for
@@ -236,3 +237,47 @@ def test_a_check_url_aimed_at_the_brokers_own_routes_is_refused_and_rolls_nothin
     time.sleep(2.0)  # several check rounds (FAST_CHECKS)
     assert state_of(client, victim)["state"] == "pending"
     assert "attacker_group" not in {g["producer_group"] for g in client.get("/v1/producers").json()["groups"] if g["producers"]}
+
+
+def half_with_parts(client: httpx.Client, body: str, *also: dict) -> dict:
+    resp = client.post("/v1/transactions", json={"producer_group": "pg", "topic": "ORDERS", "message": {"body": body}, "also": list(also)})
+    resp.raise_for_status()
+    return resp.json()
+
+
+def due_bodies(client: httpx.Client) -> dict[str, dict]:
+    return {m["body"]: m for m in read_all(client, "ORDERS_DUE", 0)}
+
+
+def test_a_half_with_companions_keeps_its_parts_together_across_kill_9(client: httpx.Client, tx_broker: BrokerProcess) -> None:
+    client.post("/v1/topics", json={"name": "ORDERS_DUE", "queues": 1}).raise_for_status()
+    parts = lambda n: ({"topic": "ORDERS_DUE", "body": f"now-{n}"}, {"topic": "ORDERS_DUE", "body": f"due-{n}", "delay_ms": 1500})  # noqa: E731
+    pending, committed, rolled = (half_with_parts(client, f"o{n}", *parts(n)) for n in (1, 2, 3))
+    assert end(client, committed["transaction_id"], "commit").status_code == 200
+    assert end(client, rolled["transaction_id"], "rollback").status_code == 200
+    tx_broker.kill9()
+    tx_broker.start()
+    with httpx.Client(base_url=tx_broker.url, timeout=15) as c:
+        listed = c.get("/v1/transactions", params={"state": "pending"}).json()["transactions"]
+        assert [t["transaction_id"] for t in listed] == [pending["transaction_id"]]  # one transaction, not one per half
+        assert listed[0]["message"]["body"] == "o1" and listed[0]["message"]["topic"] == "ORDERS"
+        commit_sent_ms = time.time() * 1000
+        assert end(c, pending["transaction_id"], "commit").status_code == 200
+        wait_for(lambda: len(due_bodies(c)) == 4, timeout=20)
+        assert visible(c) == ["o1", "o2"]
+        due = due_bodies(c)
+        assert sorted(due) == ["due-1", "due-2", "now-1", "now-2"]
+        assert due["due-1"]["deliver_at_ms"] >= commit_sent_ms + 1500  # due from its commit, after the restart
+        assert {due[b]["properties"]["TRANSACTION_ID"] for b in ("now-1", "due-1")} == {pending["transaction_id"]}
+
+
+def test_more_than_sixteen_companions_or_one_on_a_system_topic_is_refused_and_stores_nothing(client: httpx.Client) -> None:
+    before = client.get("/v1/transactions", params={"state": "pending"}).json()["count"]
+    many = [{"topic": "ORDERS_DUE", "body": str(i)} for i in range(17)]
+    assert_problem(client.post("/v1/transactions", json={"producer_group": "pg", "topic": "ORDERS", "message": {"body": "o"}, "also": many}),
+                   400, "INVALID_REQUEST")
+    system = [{"topic": "RMQ_SYS_TRANS_HALF_TOPIC", "body": "x"}]
+    assert_problem(client.post("/v1/transactions", json={"producer_group": "pg", "topic": "ORDERS", "message": {"body": "o"}, "also": system}),
+                   403, "SYSTEM_TOPIC_FORBIDDEN")
+    assert client.get("/v1/transactions", params={"state": "pending"}).json()["count"] == before
+    assert client.get(path("v1", "topics", "ORDERS_DUE")).status_code == 404

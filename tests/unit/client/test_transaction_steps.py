@@ -241,3 +241,26 @@ def raise_step(exc: Exception) -> Callable[[Step], Any]:
         raise exc
 
     return perform
+
+
+def test_a_send_with_also_puts_each_companion_with_its_topic_and_own_id_on_the_one_half_request() -> None:
+    base = producer()
+    base._started = True
+    script = Script()
+    due = OutgoingMessage(body="pay order 7", delay_ms=1_800_000)
+    result = run_steps(base._send_steps("Orders", MESSAGE, None, {}, [("PAYMENT_DUE", due), ("AUDIT", {"order": 7})]), script.perform)
+    [half_call] = [s.call for s in script.steps if isinstance(s, Request) and s.call.path == "/v1/transactions"]
+    also = half_call.body["also"]
+    assert [(m["topic"], m["body"], m.get("delay_ms")) for m in also] == [("PAYMENT_DUE", "pay order 7", 1_800_000), ("AUDIT", '{"order":7}', None)]
+    assert all(m["properties"]["UNIQ_KEY"] for m in also) and [m.topic for m in result.also] == ["PAYMENT_DUE", "AUDIT"]
+    assert script.ended_with() == "commit"  # one end decides them all
+    plain = Script()
+    run_steps(send_in_transaction("pg", "Orders", MESSAGE, None), plain.perform)
+    assert isinstance(plain.steps[0], Request) and "also" not in plain.steps[0].call.body  # without companions: the body as before
+
+
+def test_more_companions_than_the_broker_takes_are_refused_before_any_request() -> None:
+    base = producer()
+    base._started = True
+    with pytest.raises(ValueError, match="at most 16"):
+        base._send_steps("Orders", MESSAGE, None, {}, [("PAYMENT_DUE", "x")] * 17)

@@ -30,11 +30,12 @@ from halfmq.client import (
     SendStatus,
     TransactionSendResult,
 )
+from halfmq.client.async_transaction_producer import Also
 from halfmq.client.messages import Body
 from halfmq.client.sqlalchemy.barrier_base import AfterCommit, DuplicateBusinessKey, HalfNotDurable, R, Sent
 from halfmq.services.credit.models import CreditAccount, CreditRecord, SummaryDay, SummaryRun, SummaryUser
 from halfmq.services.credit.rules import CreditCommand
-from halfmq.services.order.models import Order
+from halfmq.services.order.models import CANCELLED, CREATED, PAID, Order
 from halfmq.services.order.repository import NewOrder
 
 
@@ -87,6 +88,20 @@ class FakeOrderRepository:
         order_id, fingerprint = self.keys[key]
         return self.orders[order_id], fingerprint
 
+    def pay(self, order_id: str, now: datetime) -> Order | None:
+        order = self.orders.get(order_id)
+        if order is not None and order.status == CREATED:
+            order.status, order.paid_at = PAID, now
+        return order
+
+    def payment_fell_due(self, order_id: str, due_ms: int | None, seen_ms: int) -> Order | None:
+        order = self.orders.get(order_id)
+        if order is not None and order.status == CREATED:
+            order.status = CANCELLED
+        if order is not None and order.payment_due_seen_ms is None:
+            order.payment_due_ms, order.payment_due_seen_ms = due_ms, seen_ms
+        return order
+
 
 _BROKER_STATE = {
     LocalTransactionState.COMMIT_MESSAGE: "committed",
@@ -112,9 +127,10 @@ class FakeBarrier:
         self.transactions: dict[str, dict[str, Any]] = {}
         self.records: dict[str, str] = {}  # business key -> transaction id
         self.sent: list[OutgoingMessage] = []
+        self.also: dict[str, list[tuple[str, OutgoingMessage | Body]]] = {}  # business key -> the companions it was sent with
 
     async def send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
-                   run: Callable[[Session], R], after_commit: AfterCommit | None = None) -> Sent[R]:
+                   run: Callable[[Session], R], after_commit: AfterCommit | None = None, *, also: Also = ()) -> Sent[R]:
         if self.down:
             raise BrokerUnavailable("connection refused")
         assert isinstance(message, OutgoingMessage)
@@ -134,6 +150,7 @@ class FakeBarrier:
             self.repo.orders, self.repo.keys = before
             raise
         self.records[business_key] = transaction_id
+        self.also[business_key] = list(also)
         state = LocalTransactionState.COMMIT_MESSAGE
         if after_commit is not None and after_commit(value) is not None:
             state = LocalTransactionState.UNKNOW

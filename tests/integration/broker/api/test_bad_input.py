@@ -504,7 +504,8 @@ _FULL_MESSAGE = {
 REQUEST_TEMPLATES: list[tuple[type, str, str, dict[str, Any]]] = [
     (SendRequest, "POST", "/v1/topics/{topic}/messages", {"messages": [_FULL_MESSAGE]}),
     (SendRequest, "POST", "/v1/topics/{topic}/messages", {"messages": [{"body": "x", "keys": "one-key"}]}),
-    (HalfSendRequest, "POST", "/v1/transactions", {"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": _FULL_MESSAGE}),
+    (HalfSendRequest, "POST", "/v1/transactions", {"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": _FULL_MESSAGE,
+                                                   "also": [{**_FULL_MESSAGE, "topic": SWEEP_TOPIC}]}),
     (EndRequest, "POST", "/v1/transactions/{transaction_id}/end", {"producer_group": SWEEP_PRODUCERS, "state": "commit", "from_check": False}),
     (TopicCreate, "POST", "/v1/topics", {"name": "SWEEP-NEW", "queues": 1}),
     (SettleRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/ack", {"receipt_handles": ["{handle}"]}),
@@ -520,7 +521,8 @@ REQUEST_TEMPLATES: list[tuple[type, str, str, dict[str, Any]]] = [
     (EndTxnRequest, "POST", "/v1/transactional-ids/sweep-tid/abort", {"producer_id": 1, "epoch": 0}),
     (NewProducerId, "POST", "/v1/producer-ids", {}),
     (HalfBatchRequest, "POST", "/v1/transaction-batches/half",
-     {"items": [{"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": _FULL_MESSAGE}]}),
+     {"items": [{"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": _FULL_MESSAGE,
+                 "also": [{**_FULL_MESSAGE, "topic": SWEEP_TOPIC}]}]}),
     (EndBatchRequest, "POST", "/v1/transaction-batches/end",
      {"items": [{"transaction_id": "{transaction_id}", "producer_group": SWEEP_PRODUCERS, "state": "commit", "from_check": False}]}),
     # RawBatch is the envelope both batch routes parse first (each item is validated on its own after it).

@@ -26,7 +26,7 @@ import uvicorn
 from sqlalchemy import Column, MetaData, String, Table, create_engine, func, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from halfmq.client import AsyncTransactionProducer, LocalTransactionState, Message, Producer, message_json
+from halfmq.client import AsyncTransactionProducer, LocalTransactionState, Message, OutgoingMessage, Producer, message_json
 from halfmq.client.sqlalchemy.async_barrier import AsyncTransactionBarrier
 from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 from halfmq.client.sqlalchemy.barrier_base import DuplicateBusinessKey
@@ -88,7 +88,8 @@ class Service:
     topic: str
     answers: list[LocalTransactionState] = field(default_factory=list)
 
-    async def send(self, key: str, *, fail: bool = False, hold: threading.Event | None = None, end_lost: bool = False) -> Any:
+    async def send(self, key: str, *, fail: bool = False, hold: threading.Event | None = None, end_lost: bool = False,
+                   also: Any = ()) -> Any:
         def body(session: Any) -> str:
             if hold is not None:
                 assert hold.wait(20), "never released"
@@ -101,12 +102,12 @@ class Service:
             def run(session: Any) -> str:
                 session.execute(items.insert().values(id=key))
                 return body(session)
-            return await self.barrier.send(self.producer, self.topic, {"id": key}, key, run, after_commit=after)
+            return await self.barrier.send(self.producer, self.topic, {"id": key}, key, run, after_commit=after, also=also)
 
         async def arun(session: Any) -> str:
             await session.execute(items.insert().values(id=key))
             return await asyncio.to_thread(body, session)
-        return await self.barrier.send(self.producer, self.topic, {"id": key}, key, arun, after_commit=after)
+        return await self.barrier.send(self.producer, self.topic, {"id": key}, key, arun, after_commit=after, also=also)
 
 
 @asynccontextmanager
@@ -312,3 +313,30 @@ async def test_concurrent_sends_with_one_business_key_commit_exactly_one(
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(items)) == 1, "the losers' rows were rolled back"
     engine.dispose()
+
+
+async def test_a_barrier_send_with_also_delivers_both_after_the_local_commit(tx_broker: BrokerProcess, database_url: str, flavour: str) -> None:
+    group, topic = names()
+    due = f"{topic}_DUE"
+    async with service(tx_broker.url, database_url, flavour, group, topic) as svc:
+        with pytest.raises(ValueError, match="the local transaction failed"):
+            await svc.send("k-no", fail=True, also=[(due, OutgoingMessage(body='{"due": "k-no"}'))])
+        sent = await svc.send("k-also", also=[(due, OutgoingMessage(body='{"due": "k-also"}', delay_ms=300))])
+        assert sent.committed and [m.topic for m in sent.result.also] == [due]
+        await eventually(lambda: topic_bodies(tx_broker.url, due), within=10)  # released 300 ms after the commit
+    assert rows(database_url, "k-also") == (1, 1)  # one business row, one record decides both messages
+    assert topic_bodies(tx_broker.url, topic) == [{"id": "k-also"}]
+    assert topic_bodies(tx_broker.url, due) == [{"due": "k-also"}]  # the failed send's companion never shows
+
+
+async def test_a_send_with_also_whose_end_is_lost_is_committed_whole_by_the_check_back(
+    tx_broker: BrokerProcess, database_url: str, flavour: str
+) -> None:
+    group, topic = names()
+    due = f"{topic}_DUE"
+    async with service(tx_broker.url, database_url, flavour, group, topic) as svc:
+        sent = await svc.send("k-lost-also", end_lost=True, also=[(due, OutgoingMessage(body='{"due": "k-lost-also"}'))])
+        assert not sent.committed
+        assert await settled(svc.producer, sent.transaction_id) == "committed"  # asked with the first message, answered from the one record
+    assert topic_bodies(tx_broker.url, topic) == [{"id": "k-lost-also"}]
+    assert topic_bodies(tx_broker.url, due) == [{"due": "k-lost-also"}]

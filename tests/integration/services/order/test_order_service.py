@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 
 import httpx
 import orjson
@@ -250,3 +251,25 @@ def test_kill_9_of_the_order_service_under_load_leaves_every_order_visible_exact
     assert len(visible) == len(set(visible)) == len(stored), "every stored order's message once, no other"
     assert set(placed) <= stored
     assert len(placed) >= MIN_ORDERS
+
+
+def test_an_unpaid_order_is_cancelled_when_its_payment_falls_due_and_a_paid_one_is_not(broker, start_order) -> None:
+    order = start_order(ORDER_PAYMENT_DUE_SECONDS="2")
+    paid, unpaid = (place(order, user="u-pay").json() for _ in range(2))
+    assert httpx.post(f"{order.url}/orders/{paid['order_id']}/pay").json()["status"] == "paid"
+    assert httpx.post(f"{order.url}/orders/{paid['order_id']}/pay").json()["status"] == "paid"  # paying again: the same answer
+    assert httpx.get(f"{order.url}/orders/{unpaid['order_id']}").json()["status"] == "created"  # not before it falls due
+
+    def payments() -> dict[str, dict]:
+        return {p["order_id"]: p for p in httpx.get(f"{order.url}/payments", params={"user_id": "u-pay"}).json()["payments"]}
+
+    wait_for(lambda: all(p["payment_due_seen_ms"] is not None for p in payments().values()), timeout=30)
+    rows = payments()
+    assert (rows[paid["order_id"]]["status"], rows[unpaid["order_id"]]["status"]) == ("paid", "cancelled")
+    for row, placed in ((rows[paid["order_id"]], paid), (rows[unpaid["order_id"]], unpaid)):
+        created_ms = datetime.fromisoformat(placed["created_at"]).timestamp() * 1000
+        assert row["payment_due_ms"] >= created_ms + 2000  # due from the commit, which follows the order's creation
+        assert row["payment_due_seen_ms"] >= row["payment_due_ms"]  # never delivered early
+    late = httpx.post(f"{order.url}/orders/{unpaid['order_id']}/pay")
+    assert late.status_code == 409 and late.json()["code"] == "ORDER_CANCELLED"
+    assert sorted(m["order_id"] for m in visible_orders(broker)) == sorted([paid["order_id"], unpaid["order_id"]])

@@ -10,10 +10,13 @@ from halfmq.broker.half_messages.check_client import CheckOutcome
 from halfmq.broker.half_messages.check_policy import CheckPolicy
 from halfmq.broker.half_messages.check_service import CheckService
 from halfmq.broker.half_messages.producer_registry import ProducerRegistry
+from halfmq.broker.half_messages.state_machine import TxEvent
 from halfmq.broker.half_messages.transaction_service import TransactionService
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
-from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC
+from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC, REAL_TOPIC, TIMER_OUT_MS, TIMER_TOPIC
+from halfmq.broker.timers.routing import TIMER_DELAY_MS
 from halfmq.errors import DamagedRecord, TransactionConflict, TransactionNotFound
 from halfmq.wire import TransactionState
 
@@ -354,8 +357,6 @@ async def test_a_failure_in_one_group_never_stops_the_check_round_for_the_others
 
 
 async def test_a_committed_transaction_leaves_records_in_rocketmqs_names(broker: Broker) -> None:
-    from halfmq.broker.store.topics import OP_HALF_TOPIC
-
     txid = broker.half("o1", group="pg")
     await broker.txs.end(txid, "pg", "commit")
     [half] = broker.store.read_queue(HALF_TOPIC, 0, 0, 10)
@@ -416,3 +417,89 @@ def test_end_unflushed_writes_the_end_and_leaves_the_fsync_wait_to_the_caller(br
     assert broker.visible() == [b"b1"]
     with pytest.raises(TransactionNotFound):
         broker.txs.end_unflushed(first, "other", "rollback")
+
+
+# --- several messages, one local transaction (halfmq's ``also``) ---------------------------------------------------
+
+
+def _companions(broker: Broker, body: str, *also: PutItem) -> str:
+    broker.store.create_topic("PAYMENT_DUE", 2)
+    tx, _ = broker.txs.send_half("pg", PutItem("ORDERS", 0, body.encode(), {"UNIQ_KEY": body}), 2, also=list(also))
+    return tx.transaction_id
+
+
+def _due(body: str, delay_ms: int) -> PutItem:
+    return PutItem("PAYMENT_DUE", 1, body.encode(), {"UNIQ_KEY": body, TIMER_DELAY_MS: str(delay_ms)})
+
+
+def _group_of(store: MessageStore, first: StoredMessage) -> list[StoredMessage]:
+    """The write group that starts at ``first``, read record by record from the log (FLAG_GROUP_MORE on all but the last)."""
+    group, record = [first], first
+    while record.group_more:
+        record = store.read_at(record.commit_log_offset + record.size)
+        group.append(record)
+    return group
+
+
+async def test_a_half_with_a_delayed_companion_commits_both_in_one_group_the_companion_due_relative_to_the_commit(
+        broker: Broker, clock: FakeClock) -> None:
+    txid = _companions(broker, "o1", _due("o1-due", 30_000))
+    halves = broker.store.read_queue(HALF_TOPIC, 0, 0, 10)
+    assert [(h.properties["HALF_PART"], h.properties["TRANSACTION_ID"]) for h in halves] == [("1/2", txid), ("2/2", txid)]
+    assert [h.body for h in _group_of(broker.store, halves[0])] == [b"o1", b"o1-due"]  # one write group
+    clock.advance(100)
+    committed_at = int(clock() * 1000)
+    outcome = await broker.txs.end(txid, "pg", "commit")
+    [final] = broker.store.read_queue("ORDERS", 0, 0, 10)
+    assert [r.topic for r in _group_of(broker.store, final)] == ["ORDERS", TIMER_TOPIC, OP_HALF_TOPIC]
+    [timer] = broker.store.read_queue(TIMER_TOPIC, 0, 0, 10)
+    assert (timer.body, timer.properties[REAL_TOPIC], timer.properties[TIMER_OUT_MS]) == (b"o1-due", "PAYMENT_DUE", str(committed_at + 30_000))
+    assert "HALF_PART" not in final.properties and "HALF_PART" not in timer.properties
+    assert timer.properties["TRANSACTION_ID"] == final.properties["TRANSACTION_ID"] == txid
+    assert outcome.tx.final is not None and (outcome.tx.final.topic, outcome.tx.final.msg_id) == ("ORDERS", "o1")
+    assert broker.store.read_queue("PAYMENT_DUE", 1, 0, 10) == []  # not before it is due
+
+
+async def test_a_rollback_of_a_half_with_companions_delivers_neither(broker: Broker) -> None:
+    txid = _companions(broker, "o1", _due("o1-due", 1_000), PutItem("PAYMENT_DUE", 0, b"o1-now", {"UNIQ_KEY": "o1-now"}))
+    await broker.txs.end(txid, "pg", "rollback")
+    assert broker.visible() == []
+    assert [broker.store.read_queue(t, q, 0, 10) for t, q in (("PAYMENT_DUE", 0), ("PAYMENT_DUE", 1), (TIMER_TOPIC, 0))] == [[], [], []]
+
+
+async def test_a_rebuild_keeps_the_parts_of_a_pending_half_together_and_a_check_back_shows_the_first(
+        tmp_path: Path, clock: FakeClock, client: ScriptedCheckClient) -> None:
+    b = Broker(tmp_path, clock, client)
+    txid = _companions(b, "o1", PutItem("PAYMENT_DUE", 0, b"o1-now", {"UNIQ_KEY": "o1-now"}), _due("o1-due", 5_000))
+    b.close()
+    b = Broker(tmp_path, clock, client)
+    try:
+        assert [tx.transaction_id for tx in b.txs.pending()] == [txid]  # one transaction, not one per half
+        assert [h.body for h in b.txs.half_parts(b.txs.get(txid))] == [b"o1", b"o1-now", b"o1-due"]
+        b.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+        client.script.append(CheckOutcome.COMMIT)
+        await b.check_round(clock, 7)
+        [(_, payload)] = client.calls
+        assert payload["message"]["body"] == "o1" and payload["message"]["topic"] == "ORDERS"
+        assert b.txs.get(txid).state is TransactionState.COMMITTED
+        assert b.visible() == [b"o1"] and [m.body for m in b.store.read_queue("PAYMENT_DUE", 0, 0, 10)] == [b"o1-now"]
+        assert [m.body for m in b.store.read_queue(TIMER_TOPIC, 0, 0, 10)] == [b"o1-due"]
+    finally:
+        b.close()
+
+
+async def test_a_discarded_half_with_companions_is_resent_whole_after_a_restart(
+        tmp_path: Path, clock: FakeClock, client: ScriptedCheckClient) -> None:
+    b = Broker(tmp_path, clock, client)
+    txid = _companions(b, "o1", PutItem("PAYMENT_DUE", 0, b"o1-now", {"UNIQ_KEY": "o1-now"}))
+    b.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
+    for _ in range(6):
+        await b.check_round(clock, 6)
+    assert b.txs.get(txid).state is TransactionState.DISCARDED
+    b.close()
+    b = Broker(tmp_path, clock, client)
+    try:
+        b.txs.apply(b.txs.get(txid), TxEvent.RESEND, note="operator")
+        assert b.visible() == [b"o1"] and [m.body for m in b.store.read_queue("PAYMENT_DUE", 0, 0, 10)] == [b"o1-now"]
+    finally:
+        b.close()

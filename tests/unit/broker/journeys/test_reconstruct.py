@@ -68,3 +68,14 @@ def test_a_dead_letter_and_its_resent_copy_are_events_of_the_message() -> None:
 
 def test_no_record_of_the_message_itself_is_no_journey() -> None:
     assert journey("m9", [rec(OP, 200, 2_000, OP="check", TRANSACTION_ID="tx9")], {}) is None
+
+
+def test_a_companion_of_the_same_transaction_adds_no_event_to_the_messages_journey() -> None:
+    tx = {"TRANSACTION_ID": "tx1", "PGROUP": "pg"}
+    companion = [rec(HALF, 150, 1_000, UNIQ_KEY="m9", REAL_TOPIC="DUE", REAL_QID="0", HALF_PART="2/2", **tx),
+                 rec(TIMER, 420, 3_000, UNIQ_KEY="m9", REAL_TOPIC="DUE", REAL_QID="0", TIMER_OUT_MS="9000", **tx)]
+    found = journey("m1", sorted([*half_records(), *companion], key=lambda r: r.commit_log_offset), {})
+    assert found is not None
+    assert [e.kind.value for e in found.events] == ["half_stored", "checked", "checked", "committed"]
+    due = journey("m9", [*half_records(), *companion], {})
+    assert due is not None and [e.kind.value for e in due.events] == ["half_stored", "checked", "checked", "timer_stored", "committed"]

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 from msgspec import to_builtins
+from pydantic import ValidationError
 
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
-from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage
+from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage, TxnMessage
 from halfmq.broker.usecases import half_sending, producer_txns, sending
-from halfmq.errors import InvalidGroupName, ProducerIdNotOwned
-from halfmq.wire import TransactionState
+from halfmq.errors import AccessDenied, InvalidDeliveryTime, InvalidGroupName, ProducerIdNotOwned, SystemTopicForbidden, TopicNotFound
+from halfmq.wire import MAX_HALF_COMPANIONS, TransactionState
+from tests.support.auth import bearer, write_auth_file
 
 SCOPE = {"type": "http", "path": "/v1/transactions", "headers": []}
 
@@ -57,3 +59,82 @@ async def test_a_repeated_numbered_half_is_answered_from_the_window_and_another_
     stranger = type(who)("mallory", who.policies)
     with pytest.raises(ProducerIdNotOwned):
         half_sending.store_half(rt, stranger, SCOPE, numbered)
+
+
+# --- companions (``also``): checked whole before anything is written -------------------------------------------------
+
+
+def with_companions(*also: TxnMessage, topic: str = "ORDERS", group: str = "shop") -> HalfSendRequest:
+    return HalfSendRequest(producer_group=group, topic=topic, message=OutgoingMessage(body="order 42"), also=list(also))
+
+
+async def test_a_half_and_its_companion_are_one_pending_transaction_committed_together(rt: BrokerRuntime) -> None:
+    who = rt.guard.principal(SCOPE)
+    answer = await half_sending.send_half(rt, who, SCOPE, with_companions(TxnMessage(topic="PAYMENT_DUE", body="due 42")))
+    assert [tx.transaction_id for tx in rt.transactions.pending()] == [answer.transaction_id]
+    await rt.transactions.end(answer.transaction_id, "shop", "commit")
+    visible = {t: [m.body for q in range(rt.store.topic(t).queues) for m in rt.store.read_queue(t, q, 0, 10)] for t in ("ORDERS", "PAYMENT_DUE")}
+    assert visible == {"ORDERS": [b"order 42"], "PAYMENT_DUE": [b"due 42"]}
+
+
+async def test_a_companion_on_a_topic_the_caller_may_not_send_to_is_refused_and_nothing_is_stored(tmp_path: Path) -> None:
+    auth_path = tmp_path / "auth.json"
+    _, tokens = write_auth_file(auth_path)
+    runtime = BrokerRuntime.open(BrokerSettings(data_dir=tmp_path / "data", grpc_port=0, auth_file=auth_path))
+    try:
+        scope = {**SCOPE, "headers": [(b"authorization", bearer(tokens["order"])["authorization"].encode())]}
+        who = runtime.guard.principal(scope)
+        end = runtime.store.commit_log.end_offset
+        refused = with_companions(TxnMessage(topic="MALLORY_TOPIC", body="x"), topic="ORDER_TOPIC", group="order_producer_group")
+        with pytest.raises(AccessDenied):
+            half_sending.store_half(runtime, who, scope, refused)
+        assert runtime.store.commit_log.end_offset == end and runtime.transactions.pending() == []
+        assert runtime.store.topic("ORDER_TOPIC") is None and runtime.store.topic("MALLORY_TOPIC") is None
+    finally:
+        runtime.store.close()
+
+
+async def test_an_unknown_companion_topic_or_a_companion_delay_past_the_limit_is_refused_and_nothing_is_stored(tmp_path: Path) -> None:
+    runtime = BrokerRuntime.open(BrokerSettings(data_dir=tmp_path, grpc_port=0, auto_create_topics=False, timer_max_delay=60))
+    try:
+        runtime.store.create_topic("ORDERS", 2)
+        runtime.store.create_topic("PAYMENT_DUE", 2)
+        who = runtime.guard.principal(SCOPE)
+        end = runtime.store.commit_log.end_offset
+        with pytest.raises(TopicNotFound):
+            half_sending.store_half(runtime, who, SCOPE, with_companions(TxnMessage(topic="NOWHERE", body="x")))
+        with pytest.raises(InvalidDeliveryTime):
+            half_sending.store_half(runtime, who, SCOPE, with_companions(
+                TxnMessage(topic="PAYMENT_DUE", body="ok"), TxnMessage(topic="PAYMENT_DUE", body="late", delay_ms=61_000)))
+        with pytest.raises(SystemTopicForbidden):
+            half_sending.store_half(runtime, who, SCOPE, with_companions(TxnMessage(topic="RMQ_SYS_TRANS_HALF_TOPIC", body="x")))
+        assert runtime.store.commit_log.end_offset == end and runtime.transactions.pending() == []
+    finally:
+        runtime.store.close()
+
+
+def test_more_than_sixteen_companions_are_an_invalid_request() -> None:
+    with_companions(*[TxnMessage(topic="PAYMENT_DUE", body=str(i)) for i in range(MAX_HALF_COMPANIONS)])
+    with pytest.raises(ValidationError):
+        with_companions(*[TxnMessage(topic="PAYMENT_DUE", body=str(i)) for i in range(MAX_HALF_COMPANIONS + 1)])
+
+
+async def test_a_numbered_half_with_companions_repeated_after_a_restart_is_answered_from_the_log(tmp_path: Path) -> None:
+    settings = BrokerSettings(data_dir=tmp_path, grpc_port=0)
+    runtime = BrokerRuntime.open(settings)
+    try:
+        who = runtime.guard.principal(SCOPE)
+        ids = await producer_txns.new_producer_id(runtime, SCOPE)
+        numbered = HalfSendRequest(producer_group="shop", topic="ORDERS", message=OutgoingMessage(body="order 42"),
+                                   also=[TxnMessage(topic="PAYMENT_DUE", body="due 42", delay_ms=60_000)],
+                                   producer_id=ids.producer_id, epoch=ids.epoch, sequence=0)
+        first = to_builtins(await half_sending.send_half(runtime, who, SCOPE, numbered))
+    finally:
+        runtime.store.close()
+    runtime = BrokerRuntime.open(settings)
+    try:
+        again = to_builtins(await half_sending.send_half(runtime, runtime.guard.principal(SCOPE), SCOPE, numbered))
+        assert again == {**first, "duplicate": True}  # read back from the half group: its first half answers
+        assert [tx.transaction_id for tx in runtime.transactions.pending()] == [first["transaction_id"]]
+    finally:
+        runtime.store.close()

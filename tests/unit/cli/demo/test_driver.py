@@ -27,3 +27,11 @@ def test_the_killed_node_back_as_leader_is_not_a_new_leader() -> None:
 
 def test_views_without_a_term_are_read_as_term_zero() -> None:
     assert new_leader([{"node_id": "n2", "role": "leader"}], killed="n1", term=0) is None
+
+
+def test_the_demo_pays_nine_orders_in_ten_chosen_by_their_ids() -> None:
+    from halfmq.cli.demo.driver import pays
+
+    ids = [f"{i:08x}" + "0" * 24 for i in range(0, 10_000, 7)]
+    share = sum(pays(order_id) for order_id in ids) / len(ids)
+    assert 0.85 < share < 0.95 and pays(ids[1]) == pays(ids[1])

@@ -1,10 +1,11 @@
-"""The demo's guarantee checks on hand-made histories: each violation reported FAIL, a kept history PASS."""
+"""The demo's guarantee checks on hand-made histories: each violation reported FAIL, a kept history PASS (the
+apply order per user, the payment rows)."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from halfmq.cli.demo.guarantees import Observed, check_all, credits_in_order
+from halfmq.cli.demo.guarantees import Observed, PaymentsObserved, check_all, check_payments, credits_in_order
 
 SENT = {
     "u1": [("o1", "order"), ("o2", "order"), ("o1", "refund"), ("o3", "order")],
@@ -72,3 +73,33 @@ def test_check_all_fails_the_order_row_on_a_refund_applied_first() -> None:
 def test_without_the_sequences_there_is_no_order_row() -> None:
     names = [c.name for c in check_all(observed(sent=None, applied=None))]
     assert "credits applied in order per user" not in names
+
+
+EARLY, ON_STATUS = "no delayed message delivered early", "every unpaid order is cancelled, no paid one is"
+
+
+def verdict(rows: dict[str, tuple[str, int | None, int | None]], paid: set[str], refused: set[str] = frozenset(),
+            unknown: set[str] = frozenset(), refunded: frozenset[str] = frozenset()) -> dict[str, bool]:
+    return {c.name: c.ok for c in check_payments(PaymentsObserved(rows, set(paid), set(refused), set(unknown), refunded))}
+
+
+def test_payments_that_fell_due_on_time_and_statuses_that_match_pass_both_rows() -> None:
+    rows = {"o1": ("paid", 1_000, 1_050), "o2": ("cancelled", 2_000, 2_000), "o3": ("cancelled", 3_000, 3_400)}
+    assert verdict(rows, paid={"o1"}, refused={"o3"}) == {EARLY: True, ON_STATUS: True}
+
+
+def test_a_message_seen_before_its_due_time_or_never_fails_the_early_row() -> None:
+    assert verdict({"o1": ("paid", 1_000, 999)}, paid={"o1"})[EARLY] is False
+    assert verdict({"o1": ("created", None, None)}, paid=set())[EARLY] is False
+
+
+def test_a_paid_order_cancelled_or_an_unpaid_one_left_open_fails_the_status_row() -> None:
+    assert verdict({"o1": ("cancelled", 1_000, 1_001)}, paid={"o1"})[ON_STATUS] is False
+    assert verdict({"o1": ("created", 1_000, 1_001)}, paid=set())[ON_STATUS] is False
+    assert verdict({"o1": ("cancelled", 1_000, 1_001)}, paid=set(), unknown={"o1"})[ON_STATUS] is True  # no answer: either is right
+
+
+def test_a_refunded_order_is_judged_by_its_refund_not_its_payment() -> None:
+    rows = {"o1": ("refunded", 1_000, 1_001), "o2": ("refunded", 1_000, 1_001)}
+    assert verdict(rows, paid={"o1"}, refunded=frozenset({"o1", "o2"})) == {EARLY: True, ON_STATUS: True}
+    assert verdict(rows, paid={"o1"})[ON_STATUS] is False  # not refunded, a paid order must read paid
