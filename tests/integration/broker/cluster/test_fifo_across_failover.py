@@ -11,6 +11,9 @@ order, no acknowledged send lost, no delivery after an ack answered OK. The SIGS
 within a waiting long poll's timeout: a resumed leader must not answer it from the state it had (it did before
 ``DeliveryService.fence``: messages the new leader had settled came back).
 
+A second, deterministic test pins the set's own rule: a group's next message waits until its predecessor's ack is
+under the high watermark (held on a majority), so a new leader cannot deliver the predecessor after its successor.
+
 A send whose answer is not SEND_OK is never sent again: the group goes on with its next number, so a message stored
 without its acknowledgement (one send the set may or may not keep) cannot come twice. Sized for well under 90 s on a
 loaded 2-core machine; HALFMQ_FIFO_FAILOVERS=N makes a longer run.
@@ -26,6 +29,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from halfmq.client import BrokerError, Producer
@@ -215,5 +219,65 @@ def test_fifo_groups_keep_their_order_across_kill_9_and_a_stopped_leader(broker_
     assert len(faults) == FAILOVERS
     assert verdict.sent > 20 * PRODUCERS * GROUPS_EACH // 2, verdict.summary()  # sends went on across the faults
     assert remaining == 0, f"lag {remaining} after the deadline; {verdict.summary()}"
+    assert verdict.counts() == {"overtaken": 0, "out_of_order": 0, "lost": 0, "duplicate_after_ack": 0,
+                                "unsettled": 0}, verdict.summary()
+
+
+def post_quietly(url: str, body: dict) -> None:
+    """A request whose answer does not matter (its node may be killed meanwhile)."""
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(url, json=body, timeout=15)
+
+
+def test_a_groups_next_message_waits_while_its_predecessors_ack_is_on_the_leader_alone(broker_set: BrokerSet) -> None:
+    """The ack of a group's head settles it on the leader at once, but its successor is handed out only once a majority
+    holds that ack (the high watermark passed it): else a new leader that never had the ack delivers the head again
+    after its successor. Both followers are stopped while the head is acked, then the leader is killed -9."""
+    leader = all_in_sync(broker_set)
+    url, urls, topic = broker_set.nodes[leader].url, ",".join(broker_set.urls), "FIFO-HW"
+    history = History()
+    with Producer(urls, retries=20) as producer:
+        producer.create_topic(topic, 1)
+        for seq in range(2):
+            assert producer.send(topic, f"g:{seq}", message_group="g").status.value == "SEND_OK"
+            history.sent("g", seq)
+    group_path = f"{url}/v1/consumer-groups/{CONSUMER_GROUP}/topics/{topic}"
+
+    def receive(wait: float) -> list[dict]:
+        answer = httpx.post(f"{group_path}/receive", json={"max_messages": 16, "invisible_seconds": 30, "wait_seconds": wait},
+                            timeout=wait + 10)
+        got = answer.json()["messages"] if answer.status_code == 200 else []
+        for m in got:
+            history.record(CONSUMER_GROUP, "g", int(m["body"].split(":")[1]), Kind.DELIVERED)
+        return got
+
+    [head] = receive(5)
+    followers = [broker_set.nodes[n] for n in broker_set.nodes if n != leader]
+    with contextlib.ExitStack() as paused:
+        for node in followers:
+            assert node.pid is not None
+            paused.enter_context(stopped(node.pid))
+        history.record(CONSUMER_GROUP, "g", 0, Kind.ACK_SENT)
+        acking = threading.Thread(target=post_quietly, args=(f"{group_path}/ack", {"receipt_handles": [head["receipt_handle"]]}),
+                                  daemon=True)
+        acking.start()  # written and settled on the leader; its answer waits for a majority that is stopped
+        time.sleep(0.5)
+        held_back = receive(2)
+        broker_set.nodes[leader].kill9()
+    acking.join(20)
+    broker_set.leader(timeout=60, not_=leader)
+    with SimpleConsumer(urls, CONSUMER_GROUP, topic, retries=20) as consumer:
+        deadline, acked = time.monotonic() + 60, set()
+        while 1 not in acked and time.monotonic() < deadline:  # the last: the head before it, if it comes again
+            for m in consumer.receive(max_messages=16, invisible_seconds=30, wait_seconds=1):
+                seq = int(m.body.split(":")[1])
+                history.record(CONSUMER_GROUP, "g", seq, Kind.DELIVERED)
+                history.record(CONSUMER_GROUP, "g", seq, Kind.ACK_SENT)
+                if consumer.ack([m.receipt_handle or ""])[0].status.value == "OK":
+                    history.record(CONSUMER_GROUP, "g", seq, Kind.ACKED)
+                    acked.add(seq)
+    verdict = check(history, consumer_groups=[CONSUMER_GROUP])
+    report(f"FIFO, an ack on the leader alone: {len(held_back)} handed out while the followers were stopped; {verdict.summary()}")
+    assert held_back == [], held_back
     assert verdict.counts() == {"overtaken": 0, "out_of_order": 0, "lost": 0, "duplicate_after_ack": 0,
                                 "unsettled": 0}, verdict.summary()
