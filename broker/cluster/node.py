@@ -116,6 +116,12 @@ class ClusterNode(LeaseRenewals, Takeover):
     def writable(self) -> bool:
         return self.role is Role.LEADER and self.fence.may_write(self._clock(), self.renewal_sent_at)
 
+    def _still_leading(self) -> None:
+        """Checked as deliveries are handed out: a long poll that wakes once this node may no longer write (a pause past
+        its lease fence while another node led) hands out nothing, so no delivery comes from a deposed leader's state."""
+        if not self.writable:
+            raise self.not_leader()
+
     def not_leader(self) -> NotLeader:
         url = self.leader["url"] if self.leader and self.leader.get("node_id") != self.node_id else None
         why = ("this node leads but cannot renew its lease in etcd" if self.role is not Role.FOLLOWER
@@ -374,6 +380,7 @@ class ClusterNode(LeaseRenewals, Takeover):
         self.state.runtime = rt
         rt.watch_auth()  # either role answers requests (a follower its reads, broker/cluster/gate.py)
         if start:
+            rt.delivery.fence = self._still_leading
             self.watermark.lead(rt.store)
             rt.store.add_listener(self._on_append)
             await rt.start()

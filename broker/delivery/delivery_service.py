@@ -56,6 +56,7 @@ class DeliveryService:
         self._arrivals: dict[str, asyncio.Event] = {}
         self.counted: Counter[tuple[str, str, str, str]] = Counter()  # (event, group, topic, result) since start: /metrics
         self.damaged_skips = 0
+        self.fence: Callable[[], None] = lambda: None  # raises if this node may not hand out now (a set's leader past its lease)
         self._closing = False
         self._reads.add_listener(self._on_message)
 
@@ -98,6 +99,7 @@ class DeliveryService:
         deadline = self._clock() + wait
         while True:
             state = self._group_topic(group, topic)
+            self.fence()  # nothing is awaited from here until the deliveries are returned
             out = self._take(group, topic, state, max_messages, invisible)
             remaining = deadline - self._clock()
             if out or remaining <= 0 or self._closing:

@@ -44,6 +44,7 @@ async def receive(rt: BrokerRuntime, group: str, topic: str, body: ReceiveReques
             # The long-poller hung up: hand the messages back instead of hiding them until they expire.
             rt.delivery.release(group, topic, [d.receipt_handle for d in deliveries])
             return ReceiveResponse(messages=[])
+        _fence_again(rt, group, topic, deliveries)
     messages: list[Message] = []
     for d in deliveries:
         view = message_view(d.message)
@@ -53,6 +54,16 @@ async def receive(rt: BrokerRuntime, group: str, topic: str, body: ReceiveReques
     if messages:
         rt.metrics.receive_latency.observe(time.perf_counter() - started)
     return ReceiveResponse(messages=messages)
+
+
+def _fence_again(rt: BrokerRuntime, group: str, topic: str, deliveries: list[Delivery]) -> None:
+    """The delivery fence once more after the hang-up probe's await: a set's leader paused past its lease meanwhile (a
+    stall, SIGSTOP) while another node led gives the deliveries back and answers NOT_LEADER, never its stale state."""
+    try:
+        rt.delivery.fence()
+    except Exception:
+        rt.delivery.release(group, topic, [d.receipt_handle for d in deliveries])
+        raise
 
 
 async def deliveries(rt: BrokerRuntime, group: str, topic: str, batch: int, invisible: float, wait: float) -> list[Delivery]:

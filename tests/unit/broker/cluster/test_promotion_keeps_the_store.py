@@ -16,6 +16,7 @@ import pytest
 
 from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.cluster.decisions import Role
+from halfmq.broker.cluster.errors import NotLeader
 from halfmq.broker.cluster.etcd import KeyValue, Lease
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.config import BrokerSettings
@@ -80,12 +81,33 @@ async def test_a_follower_that_becomes_leader_keeps_its_store_open_and_serves_ev
     recover = MessageStore._recover
     monkeypatch.setattr(MessageStore, "_recover", lambda self: recoveries.append(self) or recover(self))
     try:
-        await node._promote(node.term + 1, Lease(77, 2), 0.0, frozenset({"n2"}), "n1")
+        await node._promote(node.term + 1, Lease(77, 2), node._clock(), frozenset({"n2"}), "n1")  # its grant sent just now
         assert node.role is Role.LEADER
         assert node.runtime.store is store
         assert recoveries == []
         assert store._checkpoint_hooks == [node.runtime.timers.checkpoint]  # the follower's timer index writes no more state
         got = await node.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)
         assert sorted(int(d.message.body) for d in got) == list(range(4, 10))  # every message once, but the 4 acked before
+    finally:
+        await node.runtime.stop()
+
+
+async def test_a_leader_past_its_lease_fence_hands_out_no_delivery(tmp_path: Path, old_leader: BrokerRuntime) -> None:
+    """A pause (SIGSTOP, a stall) longer than the fence: a long poll that wakes in it answers NOT_LEADER, not from the
+    state this node had, which another leader may have settled meanwhile."""
+    settings = _settings(tmp_path / "n2", "n2")
+    node = ClusterNode(settings, SimpleNamespace(runtime=BrokerRuntime.open(settings)))
+    node.etcd = node.renewals = FakeEtcd()  # type: ignore[assignment]
+    end = old_leader.store.commit_log.end_offset
+    node.runtime.store.append_replicated(old_leader.store.commit_log.read(0, end), 0)
+    node.runtime.store.wait_flushed(end).result(timeout=30)  # type: ignore[union-attr]
+    node.follower.leader_high_watermark = end
+    try:
+        await node._promote(node.term + 1, Lease(77, 2), node._clock(), frozenset({"n2"}), "n1")
+        node.renewal_sent_at = node._clock() - 10  # its last renewal was sent before the pause
+        with pytest.raises(NotLeader):
+            await node.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)
+        node.renewal_sent_at = node._clock()
+        assert len(await node.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)) == 6
     finally:
         await node.runtime.stop()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
-from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle
+from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle, NotLeader
 from tests.support.fake_clock import FakeClock
 
 
@@ -43,6 +44,27 @@ async def test_unacked_message_comes_back_only_after_its_invisibility(service, s
     clock.now += 0.2
     [again] = await service.receive("g", "T", 10, invisible=30, wait=0)
     assert again.message.body == b"a" and again.delivery_attempt == 2
+
+
+async def test_a_long_poll_that_wakes_after_its_node_may_no_longer_deliver_hands_out_nothing(service, store) -> None:
+    """A set's leader paused past its lease fence (SIGSTOP, a stall) while another node led: its waiting long poll must
+    not answer from the state it had, or a message the other leader settled meanwhile is delivered again."""
+    leading = True
+
+    def fence() -> None:
+        if not leading:
+            raise NotLeader("this node leads but cannot renew its lease in etcd")
+
+    service.fence = fence
+    poll = asyncio.create_task(service.receive("g", "T", 10, invisible=30, wait=30))
+    await asyncio.sleep(0.01)  # the poll waits for a message
+    leading = False  # the pause outlived the lease
+    put(store, "a")  # wakes the poll
+    with pytest.raises(NotLeader):
+        await poll
+    leading = True
+    [d] = await service.receive("g", "T", 10, invisible=30, wait=0)
+    assert d.message.body == b"a" and d.delivery_attempt == 1  # the refused poll took nothing in flight
 
 
 async def test_nack_waits_for_the_backoff_level_of_its_attempt(service, store, clock) -> None:
