@@ -1,8 +1,7 @@
 """Broker-managed ("pop") consumption: receive, ack, nack, invisibility, DLQ.
 
-All state lives on the broker's event loop thread; the only I/O is reading messages and appending
-DLQ copies and ``acks`` records (``store.state_records``): an ack is in the log before it settles, so
-a set's new leader reads it back (``restore_acked``). The offset table is a checkpoint of them.
+All state lives on the broker's event loop thread; the only I/O is reading messages and appending DLQ copies and ``acks``
+records (``store.state_records``): an ack is in the log before it settles, so a set's new leader reads it back (``restore_acked``); offsets checkpoint them.
 """
 
 from __future__ import annotations
@@ -47,6 +46,7 @@ class DeliveryService:
         self._store = store
         self._reads = store.visible  # what consumers may see: a broker set's leader stops at its high watermark
         self._policy = policy
+        self._journal = journal.writer(store, policy.journal)
         self._clock = clock
         self._epoch = secrets.token_hex(4)  # per runtime: a handle issued before a restart or a failover answers expired
         self._key = key or secrets.token_bytes(KEY_BYTES)  # the runtime passes the data dir's: see receipt_handle
@@ -104,8 +104,7 @@ class DeliveryService:
             remaining = deadline - self._clock()
             if out or remaining <= 0 or self._closing:
                 self.counted["out", group, topic, ""] += len(out)
-                if self._policy.journal:
-                    journal.write(self._store, journal.DELIVERED, group, journal.deliveries(topic, out))
+                self._journal(journal.DELIVERED, group, journal.deliveries(topic, out))
                 return out
             held = any(progress.gate.ready for progress in state.queues)  # until the high watermark passes an ack
             timeout = min(remaining, READY_POLL_SECONDS) if held else remaining
@@ -263,8 +262,7 @@ class DeliveryService:
                 nacked.append((topic, h.queue_id, h.offset, item.deliveries))
             results.append((text, ok))
             self.counted["nack", group, topic, "ok" if ok else "expired"] += 1
-        if self._policy.journal:
-            journal.write(self._store, journal.NACKED, group, nacked, reason)
+        self._journal(journal.NACKED, group, nacked, reason)
         if nacked:
             self._on_message(topic, -1)  # wake long-pollers: a zero delay makes it due at once
         return results

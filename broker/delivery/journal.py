@@ -10,7 +10,8 @@ writes none.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Protocol
 
 import orjson
@@ -65,3 +66,11 @@ def write(store: MessageStore, kind: str, group: str, entries: Iterable[Entry], 
         store.put([record(kind, group, listed, reason)])
     except StoreNotWritable as exc:
         log.debug("journal line lost: %s", exc)
+
+
+def writer(store: MessageStore, enabled: bool) -> Callable[..., None]:
+    """The delivery service's one way to the journal: ``write`` to ``store``, or nothing with the journal off
+    (``HALFMQ_BROKER_JOURNAL=false``), so the service asks once, not at each delivery."""
+    if not enabled:
+        return lambda *args: None
+    return partial(write, store)
