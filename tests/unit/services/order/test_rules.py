@@ -3,7 +3,7 @@ from decimal import Decimal
 import pytest
 from pydantic import ValidationError
 
-from halfmq.services.order.rules import fingerprint
+from halfmq.services.order.rules import fingerprint, order_sent, refund_key
 from halfmq.services.order.schemas import OrderCreate
 
 
@@ -46,3 +46,17 @@ def test_idempotency_fingerprint_ignores_amount_formatting_but_not_value() -> No
 def test_the_fingerprint_is_the_user_and_the_amount_in_cents() -> None:
     assert fingerprint("u-1", Decimal("12.5")) == "u-1|12.50"
     assert fingerprint("u-1", Decimal("7")) == "u-1|7.00"
+
+
+def test_an_order_is_sent_once_its_transaction_committed_or_is_forgotten_and_not_while_pending_or_rolled_back() -> None:
+    assert order_sent("committed")
+    assert order_sent(None)  # forgotten after retention, or the record purged: long past its check-backs
+    assert not order_sent("pending")
+    assert not order_sent("rolled_back")
+    assert not order_sent("discarded")
+    assert not order_sent("COMMITTED")
+
+
+def test_a_refund_has_one_business_key_per_order() -> None:
+    assert refund_key("o-1") == "refund:o-1"
+    assert refund_key("o-1") != refund_key("o-2")
