@@ -177,7 +177,7 @@ def test_the_services_extra_migrates_and_serves_the_order_service(services_venv:
         order.stop()
         broker.stop()
     with sqlite3.connect(tmp_path / "order.db") as db:  # migrated by the wheel's own alembic.ini and versions
-        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002_barrier_records",)]
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [("0003_payment_due",)]
     migrations = services_venv.run("-c", "from halfmq.services.database import MIGRATIONS; print(MIGRATIONS)", cwd=tmp_path)
     assert migrations.stdout.strip() == str(services_venv.site_packages / "halfmq" / "migrations"), migrations
 
