@@ -254,9 +254,10 @@ class DemoDriver:
             return None
         return creds.token("admin")
 
-    def visible_order_ids(self) -> list[str]:
+    def order_topic_bodies(self) -> list[dict[str, Any]]:
+        """The demo users' messages on ORDER_TOPIC, decoded, queue by queue in queue order (none before the topic exists)."""
         mine = set(self.all_users)
-        ids: list[str] = []
+        bodies: list[dict[str, Any]] = []
         with Producer(self.t.broker_urls, token=self._admin_token(), retries=20) as producer:
             try:
                 topic = producer.get_topic("ORDER_TOPIC")
@@ -266,16 +267,15 @@ class DemoDriver:
                 offset = q.min_offset
                 while offset < q.max_offset:
                     page = producer.read("ORDER_TOPIC", q.queue_id, offset, 1000)
-                    for m in page.messages:
-                        body = orjson.loads(m.body)
-                        if body.get(KIND, OrderEvent.ORDER.value) != OrderEvent.ORDER.value:
-                            continue  # a refund: its order's message is the one counted
-                        if body.get("user_id") in mine:
-                            ids.append(body["order_id"])
+                    bodies.extend(body for body in map(orjson.loads, (m.body for m in page.messages)) if body.get("user_id") in mine)
                     if not page.messages:
                         break
                     offset = page.next_offset
-        return ids
+        return bodies
+
+    def visible_order_ids(self) -> list[str]:
+        """The orders on ORDER_TOPIC (a refund's message is not one: its order's is the one counted)."""
+        return [b["order_id"] for b in self.order_topic_bodies() if b.get(KIND, OrderEvent.ORDER.value) == OrderEvent.ORDER.value]
 
     def credits(self) -> tuple[dict[str, int], int]:
         balances, count = {}, 0

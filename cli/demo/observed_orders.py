@@ -8,10 +8,8 @@ import time
 from decimal import Decimal
 
 import httpx
-import orjson
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from halfmq.client import Producer
 from halfmq.services.order_events import KIND, OrderEvent
 
 from .driver import DemoDriver
@@ -20,25 +18,11 @@ from .guarantees import Entry
 
 def sent_sequences(driver: DemoDriver) -> dict[str, list[Entry]]:
     """Per user, the messages on ORDER_TOPIC in queue order: the order sent (a user's message group keeps one queue)."""
-    mine = set(driver.all_users)
     sent: dict[str, list[Entry]] = {}
-    with Producer(driver.t.broker_urls, token=driver._admin_token(), retries=20) as producer:
-        try:
-            topic = producer.get_topic("ORDER_TOPIC")
-        except Exception:  # noqa: BLE001 — no topic yet means nothing sent yet
-            return {}
-        for q in topic.queues:
-            offset = q.min_offset
-            while offset < q.max_offset:
-                page = producer.read("ORDER_TOPIC", q.queue_id, offset, 1000)
-                for m in page.messages:
-                    body = orjson.loads(m.body)
-                    if body.get("user_id") in mine:
-                        sent.setdefault(body["user_id"], []).append((body["order_id"], body.get(KIND, OrderEvent.ORDER.value)))
-                if not page.messages:
-                    break
-                offset = page.next_offset
+    for body in driver.order_topic_bodies():
+        sent.setdefault(body["user_id"], []).append((body["order_id"], body.get(KIND, OrderEvent.ORDER.value)))
     return sent
+
 
 def applied_sequences(driver: DemoDriver) -> dict[str, list[Entry]]:
     """Per user, the credit service's ledger in the order it applied the messages (``seq``)."""
