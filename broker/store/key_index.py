@@ -48,7 +48,7 @@ _ENTRY = struct.Struct("<IqII")
 _EMPTY = bytes(_ENTRY.size)
 _SLOTS_PER_PAGE = 4096 // _SLOT.size
 _PENDING_LIMIT = 1 << 20  # bytes of entries kept in memory before a put writes them (the checkpoint writes them first)
-_PAGE_SHIFT = 10  # slot >> 10: its page of the table (1,024 slots of 4 bytes)
+_PAGE_SHIFT = _SLOTS_PER_PAGE.bit_length() - 1  # slot >> it: the slot's page of the table
 _pwrite = os.pwrite  # (the one door to the disk for index writes: a test makes it refuse, as a full disk does)
 log = logging.getLogger(__name__)
 MAX_WALK = 4096  # entries a query follows in one file's chain before it stops (a bounded cost)
@@ -328,7 +328,7 @@ class KeyIndex:
         if not files:
             return upto
         try:
-            for f in files[-2:]:
+            for f in files[-2:-1]:  # the one before the last (a roll just now); seal writes the last
                 f.write_out()
             files[-1].seal(upto)
             for f in files[-2:]:
