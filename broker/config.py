@@ -63,7 +63,11 @@ class BrokerSettings(BaseSettings):
     async_flush_interval: float = 0.2
     segment_bytes: int = Field(default=1 << 30, ge=4096)
     consume_queue_entries: int = Field(default=300_000, ge=16)
-    max_message_size: int = Field(default=4 * 1024 * 1024, ge=1)
+    max_message_size: int = Field(default=4 * 1024 * 1024, ge=1)  # bytes: the body and the properties, UTF-8
+    # What one message's keys and properties may hold (bytes, counted before any work grows with them: each key is a
+    # key-index entry written under the store's write lock). RocketMQ stores properties behind a 16-bit length.
+    max_keys_per_message: int = Field(default=64, ge=1, le=65_536)
+    max_properties_bytes: int = Field(default=32 * 1024, ge=256)
     auto_create_topics: bool = True
     default_queues: int = Field(default=4, ge=1, le=64)
     offset_flush_interval: float = 1.0

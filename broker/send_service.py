@@ -6,10 +6,7 @@ a bad message refuses the batch and changes nothing.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import itertools
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,8 +15,14 @@ import crc32c
 
 from halfmq.broker.counter_ids import CounterIds
 from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
-from halfmq.broker.half_messages import record_names as tx_names
-from halfmq.broker.half_messages.check_policy import immunity_seconds
+from halfmq.broker.message_rules import (
+    MessageLimits,
+    checked_message_group,
+    decode_body,
+    message_properties,
+    own_uniq_key,
+    properties_bytes,
+)
 from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
@@ -27,33 +30,21 @@ from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic
 from halfmq.broker.timers import routing
 from halfmq.errors import (
     BadBodyEncoding,
-    InvalidMessageGroup,
-    InvalidProperty,
     InvalidQueueCount,
     InvalidQueueId,
-    InvalidRequest,
     MessageTooLarge,
-    ReservedProperty,
+    PropertiesTooLarge,
     SystemTopicForbidden,
     TopicAlreadyExists,
     TopicNotFound,
 )
-from halfmq.wire.messages import message_group_conflict, message_group_problem
-
-# Properties only the broker may set: a producer forging them could impersonate a
-# transaction, a retry or a DLQ entry.
-RESERVED_PROPERTIES = frozenset({
-    tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID, tx_names.PRODUCER_GROUP, tx_names.CHECK_TIMES,
-    "RECONSUME_TIME", "ORIGIN_MESSAGE_ID", "CONSUMER_GROUP", tx_names.TRANSACTION_ID, tx_names.HALF_PART, *routing.RESERVED,
-    MESSAGE_GROUP,  # the message_group field is the one way in
-})
 
 
 @dataclass(frozen=True)
 class TopicPolicy:
     auto_create: bool = True
     default_queues: int = 4
-    max_message_size: int = 4 * 1024 * 1024
+    limits: MessageLimits = MessageLimits()
 
 
 class TopicService:
@@ -101,107 +92,6 @@ class TopicService:
         checked_name(NameKind.TOPIC, name)
 
 
-def decode_body(msg: OutgoingMessage) -> bytes:
-    if msg.body_encoding == "base64":
-        try:
-            return base64.b64decode(msg.body, validate=True)
-        except (binascii.Error, ValueError):
-            raise BadBodyEncoding("body_encoding is base64 but the body is not valid base64") from None
-    try:
-        return msg.body.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadBodyEncoding("the body is not valid UTF-8 text (lone surrogates?)") from None
-
-
-def check_property_text(msg: OutgoingMessage) -> None:
-    """Properties are stored RocketMQ-style (name \\x01 value \\x02): a separator inside a name or
-    value would let a producer forge properties, so those two control characters are refused."""
-    keys = [msg.keys] if isinstance(msg.keys, str) else msg.keys or []
-    for text in (*keys, msg.tag or "", *msg.properties.keys(), *msg.properties.values()):
-        if "\x01" in text or "\x02" in text:
-            raise InvalidRequest("keys, tag and properties must not contain the control characters \\u0001 or \\u0002")
-    if any(not name for name in msg.properties):
-        raise InvalidRequest("property names must not be empty")
-
-
-_UNIQ_KEY = re.compile(r"[!-~]{1,128}", re.ASCII)
-
-
-def uniq_key(text: str) -> str:
-    """A producer's own message id: 1-128 visible ASCII characters (RocketMQ's are 32 hex digits, uuids fit too).
-
-    It becomes the msg_id consumers deduplicate by and that logs and views show.
-    """
-    if not _UNIQ_KEY.fullmatch(text):
-        raise ValueError(f"1 to 128 visible ASCII characters, not {text[:40]!r}")
-    return text
-
-
-# Properties producers may set that the broker reads: a value it cannot use is refused at send time,
-# never found later by a view or the check service.
-INTERPRETED_PROPERTIES: dict[str, Callable[[str], object]] = {
-    "UNIQ_KEY": uniq_key,
-    "CHECK_IMMUNITY_TIME_IN_SECONDS": immunity_seconds,
-}
-
-
-def check_interpreted_properties(properties: dict[str, str]) -> None:
-    for name in INTERPRETED_PROPERTIES.keys() & properties.keys():
-        try:
-            INTERPRETED_PROPERTIES[name](properties[name])
-        except ValueError as exc:
-            raise InvalidProperty(f"property {name} must be {exc}", property=name) from None
-
-
-def own_uniq_key(msg: OutgoingMessage) -> str | None:
-    """The producer's UNIQ_KEY when it is the message's only property and valid, else None (the general path decides).
-
-    The SDK sets UNIQ_KEY on every message; the general path's checks (separators,
-    reserved names, interpreted values) all pass for one valid UNIQ_KEY, so it can skip them.
-    """
-    props = msg.properties
-    if len(props) != 1:
-        return None
-    key = props.get("UNIQ_KEY")
-    return key if key is not None and _UNIQ_KEY.fullmatch(key) else None
-
-
-def message_properties(msg: OutgoingMessage, new_key: Callable[[], str]) -> dict[str, str]:
-    if not (msg.properties or msg.keys or msg.tag):  # the common case: nothing to check
-        return {"UNIQ_KEY": new_key()}
-    if not (msg.keys or msg.tag):
-        key = own_uniq_key(msg)
-        if key is not None:  # the SDK's case: its own id and nothing else
-            return {"UNIQ_KEY": key}
-    check_property_text(msg)
-    bad = RESERVED_PROPERTIES.intersection(msg.properties)
-    if bad:
-        raise ReservedProperty(f"properties {sorted(bad)} are reserved for the broker")
-    check_interpreted_properties(msg.properties)
-    props = dict(msg.properties)
-    if msg.keys:
-        props["KEYS"] = msg.keys if isinstance(msg.keys, str) else " ".join(msg.keys)
-    if msg.tag:
-        props["TAGS"] = msg.tag
-    if "UNIQ_KEY" not in props:
-        props["UNIQ_KEY"] = new_key()
-    return props
-
-
-def checked_message_group(msg: OutgoingMessage) -> str:
-    """A message's group, INVALID_MESSAGE_GROUP unless 1-64 bytes without control characters (RocketMQ's proxy rule),
-    INVALID_REQUEST with a queue_id or another sharding_key (the group picks its queue)."""
-    group = msg.message_group
-    assert group is not None
-    problem = message_group_problem(group)
-    if problem:
-        raise InvalidMessageGroup(problem)
-    conflict = message_group_conflict(group, msg.sharding_key, msg.queue_id)
-    if conflict:
-        raise InvalidRequest(conflict)
-    return group
-
-
 class SendService:
     def __init__(self, store: MessageStore, topics: TopicService, *, timer_max_delay_ms: int = routing.DEFAULT_MAX_DELAY_MS,
                  clock: Callable[[], float] = time.time) -> None:
@@ -214,13 +104,18 @@ class SendService:
 
     def prepare(self, cfg: TopicConfig, msg: OutgoingMessage) -> PutItem:
         body = decode_body(msg)
-        props = message_properties(msg, self._uniq_keys)
+        policy = self.topics.policy.limits
+        props = message_properties(msg, self._uniq_keys, policy)
         if msg.message_group is not None:
             props[MESSAGE_GROUP] = checked_message_group(msg)
         if msg.deliver_at_ms is not None or msg.delay_ms is not None:  # kept as sent: ``route`` places it when visible
             props.update(routing.requested(msg.deliver_at_ms, msg.delay_ms, self._now_ms(), self.timer_max_delay_ms))
-        size = len(body) + sum(len(k) + len(v) for k, v in props.items())
-        limit = self.topics.policy.max_message_size
+        props_size = properties_bytes(props)
+        if props_size > policy.max_properties_bytes:
+            raise PropertiesTooLarge(f"the keys, tag and properties take {props_size} bytes; at most "
+                                     f"{policy.max_properties_bytes}", limit=policy.max_properties_bytes)
+        size = len(body) + props_size
+        limit = policy.max_message_size
         if size > limit:
             raise MessageTooLarge(f"message of {size} bytes exceeds the limit of {limit} bytes", limit=limit)
         return PutItem(cfg.name, self.select_queue(cfg, msg), body, props, binary=msg.body_encoding == "base64", tag=msg.tag)
@@ -246,7 +141,7 @@ class SendService:
         Same checks, queue choice and ids as ``prepare``; a batch of 100 spends
         most of its broker time here, so the plain case skips the general path.
         """
-        limit = self.topics.policy.max_message_size
+        limit = self.topics.policy.limits.max_message_size
         counter = self._round_robin.setdefault(cfg.name, itertools.count())
         new_key = self._uniq_keys
         items = []
@@ -267,7 +162,7 @@ class SendService:
                 body = msg.body.encode("utf-8")
             except UnicodeEncodeError:
                 raise BadBodyEncoding("the body is not valid UTF-8 text (lone surrogates?)") from None
-            size = len(body) + 8 + len(key)  # + len("UNIQ_KEY") + len(key), as prepare counts it
+            size = len(body) + 10 + len(key)  # + the UNIQ_KEY property's bytes (ASCII), as prepare counts them
             if size > limit:
                 raise MessageTooLarge(f"message of {size} bytes exceeds the limit of {limit} bytes", limit=limit)
             items.append(PutItem(cfg.name, next(counter) % cfg.queues, body, {"UNIQ_KEY": key}))

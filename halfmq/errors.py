@@ -102,6 +102,13 @@ class InvalidDeliveryTime(InvalidRequest):
     title = "The delivery time or delay is not one the broker accepts"
 
 
+class TooManyKeys(InvalidRequest):
+    """More keys than ``max_keys_per_message``: each key is an index entry written under the store's write lock."""
+
+    code = "TOO_MANY_KEYS"
+    title = "The message carries more keys than the broker accepts"
+
+
 class InvalidReceiptHandle(InvalidRequest):
     code = "INVALID_RECEIPT_HANDLE"
     title = "The receipt handle is malformed"
@@ -123,6 +130,13 @@ class MessageTooLarge(BrokerError):
     code = "MESSAGE_TOO_LARGE"
     status = 413
     title = "The message is larger than the broker accepts"
+
+
+class PropertiesTooLarge(MessageTooLarge):
+    """The keys, tag and properties together are over ``max_properties_bytes`` (RocketMQ caps them at 32 KiB too)."""
+
+    code = "PROPERTIES_TOO_LARGE"
+    title = "The message's keys, tag and properties are larger than the broker accepts"
 
 
 class RequestTooLarge(BrokerError):

@@ -14,12 +14,14 @@ def test_the_code_passes_ruff() -> None:
 
 MAX_MODULE_LINES = 400  # the house rule (issue 31): a module that grows past it has more than one job
 PACKAGE_FOLDERS = ("halfmq", "broker", "cli", "services", "jobs", "bench", "migrations")
+CATALOGUES = {"halfmq/errors.py"}  # one class per stable error code: a list, long by nature (STYLE.md: do not squeeze it)
 
 
 def test_no_module_of_the_package_is_over_400_lines() -> None:
     tracked = subprocess.run(["git", "ls-files", "-z", "--", *PACKAGE_FOLDERS], cwd=ROOT, capture_output=True,
                              text=True, check=True).stdout.split("\0")
-    modules = [name for name in tracked if name.endswith(".py") and "/peer_runners/" not in name and (ROOT / name).is_file()]
+    modules = [name for name in tracked if name.endswith(".py") and "/peer_runners/" not in name and (ROOT / name).is_file()
+               and name not in CATALOGUES]
     assert len(modules) > 100
     long = {name: lines for name in modules if (lines := len((ROOT / name).read_text().splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"

@@ -20,6 +20,7 @@ from halfmq.broker.half_messages.check_url import OwnAddress
 from halfmq.broker.half_messages.producer_registry import ProducerRegistry
 from halfmq.broker.half_messages.transaction_service import TransactionService
 from halfmq.broker.idempotence.producer_ids import ProducerIds
+from halfmq.broker.message_rules import MessageLimits
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
 from halfmq.broker.security.auth_file import Authenticator, AuthFileError
 from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
@@ -98,7 +99,8 @@ class BrokerRuntime:
             store.visible.limit(0)  # (cluster/high_watermark.py on a leader, cluster/follower.py on a follower)
         try:
             timers = TimerIndex(store, run_age=settings.timer_run_age)  # before anything is written: it follows the log
-            topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, settings.max_message_size))
+            topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, MessageLimits(
+                settings.max_message_size, settings.max_keys_per_message, settings.max_properties_bytes)))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays),
                                                               settings.fifo_window, settings.journal),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))

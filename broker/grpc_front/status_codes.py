@@ -23,6 +23,8 @@ CODES: dict[type[errors.BrokerError], int] = {
     errors.ReceiptNotHeld: pb.Code.INVALID_RECEIPT_HANDLE,
     errors.ReceiptInOtherTransaction: pb.Code.PRECONDITION_FAILED,  # acked in an open producer transaction
     errors.MessageTooLarge: pb.Code.MESSAGE_BODY_TOO_LARGE,
+    errors.PropertiesTooLarge: pb.Code.MESSAGE_PROPERTIES_TOO_LARGE,
+    errors.TooManyKeys: pb.Code.ILLEGAL_MESSAGE_KEY,
     errors.RequestTooLarge: pb.Code.PAYLOAD_TOO_LARGE,
     errors.TopicNotFound: pb.Code.TOPIC_NOT_FOUND,
     errors.ConsumerGroupNotFound: pb.Code.CONSUMER_GROUP_NOT_FOUND,

@@ -60,6 +60,8 @@ def test_bad_sends_get_rocketmq_codes_and_write_nothing(strict_broker: RmqBroker
                 delivery_timestamp=in_seconds(4 * 24 * 3600)).status.code == pb.Code.ILLEGAL_DELIVERY_TIME  # past 3 days
     assert send(stub, "orders", b"x" * 2000).status.code == pb.Code.MESSAGE_BODY_TOO_LARGE
     assert send(stub, "%SYS-bad", b"x").status.code == pb.Code.ILLEGAL_TOPIC
+    assert send(stub, "orders", b"x", keys=[f"k{i}" for i in range(65)]).status.code == pb.Code.ILLEGAL_MESSAGE_KEY
+    assert send(stub, "orders", b"x", keys=[f"k{i:06d}" for i in range(40_000)]).status.code == pb.Code.MESSAGE_PROPERTIES_TOO_LARGE
     assert commit_log_end(strict_broker) == before
     route = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name="no-such-topic")))
     assert route.status.code == pb.Code.TOPIC_NOT_FOUND

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from halfmq.broker.message_rules import MessageLimits, message_properties, own_uniq_key
 from halfmq.broker.protocol import OutgoingMessage
-from halfmq.broker.send_service import message_properties, own_uniq_key
 
 
 def never() -> str:
@@ -15,7 +15,7 @@ def never() -> str:
 def test_a_valid_own_uniq_key_alone_is_taken_as_it_is() -> None:
     msg = OutgoingMessage(body="x", properties={"UNIQ_KEY": "7F0000011C2A18B4AAC2"})
     assert own_uniq_key(msg) == "7F0000011C2A18B4AAC2"
-    assert message_properties(msg, never) == {"UNIQ_KEY": "7F0000011C2A18B4AAC2"}
+    assert message_properties(msg, never, MessageLimits()) == {"UNIQ_KEY": "7F0000011C2A18B4AAC2"}
 
 
 @pytest.mark.parametrize("properties", [
