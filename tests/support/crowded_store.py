@@ -1,0 +1,41 @@
+"""A data dir holding many topics and consumer groups, built in-process before a broker opens it.
+
+Creating 3,000 topics through the API rewrites topics.json 3,000 times; here every topic is learnt in memory and
+saved once, one message lands on each queue in batched write groups, and each group commits offset 0 on every
+queue of one topic (so each has lag). The broker then opens the dir as it would after a restart.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from halfmq.broker.store.message_store import MessageStore
+from halfmq.broker.store.store_types import PutItem, StoreConfig
+
+BATCH = 200  # messages per write group: within the test brokers' 256 KiB segments
+
+
+def topic_name(i: int) -> str:
+    return f"T{i:05d}"
+
+
+def group_name(i: int) -> str:
+    return f"G{i:05d}"
+
+
+def fill(data_dir: Path, topics: int, groups: int, queues: int = 4) -> None:
+    """``topics`` topics of ``queues`` queues with one message each, and ``groups`` groups reading one topic each."""
+    store = MessageStore(StoreConfig(data_dir, segment_bytes=256 * 1024))
+    try:
+        for i in range(topics):
+            store.adopt_topic(topic_name(i), queues)
+        store.topics.save_if_changed()
+        items = [PutItem(topic_name(i), q, b"x") for i in range(topics) for q in range(queues)]
+        for start in range(0, len(items), BATCH):
+            store.put(items[start:start + BATCH])
+        for g in range(groups):
+            for q in range(queues):
+                store.offsets.commit(group_name(g), topic_name(g % topics), q, 0)
+        store.offsets.persist()
+    finally:
+        store.close()
