@@ -208,7 +208,9 @@ class Families:
 def families(reading: StateReading, limits: RowLimits) -> Families:
     metrics = list(reading.scalars)
     metrics.extend(_topic_families(reading, limits))
-    shown = top({(c.group, c.topic): sum(q.lag for q in c.queues) for c in reading.consumers}, limits.group_topics)
+    counting = set(reading.counted_pairs)  # among equal lags, the pairs already on rows of their own stay there
+    shown = top({(c.group, c.topic): sum(q.lag for q in c.queues) for c in reading.consumers}, limits.group_topics,
+                order=lambda pair: (pair not in counting, pair))
     metrics.extend(_consumer_families(reading, set(shown)))
     metrics.append(_dlq_depth(reading, limits))
     metrics.append(GaugeMetricFamily("halfmq_consumer_group_number", "Consumer groups, the broker's own left out "

@@ -2,7 +2,7 @@
 
 Creating 3,000 topics through the API rewrites topics.json 3,000 times; here every topic is learnt in memory and
 saved once, one message lands on each queue in batched write groups, and each group commits offset 0 on every
-queue of one topic (so each has lag). The broker then opens the dir as it would after a restart.
+queue of the topics it reads (so it has lag on each). The broker then opens the dir as it would after a restart.
 """
 
 from __future__ import annotations
@@ -23,8 +23,13 @@ def group_name(i: int) -> str:
     return f"G{i:05d}"
 
 
-def fill(data_dir: Path, topics: int, groups: int, queues: int = 4) -> None:
-    """``topics`` topics of ``queues`` queues with one message each, and ``groups`` groups reading one topic each."""
+def topics_of(group: int, topics: int, per_group: int) -> list[str]:
+    """The topics group number ``group`` reads: ``per_group`` of them, spread over the ``topics``."""
+    return [topic_name((group + k * topics // per_group) % topics) for k in range(per_group)]
+
+
+def fill(data_dir: Path, topics: int, groups: int, queues: int = 4, per_group: int = 1) -> None:
+    """``topics`` topics of ``queues`` queues with one message each, and ``groups`` groups reading ``per_group`` topics each."""
     store = MessageStore(StoreConfig(data_dir, segment_bytes=256 * 1024))
     try:
         for i in range(topics):
@@ -34,8 +39,9 @@ def fill(data_dir: Path, topics: int, groups: int, queues: int = 4) -> None:
         for start in range(0, len(items), BATCH):
             store.put(items[start:start + BATCH])
         for g in range(groups):
-            for q in range(queues):
-                store.offsets.commit(group_name(g), topic_name(g % topics), q, 0)
+            for topic in topics_of(g, topics, per_group):
+                for q in range(queues):
+                    store.offsets.commit(group_name(g), topic, q, 0)
         store.offsets.persist()
     finally:
         store.close()
