@@ -94,9 +94,12 @@ def test_the_console_shows_one_page_of_groups_and_topics(crowded: BrokerProcess)
     with httpx.Client(base_url=crowded.url, timeout=60) as client:
         groups = client.get("/console/groups/fragment", params={"page": 3}).text
         topics = client.get("/console/topics/fragment", params={"q": "T001"}).text
+        malformed, past = (client.get("/console/groups/fragment", params={"page": p}) for p in ("x", "99999999"))
     assert groups.count("data-group=") == PAGE_ROWS and f'data-group="{group_name(2 * PAGE_ROWS)}"' in groups
     assert f'<span class="pager-count">{GROUPS}</span> · page 3 of {GROUPS // PAGE_ROWS}' in groups
     assert topics.count("data-topic=") == PAGE_ROWS and '<span class="pager-count">100</span>' in topics  # T00100..T00199
+    assert malformed.status_code == 200 and f'data-group="{group_name(0)}"' in malformed.text  # the first page
+    assert past.status_code == 200 and f'data-group="{group_name(GROUPS - 1)}"' in past.text  # the last page
 
 
 def test_sends_and_health_checks_are_answered_while_scrapes_and_console_refreshes_run(crowded: BrokerProcess) -> None:
