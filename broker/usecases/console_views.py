@@ -111,19 +111,27 @@ def topics(rt: BrokerRuntime, rates: Rates, page: int, rows: int, q: str = "") -
 
 
 def groups(rt: BrokerRuntime, page: int, rows: int, q: str = "", dlq_offsets: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """One page of the consumer groups (by name) with their queues and one page of dead letters each (from
-    ``dlq_offsets[group]``, else the oldest); the broker's own groups left out."""
+    """One page of the consumer groups (by name) with their queues; the broker's own groups left out.
+
+    Dead letters are read for at most ``DLQ_PAGE`` messages a page, whatever the number of groups on it: the group asked
+    for (``dlq_offsets``, from its offset) first, then the others in page order, from their oldest; a group past that
+    shows its DLQ's depth and a link to its dead letters."""
     names = [g for g in rt.delivery.groups() if q in g and not is_system_group(g)]
     span = page_span(len(names), page, rows)
-    out = []
-    for g in span.of(names):
-        summary = msgspec.to_builtins(group_summary(rt, g))  # a dict: the page adds its own keys
+    summaries = {g: msgspec.to_builtins(group_summary(rt, g)) for g in span.of(names)}  # dicts: the page adds its own keys
+    budget = DLQ_PAGE
+    for g in sorted(summaries, key=lambda g: g not in (dlq_offsets or {})):
+        summary = summaries[g]
         summary["queues"] = [{"topic": topic, **asdict(lag)} for topic, lags in rt.delivery.group_lag(g).items() for lag in lags]
         start = (dlq_offsets or {}).get(g, 0)
-        summary["dlq"] = [message_view(m) for m in dead_letters.dead_letters(rt.store, g, start, DLQ_PAGE)] if summary["dlq_depth"] else []
-        summary["dlq_page"] = msgspec.to_builtins(dlq_page(start, [m.queue_offset for m in summary["dlq"]], summary["dlq_depth"]))
-        out.append(summary)
-    return {"groups": out, "pager": _pager(span), "q": q}
+        asked = budget if summary["dlq_depth"] else 0
+        listed = dead_letters.dead_letters(rt.store, g, start, asked) if asked else []
+        budget -= len(listed)
+        summary["dlq"] = [message_view(m) for m in listed]
+        summary["dlq_listed"] = bool(asked) or start > 0  # else: a link to them
+        summary["dlq_page"] = msgspec.to_builtins(dlq_page(start, [m.queue_offset for m in summary["dlq"]], summary["dlq_depth"],
+                                                           max(asked, 1)))
+    return {"groups": list(summaries.values()), "pager": _pager(span), "q": q}
 
 
 def producers(rt: BrokerRuntime, page: int, rows: int) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from halfmq.broker.store.message_store import MessageStore
 from halfmq.broker.store.store_types import PutItem, StoreConfig
+from halfmq.broker.store.topics import dlq_topic
 
 BATCH = 200  # messages per write group: within the test brokers' 256 KiB segments
 
@@ -28,15 +29,22 @@ def topics_of(group: int, topics: int, per_group: int) -> list[str]:
     return [topic_name((group + k * topics // per_group) % topics) for k in range(per_group)]
 
 
-def fill(data_dir: Path, topics: int, groups: int, queues: int = 4, per_group: int = 1) -> None:
-    """``topics`` topics of ``queues`` queues with one message each, and ``groups`` groups reading ``per_group`` topics each."""
+def fill(data_dir: Path, topics: int, groups: int, queues: int = 4, per_group: int = 1, dead: tuple[int, int] = (0, 0)) -> None:
+    """``topics`` topics of ``queues`` queues with one message each, and ``groups`` groups reading ``per_group`` topics each;
+    ``dead`` = (n, each): the first n groups have ``each`` messages in their DLQ."""
     # No periodic checkpoint while filling: one that snapshots the offsets halfway could land after ``persist``.
     store = MessageStore(StoreConfig(data_dir, segment_bytes=256 * 1024, checkpoint_interval=3600))
     try:
         for i in range(topics):
             store.adopt_topic(topic_name(i), queues)
         store.topics.save_if_changed()
+        for g in range(dead[0]):
+            store.adopt_topic(dlq_topic(group_name(g)), 1)
+        store.topics.save_if_changed()
         items = [PutItem(topic_name(i), q, b"x") for i in range(topics) for q in range(queues)]
+        items += [PutItem(dlq_topic(group_name(g)), 0, b"dead", {"REAL_TOPIC": topic_name(g % topics), "REAL_QID": "0",
+                                                                   "DLQ_REASON": "4 deliveries, none acked"})
+                  for g in range(dead[0]) for _ in range(dead[1])]
         for start in range(0, len(items), BATCH):
             store.put(items[start:start + BATCH])
         for g in range(groups):
