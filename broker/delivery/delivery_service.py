@@ -27,7 +27,7 @@ from . import dead_letters, journal
 from .backoff import DLQ_RETRY_SECONDS, READY_POLL_SECONDS, DeliveryPolicy, exhausted, retry_delay
 from .event_counts import EventCounts
 from .fifo_gate import MESSAGE_GROUP
-from .queue_progress import HELD_BY_TRANSACTION, GroupTopic, InFlight, QueueLag, QueueProgress
+from .queue_progress import HELD_BY_TRANSACTION, GroupStates, GroupTopic, InFlight, QueueLag, QueueProgress
 from .receipt_handle import KEY_BYTES, ReceiptHandle
 
 log = logging.getLogger(__name__)
@@ -52,8 +52,7 @@ class DeliveryService:
         self._key = key or secrets.token_bytes(KEY_BYTES)  # the runtime passes the data dir's: see receipt_handle
         self.key_in_log = False  # whether the log names the key (then it is that one, on every node of a set)
         self.acks_end = 0  # where the last ``acks`` record written ends: an ack is answered once that is durable
-        self._state: dict[tuple[str, str], GroupTopic] = {}
-        self._topics_of: dict[str, dict[str, GroupTopic]] = {}  # the same states by group: a group's views read only its own
+        self._state = GroupStates()
         self._arrivals: dict[str, asyncio.Event] = {}
         self.counted = EventCounts()  # events per group and topic since start, for /metrics (the runtime bounds its rows)
         self.damaged_skips = 0
@@ -82,7 +81,6 @@ class DeliveryService:
         if state is None:
             state = GroupTopic([])
             self._state[(group, topic)] = state
-            self._topics_of.setdefault(group, {})[topic] = state
         while len(state.queues) < cfg.queues:
             qid = len(state.queues)
             committed = self._store.offsets.get(group, topic, qid)
@@ -386,7 +384,7 @@ class DeliveryService:
 
     # --- introspection ----------------------------------------------------------
     def group_lag(self, group: str) -> dict[str, list[QueueLag]]:
-        topics = set(self._store.offsets.topics_of(group)) | set(self._topics_of.get(group, ()))
+        topics = set(self._store.offsets.topics_of(group)) | set(self._state.by_group.get(group, ()))
         if not topics:
             raise ConsumerGroupNotFound(f"consumer group {group!r} has not consumed anything")
         return {topic: [p.lag(qid, self._store.queue_range(topic, qid)[1]) for qid, p in enumerate(self._group_topic(group, topic).queues)]
@@ -394,9 +392,9 @@ class DeliveryService:
 
     def groups(self) -> list[str]:
         """Every group that has consumed or committed anything (operators' listings)."""
-        return sorted(set(self._store.offsets.groups()) | set(self._topics_of))
+        return sorted(set(self._store.offsets.groups()) | set(self._state.by_group))
 
     def retrying(self, group: str) -> int:
         """The group's in-flight deliveries past their first attempt (nacked or timed out before)."""
-        return sum(1 for state in self._topics_of.get(group, {}).values()
+        return sum(1 for state in self._state.by_group.get(group, {}).values()
                    for progress in state.queues for item in progress.in_flight.values() if item.deliveries > 1)
