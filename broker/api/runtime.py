@@ -106,6 +106,7 @@ class BrokerRuntime:
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays),
                                                               settings.fifo_window, settings.journal),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))
+            delivery.counted = EventCounts(settings.metrics_max_group_topics)  # before any replay counts an ack
             durable: Callable[[int], Awaitable[None]] = FlushWaiter(store, settings.sync_flush_timeout)
             if durable_wrapper is not None:
                 durable = durable_wrapper(durable)
@@ -129,7 +130,6 @@ class BrokerRuntime:
             rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.settled_durable = durable if durable_wrapper is not None else None
-            delivery.counted = EventCounts(settings.metrics_max_group_topics)
             rt.operator_metrics = OperatorMetrics(rt, RowLimits(settings.metrics_max_topics, settings.metrics_max_group_topics))
             return rt
         except BaseException:
