@@ -108,6 +108,11 @@ class BrokerSettings(BaseSettings):
     # the message's place (broker/delivery/journal.py). Off: journeys show only what the log says anyway (sent, the
     # transaction, timers, dead letters) and "acked" from the groups' committed offsets.
     journal: bool = True
+    # Operator views (docs/metrics.md, docs/operating.md): the topics and the (consumer group, topic) pairs one /metrics
+    # scrape shows rows of their own for (the rest summed under "(other)"), and the rows one console page shows.
+    metrics_max_topics: int = Field(default=100, ge=1)
+    metrics_max_group_topics: int = Field(default=100, ge=1)
+    console_page_rows: int = Field(default=50, ge=1, le=1000)
     log_level: str = "info"
     # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
     traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)

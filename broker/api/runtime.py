@@ -12,6 +12,7 @@ from typing import Any
 
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from halfmq.broker.delivery.event_counts import EventCounts
 from halfmq.broker.delivery.receipt_handle import load_or_create_key
 from halfmq.broker.half_messages.check_client import CheckClient
 from halfmq.broker.half_messages.check_policy import CheckPolicy
@@ -34,7 +35,7 @@ from halfmq.broker.timers.timer_index import TimerIndex
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
-from .operator_metrics import OperatorCollector
+from .operator_metrics import OperatorMetrics, RowLimits
 
 log = logging.getLogger(__name__)
 Durable = Callable[[int], Awaitable[None]]
@@ -57,6 +58,7 @@ class BrokerRuntime:
     producer_ids: ProducerIds = field(default=None)  # type: ignore[assignment]  # set by open(): the coordinator's
     checks: CheckService | None = None
     timers: TimerIndex = field(default=None)  # type: ignore[assignment]  # set by open(): every node follows the log
+    operator_metrics: OperatorMetrics = field(default=None)  # type: ignore[assignment]  # set by open(): what /metrics answers
     guard: Guard = field(default_factory=lambda: Guard(None))
     own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
     # What an ack's answer waits for (usecases.settling): a set's leader, ``durable`` (as the ack mode says, as a send);
@@ -104,6 +106,7 @@ class BrokerRuntime:
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays),
                                                               settings.fifo_window, settings.journal),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))
+            delivery.counted = EventCounts(settings.metrics_max_group_topics)  # before any replay counts an ack
             durable: Callable[[int], Awaitable[None]] = FlushWaiter(store, settings.sync_flush_timeout)
             if durable_wrapper is not None:
                 durable = durable_wrapper(durable)
@@ -127,7 +130,7 @@ class BrokerRuntime:
             rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.settled_durable = durable if durable_wrapper is not None else None
-            rt.metrics.registry.register(OperatorCollector(rt))  # every series read from state at scrape time
+            rt.operator_metrics = OperatorMetrics(rt, RowLimits(settings.metrics_max_topics, settings.metrics_max_group_topics))
             return rt
         except BaseException:
             if close_on_failure:
