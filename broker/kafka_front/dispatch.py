@@ -1,5 +1,5 @@
 """One request frame in, one answer frame out: the header, the table's entry, the version check, the handler, and
-the answer encoded with the response header its version calls for (sans-I/O; listener.py moves the bytes).
+the answer encoded with the response header its version calls for (the bytes in and out are listener.py's).
 
 A version outside the table is answered UNSUPPORTED_VERSION in the API's own shape; the connection is never dropped
 for it. Three cases cannot be answered in a shape the client parses, and get the smallest answer that can be
@@ -11,11 +11,13 @@ ApiVersions sends either.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import struct
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+from kafka.errors import UnknownError
 from kafka.protocol.api_key import ApiKey
 
 from .api_table import API_TABLE, Api, api_versions_response, by_key
@@ -24,15 +26,17 @@ from .request_header import RequestHeader, parse_request_header
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Any, RequestHeader], Any]
-"""(the decoded request, its header) -> the response (kafka-python's class), or a KafkaRefusal raised."""
+Handler = Callable[[Any, RequestHeader], Awaitable[Any]]
+"""(the decoded request, its header) -> the response (kafka-python's class), or a KafkaRefusal raised. Async: the
+use cases it will call are (a send waits for its flush)."""
 
 BARE_ERROR = struct.Struct(">ih")
+UNKNOWN_SERVER_ERROR = int(UnknownError.errno)  # -1
 DECODE_ERRORS = (ValueError, IndexError, struct.error, EOFError, TypeError, AttributeError, UnicodeDecodeError)
 """What kafka-python's decoders raise on a body that does not match its schema (a length past the end, bad UTF-8…)."""
 
 
-def not_yet(request: Any, header: RequestHeader) -> Any:
+async def not_yet(request: Any, header: RequestHeader) -> Any:
     """The handler of every API whose real one is not written yet (issue 47: after issue 43's use cases)."""
     raise NotYetServed(f"API {header.api_key} is not served yet")
 
@@ -52,7 +56,7 @@ class Dispatcher:
         entry = self.apis.get(api_key)
         return entry is not None and bool(entry.request.flexible_version_q(api_version))
 
-    def answer(self, payload: bytes) -> bytes | None:
+    async def answer(self, payload: bytes) -> bytes | None:
         """The answer frame (size prefix included) to a request frame's payload; None when the request expects none
         (Produce with acks=0). Raises request_header.HeaderUnreadable when not even the correlation id can be read."""
         header = parse_request_header(payload, self.is_flexible)
@@ -67,13 +71,18 @@ class Dispatcher:
             return bare_error(header, UnsupportedVersion.kafka_error.errno)
         request = None
         try:
-            request = decode_request(entry, payload, header)
             if not entry.serves(header.api_version):
+                with contextlib.suppress(InvalidRequest):  # read only to name its topics in the refusal
+                    request = decode_request(entry, payload, header)
                 raise UnsupportedVersion(f"{entry.key.name} v{header.api_version} is outside {entry.min_version}-{entry.max_version}")
-            response = self.handlers.get(header.api_key, not_yet)(request, header)
+            request = decode_request(entry, payload, header)
+            response = await self.handlers.get(header.api_key, not_yet)(request, header)
         except KafkaRefusal as refusal:
             log.debug("Kafka %s v%d refused: %s", entry.key.name, header.api_version, refusal)
             response = entry.error_answer(request, refusal.error_code, header.api_version)
+        except Exception:  # a handler's bug: UNKNOWN_SERVER_ERROR, as Kafka's broker answers, not a closed connection
+            log.exception("Kafka %s v%d failed", entry.key.name, header.api_version)
+            response = entry.error_answer(request, UNKNOWN_SERVER_ERROR, header.api_version)
         if request is not None and not request.expect_response():
             return None
         return encode_response(response, header)

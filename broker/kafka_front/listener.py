@@ -39,7 +39,7 @@ class KafkaListener:
         peer = writer.get_extra_info("peername")
         try:
             while (payload := await read_frame(reader, self.max_frame_bytes)) is not None:
-                answer = self.dispatcher.answer(payload)
+                answer = await self.dispatcher.answer(payload)
                 if answer is not None:
                     writer.write(answer)
                     await writer.drain()

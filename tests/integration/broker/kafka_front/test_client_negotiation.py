@@ -35,8 +35,8 @@ class RecordingDispatcher(Dispatcher):
         super().__init__()
         self.answered: list[tuple[int, int]] = []
 
-    def answer(self, payload: bytes) -> bytes | None:
-        answer = super().answer(payload)
+    async def answer(self, payload: bytes) -> bytes | None:
+        answer = await super().answer(payload)
         header = parse_request_header(payload, self.is_flexible)
         self.answered.append((header.api_key, header.api_version))
         return answer

@@ -3,6 +3,7 @@ refusals in each API's own shape, bodies that do not decode, and the response he
 
 from __future__ import annotations
 
+import asyncio
 import struct
 import uuid
 
@@ -31,8 +32,13 @@ def payload_of(request, correlation_id: int = 5) -> bytes:
     return bytes(request.encode(header=True))
 
 
+def dispatch(payload: bytes, dispatcher: Dispatcher | None = None) -> bytes | None:
+    """The dispatcher's answer frame, awaited on a loop of its own."""
+    return asyncio.run((dispatcher or Dispatcher()).answer(payload))
+
+
 def answer(request, dispatcher: Dispatcher | None = None, correlation_id: int = 5) -> bytes:
-    framed = (dispatcher or Dispatcher()).answer(payload_of(request, correlation_id))
+    framed = dispatch(payload_of(request, correlation_id), dispatcher)
     assert framed is not None
     (size,) = struct.unpack_from(">i", framed)
     assert size == len(framed) - 4
@@ -67,7 +73,7 @@ def test_api_versions_newer_than_the_table_gets_v0_with_unsupported_version_and_
     """KIP-511: the client retries with the highest ApiVersions version the answer lists."""
     payload = bytearray(payload_of(ApiVersionsRequest[4](client_software_name="t", client_software_version="1"), 12))
     struct.pack_into(">h", payload, 2, 9)  # ApiVersions v9, which no broker knows yet
-    framed = Dispatcher().answer(bytes(payload))
+    framed = dispatch(bytes(payload))
     assert framed is not None
     correlation_id, error_code = struct.unpack_from(">ih", framed, 4)
     assert (correlation_id, error_code) == (12, UNSUPPORTED_VERSION)
@@ -105,36 +111,36 @@ def test_a_version_past_the_table_that_the_schema_knows_is_refused_in_that_versi
 def test_a_version_no_schema_knows_gets_the_correlation_id_and_unsupported_version() -> None:
     payload = bytearray(payload_of(FetchRequest[12](max_wait_ms=10, min_bytes=1, max_bytes=1024, topics=[]), 17))
     struct.pack_into(">h", payload, 2, 99)
-    assert Dispatcher().answer(bytes(payload)) == struct.pack(">iih", 6, 17, UNSUPPORTED_VERSION)
+    assert dispatch(bytes(payload)) == struct.pack(">iih", 6, 17, UNSUPPORTED_VERSION)
 
 
 def test_an_api_outside_the_table_gets_the_correlation_id_and_unsupported_version() -> None:
     payload = payload_of(DescribeAclsRequest[1](resource_type_filter=2, operation=1, permission_type=1, pattern_type_filter=1), 23)
-    assert Dispatcher().answer(payload) == struct.pack(">iih", 6, 23, UNSUPPORTED_VERSION)
+    assert dispatch(payload) == struct.pack(">iih", 6, 23, UNSUPPORTED_VERSION)
     unknown_key = struct.pack(">hhih", 999, 0, 24, -1)
-    assert Dispatcher().answer(unknown_key) == struct.pack(">iih", 6, 24, UNSUPPORTED_VERSION)
+    assert dispatch(unknown_key) == struct.pack(">iih", 6, 24, UNSUPPORTED_VERSION)
 
 
 def test_a_body_that_does_not_decode_is_an_invalid_request_in_the_apis_shape() -> None:
     header = payload_of(metadata_request(8, "orders"))[:struct.calcsize(">hhih") + len("test-client")]
-    response = read(MetadataResponse, bytes(Dispatcher().answer(header + b"\x00\x00\x00\x09\x00")[4:]), 8)
+    response = read(MetadataResponse, bytes(dispatch(header + b"\x00\x00\x00\x09\x00")[4:]), 8)
     assert response.topics == []  # nothing decoded, nothing named
     endtxn = payload_of(EndTxnRequest[3](transactional_id="tx", producer_id=1, producer_epoch=0, committed=True))
-    response = read(EndTxnResponse, Dispatcher().answer(endtxn[:-4])[4:], 3)
+    response = read(EndTxnResponse, dispatch(endtxn[:-4])[4:], 3)
     assert response.error_code == INVALID_REQUEST
 
 
 def test_an_injected_handler_answers_its_api_and_its_refusals_are_answered_in_shape() -> None:
     seen = []
 
-    def end_txn(request, header):
+    async def end_txn(request, header):
         seen.append((request.transactional_id, header.client_id))
         return EndTxnResponse(error_code=0, throttle_time_ms=0)
 
     class Fenced(KafkaRefusal):
         kafka_error = ProducerFencedError
 
-    def fenced(request, header):
+    async def fenced(request, header):
         raise Fenced("an older epoch")
 
     request = EndTxnRequest[3](transactional_id="tx-1", producer_id=1, producer_epoch=0, committed=True)
@@ -143,10 +149,24 @@ def test_an_injected_handler_answers_its_api_and_its_refusals_are_answered_in_sh
     assert read(EndTxnResponse, answer(request, Dispatcher(handlers={ApiKey.EndTxn: fenced})), 3).error_code == ProducerFencedError.errno
 
 
+def test_a_handlers_bug_is_answered_unknown_server_error_in_the_apis_shape(caplog: pytest.LogCaptureFixture) -> None:
+    async def broken(request, header):
+        raise RuntimeError("a bug")
+
+    request = EndTxnRequest[3](transactional_id="tx-1", producer_id=1, producer_epoch=0, committed=True)
+    assert read(EndTxnResponse, answer(request, Dispatcher(handlers={ApiKey.EndTxn: broken})), 3).error_code == -1
+    assert "a bug" in caplog.text
+
+
+def test_a_version_outside_the_table_is_refused_as_such_even_when_its_body_does_not_decode() -> None:
+    cut = bytearray(payload_of(FetchRequest[13](max_wait_ms=1, min_bytes=1, max_bytes=1, topics=[]), 5))[:-6]
+    assert read(FetchResponse, dispatch(bytes(cut))[4:], 13).error_code == UNSUPPORTED_VERSION
+
+
 def test_a_version_outside_the_table_never_reaches_the_handler() -> None:
     calls: list[int] = []
 
-    def produce(request, header):
+    async def produce(request, header):
         calls.append(header.api_version)
         return ProduceResponse(responses=[])
 
@@ -165,7 +185,7 @@ def produce_by_topic_id():
 
 
 def test_a_produce_with_acks_0_gets_no_answer() -> None:
-    assert Dispatcher().answer(payload_of(produce_request(9, acks=0))) is None
+    assert dispatch(payload_of(produce_request(9, acks=0))) is None
 
 
 @pytest.mark.parametrize("entry", [e for e in API_TABLE if e.key != ApiKey.ApiVersions], ids=lambda e: e.key.name)
@@ -173,7 +193,7 @@ def test_every_api_but_api_versions_is_a_stub_that_refuses_at_both_ends_of_its_r
     for version in (entry.min_version, entry.max_version):
         payload = struct.pack(">hhih", int(entry.key), version, 3, -1) + (b"\x00" if entry.request.flexible_version_q(version) else b"")
         fields = {"acks": -1} if entry.key == ApiKey.Produce else {}  # the default, 0, expects no answer
-        framed = Dispatcher().answer(payload + bytes(entry.request[version](**fields).encode()))  # every other field its default
+        framed = dispatch(payload + bytes(entry.request[version](**fields).encode()))  # every other field its default
         assert framed is not None
         response = entry.response.decode(framed[4:], version=version, header=True)
         assert response.header.correlation_id == 3
@@ -185,14 +205,14 @@ def test_the_stub_refusal_is_not_yet_served_and_a_bad_body_an_invalid_request() 
 
 def test_a_header_too_short_to_answer_is_left_to_the_connection() -> None:
     with pytest.raises(HeaderUnreadable):
-        Dispatcher().answer(b"\x00\x03")
+        dispatch(b"\x00\x03")
 
 
 @settings(max_examples=300, deadline=None)
 @given(entry=st.sampled_from(API_TABLE), version=st.integers(0, 20), body=st.binary(max_size=200))
 def test_any_body_after_a_header_is_answered_never_raised(entry, version: int, body: bytes) -> None:
     payload = struct.pack(">hhih", int(entry.key), version, 8, -1) + (b"\x00" if entry.request.flexible_version_q(version) else b"")
-    framed = Dispatcher().answer(payload + body)
+    framed = dispatch(payload + body)
     assert framed is None or struct.unpack_from(">i", framed, 4)[0] == 8
 
 
