@@ -32,7 +32,7 @@ use cases it will call are (a send waits for its flush)."""
 
 BARE_ERROR = struct.Struct(">ih")
 UNKNOWN_SERVER_ERROR = int(UnknownError.errno)  # -1
-DECODE_ERRORS = (ValueError, IndexError, struct.error, EOFError, TypeError, AttributeError, UnicodeDecodeError)
+DECODE_ERRORS = (ValueError, IndexError, struct.error, EOFError, UnicodeDecodeError)
 """What kafka-python's decoders raise on a body that does not match its schema (a length past the end, bad UTF-8…)."""
 
 
