@@ -1,10 +1,8 @@
 """Record batches v2 (Kafka's message format since 0.11) in and out: kafka-python's ``kafka.record`` does the format.
 
 In: ``decode_batches`` cuts a Produce partition's records into batches, checks each batch's CRC, refuses the
-message formats v0/v1 (Kafka 4's clients write v2 only), inflates a compressed batch within a bound in bytes and
-reads its records. The bound is the reason this module decompresses instead of kafka-python's ``kafka.codec``, which
-inflates a batch whole: a 32 MiB frame of zstd can claim gigabytes. Each codec stops at the bound +1 byte
-(snappy: from the lengths its blocks declare, before inflating any).
+message formats v0/v1 (Kafka 4's clients write v2 only), inflates a compressed batch within a bound in bytes
+(compression.py) and has kafka-python read the records.
 
 Out: ``encode_batch`` writes records at a base offset with any codec, ``encode_control_batch`` a transaction's
 commit or abort marker (the control bit is the one attribute kafka-python's client-side builder never sets, and the
@@ -13,22 +11,15 @@ marker's value, version and coordinator epoch, is Kafka's EndTransactionMarker: 
 
 from __future__ import annotations
 
-import io
 import struct
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import IntEnum
 
-import cramjam
-import lz4.frame
-import snappy
-import zstandard
-from kafka.codec import _detect_xerial_stream, snappy_decode
 from kafka.errors import CorruptRecordError
 from kafka.record.default_records import ControlRecord, DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from .errors import BatchTooLarge, CorruptRecords, UnsupportedCompression, UnsupportedMessageFormat
+from .compression import Compression, inflate
+from .errors import CorruptRecords, UnsupportedCompression, UnsupportedMessageFormat
 
 MAX_BATCH_RECORDS_BYTES = 32 * 1024 * 1024
 """The most bytes one batch's records may take once inflated; a batch that inflates past it is refused
@@ -43,25 +34,9 @@ LOG_OVERHEAD = struct.Struct(">qi")  # base offset, then the length of the rest:
 PARTITION_LEADER_EPOCH_AT = struct.calcsize(">qi")
 MAGIC_AT = struct.calcsize(">qii")
 CODEC_MASK = DefaultRecordBatch.CODEC_MASK
-TRANSACTIONAL = DefaultRecordBatch.TRANSACTIONAL_MASK
 CONTROL = DefaultRecordBatch.CONTROL_MASK
 END_TXN_MARKER = struct.Struct(">hi")  # Kafka's EndTransactionMarker value: version (0), coordinator epoch
 CONTROL_KEY = ControlRecord.KEY_STRUCT  # version (0), type (0 abort, 1 commit)
-XERIAL_HEADER_BYTES = 16
-XERIAL_BLOCK_SIZE = struct.Struct(">i")
-CODEC_ERRORS = (zlib.error, RuntimeError, ValueError, struct.error, zstandard.ZstdError, cramjam.DecompressionError,
-                snappy.UncompressError)
-"""What the codec libraries raise on bytes that are not what they claim (lz4's frames raise RuntimeError)."""
-
-
-class Compression(IntEnum):
-    """The codec in a batch's attributes (bits 0-2)."""
-
-    NONE = DefaultRecordBatch.CODEC_NONE
-    GZIP = DefaultRecordBatch.CODEC_GZIP
-    SNAPPY = DefaultRecordBatch.CODEC_SNAPPY
-    LZ4 = DefaultRecordBatch.CODEC_LZ4
-    ZSTD = DefaultRecordBatch.CODEC_ZSTD
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,78 +137,6 @@ def inflated(piece: memoryview, attributes: int, compression: Compression, limit
     return DefaultRecordBatch(bytes(header) + inflate(compression, piece[HEADER.size:], limit))
 
 
-def inflate(compression: Compression, data: memoryview, limit: int) -> bytes:
-    """``data`` decompressed, refused with BatchTooLarge as soon as it passes ``limit`` bytes."""
-    try:
-        match compression:
-            case Compression.GZIP:
-                out = inflate_gzip(data, limit)
-            case Compression.SNAPPY:
-                out = inflate_snappy(data, limit)
-            case Compression.LZ4:
-                out = inflate_lz4(data, limit)
-            case Compression.ZSTD:
-                out = inflate_zstd(data, limit)
-            case _:
-                raise UnsupportedCompression(f"compression {compression}")
-    except CODEC_ERRORS as exc:
-        raise CorruptRecords(f"{compression.name.lower()} records do not decompress: {exc}") from exc
-    if len(out) > limit:
-        raise BatchTooLarge(f"a batch's records inflate past {limit} bytes")
-    return out
-
-
-def inflate_gzip(data: memoryview, limit: int) -> bytes:
-    out = bytearray()
-    rest = bytes(data)
-    while rest:  # a gzip stream may hold several members
-        member = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        out += member.decompress(rest, limit + 1 - len(out))
-        if len(out) > limit:
-            break
-        if not member.eof:
-            raise CorruptRecords("gzip records end inside a member")
-        rest = member.unused_data
-    return bytes(out)
-
-
-def inflate_snappy(data: memoryview, limit: int) -> bytes:
-    """Kafka's Java clients frame snappy the xerial way (a header, then size-prefixed raw blocks); librdkafka and
-    kafka-python may write one raw block. Every raw block declares its inflated size first."""
-    blocks = xerial_blocks(data) if _detect_xerial_stream(data) else [data]
-    total = sum(int(cramjam.snappy.decompress_raw_len(bytes(block))) for block in blocks)
-    if total > limit:
-        raise BatchTooLarge(f"snappy records declare {total} bytes, past {limit}")
-    return bytes(snappy_decode(bytes(data)))
-
-
-def xerial_blocks(data: memoryview) -> list[memoryview]:
-    blocks, at = [], XERIAL_HEADER_BYTES
-    while at < len(data):
-        (size,) = XERIAL_BLOCK_SIZE.unpack_from(data, at)
-        if size < 0 or at + XERIAL_BLOCK_SIZE.size + size > len(data):
-            raise CorruptRecords("a snappy block runs past the records")
-        blocks.append(data[at + XERIAL_BLOCK_SIZE.size:at + XERIAL_BLOCK_SIZE.size + size])
-        at += XERIAL_BLOCK_SIZE.size + size
-    return blocks
-
-
-def inflate_lz4(data: memoryview, limit: int) -> bytes:
-    frame = lz4.frame.LZ4FrameDecompressor()
-    out = frame.decompress(bytes(data), max_length=limit + 1)
-    if len(out) <= limit and not frame.eof:
-        raise CorruptRecords("lz4 records end inside their frame")
-    return bytes(out)
-
-
-def inflate_zstd(data: memoryview, limit: int) -> bytes:
-    out = bytearray()
-    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)), read_across_frames=True) as reader:
-        while len(out) <= limit and (chunk := reader.read(limit + 1 - len(out))):
-            out += chunk
-    return bytes(out)
-
-
 def control_marker(records: Sequence[object]) -> ControlMarker:
     if len(records) != 1 or not isinstance(records[0], ControlRecord):
         raise CorruptRecords(f"a control batch holds {len(records)} records, not one marker")
@@ -277,10 +180,11 @@ def encode_control_batch(offset: int, *, producer_id: int, producer_epoch: int, 
 
 
 def built(builder: DefaultRecordBatchBuilder, records: Sequence[Record], partition_leader_epoch: int) -> bytes:
-    base = records[0].offset
-    for record in records:
-        if record.offset < base:
-            raise ValueError(f"record offset {record.offset} before the batch's base offset {base}")
+    base = last = records[0].offset
+    for at, record in enumerate(records):
+        if at and record.offset <= last:
+            raise ValueError(f"record offset {record.offset} after {last}: a batch's offsets ascend")
+        last = record.offset
         builder.append(record.offset - base, timestamp=record.timestamp, key=record.key, value=record.value,
                        headers=list(record.headers))
     raw = builder.build()
