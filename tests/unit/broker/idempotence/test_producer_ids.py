@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from halfmq.broker.idempotence.producer_ids import SendKey, SentRef
+from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
 
@@ -20,8 +22,8 @@ def clock() -> FakeClock:
 
 def _numbered_send(b: Broker, txn, sequence: int, body: str) -> None:
     item = b.item(body)
-    b.store.put([item, b.ids.send_record(txn, sequence, [item])])
-    b.ids.sent(txn, sequence, ("messages", "", "OUT"), [{"body": body}])
+    results, _ = b.store.put([item, b.ids.send_record(txn, sequence, [item])])
+    b.ids.sent(txn, sequence, SentRef(SendKind.MESSAGES, results[0].commit_log_offset, 1))
 
 
 def test_a_producer_id_idle_past_its_expiry_is_forgotten_and_a_used_one_is_kept(tmp_path: Path, clock: FakeClock) -> None:
@@ -121,16 +123,16 @@ def test_a_number_is_answered_from_the_window_only_for_the_same_request_even_aft
     pid = run(b.ids.new_producer_id(OWNER)).producer_id
     txn = b.ids.sender(pid, 0, OWNER)
     _numbered_send(b, txn, 0, "m0")  # a plain send to OUT
-    plain, half = ("messages", "", "OUT"), ("half", "pg", "OUT")
-    assert b.ids.sent_before(txn, 0, plain) == [{"body": "m0"}]
-    for other in (half, ("messages", "", "IN")):
+    plain, half = SendKey(SendKind.MESSAGES, "", "OUT"), SendKey(SendKind.HALF, "pg", "OUT")
+    assert [r.msg_id for r in b.ids.sent_before(txn, 0, plain)] == ["m0"]
+    for other in (half, SendKey(SendKind.MESSAGES, "", "IN")):
         with pytest.raises(SequenceNumberReused):
             b.ids.sent_before(txn, 0, other)
     assert b.ids.sent_before(txn, 1, half) is None  # a new number: store it
     b.close()
     again = Broker(tmp_path, clock)
     txn = again.ids.sender(pid, 0, OWNER)
-    for other in (half, ("messages", "", "IN")):  # the key is read back from the stored messages
+    for other in (half, SendKey(SendKind.MESSAGES, "", "IN")):  # the key is read back from the stored messages
         with pytest.raises(SequenceNumberReused):
             again.ids.sent_before(txn, 0, other)
     assert [r.msg_id for r in again.ids.sent_before(txn, 0, plain)] == ["m0"]
