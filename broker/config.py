@@ -57,6 +57,11 @@ class BrokerSettings(BaseSettings):
     # RESOURCE_EXHAUSTED (docs/decisions/041-telemetry-stream-backpressure.md).
     grpc_telemetry_outbox_commands: int = Field(default=1024, ge=1)
     grpc_telemetry_outbox_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    # What may wait unread on all telemetry streams together (past it the stream holding the most ends), and how many
+    # streams one principal, and one client id of it, may hold open (past it a new one is refused, RESOURCE_EXHAUSTED).
+    grpc_telemetry_unread_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    grpc_telemetry_streams_per_principal: int = Field(default=128, ge=1)
+    grpc_telemetry_streams_per_client: int = Field(default=8, ge=1)
     data_dir: Path = Path("./data/broker")
     flush_mode: Literal["sync", "async"] = "sync"
     sync_flush_timeout: float = 5.0
