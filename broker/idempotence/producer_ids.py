@@ -100,7 +100,7 @@ class SentRef(NamedTuple):
 
     kind: SendKind
     first_offset: int  # the commit-log offset of the send's first record (a half send: its half message)
-    count: int  # its records before the send record: the messages of a plain send, a half and its companions
+    records: int  # its records before the send record: the messages of a plain send, a half and its companions
 
 
 @dataclass
@@ -344,7 +344,7 @@ class ProducerIds:
     def _read_back(self, ref: SentRef) -> tuple[SendKey, SentAnswer]:
         """A numbered send's key and answer, read back from its records (at most the batch limit, 1,000)."""
         offset, stored = ref.first_offset, []
-        for _ in range(1 if ref.kind is SendKind.HALF else ref.count):  # a half's answer is its first record's
+        for _ in range(1 if ref.kind is SendKind.HALF else ref.records):  # a half's answer is its first record's
             record = self.store.read_at(offset)
             stored.append(record)
             offset += record.size
