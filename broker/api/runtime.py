@@ -20,6 +20,7 @@ from halfmq.broker.half_messages.check_service import CheckService
 from halfmq.broker.half_messages.check_url import OwnAddress
 from halfmq.broker.half_messages.producer_registry import ProducerRegistry
 from halfmq.broker.half_messages.transaction_service import TransactionService
+from halfmq.broker.idempotence.principal_caps import PrincipalCaps
 from halfmq.broker.idempotence.producer_ids import ProducerIds
 from halfmq.broker.message_rules import MessageLimits
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
@@ -126,7 +127,7 @@ class BrokerRuntime:
                 store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks,
                                                settings.producer_txn_max_open_bytes, settings.producer_txn_max_open_bytes_per_principal),
                 send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000),
-                producers=producers)
+                producers=producers, producer_caps=cls.producer_caps(settings))
             rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.settled_durable = durable if durable_wrapper is not None else None
@@ -136,6 +137,11 @@ class BrokerRuntime:
             if close_on_failure:
                 store.close()
             raise
+
+    @staticmethod
+    def producer_caps(settings: BrokerSettings) -> PrincipalCaps:
+        return PrincipalCaps(settings.idempotent_producer_ids_per_principal, settings.idempotent_sequences_per_principal,
+                             int(settings.producer_id_evictable_after * 1000))
 
     @staticmethod
     def check_policy(settings: BrokerSettings) -> CheckPolicy:
