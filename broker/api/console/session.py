@@ -10,7 +10,7 @@ in the ``X-CSRF-Token`` header only (htmx sends it from the page's
 browser POST but can neither read the token nor, without a CORS preflight the
 broker never grants, attach a custom header. With auth off (the loopback
 default) there is no login, and the CSRF check still stands; the Host allow-list
-(``security.allowed_hosts``) keeps a rebinding page from reading the token.
+(``serving.allowed_hosts``) keeps a rebinding page from reading the token.
 """
 
 from __future__ import annotations
