@@ -387,7 +387,8 @@ class DeliveryService:
         topics = set(self._store.offsets.topics_of(group)) | set(self._state.by_group.get(group, ()))
         if not topics:
             raise ConsumerGroupNotFound(f"consumer group {group!r} has not consumed anything")
-        return {topic: [p.lag(qid, self._store.queue_range(topic, qid)[1]) for qid, p in enumerate(self._group_topic(group, topic).queues)]
+        now, window = self._clock(), self._policy.fifo_window
+        return {topic: [p.lag(qid, self._store.queue_range(topic, qid)[1], now, window) for qid, p in enumerate(self._group_topic(group, topic).queues)]
                 for topic in sorted(topics) if self._store.topic(topic) is not None}
 
     def groups(self) -> list[str]:
