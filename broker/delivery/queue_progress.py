@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .backoff import FIFO_WINDOW
 from .fifo_gate import FifoGate
 
 UNBOUNDED = 1 << 62
@@ -29,6 +30,7 @@ class InFlight:
 class QueueProgress:
     committed: int
     cursor: int = -1
+    fifo_window: int = FIFO_WINDOW  # how far past committed the cursor may go while messages wait (room)
     in_flight: dict[int, InFlight] = field(default_factory=dict)
     acked: set[int] = field(default_factory=set)
     gate: FifoGate = field(default_factory=FifoGate)
@@ -72,23 +74,23 @@ class QueueProgress:
         self.in_flight[offset] = item
         return item
 
-    def room(self, window: int) -> int:
+    def room(self) -> int:
         """How many more offsets the cursor may pass: unbounded unless messages wait behind their groups' heads, then
-        up to ``window`` past committed (the bound on what waits; past it one stuck group stalls its queue until it is
-        acked or dead-lettered)."""
+        up to ``fifo_window`` past committed (the bound on what waits; past it one stuck group stalls its queue until it
+        is acked or dead-lettered: ``window_stall``)."""
         if not self.gate.waiting_count:
             return UNBOUNDED
-        return self.committed + window - self.cursor
+        return self.committed + self.fifo_window - self.cursor
 
-    def window_stall(self, now: float, window: int, max_offset: int) -> float:
-        """How long delivery of this queue has been stopped at ``window`` by the unsettled message at committed: seconds
+    def window_stall(self, now: float, max_offset: int) -> float:
+        """How long delivery of this queue has been stopped at its window by the unsettled message at committed: seconds
         since that message was first handed out, 0 while delivery is not stopped there.
 
-        Stopped means messages wait behind their groups' heads, the cursor reached committed + ``window`` and more
+        Stopped means messages wait behind their groups' heads, the cursor reached committed + ``fifo_window`` and more
         messages lie past it: none of them, of any group, is handed out until the message at committed is acked or
         dead-lettered (FIFO_WINDOW). A backlog of one busy group that drains keeps moving committed, so its age stays
         small; a head nobody settles holds it for hours (``halfmq_fifo_window_stalled_seconds``, its alert)."""
-        if self.room(window) > 0 or max_offset <= self.cursor:
+        if self.room() > 0 or max_offset <= self.cursor:
             return 0.0
         holder = self.in_flight.get(self.committed)
         return max(0.0, now - holder.first_at) if holder is not None else 0.0
@@ -140,9 +142,9 @@ class QueueProgress:
         item.visible_at = visible_at
         return item
 
-    def lag(self, queue_id: int, max_offset: int, now: float, window: int) -> QueueLag:
+    def lag(self, queue_id: int, max_offset: int, now: float) -> QueueLag:
         return QueueLag(queue_id, self.committed, max_offset, max_offset - self.committed, len(self.in_flight),
-                        self.gate.groups_waiting, self.window_stall(now, window, max_offset))
+                        self.gate.groups_waiting, self.window_stall(now, max_offset))
 
 
 @dataclass
