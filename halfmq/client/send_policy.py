@@ -97,9 +97,13 @@ def concerns_the_request(error: BaseException) -> bool:
 def wire_size(message: OutgoingMessage) -> int:
     """A cheap estimate of the message's bytes in the request body: its text in UTF-8 bytes (ASCII text without encoding
     it), JSON's quotes and field names for the rest, so multi-byte text cannot make a request 4 times ``max_bytes``."""
-    keys = message.keys if isinstance(message.keys, list) else [message.keys or ""]
-    return (utf8_size(message.body) + _OVERHEAD + sum(utf8_size(name) + utf8_size(value) + 6 for name, value in message.properties.items())
-            + sum(utf8_size(key) + 3 for key in keys) + utf8_size(message.tag or ""))
+    size = utf8_size(message.body) + _OVERHEAD
+    for name, value in message.properties.items():
+        size += utf8_size(name) + utf8_size(value) + 6
+    keys = message.keys
+    if keys:
+        size += sum(utf8_size(key) + 3 for key in keys) if isinstance(keys, list) else utf8_size(keys) + 3
+    return size + utf8_size(message.tag) if message.tag else size
 
 
 @dataclass(frozen=True)
