@@ -140,7 +140,7 @@ class BrokerSettings(BaseSettings):
     auth_file: Path | None = None
     insecure: bool = False  # serve a non-loopback address without auth (protected mode off)
     # Names the broker answers to besides loopback, its bind address and advertise_url (DNS rebinding:
-    # broker/security/allowed_hosts.py); "*" for any. Bound to 0.0.0.0 with none listed, any Host is served.
+    # broker/serving/allowed_hosts.py); "*" for any. Bound to 0.0.0.0 with none listed, any Host is served.
     allowed_hosts: Annotated[list[str], NoDecode] = []
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None

@@ -18,6 +18,7 @@ from halfmq.broker.half_messages import record_names as tx_names
 from halfmq.broker.half_messages.check_policy import immunity_seconds
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.key_index import KEY_SEPARATOR
+from halfmq.broker.store.record import properties_size
 from halfmq.broker.timers import routing
 from halfmq.errors import (
     BadBodyEncoding,
@@ -117,7 +118,7 @@ def own_uniq_key(msg: OutgoingMessage) -> str | None:
 def properties_bytes(props: dict[str, str]) -> int:
     """What ``props`` take in a record, in bytes (UTF-8, with a separator after each name and value)."""
     try:
-        return sum(len(k.encode()) + len(v.encode()) + 2 for k, v in props.items())
+        return properties_size(props)
     except UnicodeEncodeError:
         raise InvalidRequest("keys, tag and properties must be valid UTF-8 text (lone surrogates?)") from None
 

@@ -78,10 +78,11 @@ class InvalidTransactionalId(InvalidRequest):
 
 
 class HostNotAllowed(InvalidRequest):
-    """The request's Host is none of the broker's names: a page on a rebinding domain must not reach a loopback broker."""
+    """The request's Host is none of the server's names (the broker's, a service's): a page on a rebinding domain must not
+    reach a loopback server."""
 
     code = "HOST_NOT_ALLOWED"
-    title = "The broker does not answer to this Host"
+    title = "The server does not answer to this Host"
 
 
 class ReservedProperty(InvalidRequest):

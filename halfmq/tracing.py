@@ -8,14 +8,19 @@ its own by setting a provider (``opentelemetry-sdk``), halfmq's processes (broke
 ``HALFMQ_TRACES=otlp|console`` (``start``, needs ``pip install 'halfmq[otel]'``; docs/tracing.md).
 
 The trace context travels in the message's ``properties`` as W3C ``traceparent``/``tracestate`` (the global
-propagator's keys), so a consumer's process span, the broker's spans and a check-back continue the producer's
-trace. Span names and attributes follow OpenTelemetry's messaging conventions, with ``messaging.system`` =
-``rocketmq``: halfmq speaks RocketMQ's model (half messages, producer and consumer groups).
+propagator's keys), so a consumer's process span continues the producer's trace; the broker's spans link to it
+from the broker's own trace (a producer does not choose the broker's trace id). ``extract`` reads a context a
+client wrote, so it drops trace headers past the W3C bounds (``unusable_trace_headers``, in bytes) before the
+propagator sees them, with one log line per process instead of OpenTelemetry's warning per message. Span names and
+attributes follow OpenTelemetry's messaging conventions, with ``messaging.system`` = ``rocketmq``: halfmq speaks
+RocketMQ's model (half messages, producer and consumer groups).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import sys
 from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,7 +29,10 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Tracer
 
-__all__ = ["EXPORTERS", "INSTRUMENTATION", "SYSTEM", "TRACES_ENV", "Exporter", "attributes", "extract", "inject", "start", "tracer"]
+__all__ = ["EXPORTERS", "INSTRUMENTATION", "SYSTEM", "TRACES_ENV", "Exporter", "attributes", "extract", "inject", "start", "tracer",
+           "unusable_trace_headers"]
+
+log = logging.getLogger(__name__)
 
 TRACES_ENV = "HALFMQ_TRACES"
 Exporter = Literal["otlp", "console"]
@@ -94,10 +102,77 @@ def inject(carrier: MutableMapping[str, str], context: Context | None = None) ->
     propagate.inject(carrier, context)
 
 
+# What a trace header may be, in bytes (W3C Trace Context and Baggage; OpenTelemetry's propagators drop longer ones with
+# a warning each time): past these, or malformed where the propagator would warn, a header is dropped here instead.
+TRACEPARENT_MAX_BYTES = 512
+TRACESTATE_MAX_BYTES = 8192
+TRACESTATE_MAX_MEMBERS = 32
+BAGGAGE_MAX_BYTES = 8192
+BAGGAGE_MAX_MEMBERS = 180
+BAGGAGE_MAX_MEMBER_BYTES = 4096
+# A tracestate list-member, as W3C Trace Context spells it: key "=" value.
+_TRACESTATE_MEMBER = re.compile(r"(?:[a-z][_0-9a-z*/-]{0,255}|[a-z0-9][_0-9a-z*/-]{0,240}@[a-z][_0-9a-z*/-]{0,13})"
+                                r"=[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]")
+_reported = False  # whether this process has said once that it drops unusable trace headers
+
+
+def _members(header: str) -> list[str]:
+    return [m for m in (part.strip(" \t") for part in header.split(",")) if m]
+
+
+def _trace_header_problem(name: str, value: str) -> str | None:
+    """Why the propagator would refuse (and log) ``value`` of header ``name``; None when it may read it. Non-ASCII
+    is never a valid trace header, so for the rest bytes and characters are one count."""
+    if not value.isascii():
+        return "not ASCII"
+    if name == "traceparent":
+        return f"over {TRACEPARENT_MAX_BYTES} bytes" if len(value) > TRACEPARENT_MAX_BYTES else None
+    if name == "tracestate":
+        if len(value) > TRACESTATE_MAX_BYTES:
+            return f"over {TRACESTATE_MAX_BYTES} bytes"
+        members = _members(value)
+        if len(members) > TRACESTATE_MAX_MEMBERS:
+            return f"over {TRACESTATE_MAX_MEMBERS} members"
+        return None if all(_TRACESTATE_MEMBER.fullmatch(m) for m in members) else "a malformed member"
+    if len(value) > BAGGAGE_MAX_BYTES:  # baggage
+        return f"over {BAGGAGE_MAX_BYTES} bytes"
+    members = _members(value)
+    if len(members) > BAGGAGE_MAX_MEMBERS or any(len(m) > BAGGAGE_MAX_MEMBER_BYTES for m in members):
+        return f"over {BAGGAGE_MAX_MEMBERS} members or a member over {BAGGAGE_MAX_MEMBER_BYTES} bytes"
+    return None
+
+
+def unusable_trace_headers(carrier: Mapping[str, str]) -> dict[str, str]:
+    """The trace headers of ``carrier`` (``traceparent``, ``tracestate``, ``baggage``) to drop, each with why: too
+    large, too many members, not ASCII, or a malformed tracestate member. Empty for a well-formed context."""
+    found = {}
+    for name in ("traceparent", "tracestate", "baggage"):
+        value = carrier.get(name)
+        problem = None if value is None else _trace_header_problem(name, value)
+        if problem is not None:
+            found[name] = problem
+    return found
+
+
+def _report_once(dropped: Mapping[str, str]) -> None:
+    global _reported
+    if not _reported:
+        _reported = True
+        log.warning("dropped a trace context a client sent (%s); this process drops such headers from now on without a word",
+                    ", ".join(f"{name}: {why}" for name, why in dropped.items()))
+
+
 def extract(carrier: Mapping[str, str]) -> Context:
-    """The trace context ``carrier`` holds (message properties or HTTP headers); the current one if it holds none."""
+    """The trace context ``carrier`` holds (message properties or HTTP headers); the current one if it holds none.
+
+    Trace headers the propagator would refuse are dropped first (``unusable_trace_headers``): one log line per
+    process says so, not one per message, so a client cannot fill the logs with them."""
     from opentelemetry import propagate
 
+    dropped = unusable_trace_headers(carrier)
+    if dropped:
+        _report_once(dropped)
+        carrier = {k: v for k, v in carrier.items() if k not in dropped}
     return propagate.extract(carrier)
 
 

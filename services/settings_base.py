@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from halfmq.client.environment import env_token, env_url
 from halfmq.tracing import TRACES_ENV, Exporter
@@ -40,10 +40,19 @@ class ServiceSettings(BaseSettings):
     max_request_head_bytes: int = Field(default=64 * 1024, ge=8192)
     max_connections: int = Field(default=10_000, ge=16)
     listen_backlog: int = Field(default=2048, ge=128)
+    # Names answered besides loopback, the bind address, the advertised URL's host and IP literals: any other Host gets 400
+    # HOST_NOT_ALLOWED (DNS rebinding; the broker's gate, broker/serving/host_gate.py); "*" for any. Each service lists its
+    # compose name by default, so a service bound to 0.0.0.0 stays gated there; an empty list on 0.0.0.0 answers any Host.
+    allowed_hosts: Annotated[list[str], NoDecode] = []
     # Fault injection for tests and demos (each service documents its faults).
     faults_enabled: bool = False
     # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
     traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _csv(cls, value: object) -> object:
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
 
     @model_validator(mode="before")
     @classmethod
@@ -58,6 +67,10 @@ class ServiceSettings(BaseSettings):
         if token and "broker_token" not in data and "broker_token_file" not in data:
             data = {**data, "broker_token": token}
         return data
+
+    def advertised_url(self) -> str:
+        """The URL others are given for this service, whose host it answers to (the order service's check-back URL)."""
+        return ""
 
     def broker_token_value(self) -> str | None:
         return secret_value(self.broker_token, self.broker_token_file)

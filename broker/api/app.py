@@ -13,11 +13,11 @@ from fastapi import FastAPI
 from halfmq.asgi_body import BodyReader
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import GrpcFront
-from halfmq.broker.security.allowed_hosts import HostAllowList
+from halfmq.broker.serving.allowed_hosts import HostAllowList
+from halfmq.broker.serving.host_gate import HostGate
 
 from . import problems
 from .front import Front
-from .host_gate import HostGate
 from .openapi import document
 from .router import Route, Router
 from .routes import (
@@ -100,5 +100,5 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
         from halfmq.broker.cluster.gate import LeaderGate
 
         served = LeaderGate(front, app.state, front.router)
-    allowed = HostAllowList.for_broker(settings.host, settings.allowed_hosts, settings.advertise_url)
-    return HostGate(served, allowed)  # type: ignore[return-value]  # it passes attributes on to the front
+    allowed = HostAllowList.for_server(settings.host, settings.allowed_hosts, settings.advertise_url)
+    return HostGate(served, allowed, "HALFMQ_BROKER_ALLOWED_HOSTS")  # type: ignore[return-value]  # it passes attributes on to the front

@@ -244,27 +244,34 @@ def _consumer_families(reading: StateReading, shown: set[tuple[str, str]]) -> It
                                  labels=CONSUMER)
     fifo_waiting = GaugeMetricFamily("halfmq_fifo_groups_waiting", "Message groups with a message waiting behind their "
                                      "unsettled head (FIFO)", labels=CONSUMER)
+    fifo_stalled = GaugeMetricFamily("halfmq_fifo_window_stalled_seconds", "How long one unsettled message has held a queue's "
+                                     "delivery stopped at FIFO_WINDOW (the longest of the pair's queues; 0: none stopped)", labels=CONSUMER)
     other = {"lag": 0, "ready": 0, "inflight": 0, "fifo": 0}
+    other_stalled = 0.0  # the longest stall of the folded pairs: a duration is not summed
     folded = False
     for c in reading.consumers:
         sums = {"lag": sum(q.lag for q in c.queues), "ready": sum(q.lag - q.in_flight for q in c.queues),
                 "inflight": sum(q.in_flight for q in c.queues), "fifo": sum(q.fifo_groups_waiting for q in c.queues)}
+        stalled = max((q.fifo_window_stalled_seconds for q in c.queues), default=0.0)
         if (c.group, c.topic) not in shown:
             folded = True
             for name, n in sums.items():
                 other[name] += n
+            other_stalled = max(other_stalled, stalled)
             continue
         for q in c.queues:
             lag.add_metric([c.group, c.topic, str(q.queue_id)], q.lag)
         ready.add_metric([c.group, c.topic], sums["ready"])
         inflight.add_metric([c.group, c.topic], sums["inflight"])
         fifo_waiting.add_metric([c.group, c.topic], sums["fifo"])
+        fifo_stalled.add_metric([c.group, c.topic], stalled)
     if folded:
         lag.add_metric([OTHER, OTHER, OTHER], other["lag"])
         ready.add_metric([OTHER, OTHER], other["ready"])
         inflight.add_metric([OTHER, OTHER], other["inflight"])
         fifo_waiting.add_metric([OTHER, OTHER], other["fifo"])
-    yield from (lag, ready, inflight, fifo_waiting)
+        fifo_stalled.add_metric([OTHER, OTHER], other_stalled)
+    yield from (lag, ready, inflight, fifo_waiting, fifo_stalled)
 
 
 def _dlq_depth(reading: StateReading, limits: RowLimits) -> Metric:

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 
 DLQ_RETRY_SECONDS = 1.0  # a DLQ move the disk refused is tried again this much later
 READY_POLL_SECONDS = 0.02  # a long poll's look again at a group's next message held until its predecessor's ack is durable
+FIFO_WINDOW = 20_000  # how far past committed a queue's cursor may go while messages wait behind their group
 
 
 @dataclass(frozen=True, slots=True)
 class DeliveryPolicy:
     max_reconsume_times: int = 16
     retry_delays: Sequence[float] = (10, 30, 60)
-    fifo_window: int = 20_000  # how far past committed a queue's cursor may go while messages wait behind their group
+    fifo_window: int = FIFO_WINDOW
     journal: bool = True  # deliveries and nacks written to the journal, acks indexed by place (journal.py); off: neither
 
 

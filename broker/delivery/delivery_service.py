@@ -86,7 +86,7 @@ class DeliveryService:
             committed = self._store.offsets.get(group, topic, qid)
             if committed is None:
                 committed = self._store.queue_range(topic, qid)[0]
-            state.queues.append(QueueProgress(committed))
+            state.queues.append(QueueProgress(committed, fifo_window=self._policy.fifo_window))
         return state
 
     # --- receive ----------------------------------------------------------------
@@ -165,9 +165,8 @@ class DeliveryService:
                   now: float, invisible: float) -> None:
         """Hand out never-delivered messages of one queue (one of a busy group waits in its gate); a damaged one is skipped as if acked, and counted."""
         progress = state.queues[qid]
-        window = self._policy.fifo_window
         while True:
-            want = min(limit - len(out), self._reads.queue_range(topic, qid)[1] - progress.cursor, progress.room(window))
+            want = min(limit - len(out), self._reads.queue_range(topic, qid)[1] - progress.cursor, progress.room())
             if want <= 0:
                 return
             entries = self._reads.read_entries(topic, qid, progress.cursor, want)
@@ -184,7 +183,7 @@ class DeliveryService:
                 item = progress.deliver_next(now, invisible, entry.properties.get(MESSAGE_GROUP))
                 if item is not None:
                     out.append(self._delivery(group, topic, qid, entry, item, state))
-                elif progress.room(window) <= 0:
+                elif progress.room() <= 0:
                     return  # it waits behind its group's head, and the window is full
 
     def _skip_damaged(self, group: str, topic: str, qid: int, progress: QueueProgress) -> None:
@@ -387,7 +386,7 @@ class DeliveryService:
         topics = set(self._store.offsets.topics_of(group)) | set(self._state.by_group.get(group, ()))
         if not topics:
             raise ConsumerGroupNotFound(f"consumer group {group!r} has not consumed anything")
-        return {topic: [p.lag(qid, self._store.queue_range(topic, qid)[1]) for qid, p in enumerate(self._group_topic(group, topic).queues)]
+        return {topic: [p.lag(qid, self._store.queue_range(topic, qid)[1], self._clock()) for qid, p in enumerate(self._group_topic(group, topic).queues)]
                 for topic in sorted(topics) if self._store.topic(topic) is not None}
 
     def groups(self) -> list[str]:

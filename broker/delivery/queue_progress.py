@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .backoff import FIFO_WINDOW
 from .fifo_gate import FifoGate
 
 UNBOUNDED = 1 << 62
@@ -22,12 +23,14 @@ class InFlight:
     visible_at: float
     nacked: bool = False  # how its latest delivery ended: a nack (True) or, once due again, its invisible time ran out
     message_group: str | None = None  # FIFO: its group's head until settled (fifo_gate)
+    first_at: float = 0.0  # when it was first handed out: how long it has held its queue (window_stall)
 
 
 @dataclass
 class QueueProgress:
     committed: int
     cursor: int = -1
+    fifo_window: int = FIFO_WINDOW  # how far past committed the cursor may go while messages wait (room)
     in_flight: dict[int, InFlight] = field(default_factory=dict)
     acked: set[int] = field(default_factory=set)
     gate: FifoGate = field(default_factory=FifoGate)
@@ -67,17 +70,30 @@ class QueueProgress:
 
     def _hand_out(self, offset: int, now: float, invisible: float, group: str | None) -> InFlight:
         self._nonce += 1
-        item = InFlight(offset, self._nonce, 1, now + invisible, message_group=group)
+        item = InFlight(offset, self._nonce, 1, now + invisible, message_group=group, first_at=now)
         self.in_flight[offset] = item
         return item
 
-    def room(self, window: int) -> int:
+    def room(self) -> int:
         """How many more offsets the cursor may pass: unbounded unless messages wait behind their groups' heads, then
-        up to ``window`` past committed (the bound on what waits; past it one stuck group stalls its queue until it is
-        acked or dead-lettered)."""
+        up to ``fifo_window`` past committed (the bound on what waits; past it one stuck group stalls its queue until it
+        is acked or dead-lettered: ``window_stall``)."""
         if not self.gate.waiting_count:
             return UNBOUNDED
-        return self.committed + window - self.cursor
+        return self.committed + self.fifo_window - self.cursor
+
+    def window_stall(self, now: float, max_offset: int) -> float:
+        """How long delivery of this queue has been stopped at its window by the unsettled message at committed: seconds
+        since that message was first handed out, 0 while delivery is not stopped there.
+
+        Stopped means messages wait behind their groups' heads, the cursor reached committed + ``fifo_window`` and more
+        messages lie past it: none of them, of any group, is handed out until the message at committed is acked or
+        dead-lettered (FIFO_WINDOW). A backlog of one busy group that drains keeps moving committed, so its age stays
+        small; a head nobody settles holds it for hours (``halfmq_fifo_window_stalled_seconds``, its alert)."""
+        if self.room() > 0 or max_offset <= self.cursor:
+            return 0.0
+        holder = self.in_flight.get(self.committed)
+        return max(0.0, now - holder.first_at) if holder is not None else 0.0
 
     def pass_acked(self) -> bool:
         """Step over the next offset if it is already acked (restored from a committed producer transaction)."""
@@ -126,9 +142,9 @@ class QueueProgress:
         item.visible_at = visible_at
         return item
 
-    def lag(self, queue_id: int, max_offset: int) -> QueueLag:
+    def lag(self, queue_id: int, max_offset: int, now: float) -> QueueLag:
         return QueueLag(queue_id, self.committed, max_offset, max_offset - self.committed, len(self.in_flight),
-                        self.gate.groups_waiting)
+                        self.gate.groups_waiting, self.window_stall(now, max_offset))
 
 
 @dataclass
@@ -161,3 +177,4 @@ class QueueLag:
     lag: int
     in_flight: int
     fifo_groups_waiting: int = 0
+    fifo_window_stalled_seconds: float = 0.0  # QueueProgress.window_stall

@@ -36,7 +36,7 @@ from halfmq.broker.idempotence.producer_records import ABORTED_BY, MESSAGES, Txn
 from halfmq.broker.idempotence.send_window import DEFAULT_SIZE
 from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.store.message_store import MessageStore, PutItem
-from halfmq.broker.store.record import HEADER_SIZE
+from halfmq.broker.store.record import HEADER_SIZE, properties_size
 from halfmq.broker.store.topics import TXN_STATE_TOPIC, TopicConfig
 from halfmq.broker.timers.routing import route_all, visible_place
 from halfmq.errors import OutOfOrderSequence, ReceiptInOtherTransaction, TransactionTooLarge, UnknownTransactionalId
@@ -170,8 +170,8 @@ class TransactionCoordinator:
             return repeat  # type: ignore[return-value]
         transition(txn.state, TxnEvent.ADD_MESSAGES)
         self._check_next(txn, sequence)
-        # An estimate (UTF-8 names counted by characters) for the limit; the commit checks the exact fit to a segment.
-        size = sum(HEADER_SIZE + len(i.topic) + len(i.body) + sum(len(k) + len(v) + 2 for k, v in i.properties.items()) for i in items)
+        # Each message as its record takes it, in bytes (prepare checked its text is UTF-8); the commit checks the fit to a segment.
+        size = sum(HEADER_SIZE + len(i.topic.encode()) + properties_size(i.properties) + len(i.body) for i in items)
         count = len(txn.items) + len(items)
         if count > self.limits.max_messages or txn.size + size > self.limits.max_bytes:
             raise TransactionTooLarge(

@@ -92,6 +92,12 @@ def decode_properties(raw: bytes | memoryview) -> dict[str, str]:
     return out
 
 
+def properties_size(props: dict[str, str]) -> int:
+    """The bytes ``encode_properties(props)`` takes (UTF-8, a separator after each name and value), without joining them;
+    UnicodeEncodeError for text that is no UTF-8 (a lone surrogate)."""
+    return sum(len(k.encode()) + len(v.encode()) + 2 for k, v in props.items())
+
+
 def record_size(topic: bytes, props: bytes, body: bytes) -> int:
     return HEADER_SIZE + len(topic) + len(props) + len(body)
 

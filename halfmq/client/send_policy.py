@@ -35,6 +35,7 @@ from halfmq.errors import (
     UnknownProducerId,
 )
 from halfmq.wire import MAX_BATCH, OutgoingMessage, SendResult
+from halfmq.wire.base import utf8_size
 
 from .batching import PassCoalescer
 
@@ -94,8 +95,15 @@ def concerns_the_request(error: BaseException) -> bool:
 
 
 def wire_size(message: OutgoingMessage) -> int:
-    """A cheap estimate of the message's bytes in the request body."""
-    return len(message.body) + _OVERHEAD + sum(len(name) + len(value) + 6 for name, value in message.properties.items())
+    """A cheap estimate of the message's bytes in the request body: its text in UTF-8 bytes (ASCII text without encoding
+    it), JSON's quotes and field names for the rest, so multi-byte text cannot make a request 4 times ``max_bytes``."""
+    size = utf8_size(message.body) + _OVERHEAD
+    for name, value in message.properties.items():
+        size += utf8_size(name) + utf8_size(value) + 6
+    keys = message.keys
+    if keys:
+        size += sum(utf8_size(key) + 3 for key in keys) if isinstance(keys, list) else utf8_size(keys) + 3
+    return size + utf8_size(message.tag) if message.tag else size
 
 
 @dataclass(frozen=True)

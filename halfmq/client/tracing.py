@@ -11,6 +11,9 @@ untraced work: no span, no property added, OpenTelemetry not even imported. With
   around a handler, a child of the context the message carries; ``settling``: ``ack``/``nack {topic}`` (CLIENT).
 - ``check_answered``: ``check {topic}`` (SERVER) around the check app's answer, continuing the broker's
   check-back span from the request's ``traceparent`` header.
+
+The consumer continues the producer's trace (the context the message carries, read by ``halfmq.tracing.extract``,
+which drops headers past their bounds); the broker only links to it from its own trace (``halfmq.broker.tracing``).
 """
 
 from __future__ import annotations

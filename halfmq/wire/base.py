@@ -11,14 +11,19 @@ MAX_BATCH = 1000
 MAX_RECEIVE = 256
 MAX_INVISIBLE_SECONDS = 12 * 3600
 MAX_WAIT_SECONDS = 30
-MAX_TAG_LENGTH = 255
-MAX_NACK_REASON = 256  # characters of a nack's reason the broker keeps in the message's journey
+MAX_TAG_LENGTH = 255  # characters of a tag (a label, at most 1,020 bytes; it counts in bytes toward the broker's MAX_PROPERTIES_BYTES)
+MAX_NACK_REASON = 256  # characters of a nack's reason the broker keeps in the message's journey (at most 1 KiB)
 MAX_HALF_COMPANIONS = 16  # a half send's ``also``: messages decided by the same local transaction
 
 BodyEncoding = Literal["utf-8", "base64"]
 _ENCODINGS = ("utf-8", "base64")
 
 W = TypeVar("W")
+
+
+def utf8_size(text: str) -> int:
+    """``text``'s size in UTF-8 bytes, what a byte limit counts (a lone surrogate as 3); ASCII without encoding it."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class SendStatus(str, Enum):

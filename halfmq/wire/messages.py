@@ -17,6 +17,7 @@ from halfmq.wire.base import (
     SettleStatus,
     _Request,
     _Wire,
+    utf8_size,
 )
 
 MAX_MESSAGE_GROUP_BYTES = 64  # RocketMQ's proxy (maxMessageGroupSize)
@@ -25,7 +26,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 def message_group_problem(group: str) -> str | None:
     """Why ``group`` cannot be a message group (1-64 bytes of UTF-8, no control character: RocketMQ's rule), or None."""
-    size = len(group.encode("utf-8", "surrogatepass"))
+    size = utf8_size(group)
     if not 1 <= size <= MAX_MESSAGE_GROUP_BYTES:
         return f"a message group is 1 to {MAX_MESSAGE_GROUP_BYTES} bytes of UTF-8, not {size}"
     if _CONTROL.search(group):

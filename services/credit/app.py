@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 from halfmq.client import AsyncConsumer
 from halfmq.client.sqlalchemy.inbox import Inbox
 
-from .. import http_problems, tracing
+from .. import host_names, http_problems, tracing
 from ..database import create_db_engine, migrate
 from ..health import DatabaseProbe
 from .config import CreditSettings
@@ -44,6 +44,7 @@ def create_app(settings: CreditSettings | None = None) -> FastAPI:
     http_problems.install(app, PROBLEM_STATUS)
     app.include_router(router)
     tracing.install(app, settings.traces)
+    host_names.install(app, settings)  # the outermost layer: a Host none of the service's names reaches nothing
     return app
 
 

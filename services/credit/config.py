@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic_settings import SettingsConfigDict
+from typing import Annotated
+
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from ..settings_base import ServiceSettings
 
@@ -12,6 +14,7 @@ class CreditSettings(ServiceSettings):
 
     port: int = 8002
     database_url: str = "sqlite:///./data/credit.db"
+    allowed_hosts: Annotated[list[str], NoDecode] = ["credit"]  # the compose service's name (ServiceSettings.allowed_hosts)
     consumer_group: str = "credit_group"
     points_per_unit: int = 1
     # Handlers are coroutines waiting on a shared group commit (halfmq/client/database_writes.py), so

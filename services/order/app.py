@@ -14,7 +14,7 @@ from halfmq.client import AsyncConsumer, AsyncTransactionProducer
 from halfmq.client.fastapi_checks import mount_check_endpoint, producer_lifespan
 from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 
-from .. import http_problems, tracing
+from .. import host_names, http_problems, tracing
 from ..credentials import secret_value
 from ..database import create_db_engine, migrate, writer
 from ..health import DatabaseProbe
@@ -54,7 +54,8 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     app.include_router(router)
     app.add_middleware(PlaceOrderFastPath, service=lambda: app.state.orders, statuses=PROBLEM_STATUS)
     mount_check_endpoint(app, producer, check_secret=check_secret)
-    tracing.install(app, settings.traces)  # the outermost layer: every request's span, the fast path's too
+    tracing.install(app, settings.traces)  # every request's span, the fast path's too
+    host_names.install(app, settings)  # the outermost layer: a Host none of the service's names reaches nothing
     return app
 
 

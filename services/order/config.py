@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field
-from pydantic_settings import SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from ..settings_base import ServiceSettings
 
@@ -16,6 +17,7 @@ class OrderSettings(ServiceSettings):
     port: int = 8001
     database_url: str = "sqlite:///./data/order.db"
     public_url: str = "http://127.0.0.1:8001"  # where the broker reaches this service's check-back endpoint
+    allowed_hosts: Annotated[list[str], NoDecode] = ["order"]  # the compose service's name (ServiceSettings.allowed_hosts)
     producer_group: str = "order_producer_group"
     local_tx_timeout: float = 30.0
     # The barrier's horizon is local_tx_timeout + commit_grace (halfmq.client.sqlalchemy.horizon).
@@ -31,6 +33,9 @@ class OrderSettings(ServiceSettings):
     # The producer group's check-back secret, as a value or a file (Docker secrets).
     check_secret: str | None = None
     check_secret_file: Path | None = None
+
+    def advertised_url(self) -> str:
+        return self.public_url
 
     @property
     def check_url(self) -> str:

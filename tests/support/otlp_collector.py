@@ -27,6 +27,7 @@ class CollectedSpan:
     span_id: str
     parent_id: str  # "" for a root span
     attributes: dict[str, Any]
+    links: tuple[tuple[str, str], ...] = ()  # (trace id, span id) of each span this one links to
 
 
 def _value(value: AnyValue) -> Any:
@@ -44,7 +45,8 @@ def _flattened(request: ExportTraceServiceRequest) -> list[CollectedSpan]:
                     service=str(resource.get("service.name", "")), name=span.name,
                     kind=Span.SpanKind.Name(span.kind).removeprefix("SPAN_KIND_"),
                     trace_id=span.trace_id.hex(), span_id=span.span_id.hex(), parent_id=span.parent_span_id.hex(),
-                    attributes={a.key: _value(a.value) for a in span.attributes}))
+                    attributes={a.key: _value(a.value) for a in span.attributes},
+                    links=tuple((link.trace_id.hex(), link.span_id.hex()) for link in span.links)))
     return spans
 
 
@@ -92,3 +94,9 @@ class OtlpCollector:
 
     def trace(self, trace_id: str) -> list[CollectedSpan]:
         return [s for s in self.spans if s.trace_id == trace_id]
+
+    def linked_traces(self, trace_id: str) -> list[CollectedSpan]:
+        """The spans of every other trace one of whose spans links into ``trace_id`` (the broker's, linked to a producer's)."""
+        spans = self.spans
+        linking = {s.trace_id for s in spans if s.trace_id != trace_id and any(t == trace_id for t, _ in s.links)}
+        return [s for s in spans if s.trace_id in linking]

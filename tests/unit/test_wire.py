@@ -42,6 +42,29 @@ def test_an_outgoing_message_the_broker_would_refuse_is_refused_where_it_is_buil
         protocol.OutgoingMessage(**fields)  # type: ignore[arg-type]
 
 
+EMOJI = "\N{GRINNING FACE}"  # one character, four bytes of UTF-8
+
+
+def test_a_tag_and_a_nack_reason_are_limited_in_characters_on_both_sides_and_say_so() -> None:
+    """Labels a person reads: 255 and 256 characters, so at most 1,020 and 1,024 bytes of UTF-8 (the broker counts the tag's
+    bytes again toward MAX_PROPERTIES_BYTES). Multi-byte text up to the count passes; one character more does not."""
+    assert wire.OutgoingMessage(body="x", tag=EMOJI * wire.MAX_TAG_LENGTH).tag == protocol.OutgoingMessage(
+        body="x", tag=EMOJI * wire.MAX_TAG_LENGTH).tag
+    with pytest.raises(ValueError, match="characters"):
+        wire.OutgoingMessage(body="x", tag=EMOJI * (wire.MAX_TAG_LENGTH + 1))
+    with pytest.raises(pydantic.ValidationError):
+        protocol.OutgoingMessage(body="x", tag=EMOJI * (wire.MAX_TAG_LENGTH + 1))
+    assert protocol.NackRequest(receipt_handles=["h"], reason=EMOJI * wire.MAX_NACK_REASON).reason == EMOJI * wire.MAX_NACK_REASON
+    with pytest.raises(pydantic.ValidationError):
+        protocol.NackRequest(receipt_handles=["h"], reason=EMOJI * (wire.MAX_NACK_REASON + 1))
+
+
+def test_a_message_group_is_limited_in_utf8_bytes() -> None:
+    assert wire.OutgoingMessage(body="x", message_group=EMOJI * 16).message_group == EMOJI * 16  # 64 bytes
+    with pytest.raises(ValueError, match="bytes"):
+        wire.OutgoingMessage(body="x", message_group=EMOJI * 16 + "x")  # 17 characters, 65 bytes
+
+
 @pytest.mark.parametrize("fields", [{"max_messages": 0}, {"max_messages": wire.MAX_RECEIVE + 1},
                                     {"invisible_seconds": 0}, {"wait_seconds": wire.MAX_WAIT_SECONDS + 1}])
 def test_a_receive_request_out_of_range_is_refused_on_both_sides(fields: dict[str, float]) -> None:

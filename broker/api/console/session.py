@@ -10,7 +10,7 @@ in the ``X-CSRF-Token`` header only (htmx sends it from the page's
 browser POST but can neither read the token nor, without a CORS preflight the
 broker never grants, attach a custom header. With auth off (the loopback
 default) there is no login, and the CSRF check still stands; the Host allow-list
-(``security.allowed_hosts``) keeps a rebinding page from reading the token.
+(``serving.allowed_hosts``) keeps a rebinding page from reading the token.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 
 from halfmq.broker.usecases.caller import Principal
 from halfmq.broker.usecases.operator_actions import cluster_admin
+from halfmq.errors import Unauthenticated
 
 from ..runtime import BrokerRuntime
 
@@ -49,7 +50,12 @@ def as_bearer_scope(scope: Mapping[str, Any], token: str | None) -> dict[str, An
 
 
 def admin(rt: BrokerRuntime, scope: Mapping[str, Any], token: str | None) -> Principal:
-    """The console's principal: Unauthenticated / AccessDenied unless the token may ``admin`` the cluster."""
+    """The console's principal: Unauthenticated / AccessDenied unless the token may ``admin`` the cluster.
+
+    A token is ASCII (it travels in a header): typed into the login form as other text, it is refused as none, never
+    a 500 from encoding it."""
+    if token is not None and not token.isascii():
+        raise Unauthenticated("this is not a token of this broker: its tokens are ASCII text")
     bearer = as_bearer_scope(scope, token)
     return cluster_admin(rt, rt.guard.principal(bearer), bearer)
 

@@ -137,7 +137,8 @@ def test_commit_rollback_and_discard_rates_stand_in_the_loads_proportions(observ
 def test_the_alert_rules_load_and_the_dlq_and_discard_alerts_fire(observed: Observed) -> None:
     rules = observed.prometheus.rules()
     assert {name: r["health"] for name, r in rules.items()} == dict.fromkeys(
-        ["HalfmqBrokerDown", "HalfmqTransactionOlderThan10Minutes", "HalfmqTransactionsDiscarded", "HalfmqMessagesDeadLettered"], "ok")
+        ["HalfmqBrokerDown", "HalfmqTransactionOlderThan10Minutes", "HalfmqTransactionsDiscarded", "HalfmqMessagesDeadLettered",
+         "HalfmqFifoQueueStalled"], "ok")
     firing = wait_for(lambda: {n for n, r in observed.prometheus.rules().items() if r["state"] == "firing"} or None, timeout=10)
     assert firing == {"HalfmqTransactionsDiscarded", "HalfmqMessagesDeadLettered"}
 

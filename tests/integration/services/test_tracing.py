@@ -1,8 +1,10 @@
 """One trace from POST /orders to the credit row, read from the spans the real processes export over OTLP.
 
 Broker, order and credit run as real processes with ``HALFMQ_TRACES=otlp`` pointed at a collector in the test
-(tests/support/otlp_collector.py). An order's spans, the broker's and the credit's share one trace id: the W3C
-trace context travels in the message's properties, and a check-back's in its request's ``traceparent`` header.
+(tests/support/otlp_collector.py). An order's spans and the credit's share one trace id: the W3C trace context
+travels in the message's properties and the consumer continues it. The broker's spans are in traces of the broker's
+own, each linked to the order's context (a producer does not choose the broker's trace ids); a check-back's request
+carries the broker's check span in its ``traceparent`` header, so the order's answer continues the broker's trace.
 """
 
 from __future__ import annotations
@@ -48,13 +50,14 @@ def one(spans: list[CollectedSpan], service: str, name: str, kind: str) -> Colle
 
 
 def the_trace_of(collector: OtlpCollector, transaction_id: str, *, until: set[tuple[str, str]]) -> list[CollectedSpan]:
-    """The spans of the trace whose SDK half span names ``transaction_id``, once the (service, name) pairs ``until`` are all in."""
+    """The spans of the trace whose SDK half span names ``transaction_id`` and of the broker's traces linked to it, once
+    the (service, name) pairs ``until`` are all in."""
     def complete() -> list[CollectedSpan] | None:
         halves = [s for s in collector.spans if s.name == f"half {TOPIC}" and s.kind == "CLIENT"
                   and s.attributes.get("halfmq.transaction.id") == transaction_id]
         if not halves:
             return None
-        spans = collector.trace(halves[0].trace_id)
+        spans = collector.trace(halves[0].trace_id) + collector.linked_traces(halves[0].trace_id)
         return spans if until <= {(s.service, s.name) for s in spans} else None
     try:
         return wait_for(complete, timeout=30)
@@ -71,6 +74,11 @@ def descends(span: CollectedSpan, ancestor: CollectedSpan, spans: list[Collected
     return False
 
 
+def linked_to(span: CollectedSpan, producer: CollectedSpan) -> bool:
+    """``span`` (the broker's) is in a trace of its own, not the producer's, and links to the producer's span."""
+    return span.trace_id != producer.trace_id and span.links == ((producer.trace_id, producer.span_id),)
+
+
 def assert_messaging(span: CollectedSpan, operation: str, kind: str | None) -> None:
     """The messaging conventions' attributes: system, operation name and type, destination."""
     assert span.attributes["messaging.system"] == "rocketmq", span
@@ -80,7 +88,8 @@ def assert_messaging(span: CollectedSpan, operation: str, kind: str | None) -> N
 
 
 def assert_order_reaches_its_credit(spans: list[CollectedSpan]) -> CollectedSpan:
-    """POST /orders is the root; the create span's context is what the broker and the credit continue. Returns the create span."""
+    """POST /orders is the root; the create span's context is what the credit continues and the broker links to. Returns
+    the create span."""
     post = one(spans, "halfmq-order", "POST /orders", "SERVER")
     assert post.parent_id == "" and post.attributes["http.route"] == "/orders" and post.attributes["http.response.status_code"] == 201
     create = one(spans, "halfmq-order", f"create {TOPIC}", "PRODUCER")
@@ -93,11 +102,11 @@ def assert_order_reaches_its_credit(spans: list[CollectedSpan]) -> CollectedSpan
     assert descends(half, post, spans) and descends(local, post, spans)
     assert local.attributes["halfmq.transaction.id"] == half.attributes["halfmq.transaction.id"]
     broker_half = one(spans, "halfmq-broker", f"half {TOPIC}", "SERVER")
-    assert broker_half.parent_id == create.span_id and broker_half.attributes["messaging.message.id"] == half.attributes["messaging.message.id"]
+    assert linked_to(broker_half, create) and broker_half.attributes["messaging.message.id"] == half.attributes["messaging.message.id"]
     deliver = one(spans, "halfmq-broker", f"deliver {TOPIC}", "SERVER")
-    assert deliver.parent_id == create.span_id and deliver.attributes["messaging.consumer.group.name"] == "credit_group"
+    assert linked_to(deliver, create) and deliver.attributes["messaging.consumer.group.name"] == "credit_group"
     process = one(spans, "halfmq-credit", f"process {TOPIC}", "CONSUMER")
-    assert process.parent_id == create.span_id
+    assert process.parent_id == create.span_id and process.trace_id == post.trace_id  # one trace from POST /orders to the credit
     assert_messaging(process, "process", "process")
     assert process.attributes["messaging.consumer.group.name"] == "credit_group"
     assert process.attributes["messaging.message.id"] == half.attributes["messaging.message.id"]
@@ -120,7 +129,7 @@ def test_one_trace_links_the_order_post_to_its_credit(traced_stack) -> None:
     assert_messaging(end, "end", "settle")
     assert end.attributes["halfmq.transaction.state"] == "commit"
     broker_end = one(spans, "halfmq-broker", f"end {TOPIC}", "SERVER")
-    assert broker_end.parent_id == create.span_id
+    assert linked_to(broker_end, create)
     assert broker_end.attributes["halfmq.transaction.state"] == "commit" and broker_end.attributes["halfmq.transaction.from_check"] is False
     assert not [s for s in spans if s.name == f"check {TOPIC}"]
 
@@ -138,9 +147,9 @@ def test_a_dropped_end_is_settled_by_a_check_back_in_the_same_trace(traced_stack
     create = assert_order_reaches_its_credit(spans)
     assert one(spans, "halfmq-order", f"end {TOPIC}", "CLIENT").attributes["halfmq.transaction.state"] == "unknown"
     asked = one(spans, "halfmq-broker", f"check {TOPIC}", "CLIENT")
-    assert asked.parent_id == create.span_id and asked.attributes["halfmq.check.outcome"] == "commit"
+    assert linked_to(asked, create) and asked.parent_id == "" and asked.attributes["halfmq.check.outcome"] == "commit"
     assert asked.attributes["halfmq.transaction.id"] == dropped.json()["transaction_id"]
     request = one(spans, "halfmq-order", "POST /halfmq/check", "SERVER")
-    assert request.parent_id == asked.span_id  # the check-back's traceparent header
+    assert request.parent_id == asked.span_id and request.trace_id == asked.trace_id  # the check-back's traceparent header
     answered = one(spans, "halfmq-order", f"check {TOPIC}", "SERVER")
     assert answered.parent_id == request.span_id and answered.attributes["halfmq.check.outcome"] == "commit"

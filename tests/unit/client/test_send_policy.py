@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from halfmq.client.batching import PassCoalescer
-from halfmq.client.send_policy import concerns_the_request, send_coalescer, take_count
+from halfmq.client.send_policy import Limits, concerns_the_request, send_coalescer, take_count, wire_size
 from halfmq.errors import BrokerUnavailable, InvalidProperty, MessageTooLarge, TopicNotFound
 from halfmq.wire import MAX_BATCH, OutgoingMessage, SendResult, SendStatus
 
@@ -28,6 +28,16 @@ def test_the_next_request_stops_before_the_byte_limit_but_always_takes_one() -> 
     assert take_count([400, 400, 400], max_messages=100, max_bytes=1000) == 2
     assert take_count([5000, 10], max_messages=100, max_bytes=1000) == 1
     assert take_count([], max_messages=100, max_bytes=1000) == 0
+
+
+def test_a_messages_size_counts_its_text_in_utf8_bytes_so_multi_byte_text_stays_under_the_byte_limit() -> None:
+    ascii_body, emoji_body = OutgoingMessage(body="x" * 1000), OutgoingMessage(body="\N{GRINNING FACE}" * 1000)  # 1,000 / 4,000 bytes
+    assert wire_size(emoji_body) - wire_size(ascii_body) == 3000
+    tagged = OutgoingMessage(body="x", tag="\N{GRINNING FACE}" * 10, keys=["\N{GRINNING FACE}" * 10], properties={"n": "\N{GRINNING FACE}" * 10})
+    assert wire_size(tagged) >= 3 * 40
+    limits = Limits(max_in_flight=1, max_bytes=10_000)
+    assert limits.take([ascii_body] * 8, in_flight=0) == 8
+    assert limits.take([emoji_body] * 8, in_flight=0) == 2  # 4 KiB each: two fit 10,000 bytes
 
 
 def test_a_refusal_about_one_message_sends_the_members_alone_and_a_refusal_about_the_request_does_not() -> None:

@@ -36,9 +36,11 @@ def commit_log_end(broker: RmqBroker) -> float:
     return float(re.search(r"^halfmq_commit_log_end_offset (\S+)$", text, re.M).group(1))
 
 
-def send(stub, topic: str, body: bytes, kind: int = pb.MessageType.NORMAL, **system) -> spb.SendMessageResponse:
+def send(stub, topic: str, body: bytes, kind: int = pb.MessageType.NORMAL, user_properties: dict[str, str] | None = None,
+         **system) -> spb.SendMessageResponse:
     sp = pb.SystemProperties(message_id="0102FC00000001000000000000000001", message_type=kind, body_encoding=pb.Encoding.IDENTITY, **system)
-    return stub.SendMessage(spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name=topic), system_properties=sp, body=body)]))
+    message = pb.Message(topic=pb.Resource(name=topic), system_properties=sp, body=body, user_properties=user_properties or {})
+    return stub.SendMessage(spb.SendMessageRequest(messages=[message]))
 
 
 def in_seconds(seconds: float) -> Timestamp:
@@ -59,6 +61,8 @@ def test_bad_sends_get_rocketmq_codes_and_write_nothing(strict_broker: RmqBroker
     assert send(stub, "orders", b"x", pb.MessageType.DELAY,
                 delivery_timestamp=in_seconds(4 * 24 * 3600)).status.code == pb.Code.ILLEGAL_DELIVERY_TIME  # past 3 days
     assert send(stub, "orders", b"x" * 2000).status.code == pb.Code.MESSAGE_BODY_TOO_LARGE
+    emoji = "\N{GRINNING FACE}" * 300  # 300 characters, 1,200 bytes: over the 1,024 only counted in bytes
+    assert send(stub, "orders", b"x", user_properties={"note": emoji}).status.code == pb.Code.MESSAGE_BODY_TOO_LARGE
     assert send(stub, "%SYS-bad", b"x").status.code == pb.Code.ILLEGAL_TOPIC
     assert send(stub, "orders", b"x", keys=[f"k{i}" for i in range(65)]).status.code == pb.Code.ILLEGAL_MESSAGE_KEY
     assert send(stub, "orders", b"x", keys=[f"k{i:06d}" for i in range(40_000)]).status.code == pb.Code.MESSAGE_PROPERTIES_TOO_LARGE

@@ -123,3 +123,12 @@ def test_among_equal_lags_the_pairs_already_counting_keep_their_rows() -> None:
     reading = StateReading(scalars=[], groups=3, counted_pairs=[("c", "T")])
     reading.consumers = [ConsumerReading(g, "T", [QueueLag(0, 0, 1, 1, 0)]) for g in "abc"]
     assert families(reading, RowLimits(topics=1, group_topics=1)).consumer_rows == [("c", "T")]
+
+
+def test_a_fifo_stall_shows_its_longest_queue_and_the_other_row_the_longest_folded_stall_not_a_sum() -> None:
+    reading = StateReading(scalars=[], groups=3)
+    stalls = {"a": (0.0, 0.0), "b": (90.0, 30.0), "c": (45.0, 0.0)}
+    reading.consumers = [ConsumerReading(g, "T", [QueueLag(0, 0, lag, lag, 1, 2, first), QueueLag(1, 0, 1, 1, 0, 0, second)])
+                         for (g, (first, second)), lag in zip(stalls.items(), (30, 20, 10), strict=True)]
+    got = _samples(families(reading, RowLimits(topics=1, group_topics=1)).metrics)["halfmq_fifo_window_stalled_seconds"]
+    assert got == {(("consumer_group", "a"), ("topic", "T")): 0.0, (("consumer_group", OTHER), ("topic", OTHER)): 90.0}

@@ -139,6 +139,22 @@ async def test_the_cursor_stops_at_the_window_and_moves_again_when_committed_mov
     assert bodies(await receive(service)) == ["s2", "f1"]
 
 
+async def test_a_head_holding_its_queue_at_the_window_is_reported_with_how_long_until_it_is_acked(store, clock) -> None:
+    service = service_on(store, clock, window=4)
+    put(store, ("stuck", "s1"), ("stuck", "s2"), ("stuck", "s3"), ("stuck", "s4"), ("free", "f1"))
+    [stuck] = await receive(service, invisible=600)
+
+    def stalled() -> float:
+        [queue] = service.group_lag("c")["T"]
+        return queue.fifo_window_stalled_seconds
+
+    assert await receive(service) == [] and stalled() == 0.0  # f1 waits past the window from now
+    clock.advance(90)
+    assert await receive(service) == [] and stalled() == 90.0
+    service.ack("c", "T", [stuck.receipt_handle])
+    assert stalled() == 0.0
+
+
 async def test_without_waiting_messages_the_window_does_not_hold_the_cursor(store, clock) -> None:
     service = service_on(store, clock, window=2)
     put(store, *[(f"g{i}", f"m{i}") for i in range(5)])

@@ -68,3 +68,44 @@ def test_group_states_are_found_by_pair_and_by_group() -> None:
     states["g1", "T1"], states["g1", "T2"], states["g2", "T1"] = a, b, c
     assert states["g1", "T2"] is b and states.get(("g3", "T1")) is None
     assert states.by_group == {"g1": {"T1": a, "T2": b}, "g2": {"T1": c}}
+
+
+def stalled_queue(window: int) -> QueueProgress:
+    """A head of group "stuck" handed out at t=100, and the window behind it filled with that group's messages."""
+    p = QueueProgress(committed=0, fifo_window=window)
+    assert p.deliver_next(100.0, 30.0, "stuck") is not None
+    while p.room() > 0:
+        assert p.deliver_next(100.0, 30.0, "stuck") is None  # waits behind the head
+    return p
+
+
+def test_a_queue_stalled_at_its_window_counts_the_seconds_since_the_message_holding_it_was_first_handed_out() -> None:
+    p = stalled_queue(window=4)
+    assert p.cursor == 4
+    assert p.window_stall(now=100.0, max_offset=5) == 0.0
+    assert p.window_stall(now=160.5, max_offset=5) == 60.5
+    p.redeliver(0, now=200.0, invisible=30.0)  # its redeliveries do not restart the count
+    assert p.window_stall(now=3700.0, max_offset=5) == 3600.0
+
+
+def test_a_full_window_with_nothing_past_it_stalls_nothing() -> None:
+    assert stalled_queue(window=4).window_stall(now=500.0, max_offset=4) == 0.0
+
+
+def test_a_window_not_yet_full_or_without_waiting_messages_is_no_stall() -> None:
+    p = QueueProgress(committed=0, fifo_window=4)
+    p.deliver_next(100.0, 30.0, "g")
+    p.deliver_next(100.0, 30.0, "g")  # waits: the window applies, but only 2 of 4 are read
+    assert p.window_stall(now=500.0, max_offset=10) == 0.0
+    free = QueueProgress(committed=0, fifo_window=4)
+    for _ in range(8):
+        free.deliver_new(100.0, 30.0)  # no group waits: no window
+    assert free.window_stall(now=500.0, max_offset=10) == 0.0
+
+
+def test_settling_the_message_holding_the_window_ends_the_stall() -> None:
+    p = stalled_queue(window=4)
+    p.settle(0, after=0)  # the next of its group becomes ready; committed moves to 1, the window reaches offset 4 again
+    assert p.window_stall(now=500.0, max_offset=5) == 0.0
+    assert p.lag(0, 5, now=500.0).fifo_window_stalled_seconds == 0.0
+    assert stalled_queue(window=4).lag(0, 5, now=130.0).fifo_window_stalled_seconds == 30.0

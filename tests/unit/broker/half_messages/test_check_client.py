@@ -23,3 +23,20 @@ async def test_a_url_the_http_client_cannot_build_is_unreachable_not_an_exceptio
             assert (await client.check(url, {"transaction_id": "t"})).outcome is CheckOutcome.UNREACHABLE
     finally:
         await client.aclose()
+
+
+async def test_an_answer_over_64_kib_is_an_error_counted_in_bytes_not_characters() -> None:
+    from tests.support.check_server import CheckServer
+
+    server = CheckServer()
+    client = CheckClient()
+    try:
+        emoji = "\N{GRINNING FACE}" * 16_400  # 16,400 characters, 65,600 bytes
+        server.answer = lambda request: (200, ('{"state": "commit", "note": "' + emoji + '"}').encode())
+        answer = await client.check(server.url, {"transaction_id": "t"})
+        assert answer.outcome is CheckOutcome.ERROR and "64 KiB" in answer.detail
+        server.answer = lambda request: (200, ('{"state": "commit", "note": "' + emoji[:16_000] + '"}').encode())  # 64,030 bytes
+        assert (await client.check(server.url, {"transaction_id": "t"})).outcome is CheckOutcome.COMMIT
+    finally:
+        await client.aclose()
+        server.close()

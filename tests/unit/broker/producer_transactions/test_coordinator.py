@@ -300,3 +300,18 @@ def test_a_plain_ack_of_a_delivery_an_open_transaction_has_acked_is_refused_and_
     assert sorted(d.message.body for d in broker.receive()) == [b"m0"]  # the abort gave it back: nothing had settled it
     assert broker.store.offsets.get("g", "IN", 0) is None  # nothing was committed for the group
     assert broker.delivery.ack("g", "IN", [free.receipt_handle]) == [(free.receipt_handle, True)]
+
+
+def test_a_transactions_bytes_count_multi_byte_text_in_bytes_not_characters(tmp_path: Path, clock: FakeClock) -> None:
+    b = Broker(tmp_path, clock, TxnLimits(max_bytes=4096))
+    try:
+        pid, epoch = init(b)
+        b.txns.begin("t1", pid, epoch, 0)
+        emoji = PutItem("OUT", 0, b"x", {"UNIQ_KEY": "m1", "note": "\N{GRINNING FACE}" * 1010})  # 1,010 characters, 4,040 bytes
+        with pytest.raises(TransactionTooLarge):
+            b.txns.add_messages("t1", pid, epoch, 1, [emoji], [])
+        assert b.txns.held.total == 0  # nothing held for it
+        b.txns.add_messages("t1", pid, epoch, 1, [PutItem("OUT", 0, b"x", {"UNIQ_KEY": "m1", "note": "\N{GRINNING FACE}" * 900})], [])
+        assert 3600 < b.txns.held.total <= 4096  # what is held is counted in bytes too (PRODUCER_TXN_MAX_OPEN_BYTES)
+    finally:
+        b.close()

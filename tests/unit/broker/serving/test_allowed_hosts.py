@@ -1,12 +1,12 @@
-"""Which Host a broker answers to (broker/security/allowed_hosts.py): its own names, never a rebinding page's."""
+"""Which Host a broker answers to (broker/serving/allowed_hosts.py): its own names, never a rebinding page's."""
 
 from __future__ import annotations
 
 import pytest
 
-from halfmq.broker.security.allowed_hosts import HostAllowList, host_name
+from halfmq.broker.serving.allowed_hosts import HostAllowList, host_name
 
-LOOPBACK_BROKER = HostAllowList.for_broker("127.0.0.1")
+LOOPBACK_BROKER = HostAllowList.for_server("127.0.0.1")
 
 
 @pytest.mark.parametrize(("header", "name"), [
@@ -39,18 +39,18 @@ def test_a_loopback_broker_refuses_any_other_name(header: str) -> None:
 
 
 def test_configured_names_bind_host_and_advertised_host_are_answered_too() -> None:
-    allowed = HostAllowList.for_broker("broker-1.lan", ["Broker.Internal", " "], "http://n1.set.example:10911")
+    allowed = HostAllowList.for_server("broker-1.lan", ["Broker.Internal", " "], "http://n1.set.example:10911")
     for header in ("broker.internal:10911", "broker-1.lan", "n1.set.example:10911", "localhost"):
         assert allowed.allows(header), header
     assert not allowed.allows("evil.example")
 
 
 def test_a_star_answers_any_name() -> None:
-    assert HostAllowList.for_broker("127.0.0.1", ["*"]).allows("evil.example")
+    assert HostAllowList.for_server("127.0.0.1", ["*"]).allows("evil.example")
 
 
 @pytest.mark.parametrize("bind", ["0.0.0.0", "::", "[::]"])
 def test_a_broker_on_every_interface_answers_any_name_until_its_names_are_listed(bind: str) -> None:
-    assert HostAllowList.for_broker(bind).allows("broker:10911")
-    listed = HostAllowList.for_broker(bind, ["broker"])
+    assert HostAllowList.for_server(bind).allows("broker:10911")
+    listed = HostAllowList.for_server(bind, ["broker"])
     assert listed.allows("broker:10911") and listed.allows("127.0.0.1:10911") and not listed.allows("evil.example")

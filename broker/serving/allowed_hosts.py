@@ -1,17 +1,20 @@
-"""Which ``Host`` a broker answers to: the DNS-rebinding guard, decided without HTTP.
+"""Which ``Host`` a halfmq server answers to: the DNS-rebinding guard, decided without HTTP.
 
 A page on ``evil.example`` whose DNS answer flips to 127.0.0.1 gets a browser to
-send it requests for a loopback broker, with ``Host: evil.example`` and, on the
-page's own origin, the right to read the answers (the console, its CSRF token).
-A browser always names the host it thinks it talks to, so the broker answers only
-its own names: the loopback names, the address it is bound to, the URL it
-advertises to a set, and ``allowed_hosts`` (``HALFMQ_BROKER_ALLOWED_HOSTS``,
-``*`` for any). An IP literal is always allowed: a rebinding page has a name, never
-an address. A request with no Host header comes from no browser and is served.
+send it requests for a loopback server, with ``Host: evil.example`` and, on the
+page's own origin, the right to read the answers (the broker's console and its CSRF
+token, a service's ``POST /orders``). A browser always names the host it thinks it
+talks to, so every halfmq server (the broker, the order and credit services:
+``host_gate.HostGate``) answers only its own names: the loopback names, the address
+it is bound to, the URL it advertises (a broker to its set, the order service to the
+broker for check-backs), and its ``allowed_hosts`` (``HALFMQ_BROKER_ALLOWED_HOSTS``,
+``ORDER_ALLOWED_HOSTS``, ``CREDIT_ALLOWED_HOSTS``; ``*`` for any). An IP literal is
+always allowed: a rebinding page has a name, never an address. A request with no Host
+header comes from no browser and is served.
 
-A broker bound to every interface (0.0.0.0, ::) answers to whatever names its
-network gives it and runs with auth (protected mode), so it takes any Host unless
-``allowed_hosts`` lists them.
+A server bound to every interface (0.0.0.0, ::) with no names listed takes any Host:
+the broker's default there (it runs with auth, protected mode). The services list
+their compose names by default (``order``, ``credit``), so they stay gated there.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ class HostAllowList:
     any_name: bool = False
 
     @classmethod
-    def for_broker(cls, bind_host: str, allowed_hosts: list[str] | tuple[str, ...] = (), advertise_url: str = "") -> HostAllowList:
+    def for_server(cls, bind_host: str, allowed_hosts: list[str] | tuple[str, ...] = (), advertise_url: str = "") -> HostAllowList:
         configured = {h.strip().lower().removesuffix(".") for h in allowed_hosts if h.strip()}
         bind = bind_host.strip("[]").lower()
         any_name = ANY in configured or (bind in _WILDCARD_BINDS and not configured)
