@@ -1,12 +1,25 @@
 """The key index: find a record by its id or one of its keys without scanning the log (RocketMQ's IndexFile shape).
 
 What is indexed, one rule: a record's ``UNIQ_KEY``, each of its ``KEYS`` (space-separated) and each of its
-``INDEX_KEYS`` (a property the domain sets; the store never parses bodies). Files ``index/<first commit-log
-offset>``, each a header, ``slots`` 4-byte hash slots and ``entries`` 20-byte entries::
+``INDEX_KEYS`` (a property the domain sets; the store never parses bodies), in the scope of the record's topic (its
+``REAL_TOPIC`` for a half, a timer or a dead letter); its ``TRANSACTION_ID`` in the transactions' scope (a reserved
+property: only the broker writes it). Scopes keep one principal's messages from burying or impersonating another's: keys
+and ids were one namespace, and 300 messages sent with another principal's key hid that principal's message from every
+search, and ids sent first in one topic took over the journey of a message in another (issue 42). As RocketMQ keys its
+entries ``topic#key``, an entry's hash is ``crc32c(key)`` continued from a 32-bit tweak of its scope, the tweak a keyed
+BLAKE2s of the scope under this store's secret (``index/secret``, 32 random bytes made with the first file): crc32c is
+linear, so without a secret a key of one topic could be made to collide with any key of another, and its entries to
+crowd the other's chain; with it nobody can aim at another scope's slot. A topic's own publishers share its scope.
 
-    header  begin_ms i64 | last_ms i64 | begin_offset i64 | upto i64 | entries_used u32 | reserved u32   (40 bytes)
-    slot    the 1-based number of the newest entry whose key hashes there (0: none)
-    entry   crc32c(key) u32 | commit-log offset i64 | seconds since begin_ms u32 | previous entry u32
+Files ``index/<first commit-log offset>``, each a header, ``slots`` 4-byte hash slots and ``entries`` 20-byte entries::
+
+    header  begin_ms i64 | last_ms i64 | begin_offset i64 | upto i64 | entries_used u32 | format u32   (40 bytes)
+    slot    the 1-based number of the newest entry whose hash falls there (0: none)
+    entry   scoped hash u32 | commit-log offset i64 | seconds since begin_ms u32 | previous entry u32
+
+Format 2 is the scoped one; a file of an older format (0: unscoped hashes), or any file when the secret is gone, makes
+the next start delete the index and index the whole log again, once (a warning says so): a lookup never reads hashes
+it cannot match.
 
 A put adds its entries in memory under the store's write lock: the file being written keeps its slot table and its
 newest entries there (``_IndexFile``), and the checkpoint writes the entries, then the changed slot pages, fsyncs and
@@ -15,8 +28,8 @@ records ``upto``; a kill -9 loses at most what was added since, and the next sta
 a hole of a sparse file through one on a full disk (tmpfs allocates even on a read) kills the process with SIGBUS (the
 queue checker's full-disk fault did), where ``pwrite`` answers ENOSPC and ``pread`` of a hole reads zeros. A refused
 write stops the index where it is (logged); the next start indexes the log again from there, and the broker goes on.
-A query walks a slot's chain newest first, then reads each hit and keeps only the records that carry the key: two
-keys with one hash, a duplicate entry left by a replay, or an entry of a tail cut since, are told apart there.
+A query walks a slot's chain newest first, then reads each hit and keeps only the records that carry the key in the
+scope: two keys with one hash, a duplicate entry left by a replay, or an entry of a tail cut since, are told apart there.
 """
 
 from __future__ import annotations
@@ -29,18 +42,26 @@ import sys
 import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from hashlib import blake2s
 from pathlib import Path
 
 import crc32c
 
+from .atomic_file import write_whole
 from .record import StoredMessage
 from .store_types import PutResult
+from .topics import REAL_TOPIC  # the message's own topic on a half, a timer's copy, a dead letter (reserved)
 
 UNIQ_KEY = "UNIQ_KEY"
 KEYS = "KEYS"
 INDEX_KEYS = "INDEX_KEYS"
-TRANSACTION_ID = "TRANSACTION_ID"  # RocketMQ's, on a half, its final, its ops and markers: indexed as a key too
+TRANSACTION_ID = "TRANSACTION_ID"  # RocketMQ's, on a half, its final, its ops and markers: indexed in TXN_SCOPE
 KEY_SEPARATOR = " "
+TXN_SCOPE = "\x00transactions"  # the scope of transaction ids (no topic name holds a NUL): one for all topics
+FORMAT = 2  # the header's format: 2 scopes hashes under the store's secret; 0 (older files) did not
+SECRET = "secret"  # the file in the index directory holding the secret the scopes' tweaks are keyed with
+_SECRET_BYTES = 32  # BLAKE2s's longest key
+_MAX_TWEAKS = 65_536  # scopes whose tweak is remembered (one per topic); past it the memo starts again
 
 _HEADER = struct.Struct("<qqqqII")
 _SLOT = struct.Struct("<I")
@@ -62,12 +83,14 @@ def position_key(topic: str, queue_id: int, offset: int) -> str:
 _crc32c = crc32c.crc32c
 
 
-def key_hash(key: str) -> int:
-    return _crc32c(key.encode())
+def home_topic(topic: str, props: dict[str, str]) -> str:
+    """The topic a record's keys are scoped to: the message's own (``REAL_TOPIC``: a half's, a timer's, a dead letter's,
+    set by the broker only), else the record's."""
+    return props.get(REAL_TOPIC) or topic
 
 
 def record_keys(props: dict[str, str]) -> list[str]:
-    """The keys a record is found by: its UNIQ_KEY, each of its KEYS and INDEX_KEYS, its TRANSACTION_ID (no duplicates).
+    """The keys a record is found by in its topic's scope: its UNIQ_KEY, each of its KEYS and INDEX_KEYS (no duplicates).
 
     Linear in the properties' size (a dict keeps the order and drops repeats): a list's ``not in`` made a message of
     80k keys cost the broker 42 s under the store's write lock (issue 42); sends are also capped at
@@ -76,7 +99,7 @@ def record_keys(props: dict[str, str]) -> list[str]:
     if uniq and len(props) == 1:  # the common message: only its UNIQ_KEY
         return [uniq]
     keys: dict[str, None] = {uniq: None} if uniq else {}
-    for name in (KEYS, INDEX_KEYS, TRANSACTION_ID):
+    for name in (KEYS, INDEX_KEYS):
         more = props.get(name)
         if more:
             keys.update(dict.fromkeys(more.split(KEY_SEPARATOR)))
@@ -84,17 +107,39 @@ def record_keys(props: dict[str, str]) -> list[str]:
     return list(keys)
 
 
+def index_keys(topic: str, props: dict[str, str]) -> list[tuple[str, str]]:
+    """``(scope, key)``: what a record of ``topic`` is indexed by, each once: its keys in its home topic's scope, its
+    transaction id in the transactions' scope."""
+    home = props.get(REAL_TOPIC) or topic
+    found = [(home, key) for key in record_keys(props)]
+    txid = props.get(TRANSACTION_ID)
+    if txid:
+        found.append((TXN_SCOPE, txid))
+    return found
+
+
 def raw_keys(props: bytes) -> list[str]:
     """``record_keys`` of encoded properties (``name \\x01 value \\x02`` …), found without decoding them all."""
     if not props:
         return []
     keys: dict[str, None] = {}
-    for name in (b"UNIQ_KEY", b"KEYS", b"INDEX_KEYS", b"TRANSACTION_ID"):
+    for name in (b"UNIQ_KEY", b"KEYS", b"INDEX_KEYS"):
         value = _raw_value(props, name)
         if value:
             keys.update(dict.fromkeys(value.decode().split(KEY_SEPARATOR)))
     keys.pop("", None)
     return list(keys)
+
+
+def raw_index_keys(topic: str, props: bytes) -> list[tuple[str, str]]:
+    """``index_keys`` of encoded properties (a follower's replicated records)."""
+    real = _raw_value(props, b"REAL_TOPIC") if props else None
+    home = real.decode() if real else topic
+    found = [(home, key) for key in raw_keys(props)]
+    txid = _raw_value(props, b"TRANSACTION_ID") if props else None
+    if txid:
+        found.append((TXN_SCOPE, txid.decode()))
+    return found
 
 
 def _raw_value(props: bytes, name: bytes) -> bytes | None:
@@ -127,8 +172,8 @@ class _IndexFile:
         if os.fstat(self.fd).st_size != size:
             os.ftruncate(self.fd, size)  # sparse: blocks are allocated as entries land
         if fresh:
-            _pwrite(self.fd, _HEADER.pack(begin_ms, begin_ms, begin_offset, begin_offset, 0, 0), 0)
-        self.begin_ms, self.last_ms, self.begin_offset, self.upto, self.used, _ = _HEADER.unpack(os.pread(self.fd, _HEADER.size, 0))
+            _pwrite(self.fd, _HEADER.pack(begin_ms, begin_ms, begin_offset, begin_offset, 0, FORMAT), 0)
+        self.begin_ms, self.last_ms, self.begin_offset, self.upto, self.used, self.format = _HEADER.unpack(os.pread(self.fd, _HEADER.size, 0))
         self._entries_at = _HEADER.size + slots * _SLOT.size
         self.table: array[int] | None = None
         self._dirty: set[int] = set()  # pages of the table changed since ``write_out``
@@ -205,7 +250,7 @@ class _IndexFile:
     def seal(self, upto: int) -> None:
         self.write_out()
         self.upto = upto
-        _pwrite(self.fd, _HEADER.pack(self.begin_ms, self.last_ms, self.begin_offset, upto, self.used, 0), 0)
+        _pwrite(self.fd, _HEADER.pack(self.begin_ms, self.last_ms, self.begin_offset, upto, self.used, FORMAT), 0)
 
     def _slot(self, h: int) -> int:
         table = self.table
@@ -248,24 +293,66 @@ class KeyIndex:
         self._roll_lock = threading.Lock()
         self._files = [_IndexFile(p, slots, entries, int(p.name), 0) for p in sorted(root.iterdir(), key=_by_offset)
                        if p.name.isdigit()]
+        self._secret = self._load_secret()
+        self._tweaks: dict[str, int] = {}
         self.upto = self._files[-1].upto if self._files else 0
         self.refused: OSError | None = None  # a write the disk refused: nothing more is indexed until the next start
         self.durable_upto = self.upto  # what the last whole flush made durable
+
+    def _load_secret(self) -> bytes:
+        """This store's secret; made (with the first file) when there is none. Files it cannot have hashed (an older
+        format, or a secret gone) are deleted: the index is derived, and the recovery scan indexes the log again."""
+        path = self._root / SECRET
+        try:
+            secret: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            secret = None
+        if secret is not None and len(secret) != _SECRET_BYTES:
+            secret = None
+        stale = [f for f in self._files if secret is None or f.format != FORMAT]
+        if stale:
+            log.warning("the key index in %s holds %d file(s) of an older format (or its secret is gone): indexing the "
+                        "whole log again (once); lookups find what it has indexed so far", self._root, len(stale))
+            for f in self._files:
+                os.close(f.fd)
+                f.path.unlink()
+            self._files = []
+        if secret is None:
+            secret = os.urandom(_SECRET_BYTES)
+            write_whole(path, secret)
+        return secret
+
+    def _tweak(self, scope: str) -> int:
+        """The scope's 32-bit tweak: where its keys' hashes start (a keyed BLAKE2s, memoised)."""
+        tweak = self._tweaks.get(scope)
+        if tweak is None:
+            tweak = int.from_bytes(blake2s(scope.encode(), digest_size=4, key=self._secret).digest(), "little")
+            if len(self._tweaks) >= _MAX_TWEAKS:
+                self._tweaks = {}
+            self._tweaks[scope] = tweak
+        return tweak
+
+    def scoped_hash(self, scope: str, key: str) -> int:
+        """The hash of ``key`` in ``scope``: crc32c continued from the scope's tweak."""
+        return _crc32c(key.encode(), self._tweak(scope))
 
     def rewind(self, upto: int) -> None:
         """Index again from ``upto`` (the checkpoint's ``index_upto``; a tail cut): what lies past it may be lost or cut."""
         self.upto = min(self.upto, upto)
 
-    def add(self, props: dict[str, str], offset: int, size: int, store_ms: int) -> None:
-        """Index a record of the log (the recovery scan): each of its keys, once."""
+    def add(self, topic: str, props: dict[str, str], offset: int, size: int, store_ms: int) -> None:
+        """Index a record of the log (the recovery scan): each of its keys, once, in its scope."""
         if offset >= self.upto:
-            self._write([(key_hash(key), offset) for key in record_keys(props)], store_ms, offset + size)
+            self._write([(self.scoped_hash(scope, key), offset) for scope, key in index_keys(topic, props)], store_ms,
+                        offset + size)
 
     def add_results(self, results: Iterable[PutResult], store_ms: int) -> None:
         """Index what ``put`` just wrote (under its write lock): one loop, the common message (only its UNIQ_KEY)
-        without a call."""
+        without a call but its topic's tweak, once per topic the put reaches."""
         upto = end = self.upto
         entries: list[tuple[int, int]] = []
+        topic = ""
+        tweak = 0
         for r in results:
             offset = r.commit_log_offset
             if offset < upto:
@@ -273,20 +360,23 @@ class KeyIndex:
             props = r.properties
             uniq = props.get(UNIQ_KEY)
             if uniq is not None and len(props) == 1:
-                entries.append((_crc32c(uniq.encode()), offset))
+                if r.topic != topic:
+                    topic = r.topic
+                    tweak = self._tweak(topic)
+                entries.append((_crc32c(uniq.encode(), tweak), offset))
             else:
-                entries.extend((key_hash(key), offset) for key in record_keys(props))
+                entries.extend((self.scoped_hash(scope, key), offset) for scope, key in index_keys(r.topic, props))
             end = offset + r.size
         if end > upto:
             self._write(entries, store_ms, end)
 
-    def add_records(self, records: list[tuple[list[str], int, int, int]]) -> None:
-        """Index ``(keys, log offset, size, store_ms)`` records in log order (a follower's replicated run)."""
+    def add_records(self, records: list[tuple[list[tuple[str, str]], int, int, int]]) -> None:
+        """Index ``(index keys, log offset, size, store_ms)`` records in log order (a follower's replicated run)."""
         run: list[tuple[int, int]] = []
         for i, (keys, offset, size, store_ms) in enumerate(records):
             if offset < self.upto:
                 continue
-            run.extend((key_hash(key), offset) for key in keys)
+            run.extend((self.scoped_hash(scope, key), offset) for scope, key in keys)
             if i + 1 == len(records) or records[i + 1][3] != store_ms:  # one write per store time (a leader's put)
                 self._write(run, store_ms, offset + size)
                 run = []
@@ -344,28 +434,48 @@ class KeyIndex:
         self.durable_upto = upto
         return upto
 
-    def query(self, key: str, since_ms: int = 0, until_ms: int = 1 << 62, limit: int = 64) -> list[StoredMessage]:
-        """The records carrying ``key`` stored within [since_ms, until_ms], newest first, at most ``limit``."""
-        h = key_hash(key)
-        found: list[StoredMessage] = []
+    def candidates(self, scope: str, key: str, since_ms: int = 0, until_ms: int = 1 << 62,
+                   max_files: int | None = None) -> Iterator[int]:
+        """The log offsets of the entries of ``key`` in ``scope`` stored within [since_ms, until_ms], newest first, each
+        once; no record is read (``record`` tells a real one). At most ``max_files`` files are walked (those outside the
+        time range are skipped without counting), each at most ``MAX_WALK`` entries."""
+        h = self.scoped_hash(scope, key)
         seen: set[int] = set()
+        walked = 0
         for f in reversed(self._files):
-            if f.last_ms + 1000 < since_ms or len(found) >= limit:
-                break
+            if f.last_ms + 1000 < since_ms or (max_files is not None and walked >= max_files):
+                return
+            if f.begin_ms > until_ms:
+                continue
+            walked += 1
             for offset in f.hits(h, since_ms, until_ms):
-                if len(found) >= limit:
-                    break
-                if offset in seen:
-                    continue
-                seen.add(offset)
-                try:
-                    rec = self._read_at(offset)
-                except Exception:  # an entry of a cut tail, or damage: the log says no  # noqa: BLE001
-                    continue
-                if since_ms <= rec.store_timestamp <= until_ms and key in record_keys(rec.properties):
-                    found.append(rec)
+                if offset not in seen:
+                    seen.add(offset)
+                    yield offset
+
+    def record(self, scope: str, key: str, offset: int, since_ms: int = 0, until_ms: int = 1 << 62) -> StoredMessage | None:
+        """The record at ``offset`` when it carries ``key`` in ``scope`` and was stored within the range; None for
+        another key with the same hash, an entry of a tail cut since, or damage (the log says no)."""
+        try:
+            rec = self._read_at(offset)
+        except Exception:  # noqa: BLE001
+            return None
+        if since_ms <= rec.store_timestamp <= until_ms and (scope, key) in index_keys(rec.topic, rec.properties):
+            return rec
+        return None
+
+    def query(self, scope: str, key: str, since_ms: int = 0, until_ms: int = 1 << 62, limit: int = 64,
+              max_files: int | None = None) -> list[StoredMessage]:
+        """The records carrying ``key`` in ``scope`` stored within [since_ms, until_ms], newest first, at most ``limit``."""
+        found: list[StoredMessage] = []
+        for offset in self.candidates(scope, key, since_ms, until_ms, max_files):
+            if len(found) >= limit:
+                break
+            rec = self.record(scope, key, offset, since_ms, until_ms)
+            if rec is not None:
+                found.append(rec)
         found.sort(key=lambda r: r.commit_log_offset, reverse=True)
-        return found[:limit]
+        return found
 
     def close(self) -> None:
         for f in self._files:

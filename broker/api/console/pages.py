@@ -114,7 +114,7 @@ def _topics(request: Request, rt: BrokerRuntime) -> Any:
     return views.topics(rt, rates)
 
 
-PAGE_PARAMS = ("dlq_group", "dlq_offset", "q")  # what a page's polled fragment asks for again, so polling keeps the reader's place
+PAGE_PARAMS = ("dlq_group", "dlq_offset", "q", "topic")  # what a page's polled fragment asks for again, so polling keeps the reader's place
 
 
 @_page("groups", "Consumer groups")
@@ -126,9 +126,10 @@ def _groups(request: Request, rt: BrokerRuntime) -> Any:
 
 
 @_page("messages", "Messages")
-def _messages(request: Request, rt: BrokerRuntime) -> Any:
-    """``?q=`` a message id (its journey) or a key (the messages sent with it, newest first)."""
-    return journeys.console_search(rt, request.query_params.get("q", "").strip()[:256])
+async def _messages(request: Request, rt: BrokerRuntime) -> Any:
+    """``?q=`` a message id (its journey) or a key (the messages sent with it, newest first); ``&topic=`` its topic."""
+    return await journeys.console_search(rt, request.query_params.get("q", "").strip()[:256],
+                                         request.query_params.get("topic", "").strip()[:256])
 
 
 @_page("producers", "Producers")
