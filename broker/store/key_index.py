@@ -364,8 +364,15 @@ class KeyIndex:
                     topic = r.topic
                     tweak = self._tweak(topic)
                 entries.append((_crc32c(uniq.encode(), tweak), offset))
-            else:
-                entries.extend((self.scoped_hash(scope, key), offset) for scope, key in index_keys(r.topic, props))
+            else:  # index_keys, inline: its keys in one scope, then its transaction id
+                home = props.get(REAL_TOPIC) or r.topic
+                if home != topic:
+                    topic = home
+                    tweak = self._tweak(topic)
+                entries.extend((_crc32c(key.encode(), tweak), offset) for key in record_keys(props))
+                txid = props.get(TRANSACTION_ID)
+                if txid:
+                    entries.append((_crc32c(txid.encode(), self._tweak(TXN_SCOPE)), offset))
             end = offset + r.size
         if end > upto:
             self._write(entries, store_ms, end)

@@ -99,7 +99,7 @@ def _console_search(rt: BrokerRuntime, text: str, named: str | None) -> dict[str
     journey = journey_of(rt, own[0], text) if len(own) == 1 else None
     if journey is not None:
         answer["journey"] = msgspec.to_builtins(journey)
-    elif by_topic:  # a key, or an id on several topics: the list (each row names its topic)
+    else:  # a key, or an id on several topics: the list (each row names its topic); empty: "no message"
         answer["found"] = msgspec.to_builtins(MessageSearch(key=text, messages=reconstruct.fair_share(
             {topic: reconstruct.summaries(records) for topic, records in by_topic.items()}, CONSOLE_LIMIT)))
     return answer
