@@ -1,15 +1,8 @@
 """The key index: find a record by its id or one of its keys without scanning the log (RocketMQ's IndexFile shape).
 
-What is indexed, one rule: a record's ``UNIQ_KEY``, each of its ``KEYS`` (space-separated) and each of its
-``INDEX_KEYS`` (a property the domain sets; the store never parses bodies), in the scope of the record's topic (its
-``REAL_TOPIC`` for a half, a timer or a dead letter); its ``TRANSACTION_ID`` in the transactions' scope (a reserved
-property: only the broker writes it). Scopes keep one principal's messages from burying or impersonating another's: keys
-and ids were one namespace, and 300 messages sent with another principal's key hid that principal's message from every
-search, and ids sent first in one topic took over the journey of a message in another (issue 42). As RocketMQ keys its
-entries ``topic#key``, an entry's hash is ``crc32c(key)`` continued from a 32-bit tweak of its scope, the tweak a keyed
-BLAKE2s of the scope under this store's secret (``index/secret``, 32 random bytes made with the first file): crc32c is
-linear, so without a secret a key of one topic could be made to collide with any key of another, and its entries to
-crowd the other's chain; with it nobody can aim at another scope's slot. A topic's own publishers share its scope.
+What is indexed, in which scope: ``indexed_keys``. As RocketMQ keys entries ``topic#key``, an entry's hash is
+``crc32c(key)`` continued from its scope's 32-bit tweak, a BLAKE2s keyed with the store's secret (``index/secret``):
+crc32c is linear, so unkeyed, a key of one topic could be made to land in any other's slot and crowd its chain.
 
 Files ``index/<first commit-log offset>``, each a header, ``slots`` 4-byte hash slots and ``entries`` 20-byte entries::
 
@@ -17,9 +10,8 @@ Files ``index/<first commit-log offset>``, each a header, ``slots`` 4-byte hash 
     slot    the 1-based number of the newest entry whose hash falls there (0: none)
     entry   scoped hash u32 | commit-log offset i64 | seconds since begin_ms u32 | previous entry u32
 
-Format 2 is the scoped one; a file of an older format (0: unscoped hashes), or any file when the secret is gone, makes
-the next start delete the index and index the whole log again, once (a warning says so): a lookup never reads hashes
-it cannot match.
+Format 2 is the scoped one. A file of format 0 (unscoped), or any once the secret is gone, makes the next start delete
+the index and index the whole log again, once (logged): a lookup never reads hashes it cannot match.
 
 A put adds its entries in memory under the store's write lock: the file being written keeps its slot table and its
 newest entries there (``_IndexFile``), and the checkpoint writes the entries, then the changed slot pages, fsyncs and
@@ -48,16 +40,11 @@ from pathlib import Path
 import crc32c
 
 from .atomic_file import write_whole
+from .indexed_keys import TRANSACTION_ID, TXN_SCOPE, UNIQ_KEY, index_keys, record_keys
 from .record import StoredMessage
 from .store_types import PutResult
-from .topics import REAL_TOPIC  # the message's own topic on a half, a timer's copy, a dead letter (reserved)
+from .topics import REAL_TOPIC
 
-UNIQ_KEY = "UNIQ_KEY"
-KEYS = "KEYS"
-INDEX_KEYS = "INDEX_KEYS"
-TRANSACTION_ID = "TRANSACTION_ID"  # RocketMQ's, on a half, its final, its ops and markers: indexed in TXN_SCOPE
-KEY_SEPARATOR = " "
-TXN_SCOPE = "\x00transactions"  # the scope of transaction ids (no topic name holds a NUL): one for all topics
 FORMAT = 2  # the header's format: 2 scopes hashes under the store's secret; 0 (older files) did not
 SECRET = "secret"  # the file in the index directory holding the secret the scopes' tweaks are keyed with
 _SECRET_BYTES = 32  # BLAKE2s's longest key
@@ -75,84 +62,7 @@ log = logging.getLogger(__name__)
 MAX_WALK = 4096  # entries a query follows in one file's chain before it stops (a bounded cost)
 
 
-def position_key(topic: str, queue_id: int, offset: int) -> str:
-    """The key of a message's place, as the records about it (journal lines, acks) index it: ``topic/queue@offset``."""
-    return f"{topic}/{queue_id}@{offset}"
-
-
 _crc32c = crc32c.crc32c
-
-
-def home_topic(topic: str, props: dict[str, str]) -> str:
-    """The topic a record's keys are scoped to: the message's own (``REAL_TOPIC``: a half's, a timer's, a dead letter's,
-    set by the broker only), else the record's."""
-    return props.get(REAL_TOPIC) or topic
-
-
-def record_keys(props: dict[str, str]) -> list[str]:
-    """The keys a record is found by in its topic's scope: its UNIQ_KEY, each of its KEYS and INDEX_KEYS (no duplicates).
-
-    Linear in the properties' size (a dict keeps the order and drops repeats): a list's ``not in`` made a message of
-    80k keys cost the broker 42 s under the store's write lock (issue 42); sends are also capped at
-    ``max_keys_per_message``, but records written before that cap are indexed here at start."""
-    uniq = props.get(UNIQ_KEY)
-    if uniq and len(props) == 1:  # the common message: only its UNIQ_KEY
-        return [uniq]
-    keys: dict[str, None] = {uniq: None} if uniq else {}
-    for name in (KEYS, INDEX_KEYS):
-        more = props.get(name)
-        if more:
-            keys.update(dict.fromkeys(more.split(KEY_SEPARATOR)))
-    keys.pop("", None)
-    return list(keys)
-
-
-def index_keys(topic: str, props: dict[str, str]) -> list[tuple[str, str]]:
-    """``(scope, key)``: what a record of ``topic`` is indexed by, each once: its keys in its home topic's scope, its
-    transaction id in the transactions' scope."""
-    home = props.get(REAL_TOPIC) or topic
-    found = [(home, key) for key in record_keys(props)]
-    txid = props.get(TRANSACTION_ID)
-    if txid:
-        found.append((TXN_SCOPE, txid))
-    return found
-
-
-def raw_keys(props: bytes) -> list[str]:
-    """``record_keys`` of encoded properties (``name \\x01 value \\x02`` …), found without decoding them all."""
-    if not props:
-        return []
-    keys: dict[str, None] = {}
-    for name in (b"UNIQ_KEY", b"KEYS", b"INDEX_KEYS"):
-        value = _raw_value(props, name)
-        if value:
-            keys.update(dict.fromkeys(value.decode().split(KEY_SEPARATOR)))
-    keys.pop("", None)
-    return list(keys)
-
-
-def raw_index_keys(topic: str, props: bytes) -> list[tuple[str, str]]:
-    """``index_keys`` of encoded properties (a follower's replicated records)."""
-    real = _raw_value(props, b"REAL_TOPIC") if props else None
-    home = real.decode() if real else topic
-    found = [(home, key) for key in raw_keys(props)]
-    txid = _raw_value(props, b"TRANSACTION_ID") if props else None
-    if txid:
-        found.append((TXN_SCOPE, txid.decode()))
-    return found
-
-
-def _raw_value(props: bytes, name: bytes) -> bytes | None:
-    marker = b"\x02" + name + b"\x01"
-    found = props.rfind(marker)  # the last one, as a dict keeps
-    if found >= 0:
-        begin = found + len(marker)
-    elif props.startswith(name + b"\x01"):
-        begin = len(name) + 1
-    else:
-        return None
-    end = props.find(b"\x02", begin)
-    return props[begin:] if end < 0 else props[begin:end]
 
 
 class _IndexFile:
@@ -303,13 +213,8 @@ class KeyIndex:
         """This store's secret; made (with the first file) when there is none. Files it cannot have hashed (an older
         format, or a secret gone) are deleted: the index is derived, and the recovery scan indexes the log again."""
         path = self._root / SECRET
-        try:
-            secret: bytes | None = path.read_bytes()
-        except FileNotFoundError:
-            secret = None
-        if secret is not None and len(secret) != _SECRET_BYTES:
-            secret = None
-        stale = [f for f in self._files if secret is None or f.format != FORMAT]
+        secret = path.read_bytes() if path.exists() else b""  # of another length: none
+        stale = [f for f in self._files if len(secret) != _SECRET_BYTES or f.format != FORMAT]
         if stale:
             log.warning("the key index in %s holds %d file(s) of an older format (or its secret is gone): indexing the "
                         "whole log again (once); lookups find what it has indexed so far", self._root, len(stale))
@@ -317,7 +222,7 @@ class KeyIndex:
                 os.close(f.fd)
                 f.path.unlink()
             self._files = []
-        if secret is None:
+        if len(secret) != _SECRET_BYTES:
             secret = os.urandom(_SECRET_BYTES)
             write_whole(path, secret)
         return secret

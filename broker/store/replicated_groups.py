@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import crc32c
 
-from .key_index import index_keys, raw_index_keys
+from .indexed_keys import index_keys, raw_index_keys
 from .record import FLAG_GROUP_MORE, HEADER, HEADER_SIZE, MAGIC, MAX_RECORD_SIZE, decode_properties, queue_code
 from .store_types import ReplicationMismatch
 from .topics import TIMER_TOPIC, TXN_STATE_TOPIC

@@ -25,7 +25,7 @@ from halfmq.broker.delivery.journal import JOURNAL_TOPIC
 from halfmq.broker.half_messages.record_names import TRANSACTION_ID, UNIQ_KEY
 from halfmq.broker.journeys import reconstruct
 from halfmq.broker.security.policy import Action, Principal, Resource
-from halfmq.broker.store.key_index import TXN_SCOPE, position_key
+from halfmq.broker.store.indexed_keys import TXN_SCOPE, position_key
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import OP_HALF_TOPIC, TXN_STATE_TOPIC, is_system_topic
 from halfmq.errors import AmbiguousMessageId, MessageNotFound, TopicRequired

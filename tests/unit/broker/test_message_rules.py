@@ -10,7 +10,7 @@ import pytest
 from halfmq.broker.message_rules import MessageLimits
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
-from halfmq.broker.store.key_index import raw_keys, record_keys
+from halfmq.broker.store.indexed_keys import raw_keys, record_keys
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.record import encode_properties
 from halfmq.errors import InvalidRequest, MessageTooLarge, PropertiesTooLarge, TooManyKeys

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.store import key_index
-from halfmq.broker.store.key_index import TXN_SCOPE, index_keys, raw_index_keys, raw_keys, record_keys
+from halfmq.broker.store.indexed_keys import TXN_SCOPE, index_keys, raw_index_keys, raw_keys, record_keys
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.record import encode_properties
 
