@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -42,19 +42,20 @@ PLACE_SCOPES = (JOURNAL_TOPIC, TXN_STATE_TOPIC)  # where a message's place is in
 CONSOLE_LIMIT = 50  # messages the console's search lists
 
 MayLookUp = Callable[[str], bool]
+T = TypeVar("T")
 
 
 async def show(rt: BrokerRuntime, who: Principal, scope: Scope, msg_id: str, topic: str | None = None) -> MessageJourney:
     """The journey of ``msg_id`` (on ``topic`` when named): MessageNotFound if no topic the principal may look up has
     it, AmbiguousMessageId if several do."""
-    return await asyncio.to_thread(_show, rt, _may_look_up(rt, who), msg_id, topic)
+    return await _in_a_thread(rt, _show, rt, _may_look_up(rt, who), msg_id, topic)
 
 
 async def find(rt: BrokerRuntime, who: Principal, scope: Scope, key: str, since_ms: int, limit: int,
                topic: str | None = None) -> MessageSearch:
     """The messages sent with ``key`` (their id, a key, or an index key) since ``since_ms``, newest first, on ``topic``
     when named, else on every topic the principal may look up."""
-    return await asyncio.to_thread(_find, rt, _may_look_up(rt, who), key, since_ms, limit, topic)
+    return await _in_a_thread(rt, _find, rt, _may_look_up(rt, who), key, since_ms, limit, topic)
 
 
 async def console_search(rt: BrokerRuntime, text: str, topic: str | None = None) -> dict[str, Any]:
@@ -62,7 +63,13 @@ async def console_search(rt: BrokerRuntime, text: str, topic: str | None = None)
     on one topic, else the messages with that id or key."""
     if not text:
         return {"q": "", "topic": topic or "", "journey": None, "found": None, "error": None}
-    return await asyncio.to_thread(_console_search, rt, text, topic or None)
+    return await _in_a_thread(rt, _console_search, rt, text, topic or None)
+
+
+async def _in_a_thread(rt: BrokerRuntime, lookup: Callable[..., T], *args: Any) -> T:
+    """Off the event loop, at most ``rt.lookups`` at once (the rest wait their turn on the loop, costing nothing)."""
+    async with rt.lookups:
+        return await asyncio.to_thread(lookup, *args)
 
 
 def _may_look_up(rt: BrokerRuntime, who: Principal) -> MayLookUp:

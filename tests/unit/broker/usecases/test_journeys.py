@@ -3,6 +3,7 @@ answers for an id on several topics; on a real store with small index files and 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,7 +45,7 @@ def store(tmp_path: Path) -> Iterator[MessageStore]:
 
 def runtime(store: MessageStore, lookup_topics: int = 1000, lookup_index_files: int = 64) -> Any:
     guard = TopicsGuard(admin={"*"}, credit={"ORDERS"}, mallory={"MALLORY"})
-    return SimpleNamespace(store=store, guard=guard,
+    return SimpleNamespace(store=store, guard=guard, lookups=asyncio.Semaphore(2),
                            settings=SimpleNamespace(lookup_topics=lookup_topics, lookup_index_files=lookup_index_files))
 
 
