@@ -10,8 +10,8 @@ Files ``index/<first commit-log offset>``, each a header, ``slots`` 4-byte hash 
     slot    the 1-based number of the newest entry whose hash falls there (0: none)
     entry   scoped hash u32 | commit-log offset i64 | seconds since begin_ms u32 | previous entry u32
 
-Format 2 is the scoped one. A file of format 0 (unscoped), or any once the secret is gone, makes the next start delete
-the index and index the whole log again, once (logged): a lookup never reads hashes it cannot match.
+Format 2 is scoped; files of format 0 (older: ``crc32c(key)``) are read with that hash, scopes checked on the records
+as always, and new entries go to a new file. Files it cannot hash for are deleted and indexed again (``_load_secret``).
 
 A put adds its entries in memory under the store's write lock: the file being written keeps its slot table and its
 newest entries there (``_IndexFile``), and the checkpoint writes the entries, then the changed slot pages, fsyncs and
@@ -45,7 +45,8 @@ from .record import StoredMessage
 from .store_types import PutResult
 from .topics import REAL_TOPIC
 
-FORMAT = 2  # the header's format: 2 scopes hashes under the store's secret; 0 (older files) did not
+FORMAT = 2  # the header's format: 2 scopes hashes under the store's secret
+UNSCOPED = 0  # the format before issue 42: crc32c(key), read as it is (new entries never join such a file)
 SECRET = "secret"  # the file in the index directory holding the secret the scopes' tweaks are keyed with
 _SECRET_BYTES = 32  # BLAKE2s's longest key
 _MAX_TWEAKS = 65_536  # scopes whose tweak is remembered (one per topic); past it the memo starts again
@@ -60,8 +61,6 @@ _PAGE_SHIFT = _SLOTS_PER_PAGE.bit_length() - 1  # slot >> it: the slot's page of
 _pwrite = os.pwrite  # (the one door to the disk for index writes: a test makes it refuse, as a full disk does)
 log = logging.getLogger(__name__)
 MAX_WALK = 4096  # entries a query follows in one file's chain before it stops (a bounded cost)
-
-
 _crc32c = crc32c.crc32c
 
 
@@ -88,6 +87,7 @@ class _IndexFile:
         self.table: array[int] | None = None
         self._dirty: set[int] = set()  # pages of the table changed since ``write_out``
         self.lock = threading.Lock()  # the table, ``pending`` and ``written`` change together under it
+        self.writing = threading.Lock()  # one write_out at a time
         # The header is written by the checkpoint; after a kill -9 the entries past its count are there all the same
         # (the page cache keeps them): count them, so new entries go after them and no chain on disk is overwritten.
         while self.used < self.capacity and self._entry_bytes(self.used) != _EMPTY:
@@ -135,32 +135,34 @@ class _IndexFile:
         self.last_ms = max(self.last_ms, store_ms)
 
     def write_out(self) -> None:
-        """Write the pending entries, then the table's changed pages (so a slot on disk only names entries on disk)."""
-        with self.lock:
-            data = bytes(self.pending)
-            start = self.written
-        if data:
-            if _pwrite(self.fd, data, self._entries_at + start * _ENTRY.size) != len(data):
-                raise OSError(errno.ENOSPC, "a short write of the key index")
+        """Write the pending entries, then the changed slot pages (a slot on disk names entries on disk). One at a time: a
+        put and the checkpoint both call it, and two at once each cut what they wrote from ``pending`` (entries lost)."""
+        with self.writing:
             with self.lock:
-                del self.pending[:len(data)]
-                self.written = start + len(data) // _ENTRY.size
-        table = self.table
-        with self.lock:  # the pages as whole puts left them
-            dirty, self._dirty = self._dirty, set()
-            pages = {page: table[page * _SLOTS_PER_PAGE:(page + 1) * _SLOTS_PER_PAGE].tobytes() for page in dirty} if table else {}
-        try:
-            for page in sorted(pages):
-                _pwrite(self.fd, pages[page], _HEADER.size + page * _SLOTS_PER_PAGE * _SLOT.size)
-        except OSError:
-            with self.lock:
-                self._dirty |= pages.keys()  # written again by the next checkpoint
-            raise
+                data = bytes(self.pending)
+                start = self.written
+            if data:
+                if _pwrite(self.fd, data, self._entries_at + start * _ENTRY.size) != len(data):
+                    raise OSError(errno.ENOSPC, "a short write of the key index")
+                with self.lock:
+                    del self.pending[:len(data)]
+                    self.written = start + len(data) // _ENTRY.size
+            table = self.table
+            with self.lock:  # the pages as whole puts left them
+                dirty, self._dirty = self._dirty, set()
+                pages = {page: table[page * _SLOTS_PER_PAGE:(page + 1) * _SLOTS_PER_PAGE].tobytes() for page in dirty} if table else {}
+            try:
+                for page in sorted(pages):
+                    _pwrite(self.fd, pages[page], _HEADER.size + page * _SLOTS_PER_PAGE * _SLOT.size)
+            except OSError:
+                with self.lock:
+                    self._dirty |= pages.keys()  # written again by the next checkpoint
+                raise
 
     def seal(self, upto: int) -> None:
         self.write_out()
         self.upto = upto
-        _pwrite(self.fd, _HEADER.pack(self.begin_ms, self.last_ms, self.begin_offset, upto, self.used, FORMAT), 0)
+        _pwrite(self.fd, _HEADER.pack(self.begin_ms, self.last_ms, self.begin_offset, upto, self.used, self.format), 0)
 
     def _slot(self, h: int) -> int:
         table = self.table
@@ -201,8 +203,8 @@ class KeyIndex:
         self._entries = entries
         self._read_at = read_at
         self._roll_lock = threading.Lock()
-        self._files = [_IndexFile(p, slots, entries, int(p.name), 0) for p in sorted(root.iterdir(), key=_by_offset)
-                       if p.name.isdigit()]
+        self._files = [_IndexFile(p, slots, entries, int(p.name), 0)
+                       for p in sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))]
         self._secret = self._load_secret()
         self._tweaks: dict[str, int] = {}
         self.upto = self._files[-1].upto if self._files else 0
@@ -210,18 +212,19 @@ class KeyIndex:
         self.durable_upto = self.upto  # what the last whole flush made durable
 
     def _load_secret(self) -> bytes:
-        """This store's secret; made (with the first file) when there is none. Files it cannot have hashed (an older
-        format, or a secret gone) are deleted: the index is derived, and the recovery scan indexes the log again."""
+        """This store's secret (made when there is none). Files of format 2 without it, or of a format this code does not
+        know, are deleted from the first on: the index is derived, and recovery indexes the log again from there."""
         path = self._root / SECRET
         secret = path.read_bytes() if path.exists() else b""  # of another length: none
-        stale = [f for f in self._files if len(secret) != _SECRET_BYTES or f.format != FORMAT]
-        if stale:
-            log.warning("the key index in %s holds %d file(s) of an older format (or its secret is gone): indexing the "
-                        "whole log again (once); lookups find what it has indexed so far", self._root, len(stale))
-            for f in self._files:
+        known = (UNSCOPED, FORMAT) if len(secret) == _SECRET_BYTES else (UNSCOPED,)
+        first = next((i for i, f in enumerate(self._files) if f.format not in known), len(self._files))
+        if first < len(self._files):
+            log.warning("the key index in %s: %d file(s) cannot be read (their secret is gone, or a newer format): "
+                        "indexing the log again from where the others end", self._root, len(self._files) - first)
+            for f in self._files[first:]:
                 os.close(f.fd)
                 f.path.unlink()
-            self._files = []
+            del self._files[first:]
         if len(secret) != _SECRET_BYTES:
             secret = os.urandom(_SECRET_BYTES)
             write_whole(path, secret)
@@ -248,8 +251,7 @@ class KeyIndex:
     def add(self, topic: str, props: dict[str, str], offset: int, size: int, store_ms: int) -> None:
         """Index a record of the log (the recovery scan): each of its keys, once, in its scope."""
         if offset >= self.upto:
-            self._write([(self.scoped_hash(scope, key), offset) for scope, key in index_keys(topic, props)], store_ms,
-                        offset + size)
+            self._write([(self.scoped_hash(scope, key), offset) for scope, key in index_keys(topic, props)], store_ms, offset + size)
 
     def add_results(self, results: Iterable[PutResult], store_ms: int) -> None:
         """Index what ``put`` just wrote (under its write lock): one loop, the common message (only its UNIQ_KEY)
@@ -312,7 +314,7 @@ class KeyIndex:
         self.upto = end
 
     def _file_for(self, offset: int, store_ms: int) -> _IndexFile:
-        if self._files and self._files[-1].room:
+        if self._files and self._files[-1].room and self._files[-1].format == FORMAT:  # an older file is sealed as it is
             current = self._files[-1]
             if current.table is None:
                 current.load_table()
@@ -352,6 +354,7 @@ class KeyIndex:
         once; no record is read (``record`` tells a real one). At most ``max_files`` files are walked (those outside the
         time range are skipped without counting), each at most ``MAX_WALK`` entries."""
         h = self.scoped_hash(scope, key)
+        unscoped = _crc32c(key.encode())
         seen: set[int] = set()
         walked = 0
         for f in reversed(self._files):
@@ -360,7 +363,7 @@ class KeyIndex:
             if f.begin_ms > until_ms:
                 continue
             walked += 1
-            for offset in f.hits(h, since_ms, until_ms):
+            for offset in f.hits(h if f.format == FORMAT else unscoped, since_ms, until_ms):
                 if offset not in seen:
                     seen.add(offset)
                     yield offset
@@ -392,7 +395,3 @@ class KeyIndex:
     def close(self) -> None:
         for f in self._files:
             os.close(f.fd)
-
-
-def _by_offset(p: Path) -> int:
-    return int(p.name) if p.name.isdigit() else -1
