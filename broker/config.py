@@ -57,6 +57,11 @@ class BrokerSettings(BaseSettings):
     # RESOURCE_EXHAUSTED (docs/decisions/041-telemetry-stream-backpressure.md).
     grpc_telemetry_outbox_commands: int = Field(default=1024, ge=1)
     grpc_telemetry_outbox_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    # What may wait unread on all telemetry streams together (past it the stream holding the most ends), and how many
+    # streams one principal, and one client id of it, may hold open (past it a new one is refused, RESOURCE_EXHAUSTED).
+    grpc_telemetry_unread_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    grpc_telemetry_streams_per_principal: int = Field(default=128, ge=1)
+    grpc_telemetry_streams_per_client: int = Field(default=8, ge=1)
     data_dir: Path = Path("./data/broker")
     flush_mode: Literal["sync", "async"] = "sync"
     sync_flush_timeout: float = 5.0
@@ -89,6 +94,13 @@ class BrokerSettings(BaseSettings):
     # flight), and how long a producer id without a transactional id lives idle (Kafka's producer.id.expiration.ms).
     idempotent_send_window: int = Field(default=1024, ge=1, le=65_536)
     producer_id_expiration: float = Field(default=24 * 3600.0, gt=0)
+    # What one principal's idempotent producers may hold in memory (broker/idempotence/principal_caps.py): live producer
+    # ids obtained alone (the SDK takes one per Producer), and numbers remembered across all its producers' windows
+    # (about 200 bytes each). Past a cap its least recently used id idle at least producer_id_evictable_after seconds is
+    # forgotten, or the request gets 429 TOO_MANY_PRODUCER_IDS / SEND_WINDOWS_FULL.
+    idempotent_producer_ids_per_principal: int = Field(default=64, ge=1)
+    idempotent_sequences_per_principal: int = Field(default=131_072, ge=1)
+    producer_id_evictable_after: float = Field(default=300.0, ge=0)
     check_timeout: float = 3.0
     check_concurrency: int = 16
     # scheme://host:port (or :* for any port); loopback for `halfmq up` and tests, the compose order service.
@@ -108,10 +120,15 @@ class BrokerSettings(BaseSettings):
     # the message's place (broker/delivery/journal.py). Off: journeys show only what the log says anyway (sent, the
     # transaction, timers, dead letters) and "acked" from the groups' committed offsets.
     journal: bool = True
+    # Operator views (docs/metrics.md, docs/operating.md): the topics and the (consumer group, topic) pairs one /metrics
+    # scrape shows rows of their own for (the rest summed under "(other)"), and the rows one console page shows.
+    metrics_max_topics: int = Field(default=100, ge=1)
+    metrics_max_group_topics: int = Field(default=100, ge=1)
+    console_page_rows: int = Field(default=50, ge=1, le=1000)
     # What one lookup (a journey, a search by key) may read, in a thread: the topics it searches when the caller names
     # none (past it, 400 TOPIC_REQUIRED: name the topic), and the newest key-index files it walks in each topic (a file
     # indexes ~4M keys; older messages are not found). A (topic, file) probe costs ~20 us: 12,800 at most by default.
-    # Why: docs/decisions/048-scoped-key-index.md.
+    # Why: docs/decisions/049-scoped-key-index.md.
     lookup_topics: int = Field(default=100, ge=1)
     lookup_index_files: int = Field(default=128, ge=1)
     log_level: str = "info"
@@ -159,6 +176,13 @@ class BrokerSettings(BaseSettings):
     def _request_bytes_follow_message_size(self) -> BrokerSettings:
         if not self.max_request_bytes:
             self.max_request_bytes = default_max_request_bytes(self.max_message_size)
+        return self
+
+    @model_validator(mode="after")
+    def _a_principal_holds_a_full_window(self) -> BrokerSettings:
+        if self.idempotent_sequences_per_principal < 2 * self.idempotent_send_window:
+            raise ValueError(f"idempotent_sequences_per_principal ({self.idempotent_sequences_per_principal}) must be at least "
+                             f"twice idempotent_send_window ({self.idempotent_send_window}): one producer's window holds that many")
         return self
 
     @model_validator(mode="after")

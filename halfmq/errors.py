@@ -16,12 +16,14 @@ class BrokerError(Exception):
     status: ClassVar[int] = 500
     retriable: ClassVar[bool] = False
     title: ClassVar[str] = "Broker error"
-    retry_after: ClassVar[int | None] = None  # seconds, sent as Retry-After
+    retry_after: int | None = None  # seconds, sent as Retry-After: the class's, or the instance's when it knows when
 
-    def __init__(self, detail: str = "", **extra: Any) -> None:
+    def __init__(self, detail: str = "", *, retry_after: int | None = None, **extra: Any) -> None:
         super().__init__(detail or self.title)
         self.detail = detail or self.title
         self.extra = extra
+        if retry_after is not None:
+            self.retry_after = retry_after
 
     def to_problem(self, instance: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"type": f"https://halfmq.dev/problems/{self.code.lower().replace('_', '-')}",
@@ -286,6 +288,42 @@ class OpenTransactionsFull(BrokerError):
     retriable = True
     retry_after = 1
     title = "Open producer transactions already hold as many bytes as the broker allows"
+
+
+class TooManyProducerIds(BrokerError):
+    """The principal already holds as many live producer ids as the broker allows one principal
+    (``idempotent_producer_ids_per_principal``) and none has been idle long enough to be forgotten for a new one.
+
+    Retriable: Retry-After says when the least recently used one may be forgotten (each SDK Producer holds one id;
+    a Producer whose send fails for good takes a new one).
+    """
+
+    code = "TOO_MANY_PRODUCER_IDS"
+    status = 429
+    retriable = True
+    title = "The principal holds as many producer ids as the broker allows"
+
+
+class SendWindowsFull(BrokerError):
+    """The principal's producers already remember as many numbered sends as the broker allows one principal
+    (``idempotent_sequences_per_principal``); nothing was stored. Retry-After, when present, says when one of its
+    idle producer ids may be forgotten to make room."""
+
+    code = "SEND_WINDOWS_FULL"
+    status = 429
+    retriable = True
+    title = "The principal's producers remember as many numbered sends as the broker allows"
+
+
+class TooManyTelemetryStreams(BrokerError):
+    """A RocketMQ client (or its principal) already has as many telemetry streams open as the broker allows
+    (``grpc_telemetry_streams_per_principal``, ``grpc_telemetry_streams_per_client``): the new one is refused."""
+
+    code = "TOO_MANY_TELEMETRY_STREAMS"
+    status = 429
+    retriable = True
+    retry_after = 5
+    title = "Too many telemetry streams are open"
 
 
 class InvalidTransactionTimeout(InvalidRequest):

@@ -12,6 +12,7 @@ from typing import Any
 
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from halfmq.broker.delivery.event_counts import EventCounts
 from halfmq.broker.delivery.receipt_handle import load_or_create_key
 from halfmq.broker.half_messages.check_client import CheckClient
 from halfmq.broker.half_messages.check_policy import CheckPolicy
@@ -19,6 +20,7 @@ from halfmq.broker.half_messages.check_service import CheckService
 from halfmq.broker.half_messages.check_url import OwnAddress
 from halfmq.broker.half_messages.producer_registry import ProducerRegistry
 from halfmq.broker.half_messages.transaction_service import TransactionService
+from halfmq.broker.idempotence.principal_caps import PrincipalCaps
 from halfmq.broker.idempotence.producer_ids import ProducerIds
 from halfmq.broker.message_rules import MessageLimits
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
@@ -34,7 +36,7 @@ from halfmq.broker.timers.timer_index import TimerIndex
 
 from .guard import Guard
 from .metrics import BrokerMetrics, create_metrics
-from .operator_metrics import OperatorCollector
+from .operator_metrics import OperatorMetrics, RowLimits
 
 log = logging.getLogger(__name__)
 Durable = Callable[[int], Awaitable[None]]
@@ -57,6 +59,7 @@ class BrokerRuntime:
     producer_ids: ProducerIds = field(default=None)  # type: ignore[assignment]  # set by open(): the coordinator's
     checks: CheckService | None = None
     timers: TimerIndex = field(default=None)  # type: ignore[assignment]  # set by open(): every node follows the log
+    operator_metrics: OperatorMetrics = field(default=None)  # type: ignore[assignment]  # set by open(): what /metrics answers
     guard: Guard = field(default_factory=lambda: Guard(None))
     own_address: OwnAddress | None = None  # where check_urls must never point; set by open()
     # What an ack's answer waits for (usecases.settling): a set's leader, ``durable`` (as the ack mode says, as a send);
@@ -107,6 +110,7 @@ class BrokerRuntime:
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays),
                                                               settings.fifo_window, settings.journal),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))
+            delivery.counted = EventCounts(settings.metrics_max_group_topics)  # before any replay counts an ack
             durable: Callable[[int], Awaitable[None]] = FlushWaiter(store, settings.sync_flush_timeout)
             if durable_wrapper is not None:
                 durable = durable_wrapper(durable)
@@ -126,16 +130,21 @@ class BrokerRuntime:
                 store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks,
                                                settings.producer_txn_max_open_bytes, settings.producer_txn_max_open_bytes_per_principal),
                 send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000),
-                producers=producers)
+                producers=producers, producer_caps=cls.producer_caps(settings))
             rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.settled_durable = durable if durable_wrapper is not None else None
-            rt.metrics.registry.register(OperatorCollector(rt))  # every series read from state at scrape time
+            rt.operator_metrics = OperatorMetrics(rt, RowLimits(settings.metrics_max_topics, settings.metrics_max_group_topics))
             return rt
         except BaseException:
             if close_on_failure:
                 store.close()
             raise
+
+    @staticmethod
+    def producer_caps(settings: BrokerSettings) -> PrincipalCaps:
+        return PrincipalCaps(settings.idempotent_producer_ids_per_principal, settings.idempotent_sequences_per_principal,
+                             int(settings.producer_id_evictable_after * 1000))
 
     @staticmethod
     def check_policy(settings: BrokerSettings) -> CheckPolicy:

@@ -12,7 +12,6 @@ import heapq
 import logging
 import secrets
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,8 +25,9 @@ from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle, ReceiptIn
 
 from . import dead_letters, journal
 from .backoff import DLQ_RETRY_SECONDS, READY_POLL_SECONDS, DeliveryPolicy, exhausted, retry_delay
+from .event_counts import EventCounts
 from .fifo_gate import MESSAGE_GROUP
-from .queue_progress import HELD_BY_TRANSACTION, GroupTopic, InFlight, QueueLag, QueueProgress
+from .queue_progress import HELD_BY_TRANSACTION, GroupStates, GroupTopic, InFlight, QueueLag, QueueProgress
 from .receipt_handle import KEY_BYTES, ReceiptHandle
 
 log = logging.getLogger(__name__)
@@ -52,9 +52,9 @@ class DeliveryService:
         self._key = key or secrets.token_bytes(KEY_BYTES)  # the runtime passes the data dir's: see receipt_handle
         self.key_in_log = False  # whether the log names the key (then it is that one, on every node of a set)
         self.acks_end = 0  # where the last ``acks`` record written ends: an ack is answered once that is durable
-        self._state: dict[tuple[str, str], GroupTopic] = {}
+        self._state = GroupStates()
         self._arrivals: dict[str, asyncio.Event] = {}
-        self.counted: Counter[tuple[str, str, str, str]] = Counter()  # (event, group, topic, result) since start: /metrics
+        self.counted = EventCounts()  # events per group and topic since start, for /metrics (the runtime bounds its rows)
         self.damaged_skips = 0
         self.fence: Callable[[], None] = lambda: None  # raises if this node may not hand out now (a set's leader past its lease)
         self._closing = False
@@ -103,7 +103,7 @@ class DeliveryService:
             out = self._take(group, topic, state, max_messages, invisible)
             remaining = deadline - self._clock()
             if out or remaining <= 0 or self._closing:
-                self.counted["out", group, topic, ""] += len(out)
+                self.counted.add("out", group, topic, n=len(out))
                 self._journal(journal.DELIVERED, group, journal.deliveries(topic, out))
                 return out
             held = any(progress.gate.ready for progress in state.queues)  # until the high watermark passes an ack
@@ -236,7 +236,7 @@ class DeliveryService:
             if ok and progress is not None:
                 self._settle(group, topic, h.queue_id, progress, h.offset)
             results.append((text, ok))
-            self.counted["ack", group, topic, "ok" if ok else "expired"] += 1
+            self.counted.add("ack", group, topic, "ok" if ok else "expired")
         return results
 
     def _refuse_if_in_transaction(self, state: GroupTopic | None, h: ReceiptHandle) -> None:
@@ -261,7 +261,7 @@ class DeliveryService:
                 heapq.heappush(state.due, (item.visible_at, h.queue_id, h.offset, item.nonce))
                 nacked.append((topic, h.queue_id, h.offset, item.deliveries))
             results.append((text, ok))
-            self.counted["nack", group, topic, "ok" if ok else "expired"] += 1
+            self.counted.add("nack", group, topic, "ok" if ok else "expired")
         self._journal(journal.NACKED, group, nacked, reason)
         if nacked:
             self._on_message(topic, -1)  # wake long-pollers: a zero delay makes it due at once
@@ -343,7 +343,7 @@ class DeliveryService:
             progress = self._held(state, h)
             if progress is not None:
                 self._settle(h.group, h.topic, h.queue_id, progress, h.offset)
-                self.counted["ack", h.group, h.topic, "ok"] += 1
+                self.counted.add("ack", h.group, h.topic, "ok")
 
     def release_held(self, receipts: list[ReceiptHandle]) -> None:
         """The transaction aborted: the acked deliveries become deliverable again at once (the attempt counts)."""
@@ -379,12 +379,12 @@ class DeliveryService:
         target = dlq_topic(group)
         self._store.create_topic(target, 1)
         _, self.acks_end = self._store.put(dead_letters.moved(group, message, deliveries, reason))
-        self.counted["dlq", group, message.topic, ""] += 1
+        self.counted.add("dlq", group, message.topic)
         log.warning("moved %s/%d@%d to %s after %d deliveries", message.topic, message.queue_id, message.queue_offset, target, deliveries)
 
     # --- introspection ----------------------------------------------------------
     def group_lag(self, group: str) -> dict[str, list[QueueLag]]:
-        topics = set(self._store.offsets.topics_of(group)) | {t for (g, t) in self._state if g == group}
+        topics = set(self._store.offsets.topics_of(group)) | set(self._state.by_group.get(group, ()))
         if not topics:
             raise ConsumerGroupNotFound(f"consumer group {group!r} has not consumed anything")
         return {topic: [p.lag(qid, self._store.queue_range(topic, qid)[1]) for qid, p in enumerate(self._group_topic(group, topic).queues)]
@@ -392,9 +392,9 @@ class DeliveryService:
 
     def groups(self) -> list[str]:
         """Every group that has consumed or committed anything (operators' listings)."""
-        return sorted(set(self._store.offsets.groups()) | {g for (g, _) in self._state})
+        return sorted(set(self._store.offsets.groups()) | set(self._state.by_group))
 
     def retrying(self, group: str) -> int:
         """The group's in-flight deliveries past their first attempt (nacked or timed out before)."""
-        return sum(1 for (g, _), state in self._state.items() if g == group
+        return sum(1 for state in self._state.by_group.get(group, {}).values()
                    for progress in state.queues for item in progress.in_flight.values() if item.deliveries > 1)

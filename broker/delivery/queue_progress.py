@@ -140,6 +140,19 @@ class GroupTopic:
     rotation: int = 0
 
 
+class GroupStates(dict[tuple[str, str], GroupTopic]):
+    """Every (group, topic)'s progress, found by the pair and by the group (``by_group``): a view of one group reads
+    only that group's, not every group's (that made a page of all groups quadratic in their number)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_group: dict[str, dict[str, GroupTopic]] = {}
+
+    def __setitem__(self, key: tuple[str, str], state: GroupTopic) -> None:
+        super().__setitem__(key, state)
+        self.by_group.setdefault(key[0], {})[key[1]] = state
+
+
 @dataclass(frozen=True, slots=True)
 class QueueLag:
     queue_id: int

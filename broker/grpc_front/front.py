@@ -52,11 +52,13 @@ class GrpcFront:
             return
         try:
             from .messaging_service import start_server
-            from .telemetry_sessions import TelemetrySessions
+            from .telemetry_sessions import StreamCaps, TelemetrySessions
         except ImportError as exc:
             log.warning("RocketMQ gRPC front off: %s (pip install 'halfmq[rocketmq]')", exc)
             return
-        sessions = TelemetrySessions(settings.grpc_telemetry_outbox_commands, settings.grpc_telemetry_outbox_bytes)
+        sessions = TelemetrySessions(settings.grpc_telemetry_outbox_commands, settings.grpc_telemetry_outbox_bytes,
+                                     settings.grpc_telemetry_unread_bytes,
+                                     StreamCaps(settings.grpc_telemetry_streams_per_principal, settings.grpc_telemetry_streams_per_client))
         try:
             self.server, self.service = await start_server(current, sessions, settings.host, settings.grpc_port, addresses)
         except RuntimeError as exc:

@@ -22,7 +22,7 @@ from rocketmq.grpc_protocol import service_pb2_grpc as rpc
 
 from halfmq.broker.usecases import ending, half_sending, producers, receiving, sending, settling, topics
 from halfmq.broker.usecases.durability import FlushTimedOut
-from halfmq.errors import BrokerError, InvalidRequest, TransactionConflict
+from halfmq.errors import BrokerError, InvalidRequest, TooManyTelemetryStreams, TransactionConflict
 
 from . import message_mapping as mm
 from . import request_auth
@@ -133,9 +133,11 @@ class MessagingService(rpc.MessagingServiceServicer):
 
     async def Telemetry(self, request_iterator: AsyncIterator[spb.TelemetryCommand], context: Any) -> AsyncIterator[spb.TelemetryCommand]:  # noqa: N802
         client_id = dict(context.invocation_metadata() or ()).get("x-mq-client-id", "")
-        session = self.sessions.open(client_id)
         try:
             who, _ = self._who(context, "Telemetry")
+            session = self.sessions.open(client_id, who.name)
+        except TooManyTelemetryStreams as exc:  # refused before it holds anything
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{exc.code}: {exc.detail}")
         except BrokerError as exc:
             yield spb.TelemetryCommand(status=status_of(exc))
             return
@@ -158,9 +160,7 @@ class MessagingService(rpc.MessagingServiceServicer):
             while (command := await session.outbox.get()) is not None:
                 yield command
             if session.outbox.overflowed:
-                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                    f"the telemetry stream's outbox is full ({session.outbox.max_commands} commands or "
-                                    f"{session.outbox.max_bytes} bytes unread): read the broker's replies")
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{session.outbox.why}: read the broker's replies")
         finally:
             self.sessions.close(session)
             reader.cancel()
@@ -310,7 +310,14 @@ def endpoints_of(addresses: Sequence[tuple[str, int]]) -> pb.Endpoints:
 async def start_server(current: Callable[[], Any], sessions: TelemetrySessions, host: str, port: int,
                        addresses: Sequence[tuple[str, int]] = ()) -> tuple[grpc.aio.Server, MessagingService]:
     """Serve the front on ``host:port`` (RuntimeError when the port cannot be bound)."""
-    server = grpc.aio.server(options=[("grpc.max_receive_message_length", current().settings.max_request_bytes)])
+    server = grpc.aio.server(options=[
+        ("grpc.max_receive_message_length", current().settings.max_request_bytes),
+        # gRPC grows a stream's receive window with its bandwidth-delay estimate (to tens of MB on loopback), and holds
+        # what a client sends up to it while the handler does not read: a telemetry stream whose client never reads
+        # stops being read (telemetry_sessions), so 100 of them held 2-3 GB (issue 42). Without the probe the window
+        # stays at gRPC's default (64 KiB) per stream.
+        ("grpc.http2.bdp_probe", 0),
+    ])
     service = MessagingService(current, sessions, host, port, addresses)
     rpc.add_MessagingServiceServicer_to_server(service, server)
     bound = server.add_insecure_port(f"{host}:{port}")

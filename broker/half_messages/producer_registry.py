@@ -115,6 +115,10 @@ class ProducerRegistry:
     def groups(self) -> dict[str, list[ProducerEntry]]:
         return {g: self.live(g) for g in list(self._groups)}
 
+    def group_names(self) -> list[str]:
+        """Every producer group with a registration, by name (a page of them is then read with ``live``)."""
+        return sorted(self._groups)
+
 
     def _entries(self) -> list[ProducerEntry]:
         return [e for members in self._groups.values() for e in members.values()]

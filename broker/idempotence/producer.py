@@ -28,8 +28,8 @@ class Producer:
     epoch: int
     owner: str | None = None  # the principal that obtained the producer id; None: obtained before ids were bound
     number: int = 0  # transactions begun under its transactional id, ever (0 without one)
-    # Idempotent sends under this producer id and epoch (outside transactions): the window of stored numbers. An
-    # answer is (SendKey, what the send stored), or after a restart a StoredRef (producer_ids.py).
+    # Idempotent sends under this producer id and epoch (outside transactions): the window of stored numbers, each
+    # remembered as a SentRef (where its records are: producer_ids.py), never as its answer.
     sends: SendWindow = field(default_factory=SendWindow)
     last_used_ms: int = 0  # a producer id without a transactional id expires after this much idleness
 

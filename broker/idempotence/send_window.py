@@ -6,6 +6,11 @@ id and epoch the broker keeps the contiguous high-water mark H (every number
 up to H is stored) and the answers of the last ``size`` numbers. ``decide``
 is the whole rule, pure; ``SendWindow`` is the state it reads, updated only
 once a send is stored.
+
+What a number's "answer" is, is the caller's (``producer_ids.SentRef``: where the
+send's records start and how many there are, a constant size whatever the send
+held). A window holds at most ``2 * size - 1`` numbers: ``size`` at or below H,
+the rest stored out of order above it.
 """
 
 from __future__ import annotations
@@ -47,14 +52,33 @@ class SendWindow:
     def decide(self, sequence: int) -> Verdict:
         return decide(self.high, self.answers, self.size, sequence)
 
-    def stored(self, sequence: int, answer: Any) -> None:
-        """Record a stored send; H moves over every contiguous number, forgetting what falls out of the window."""
+    def growth(self, sequence: int) -> int:
+        """How many more numbers the window remembers once ``sequence`` is stored: 1, or less as H passes old ones.
+
+        What a principal's cap on remembered numbers is checked against before the send is written (``stored``
+        then changes the window by exactly this much).
+        """
+        if sequence <= self.high - self.size or sequence in self.answers:
+            return 0
+        high, forgotten = self.high, 0
+        while high + 1 == sequence or high + 1 in self.answers:
+            high += 1
+            forgotten += (high - self.size) in self.answers
+        return 1 - forgotten
+
+    def stored(self, sequence: int, answer: Any) -> int:
+        """Record a stored send; H moves over every contiguous number, forgetting what falls out of the window.
+
+        Returns how many more numbers the window remembers now (``growth``; negative when H passed several).
+        """
         if sequence <= self.high - self.size:  # already forgotten (a replayed record): nothing to keep
-            return
+            return 0
+        before = len(self.answers)
         self.answers[sequence] = answer
         while self.high + 1 in self.answers:
             self.high += 1
             self.answers.pop(self.high - self.size, None)
+        return len(self.answers) - before
 
     @property
     def next_expected(self) -> int:

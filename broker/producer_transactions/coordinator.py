@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from msgspec.structs import replace
 
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
+from halfmq.broker.idempotence.principal_caps import PrincipalCaps
 from halfmq.broker.idempotence.producer import current, not_owned, state_record
 from halfmq.broker.idempotence.producer_ids import ProducerIds
 from halfmq.broker.idempotence.producer_records import ABORTED_BY, MESSAGES, TxnRecord
@@ -69,10 +70,12 @@ DEFAULT_LIMITS = TxnLimits()
 class TransactionCoordinator:
     def __init__(self, store: MessageStore, acks: AckLedger, durable: Durable, *, limits: TxnLimits = DEFAULT_LIMITS,
                  clock: Callable[[], float] = time.time, send_window: int = DEFAULT_SIZE,
-                 producer_id_expiry_ms: int = 24 * 3600 * 1000, producers: ProducerRegistrations | None = None) -> None:
+                 producer_id_expiry_ms: int = 24 * 3600 * 1000, producers: ProducerRegistrations | None = None,
+                 producer_caps: PrincipalCaps | None = None) -> None:
         self.store = store
         self.producers = producers  # the replay hands it the producers' registrations read back from the log
-        self.ids = ProducerIds(store, durable, clock=clock, send_window=send_window, producer_id_expiry_ms=producer_id_expiry_ms)
+        self.ids = ProducerIds(store, durable, clock=clock, send_window=send_window, producer_id_expiry_ms=producer_id_expiry_ms,
+                               caps=producer_caps)
         self._acks = acks
         self._durable = durable
         self.limits = limits

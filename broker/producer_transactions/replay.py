@@ -54,6 +54,7 @@ def replay(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], ac
         log.warning("aborted %d producer transactions left open by the last run: %s", len(left_open),
                     ", ".join(t.transactional_id for t in left_open))
     coordinator.ids.expire_idle_producers()
+    coordinator.ids.forget_past_caps()  # the ids a running broker kept: each principal's most recently used
     if txns:
         log.info("producer transactions rebuilt in %.3fs: %d transactional ids", time.monotonic() - started, len(txns))
 

@@ -1,14 +1,18 @@
 """What each console page shows, read from the runtime (the same views the JSON routes answer with).
 
 Who may: the console's session, a cluster admin (``operator_actions.cluster_admin``), checked before any page is read.
+
+Every listing is one page of ``rows`` (``console_page_rows``), chosen by cheap facts (names, list positions) before
+anything per row is read: a page polled every 2 s costs the same whether the broker has 10 topics or 10,000
+(DESIGN section 16). ``q`` narrows the topics and groups to names that contain it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -17,22 +21,66 @@ from halfmq.broker.message_view import message_view
 from halfmq.broker.producer_answers import view_json
 from halfmq.wire import TransactionState
 
-from .views import DLQ_PAGE, dlq_page, group_summary, producer_groups, topic_view, tx_view
+from .views import DLQ_PAGE, dlq_page, group_summary, is_system_group, producer_groups, topic_view, tx_view
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
+T = TypeVar("T")
 
-def transactions(rt: BrokerRuntime) -> dict[str, Any]:
-    pending = [msgspec.to_builtins(tx_view(rt, tx)) for tx in rt.transactions.pending()]  # dicts: the page adds its own keys
+
+@dataclass(frozen=True, slots=True)
+class PageSpan:
+    """Which rows one page of a listing shows: ``start:stop`` of ``count``, page ``number`` of ``pages`` (from 1)."""
+
+    number: int
+    pages: int
+    start: int
+    stop: int
+    count: int
+
+    @property
+    def previous(self) -> int | None:
+        return self.number - 1 if self.number > 1 else None
+
+    @property
+    def next(self) -> int | None:
+        return self.number + 1 if self.number < self.pages else None
+
+    def of(self, items: Sequence[T]) -> Sequence[T]:
+        return items[self.start:self.stop]
+
+
+def page_span(count: int, number: int, rows: int) -> PageSpan:
+    """Page ``number`` of a listing of ``count`` items, ``rows`` a page; a number below 1 is the first page, past the last the last."""
+    pages = max(1, -(-count // rows))
+    number = min(max(number, 1), pages)
+    start = (number - 1) * rows
+    return PageSpan(number, pages, start, min(start + rows, count), count)
+
+
+def _pager(span: PageSpan) -> dict[str, Any]:
+    return {"number": span.number, "pages": span.pages, "first": span.start + 1 if span.count else 0, "last": span.stop,
+            "count": span.count, "previous": span.previous, "next": span.next}
+
+
+def transactions(rt: BrokerRuntime, page: int, rows: int) -> dict[str, Any]:
+    """One page of the pending transactions and one of the discarded ones (the same page number), oldest first."""
+    all_pending = rt.transactions.pending()
+    all_discarded = rt.transactions.in_state(TransactionState.DISCARDED)
+    span = page_span(max(len(all_pending), len(all_discarded)), page, rows)
+    pending = [msgspec.to_builtins(tx_view(rt, tx)) for tx in span.of(all_pending)]  # dicts: the page adds its own keys
     for t in pending:  # checked at least once and still undecided: the producer does not know either
         t["hanging"] = t["check_times"] > 0 or t["age_seconds"] > rt.settings.transaction_timeout
-    discarded = [msgspec.to_builtins(tx_view(rt, tx)) for tx in rt.transactions.in_state(TransactionState.DISCARDED)]
-    return {"pending": pending, "discarded": discarded}
+    discarded = [msgspec.to_builtins(tx_view(rt, tx)) for tx in span.of(all_discarded)]
+    return {"pending": pending, "discarded": discarded, "pending_count": len(all_pending), "discarded_count": len(all_discarded),
+            "pager": _pager(span)}
 
 
-def transactional_ids(rt: BrokerRuntime) -> dict[str, Any]:
-    return {"ids": [view_json(rt.producer_txns.view(t)) for t in rt.producer_txns.all()]}
+def transactional_ids(rt: BrokerRuntime, page: int, rows: int) -> dict[str, Any]:
+    txns = rt.producer_txns.all()
+    span = page_span(len(txns), page, rows)
+    return {"ids": [view_json(rt.producer_txns.view(t)) for t in span.of(txns)], "pager": _pager(span)}
 
 
 class Rates:
@@ -49,34 +97,47 @@ class Rates:
         return round((total - before[1]) / (now - before[0]), 1)
 
 
-def topics(rt: BrokerRuntime, rates: Rates) -> dict[str, Any]:
+def topics(rt: BrokerRuntime, rates: Rates, page: int, rows: int, q: str = "") -> dict[str, Any]:
     now = time.monotonic()
+    configs = [cfg for cfg in rt.store.topics.all() if q in cfg.name]
+    span = page_span(len(configs), page, rows)
     out = []
-    for cfg in rt.store.topics.all():
+    for cfg in span.of(configs):
         view = msgspec.to_builtins(topic_view(rt, cfg))  # a dict: the page adds its own keys
-        view["messages"] = sum(q["max_offset"] for q in view["queues"])
+        view["messages"] = sum(queue["max_offset"] for queue in view["queues"])
         view["rate"] = rates.rate(cfg.name, view["messages"], now)
         out.append(view)
-    return {"topics": out}
+    return {"topics": out, "pager": _pager(span), "q": q}
 
 
-def groups(rt: BrokerRuntime, dlq_offsets: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """Every consumer group with its queues and one page of its dead letters (from ``dlq_offsets[group]``, else the oldest)."""
-    out = []
-    for g in rt.delivery.groups():
-        summary = msgspec.to_builtins(group_summary(rt, g))  # a dict: the page adds its own keys
-        if summary["topics"] and all(t.startswith(("RMQ_SYS_", "%")) for t in summary["topics"]):
-            continue  # the broker's own readers of its bookkeeping topics
-        summary["queues"] = [{"topic": topic, **asdict(q)} for topic, rows in rt.delivery.group_lag(g).items() for q in rows]
+def groups(rt: BrokerRuntime, page: int, rows: int, q: str = "", dlq_offsets: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """One page of the consumer groups (by name) with their queues; the broker's own groups left out.
+
+    Dead letters are read for at most ``DLQ_PAGE`` messages a page, whatever the number of groups on it: the group asked
+    for (``dlq_offsets``, from its offset) first, then the others in page order, from their oldest; a group past that
+    shows its DLQ's depth and a link to its dead letters."""
+    names = [g for g in rt.delivery.groups() if q in g and not is_system_group(g)]
+    span = page_span(len(names), page, rows)
+    summaries = {g: msgspec.to_builtins(group_summary(rt, g)) for g in span.of(names)}  # dicts: the page adds its own keys
+    budget = DLQ_PAGE
+    for g in sorted(summaries, key=lambda g: g not in (dlq_offsets or {})):
+        summary = summaries[g]
+        summary["queues"] = [{"topic": topic, **asdict(lag)} for topic, lags in rt.delivery.group_lag(g).items() for lag in lags]
         start = (dlq_offsets or {}).get(g, 0)
-        summary["dlq"] = [message_view(m) for m in dead_letters.dead_letters(rt.store, g, start, DLQ_PAGE)]
-        summary["dlq_page"] = msgspec.to_builtins(dlq_page(start, [m.queue_offset for m in summary["dlq"]], summary["dlq_depth"]))
-        out.append(summary)
-    return {"groups": out}
+        asked = budget if summary["dlq_depth"] else 0
+        listed = dead_letters.dead_letters(rt.store, g, start, asked) if asked else []
+        budget -= len(listed)
+        summary["dlq"] = [message_view(m) for m in listed]
+        summary["dlq_listed"] = bool(asked) or start > 0  # else: a link to them
+        summary["dlq_page"] = msgspec.to_builtins(dlq_page(start, [m.queue_offset for m in summary["dlq"]], summary["dlq_depth"],
+                                                           max(asked, 1)))
+    return {"groups": list(summaries.values()), "pager": _pager(span), "q": q}
 
 
-def producers(rt: BrokerRuntime) -> dict[str, Any]:
-    return {"groups": producer_groups(rt)}
+def producers(rt: BrokerRuntime, page: int, rows: int) -> dict[str, Any]:
+    names = rt.producers.group_names()
+    span = page_span(len(names), page, rows)
+    return {"groups": producer_groups(rt, span.of(names)), "pager": _pager(span)}
 
 
 def single_node(rt: BrokerRuntime) -> dict[str, Any]:

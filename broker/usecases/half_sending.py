@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from halfmq.broker.half_messages.half_records import Tx
-from halfmq.broker.idempotence.producer_ids import SendKey, SentHalf
+from halfmq.broker.idempotence.producer_ids import SendKey, SentHalf, SentRef
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.producer_answers import half_json
@@ -97,7 +97,7 @@ def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRe
     tx, end = write_half(rt, group, cfg, exists, body.message, then, also)
     sent = SentHalf(tx.transaction_id, tx.msg_id, tx.half_clog_offset, tx.half_offset)
     if numbered:
-        rt.producer_ids.sent(producer, sequence, key, sent)
+        rt.producer_ids.sent(producer, sequence, SentRef(SendKind.HALF, tx.half_clog_offset, 1 + len(also)))
     return StoredHalf(half_json(sent, SendStatus.SEND_OK), end)
 
 

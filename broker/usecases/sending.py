@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from halfmq.broker.idempotence.producer_ids import SendKey, sent_messages
+from halfmq.broker.idempotence.producer_ids import SendKey, SentRef, sent_messages
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.producer_answers import sent_json
@@ -73,7 +73,9 @@ def _observe_send(rt: BrokerRuntime, status: SendStatus, started: float) -> None
 
 
 async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest, started: float) -> SendResponse:
-    """A numbered send: a repeat of one inside the producer's window gets the stored answer and stores nothing.
+    """A numbered send: a repeat of one inside the producer's window gets its first answer and stores nothing.
+
+    The window keeps where the send's messages are, not the answer: a repeat's is read back from them.
 
     The producer id must be ``who``'s (PRODUCER_ID_NOT_OWNED otherwise: ``ProducerIds.sender``).
     """
@@ -92,8 +94,9 @@ async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: 
         return SendResponse(results=repeat, duplicate=True)
     sequence = body.sequence
     results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_ids.send_record(txn, sequence, items))
+    # before the fsync wait: a retry arriving meanwhile is a repeat
+    rt.producer_ids.sent(txn, sequence, SentRef(SendKind.MESSAGES, results[0].commit_log_offset, len(results)))
     sent = sent_messages(results)
-    rt.producer_ids.sent(txn, sequence, key, sent)  # before the fsync wait: a retry arriving meanwhile is a repeat
     status = await durable_status(rt, end)
     _observe_send(rt, status, started)
     return SendResponse(results=sent_json(sent, status))

@@ -6,6 +6,7 @@ adds keys to); authorization is the caller's use case (``operator_actions``, ``t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from msgspec import UNSET
@@ -13,6 +14,7 @@ from msgspec import UNSET
 from halfmq import wire
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.half_messages.half_records import Tx
+from halfmq.broker.half_messages.transaction_service import SYSTEM_GROUP
 from halfmq.broker.message_view import restored_view
 from halfmq.broker.producer_answers import final_json
 from halfmq.broker.store.record import StoredMessage
@@ -21,6 +23,11 @@ from halfmq.wire import TransactionState, TransactionView
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
+
+
+def is_system_group(group: str) -> bool:
+    """The broker's own consumer groups (the half-message scan's position): in no operator view of groups."""
+    return group == SYSTEM_GROUP or group.startswith("CID_RMQ_SYS_")
 
 
 def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: StoredMessage | None = None) -> TransactionView:
@@ -75,12 +82,12 @@ def group_lag(rt: BrokerRuntime, group: str) -> wire.ConsumerGroupInfo:
     ])
 
 
-def producer_groups(rt: BrokerRuntime) -> list[wire.ProducerGroup]:
-    """Every producer group with its live producers (client id, check URL, last heartbeat), by group name."""
+def producer_groups(rt: BrokerRuntime, names: Iterable[str] | None = None) -> list[wire.ProducerGroup]:
+    """Producer groups (every one, or ``names``) with their live producers (client id, check URL, last heartbeat), by group name."""
     return [wire.ProducerGroup(producer_group=g, producers=[
         wire.ProducerEntry(client_id=e.client_id, check_url=e.check_url,
-                           last_heartbeat_timestamp=int(e.heard_at * 1000) if e.heard_at else None) for e in members])
-            for g, members in sorted(rt.producers.groups().items())]
+                           last_heartbeat_timestamp=int(e.heard_at * 1000) if e.heard_at else None) for e in rt.producers.live(g)])
+            for g in (rt.producers.group_names() if names is None else names)]
 
 
 def health(rt: BrokerRuntime) -> wire.Health:

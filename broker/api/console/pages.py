@@ -12,6 +12,7 @@ cannot steer a button at another resource), and every answer forbids framing.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -96,45 +97,62 @@ def served_on_follower(method: str, path: str) -> bool:
             and (len(parts) == 3 or parts[3] == "fragment"))
 
 
+def _number(request: Request, name: str) -> int | None:
+    """A query parameter that must be a count (a page, an offset); None when absent or malformed (a read changes nothing)."""
+    value = request.query_params.get(name, "")
+    return int(value) if value.isdigit() and len(value) < 19 else None
+
+
+def _page_number(request: Request) -> int:
+    """``?page=N`` (from 1): which page of a listing; malformed, the first."""
+    return _number(request, "page") or 1
+
+
+def _query(request: Request) -> str:
+    return request.query_params.get("q", "").strip()[:256]
+
+
 @_page("transactions", "Transactions")
 def _transactions(request: Request, rt: BrokerRuntime) -> Any:
-    return views.transactions(rt)
+    return views.transactions(rt, _page_number(request), rt.settings.console_page_rows)
 
 
 @_page("transactional-ids", "Transactional ids")
 def _tids(request: Request, rt: BrokerRuntime) -> Any:
-    return views.transactional_ids(rt)
+    return views.transactional_ids(rt, _page_number(request), rt.settings.console_page_rows)
 
 
 @_page("topics", "Topics", on_follower=True)
 def _topics(request: Request, rt: BrokerRuntime) -> Any:
+    """``?q=`` the topics whose name contains it."""
     rates = getattr(request.app.state, "console_rates", None)
     if rates is None:
         rates = request.app.state.console_rates = views.Rates()
-    return views.topics(rt, rates)
+    return views.topics(rt, rates, _page_number(request), rt.settings.console_page_rows, _query(request))
 
 
-PAGE_PARAMS = ("dlq_group", "dlq_offset", "q", "topic")  # what a page's polled fragment asks for again, so polling keeps the reader's place
+# What a page's polled fragment asks for again, so polling keeps the reader's place.
+PAGE_PARAMS = ("page", "q", "dlq_group", "dlq_offset", "topic")
 
 
 @_page("groups", "Consumer groups")
 def _groups(request: Request, rt: BrokerRuntime) -> Any:
-    """``?dlq_group=G&dlq_offset=N`` pages G's dead letters; a malformed offset is the first page (a read changes nothing)."""
-    offset = request.query_params.get("dlq_offset", "")
+    """``?q=`` the groups whose name contains it; ``?dlq_group=G&dlq_offset=N`` pages G's dead letters."""
+    offset = _number(request, "dlq_offset")
     group = request.query_params.get("dlq_group")
-    return views.groups(rt, {group: int(offset)} if group and offset.isdigit() and len(offset) < 19 else {})
+    return views.groups(rt, _page_number(request), rt.settings.console_page_rows, _query(request),
+                        {group: offset} if group and offset is not None else {})
 
 
 @_page("messages", "Messages")
 async def _messages(request: Request, rt: BrokerRuntime) -> Any:
     """``?q=`` a message id (its journey) or a key (the messages sent with it, newest first); ``&topic=`` its topic."""
-    return await journeys.console_search(rt, request.query_params.get("q", "").strip()[:256],
-                                         request.query_params.get("topic", "").strip()[:256])
+    return await journeys.console_search(rt, _query(request), request.query_params.get("topic", "").strip()[:256])
 
 
 @_page("producers", "Producers")
 def _producers(request: Request, rt: BrokerRuntime) -> Any:
-    return views.producers(rt)
+    return views.producers(rt, _page_number(request), rt.settings.console_page_rows)
 
 
 @_page("cluster", "Broker set", on_follower=True)
@@ -159,16 +177,19 @@ def _who(request: Request) -> str | None:
 
 
 async def _render(request: Request, name: str, template: str, flash: str | None = None, status: int = 200) -> HTMLResponse:
+    """Read the page's data on the event loop (one page of rows: bounded), then write its HTML in a worker thread, on
+    that data only: the template's work, however many rows, holds no request up."""
     title, read = PAGES[name]
     data = read(request, runtime_of(request))
     if hasattr(data, "__await__"):
         data = await data
     token = session.cookie_token(request.scope)
-    html = _env.get_template(template).render(
+    context = dict(
         page=name, title=title, pages=[(k, v[0]) for k, v in PAGES.items()], data=data, flash=flash,
         params=[(k, v) for k, v in request.query_params.items() if k in PAGE_PARAMS],
         csrf=session.csrf_token(token), poll=POLL_SECONDS, auth=runtime_of(request).guard.enabled,
         follower=_banner(request, name))
+    html = await asyncio.to_thread(_env.get_template(template).render, context)
     return HTMLResponse(html, status_code=status)
 
 

@@ -39,3 +39,12 @@ def test_the_journal_is_on_unless_halfmq_broker_journal_is_false(monkeypatch: py
     assert BrokerSettings().journal is True
     monkeypatch.setenv("HALFMQ_BROKER_JOURNAL", "false")
     assert BrokerSettings().journal is False
+
+
+def test_a_principals_cap_of_remembered_numbers_must_hold_one_producers_full_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HALFMQ_BROKER_IDEMPOTENT_SEND_WINDOW", "64")
+    monkeypatch.setenv("HALFMQ_BROKER_IDEMPOTENT_SEQUENCES_PER_PRINCIPAL", "127")
+    with pytest.raises(ValidationError, match="at least twice idempotent_send_window"):
+        BrokerSettings()
+    monkeypatch.setenv("HALFMQ_BROKER_IDEMPOTENT_SEQUENCES_PER_PRINCIPAL", "128")
+    assert BrokerSettings().idempotent_sequences_per_principal == 128

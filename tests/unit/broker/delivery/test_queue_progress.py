@@ -1,5 +1,5 @@
 from halfmq.broker.delivery.backoff import exhausted, retry_delay
-from halfmq.broker.delivery.queue_progress import QueueProgress
+from halfmq.broker.delivery.queue_progress import GroupStates, GroupTopic, QueueProgress
 
 
 def test_committed_offset_advances_only_over_contiguous_acks() -> None:
@@ -60,3 +60,11 @@ def test_offsets_acked_before_delivery_are_passed_over_not_handed_out() -> None:
     assert progress.pass_acked() is False
     progress.deliver_new(0.0, 30.0)
     assert progress.pass_acked() is True and progress.cursor == 2
+
+
+def test_group_states_are_found_by_pair_and_by_group() -> None:
+    states = GroupStates()
+    a, b, c = GroupTopic([]), GroupTopic([]), GroupTopic([])
+    states["g1", "T1"], states["g1", "T2"], states["g2", "T1"] = a, b, c
+    assert states["g1", "T2"] is b and states.get(("g3", "T1")) is None
+    assert states.by_group == {"g1": {"T1": a, "T2": b}, "g2": {"T1": c}}

@@ -59,7 +59,8 @@ def test_out_of_order_arrivals_move_the_high_water_mark_only_over_contiguous_num
 
 @given(st.integers(1, 16), st.permutations(list(range(40))), st.integers(0, 40))
 def test_the_window_agrees_with_a_model_for_any_arrival_order(size: int, order: list[int], cut: int) -> None:
-    """Store whatever the decision allows, in any order: the window keeps H and every answer above H - size."""
+    """Store whatever the decision allows, in any order: the window keeps H and every answer above H - size, and each
+    store changes how many it remembers by what ``growth`` said beforehand."""
     window = SendWindow(size=size)
     stored: set[int] = set()
     for sequence in itertools.islice(order, cut):
@@ -67,8 +68,21 @@ def test_the_window_agrees_with_a_model_for_any_arrival_order(size: int, order: 
         high = max((h for h in range(-1, 41) if all(n in stored for n in range(h + 1))), default=-1)
         assert verdict is expected(high, {n for n in stored if n > high - size}, size, sequence)
         if verdict is Verdict.STORE:
-            window.stored(sequence, sequence)
+            growth = window.growth(sequence)
+            assert window.stored(sequence, sequence) == growth  # what a principal's cap was checked against
             stored.add(sequence)
+        assert len(window.answers) <= 2 * size - 1  # at most size at or below H, the rest out of order above it
     high = max(h for h in range(-1, 41) if all(n in stored for n in range(h + 1)))
     assert window.high == high
     assert set(window.answers) == {n for n in stored if n > high - size}
+
+
+def test_an_in_order_send_into_a_full_window_remembers_no_more_and_one_that_closes_a_gap_may_remember_less() -> None:
+    window = SendWindow(size=4)
+    for n in range(4):
+        assert window.growth(n) == 1 and window.stored(n, n) == 1
+    assert window.growth(4) == 0 and window.stored(4, 4) == 0  # 0 is forgotten as 4 is remembered
+    for n in (6, 7, 8):
+        assert window.stored(n, n) == 1  # out of order: above H, nothing forgotten yet
+    assert window.growth(5) == -3 and window.stored(5, 5) == -3  # H moves from 4 to 8, forgetting 1..4
+    assert window.growth(8) == 0 and window.growth(2) == 0  # a repeat, and a number already forgotten

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from halfmq.broker.idempotence.principal_caps import PrincipalCaps
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
@@ -34,12 +35,14 @@ async def _durable(offset: int) -> None:
 
 
 class Broker:
-    def __init__(self, path: Path, clock: FakeClock, limits: TxnLimits | None = None) -> None:
+    def __init__(self, path: Path, clock: FakeClock, limits: TxnLimits | None = None, caps: PrincipalCaps | None = None,
+                 send_window: int = 1024) -> None:
         self.store = MessageStore(StoreConfig(path), clock=clock)
         self.store.create_topic("IN", 1)
         self.store.create_topic("OUT", 2)
         self.delivery = DeliveryService(self.store, DeliveryPolicy(), clock=clock, key=KEY)
-        self.txns = TransactionCoordinator(self.store, self.delivery, _durable, limits=limits or TxnLimits(), clock=clock)
+        self.txns = TransactionCoordinator(self.store, self.delivery, _durable, limits=limits or TxnLimits(), clock=clock,
+                                           producer_caps=caps, send_window=send_window)
         self.ids = self.txns.ids  # the idempotent producer's ids: the coordinator replays them in its one scan
 
     def item(self, body: str, queue: int = 0) -> PutItem:

@@ -8,7 +8,7 @@ from pathlib import Path
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.half_messages.check_policy import CheckPolicy
 from halfmq.broker.half_messages.transaction_service import TransactionService
-from halfmq.broker.idempotence.producer_ids import SendKey, sent_messages
+from halfmq.broker.idempotence.producer_ids import SendKey, SentRef, sent_messages
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
@@ -106,7 +106,8 @@ def test_a_numbered_timed_send_is_answered_with_its_real_topic_and_due_time_even
     [item] = route_all(store, [PutItem("ORDERS", 1, b"t", {"UNIQ_KEY": "t1", TIMER_DELIVER_MS: str(due)})], _now_ms(clock), None)
     results, _ = store.put([item, txns.ids.send_record(txn, 0, [item])])
     key = SendKey(SendKind.MESSAGES, "", "ORDERS")
-    txns.ids.sent(txn, 0, key, sent_messages(results[:1]))
+    txns.ids.sent(txn, 0, SentRef(SendKind.MESSAGES, results[0].commit_log_offset, 1))
+    assert txns.ids.sent_before(txn, 0, key) == sent_messages(results[:1])  # read back from the log, as first answered
     store.close()
     store, txns = broker()
     try:

@@ -1,0 +1,60 @@
+"""The Kafka front's refusals: one class per reason, each naming the Kafka error code the client is answered with.
+
+The codes are kafka-python's catalogue (``kafka.errors``: one class per Kafka error code, ``errno`` its number), so no
+number is spelled here twice. A refusal is answered in the API's own response shape (error_answers.py); the
+connection stays open.
+"""
+
+from __future__ import annotations
+
+from kafka import errors as kafka_errors
+
+
+class KafkaRefusal(Exception):
+    """A request the front answers with ``kafka_error``'s code instead of a result."""
+
+    kafka_error: type[kafka_errors.BrokerResponseError] = kafka_errors.InvalidRequestError
+
+    @property
+    def error_code(self) -> int:
+        return int(self.kafka_error.errno)
+
+
+class UnsupportedVersion(KafkaRefusal):
+    """A version outside the API table's range for its key, or a key the table does not hold."""
+
+    kafka_error = kafka_errors.UnsupportedVersionError
+
+
+class NotYetServed(UnsupportedVersion):
+    """An API in the table whose handler is not written yet: the client learns this broker does not serve it."""
+
+
+class InvalidRequest(KafkaRefusal):
+    """A request body that does not decode as its API key and version say it should."""
+
+    kafka_error = kafka_errors.InvalidRequestError
+
+
+class CorruptRecords(KafkaRefusal):
+    """A record batch whose CRC, sizes or records do not hold together."""
+
+    kafka_error = kafka_errors.CorruptRecordError
+
+
+class UnsupportedMessageFormat(KafkaRefusal):
+    """Records in the message formats v0/v1: Kafka 4's clients write record batches v2 only, and so does the front."""
+
+    kafka_error = kafka_errors.UnsupportedForMessageFormatError
+
+
+class UnsupportedCompression(KafkaRefusal):
+    """A batch compressed with a codec number Kafka does not define."""
+
+    kafka_error = kafka_errors.UnsupportedCompressionTypeError
+
+
+class BatchTooLarge(KafkaRefusal):
+    """A batch whose records decompress to more bytes than the bound: refused before the rest is inflated."""
+
+    kafka_error = kafka_errors.MessageSizeTooLargeError
