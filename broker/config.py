@@ -125,6 +125,12 @@ class BrokerSettings(BaseSettings):
     metrics_max_topics: int = Field(default=100, ge=1)
     metrics_max_group_topics: int = Field(default=100, ge=1)
     console_page_rows: int = Field(default=50, ge=1, le=1000)
+    # What one lookup (a journey, a search by key) may read, in a thread: the topics it searches when the caller names
+    # none (past it, 400 TOPIC_REQUIRED: name the topic), and the newest key-index files it walks in each topic (a file
+    # indexes ~4M keys; older messages are not found). A (topic, file) probe costs ~20 us: 12,800 at most by default.
+    # Why: docs/decisions/049-scoped-key-index.md.
+    lookup_topics: int = Field(default=100, ge=1)
+    lookup_index_files: int = Field(default=128, ge=1)
     log_level: str = "info"
     # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
     traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)

@@ -17,7 +17,7 @@ from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.half_messages import record_names as tx_names
 from halfmq.broker.half_messages.check_policy import immunity_seconds
 from halfmq.broker.protocol import OutgoingMessage
-from halfmq.broker.store.key_index import KEY_SEPARATOR
+from halfmq.broker.store.indexed_keys import KEY_SEPARATOR
 from halfmq.broker.store.record import properties_size
 from halfmq.broker.timers import routing
 from halfmq.errors import (

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import crc32c
 
-from halfmq.broker.counter_ids import CounterIds
 from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.message_rules import (
     MessageLimits,
@@ -25,6 +24,7 @@ from halfmq.broker.message_rules import (
 )
 from halfmq.broker.names import NameKind, checked_name
 from halfmq.broker.protocol import OutgoingMessage
+from halfmq.broker.random_ids import RandomIds
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic
 from halfmq.broker.timers import routing
@@ -100,7 +100,7 @@ class SendService:
         self.timer_max_delay_ms = timer_max_delay_ms
         self._clock = clock
         self._round_robin: dict[str, itertools.count[int]] = {}
-        self._uniq_keys = CounterIds(upper=True)  # UNIQ_KEY, as RocketMQ's client writes it
+        self._uniq_keys = RandomIds(upper=True)  # UNIQ_KEY: 32 hex digits no client can predict (issue 42)
 
     def prepare(self, cfg: TopicConfig, msg: OutgoingMessage) -> PutItem:
         body = decode_body(msg)

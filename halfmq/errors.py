@@ -112,6 +112,14 @@ class TooManyKeys(InvalidRequest):
     title = "The message carries more keys than the broker accepts"
 
 
+class TopicRequired(InvalidRequest):
+    """A lookup (a journey, a search by key) that names no topic, by a principal who may look up more topics than the
+    broker searches at once (``lookup_topics``): name the message's topic."""
+
+    code = "TOPIC_REQUIRED"
+    title = "Name the message's topic: the principal may look up more topics than one lookup searches"
+
+
 class InvalidReceiptHandle(InvalidRequest):
     code = "INVALID_RECEIPT_HANDLE"
     title = "The receipt handle is malformed"
@@ -175,6 +183,13 @@ class MessageNotFound(BrokerError):
     """No record of this message id in the broker's log, or a message on a topic the credentials may not read."""
 
     code, status, title = "MESSAGE_NOT_FOUND", 404, "No message with this id (or none this principal may read)"
+
+
+class AmbiguousMessageId(BrokerError):
+    """Messages on several topics the principal may look up carry this id (a producer chose it; the broker's own ids
+    are random): ``topics`` names them, and a lookup that names one of them answers its journey."""
+
+    code, status, title = "AMBIGUOUS_MESSAGE_ID", 409, "Messages on several topics have this id: name the topic"
 
 
 class ProducerGroupMismatch(BrokerError):

@@ -65,6 +65,9 @@ class BrokerRuntime:
     # What an ack's answer waits for (usecases.settling): a set's leader, ``durable`` (as the ack mode says, as a send);
     # one broker, nothing past the write (a kill -9 keeps it; the fsync per ack would halve `halfmq bench consume`).
     settled_durable: Callable[[int], Awaitable[None]] | None = None
+    # Lookups (journeys, searches: usecases/journeys.py) in threads at once: a flood of them leaves the default
+    # executor's other users (the acks checkpoint, check URLs) their threads.
+    lookups: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2), repr=False)
     _check_task: asyncio.Task | None = field(default=None, repr=False)
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)

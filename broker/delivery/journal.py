@@ -16,7 +16,7 @@ from typing import Protocol
 
 import orjson
 
-from halfmq.broker.store.key_index import INDEX_KEYS, position_key
+from halfmq.broker.store.indexed_keys import INDEX_KEYS, position_key
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
 from halfmq.wire import MAX_NACK_REASON

@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
-from halfmq.broker.counter_ids import CounterIds
+from halfmq.broker.random_ids import RandomIds
 from halfmq.broker.store.damaged_records import DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
@@ -75,7 +75,7 @@ class TransactionService:
         self._txs: dict[str, Tx] = {}
         self._pending: dict[str, Tx] = {}  # insertion order == half offset order
         self._halves: dict[str, tuple[StoredMessage, ...]] = {}  # pending halves sent since start: an end needs no log read
-        self._ids = CounterIds(upper=False)
+        self._ids = RandomIds(upper=False)  # unpredictable: an id handed out names no other
         self._resolved: deque[str] = deque()
         self._due: list[tuple[float, int, str]] = []
         self._seq = itertools.count()

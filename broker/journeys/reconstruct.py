@@ -9,6 +9,7 @@ of a delivery yet: the journal, J2, will add them).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain, zip_longest
 
 from halfmq.broker.delivery import journal
 from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
@@ -67,6 +68,26 @@ def summary(msg_id: str, records: list[StoredMessage]) -> MessageSummary | None:
         store_timestamp=first.store_timestamp, keys=keys.split(" ") if keys else [], tag=props.get(names.TAGS),
         message_group=props.get(MESSAGE_GROUP), deliver_at_ms=int(due) if due else None,
         producer_group=props.get(names.PRODUCER_GROUP), transaction_id=props.get(names.TRANSACTION_ID), state=state)
+
+
+def summaries(records: list[StoredMessage]) -> list[MessageSummary]:
+    """The messages among ``records`` (one topic's, found by a key), each once, newest first."""
+    by_id: dict[str, list[StoredMessage]] = {}
+    for rec in records:
+        msg_id = rec.properties.get(names.UNIQ_KEY)
+        if msg_id:
+            by_id.setdefault(msg_id, []).append(rec)
+    found = [s for msg_id, own in by_id.items() if (s := summary(msg_id, own)) is not None]
+    found.sort(key=lambda s: (s.store_timestamp, s.commit_log_offset), reverse=True)
+    return found
+
+
+def fair_share(by_topic: Mapping[str, list[MessageSummary]], limit: int) -> list[MessageSummary]:
+    """At most ``limit`` of each topic's messages (newest first in each): every topic's newest, then every topic's
+    next, …, so a topic holding many messages with a key cannot crowd another's out of the answer; newest first."""
+    taken = [s for s in chain.from_iterable(zip_longest(*by_topic.values())) if s is not None][:limit]
+    taken.sort(key=lambda s: (s.store_timestamp, s.commit_log_offset), reverse=True)
+    return taken
 
 
 def journey(msg_id: str, records: list[StoredMessage], committed: Mapping[str, int]) -> MessageJourney | None:

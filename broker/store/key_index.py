@@ -1,12 +1,17 @@
 """The key index: find a record by its id or one of its keys without scanning the log (RocketMQ's IndexFile shape).
 
-What is indexed, one rule: a record's ``UNIQ_KEY``, each of its ``KEYS`` (space-separated) and each of its
-``INDEX_KEYS`` (a property the domain sets; the store never parses bodies). Files ``index/<first commit-log
-offset>``, each a header, ``slots`` 4-byte hash slots and ``entries`` 20-byte entries::
+What is indexed, in which scope: ``indexed_keys``. As RocketMQ keys entries ``topic#key``, an entry's hash is
+``crc32c(key)`` continued from its scope's 32-bit tweak, a BLAKE2s keyed with the store's secret (``index/secret``):
+crc32c is linear, so unkeyed, a key of one topic could be made to land in any other's slot and crowd its chain.
 
-    header  begin_ms i64 | last_ms i64 | begin_offset i64 | upto i64 | entries_used u32 | reserved u32   (40 bytes)
-    slot    the 1-based number of the newest entry whose key hashes there (0: none)
-    entry   crc32c(key) u32 | commit-log offset i64 | seconds since begin_ms u32 | previous entry u32
+Files ``index/<first commit-log offset>``, each a header, ``slots`` 4-byte hash slots and ``entries`` 20-byte entries::
+
+    header  begin_ms i64 | last_ms i64 | begin_offset i64 | upto i64 | entries_used u32 | format u32   (40 bytes)
+    slot    the 1-based number of the newest entry whose hash falls there (0: none)
+    entry   scoped hash u32 | commit-log offset i64 | seconds since begin_ms u32 | previous entry u32
+
+Format 2 is scoped; files of format 0 (older: ``crc32c(key)``) are read with that hash, scopes checked on the records
+as always, and new entries go to a new file. Files it cannot hash for are deleted and indexed again (``_load_secret``).
 
 A put adds its entries in memory under the store's write lock: the file being written keeps its slot table and its
 newest entries there (``_IndexFile``), and the checkpoint writes the entries, then the changed slot pages, fsyncs and
@@ -15,8 +20,8 @@ records ``upto``; a kill -9 loses at most what was added since, and the next sta
 a hole of a sparse file through one on a full disk (tmpfs allocates even on a read) kills the process with SIGBUS (the
 queue checker's full-disk fault did), where ``pwrite`` answers ENOSPC and ``pread`` of a hole reads zeros. A refused
 write stops the index where it is (logged); the next start indexes the log again from there, and the broker goes on.
-A query walks a slot's chain newest first, then reads each hit and keeps only the records that carry the key: two
-keys with one hash, a duplicate entry left by a replay, or an entry of a tail cut since, are told apart there.
+A query walks a slot's chain newest first, then reads each hit and keeps only the records that carry the key in the
+scope: two keys with one hash, a duplicate entry left by a replay, or an entry of a tail cut since, are told apart there.
 """
 
 from __future__ import annotations
@@ -29,18 +34,22 @@ import sys
 import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from hashlib import blake2s
 from pathlib import Path
 
 import crc32c
 
+from .atomic_file import write_whole
+from .indexed_keys import TRANSACTION_ID, TXN_SCOPE, UNIQ_KEY, index_keys, record_keys
 from .record import StoredMessage
 from .store_types import PutResult
+from .topics import REAL_TOPIC
 
-UNIQ_KEY = "UNIQ_KEY"
-KEYS = "KEYS"
-INDEX_KEYS = "INDEX_KEYS"
-TRANSACTION_ID = "TRANSACTION_ID"  # RocketMQ's, on a half, its final, its ops and markers: indexed as a key too
-KEY_SEPARATOR = " "
+FORMAT = 2  # the header's format: 2 scopes hashes under the store's secret
+UNSCOPED = 0  # the format before issue 42: crc32c(key), read as it is (new entries never join such a file)
+SECRET = "secret"  # the file in the index directory holding the secret the scopes' tweaks are keyed with
+_SECRET_BYTES = 32  # BLAKE2s's longest key
+_MAX_TWEAKS = 65_536  # scopes whose tweak is remembered (one per topic); past it the memo starts again
 
 _HEADER = struct.Struct("<qqqqII")
 _SLOT = struct.Struct("<I")
@@ -52,62 +61,7 @@ _PAGE_SHIFT = _SLOTS_PER_PAGE.bit_length() - 1  # slot >> it: the slot's page of
 _pwrite = os.pwrite  # (the one door to the disk for index writes: a test makes it refuse, as a full disk does)
 log = logging.getLogger(__name__)
 MAX_WALK = 4096  # entries a query follows in one file's chain before it stops (a bounded cost)
-
-
-def position_key(topic: str, queue_id: int, offset: int) -> str:
-    """The key of a message's place, as the records about it (journal lines, acks) index it: ``topic/queue@offset``."""
-    return f"{topic}/{queue_id}@{offset}"
-
-
 _crc32c = crc32c.crc32c
-
-
-def key_hash(key: str) -> int:
-    return _crc32c(key.encode())
-
-
-def record_keys(props: dict[str, str]) -> list[str]:
-    """The keys a record is found by: its UNIQ_KEY, each of its KEYS and INDEX_KEYS, its TRANSACTION_ID (no duplicates).
-
-    Linear in the properties' size (a dict keeps the order and drops repeats): a list's ``not in`` made a message of
-    80k keys cost the broker 42 s under the store's write lock (issue 42); sends are also capped at
-    ``max_keys_per_message``, but records written before that cap are indexed here at start."""
-    uniq = props.get(UNIQ_KEY)
-    if uniq and len(props) == 1:  # the common message: only its UNIQ_KEY
-        return [uniq]
-    keys: dict[str, None] = {uniq: None} if uniq else {}
-    for name in (KEYS, INDEX_KEYS, TRANSACTION_ID):
-        more = props.get(name)
-        if more:
-            keys.update(dict.fromkeys(more.split(KEY_SEPARATOR)))
-    keys.pop("", None)
-    return list(keys)
-
-
-def raw_keys(props: bytes) -> list[str]:
-    """``record_keys`` of encoded properties (``name \\x01 value \\x02`` …), found without decoding them all."""
-    if not props:
-        return []
-    keys: dict[str, None] = {}
-    for name in (b"UNIQ_KEY", b"KEYS", b"INDEX_KEYS", b"TRANSACTION_ID"):
-        value = _raw_value(props, name)
-        if value:
-            keys.update(dict.fromkeys(value.decode().split(KEY_SEPARATOR)))
-    keys.pop("", None)
-    return list(keys)
-
-
-def _raw_value(props: bytes, name: bytes) -> bytes | None:
-    marker = b"\x02" + name + b"\x01"
-    found = props.rfind(marker)  # the last one, as a dict keeps
-    if found >= 0:
-        begin = found + len(marker)
-    elif props.startswith(name + b"\x01"):
-        begin = len(name) + 1
-    else:
-        return None
-    end = props.find(b"\x02", begin)
-    return props[begin:] if end < 0 else props[begin:end]
 
 
 class _IndexFile:
@@ -127,12 +81,13 @@ class _IndexFile:
         if os.fstat(self.fd).st_size != size:
             os.ftruncate(self.fd, size)  # sparse: blocks are allocated as entries land
         if fresh:
-            _pwrite(self.fd, _HEADER.pack(begin_ms, begin_ms, begin_offset, begin_offset, 0, 0), 0)
-        self.begin_ms, self.last_ms, self.begin_offset, self.upto, self.used, _ = _HEADER.unpack(os.pread(self.fd, _HEADER.size, 0))
+            _pwrite(self.fd, _HEADER.pack(begin_ms, begin_ms, begin_offset, begin_offset, 0, FORMAT), 0)
+        self.begin_ms, self.last_ms, self.begin_offset, self.upto, self.used, self.format = _HEADER.unpack(os.pread(self.fd, _HEADER.size, 0))
         self._entries_at = _HEADER.size + slots * _SLOT.size
         self.table: array[int] | None = None
         self._dirty: set[int] = set()  # pages of the table changed since ``write_out``
         self.lock = threading.Lock()  # the table, ``pending`` and ``written`` change together under it
+        self.writing = threading.Lock()  # one write_out at a time
         # The header is written by the checkpoint; after a kill -9 the entries past its count are there all the same
         # (the page cache keeps them): count them, so new entries go after them and no chain on disk is overwritten.
         while self.used < self.capacity and self._entry_bytes(self.used) != _EMPTY:
@@ -180,32 +135,34 @@ class _IndexFile:
         self.last_ms = max(self.last_ms, store_ms)
 
     def write_out(self) -> None:
-        """Write the pending entries, then the table's changed pages (so a slot on disk only names entries on disk)."""
-        with self.lock:
-            data = bytes(self.pending)
-            start = self.written
-        if data:
-            if _pwrite(self.fd, data, self._entries_at + start * _ENTRY.size) != len(data):
-                raise OSError(errno.ENOSPC, "a short write of the key index")
+        """Write the pending entries, then the changed slot pages (a slot on disk names entries on disk). One at a time: a
+        put and the checkpoint both call it, and two at once each cut what they wrote from ``pending`` (entries lost)."""
+        with self.writing:
             with self.lock:
-                del self.pending[:len(data)]
-                self.written = start + len(data) // _ENTRY.size
-        table = self.table
-        with self.lock:  # the pages as whole puts left them
-            dirty, self._dirty = self._dirty, set()
-            pages = {page: table[page * _SLOTS_PER_PAGE:(page + 1) * _SLOTS_PER_PAGE].tobytes() for page in dirty} if table else {}
-        try:
-            for page in sorted(pages):
-                _pwrite(self.fd, pages[page], _HEADER.size + page * _SLOTS_PER_PAGE * _SLOT.size)
-        except OSError:
-            with self.lock:
-                self._dirty |= pages.keys()  # written again by the next checkpoint
-            raise
+                data = bytes(self.pending)
+                start = self.written
+            if data:
+                if _pwrite(self.fd, data, self._entries_at + start * _ENTRY.size) != len(data):
+                    raise OSError(errno.ENOSPC, "a short write of the key index")
+                with self.lock:
+                    del self.pending[:len(data)]
+                    self.written = start + len(data) // _ENTRY.size
+            table = self.table
+            with self.lock:  # the pages as whole puts left them
+                dirty, self._dirty = self._dirty, set()
+                pages = {page: table[page * _SLOTS_PER_PAGE:(page + 1) * _SLOTS_PER_PAGE].tobytes() for page in dirty} if table else {}
+            try:
+                for page in sorted(pages):
+                    _pwrite(self.fd, pages[page], _HEADER.size + page * _SLOTS_PER_PAGE * _SLOT.size)
+            except OSError:
+                with self.lock:
+                    self._dirty |= pages.keys()  # written again by the next checkpoint
+                raise
 
     def seal(self, upto: int) -> None:
         self.write_out()
         self.upto = upto
-        _pwrite(self.fd, _HEADER.pack(self.begin_ms, self.last_ms, self.begin_offset, upto, self.used, 0), 0)
+        _pwrite(self.fd, _HEADER.pack(self.begin_ms, self.last_ms, self.begin_offset, upto, self.used, self.format), 0)
 
     def _slot(self, h: int) -> int:
         table = self.table
@@ -246,26 +203,63 @@ class KeyIndex:
         self._entries = entries
         self._read_at = read_at
         self._roll_lock = threading.Lock()
-        self._files = [_IndexFile(p, slots, entries, int(p.name), 0) for p in sorted(root.iterdir(), key=_by_offset)
-                       if p.name.isdigit()]
+        self._files = [_IndexFile(p, slots, entries, int(p.name), 0)
+                       for p in sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))]
+        self._secret = self._load_secret()
+        self._tweaks: dict[str, int] = {}
         self.upto = self._files[-1].upto if self._files else 0
         self.refused: OSError | None = None  # a write the disk refused: nothing more is indexed until the next start
         self.durable_upto = self.upto  # what the last whole flush made durable
+
+    def _load_secret(self) -> bytes:
+        """This store's secret (made when there is none). Files of format 2 without it, or of a format this code does not
+        know, are deleted from the first on: the index is derived, and recovery indexes the log again from there."""
+        path = self._root / SECRET
+        secret = path.read_bytes() if path.exists() else b""  # of another length: none
+        known = (UNSCOPED, FORMAT) if len(secret) == _SECRET_BYTES else (UNSCOPED,)
+        first = next((i for i, f in enumerate(self._files) if f.format not in known), len(self._files))
+        if first < len(self._files):
+            log.warning("the key index in %s: %d file(s) cannot be read (their secret is gone, or a newer format): "
+                        "indexing the log again from where the others end", self._root, len(self._files) - first)
+            for f in self._files[first:]:
+                os.close(f.fd)
+                f.path.unlink()
+            del self._files[first:]
+        if len(secret) != _SECRET_BYTES:
+            secret = os.urandom(_SECRET_BYTES)
+            write_whole(path, secret)
+        return secret
+
+    def _tweak(self, scope: str) -> int:
+        """The scope's 32-bit tweak: where its keys' hashes start (a keyed BLAKE2s, memoised)."""
+        tweak = self._tweaks.get(scope)
+        if tweak is None:
+            tweak = int.from_bytes(blake2s(scope.encode(), digest_size=4, key=self._secret).digest(), "little")
+            if len(self._tweaks) >= _MAX_TWEAKS:
+                self._tweaks = {}
+            self._tweaks[scope] = tweak
+        return tweak
+
+    def scoped_hash(self, scope: str, key: str) -> int:
+        """The hash of ``key`` in ``scope``: crc32c continued from the scope's tweak."""
+        return _crc32c(key.encode(), self._tweak(scope))
 
     def rewind(self, upto: int) -> None:
         """Index again from ``upto`` (the checkpoint's ``index_upto``; a tail cut): what lies past it may be lost or cut."""
         self.upto = min(self.upto, upto)
 
-    def add(self, props: dict[str, str], offset: int, size: int, store_ms: int) -> None:
-        """Index a record of the log (the recovery scan): each of its keys, once."""
+    def add(self, topic: str, props: dict[str, str], offset: int, size: int, store_ms: int) -> None:
+        """Index a record of the log (the recovery scan): each of its keys, once, in its scope."""
         if offset >= self.upto:
-            self._write([(key_hash(key), offset) for key in record_keys(props)], store_ms, offset + size)
+            self._write([(self.scoped_hash(scope, key), offset) for scope, key in index_keys(topic, props)], store_ms, offset + size)
 
     def add_results(self, results: Iterable[PutResult], store_ms: int) -> None:
         """Index what ``put`` just wrote (under its write lock): one loop, the common message (only its UNIQ_KEY)
-        without a call."""
+        without a call but its topic's tweak, once per topic the put reaches."""
         upto = end = self.upto
         entries: list[tuple[int, int]] = []
+        topic = ""
+        tweak = 0
         for r in results:
             offset = r.commit_log_offset
             if offset < upto:
@@ -273,20 +267,30 @@ class KeyIndex:
             props = r.properties
             uniq = props.get(UNIQ_KEY)
             if uniq is not None and len(props) == 1:
-                entries.append((_crc32c(uniq.encode()), offset))
-            else:
-                entries.extend((key_hash(key), offset) for key in record_keys(props))
+                if r.topic != topic:
+                    topic = r.topic
+                    tweak = self._tweak(topic)
+                entries.append((_crc32c(uniq.encode(), tweak), offset))
+            else:  # index_keys, inline: its keys in one scope, then its transaction id
+                home = props.get(REAL_TOPIC) or r.topic
+                if home != topic:
+                    topic = home
+                    tweak = self._tweak(topic)
+                entries.extend((_crc32c(key.encode(), tweak), offset) for key in record_keys(props))
+                txid = props.get(TRANSACTION_ID)
+                if txid:
+                    entries.append((_crc32c(txid.encode(), self._tweak(TXN_SCOPE)), offset))
             end = offset + r.size
         if end > upto:
             self._write(entries, store_ms, end)
 
-    def add_records(self, records: list[tuple[list[str], int, int, int]]) -> None:
-        """Index ``(keys, log offset, size, store_ms)`` records in log order (a follower's replicated run)."""
+    def add_records(self, records: list[tuple[list[tuple[str, str]], int, int, int]]) -> None:
+        """Index ``(index keys, log offset, size, store_ms)`` records in log order (a follower's replicated run)."""
         run: list[tuple[int, int]] = []
         for i, (keys, offset, size, store_ms) in enumerate(records):
             if offset < self.upto:
                 continue
-            run.extend((key_hash(key), offset) for key in keys)
+            run.extend((self.scoped_hash(scope, key), offset) for scope, key in keys)
             if i + 1 == len(records) or records[i + 1][3] != store_ms:  # one write per store time (a leader's put)
                 self._write(run, store_ms, offset + size)
                 run = []
@@ -310,7 +314,7 @@ class KeyIndex:
         self.upto = end
 
     def _file_for(self, offset: int, store_ms: int) -> _IndexFile:
-        if self._files and self._files[-1].room:
+        if self._files and self._files[-1].room and self._files[-1].format == FORMAT:  # an older file is sealed as it is
             current = self._files[-1]
             if current.table is None:
                 current.load_table()
@@ -344,33 +348,50 @@ class KeyIndex:
         self.durable_upto = upto
         return upto
 
-    def query(self, key: str, since_ms: int = 0, until_ms: int = 1 << 62, limit: int = 64) -> list[StoredMessage]:
-        """The records carrying ``key`` stored within [since_ms, until_ms], newest first, at most ``limit``."""
-        h = key_hash(key)
-        found: list[StoredMessage] = []
+    def candidates(self, scope: str, key: str, since_ms: int = 0, until_ms: int = 1 << 62,
+                   max_files: int | None = None) -> Iterator[int]:
+        """The log offsets of the entries of ``key`` in ``scope`` stored within [since_ms, until_ms], newest first, each
+        once; no record is read (``record`` tells a real one). At most ``max_files`` files are walked (those outside the
+        time range are skipped without counting), each at most ``MAX_WALK`` entries."""
+        h = self.scoped_hash(scope, key)
+        unscoped = _crc32c(key.encode())
         seen: set[int] = set()
+        walked = 0
         for f in reversed(self._files):
-            if f.last_ms + 1000 < since_ms or len(found) >= limit:
+            if f.last_ms + 1000 < since_ms or (max_files is not None and walked >= max_files):
+                return
+            if f.begin_ms > until_ms:
+                continue
+            walked += 1
+            for offset in f.hits(h if f.format == FORMAT else unscoped, since_ms, until_ms):
+                if offset not in seen:
+                    seen.add(offset)
+                    yield offset
+
+    def record(self, scope: str, key: str, offset: int, since_ms: int = 0, until_ms: int = 1 << 62) -> StoredMessage | None:
+        """The record at ``offset`` when it carries ``key`` in ``scope`` and was stored within the range; None for
+        another key with the same hash, an entry of a tail cut since, or damage (the log says no)."""
+        try:
+            rec = self._read_at(offset)
+        except Exception:  # noqa: BLE001
+            return None
+        if since_ms <= rec.store_timestamp <= until_ms and (scope, key) in index_keys(rec.topic, rec.properties):
+            return rec
+        return None
+
+    def query(self, scope: str, key: str, since_ms: int = 0, until_ms: int = 1 << 62, limit: int = 64,
+              max_files: int | None = None) -> list[StoredMessage]:
+        """The records carrying ``key`` in ``scope`` stored within [since_ms, until_ms], newest first, at most ``limit``."""
+        found: list[StoredMessage] = []
+        for offset in self.candidates(scope, key, since_ms, until_ms, max_files):
+            if len(found) >= limit:
                 break
-            for offset in f.hits(h, since_ms, until_ms):
-                if len(found) >= limit:
-                    break
-                if offset in seen:
-                    continue
-                seen.add(offset)
-                try:
-                    rec = self._read_at(offset)
-                except Exception:  # an entry of a cut tail, or damage: the log says no  # noqa: BLE001
-                    continue
-                if since_ms <= rec.store_timestamp <= until_ms and key in record_keys(rec.properties):
-                    found.append(rec)
+            rec = self.record(scope, key, offset, since_ms, until_ms)
+            if rec is not None:
+                found.append(rec)
         found.sort(key=lambda r: r.commit_log_offset, reverse=True)
-        return found[:limit]
+        return found
 
     def close(self) -> None:
         for f in self._files:
             os.close(f.fd)
-
-
-def _by_offset(p: Path) -> int:
-    return int(p.name) if p.name.isdigit() else -1

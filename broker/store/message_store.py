@@ -228,7 +228,7 @@ class MessageStore(QueueReads, StoreRecovery):
         records = found.records
         touched: set[tuple[str, int]] = set()
         pos = g = r = 0
-        keyed: list[tuple[list[str], int, int, int]] = []  # followers answer journeys too
+        keyed: list[tuple[list[tuple[str, str]], int, int, int]] = []  # followers answer journeys too
         with self._write_lock:
             self._check_writable()
             if start != self.commit_log.end_offset:
@@ -259,7 +259,7 @@ class MessageStore(QueueReads, StoreRecovery):
         return self.commit_log.end_offset
 
     def _replicated_entry(self, rec: ReplicatedRecord, start: int, queues: _QueueEntries,
-                          keyed: list[tuple[list[str], int, int, int]]) -> None:
+                          keyed: list[tuple[list[tuple[str, str]], int, int, int]]) -> None:
         """Add a replicated record's consume-queue entry to its queue's batch (topics the leader added are learnt)."""
         key = (rec.topic, rec.queue_id)
         if rec.properties is not None and rec.properties.get(TXN_OP) == TOPIC_KIND:

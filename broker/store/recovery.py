@@ -184,7 +184,7 @@ class StoreRecovery:
                     break
                 damage = rec
                 continue
-            self.keys.add(rec.properties, rec.commit_log_offset, rec.size, rec.store_timestamp)
+            self.keys.add(rec.topic, rec.properties, rec.commit_log_offset, rec.size, rec.store_timestamp)
             cfg = self.topics.get(rec.topic)
             if cfg is None or rec.queue_id >= cfg.queues:
                 self.topics.learn(rec.topic, rec.queue_id + 1)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import crc32c
 
-from .key_index import raw_keys, record_keys
+from .indexed_keys import index_keys, raw_index_keys
 from .record import FLAG_GROUP_MORE, HEADER, HEADER_SIZE, MAGIC, MAX_RECORD_SIZE, decode_properties, queue_code
 from .store_types import ReplicationMismatch
 from .topics import TIMER_TOPIC, TXN_STATE_TOPIC
@@ -33,7 +33,7 @@ class ReplicatedRecord(NamedTuple):
     queue_id: int
     tag_hash: int  # its consume-queue code (record.queue_code: a timer's due time)
     properties: dict[str, str] | None  # decoded for HALFMQ_TXN_STATE and timer records only
-    keys: list[str]  # what the key index finds it by (key_index.record_keys), read from the raw properties
+    keys: list[tuple[str, str]]  # (scope, key): what the key index finds it by (key_index.index_keys), from the raw properties
     store_ms: int
 
 
@@ -74,7 +74,7 @@ def whole_groups(view: memoryview, start: int) -> ReplicatedGroups:
         props = view[topic_at + topic_len : topic_at + topic_len + props_len]
         properties = decode_properties(props) if topic in _DECODED else None
         code = _tag_hash(props) if properties is None else queue_code(topic, queue_id, properties, properties.get("TAGS"))
-        keys = raw_keys(bytes(props)) if properties is None else record_keys(properties)
+        keys = raw_index_keys(topic, bytes(props)) if properties is None else index_keys(topic, properties)
         records.append(ReplicatedRecord(at, size, topic, queue_id, code, properties, keys, store_ms))
         at += size
         if not flags & FLAG_GROUP_MORE:  # the group's last record

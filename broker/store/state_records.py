@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import orjson
 
-from .key_index import INDEX_KEYS, position_key
+from .indexed_keys import INDEX_KEYS, position_key
 from .store_types import PutItem
 from .topics import TXN_STATE_TOPIC
 

@@ -1,87 +1,177 @@
 """Where is my message: a message's journey by its id, and the messages sent with a key, newest first.
 
-At most a few key-index lookups (the id, its transaction's id, its place), each capped at ``MAX_HITS`` records, so the
-cost is bounded by the message's events, never by the log's size. Access: SUBSCRIBE on the message's topic (ADMIN
-implies it); a message the principal may not read is answered as no message at all, like a transaction of another
-producer group.
+Scoped per topic (issue 42): the key index keeps each topic's ids and keys apart (store/key_index.py), and a lookup
+reads only the topics the principal may look up, so another principal's messages can neither bury a message (300 sent
+with its key hid it from every search) nor stand in for it (ids sent first in one topic took over the journey of a
+message in another). Access: DESCRIBE on the message's topic, which PUBLISH and SUBSCRIBE both give (ADMIN too): its
+producers look up what they sent, its consumers what they got; a journey carries no body. A message on a topic the
+principal may not look up is answered as no message at all. One id on messages of several topics the principal may
+look up is AmbiguousMessageId, naming them; a lookup that names the topic answers its journey.
+
+Bounded, and off the event loop (in a thread): at most ``lookup_topics`` topics when the caller names none
+(TopicRequired past it), the ``lookup_index_files`` newest index files per topic, ``MAX_HITS`` records read per
+stage, shared round robin among the topics (``read_fairly``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from halfmq.broker.delivery.journal import JOURNAL_TOPIC
 from halfmq.broker.half_messages.record_names import TRANSACTION_ID, UNIQ_KEY
 from halfmq.broker.journeys import reconstruct
 from halfmq.broker.security.policy import Action, Principal, Resource
-from halfmq.broker.store.key_index import position_key
+from halfmq.broker.store.indexed_keys import TXN_SCOPE, position_key
 from halfmq.broker.store.record import StoredMessage
-from halfmq.errors import MessageNotFound
-from halfmq.wire import MessageJourney, MessageSearch, MessageSummary
+from halfmq.broker.store.topics import OP_HALF_TOPIC, TXN_STATE_TOPIC, is_system_topic
+from halfmq.errors import AmbiguousMessageId, MessageNotFound, TopicRequired
+from halfmq.wire import MessageJourney, MessageSearch
 
 from .caller import Scope
 
 if TYPE_CHECKING:
     from halfmq.broker.api.runtime import BrokerRuntime
 
-MAX_HITS = 256  # records one lookup reads
+MAX_HITS = 256  # records one stage of a lookup reads, all its topics together
 MAX_TRANSACTIONS = 4  # transaction ids of one message followed (a resent copy is a second one at most)
+PLACE_SCOPES = (JOURNAL_TOPIC, TXN_STATE_TOPIC)  # where a message's place is indexed: its journal lines, its acks
+CONSOLE_LIMIT = 50  # messages the console's search lists
+
+MayLookUp = Callable[[str], bool]
+T = TypeVar("T")
 
 
-def show(rt: BrokerRuntime, who: Principal, scope: Scope, msg_id: str) -> MessageJourney:
-    """The journey of ``msg_id``: MessageNotFound if the index has no record of it, or the principal may not read it."""
-    found = journey_of(rt, msg_id, lambda topic: rt.guard.allows(who, Action.SUBSCRIBE, Resource.topic(topic)))
+async def show(rt: BrokerRuntime, who: Principal, scope: Scope, msg_id: str, topic: str | None = None) -> MessageJourney:
+    """The journey of ``msg_id`` (on ``topic`` when named): MessageNotFound if no topic the principal may look up has
+    it, AmbiguousMessageId if several do."""
+    return await _in_a_thread(rt, _show, rt, _may_look_up(rt, who), msg_id, topic)
+
+
+async def find(rt: BrokerRuntime, who: Principal, scope: Scope, key: str, since_ms: int, limit: int,
+               topic: str | None = None) -> MessageSearch:
+    """The messages sent with ``key`` (their id, a key, or an index key) since ``since_ms``, newest first, on ``topic``
+    when named, else on every topic the principal may look up."""
+    return await _in_a_thread(rt, _find, rt, _may_look_up(rt, who), key, since_ms, limit, topic)
+
+
+async def console_search(rt: BrokerRuntime, text: str, topic: str | None = None) -> dict[str, Any]:
+    """The console's messages page (its session is a cluster admin): the journey when ``text`` is the id of a message
+    on one topic, else the messages with that id or key."""
+    if not text:
+        return {"q": "", "topic": topic or "", "journey": None, "found": None, "error": None}
+    return await _in_a_thread(rt, _console_search, rt, text, topic or None)
+
+
+async def _in_a_thread(rt: BrokerRuntime, lookup: Callable[..., T], *args: Any) -> T:
+    """Off the event loop, at most ``rt.lookups`` at once (the rest wait their turn on the loop, costing nothing)."""
+    async with rt.lookups:
+        return await asyncio.to_thread(lookup, *args)
+
+
+def _may_look_up(rt: BrokerRuntime, who: Principal) -> MayLookUp:
+    return lambda topic: rt.guard.allows(who, Action.DESCRIBE, Resource.topic(topic))
+
+
+def _show(rt: BrokerRuntime, may: MayLookUp, msg_id: str, named: str | None) -> MessageJourney:
+    topics = lookup_topics(rt, may, named)
+    own = owning_topics(msg_id, read_fairly(rt, topics, msg_id, 0))
+    if len(own) > 1:
+        raise AmbiguousMessageId(f"messages on topics {', '.join(own)} have the id {msg_id!r}: name the topic",
+                                 topics=own)
+    found = journey_of(rt, own[0], msg_id) if own else None
     if found is None:
         raise MessageNotFound(f"no message {msg_id!r}")
     return found
 
 
-def find(rt: BrokerRuntime, who: Principal, scope: Scope, key: str, since_ms: int, limit: int) -> MessageSearch:
-    """The messages sent with ``key`` (their id, a key, or an index key) since ``since_ms``, newest first."""
-    return search(rt, key, since_ms, limit, lambda topic: rt.guard.allows(who, Action.SUBSCRIBE, Resource.topic(topic)))
+def _find(rt: BrokerRuntime, may: MayLookUp, key: str, since_ms: int, limit: int, named: str | None) -> MessageSearch:
+    by_topic = read_fairly(rt, lookup_topics(rt, may, named), key, since_ms)
+    return MessageSearch(key=key, messages=reconstruct.fair_share(
+        {topic: reconstruct.summaries(records) for topic, records in by_topic.items()}, limit))
 
 
-def console_search(rt: BrokerRuntime, text: str) -> dict[str, Any]:
-    """The console's messages page (its session is a cluster admin): the journey when ``text`` is an id, else the search."""
-    if not text:
-        return {"q": "", "journey": None, "found": None}
-    found = journey_of(rt, text, lambda topic: True)
-    listed = None if found is not None else search(rt, text, 0, 50, lambda topic: True)
-    return {"q": text, "journey": msgspec.to_builtins(found) if found else None,
-            "found": msgspec.to_builtins(listed) if listed else None}
+def _console_search(rt: BrokerRuntime, text: str, named: str | None) -> dict[str, Any]:
+    answer: dict[str, Any] = {"q": text, "topic": named or "", "journey": None, "found": None, "error": None}
+    try:
+        topics = lookup_topics(rt, lambda topic: True, named)
+    except TopicRequired as exc:
+        answer["error"] = exc.detail
+        return answer
+    by_topic = read_fairly(rt, topics, text, 0)
+    own = owning_topics(text, by_topic)
+    journey = journey_of(rt, own[0], text) if len(own) == 1 else None
+    if journey is not None:
+        answer["journey"] = msgspec.to_builtins(journey)
+    else:  # a key, or an id on several topics: the list (each row names its topic); empty: "no message"
+        answer["found"] = msgspec.to_builtins(MessageSearch(key=text, messages=reconstruct.fair_share(
+            {topic: reconstruct.summaries(records) for topic, records in by_topic.items()}, CONSOLE_LIMIT)))
+    return answer
 
 
-def journey_of(rt: BrokerRuntime, msg_id: str, may_read: Callable[[str], bool]) -> MessageJourney | None:
-    records = _lookup(rt, msg_id)
-    txids = list(dict.fromkeys(t for r in records if (t := r.properties.get(TRANSACTION_ID))))[:MAX_TRANSACTIONS]
-    for txid in txids:
-        records += _lookup(rt, txid)
+def lookup_topics(rt: BrokerRuntime, may: MayLookUp, named: str | None) -> list[str]:
+    """The topics a lookup reads: the one named (none if it is not there or the principal may not look it up), else
+    every topic the principal may look up, at most ``lookup_topics`` of them (TopicRequired past it)."""
+    if named is not None:
+        return [named] if rt.store.topic(named) is not None and not is_system_topic(named) and may(named) else []
+    topics = [t.name for t in rt.store.topics.all() if not is_system_topic(t.name) and may(t.name)]
+    bound = rt.settings.lookup_topics
+    if len(topics) > bound:
+        raise TopicRequired(f"the principal may look up {len(topics)} topics; a lookup that names none searches at most "
+                            f"{bound}: name the message's topic (?topic=)", limit=bound)
+    return topics
+
+
+def read_fairly(rt: BrokerRuntime, topics: list[str], key: str, since_ms: int) -> dict[str, list[StoredMessage]]:
+    """The records carrying ``key`` in each of ``topics`` (those with any), newest first: ``MAX_HITS`` reads in all,
+    round robin (one candidate of each topic, then the next), so one topic's many cannot use up another's share."""
+    index = rt.store.keys
+    files = rt.settings.lookup_index_files
+    walks = {topic: index.candidates(topic, key, since_ms, max_files=files) for topic in topics}
+    found: dict[str, list[StoredMessage]] = {}
+    reads = 0
+    while walks and reads < MAX_HITS:
+        for topic, walk in list(walks.items()):
+            offset = next(walk, None)
+            if offset is None:
+                del walks[topic]
+                continue
+            reads += 1
+            rec = index.record(topic, key, offset, since_ms)
+            if rec is not None:
+                found.setdefault(topic, []).append(rec)
+            if reads == MAX_HITS:
+                break
+    for records in found.values():
+        records.sort(key=lambda r: r.commit_log_offset, reverse=True)
+    return found
+
+
+def owning_topics(msg_id: str, by_topic: dict[str, list[StoredMessage]]) -> list[str]:
+    """The topics among ``by_topic`` (records found by ``msg_id``) that hold a message with that id, by name."""
+    return sorted(topic for topic, records in by_topic.items() if reconstruct.summary(msg_id, records) is not None)
+
+
+def journey_of(rt: BrokerRuntime, topic: str, msg_id: str) -> MessageJourney | None:
+    """The journey of the message ``msg_id`` on ``topic``: its own records (copies, half, timer, dead letters), its
+    transaction's ops, and the records naming its place (deliveries, nacks, acks)."""
+    index = rt.store.keys
+    files = rt.settings.lookup_index_files
+    records = index.query(topic, msg_id, limit=MAX_HITS, max_files=files)
+    txids = list(dict.fromkeys(t for r in records if r.properties.get(UNIQ_KEY) == msg_id
+                               and (t := r.properties.get(TRANSACTION_ID))))[:MAX_TRANSACTIONS]
+    for txid in txids:  # its ops: the halves, timers and copies of its transaction on its topic are found above
+        records += [r for r in index.query(TXN_SCOPE, txid, limit=MAX_HITS, max_files=files) if r.topic == OP_HALF_TOPIC]
     found = reconstruct.summary(msg_id, records)
-    if found is None or not may_read(found.topic):
+    if found is None:
         return None
     if found.queue_offset is not None:  # its deliveries, nacks and acks name its place
-        records += _lookup(rt, position_key(found.topic, found.queue_id, found.queue_offset))
+        place = position_key(found.topic, found.queue_id, found.queue_offset)
+        for scope in PLACE_SCOPES:
+            records += index.query(scope, place, limit=MAX_HITS, max_files=files)
     offsets = rt.store.offsets
     committed = {g: off for g in offsets.groups() if (off := offsets.get(g, found.topic, found.queue_id)) is not None}
     return reconstruct.journey(msg_id, list({r.commit_log_offset: r for r in records}.values()), committed)
-
-
-def search(rt: BrokerRuntime, key: str, since_ms: int, limit: int, may_read: Callable[[str], bool]) -> MessageSearch:
-    by_id: dict[str, list[StoredMessage]] = {}
-    for rec in rt.store.keys.query(key, since_ms=since_ms, limit=MAX_HITS):  # newest first
-        msg_id = rec.properties.get(UNIQ_KEY)
-        if msg_id:
-            by_id.setdefault(msg_id, []).append(rec)
-    found: list[MessageSummary] = []
-    for msg_id, records in by_id.items():
-        summary = reconstruct.summary(msg_id, records)
-        if summary is not None and may_read(summary.topic):
-            found.append(summary)
-    found.sort(key=lambda s: (s.store_timestamp, s.commit_log_offset), reverse=True)
-    return MessageSearch(key=key, messages=found[:limit])
-
-
-def _lookup(rt: BrokerRuntime, key: str) -> list[StoredMessage]:
-    return rt.store.keys.query(key, limit=MAX_HITS)

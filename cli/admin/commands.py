@@ -60,9 +60,10 @@ READS: dict[tuple[str, str], tuple[Fetch, Callable[[Any], Any], list[tuple[tuple
     ("producers", "list"): (lambda api, a: api.get("/v1/producers"), tables.producers, []),
     ("cluster", "show"): (_cluster, tables.cluster, []),
     ("transactional-ids", "list"): (lambda api, a: api.get("/v1/transactional-ids"), tables.transactional_ids, []),
-    ("messages", "show"): (lambda api, a: api.get(f"/v1/messages/{seg(a.msg_id)}"), tables.journey, [(("msg_id",), {})]),
-    ("messages", "find"): (lambda api, a: api.get("/v1/messages", key=a.key, limit=a.limit), tables.found_messages,
-                           [(("key",), {}), (("--limit",), {"type": int, "default": 50})]),
+    ("messages", "show"): (lambda api, a: api.get(f"/v1/messages/{seg(a.msg_id)}", topic=a.topic), tables.journey,
+                           [(("msg_id",), {}), (("--topic",), {"help": "the message's topic (an id on several topics needs it)"})]),
+    ("messages", "find"): (lambda api, a: api.get("/v1/messages", key=a.key, limit=a.limit, topic=a.topic), tables.found_messages,
+                           [(("key",), {}), (("--limit",), {"type": int, "default": 50}), (("--topic",), {"help": "only this topic's"})]),
 }
 
 ACTIONS: dict[tuple[str, str], tuple[Fetch, list[tuple[tuple[str, ...], dict]], str]] = {

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.client.simple_consumer import SimpleConsumer as SimpleConsumer
     from halfmq.client.transaction_producer import TransactionProducer as TransactionProducer
     from halfmq.client.transaction_steps import TransactionSendResult as TransactionSendResult
+    from halfmq.errors import AmbiguousMessageId as AmbiguousMessageId
     from halfmq.errors import BrokerError as BrokerError
     from halfmq.errors import BrokerUnavailable as BrokerUnavailable
     from halfmq.errors import CheckUrlRefused as CheckUrlRefused
@@ -64,7 +65,8 @@ _HOMES = {name: module for module, names in {  # the public names at run time, b
     "halfmq.client.simple_consumer": "AsyncSimpleConsumer SimpleConsumer",
     "halfmq.client.transaction_producer": "TransactionProducer",
     "halfmq.client.transaction_steps": "TransactionSendResult",
-    "halfmq.errors": "BrokerError BrokerUnavailable CheckUrlRefused MessageNotFound ProducerFenced TransactionAborted",
+    "halfmq.errors": "AmbiguousMessageId BrokerError BrokerUnavailable CheckUrlRefused MessageNotFound ProducerFenced"
+                     " TransactionAborted",
     "halfmq.wire": "CheckRequest ConsumerGroupInfo HalfSendResult JourneyEventKind Message MessageJourney MessageSummary OffsetReadResponse"
                    " OutgoingMessage SendResult SendStatus SettleResult SettleStatus TopicInfo TxnEndResult TxnSendResult",
 }.items() for name in names.split()}

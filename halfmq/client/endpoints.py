@@ -142,12 +142,15 @@ def settle(group: str, topic: str, action: Literal["ack", "nack"], handles: Sequ
 
 
 # Where is my message (GET /v1/messages): the routes are the leader's; the transport follows it.
-def find_messages(key: str, since_ms: int, limit: int) -> Call[list[MessageSummary]]:
-    return Call("GET", "/v1/messages", parse=lambda data: decode(data, MessageSearch).messages, params={"key": key, "since": since_ms, "limit": limit})
+def find_messages(key: str, since_ms: int, limit: int, topic: str | None = None) -> Call[list[MessageSummary]]:
+    params: dict[str, Any] = {"key": key, "since": since_ms, "limit": limit}
+    if topic is not None:
+        params["topic"] = topic
+    return Call("GET", "/v1/messages", parse=lambda data: decode(data, MessageSearch).messages, params=params)
 
 
-def message_journey(msg_id: str) -> Call[MessageJourney]:
-    return Call("GET", f"/v1/messages/{_seg(msg_id)}", parse=_as(MessageJourney))
+def message_journey(msg_id: str, topic: str | None = None) -> Call[MessageJourney]:
+    return Call("GET", f"/v1/messages/{_seg(msg_id)}", parse=_as(MessageJourney), params=None if topic is None else {"topic": topic})
 
 
 def consumer_group(group: str) -> Call[ConsumerGroupInfo]:

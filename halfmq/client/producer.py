@@ -179,21 +179,25 @@ class AsyncProducer(AsyncClient, Generic[R]):
         return await self._transport.call(endpoints.health())
 
     # --- where is my message? ------------------------------------------------------------------------------------
-    async def find_messages(self, key: str, since: datetime | float | None = None, limit: int = 50) -> list[MessageSummary]:
+    async def find_messages(self, key: str, since: datetime | float | None = None, limit: int = 50,
+                            topic: str | None = None) -> list[MessageSummary]:
         """The messages sent with ``key`` (one of their keys, or their id), newest first, at most ``limit`` (≤ 256).
 
-        ``since``: only those stored since then (an aware datetime, or epoch seconds). Messages on topics the
-        credentials may not subscribe to are left out.
+        ``since``: only those stored since then (an aware datetime, or epoch seconds). ``topic``: only that topic's;
+        without it, every topic the credentials may publish to or subscribe to (each topic's newest first, then its
+        next: a topic full of messages with the key cannot crowd another's out). Other topics' messages are left out.
         """
-        return await self._call(endpoints.find_messages(key, epoch_ms(since, "since") or 0, limit))
+        return await self._call(endpoints.find_messages(key, epoch_ms(since, "since") or 0, limit, topic))
 
-    async def journey(self, msg_id: str) -> MessageJourney:
+    async def journey(self, msg_id: str, topic: str | None = None) -> MessageJourney:
         """Where is my message? What the broker's log says happened to ``msg_id``: sent, its transaction, its timer,
         each delivery (group, attempt), nack (reason), ack, dead letter and resend, in time order.
 
-        Raises ``MessageNotFound`` for an id the broker has no record of, or a message the credentials may not read.
+        ``topic``: the message's (a send's result and a search's summaries carry it). Raises ``MessageNotFound`` for an
+        id no topic the credentials may publish to or subscribe to has, and ``AmbiguousMessageId`` (``extra["topics"]``)
+        when messages on several of them carry the id (ids a producer chose): name the topic.
         """
-        return await self._call(endpoints.message_journey(msg_id))
+        return await self._call(endpoints.message_journey(msg_id, topic))
 
     # --- transactions (with ``transactional_id``) ---------------------------------------------------------------
     @property

@@ -132,7 +132,7 @@ def _topics(request: Request, rt: BrokerRuntime) -> Any:
 
 
 # What a page's polled fragment asks for again, so polling keeps the reader's place.
-PAGE_PARAMS = ("page", "q", "dlq_group", "dlq_offset")
+PAGE_PARAMS = ("page", "q", "dlq_group", "dlq_offset", "topic")
 
 
 @_page("groups", "Consumer groups")
@@ -145,9 +145,9 @@ def _groups(request: Request, rt: BrokerRuntime) -> Any:
 
 
 @_page("messages", "Messages")
-def _messages(request: Request, rt: BrokerRuntime) -> Any:
-    """``?q=`` a message id (its journey) or a key (the messages sent with it, newest first)."""
-    return journeys.console_search(rt, _query(request))
+async def _messages(request: Request, rt: BrokerRuntime) -> Any:
+    """``?q=`` a message id (its journey) or a key (the messages sent with it, newest first); ``&topic=`` its topic."""
+    return await journeys.console_search(rt, _query(request), request.query_params.get("topic", "").strip()[:256])
 
 
 @_page("producers", "Producers")

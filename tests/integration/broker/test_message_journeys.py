@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from tests.integration.broker.api.support import assert_problem
 from tests.support.check_server import CheckServer
 from tests.support.processes import BrokerProcess
 from tests.support.waiting import wait_for
@@ -86,3 +87,28 @@ def test_the_console_s_messages_page_shows_a_message_s_timeline_and_a_key_s_mess
     listed = client.get("/console/messages", params={"q": "order-44"}).text
     assert sent["msg_id"] in listed and 'id="messages"' in listed
     assert "No message with id or key" in client.get("/console/messages/fragment", params={"q": "nothing"}).text
+
+
+def test_an_id_on_two_topics_is_listed_by_the_console_and_each_journey_shown_by_its_topic(client: httpx.Client) -> None:
+    client.post("/v1/topics", json={"name": "OTHER", "queues": 1}).raise_for_status()
+    for topic in ("ORDERS", "OTHER"):
+        send(client, topic, f"on {topic}", properties={"UNIQ_KEY": "chosen-by-a-producer"})
+    assert_problem(client.get(path("v1", "messages", "chosen-by-a-producer")), 409, "AMBIGUOUS_MESSAGE_ID")
+    listed = client.get("/console/messages", params={"q": "chosen-by-a-producer"}).text
+    assert 'id="messages"' in listed and "?topic=ORDERS&amp;q=chosen-by-a-producer" in listed and "?topic=OTHER&amp;q=" in listed
+    shown = client.get("/console/messages", params={"q": "chosen-by-a-producer", "topic": "OTHER"}).text
+    assert 'class="timeline"' in shown and "on <strong>OTHER</strong>" in shown
+
+
+def test_a_lookup_without_a_topic_past_lookup_topics_is_400_topic_required_and_with_it_is_answered(start_broker) -> None:
+    broker: BrokerProcess = start_broker({"HALFMQ_BROKER_LOOKUP_TOPICS": "1"})
+    with httpx.Client(base_url=broker.url, timeout=15) as c:
+        [sent] = send(c, "ORDERS", "order 50", keys=["order-50"])
+        send(c, "OTHER", "other")
+        problem = assert_problem(c.get("/v1/messages", params={"key": "order-50"}), 400, "TOPIC_REQUIRED")
+        assert problem["limit"] == 1
+        assert_problem(c.get(path("v1", "messages", sent["msg_id"])), 400, "TOPIC_REQUIRED")
+        assert [m["msg_id"] for m in c.get("/v1/messages", params={"key": "order-50", "topic": "ORDERS"}).json()["messages"]] \
+            == [sent["msg_id"]]
+        assert c.get(path("v1", "messages", sent["msg_id"]), params={"topic": "ORDERS"}).json()["message"]["topic"] == "ORDERS"
+        assert "name the message&#39;s topic" in c.get("/console/messages", params={"q": "order-50"}).text

@@ -10,7 +10,7 @@ import pytest
 from halfmq.broker.message_rules import MessageLimits
 from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
-from halfmq.broker.store.key_index import raw_keys, record_keys
+from halfmq.broker.store.indexed_keys import raw_keys, record_keys
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.record import encode_properties
 from halfmq.errors import InvalidRequest, MessageTooLarge, PropertiesTooLarge, TooManyKeys
@@ -28,7 +28,7 @@ def sender(tmp_path: Path):
 def test_a_message_with_as_many_keys_as_allowed_is_stored_and_found_by_each(sender: SendService) -> None:
     keys = [f"k{i}" for i in range(8)]
     results, _ = sender.send("ORDERS", [OutgoingMessage(body="x", keys=keys)])
-    assert sender.store.keys.query("k7")[0].commit_log_offset == results[0].commit_log_offset
+    assert sender.store.keys.query("ORDERS", "k7")[0].commit_log_offset == results[0].commit_log_offset
 
 
 @pytest.mark.parametrize("keys", [[f"k{i}" for i in range(9)], " ".join(f"k{i}" for i in range(9)), ["a b c d e", "f g h i"]])
@@ -42,7 +42,7 @@ def test_one_key_more_than_allowed_is_refused_and_nothing_is_stored(sender: Send
 def test_repeated_keys_count_once(sender: SendService) -> None:
     results, _ = sender.send("ORDERS", [OutgoingMessage(body="x", keys=["same"] * 40)])
     assert results[0].properties["KEYS"].count("same") == 40  # stored as sent, indexed once
-    assert [r.commit_log_offset for r in sender.store.keys.query("same")] == [results[0].commit_log_offset]
+    assert [r.commit_log_offset for r in sender.store.keys.query("ORDERS", "same")] == [results[0].commit_log_offset]
 
 
 def test_keys_over_the_properties_bytes_are_refused_before_they_are_split(sender: SendService) -> None:

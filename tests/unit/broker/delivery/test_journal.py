@@ -37,7 +37,7 @@ async def test_a_receive_of_32_writes_one_journal_record_naming_each_delivery_an
     [line] = journal_lines(store)
     assert line.properties[journal.JOURNAL] == journal.DELIVERED and line.properties[journal.CONSUMER_GROUP] == "g"
     assert journal.entries_of(line.body) == [("T", 0, i, 1) for i in range(32)]
-    assert [m.body for m in store.keys.query("T/0@7")] == [line.body]  # found by the message's place
+    assert [m.body for m in store.keys.query(journal.JOURNAL_TOPIC, "T/0@7")] == [line.body]  # found by the message's place
 
 
 async def test_a_nack_s_reason_is_in_the_log(service, store) -> None:
@@ -57,7 +57,7 @@ async def test_a_receive_that_hands_out_nothing_writes_nothing(service, store) -
 
 
 def acks_by_place(store: MessageStore, place: str) -> list:
-    return [r for r in store.keys.query(place) if r.topic == TXN_STATE_TOPIC]
+    return [r for r in store.keys.query(TXN_STATE_TOPIC, place)]
 
 
 async def test_with_the_journal_on_an_ack_is_found_by_the_message_s_place(service, store) -> None:

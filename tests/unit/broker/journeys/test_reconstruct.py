@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from halfmq.broker.journeys.reconstruct import journey, summary
+from halfmq.broker.journeys.reconstruct import fair_share, journey, summaries, summary
 from halfmq.broker.store.record import StoredMessage
 
 HALF, OP, TIMER = "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_WHEEL_TIMER"
@@ -79,3 +79,21 @@ def test_a_companion_of_the_same_transaction_adds_no_event_to_the_messages_journ
     assert [e.kind.value for e in found.events] == ["half_stored", "checked", "checked", "committed"]
     due = journey("m9", [*half_records(), *companion], {})
     assert due is not None and [e.kind.value for e in due.events] == ["half_stored", "checked", "checked", "timer_stored", "committed"]
+
+
+def test_the_messages_among_records_found_by_a_key_are_listed_once_each_newest_first() -> None:
+    records = [rec("ORDERS", 400, 3_000, queue_offset=5, UNIQ_KEY="m1", KEYS="k", TRANSACTION_ID="tx1"),
+               rec("ORDERS", 300, 2_000, queue_offset=4, UNIQ_KEY="m2", KEYS="k"),
+               rec(HALF, 100, 1_000, UNIQ_KEY="m1", KEYS="k", REAL_TOPIC="ORDERS", REAL_QID="0", TRANSACTION_ID="tx1"),
+               rec("ORDERS", 50, 500, KEYS="k")]  # without an id: no message to list
+    assert [(s.msg_id, s.state) for s in summaries(records)] == [("m1", "visible"), ("m2", "visible")]
+
+
+def test_a_topic_with_many_messages_cannot_crowd_another_topic_s_one_out_of_a_search() -> None:
+    squat = summaries([rec("MALLORY", 1_000 + i, 10_000 + i, queue_offset=i, UNIQ_KEY=f"s{i}", KEYS="k") for i in range(300)])
+    victim = summaries([rec("ORDERS", 10, 1_000, UNIQ_KEY="v", KEYS="k")])
+    listed = fair_share({"MALLORY": squat, "ORDERS": victim}, 50)
+    assert len(listed) == 50 and "v" in [s.msg_id for s in listed]
+    assert listed[-1].msg_id == "v"  # still newest first: the victim's is the oldest
+    assert [s.msg_id for s in fair_share({"MALLORY": squat}, 3)] == ["s299", "s298", "s297"]
+    assert fair_share({}, 10) == []

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.store import key_index
-from halfmq.broker.store.key_index import raw_keys, record_keys
+from halfmq.broker.store.indexed_keys import TXN_SCOPE, index_keys, raw_index_keys, raw_keys, record_keys
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.record import encode_properties
 
@@ -23,8 +23,8 @@ def send(store: MessageStore, body: bytes, **props: str) -> int:
     return results[0].commit_log_offset
 
 
-def bodies(store: MessageStore, key: str, **kw) -> list[bytes]:
-    return [m.body for m in store.keys.query(key, **kw)]
+def bodies(store: MessageStore, key: str, scope: str = "T", **kw) -> list[bytes]:
+    return [m.body for m in store.keys.query(scope, key, **kw)]
 
 
 def test_a_message_is_found_by_its_id_and_by_each_key_newest_first(tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_records_written_after_the_last_checkpoint_are_found_after_kill_9(tmp_pa
 
 
 def test_two_keys_with_the_same_hash_are_told_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(key_index, "key_hash", lambda key: 7)  # every key collides
+    monkeypatch.setattr(key_index, "_crc32c", lambda data, start=0: 7)  # every key collides, whatever its scope
     store = open_store(tmp_path)
     store.create_topic("T", 1)
     send(store, b"a", KEYS="order-1")
@@ -107,9 +107,15 @@ def test_a_tail_cut_by_a_new_leader_is_not_found_and_what_replaces_it_is(tmp_pat
 
 def test_the_keys_read_from_raw_properties_are_the_keys_of_the_decoded_ones() -> None:
     props = {"TAGS": "t", "UNIQ_KEY": "id", "KEYS": "a b", "INDEX_KEYS": "b c", "TRANSACTION_ID": "tx"}
-    assert raw_keys(encode_properties(props)) == record_keys(props) == ["id", "a", "b", "c", "tx"]
+    assert raw_keys(encode_properties(props)) == record_keys(props) == ["id", "a", "b", "c"]
     assert raw_keys(encode_properties({"UNIQ_KEY": "only"})) == ["only"]
     assert raw_keys(b"") == []
+    scoped = [("T", "id"), ("T", "a"), ("T", "b"), ("T", "c"), (TXN_SCOPE, "tx")]
+    assert raw_index_keys("T", encode_properties(props)) == index_keys("T", props) == scoped
+    half = {**props, "REAL_TOPIC": "ORDERS"}  # a half, a timer's copy, a dead letter: the message's own topic's scope
+    assert raw_index_keys("RMQ_SYS_TRANS_HALF_TOPIC", encode_properties(half)) == index_keys("RMQ_SYS_TRANS_HALF_TOPIC", half) \
+        == [("ORDERS", "id"), ("ORDERS", "a"), ("ORDERS", "b"), ("ORDERS", "c"), (TXN_SCOPE, "tx")]
+    assert raw_index_keys("T", b"") == []
 
 
 def test_entries_written_after_the_last_checkpoint_are_kept_when_a_kill_9_left_the_header_behind(tmp_path: Path) -> None:
@@ -155,7 +161,7 @@ def test_one_put_larger_than_a_files_room_spills_into_the_next_file_and_every_re
     store.create_topic("T", 1)
     results, end = store.put([PutItem("T", 0, f"m{i}".encode(), {"UNIQ_KEY": f"id-{i}", "KEYS": "same"}) for i in range(40)])
     store.wait_flushed(end).result(5)
-    assert len(list((tmp_path / "index").iterdir())) == 3  # 80 entries, 32 a file
+    assert len([p for p in (tmp_path / "index").iterdir() if p.name.isdigit()]) == 3  # 80 entries, 32 a file
     assert bodies(store, "id-0") == [b"m0"] and bodies(store, "id-39") == [b"m39"]
     assert bodies(store, "same", limit=100) == [f"m{i}".encode() for i in reversed(range(40))]
     store.close()
@@ -183,3 +189,143 @@ def test_a_query_while_puts_and_checkpoints_run_only_ever_sees_whole_chains(tmp_
     assert seen and all(found == sorted(found, reverse=True) and found[-1:] in ([], [b"0000"]) for found in seen)  # no chain cut short
     assert bodies(store, "k", limit=10_000) == [f"{i:04d}".encode() for i in reversed(range(300))]
     store.close()
+
+
+def test_a_key_is_found_only_in_its_own_topic_s_scope_so_another_topic_s_messages_cannot_bury_it(tmp_path: Path) -> None:
+    store = open_store(tmp_path, index_entries=4096)
+    store.create_topic("T", 1)
+    store.create_topic("MALLORY", 1)
+    send(store, b"victim", UNIQ_KEY="victim-id", KEYS="order-7")
+    store.put([PutItem("MALLORY", 0, b"squat", {"UNIQ_KEY": f"s-{i}", "KEYS": "order-7 victim-id"}) for i in range(300)])
+    assert bodies(store, "order-7", limit=1) == [b"victim"]
+    assert bodies(store, "victim-id") == [b"victim"]
+    assert len(bodies(store, "order-7", scope="MALLORY", limit=1000)) == 300
+    assert [m.body for m in store.keys.query("T", "victim-id", limit=1)] == [b"victim"]
+    store.close()
+
+
+def test_a_transaction_id_is_found_in_the_transactions_scope_and_a_key_spelling_it_is_not(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    store.create_topic("T", 1)
+    store.put([PutItem("RMQ_SYS_TRANS_OP_HALF_TOPIC", 0, b"op", {"TRANSACTION_ID": "tx-1"})])
+    send(store, b"forged", KEYS="tx-1")  # a producer may not set TRANSACTION_ID; a key with its text is only a key
+    assert bodies(store, "tx-1", scope=TXN_SCOPE) == [b"op"]
+    assert bodies(store, "tx-1") == [b"forged"]
+    store.close()
+
+
+def test_a_half_s_keys_are_found_in_its_real_topic_s_scope(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    store.create_topic("T", 1)
+    store.put([PutItem("RMQ_SYS_TRANS_HALF_TOPIC", 0, b"half", {"UNIQ_KEY": "m-1", "REAL_TOPIC": "T", "TRANSACTION_ID": "tx-2"})])
+    assert bodies(store, "m-1") == [b"half"] and bodies(store, "tx-2", scope=TXN_SCOPE) == [b"half"]
+    assert bodies(store, "m-1", scope="RMQ_SYS_TRANS_HALF_TOPIC") == []
+    store.close()
+
+
+def test_a_scope_s_hashes_are_keyed_by_the_store_s_secret_so_no_one_can_aim_a_key_at_another_scope_s_slot(tmp_path: Path) -> None:
+    one, two = open_store(tmp_path / "one"), open_store(tmp_path / "two")
+    assert one.keys.scoped_hash("T", "k") != one.keys.scoped_hash("MALLORY", "k")
+    assert one.keys.scoped_hash("T", "k") != two.keys.scoped_hash("T", "k")  # each store its own secret
+    assert len((tmp_path / "one" / "index" / key_index.SECRET).read_bytes()) == 32
+    before = one.keys.scoped_hash("T", "k")
+    one.close()
+    reopened = open_store(tmp_path / "one")
+    assert reopened.keys.scoped_hash("T", "k") == before  # kept across restarts with the files it hashed
+    reopened.close()
+    two.close()
+
+
+def write_format_0_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a broker before issue 42 left: unscoped crc32c(key) hashes, format 0 in the header, no secret."""
+    with monkeypatch.context() as m:
+        m.setattr(key_index, "FORMAT", 0)
+        m.setattr(key_index.KeyIndex, "scoped_hash", lambda self, scope, key: key_index._crc32c(key.encode()))
+        m.setattr(key_index.KeyIndex, "_tweak", lambda self, scope: 0)
+        store = open_store(tmp_path)
+        store.create_topic("T", 1)
+        store.create_topic("MALLORY", 1)
+        send(store, b"old-1", UNIQ_KEY="id-1", KEYS="k")
+        store.put([PutItem("MALLORY", 0, b"squat", {"UNIQ_KEY": "s", "KEYS": "k id-1"})])
+        send(store, b"old-2", UNIQ_KEY="id-2", KEYS="k")
+        store.close()
+    (tmp_path / "index" / key_index.SECRET).unlink()
+
+
+def test_an_index_of_the_older_format_is_read_with_its_own_hash_scopes_checked_and_new_entries_go_to_a_new_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    write_format_0_index(tmp_path, monkeypatch)
+    store = open_store(tmp_path)
+    assert store.recovery.scanned_from == store.commit_log.end_offset and "cannot be read" not in caplog.text  # no scan
+    assert bodies(store, "k") == [b"old-2", b"old-1"] and bodies(store, "id-1") == [b"old-1"]
+    assert bodies(store, "k", scope="MALLORY") == [b"squat"]
+    send(store, b"new", KEYS="k")
+    assert len([p for p in (tmp_path / "index").iterdir() if p.name.isdigit()]) == 2
+    store.close()
+    reopened = open_store(tmp_path)
+    assert bodies(reopened, "k") == [b"new", b"old-2", b"old-1"]
+    assert [f.format for f in reopened.keys._files] == [key_index.UNSCOPED, key_index.FORMAT]
+    reopened.close()
+
+
+def test_an_index_whose_secret_is_gone_is_indexed_again_rather_than_read_with_hashes_it_cannot_match(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = open_store(tmp_path)
+    store.create_topic("T", 1)
+    send(store, b"m", UNIQ_KEY="id-1")
+    store.close()
+    (tmp_path / "index" / key_index.SECRET).unlink()
+    reopened = open_store(tmp_path)
+    assert "cannot be read" in caplog.text and reopened.recovery.scanned_from == 0
+    assert bodies(reopened, "id-1") == [b"m"]
+    reopened.close()
+
+
+def test_a_lookup_walks_at_most_max_files_index_files_newest_first(tmp_path: Path) -> None:
+    store = open_store(tmp_path)  # 32 entries a file
+    store.create_topic("T", 1)
+    for i in range(100):
+        send(store, f"m{i}".encode(), UNIQ_KEY=f"id-{i}", KEYS="same")
+    assert len([p for p in (tmp_path / "index").iterdir() if p.name.isdigit()]) == 7
+    assert bodies(store, "id-0") == [b"m0"]
+    assert bodies(store, "id-0", max_files=6) == []  # in the oldest file: past the bound
+    assert bodies(store, "id-99", max_files=1) == [b"m99"]
+    assert len(bodies(store, "same", limit=1000, max_files=2)) < 40
+    store.close()
+
+
+def test_a_put_writing_out_its_entries_while_the_checkpoint_does_loses_none_of_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two write_outs at once (a put past the pending limit, the checkpoint) each cut what they wrote from ``pending``:
+    entries added meanwhile were lost and the rest written off their slots (1,000 of 1M lookups failed after a fill)."""
+    store = open_store(tmp_path, index_slots=1024, index_entries=10_000, checkpoint_interval=3600)
+    store.create_topic("T", 1)
+    send(store, b"m0", UNIQ_KEY="id-0")
+    current = store.keys._files[-1]
+    entered, release = threading.Event(), threading.Event()
+    real = key_index._pwrite
+
+    def slow_first(fd: int, data: bytes, offset: int) -> int:
+        if threading.current_thread().name == "first":
+            entered.set()
+            release.wait(5)
+        return real(fd, data, offset)
+
+    monkeypatch.setattr(key_index, "_pwrite", slow_first)
+    first = threading.Thread(target=current.write_out, name="first")
+    first.start()
+    assert entered.wait(5)
+    send(store, b"m1", UNIQ_KEY="id-1")
+    second = threading.Thread(target=current.write_out, name="second")
+    second.start()
+    second.join(0.5)  # without one write_out at a time, it writes m0 and m1 and cuts both from pending now
+    send(store, b"m2", UNIQ_KEY="id-2")
+    release.set()
+    first.join(5)
+    second.join(5)
+    store.keys.flush()
+    assert [bodies(store, f"id-{i}") for i in range(3)] == [[b"m0"], [b"m1"], [b"m2"]]
+    store.close()
+    reopened = open_store(tmp_path, index_slots=1024, index_entries=10_000)
+    assert [bodies(reopened, f"id-{i}") for i in range(3)] == [[b"m0"], [b"m1"], [b"m2"]]
+    reopened.close()

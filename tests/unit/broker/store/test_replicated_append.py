@@ -134,8 +134,8 @@ def test_a_follower_finds_a_replicated_message_by_its_id_and_keys(tmp_path: Path
         leader.put([PutItem("orders", 0, b"c", {"TAGS": "x", "UNIQ_KEY": "id-c", "KEYS": "order-1"})])
         end = leader.commit_log.end_offset
         follower.append_replicated(leader.commit_log.read(0, end), 0)
-        assert [m.body for m in follower.keys.query("order-1")] == [b"c", b"b", b"a"]
-        assert [m.body for m in follower.keys.query("id-c")] == [b"c"]
+        assert [m.body for m in follower.keys.query("orders", "order-1")] == [b"c", b"b", b"a"]
+        assert [m.body for m in follower.keys.query("orders", "id-c")] == [b"c"]
     finally:
         leader.close()
         follower.close()
