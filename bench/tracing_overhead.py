@@ -45,7 +45,7 @@ def _timed_sync(body: Callable[[], Any], calls: int) -> float:
 
 async def hooks() -> dict[str, float]:
     """Per-call nanoseconds of each hook with tracing off and on, and of the same call without it."""
-    from halfmq.broker.tracing import traced_half
+    from halfmq.broker.observability.tracing import traced_half
     from halfmq.client import tracing
     from halfmq.wire import Message, OutgoingMessage
 

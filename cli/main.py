@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from halfmq import __version__
 
 if TYPE_CHECKING:  # the commands import their component when run: `halfmq --help` stays fast
-    from halfmq.broker.api.runtime import BrokerRuntime
     from halfmq.broker.config import BrokerSettings
+    from halfmq.broker.runtime import BrokerRuntime
 
 
 def _configure_logging(level: str) -> None:
@@ -79,7 +79,7 @@ def _broker_settings(args: argparse.Namespace) -> BrokerSettings:
 
 def _open_runtime(settings: BrokerSettings, log: logging.Logger) -> BrokerRuntime | int:
     """The broker's runtime over its data directory, or the exit code that says why it cannot open (logged)."""
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
     from halfmq.broker.security.auth_file import AuthFileError
     from halfmq.broker.store.atomic_file import DamagedFile
     from halfmq.broker.store.commit_log import CorruptLogError

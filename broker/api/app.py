@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from halfmq.asgi_body import BodyReader
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import GrpcFront
+from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.serving.allowed_hosts import HostAllowList
 from halfmq.broker.serving.host_gate import HostGate
 
@@ -31,7 +32,6 @@ from .routes import (
     transactional_ids,
     transactions,
 )
-from .runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +82,13 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     problems.install(app)
     from fastapi.staticfiles import StaticFiles
 
-    from .console import pages as console  # the operators' web console (HTML, not in the OpenAPI document)
+    from halfmq.broker.console import pages as console  # the operators' web console (HTML, not in the OpenAPI document)
 
     app.include_router(console.router)
     app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
     routes = ROUTES
     if settings.cluster:  # a broker set's view and replication routes, in its table only
-        from halfmq.broker.cluster import routes as cluster_routes
+        from halfmq.broker.api.routes import cluster as cluster_routes
 
         routes = [*ROUTES, *cluster_routes.ROUTES]
     # /openapi.json and /docs serve the table's document (FastAPI's own has no /v1 route), built when first asked for.
@@ -97,7 +97,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.state.front = front  # the console asks the broker's own routes through the front
     served: Any = front
     if settings.cluster:
-        from halfmq.broker.cluster.gate import LeaderGate
+        from halfmq.broker.api.leader_gate import LeaderGate
 
         served = LeaderGate(front, app.state, front.router)
     allowed = HostAllowList.for_server(settings.host, settings.allowed_hosts, settings.advertise_url)

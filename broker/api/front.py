@@ -111,7 +111,7 @@ class ApiRequest:
 def _check(route: Route, request: ApiRequest) -> None:
     """Who is asking (unless the route is public), then the path and query parameters: before any body is read."""
     if not route.public:
-        request.principal = request.runtime.guard.principal(request.scope)
+        request.principal = request.runtime.access.principal(request.scope)
     if route.params is not None:
         request.params = checked_params(route, route.params, request)
 
@@ -218,7 +218,7 @@ class Front:
         request = ApiRequest(scope, receive, path_params, self.app.state, self.body_reader)
         try:
             if route.plain:  # a token and a body, nothing else to check first (every hot route)
-                request.principal = request.runtime.guard.principal(scope)
+                request.principal = request.runtime.access.principal(scope)
             else:
                 _check(route, request)
             reply = await route.endpoint(request)

@@ -25,9 +25,9 @@ from typing import Any
 
 import httpx
 
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import LeaderFront
+from halfmq.broker.runtime import BrokerRuntime
 
 from .decisions import (
     OUT_OF_TOUCH_TTLS,
@@ -378,7 +378,7 @@ class ClusterNode(LeaseRenewals, Takeover):
         rt = await asyncio.to_thread(BrokerRuntime.open, self.settings, durable_wrapper=self.durable if start else None,
                                      store=old.store if start else None)
         self.state.runtime = rt
-        rt.watch_auth()  # either role answers requests (a follower its reads, broker/cluster/gate.py)
+        rt.watch_auth()  # either role answers requests (a follower its reads, broker/api/leader_gate.py)
         if start:
             rt.delivery.fence = self._still_leading
             self.watermark.lead(rt.store)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from halfmq.broker.names import NameKind, checked_name
+from halfmq.broker.messages.names import NameKind, checked_name
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage

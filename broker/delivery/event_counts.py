@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-OTHER = "(other)"  # the label value of the summed row: not a valid topic or group name (broker/names.py)
+OTHER = "(other)"  # the label value of the summed row: not a valid topic or group name (broker/messages/names.py)
 Pair = tuple[str, str]  # (consumer group, topic)
 Event = tuple[str, str]  # (event, result): ("out", ""), ("ack", "ok"), ("ack", "expired"), ...
 

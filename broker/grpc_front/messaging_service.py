@@ -77,7 +77,7 @@ class MessagingService(rpc.MessagingServiceServicer):
     def _who(self, context: Any, method: str) -> tuple[Any, dict[str, Any]]:
         """The signer of this call (Unauthenticated otherwise) and the scope the guard's audit lines name."""
         path = f"/apache.rocketmq.v2.MessagingService/{method}"
-        return request_auth.principal(self.rt.guard, dict(context.invocation_metadata() or ()), path), {"path": path}
+        return request_auth.principal(self.rt.access, dict(context.invocation_metadata() or ()), path), {"path": path}
 
     # --- routes ----------------------------------------------------------------
     def _queues(self, topic: str, queues: int) -> list[pb.MessageQueue]:

@@ -1,4 +1,4 @@
-"""Who signed a RocketMQ 5 request: the ``authorization`` metadata Apache's clients send, checked by the Guard.
+"""Who signed a RocketMQ 5 request: the ``authorization`` metadata Apache's clients send, checked by the Access.
 
 ``MQv2-HMAC-SHA1 Credential=<access key>, SignedHeaders=x-mq-date-time, Signature=<hex>``: the
 HMAC-SHA1 of the ``x-mq-date-time`` value under the secret key. The access key is a principal's

@@ -15,7 +15,7 @@ from typing import Any, get_args
 import httpx
 import orjson
 
-from halfmq.broker.tracing import inject_current
+from halfmq.broker.observability.tracing import inject_current
 from halfmq.check_signing import signed_headers
 from halfmq.wire import EndState
 

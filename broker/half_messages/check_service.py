@@ -18,8 +18,8 @@ from typing import Protocol
 
 import msgspec
 
-from halfmq.broker import tracing
-from halfmq.broker.message_view import restored_view
+from halfmq.broker.messages.view import restored_view
+from halfmq.broker.observability import tracing
 from halfmq.broker.store.message_store import StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
 from halfmq.errors import DamagedRecord, StoreUnavailable, TransactionConflict
@@ -27,10 +27,10 @@ from halfmq.wire import TransactionState
 
 from .check_client import CheckAnswer, CheckClient, CheckOutcome
 from .check_policy import CheckDecision, CheckPolicy, decide
+from .half_message_service import HalfMessageService
 from .half_records import Tx
 from .producer_registry import ProducerEntry, ProducerRegistry
-from .state_machine import TxEvent
-from .transaction_service import TransactionService
+from .state_machine import HalfEvent
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class PushTransport(Protocol):
 class CheckService:
     def __init__(
         self,
-        transactions: TransactionService,
+        transactions: HalfMessageService,
         registry: ProducerRegistry,
         client: CheckClient,
         policy: CheckPolicy,
@@ -100,7 +100,7 @@ class CheckService:
                           policy=self._policy)
         if decision is CheckDecision.DISCARD:
             try:
-                self._txs.apply(tx, TxEvent.DISCARD, note="check max")
+                self._txs.apply(tx, HalfEvent.DISCARD, note="check max")
             except StoreNotWritable:  # a full disk (the store logs it): discard at the next check
                 self._txs.reschedule(tx, now + self._policy.check_interval)
         elif decision is CheckDecision.NO_PRODUCER:

@@ -1,6 +1,6 @@
 """Reading the half and op queues back on start: every intact record, and what an op record says of its transaction.
 
-Used by ``TransactionService`` to rebuild its index; damaged records are reported by the store and passed over.
+Used by ``HalfMessageService`` to rebuild its index; damaged records are reported by the store and passed over.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from halfmq.wire import TransactionState
 from .record_names import OpKind
 
 
-class TxEvent(str, Enum):
+class HalfEvent(str, Enum):
     COMMIT = "commit"
     ROLLBACK = "rollback"
     UNKNOWN = "unknown"
@@ -30,9 +30,9 @@ class TxAction(str, Enum):
     MOVE_TO_CHECK_MAX = "move_to_check_max"
 
 
-S, E, A = TransactionState, TxEvent, TxAction
+S, E, A = TransactionState, HalfEvent, TxAction
 
-TRANSITIONS: dict[tuple[TransactionState, TxEvent], tuple[TransactionState, TxAction]] = {
+TRANSITIONS: dict[tuple[TransactionState, HalfEvent], tuple[TransactionState, TxAction]] = {
     (S.PENDING, E.COMMIT): (S.COMMITTED, A.APPEND_FINAL_AND_OP),
     (S.PENDING, E.ROLLBACK): (S.ROLLED_BACK, A.APPEND_OP),
     (S.PENDING, E.UNKNOWN): (S.PENDING, A.NONE),
@@ -47,7 +47,7 @@ TRANSITIONS: dict[tuple[TransactionState, TxEvent], tuple[TransactionState, TxAc
 }
 
 
-def transition(state: TransactionState, event: TxEvent) -> tuple[TransactionState, TxAction]:
+def transition(state: TransactionState, event: HalfEvent) -> tuple[TransactionState, TxAction]:
     try:
         return TRANSITIONS[(state, event)]
     except KeyError:
@@ -58,7 +58,7 @@ def transition(state: TransactionState, event: TxEvent) -> tuple[TransactionStat
 _DECIDED_BY = {event: new for (_, event), (new, action) in TRANSITIONS.items() if action is not A.NONE}
 
 
-def op_kind(event: TxEvent) -> OpKind:
+def op_kind(event: HalfEvent) -> OpKind:
     """The op record an event writes: its kind is the event's name."""
     return OpKind(event.value)
 
@@ -66,6 +66,6 @@ def op_kind(event: TxEvent) -> OpKind:
 def state_after_op(kind: str) -> TransactionState | None:
     """The state an op record of ``kind`` leaves its transaction in; None for a check (it decides nothing)."""
     try:
-        return _DECIDED_BY.get(TxEvent(kind))
+        return _DECIDED_BY.get(HalfEvent(kind))
     except ValueError:
         return None

@@ -46,8 +46,8 @@ from halfmq.errors import (
 
 from . import producer_records as rec
 from .principal_caps import PrincipalCaps, Room, retry_after_seconds, room
-from .producer import Producer, current, not_owned, state_record
 from .producer_records import SendKind, TxnRecord
+from .producer_state import ProducerState, current, not_owned, state_record
 from .send_window import DEFAULT_SIZE, SendWindow, Verdict
 
 Durable = Callable[[int], Awaitable[None]]
@@ -108,7 +108,7 @@ class Holdings:
     """One principal's producers in memory: its ids obtained alone (least recently used first), and how many
     numbers the windows of all its producers (transactional ids' too) remember."""
 
-    alone: OrderedDict[int, Producer] = field(default_factory=OrderedDict)
+    alone: OrderedDict[int, ProducerState] = field(default_factory=OrderedDict)
     sequences: int = 0
 
 
@@ -131,8 +131,8 @@ class ProducerIds:
         self.caps = caps or PrincipalCaps()
         self._durable = durable
         self._clock = clock
-        self._alone: dict[int, Producer] = {}  # producer ids without a transactional id (POST /v1/producer-ids)
-        self._bound: dict[int, Producer] = {}  # producer id -> its transactional id's current producer
+        self._alone: dict[int, ProducerState] = {}  # producer ids without a transactional id (POST /v1/producer-ids)
+        self._bound: dict[int, ProducerState] = {}  # producer id -> its transactional id's current producer
         self._held: dict[str, Holdings] = {}  # principal -> what its producers hold ("": ids obtained before ids had owners)
 
     def now_ms(self) -> int:
@@ -149,7 +149,7 @@ class ProducerIds:
         enough is forgotten, or TOO_MANY_PRODUCER_IDS (429), before anything is written.
         """
         self._make_room(owner, more_ids=1, more_sequences=0)
-        producer = Producer(transactional_id="", producer_id=self.fresh_id(), epoch=0, owner=owner, sends=self.window(),
+        producer = ProducerState(transactional_id="", producer_id=self.fresh_id(), epoch=0, owner=owner, sends=self.window(),
                             last_used_ms=self.now_ms())
         _, end = self.store.put([state_record(producer, TxnRecord.INIT)])
         self._hold_alone(producer)
@@ -163,7 +163,7 @@ class ProducerIds:
             if producer_id and producer_id not in self._alone and producer_id not in self._bound:
                 return producer_id
 
-    def bind(self, producer: Producer) -> None:
+    def bind(self, producer: ProducerState) -> None:
         """``producer`` is now its transactional id's (a new id, a new epoch, or one replayed): sends name it from here.
 
         The window of the epoch it replaces is dropped with it (its numbers are fenced), and no longer counts
@@ -177,7 +177,7 @@ class ProducerIds:
         self._bound[producer.producer_id] = producer
         self._holdings(producer.owner).sequences += len(producer.sends.answers)
 
-    def sender(self, producer_id: int, epoch: int, principal: str) -> Producer:
+    def sender(self, producer_id: int, epoch: int, principal: str) -> ProducerState:
         """The producer an idempotent send names (a transactional id's or one obtained alone), if ``principal`` obtained it.
 
         Every numbered send of every front comes through here. Another principal's id: PRODUCER_ID_NOT_OWNED
@@ -232,7 +232,7 @@ class ProducerIds:
     def _holdings(self, owner: str | None) -> Holdings:
         return self._held.setdefault(owner or "", Holdings())
 
-    def _hold_alone(self, producer: Producer) -> None:
+    def _hold_alone(self, producer: ProducerState) -> None:
         if producer.producer_id in self._alone:
             self._forget(producer.producer_id)
         self._alone[producer.producer_id] = producer
@@ -240,7 +240,7 @@ class ProducerIds:
         held.alone[producer.producer_id] = producer
         held.sequences += len(producer.sends.answers)
 
-    def _used(self, producer: Producer, now_ms: int) -> None:
+    def _used(self, producer: ProducerState, now_ms: int) -> None:
         """``producer`` (obtained alone) was used at ``now_ms``: the most recently used of its principal's."""
         producer.last_used_ms = max(producer.last_used_ms, now_ms)
         self._holdings(producer.owner).alone.move_to_end(producer.producer_id)
@@ -284,7 +284,7 @@ class ProducerIds:
                 "nothing was stored", retry_after=retry_after, limit=self.caps.sequences, held=held.sequences)
 
     # --- numbered sends ---------------------------------------------------------------
-    def sent_before(self, producer: Producer, sequence: int, key: SendKey) -> SentAnswer | Verdict | None:
+    def sent_before(self, producer: ProducerState, sequence: int, key: SendKey) -> SentAnswer | Verdict | None:
         """None when ``sequence`` is new inside the window (store it); the stored answer when it is a repeat.
 
         A repeat is answered only when it is the same request (``key``: the same send kind, topic and group);
@@ -314,7 +314,7 @@ class ProducerIds:
         raise OutOfOrderSequence(f"send sequence {sequence} is beyond the window: the next missing one is {expected}, "
                                  f"at most {producer.sends.size} may be outstanding", expected=expected)
 
-    def _repeat(self, producer: Producer, sequence: int, key: SendKey) -> SentAnswer | None:
+    def _repeat(self, producer: ProducerState, sequence: int, key: SendKey) -> SentAnswer | None:
         """A remembered number's answer, read back from its records; None when they went with retention."""
         ref: SentRef = producer.sends.answers[sequence]
         if ref.kind == key.kind:
@@ -327,7 +327,7 @@ class ProducerIds:
             f"send sequence {sequence} of producer id {producer.producer_id} was used for a {ref.kind.value} "
             f"send to another topic or group, or of another kind: number each request once", sequence=sequence)
 
-    def send_record(self, producer: Producer, sequence: int, items: list[PutItem], kind: SendKind = SendKind.MESSAGES) -> PutItem:
+    def send_record(self, producer: ProducerState, sequence: int, items: list[PutItem], kind: SendKind = SendKind.MESSAGES) -> PutItem:
         """The record that goes last in the send's write group: the sequence number, and the sizes to read the answer back."""
         # Built inline (not through state_record): this runs on every numbered send, and Enum.value and the general
         # path showed in its profile. The same properties state_record would write.
@@ -337,7 +337,7 @@ class ProducerIds:
         sizes = [record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items]
         return PutItem(TXN_STATE_TOPIC, 0, rec.encode_sizes(sizes), props)
 
-    def sent(self, producer: Producer, sequence: int, ref: SentRef) -> None:
+    def sent(self, producer: ProducerState, sequence: int, ref: SentRef) -> None:
         """The send numbered ``sequence`` was stored where ``ref`` says: a repeat of it is answered from there."""
         self._holdings(producer.owner).sequences += producer.sends.stored(sequence, ref)
 
@@ -363,7 +363,7 @@ class ProducerIds:
         props = record.properties
         kind, producer_id, epoch = props.get(rec.TXN_OP, ""), int(props.get(rec.PRODUCER_ID, 0)), int(props.get(rec.EPOCH, 0))
         if kind == TxnRecord.INIT:
-            self._hold_alone(Producer(transactional_id="", producer_id=producer_id, epoch=epoch, owner=props.get(rec.OWNER),
+            self._hold_alone(ProducerState(transactional_id="", producer_id=producer_id, epoch=epoch, owner=props.get(rec.OWNER),
                                       sends=self.window(), last_used_ms=record.store_timestamp))
             return
         producer = self._alone.get(producer_id)
@@ -371,7 +371,7 @@ class ProducerIds:
             self.replay_send(producer, record)
             self._used(producer, record.store_timestamp)
 
-    def replay_send(self, producer: Producer, record: StoredMessage) -> None:
+    def replay_send(self, producer: ProducerState, record: StoredMessage) -> None:
         """A numbered send of ``producer``'s current epoch: its number is stored, its answer read back when asked.
 
         Its records end where its send record starts; the record's body has their sizes (``send_record``).

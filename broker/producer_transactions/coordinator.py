@@ -30,11 +30,11 @@ from msgspec.structs import replace
 
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
 from halfmq.broker.idempotence.principal_caps import PrincipalCaps
-from halfmq.broker.idempotence.producer import current, not_owned, state_record
 from halfmq.broker.idempotence.producer_ids import ProducerIds
 from halfmq.broker.idempotence.producer_records import ABORTED_BY, MESSAGES, TxnRecord
+from halfmq.broker.idempotence.producer_state import current, not_owned, state_record
 from halfmq.broker.idempotence.send_window import DEFAULT_SIZE
-from halfmq.broker.names import NameKind, checked_name
+from halfmq.broker.messages.names import NameKind, checked_name
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import HEADER_SIZE, properties_size
 from halfmq.broker.store.topics import TXN_STATE_TOPIC, TopicConfig
@@ -42,7 +42,7 @@ from halfmq.broker.timers.routing import route_all, visible_place
 from halfmq.errors import OutOfOrderSequence, ReceiptInOtherTransaction, TransactionTooLarge, UnknownTransactionalId
 
 from .held_bytes import HeldBytes
-from .producer_state_machine import ProducerTxnState, TxnAction, TxnEvent, transition
+from .producer_state_machine import ProducerTxnEvent, ProducerTxnState, TxnAction, transition
 from .producer_timeout import checked_timeout, deadline_ms, expired
 from .producer_txn import AckLedger, ProducerRegistrations, ProducerTxn, TxnLimits
 from .replay import replay
@@ -128,7 +128,7 @@ class TransactionCoordinator:
                               sends=self.ids.window())
             _, end = self.store.put([self._record(txn, TxnRecord.INIT)])
         else:
-            move = transition(old.state, TxnEvent.INIT)
+            move = transition(old.state, ProducerTxnEvent.INIT)
             txn = ProducerTxn(transactional_id=tid, producer_id=old.producer_id, epoch=old.epoch + 1, timeout_ms=timeout, owner=owner,
                               number=old.number, sends=self.ids.window())
             items = [self._record(txn, TxnRecord.INIT)]
@@ -144,10 +144,10 @@ class TransactionCoordinator:
 
     def begin(self, tid: str, producer_id: int, epoch: int, sequence: int) -> BeginResult:
         txn = self._current(tid, producer_id, epoch)
-        repeat = self._repeat(txn, TxnEvent.BEGIN, sequence)
+        repeat = self._repeat(txn, ProducerTxnEvent.BEGIN, sequence)
         if repeat is not None:
             return repeat  # type: ignore[return-value]  # the last request was a begin
-        transition(txn.state, TxnEvent.BEGIN)
+        transition(txn.state, ProducerTxnEvent.BEGIN)
         if sequence != 0:
             raise OutOfOrderSequence(f"a transaction's begin carries sequence 0, not {sequence}", expected=0)
         number = txn.number + 1
@@ -155,7 +155,7 @@ class TransactionCoordinator:
         txn.state, txn.number, txn.begun_ms, txn.ended_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, self.now_ms(), None, None
         txn.items, txn.size, txn.acks, txn.message_count, txn.ack_count, txn.end_answer = [], 0, [], 0, 0, None
         answer = BeginResult(tid, producer_id, epoch, number, txn.state, sequence)
-        self._remember(txn, TxnEvent.BEGIN, sequence, answer)
+        self._remember(txn, ProducerTxnEvent.BEGIN, sequence, answer)
         # Not waited for on disk: an open transaction is aborted by recovery whatever happens, and a begin record lost
         # to a power cut only makes the producer's next request INVALID_TXN_STATE instead of TRANSACTION_ABORTED. The
         # commit's fsync covers it. (One fsync per transaction, not two: `halfmq bench eos`.)
@@ -165,10 +165,10 @@ class TransactionCoordinator:
                      missing_topics: list[TopicConfig], *, principal: str | None = None) -> MessagesResult:
         """Keep validated messages for the commit; create the topics they need once everything is accepted."""
         txn = self._current(tid, producer_id, epoch)
-        repeat = self._repeat(txn, TxnEvent.ADD_MESSAGES, sequence)
+        repeat = self._repeat(txn, ProducerTxnEvent.ADD_MESSAGES, sequence)
         if repeat is not None:
             return repeat  # type: ignore[return-value]
-        transition(txn.state, TxnEvent.ADD_MESSAGES)
+        transition(txn.state, ProducerTxnEvent.ADD_MESSAGES)
         self._check_next(txn, sequence)
         # Each message as its record takes it, in bytes (prepare checked its text is UTF-8); the commit checks the fit to a segment.
         size = sum(HEADER_SIZE + len(i.topic.encode()) + properties_size(i.properties) + len(i.body) for i in items)
@@ -186,16 +186,16 @@ class TransactionCoordinator:
         txn.message_count = len(txn.items)
         answer = MessagesResult(tid, sequence, len(txn.items),
                                 tuple(AddedMessage(i.properties.get("UNIQ_KEY", ""), i.topic, i.queue_id) for i in items))
-        self._remember(txn, TxnEvent.ADD_MESSAGES, sequence, answer)
+        self._remember(txn, ProducerTxnEvent.ADD_MESSAGES, sequence, answer)
         return answer
 
     def add_acks(self, tid: str, producer_id: int, epoch: int, sequence: int, receipts: list[ReceiptHandle]) -> AcksResult:
         """Hold consumed deliveries in the transaction: invisible to their group until it ends."""
         txn = self._current(tid, producer_id, epoch)
-        repeat = self._repeat(txn, TxnEvent.ADD_ACKS, sequence)
+        repeat = self._repeat(txn, ProducerTxnEvent.ADD_ACKS, sequence)
         if repeat is not None:
             return repeat  # type: ignore[return-value]
-        transition(txn.state, TxnEvent.ADD_ACKS)
+        transition(txn.state, ProducerTxnEvent.ADD_ACKS)
         self._check_next(txn, sequence)
         mine = {_key(h) for h in txn.acks}
         fresh = []
@@ -216,13 +216,13 @@ class TransactionCoordinator:
         txn.acks.extend(fresh)
         txn.ack_count = len(txn.acks)
         answer = AcksResult(tid, sequence, len(txn.acks))
-        self._remember(txn, TxnEvent.ADD_ACKS, sequence, answer)
+        self._remember(txn, ProducerTxnEvent.ADD_ACKS, sequence, answer)
         return answer
 
     async def commit(self, tid: str, producer_id: int, epoch: int) -> EndResult:
         """ONE write group: every message, then the commit record with the acks; a repeat gets the first answer."""
         txn = self._current(tid, producer_id, epoch)
-        move = transition(txn.state, TxnEvent.COMMIT)
+        move = transition(txn.state, ProducerTxnEvent.COMMIT)
         if move.action is TxnAction.NONE:
             assert txn.end_answer is not None
             return replace(txn.end_answer, duplicate=True)
@@ -251,7 +251,7 @@ class TransactionCoordinator:
     async def abort(self, tid: str, producer_id: int | None, epoch: int | None, by: AbortedBy = AbortedBy.PRODUCER) -> EndResult:
         """The producer's abort (or an operator's, ``producer_id=None``): nothing becomes visible, acked receipts come back."""
         txn = self._current(tid, producer_id, epoch) if producer_id is not None and epoch is not None else self.get(tid)
-        event = TxnEvent.ABORT if by is AbortedBy.PRODUCER else TxnEvent.EXPIRE
+        event = ProducerTxnEvent.ABORT if by is AbortedBy.PRODUCER else ProducerTxnEvent.EXPIRE
         move = transition(txn.state, event)
         if move.action is TxnAction.NONE:
             answer = txn.end_answer or self.end_answer(txn, ())
@@ -290,7 +290,7 @@ class TransactionCoordinator:
         return txn
 
     @staticmethod
-    def _repeat(txn: ProducerTxn, event: TxnEvent, sequence: int) -> StepResult | None:
+    def _repeat(txn: ProducerTxn, event: ProducerTxnEvent, sequence: int) -> StepResult | None:
         """The stored answer when this is a retry of the last request (same kind, same sequence)."""
         if txn.last_event is event and txn.last_sequence == sequence and txn.last_answer is not None:
             return replace(txn.last_answer, duplicate=True)
@@ -302,7 +302,7 @@ class TransactionCoordinator:
             raise OutOfOrderSequence(f"expected sequence {txn.last_sequence + 1}, not {sequence}", expected=txn.last_sequence + 1)
 
     @staticmethod
-    def _remember(txn: ProducerTxn, event: TxnEvent, sequence: int, answer: StepResult) -> None:
+    def _remember(txn: ProducerTxn, event: ProducerTxnEvent, sequence: int, answer: StepResult) -> None:
         txn.last_event, txn.last_sequence, txn.last_answer = event, sequence, answer
 
     # --- bookkeeping ------------------------------------------------------------

@@ -28,7 +28,7 @@ class ProducerTxnState(str, Enum):
     COMPLETE_ABORT = "COMPLETE_ABORT"
 
 
-class TxnEvent(str, Enum):
+class ProducerTxnEvent(str, Enum):
     INIT = "init"  # a (new) producer instance: bump the epoch, abort what the old one left open
     BEGIN = "begin"
     ADD_MESSAGES = "messages"
@@ -55,10 +55,10 @@ class Move:
     action: TxnAction
 
 
-S, E, A = ProducerTxnState, TxnEvent, TxnAction
+S, E, A = ProducerTxnState, ProducerTxnEvent, TxnAction
 Outcome = Move | type[BrokerError]
 
-TRANSITIONS: dict[tuple[ProducerTxnState, TxnEvent], Outcome] = {
+TRANSITIONS: dict[tuple[ProducerTxnState, ProducerTxnEvent], Outcome] = {
     (S.EMPTY, E.INIT): Move(S.EMPTY, A.WRITE_INIT),
     (S.EMPTY, E.BEGIN): Move(S.ONGOING, A.WRITE_BEGIN),
     (S.EMPTY, E.ADD_MESSAGES): InvalidTxnState,
@@ -93,7 +93,7 @@ TRANSITIONS: dict[tuple[ProducerTxnState, TxnEvent], Outcome] = {
 }
 
 
-def transition(state: ProducerTxnState, event: TxnEvent) -> Move:
+def transition(state: ProducerTxnState, event: ProducerTxnEvent) -> Move:
     """The move ``event`` makes from ``state``; the table's typed error (409) when it is not allowed."""
     outcome = TRANSITIONS[(state, event)]
     if isinstance(outcome, Move):

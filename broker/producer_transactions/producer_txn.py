@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
-from halfmq.broker.idempotence.producer import Producer
+from halfmq.broker.idempotence.producer_state import ProducerState
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.state_records import ProducerRecord
 
-from .producer_state_machine import ProducerTxnState, TxnEvent
+from .producer_state_machine import ProducerTxnEvent, ProducerTxnState
 from .results import EndResult, StepResult
 from .txn_records import AbortedBy
 
@@ -44,7 +44,7 @@ class TxnLimits:
 
 
 @dataclass(kw_only=True)
-class ProducerTxn(Producer):
+class ProducerTxn(ProducerState):
     """One transactional id: its producer (id, epoch, owner, sends) and its current (or last) transaction."""
 
     timeout_ms: int
@@ -58,6 +58,6 @@ class ProducerTxn(Producer):
     ack_count: int = 0
     message_count: int = 0
     last_sequence: int = -1
-    last_event: TxnEvent | None = None
+    last_event: ProducerTxnEvent | None = None
     last_answer: StepResult | None = None
     end_answer: EndResult | None = None

@@ -1,6 +1,6 @@
 """What the coordinator answers each step of a producer transaction: typed values, not the HTTP answers.
 
-The fronts turn them into what they send (``halfmq.broker.producer_answers`` for HTTP). ``duplicate``
+The fronts turn them into what they send (``halfmq.broker.usecases.answers`` for HTTP). ``duplicate``
 is True when a retried request got the answer its first attempt got. Frozen msgspec structs: a step builds
 one per message it keeps, and a struct costs less than the dict it replaces (a frozen dataclass, ten times more).
 """

@@ -25,8 +25,8 @@ import signal
 import socket
 from typing import Any
 
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.runtime import BrokerRuntime
 
 from .http_serving import SPARE_FILES, HttpLimits, raise_open_file_limit, serve_uvicorn
 

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from halfmq.broker.delivery import dead_letters
-from halfmq.broker.message_view import message_view
-from halfmq.broker.producer_answers import view_json
+from halfmq.broker.messages.view import message_view
+from halfmq.broker.usecases.answers import view_json
 from halfmq.wire import TransactionState
 
 from .views import DLQ_PAGE, dlq_page, group_summary, is_system_group, producer_groups, topic_view, tx_view
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 T = TypeVar("T")
 
@@ -66,8 +66,8 @@ def _pager(span: PageSpan) -> dict[str, Any]:
 
 def transactions(rt: BrokerRuntime, page: int, rows: int) -> dict[str, Any]:
     """One page of the pending transactions and one of the discarded ones (the same page number), oldest first."""
-    all_pending = rt.transactions.pending()
-    all_discarded = rt.transactions.in_state(TransactionState.DISCARDED)
+    all_pending = rt.half_messages.pending()
+    all_discarded = rt.half_messages.in_state(TransactionState.DISCARDED)
     span = page_span(max(len(all_pending), len(all_discarded)), page, rows)
     pending = [msgspec.to_builtins(tx_view(rt, tx)) for tx in span.of(all_pending)]  # dicts: the page adds its own keys
     for t in pending:  # checked at least once and still undecided: the producer does not know either

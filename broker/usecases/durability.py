@@ -8,7 +8,7 @@ from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.wire import SendStatus
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 __all__ = ["FlushTimedOut", "durable_status", "flush_outcome"]
 

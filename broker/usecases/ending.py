@@ -10,16 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from halfmq.broker.half_messages.half_records import EndOutcome
+from halfmq.broker.observability.tracing import traced_end
 from halfmq.broker.protocol import EndItem, EndRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
-from halfmq.broker.tracing import traced_end
 from halfmq.wire import TransactionView
 
 from .caller import Scope
 from .views import tx_view
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 __all__ = ["EndOutcome", "end", "end_item", "end_transaction"]
 
@@ -29,8 +29,8 @@ async def end(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: s
               *, from_check: bool = False) -> EndOutcome:
     """Apply ``state`` for ``producer_group``, durable when this returns."""
     # Ownership: the body's group must be the transaction's (the domain checks) and the principal's to publish for.
-    rt.guard.authorize(who, Action.PUBLISH, Resource.group(producer_group), scope)
-    return await rt.transactions.end(transaction_id, producer_group, state, from_check=from_check)
+    rt.access.authorize(who, Action.PUBLISH, Resource.group(producer_group), scope)
+    return await rt.half_messages.end(transaction_id, producer_group, state, from_check=from_check)
 
 
 async def end_transaction(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, body: EndRequest) -> TransactionView:
@@ -44,5 +44,5 @@ def end_item(rt: BrokerRuntime, who: Principal, scope: Scope, item: EndItem) -> 
     """One end of a batch, without its fsync wait (the batch waits once, for the largest ``tx.end_offset``)."""
     # Ownership as the single route: the item's group must be the transaction's (the domain checks it)
     # and one the principal may publish for.
-    rt.guard.authorize(who, Action.PUBLISH, Resource.group(item.producer_group), scope)
-    return rt.transactions.end_unflushed(item.transaction_id, item.producer_group, item.state, from_check=item.from_check)
+    rt.access.authorize(who, Action.PUBLISH, Resource.group(item.producer_group), scope)
+    return rt.half_messages.end_unflushed(item.transaction_id, item.producer_group, item.state, from_check=item.from_check)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from halfmq.broker.delivery import dead_letters
-from halfmq.broker.message_view import message_view
+from halfmq.broker.messages.view import message_view
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem, PutResult
 from halfmq.broker.store.topics import is_system_topic
@@ -20,11 +20,11 @@ from .operator_actions import cluster_admin
 from .views import dlq_page, group_lag, group_summary
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 
 def describe(rt: BrokerRuntime, who: Principal, scope: Scope, group: str) -> ConsumerGroupInfo:
-    rt.guard.authorize(who, Action.DESCRIBE, Resource.group(group), scope)
+    rt.access.authorize(who, Action.DESCRIBE, Resource.group(group), scope)
     return group_lag(rt, group)
 
 
@@ -38,7 +38,7 @@ def list_groups(rt: BrokerRuntime, who: Principal, scope: Scope, system: bool) -
 
 
 def list_dlq(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, offset: int, limit: int) -> DeadLetters:
-    rt.guard.authorize(who, Action.ADMIN, Resource.group(group), scope)
+    rt.access.authorize(who, Action.ADMIN, Resource.group(group), scope)
     messages: list[Message] = [message_view(m) for m in dead_letters.dead_letters(rt.store, group, offset, limit)]
     depth = dead_letters.depth(rt.store, group)
     return DeadLetters(group=group, depth=depth, messages=messages,
@@ -54,7 +54,7 @@ async def resend_dlq_now(rt: BrokerRuntime, group: str, offset: int) -> tuple[Pu
 
 
 async def resend_dlq(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, offset: int) -> DlqResent:
-    rt.guard.authorize(who, Action.ADMIN, Resource.group(group), scope)
+    rt.access.authorize(who, Action.ADMIN, Resource.group(group), scope)
     if offset < 0:
         offset = -1  # an unknown offset, answered 404 below
     item, result = await resend_dlq_now(rt, group, offset)

@@ -15,13 +15,13 @@ import msgspec
 from halfmq.broker.half_messages.half_records import Tx
 from halfmq.broker.idempotence.producer_ids import SendKey, SentHalf, SentRef
 from halfmq.broker.idempotence.producer_records import SendKind
-from halfmq.broker.names import NameKind, checked_name
-from halfmq.broker.producer_answers import half_json
+from halfmq.broker.messages.names import NameKind, checked_name
+from halfmq.broker.observability.tracing import traced_half
 from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.broker.tracing import traced_half
+from halfmq.broker.usecases.answers import half_json
 from halfmq.errors import InvalidRequest
 from halfmq.wire import HalfSendResult, SendStatus
 
@@ -29,7 +29,7 @@ from .caller import Scope
 from .durability import FlushTimedOut, flush_outcome
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 
 def producer_group(name: str) -> str:
@@ -62,14 +62,14 @@ def write_half(rt: BrokerRuntime, group: str, cfg: TopicConfig, exists: bool, me
     for target, existed in [(cfg, exists), *(target for target, _ in also)]:
         if not existed and rt.store.topic(target.name) is None:
             rt.store.create_topic(target.name, target.queues)
-    return rt.transactions.send_half(group, item, cfg.queues, then, also=companions)
+    return rt.half_messages.send_half(group, item, cfg.queues, then, also=companions)
 
 
 def _companion_targets(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> list[tuple[Target, OutgoingMessage]]:
     """Each companion's topic, once the principal may publish to it (refused otherwise, before anything is written)."""
     targets: list[tuple[Target, OutgoingMessage]] = []
     for companion in body.also:
-        rt.guard.authorize(who, Action.PUBLISH, Resource.topic(companion.topic), scope)
+        rt.access.authorize(who, Action.PUBLISH, Resource.topic(companion.topic), scope)
         targets.append((rt.topics.writable(companion.topic), companion))
     return targets
 
@@ -79,7 +79,7 @@ def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRe
     """One half send's checks and write, without its fsync wait (the single and the batch route share it)."""
     group = producer_group(body.producer_group)
     for resource in (Resource.group(group), Resource.topic(body.topic)):
-        rt.guard.authorize(who, Action.PUBLISH, resource, scope)
+        rt.access.authorize(who, Action.PUBLISH, resource, scope)
     also = _companion_targets(rt, who, scope, body)
     numbered = body.producer_id is not None or body.epoch is not None or body.sequence is not None
     then = None

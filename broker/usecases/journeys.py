@@ -34,7 +34,7 @@ from halfmq.wire import MessageJourney, MessageSearch
 from .caller import Scope
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 MAX_HITS = 256  # records one stage of a lookup reads, all its topics together
 MAX_TRANSACTIONS = 4  # transaction ids of one message followed (a resent copy is a second one at most)
@@ -73,7 +73,7 @@ async def _in_a_thread(rt: BrokerRuntime, lookup: Callable[..., T], *args: Any) 
 
 
 def _may_look_up(rt: BrokerRuntime, who: Principal) -> MayLookUp:
-    return lambda topic: rt.guard.allows(who, Action.DESCRIBE, Resource.topic(topic))
+    return lambda topic: rt.access.allows(who, Action.DESCRIBE, Resource.topic(topic))
 
 
 def _show(rt: BrokerRuntime, may: MayLookUp, msg_id: str, named: str | None) -> MessageJourney:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from halfmq.broker.half_messages.half_records import EndOutcome, Tx, not_found
-from halfmq.broker.half_messages.state_machine import TxEvent
+from halfmq.broker.half_messages.state_machine import HalfEvent
 from halfmq.broker.security.policy import CLUSTER, Action, Principal, Resource
 from halfmq.errors import AccessDenied
 from halfmq.wire import TransactionList, TransactionState, TransactionView
@@ -19,18 +19,18 @@ from .caller import Scope
 from .views import tx_view
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 
 def cluster_admin(rt: BrokerRuntime, who: Principal, scope: Scope) -> Principal:
     """``who``, allowed to administer the whole broker (listings, metrics, the console): AccessDenied otherwise."""
-    rt.guard.authorize(who, Action.ADMIN, CLUSTER, scope)
+    rt.access.authorize(who, Action.ADMIN, CLUSTER, scope)
     return who
 
 
 def list_transactions(rt: BrokerRuntime, who: Principal, scope: Scope, state: TransactionState, limit: int) -> TransactionList:
     cluster_admin(rt, who, scope)
-    txs = rt.transactions.pending() if state is TransactionState.PENDING else rt.transactions.in_state(state)
+    txs = rt.half_messages.pending() if state is TransactionState.PENDING else rt.half_messages.in_state(state)
     return TransactionList(state=state, count=len(txs), transactions=[tx_view(rt, tx) for tx in txs[:limit]])
 
 
@@ -40,12 +40,12 @@ def owned(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, 
     No oracle: asked who first (401 before 404), and a transaction of a group the caller may not even describe is
     answered as none at all (404), so a principal of another group cannot tell which ids exist.
     """
-    tx = rt.transactions.get(transaction_id)
+    tx = rt.half_messages.get(transaction_id)
     try:
-        rt.guard.authorize(who, Action.DESCRIBE, Resource.group(tx.producer_group), scope)  # counted, audited
+        rt.access.authorize(who, Action.DESCRIBE, Resource.group(tx.producer_group), scope)  # counted, audited
     except AccessDenied:
         raise not_found(transaction_id) from None
-    rt.guard.authorize(who, action, Resource.group(tx.producer_group), scope)
+    rt.access.authorize(who, action, Resource.group(tx.producer_group), scope)
     return tx
 
 
@@ -55,18 +55,18 @@ def describe(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: st
 
 async def end_now(rt: BrokerRuntime, transaction_id: str, state: str) -> EndOutcome:
     """Commit or roll back as an operator (no producer group to match), durable when this returns."""
-    return await rt.transactions.end(transaction_id, None, state)
+    return await rt.half_messages.end(transaction_id, None, state)
 
 
 def recheck_now(rt: BrokerRuntime, transaction_id: str) -> None:
     """Ask the producer about the transaction at once instead of at its next check time."""
     assert rt.checks is not None
-    rt.checks.recheck_now(rt.transactions.get(transaction_id))
+    rt.checks.recheck_now(rt.half_messages.get(transaction_id))
 
 
 async def resend_now(rt: BrokerRuntime, transaction_id: str, note: str) -> EndOutcome:
     """Deliver a committed transaction's message once more, durable when this returns."""
-    outcome = rt.transactions.apply(rt.transactions.get(transaction_id), TxEvent.RESEND, note=note)
+    outcome = rt.half_messages.apply(rt.half_messages.get(transaction_id), HalfEvent.RESEND, note=note)
     await rt.durable(outcome.tx.end_offset)
     return outcome
 

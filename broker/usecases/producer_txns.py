@@ -8,7 +8,7 @@ steps of a transaction also need the producer id to be the caller's: the
 principal whose ``init`` obtained it (PRODUCER_ID_NOT_OWNED otherwise,
 ``TransactionCoordinator.check_acting``). A new id's name is checked where it
 is created (``TransactionCoordinator.init``). The answers are rendered by
-halfmq.broker.producer_answers from the coordinator's typed results.
+halfmq.broker.usecases.answers from the coordinator's typed results.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from halfmq import wire
-from halfmq.broker.producer_answers import acks_json, begin_json, end_json, init_json, messages_json, producer_id_json, view_json
 from halfmq.broker.producer_transactions.txn_records import AbortedBy
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.security.policy import Action, Kind, Principal, Resource
+from halfmq.broker.usecases.answers import acks_json, begin_json, end_json, init_json, messages_json, producer_id_json, view_json
 
 from .caller import Scope
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 
 def _tid_resource(tid: str) -> Resource:
@@ -33,20 +33,20 @@ def _tid_resource(tid: str) -> Resource:
 
 def acting(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, action: Action = Action.PUBLISH) -> Principal:
     """``who``, allowed ``action`` on the transactional id (AccessDenied otherwise)."""
-    rt.guard.authorize(who, action, _tid_resource(tid), scope)
+    rt.access.authorize(who, action, _tid_resource(tid), scope)
     return who
 
 
 def stepping(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> Principal:
     """``who``, allowed to take a step of ``tid``'s transaction: checked before the step's body is read."""
-    rt.guard.authorize(who, Action.PUBLISH, _tid_resource(tid), scope)
+    rt.access.authorize(who, Action.PUBLISH, _tid_resource(tid), scope)
     rt.producer_txns.check_acting(tid, who.name)  # its producer id is the principal's that initialised it
     return who
 
 
 def list_ids(rt: BrokerRuntime, who: Principal) -> wire.TransactionalIdList:
     """The transactional ids ``who`` may describe."""
-    txns = [t for t in rt.producer_txns.all() if rt.guard.allows(who, Action.DESCRIBE, _tid_resource(t.transactional_id))]
+    txns = [t for t in rt.producer_txns.all() if rt.access.allows(who, Action.DESCRIBE, _tid_resource(t.transactional_id))]
     return wire.TransactionalIdList(count=len(txns), transactional_ids=[view_json(rt.producer_txns.view(t)) for t in txns])
 
 
@@ -71,20 +71,20 @@ def add_messages(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body
         by_topic.setdefault(msg.topic, []).append(msg)
     items, missing = [], []
     for topic, batch in by_topic.items():
-        rt.guard.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
+        rt.access.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
         cfg, exists = rt.topics.writable(topic)
         if not exists:
             missing.append(cfg)
         items.extend(rt.sender.prepare_many(cfg, batch))
-    holder = who.name if rt.guard.enabled else None  # with auth off everyone is anonymous: only the broker-wide cap
+    holder = who.name if rt.access.enabled else None  # with auth off everyone is anonymous: only the broker-wide cap
     return messages_json(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing, principal=holder))
 
 
 def add_acks(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: TxnAcksRequest) -> wire.TxnAcksResult:
     receipts = rt.delivery.parse_receipts(body.receipt_handles)
     for h in receipts:  # one service cannot settle another's deliveries
-        rt.guard.authorize(who, Action.SUBSCRIBE, Resource.group(h.group), scope)
-        rt.guard.authorize(who, Action.SUBSCRIBE, Resource.topic(h.topic), scope)
+        rt.access.authorize(who, Action.SUBSCRIBE, Resource.group(h.group), scope)
+        rt.access.authorize(who, Action.SUBSCRIBE, Resource.topic(h.topic), scope)
     return acks_json(rt.producer_txns.add_acks(tid, body.producer_id, body.epoch, body.sequence, receipts))
 
 
@@ -109,5 +109,5 @@ async def force_abort(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str)
 
 async def new_producer_id(rt: BrokerRuntime, scope: Scope) -> wire.ProducerIdResult:
     """An idempotent producer id, bound to the principal that gets it; anyone allowed to publish somewhere may."""
-    who = rt.guard.require_publisher(scope)
+    who = rt.access.require_publisher(scope)
     return producer_id_json(await rt.producer_ids.new_producer_id(who.name))

@@ -15,13 +15,13 @@ from .half_sending import producer_group
 from .views import producer_groups
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 
 async def heartbeat(rt: BrokerRuntime, who: Principal, scope: Scope, body: Heartbeat) -> HeartbeatResult:
     """Register or refresh a producer of a group ``who`` may publish for; its check URL is resolved once and vetted."""
     group = producer_group(body.producer_group)
-    rt.guard.authorize(who, Action.PUBLISH, Resource.group(group), scope)
+    rt.access.authorize(who, Action.PUBLISH, Resource.group(group), scope)
     address = None
     if body.check_url:
         known = rt.producers.registered(group, body.client_id, body.check_url)
@@ -39,10 +39,10 @@ async def heartbeat(rt: BrokerRuntime, who: Principal, scope: Scope, body: Heart
 
 def list_producers(rt: BrokerRuntime, who: Principal, scope: Scope) -> ProducerList:
     """Every producer group's live producers: for cluster admins."""
-    rt.guard.authorize(who, Action.ADMIN, CLUSTER, scope)
+    rt.access.authorize(who, Action.ADMIN, CLUSTER, scope)
     return ProducerList(groups=producer_groups(rt))
 
 
 def check_back_groups(rt: BrokerRuntime, who: Principal, groups: list[str]) -> list[str]:
     """Of ``groups``, those ``who`` may publish for: check-backs go only to such producers (no count, no audit line)."""
-    return [g for g in groups if rt.guard.allows(who, Action.PUBLISH, Resource.group(g))]
+    return [g for g in groups if rt.access.allows(who, Action.PUBLISH, Resource.group(g))]

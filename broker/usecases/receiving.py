@@ -6,16 +6,16 @@ import time
 from typing import TYPE_CHECKING, Protocol
 
 from halfmq.broker.delivery.delivery_service import Delivery
-from halfmq.broker.message_view import message_view
+from halfmq.broker.messages.view import message_view
+from halfmq.broker.observability.tracing import traced_deliveries
 from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
-from halfmq.broker.tracing import traced_deliveries
 from halfmq.wire import Message, ReceiveResponse
 
 from .caller import Scope
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 __all__ = ["Delivery", "receive", "subscriber", "wanted"]
 
@@ -26,8 +26,8 @@ class Caller(Protocol):
 
 def subscriber(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, topic: str) -> Principal:
     """``who``, allowed to consume ``topic`` as ``group`` (AccessDenied otherwise): receive, ack, nack and the rest."""
-    rt.guard.authorize(who, Action.SUBSCRIBE, Resource.group(group), scope)
-    rt.guard.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
+    rt.access.authorize(who, Action.SUBSCRIBE, Resource.group(group), scope)
+    rt.access.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
     return who
 
 

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 from halfmq.broker.idempotence.producer_ids import SendKey, SentRef, sent_messages
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.send_window import Verdict
-from halfmq.broker.producer_answers import sent_json
+from halfmq.broker.observability.tracing import traced_send
 from halfmq.broker.protocol import OutgoingMessage, SendRequest
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutResult
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.timers.routing import visible_place
-from halfmq.broker.tracing import traced_send
+from halfmq.broker.usecases.answers import sent_json
 from halfmq.errors import InvalidRequest
 from halfmq.wire import SendResponse, SendResult, SendStatus
 
@@ -28,21 +28,21 @@ from .caller import Scope
 from .durability import durable_status
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 
 def publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> Principal:
     """``who``, allowed to publish to ``topic`` (AccessDenied otherwise)."""
-    rt.guard.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
+    rt.access.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
     return who
 
 
 def rocketmq_publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, transactional: bool) -> None:
     """A RocketMQ 5 send's check per topic: publish to it, and for transactional messages to its producer group,
     which for a gRPC producer is the topic itself (docs/decisions/029-rocketmq-5-front.md)."""
-    rt.guard.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
+    rt.access.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
     if transactional:
-        rt.guard.authorize(who, Action.PUBLISH, Resource.group(topic), scope)
+        rt.access.authorize(who, Action.PUBLISH, Resource.group(topic), scope)
 
 
 @traced_send

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 
 def _settled(results: list[tuple[str, bool]]) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from halfmq.broker.message_view import message_view
+from halfmq.broker.messages.view import message_view
 from halfmq.broker.protocol import TopicCreate
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
@@ -16,7 +16,7 @@ from .caller import Scope
 from .views import topic_view
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 
 async def create(rt: BrokerRuntime, who: Principal, scope: Scope, body: TopicCreate) -> tuple[TopicInfo, bool]:
@@ -24,7 +24,7 @@ async def create(rt: BrokerRuntime, who: Principal, scope: Scope, body: TopicCre
 
     A new topic is answered once its record is durable (in a broker set, on the replicas the ack mode asks for).
     """
-    rt.guard.authorize(who, Action.ADMIN, Resource.topic(body.name), scope)
+    rt.access.authorize(who, Action.ADMIN, Resource.topic(body.name), scope)
     cfg, created = rt.topics.create(body.name, body.queues)
     if created:
         await rt.durable(rt.store.commit_log.end_offset)  # the topic record is the last write of this loop pass's request
@@ -33,18 +33,18 @@ async def create(rt: BrokerRuntime, who: Principal, scope: Scope, body: TopicCre
 
 def list_visible(rt: BrokerRuntime, who: Principal) -> TopicList:
     """The topics ``who`` may describe."""
-    visible = [cfg for cfg in rt.store.topics.all() if rt.guard.allows(who, Action.DESCRIBE, Resource.topic(cfg.name))]
+    visible = [cfg for cfg in rt.store.topics.all() if rt.access.allows(who, Action.DESCRIBE, Resource.topic(cfg.name))]
     return TopicList(topics=[topic_view(rt, cfg) for cfg in visible])
 
 
 def describe(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> TopicInfo:
-    rt.guard.authorize(who, Action.DESCRIBE, Resource.topic(topic), scope)
+    rt.access.authorize(who, Action.DESCRIBE, Resource.topic(topic), scope)
     return topic_view(rt, rt.topics.get(topic))
 
 
 def read_messages(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, queue_id: int, offset: int, limit: int) -> OffsetReadResponse:
     """Up to ``limit`` visible messages of one queue from ``offset``, and where to read next; damaged records by offset."""
-    rt.guard.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
+    rt.access.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
     cfg = rt.topics.get(topic)
     if not 0 <= queue_id < cfg.queues:
         raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}, not {queue_id}")
@@ -58,13 +58,13 @@ def read_messages(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, q
 
 def route(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> TopicConfig:
     """A RocketMQ 5 QueryRoute: the topic's queues for one allowed to describe it (as auto-create would make it)."""
-    rt.guard.authorize(who, Action.DESCRIBE, Resource.topic(topic), scope)
+    rt.access.authorize(who, Action.DESCRIBE, Resource.topic(topic), scope)
     cfg, _ = rt.topics.writable(topic)
     return cfg
 
 
 def assignment(rt: BrokerRuntime, who: Principal, scope: Scope, group: str, topic: str) -> TopicConfig:
     """A RocketMQ 5 QueryAssignment: the topic a consumer of ``group`` may read (it must exist)."""
-    rt.guard.authorize(who, Action.SUBSCRIBE, Resource.group(group), scope)
-    rt.guard.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
+    rt.access.authorize(who, Action.SUBSCRIBE, Resource.group(group), scope)
+    rt.access.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
     return rt.topics.get(topic)

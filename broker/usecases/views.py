@@ -13,16 +13,16 @@ from msgspec import UNSET
 
 from halfmq import wire
 from halfmq.broker.delivery import dead_letters
+from halfmq.broker.half_messages.half_message_service import SYSTEM_GROUP
 from halfmq.broker.half_messages.half_records import Tx
-from halfmq.broker.half_messages.transaction_service import SYSTEM_GROUP
-from halfmq.broker.message_view import restored_view
-from halfmq.broker.producer_answers import final_json
+from halfmq.broker.messages.view import restored_view
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TopicConfig
+from halfmq.broker.usecases.answers import final_json
 from halfmq.wire import TransactionState, TransactionView
 
 if TYPE_CHECKING:
-    from halfmq.broker.api.runtime import BrokerRuntime
+    from halfmq.broker.runtime import BrokerRuntime
 
 
 def is_system_group(group: str) -> bool:
@@ -32,7 +32,7 @@ def is_system_group(group: str) -> bool:
 
 def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: StoredMessage | None = None) -> TransactionView:
     """A transaction's view; ``duplicate`` is said only by an end's answer (None: not at all)."""
-    now_ms = rt.transactions.now() * 1000
+    now_ms = rt.half_messages.now() * 1000
     return TransactionView(
         transaction_id=tx.transaction_id,
         producer_group=tx.producer_group,
@@ -45,7 +45,7 @@ def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: S
         next_check_timestamp=int(tx.due_at * 1000) if tx.state is TransactionState.PENDING else None,
         resolved_timestamp=tx.resolved_ms,
         final=final_json(tx.final),
-        message=restored_view(half or rt.transactions.half_message(tx)),
+        message=restored_view(half or rt.half_messages.half_message(tx)),
         duplicate=UNSET if duplicate is None else duplicate,
     )
 

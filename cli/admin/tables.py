@@ -12,7 +12,7 @@ import datetime
 import json
 from typing import Any
 
-from halfmq.broker.human_time import due, duration, when
+from halfmq.human_time import due, duration, when
 
 __all__ = ["due", "duration", "emit", "when", "with_iso_times"]
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.client.check_app import CheckApp as CheckApp
     from halfmq.client.consumer import AsyncConsumer as AsyncConsumer
     from halfmq.client.consumer import Consumer as Consumer
+    from halfmq.client.half_message_steps import TransactionSendResult as TransactionSendResult
     from halfmq.client.listener import AsyncTransactionListener as AsyncTransactionListener
     from halfmq.client.listener import LocalTransactionState as LocalTransactionState
     from halfmq.client.listener import TransactionListener as TransactionListener
@@ -29,7 +30,6 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.client.simple_consumer import AsyncSimpleConsumer as AsyncSimpleConsumer
     from halfmq.client.simple_consumer import SimpleConsumer as SimpleConsumer
     from halfmq.client.transaction_producer import TransactionProducer as TransactionProducer
-    from halfmq.client.transaction_steps import TransactionSendResult as TransactionSendResult
     from halfmq.errors import AmbiguousMessageId as AmbiguousMessageId
     from halfmq.errors import BrokerError as BrokerError
     from halfmq.errors import BrokerUnavailable as BrokerUnavailable
@@ -64,7 +64,7 @@ _HOMES = {name: module for module, names in {  # the public names at run time, b
     "halfmq.client.send_options": "SendOptions",
     "halfmq.client.simple_consumer": "AsyncSimpleConsumer SimpleConsumer",
     "halfmq.client.transaction_producer": "TransactionProducer",
-    "halfmq.client.transaction_steps": "TransactionSendResult",
+    "halfmq.client.half_message_steps": "TransactionSendResult",
     "halfmq.errors": "AmbiguousMessageId BrokerError BrokerUnavailable CheckUrlRefused MessageNotFound ProducerFenced"
                      " TransactionAborted",
     "halfmq.wire": "CheckRequest ConsumerGroupInfo HalfSendResult JourneyEventKind Message MessageJourney MessageSummary OffsetReadResponse"

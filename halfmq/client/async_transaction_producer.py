@@ -1,7 +1,7 @@
 """RocketMQ's TransactionMQProducer, written once: the asyncio producer that the blocking one drives.
 
 ``send_in_transaction`` is half → local transaction → end, a step sequence
-(``transaction_steps``, whose docstring says how each step can fail) run here
+(``half_message_steps``, whose docstring says how each step can fail) run here
 on the event loop; ``TransactionProducer`` runs the same steps from its
 caller's thread. The producer registers ``check_url`` with the broker by
 heartbeat so that the broker can ask about transactions whose end it never
@@ -25,9 +25,10 @@ import msgspec
 from halfmq.errors import BrokerError
 from halfmq.wire import MAX_HALF_COMPANIONS, OutgoingMessage, TransactionState, TxnMessage
 
-from . import endpoints, tracing, transaction_steps
+from . import endpoints, half_message_steps, tracing
 from .check_app import CheckApp
 from .endpoints import Call
+from .half_message_steps import Request, RunLocalTransaction, Step, Steps, TransactionSendResult, end_state
 from .listener import AnyTransactionListener, LocalTransactionState, call_listener
 from .loop_thread import cancel
 from .messages import Body, outgoing
@@ -36,7 +37,6 @@ from .retry import async_retrying
 from .send_options import SendOptions
 from .step_drivers import retry_on, run_steps_async
 from .transaction_batches import TransactionBatches
-from .transaction_steps import Request, RunLocalTransaction, Step, Steps, TransactionSendResult, end_state
 from .transport import AsyncClient, ClientOptions, TransportOptions, require_http_url
 
 __all__ = ["Also", "AsyncTransactionProducer", "TransactionProducerOptions", "companions"]
@@ -187,7 +187,7 @@ class AsyncTransactionProducer(AsyncClient):
     # --- sending -----------------------------------------------------------------
     async def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, *, also: Also = (),
                                   **options: Unpack[SendOptions]) -> TransactionSendResult:
-        """Half → local transaction → end (see ``transaction_steps`` for each step's failures); ``arg`` goes to the listener.
+        """Half → local transaction → end (see ``half_message_steps`` for each step's failures); ``arg`` goes to the listener.
 
         ``also=[(topic, message), ...]`` (at most ``MAX_HALF_COMPANIONS``): more messages the same local transaction
         decides, committed with ``message`` (each with its own delay, due relative to the commit) or rolled back with it.
@@ -204,7 +204,7 @@ class AsyncTransactionProducer(AsyncClient):
             # registered, and a transaction whose end is lost would wait forever.
             raise RuntimeError("call start() (or use the producer as a context manager) before sending")
         msg = tracing.created(topic, self.producer_group, outgoing(message, **options))
-        return transaction_steps.send_in_transaction(self.producer_group, topic, msg, arg, numbered=self._numbering is not None,
+        return half_message_steps.send_in_transaction(self.producer_group, topic, msg, arg, numbered=self._numbering is not None,
                                                      also=companions(also))
 
     async def _perform(self, step: Step) -> Any:

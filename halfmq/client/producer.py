@@ -55,10 +55,10 @@ from .endpoints import Call
 from .loop_thread import Blocking, blocking, close_at_exit
 from .messages import Body, epoch_ms, outgoing
 from .numbering import Numbering, numbering_for
+from .producer_transaction_steps import TransactionalSteps
 from .retry import async_retrying
 from .send_options import SendOptions
 from .send_policy import send_coalescer
-from .transactional_steps import TransactionalSteps
 from .transport import AsyncClient, ClientOptions, TransportOptions
 
 __all__ = ["AsyncProducer", "Numbering", "Producer", "ProducerOptions"]

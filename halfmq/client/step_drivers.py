@@ -1,4 +1,4 @@
-"""Run a step sequence (``transaction_steps``, ``settlement``) from a coroutine or from a thread: one driver.
+"""Run a step sequence (``half_message_steps``, ``settlement``) from a coroutine or from a thread: one driver.
 
 The asyncio clients await each step (``run_steps_async``). The blocking transaction producer
 must run its listener's local transaction in its caller's thread (where the caller's database
@@ -16,8 +16,8 @@ import inspect
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
+from .half_message_steps import Request
 from .retry import RetryPredicate, is_retriable
-from .transaction_steps import Request
 from .transport import request_not_sent
 
 __all__ = ["retry_on", "run_steps", "run_steps_async"]

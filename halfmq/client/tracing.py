@@ -13,7 +13,7 @@ untraced work: no span, no property added, OpenTelemetry not even imported. With
   check-back span from the request's ``traceparent`` header.
 
 The consumer continues the producer's trace (the context the message carries, read by ``halfmq.tracing.extract``,
-which drops headers past their bounds); the broker only links to it from its own trace (``halfmq.broker.tracing``).
+which drops headers past their bounds); the broker only links to it from its own trace (``halfmq.broker.observability.tracing``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import msgspec
 import halfmq.tracing as core
 from halfmq.wire import CheckRequest, HalfSendResult, Message, OutgoingMessage
 
-from .transaction_steps import RunLocalTransaction, Step
+from .half_message_steps import RunLocalTransaction, Step
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer

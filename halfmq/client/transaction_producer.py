@@ -6,7 +6,7 @@ does not is the local transaction: ``execute_local_transaction`` runs in the
 thread that called ``send_in_transaction``, because that is where the caller's
 database session, connection and thread-locals live (a ``sqlite3`` connection
 refuses other threads). So the send is the async producer's step sequence
-(``transaction_steps``) driven from the caller's thread (``step_drivers``),
+(``half_message_steps``) driven from the caller's thread (``step_drivers``),
 each request handed to the loop and the local transaction run in place.
 """
 
@@ -19,12 +19,12 @@ from halfmq.wire import OutgoingMessage
 from . import tracing
 from .async_transaction_producer import Also, AsyncTransactionProducer, TransactionProducerOptions
 from .check_app import CheckApp
+from .half_message_steps import RunLocalTransaction, Step, TransactionSendResult
 from .listener import TransactionListener, is_async_callable
 from .loop_thread import Blocking, blocking, run
 from .messages import Body
 from .send_options import SendOptions
 from .step_drivers import run_steps
-from .transaction_steps import RunLocalTransaction, Step, TransactionSendResult
 
 __all__ = ["TransactionProducer"]
 
@@ -71,7 +71,7 @@ class TransactionProducer(Blocking[AsyncTransactionProducer]):
 
     def send_in_transaction(self, topic: str, message: OutgoingMessage | Body, arg: Any = None, *, also: Also = (),
                             **options: Unpack[SendOptions]) -> TransactionSendResult:
-        """Half → local transaction (in this thread) → end; see ``transaction_steps`` for each step's failures.
+        """Half → local transaction (in this thread) → end; see ``half_message_steps`` for each step's failures.
 
         ``also=[(topic, message), ...]``: companions decided with it (``AsyncTransactionProducer.send_in_transaction``).
         """

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 
 from halfmq.broker.api.app import create_app
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.runtime import BrokerRuntime
 
 
 @asynccontextmanager

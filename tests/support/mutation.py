@@ -37,7 +37,7 @@ GATED: dict[str, tuple[str, ...]] = {
     "halfmq/services/credit/rules.py": ("tests/unit/services/credit/test_rules.py",),
     "halfmq/broker/producer_transactions/producer_state_machine.py": ("tests/unit/broker/producer_transactions/test_producer_state_machine.py",),
     "halfmq/broker/producer_transactions/producer_timeout.py": ("tests/unit/broker/producer_transactions/test_producer_timeout.py",),
-    "halfmq/broker/names.py": ("tests/unit/broker/test_names.py",),
+    "halfmq/broker/messages/names.py": ("tests/unit/broker/messages/test_names.py",),
     "halfmq/broker/serving/allowed_hosts.py": ("tests/unit/broker/serving/test_allowed_hosts.py",),
     "halfmq/broker/producer_transactions/held_bytes.py": ("tests/unit/broker/producer_transactions/test_held_bytes.py",),
     "halfmq/broker/cluster/decisions.py": ("tests/unit/broker/cluster/test_decisions.py", "tests/unit/broker/cluster/test_high_watermark.py",

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from halfmq import wire
 from halfmq.broker.protocol import EndBatchRequest, EndItem, HalfBatchRequest, HalfSendRequest, RawBatch
+from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.usecases.durability import FlushTimedOut, flush_outcome
 from halfmq.broker.usecases.ending import EndOutcome, end_item
 from halfmq.broker.usecases.half_sending import StoredHalf, store_half, with_flush_status
@@ -44,7 +45,6 @@ from ..body import parse_body
 from ..front import ApiRequest, Reply
 from ..problems import as_broker_error, validation_problem
 from ..router import Route
-from ..runtime import BrokerRuntime
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from sqlalchemy import Connection, MetaData, Table, delete, exists, select
 from sqlalchemy.orm import Session
 
 from halfmq.client.async_transaction_producer import Also, AsyncTransactionProducer
+from halfmq.client.half_message_steps import TransactionSendResult
 from halfmq.client.listener import LocalTransactionState
 from halfmq.client.loop_thread import cancel
 from halfmq.client.messages import Body
-from halfmq.client.transaction_steps import TransactionSendResult
 from halfmq.wire import Message, OutgoingMessage, SendStatus
 
 from .horizon import DEFAULT_COMMIT_GRACE, DEFAULT_LOCAL_TX_TIMEOUT, CheckAnswer, Horizon, check_answer, half_age_seconds

@@ -8,7 +8,7 @@ import os
 import time
 
 if os.environ.get("HALFMQ_TEST_SLOW_OPEN"):
-    from halfmq.broker.api import runtime
+    from halfmq.broker import runtime
 
     _open = runtime.BrokerRuntime.open.__func__  # type: ignore[attr-defined]
 

@@ -13,8 +13,8 @@ from opentelemetry.trace import SpanKind
 import halfmq.tracing as core
 from halfmq.client import tracing
 from halfmq.client.endpoints import end_transaction, half_send
+from halfmq.client.half_message_steps import Request, RunLocalTransaction
 from halfmq.client.listener import LocalTransactionState
-from halfmq.client.transaction_steps import Request, RunLocalTransaction
 from halfmq.wire import CheckRequest, HalfSendResult, Message, OutgoingMessage, SendStatus
 from tests.support import spans
 from tests.support.spans import Recorded

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from halfmq.client import AsyncTransactionProducer, LocalTransactionState, TransactionSendResult
+from halfmq.client.half_message_steps import Request, RunLocalTransaction, Step, end_state, send_in_transaction
 from halfmq.client.retry import is_retriable
 from halfmq.client.step_drivers import retry_on, run_steps, run_steps_async
-from halfmq.client.transaction_steps import Request, RunLocalTransaction, Step, end_state, send_in_transaction
 from halfmq.client.transport import request_not_sent
 from halfmq.errors import BrokerUnavailable, CheckUrlRefused, StoreUnavailable
 from halfmq.wire import HalfSendResult, OutgoingMessage, SendStatus

@@ -2,7 +2,7 @@
 
 import pytest
 
-from halfmq.client.transactional_steps import TransactionalSteps
+from halfmq.client.producer_transaction_steps import TransactionalSteps
 from halfmq.errors import InvalidTxnState, ProducerFenced
 from halfmq.wire import OutgoingMessage, TxnAcksResult, TxnInitResult, TxnMessagesResult
 

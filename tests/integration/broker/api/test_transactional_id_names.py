@@ -1,4 +1,4 @@
-"""A transactional id is named by the rule every name follows (broker/names.py): a crafted one is refused and stores nothing."""
+"""A transactional id is named by the rule every name follows (broker/messages/names.py): a crafted one is refused and stores nothing."""
 
 from __future__ import annotations
 

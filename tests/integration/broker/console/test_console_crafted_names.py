@@ -1,6 +1,6 @@
 """A transactional id with a crafted name, aborted from the console in a real Chromium, aborts that id and nothing else.
 
-The API now refuses such a name (broker/names.py), but a broker older than the
+The API now refuses such a name (broker/messages/names.py), but a broker older than the
 rule took any: the id is written into the store below the rule, as an old log
 would hold it, and the broker restarted on it. Before the console encoded its
 path segments, the id ``..\\transactions\\<victim>\\rollback#`` put into
@@ -48,7 +48,7 @@ def tid_state(client: httpx.Client, tid: str) -> dict:
 
 
 def path_segment(name: str) -> str:
-    return quote(name, safe="")  # what the console's segment filter must write (tests/unit/broker/api/test_console_templates.py)
+    return quote(name, safe="")  # what the console's segment filter must write (tests/unit/broker/console/test_console_templates.py)
 
 
 def css_string(text: str) -> str:

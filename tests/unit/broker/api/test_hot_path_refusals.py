@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 
 from halfmq.broker.api.app import create_app
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.runtime import BrokerRuntime
 from tests.support.asgi_messages import chunks
 
 MiB = 1024 * 1024

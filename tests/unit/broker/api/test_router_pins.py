@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from halfmq.broker.api.app import create_app
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.runtime import BrokerRuntime
 
 from .router_pin_requests import REQUESTS
 

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
+from halfmq.broker.api.routes.cluster import LOG_END_HEADER
 from halfmq.broker.cluster.follower import HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER, Follower
-from halfmq.broker.cluster.routes import LOG_END_HEADER
 from halfmq.broker.cluster.term_history import TermHistory
 
 SEGMENT = 1 << 20

@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from halfmq.broker.api.routes.cluster import LOG_END_HEADER
 from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER, Follower
 from halfmq.broker.cluster.high_watermark import HighWatermark
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
-from halfmq.broker.cluster.routes import LOG_END_HEADER
 from halfmq.broker.cluster.term_history import TermHistory
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.store_types import PutItem

@@ -10,11 +10,11 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.cluster.decisions import Role
 from halfmq.broker.cluster.etcd import KeyValue
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.runtime import BrokerRuntime
 from tests.support.fake_clock import FakeClock
 
 MEMBERS = "n1=http://127.0.0.1:8081,n2=http://127.0.0.1:8082,n3=http://127.0.0.1:8083"

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.cluster.decisions import Role
 from halfmq.broker.cluster.errors import NotLeader
 from halfmq.broker.cluster.etcd import KeyValue, Lease
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.usecases import settling
 

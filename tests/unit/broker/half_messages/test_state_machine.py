@@ -2,11 +2,11 @@ import itertools
 
 import pytest
 
-from halfmq.broker.half_messages.state_machine import TRANSITIONS, TxAction, TxEvent, op_kind, state_after_op, transition
+from halfmq.broker.half_messages.state_machine import TRANSITIONS, HalfEvent, TxAction, op_kind, state_after_op, transition
 from halfmq.errors import TransactionConflict
 from halfmq.wire import TransactionState
 
-S, E, A = TransactionState, TxEvent, TxAction
+S, E, A = TransactionState, HalfEvent, TxAction
 
 LEGAL = {
     (S.PENDING, E.COMMIT): (S.COMMITTED, A.APPEND_FINAL_AND_OP),
@@ -28,7 +28,7 @@ def test_every_legal_transition_lands_where_the_table_says(state, event) -> None
     assert transition(state, event) == LEGAL[(state, event)]
 
 
-ILLEGAL = [pair for pair in itertools.product(TransactionState, TxEvent) if pair not in LEGAL]
+ILLEGAL = [pair for pair in itertools.product(TransactionState, HalfEvent) if pair not in LEGAL]
 
 
 @pytest.mark.parametrize(("state", "event"), ILLEGAL, ids=[f"{s.value}-{e.value}" for s, e in ILLEGAL])

@@ -1,4 +1,4 @@
-"""TransactionService + CheckService on a real store, with a fake clock and scripted producer answers."""
+"""HalfMessageService + CheckService on a real store, with a fake clock and scripted producer answers."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from halfmq.broker.half_messages.check_client import CheckOutcome
 from halfmq.broker.half_messages.check_policy import CheckPolicy
 from halfmq.broker.half_messages.check_service import CheckService
+from halfmq.broker.half_messages.half_message_service import HalfMessageService
 from halfmq.broker.half_messages.producer_registry import ProducerRegistry
-from halfmq.broker.half_messages.state_machine import TxEvent
-from halfmq.broker.half_messages.transaction_service import TransactionService
+from halfmq.broker.half_messages.state_machine import HalfEvent
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.record import StoredMessage
@@ -31,7 +31,7 @@ class Broker:
     def __init__(self, path: Path, clock: FakeClock, client: ScriptedCheckClient) -> None:
         self.store = MessageStore(StoreConfig(path), clock=clock)
         self.store.create_topic("ORDERS", 2)
-        self.txs = TransactionService(self.store, POLICY, FlushWaiter(self.store, 5), clock=clock)
+        self.txs = HalfMessageService(self.store, POLICY, FlushWaiter(self.store, 5), clock=clock)
         self.registry = ProducerRegistry(None, expiry=120, clock=clock)
         self.checks = CheckService(self.txs, self.registry, client, POLICY, clock=clock)
 
@@ -191,13 +191,13 @@ async def test_discarded_transaction_can_be_resent_once(broker: Broker, clock, c
     txid = broker.half("o1")
     for _ in range(5):
         await broker.check_round(clock, 6)
-    from halfmq.broker.half_messages.state_machine import TxEvent
+    from halfmq.broker.half_messages.state_machine import HalfEvent
 
     tx = broker.txs.get(txid)
-    broker.txs.apply(tx, TxEvent.RESEND)
+    broker.txs.apply(tx, HalfEvent.RESEND)
     assert tx.state is TransactionState.COMMITTED and broker.visible() == [b"o1"]
     with pytest.raises(TransactionConflict):
-        broker.txs.apply(tx, TxEvent.RESEND)
+        broker.txs.apply(tx, HalfEvent.RESEND)
 
 
 async def test_check_storms_do_not_grow_the_half_queue(broker: Broker, clock, client) -> None:
@@ -217,14 +217,14 @@ async def test_check_storms_do_not_grow_the_half_queue(broker: Broker, clock, cl
 
 
 async def test_resend_survives_a_restart_and_is_not_offered_again(tmp_path: Path, clock, client) -> None:
-    from halfmq.broker.half_messages.state_machine import TxEvent
+    from halfmq.broker.half_messages.state_machine import HalfEvent
 
     b = Broker(tmp_path, clock, client)
     b.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
     txid = b.half("o1")
     for _ in range(5):
         await b.check_round(clock, 6)
-    b.txs.apply(b.txs.get(txid), TxEvent.RESEND)
+    b.txs.apply(b.txs.get(txid), HalfEvent.RESEND)
     b.close()
     b = Broker(tmp_path, clock, client)
     try:
@@ -499,7 +499,7 @@ async def test_a_discarded_half_with_companions_is_resent_whole_after_a_restart(
     b.close()
     b = Broker(tmp_path, clock, client)
     try:
-        b.txs.apply(b.txs.get(txid), TxEvent.RESEND, note="operator")
+        b.txs.apply(b.txs.get(txid), HalfEvent.RESEND, note="operator")
         assert b.visible() == [b"o1"] and [m.body for m in b.store.read_queue("PAYMENT_DUE", 0, 0, 10)] == [b"o1-now"]
     finally:
         b.close()

@@ -20,8 +20,8 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 from halfmq.broker.half_messages.check_client import CheckOutcome
 from halfmq.broker.half_messages.check_policy import CheckPolicy
 from halfmq.broker.half_messages.check_service import CheckService
+from halfmq.broker.half_messages.half_message_service import HalfMessageService
 from halfmq.broker.half_messages.producer_registry import ProducerRegistry
-from halfmq.broker.half_messages.transaction_service import TransactionService
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.errors import TransactionConflict, TransactionNotFound
@@ -52,7 +52,7 @@ class TransactionMachine(RuleBasedStateMachine):
     def _open(self) -> None:
         self.store = MessageStore(StoreConfig(self.dir, flush_mode="async", segment_bytes=64 * 1024), clock=self.clock)
         self.store.create_topic("ORDERS", 2)
-        self.service = TransactionService(self.store, POLICY, FlushWaiter(self.store, 5), clock=self.clock)
+        self.service = HalfMessageService(self.store, POLICY, FlushWaiter(self.store, 5), clock=self.clock)
         self.registry = ProducerRegistry(None, expiry=1e9, clock=self.clock)
         self.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
         self.checks = CheckService(self.service, self.registry, self.client, POLICY, clock=self.clock)

@@ -4,10 +4,10 @@ import itertools
 
 import pytest
 
-from halfmq.broker.producer_transactions.producer_state_machine import TRANSITIONS, Move, ProducerTxnState, TxnAction, TxnEvent, transition
+from halfmq.broker.producer_transactions.producer_state_machine import TRANSITIONS, Move, ProducerTxnEvent, ProducerTxnState, TxnAction, transition
 from halfmq.errors import InvalidTxnState, TransactionAborted
 
-S, E, A = ProducerTxnState, TxnEvent, TxnAction
+S, E, A = ProducerTxnState, ProducerTxnEvent, TxnAction
 
 LEGAL = {
     (S.EMPTY, E.INIT): Move(S.EMPTY, A.WRITE_INIT),
@@ -29,7 +29,7 @@ LEGAL = {
     (S.COMPLETE_ABORT, E.EXPIRE): Move(S.COMPLETE_ABORT, A.NONE),
 }
 ABORTED = {(S.COMPLETE_ABORT, E.ADD_MESSAGES), (S.COMPLETE_ABORT, E.ADD_ACKS), (S.COMPLETE_ABORT, E.COMMIT)}
-ALL = list(itertools.product(ProducerTxnState, TxnEvent))
+ALL = list(itertools.product(ProducerTxnState, ProducerTxnEvent))
 REFUSED = [pair for pair in ALL if pair not in LEGAL and pair not in ABORTED]
 
 
@@ -72,6 +72,6 @@ def test_repeating_the_decided_end_writes_nothing() -> None:
 
 def test_a_refusal_names_the_state_and_the_request() -> None:
     with pytest.raises(InvalidTxnState) as refused:
-        transition(ProducerTxnState.EMPTY, TxnEvent.COMMIT)
-    assert refused.value.detail == f"the transaction is {ProducerTxnState.EMPTY.value}: {TxnEvent.COMMIT.value} is not allowed"
+        transition(ProducerTxnState.EMPTY, ProducerTxnEvent.COMMIT)
+    assert refused.value.detail == f"the transaction is {ProducerTxnState.EMPTY.value}: {ProducerTxnEvent.COMMIT.value} is not allowed"
     assert refused.value.to_problem()["state"] == ProducerTxnState.EMPTY.value

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.half_messages.check_policy import CheckPolicy
-from halfmq.broker.half_messages.transaction_service import TransactionService
+from halfmq.broker.half_messages.half_message_service import HalfMessageService
 from halfmq.broker.idempotence.producer_ids import SendKey, SentRef, sent_messages
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
@@ -40,7 +40,7 @@ def test_a_delay_on_a_half_message_starts_at_its_commit(tmp_path: Path) -> None:
     clock = FakeClock()
     store = _store(tmp_path, clock)
     try:
-        txs = TransactionService(store, CheckPolicy(6, 5, 3), _durable, clock=clock)
+        txs = HalfMessageService(store, CheckPolicy(6, 5, 3), _durable, clock=clock)
         tx, _ = txs.send_half("pg", PutItem("ORDERS", 1, b"due", {"UNIQ_KEY": "d1", TIMER_DELAY_MS: "30000"}), 2)
         clock.advance(100)
         committed_at = _now_ms(clock)
@@ -60,7 +60,7 @@ def test_a_rolled_back_half_with_a_delay_writes_no_timer(tmp_path: Path) -> None
     clock = FakeClock()
     store = _store(tmp_path, clock)
     try:
-        txs = TransactionService(store, CheckPolicy(6, 5, 3), _durable, clock=clock)
+        txs = HalfMessageService(store, CheckPolicy(6, 5, 3), _durable, clock=clock)
         tx, _ = txs.send_half("pg", PutItem("ORDERS", 0, b"x", {"UNIQ_KEY": "r1", TIMER_DELAY_MS: "1000"}), 2)
         asyncio.run(txs.end(tx.transaction_id, "pg", "rollback"))
         assert _timers(store) == [] and store.read_queue("ORDERS", 0, 0, 10) == []

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from halfmq.broker.messages.send_service import SendService, TopicPolicy, TopicService
 from halfmq.broker.protocol import OutgoingMessage
-from halfmq.broker.send_service import SendService, TopicPolicy, TopicService
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.topics import TIMER_OUT_MS, TIMER_TOPIC
 from halfmq.errors import InvalidDeliveryTime, ReservedProperty

@@ -9,9 +9,9 @@ import pytest
 from msgspec import to_builtins
 from pydantic import ValidationError
 
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage, TxnMessage
+from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.usecases import half_sending, producer_txns, sending
 from halfmq.errors import AccessDenied, InvalidDeliveryTime, InvalidGroupName, ProducerIdNotOwned, SystemTopicForbidden, TopicNotFound
 from halfmq.wire import MAX_HALF_COMPANIONS, TransactionState
@@ -34,10 +34,10 @@ def half(group: str = "shop", **numbered: int) -> HalfSendRequest:
 
 
 async def test_the_http_and_the_rocketmq_half_are_the_same_pending_transaction(rt: BrokerRuntime) -> None:
-    who = rt.guard.principal(SCOPE)
+    who = rt.access.principal(SCOPE)
     answer = await half_sending.send_half(rt, who, SCOPE, half())
     tx = await half_sending.send_rocketmq_half(rt, "ORDERS", sending.target(rt, "ORDERS"), OutgoingMessage(body="order 43"))
-    http_tx = rt.transactions.get(answer.transaction_id)
+    http_tx = rt.half_messages.get(answer.transaction_id)
     assert (http_tx.producer_group, http_tx.state) == ("shop", TransactionState.PENDING)
     assert (tx.producer_group, tx.state) == ("ORDERS", TransactionState.PENDING)  # a gRPC producer's group is its topic
 
@@ -45,12 +45,12 @@ async def test_the_http_and_the_rocketmq_half_are_the_same_pending_transaction(r
 async def test_an_invalid_producer_group_is_refused_before_anything_is_written(rt: BrokerRuntime) -> None:
     end = rt.store.commit_log.end_offset
     with pytest.raises(InvalidGroupName):
-        half_sending.store_half(rt, rt.guard.principal(SCOPE), SCOPE, half("shop/../admin"))
+        half_sending.store_half(rt, rt.access.principal(SCOPE), SCOPE, half("shop/../admin"))
     assert rt.store.commit_log.end_offset == end
 
 
 async def test_a_repeated_numbered_half_is_answered_from_the_window_and_another_principals_id_is_refused(rt: BrokerRuntime) -> None:
-    who = rt.guard.principal(SCOPE)
+    who = rt.access.principal(SCOPE)
     ids = await producer_txns.new_producer_id(rt, SCOPE)
     numbered = half(producer_id=ids.producer_id, epoch=ids.epoch, sequence=0)
     first = to_builtins(await half_sending.send_half(rt, who, SCOPE, numbered))  # the answers as the wire carries them
@@ -69,10 +69,10 @@ def with_companions(*also: TxnMessage, topic: str = "ORDERS", group: str = "shop
 
 
 async def test_a_half_and_its_companion_are_one_pending_transaction_committed_together(rt: BrokerRuntime) -> None:
-    who = rt.guard.principal(SCOPE)
+    who = rt.access.principal(SCOPE)
     answer = await half_sending.send_half(rt, who, SCOPE, with_companions(TxnMessage(topic="PAYMENT_DUE", body="due 42")))
-    assert [tx.transaction_id for tx in rt.transactions.pending()] == [answer.transaction_id]
-    await rt.transactions.end(answer.transaction_id, "shop", "commit")
+    assert [tx.transaction_id for tx in rt.half_messages.pending()] == [answer.transaction_id]
+    await rt.half_messages.end(answer.transaction_id, "shop", "commit")
     visible = {t: [m.body for q in range(rt.store.topic(t).queues) for m in rt.store.read_queue(t, q, 0, 10)] for t in ("ORDERS", "PAYMENT_DUE")}
     assert visible == {"ORDERS": [b"order 42"], "PAYMENT_DUE": [b"due 42"]}
 
@@ -83,12 +83,12 @@ async def test_a_companion_on_a_topic_the_caller_may_not_send_to_is_refused_and_
     runtime = BrokerRuntime.open(BrokerSettings(data_dir=tmp_path / "data", grpc_port=0, auth_file=auth_path))
     try:
         scope = {**SCOPE, "headers": [(b"authorization", bearer(tokens["order"])["authorization"].encode())]}
-        who = runtime.guard.principal(scope)
+        who = runtime.access.principal(scope)
         end = runtime.store.commit_log.end_offset
         refused = with_companions(TxnMessage(topic="MALLORY_TOPIC", body="x"), topic="ORDER_TOPIC", group="order_producer_group")
         with pytest.raises(AccessDenied):
             half_sending.store_half(runtime, who, scope, refused)
-        assert runtime.store.commit_log.end_offset == end and runtime.transactions.pending() == []
+        assert runtime.store.commit_log.end_offset == end and runtime.half_messages.pending() == []
         assert runtime.store.topic("ORDER_TOPIC") is None and runtime.store.topic("MALLORY_TOPIC") is None
     finally:
         runtime.store.close()
@@ -99,7 +99,7 @@ async def test_an_unknown_companion_topic_or_a_companion_delay_past_the_limit_is
     try:
         runtime.store.create_topic("ORDERS", 2)
         runtime.store.create_topic("PAYMENT_DUE", 2)
-        who = runtime.guard.principal(SCOPE)
+        who = runtime.access.principal(SCOPE)
         end = runtime.store.commit_log.end_offset
         with pytest.raises(TopicNotFound):
             half_sending.store_half(runtime, who, SCOPE, with_companions(TxnMessage(topic="NOWHERE", body="x")))
@@ -108,7 +108,7 @@ async def test_an_unknown_companion_topic_or_a_companion_delay_past_the_limit_is
                 TxnMessage(topic="PAYMENT_DUE", body="ok"), TxnMessage(topic="PAYMENT_DUE", body="late", delay_ms=61_000)))
         with pytest.raises(SystemTopicForbidden):
             half_sending.store_half(runtime, who, SCOPE, with_companions(TxnMessage(topic="RMQ_SYS_TRANS_HALF_TOPIC", body="x")))
-        assert runtime.store.commit_log.end_offset == end and runtime.transactions.pending() == []
+        assert runtime.store.commit_log.end_offset == end and runtime.half_messages.pending() == []
     finally:
         runtime.store.close()
 
@@ -123,7 +123,7 @@ async def test_a_numbered_half_with_companions_repeated_after_a_restart_is_answe
     settings = BrokerSettings(data_dir=tmp_path, grpc_port=0)
     runtime = BrokerRuntime.open(settings)
     try:
-        who = runtime.guard.principal(SCOPE)
+        who = runtime.access.principal(SCOPE)
         ids = await producer_txns.new_producer_id(runtime, SCOPE)
         numbered = HalfSendRequest(producer_group="shop", topic="ORDERS", message=OutgoingMessage(body="order 42"),
                                    also=[TxnMessage(topic="PAYMENT_DUE", body="due 42", delay_ms=60_000)],
@@ -133,8 +133,8 @@ async def test_a_numbered_half_with_companions_repeated_after_a_restart_is_answe
         runtime.store.close()
     runtime = BrokerRuntime.open(settings)
     try:
-        again = to_builtins(await half_sending.send_half(runtime, runtime.guard.principal(SCOPE), SCOPE, numbered))
+        again = to_builtins(await half_sending.send_half(runtime, runtime.access.principal(SCOPE), SCOPE, numbered))
         assert again == {**first, "duplicate": True}  # read back from the half group: its first half answers
-        assert [tx.transaction_id for tx in runtime.transactions.pending()] == [first["transaction_id"]]
+        assert [tx.transaction_id for tx in runtime.half_messages.pending()] == [first["transaction_id"]]
     finally:
         runtime.store.close()

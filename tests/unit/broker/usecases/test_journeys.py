@@ -1,5 +1,5 @@
 """Where is my message, the use case: which topics a lookup reads, how it shares its reads among them, and what it
-answers for an id on several topics; on a real store with small index files and a guard that names who may look up what."""
+answers for an id on several topics; on a real store with small index files and an access that names who may look up what."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ NO_SCOPE: Any = {}
 _numbers = itertools.count()
 
 
-class TopicsGuard:
+class TopicsAccess:
     """May look up: the topics listed for the principal's name ("*": every one)."""
 
     def __init__(self, **topics: set[str]) -> None:
@@ -44,8 +44,8 @@ def store(tmp_path: Path) -> Iterator[MessageStore]:
 
 
 def runtime(store: MessageStore, lookup_topics: int = 1000, lookup_index_files: int = 64) -> Any:
-    guard = TopicsGuard(admin={"*"}, credit={"ORDERS"}, mallory={"MALLORY"})
-    return SimpleNamespace(store=store, guard=guard, lookups=asyncio.Semaphore(2),
+    access = TopicsAccess(admin={"*"}, credit={"ORDERS"}, mallory={"MALLORY"})
+    return SimpleNamespace(store=store, access=access, lookups=asyncio.Semaphore(2),
                            settings=SimpleNamespace(lookup_topics=lookup_topics, lookup_index_files=lookup_index_files))
 
 

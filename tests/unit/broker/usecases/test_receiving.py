@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.protocol import ReceiveRequest
+from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.usecases import receiving
 from halfmq.errors import NotLeader

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from msgspec import to_builtins
 
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.protocol import OutgoingMessage, SendRequest
+from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.usecases import producer_txns, sending
 
 SCOPE = {"type": "http", "path": "/v1/topics/ORDERS/messages", "headers": []}
@@ -60,7 +60,7 @@ def batch(ids: Any, sequence: int) -> SendRequest:
 
 
 async def test_a_producer_window_keeps_a_few_hundred_bytes_per_send_of_1000_messages(rt: BrokerRuntime) -> None:
-    who = rt.guard.principal(SCOPE)
+    who = rt.access.principal(SCOPE)
     ids = await producer_txns.new_producer_id(rt, SCOPE)
     for sequence in range(SENDS):
         await sending.send(rt, who, "ORDERS", batch(ids, sequence))
@@ -72,7 +72,7 @@ async def test_a_producer_window_keeps_a_few_hundred_bytes_per_send_of_1000_mess
 
 async def test_a_repeat_of_a_1000_message_send_gets_its_first_answer_read_back_even_after_a_restart(tmp_path: Path) -> None:
     rt = open_runtime(tmp_path)
-    who = rt.guard.principal(SCOPE)
+    who = rt.access.principal(SCOPE)
     ids = await producer_txns.new_producer_id(rt, SCOPE)
     first = [to_builtins(await sending.send(rt, who, "ORDERS", batch(ids, n))) for n in range(3)]
     assert {len(answer["results"]) for answer in first} == {MESSAGES}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from halfmq.broker.api.runtime import BrokerRuntime
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.store import state_records as state
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TXN_STATE_TOPIC

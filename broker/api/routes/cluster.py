@@ -1,0 +1,152 @@
+"""A broker set's HTTP endpoints: the cluster view and the replication calls followers make.
+
+Thin: the node and the store decide; these only translate. Routes of the one table
+(broker/api/router.py), added to it in a broker set only (``create_app``), so the
+front serves them and /openapi.json documents them like every other /v1 route.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from pydantic import BaseModel, Field
+
+from halfmq import wire
+from halfmq.broker.api.body import parse_json_body
+from halfmq.broker.api.front import ApiRequest, Reply
+from halfmq.broker.api.router import Route
+from halfmq.broker.cluster.errors import NotLeader
+from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
+from halfmq.broker.cluster.node import ClusterNode
+from halfmq.broker.cluster.positions import position_of
+from halfmq.broker.security.policy import CLUSTER, Action
+
+FETCH_MAX_BYTES = 1 << 20
+FETCH_WAIT_SECONDS = 0.5
+LOG_END_HEADER = "x-halfmq-log-end"
+
+
+class FetchRequest(BaseModel):
+    node_id: str = Field(min_length=1, max_length=200)
+    term: int = Field(ge=0)
+    from_offset: int = Field(ge=0)  # the follower's appended log end: the bytes asked for start there
+    durable_offset: int | None = Field(default=None, ge=0)  # its fsynced end, what votes (a follower that leaves it out: from_offset)
+    high_watermark: int | None = Field(default=None, ge=0)  # the follower's: a fetch waits for new bytes only while it is current
+    history_term: int | None = Field(default=None, ge=0)  # the last term of the leader's history it holds: sent again only if not this
+
+
+class AckRequest(BaseModel):
+    """A follower's fsync completed while its fetch waits at the leader: how far its log is on disk now."""
+
+    node_id: str = Field(min_length=1, max_length=200)
+    term: int = Field(ge=0)
+    durable_offset: int = Field(ge=0)
+
+
+class TermEndParams(BaseModel):
+    term: int
+    node_id: str
+
+
+class Diverged(NotLeader):
+    code = "REPLICA_DIVERGED"
+    status = 409
+    title = "The follower's log is longer than the leader's: it must cut its tail first"
+
+
+def _node(request: ApiRequest, action: Action = Action.ADMIN) -> ClusterNode:
+    """The node, once the caller may do ``action`` on the cluster (replication reads the whole log: admin)."""
+    node: ClusterNode = request.state.cluster
+    node.runtime.access.authorize(request.principal, action, CLUSTER, request.scope)
+    return node
+
+
+def _leader(node: ClusterNode, term: int | None = None) -> None:
+    if not node.writable or (term is not None and term > node.term):
+        raise node.not_leader()
+
+
+def _headers(**values: str) -> list[tuple[bytes, bytes]]:
+    return [(name.encode(), value.encode()) for name, value in values.items()]
+
+
+async def cluster_view(request: ApiRequest) -> Reply:
+    return Reply(await _node(request, Action.DESCRIBE).view())
+
+
+async def replication_term_end(request: ApiRequest) -> Reply:
+    node = _node(request)
+    _leader(node)
+    asked = request.params.term
+    end = node.history.end_of(asked, node.runtime.store.commit_log.end_offset)
+    return Reply({"end_offset": end, "term": node.history.known_at_most(asked)}, headers=_headers(**{TERM_HEADER: str(node.term)}))
+
+
+async def replication_fetch(request: ApiRequest) -> Reply:
+    body = await parse_json_body(request, FetchRequest)
+    node = _node(request)
+    _leader(node, body.term)
+    log = node.runtime.store.commit_log
+    end = log.end_offset
+    if body.from_offset > end:
+        raise Diverged(f"follower {body.node_id} asks from {body.from_offset}, the log ends at {end}")
+    if _this_leadership(node, body.term):
+        durable = body.from_offset if body.durable_offset is None else min(body.durable_offset, body.from_offset)
+        node.tracker.report(body.node_id, durable, end, fetched=body.from_offset)
+    if body.from_offset == end and (body.high_watermark is None or node.tracker.high_watermark <= body.high_watermark):
+        node.appended.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FETCH_WAIT_SECONDS):  # (no task per parked fetch, as wait_for makes)
+                await node.appended.wait()
+        _leader(node, body.term)
+        log = node.runtime.store.commit_log
+        end = log.end_offset
+    later = [b for b in log.segment_bases() if b > body.from_offset]
+    stop = min(end, later[0] if later else end, body.from_offset + FETCH_MAX_BYTES)
+    data = log.read(body.from_offset, stop - body.from_offset) if stop > body.from_offset else b""
+    headers = {TERM_HEADER: str(node.term), LOG_END_HEADER: str(end), SEGMENT_HEADER: str(log.segment_bytes),
+               HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark)}
+    if body.history_term != node.history.last_term:  # (None: a follower that keeps none) a leader's history is fixed while it leads
+        headers[HISTORY_HEADER] = json.dumps(node.history.entries)
+    return Reply(data, headers=_headers(**headers))
+
+
+async def replication_ack(request: ApiRequest) -> Reply:
+    """A durable report apart from a fetch: counted if it is from this leadership and above the follower's last one."""
+    body = await parse_json_body(request, AckRequest)
+    node = _node(request)
+    _leader(node, body.term)
+    log_end = node.runtime.store.commit_log.end_offset
+    counted = _this_leadership(node, body.term) and body.durable_offset <= log_end and node.tracker.acked(body.node_id, body.durable_offset)
+    progress = node.tracker.progress.get(body.node_id)
+    return Reply(wire.DurableAck(counted=counted, durable_offset=progress.durable if progress else 0,
+                                 high_watermark=node.tracker.high_watermark),
+                 headers=_headers(**{TERM_HEADER: str(node.term)}))
+
+
+def _this_leadership(node: ClusterNode, term: int) -> bool:
+    """A follower's report counts only if it follows this leadership's terms: else its log was not cut against it."""
+    return term >= node.history.last_term
+
+
+async def replication_position(request: ApiRequest) -> Reply:
+    """Any node's answer, whatever its role: a node standing for election compares it with its own (``decisions.may_lead``)."""
+    node = _node(request, Action.DESCRIBE)
+    return Reply(position_of(node.node_id, node.term, node.history, node.runtime.store))
+
+
+ROUTES = [
+    Route("GET", "/v1/cluster", cluster_view, "The broker set as this node sees it (describe on the cluster)", "cluster",
+          answer=wire.ClusterView, on_follower=True),
+    Route("GET", "/v1/replication/term-end", replication_term_end, "Where a term ends in the leader's log (a follower's first call; admin)",
+          "replication", answer=wire.TermEnd, params=TermEndParams, peer=True),
+    Route("POST", "/v1/replication/fetch", replication_fetch, "The leader's log bytes from an offset; term, log end, segment size, "
+          "term history and high watermark in headers (admin)", "replication", request=FetchRequest,
+          media_type="application/octet-stream", peer=True),
+    Route("POST", "/v1/replication/ack", replication_ack, "A follower's fsynced log end, sent when its fsync completes while "
+          "its fetch waits for new bytes (admin)", "replication", request=AckRequest, answer=wire.DurableAck, peer=True),
+    Route("GET", "/v1/replication/position", replication_position, "This node's last term and durable log end, on every node "
+          "(asked by a node standing for election; describe)", "replication", answer=wire.Position, peer=True),
+]

@@ -1,0 +1,315 @@
+"""The console's routes: pages, their polled fragments, actions, login. Thin: the use cases read and act.
+
+Each page is ``/console/{page}``; its table is ``/console/{page}/fragment``,
+which htmx polls every few seconds (no manual reload) and which every action
+answers with, so a click shows its result at once. Destructive actions carry
+``hx-confirm``. Not in the OpenAPI document: these are HTML pages, not the API.
+
+Every name a template puts into a URL goes through the ``segment`` filter (one
+percent-encoded path segment: a stored name with a backslash, ``..``, ``#`` or ``?``
+cannot steer a button at another resource), and every answer forbids framing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.routing import APIRoute
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from halfmq import human_time
+from halfmq.broker.runtime import BrokerRuntime, runtime_of
+from halfmq.broker.usecases import console_views as views
+from halfmq.broker.usecases import groups, journeys, operator_actions, producer_txns
+from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
+
+from . import session
+from .follower import NO_FRAMING, PREFIX, follower_banner
+
+HERE = Path(__file__).parent
+STATIC_DIR = HERE / "static"
+POLL_SECONDS = 2
+
+
+def path_segment(value: object) -> str:
+    """``value`` as one URL path segment: everything but letters, digits and ``_.-~`` percent-encoded, ``/`` included.
+
+    (Jinja's own ``urlencode`` keeps ``/``.) A browser still resolves a segment that is exactly ``.`` or ``..``
+    (even as ``%2e``): such a name, written by a broker older than the name rule, lands on no route.
+    """
+    return quote(str(value), safe="")
+
+
+_env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"]))
+_env.filters["segment"] = path_segment
+_env.filters["ago"] = human_time.when
+_env.filters["duration"] = human_time.duration
+_env.filters["due"] = human_time.due
+
+
+class ConsoleRoute(APIRoute):
+    """Every console answer (pages, fragments, redirects, refusals) says it may not be framed: no clickjacking of
+    its buttons, no page elsewhere showing it."""
+
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        handler = super().get_route_handler()
+
+        async def not_framed(request: Request) -> Response:
+            response = await handler(request)
+            response.headers.update(NO_FRAMING)
+            return response
+
+        return not_framed
+
+
+router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
+
+PAGES: dict[str, tuple[str, Callable[[Request, BrokerRuntime], Any]]] = {}
+ON_FOLLOWER: set[str] = set()  # the pages a set's follower renders: their data is in its log, up to the leader's mark
+# Served on every node besides those pages (and the static files): none of them reads or changes the broker's state.
+EVERY_NODE = frozenset({("GET", PREFIX), ("GET", f"{PREFIX}/login"), ("POST", f"{PREFIX}/login"), ("POST", f"{PREFIX}/logout")})
+
+
+def _page(name: str, title: str, on_follower: bool = False) -> Callable[[Callable[[Request, BrokerRuntime], Any]],
+                                                                         Callable[[Request, BrokerRuntime], Any]]:
+    def register(read: Callable[[Request, BrokerRuntime], Any]) -> Callable[[Request, BrokerRuntime], Any]:
+        PAGES[name] = (title, read)
+        if on_follower:
+            ON_FOLLOWER.add(name)
+        return read
+    return register
+
+
+def served_on_follower(method: str, path: str) -> bool:
+    """Whether a set's node that does not lead serves this console request: an ``on_follower`` page or its fragment (GET),
+    the home, login and logout, the static files. Every action is a POST, and answers the page naming the leader."""
+    if (method, path) in EVERY_NODE or (method == "GET" and path.startswith(f"{PREFIX}/static/")):
+        return True
+    parts = path.split("/")  # "", "console", page[, "fragment"]
+    return (method == "GET" and len(parts) in (3, 4) and parts[2] in ON_FOLLOWER
+            and (len(parts) == 3 or parts[3] == "fragment"))
+
+
+def _number(request: Request, name: str) -> int | None:
+    """A query parameter that must be a count (a page, an offset); None when absent or malformed (a read changes nothing)."""
+    value = request.query_params.get(name, "")
+    return int(value) if value.isdigit() and len(value) < 19 else None
+
+
+def _page_number(request: Request) -> int:
+    """``?page=N`` (from 1): which page of a listing; malformed, the first."""
+    return _number(request, "page") or 1
+
+
+def _query(request: Request) -> str:
+    return request.query_params.get("q", "").strip()[:256]
+
+
+@_page("transactions", "Transactions")
+def _transactions(request: Request, rt: BrokerRuntime) -> Any:
+    return views.transactions(rt, _page_number(request), rt.settings.console_page_rows)
+
+
+@_page("transactional-ids", "Transactional ids")
+def _tids(request: Request, rt: BrokerRuntime) -> Any:
+    return views.transactional_ids(rt, _page_number(request), rt.settings.console_page_rows)
+
+
+@_page("topics", "Topics", on_follower=True)
+def _topics(request: Request, rt: BrokerRuntime) -> Any:
+    """``?q=`` the topics whose name contains it."""
+    rates = getattr(request.app.state, "console_rates", None)
+    if rates is None:
+        rates = request.app.state.console_rates = views.Rates()
+    return views.topics(rt, rates, _page_number(request), rt.settings.console_page_rows, _query(request))
+
+
+# What a page's polled fragment asks for again, so polling keeps the reader's place.
+PAGE_PARAMS = ("page", "q", "dlq_group", "dlq_offset", "topic")
+
+
+@_page("groups", "Consumer groups")
+def _groups(request: Request, rt: BrokerRuntime) -> Any:
+    """``?q=`` the groups whose name contains it; ``?dlq_group=G&dlq_offset=N`` pages G's dead letters."""
+    offset = _number(request, "dlq_offset")
+    group = request.query_params.get("dlq_group")
+    return views.groups(rt, _page_number(request), rt.settings.console_page_rows, _query(request),
+                        {group: offset} if group and offset is not None else {})
+
+
+@_page("messages", "Messages")
+async def _messages(request: Request, rt: BrokerRuntime) -> Any:
+    """``?q=`` a message id (its journey) or a key (the messages sent with it, newest first); ``&topic=`` its topic."""
+    return await journeys.console_search(rt, _query(request), request.query_params.get("topic", "").strip()[:256])
+
+
+@_page("producers", "Producers")
+def _producers(request: Request, rt: BrokerRuntime) -> Any:
+    return views.producers(rt, _page_number(request), rt.settings.console_page_rows)
+
+
+@_page("cluster", "Broker set", on_follower=True)
+async def _cluster(request: Request, rt: BrokerRuntime) -> Any:
+    """GET /v1/cluster through the app itself when that route exists (a replicated set); else this one node."""
+    import httpx
+
+    token = session.cookie_token(request.scope)
+    transport = httpx.ASGITransport(app=getattr(request.app.state, "front", request.app))
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as client:
+        answer = await client.get("/v1/cluster", headers={"authorization": f"Bearer {token}"} if token else {})
+    if answer.status_code == 200:
+        return {"cluster": answer.json(), "single": False}
+    return views.single_node(rt)
+
+
+def _who(request: Request) -> str | None:
+    """The session's token after the guard said yes (Unauthenticated / AccessDenied otherwise)."""
+    token = session.cookie_token(request.scope)
+    session.admin(runtime_of(request), request.scope, token)
+    return token
+
+
+async def _render(request: Request, name: str, template: str, flash: str | None = None, status: int = 200) -> HTMLResponse:
+    """Read the page's data on the event loop (one page of rows: bounded), then write its HTML in a worker thread, on
+    that data only: the template's work, however many rows, holds no request up."""
+    title, read = PAGES[name]
+    data = read(request, runtime_of(request))
+    if hasattr(data, "__await__"):
+        data = await data
+    token = session.cookie_token(request.scope)
+    context = dict(
+        page=name, title=title, pages=[(k, v[0]) for k, v in PAGES.items()], data=data, flash=flash,
+        params=[(k, v) for k, v in request.query_params.items() if k in PAGE_PARAMS],
+        csrf=session.csrf_token(token), poll=POLL_SECONDS, auth=runtime_of(request).access.enabled,
+        follower=_banner(request, name))
+    html = await asyncio.to_thread(_env.get_template(template).render, context)
+    return HTMLResponse(html, status_code=status)
+
+
+def _banner(request: Request, page: str) -> Markup | None:
+    """On a set's follower, the banner naming the leader (its HTML escaped by ``follower_banner``)."""
+    html = follower_banner(request.app.state, f"{PREFIX}/{page}")
+    return Markup(html) if html is not None else None  # every value in it went through html.escape
+
+
+def _refused(request: Request, exc: BrokerError) -> Response:
+    if isinstance(exc, Unauthenticated):
+        return RedirectResponse("/console/login", status_code=303)
+    return HTMLResponse(_env.get_template("refused.html").render(detail=exc.detail, title="Refused"), status_code=exc.status)
+
+
+@router.get("")
+async def console_home(request: Request) -> RedirectResponse:
+    """The transactions; on a set's follower, which does not render them, the Broker set."""
+    first = "cluster" if follower_banner(request.app.state, PREFIX) is not None else "transactions"
+    return RedirectResponse(f"{PREFIX}/{first}", status_code=303)
+
+
+@router.get("/login")
+async def login_form(request: Request) -> HTMLResponse:
+    return HTMLResponse(_env.get_template("login.html").render(title="Log in", error=None))
+
+
+@router.post("/login")
+async def login(request: Request) -> Response:
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    token = (form.get("token") or [""])[0].strip()
+    try:
+        session.admin(runtime_of(request), request.scope, token or None)
+    except (Unauthenticated, AccessDenied) as exc:
+        html = _env.get_template("login.html").render(title="Log in", error=exc.detail)
+        return HTMLResponse(html, status_code=exc.status)
+    answer = RedirectResponse("/console/transactions", status_code=303)
+    answer.set_cookie(session.COOKIE, token, httponly=True, samesite="strict", path="/console",
+                      secure=request.url.scheme == "https")
+    return answer
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    answer = RedirectResponse("/console/login", status_code=303)
+    answer.delete_cookie(session.COOKIE, path="/console")
+    return answer
+
+
+@router.get("/{page}")
+async def page(page: str, request: Request) -> Response:
+    if page not in PAGES:
+        return HTMLResponse("no such page", status_code=404)
+    try:
+        _who(request)
+    except (Unauthenticated, AccessDenied) as exc:
+        return _refused(request, exc)
+    return await _render(request, page, "page.html")
+
+
+@router.get("/{page}/fragment")
+async def fragment(page: str, request: Request) -> Response:
+    if page not in PAGES:
+        return HTMLResponse("no such page", status_code=404)
+    try:
+        _who(request)
+    except (Unauthenticated, AccessDenied) as exc:
+        return _refused(request, exc)
+    return await _render(request, page, f"{page}.html")
+
+
+async def _act(request: Request, page: str, action: Callable[[BrokerRuntime], Any], done: str) -> Response:
+    """Check the session and the CSRF token, act, and answer with the page's refreshed table."""
+    try:
+        token = _who(request)
+    except (Unauthenticated, AccessDenied) as exc:
+        return _refused(request, exc)
+    if not session.csrf_ok(token, request.headers.get("x-csrf-token")):
+        return HTMLResponse("missing or wrong CSRF token: reload the page", status_code=403)
+    try:
+        result = action(runtime_of(request))
+        if hasattr(result, "__await__"):
+            await result
+        flash = done
+    except BrokerError as exc:
+        flash = f"refused: {exc.code}: {exc.detail}"
+    return await _render(request, page, f"{page}.html", flash=flash)
+
+
+@router.post("/transactions/{transaction_id}/{verb}")
+async def transaction_action(transaction_id: str, verb: str, request: Request) -> Response:
+    async def commit(rt: BrokerRuntime) -> None:
+        await operator_actions.end_now(rt, transaction_id, "commit")
+
+    async def rollback(rt: BrokerRuntime) -> None:
+        await operator_actions.end_now(rt, transaction_id, "rollback")
+
+    def recheck(rt: BrokerRuntime) -> None:
+        operator_actions.recheck_now(rt, transaction_id)
+
+    async def resend(rt: BrokerRuntime) -> None:
+        await operator_actions.resend_now(rt, transaction_id, "operator (console)")
+
+    actions: dict[str, Callable[[BrokerRuntime], Any]] = {"commit": commit, "rollback": rollback, "recheck": recheck, "resend": resend}
+    if verb not in actions:
+        return HTMLResponse("no such action", status_code=404)
+    return await _act(request, "transactions", actions[verb], f"{verb}: {transaction_id}")
+
+
+@router.post("/groups/{group}/dlq/{offset}/resend")
+async def dlq_resend(group: str, offset: int, request: Request) -> Response:
+    async def resend(rt: BrokerRuntime) -> None:
+        await groups.resend_dlq_now(rt, group, offset)
+
+    return await _act(request, "groups", resend, f"resent DLQ message {offset} of {group}")
+
+
+@router.post("/transactional-ids/{tid}/abort")
+async def tid_abort(tid: str, request: Request) -> Response:
+    async def abort(rt: BrokerRuntime) -> None:
+        await producer_txns.abort_now(rt, tid)
+
+    return await _act(request, "transactional-ids", abort, f"aborted the open transaction of {tid}")

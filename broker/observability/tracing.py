@@ -1,0 +1,179 @@
+"""The broker's spans: each a decorator on a use case or one line in the check-back loop; nothing while tracing is off.
+
+A message's trace context (W3C ``traceparent`` in its properties, put there by the producer's SDK) is the
+producer's word, not the broker's: every broker span is in the broker's own trace (its current context: today a
+new root per span) with a **link** to the context each of its messages carries, never a child of it. So a
+producer cannot choose the trace ids the broker's spans are filed under, and a trace viewer still goes from the
+producer's trace to the broker's spans and back by the links. The consumer's SDK continues the producer's trace
+(``halfmq.client.tracing.processing``), so the producer's trace still runs to the consumer's handler; a
+check-back's request carries the broker's ``check`` span, which the producer's check endpoint continues:
+
+| span | kind | where |
+|---|---|---|
+| ``send {topic}`` | SERVER | ``usecases.sending.send``: a plain send (a link to each message's context) |
+| ``half {topic}`` | SERVER | ``usecases.half_sending.store_half``: a half message written (single and batch routes) |
+| ``end {topic}`` | SERVER | ``usecases.ending.end`` / ``end_item``: a commit or rollback applied |
+| ``check {topic}`` | CLIENT | ``half_messages.check_service``: a check-back asked; its own ``traceparent`` goes in the request |
+| ``deliver {topic}`` | SERVER | ``usecases.receiving.receive``: a message handed to a consumer group |
+
+Tracing is on when the process set a tracer provider (``halfmq.tracing.start``, from ``HALFMQ_TRACES``).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+import halfmq.tracing as core
+from halfmq.broker.half_messages import record_names as names
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
+
+    from halfmq.broker.store.record import StoredMessage
+
+__all__ = ["checking", "inject_current", "linked", "traced_deliveries", "traced_end", "traced_half", "traced_send"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _kind(name: str) -> Any:
+    from opentelemetry.trace import SpanKind
+
+    return SpanKind[name]
+
+
+def linked(*carriers: Mapping[str, str]) -> list[Any]:
+    """A span link to the trace context each of ``carriers`` (messages' properties) holds, if it holds one."""
+    from opentelemetry.trace import Link, get_current_span
+
+    found = [get_current_span(core.extract(carrier)).get_span_context() for carrier in carriers]
+    return [Link(c) for c in found if c.is_valid]
+
+
+def traced_send(send: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """``send(rt, who, topic, body)`` in a ``send {topic}`` span of the broker's trace, linked to each message's context."""
+    @functools.wraps(send)
+    async def traced(*args: P.args, **kwargs: P.kwargs) -> T:
+        found = core.tracer()
+        if found is None:
+            return await send(*args, **kwargs)
+        topic, body = args[2], args[3]
+        messages = body.messages  # type: ignore[attr-defined]
+        attributes = core.attributes("send", "send", str(topic), **{core.BATCH_COUNT: len(messages)})
+        with found.start_as_current_span(f"send {topic}", kind=_kind("SERVER"), attributes=attributes,
+                                         links=linked(*(m.properties for m in messages))):
+            return await send(*args, **kwargs)
+    return traced
+
+
+def traced_half(store: Callable[P, T]) -> Callable[P, T]:
+    """``store_half(rt, who, scope, body)`` in a ``half {topic}`` span of the broker's trace, linked to the half's context."""
+    @functools.wraps(store)
+    def traced(*args: P.args, **kwargs: P.kwargs) -> T:
+        found = core.tracer()
+        if found is None:
+            return store(*args, **kwargs)
+        body: Any = args[3]
+        attributes = core.attributes("half", "send", body.topic, **{core.CLIENT_GROUP: body.producer_group, core.MESSAGE_TYPE: "transaction"})
+        with found.start_as_current_span(f"half {body.topic}", kind=_kind("SERVER"), attributes=attributes,
+                                         links=linked(body.message.properties)) as span:
+            stored: Any = store(*args, **kwargs)
+            span.set_attributes({core.MESSAGE_ID: stored.answer.msg_id, core.TRANSACTION_ID: stored.answer.transaction_id})
+            return stored  # type: ignore[no-any-return]
+    return traced
+
+
+def _ended(found: Tracer, outcome: Any, state: str, from_check: bool, started: int) -> None:
+    """An ``end {topic}`` span from ``started`` to now, once the end is known to have applied (``outcome.half`` read)."""
+    half: StoredMessage | None = outcome.half
+    if half is None:
+        return  # a repeated end, or "unknown": nothing was applied, and the half was not read
+    topic = half.properties.get(names.REAL_TOPIC, half.topic)
+    attributes = core.attributes("end", "settle", topic, **{core.CLIENT_GROUP: outcome.tx.producer_group, core.TRANSACTION_ID: outcome.tx.transaction_id,
+                                                            core.TRANSACTION_STATE: state, core.FROM_CHECK: from_check,
+                                                            core.MESSAGE_ID: outcome.tx.msg_id, core.MESSAGE_TYPE: "transaction"})
+    span = found.start_span(f"end {topic}", kind=_kind("SERVER"), attributes=attributes, links=linked(half.properties), start_time=started)
+    span.end()
+
+
+def traced_end(end: Callable[P, T]) -> Callable[P, T]:
+    """``end(rt, who, scope, transaction_id, group, state, from_check=…)`` or ``end_item(rt, who, scope, item)``: an ``end`` span."""
+    def described(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
+        if len(args) == 4:  # end_item: the item carries the state
+            return args[3].state, bool(args[3].from_check)
+        return args[5], bool(kwargs.get("from_check", False))
+
+    if _is_async(end):
+        @functools.wraps(end)
+        async def traced_async(*args: P.args, **kwargs: P.kwargs) -> Any:
+            found = core.tracer()
+            if found is None:
+                return await end(*args, **kwargs)  # type: ignore[misc]
+            started = time.time_ns()
+            outcome = await end(*args, **kwargs)  # type: ignore[misc]
+            _ended(found, outcome, *described(args, kwargs), started)
+            return outcome
+        return traced_async  # type: ignore[return-value]
+
+    @functools.wraps(end)
+    def traced(*args: P.args, **kwargs: P.kwargs) -> T:
+        found = core.tracer()
+        if found is None:
+            return end(*args, **kwargs)
+        started = time.time_ns()
+        outcome = end(*args, **kwargs)
+        _ended(found, outcome, *described(args, kwargs), started)
+        return outcome
+    return traced
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(function)
+
+
+def traced_deliveries(receive: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """``receive(rt, group, topic, body, caller)``: a ``deliver {topic}`` span per message handed out, linked to its context."""
+    @functools.wraps(receive)
+    async def traced(*args: P.args, **kwargs: P.kwargs) -> T:
+        found = core.tracer()
+        if found is None:
+            return await receive(*args, **kwargs)
+        started = time.time_ns()
+        answer: Any = await receive(*args, **kwargs)
+        group, topic = str(args[1]), str(args[2])
+        for message in answer.messages:
+            attributes = core.attributes("deliver", "receive", topic, **{core.CONSUMER_GROUP: group, core.MESSAGE_ID: message.msg_id,
+                                                                        core.DELIVERY_ATTEMPT: message.delivery_attempt})
+            found.start_span(f"deliver {topic}", kind=_kind("SERVER"), attributes=attributes, links=linked(message.properties),
+                             start_time=started).end()
+        return answer  # type: ignore[no-any-return]
+    return traced
+
+
+async def checking(transaction_id: str, producer_group: str, check_times: int, message: Any,
+                   asking: Coroutine[Any, Any, T]) -> T:
+    """The check-back's calls inside a ``check {topic}`` span of the broker's trace, linked to the half's context (its
+    outcome recorded); the request carries this span's context, not the producer's."""
+    found = core.tracer()
+    if found is None:
+        return await asking
+    attributes = core.attributes("check", "send", message.topic, **{core.CLIENT_GROUP: producer_group, core.TRANSACTION_ID: transaction_id,
+                                                                   core.CHECK_TIMES: check_times, core.MESSAGE_TYPE: "transaction"})
+    with found.start_as_current_span(f"check {message.topic}", kind=_kind("CLIENT"), attributes=attributes,
+                                     links=linked(message.properties)) as span:
+        answer = await asking
+        outcome = getattr(answer, "outcome", None)
+        span.set_attribute(core.CHECK_OUTCOME, str(getattr(outcome, "value", outcome)))
+        return answer
+
+
+def inject_current(headers: MutableMapping[str, str]) -> None:
+    """The current trace context into a check-back request's headers (``traceparent``), while tracing is on."""
+    if core.tracer() is not None:
+        core.inject(headers)

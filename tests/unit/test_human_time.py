@@ -1,0 +1,20 @@
+"""The console and `halfmq admin` say times as a person reads them: "3 s ago", "in 12 s", "due now", "4 min"."""
+
+from __future__ import annotations
+
+from halfmq import human_time
+
+NOW = 1_800_000_000.0
+
+
+def test_instants_and_spans_read_as_a_person_says_them() -> None:
+    assert human_time.when(int((NOW - 3) * 1000), now=NOW) == "3 s ago"
+    assert human_time.when(int((NOW + 12) * 1000), now=NOW) == "in 12 s"
+    assert human_time.when(int(NOW * 1000), now=NOW) == "now"
+    assert human_time.when(int((NOW - 4000) * 1000), now=NOW) == "67 min ago"
+    assert human_time.when(int((NOW - 7200) * 1000), now=NOW) == "2 h ago"
+    assert human_time.when(int((NOW - 3 * 86400) * 1000), now=NOW) == "3 d ago"
+    assert human_time.when(None) == "-" and human_time.duration(None) == "-"
+    assert human_time.duration(0.25) == "250 ms" and human_time.duration(42) == "42 s" and human_time.duration(5 * 3600) == "5 h"
+    assert human_time.due(int((NOW - 1) * 1000), now=NOW) == "due now"
+    assert human_time.due(int((NOW + 30) * 1000), now=NOW) == "in 30 s"
