@@ -407,12 +407,16 @@ class FlushDiskTimeout(BrokerError):
 
 
 class NotLeader(BrokerError):
-    """A node of a broker set that does not lead it (or can no longer prove it does); ``leader_url`` says where to go."""
+    """A node of a broker set that does not lead it (or can no longer prove it does); ``leader_url`` says where to go
+    (None while no leader is known)."""
 
     code = "NOT_LEADER"
     status = 421
     retriable = True
     title = "This broker is not the leader of its set"
+
+    def __init__(self, detail: str = "", leader_url: str | None = None, **extra: Any) -> None:
+        super().__init__(detail, leader_url=leader_url, **extra)
 
 
 class StoreUnavailable(BrokerError):

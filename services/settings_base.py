@@ -58,7 +58,7 @@ class ServiceSettings(BaseSettings):
     @classmethod
     def _clients_environment(cls, data: Any) -> Any:
         """Where every halfmq client finds the broker, when the service's own names (``ORDER_BROKER_URL``, …) are unset:
-        $HALFMQ_URL and $HALFMQ_TOKEN (and their old aliases, ``halfmq.client.environment``)."""
+        $HALFMQ_URL and $HALFMQ_TOKEN."""
         if not isinstance(data, dict):
             return data
         url, token = env_url(), env_token()

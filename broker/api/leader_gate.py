@@ -17,9 +17,9 @@ import orjson
 
 from halfmq.broker.api.problems import PROBLEM
 from halfmq.broker.api.router import Router
-from halfmq.broker.cluster.errors import NotLeader
 from halfmq.broker.console.follower import is_console, not_leader_page
 from halfmq.broker.console.pages import served_on_follower as console_serves
+from halfmq.errors import NotLeader
 
 
 class LeaderGate:

@@ -3,15 +3,7 @@
 from __future__ import annotations
 
 from halfmq.broker.store.flush_waiter import FlushTimedOut
-from halfmq.errors import NotLeader as BaseNotLeader
 from halfmq.wire import SendStatus
-
-
-class NotLeader(BaseNotLeader):
-    """Raised by the node with the leader's URL (None while no leader is known)."""
-
-    def __init__(self, detail: str = "", leader_url: str | None = None) -> None:
-        super().__init__(detail, leader_url=leader_url)
 
 
 class ReplicaAckFailed(FlushTimedOut):

@@ -28,6 +28,7 @@ import httpx
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import LeaderFront
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.errors import NotLeader
 
 from .decisions import (
     OUT_OF_TOUCH_TTLS,
@@ -41,7 +42,6 @@ from .decisions import (
     next_role,
     steps_down_cut_off,
 )
-from .errors import NotLeader
 from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, KeyValue, Lease, absent, unchanged
 from .etcd_auth import broker_credentials
 from .failover_phases import FailoverPhases

@@ -28,10 +28,6 @@ SYSTEM_TOPICS = frozenset({HALF_TOPIC, OP_HALF_TOPIC, CHECK_MAX_TIME_TOPIC, TXN_
 MAX_QUEUES = 64
 
 
-def retry_topic(group: str) -> str:
-    return f"{RETRY_PREFIX}{group}"
-
-
 def dlq_topic(group: str) -> str:
     return f"{DLQ_PREFIX}{group}"
 

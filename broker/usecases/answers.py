@@ -18,31 +18,31 @@ from halfmq.broker.producer_transactions.results import AcksResult, BeginResult,
 from halfmq.wire import HalfSendResult, SendResult, SendStatus
 
 
-def producer_id_json(r: ProducerIdResult) -> wire.ProducerIdResult:
+def producer_id_answer(r: ProducerIdResult) -> wire.ProducerIdResult:
     return wire.ProducerIdResult(producer_id=r.producer_id, epoch=r.epoch)
 
 
-def init_json(r: InitResult) -> wire.TxnInitResult:
+def init_answer(r: InitResult) -> wire.TxnInitResult:
     return wire.TxnInitResult(transactional_id=r.transactional_id, producer_id=r.producer_id, epoch=r.epoch,
                               transaction_timeout_ms=r.transaction_timeout_ms)
 
 
-def begin_json(r: BeginResult) -> wire.TxnBeginResult:
+def begin_answer(r: BeginResult) -> wire.TxnBeginResult:
     return wire.TxnBeginResult(transactional_id=r.transactional_id, producer_id=r.producer_id, epoch=r.epoch, transaction=r.transaction,
                                state=r.state.value, sequence=r.sequence, duplicate=r.duplicate)
 
 
-def messages_json(r: MessagesResult) -> wire.TxnMessagesResult:
+def messages_answer(r: MessagesResult) -> wire.TxnMessagesResult:
     return wire.TxnMessagesResult(transactional_id=r.transactional_id, sequence=r.sequence, messages=r.messages,
                                   results=[wire.TxnAddedResult(msg_id=m.msg_id, topic=m.topic, queue_id=m.queue_id) for m in r.results],
                                   duplicate=r.duplicate)
 
 
-def acks_json(r: AcksResult) -> wire.TxnAcksResult:
+def acks_answer(r: AcksResult) -> wire.TxnAcksResult:
     return wire.TxnAcksResult(transactional_id=r.transactional_id, sequence=r.sequence, acks=r.acks, duplicate=r.duplicate)
 
 
-def end_json(r: EndResult) -> wire.TxnEndResult:
+def end_answer(r: EndResult) -> wire.TxnEndResult:
     return wire.TxnEndResult(
         transactional_id=r.transactional_id, producer_id=r.producer_id, epoch=r.epoch, transaction=r.transaction, state=r.state.value,
         messages=r.messages, acks=r.acks, aborted_by=r.aborted_by.value if r.aborted_by else None,
@@ -51,7 +51,7 @@ def end_json(r: EndResult) -> wire.TxnEndResult:
         duplicate=r.duplicate)
 
 
-def view_json(v: TxnView) -> wire.TransactionalIdView:
+def view_answer(v: TxnView) -> wire.TransactionalIdView:
     o = v.open
     open_txn = None if o is None else wire.OpenTransaction(transaction=o.transaction, age_seconds=o.age_seconds,
                                                            deadline_timestamp=o.deadline_timestamp, messages=o.messages, acks=o.acks)
@@ -60,19 +60,19 @@ def view_json(v: TxnView) -> wire.TransactionalIdView:
                                     aborted_by=v.aborted_by.value if v.aborted_by else None)
 
 
-def sent_json(sent: list[SentMessage], status: SendStatus) -> list[SendResult]:
+def sent_answer(sent: list[SentMessage], status: SendStatus) -> list[SendResult]:
     """A numbered plain send's results (its first answer, or a repeat's from the window)."""
     return [SendResult(status=status, msg_id=m.msg_id, topic=m.topic, queue_id=m.queue_id, queue_offset=m.queue_offset,
                        commit_log_offset=m.commit_log_offset, deliver_at_ms=m.deliver_at_ms) for m in sent]
 
 
-def half_json(h: SentHalf, status: SendStatus, duplicate: bool = False) -> HalfSendResult:
+def half_answer(h: SentHalf, status: SendStatus, duplicate: bool = False) -> HalfSendResult:
     """A half send's answer (its first, or a numbered repeat's from the window: ``duplicate``)."""
     return HalfSendResult(status=status, transaction_id=h.transaction_id, msg_id=h.msg_id, commit_log_offset=h.commit_log_offset,
                           queue_offset=h.queue_offset, duplicate=duplicate)
 
 
-def final_json(final: FinalMessage | None) -> wire.FinalMessage | None:
+def final_answer(final: FinalMessage | None) -> wire.FinalMessage | None:
     """Where a committed half message's transaction delivered it (a transaction's view); None until committed."""
     if final is None:
         return None

@@ -18,7 +18,7 @@ import msgspec
 
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.messages.view import message_view
-from halfmq.broker.usecases.answers import view_json
+from halfmq.broker.usecases.answers import view_answer
 from halfmq.wire import TransactionState
 
 from .views import DLQ_PAGE, dlq_page, group_summary, is_system_group, producer_groups, topic_view, tx_view
@@ -80,7 +80,7 @@ def transactions(rt: BrokerRuntime, page: int, rows: int) -> dict[str, Any]:
 def transactional_ids(rt: BrokerRuntime, page: int, rows: int) -> dict[str, Any]:
     txns = rt.producer_txns.all()
     span = page_span(len(txns), page, rows)
-    return {"ids": [view_json(rt.producer_txns.view(t)) for t in span.of(txns)], "pager": _pager(span)}
+    return {"ids": [view_answer(rt.producer_txns.view(t)) for t in span.of(txns)], "pager": _pager(span)}
 
 
 class Rates:

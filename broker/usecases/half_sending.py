@@ -21,7 +21,7 @@ from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.broker.usecases.answers import half_json
+from halfmq.broker.usecases.answers import half_answer
 from halfmq.errors import InvalidRequest
 from halfmq.wire import HalfSendResult, SendStatus
 
@@ -90,7 +90,7 @@ def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRe
         key = SendKey(SendKind.HALF, group, body.topic)
         stored = rt.producer_ids.sent_before(producer, sequence, key)
         if stored is not None:  # the first attempt may still be waiting for its fsync
-            repeat = half_json(stored, SendStatus.SEND_OK, duplicate=True)  # type: ignore[arg-type]  # a half's key: a SentHalf
+            repeat = half_answer(stored, SendStatus.SEND_OK, duplicate=True)  # type: ignore[arg-type]  # a half's key: a SentHalf
             return StoredHalf(repeat, rt.store.commit_log.end_offset, duplicate=True)
         then = lambda items: rt.producer_ids.send_record(producer, sequence, items, SendKind.HALF)  # noqa: E731
     cfg, exists = rt.topics.writable(body.topic)
@@ -98,7 +98,7 @@ def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRe
     sent = SentHalf(tx.transaction_id, tx.msg_id, tx.half_clog_offset, tx.half_offset)
     if numbered:
         rt.producer_ids.sent(producer, sequence, SentRef(SendKind.HALF, tx.half_clog_offset, 1 + len(also)))
-    return StoredHalf(half_json(sent, SendStatus.SEND_OK), end)
+    return StoredHalf(half_answer(sent, SendStatus.SEND_OK), end)
 
 
 def with_flush_status(half: StoredHalf, timed_out: FlushTimedOut | None) -> HalfSendResult:

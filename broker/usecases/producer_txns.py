@@ -19,7 +19,7 @@ from halfmq import wire
 from halfmq.broker.producer_transactions.txn_records import AbortedBy
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.security.policy import Action, Kind, Principal, Resource
-from halfmq.broker.usecases.answers import acks_json, begin_json, end_json, init_json, messages_json, producer_id_json, view_json
+from halfmq.broker.usecases.answers import acks_answer, begin_answer, end_answer, init_answer, messages_answer, producer_id_answer, view_answer
 
 from .caller import Scope
 
@@ -47,21 +47,21 @@ def stepping(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> Princ
 def list_ids(rt: BrokerRuntime, who: Principal) -> wire.TransactionalIdList:
     """The transactional ids ``who`` may describe."""
     txns = [t for t in rt.producer_txns.all() if rt.access.allows(who, Action.DESCRIBE, _tid_resource(t.transactional_id))]
-    return wire.TransactionalIdList(count=len(txns), transactional_ids=[view_json(rt.producer_txns.view(t)) for t in txns])
+    return wire.TransactionalIdList(count=len(txns), transactional_ids=[view_answer(rt.producer_txns.view(t)) for t in txns])
 
 
 def describe(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> wire.TransactionalIdView:
     acting(rt, who, scope, tid, Action.DESCRIBE)
-    return view_json(rt.producer_txns.view(rt.producer_txns.get(tid)))
+    return view_answer(rt.producer_txns.view(rt.producer_txns.get(tid)))
 
 
 async def init(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, timeout_ms: int | None) -> wire.TxnInitResult:
     acting(rt, who, scope, tid)
-    return init_json(await rt.producer_txns.init(tid, timeout_ms, who.name))
+    return init_answer(await rt.producer_txns.init(tid, timeout_ms, who.name))
 
 
 def begin(rt: BrokerRuntime, tid: str, body: BeginTxnRequest) -> wire.TxnBeginResult:
-    return begin_json(rt.producer_txns.begin(tid, body.producer_id, body.epoch, body.sequence))
+    return begin_answer(rt.producer_txns.begin(tid, body.producer_id, body.epoch, body.sequence))
 
 
 def add_messages(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: TxnMessagesRequest) -> wire.TxnMessagesResult:
@@ -77,7 +77,7 @@ def add_messages(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body
             missing.append(cfg)
         items.extend(rt.sender.prepare_many(cfg, batch))
     holder = who.name if rt.access.enabled else None  # with auth off everyone is anonymous: only the broker-wide cap
-    return messages_json(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing, principal=holder))
+    return messages_answer(rt.producer_txns.add_messages(tid, body.producer_id, body.epoch, body.sequence, items, missing, principal=holder))
 
 
 def add_acks(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: TxnAcksRequest) -> wire.TxnAcksResult:
@@ -85,20 +85,20 @@ def add_acks(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str, body: Tx
     for h in receipts:  # one service cannot settle another's deliveries
         rt.access.authorize(who, Action.SUBSCRIBE, Resource.group(h.group), scope)
         rt.access.authorize(who, Action.SUBSCRIBE, Resource.topic(h.topic), scope)
-    return acks_json(rt.producer_txns.add_acks(tid, body.producer_id, body.epoch, body.sequence, receipts))
+    return acks_answer(rt.producer_txns.add_acks(tid, body.producer_id, body.epoch, body.sequence, receipts))
 
 
 async def commit(rt: BrokerRuntime, tid: str, body: EndTxnRequest) -> wire.TxnEndResult:
-    return end_json(await rt.producer_txns.commit(tid, body.producer_id, body.epoch))
+    return end_answer(await rt.producer_txns.commit(tid, body.producer_id, body.epoch))
 
 
 async def abort(rt: BrokerRuntime, tid: str, body: EndTxnRequest) -> wire.TxnEndResult:
-    return end_json(await rt.producer_txns.abort(tid, body.producer_id, body.epoch))
+    return end_answer(await rt.producer_txns.abort(tid, body.producer_id, body.epoch))
 
 
 async def abort_now(rt: BrokerRuntime, tid: str) -> wire.TxnEndResult:
     """An operator ends a stuck transaction now (its producer's next request learns TRANSACTION_ABORTED)."""
-    return end_json(await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR))
+    return end_answer(await rt.producer_txns.abort(tid, None, None, by=AbortedBy.OPERATOR))
 
 
 async def force_abort(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str) -> wire.TxnEndResult:
@@ -110,4 +110,4 @@ async def force_abort(rt: BrokerRuntime, who: Principal, scope: Scope, tid: str)
 async def new_producer_id(rt: BrokerRuntime, scope: Scope) -> wire.ProducerIdResult:
     """An idempotent producer id, bound to the principal that gets it; anyone allowed to publish somewhere may."""
     who = rt.access.require_publisher(scope)
-    return producer_id_json(await rt.producer_ids.new_producer_id(who.name))
+    return producer_id_answer(await rt.producer_ids.new_producer_id(who.name))

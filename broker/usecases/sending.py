@@ -20,7 +20,7 @@ from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutResult
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.timers.routing import visible_place
-from halfmq.broker.usecases.answers import sent_json
+from halfmq.broker.usecases.answers import sent_answer
 from halfmq.errors import InvalidRequest
 from halfmq.wire import SendResponse, SendResult, SendStatus
 
@@ -89,7 +89,7 @@ async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: 
             repeat = [SendResult(status=SendStatus.SEND_OK, msg_id=m.properties.get("UNIQ_KEY", ""), topic=topic,
                                  queue_id=-1, queue_offset=-1, commit_log_offset=-1) for m in body.messages]
         else:
-            repeat = sent_json(stored, SendStatus.SEND_OK)  # type: ignore[arg-type]  # a plain send's key: a list
+            repeat = sent_answer(stored, SendStatus.SEND_OK)  # type: ignore[arg-type]  # a plain send's key: a list
         await rt.durable(rt.store.commit_log.end_offset)  # the first attempt may still be waiting for its fsync
         return SendResponse(results=repeat, duplicate=True)
     sequence = body.sequence
@@ -99,7 +99,7 @@ async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: 
     sent = sent_messages(results)
     status = await durable_status(rt, end)
     _observe_send(rt, status, started)
-    return SendResponse(results=sent_json(sent, status))
+    return SendResponse(results=sent_answer(sent, status))
 
 
 def target(rt: BrokerRuntime, topic: str) -> tuple[TopicConfig, bool]:

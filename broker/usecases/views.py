@@ -18,7 +18,7 @@ from halfmq.broker.half_messages.half_records import Tx
 from halfmq.broker.messages.view import restored_view
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.broker.usecases.answers import final_json
+from halfmq.broker.usecases.answers import final_answer
 from halfmq.wire import TransactionState, TransactionView
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def tx_view(rt: BrokerRuntime, tx: Tx, *, duplicate: bool | None = None, half: S
         last_check_timestamp=tx.last_check_ms,
         next_check_timestamp=int(tx.due_at * 1000) if tx.state is TransactionState.PENDING else None,
         resolved_timestamp=tx.resolved_ms,
-        final=final_json(tx.final),
+        final=final_answer(tx.final),
         message=restored_view(half or rt.half_messages.half_message(tx)),
         duplicate=UNSET if duplicate is None else duplicate,
     )

@@ -22,7 +22,7 @@ class BrokerApi:
     def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 10.0) -> None:
         import httpx  # here, not at import: `halfmq --help` stays quick
 
-        # $HALFMQ_URL (or its old name $HALFMQ_BROKER_URL) may list a broker set: ask the first node.
+        # $HALFMQ_URL may list a broker set: ask the first node.
         self.url = resolve_url(url).split(",")[0].strip().rstrip("/")
         token = token or env_token()
         headers = {"authorization": f"Bearer {token}"} if token else {}

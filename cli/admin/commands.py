@@ -96,7 +96,7 @@ NOUNS = {
 
 
 def _common(p: argparse.ArgumentParser, json_flag: bool) -> None:
-    p.add_argument("--broker", help=f"broker URL (default: ${BROKER_URL_ENV}, or its old name $HALFMQ_BROKER_URL, or http://127.0.0.1:10911)")
+    p.add_argument("--broker", help=f"broker URL (default: ${BROKER_URL_ENV}, or http://127.0.0.1:10911)")
     p.add_argument("--token", help=f"admin bearer token (default: ${TOKEN_ENV})")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print the broker's JSON answer instead of a table")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from decimal import Decimal
 from typing import Literal
 
@@ -32,14 +31,6 @@ class OrderCreate(BaseModel):
         if value != value.quantize(Decimal("0.01")):
             raise ValueError("amount has at most 2 decimal places")
         return value.quantize(Decimal("0.01"))
-
-
-class OrderOut(BaseModel):
-    order_id: str
-    user_id: str
-    amount: Decimal
-    status: str
-    created_at: datetime
 
 
 MessageState = Literal["committed", "pending_check"]

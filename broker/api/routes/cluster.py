@@ -17,11 +17,11 @@ from halfmq import wire
 from halfmq.broker.api.body import parse_json_body
 from halfmq.broker.api.front import ApiRequest, Reply
 from halfmq.broker.api.router import Route
-from halfmq.broker.cluster.errors import NotLeader
 from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.cluster.positions import position_of
 from halfmq.broker.security.policy import CLUSTER, Action
+from halfmq.errors import NotLeader
 
 FETCH_MAX_BYTES = 1 << 20
 FETCH_WAIT_SECONDS = 0.5

@@ -1,7 +1,4 @@
-"""$HALFMQ_URL and $HALFMQ_TOKEN: one set of names where the SDK, the CLI and the services find the broker.
-
-The CLI's old $HALFMQ_BROKER_URL stays an alias, read only when $HALFMQ_URL is unset.
-"""
+"""$HALFMQ_URL and $HALFMQ_TOKEN: one set of names where the SDK, the CLI and the services find the broker."""
 
 from __future__ import annotations
 
@@ -30,8 +27,7 @@ def nobody() -> str:
     return f"http://127.0.0.1:{free_port()}"
 
 
-@pytest.mark.parametrize("names", [{"HALFMQ_URL": "broker"}, {"HALFMQ_BROKER_URL": "broker"},
-                                   {"HALFMQ_URL": "broker", "HALFMQ_BROKER_URL": "nobody"}], ids=str)
+@pytest.mark.parametrize("names", [{"HALFMQ_URL": "broker"}, {"HALFMQ_URL": "broker", "HALFMQ_BROKER_URL": "nobody"}], ids=str)
 def test_the_sdk_finds_the_broker_in_the_environment(broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch,
                                                       names: dict[str, str]) -> None:
     for name, where in names.items():
@@ -46,8 +42,7 @@ def admin_topics(environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
                           timeout=60, env={**clean, **environ})
 
 
-@pytest.mark.parametrize("names", [{"HALFMQ_URL": "broker"}, {"HALFMQ_BROKER_URL": "broker"},
-                                   {"HALFMQ_URL": "broker", "HALFMQ_BROKER_URL": "nobody"}], ids=str)
+@pytest.mark.parametrize("names", [{"HALFMQ_URL": "broker"}, {"HALFMQ_URL": "broker", "HALFMQ_BROKER_URL": "nobody"}], ids=str)
 def test_halfmq_admin_finds_the_broker_in_the_environment(broker: BrokerProcess, names: dict[str, str]) -> None:
     done = admin_topics({name: broker.url if where == "broker" else nobody() for name, where in names.items()})
     assert done.returncode == 0, done.stderr
@@ -61,7 +56,7 @@ def test_the_services_take_halfmq_url_and_token_when_their_own_names_are_unset(m
     settings = OrderSettings()
     assert (settings.broker_url, settings.broker_token_value()) == ("http://new:1", "t-1")
     monkeypatch.delenv("HALFMQ_URL")
-    assert OrderSettings().broker_url == "http://old:1"
+    assert OrderSettings().broker_url == "http://127.0.0.1:10911"  # the old $HALFMQ_BROKER_URL is read no more
     monkeypatch.setenv("ORDER_BROKER_URL", "http://own:1")
     monkeypatch.setenv("ORDER_BROKER_TOKEN", "own")
     assert (OrderSettings().broker_url, OrderSettings().broker_token_value()) == ("http://own:1", "own")

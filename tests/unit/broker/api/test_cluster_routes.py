@@ -14,11 +14,11 @@ import pytest
 
 from halfmq import wire
 from halfmq.broker.api.routes.cluster import LOG_END_HEADER
-from halfmq.broker.cluster.errors import NotLeader
 from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
 from halfmq.broker.cluster.term_history import TermHistory
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.errors import NotLeader
 from tests.support.fake_cluster_node import app_with_fake_node
 
 CLUSTER_ROUTES = ["GET /v1/cluster", "GET /v1/replication/position", "GET /v1/replication/term-end", "POST /v1/replication/ack",

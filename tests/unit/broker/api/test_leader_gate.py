@@ -12,7 +12,7 @@ from halfmq.broker.api.app import ROUTES
 from halfmq.broker.api.leader_gate import LeaderGate
 from halfmq.broker.api.router import Route, Router
 from halfmq.broker.api.routes import cluster as cluster_routes
-from halfmq.broker.cluster.errors import NotLeader
+from halfmq.errors import NotLeader
 
 TABLE = [*ROUTES, *cluster_routes.ROUTES]
 LEADER_URL = "http://n2.test:8080"

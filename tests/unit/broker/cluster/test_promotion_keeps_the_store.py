@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from halfmq.broker.cluster.decisions import Role
-from halfmq.broker.cluster.errors import NotLeader
 from halfmq.broker.cluster.etcd import KeyValue, Lease
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.usecases import settling
+from halfmq.errors import NotLeader
 
 MEMBERS = ["n1=http://127.0.0.1:8081", "n2=http://127.0.0.1:8082", "n3=http://127.0.0.1:8083"]
 

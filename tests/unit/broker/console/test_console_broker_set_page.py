@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from halfmq.broker.api.app import create_app
-from halfmq.broker.cluster.errors import NotLeader
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.errors import NotLeader
 from tests.support.cluster_answers import LEADER_ANSWER, with_node_named
 from tests.support.crafted_names import CRAFTED
 from tests.support.fake_cluster_node import app_with_fake_node
