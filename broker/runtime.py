@@ -36,6 +36,22 @@ from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
 from halfmq.broker.timers.release_service import ReleaseService
 from halfmq.broker.timers.timer_index import TimerIndex
+from halfmq.broker.usecases import (
+    ConsoleViews,
+    Ending,
+    HalfSending,
+    Heartbeats,
+    Journeys,
+    ManageGroups,
+    ManageTopics,
+    OperatorActions,
+    ProducerTransactions,
+    Receiving,
+    Sending,
+    Settling,
+    UseCases,
+    Views,
+)
 
 log = logging.getLogger(__name__)
 Durable = Callable[[int], Awaitable[None]]
@@ -67,6 +83,7 @@ class BrokerRuntime:
     # Lookups (journeys, searches: usecases/journeys.py) in threads at once: a flood of them leaves the default
     # executor's other users (the acks checkpoint, check URLs) their threads.
     lookups: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(2), repr=False)
+    usecases: UseCases = field(default=None)  # type: ignore[assignment]  # set by open(): what every front calls
     _check_task: asyncio.Task | None = field(default=None, repr=False)
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
@@ -134,6 +151,7 @@ class BrokerRuntime:
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.settled_durable = durable if durable_wrapper is not None else None
             rt.operator_metrics = OperatorMetrics(rt, RowLimits(settings.metrics_max_topics, settings.metrics_max_group_topics))
+            rt.usecases = use_cases(rt)
             return rt
         except BaseException:
             if close_on_failure:
@@ -241,3 +259,27 @@ class BrokerRuntime:
 def runtime_of(request: Any) -> BrokerRuntime:
     """The runtime a FastAPI route or console page serves from (the app's lifespan put it on ``app.state``)."""
     return request.app.state.runtime
+
+
+def use_cases(rt: BrokerRuntime) -> UseCases:
+    """Every use case, each given only the collaborators it names (cosmicpython's bootstrap): the one place they meet."""
+    settings, store, access, durable = rt.settings, rt.store, rt.access, rt.durable
+    log_end: Callable[[], int] = lambda: store.commit_log.end_offset  # noqa: E731
+    views = Views(rt.half_messages, store, rt.delivery, rt.producers, settings.flush_mode)
+    return UseCases(
+        sending=Sending(access, rt.topics, rt.sender, rt.producer_ids, durable, log_end, rt.metrics),
+        half_sending=HalfSending(access, rt.topics, rt.sender, store, rt.half_messages, rt.producer_ids, durable, log_end),
+        ending=Ending(access, rt.half_messages, views, durable),
+        receiving=Receiving(rt.delivery, rt.metrics),
+        settling=Settling(rt.delivery, rt.settled_durable),
+        topics=ManageTopics(access, rt.topics, store, views, durable, log_end),
+        groups=ManageGroups(access, rt.delivery, store, store.put, views, durable),
+        heartbeats=Heartbeats(access, rt.producers, views, durable, rt.own_address or OwnAddress.of(settings.host, settings.port),
+                              settings.check_url_allow, settings.producer_expiry),
+        operator_actions=OperatorActions(access, rt.half_messages, lambda: rt.checks, views, durable),
+        producer_transactions=ProducerTransactions(access, rt.producer_txns, rt.producer_ids, rt.topics, rt.sender, rt.delivery),
+        journeys=Journeys(access, store, rt.lookups, settings.lookup_topics, settings.lookup_index_files),
+        views=views,
+        console_views=ConsoleViews(views, rt.half_messages, rt.producer_txns, store, rt.delivery, rt.producers,
+                                   settings.transaction_timeout, settings.host, settings.port),
+    )

@@ -67,12 +67,13 @@ class Reply:
 
 
 class ApiRequest:
-    """What an endpoint gets: path parameters, the principal, the checked parameters, the runtime; the body on demand.
+    """What an endpoint gets: path parameters, the principal, the checked parameters, the use cases; the body on demand.
 
-    ``state`` is the app's (a broker set's node is ``state.cluster``); ``runtime`` is ``state.runtime``, read once.
+    ``state`` is the app's (a broker set's node is ``state.cluster``); ``runtime`` is ``state.runtime``, read once (a
+    set's node swaps it when its role changes), ``usecases`` its use cases: what an endpoint calls.
     """
 
-    __slots__ = ("scope", "receive", "path_params", "state", "runtime", "body_reader", "principal", "params")
+    __slots__ = ("scope", "receive", "path_params", "state", "runtime", "usecases", "body_reader", "principal", "params")
 
     def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], state: Any, body_reader: BodyReader) -> None:
         self.scope = scope
@@ -80,6 +81,7 @@ class ApiRequest:
         self.path_params = path_params
         self.state = state
         self.runtime = state.runtime
+        self.usecases = self.runtime.usecases
         self.body_reader = body_reader
         self.principal: Any = None
         self.params: Any = None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -25,9 +26,10 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from halfmq import human_time
-from halfmq.broker.runtime import BrokerRuntime, runtime_of
-from halfmq.broker.usecases import console_views as views
-from halfmq.broker.usecases import groups, journeys, operator_actions, producer_txns
+from halfmq.broker.runtime import runtime_of
+from halfmq.broker.security.access import ClusterAdmin
+from halfmq.broker.usecases import UseCases
+from halfmq.broker.usecases.console_views import Rates
 from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
 
 from . import session
@@ -71,15 +73,26 @@ class ConsoleRoute(APIRoute):
 
 router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
 
-PAGES: dict[str, tuple[str, Callable[[Request, BrokerRuntime], Any]]] = {}
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who looks at a page (the session's ``ClusterAdmin`` grant) and what its pages read with: the use cases of the
+    moment (a set's node swaps them when its role changes) and the rows a page shows."""
+
+    admin: ClusterAdmin
+    usecases: UseCases
+    rows: int
+
+
+Reader = Callable[[Request, Viewer], Any]
+PAGES: dict[str, tuple[str, Reader]] = {}
 ON_FOLLOWER: set[str] = set()  # the pages a set's follower renders: their data is in its log, up to the leader's mark
 # Served on every node besides those pages (and the static files): none of them reads or changes the broker's state.
 EVERY_NODE = frozenset({("GET", PREFIX), ("GET", f"{PREFIX}/login"), ("POST", f"{PREFIX}/login"), ("POST", f"{PREFIX}/logout")})
 
 
-def _page(name: str, title: str, on_follower: bool = False) -> Callable[[Callable[[Request, BrokerRuntime], Any]],
-                                                                         Callable[[Request, BrokerRuntime], Any]]:
-    def register(read: Callable[[Request, BrokerRuntime], Any]) -> Callable[[Request, BrokerRuntime], Any]:
+def _page(name: str, title: str, on_follower: bool = False) -> Callable[[Reader], Reader]:
+    def register(read: Reader) -> Reader:
         PAGES[name] = (title, read)
         if on_follower:
             ON_FOLLOWER.add(name)
@@ -113,22 +126,22 @@ def _query(request: Request) -> str:
 
 
 @_page("transactions", "Transactions")
-def _transactions(request: Request, rt: BrokerRuntime) -> Any:
-    return views.transactions(rt, _page_number(request), rt.settings.console_page_rows)
+def _transactions(request: Request, viewer: Viewer) -> Any:
+    return viewer.usecases.console_views.transactions(viewer.admin, _page_number(request), viewer.rows)
 
 
 @_page("transactional-ids", "Transactional ids")
-def _tids(request: Request, rt: BrokerRuntime) -> Any:
-    return views.transactional_ids(rt, _page_number(request), rt.settings.console_page_rows)
+def _tids(request: Request, viewer: Viewer) -> Any:
+    return viewer.usecases.console_views.transactional_ids(viewer.admin, _page_number(request), viewer.rows)
 
 
 @_page("topics", "Topics", on_follower=True)
-def _topics(request: Request, rt: BrokerRuntime) -> Any:
+def _topics(request: Request, viewer: Viewer) -> Any:
     """``?q=`` the topics whose name contains it."""
     rates = getattr(request.app.state, "console_rates", None)
     if rates is None:
-        rates = request.app.state.console_rates = views.Rates()
-    return views.topics(rt, rates, _page_number(request), rt.settings.console_page_rows, _query(request))
+        rates = request.app.state.console_rates = Rates()
+    return viewer.usecases.console_views.topics(viewer.admin, rates, _page_number(request), viewer.rows, _query(request))
 
 
 # What a page's polled fragment asks for again, so polling keeps the reader's place.
@@ -136,27 +149,28 @@ PAGE_PARAMS = ("page", "q", "dlq_group", "dlq_offset", "topic")
 
 
 @_page("groups", "Consumer groups")
-def _groups(request: Request, rt: BrokerRuntime) -> Any:
+def _groups(request: Request, viewer: Viewer) -> Any:
     """``?q=`` the groups whose name contains it; ``?dlq_group=G&dlq_offset=N`` pages G's dead letters."""
     offset = _number(request, "dlq_offset")
     group = request.query_params.get("dlq_group")
-    return views.groups(rt, _page_number(request), rt.settings.console_page_rows, _query(request),
-                        {group: offset} if group and offset is not None else {})
+    return viewer.usecases.console_views.groups(viewer.admin, _page_number(request), viewer.rows, _query(request),
+                                                {group: offset} if group and offset is not None else {})
 
 
 @_page("messages", "Messages")
-async def _messages(request: Request, rt: BrokerRuntime) -> Any:
+async def _messages(request: Request, viewer: Viewer) -> Any:
     """``?q=`` a message id (its journey) or a key (the messages sent with it, newest first); ``&topic=`` its topic."""
-    return await journeys.console_search(rt, _query(request), request.query_params.get("topic", "").strip()[:256])
+    return await viewer.usecases.journeys.console_search(viewer.admin, _query(request),
+                                                         request.query_params.get("topic", "").strip()[:256])
 
 
 @_page("producers", "Producers")
-def _producers(request: Request, rt: BrokerRuntime) -> Any:
-    return views.producers(rt, _page_number(request), rt.settings.console_page_rows)
+def _producers(request: Request, viewer: Viewer) -> Any:
+    return viewer.usecases.console_views.producers(viewer.admin, _page_number(request), viewer.rows)
 
 
 @_page("cluster", "Broker set", on_follower=True)
-async def _cluster(request: Request, rt: BrokerRuntime) -> Any:
+async def _cluster(request: Request, viewer: Viewer) -> Any:
     """GET /v1/cluster through the app itself when that route exists (a replicated set); else this one node."""
     import httpx
 
@@ -166,21 +180,22 @@ async def _cluster(request: Request, rt: BrokerRuntime) -> Any:
         answer = await client.get("/v1/cluster", headers={"authorization": f"Bearer {token}"} if token else {})
     if answer.status_code == 200:
         return {"cluster": answer.json(), "single": False}
-    return views.single_node(rt)
+    return viewer.usecases.console_views.single_node(viewer.admin)
 
 
-def _who(request: Request) -> str | None:
-    """The session's token after the guard said yes (Unauthenticated / AccessDenied otherwise)."""
-    token = session.cookie_token(request.scope)
-    session.admin(runtime_of(request), request.scope, token)
-    return token
+def _who(request: Request) -> Viewer:
+    """The session's viewer once ``Access`` said its token may administer the broker (Unauthenticated / AccessDenied)."""
+    rt = runtime_of(request)
+    admin = session.admin(rt.access, request.scope, session.cookie_token(request.scope))
+    return Viewer(admin, rt.usecases, rt.settings.console_page_rows)
 
 
-async def _render(request: Request, name: str, template: str, flash: str | None = None, status: int = 200) -> HTMLResponse:
+async def _render(request: Request, viewer: Viewer, name: str, template: str, flash: str | None = None,
+                  status: int = 200) -> HTMLResponse:
     """Read the page's data on the event loop (one page of rows: bounded), then write its HTML in a worker thread, on
     that data only: the template's work, however many rows, holds no request up."""
     title, read = PAGES[name]
-    data = read(request, runtime_of(request))
+    data = read(request, viewer)
     if hasattr(data, "__await__"):
         data = await data
     token = session.cookie_token(request.scope)
@@ -222,7 +237,7 @@ async def login(request: Request) -> Response:
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     token = (form.get("token") or [""])[0].strip()
     try:
-        session.admin(runtime_of(request), request.scope, token or None)
+        session.admin(runtime_of(request).access, request.scope, token or None)
     except (Unauthenticated, AccessDenied) as exc:
         html = _env.get_template("login.html").render(title="Log in", error=exc.detail)
         return HTMLResponse(html, status_code=exc.status)
@@ -244,10 +259,10 @@ async def page(page: str, request: Request) -> Response:
     if page not in PAGES:
         return HTMLResponse("no such page", status_code=404)
     try:
-        _who(request)
+        viewer = _who(request)
     except (Unauthenticated, AccessDenied) as exc:
         return _refused(request, exc)
-    return await _render(request, page, "page.html")
+    return await _render(request, viewer, page, "page.html")
 
 
 @router.get("/{page}/fragment")
@@ -255,45 +270,48 @@ async def fragment(page: str, request: Request) -> Response:
     if page not in PAGES:
         return HTMLResponse("no such page", status_code=404)
     try:
-        _who(request)
+        viewer = _who(request)
     except (Unauthenticated, AccessDenied) as exc:
         return _refused(request, exc)
-    return await _render(request, page, f"{page}.html")
+    return await _render(request, viewer, page, f"{page}.html")
 
 
-async def _act(request: Request, page: str, action: Callable[[BrokerRuntime], Any], done: str) -> Response:
+Action = Callable[[Viewer], Any]
+
+
+async def _act(request: Request, page: str, action: Action, done: str) -> Response:
     """Check the session and the CSRF token, act, and answer with the page's refreshed table."""
     try:
-        token = _who(request)
+        viewer = _who(request)
     except (Unauthenticated, AccessDenied) as exc:
         return _refused(request, exc)
-    if not session.csrf_ok(token, request.headers.get("x-csrf-token")):
+    if not session.csrf_ok(session.cookie_token(request.scope), request.headers.get("x-csrf-token")):
         return HTMLResponse("missing or wrong CSRF token: reload the page", status_code=403)
     try:
-        result = action(runtime_of(request))
+        result = action(viewer)
         if hasattr(result, "__await__"):
             await result
         flash = done
     except BrokerError as exc:
         flash = f"refused: {exc.code}: {exc.detail}"
-    return await _render(request, page, f"{page}.html", flash=flash)
+    return await _render(request, viewer, page, f"{page}.html", flash=flash)
 
 
 @router.post("/transactions/{transaction_id}/{verb}")
 async def transaction_action(transaction_id: str, verb: str, request: Request) -> Response:
-    async def commit(rt: BrokerRuntime) -> None:
-        await operator_actions.end_now(rt, transaction_id, "commit")
+    async def commit(viewer: Viewer) -> None:
+        await viewer.usecases.operator_actions.end_now(viewer.admin, transaction_id, "commit")
 
-    async def rollback(rt: BrokerRuntime) -> None:
-        await operator_actions.end_now(rt, transaction_id, "rollback")
+    async def rollback(viewer: Viewer) -> None:
+        await viewer.usecases.operator_actions.end_now(viewer.admin, transaction_id, "rollback")
 
-    def recheck(rt: BrokerRuntime) -> None:
-        operator_actions.recheck_now(rt, transaction_id)
+    def recheck(viewer: Viewer) -> None:
+        viewer.usecases.operator_actions.recheck_now(viewer.admin, transaction_id)
 
-    async def resend(rt: BrokerRuntime) -> None:
-        await operator_actions.resend_now(rt, transaction_id, "operator (console)")
+    async def resend(viewer: Viewer) -> None:
+        await viewer.usecases.operator_actions.resend_now(viewer.admin, transaction_id, "operator (console)")
 
-    actions: dict[str, Callable[[BrokerRuntime], Any]] = {"commit": commit, "rollback": rollback, "recheck": recheck, "resend": resend}
+    actions: dict[str, Action] = {"commit": commit, "rollback": rollback, "recheck": recheck, "resend": resend}
     if verb not in actions:
         return HTMLResponse("no such action", status_code=404)
     return await _act(request, "transactions", actions[verb], f"{verb}: {transaction_id}")
@@ -301,15 +319,15 @@ async def transaction_action(transaction_id: str, verb: str, request: Request) -
 
 @router.post("/groups/{group}/dlq/{offset}/resend")
 async def dlq_resend(group: str, offset: int, request: Request) -> Response:
-    async def resend(rt: BrokerRuntime) -> None:
-        await groups.resend_dlq_now(rt, group, offset)
+    async def resend(viewer: Viewer) -> None:
+        await viewer.usecases.groups.resend_dlq_now(viewer.admin, group, offset)
 
     return await _act(request, "groups", resend, f"resent DLQ message {offset} of {group}")
 
 
 @router.post("/transactional-ids/{tid}/abort")
 async def tid_abort(tid: str, request: Request) -> Response:
-    async def abort(rt: BrokerRuntime) -> None:
-        await producer_txns.abort_now(rt, tid)
+    async def abort(viewer: Viewer) -> None:
+        await viewer.usecases.producer_transactions.abort_now(viewer.admin, tid)
 
     return await _act(request, "transactional-ids", abort, f"aborted the open transaction of {tid}")

@@ -21,9 +21,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from halfmq.broker.runtime import BrokerRuntime
-from halfmq.broker.usecases.caller import Principal
-from halfmq.broker.usecases.operator_actions import cluster_admin
+from halfmq.broker.security.access import Access, ClusterAdmin
 from halfmq.errors import Unauthenticated
 
 COOKIE = "halfmq_console"
@@ -48,7 +46,7 @@ def as_bearer_scope(scope: Mapping[str, Any], token: str | None) -> dict[str, An
     return {**scope, "headers": headers}
 
 
-def admin(rt: BrokerRuntime, scope: Mapping[str, Any], token: str | None) -> Principal:
+def admin(access: Access, scope: Mapping[str, Any], token: str | None) -> ClusterAdmin:
     """The console's principal: Unauthenticated / AccessDenied unless the token may ``admin`` the cluster.
 
     A token is ASCII (it travels in a header): typed into the login form as other text, it is refused as none, never
@@ -56,7 +54,7 @@ def admin(rt: BrokerRuntime, scope: Mapping[str, Any], token: str | None) -> Pri
     if token is not None and not token.isascii():
         raise Unauthenticated("this is not a token of this broker: its tokens are ASCII text")
     bearer = as_bearer_scope(scope, token)
-    return cluster_admin(rt, rt.access.principal(bearer), bearer)
+    return access.cluster_admin(access.principal(bearer), bearer)
 
 
 def csrf_token(token: str | None) -> str:

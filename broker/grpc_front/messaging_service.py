@@ -20,7 +20,8 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as spb
 from rocketmq.grpc_protocol import service_pb2_grpc as rpc
 
-from halfmq.broker.usecases import ending, half_sending, producers, receiving, sending, settling, topics
+from halfmq.broker.security.access import Publisher
+from halfmq.broker.usecases import UseCases
 from halfmq.broker.usecases.durability import FlushTimedOut
 from halfmq.errors import BrokerError, InvalidRequest, TooManyTelemetryStreams, TransactionConflict
 
@@ -69,6 +70,11 @@ class MessagingService(rpc.MessagingServiceServicer):
         self.broker = pb.Broker(name="halfmq", id=0, endpoints=self.endpoints)
 
     @property
+    def uc(self) -> UseCases:
+        """The use cases of the moment."""
+        return self.rt.usecases  # type: ignore[no-any-return]
+
+    @property
     def rt(self) -> Any:
         """The runtime of the moment: a broker set's node swaps it when its role changes."""
         return self._current()
@@ -87,7 +93,7 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.QueryRouteResponse)
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:  # noqa: N802
         try:
-            cfg = topics.route(self.rt, *self._who(context, "QueryRoute"), request.topic.name)
+            cfg = self.uc.topics.route(*self._who(context, "QueryRoute"), request.topic.name)
         except BrokerError as exc:
             return _refusal(spb.QueryRouteResponse, exc)
         return spb.QueryRouteResponse(status=OK, message_queues=self._queues(cfg.name, cfg.queues))
@@ -95,7 +101,7 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.QueryAssignmentResponse)
     async def QueryAssignment(self, request: spb.QueryAssignmentRequest, context: Any) -> spb.QueryAssignmentResponse:  # noqa: N802
         try:
-            cfg = topics.assignment(self.rt, *self._who(context, "QueryAssignment"), request.group.name, request.topic.name)
+            cfg = self.uc.topics.assignment(*self._who(context, "QueryAssignment"), request.group.name, request.topic.name)
         except BrokerError as exc:
             return _refusal(spb.QueryAssignmentResponse, exc)
         queue = self._queues(cfg.name, 1)[0]
@@ -148,8 +154,8 @@ class MessagingService(rpc.MessagingServiceServicer):
                     if command.HasField("settings"):
                         settings = command.settings
                         if settings.client_type == pb.ClientType.PRODUCER:  # check-backs go only to who may publish for the group
-                            self.sessions.publishes(session, producers.check_back_groups(
-                                self.rt, who, [t.name for t in settings.publishing.topics]))
+                            self.sessions.publishes(session, self.uc.heartbeats.check_back_groups(
+                                who, [t.name for t in settings.publishing.topics]))
                         if not self.sessions.send(session, spb.TelemetryCommand(status=OK, settings=self._settings_reply(settings))):
                             return  # its client does not read: stop reading too (gRPC's flow control then holds it back)
             finally:
@@ -169,32 +175,33 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.SendMessageResponse)
     async def SendMessage(self, request: spb.SendMessageRequest, context: Any) -> spb.SendMessageResponse:  # noqa: N802
         try:
+            who = self._who(context, "SendMessage")
+            publishers: dict[str, Publisher] = {}
             for topic in {m.topic.name for m in request.messages}:
                 transactional = any(m.system_properties.message_type == pb.MessageType.TRANSACTION
                                     for m in request.messages if m.topic.name == topic)
-                sending.rocketmq_publisher(self.rt, *self._who(context, "SendMessage"), topic, transactional)
-            entries = [await self._send_one(message) for message in request.messages]
+                publishers[topic] = self.uc.sending.rocketmq_publisher(*who, topic, transactional)
+            entries = [await self._send_one(message, publishers[message.topic.name]) for message in request.messages]
         except FlushTimedOut:
             return spb.SendMessageResponse(status=pb.Status(code=pb.Code.MASTER_PERSISTENCE_TIMEOUT, message="flush timed out"))
         except BrokerError as exc:
             return _refusal(spb.SendMessageResponse, exc)
         return spb.SendMessageResponse(status=OK, entries=entries)
 
-    async def _send_one(self, message: pb.Message) -> spb.SendResultEntry:
+    async def _send_one(self, message: pb.Message, publisher: Publisher) -> spb.SendResultEntry:
         kind = message.system_properties.message_type
         conflict = mm.type_conflict(message.system_properties)
         if conflict:
             raise RocketMQRefusal(pb.Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, conflict)
-        topic = message.topic.name
-        target = sending.target(self.rt, topic)  # an unknown or invalid topic is told before a bad message
+        target = self.uc.sending.target(publisher)  # an unknown or invalid topic is told before a bad message
         try:
             outgoing = mm.outgoing(message)
         except ValueError as exc:  # pydantic: e.g. a tag over the length limit
             raise InvalidRequest(str(exc).splitlines()[0]) from None
         if kind == pb.MessageType.TRANSACTION:
-            tx = await half_sending.send_rocketmq_half(self.rt, topic, target, outgoing)
+            tx = await self.uc.half_sending.send_rocketmq_half(publisher, target, outgoing)
             return spb.SendResultEntry(status=OK, message_id=tx.msg_id, transaction_id=tx.transaction_id, offset=tx.half_offset)
-        result = await sending.send_one(self.rt, topic, outgoing)
+        result = await self.uc.sending.send_one(publisher, outgoing)
         return spb.SendResultEntry(status=OK, message_id=message.system_properties.message_id, offset=result.queue_offset)
 
     @answers(spb.EndTransactionResponse)
@@ -203,7 +210,7 @@ class MessagingService(rpc.MessagingServiceServicer):
         if state is None:
             return spb.EndTransactionResponse(status=pb.Status(code=pb.Code.BAD_REQUEST, message="resolution must be COMMIT or ROLLBACK"))
         try:
-            await ending.end(self.rt, *self._who(context, "EndTransaction"), request.transaction_id, request.topic.name, state,
+            await self.uc.ending.end(*self._who(context, "EndTransaction"), request.transaction_id, request.topic.name, state,
                              from_check=request.source == pb.TransactionSource.SOURCE_SERVER_CHECK)
         except TransactionConflict as exc:
             return _refusal(spb.EndTransactionResponse, exc)
@@ -219,12 +226,13 @@ class MessagingService(rpc.MessagingServiceServicer):
         tags = None if expression in ("", "*") else {t.strip() for t in expression.split("||")}
         group, topic = request.group.name, request.message_queue.topic.name
         try:
-            receiving.subscriber(self.rt, *self._who(context, "ReceiveMessage"), group, topic)
-            deliveries = await receiving.deliveries(self.rt, group, topic, max(1, min(request.batch_size or 32, 1024)), invisible, wait)
+            subscriber = self.rt.access.subscriber(*self._who(context, "ReceiveMessage"), group, topic)
+            receiving = self.uc.receiving
+            deliveries = await receiving.deliveries_for(subscriber, max(1, min(request.batch_size or 32, 1024)), invisible, wait)
         except BrokerError as exc:
             yield _refusal(spb.ReceiveMessageResponse, exc)
             return
-        wanted = receiving.wanted(self.rt, group, topic, deliveries, tags)
+        wanted = receiving.wanted(subscriber, deliveries, tags)
         if not wanted:
             yield spb.ReceiveMessageResponse(status=pb.Status(code=pb.Code.MESSAGE_NOT_FOUND, message="no new message"))
             return
@@ -239,13 +247,13 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.AckMessageResponse)
     async def AckMessage(self, request: spb.AckMessageRequest, context: Any) -> spb.AckMessageResponse:  # noqa: N802
         try:
-            receiving.subscriber(self.rt, *self._who(context, "AckMessage"), request.group.name, request.topic.name)
+            subscriber = self.rt.access.subscriber(*self._who(context, "AckMessage"), request.group.name, request.topic.name)
         except BrokerError as exc:
             return _refusal(spb.AckMessageResponse, exc)
         entries = []
         for entry in request.entries:
             try:
-                ok = await settling.ack_one(self.rt, request.group.name, request.topic.name, entry.receipt_handle)
+                ok = await self.uc.settling.ack_one(subscriber, entry.receipt_handle)
                 status = OK if ok else pb.Status(code=pb.Code.INVALID_RECEIPT_HANDLE, message="the receipt handle is expired or settled")
             except BrokerError as exc:
                 status = status_of(exc)
@@ -257,9 +265,9 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.ChangeInvisibleDurationResponse)
     async def ChangeInvisibleDuration(self, request: spb.ChangeInvisibleDurationRequest, context: Any) -> spb.ChangeInvisibleDurationResponse:  # noqa: N802
         try:
-            receiving.subscriber(self.rt, *self._who(context, "ChangeInvisibleDuration"), request.group.name, request.topic.name)
-            ok = settling.change_invisible(self.rt, request.group.name, request.topic.name, request.receipt_handle,
-                                           mm.seconds(request.invisible_duration))
+            subscriber = self.rt.access.subscriber(*self._who(context, "ChangeInvisibleDuration"), request.group.name,
+                                                   request.topic.name)
+            ok = self.uc.settling.change_invisible(subscriber, request.receipt_handle, mm.seconds(request.invisible_duration))
         except BrokerError as exc:
             return _refusal(spb.ChangeInvisibleDurationResponse, exc)
         if not ok:
@@ -270,8 +278,9 @@ class MessagingService(rpc.MessagingServiceServicer):
     async def ForwardMessageToDeadLetterQueue(self, request: spb.ForwardMessageToDeadLetterQueueRequest,  # noqa: N802
                                               context: Any) -> spb.ForwardMessageToDeadLetterQueueResponse:
         try:
-            receiving.subscriber(self.rt, *self._who(context, "ForwardMessageToDeadLetterQueue"), request.group.name, request.topic.name)
-            ok = settling.dead_letter(self.rt, request.group.name, request.topic.name, request.receipt_handle)
+            subscriber = self.rt.access.subscriber(*self._who(context, "ForwardMessageToDeadLetterQueue"), request.group.name,
+                                                   request.topic.name)
+            ok = self.uc.settling.dead_letter(subscriber, request.receipt_handle)
         except BrokerError as exc:
             return _refusal(spb.ForwardMessageToDeadLetterQueueResponse, exc)
         if not ok:

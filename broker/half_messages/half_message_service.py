@@ -33,7 +33,7 @@ from halfmq.broker.messages.ids import RandomIds
 from halfmq.broker.store.damaged_records import DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
-from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC, SYSTEM_GROUP
 from halfmq.broker.timers.routing import route_all
 from halfmq.errors import DamagedRecord, MessageTooLarge
 from halfmq.wire import TransactionState
@@ -47,7 +47,6 @@ from .state_machine import HalfEvent, TxAction, op_kind, state_after_op, transit
 
 log = logging.getLogger(__name__)
 
-SYSTEM_GROUP = "CID_SYS_RMQ_TRANS"
 MAX_CACHED_HALVES = 16_384  # pending halves kept in memory for their end; older ones are read back from the log
 
 Durable = Callable[[int], Awaitable[None]]

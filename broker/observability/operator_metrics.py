@@ -32,8 +32,7 @@ from prometheus_client.registry import Collector
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.delivery.event_counts import OTHER
 from halfmq.broker.delivery.queue_progress import QueueLag
-from halfmq.broker.store.topics import SYSTEM_TOPICS, is_system_topic
-from halfmq.broker.usecases.views import is_system_group
+from halfmq.broker.store.topics import SYSTEM_TOPICS, is_system_group, is_system_topic
 from halfmq.errors import ConsumerGroupNotFound
 
 if TYPE_CHECKING:

@@ -55,13 +55,13 @@ def linked(*carriers: Mapping[str, str]) -> list[Any]:
 
 
 def traced_send(send: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-    """``send(rt, who, topic, body)`` in a ``send {topic}`` span of the broker's trace, linked to each message's context."""
+    """``Sending.send(self, publisher, body)`` in a ``send {topic}`` span of the broker's trace, linked to each message's context."""
     @functools.wraps(send)
     async def traced(*args: P.args, **kwargs: P.kwargs) -> T:
         found = core.tracer()
         if found is None:
             return await send(*args, **kwargs)
-        topic, body = args[2], args[3]
+        topic, body = args[1].topic, args[2]  # type: ignore[attr-defined]
         messages = body.messages  # type: ignore[attr-defined]
         attributes = core.attributes("send", "send", str(topic), **{core.BATCH_COUNT: len(messages)})
         with found.start_as_current_span(f"send {topic}", kind=_kind("SERVER"), attributes=attributes,
@@ -71,7 +71,7 @@ def traced_send(send: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
 
 
 def traced_half(store: Callable[P, T]) -> Callable[P, T]:
-    """``store_half(rt, who, scope, body)`` in a ``half {topic}`` span of the broker's trace, linked to the half's context."""
+    """``HalfSending.store_half(self, who, scope, body)`` in a ``half {topic}`` span of the broker's trace, linked to the half's context."""
     @functools.wraps(store)
     def traced(*args: P.args, **kwargs: P.kwargs) -> T:
         found = core.tracer()
@@ -101,7 +101,8 @@ def _ended(found: Tracer, outcome: Any, state: str, from_check: bool, started: i
 
 
 def traced_end(end: Callable[P, T]) -> Callable[P, T]:
-    """``end(rt, who, scope, transaction_id, group, state, from_check=…)`` or ``end_item(rt, who, scope, item)``: an ``end`` span."""
+    """``Ending.end(self, who, scope, transaction_id, group, state, from_check=…)`` or ``Ending.end_item(self, who, scope, item)``:
+    an ``end`` span."""
     def described(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[str, bool]:
         if len(args) == 4:  # end_item: the item carries the state
             return args[3].state, bool(args[3].from_check)
@@ -138,7 +139,7 @@ def _is_async(function: Callable[..., Any]) -> bool:
 
 
 def traced_deliveries(receive: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
-    """``receive(rt, group, topic, body, caller)``: a ``deliver {topic}`` span per message handed out, linked to its context."""
+    """``Receiving.receive(self, subscriber, body, caller)``: a ``deliver {topic}`` span per message handed out, linked to its context."""
     @functools.wraps(receive)
     async def traced(*args: P.args, **kwargs: P.kwargs) -> T:
         found = core.tracer()
@@ -146,7 +147,7 @@ def traced_deliveries(receive: Callable[P, Awaitable[T]]) -> Callable[P, Awaitab
             return await receive(*args, **kwargs)
         started = time.time_ns()
         answer: Any = await receive(*args, **kwargs)
-        group, topic = str(args[1]), str(args[2])
+        group, topic = args[1].group, args[1].topic  # type: ignore[attr-defined]
         for message in answer.messages:
             attributes = core.attributes("deliver", "receive", topic, **{core.CONSUMER_GROUP: group, core.MESSAGE_ID: message.msg_id,
                                                                         core.DELIVERY_ATTEMPT: message.delivery_attempt})

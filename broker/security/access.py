@@ -1,19 +1,36 @@
-"""The one place a request meets the policies: bearer token -> principal -> ``decide``.
+"""The one place a request meets the policies: bearer token -> principal -> ``decide``; and the grants only it makes.
 
 Hot routes and FastAPI routes both hand over their ASGI scope. With auth off
 (no auth file: the loopback-only default) every request acts as an anonymous
 superuser. Every decision is counted by result; admin actions and every
 refusal get an audit line (principal, action, resource, result).
+
+A grant (``Publisher``, ``Subscriber``, ``ClusterAdmin``, ``TransactionalIdActor``) is the proof that a check ran:
+only ``Access`` makes one, and a use case that acts for a principal takes one. So a front cannot forget the check (it
+has nothing to pass without it), and it can make the check before it reads a request's body (who may not send to a
+topic learns nothing of what the body should look like).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from halfmq.broker.security.auth_file import Authenticator
-from halfmq.broker.security.policy import Action, Decision, Policy, Principal, Resource, ResourcePattern, decide, may_publish_somewhere
+from halfmq.broker.security.policy import (
+    CLUSTER,
+    Action,
+    Decision,
+    Kind,
+    Policy,
+    Principal,
+    Resource,
+    ResourcePattern,
+    decide,
+    may_publish_somewhere,
+)
 from halfmq.errors import AccessDenied, Unauthenticated
 
 audit = logging.getLogger("halfmq.audit")
@@ -21,6 +38,60 @@ audit = logging.getLogger("halfmq.audit")
 ANONYMOUS = Principal("anonymous", (Policy(frozenset({Action.ADMIN}), (ResourcePattern(None, "*"),)),))
 _BEARER = "bearer "
 _MAX_REMEMBERED = 65_536
+_SEAL = object()  # what only this module passes: a grant made anywhere else is a TypeError
+Scope = Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Grant:
+    """What a principal was allowed, made only by ``Access`` (see the module's docstring). ``scope`` is the request's,
+    named by the audit lines of the checks made later with it (a half's companions, a transaction's topics)."""
+
+    principal: Principal
+    scope: Scope = field(repr=False, compare=False)
+    seal: object = field(repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.seal is not _SEAL:
+            raise TypeError(f"only halfmq.broker.security.access.Access makes a {type(self).__name__}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Publisher(Grant):
+    """May publish to ``topic``."""
+
+    topic: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Subscriber(Grant):
+    """May consume ``topic`` as ``group``: receive, ack, nack, change a delivery's invisible time, dead-letter it."""
+
+    group: str
+    topic: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterAdmin(Grant):
+    """May administer the whole broker: listings, operators' actions, the console."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupAdmin(Grant):
+    """May administer ``group``: its DLQ, and the transactions of a producer group of that name."""
+
+    group: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransactionalIdActor(Grant):
+    """May take the steps of ``transactional_id``'s transactions (publish on it)."""
+
+    transactional_id: str
+
+
+def transactional_id(tid: str) -> Resource:
+    return Resource(Kind.TRANSACTIONAL_ID, tid)
 
 
 class Access:
@@ -100,6 +171,28 @@ class Access:
         for resource in resources:
             self.authorize(principal, action, resource, scope)
         return principal
+
+    # --- grants --------------------------------------------------------------------------------------------
+    def publisher(self, who: Principal, scope: Scope, topic: str) -> Publisher:
+        self.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
+        return Publisher(principal=who, scope=scope, seal=_SEAL, topic=topic)
+
+    def subscriber(self, who: Principal, scope: Scope, group: str, topic: str) -> Subscriber:
+        self.authorize(who, Action.SUBSCRIBE, Resource.group(group), scope)
+        self.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
+        return Subscriber(principal=who, scope=scope, seal=_SEAL, group=group, topic=topic)
+
+    def cluster_admin(self, who: Principal, scope: Scope) -> ClusterAdmin:
+        self.authorize(who, Action.ADMIN, CLUSTER, scope)
+        return ClusterAdmin(principal=who, scope=scope, seal=_SEAL)
+
+    def group_admin(self, who: Principal, scope: Scope, group: str) -> GroupAdmin:
+        self.authorize(who, Action.ADMIN, Resource.group(group), scope)
+        return GroupAdmin(principal=who, scope=scope, seal=_SEAL, group=group)
+
+    def transactional_id_actor(self, who: Principal, scope: Scope, tid: str) -> TransactionalIdActor:
+        self.authorize(who, Action.PUBLISH, transactional_id(tid), scope)
+        return TransactionalIdActor(principal=who, scope=scope, seal=_SEAL, transactional_id=tid)
 
     def allows(self, principal: Principal, action: Action, resource: Resource) -> bool:
         """For filtering listings: no count, no audit line."""

@@ -32,6 +32,14 @@ def dlq_topic(group: str) -> str:
     return f"{DLQ_PREFIX}{group}"
 
 
+SYSTEM_GROUP = "CID_SYS_RMQ_TRANS"  # the half-message scan's position in the half and op queues (RocketMQ's name)
+
+
+def is_system_group(group: str) -> bool:
+    """The broker's own consumer groups (the half-message scan's position): in no operator view of groups."""
+    return group == SYSTEM_GROUP or group.startswith("CID_RMQ_SYS_")
+
+
 def is_system_topic(name: str) -> bool:
     return name in SYSTEM_TOPICS or name.startswith(("RMQ_SYS_", RETRY_PREFIX, DLQ_PREFIX))
 

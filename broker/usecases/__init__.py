@@ -1,15 +1,52 @@
-"""What every front calls: the HTTP routes, the RocketMQ 5 gRPC front and the console.
+"""What every front calls: the HTTP routes, the RocketMQ 5 gRPC front, the console (and the Kafka front).
 
 A front authenticates (a bearer token, a RocketMQ signature, the console's
 cookie), parses its request, calls one use case and maps its errors; it holds
-no domain logic. A use case authorizes the principal (the guard's policies,
-producer-id ownership, name rules), drives the domain services on the
-runtime and gives back plain data (the API's answer shapes). One module per job:
-``sending`` (plain and idempotent), ``half_sending``, ``ending``, ``receiving``,
-``settling``, ``producer_txns`` (the producer-transaction steps and producer ids),
-``producers`` (heartbeats), ``topics``, ``groups``, ``operator_actions`` and the
-read ``views`` / ``console_views``; ``caller`` (who asks), ``durability`` (the
-fsync wait), ``errors`` (the domain's exceptions as typed errors) and
-``records`` (what the gRPC front maps) serve them. Nothing here imports a web or
-RPC framework or a front (import contracts in pyproject.toml).
+no domain logic. A use case is an object the composition root (broker/runtime.py)
+builds with the narrow collaborators it names (``ports``: a ``Protocol`` each), so
+it reads as the operation it is and is unit-tested with fakes. It authorizes the
+principal itself, or takes a grant only ``security.access.Access`` makes
+(``Publisher``, ``Subscriber``, ``ClusterAdmin``…), and gives back the API's
+answer shapes (``halfmq.wire``). Nothing here imports a web or RPC framework, a
+front, or the runtime (import contracts in pyproject.toml).
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .console_views import ConsoleViews
+from .ending import Ending
+from .groups import ManageGroups
+from .half_sending import HalfSending
+from .journeys import Journeys
+from .operator_actions import OperatorActions
+from .producer_txns import ProducerTransactions
+from .producers import Heartbeats
+from .receiving import Receiving
+from .sending import Sending
+from .settling import Settling
+from .topics import ManageTopics
+from .views import Views
+
+__all__ = ["ConsoleViews", "Ending", "HalfSending", "Heartbeats", "Journeys", "ManageGroups", "ManageTopics", "OperatorActions",
+           "ProducerTransactions", "Receiving", "Sending", "Settling", "UseCases", "Views"]
+
+
+@dataclass(frozen=True)
+class UseCases:
+    """Every use case of one broker (a set's node builds a new one when its role changes); the fronts' one door."""
+
+    sending: Sending
+    half_sending: HalfSending
+    ending: Ending
+    receiving: Receiving
+    settling: Settling
+    topics: ManageTopics
+    groups: ManageGroups
+    heartbeats: Heartbeats
+    operator_actions: OperatorActions
+    producer_transactions: ProducerTransactions
+    journeys: Journeys
+    views: Views
+    console_views: ConsoleViews

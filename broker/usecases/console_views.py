@@ -12,19 +12,19 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
-from halfmq.broker.delivery import dead_letters
 from halfmq.broker.messages.view import message_view
+from halfmq.broker.security.access import ClusterAdmin
+from halfmq.broker.store.topics import is_system_group
 from halfmq.broker.usecases.answers import view_answer
 from halfmq.wire import TransactionState
 
-from .views import DLQ_PAGE, dlq_page, group_summary, is_system_group, producer_groups, topic_view, tx_view
-
-if TYPE_CHECKING:
-    from halfmq.broker.runtime import BrokerRuntime
+from .ports import Deliveries, HalfMessages, Registry, StoreReads
+from .producer_txns import Coordinator
+from .views import DLQ_PAGE, Views, dlq_page
 
 T = TypeVar("T")
 
@@ -64,25 +64,6 @@ def _pager(span: PageSpan) -> dict[str, Any]:
             "count": span.count, "previous": span.previous, "next": span.next}
 
 
-def transactions(rt: BrokerRuntime, page: int, rows: int) -> dict[str, Any]:
-    """One page of the pending transactions and one of the discarded ones (the same page number), oldest first."""
-    all_pending = rt.half_messages.pending()
-    all_discarded = rt.half_messages.in_state(TransactionState.DISCARDED)
-    span = page_span(max(len(all_pending), len(all_discarded)), page, rows)
-    pending = [msgspec.to_builtins(tx_view(rt, tx)) for tx in span.of(all_pending)]  # dicts: the page adds its own keys
-    for t in pending:  # checked at least once and still undecided: the producer does not know either
-        t["hanging"] = t["check_times"] > 0 or t["age_seconds"] > rt.settings.transaction_timeout
-    discarded = [msgspec.to_builtins(tx_view(rt, tx)) for tx in span.of(all_discarded)]
-    return {"pending": pending, "discarded": discarded, "pending_count": len(all_pending), "discarded_count": len(all_discarded),
-            "pager": _pager(span)}
-
-
-def transactional_ids(rt: BrokerRuntime, page: int, rows: int) -> dict[str, Any]:
-    txns = rt.producer_txns.all()
-    span = page_span(len(txns), page, rows)
-    return {"ids": [view_answer(rt.producer_txns.view(t)) for t in span.of(txns)], "pager": _pager(span)}
-
-
 class Rates:
     """Messages per second per topic, from the change of its offsets between two looks (the page polls)."""
 
@@ -97,52 +78,79 @@ class Rates:
         return round((total - before[1]) / (now - before[0]), 1)
 
 
-def topics(rt: BrokerRuntime, rates: Rates, page: int, rows: int, q: str = "") -> dict[str, Any]:
-    now = time.monotonic()
-    configs = [cfg for cfg in rt.store.topics.all() if q in cfg.name]
-    span = page_span(len(configs), page, rows)
-    out = []
-    for cfg in span.of(configs):
-        view = msgspec.to_builtins(topic_view(rt, cfg))  # a dict: the page adds its own keys
-        view["messages"] = sum(queue["max_offset"] for queue in view["queues"])
-        view["rate"] = rates.rate(cfg.name, view["messages"], now)
-        out.append(view)
-    return {"topics": out, "pager": _pager(span), "q": q}
+class ConsoleViews:
+    def __init__(self, views: Views, half_messages: HalfMessages, coordinator: Coordinator, store: StoreReads,
+                 deliveries: Deliveries, registry: Registry, transaction_timeout: float, host: str, port: int) -> None:
+        self.views = views
+        self.half_messages = half_messages
+        self.coordinator = coordinator
+        self.store = store
+        self.deliveries = deliveries
+        self.registry = registry
+        self.transaction_timeout = transaction_timeout
+        self.host = host
+        self.port = port
 
+    def transactions(self, admin: ClusterAdmin, page: int, rows: int) -> dict[str, Any]:
+        """One page of the pending transactions and one of the discarded ones (the same page number), oldest first."""
+        all_pending = self.half_messages.pending()
+        all_discarded = self.half_messages.in_state(TransactionState.DISCARDED)
+        span = page_span(max(len(all_pending), len(all_discarded)), page, rows)
+        pending = [msgspec.to_builtins(self.views.tx_view(tx)) for tx in span.of(all_pending)]  # dicts: the page adds its own keys
+        for t in pending:  # checked at least once and still undecided: the producer does not know either
+            t["hanging"] = t["check_times"] > 0 or t["age_seconds"] > self.transaction_timeout
+        discarded = [msgspec.to_builtins(self.views.tx_view(tx)) for tx in span.of(all_discarded)]
+        return {"pending": pending, "discarded": discarded, "pending_count": len(all_pending), "discarded_count": len(all_discarded),
+                "pager": _pager(span)}
 
-def groups(rt: BrokerRuntime, page: int, rows: int, q: str = "", dlq_offsets: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """One page of the consumer groups (by name) with their queues; the broker's own groups left out.
+    def transactional_ids(self, admin: ClusterAdmin, page: int, rows: int) -> dict[str, Any]:
+        txns = self.coordinator.all()
+        span = page_span(len(txns), page, rows)
+        return {"ids": [view_answer(self.coordinator.view(t)) for t in span.of(txns)], "pager": _pager(span)}
 
-    Dead letters are read for at most ``DLQ_PAGE`` messages a page, whatever the number of groups on it: the group asked
-    for (``dlq_offsets``, from its offset) first, then the others in page order, from their oldest; a group past that
-    shows its DLQ's depth and a link to its dead letters."""
-    names = [g for g in rt.delivery.groups() if q in g and not is_system_group(g)]
-    span = page_span(len(names), page, rows)
-    summaries = {g: msgspec.to_builtins(group_summary(rt, g)) for g in span.of(names)}  # dicts: the page adds its own keys
-    budget = DLQ_PAGE
-    for g in sorted(summaries, key=lambda g: g not in (dlq_offsets or {})):
-        summary = summaries[g]
-        summary["queues"] = [{"topic": topic, **asdict(lag)} for topic, lags in rt.delivery.group_lag(g).items() for lag in lags]
-        start = (dlq_offsets or {}).get(g, 0)
-        asked = budget if summary["dlq_depth"] else 0
-        listed = dead_letters.dead_letters(rt.store, g, start, asked) if asked else []
-        budget -= len(listed)
-        summary["dlq"] = [message_view(m) for m in listed]
-        summary["dlq_listed"] = bool(asked) or start > 0  # else: a link to them
-        summary["dlq_page"] = msgspec.to_builtins(dlq_page(start, [m.queue_offset for m in summary["dlq"]], summary["dlq_depth"],
-                                                           max(asked, 1)))
-    return {"groups": list(summaries.values()), "pager": _pager(span), "q": q}
+    def topics(self, admin: ClusterAdmin, rates: Rates, page: int, rows: int, q: str = "") -> dict[str, Any]:
+        now = time.monotonic()
+        configs = [cfg for cfg in self.store.topics.all() if q in cfg.name]
+        span = page_span(len(configs), page, rows)
+        out = []
+        for cfg in span.of(configs):
+            view = msgspec.to_builtins(self.views.topic_view(cfg))  # a dict: the page adds its own keys
+            view["messages"] = sum(queue["max_offset"] for queue in view["queues"])
+            view["rate"] = rates.rate(cfg.name, view["messages"], now)
+            out.append(view)
+        return {"topics": out, "pager": _pager(span), "q": q}
 
+    def groups(self, admin: ClusterAdmin, page: int, rows: int, q: str = "", dlq_offsets: Mapping[str, int] | None = None) -> dict[str, Any]:
+        """One page of the consumer groups (by name) with their queues; the broker's own groups left out.
 
-def producers(rt: BrokerRuntime, page: int, rows: int) -> dict[str, Any]:
-    names = rt.producers.group_names()
-    span = page_span(len(names), page, rows)
-    return {"groups": producer_groups(rt, span.of(names)), "pager": _pager(span)}
+        Dead letters are read for at most ``DLQ_PAGE`` messages a page, whatever the number of groups on it: the group asked
+        for (``dlq_offsets``, from its offset) first, then the others in page order, from their oldest; a group past that
+        shows its DLQ's depth and a link to its dead letters."""
+        names = [g for g in self.deliveries.groups() if q in g and not is_system_group(g)]
+        span = page_span(len(names), page, rows)
+        summaries = {g: msgspec.to_builtins(self.views.group_summary(g)) for g in span.of(names)}  # dicts: the page adds its own keys
+        budget = DLQ_PAGE
+        for g in sorted(summaries, key=lambda g: g not in (dlq_offsets or {})):
+            summary = summaries[g]
+            summary["queues"] = [{"topic": topic, **asdict(lag)} for topic, lags in self.deliveries.group_lag(g).items() for lag in lags]
+            start = (dlq_offsets or {}).get(g, 0)
+            asked = budget if summary["dlq_depth"] else 0
+            listed = self.views.dead_letters(g, start, asked) if asked else []
+            budget -= len(listed)
+            summary["dlq"] = [message_view(m) for m in listed]
+            summary["dlq_listed"] = bool(asked) or start > 0  # else: a link to them
+            summary["dlq_page"] = msgspec.to_builtins(dlq_page(start, [m.queue_offset for m in summary["dlq"]], summary["dlq_depth"],
+                                                               max(asked, 1)))
+        return {"groups": list(summaries.values()), "pager": _pager(span), "q": q}
 
+    def producers(self, admin: ClusterAdmin, page: int, rows: int) -> dict[str, Any]:
+        names = self.registry.group_names()
+        span = page_span(len(names), page, rows)
+        return {"groups": self.views.producer_groups(span.of(names)), "pager": _pager(span)}
 
-def single_node(rt: BrokerRuntime) -> dict[str, Any]:
-    """The broker-set page of a broker that is not in a set: this one node."""
-    store = rt.store
-    return {"single": True, "cluster": {"mode": "single node", "nodes": [{
-        "node_id": None, "url": f"http://{rt.settings.host}:{rt.settings.port}", "role": "single node (leader of itself)",
-        "log_end": store.commit_log.end_offset, "durable_offset": store.flushed_offset}]}}
+    def single_node(self, admin: ClusterAdmin) -> dict[str, Any]:
+        """The broker-set page of a broker that is not in a set: this one node."""
+        store = self.store
+        return {"single": True, "cluster": {"mode": "single node", "nodes": [{
+            "node_id": None, "url": f"http://{self.host}:{self.port}", "role": "single node (leader of itself)",
+            "log_end": store.commit_log.end_offset, "durable_offset": store.flushed_offset}]}}

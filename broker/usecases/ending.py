@@ -7,42 +7,49 @@ transactions through ``operator_actions``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from halfmq.broker.half_messages.half_records import EndOutcome
 from halfmq.broker.observability.tracing import traced_end
 from halfmq.broker.protocol import EndItem, EndRequest
+from halfmq.broker.security.access import Access
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.wire import TransactionView
 
 from .caller import Scope
-from .views import tx_view
+from .durability import FlushTimedOut, flush_outcome
+from .ports import Durable, HalfMessages
+from .views import Views
 
-if TYPE_CHECKING:
-    from halfmq.broker.runtime import BrokerRuntime
-
-__all__ = ["EndOutcome", "end", "end_item", "end_transaction"]
-
-
-@traced_end
-async def end(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, producer_group: str, state: str,
-              *, from_check: bool = False) -> EndOutcome:
-    """Apply ``state`` for ``producer_group``, durable when this returns."""
-    # Ownership: the body's group must be the transaction's (the domain checks) and the principal's to publish for.
-    rt.access.authorize(who, Action.PUBLISH, Resource.group(producer_group), scope)
-    return await rt.half_messages.end(transaction_id, producer_group, state, from_check=from_check)
+__all__ = ["EndOutcome", "Ending"]
 
 
-async def end_transaction(rt: BrokerRuntime, who: Principal, scope: Scope, transaction_id: str, body: EndRequest) -> TransactionView:
-    """The HTTP end: the transaction's view after it."""
-    outcome = await end(rt, who, scope, transaction_id, body.producer_group, body.state, from_check=body.from_check)
-    return tx_view(rt, outcome.tx, duplicate=outcome.duplicate, half=outcome.half)
+class Ending:
+    def __init__(self, access: Access, half_messages: HalfMessages, views: Views, durable: Durable) -> None:
+        self.access = access
+        self.half_messages = half_messages
+        self.views = views
+        self.durable = durable
 
+    @traced_end
+    async def end(self, who: Principal, scope: Scope, transaction_id: str, producer_group: str, state: str,
+                  *, from_check: bool = False) -> EndOutcome:
+        """Apply ``state`` for ``producer_group``, durable when this returns."""
+        # Ownership: the body's group must be the transaction's (the domain checks) and the principal's to publish for.
+        self.access.authorize(who, Action.PUBLISH, Resource.group(producer_group), scope)
+        return await self.half_messages.end(transaction_id, producer_group, state, from_check=from_check)
 
-@traced_end
-def end_item(rt: BrokerRuntime, who: Principal, scope: Scope, item: EndItem) -> EndOutcome:
-    """One end of a batch, without its fsync wait (the batch waits once, for the largest ``tx.end_offset``)."""
-    # Ownership as the single route: the item's group must be the transaction's (the domain checks it)
-    # and one the principal may publish for.
-    rt.access.authorize(who, Action.PUBLISH, Resource.group(item.producer_group), scope)
-    return rt.half_messages.end_unflushed(item.transaction_id, item.producer_group, item.state, from_check=item.from_check)
+    async def end_transaction(self, who: Principal, scope: Scope, transaction_id: str, body: EndRequest) -> TransactionView:
+        """The HTTP end: the transaction's view after it."""
+        outcome = await self.end(who, scope, transaction_id, body.producer_group, body.state, from_check=body.from_check)
+        return self.views.tx_view(outcome.tx, duplicate=outcome.duplicate, half=outcome.half)
+
+    @traced_end
+    def end_item(self, who: Principal, scope: Scope, item: EndItem) -> EndOutcome:
+        """One end of a batch, without its fsync wait (the batch waits once, for the largest ``tx.end_offset``)."""
+        # Ownership as the single route: the item's group must be the transaction's (the domain checks it)
+        # and one the principal may publish for.
+        self.access.authorize(who, Action.PUBLISH, Resource.group(item.producer_group), scope)
+        return self.half_messages.end_unflushed(item.transaction_id, item.producer_group, item.state, from_check=item.from_check)
+
+    async def flushed(self, end: int) -> FlushTimedOut | None:
+        """Wait once for a batch of ends' ``end`` (the batch route): the timeout as a value."""
+        return await flush_outcome(self.durable, end)

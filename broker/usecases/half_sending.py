@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -18,6 +17,7 @@ from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.messages.names import NameKind, checked_name
 from halfmq.broker.observability.tracing import traced_half
 from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage
+from halfmq.broker.security.access import Access, Publisher
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TopicConfig
@@ -27,9 +27,7 @@ from halfmq.wire import HalfSendResult, SendStatus
 
 from .caller import Scope
 from .durability import FlushTimedOut, flush_outcome
-
-if TYPE_CHECKING:
-    from halfmq.broker.runtime import BrokerRuntime
+from .ports import Durable, HalfMessages, LogEnd, Sender, SendWindows, TopicCreation, WritableTopics
 
 
 def producer_group(name: str) -> str:
@@ -49,56 +47,82 @@ class StoredHalf:
 Target = tuple[TopicConfig, bool]  # a writable topic and whether it exists yet (``TopicService.writable``)
 
 
-def write_half(rt: BrokerRuntime, group: str, cfg: TopicConfig, exists: bool, message: OutgoingMessage,
-               then: Callable[[list[PutItem]], PutItem] | None = None,
-               also: Sequence[tuple[Target, OutgoingMessage]] = ()) -> tuple[Tx, int]:
-    """The half's write for a checked producer ``group``, without its fsync wait: a new topic is created first.
+class HalfSending:
+    def __init__(self, access: Access, topics: WritableTopics, sender: Sender, created: TopicCreation, half_messages: HalfMessages,
+                 windows: SendWindows, durable: Durable, log_end: LogEnd) -> None:
+        self.access = access
+        self.topics = topics
+        self.sender = sender
+        self.created = created
+        self.half_messages = half_messages
+        self.windows = windows
+        self.durable = durable
+        self.log_end = log_end
 
-    ``also``: the companions the same local transaction decides, each with its topic; every message is prepared
-    (and so checked) before any topic is created or anything written, so bad input changes nothing.
-    """
-    item = rt.sender.prepare(cfg, message)
-    companions = [rt.sender.prepare(target, companion) for (target, _), companion in also]
-    for target, existed in [(cfg, exists), *(target for target, _ in also)]:
-        if not existed and rt.store.topic(target.name) is None:
-            rt.store.create_topic(target.name, target.queues)
-    return rt.half_messages.send_half(group, item, cfg.queues, then, also=companions)
+    def write_half(self, group: str, cfg: TopicConfig, exists: bool, message: OutgoingMessage,
+                   then: Callable[[list[PutItem]], PutItem] | None = None,
+                   also: Sequence[tuple[Target, OutgoingMessage]] = ()) -> tuple[Tx, int]:
+        """The half's write for a checked producer ``group``, without its fsync wait: a new topic is created first.
 
+        ``also``: the companions the same local transaction decides, each with its topic; every message is prepared
+        (and so checked) before any topic is created or anything written, so bad input changes nothing.
+        """
+        item = self.sender.prepare(cfg, message)
+        companions = [self.sender.prepare(target, companion) for (target, _), companion in also]
+        for target, existed in [(cfg, exists), *(target for target, _ in also)]:
+            if not existed and self.created.topic(target.name) is None:
+                self.created.create_topic(target.name, target.queues)
+        return self.half_messages.send_half(group, item, cfg.queues, then, also=companions)
 
-def _companion_targets(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> list[tuple[Target, OutgoingMessage]]:
-    """Each companion's topic, once the principal may publish to it (refused otherwise, before anything is written)."""
-    targets: list[tuple[Target, OutgoingMessage]] = []
-    for companion in body.also:
-        rt.access.authorize(who, Action.PUBLISH, Resource.topic(companion.topic), scope)
-        targets.append((rt.topics.writable(companion.topic), companion))
-    return targets
+    def _companion_targets(self, who: Principal, scope: Scope, body: HalfSendRequest) -> list[tuple[Target, OutgoingMessage]]:
+        """Each companion's topic, once the principal may publish to it (refused otherwise, before anything is written)."""
+        targets: list[tuple[Target, OutgoingMessage]] = []
+        for companion in body.also:
+            self.access.authorize(who, Action.PUBLISH, Resource.topic(companion.topic), scope)
+            targets.append((self.topics.writable(companion.topic), companion))
+        return targets
 
+    @traced_half
+    def store_half(self, who: Principal, scope: Scope, body: HalfSendRequest) -> StoredHalf:
+        """One half send's checks and write, without its fsync wait (the single and the batch route share it)."""
+        group = producer_group(body.producer_group)
+        for resource in (Resource.group(group), Resource.topic(body.topic)):
+            self.access.authorize(who, Action.PUBLISH, resource, scope)
+        also = self._companion_targets(who, scope, body)
+        numbered = body.producer_id is not None or body.epoch is not None or body.sequence is not None
+        then = None
+        if numbered:  # an idempotent half send: a repeat inside the producer's window gets its stored answer
+            if body.producer_id is None or body.epoch is None or body.sequence is None:
+                raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
+            producer, sequence = self.windows.sender(body.producer_id, body.epoch, who.name), body.sequence
+            key = SendKey(SendKind.HALF, group, body.topic)
+            stored = self.windows.sent_before(producer, sequence, key)
+            if stored is not None:  # the first attempt may still be waiting for its fsync
+                repeat = half_answer(stored, SendStatus.SEND_OK, duplicate=True)  # type: ignore[arg-type]  # a half's key: a SentHalf
+                return StoredHalf(repeat, self.log_end(), duplicate=True)
+            then = lambda items: self.windows.send_record(producer, sequence, items, SendKind.HALF)  # noqa: E731
+        cfg, exists = self.topics.writable(body.topic)
+        tx, end = self.write_half(group, cfg, exists, body.message, then, also)
+        sent = SentHalf(tx.transaction_id, tx.msg_id, tx.half_clog_offset, tx.half_offset)
+        if numbered:
+            self.windows.sent(producer, sequence, SentRef(SendKind.HALF, tx.half_clog_offset, 1 + len(also)))
+        return StoredHalf(half_answer(sent, SendStatus.SEND_OK), end)
 
-@traced_half
-def store_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> StoredHalf:
-    """One half send's checks and write, without its fsync wait (the single and the batch route share it)."""
-    group = producer_group(body.producer_group)
-    for resource in (Resource.group(group), Resource.topic(body.topic)):
-        rt.access.authorize(who, Action.PUBLISH, resource, scope)
-    also = _companion_targets(rt, who, scope, body)
-    numbered = body.producer_id is not None or body.epoch is not None or body.sequence is not None
-    then = None
-    if numbered:  # an idempotent half send: a repeat inside the producer's window gets its stored answer
-        if body.producer_id is None or body.epoch is None or body.sequence is None:
-            raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
-        producer, sequence = rt.producer_ids.sender(body.producer_id, body.epoch, who.name), body.sequence
-        key = SendKey(SendKind.HALF, group, body.topic)
-        stored = rt.producer_ids.sent_before(producer, sequence, key)
-        if stored is not None:  # the first attempt may still be waiting for its fsync
-            repeat = half_answer(stored, SendStatus.SEND_OK, duplicate=True)  # type: ignore[arg-type]  # a half's key: a SentHalf
-            return StoredHalf(repeat, rt.store.commit_log.end_offset, duplicate=True)
-        then = lambda items: rt.producer_ids.send_record(producer, sequence, items, SendKind.HALF)  # noqa: E731
-    cfg, exists = rt.topics.writable(body.topic)
-    tx, end = write_half(rt, group, cfg, exists, body.message, then, also)
-    sent = SentHalf(tx.transaction_id, tx.msg_id, tx.half_clog_offset, tx.half_offset)
-    if numbered:
-        rt.producer_ids.sent(producer, sequence, SentRef(SendKind.HALF, tx.half_clog_offset, 1 + len(also)))
-    return StoredHalf(half_answer(sent, SendStatus.SEND_OK), end)
+    async def send_half(self, who: Principal, scope: Scope, body: HalfSendRequest) -> HalfSendResult:
+        """A half send's answer once it is durable (or its flush status)."""
+        half = self.store_half(who, scope, body)
+        return with_flush_status(half, await flush_outcome(self.durable, half.end))
+
+    async def flushed(self, end: int) -> FlushTimedOut | None:
+        """Wait once for a batch of halves' ``end`` (the batch route): the timeout as a value."""
+        return await flush_outcome(self.durable, end)
+
+    async def send_rocketmq_half(self, publisher: Publisher, target: Target, message: OutgoingMessage) -> Tx:
+        """A RocketMQ 5 transactional message: its producer group is its topic; durable when this returns."""
+        cfg, exists = target
+        tx, end = self.write_half(producer_group(publisher.topic), cfg, exists, message)
+        await self.durable(end)
+        return tx
 
 
 def with_flush_status(half: StoredHalf, timed_out: FlushTimedOut | None) -> HalfSendResult:
@@ -111,17 +135,3 @@ def with_flush_status(half: StoredHalf, timed_out: FlushTimedOut | None) -> Half
     if half.duplicate:
         raise timed_out
     return msgspec.structs.replace(half.answer, status=SendStatus(getattr(timed_out, "send_status", SendStatus.FLUSH_DISK_TIMEOUT.value)))
-
-
-async def send_half(rt: BrokerRuntime, who: Principal, scope: Scope, body: HalfSendRequest) -> HalfSendResult:
-    """A half send's answer once it is durable (or its flush status)."""
-    half = store_half(rt, who, scope, body)
-    return with_flush_status(half, await flush_outcome(rt, half.end))
-
-
-async def send_rocketmq_half(rt: BrokerRuntime, topic: str, target: tuple[TopicConfig, bool], message: OutgoingMessage) -> Tx:
-    """A RocketMQ 5 transactional message: its producer group is its topic; durable when this returns."""
-    cfg, exists = target
-    tx, end = write_half(rt, producer_group(topic), cfg, exists, message)
-    await rt.durable(end)
-    return tx

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
 from halfmq.broker.delivery.journal import JOURNAL_TOPIC
 from halfmq.broker.half_messages.record_names import TRANSACTION_ID, UNIQ_KEY
 from halfmq.broker.journeys import reconstruct
+from halfmq.broker.security.access import Access, ClusterAdmin
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.indexed_keys import TXN_SCOPE, position_key
 from halfmq.broker.store.record import StoredMessage
@@ -32,9 +33,7 @@ from halfmq.errors import AmbiguousMessageId, MessageNotFound, TopicRequired
 from halfmq.wire import MessageJourney, MessageSearch
 
 from .caller import Scope
-
-if TYPE_CHECKING:
-    from halfmq.broker.runtime import BrokerRuntime
+from .ports import StoreReads
 
 MAX_HITS = 256  # records one stage of a lookup reads, all its topics together
 MAX_TRANSACTIONS = 4  # transaction ids of one message followed (a resent copy is a second one at most)
@@ -45,133 +44,134 @@ MayLookUp = Callable[[str], bool]
 T = TypeVar("T")
 
 
-async def show(rt: BrokerRuntime, who: Principal, scope: Scope, msg_id: str, topic: str | None = None) -> MessageJourney:
-    """The journey of ``msg_id`` (on ``topic`` when named): MessageNotFound if no topic the principal may look up has
-    it, AmbiguousMessageId if several do."""
-    return await _in_a_thread(rt, _show, rt, _may_look_up(rt, who), msg_id, topic)
+class Journeys:
+    def __init__(self, access: Access, store: StoreReads, lookups: asyncio.Semaphore, lookup_topics: int,
+                 lookup_index_files: int) -> None:
+        """``lookups``: how many lookups run in threads at once (a flood of them leaves the default executor to the acks
+        checkpoint and check URLs); ``lookup_topics``, ``lookup_index_files``: HALFMQ_BROKER_LOOKUP_TOPICS, _INDEX_FILES."""
+        self.access = access
+        self.store = store
+        self.lookups = lookups
+        self.lookup_topics = lookup_topics
+        self.lookup_index_files = lookup_index_files
 
+    async def show(self, who: Principal, scope: Scope, msg_id: str, topic: str | None = None) -> MessageJourney:
+        """The journey of ``msg_id`` (on ``topic`` when named): MessageNotFound if no topic the principal may look up has
+        it, AmbiguousMessageId if several do."""
+        return await self._in_a_thread(self._show, self._may_look_up(who), msg_id, topic)
 
-async def find(rt: BrokerRuntime, who: Principal, scope: Scope, key: str, since_ms: int, limit: int,
-               topic: str | None = None) -> MessageSearch:
-    """The messages sent with ``key`` (their id, a key, or an index key) since ``since_ms``, newest first, on ``topic``
-    when named, else on every topic the principal may look up."""
-    return await _in_a_thread(rt, _find, rt, _may_look_up(rt, who), key, since_ms, limit, topic)
+    async def find(self, who: Principal, scope: Scope, key: str, since_ms: int, limit: int,
+                   topic: str | None = None) -> MessageSearch:
+        """The messages sent with ``key`` (their id, a key, or an index key) since ``since_ms``, newest first, on ``topic``
+        when named, else on every topic the principal may look up."""
+        return await self._in_a_thread(self._find, self._may_look_up(who), key, since_ms, limit, topic)
 
+    async def console_search(self, admin: ClusterAdmin, text: str, topic: str | None = None) -> dict[str, Any]:
+        """The console's messages page (its session is a cluster admin): the journey when ``text`` is the id of a message
+        on one topic, else the messages with that id or key."""
+        if not text:
+            return {"q": "", "topic": topic or "", "journey": None, "found": None, "error": None}
+        return await self._in_a_thread(self._console_search, text, topic or None)
 
-async def console_search(rt: BrokerRuntime, text: str, topic: str | None = None) -> dict[str, Any]:
-    """The console's messages page (its session is a cluster admin): the journey when ``text`` is the id of a message
-    on one topic, else the messages with that id or key."""
-    if not text:
-        return {"q": "", "topic": topic or "", "journey": None, "found": None, "error": None}
-    return await _in_a_thread(rt, _console_search, rt, text, topic or None)
+    async def _in_a_thread(self, lookup: Callable[..., T], *args: Any) -> T:
+        """Off the event loop, at most ``lookups`` at once (the rest wait their turn on the loop, costing nothing)."""
+        async with self.lookups:
+            return await asyncio.to_thread(lookup, *args)
 
+    def _may_look_up(self, who: Principal) -> MayLookUp:
+        return lambda topic: self.access.allows(who, Action.DESCRIBE, Resource.topic(topic))
 
-async def _in_a_thread(rt: BrokerRuntime, lookup: Callable[..., T], *args: Any) -> T:
-    """Off the event loop, at most ``rt.lookups`` at once (the rest wait their turn on the loop, costing nothing)."""
-    async with rt.lookups:
-        return await asyncio.to_thread(lookup, *args)
+    def _show(self, may: MayLookUp, msg_id: str, named: str | None) -> MessageJourney:
+        topics = self.lookup_topics_of(may, named)
+        own = owning_topics(msg_id, self.read_fairly(topics, msg_id, 0))
+        if len(own) > 1:
+            raise AmbiguousMessageId(f"messages on topics {', '.join(own)} have the id {msg_id!r}: name the topic",
+                                     topics=own)
+        found = self.journey_of(own[0], msg_id) if own else None
+        if found is None:
+            raise MessageNotFound(f"no message {msg_id!r}")
+        return found
 
+    def _find(self, may: MayLookUp, key: str, since_ms: int, limit: int, named: str | None) -> MessageSearch:
+        by_topic = self.read_fairly(self.lookup_topics_of(may, named), key, since_ms)
+        return MessageSearch(key=key, messages=reconstruct.fair_share(
+            {topic: reconstruct.summaries(records) for topic, records in by_topic.items()}, limit))
 
-def _may_look_up(rt: BrokerRuntime, who: Principal) -> MayLookUp:
-    return lambda topic: rt.access.allows(who, Action.DESCRIBE, Resource.topic(topic))
-
-
-def _show(rt: BrokerRuntime, may: MayLookUp, msg_id: str, named: str | None) -> MessageJourney:
-    topics = lookup_topics(rt, may, named)
-    own = owning_topics(msg_id, read_fairly(rt, topics, msg_id, 0))
-    if len(own) > 1:
-        raise AmbiguousMessageId(f"messages on topics {', '.join(own)} have the id {msg_id!r}: name the topic",
-                                 topics=own)
-    found = journey_of(rt, own[0], msg_id) if own else None
-    if found is None:
-        raise MessageNotFound(f"no message {msg_id!r}")
-    return found
-
-
-def _find(rt: BrokerRuntime, may: MayLookUp, key: str, since_ms: int, limit: int, named: str | None) -> MessageSearch:
-    by_topic = read_fairly(rt, lookup_topics(rt, may, named), key, since_ms)
-    return MessageSearch(key=key, messages=reconstruct.fair_share(
-        {topic: reconstruct.summaries(records) for topic, records in by_topic.items()}, limit))
-
-
-def _console_search(rt: BrokerRuntime, text: str, named: str | None) -> dict[str, Any]:
-    answer: dict[str, Any] = {"q": text, "topic": named or "", "journey": None, "found": None, "error": None}
-    try:
-        topics = lookup_topics(rt, lambda topic: True, named)
-    except TopicRequired as exc:
-        answer["error"] = exc.detail
+    def _console_search(self, text: str, named: str | None) -> dict[str, Any]:
+        answer: dict[str, Any] = {"q": text, "topic": named or "", "journey": None, "found": None, "error": None}
+        try:
+            topics = self.lookup_topics_of(lambda topic: True, named)
+        except TopicRequired as exc:
+            answer["error"] = exc.detail
+            return answer
+        by_topic = self.read_fairly(topics, text, 0)
+        own = owning_topics(text, by_topic)
+        journey = self.journey_of(own[0], text) if len(own) == 1 else None
+        if journey is not None:
+            answer["journey"] = msgspec.to_builtins(journey)
+        else:  # a key, or an id on several topics: the list (each row names its topic); empty: "no message"
+            answer["found"] = msgspec.to_builtins(MessageSearch(key=text, messages=reconstruct.fair_share(
+                {topic: reconstruct.summaries(records) for topic, records in by_topic.items()}, CONSOLE_LIMIT)))
         return answer
-    by_topic = read_fairly(rt, topics, text, 0)
-    own = owning_topics(text, by_topic)
-    journey = journey_of(rt, own[0], text) if len(own) == 1 else None
-    if journey is not None:
-        answer["journey"] = msgspec.to_builtins(journey)
-    else:  # a key, or an id on several topics: the list (each row names its topic); empty: "no message"
-        answer["found"] = msgspec.to_builtins(MessageSearch(key=text, messages=reconstruct.fair_share(
-            {topic: reconstruct.summaries(records) for topic, records in by_topic.items()}, CONSOLE_LIMIT)))
-    return answer
 
+    def lookup_topics_of(self, may: MayLookUp, named: str | None) -> list[str]:
+        """The topics a lookup reads: the one named (none if it is not there or the principal may not look it up), else
+        every topic the principal may look up, at most ``lookup_topics`` of them (TopicRequired past it)."""
+        if named is not None:
+            return [named] if self.store.topic(named) is not None and not is_system_topic(named) and may(named) else []
+        topics = [t.name for t in self.store.topics.all() if not is_system_topic(t.name) and may(t.name)]
+        bound = self.lookup_topics
+        if len(topics) > bound:
+            raise TopicRequired(f"the principal may look up {len(topics)} topics; a lookup that names none searches at most "
+                                f"{bound}: name the message's topic (?topic=)", limit=bound)
+        return topics
 
-def lookup_topics(rt: BrokerRuntime, may: MayLookUp, named: str | None) -> list[str]:
-    """The topics a lookup reads: the one named (none if it is not there or the principal may not look it up), else
-    every topic the principal may look up, at most ``lookup_topics`` of them (TopicRequired past it)."""
-    if named is not None:
-        return [named] if rt.store.topic(named) is not None and not is_system_topic(named) and may(named) else []
-    topics = [t.name for t in rt.store.topics.all() if not is_system_topic(t.name) and may(t.name)]
-    bound = rt.settings.lookup_topics
-    if len(topics) > bound:
-        raise TopicRequired(f"the principal may look up {len(topics)} topics; a lookup that names none searches at most "
-                            f"{bound}: name the message's topic (?topic=)", limit=bound)
-    return topics
+    def read_fairly(self, topics: list[str], key: str, since_ms: int) -> dict[str, list[StoredMessage]]:
+        """The records carrying ``key`` in each of ``topics`` (those with any), newest first: ``MAX_HITS`` reads in all,
+        round robin (one candidate of each topic, then the next), so one topic's many cannot use up another's share."""
+        index = self.store.keys
+        files = self.lookup_index_files
+        walks = {topic: index.candidates(topic, key, since_ms, max_files=files) for topic in topics}
+        found: dict[str, list[StoredMessage]] = {}
+        reads = 0
+        while walks and reads < MAX_HITS:
+            for topic, walk in list(walks.items()):
+                offset = next(walk, None)
+                if offset is None:
+                    del walks[topic]
+                    continue
+                reads += 1
+                rec = index.record(topic, key, offset, since_ms)
+                if rec is not None:
+                    found.setdefault(topic, []).append(rec)
+                if reads == MAX_HITS:
+                    break
+        for records in found.values():
+            records.sort(key=lambda r: r.commit_log_offset, reverse=True)
+        return found
 
-
-def read_fairly(rt: BrokerRuntime, topics: list[str], key: str, since_ms: int) -> dict[str, list[StoredMessage]]:
-    """The records carrying ``key`` in each of ``topics`` (those with any), newest first: ``MAX_HITS`` reads in all,
-    round robin (one candidate of each topic, then the next), so one topic's many cannot use up another's share."""
-    index = rt.store.keys
-    files = rt.settings.lookup_index_files
-    walks = {topic: index.candidates(topic, key, since_ms, max_files=files) for topic in topics}
-    found: dict[str, list[StoredMessage]] = {}
-    reads = 0
-    while walks and reads < MAX_HITS:
-        for topic, walk in list(walks.items()):
-            offset = next(walk, None)
-            if offset is None:
-                del walks[topic]
-                continue
-            reads += 1
-            rec = index.record(topic, key, offset, since_ms)
-            if rec is not None:
-                found.setdefault(topic, []).append(rec)
-            if reads == MAX_HITS:
-                break
-    for records in found.values():
-        records.sort(key=lambda r: r.commit_log_offset, reverse=True)
-    return found
+    def journey_of(self, topic: str, msg_id: str) -> MessageJourney | None:
+        """The journey of the message ``msg_id`` on ``topic``: its own records (copies, half, timer, dead letters), its
+        transaction's ops, and the records naming its place (deliveries, nacks, acks)."""
+        index = self.store.keys
+        files = self.lookup_index_files
+        records = index.query(topic, msg_id, limit=MAX_HITS, max_files=files)
+        txids = list(dict.fromkeys(t for r in records if r.properties.get(UNIQ_KEY) == msg_id
+                                   and (t := r.properties.get(TRANSACTION_ID))))[:MAX_TRANSACTIONS]
+        for txid in txids:  # its ops: the halves, timers and copies of its transaction on its topic are found above
+            records += [r for r in index.query(TXN_SCOPE, txid, limit=MAX_HITS, max_files=files) if r.topic == OP_HALF_TOPIC]
+        found = reconstruct.summary(msg_id, records)
+        if found is None:
+            return None
+        if found.queue_offset is not None:  # its deliveries, nacks and acks name its place
+            place = position_key(found.topic, found.queue_id, found.queue_offset)
+            for scope in PLACE_SCOPES:
+                records += index.query(scope, place, limit=MAX_HITS, max_files=files)
+        offsets = self.store.offsets
+        committed = {g: off for g in offsets.groups() if (off := offsets.get(g, found.topic, found.queue_id)) is not None}
+        return reconstruct.journey(msg_id, list({r.commit_log_offset: r for r in records}.values()), committed)
 
 
 def owning_topics(msg_id: str, by_topic: dict[str, list[StoredMessage]]) -> list[str]:
     """The topics among ``by_topic`` (records found by ``msg_id``) that hold a message with that id, by name."""
     return sorted(topic for topic, records in by_topic.items() if reconstruct.summary(msg_id, records) is not None)
-
-
-def journey_of(rt: BrokerRuntime, topic: str, msg_id: str) -> MessageJourney | None:
-    """The journey of the message ``msg_id`` on ``topic``: its own records (copies, half, timer, dead letters), its
-    transaction's ops, and the records naming its place (deliveries, nacks, acks)."""
-    index = rt.store.keys
-    files = rt.settings.lookup_index_files
-    records = index.query(topic, msg_id, limit=MAX_HITS, max_files=files)
-    txids = list(dict.fromkeys(t for r in records if r.properties.get(UNIQ_KEY) == msg_id
-                               and (t := r.properties.get(TRANSACTION_ID))))[:MAX_TRANSACTIONS]
-    for txid in txids:  # its ops: the halves, timers and copies of its transaction on its topic are found above
-        records += [r for r in index.query(TXN_SCOPE, txid, limit=MAX_HITS, max_files=files) if r.topic == OP_HALF_TOPIC]
-    found = reconstruct.summary(msg_id, records)
-    if found is None:
-        return None
-    if found.queue_offset is not None:  # its deliveries, nacks and acks name its place
-        place = position_key(found.topic, found.queue_id, found.queue_offset)
-        for scope in PLACE_SCOPES:
-            records += index.query(scope, place, limit=MAX_HITS, max_files=files)
-    offsets = rt.store.offsets
-    committed = {g: off for g in offsets.groups() if (off := offsets.get(g, found.topic, found.queue_id)) is not None}
-    return reconstruct.journey(msg_id, list({r.commit_log_offset: r for r in records}.values()), committed)

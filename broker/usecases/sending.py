@@ -1,23 +1,24 @@
 """Send messages to a topic: plain, or numbered by an idempotent producer (a repeat in its window is answered, not stored).
 
-``publisher`` is checked before the request's body is read (a caller without
-the right learns nothing about its body's shape); ``send`` then writes and
-waits for the fsync. The gRPC front sends one message at a time (``target``,
-then ``send_one``), as RocketMQ 5's SendMessage does.
+A front first asks ``Access.publisher`` (before the request's body is read: a caller without the right learns nothing
+about its body's shape); ``send`` takes that grant, writes and waits for the fsync. The gRPC front sends one message at
+a time (``target``, then ``send_one``), as RocketMQ 5's SendMessage does.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from halfmq.broker.idempotence.producer_ids import SendKey, SentRef, sent_messages
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.send_window import Verdict
+from halfmq.broker.observability.metrics import BrokerMetrics
 from halfmq.broker.observability.tracing import traced_send
 from halfmq.broker.protocol import OutgoingMessage, SendRequest
+from halfmq.broker.security.access import Access, Publisher
 from halfmq.broker.security.policy import Action, Principal, Resource
-from halfmq.broker.store.message_store import PutResult
+from halfmq.broker.store.store_types import PutResult
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.timers.routing import visible_place
 from halfmq.broker.usecases.answers import sent_answer
@@ -26,35 +27,82 @@ from halfmq.wire import SendResponse, SendResult, SendStatus
 
 from .caller import Scope
 from .durability import durable_status
-
-if TYPE_CHECKING:
-    from halfmq.broker.runtime import BrokerRuntime
+from .ports import Durable, LogEnd, Sender, SendWindows, WritableTopics
 
 
-def publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str) -> Principal:
-    """``who``, allowed to publish to ``topic`` (AccessDenied otherwise)."""
-    rt.access.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
-    return who
+class Sending:
+    def __init__(self, access: Access, topics: WritableTopics, sender: Sender, windows: SendWindows, durable: Durable,
+                 log_end: LogEnd, metrics: BrokerMetrics) -> None:
+        self.access = access
+        self.topics = topics
+        self.sender = sender
+        self.windows = windows
+        self.durable = durable
+        self.log_end = log_end
+        self.metrics = metrics
 
+    def rocketmq_publisher(self, who: Principal, scope: Scope, topic: str, transactional: bool) -> Publisher:
+        """A RocketMQ 5 send's check per topic: publish to it, and for transactional messages to its producer group,
+        which for a gRPC producer is the topic itself (docs/decisions/029-rocketmq-5-front.md)."""
+        publisher = self.access.publisher(who, scope, topic)
+        if transactional:
+            self.access.authorize(who, Action.PUBLISH, Resource.group(topic), scope)
+        return publisher
 
-def rocketmq_publisher(rt: BrokerRuntime, who: Principal, scope: Scope, topic: str, transactional: bool) -> None:
-    """A RocketMQ 5 send's check per topic: publish to it, and for transactional messages to its producer group,
-    which for a gRPC producer is the topic itself (docs/decisions/029-rocketmq-5-front.md)."""
-    rt.access.authorize(who, Action.PUBLISH, Resource.topic(topic), scope)
-    if transactional:
-        rt.access.authorize(who, Action.PUBLISH, Resource.group(topic), scope)
+    @traced_send
+    async def send(self, publisher: Publisher, body: SendRequest) -> SendResponse:
+        """Write ``body``'s messages as one group and wait for the fsync: the answer with one result per message."""
+        started = time.perf_counter()
+        if body.producer_id is not None or body.epoch is not None or body.sequence is not None:
+            return await self._send_idempotent(publisher, body, started)
+        results, end = self.sender.send(publisher.topic, body.messages)
+        status = await durable_status(self.durable, end)
+        self._observe(status, started)
+        return SendResponse(results=_send_results(results, status))
 
+    def _observe(self, status: SendStatus, started: float) -> None:
+        self.metrics.send_requests.labels(status.value).inc()
+        self.metrics.send_latency.observe(time.perf_counter() - started)
 
-@traced_send
-async def send(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest) -> SendResponse:
-    """Write ``body``'s messages as one group and wait for the fsync: the answer with one result per message."""
-    started = time.perf_counter()
-    if body.producer_id is not None or body.epoch is not None or body.sequence is not None:
-        return await _send_idempotent(rt, who, topic, body, started)
-    results, end = rt.sender.send(topic, body.messages)
-    status = await durable_status(rt, end)
-    _observe_send(rt, status, started)
-    return SendResponse(results=_send_results(results, status))
+    async def _send_idempotent(self, publisher: Publisher, body: SendRequest, started: float) -> SendResponse:
+        """A numbered send: a repeat of one inside the producer's window gets its first answer and stores nothing.
+
+        The window keeps where the send's messages are, not the answer: a repeat's is read back from them.
+
+        The producer id must be the publisher's (PRODUCER_ID_NOT_OWNED otherwise: ``ProducerIds.sender``).
+        """
+        if body.producer_id is None or body.epoch is None or body.sequence is None:
+            raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
+        topic = publisher.topic
+        txn = self.windows.sender(body.producer_id, body.epoch, publisher.principal.name)
+        key = SendKey(SendKind.MESSAGES, "", topic)
+        stored = self.windows.sent_before(txn, body.sequence, key)
+        if stored is not None:
+            if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
+                repeat = [SendResult(status=SendStatus.SEND_OK, msg_id=m.properties.get("UNIQ_KEY", ""), topic=topic,
+                                     queue_id=-1, queue_offset=-1, commit_log_offset=-1) for m in body.messages]
+            else:
+                repeat = sent_answer(stored, SendStatus.SEND_OK)  # type: ignore[arg-type]  # a plain send's key: a list
+            await self.durable(self.log_end())  # the first attempt may still be waiting for its fsync
+            return SendResponse(results=repeat, duplicate=True)
+        sequence = body.sequence
+        results, end = self.sender.send(topic, body.messages, then=lambda items: self.windows.send_record(txn, sequence, items))
+        # before the fsync wait: a retry arriving meanwhile is a repeat
+        self.windows.sent(txn, sequence, SentRef(SendKind.MESSAGES, results[0].commit_log_offset, len(results)))
+        sent = sent_messages(results)
+        status = await durable_status(self.durable, end)
+        self._observe(status, started)
+        return SendResponse(results=sent_answer(sent, status))
+
+    def target(self, publisher: Publisher) -> tuple[TopicConfig, bool]:
+        """The topic a producer may send to and whether it exists yet (InvalidTopicName / TopicNotFound first)."""
+        return self.topics.writable(publisher.topic)
+
+    async def send_one(self, publisher: Publisher, message: OutgoingMessage) -> PutResult:
+        """One plain message, durable when this returns (FlushTimedOut otherwise)."""
+        results, end = self.sender.send(publisher.topic, [message])
+        await self.durable(end)
+        return results[0]
 
 
 def _send_results(results: list[Any], status: SendStatus) -> list[SendResult]:
@@ -65,50 +113,3 @@ def _send_results(results: list[Any], status: SendStatus) -> list[SendResult]:
         answers.append(SendResult(status=status, msg_id=r.properties["UNIQ_KEY"], topic=topic, queue_id=queue_id,
                                   queue_offset=queue_offset, commit_log_offset=r.commit_log_offset, deliver_at_ms=due))
     return answers
-
-
-def _observe_send(rt: BrokerRuntime, status: SendStatus, started: float) -> None:
-    rt.metrics.send_requests.labels(status.value).inc()
-    rt.metrics.send_latency.observe(time.perf_counter() - started)
-
-
-async def _send_idempotent(rt: BrokerRuntime, who: Principal, topic: str, body: SendRequest, started: float) -> SendResponse:
-    """A numbered send: a repeat of one inside the producer's window gets its first answer and stores nothing.
-
-    The window keeps where the send's messages are, not the answer: a repeat's is read back from them.
-
-    The producer id must be ``who``'s (PRODUCER_ID_NOT_OWNED otherwise: ``ProducerIds.sender``).
-    """
-    if body.producer_id is None or body.epoch is None or body.sequence is None:
-        raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
-    txn = rt.producer_ids.sender(body.producer_id, body.epoch, who.name)
-    key = SendKey(SendKind.MESSAGES, "", topic)
-    stored = rt.producer_ids.sent_before(txn, body.sequence, key)
-    if stored is not None:
-        if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
-            repeat = [SendResult(status=SendStatus.SEND_OK, msg_id=m.properties.get("UNIQ_KEY", ""), topic=topic,
-                                 queue_id=-1, queue_offset=-1, commit_log_offset=-1) for m in body.messages]
-        else:
-            repeat = sent_answer(stored, SendStatus.SEND_OK)  # type: ignore[arg-type]  # a plain send's key: a list
-        await rt.durable(rt.store.commit_log.end_offset)  # the first attempt may still be waiting for its fsync
-        return SendResponse(results=repeat, duplicate=True)
-    sequence = body.sequence
-    results, end = rt.sender.send(topic, body.messages, then=lambda items: rt.producer_ids.send_record(txn, sequence, items))
-    # before the fsync wait: a retry arriving meanwhile is a repeat
-    rt.producer_ids.sent(txn, sequence, SentRef(SendKind.MESSAGES, results[0].commit_log_offset, len(results)))
-    sent = sent_messages(results)
-    status = await durable_status(rt, end)
-    _observe_send(rt, status, started)
-    return SendResponse(results=sent_answer(sent, status))
-
-
-def target(rt: BrokerRuntime, topic: str) -> tuple[TopicConfig, bool]:
-    """The topic a producer may send to and whether it exists yet (InvalidTopicName / TopicNotFound first)."""
-    return rt.topics.writable(topic)
-
-
-async def send_one(rt: BrokerRuntime, topic: str, message: OutgoingMessage) -> PutResult:
-    """One plain message, durable when this returns (FlushTimedOut otherwise)."""
-    results, end = rt.sender.send(topic, [message])
-    await rt.durable(end)
-    return results[0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from halfmq import wire
 from halfmq.broker.protocol import NackRequest, ReceiveRequest, SettleRequest
-from halfmq.broker.usecases import groups, receiving, settling
 
 from ..body import parse_body
 from ..front import ApiRequest, Reply
@@ -14,32 +13,29 @@ from ..router import Route
 async def receive(request: ApiRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
-    rt = request.runtime
-    receiving.subscriber(rt, request.principal, request.scope, group, topic)  # before the body is read
+    subscriber = request.runtime.access.subscriber(request.principal, request.scope, group, topic)  # before the body is read
     body = await parse_body(request, ReceiveRequest)
-    return Reply(await receiving.receive(rt, group, topic, body, request))
+    return Reply(await request.usecases.receiving.receive(subscriber, body, request))
 
 
 async def ack(request: ApiRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
-    rt = request.runtime
-    receiving.subscriber(rt, request.principal, request.scope, group, topic)
+    subscriber = request.runtime.access.subscriber(request.principal, request.scope, group, topic)
     body = await parse_body(request, SettleRequest)
-    return Reply(await settling.ack(rt, group, topic, body.receipt_handles))
+    return Reply(await request.usecases.settling.ack(subscriber, body.receipt_handles))
 
 
 async def nack(request: ApiRequest) -> Reply:
     group = request.path_params["group"]
     topic = request.path_params["topic"]
-    rt = request.runtime
-    receiving.subscriber(rt, request.principal, request.scope, group, topic)
+    subscriber = request.runtime.access.subscriber(request.principal, request.scope, group, topic)
     body = await parse_body(request, NackRequest)
-    return Reply(settling.nack(rt, group, topic, body.receipt_handles, body.reason))
+    return Reply(request.usecases.settling.nack(subscriber, body.receipt_handles, body.reason))
 
 
 async def describe_group(request: ApiRequest) -> Reply:
-    return Reply(groups.describe(request.runtime, request.principal, request.scope, request.path_params["group"]))
+    return Reply(request.usecases.groups.describe(request.principal, request.scope, request.path_params["group"]))
 
 
 _HANDLES = {"receipt_handles": ["<receipt_handle from receive>"]}

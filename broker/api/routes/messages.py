@@ -5,7 +5,6 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from halfmq import wire
-from halfmq.broker.usecases import journeys
 
 from ..front import ApiRequest, Reply
 from ..router import Route
@@ -30,12 +29,12 @@ class MessageJourneyParams(BaseModel):
 async def message_journey(request: ApiRequest) -> Reply:
     msg_id = request.path_params["msg_id"]
     p: MessageJourneyParams = request.params
-    return Reply(await journeys.show(request.runtime, request.principal, request.scope, msg_id, p.topic))
+    return Reply(await request.usecases.journeys.show(request.principal, request.scope, msg_id, p.topic))
 
 
 async def find_messages(request: ApiRequest) -> Reply:
     p: MessageSearchParams = request.params
-    return Reply(await journeys.find(request.runtime, request.principal, request.scope, p.key, p.since, p.limit, p.topic))
+    return Reply(await request.usecases.journeys.find(request.principal, request.scope, p.key, p.since, p.limit, p.topic))
 
 
 ROUTES = [

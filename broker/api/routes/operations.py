@@ -5,19 +5,18 @@ from __future__ import annotations
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from halfmq import wire
-from halfmq.broker.usecases import operator_actions, views
 
 from ..front import ApiRequest, Reply
 from ..router import Route
 
 
 async def healthz(request: ApiRequest) -> Reply:
-    return Reply(views.health(request.runtime))
+    return Reply(request.usecases.views.health())
 
 
 async def metrics(request: ApiRequest) -> Reply:
     rt = request.runtime
-    operator_actions.cluster_admin(rt, request.principal, request.scope)
+    rt.access.cluster_admin(request.principal, request.scope)
     return Reply(await rt.operator_metrics.text())  # the route's media type; read a slice at a time, written off the loop
 
 

@@ -7,7 +7,6 @@ for listings, on the group for a DLQ). Thin: halfmq.broker.usecases.groups.
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.usecases import groups
 
 from ..front import ApiRequest, Reply
 from ..params import DlqParams, DlqResendParams, GroupListParams
@@ -16,19 +15,19 @@ from ..router import Route
 
 async def list_groups(request: ApiRequest) -> Reply:
     p: GroupListParams = request.params
-    return Reply(groups.list_groups(request.runtime, request.principal, request.scope, p.system))
+    return Reply(request.usecases.groups.list_groups(request.principal, request.scope, p.system))
 
 
 async def list_dlq(request: ApiRequest) -> Reply:
     p: DlqParams = request.params
     group = request.path_params["group"]
-    return Reply(groups.list_dlq(request.runtime, request.principal, request.scope, group, p.offset, p.max))
+    return Reply(request.usecases.groups.list_dlq(request.principal, request.scope, group, p.offset, p.max))
 
 
 async def resend_dlq(request: ApiRequest) -> Reply:
     p: DlqResendParams = request.params
     group = request.path_params["group"]
-    return Reply(await groups.resend_dlq(request.runtime, request.principal, request.scope, group, p.offset))
+    return Reply(await request.usecases.groups.resend_dlq(request.principal, request.scope, group, p.offset))
 
 
 ROUTES = [

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from halfmq import wire
 from halfmq.broker.protocol import NewProducerId
-from halfmq.broker.usecases import producer_txns
 
 from ..body import parse_json_body
 from ..front import ApiRequest, Reply
@@ -21,7 +20,7 @@ from ..router import Route
 
 async def new_producer_id(request: ApiRequest) -> Reply:
     await parse_json_body(request, NewProducerId)
-    return Reply(await producer_txns.new_producer_id(request.runtime, request.scope), 201)
+    return Reply(await request.usecases.producer_transactions.new_producer_id(request.scope), 201)
 
 
 ROUTES = [

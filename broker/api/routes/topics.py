@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from halfmq import wire
 from halfmq.broker.protocol import SendRequest, TopicCreate
-from halfmq.broker.usecases import sending
-from halfmq.broker.usecases import topics as use
 
 from ..body import parse_body, parse_json_body
 from ..front import ApiRequest, Reply
@@ -15,30 +13,29 @@ from ..router import Route
 
 async def send_messages(request: ApiRequest) -> Reply:
     topic = request.path_params["topic"]
-    rt = request.runtime
-    who = sending.publisher(rt, request.principal, request.scope, topic)  # before the body is read
+    publisher = request.runtime.access.publisher(request.principal, request.scope, topic)  # before the body is read
     body = await parse_body(request, SendRequest)
-    return Reply(await sending.send(rt, who, topic, body))
+    return Reply(await request.usecases.sending.send(publisher, body))
 
 
 async def create_topic(request: ApiRequest) -> Reply:
     body = await parse_json_body(request, TopicCreate)
-    view, created = await use.create(request.runtime, request.principal, request.scope, body)
+    view, created = await request.usecases.topics.create(request.principal, request.scope, body)
     return Reply(view, 201 if created else 200)
 
 
 async def list_topics(request: ApiRequest) -> Reply:
-    return Reply(use.list_visible(request.runtime, request.principal))
+    return Reply(request.usecases.topics.list_visible(request.principal))
 
 
 async def describe_topic(request: ApiRequest) -> Reply:
-    return Reply(use.describe(request.runtime, request.principal, request.scope, request.path_params["topic"]))
+    return Reply(request.usecases.topics.describe(request.principal, request.scope, request.path_params["topic"]))
 
 
 async def read_messages(request: ApiRequest) -> Reply:
     p: OffsetReadParams = request.params
     topic = request.path_params["topic"]
-    return Reply(use.read_messages(request.runtime, request.principal, request.scope, topic, p.queue_id, p.offset, p.max))
+    return Reply(request.usecases.topics.read_messages(request.principal, request.scope, topic, p.queue_id, p.offset, p.max))
 
 
 HOT_ROUTES = [

@@ -34,11 +34,9 @@ from pydantic import BaseModel, ValidationError
 
 from halfmq import wire
 from halfmq.broker.protocol import EndBatchRequest, EndItem, HalfBatchRequest, HalfSendRequest, RawBatch
-from halfmq.broker.runtime import BrokerRuntime
-from halfmq.broker.usecases.durability import FlushTimedOut, flush_outcome
-from halfmq.broker.usecases.ending import EndOutcome, end_item
-from halfmq.broker.usecases.half_sending import StoredHalf, store_half, with_flush_status
-from halfmq.broker.usecases.views import tx_view
+from halfmq.broker.usecases.durability import FlushTimedOut
+from halfmq.broker.usecases.ending import EndOutcome
+from halfmq.broker.usecases.half_sending import StoredHalf, with_flush_status
 from halfmq.errors import BrokerError
 
 from ..body import parse_body
@@ -80,13 +78,12 @@ def _each(items: list[Any], model: type[M], path: str, run: Callable[[M], R]) ->
 
 
 async def send_half_batch(request: ApiRequest) -> Reply:
-    rt: BrokerRuntime = request.runtime
+    use = request.usecases.half_sending
     who = request.principal
     batch = await parse_body(request, RawBatch)
-    halves = _each(batch.items, HalfSendRequest, HALF_BATCH_PATH,
-                   lambda body: store_half(rt, who, request.scope, body))
+    halves = _each(batch.items, HalfSendRequest, HALF_BATCH_PATH, lambda body: use.store_half(who, request.scope, body))
     stored = [h for h in halves if isinstance(h, StoredHalf)]
-    timed_out = await flush_outcome(rt, max(h.end for h in stored)) if stored else None
+    timed_out = await use.flushed(max(h.end for h in stored)) if stored else None
     results: list[wire.HalfSendResult | dict[str, Any]] = []
     for half in halves:
         if not isinstance(half, StoredHalf):
@@ -100,15 +97,16 @@ async def send_half_batch(request: ApiRequest) -> Reply:
 
 
 async def end_transaction_batch(request: ApiRequest) -> Reply:
-    rt: BrokerRuntime = request.runtime
+    use = request.usecases.ending
     who = request.principal
     batch = await parse_body(request, RawBatch)
 
-    ended = _each(batch.items, EndItem, END_BATCH_PATH, lambda item: end_item(rt, who, request.scope, item))
+    ended = _each(batch.items, EndItem, END_BATCH_PATH, lambda item: use.end_item(who, request.scope, item))
     outcomes = [e for e in ended if isinstance(e, EndOutcome)]
-    timed_out = await flush_outcome(rt, max(o.tx.end_offset for o in outcomes)) if outcomes else None
+    timed_out = await use.flushed(max(o.tx.end_offset for o in outcomes)) if outcomes else None
     failed = None if timed_out is None else _problem(as_broker_error(timed_out) or BrokerError(), END_BATCH_PATH)
-    results = [e if not isinstance(e, EndOutcome) else failed or tx_view(rt, e.tx, duplicate=e.duplicate, half=e.half)
+    views = request.usecases.views
+    results = [e if not isinstance(e, EndOutcome) else failed or views.tx_view(e.tx, duplicate=e.duplicate, half=e.half)
                for e in ended]
     return Reply(wire.EndBatchResponse(results=results))  # type: ignore[arg-type]  # documented as one_of(TransactionView, ItemProblem)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from halfmq import wire
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer, TxnAcksRequest, TxnMessagesRequest
-from halfmq.broker.usecases import producer_txns as use
 
 from ..body import parse_body, parse_json_body
 from ..front import ApiRequest, Reply
@@ -16,56 +15,56 @@ from ..router import Route
 
 
 async def list_transactional_ids(request: ApiRequest) -> Reply:
-    return Reply(use.list_ids(request.runtime, request.principal))
+    return Reply(request.usecases.producer_transactions.list_ids(request.principal))
 
 
 async def describe_transactional_id(request: ApiRequest) -> Reply:
-    return Reply(use.describe(request.runtime, request.principal, request.scope, request.path_params["tid"]))
+    return Reply(request.usecases.producer_transactions.describe(request.principal, request.scope, request.path_params["tid"]))
 
 
 async def init(request: ApiRequest) -> Reply:
     body = await parse_json_body(request, InitProducer)
     tid = request.path_params["tid"]
-    return Reply(await use.init(request.runtime, request.principal, request.scope, tid, body.transaction_timeout_ms))
+    return Reply(await request.usecases.producer_transactions.init(request.principal, request.scope, tid, body.transaction_timeout_ms))
 
 
 # The steps of a running transaction are hot paths (the front, front.py, serves them first): a copier makes five
 # requests per transaction, so FastAPI's per-request cost showed in `halfmq bench eos`. Who may take a step is
 # checked before its body is read.
 async def begin(request: ApiRequest) -> Reply:
-    rt, tid = request.runtime, request.path_params["tid"]
-    use.stepping(rt, request.principal, request.scope, tid)
-    return Reply(use.begin(rt, tid, await parse_body(request, BeginTxnRequest)))
+    use = request.usecases.producer_transactions
+    actor = use.stepping(request.principal, request.scope, request.path_params["tid"])
+    return Reply(use.begin(actor, await parse_body(request, BeginTxnRequest)))
 
 
 async def messages(request: ApiRequest) -> Reply:
-    rt, tid = request.runtime, request.path_params["tid"]
-    who = use.stepping(rt, request.principal, request.scope, tid)
-    return Reply(use.add_messages(rt, who, request.scope, tid, await parse_body(request, TxnMessagesRequest)))
+    use = request.usecases.producer_transactions
+    actor = use.stepping(request.principal, request.scope, request.path_params["tid"])
+    return Reply(use.add_messages(actor, await parse_body(request, TxnMessagesRequest)))
 
 
 async def acks(request: ApiRequest) -> Reply:
-    rt, tid = request.runtime, request.path_params["tid"]
-    who = use.stepping(rt, request.principal, request.scope, tid)
-    return Reply(use.add_acks(rt, who, request.scope, tid, await parse_body(request, TxnAcksRequest)))
+    use = request.usecases.producer_transactions
+    actor = use.stepping(request.principal, request.scope, request.path_params["tid"])
+    return Reply(use.add_acks(actor, await parse_body(request, TxnAcksRequest)))
 
 
 async def commit(request: ApiRequest) -> Reply:
-    rt, tid = request.runtime, request.path_params["tid"]
-    use.stepping(rt, request.principal, request.scope, tid)
-    return Reply(await use.commit(rt, tid, await parse_body(request, EndTxnRequest)))
+    use = request.usecases.producer_transactions
+    actor = use.stepping(request.principal, request.scope, request.path_params["tid"])
+    return Reply(await use.commit(actor, await parse_body(request, EndTxnRequest)))
 
 
 async def abort(request: ApiRequest) -> Reply:
-    rt, tid = request.runtime, request.path_params["tid"]
-    use.stepping(rt, request.principal, request.scope, tid)
-    return Reply(await use.abort(rt, tid, await parse_body(request, EndTxnRequest)))
+    use = request.usecases.producer_transactions
+    actor = use.stepping(request.principal, request.scope, request.path_params["tid"])
+    return Reply(await use.abort(actor, await parse_body(request, EndTxnRequest)))
 
 
 async def force_abort(request: ApiRequest) -> Reply:
     """An operator ends a stuck transaction now (its producer's next request learns TRANSACTION_ABORTED)."""
     tid = request.path_params["tid"]
-    return Reply(await use.force_abort(request.runtime, request.principal, request.scope, tid))
+    return Reply(await request.usecases.producer_transactions.force_abort(request.principal, request.scope, tid))
 
 
 _FENCE = {"producer_id": 7, "epoch": 0}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from halfmq import wire
 from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
-from halfmq.broker.usecases import ending, half_sending, operator_actions, producers
 
 from ..body import parse_body, parse_json_body
 from ..front import ApiRequest, Reply
@@ -17,52 +16,52 @@ from ..router import Route
 
 async def send_half(request: ApiRequest) -> Reply:
     body = await parse_body(request, HalfSendRequest)
-    return Reply(await half_sending.send_half(request.runtime, request.principal, request.scope, body))
+    return Reply(await request.usecases.half_sending.send_half(request.principal, request.scope, body))
 
 
 async def end_transaction(request: ApiRequest) -> Reply:
     transaction_id = request.path_params["transaction_id"]
     body = await parse_body(request, EndRequest)
-    return Reply(await ending.end_transaction(request.runtime, request.principal, request.scope, transaction_id, body))
+    return Reply(await request.usecases.ending.end_transaction(request.principal, request.scope, transaction_id, body))
 
 
 async def list_transactions(request: ApiRequest) -> Reply:
     p: TransactionListParams = request.params
-    return Reply(operator_actions.list_transactions(request.runtime, request.principal, request.scope, p.state, p.limit))
+    return Reply(request.usecases.operator_actions.list_transactions(request.principal, request.scope, p.state, p.limit))
 
 
 async def get_transaction(request: ApiRequest) -> Reply:
     tid = request.path_params["transaction_id"]
-    return Reply(operator_actions.describe(request.runtime, request.principal, request.scope, tid))
+    return Reply(request.usecases.operator_actions.describe(request.principal, request.scope, tid))
 
 
 async def force_commit(request: ApiRequest) -> Reply:
     tid = request.path_params["transaction_id"]
-    return Reply(await operator_actions.force_end(request.runtime, request.principal, request.scope, tid, "commit"))
+    return Reply(await request.usecases.operator_actions.force_end(request.principal, request.scope, tid, "commit"))
 
 
 async def force_rollback(request: ApiRequest) -> Reply:
     tid = request.path_params["transaction_id"]
-    return Reply(await operator_actions.force_end(request.runtime, request.principal, request.scope, tid, "rollback"))
+    return Reply(await request.usecases.operator_actions.force_end(request.principal, request.scope, tid, "rollback"))
 
 
 async def recheck(request: ApiRequest) -> Reply:
     tid = request.path_params["transaction_id"]
-    return Reply(operator_actions.recheck(request.runtime, request.principal, request.scope, tid), 202)
+    return Reply(request.usecases.operator_actions.recheck(request.principal, request.scope, tid), 202)
 
 
 async def resend(request: ApiRequest) -> Reply:
     tid = request.path_params["transaction_id"]
-    return Reply(await operator_actions.resend(request.runtime, request.principal, request.scope, tid))
+    return Reply(await request.usecases.operator_actions.resend(request.principal, request.scope, tid))
 
 
 async def heartbeat(request: ApiRequest) -> Reply:
     body = await parse_json_body(request, Heartbeat)
-    return Reply(await producers.heartbeat(request.runtime, request.principal, request.scope, body))
+    return Reply(await request.usecases.heartbeats.heartbeat(request.principal, request.scope, body))
 
 
 async def list_producers(request: ApiRequest) -> Reply:
-    return Reply(producers.list_producers(request.runtime, request.principal, request.scope))
+    return Reply(request.usecases.heartbeats.list_producers(request.principal, request.scope))
 
 
 _TX = "/v1/transactions/{transaction_id}"

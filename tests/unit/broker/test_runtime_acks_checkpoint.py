@@ -9,7 +9,7 @@ from halfmq.broker.config import BrokerSettings
 from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.store import acks_checkpoint
 from halfmq.broker.store.message_store import PutItem
-from halfmq.broker.usecases import settling
+from tests.support.grants import subscribed
 
 
 async def test_a_started_broker_writes_the_acks_checkpoint_of_its_acks_and_a_restart_uses_it(tmp_path: Path) -> None:
@@ -20,7 +20,7 @@ async def test_a_started_broker_writes_the_acks_checkpoint_of_its_acks_and_a_res
         rt.store.create_topic("T", 1)
         rt.store.put([PutItem("T", 0, str(i).encode()) for i in range(5)])
         got = await rt.delivery.receive("g", "T", 5, invisible=30, wait=0)
-        await settling.ack(rt, "g", "T", [d.receipt_handle for d in got if d.message.body != b"0"])  # a gap at 0
+        await rt.usecases.settling.ack(subscribed(rt, "g", "T"), [d.receipt_handle for d in got if d.message.body != b"0"])  # a gap at 0
         for _ in range(600):  # a hang guard (30 s), not a measurement
             if (checkpoint := acks_checkpoint.load(rt.store)) is not None and checkpoint.settled:
                 break

@@ -20,8 +20,8 @@ from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.store.message_store import MessageStore, PutItem
-from halfmq.broker.usecases import settling
 from halfmq.errors import NotLeader
+from tests.support.grants import subscribed
 
 MEMBERS = ["n1=http://127.0.0.1:8081", "n2=http://127.0.0.1:8082", "n3=http://127.0.0.1:8083"]
 
@@ -59,7 +59,7 @@ async def old_leader(tmp_path: Path) -> AsyncIterator[BrokerRuntime]:
     rt.store.put([PutItem("T", 0, str(i).encode()) for i in range(10)])
     rt.store.visible.advance(rt.store.commit_log.end_offset)  # its high watermark: a set's node shows nothing past it
     got = await rt.delivery.receive("g", "T", 4, invisible=30, wait=0)
-    await settling.ack(rt, "g", "T", [d.receipt_handle for d in got])
+    await rt.usecases.settling.ack(subscribed(rt, "g", "T"), [d.receipt_handle for d in got])
     try:
         yield rt
     finally:

@@ -97,7 +97,7 @@ async def test_each_delivered_message_gets_a_deliver_span_linked_to_its_context(
     async def receive(*args: Any) -> Any:
         return SimpleNamespace(messages=messages)
 
-    await tracing.traced_deliveries(receive)("rt", "credit_group", "ORDERS", "body", "caller")
+    await tracing.traced_deliveries(receive)("use case", SimpleNamespace(group="credit_group", topic="ORDERS"), "body", "caller")
     spans = recorded_spans.spans
     assert [s.name for s in spans] == ["deliver ORDERS", "deliver ORDERS"]
     assert links_to_the_producer(spans[0]) and spans[1].parent is None and not spans[1].links  # a message without context: no link
@@ -127,7 +127,7 @@ async def test_a_send_is_in_the_brokers_own_trace_linked_to_every_messages_conte
     async def send(*args: Any) -> Any:
         return "sent"
 
-    assert await tracing.traced_send(send)("rt", "who", "ORDERS", body) == "sent"
+    assert await tracing.traced_send(send)("use case", SimpleNamespace(topic="ORDERS"), body) == "sent"
     span = recorded_spans.named("send ORDERS")
     assert span.parent is None and span.context.trace_id not in (TRACE_ID, 0x1AF7651916CD43DD8448EB211C80319C)
     assert [(link.context.trace_id, link.context.span_id) for link in span.links] == [
@@ -151,7 +151,7 @@ async def test_oversize_trace_headers_on_a_hundred_messages_are_dropped_with_one
         return SimpleNamespace(messages=messages)
 
     with caplog.at_level(logging.DEBUG):
-        await tracing.traced_deliveries(receive)("rt", "credit_group", "ORDERS", "body", "caller")
+        await tracing.traced_deliveries(receive)("use case", SimpleNamespace(group="credit_group", topic="ORDERS"), "body", "caller")
     assert len(recorded_spans.spans) == 100
     assert [r.levelname for r in caplog.records] == ["WARNING"], [r.getMessage()[:120] for r in caplog.records]
     assert "traceparent: over 512 bytes" in caplog.records[0].getMessage()

@@ -12,10 +12,10 @@ from pydantic import ValidationError
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage, TxnMessage
 from halfmq.broker.runtime import BrokerRuntime
-from halfmq.broker.usecases import half_sending, producer_txns, sending
 from halfmq.errors import AccessDenied, InvalidDeliveryTime, InvalidGroupName, ProducerIdNotOwned, SystemTopicForbidden, TopicNotFound
 from halfmq.wire import MAX_HALF_COMPANIONS, TransactionState
 from tests.support.auth import bearer, write_auth_file
+from tests.support.grants import publishing
 
 SCOPE = {"type": "http", "path": "/v1/transactions", "headers": []}
 
@@ -35,8 +35,9 @@ def half(group: str = "shop", **numbered: int) -> HalfSendRequest:
 
 async def test_the_http_and_the_rocketmq_half_are_the_same_pending_transaction(rt: BrokerRuntime) -> None:
     who = rt.access.principal(SCOPE)
-    answer = await half_sending.send_half(rt, who, SCOPE, half())
-    tx = await half_sending.send_rocketmq_half(rt, "ORDERS", sending.target(rt, "ORDERS"), OutgoingMessage(body="order 43"))
+    answer = await rt.usecases.half_sending.send_half(who, SCOPE, half())
+    tx = await rt.usecases.half_sending.send_rocketmq_half(
+        publishing(rt, "ORDERS"), rt.usecases.sending.target(publishing(rt, "ORDERS")), OutgoingMessage(body="order 43"))
     http_tx = rt.half_messages.get(answer.transaction_id)
     assert (http_tx.producer_group, http_tx.state) == ("shop", TransactionState.PENDING)
     assert (tx.producer_group, tx.state) == ("ORDERS", TransactionState.PENDING)  # a gRPC producer's group is its topic
@@ -45,20 +46,20 @@ async def test_the_http_and_the_rocketmq_half_are_the_same_pending_transaction(r
 async def test_an_invalid_producer_group_is_refused_before_anything_is_written(rt: BrokerRuntime) -> None:
     end = rt.store.commit_log.end_offset
     with pytest.raises(InvalidGroupName):
-        half_sending.store_half(rt, rt.access.principal(SCOPE), SCOPE, half("shop/../admin"))
+        rt.usecases.half_sending.store_half(rt.access.principal(SCOPE), SCOPE, half("shop/../admin"))
     assert rt.store.commit_log.end_offset == end
 
 
 async def test_a_repeated_numbered_half_is_answered_from_the_window_and_another_principals_id_is_refused(rt: BrokerRuntime) -> None:
     who = rt.access.principal(SCOPE)
-    ids = await producer_txns.new_producer_id(rt, SCOPE)
+    ids = await rt.usecases.producer_transactions.new_producer_id(SCOPE)
     numbered = half(producer_id=ids.producer_id, epoch=ids.epoch, sequence=0)
-    first = to_builtins(await half_sending.send_half(rt, who, SCOPE, numbered))  # the answers as the wire carries them
-    again = to_builtins(await half_sending.send_half(rt, who, SCOPE, numbered))
+    first = to_builtins(await rt.usecases.half_sending.send_half(who, SCOPE, numbered))  # the answers as the wire carries them
+    again = to_builtins(await rt.usecases.half_sending.send_half(who, SCOPE, numbered))
     assert again == {**first, "duplicate": True}
     stranger = type(who)("mallory", who.policies)
     with pytest.raises(ProducerIdNotOwned):
-        half_sending.store_half(rt, stranger, SCOPE, numbered)
+        rt.usecases.half_sending.store_half(stranger, SCOPE, numbered)
 
 
 # --- companions (``also``): checked whole before anything is written -------------------------------------------------
@@ -70,7 +71,7 @@ def with_companions(*also: TxnMessage, topic: str = "ORDERS", group: str = "shop
 
 async def test_a_half_and_its_companion_are_one_pending_transaction_committed_together(rt: BrokerRuntime) -> None:
     who = rt.access.principal(SCOPE)
-    answer = await half_sending.send_half(rt, who, SCOPE, with_companions(TxnMessage(topic="PAYMENT_DUE", body="due 42")))
+    answer = await rt.usecases.half_sending.send_half(who, SCOPE, with_companions(TxnMessage(topic="PAYMENT_DUE", body="due 42")))
     assert [tx.transaction_id for tx in rt.half_messages.pending()] == [answer.transaction_id]
     await rt.half_messages.end(answer.transaction_id, "shop", "commit")
     visible = {t: [m.body for q in range(rt.store.topic(t).queues) for m in rt.store.read_queue(t, q, 0, 10)] for t in ("ORDERS", "PAYMENT_DUE")}
@@ -87,7 +88,7 @@ async def test_a_companion_on_a_topic_the_caller_may_not_send_to_is_refused_and_
         end = runtime.store.commit_log.end_offset
         refused = with_companions(TxnMessage(topic="MALLORY_TOPIC", body="x"), topic="ORDER_TOPIC", group="order_producer_group")
         with pytest.raises(AccessDenied):
-            half_sending.store_half(runtime, who, scope, refused)
+            runtime.usecases.half_sending.store_half(who, scope, refused)
         assert runtime.store.commit_log.end_offset == end and runtime.half_messages.pending() == []
         assert runtime.store.topic("ORDER_TOPIC") is None and runtime.store.topic("MALLORY_TOPIC") is None
     finally:
@@ -102,12 +103,12 @@ async def test_an_unknown_companion_topic_or_a_companion_delay_past_the_limit_is
         who = runtime.access.principal(SCOPE)
         end = runtime.store.commit_log.end_offset
         with pytest.raises(TopicNotFound):
-            half_sending.store_half(runtime, who, SCOPE, with_companions(TxnMessage(topic="NOWHERE", body="x")))
+            runtime.usecases.half_sending.store_half(who, SCOPE, with_companions(TxnMessage(topic="NOWHERE", body="x")))
         with pytest.raises(InvalidDeliveryTime):
-            half_sending.store_half(runtime, who, SCOPE, with_companions(
+            runtime.usecases.half_sending.store_half(who, SCOPE, with_companions(
                 TxnMessage(topic="PAYMENT_DUE", body="ok"), TxnMessage(topic="PAYMENT_DUE", body="late", delay_ms=61_000)))
         with pytest.raises(SystemTopicForbidden):
-            half_sending.store_half(runtime, who, SCOPE, with_companions(TxnMessage(topic="RMQ_SYS_TRANS_HALF_TOPIC", body="x")))
+            runtime.usecases.half_sending.store_half(who, SCOPE, with_companions(TxnMessage(topic="RMQ_SYS_TRANS_HALF_TOPIC", body="x")))
         assert runtime.store.commit_log.end_offset == end and runtime.half_messages.pending() == []
     finally:
         runtime.store.close()
@@ -124,16 +125,16 @@ async def test_a_numbered_half_with_companions_repeated_after_a_restart_is_answe
     runtime = BrokerRuntime.open(settings)
     try:
         who = runtime.access.principal(SCOPE)
-        ids = await producer_txns.new_producer_id(runtime, SCOPE)
+        ids = await runtime.usecases.producer_transactions.new_producer_id(SCOPE)
         numbered = HalfSendRequest(producer_group="shop", topic="ORDERS", message=OutgoingMessage(body="order 42"),
                                    also=[TxnMessage(topic="PAYMENT_DUE", body="due 42", delay_ms=60_000)],
                                    producer_id=ids.producer_id, epoch=ids.epoch, sequence=0)
-        first = to_builtins(await half_sending.send_half(runtime, who, SCOPE, numbered))
+        first = to_builtins(await runtime.usecases.half_sending.send_half(who, SCOPE, numbered))
     finally:
         runtime.store.close()
     runtime = BrokerRuntime.open(settings)
     try:
-        again = to_builtins(await half_sending.send_half(runtime, runtime.access.principal(SCOPE), SCOPE, numbered))
+        again = to_builtins(await runtime.usecases.half_sending.send_half(runtime.access.principal(SCOPE), SCOPE, numbered))
         assert again == {**first, "duplicate": True}  # read back from the half group: its first half answers
         assert [tx.transaction_id for tx in runtime.half_messages.pending()] == [first["transaction_id"]]
     finally:

@@ -7,14 +7,14 @@ import asyncio
 import itertools
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
-from halfmq.broker.usecases import journeys
+from halfmq.broker.usecases.journeys import Journeys
 from halfmq.errors import AmbiguousMessageId, MessageNotFound, TopicRequired
 
 HALF, OP = "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC"
@@ -43,10 +43,12 @@ def store(tmp_path: Path) -> Iterator[MessageStore]:
     s.close()
 
 
-def runtime(store: MessageStore, lookup_topics: int = 1000, lookup_index_files: int = 64) -> Any:
+def runtime(store: MessageStore, lookup_topics: int = 1000, lookup_index_files: int = 64) -> Journeys:
     access = TopicsAccess(admin={"*"}, credit={"ORDERS"}, mallory={"MALLORY"})
-    return SimpleNamespace(store=store, access=access, lookups=asyncio.Semaphore(2),
-                           settings=SimpleNamespace(lookup_topics=lookup_topics, lookup_index_files=lookup_index_files))
+    return Journeys(access, store, asyncio.Semaphore(2), lookup_topics, lookup_index_files)  # type: ignore[arg-type]
+
+
+ADMIN = Access(None).cluster_admin(ANONYMOUS, {})  # the console's session
 
 
 def put(store: MessageStore, topic: str, count: int = 1, **props: str) -> list[str]:
@@ -56,7 +58,7 @@ def put(store: MessageStore, topic: str, count: int = 1, **props: str) -> list[s
 
 
 async def found(rt: Any, who: str, key: str, limit: int = 50, topic: str | None = None) -> list[str]:
-    answer = await journeys.find(rt, Principal(who), NO_SCOPE, key, 0, limit, topic)
+    answer = await rt.find(Principal(who), NO_SCOPE, key, 0, limit, topic)
     return [m.msg_id for m in answer.messages]
 
 
@@ -79,7 +81,7 @@ async def test_a_lookup_that_names_no_topic_reads_at_most_lookup_topics_and_one_
     assert refused.value.status == 400 and refused.value.extra == {"limit": 2}
     assert await found(rt, "admin", "k", topic="ORDERS") == [sent]
     assert await found(rt, "credit", "k") == [sent]  # one topic it may look up: within the bound
-    assert (await journeys.show(rt, Principal("admin"), NO_SCOPE, sent, "ORDERS")).message.topic == "ORDERS"
+    assert (await rt.show(Principal("admin"), NO_SCOPE, sent, "ORDERS")).message.topic == "ORDERS"
 
 
 async def test_a_named_topic_the_principal_may_not_look_up_or_that_is_not_there_finds_nothing(store: MessageStore) -> None:
@@ -89,7 +91,7 @@ async def test_a_named_topic_the_principal_may_not_look_up_or_that_is_not_there_
     assert await found(rt, "admin", "k", topic="NO_SUCH_TOPIC") == []
     assert await found(rt, "admin", "k", topic=HALF) == []  # system topics hold no message's keys of their own
     with pytest.raises(MessageNotFound):
-        await journeys.show(rt, Principal("mallory"), NO_SCOPE, sent, "ORDERS")
+        await rt.show(Principal("mallory"), NO_SCOPE, sent, "ORDERS")
 
 
 async def test_a_lookup_walks_at_most_lookup_index_files_files_in_each_topic(store: MessageStore) -> None:
@@ -98,7 +100,7 @@ async def test_a_lookup_walks_at_most_lookup_index_files_files_in_each_topic(sto
     rt = runtime(store, lookup_index_files=2)
     assert await found(rt, "admin", "k") == []
     with pytest.raises(MessageNotFound):
-        await journeys.show(rt, Principal("admin"), NO_SCOPE, old)
+        await rt.show(Principal("admin"), NO_SCOPE, old)
     assert await found(runtime(store), "admin", "k") == [old]
 
 
@@ -108,14 +110,14 @@ async def test_an_id_on_two_topics_is_ambiguous_for_who_may_look_up_both_and_one
     put(store, "MALLORY", UNIQ_KEY="same-id")
     rt = runtime(store)
     with pytest.raises(AmbiguousMessageId) as ambiguous:
-        await journeys.show(rt, Principal("admin"), NO_SCOPE, "same-id")
+        await rt.show(Principal("admin"), NO_SCOPE, "same-id")
     assert ambiguous.value.status == 409 and ambiguous.value.extra == {"topics": ["MALLORY", "ORDERS"]}
-    assert (await journeys.show(rt, Principal("admin"), NO_SCOPE, "same-id", "ORDERS")).message.keys == ["mine"]
-    assert (await journeys.show(rt, Principal("credit"), NO_SCOPE, "same-id")).message.topic == "ORDERS"
-    assert (await journeys.show(rt, Principal("mallory"), NO_SCOPE, "same-id")).message.topic == "MALLORY"
-    console = await journeys.console_search(rt, "same-id")
+    assert (await rt.show(Principal("admin"), NO_SCOPE, "same-id", "ORDERS")).message.keys == ["mine"]
+    assert (await rt.show(Principal("credit"), NO_SCOPE, "same-id")).message.topic == "ORDERS"
+    assert (await rt.show(Principal("mallory"), NO_SCOPE, "same-id")).message.topic == "MALLORY"
+    console = await rt.console_search(ADMIN, "same-id")
     assert console["journey"] is None and {m["topic"] for m in console["found"]["messages"]} == {"MALLORY", "ORDERS"}
-    assert (await journeys.console_search(rt, "same-id", "ORDERS"))["journey"]["message"]["topic"] == "ORDERS"
+    assert (await rt.console_search(ADMIN, "same-id", "ORDERS"))["journey"]["message"]["topic"] == "ORDERS"
 
 
 async def test_a_message_whose_keys_spell_another_s_id_lends_it_neither_its_place_nor_its_transaction(store: MessageStore) -> None:
@@ -123,5 +125,5 @@ async def test_a_message_whose_keys_spell_another_s_id_lends_it_neither_its_plac
     store.put([PutItem(HALF, 0, b"h", {"UNIQ_KEY": "other", "KEYS": victim, "REAL_TOPIC": "ORDERS", "REAL_QID": "0",
                                        "TRANSACTION_ID": "tx-9"}),
                PutItem(OP, 0, b"0", {"TRANSACTION_ID": "tx-9", "OP": "rollback"})])
-    journey = await journeys.show(runtime(store), Principal("credit"), NO_SCOPE, victim)
+    journey = await runtime(store).show(Principal("credit"), NO_SCOPE, victim)
     assert [e.kind.value for e in journey.events] == ["sent"] and journey.message.transaction_id is None

@@ -13,8 +13,8 @@ from halfmq.broker.config import BrokerSettings
 from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.store.message_store import PutItem
-from halfmq.broker.usecases import receiving
 from halfmq.errors import NotLeader
+from tests.support.grants import subscribed
 
 
 class Lease:
@@ -54,7 +54,7 @@ async def test_a_long_poll_paused_past_its_lease_during_the_hang_up_probe_answer
     lease = Lease()
     rt.delivery.fence = lease.fence
     lost_the_lease = Caller(lambda: setattr(lease, "held", False))
-    poll = asyncio.create_task(receiving.receive(rt, "g", "T", ReceiveRequest(wait_seconds=30), lost_the_lease))
+    poll = asyncio.create_task(rt.usecases.receiving.receive(subscribed(rt, "g", "T"), ReceiveRequest(wait_seconds=30), lost_the_lease))
     await asyncio.sleep(0.01)  # the poll waits for a message
     rt.store.put([PutItem("T", 0, b"a")])
     with pytest.raises(NotLeader):
@@ -67,7 +67,7 @@ async def test_a_long_poll_paused_past_its_lease_during_the_hang_up_probe_answer
 async def test_a_long_poll_of_a_node_that_keeps_its_lease_answers_as_before(rt: BrokerRuntime) -> None:
     lease = Lease()
     rt.delivery.fence = lease.fence
-    poll = asyncio.create_task(receiving.receive(rt, "g", "T", ReceiveRequest(wait_seconds=30), Caller(lambda: None)))
+    poll = asyncio.create_task(rt.usecases.receiving.receive(subscribed(rt, "g", "T"), ReceiveRequest(wait_seconds=30), Caller(lambda: None)))
     await asyncio.sleep(0.01)
     rt.store.put([PutItem("T", 0, b"a")])
     answer = await poll

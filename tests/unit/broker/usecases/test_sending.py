@@ -19,7 +19,7 @@ from msgspec import to_builtins
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.protocol import OutgoingMessage, SendRequest
 from halfmq.broker.runtime import BrokerRuntime
-from halfmq.broker.usecases import producer_txns, sending
+from tests.support.grants import publishing
 
 SCOPE = {"type": "http", "path": "/v1/topics/ORDERS/messages", "headers": []}
 MESSAGES = 1000  # the batch limit (wire.MAX_BATCH)
@@ -61,9 +61,9 @@ def batch(ids: Any, sequence: int) -> SendRequest:
 
 async def test_a_producer_window_keeps_a_few_hundred_bytes_per_send_of_1000_messages(rt: BrokerRuntime) -> None:
     who = rt.access.principal(SCOPE)
-    ids = await producer_txns.new_producer_id(rt, SCOPE)
+    ids = await rt.usecases.producer_transactions.new_producer_id(SCOPE)
     for sequence in range(SENDS):
-        await sending.send(rt, who, "ORDERS", batch(ids, sequence))
+        await rt.usecases.sending.send(publishing(rt, "ORDERS", who), batch(ids, sequence))
     window = rt.producer_ids.sender(ids.producer_id, ids.epoch, who.name).sends
     assert len(window.answers) == SENDS
     assert retained_bytes(window) < SENDS * BYTES_PER_NUMBER
@@ -73,16 +73,16 @@ async def test_a_producer_window_keeps_a_few_hundred_bytes_per_send_of_1000_mess
 async def test_a_repeat_of_a_1000_message_send_gets_its_first_answer_read_back_even_after_a_restart(tmp_path: Path) -> None:
     rt = open_runtime(tmp_path)
     who = rt.access.principal(SCOPE)
-    ids = await producer_txns.new_producer_id(rt, SCOPE)
-    first = [to_builtins(await sending.send(rt, who, "ORDERS", batch(ids, n))) for n in range(3)]
+    ids = await rt.usecases.producer_transactions.new_producer_id(SCOPE)
+    first = [to_builtins(await rt.usecases.sending.send(publishing(rt, "ORDERS", who), batch(ids, n))) for n in range(3)]
     assert {len(answer["results"]) for answer in first} == {MESSAGES}
-    again = to_builtins(await sending.send(rt, who, "ORDERS", batch(ids, 1)))
+    again = to_builtins(await rt.usecases.sending.send(publishing(rt, "ORDERS", who), batch(ids, 1)))
     assert again == {**first[1], "duplicate": True}
     rt.store.close()
     rt = open_runtime(tmp_path)
     try:
         for n in range(3):
-            assert to_builtins(await sending.send(rt, who, "ORDERS", batch(ids, n))) == {**first[n], "duplicate": True}
+            assert to_builtins(await rt.usecases.sending.send(publishing(rt, "ORDERS", who), batch(ids, n))) == {**first[n], "duplicate": True}
         assert rt.store.queue_range("ORDERS", 0)[1] + sum(rt.store.queue_range("ORDERS", q)[1] for q in range(1, 4)) == 3 * MESSAGES
     finally:
         rt.store.close()

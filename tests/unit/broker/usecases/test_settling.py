@@ -13,7 +13,7 @@ from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.store import state_records as state
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
-from halfmq.broker.usecases import settling
+from tests.support.grants import subscribed
 
 Durable = Callable[[int], Awaitable[None]]
 
@@ -51,7 +51,7 @@ async def test_an_ack_is_answered_only_once_its_acks_record_is_durable(rt: Broke
     rt.store.create_topic("T", 1)
     rt.store.put([PutItem("T", 0, b"a"), PutItem("T", 0, b"b")])
     got = await rt.delivery.receive("g", "T", 2, invisible=30, wait=0)
-    answer = asyncio.ensure_future(settling.ack(rt, "g", "T", [d.receipt_handle for d in got]))
+    answer = asyncio.ensure_future(rt.usecases.settling.ack(subscribed(rt, "g", "T"), [d.receipt_handle for d in got]))
     await asyncio.sleep(0.05)
     assert not answer.done()
     [record] = [r for r in rt.store.intact_records(TXN_STATE_TOPIC, 0, 0) if r.properties[state.TXN_OP] == "acks"]
@@ -66,8 +66,8 @@ async def test_an_ack_of_expired_handles_writes_nothing_and_waits_for_nothing(rt
     rt.store.put([PutItem("T", 0, b"a")])
     [d] = await rt.delivery.receive("g", "T", 1, invisible=30, wait=0)
     held.release.set()
-    await settling.ack(rt, "g", "T", [d.receipt_handle])
+    await rt.usecases.settling.ack(subscribed(rt, "g", "T"), [d.receipt_handle])
     end, asked = rt.store.commit_log.end_offset, len(held.asked)
-    answer = await settling.ack(rt, "g", "T", [d.receipt_handle, d.receipt_handle])
+    answer = await rt.usecases.settling.ack(subscribed(rt, "g", "T"), [d.receipt_handle, d.receipt_handle])
     assert [r["status"] for r in answer["results"]] == ["EXPIRED", "EXPIRED"]
     assert (rt.store.commit_log.end_offset, len(held.asked)) == (end, asked)
