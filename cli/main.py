@@ -35,7 +35,7 @@ EXIT_REFUSED_CONFIGURATION = 6
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
-    from halfmq.broker.api.app import create_app
+    from halfmq.broker.runtime.app import create_app
     from halfmq.broker.security.protected_mode import refusal
 
     settings = _broker_settings(args)
@@ -57,7 +57,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
     from halfmq.broker.serving.server import PortInUse, serve
 
     try:
-        serve(create_app(settings, runtime), runtime, settings)
+        serve(create_app(settings, runtime), runtime.delivery.close, settings)
     except PortInUse as exc:
         log.error("cannot start: %s", exc)
         runtime.store.close()

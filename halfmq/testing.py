@@ -35,9 +35,9 @@ from typing import Any, Self
 try:
     import uvicorn
 
-    from halfmq.broker.api.app import create_app
     from halfmq.broker.config import BrokerSettings
     from halfmq.broker.runtime import BrokerRuntime
+    from halfmq.broker.runtime.app import create_app
 except ModuleNotFoundError as exc:  # the SDK alone is installed
     raise ModuleNotFoundError(
         f"halfmq.testing runs the real broker in your tests and needs the broker extra ({exc.name} is missing): "

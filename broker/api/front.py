@@ -23,6 +23,7 @@ from starlette.responses import RedirectResponse
 from starlette.types import Receive, Scope, Send
 
 from halfmq.asgi_body import BodyReader, ClientGone, declared_length, too_large
+from halfmq.broker.usecases import Served, UseCases
 from halfmq.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge, Unauthenticated
 
 from ..serving.cork import CORK
@@ -74,6 +75,9 @@ class ApiRequest:
     """
 
     __slots__ = ("scope", "receive", "path_params", "state", "runtime", "usecases", "body_reader", "principal", "params")
+
+    runtime: Served
+    usecases: UseCases
 
     def __init__(self, scope: Scope, receive: Receive, path_params: dict[str, str], state: Any, body_reader: BodyReader) -> None:
         self.scope = scope

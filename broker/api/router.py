@@ -33,7 +33,7 @@ class Route:
     the front checks before the endpoint runs (a pydantic model; path ones
     first). ``public`` routes are answered without a bearer token.
 
-    In a broker set (broker/api/leader_gate.py) a node that does not lead serves only two kinds of route and
+    In a broker set (broker/runtime/leader_gate.py) a node that does not lead serves only two kinds of route and
     answers every other one 421 NOT_LEADER: ``on_follower`` ones, reads whose answer a follower has too
     (bounded by what the leader acknowledged: store/visible_reads.py), always GETs; and ``peer`` ones, the
     nodes' own calls to each other (replication), which decide for themselves whom they answer.

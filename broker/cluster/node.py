@@ -378,7 +378,7 @@ class ClusterNode(LeaseRenewals, Takeover):
         rt = await asyncio.to_thread(BrokerRuntime.open, self.settings, durable_wrapper=self.durable if start else None,
                                      store=old.store if start else None)
         self.state.runtime = rt
-        rt.watch_auth()  # either role answers requests (a follower its reads, broker/api/leader_gate.py)
+        rt.watch_auth()  # either role answers requests (a follower its reads, broker/runtime/leader_gate.py)
         if start:
             rt.delivery.fence = self._still_leading
             self.watermark.lead(rt.store)

@@ -6,7 +6,7 @@ follower and links to the leader's console, where the actions are. Every other p
 action answers a readable page that names the leader, not the API's 421 JSON. A page rather than
 a redirect: the session cookie does not follow the operator to another origin, mid-election there
 is no leader to go to, and the operator should know which node they are looking at. An API client
-(any path outside ``/console``) gets the 421 problem+json (broker/api/leader_gate.py).
+(any path outside ``/console``) gets the 421 problem+json (broker/runtime/leader_gate.py).
 """
 
 from __future__ import annotations

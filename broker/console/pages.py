@@ -26,9 +26,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from halfmq import human_time
-from halfmq.broker.runtime import runtime_of
 from halfmq.broker.security.access import ClusterAdmin
-from halfmq.broker.usecases import UseCases
+from halfmq.broker.usecases import Served, UseCases
 from halfmq.broker.usecases.console_views import Rates
 from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
 
@@ -181,6 +180,12 @@ async def _cluster(request: Request, viewer: Viewer) -> Any:
     if answer.status_code == 200:
         return {"cluster": answer.json(), "single": False}
     return viewer.usecases.console_views.single_node(viewer.admin)
+
+
+def runtime_of(request: Request) -> Served:
+    """The broker this console serves, as the composition root put it on the app (a set's node swaps it)."""
+    served: Served = request.app.state.runtime
+    return served
 
 
 def _who(request: Request) -> Viewer:

@@ -23,7 +23,7 @@ import heapq
 import time
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from prometheus_client import generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -35,8 +35,24 @@ from halfmq.broker.delivery.queue_progress import QueueLag
 from halfmq.broker.store.topics import SYSTEM_TOPICS, is_system_group, is_system_topic
 from halfmq.errors import ConsumerGroupNotFound
 
-if TYPE_CHECKING:
-    from halfmq.broker.runtime import BrokerRuntime
+
+class Observed(Protocol):
+    """What a scrape reads: one broker's services (the composition root's ``BrokerRuntime``), never through a front."""
+
+    @property
+    def store(self) -> Any: ...
+    @property
+    def delivery(self) -> Any: ...
+    @property
+    def half_messages(self) -> Any: ...
+    @property
+    def timers(self) -> Any: ...
+    @property
+    def producer_txns(self) -> Any: ...
+    @property
+    def metrics(self) -> Any: ...
+    @property
+    def checks(self) -> Any: ...
 
 AGE_BUCKETS: tuple[tuple[float, str], ...] = ((10, "le_10s"), (60, "le_1m"), (600, "le_10m"), (3600, "le_1h"))
 OLDEST = "gt_1h"
@@ -130,7 +146,7 @@ class Slices:
             self._since = self._clock()
 
 
-async def read_state(rt: BrokerRuntime) -> StateReading:
+async def read_state(rt: Observed) -> StateReading:
     slices = Slices()
     reading = StateReading(scalars=[*_store(rt), *_transactions(rt), *_producer_transactions(rt)])
     store = rt.store
@@ -159,7 +175,7 @@ async def read_state(rt: BrokerRuntime) -> StateReading:
     return reading
 
 
-def _store(rt: BrokerRuntime) -> Iterator[Metric]:
+def _store(rt: Observed) -> Iterator[Metric]:
     store, delivery = rt.store, rt.delivery
     yield GaugeMetricFamily("halfmq_commit_log_end_offset", "Commit log end offset in bytes", value=store.commit_log.end_offset)
     yield GaugeMetricFamily("halfmq_commit_log_flushed_offset", "Commit log offset known durable, in bytes", value=store.flushed_offset)
@@ -170,7 +186,7 @@ def _store(rt: BrokerRuntime) -> Iterator[Metric]:
     yield GaugeMetricFamily("halfmq_timers_pending", "Timed messages not yet due and released", value=rt.timers.pending)
 
 
-def _transactions(rt: BrokerRuntime) -> Iterator[Metric]:
+def _transactions(rt: Observed) -> Iterator[Metric]:
     tx = rt.half_messages
     yield CounterMetricFamily("halfmq_commit_messages", "Transactions committed since start (rocketmq_commit_messages_total)",
                               value=tx.stats.commits)
@@ -187,7 +203,7 @@ def _transactions(rt: BrokerRuntime) -> Iterator[Metric]:
     yield family
 
 
-def _producer_transactions(rt: BrokerRuntime) -> Iterator[Metric]:
+def _producer_transactions(rt: Observed) -> Iterator[Metric]:
     txns = rt.producer_txns
     yield GaugeMetricFamily("halfmq_producer_transactions_open", "Producer transactions (Kafka semantics) open now", value=txns.open_count)
     yield GaugeMetricFamily("halfmq_producer_transactions_held_bytes", "Message bytes open producer transactions hold in memory",
@@ -319,7 +335,7 @@ class Exposition(Collector):
 class OperatorMetrics:
     """The text of /metrics: ``StateReading`` on the loop, families and text in a thread, one scrape at a time."""
 
-    def __init__(self, rt: BrokerRuntime, limits: RowLimits) -> None:
+    def __init__(self, rt: Observed, limits: RowLimits) -> None:
         self._rt = rt
         self._limits = limits
         self._running: asyncio.Future[bytes] | None = None

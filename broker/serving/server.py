@@ -23,10 +23,10 @@ import gc
 import logging
 import signal
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from halfmq.broker.config import BrokerSettings
-from halfmq.broker.runtime import BrokerRuntime
 
 from .http_serving import SPARE_FILES, HttpLimits, raise_open_file_limit, serve_uvicorn
 
@@ -50,15 +50,16 @@ class PortInUse(Exception):
     pass
 
 
-def serve(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:
-    """Serve until SIGTERM/SIGINT; PortInUse if something already listens on the port."""
+def serve(app: Any, end_long_polls: Callable[[], None], settings: BrokerSettings) -> None:
+    """Serve until SIGTERM/SIGINT; PortInUse if something already listens on the port. ``end_long_polls`` runs on the
+    loop as a stop signal arrives, so idle consumers' long polls do not hold the shutdown up."""
     check_port_free(settings.host, settings.port)
     tune_gc()
     if settings.http_server == "granian":
         raise_open_file_limit(settings.max_connections + SPARE_FILES)
-        _serve_granian(app, runtime, settings)
+        _serve_granian(app, end_long_polls, settings)
     else:
-        _serve_uvicorn(app, runtime, settings)
+        _serve_uvicorn(app, end_long_polls, settings)
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -75,7 +76,7 @@ def check_port_free(host: str, port: int) -> None:
             raise
 
 
-def _serve_uvicorn(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:
+def _serve_uvicorn(app: Any, end_long_polls: Callable[[], None], settings: BrokerSettings) -> None:
     import uvicorn
 
     class BrokerServer(uvicorn.Server):
@@ -83,7 +84,7 @@ def _serve_uvicorn(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
 
         def handle_exit(self, sig, frame) -> None:
             try:
-                asyncio.get_running_loop().call_soon_threadsafe(runtime.delivery.close)
+                asyncio.get_running_loop().call_soon_threadsafe(end_long_polls)
             except RuntimeError:
                 pass
             super().handle_exit(sig, frame)
@@ -92,7 +93,7 @@ def _serve_uvicorn(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
                   tls_cert_file=settings.tls_cert_file, tls_key_file=settings.tls_key_file, server_class=BrokerServer)
 
 
-def _serve_granian(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -> None:
+def _serve_granian(app: Any, end_long_polls: Callable[[], None], settings: BrokerSettings) -> None:
     import uvloop
     from granian.constants import HTTPModes, Interfaces
     from granian.http import HTTP1Settings
@@ -115,7 +116,7 @@ def _serve_granian(app: Any, runtime: BrokerRuntime, settings: BrokerSettings) -
         loop = asyncio.get_running_loop()
 
         def stop() -> None:
-            runtime.delivery.close()
+            end_long_polls()
             server.stop()
 
         for sig in (signal.SIGTERM, signal.SIGINT):

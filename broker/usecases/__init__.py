@@ -2,7 +2,7 @@
 
 A front authenticates (a bearer token, a RocketMQ signature, the console's
 cookie), parses its request, calls one use case and maps its errors; it holds
-no domain logic. A use case is an object the composition root (broker/runtime.py)
+no domain logic. A use case is an object the composition root (broker/runtime/)
 builds with the narrow collaborators it names (``ports``: a ``Protocol`` each), so
 it reads as the operation it is and is unit-tested with fakes. It authorizes the
 principal itself, or takes a grant only ``security.access.Access`` makes
@@ -14,6 +14,10 @@ front, or the runtime (import contracts in pyproject.toml).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
+
+from halfmq.broker.config import BrokerSettings
+from halfmq.broker.security.access import Access
 
 from .console_views import ConsoleViews
 from .ending import Ending
@@ -29,7 +33,7 @@ from .settling import Settling
 from .topics import ManageTopics
 from .views import Views
 
-__all__ = ["ConsoleViews", "Ending", "HalfSending", "Heartbeats", "Journeys", "ManageGroups", "ManageTopics", "OperatorActions",
+__all__ = ["Served", "ConsoleViews", "Ending", "HalfSending", "Heartbeats", "Journeys", "ManageGroups", "ManageTopics", "OperatorActions",
            "ProducerTransactions", "Receiving", "Sending", "Settling", "UseCases", "Views"]
 
 
@@ -50,3 +54,23 @@ class UseCases:
     journeys: Journeys
     views: Views
     console_views: ConsoleViews
+
+
+class Scraped(Protocol):
+    """The scrape's text, read a slice at a time (observability.operator_metrics.OperatorMetrics)."""
+
+    async def text(self) -> bytes: ...
+
+
+class Served(Protocol):
+    """What a front reads of the broker it serves (the app's ``state.runtime``, which a set's node swaps when its role
+    changes): who is asking (``access``), what to call (``usecases``), and the settings its protocol reports."""
+
+    @property
+    def access(self) -> Access: ...
+    @property
+    def usecases(self) -> UseCases: ...
+    @property
+    def settings(self) -> BrokerSettings: ...
+    @property
+    def operator_metrics(self) -> Scraped: ...

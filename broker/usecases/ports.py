@@ -1,6 +1,6 @@
 """The narrow collaborators the use cases take: each a ``Protocol`` naming only what a use case calls.
 
-The composition root (broker/runtime.py) passes the real domain objects; a use case's unit test passes fakes
+The composition root (broker/runtime/) passes the real domain objects; a use case's unit test passes fakes
 (tests/unit/broker/usecases/fakes.py). A use case never sees the runtime, the store as a whole, or a front.
 """
 

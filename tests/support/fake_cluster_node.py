@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 
-from halfmq.broker.api.app import create_app
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.runtime.app import create_app
 
 
 @asynccontextmanager

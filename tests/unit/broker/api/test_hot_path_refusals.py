@@ -13,9 +13,9 @@ from pathlib import Path
 
 import orjson
 
-from halfmq.broker.api.app import create_app
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.runtime.app import create_app
 from tests.support.asgi_messages import chunks
 
 MiB = 1024 * 1024

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from halfmq.broker.api.app import ROUTES
-from halfmq.broker.api.leader_gate import LeaderGate
 from halfmq.broker.api.router import Route, Router
 from halfmq.broker.api.routes import cluster as cluster_routes
+from halfmq.broker.api.table import ROUTES
+from halfmq.broker.runtime.leader_gate import LeaderGate
 from halfmq.errors import NotLeader
 
 TABLE = [*ROUTES, *cluster_routes.ROUTES]

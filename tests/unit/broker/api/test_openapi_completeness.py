@@ -9,7 +9,8 @@ from pathlib import Path
 import msgspec
 from fastapi.routing import APIRoute
 
-from halfmq.broker.api.app import ROUTES, create_app
+from halfmq.broker.api.table import ROUTES
+from halfmq.broker.runtime.app import create_app
 
 CONSOLE = "/console"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from halfmq.broker.api.app import ROUTES
 from halfmq.broker.api.router import Route, Router
+from halfmq.broker.api.table import ROUTES
 
 
 async def _endpoint(request):  # pragma: no cover - never called here

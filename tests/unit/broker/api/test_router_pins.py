@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from halfmq.broker.api.app import create_app
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.runtime.app import create_app
 
 from .router_pin_requests import REQUESTS
 

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from halfmq.broker.api.app import create_app
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.runtime.app import create_app
 from halfmq.errors import NotLeader
 from tests.support.cluster_answers import LEADER_ANSWER, with_node_named
 from tests.support.crafted_names import CRAFTED

@@ -28,7 +28,7 @@ async def _nothing(end: int) -> None:
 
 
 def _open(data: Path) -> tuple[MessageStore, DeliveryService]:
-    """What the runtime builds for these records, as it builds it (broker/runtime.py); the coordinator replays."""
+    """What the runtime builds for these records, as it builds it (broker/runtime/); the coordinator replays."""
     store = MessageStore(StoreConfig(data))
     store.log_topics()
     delivery = DeliveryService(store, DeliveryPolicy(), key=load_or_create_key(data / "receipt-key.json"))

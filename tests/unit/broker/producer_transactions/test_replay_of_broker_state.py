@@ -19,7 +19,7 @@ from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 
 @dataclass
 class Broker:
-    """What the runtime builds for these records, as it builds it (broker/runtime.py)."""
+    """What the runtime builds for these records, as it builds it (broker/runtime/)."""
 
     store: MessageStore
     delivery: DeliveryService

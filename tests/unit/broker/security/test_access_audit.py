@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from halfmq.broker.api.app import ROUTES
 from halfmq.broker.api.router import Router
 from halfmq.broker.api.routes import cluster as cluster_routes
+from halfmq.broker.api.table import ROUTES
 from halfmq.broker.security.access import Access
 from halfmq.broker.security.auth_file import Authenticator, AuthFile, PolicyEntry, PrincipalEntry
 from halfmq.broker.security.policy import Action, Kind, Policy, Principal, Resource, ResourcePattern

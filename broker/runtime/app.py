@@ -1,4 +1,5 @@
-"""The broker's FastAPI app factory: wires the runtime into thin routes."""
+"""The broker's ASGI app, built by the composition root: the HTTP front, the console, the gates, and a lifespan that
+opens the runtime (and, in a broker set, the node that serves it while it leads)."""
 
 from __future__ import annotations
 
@@ -11,38 +12,19 @@ from typing import Any
 from fastapi import FastAPI
 
 from halfmq.asgi_body import BodyReader
+from halfmq.broker.api import problems
+from halfmq.broker.api.front import Front
+from halfmq.broker.api.openapi import document
+from halfmq.broker.api.router import Router
+from halfmq.broker.api.table import ROUTES, TITLE, VERSION
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import GrpcFront
-from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.serving.allowed_hosts import HostAllowList
 from halfmq.broker.serving.host_gate import HostGate
 
-from . import problems
-from .front import Front
-from .openapi import document
-from .router import Route, Router
-from .routes import (
-    consumer_groups,
-    messages,
-    operations,
-    operator_views,
-    producer_ids,
-    topics,
-    transaction_batches,
-    transactional_ids,
-    transactions,
-)
+from .services import BrokerRuntime
 
 log = logging.getLogger(__name__)
-
-# The one route table of /v1 (and /healthz, /metrics): the front serves it, /openapi.json walks it. The hot
-# routes come first, so the traffic's routes are matched after as few tries as before.
-HOT_ROUTES: list[Route] = [*topics.HOT_ROUTES, *consumer_groups.HOT_ROUTES, *transactions.HOT_ROUTES,
-                           *transaction_batches.HOT_ROUTES, *transactional_ids.HOT_ROUTES]
-ROUTES: list[Route] = [*HOT_ROUTES, *topics.ROUTES, *operator_views.ROUTES, *consumer_groups.ROUTES,
-                       *transactions.ROUTES, *transactional_ids.ROUTES, *producer_ids.ROUTES, *operations.ROUTES,
-                       *messages.ROUTES]
-TITLE, VERSION = "halfmq broker", "1"
 
 
 def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | None = None) -> Front:
@@ -97,7 +79,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     app.state.front = front  # the console asks the broker's own routes through the front
     served: Any = front
     if settings.cluster:
-        from halfmq.broker.api.leader_gate import LeaderGate
+        from .leader_gate import LeaderGate
 
         served = LeaderGate(front, app.state, front.router)
     allowed = HostAllowList.for_server(settings.host, settings.allowed_hosts, settings.advertise_url)

@@ -8,7 +8,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
@@ -36,22 +35,7 @@ from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
 from halfmq.broker.timers.release_service import ReleaseService
 from halfmq.broker.timers.timer_index import TimerIndex
-from halfmq.broker.usecases import (
-    ConsoleViews,
-    Ending,
-    HalfSending,
-    Heartbeats,
-    Journeys,
-    ManageGroups,
-    ManageTopics,
-    OperatorActions,
-    ProducerTransactions,
-    Receiving,
-    Sending,
-    Settling,
-    UseCases,
-    Views,
-)
+from halfmq.broker.usecases import UseCases
 
 log = logging.getLogger(__name__)
 Durable = Callable[[int], Awaitable[None]]
@@ -151,6 +135,8 @@ class BrokerRuntime:
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.settled_durable = durable if durable_wrapper is not None else None
             rt.operator_metrics = OperatorMetrics(rt, RowLimits(settings.metrics_max_topics, settings.metrics_max_group_topics))
+            from .use_cases import use_cases  # the wiring of every use case: the root's other half
+
             rt.usecases = use_cases(rt)
             return rt
         except BaseException:
@@ -255,31 +241,3 @@ class BrokerRuntime:
         else:
             self.delivery.close()  # its long polls end now: the next runtime's delivery serves the consumers
 
-
-def runtime_of(request: Any) -> BrokerRuntime:
-    """The runtime a FastAPI route or console page serves from (the app's lifespan put it on ``app.state``)."""
-    return request.app.state.runtime
-
-
-def use_cases(rt: BrokerRuntime) -> UseCases:
-    """Every use case, each given only the collaborators it names (cosmicpython's bootstrap): the one place they meet."""
-    settings, store, access, durable = rt.settings, rt.store, rt.access, rt.durable
-    log_end: Callable[[], int] = lambda: store.commit_log.end_offset  # noqa: E731
-    views = Views(rt.half_messages, store, rt.delivery, rt.producers, settings.flush_mode)
-    return UseCases(
-        sending=Sending(access, rt.topics, rt.sender, rt.producer_ids, durable, log_end, rt.metrics),
-        half_sending=HalfSending(access, rt.topics, rt.sender, store, rt.half_messages, rt.producer_ids, durable, log_end),
-        ending=Ending(access, rt.half_messages, views, durable),
-        receiving=Receiving(rt.delivery, rt.metrics),
-        settling=Settling(rt.delivery, rt.settled_durable),
-        topics=ManageTopics(access, rt.topics, store, views, durable, log_end),
-        groups=ManageGroups(access, rt.delivery, store, store.put, views, durable),
-        heartbeats=Heartbeats(access, rt.producers, views, durable, rt.own_address or OwnAddress.of(settings.host, settings.port),
-                              settings.check_url_allow, settings.producer_expiry),
-        operator_actions=OperatorActions(access, rt.half_messages, lambda: rt.checks, views, durable),
-        producer_transactions=ProducerTransactions(access, rt.producer_txns, rt.producer_ids, rt.topics, rt.sender, rt.delivery),
-        journeys=Journeys(access, store, rt.lookups, settings.lookup_topics, settings.lookup_index_files),
-        views=views,
-        console_views=ConsoleViews(views, rt.half_messages, rt.producer_txns, store, rt.delivery, rt.producers,
-                                   settings.transaction_timeout, settings.host, settings.port),
-    )
