@@ -90,19 +90,22 @@ def waits_in(source: str, path: str = "<source>") -> list[Wait]:
     return sorted(found, key=lambda w: w.line)
 
 
-def _support_imports(tree: ast.Module) -> set[Path]:
-    """The files of tests/support that a module imports."""
+def _support_imports(tree: ast.Module, root: Path) -> set[Path]:
+    """The files of tests/support that a module imports (``from .x import`` inside tests/support too)."""
     modules: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             modules.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module is not None:
-            modules.add(node.module)
-            modules.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:  # only tests/support's modules import relatively, from their own folder
+                module = "tests.support" + (f".{module}" if module else "")
+            modules.add(module)
+            modules.update(f"{module}.{alias.name}" for alias in node.names)
     files = set()
     for module in modules:
         if module.startswith("tests.support."):
-            candidate = ROOT.joinpath(*module.split(".")).with_suffix(".py")
+            candidate = root.joinpath(*module.split(".")).with_suffix(".py")
             if candidate.is_file():
                 files.add(candidate)
     return files
@@ -113,7 +116,7 @@ def unit_test_files(root: Path = ROOT) -> list[Path]:
     files = set((root / "tests" / "unit").rglob("*.py"))
     todo = list(files)
     while todo:
-        for imported in _support_imports(ast.parse(todo.pop().read_text())):
+        for imported in _support_imports(ast.parse(todo.pop().read_text()), root):
             if imported not in files:
                 files.add(imported)
                 todo.append(imported)
