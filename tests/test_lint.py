@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 from tests.support.package_layout import ROOT
+from tests.support.wall_clock import unit_test_waits
 
 
 def test_the_code_passes_ruff() -> None:
@@ -25,3 +26,11 @@ def test_no_module_of_the_package_is_over_400_lines() -> None:
     assert len(modules) > 100
     long = {name: lines for name in modules if (lines := len((ROOT / name).read_text().splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def test_no_unit_test_sleeps_or_waits_for_a_time() -> None:
+    """Events, loop steps and fakes order a unit test's concurrent steps, not sleeps (tests/support/wall_clock.py)."""
+    waits = unit_test_waits()
+    assert not waits, ("unit tests (or the support modules they import) that wait on the wall clock; order the steps by an "
+                       "event, asyncio.sleep(0), a fake clock or a fake sleep, or say why not with `# wall-clock: <why>`:\n"
+                       + "\n".join(map(str, waits)))

@@ -19,6 +19,7 @@ import asyncio
 import os
 import socket
 import ssl
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 from urllib.parse import urlsplit
 
@@ -217,7 +218,8 @@ class AsyncTransport:
     """
 
     def __init__(self, base_url: str | None, *, timeout: float = TIMEOUT, pool_size: int = 8, connections_per_client: int = 8,
-                 max_in_flight: int = 64, token: str | None = None, verify: Verify | None = None) -> None:
+                 max_in_flight: int = 64, token: str | None = None, verify: Verify | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         if pool_size < 1 or connections_per_client < 1 or max_in_flight < 1:
             raise ValueError("pool_size, connections_per_client and max_in_flight must be at least 1")
         import aiohttp
@@ -229,6 +231,7 @@ class AsyncTransport:
         self._urls = BrokerUrls([require_http_url(u) for u in split_urls(spec)] or [require_http_url(spec)], suspect_for=timeout)
         self._timeout = timeout
         self._probed_at = float("-inf")  # the last probe of who leads (``_led_elsewhere``)
+        self._sleep = sleep  # the waits between a set's nodes and between probes (a test gives one it ends by hand)
         self._connections = min(pool_size * connections_per_client, max_in_flight)
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self._session: aiohttp.ClientSession | None = None
@@ -254,7 +257,7 @@ class AsyncTransport:
         attempt = route.first()
         while True:
             if attempt.wait:
-                await asyncio.sleep(attempt.wait)
+                await self._sleep(attempt.wait)
             try:
                 return await self._answer_or_leave(call, attempt.url)
             except BrokerError as exc:
@@ -269,12 +272,21 @@ class AsyncTransport:
             return await self._call_once(call, base)
         attempt = asyncio.ensure_future(self._call_once(call, base))
         try:
-            while not (await asyncio.wait((attempt,), timeout=PROBE_AFTER))[0]:
+            while not await self._answered_within(attempt, PROBE_AFTER):
                 if await self._led_elsewhere(base):
                     raise _unavailable(base, call, TimeoutError("another node leads"), sent=True, timeout=None)
             return attempt.result()
         finally:
             attempt.cancel()
+
+    async def _answered_within(self, attempt: asyncio.Future[Any], seconds: float) -> bool:
+        """Whether ``attempt`` ended within ``seconds``: back as soon as it ends, or once they have passed."""
+        period = asyncio.ensure_future(self._sleep(seconds))
+        try:
+            await asyncio.wait((attempt, period), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            period.cancel()
+        return attempt.done()
 
     async def _led_elsewhere(self, asked: str) -> bool:
         """Whether calls left ``asked`` for a node that answers as the writable leader (asked at most every PROBE_AFTER s)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class CheckServer:
     def __init__(self) -> None:
         self.calls: list[dict] = []
+        self.closing = threading.Event()  # ends a hang: the answers held past the broker's timeout go out at close
         self.answer: Callable[[dict], tuple[int, bytes]] = lambda req: (200, b'{"state": "unknown"}')
         server = self
 
@@ -24,8 +24,8 @@ class CheckServer:
                 request = json.loads(self.rfile.read(length))
                 server.calls.append(request)
                 status, body = server.answer(request)
-                if status == 0:  # hang past the broker's timeout
-                    time.sleep(5)
+                if status == 0:  # hang past the broker's timeout (its check_timeout), until closed or 5 s
+                    server.closing.wait(5)
                     status, body = 200, b'{"state": "commit"}'
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
@@ -48,5 +48,6 @@ class CheckServer:
         return [c for c in self.calls if c["transaction_id"] == transaction_id]
 
     def close(self) -> None:
+        self.closing.set()
         self._httpd.shutdown()
         self._httpd.server_close()

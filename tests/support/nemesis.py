@@ -4,7 +4,7 @@ Kinds: kill -9 of the leader or of a follower (restarted), SIGSTOP of the leader
 or after a few seconds), kill -9 of etcd (restarted after 1 to 6 s, sometimes past the lease), a follower's full
 disk (its data dir's tmpfs squeezed full, then given room again) and, when the run has a network of its own
 (``tests/support/netns.py``), a partition (the leader cut from the other nodes, a node cut from everything, or the
-leader cut from etcd). Sometimes a second fault starts before the first is healed (``OVERLAP``); both are healed
+leader cut from etcd). Sometimes a second fault starts before the first is healed (``fault_schedule.OVERLAP``); both are healed
 before the next step, and ``settle`` waits until every node runs, one leads and all are in sync, so a majority of
 nodes plus etcd is always available again before the next step.
 """
@@ -20,16 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .broker_set import BrokerSet
+from .fault_schedule import DISK_FULL, KILL_ETCD, KILL_FOLLOWER, KILL_LEADER, KINDS, PARTITION, STOP_LEADER, schedule
 from .netns import Partitions
 
-KILL_LEADER = "kill -9 leader"
-KILL_FOLLOWER = "kill -9 follower"
-STOP_LEADER = "SIGSTOP leader"
-KILL_ETCD = "kill -9 etcd"
-DISK_FULL = "disk full follower"
-PARTITION = "partition"
-KINDS = (KILL_LEADER, KILL_FOLLOWER, STOP_LEADER, KILL_ETCD, DISK_FULL, PARTITION)
-OVERLAP = 0.3  # the chance that a step has a second fault before the first is healed
 ETCD = "etcd"
 
 
@@ -190,20 +183,6 @@ class Nemesis:
             self.brokers.etcd.start(timeout=30)
         all_in_sync(self.brokers, timeout)
         return "; ".join(notes)
-
-
-def schedule(kinds: tuple[str, ...], faults: int, rng: random.Random) -> list[list[str]]:
-    """Steps of one or two kinds, ``faults`` kinds in all; every kind once per round, in a seeded order."""
-    drawn: list[str] = []
-    while len(drawn) < faults:
-        drawn += rng.sample(kinds, len(kinds))
-    drawn = drawn[:faults]
-    steps: list[list[str]] = []
-    while drawn:
-        take = 2 if len(drawn) > 1 and rng.random() < OVERLAP else 1
-        steps.append(drawn[:take])
-        drawn = drawn[take:]
-    return steps
 
 
 def all_in_sync(brokers: BrokerSet, timeout: float = 60.0) -> str:

@@ -53,8 +53,14 @@ async def test_a_body_not_all_there_by_the_deadline_is_refused_and_the_task_carr
 
 async def test_a_read_cancelled_by_someone_else_stays_cancelled() -> None:
     reader = BodyReader(limit=100, timeout=30)
-    read = asyncio.ensure_future(reader.read(stalled))
-    await asyncio.sleep(0.01)
+    asked = asyncio.Event()
+
+    async def stalled_once_asked() -> dict[str, Any]:
+        asked.set()
+        return await stalled()
+
+    read = asyncio.ensure_future(reader.read(stalled_once_asked))
+    await asked.wait()  # the read waits for its body
     read.cancel()
     with pytest.raises(asyncio.CancelledError):
         await read

@@ -90,7 +90,7 @@ class LocalTransactionTimedOut(BarrierError):
 class Work(Generic[R]):
     """One send's local transaction: what the producer hands the barrier as ``arg``.
 
-    ``deadline`` (``time.monotonic``) is ``local_tx_timeout`` after the send began, before its half.
+    ``deadline`` (on ``clock``, ``time.monotonic``) is ``local_tx_timeout`` after the send began, before its half.
     """
 
     business_key: str
@@ -98,10 +98,11 @@ class Work(Generic[R]):
     after_commit: AfterCommit | None = None
     value: Any = field(default=None)
     deadline: float = float("inf")
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     def check_deadline(self) -> None:
         """Raise, inside the transaction and before its commit, if the local transaction took too long."""
-        if time.monotonic() > self.deadline:
+        if self.clock() > self.deadline:
             raise LocalTransactionTimedOut(f"the local transaction of {self.business_key!r} ran past local_tx_timeout; rolled back")
 
 
@@ -132,7 +133,8 @@ class BarrierBase:
 
     def __init__(self, *, local_tx_timeout: float = DEFAULT_LOCAL_TX_TIMEOUT, commit_grace: float = DEFAULT_COMMIT_GRACE,
                  retention: float = DEFAULT_RETENTION, cleanup_interval: float = DEFAULT_CLEANUP_INTERVAL, cleanup_batch: int = DEFAULT_CLEANUP_BATCH,
-                 metadata: MetaData | None = None, clock: Callable[[], float] = time.time) -> None:
+                 metadata: MetaData | None = None, clock: Callable[[], float] = time.time,
+                 deadline_clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.horizon = Horizon(local_tx_timeout, commit_grace)
         if retention <= self.horizon.seconds:
             raise ValueError("retention must exceed local_tx_timeout + commit_grace (the broker asks at least that long)")
@@ -142,7 +144,9 @@ class BarrierBase:
         self.cleanup_interval = cleanup_interval
         self.cleanup_batch = cleanup_batch
         self.table: Table = transaction_records_table(metadata if metadata is not None else MetaData())
-        self._clock = clock
+        self._clock = clock  # the records' times and the check-back's age of a half (the broker's clock is a wall clock too)
+        self._deadline_clock = deadline_clock  # the local transaction's deadline
+        self._sleep = sleep  # between two cleanups
         self._cleanup_task: asyncio.Task[None] | None = None
 
     # --- decisions -----------------------------------------------------------------
@@ -211,7 +215,8 @@ class BarrierBase:
         return sent
 
     def _work(self, business_key: str, run: Callable[..., Any], after_commit: AfterCommit | None) -> Work[Any]:
-        return Work(business_key, run, after_commit, deadline=time.monotonic() + self.horizon.local_tx_timeout)
+        return Work(business_key, run, after_commit, deadline=self._deadline_clock() + self.horizon.local_tx_timeout,
+                    clock=self._deadline_clock)
 
     def _txid_of_work(self, msg: OutgoingMessage, work: Any) -> str:
         """The transaction ``work`` is the local transaction of; a TypeError when it was not sent through ``send``."""
@@ -248,7 +253,7 @@ class BarrierBase:
 
     async def _cleanup_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.cleanup_interval)
+            await self._sleep(self.cleanup_interval)
             await self._purge_logged()
 
     async def _purge_logged(self) -> None:

@@ -133,7 +133,7 @@ class Inbox:
 
     def __init__(self, bind: Bind, group: str, *, key: str | None = None, retention: timedelta = DEFAULT_RETENTION,
                  table: Table | None = None, purge_interval: float = 3600.0, purge_batch: int = 1000,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC), sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         if retention <= timedelta(0):
             raise ValueError("retention must be positive")
         self.group = group
@@ -142,6 +142,7 @@ class Inbox:
         self.table = table if table is not None else inbox_table(MetaData())
         self.stats = InboxStats()
         self._clock = clock
+        self._sleep = sleep  # between two passes of ``purge_every``
         self._purge_interval = purge_interval
         self._purge_batch = purge_batch
         self._next_purge = time.monotonic() + purge_interval
@@ -304,7 +305,7 @@ class Inbox:
         """
         while True:
             await self._purge_quietly()
-            await asyncio.sleep(seconds)
+            await self._sleep(seconds)
 
     async def _purge_quietly(self) -> None:
         try:

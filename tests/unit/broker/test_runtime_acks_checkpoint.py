@@ -24,7 +24,7 @@ async def test_a_started_broker_writes_the_acks_checkpoint_of_its_acks_and_a_res
         for _ in range(600):  # a hang guard (30 s), not a measurement
             if (checkpoint := acks_checkpoint.load(rt.store)) is not None and checkpoint.settled:
                 break
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # wall-clock: the runtime's checkpoint loop sleeps for real (broker/runtime.py takes no sleep yet)
         assert [tuple(q) for q in checkpoint.settled] == [("g", "T", 0, 0, (1, 2, 3, 4))]
     finally:
         await rt.stop()

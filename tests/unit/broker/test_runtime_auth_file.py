@@ -36,7 +36,7 @@ async def test_a_runtime_that_was_not_started_as_the_writer_still_drops_a_revoke
                 rt.access.principal(scope)
             except Unauthenticated:
                 break
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # wall-clock: the runtime's watch looks every 2 s on a real sleep (broker/runtime.py takes none yet)
         with pytest.raises(Unauthenticated):
             rt.access.principal(scope)
     finally:

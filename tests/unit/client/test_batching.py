@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -14,6 +14,7 @@ from halfmq.client.loop_thread import run
 from halfmq.client.send_policy import send_coalescer
 from halfmq.errors import BrokerUnavailable, InvalidProperty
 from halfmq.wire import OutgoingMessage, SendResult, SendStatus
+from tests.support.loop_steps import run_ready, until
 
 
 class Recorder:
@@ -87,9 +88,9 @@ async def test_items_arriving_while_max_in_flight_batches_are_out_leave_together
 
     coalescer: PassCoalescer[str, int, int] = PassCoalescer(slow, UpTo(100, max_in_flight=1))
     first = asyncio.ensure_future(coalescer.submit("k", 0))
-    await asyncio.sleep(0.01)
+    await until(lambda: batches)  # the first batch is out
     later = [asyncio.ensure_future(coalescer.submit("k", i)) for i in (1, 2, 3)]
-    await asyncio.sleep(0.01)
+    await run_ready()
     assert batches == [[0]], "nothing leaves while the one allowed batch is out"
     release.set()
     assert await asyncio.gather(first, *later) == [0, 1, 2, 3]
@@ -102,23 +103,40 @@ async def test_items_arriving_while_max_in_flight_batches_are_out_leave_together
 class BlockingSendCoalescer:
     """The engine as the blocking ``Producer`` drives it: each thread runs its submit on the one loop thread."""
 
-    def __init__(self, coalescer: PassCoalescer[str, OutgoingMessage, SendResult]) -> None:
+    def __init__(self, coalescer: PassCoalescer[str, OutgoingMessage, SendResult], on_submit: Callable[[], None]) -> None:
         self._coalescer = coalescer
+        self._on_submit = on_submit
 
     def submit(self, topic: str, message: OutgoingMessage) -> SendResult:
-        return run(self._coalescer.submit(topic, message))
+        return run(self._submitted(topic, message))
+
+    async def _submitted(self, topic: str, message: OutgoingMessage) -> SendResult:
+        self._on_submit()
+        return await self._coalescer.submit(topic, message)
 
 
 class ThreadRecorder:
-    def __init__(self, refuse: str | None = None, unavailable: bool = False, delay: float = 0.0) -> None:
+    """The producer's send paths on the loop thread. The first request is answered only once ``first_answer_after``
+    sends have reached the loop: the others arrive while it is out, whatever the threads' timing."""
+
+    def __init__(self, refuse: str | None = None, unavailable: bool = False, first_answer_after: int = 0) -> None:
         self.requests: list[list[str]] = []
-        self.refuse, self.unavailable, self.delay = refuse, unavailable, delay
+        self.refuse, self.unavailable, self.first_answer_after = refuse, unavailable, first_answer_after
+        self.submitted = 0
+        self._everyone_in = asyncio.Event()  # used on the loop thread only
         self._lock = threading.Lock()
+
+    def submit_arrived(self) -> None:
+        self.submitted += 1
+        if self.submitted >= self.first_answer_after:
+            self._everyone_in.set()
 
     async def batch(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
         with self._lock:
             self.requests.append([m.body for m in messages])
-        await asyncio.sleep(self.delay)
+            first = len(self.requests) == 1
+        if first and self.first_answer_after:
+            await self._everyone_in.wait()
         if self.unavailable:
             raise BrokerUnavailable("down")
         if self.refuse is not None and any(m.body == self.refuse for m in messages):
@@ -130,7 +148,7 @@ class ThreadRecorder:
 
 
 def blocking(recorder: ThreadRecorder, **limits: int) -> BlockingSendCoalescer:
-    return BlockingSendCoalescer(send_coalescer(recorder.batch, recorder.one, **limits))
+    return BlockingSendCoalescer(send_coalescer(recorder.batch, recorder.one, **limits), recorder.submit_arrived)
 
 
 def send_all(sends: BlockingSendCoalescer, bodies: list[str]) -> list[SendResult | BaseException]:
@@ -151,8 +169,8 @@ def test_a_lone_send_is_one_request_at_once() -> None:
 
 
 def test_threads_sending_while_requests_are_in_flight_share_the_next_requests_and_each_gets_its_own_result() -> None:
-    recorder = ThreadRecorder(delay=0.05)
     bodies = [f"m{i}" for i in range(40)]
+    recorder = ThreadRecorder(first_answer_after=len(bodies))
     results = send_all(blocking(recorder, max_requests=1), bodies)
     assert [r.msg_id for r in results] == bodies  # type: ignore[union-attr]
     assert sorted(sum(recorder.requests, [])) == sorted(bodies)
@@ -160,8 +178,8 @@ def test_threads_sending_while_requests_are_in_flight_share_the_next_requests_an
 
 
 def test_a_refused_shared_request_sends_each_member_alone_so_only_the_bad_one_fails() -> None:
-    recorder = ThreadRecorder(refuse="bad", delay=0.05)
     bodies = [f"g{i}" for i in range(10)] + ["bad"]
+    recorder = ThreadRecorder(refuse="bad", first_answer_after=len(bodies))
     outcomes = send_all(blocking(recorder, max_requests=1), bodies)
     assert isinstance(outcomes[-1], InvalidProperty)
     assert [o.msg_id for o in outcomes[:-1]] == bodies[:-1]  # type: ignore[union-attr]
@@ -169,7 +187,7 @@ def test_a_refused_shared_request_sends_each_member_alone_so_only_the_bad_one_fa
 
 
 def test_a_failed_request_reaches_each_of_its_callers_as_an_error_of_their_own() -> None:
-    recorder = ThreadRecorder(unavailable=True, delay=0.02)
+    recorder = ThreadRecorder(unavailable=True, first_answer_after=8)
     outcomes = send_all(blocking(recorder, max_requests=1), [f"m{i}" for i in range(8)])
     assert all(isinstance(o, BrokerUnavailable) for o in outcomes)
     assert len({id(o) for o in outcomes}) == 8

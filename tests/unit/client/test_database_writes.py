@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from halfmq.client.database_writes import DatabaseWriteBatcher as GroupCommit
+from tests.support.loop_steps import run_ready
 
 
 class Recorder:
@@ -15,10 +16,12 @@ class Recorder:
 
     def __init__(self) -> None:
         self.batches: list[list[int]] = []
+        self.started = threading.Event()  # a batch has begun (and waits for ``release`` if it is clear)
         self.release = threading.Event()
         self.release.set()
 
     def __call__(self, items: list[int]) -> list[int | Exception]:
+        self.started.set()
         self.release.wait(10)
         self.batches.append(list(items))
         return [ValueError(f"odd {i}") if i % 2 else i * 10 for i in items]
@@ -35,9 +38,9 @@ async def test_submits_during_a_batch_form_the_next_batch() -> None:
     write.release.clear()
     group = GroupCommit(write)
     first = asyncio.ensure_future(group.submit(0))
-    await asyncio.sleep(0.05)  # the first batch is now running (held)
+    assert await asyncio.to_thread(write.started.wait, 10)  # the first batch is now running (held)
     rest = [asyncio.ensure_future(group.submit(i)) for i in (2, 4, 6)]
-    await asyncio.sleep(0.01)
+    await run_ready()  # submitted
     write.release.set()
     assert await first == 0 and await asyncio.gather(*rest) == [20, 40, 60]
     assert write.batches == [[0], [2, 4, 6]]

@@ -60,11 +60,12 @@ class _Interrupted(BaseException):
 
 
 def test_an_interrupted_caller_cancels_the_work_on_the_loop(loop_thread):
-    cancelled = threading.Event()
+    started, cancelled = threading.Event(), threading.Event()
 
     async def forever() -> None:
+        started.set()
         try:
-            await asyncio.sleep(60)
+            await asyncio.Event().wait()
         except asyncio.CancelledError:
             cancelled.set()
             raise
@@ -72,12 +73,20 @@ def test_an_interrupted_caller_cancels_the_work_on_the_loop(loop_thread):
     def interrupt(*_: object) -> None:
         raise _Interrupted
 
+    caller = threading.get_ident()
+
+    def interrupt_the_caller_once_the_work_runs() -> None:
+        if started.wait(10):  # a hang guard, not a measurement
+            signal.pthread_kill(caller, signal.SIGALRM)
+
     previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    interrupter = threading.Thread(target=interrupt_the_caller_once_the_work_runs)
+    interrupter.start()
     try:
         with pytest.raises(_Interrupted):
             loop_thread.run(forever())
     finally:
+        interrupter.join()
         signal.signal(signal.SIGALRM, previous)
     assert cancelled.wait(5)
 

@@ -10,6 +10,7 @@ from halfmq.client.batching import PassCoalescer
 from halfmq.client.send_policy import Limits, concerns_the_request, send_coalescer, take_count, wire_size
 from halfmq.errors import BrokerUnavailable, InvalidProperty, MessageTooLarge, TopicNotFound
 from halfmq.wire import MAX_BATCH, OutgoingMessage, SendResult, SendStatus
+from tests.support.loop_steps import run_ready, until
 
 
 def test_the_next_request_takes_every_pending_send_up_to_the_message_limit() -> None:
@@ -49,17 +50,21 @@ def test_a_refusal_about_one_message_sends_the_members_alone_and_a_refusal_about
 
 
 class Recorder:
-    """Stands in for the producer's two send paths; records each request's bodies."""
+    """Stands in for the producer's two send paths; records each request's bodies. A ``held`` recorder answers no
+    request until the test sets ``release``: the requests stay in flight for as long as the test needs."""
 
-    def __init__(self, refuse: str | None = None, unavailable: bool = False, delay: float = 0.0) -> None:
+    def __init__(self, refuse: str | None = None, unavailable: bool = False, held: bool = False) -> None:
         self.requests: list[list[str]] = []
         self.refuse = refuse
         self.unavailable = unavailable
-        self.delay = delay
+        self.release = asyncio.Event()
+        if not held:
+            self.release.set()
 
     async def batch(self, topic: str, messages: list[OutgoingMessage]) -> list[SendResult]:
         self.requests.append([m.body for m in messages])
-        await asyncio.sleep(self.delay)
+        await asyncio.sleep(0)  # an answer takes at least one loop pass
+        await self.release.wait()
         if self.unavailable:
             raise BrokerUnavailable("down")
         if self.refuse is not None and any(m.body == self.refuse for m in messages):
@@ -97,13 +102,15 @@ async def test_a_lone_send_goes_as_a_single_request() -> None:
 
 
 async def test_sends_made_while_requests_are_in_flight_gather_for_the_next_request() -> None:
-    recorder = Recorder(delay=0.05)
+    recorder = Recorder(held=True)
     sends = coalescer(recorder, max_requests=1)
     first = asyncio.ensure_future(sends.submit("T", OutgoingMessage("first")))
-    await asyncio.sleep(0.01)  # the first request is in flight
+    await until(lambda: recorder.requests)  # the first request is in flight
     later = [asyncio.ensure_future(sends.submit("T", OutgoingMessage(f"l{i}"))) for i in range(3)]
-    await asyncio.sleep(0.01)
+    await run_ready()
     more = asyncio.ensure_future(sends.submit("T", OutgoingMessage("l3")))
+    await run_ready()
+    recorder.release.set()
     await asyncio.gather(first, *later, more)
     assert recorder.requests == [["first"], ["l0", "l1", "l2", "l3"]]
 
@@ -145,35 +152,42 @@ async def test_a_failure_of_the_whole_request_reaches_every_caller_as_an_error_o
 
 
 async def test_a_cancelled_caller_does_not_cancel_the_others_request() -> None:
-    recorder = Recorder(delay=0.05)
+    recorder = Recorder(held=True)
     sends = coalescer(recorder)
     tasks = [asyncio.ensure_future(sends.submit("T", OutgoingMessage(f"m{i}"))) for i in range(3)]
-    await asyncio.sleep(0.01)
+    await until(lambda: recorder.requests)  # the request is in flight
     tasks[1].cancel()
+    await run_ready()
+    recorder.release.set()
     done = await asyncio.gather(*tasks, return_exceptions=True)
     assert isinstance(done[1], asyncio.CancelledError)
     assert [done[0].msg_id, done[2].msg_id] == ["m0", "m2"]  # type: ignore[union-attr]
 
 
 async def test_a_caller_cancelled_before_its_request_left_is_not_sent() -> None:
-    recorder = Recorder(delay=0.05)
+    recorder = Recorder(held=True)
     sends = coalescer(recorder, max_requests=1)
     first = asyncio.ensure_future(sends.submit("T", OutgoingMessage("first")))
-    await asyncio.sleep(0.01)
+    await until(lambda: recorder.requests)  # the first request is in flight
     gone = asyncio.ensure_future(sends.submit("T", OutgoingMessage("gone")))
     kept = asyncio.ensure_future(sends.submit("T", OutgoingMessage("kept")))
     await asyncio.sleep(0)
     gone.cancel()
+    recorder.release.set()
     await asyncio.gather(first, kept, gone, return_exceptions=True)
     assert recorder.requests == [["first"], ["kept"]]
 
 
 async def test_drain_returns_once_every_accepted_send_has_its_answer() -> None:
-    recorder = Recorder(delay=0.02)
+    recorder = Recorder(held=True)
     sends = coalescer(recorder, max_requests=1)
     tasks = [asyncio.ensure_future(sends.submit("T", OutgoingMessage(f"m{i}"))) for i in range(5)]
     await asyncio.sleep(0)
-    await asyncio.wait_for(sends.drain(), 2)
+    drained = asyncio.ensure_future(sends.drain())
+    await run_ready()
+    assert not drained.done()  # a request is still out
+    recorder.release.set()
+    await asyncio.wait_for(drained, 2)
     assert all(t.done() for t in tasks)
     assert sum(len(r) for r in recorder.requests) == 5
 

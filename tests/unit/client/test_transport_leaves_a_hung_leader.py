@@ -2,13 +2,14 @@
 
 Three local servers: A takes requests and never answers (a SIGSTOPped leader), B answers as the set's
 leader, C as a follower naming B. The client's timeout is an hour, so only the probe of who leads can
-explain a call leaving A; no test here waits for a duration.
+explain a call leaving A; no test here waits for a duration: the transport's probe period is a sleep
+the test ends (one period for each call A holds, or none at all).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -18,6 +19,8 @@ from halfmq.client.endpoints import Call
 from halfmq.client.retry import async_retrying
 from halfmq.client.transport import AsyncTransport
 from halfmq.errors import BrokerUnavailable
+from tests.support.fake_clock import FakeSleep
+from tests.support.loop_steps import run_ready
 
 HOUR = 3600.0
 
@@ -32,10 +35,13 @@ class Node:
     def __init__(self, role: str) -> None:
         self.role = role
         self.bodies: list[bytes] = []
+        self.views = 0  # how often it was asked who leads
+        self.held: asyncio.Queue[bytes] = asyncio.Queue()  # the calls a hung node holds, as they arrive
         self.url = ""
         self.leader = ""
 
     async def cluster(self, request: web.Request) -> web.Response:
+        self.views += 1
         if self.role == "hung":
             await asyncio.Event().wait()
         return web.json_response(_view(self.role, self.leader))
@@ -43,6 +49,7 @@ class Node:
     async def send(self, request: web.Request) -> web.Response:
         self.bodies.append(await request.read())
         if self.role == "hung":
+            self.held.put_nowait(self.bodies[-1])
             await asyncio.Event().wait()
         if self.role == "follower":
             return web.json_response({"code": "NOT_LEADER", "status": 421, "title": "not leader", "leader_url": self.leader},
@@ -75,8 +82,15 @@ def _numbered() -> Call[Any]:
     return Call("POST", "/v1/echo", parse=lambda data: data, body={"producer_id": 7, "sequence": 3})
 
 
+def _a_period_per_call_held(hung: Node) -> Callable[[float], Awaitable[None]]:
+    """The transport's sleep: a probe period ends each time ``hung`` takes a call and holds it, and never otherwise."""
+    async def period(seconds: float) -> None:
+        await hung.held.get()
+    return period
+
+
 async def test_a_call_waiting_on_a_hung_node_leaves_it_once_another_node_answers_as_the_leader(nodes: dict[str, Node]) -> None:
-    transport = AsyncTransport(",".join(n.url for n in nodes.values()), timeout=HOUR)
+    transport = AsyncTransport(",".join(n.url for n in nodes.values()), timeout=HOUR, sleep=_a_period_per_call_held(nodes["a"]))
     try:
         async with asyncio.timeout(60):  # a hang guard, not a measurement
             with pytest.raises(BrokerUnavailable) as left:
@@ -89,7 +103,7 @@ async def test_a_call_waiting_on_a_hung_node_leaves_it_once_another_node_answers
 
 
 async def test_a_retried_numbered_call_reaches_the_new_leader_with_its_sequence_number(nodes: dict[str, Node]) -> None:
-    transport = AsyncTransport(",".join(n.url for n in nodes.values()), timeout=HOUR)
+    transport = AsyncTransport(",".join(n.url for n in nodes.values()), timeout=HOUR, sleep=_a_period_per_call_held(nodes["a"]))
     try:
         async with asyncio.timeout(60):
             assert await async_retrying(3)(transport.call, _numbered()) == {"stored": True}
@@ -104,12 +118,16 @@ async def test_a_call_on_one_url_or_a_long_poll_never_probes(nodes: dict[str, No
         assert await transport.call(_numbered()) == {"stored": True}
     finally:
         await transport.close()
-    transport = AsyncTransport(",".join(n.url for n in nodes.values()), timeout=HOUR)
+    periods = FakeSleep()
+    transport = AsyncTransport(",".join(n.url for n in nodes.values()), timeout=HOUR, sleep=periods)
     try:
         long_poll = Call("POST", "/v1/echo", parse=lambda data: data, body={}, timeout=HOUR)
         waiting = asyncio.ensure_future(transport.call(long_poll))
-        await asyncio.sleep(1.5)  # three probe periods: a probing call would have left A by now
-        assert not waiting.done()
+        async with asyncio.timeout(60):  # a hang guard, not a measurement
+            await nodes["a"].held.get()  # the long poll waits at A
+        await run_ready()
+        assert periods.asked == []  # no probe period began: a probing call would leave A at the end of its first
+        assert not waiting.done() and [n.views for n in nodes.values()] == [0, 0, 0]
         waiting.cancel()
     finally:
         await transport.close()

@@ -22,6 +22,7 @@ import pytest
 from halfmq.broker.api.routes.cluster import LOG_END_HEADER
 from halfmq.broker.cluster.follower import HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER, Follower
 from halfmq.broker.cluster.term_history import TermHistory
+from tests.support.loop_steps import run_ready, until
 
 SEGMENT = 1 << 20
 TERM = 7
@@ -98,14 +99,6 @@ class Leader:
                                                           SEGMENT_HEADER: str(SEGMENT), HISTORY_HEADER: json.dumps([[TERM, 0]])})
 
 
-async def until(condition: Callable[[], bool]) -> None:
-    for _ in range(500):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("not within 5 s")
-
-
 @pytest.fixture
 async def following(tmp_path: Path) -> AsyncIterator[Callable[[bytes], Any]]:
     tasks: list[asyncio.Task[None]] = []
@@ -145,7 +138,7 @@ async def test_a_follower_behind_the_leader_tells_its_fsync_by_the_next_fetch_an
     disk, leader, _ = following(b"x" * 200, held=frozenset({2}))
     await until(lambda: len(leader.fetches) == 2)  # from 100, behind the leader's end (200): its answer is slow
     disk.complete(100)
-    await asyncio.sleep(0.05)
+    await run_ready()
     assert leader.acks == []  # the fetch in flight comes back with bytes, and the next one carries it
     leader.release.set()
     await until(lambda: len(leader.fetches) == 3)  # from 200, the leader's end: it waits there

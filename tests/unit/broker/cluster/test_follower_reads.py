@@ -21,16 +21,30 @@ from halfmq.broker.cluster.replica_tracker import ReplicaTracker
 from halfmq.broker.cluster.term_history import TermHistory
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.store_types import PutItem
+from tests.support.loop_steps import until
 
 TERM = 3
 
 
 class Leader:
-    """The leader's log over HTTP; its high watermark is what the test says (``mark``)."""
+    """The leader's log over HTTP; its high watermark is what the test says (``mark``).
+
+    A fetch from the log's end waits, as a leader's does, until the leader has a mark the follower has not heard.
+    """
 
     def __init__(self, store: MessageStore) -> None:
         self.store = store
-        self.mark = 0
+        self._mark = 0
+        self._moved = asyncio.Event()
+
+    @property
+    def mark(self) -> int:
+        return self._mark
+
+    @mark.setter
+    def mark(self, offset: int) -> None:
+        self._mark = offset
+        self._moved.set()
 
     async def handle(self, request: httpx.Request) -> httpx.Response:
         headers = {TERM_HEADER: str(TERM)}
@@ -38,10 +52,11 @@ class Leader:
             return httpx.Response(200, json={"end_offset": self.store.commit_log.end_offset}, headers=headers)
         if request.url.path == "/v1/replication/ack":
             return httpx.Response(200, json={"counted": True, "durable_offset": 0, "high_watermark": self.mark}, headers=headers)
-        start = json.loads(request.content)["from_offset"]
-        end = self.store.commit_log.end_offset
-        if start >= end:
-            await asyncio.sleep(0.02)  # a caught-up fetch waits at the leader
+        fetch = json.loads(request.content)
+        start, end = fetch["from_offset"], self.store.commit_log.end_offset
+        while start >= end and self.mark <= fetch["high_watermark"]:  # caught up, and nothing new to tell
+            self._moved.clear()
+            await self._moved.wait()
         data = self.store.commit_log.read(start, end - start) if end > start else b""
         return httpx.Response(200, content=data, headers={
             **headers, LOG_END_HEADER: str(end), SEGMENT_HEADER: str(self.store.config.segment_bytes),
@@ -76,14 +91,6 @@ async def pair(tmp_path: Path) -> AsyncIterator[tuple[Leader, MessageStore, Call
     leader_store.close()
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    for _ in range(500):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("not within 5 s")
-
-
 def _bodies(store: MessageStore) -> list[bytes]:
     return [m.body for m in store.visible.read_queue("T", 0, 0, 10)]
 
@@ -93,11 +100,13 @@ async def test_a_follower_shows_messages_up_to_its_leaders_high_watermark_and_no
     ends = [leader.store.put([PutItem("T", 0, body)])[1] for body in (b"a", b"b", b"c")]
     leader.mark = ends[1]  # "c" is on the leader, not acknowledged yet
     start()
-    await _until(lambda: store.acknowledged_end == ends[2] and store.visible.bound == ends[1])
+    await until(lambda: store.commit_log.end_offset == ends[2])  # fetched and appended; its fsync runs
+    await asyncio.wait_for(asyncio.wrap_future(store.wait_flushed(ends[2])), 10)  # a hang guard, not a measurement
+    await until(lambda: store.acknowledged_end == ends[2] and store.visible.bound == ends[1])
     assert _bodies(store) == [b"a", b"b"]
     assert store.visible.queue_range("T", 0) == (0, 2)
     leader.mark = ends[2]
-    await _until(lambda: store.visible.bound == ends[2])
+    await until(lambda: store.visible.bound == ends[2])
     assert _bodies(store) == [b"a", b"b", b"c"]
 
 

@@ -82,11 +82,10 @@ async def test_a_write_no_send_waits_for_gets_the_leaders_fsync_once_the_followe
     tracker.reset(ALL)
     watermark.lead(store)
     end = put(store, "a DLQ move")  # nobody awaits its fsync
+    revealed = asyncio.Event()
+    store.visible.add_listener(lambda topic, queue_id: revealed.set())
     tracker.report("n2", end, leader_end=end)
-    for _ in range(100):
-        if store.visible.bound == end:
-            break
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(revealed.wait(), 10)  # once the fsync the mark asked for is done; a hang guard, not a measurement
     assert store.visible.bound == end and store.flushed_offset >= end
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from halfmq.broker.cluster.peer_transport import PeerTransport
 from halfmq.broker.cluster.takeover import refused
+from tests.support.loop_steps import until
 
 Answer = Callable[[bytes], bytes | None]  # the request head -> what to write (None: write nothing and close)
 
@@ -19,6 +20,7 @@ class Peer:
     def __init__(self, answer: Answer) -> None:
         self.answer = answer
         self.connections = 0
+        self.ended = 0  # connections whose socket is closed and whose serving is over
         self.writers: list[asyncio.StreamWriter] = []
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -37,6 +39,7 @@ class Peer:
             pass
         finally:
             writer.close()
+            self.ended += 1
 
 
 @pytest.fixture
@@ -67,7 +70,7 @@ async def test_a_kept_alive_connection_the_peer_closed_while_idle_is_replaced_wi
         await client.get(f"{url}/healthz")
         for writer in state.writers:
             writer.close()
-        await asyncio.sleep(0.05)
+        await until(lambda: state.ended == state.connections)
         assert (await client.get(f"{url}/healthz")).content == b"hello"
     assert state.connections == 2
 

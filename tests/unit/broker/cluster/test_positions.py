@@ -23,7 +23,7 @@ def _members_that(answer: dict[str, str]) -> httpx.AsyncClient:
         if how == "refuses":
             raise httpx.ConnectError("refused", request=request)
         if how == "hangs":
-            await asyncio.sleep(30)
+            await asyncio.Event().wait()  # never answers: a stopped node
         named = "n9" if how == "lies" else node
         return httpx.Response(200, json=wire.to_wire(wire.Position(node_id=named, term=3, last_term=3, durable_offset=10)))
     return httpx.AsyncClient(transport=httpx.MockTransport(handle))

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from halfmq.broker.cluster.decisions import Role
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.config import BrokerSettings
+from tests.support.loop_steps import run_ready
 
 MEMBERS = ["n1=http://127.0.0.1:8081", "n2=http://127.0.0.1:8082", "n3=http://127.0.0.1:8083"]
 
@@ -44,7 +45,7 @@ async def test_a_quorum_write_is_acknowledged_once_both_followers_report_it_dura
         tmp_path: Path) -> None:
     node, fsync = _leader(tmp_path), SlowFsync()
     waiting = asyncio.ensure_future(node.durable(fsync)(500))
-    await asyncio.sleep(0.01)
+    await run_ready()
     assert fsync.asked == [500]  # the fsync was asked at once, beside the replication
     node.tracker.report("n2", 500, leader_end=500)
     node.tracker.report("n3", 500, leader_end=500)
@@ -57,7 +58,7 @@ async def test_the_leaders_fsync_counts_as_a_vote_when_it_completes(tmp_path: Pa
     node, fsync = _leader(tmp_path), SlowFsync()
     waiting = asyncio.ensure_future(node.durable(fsync)(500))
     node.tracker.report("n2", 500, leader_end=500)  # one follower: with the leader's fsync still running, no majority
-    await asyncio.sleep(0.01)
+    await run_ready()
     assert not waiting.done()
     fsync.done.set()
     await asyncio.wait_for(waiting, 5)

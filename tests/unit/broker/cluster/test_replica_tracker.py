@@ -9,13 +9,14 @@ import pytest
 from halfmq.broker.cluster.errors import FlushSlaveTimeout, SlaveNotAvailable
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
 from tests.support.fake_clock import FakeClock
+from tests.support.loop_steps import run_ready
 
 
 async def test_a_quorum_write_is_acknowledged_once_the_leader_and_one_follower_have_it_on_disk_while_the_third_is_stopped() -> None:
     tracker = ReplicaTracker("n1", 3, lag_time=2.0, clock=FakeClock())
     tracker.reset(frozenset({"n1", "n2", "n3"}))
     waiting = asyncio.ensure_future(tracker.wait(500, seconds=5))
-    await asyncio.sleep(0.01)
+    await run_ready()
     assert not waiting.done()  # the leader's own fsync alone is no majority
     tracker.report("n2", 500, leader_end=500)
     await asyncio.wait_for(waiting, 1)  # n3 (stopped) never reported, and is still in the published set
@@ -28,7 +29,7 @@ async def test_while_a_new_in_sync_set_is_published_only_members_of_both_acknowl
     tracker.publishing(frozenset({"n1", "n2"}))  # etcd may hold either set until the put answers
     waiting = asyncio.ensure_future(tracker.wait(500, seconds=5))
     tracker.report("n3", 500, leader_end=500)
-    await asyncio.sleep(0.01)
+    await run_ready()
     assert not waiting.done()  # n3 leaves in the set being written: it may not hold an acknowledged write alone
     tracker.published(frozenset({"n1", "n2"}))
     tracker.report("n2", 500, leader_end=500)
@@ -104,7 +105,7 @@ async def test_one_follower_is_no_majority_while_the_leaders_fsync_runs_and_the_
     fsync: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     waiting = asyncio.ensure_future(tracker.wait(500, seconds=5, local=fsync))
     tracker.report("n2", 500, leader_end=500)
-    await asyncio.sleep(0.01)
+    await run_ready()
     assert not waiting.done()  # only n2 has it on disk
     fsync.set_result(None)
     await asyncio.wait_for(waiting, 1)

@@ -11,6 +11,7 @@ from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryServ
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle, NotLeader
 from tests.support.fake_clock import FakeClock
+from tests.support.loop_steps import run_ready
 
 
 @pytest.fixture
@@ -57,7 +58,8 @@ async def test_a_long_poll_that_wakes_after_its_node_may_no_longer_deliver_hands
 
     service.fence = fence
     poll = asyncio.create_task(service.receive("g", "T", 10, invisible=30, wait=30))
-    await asyncio.sleep(0.01)  # the poll waits for a message
+    await run_ready()
+    assert not poll.done()  # the poll waits for a message
     leading = False  # the pause outlived the lease
     put(store, "a")  # wakes the poll
     with pytest.raises(NotLeader):

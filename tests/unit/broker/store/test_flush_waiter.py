@@ -13,6 +13,7 @@ import pytest
 
 from halfmq.broker.store.flush_waiter import FlushTimedOut, FlushWaiter
 from halfmq.broker.store.message_store import StoreNotWritable
+from tests.support.loop_steps import run_ready, until
 
 
 @dataclass
@@ -51,9 +52,9 @@ async def test_a_later_pass_asks_for_its_own_fsync() -> None:
     store = FakeStore()
     durable = FlushWaiter(store, timeout=5)  # type: ignore[arg-type]
     first = asyncio.ensure_future(durable(10))
-    await asyncio.sleep(0.01)
+    await until(lambda: store.requests)  # the first pass has asked
     second = asyncio.ensure_future(durable(20))
-    await asyncio.sleep(0.01)
+    await run_ready()
     assert [offset for offset, _ in store.requests] == [10, 20]
     store.requests[1][1].set_result(20)
     await asyncio.wait_for(second, 1)
@@ -80,7 +81,7 @@ async def test_a_failed_fsync_fails_every_waiter_of_it() -> None:
     store = FakeStore()
     durable = FlushWaiter(store, timeout=5)  # type: ignore[arg-type]
     waits = [asyncio.ensure_future(durable(o)) for o in (1, 2)]
-    await asyncio.sleep(0.01)
+    await until(lambda: store.requests)
     store.requests[0][1].set_exception(OSError("EIO"))
     results = await asyncio.gather(*waits, return_exceptions=True)
     assert all(isinstance(r, StoreNotWritable) for r in results)
@@ -90,7 +91,7 @@ async def test_a_cancelled_request_does_not_cancel_its_neighbours() -> None:
     store = FakeStore()
     durable = FlushWaiter(store, timeout=5)  # type: ignore[arg-type]
     gone, kept = asyncio.ensure_future(durable(1)), asyncio.ensure_future(durable(2))
-    await asyncio.sleep(0.01)
+    await until(lambda: store.requests)
     gone.cancel()
     store.requests[0][1].set_result(2)
     await asyncio.wait_for(kept, 1)

@@ -13,6 +13,7 @@ from halfmq.broker.delivery import dead_letters
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.topics import dlq_topic
+from tests.support.loop_steps import run_ready
 
 BROKER = Path(__file__).resolve().parents[4] / "broker"
 
@@ -89,7 +90,7 @@ async def test_a_receive_waits_for_the_bound_and_a_long_poll_wakes_when_it_advan
     assert bodies(d.message for d in await service.receive("g", "T", 10, invisible=30, wait=0)) == ["replicated"]
     assert await service.receive("g", "T", 10, invisible=30, wait=0.2) == []
     poll = asyncio.ensure_future(service.receive("g", "T", 10, invisible=30, wait=10))
-    await asyncio.sleep(0.1)
+    await run_ready()
     assert not poll.done()
     started = time.monotonic()
     store.visible.advance(leader_only)

@@ -15,6 +15,7 @@ from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.store.message_store import PutItem
 from halfmq.errors import NotLeader
 from tests.support.grants import subscribed
+from tests.support.loop_steps import run_ready
 
 
 class Lease:
@@ -55,7 +56,8 @@ async def test_a_long_poll_paused_past_its_lease_during_the_hang_up_probe_answer
     rt.delivery.fence = lease.fence
     lost_the_lease = Caller(lambda: setattr(lease, "held", False))
     poll = asyncio.create_task(rt.usecases.receiving.receive(subscribed(rt, "g", "T"), ReceiveRequest(wait_seconds=30), lost_the_lease))
-    await asyncio.sleep(0.01)  # the poll waits for a message
+    await run_ready()
+    assert not poll.done()  # the poll waits for a message
     rt.store.put([PutItem("T", 0, b"a")])
     with pytest.raises(NotLeader):
         await poll
@@ -68,7 +70,8 @@ async def test_a_long_poll_of_a_node_that_keeps_its_lease_answers_as_before(rt: 
     lease = Lease()
     rt.delivery.fence = lease.fence
     poll = asyncio.create_task(rt.usecases.receiving.receive(subscribed(rt, "g", "T"), ReceiveRequest(wait_seconds=30), Caller(lambda: None)))
-    await asyncio.sleep(0.01)
+    await run_ready()
+    assert not poll.done()  # the poll waits for a message
     rt.store.put([PutItem("T", 0, b"a")])
     answer = await poll
     assert [m.body for m in answer.messages] == ["a"]

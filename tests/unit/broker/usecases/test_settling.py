@@ -14,6 +14,7 @@ from halfmq.broker.store import state_records as state
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
 from tests.support.grants import subscribed
+from tests.support.loop_steps import run_ready
 
 Durable = Callable[[int], Awaitable[None]]
 
@@ -23,12 +24,14 @@ class HeldDurability:
 
     def __init__(self) -> None:
         self.asked: list[int] = []
+        self.waiting = asyncio.Event()  # set once a durable wait has its local fsync and waits for the release
         self.release = asyncio.Event()
 
     def wrap(self, local: Durable) -> Durable:
         async def durable(end: int) -> None:
             self.asked.append(end)
             await local(end)
+            self.waiting.set()
             await self.release.wait()
         return durable
 
@@ -52,7 +55,8 @@ async def test_an_ack_is_answered_only_once_its_acks_record_is_durable(rt: Broke
     rt.store.put([PutItem("T", 0, b"a"), PutItem("T", 0, b"b")])
     got = await rt.delivery.receive("g", "T", 2, invisible=30, wait=0)
     answer = asyncio.ensure_future(rt.usecases.settling.ack(subscribed(rt, "g", "T"), [d.receipt_handle for d in got]))
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(held.waiting.wait(), 10)  # a hang guard, not a measurement
+    await run_ready()
     assert not answer.done()
     [record] = [r for r in rt.store.intact_records(TXN_STATE_TOPIC, 0, 0) if r.properties[state.TXN_OP] == "acks"]
     assert state.decode_acks(record.body) == [("g", "T", 0, 0), ("g", "T", 0, 1)]

@@ -11,6 +11,7 @@ from sqlalchemy import create_engine
 from halfmq.client import HalfSendResult, LocalTransactionState, OutgoingMessage, SendStatus, TransactionSendResult
 from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 from halfmq.client.sqlalchemy.barrier_base import HalfNotDurable, Sent, Work
+from tests.support.fake_clock import FakeClock
 
 COMMIT, ROLLBACK, UNKNOW = LocalTransactionState.COMMIT_MESSAGE, LocalTransactionState.ROLLBACK_MESSAGE, LocalTransactionState.UNKNOW
 
@@ -79,8 +80,6 @@ def test_a_check_without_a_transaction_id_is_unknown(barrier: TransactionBarrier
 
 
 async def test_a_local_transaction_past_its_timeout_is_rolled_back_not_committed(tmp_path: Any) -> None:
-    import time
-
     from sqlalchemy import func, select
 
     from halfmq.client.sqlalchemy.barrier_base import LocalTransactionTimedOut
@@ -88,9 +87,10 @@ async def test_a_local_transaction_past_its_timeout_is_rolled_back_not_committed
 
     engine = create_engine(f"sqlite:///{tmp_path}/b.db")
     create_transaction_records(engine)
-    barrier = TransactionBarrier(engine, local_tx_timeout=0.05, commit_grace=0, retention=60)
+    clock = FakeClock()
+    barrier = TransactionBarrier(engine, local_tx_timeout=0.05, commit_grace=0, retention=60, deadline_clock=clock)
     msg = OutgoingMessage(body="{}", properties={"TRANSACTION_ID": "tx-slow"})
-    slow = barrier._work("slow", lambda s: time.sleep(0.1), None)
+    slow = barrier._work("slow", lambda s: clock.advance(0.1), None)  # the local transaction takes 0.1 s
     with pytest.raises(LocalTransactionTimedOut) as raised:
         await barrier.execute_local_transaction(msg, slow)
     assert raised.value.code == "LOCAL_TRANSACTION_TIMED_OUT"

@@ -8,6 +8,8 @@ from sqlalchemy.exc import StatementError
 
 from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 from halfmq.client.sqlalchemy.records import TABLE_NAME, create_transaction_records, drop_transaction_records, transaction_records_table
+from tests.support.fake_clock import FakeSleep
+from tests.support.loop_steps import run_ready
 
 NOW = 1_800_000_000.0
 
@@ -104,12 +106,11 @@ async def test_the_async_barrier_deletes_expired_records_too(tmp_path: Path) -> 
 
 
 async def test_cleanup_runs_at_start_and_then_every_interval_until_closed(tmp_path: Path) -> None:
-    import asyncio
-
     engine = create_engine(f"sqlite:///{tmp_path}/r.db")
     create_transaction_records(engine)
     clock = [NOW]
-    barrier = TransactionBarrier(engine, retention=3600, cleanup_interval=0.05, clock=lambda: clock[0])
+    sleep = FakeSleep()
+    barrier = TransactionBarrier(engine, retention=3600, cleanup_interval=0.05, clock=lambda: clock[0], sleep=sleep)
 
     def add(txid: str) -> None:
         with engine.begin() as conn:
@@ -119,12 +120,15 @@ async def test_cleanup_runs_at_start_and_then_every_interval_until_closed(tmp_pa
     await barrier.start()
     assert barrier.transaction_of("old-1") is None, "deleted at start"
     add("old-2")
-    for _ in range(100):
-        if barrier.transaction_of("old-2") is None:
-            break
-        await asyncio.sleep(0.02)
+    await sleep.until_sleeping()
+    sleep.wake()  # a cleanup_interval passes
+    await sleep.until_sleeping()  # that pass is over
     assert barrier.transaction_of("old-2") is None, "deleted by the periodic cleanup"
+    assert sleep.asked == [0.05, 0.05]
     await barrier.close()
     add("old-3")
-    await asyncio.sleep(0.2)
+    assert sleep.sleeping == 0
+    sleep.wake()
+    await run_ready()
     assert barrier.transaction_of("old-3") == "old-3", "no cleanup after close"
+    assert sleep.asked == [0.05, 0.05]

@@ -1,11 +1,11 @@
-"""The nemesis's schedule (tests/support/nemesis.py): bounded, every kind in each round, the same for the same seed."""
+"""The nemesis's plan (tests/support/fault_schedule.py): bounded, every kind in each round, the same for the same seed."""
 
 from __future__ import annotations
 
 import collections
 import random
 
-from tests.support.nemesis import KINDS, schedule
+from tests.support.fault_schedule import KINDS, schedule
 
 
 def test_a_schedule_has_exactly_the_faults_asked_for_in_steps_of_one_or_two() -> None:
