@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 async def node_view(node: ClusterNode) -> dict[str, Any]:
-    store = node.runtime.store
+    store = node.store
     end = store.commit_log.end_offset
     nodes: dict[str, dict[str, Any]] = {}
     try:
@@ -27,7 +27,8 @@ async def node_view(node: ClusterNode) -> dict[str, Any]:
             nodes[info["node_id"]] = {"node_id": info["node_id"], "url": info["url"], "role": "follower"}
     except EtcdUnavailable:
         pass
-    leader_id = node.leader["node_id"] if node.leader else None
+    leader = node.standing.leader
+    leader_id = leader["node_id"] if leader else None
     if leader_id in nodes:
         nodes[leader_id]["role"] = "leader"
     nodes.setdefault(node.node_id, {"node_id": node.node_id, "url": node.url})["role"] = node.role.value
@@ -37,10 +38,10 @@ async def node_view(node: ClusterNode) -> dict[str, Any]:
         for row in node.tracker.view(end):
             nodes.setdefault(str(row["node_id"]), {"node_id": row["node_id"], "role": "follower"}).update(row)
     else:
-        nodes[node.node_id]["lag"] = max(0, node.follower.leader_end - store.flushed_offset)
+        nodes[node.node_id]["lag"] = max(0, node.following.replication.leader_end - store.flushed_offset)
     return {
         "node_id": node.node_id, "role": node.role.value, "term": node.term, "writable": node.writable,
-        "leader": node.leader, "in_sync": sorted(node.tracker.in_sync) if node.role is not Role.FOLLOWER else None,
+        "leader": leader, "in_sync": sorted(node.tracker.in_sync) if node.role is not Role.FOLLOWER else None,
         "ack": node.settings.ack, "cluster_size": node.settings.cluster_size, "etcd_error": node.etcd_error,
         "log_end": end, "durable_offset": store.flushed_offset, "high_watermark": store.visible.bound,
         "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])), "last_failover": node.last_failover,

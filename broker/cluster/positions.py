@@ -9,7 +9,6 @@ one does not answer in time, and either only does not count
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 import httpx
 
@@ -18,9 +17,6 @@ from halfmq.broker.store.message_store import MessageStore
 
 from .decisions import majority, may_lead
 from .term_history import TermHistory
-
-if TYPE_CHECKING:
-    from .node import ClusterNode
 
 POSITION_TIMEOUT = 0.5  # seconds one member may take to answer
 
@@ -37,13 +33,13 @@ def position_of(node_id: str, term: int, history: TermHistory, store: MessageSto
     return wire.Position(node_id=node_id, term=term, last_term=last_term, durable_offset=durable)
 
 
-async def may_stand(node: ClusterNode, http: httpx.AsyncClient, in_sync: frozenset[str] | None) -> bool:
-    """Whether ``node`` may stand for election now: its position against the other members' answers (``decisions.may_lead``).
+async def may_stand(own: wire.Position, http: httpx.AsyncClient, members: dict[str, str], in_sync: frozenset[str] | None,
+                    cluster_size: int) -> bool:
+    """Whether the node at ``own`` may stand for election now: against the other members' answers (``decisions.may_lead``).
 
     No: a member that answered is later (it stands instead), or too few answered (the next tick asks again).
     """
-    own = position_of(node.node_id, node.term, node.history, node.runtime.store)
-    return may_lead(own, await ask_members(http, node.members, node.node_id), in_sync, node.settings.cluster_size)
+    return may_lead(own, await ask_members(http, members, own.node_id), in_sync, cluster_size)
 
 
 async def ask_members(http: httpx.AsyncClient, members: dict[str, str], node_id: str,

@@ -1,7 +1,7 @@
 """Starting and stopping the RocketMQ 5 front next to the HTTP one, and its check-back transport.
 
 A single broker starts it from the HTTP app's lifespan; in a broker set the node
-starts it when it becomes leader and stops it when it steps down (cluster/node.py),
+starts it when it becomes leader and stops it when it steps down (runtime.SetRoles, asked by cluster/node.py),
 so only the leader listens and a client given every node's address reaches it.
 Both fronts share one event loop, and the front reads the runtime of the moment
 (a role change swaps it). It stays off when the port is 0 or the ``rocketmq``

@@ -18,11 +18,12 @@ from halfmq.broker.api.openapi import document
 from halfmq.broker.api.router import Router
 from halfmq.broker.api.table import ROUTES, TITLE, VERSION
 from halfmq.broker.config import BrokerSettings
-from halfmq.broker.grpc_front.front import GrpcFront
+from halfmq.broker.grpc_front.front import GrpcFront, LeaderFront
 from halfmq.broker.serving.allowed_hosts import HostAllowList
 from halfmq.broker.serving.host_gate import HostGate
 
 from .services import BrokerRuntime
+from .set_roles import SetRoles
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +41,11 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
         if settings.cluster:  # a broker set: the node starts the runtime once it leads (broker/cluster/node.py)
             from halfmq.broker.cluster.node import ClusterNode
 
-            node = app.state.cluster = ClusterNode(settings, app.state)
+            # the runtime of the node's role, swapped on app.state; the RocketMQ front on while it leads
+            roles = SetRoles(settings, app.state, LeaderFront(settings.advertise_url, settings.grpc_port))
+            node = app.state.cluster = ClusterNode(settings, roles)
             rt.watch_auth()  # a follower answers reads: a revoked token stops working there too
-            grpc_front = node.grpc  # started while the node leads; stopped here first
+            grpc_front = roles  # its RocketMQ front, started while the node leads; stopped here first
             await node.start()
         else:
             await rt.start()

@@ -240,4 +240,3 @@ class BrokerRuntime:
             self.store.close()
         else:
             self.delivery.close()  # its long polls end now: the next runtime's delivery serves the consumers
-

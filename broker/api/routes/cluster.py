@@ -59,7 +59,7 @@ class Diverged(NotLeader):
 def _node(request: ApiRequest, action: Action = Action.ADMIN) -> ClusterNode:
     """The node, once the caller may do ``action`` on the cluster (replication reads the whole log: admin)."""
     node: ClusterNode = request.state.cluster
-    node.runtime.access.authorize(request.principal, action, CLUSTER, request.scope)
+    request.runtime.access.authorize(request.principal, action, CLUSTER, request.scope)
     return node
 
 
@@ -80,7 +80,7 @@ async def replication_term_end(request: ApiRequest) -> Reply:
     node = _node(request)
     _leader(node)
     asked = request.params.term
-    end = node.history.end_of(asked, node.runtime.store.commit_log.end_offset)
+    end = node.history.end_of(asked, node.store.commit_log.end_offset)
     return Reply({"end_offset": end, "term": node.history.known_at_most(asked)}, headers=_headers(**{TERM_HEADER: str(node.term)}))
 
 
@@ -88,7 +88,7 @@ async def replication_fetch(request: ApiRequest) -> Reply:
     body = await parse_json_body(request, FetchRequest)
     node = _node(request)
     _leader(node, body.term)
-    log = node.runtime.store.commit_log
+    log = node.store.commit_log
     end = log.end_offset
     if body.from_offset > end:
         raise Diverged(f"follower {body.node_id} asks from {body.from_offset}, the log ends at {end}")
@@ -101,7 +101,7 @@ async def replication_fetch(request: ApiRequest) -> Reply:
             async with asyncio.timeout(FETCH_WAIT_SECONDS):  # (no task per parked fetch, as wait_for makes)
                 await node.appended.wait()
         _leader(node, body.term)
-        log = node.runtime.store.commit_log
+        log = node.store.commit_log
         end = log.end_offset
     later = [b for b in log.segment_bases() if b > body.from_offset]
     stop = min(end, later[0] if later else end, body.from_offset + FETCH_MAX_BYTES)
@@ -118,7 +118,7 @@ async def replication_ack(request: ApiRequest) -> Reply:
     body = await parse_json_body(request, AckRequest)
     node = _node(request)
     _leader(node, body.term)
-    log_end = node.runtime.store.commit_log.end_offset
+    log_end = node.store.commit_log.end_offset
     counted = _this_leadership(node, body.term) and body.durable_offset <= log_end and node.tracker.acked(body.node_id, body.durable_offset)
     progress = node.tracker.progress.get(body.node_id)
     return Reply(wire.DurableAck(counted=counted, durable_offset=progress.durable if progress else 0,
@@ -134,7 +134,7 @@ def _this_leadership(node: ClusterNode, term: int) -> bool:
 async def replication_position(request: ApiRequest) -> Reply:
     """Any node's answer, whatever its role: a node standing for election compares it with its own (``decisions.may_lead``)."""
     node = _node(request, Action.DESCRIBE)
-    return Reply(position_of(node.node_id, node.term, node.history, node.runtime.store))
+    return Reply(position_of(node.node_id, node.term, node.history, node.store))
 
 
 ROUTES = [

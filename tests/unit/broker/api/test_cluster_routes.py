@@ -18,6 +18,7 @@ from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
 from halfmq.broker.cluster.term_history import TermHistory
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.store.message_store import MessageStore
 from halfmq.errors import NotLeader
 from tests.support.fake_cluster_node import app_with_fake_node
 
@@ -38,9 +39,9 @@ class _Node:
         self.appended = asyncio.Event()
 
     @property
-    def runtime(self) -> BrokerRuntime:
+    def store(self) -> MessageStore:
         rt: BrokerRuntime = self.state.runtime
-        return rt
+        return rt.store
 
     def not_leader(self) -> NotLeader:
         return NotLeader("a newer term leads", leader_url=None)

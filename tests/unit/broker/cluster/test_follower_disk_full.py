@@ -56,30 +56,30 @@ async def test_a_full_disk_is_logged_once_per_change_at_error_not_at_info_every_
     replica = MessageStore(StoreConfig(small_disk.path / "data", segment_bytes=SEGMENT))
     settings = BrokerSettings(data_dir=small_disk.path / "data", cluster="etcd://127.0.0.1:9/t", node_id="n2",
                               cluster_members=f"n1={LEADER},n2=http://127.0.0.1:10911")  # a set names its members
-    node = ClusterNode(settings, SimpleNamespace(runtime=SimpleNamespace(store=replica)))
-    node.follower._http = httpx.AsyncClient(transport=fake_leader(leader))
+    node = ClusterNode(settings, SimpleNamespace(store=replica))  # type: ignore[arg-type]
+    node.following.replication._http = httpx.AsyncClient(transport=fake_leader(leader))
     caplog.set_level(logging.INFO)
     try:
         leader.create_topic("T", 1)
         leader.put([PutItem("T", 0, b"x" * 200_000)])
         small_disk.fill()
         for _ in range(3):  # three ticks of the node: each follows again and is refused
-            await node._follow_loop(LEADER, TERM)
+            await node.following.replicate(LEADER, TERM)
         assert replica.commit_log.end_offset == 0
         assert levels(caplog) == ["ERROR"], disk_lines(caplog)
 
         small_disk.free()
-        await node._follow_loop(LEADER, TERM)
+        await node.following.replicate(LEADER, TERM)
         assert replica.commit_log.end_offset == leader.commit_log.end_offset
         assert levels(caplog) == ["ERROR", "WARNING"], disk_lines(caplog)
 
         leader.put([PutItem("T", 0, b"y" * 200_000)])
         small_disk.fill()
         for _ in range(3):
-            await node._follow_loop(LEADER, TERM)
+            await node.following.replicate(LEADER, TERM)
         assert levels(caplog) == ["ERROR", "WARNING", "ERROR"], disk_lines(caplog)
     finally:
-        await node.follower._http.aclose()
+        await node.following.replication._http.aclose()
         await node.etcd.aclose()
         await node._http.aclose()
         replica.close()

@@ -17,6 +17,7 @@ from typing import Any
 from halfmq.broker.cluster.decisions import Role
 from halfmq.broker.cluster.etcd import EtcdUnavailable, KeyValue, Lease, WatchEvent, WatchKind
 from halfmq.broker.cluster.node import ClusterNode
+from halfmq.broker.cluster.role_services import Leadership
 from halfmq.broker.config import BrokerSettings
 from tests.support.fake_clock import FakeClock
 
@@ -89,13 +90,12 @@ def _node(tmp_path: Path, etcd: FakeEtcd, clock: FakeClock, lease_ttl: int = 2, 
     settings = BrokerSettings(data_dir=tmp_path, grpc_port=0, cluster="etcd://127.0.0.1:2379/t", node_id=node_id,
                               cluster_members=members, lease_ttl=lease_ttl, ack=ack)
     store = SimpleNamespace(commit_log=SimpleNamespace(end_offset=0), acknowledged_end=0, flushed_offset=0, visible=SimpleNamespace(bound=None))
-    node = ClusterNode(settings, SimpleNamespace(runtime=SimpleNamespace(store=store)), clock=clock, wall_clock=lambda: 1700000000.0)
-    node.etcd = node.renewals = etcd  # type: ignore[assignment]
-    return node
+    return ClusterNode(settings, SimpleNamespace(store=store), clock=clock, wall_clock=lambda: 1700000000.0,  # type: ignore[arg-type]
+                       etcd=etcd, renewals=etcd)  # type: ignore[arg-type]
 
 
 class Recorder:
-    """Stands in for the node's I/O that a test does not look at: following, reopening the runtime, publishing."""
+    """Stands in for the node's I/O that a test does not look at: following, the services of a role, publishing."""
 
     def __init__(self, node: ClusterNode, clock: FakeClock, reopen_seconds: float = 0.0) -> None:
         self.followed: list[tuple[str, int]] = []
@@ -111,13 +111,20 @@ class Recorder:
             self.reopened.append(start)
             self.changed.set()
 
+        async def lead(leadership: Leadership) -> None:
+            await reopen(True)
+
+        async def follow_as_follower() -> None:
+            await reopen(False)
+
         async def nothing() -> None:
             pass
 
-        node._follow = follow  # type: ignore[method-assign]
-        node._reopen = reopen  # type: ignore[method-assign]
-        node._publish_in_sync = nothing  # type: ignore[method-assign]
-        node._stop_following = nothing  # type: ignore[method-assign]
+        node.following.follow = follow  # type: ignore[method-assign]
+        node.services.lead = lead  # type: ignore[method-assign]
+        node.services.follow = follow_as_follower  # type: ignore[method-assign]
+        node.leading.publish_in_sync = nothing  # type: ignore[method-assign, assignment]
+        node.following.stop = nothing  # type: ignore[method-assign]
 
     async def until(self, condition: Any) -> None:
         async with asyncio.timeout(30):  # a hang guard, not a measurement
@@ -142,7 +149,7 @@ async def test_a_follower_campaigns_on_the_leader_keys_deletion_event_without_wa
     etcd.events.get_nowait()  # there before the node started: read by its first tick, not watched
     node = _node(tmp_path, etcd, clock)
     calls = Recorder(node, clock)
-    tasks = await _running(node, node._run(every=HOUR), node._watch_leader())
+    tasks = await _running(node, node._run(every=HOUR), node.takeover.watch())
     try:
         await calls.until(lambda: calls.followed)
         assert calls.followed == [("http://127.0.0.1:8082", 11)] and not etcd.campaigns
@@ -162,7 +169,7 @@ async def test_a_follower_follows_a_new_leader_key_on_its_put_event_without_wait
     calls = Recorder(node, clock)
     node.tracker.in_sync = frozenset({"n2", "n3"})  # n1 is not in sync: it does not stand, it waits for the next leader
     etcd.keys["/t/in-sync"] = KeyValue("/t/in-sync", b'["n2", "n3"]', 5, 5, 0)
-    tasks = await _running(node, node._run(every=HOUR), node._watch_leader())
+    tasks = await _running(node, node._run(every=HOUR), node.takeover.watch())
     try:
         await calls.until(lambda: calls.followed)
         etcd.change("/t/leader", None)
@@ -174,7 +181,7 @@ async def test_a_follower_follows_a_new_leader_key_on_its_put_event_without_wait
 
 
 def _leading(node: ClusterNode, clock: FakeClock) -> None:
-    node.role, node.lease, node.term, node.renewal_sent_at = Role.LEADER, 77, 12, clock.now
+    node.standing.role, node.lease.id, node.standing.term, node.lease.renewal_sent_at = Role.LEADER, 77, 12, clock.now
 
 
 async def test_a_leader_renews_its_lease_on_its_own_task_while_the_ticks_etcd_call_hangs(tmp_path: Path) -> None:
@@ -182,7 +189,7 @@ async def test_a_leader_renews_its_lease_on_its_own_task_while_the_ticks_etcd_ca
     node = _node(tmp_path, etcd, clock)
     _leading(node, clock)
     etcd.hanging = True  # the tick's get(leader) never answers
-    tasks = await _running(node, node._run(every=0.01), node._renew_loop())
+    tasks = await _running(node, node._run(every=0.01), node.lease.renew_loop())
     try:
         async with asyncio.timeout(30):  # a hang guard, not a measurement
             for _ in range(4):
@@ -200,11 +207,11 @@ async def test_a_leader_whose_etcd_stops_answering_takes_no_write_past_its_fence
     _leading(node, clock)
     etcd.renewals_fail = True
     clock.now = 101.4
-    await node._renew(77, clock.now)  # a failed renewal before the fence: it keeps leading and tries again
+    await node.lease.renew(77, clock.now)  # a failed renewal before the fence: it keeps leading and tries again
     assert node.role is Role.LEADER and node.writable
     clock.now = 101.5  # sent + TTL - margin (2 - 0.5)
     assert not node.writable
-    await node._renew(77, clock.now)  # the first failed renewal past the fence
+    await node.lease.renew(77, clock.now)  # the first failed renewal past the fence
     assert node.role is Role.FOLLOWER and calls.reopened == [False]
     assert clock.now < 100.0 + 2  # half a second before etcd could end the lease
 
@@ -213,18 +220,19 @@ async def test_a_lease_etcd_granted_longer_than_asked_is_the_one_the_fence_count
     etcd, clock = FakeEtcd(), FakeClock()
     node = _node(tmp_path, etcd, clock, lease_ttl=1)
     Recorder(node, clock)
-    assert node.fence.ttl == 1
+    assert node.lease.fence.ttl == 1
     await node._promote(12, Lease(77, 2), clock.now, frozenset({"n1", "n2", "n3"}), None)
-    assert node.fence.ttl == 2 and node.fence.renew_every == 0.25
+    assert node.lease.fence.ttl == 2 and node.lease.fence.renew_every == 0.25
 
 
 async def test_a_failovers_phases_in_the_cluster_view_add_up_to_its_total(tmp_path: Path) -> None:
     etcd, clock = FakeEtcd(), FakeClock(100.0)
     node = _node(tmp_path, etcd, clock)
     Recorder(node, clock, reopen_seconds=0.12)
-    node._saw_leader(9, "n2")  # it followed n2
-    node._leader_answered_at = 100.0  # n2's last answer
-    node._gone_seen_at = 101.9  # its key's deletion event
+    node.takeover.saw_leader(9, "n2")  # it followed n2
+    node.takeover.leader_answered()  # n2's last answer, at 100.0
+    clock.now = 101.9
+    node.takeover.leader_gone()  # its key's deletion event
     clock.now = 101.93
     await node._promote(12, Lease(77, 2), clock.now, frozenset({"n1", "n2", "n3"}), "n2")
     clock.now = 102.2
@@ -257,7 +265,7 @@ async def test_a_follower_removes_the_key_of_a_leader_whose_address_refuses_conn
     dead = f"http://127.0.0.1:{_closed_port()}"
     etcd, clock = FakeEtcd(), TickingClock()
     node = _node(tmp_path, etcd, clock, ack="quorum", members=["n1=http://127.0.0.1:8081", f"n2={dead}", "n3=http://127.0.0.1:8083"])
-    await node._end_dead_term(dead, 41, every=0.0)
+    await node.takeover.end_dead_term(dead, 41, every=0.0)
     assert etcd.ended == [("/t/leader", 41)]  # guarded by its term: a newer leader's key is never removed
     assert node._wake.is_set()  # and the node campaigns at once
     await node.stop()
@@ -267,7 +275,7 @@ async def test_with_ack_leader_a_refusing_leader_keeps_its_term_until_its_lease_
     dead = f"http://127.0.0.1:{_closed_port()}"
     etcd, clock = FakeEtcd(), TickingClock()
     node = _node(tmp_path, etcd, clock, ack="leader", members=["n1=http://127.0.0.1:8081", f"n2={dead}", "n3=http://127.0.0.1:8083"])
-    await node._end_dead_term(dead, 41, every=0.0)
+    await node.takeover.end_dead_term(dead, 41, every=0.0)
     assert etcd.ended == []
     await node.stop()
 
@@ -277,13 +285,13 @@ async def test_a_new_leader_renews_its_lease_while_its_runtime_reopens(tmp_path:
     node = _node(tmp_path, etcd, clock)
     Recorder(node, clock)
 
-    async def slow_reopen(start: bool) -> None:  # a long recovery: longer than the lease unless it is renewed meanwhile
+    async def slow_reopen(leadership: Leadership) -> None:  # a long recovery: longer than the lease unless it is renewed meanwhile
         async with asyncio.timeout(30):  # a hang guard, not a measurement
             for _ in range(2):
                 await etcd.renewed.get()
 
-    node._reopen = slow_reopen  # type: ignore[method-assign]
-    tasks = await _running(node, node._renew_loop())
+    node.services.lead = slow_reopen  # type: ignore[method-assign]
+    tasks = await _running(node, node.lease.renew_loop())
     try:
         await node._promote(12, Lease(77, 2), clock.now, frozenset({"n1", "n2", "n3"}), None)
         assert node.role is Role.LEADER and node.writable

@@ -18,7 +18,8 @@ from halfmq.broker.cluster.decisions import Role
 from halfmq.broker.cluster.etcd import KeyValue, Lease
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.config import BrokerSettings
-from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.grpc_front.front import LeaderFront
+from halfmq.broker.runtime import BrokerRuntime, SetRoles
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.errors import NotLeader
 from tests.support.grants import subscribed
@@ -51,6 +52,12 @@ def _settings(data_dir: Path, node_id: str) -> BrokerSettings:
                           cluster_members=MEMBERS, ack="leader")
 
 
+def _node(settings: BrokerSettings, state: SimpleNamespace) -> ClusterNode:
+    """The node over ``state.runtime``, with the services the app's lifespan gives it, against a fake etcd."""
+    roles = SetRoles(settings, state, LeaderFront(settings.advertise_url, settings.grpc_port))
+    return ClusterNode(settings, roles, etcd=FakeEtcd(), renewals=FakeEtcd())  # type: ignore[arg-type]
+
+
 @pytest.fixture
 async def old_leader(tmp_path: Path) -> AsyncIterator[BrokerRuntime]:
     """A leader's runtime that stored 10 messages and acknowledged 4 of them to a consumer."""
@@ -70,44 +77,43 @@ async def test_a_follower_that_becomes_leader_keeps_its_store_open_and_serves_ev
         tmp_path: Path, old_leader: BrokerRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = _settings(tmp_path / "n2", "n2")
     state = SimpleNamespace(runtime=BrokerRuntime.open(settings))  # a follower's runtime, as the app's lifespan opens it
-    node = ClusterNode(settings, state)
-    node.etcd = node.renewals = FakeEtcd()  # type: ignore[assignment]
-    store = node.runtime.store
+    node = _node(settings, state)
+    store = state.runtime.store
     end = old_leader.store.commit_log.end_offset
     assert store.append_replicated(old_leader.store.commit_log.read(0, end), 0) == end
     store.wait_flushed(end).result(timeout=30)  # type: ignore[union-attr]
-    node.follower.leader_high_watermark = end  # the old leader's mark, as its last fetch answer said
+    node.following.replication.leader_high_watermark = end  # the old leader's mark, as its last fetch answer said
     recoveries: list[MessageStore] = []
     recover = MessageStore._recover
     monkeypatch.setattr(MessageStore, "_recover", lambda self: recoveries.append(self) or recover(self))
     try:
         await node._promote(node.term + 1, Lease(77, 2), node._clock(), frozenset({"n2"}), "n1")  # its grant sent just now
         assert node.role is Role.LEADER
-        assert node.runtime.store is store
+        assert state.runtime.store is store
         assert recoveries == []
-        assert store._checkpoint_hooks == [node.runtime.timers.checkpoint]  # the follower's timer index writes no more state
-        got = await node.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)
+        assert store._checkpoint_hooks == [state.runtime.timers.checkpoint]  # the follower's timer index writes no more state
+        got = await state.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)
         assert sorted(int(d.message.body) for d in got) == list(range(4, 10))  # every message once, but the 4 acked before
     finally:
-        await node.runtime.stop()
+        await state.runtime.stop()
 
 
 async def test_a_leader_past_its_lease_fence_hands_out_no_delivery(tmp_path: Path, old_leader: BrokerRuntime) -> None:
     """A pause (SIGSTOP, a stall) longer than the fence: a long poll that wakes in it answers NOT_LEADER, not from the
     state this node had, which another leader may have settled meanwhile."""
     settings = _settings(tmp_path / "n2", "n2")
-    node = ClusterNode(settings, SimpleNamespace(runtime=BrokerRuntime.open(settings)))
-    node.etcd = node.renewals = FakeEtcd()  # type: ignore[assignment]
+    state = SimpleNamespace(runtime=BrokerRuntime.open(settings))
+    node = _node(settings, state)
     end = old_leader.store.commit_log.end_offset
-    node.runtime.store.append_replicated(old_leader.store.commit_log.read(0, end), 0)
-    node.runtime.store.wait_flushed(end).result(timeout=30)  # type: ignore[union-attr]
-    node.follower.leader_high_watermark = end
+    state.runtime.store.append_replicated(old_leader.store.commit_log.read(0, end), 0)
+    state.runtime.store.wait_flushed(end).result(timeout=30)
+    node.following.replication.leader_high_watermark = end
     try:
         await node._promote(node.term + 1, Lease(77, 2), node._clock(), frozenset({"n2"}), "n1")
-        node.renewal_sent_at = node._clock() - 10  # its last renewal was sent before the pause
+        node.lease.renewal_sent_at = node._clock() - 10  # its last renewal was sent before the pause
         with pytest.raises(NotLeader):
-            await node.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)
-        node.renewal_sent_at = node._clock()
-        assert len(await node.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)) == 6
+            await state.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)
+        node.lease.renewal_sent_at = node._clock()
+        assert len(await state.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)) == 6
     finally:
-        await node.runtime.stop()
+        await state.runtime.stop()

@@ -23,8 +23,8 @@ def _leader(tmp_path: Path) -> ClusterNode:
                               cluster_members=MEMBERS, ack="quorum")
     store = SimpleNamespace(commit_log=SimpleNamespace(end_offset=500), acknowledged_end=0, flushed_offset=0,
                             visible=SimpleNamespace(bound=None))
-    node = ClusterNode(settings, SimpleNamespace(runtime=SimpleNamespace(store=store)), clock=lambda: 100.0)
-    node.role, node.lease, node.term, node.renewal_sent_at = Role.LEADER, 77, 12, 100.0
+    node = ClusterNode(settings, SimpleNamespace(store=store), clock=lambda: 100.0)  # type: ignore[arg-type]
+    node.standing.role, node.lease.id, node.standing.term, node.lease.renewal_sent_at = Role.LEADER, 77, 12, 100.0
     node.tracker.reset(frozenset({"n1", "n2", "n3"}))
     return node
 

@@ -1,0 +1,73 @@
+"""A broker set's node's services in the role it has: the composition root's half of a change of role.
+
+The node (broker/cluster/node.py) decides when it leads or follows; what that means for the services (the runtime
+built again over the store, the RocketMQ 5 front on while leading) is the root's to do, so the set's domain never
+imports the fronts or the runtime (the ``layers`` contract in pyproject.toml)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
+
+from halfmq.broker.cluster.role_services import Leadership
+from halfmq.broker.config import BrokerSettings
+from halfmq.broker.store.message_store import MessageStore
+
+from .services import BrokerRuntime, DurableWrapper
+
+
+class LeadersFront(Protocol):
+    """A front only the leader serves (grpc_front.front.LeaderFront: the RocketMQ 5 front, issue 32 C2)."""
+
+    def registration(self, node_id: str, url: str) -> str: ...
+    async def lead(self, current: Callable[[], Any], registrations: Callable[[], Awaitable[Iterable[Any]]],
+                   members: dict[str, str]) -> None: ...
+    async def stop(self) -> None: ...
+
+
+class SetRoles:
+    """A broker set's node's services in the role it has (cluster.role_services.RoleServices): the runtime built again
+    on each change of role, ``front`` on while the node leads. ``holder.runtime`` is the runtime of the moment (the
+    app's state: every front reads it there)."""
+
+    def __init__(self, settings: BrokerSettings, holder: Any, front: LeadersFront) -> None:
+        self.settings = settings
+        self._holder = holder
+        self.front = front
+
+    @property
+    def store(self) -> MessageStore:
+        rt: BrokerRuntime = self._holder.runtime
+        return rt.store
+
+    def registration(self, node_id: str, url: str) -> str:
+        return self.front.registration(node_id, url)
+
+    async def lead(self, leadership: Leadership) -> None:
+        rt = await self._reopen(leadership.durable, keep_store=True)
+        rt.delivery.fence = leadership.still_leading
+        leadership.opened(rt.store)
+        await rt.start()
+        await self.front.lead(lambda: self._holder.runtime, leadership.registrations, self.settings.members())
+
+    async def follow(self) -> None:
+        await self._reopen(None, keep_store=False)
+
+    async def stop(self) -> None:
+        """The leader's front off: first, as the app stops (the node and the runtime next)."""
+        await self.front.stop()
+
+    async def _reopen(self, durable_wrapper: DurableWrapper | None, keep_store: bool) -> BrokerRuntime:
+        """Build the runtime for the new role. A promotion keeps the store (no recovery) and builds the services above it
+        from what it appended; a step-down reopens it, dropping the leadership's in-memory state (acks of a cut tail)."""
+        old: BrokerRuntime = self._holder.runtime
+        await self.front.stop()  # no call may reach the runtime that closes
+        await old.stop(close_store=not keep_store)
+        # in a thread: building the services replays the log's state records (and a step-down recovers the store); on the
+        # loop it stopped the lease renewals, so past a TTL of work every new leader lost its lease while opening (no leader)
+        rt = await asyncio.to_thread(BrokerRuntime.open, self.settings, durable_wrapper=durable_wrapper,
+                                     store=old.store if keep_store else None)
+        self._holder.runtime = rt
+        rt.watch_auth()  # either role answers requests (a follower its reads, broker/api/leader_gate.py)
+        return rt
