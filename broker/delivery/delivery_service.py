@@ -85,7 +85,7 @@ class DeliveryService:
             qid = len(state.queues)
             committed = self._store.offsets.get(group, topic, qid)
             if committed is None:
-                committed = self._store.queue_range(topic, qid)[0]
+                committed = self._store.reads.queue_range(topic, qid)[0]
             state.queues.append(QueueProgress(committed, fifo_window=self._policy.fifo_window))
         return state
 
@@ -386,7 +386,7 @@ class DeliveryService:
         topics = set(self._store.offsets.topics_of(group)) | set(self._state.by_group.get(group, ()))
         if not topics:
             raise ConsumerGroupNotFound(f"consumer group {group!r} has not consumed anything")
-        return {topic: [p.lag(qid, self._store.queue_range(topic, qid)[1], self._clock()) for qid, p in enumerate(self._group_topic(group, topic).queues)]
+        return {topic: [p.lag(qid, self._store.reads.queue_range(topic, qid)[1], self._clock()) for qid, p in enumerate(self._group_topic(group, topic).queues)]
                 for topic in sorted(topics) if self._store.topic(topic) is not None}
 
     def groups(self) -> list[str]:

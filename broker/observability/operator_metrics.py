@@ -137,7 +137,7 @@ async def read_state(rt: BrokerRuntime) -> StateReading:
     store = rt.store
     for cfg in store.topics.all():
         if not is_system_topic(cfg.name):
-            reading.topics[cfg.name] = sum(store.queue_range(cfg.name, q)[1] for q in range(cfg.queues))
+            reading.topics[cfg.name] = sum(store.reads.queue_range(cfg.name, q)[1] for q in range(cfg.queues))
             reading.created[cfg.name] = cfg.created_at
             await slices.tick()
     groups = [g for g in rt.delivery.groups() if not is_system_group(g)]

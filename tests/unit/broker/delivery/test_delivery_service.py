@@ -95,7 +95,7 @@ async def test_exhausted_message_goes_to_the_dlq_and_commits(service, store, clo
                 service.nack("g", "T", [d.receipt_handle])
         clock.now += 100
     assert await service.receive("g", "T", 10, invisible=30, wait=0) == []
-    [dead] = store.read_queue("%DLQ%g", 0, 0, 10)
+    [dead] = store.reads.read_queue("%DLQ%g", 0, 0, 10)
     assert dead.body == b"poison" and dead.properties["RECONSUME_TIME"] == "2"
     assert store.offsets.get("g", "T", 0) == 2
 
@@ -109,13 +109,13 @@ async def test_a_dead_letter_says_why_it_is_there(service, store, clock) -> None
                 service.nack("g", "T", [d.receipt_handle])  # the other is neither acked nor nacked: it times out
         clock.now += 100
     assert await service.receive("g", "T", 10, invisible=30, wait=0) == []
-    reasons = {m.body: m.properties["DLQ_REASON"] for m in store.read_queue("%DLQ%g", 0, 0, 10)}
+    reasons = {m.body: m.properties["DLQ_REASON"] for m in store.reads.read_queue("%DLQ%g", 0, 0, 10)}
     assert reasons == {b"nacked": "3 deliveries, none acked; the last was nacked",
                        b"ignored": "3 deliveries, none acked; the last was not acked within its invisible time"}
     put(store, "given up")
     [d] = await service.receive("g", "T", 1, invisible=30, wait=0)
     service.dead_letter("g", "T", d.receipt_handle)
-    assert store.read_queue("%DLQ%g", 0, 2, 1)[0].properties["DLQ_REASON"] == "dead-lettered by its consumer"
+    assert store.reads.read_queue("%DLQ%g", 0, 2, 1)[0].properties["DLQ_REASON"] == "dead-lettered by its consumer"
 
 
 async def test_ack_of_a_stale_receipt_is_expired_and_changes_nothing(service, store, clock) -> None:
@@ -204,7 +204,7 @@ async def test_dead_letter_moves_a_held_delivery_to_the_groups_dlq_and_settles_i
     put(store, "poison")
     [d] = await service.receive("g", "T", 1, invisible=30, wait=0)
     assert service.dead_letter("g", "T", d.receipt_handle)
-    assert [m.body for m in store.read_queue("%DLQ%g", 0, 0, 10)] == [b"poison"]
+    assert [m.body for m in store.reads.read_queue("%DLQ%g", 0, 0, 10)] == [b"poison"]
     clock.now += 1000
     assert await service.receive("g", "T", 1, invisible=30, wait=0) == []
     assert not service.dead_letter("g", "T", d.receipt_handle)

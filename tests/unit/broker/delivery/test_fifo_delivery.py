@@ -89,7 +89,7 @@ async def test_a_nacked_head_keeps_its_group_busy_until_it_is_dead_lettered_and_
         clock.now += 60
     [after] = await receive(service)  # due again, exhausted: moved to the DLQ and settled, so g2 follows
     assert bodies([after]) == ["g2"]
-    assert store.queue_range("%DLQ%c", 0)[1] == 1
+    assert store.reads.queue_range("%DLQ%c", 0)[1] == 1
 
 
 async def test_an_expired_invisibility_redelivers_the_head_never_the_second(service, store, clock) -> None:
