@@ -116,13 +116,13 @@ def groups(rt: BrokerRuntime, page: int, rows: int, q: str = "", dlq_offsets: Ma
     Dead letters are read for at most ``DLQ_PAGE`` messages a page, whatever the number of groups on it: the group asked
     for (``dlq_offsets``, from its offset) first, then the others in page order, from their oldest; a group past that
     shows its DLQ's depth and a link to its dead letters."""
-    names = [g for g in rt.delivery.groups() if q in g and not is_system_group(g)]
+    names = [g for g in rt.delivery.views.groups() if q in g and not is_system_group(g)]
     span = page_span(len(names), page, rows)
     summaries = {g: msgspec.to_builtins(group_summary(rt, g)) for g in span.of(names)}  # dicts: the page adds its own keys
     budget = DLQ_PAGE
     for g in sorted(summaries, key=lambda g: g not in (dlq_offsets or {})):
         summary = summaries[g]
-        summary["queues"] = [{"topic": topic, **asdict(lag)} for topic, lags in rt.delivery.group_lag(g).items() for lag in lags]
+        summary["queues"] = [{"topic": topic, **asdict(lag)} for topic, lags in rt.delivery.views.group_lag(g).items() for lag in lags]
         start = (dlq_offsets or {}).get(g, 0)
         asked = budget if summary["dlq_depth"] else 0
         listed = dead_letters.dead_letters(rt.store, g, start, asked) if asked else []

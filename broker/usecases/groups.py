@@ -31,7 +31,7 @@ def describe(rt: BrokerRuntime, who: Principal, scope: Scope, group: str) -> Con
 def list_groups(rt: BrokerRuntime, who: Principal, scope: Scope, system: bool) -> GroupList:
     """Every consumer group's summary; the broker's own bookkeeping readers only with ``system``."""
     cluster_admin(rt, who, scope)
-    groups = [group_summary(rt, g) for g in rt.delivery.groups()]
+    groups = [group_summary(rt, g) for g in rt.delivery.views.groups()]
     if not system:
         groups = [g for g in groups if not g.topics or not all(is_system_topic(t) for t in g.topics)]
     return GroupList(count=len(groups), groups=groups)

@@ -61,17 +61,17 @@ def topic_view(rt: BrokerRuntime, cfg: TopicConfig) -> wire.TopicInfo:
 def group_summary(rt: BrokerRuntime, group: str) -> wire.GroupSummary:
     lag = in_flight = 0
     topics = []
-    for topic, rows in rt.delivery.group_lag(group).items():
+    for topic, rows in rt.delivery.views.group_lag(group).items():
         lag += sum(q.lag for q in rows)
         in_flight += sum(q.in_flight for q in rows)
         topics.append(topic)
     return wire.GroupSummary(group=group, topics=topics, lag=lag, in_flight=in_flight,
-                             retrying=rt.delivery.retrying(group), dlq_depth=dead_letters.depth(rt.store, group))
+                             retrying=rt.delivery.views.retrying(group), dlq_depth=dead_letters.depth(rt.store, group))
 
 
 def group_lag(rt: BrokerRuntime, group: str) -> wire.ConsumerGroupInfo:
     """A consumer group's committed offset, lag and in-flight deliveries per queue."""
-    lag = rt.delivery.group_lag(group)
+    lag = rt.delivery.views.group_lag(group)
     return wire.ConsumerGroupInfo(group=group, topics=[
         wire.GroupTopicState(topic=topic, queues=[
             wire.GroupQueueState(queue_id=q.queue_id, committed_offset=q.committed_offset, max_offset=q.max_offset, lag=q.lag,

@@ -158,7 +158,7 @@ async def test_a_damaged_message_is_skipped_and_counted_and_the_group_consumes_p
             got += batch
             service.ack("g", "T", [d.receipt_handle for d in batch])
         assert sorted(d.message.body for d in got) == [b"m0", b"m1", b"m3", b"m4", b"m5", b"m6", b"m7"]
-        lag = service.group_lag("g")["T"]
+        lag = service.views.group_lag("g")["T"]
         assert [(q.committed_offset, q.max_offset) for q in lag] == [(4, 4), (4, 4)]
         assert service.damaged_skips == 1
     finally:
@@ -173,7 +173,7 @@ async def test_a_handle_from_another_broker_is_refused_and_creates_no_group(serv
         with pytest.raises(InvalidReceiptHandle):
             settle("never", "T", [d.receipt_handle])
     with pytest.raises(ConsumerGroupNotFound):
-        service.group_lag("never")
+        service.views.group_lag("never")
 
 
 async def test_a_genuine_handle_from_before_a_restart_is_expired_and_creates_no_state(store, clock) -> None:
@@ -185,7 +185,7 @@ async def test_a_genuine_handle_from_before_a_restart_is_expired_and_creates_no_
     assert after.ack("g", "T", [d.receipt_handle]) == [(d.receipt_handle, False)]
     assert after.nack("g", "T", [d.receipt_handle]) == [(d.receipt_handle, False)]
     with pytest.raises(ConsumerGroupNotFound):
-        after.group_lag("g")  # nothing received or acked in this incarnation, nothing committed before
+        after.views.group_lag("g")  # nothing received or acked in this incarnation, nothing committed before
 
 
 async def test_change_invisible_hides_a_delivery_for_exactly_the_new_duration(service, store, clock) -> None:
