@@ -19,7 +19,7 @@ from .half_records import Tx, part_label, part_of
 
 def scan(store: MessageStore, topic: str, start: int) -> Iterator[StoredMessage]:
     """Every intact record of a system queue from ``start`` (the store's own scan, one queue per topic)."""
-    return store.intact_records(topic, 0, start)
+    return store.reads.intact_records(topic, 0, start)
 
 
 def tx_from_op(store: MessageStore, op: StoredMessage, state: TransactionState) -> Tx:
@@ -52,7 +52,7 @@ def parts_from(store: MessageStore, first: StoredMessage) -> tuple[StoredMessage
     txid = first.properties.get(names.TRANSACTION_ID)
     offset = first.commit_log_offset + first.size
     for index in range(2, count + 1):
-        part = store.read_at(offset)
+        part = store.reads.read_at(offset)
         if part.properties.get(names.TRANSACTION_ID) != txid or part.properties.get(names.HALF_PART) != part_label(index, count):
             raise DamagedRecordError(offset, f"not part {part_label(index, count)} of transaction {txid}")
         parts.append(part)
@@ -65,13 +65,13 @@ def final_of(store: MessageStore, op: StoredMessage) -> StoredMessage | None:
     if names.FINAL_SIZE not in op.properties:
         return None
     try:
-        return store.read_at(op.commit_log_offset - int(op.properties[names.FINAL_SIZE]))
+        return store.reads.read_at(op.commit_log_offset - int(op.properties[names.FINAL_SIZE]))
     except DamagedRecordError:
         return None  # reported by the store; the transaction's state is still known from its op
 
 
 def uniq_key_at(store: MessageStore, half_clog: int) -> str:
     try:
-        return store.read_at(half_clog).properties.get(names.UNIQ_KEY, "")
+        return store.reads.read_at(half_clog).properties.get(names.UNIQ_KEY, "")
     except DamagedRecordError:
         return ""

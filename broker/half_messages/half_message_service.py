@@ -109,7 +109,7 @@ class HalfMessageService:
         if halves is not None:
             return halves[0]
         try:
-            return self.store.read_at(tx.half_clog_offset)
+            return self.store.reads.read_at(tx.half_clog_offset)
         except DamagedRecordError as exc:
             raise DamagedRecord(f"the half message of transaction {tx.transaction_id} is damaged on disk: {exc}") from None
 
@@ -174,7 +174,7 @@ class HalfMessageService:
         commit_group = [*halves, PutItem(OP_HALF_TOPIC, 0, b"0" * 20, {"PAD": "x" * 400})]
         if not self.store.fits(commit_group):  # its commit (final messages + op) must fit one segment too
             raise MessageTooLarge("the message is too large for an atomic commit in one commit-log segment")
-        op_max = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
+        op_max = self.store.reads.queue_range(OP_HALF_TOPIC, 0)[1]
         results, end = self.store.put(halves if then is None else [*halves, then(halves)])
         result = results[0]
         now_ms = int(self._clock() * 1000)
@@ -296,8 +296,8 @@ class HalfMessageService:
     def _advance_checkpoint(self) -> None:
         head = next(iter(self._pending.values()), None)
         if head is None:
-            half = self.store.queue_range(HALF_TOPIC, 0)[1]
-            op = self.store.queue_range(OP_HALF_TOPIC, 0)[1]
+            half = self.store.reads.queue_range(HALF_TOPIC, 0)[1]
+            op = self.store.reads.queue_range(OP_HALF_TOPIC, 0)[1]
         else:
             half, op = head.half_offset, head.op_offset_at_creation
         self.store.offsets.commit(SYSTEM_GROUP, HALF_TOPIC, 0, half)
@@ -318,7 +318,7 @@ class HalfMessageService:
         started = time.monotonic()
         half_from = self.store.offsets.get(SYSTEM_GROUP, HALF_TOPIC, 0) or 0
         op_from = self.store.offsets.get(SYSTEM_GROUP, OP_HALF_TOPIC, 0) or 0
-        retained_from = self.store.offset_for_time(OP_HALF_TOPIC, 0, int((self._clock() - self._retention) * 1000))
+        retained_from = self.store.reads.offset_for_time(OP_HALF_TOPIC, 0, int((self._clock() - self._retention) * 1000))
         for half in scan(self.store, HALF_TOPIC, half_from):
             txid = half.properties.get(names.TRANSACTION_ID)
             if not txid or part_of(half.properties)[0] > 1:  # a companion: its transaction is its first half's

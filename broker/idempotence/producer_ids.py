@@ -345,7 +345,7 @@ class ProducerIds:
         """A numbered send's key and answer, read back from its records (at most the batch limit, 1,000)."""
         offset, stored = ref.first_offset, []
         for _ in range(1 if ref.kind is SendKind.HALF else ref.records):  # a half's answer is its first record's
-            record = self.store.read_at(offset)
+            record = self.store.reads.read_at(offset)
             stored.append(record)
             offset += record.size
         if ref.kind is SendKind.HALF:

@@ -152,14 +152,14 @@ async def read_state(rt: Observed) -> StateReading:
     store = rt.store
     for cfg in store.topics.all():
         if not is_system_topic(cfg.name):
-            reading.topics[cfg.name] = sum(store.queue_range(cfg.name, q)[1] for q in range(cfg.queues))
+            reading.topics[cfg.name] = sum(store.reads.queue_range(cfg.name, q)[1] for q in range(cfg.queues))
             reading.created[cfg.name] = cfg.created_at
             await slices.tick()
-    groups = [g for g in rt.delivery.groups() if not is_system_group(g)]
+    groups = [g for g in rt.delivery.views.groups() if not is_system_group(g)]
     reading.groups = len(groups)
     for group in groups:
         try:
-            lag = rt.delivery.group_lag(group)
+            lag = rt.delivery.views.group_lag(group)
         except ConsumerGroupNotFound:
             continue
         reading.consumers.extend(ConsumerReading(group, topic, queues) for topic, queues in lag.items() if not is_internal_topic(topic))

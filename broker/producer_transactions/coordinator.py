@@ -76,7 +76,7 @@ class TransactionCoordinator:
         self.producers = producers  # the replay hands it the producers' registrations read back from the log
         self.ids = ProducerIds(store, durable, clock=clock, send_window=send_window, producer_id_expiry_ms=producer_id_expiry_ms,
                                caps=producer_caps)
-        self._acks = acks
+        self._held_acks = acks.held_acks
         self._durable = durable
         self.limits = limits
         self.held = HeldBytes(limits.max_open_bytes, limits.max_open_bytes_per_principal)
@@ -207,10 +207,10 @@ class TransactionCoordinator:
             if key not in mine:
                 mine.add(key)
                 fresh.append(h)
-        self._acks.check_held(fresh)
+        self._held_acks.check_held(fresh)
         if len(txn.acks) + len(fresh) > self.limits.max_acks:
             raise TransactionTooLarge(f"a transaction holds at most {self.limits.max_acks} acks", max_acks=self.limits.max_acks)
-        self._acks.hold(fresh)
+        self._held_acks.hold(fresh)
         for h in fresh:
             self._held_by[_key(h)] = tid
         txn.acks.extend(fresh)
@@ -234,7 +234,7 @@ class TransactionCoordinator:
         if not self.store.fits(group):
             raise TransactionTooLarge("the transaction does not fit one commit-log segment; commit smaller transactions")
         results, end = self.store.put(group)
-        self._acks.settle_held(txn.acks)
+        self._held_acks.settle_held(txn.acks)
         self._release_keys(txn)
         self.held.release(tid)
         txn.state, txn.ended_ms = move.state, self.now_ms()
@@ -308,7 +308,7 @@ class TransactionCoordinator:
     # --- bookkeeping ------------------------------------------------------------
     def aborted(self, txn: ProducerTxn, by: AbortedBy) -> None:
         """Forget an aborted transaction's messages, give its acks and held bytes back (its abort record is written)."""
-        self._acks.release_held(txn.acks)
+        self._held_acks.release_held(txn.acks)
         self.held.release(txn.transactional_id)
         self._release_keys(txn)
         txn.state, txn.ended_ms, txn.aborted_by = ProducerTxnState.COMPLETE_ABORT, self.now_ms(), by

@@ -15,16 +15,24 @@ from .results import EndResult, StepResult
 from .txn_records import AbortedBy
 
 
-class AckLedger(Protocol):
-    """What a transaction needs of consumption (DeliveryService): hold acks while open, settle or release at the end."""
+class HeldAckLedger(Protocol):
+    """The acks of open transactions (delivery.held_acks.HeldAcks): held while open, settled or released at the end."""
 
     def check_held(self, receipts: list[ReceiptHandle]) -> None: ...
     def hold(self, receipts: list[ReceiptHandle]) -> None: ...
     def settle_held(self, receipts: list[ReceiptHandle]) -> None: ...
     def release_held(self, receipts: list[ReceiptHandle]) -> None: ...
+
+
+class AckLedger(Protocol):
+    """What transactions need of consumption (DeliveryService): the open ones' held acks, and what the replay of the
+    log (replay.py) gives back to it: the acks it settled, and the receipt key the log names."""
+
+    @property
+    def held_acks(self) -> HeldAckLedger: ...
     def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None: ...
-    # what the replay of the broker's own state needs of it (replay.py): the receipt key the log names
-    key_in_log: bool
+    @property
+    def key_in_log(self) -> bool: ...
     def use_receipt_key(self, key: bytes) -> None: ...
 
 

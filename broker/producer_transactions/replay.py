@@ -109,7 +109,7 @@ def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: st
 def restore(store: MessageStore, acks: AckLedger, checkpoint: acks_checkpoint.AcksCheckpoint) -> None:
     """What the ``acks`` records before the checkpoint settled: the contiguous offsets first, then those past a gap."""
     for q in checkpoint.settled:
-        if q.committed > store.queue_range(q.topic, q.queue_id)[0]:  # (at the queue's first offset: as if never acked)
+        if q.committed > store.reads.queue_range(q.topic, q.queue_id)[0]:  # (at the queue's first offset: as if never acked)
             store.offsets.commit(q.group, q.topic, q.queue_id, q.committed)
     for q in checkpoint.settled:
         for offset in q.past_gap:

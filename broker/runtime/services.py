@@ -216,7 +216,7 @@ class BrokerRuntime:
                     pending = None
                 elif pending is not None and bound is None:
                     self.store.wait_flushed(pending.log_end)  # one broker: ask its disk (an ack's answer waits for none)
-                if pending is None and self.store.queue_range(TXN_STATE_TOPIC, 0)[1] > taken:
+                if pending is None and self.store.reads.queue_range(TXN_STATE_TOPIC, 0)[1] > taken:
                     pending = acks_checkpoint.take(self.store, self.delivery.settled())
                     taken = pending.entries
             except OSError as refused:  # a full disk: said once, not a traceback a second; the next pass tries again

@@ -32,7 +32,7 @@ def use_cases(rt: BrokerRuntime) -> UseCases:
     """Every use case, each given only the collaborators it names (cosmicpython's bootstrap): the one place they meet."""
     settings, store, access, durable = rt.settings, rt.store, rt.access, rt.durable
     log_end: Callable[[], int] = lambda: store.commit_log.end_offset  # noqa: E731
-    views = Views(rt.half_messages, store, rt.delivery, rt.producers, settings.flush_mode)
+    views = Views(rt.half_messages, store, rt.delivery.views, rt.producers, settings.flush_mode)
     return UseCases(
         sending=Sending(access, rt.topics, rt.sender, rt.producer_ids, durable, log_end, rt.metrics),
         half_sending=HalfSending(access, rt.topics, rt.sender, store, rt.half_messages, rt.producer_ids, durable, log_end),
@@ -40,13 +40,13 @@ def use_cases(rt: BrokerRuntime) -> UseCases:
         receiving=Receiving(rt.delivery, rt.metrics),
         settling=Settling(rt.delivery, rt.settled_durable),
         topics=ManageTopics(access, rt.topics, store, views, durable, log_end),
-        groups=ManageGroups(access, rt.delivery, store, store.put, views, durable),
+        groups=ManageGroups(access, rt.delivery.views, store, store.put, views, durable),
         heartbeats=Heartbeats(access, rt.producers, views, durable, rt.own_address or OwnAddress.of(settings.host, settings.port),
                               settings.check_url_allow, settings.producer_expiry),
         operator_actions=OperatorActions(access, rt.half_messages, lambda: rt.checks, views, durable),
         producer_transactions=ProducerTransactions(access, rt.producer_txns, rt.producer_ids, rt.topics, rt.sender, rt.delivery),
         journeys=Journeys(access, store, rt.lookups, settings.lookup_topics, settings.lookup_index_files),
         views=views,
-        console_views=ConsoleViews(views, rt.half_messages, rt.producer_txns, store, rt.delivery, rt.producers,
+        console_views=ConsoleViews(views, rt.half_messages, rt.producer_txns, store, rt.delivery.views, rt.producers,
                                    settings.transaction_timeout, settings.host, settings.port),
     )

@@ -60,14 +60,14 @@ def path_of(store: MessageStore) -> Path:
 
 def take(store: MessageStore, settled: Iterable[tuple[str, str, int, int, tuple[int, ...]]]) -> AcksCheckpoint:
     """The checkpoint of what ``settled`` (``QueueSettled`` rows) says now: on the writer's loop, between two requests."""
-    entries = store.queue_range(TXN_STATE_TOPIC, 0)[1]
+    entries = store.reads.queue_range(TXN_STATE_TOPIC, 0)[1]
     return AcksCheckpoint(entries, _end_of_entry(store, entries - 1), store.commit_log.end_offset, tuple(QueueSettled(*q) for q in settled))
 
 
 def _end_of_entry(store: MessageStore, queue_offset: int) -> int:
     if queue_offset < 0:
         return 0
-    found = store.read_queue(TXN_STATE_TOPIC, 0, queue_offset, 1)
+    found = store.reads.read_queue(TXN_STATE_TOPIC, 0, queue_offset, 1)
     return found[0].commit_log_offset + found[0].size if found else -1
 
 
@@ -82,7 +82,7 @@ def load(store: MessageStore) -> AcksCheckpoint | None:
         checkpoint = read_json(path_of(store), None, _parse)
     except DamagedFile:
         return None
-    if checkpoint is None or checkpoint.entries > store.queue_range(TXN_STATE_TOPIC, 0)[1]:
+    if checkpoint is None or checkpoint.entries > store.reads.queue_range(TXN_STATE_TOPIC, 0)[1]:
         return None
     return checkpoint if _end_of_entry(store, checkpoint.entries - 1) == checkpoint.entry_end else None
 
@@ -102,7 +102,7 @@ def records(store: MessageStore, checkpoint: AcksCheckpoint | None, batch: int =
     """Every intact record of HALFMQ_TXN_STATE in order, but the ``acks`` records ``checkpoint`` counts (not read)."""
     offset, counted = 0, checkpoint.entries if checkpoint else 0
     while offset < counted:
-        hashes = store.tag_hashes(TXN_STATE_TOPIC, 0, offset, min(batch, counted - offset))
+        hashes = store.reads.tag_hashes(TXN_STATE_TOPIC, 0, offset, min(batch, counted - offset))
         if not hashes:
             break
         run = 0  # a run of records to read, ended by an ``acks`` record or the batch's end
@@ -111,7 +111,7 @@ def records(store: MessageStore, checkpoint: AcksCheckpoint | None, batch: int =
                 run += 1
                 continue
             if run:
-                yield from store.read_queue(TXN_STATE_TOPIC, 0, offset + i - run, run)
+                yield from store.reads.read_queue(TXN_STATE_TOPIC, 0, offset + i - run, run)
             run = 0
         offset += len(hashes)
-    yield from store.intact_records(TXN_STATE_TOPIC, 0, offset)
+    yield from store.reads.intact_records(TXN_STATE_TOPIC, 0, offset)

@@ -1,7 +1,8 @@
 """Reading the store: by queue offset, by time, by commit-log offset; damage is reported, never raised mid-read.
 
-A mixin of MessageStore (message_store.py): the reads need no lock (the consume queues and the log are
-append-only for readers), so they live apart from the single writer's code.
+The reads need no lock (the consume queues and the log are append-only for readers), so they live apart from the
+single writer's code. They see the whole log: the store's own readers (the half log, the producer-transaction
+replay, the timer index) read here, a consumer's reads go through ``VisibleReads`` (visible_reads.py) over these.
 """
 
 from __future__ import annotations
@@ -10,22 +11,29 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from .commit_log import CommitLog
+from .consume_queues import ConsumeQueues
 from .damaged_records import DamagedEntry, DamagedRecordError, DamagedRecords
 from .record import RecordError, StoredMessage
 
 if TYPE_CHECKING:
-    from .consume_queue import ConsumeQueue, QueueEntry
+    from .consume_queue import QueueEntry
 
 
 class QueueReads:
-    """The read methods of MessageStore; the attributes below are MessageStore's."""
-
-    commit_log: CommitLog
-    damaged: DamagedRecords
-    _queues: dict[tuple[str, int], ConsumeQueue]
+    def __init__(self, commit_log: CommitLog, queues: ConsumeQueues, damaged: DamagedRecords) -> None:
+        self._log = commit_log
+        self._queues = queues
+        self._damaged = damaged  # every read that meets damage notes it there (the store's count, for /metrics)
 
     def queue_range(self, topic: str, queue_id: int) -> tuple[int, int]:
-        raise NotImplementedError
+        """(min offset, one past the last message) of a queue; (0, 0) for one never written."""
+        return self._queues.range(topic, queue_id)
+
+    def queue_codes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
+        """Up to ``count`` consume-queue codes (``record.queue_code``) from ``offset``, fewer at a file boundary:
+        how the timer index reads due times, with no commit-log read."""
+        cq = self._queues.find(topic, queue_id)
+        return [] if cq is None else cq.codes(offset, count)
 
     def read_queue(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage]:
         """The intact messages among the next ``max_messages`` entries (damaged ones reported and left out)."""
@@ -33,7 +41,7 @@ class QueueReads:
 
     def read_entries(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage | DamagedEntry]:
         """Up to ``max_messages`` entries from ``offset``: each its message, or a DamagedEntry in its place."""
-        cq = self._queues.get((topic, queue_id))
+        cq = self._queues.find(topic, queue_id)
         if cq is None:
             return []
         out: list[StoredMessage | DamagedEntry] = []
@@ -49,7 +57,7 @@ class QueueReads:
 
     def queue_end_within(self, topic: str, queue_id: int, start: int, commit_log_offset: int) -> int:
         """From queue offset ``start`` on, one past the last message that ends at or before ``commit_log_offset``."""
-        cq = self._queues.get((topic, queue_id))
+        cq = self._queues.find(topic, queue_id)
         if cq is None:
             return start
         offset = max(start, cq.min_offset)
@@ -64,14 +72,14 @@ class QueueReads:
 
     def _read_entry(self, topic: str, queue_id: int, queue_offset: int, entry: QueueEntry) -> StoredMessage | DamagedEntry:
         try:
-            msg = self.commit_log.read_record(entry.commit_log_offset, entry.size)
+            msg = self._log.read_record(entry.commit_log_offset, entry.size)
         except (RecordError, KeyError, ValueError, OSError) as exc:  # KeyError/ValueError: an entry pointing nowhere
             reason = str(exc) or type(exc).__name__
         else:
             if msg.queue_offset == queue_offset and msg.queue_id == queue_id and msg.topic == topic:
                 return msg
             reason = f"its consume-queue entry points at {msg.topic}/{msg.queue_id}@{msg.queue_offset}"
-        self.damaged.note(entry.commit_log_offset, reason, f"{topic}/{queue_id}@{queue_offset}")
+        self._damaged.note(entry.commit_log_offset, reason, f"{topic}/{queue_id}@{queue_offset}")
         return DamagedEntry(topic, queue_id, queue_offset, entry.commit_log_offset, reason)
 
     def get(self, topic: str, queue_id: int, queue_offset: int) -> StoredMessage | None:
@@ -93,15 +101,15 @@ class QueueReads:
     def read_at(self, commit_log_offset: int) -> StoredMessage:
         """The record at ``commit_log_offset``; DamagedRecordError (reported) when it is not intact."""
         try:
-            return self.commit_log.read_record(commit_log_offset)
+            return self._log.read_record(commit_log_offset)
         except (RecordError, KeyError, ValueError, OSError) as exc:
             reason = str(exc) or type(exc).__name__
-        self.damaged.note(commit_log_offset, reason, "read by commit-log offset")
+        self._damaged.note(commit_log_offset, reason, "read by commit-log offset")
         raise DamagedRecordError(commit_log_offset, reason)
 
     def tag_hashes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
         """The tag hashes of up to ``count`` entries from ``offset``, from the consume queue alone (no record read)."""
-        cq = self._queues.get((topic, queue_id))
+        cq = self._queues.find(topic, queue_id)
         if cq is None or offset < cq.min_offset:
             return []
         return [entry.tag_hash for entry in cq.get_range(offset, count)]

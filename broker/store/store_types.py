@@ -5,6 +5,7 @@ Kept apart from the façade (message_store.py) so that readers of these names ne
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,3 +70,7 @@ class ReplicationMismatch(Exception):
 
 class GroupTooLarge(ValueError):
     """An atomic write group must fit one segment."""
+
+
+# Every part of the store logs under the façade's name, as the store did before it had parts: operators filter on it.
+store_log = logging.getLogger("halfmq.broker.store.message_store")

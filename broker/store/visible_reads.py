@@ -18,23 +18,23 @@ at once without a bound, when the bound passes them with one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from .commit_log import CommitLog
 from .damaged_records import DamagedEntry
+from .queue_reads import QueueReads
 from .record import StoredMessage
-
-if TYPE_CHECKING:
-    from .message_store import Listener, MessageStore
+from .store_types import Listener
 
 
 class VisibleReads:
-    def __init__(self, store: MessageStore) -> None:
-        self._store = store
+    def __init__(self, reads: QueueReads, commit_log: CommitLog, written: list[Listener]) -> None:
+        """``written``: the store's listeners, told of each queue a write lands in (this joins them)."""
+        self._reads = reads
+        self._log = commit_log
         self.bound: int | None = None  # a commit-log offset; None: no bound
         self._listeners: list[Listener] = []
         self._ends: dict[tuple[str, int], int] = {}  # the visible end last found per queue (it only grows)
         self._hidden: dict[tuple[str, int], tuple[int, int]] = {}  # queue -> (end of its first, of its last) write past the bound
-        store.add_listener(self._written)
+        written.append(self._written)
 
     # --- the bound --------------------------------------------------------------
     def limit(self, offset: int) -> None:
@@ -59,7 +59,7 @@ class VisibleReads:
         self._listeners.append(listener)
 
     def _written(self, topic: str, queue_id: int) -> None:
-        end = self._store.commit_log.end_offset if self.bound is not None else 0  # the single writer's group ended here
+        end = self._log.end_offset if self.bound is not None else 0  # the single writer's group ended here
         if self.bound is None or end <= self.bound:
             for listener in self._listeners:
                 listener(topic, queue_id)
@@ -70,24 +70,24 @@ class VisibleReads:
     # --- reading ----------------------------------------------------------------
     def queue_range(self, topic: str, queue_id: int) -> tuple[int, int]:
         """(min offset, one past the last visible message) of a queue."""
-        lo, hi = self._store.queue_range(topic, queue_id)
+        lo, hi = self._reads.queue_range(topic, queue_id)
         bound = self.bound
-        if bound is None or bound >= self._store.commit_log.end_offset:
+        if bound is None or bound >= self._log.end_offset:
             return lo, hi
         key = (topic, queue_id)
         start = min(max(self._ends.get(key, lo), lo), hi)
-        end = self._store.queue_end_within(topic, queue_id, start, bound)
+        end = self._reads.queue_end_within(topic, queue_id, start, bound)
         self._ends[key] = end
         return lo, end
 
     def read_entries(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage | DamagedEntry]:
-        """As MessageStore.read_entries, stopping at the bound."""
+        """As QueueReads.read_entries, stopping at the bound."""
         if self.bound is not None:
             lo, hi = self.queue_range(topic, queue_id)
             max_messages = min(max_messages, hi - max(offset, lo))
             if max_messages <= 0:
                 return []
-        return self._store.read_entries(topic, queue_id, offset, max_messages)
+        return self._reads.read_entries(topic, queue_id, offset, max_messages)
 
     def read_queue(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage]:
         return [e for e in self.read_entries(topic, queue_id, offset, max_messages) if type(e) is StoredMessage]

@@ -80,7 +80,7 @@ class ReleaseService:
     def _group(self, due: list[Timer]) -> list[PutItem]:
         items = []
         for _, offset in due:
-            timer = self._store.get(TIMER_TOPIC, TIMER_QUEUE, offset)
+            timer = self._store.reads.get(TIMER_TOPIC, TIMER_QUEUE, offset)
             if timer is None:  # damaged (reported by the read): marked released, or it would be retried forever
                 log.error("timer %s/%d@%d is damaged on disk and cannot be delivered", TIMER_TOPIC, TIMER_QUEUE, offset)
                 continue

@@ -146,7 +146,7 @@ class TimerIndex:
     def _read_timers(self) -> None:
         heap, released = self._buffer, self._released
         bulk = not heap  # at start: append everything, then one heapify
-        while dues := self._store.queue_codes(TIMER_TOPIC, TIMER_QUEUE, self._timers_read, READ_BATCH):
+        while dues := self._store.reads.queue_codes(TIMER_TOPIC, TIMER_QUEUE, self._timers_read, READ_BATCH):
             self.reads += len(dues)
             for offset, due in enumerate(dues, self._timers_read):
                 if offset in released:
@@ -162,7 +162,7 @@ class TimerIndex:
             self._buffered_since = self._clock()
 
     def _read_markers(self) -> None:
-        while markers := self._store.read_entries(TIMER_TOPIC, RELEASE_QUEUE, self._markers_read, READ_BATCH):
+        while markers := self._store.reads.read_entries(TIMER_TOPIC, RELEASE_QUEUE, self._markers_read, READ_BATCH):
             self.reads += len(markers)
             for marker in markers:
                 if type(marker) is not DamagedEntry:
@@ -288,8 +288,8 @@ class TimerIndex:
             state = None
         if state is None:
             return
-        timers_end = self._store.queue_range(TIMER_TOPIC, TIMER_QUEUE)[1]
-        markers_end = self._store.queue_range(TIMER_TOPIC, RELEASE_QUEUE)[1]
+        timers_end = self._store.reads.queue_range(TIMER_TOPIC, TIMER_QUEUE)[1]
+        markers_end = self._store.reads.queue_range(TIMER_TOPIC, RELEASE_QUEUE)[1]
         runs = [self._dir / name for name, _ in state["runs"]]
         if state["timers_upto"] > timers_end or state["markers_upto"] > markers_end or not all(p.exists() for p in runs):
             log.warning("timers/state.json is ahead of the log or names a missing run; rebuilding the timer index from the log")

@@ -22,7 +22,7 @@ from halfmq.broker.store.topics import is_system_group
 from halfmq.broker.usecases.answers import view_answer
 from halfmq.wire import TransactionState
 
-from .ports import Deliveries, HalfMessages, Registry, StoreReads
+from .ports import GroupProgress, HalfMessages, Registry, StoreReads
 from .producer_txns import Coordinator
 from .views import DLQ_PAGE, Views, dlq_page
 
@@ -80,7 +80,7 @@ class Rates:
 
 class ConsoleViews:
     def __init__(self, views: Views, half_messages: HalfMessages, coordinator: Coordinator, store: StoreReads,
-                 deliveries: Deliveries, registry: Registry, transaction_timeout: float, host: str, port: int) -> None:
+                 deliveries: GroupProgress, registry: Registry, transaction_timeout: float, host: str, port: int) -> None:
         self.views = views
         self.half_messages = half_messages
         self.coordinator = coordinator

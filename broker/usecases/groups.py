@@ -17,14 +17,14 @@ from halfmq.broker.store.topics import is_system_topic
 from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqResent, GroupList, Message
 
 from .caller import Scope
-from .ports import Deliveries, Durable, StoreReads
+from .ports import Durable, GroupProgress, StoreReads
 from .views import Views, dlq_page
 
 Put = Callable[[list[PutItem]], tuple[list[PutResult], int]]  # one atomic write group (``MessageStore.put``)
 
 
 class ManageGroups:
-    def __init__(self, access: Access, deliveries: Deliveries, store: StoreReads, put: Put, views: Views, durable: Durable) -> None:
+    def __init__(self, access: Access, deliveries: GroupProgress, store: StoreReads, put: Put, views: Views, durable: Durable) -> None:
         self.access = access
         self.deliveries = deliveries
         self.store = store

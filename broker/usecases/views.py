@@ -20,11 +20,11 @@ from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.usecases.answers import final_answer
 from halfmq.wire import TransactionState, TransactionView
 
-from .ports import Deliveries, HalfMessages, Registry, StoreReads
+from .ports import GroupProgress, HalfMessages, Registry, StoreReads
 
 
 class Views:
-    def __init__(self, half_messages: HalfMessages, store: StoreReads, deliveries: Deliveries, producers: Registry,
+    def __init__(self, half_messages: HalfMessages, store: StoreReads, deliveries: GroupProgress, producers: Registry,
                  flush_mode: str) -> None:
         self.half_messages = half_messages
         self.store = store

@@ -20,7 +20,8 @@ from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import LeaderFront
 from halfmq.broker.runtime import BrokerRuntime, SetRoles
-from halfmq.broker.store.message_store import MessageStore, PutItem
+from halfmq.broker.store.message_store import PutItem
+from halfmq.broker.store.recovery import Recovery
 from halfmq.errors import NotLeader
 from tests.support.grants import subscribed
 
@@ -83,15 +84,15 @@ async def test_a_follower_that_becomes_leader_keeps_its_store_open_and_serves_ev
     assert store.append_replicated(old_leader.store.commit_log.read(0, end), 0) == end
     store.wait_flushed(end).result(timeout=30)  # type: ignore[union-attr]
     node.following.replication.leader_high_watermark = end  # the old leader's mark, as its last fetch answer said
-    recoveries: list[MessageStore] = []
-    recover = MessageStore._recover
-    monkeypatch.setattr(MessageStore, "_recover", lambda self: recoveries.append(self) or recover(self))
+    recoveries: list[Recovery] = []
+    recover = Recovery.run
+    monkeypatch.setattr(Recovery, "run", lambda self: recoveries.append(self) or recover(self))
     try:
         await node._promote(node.term + 1, Lease(77, 2), node._clock(), frozenset({"n2"}), "n1")  # its grant sent just now
         assert node.role is Role.LEADER
         assert state.runtime.store is store
         assert recoveries == []
-        assert store._checkpoint_hooks == [state.runtime.timers.checkpoint]  # the follower's timer index writes no more state
+        assert store._checkpoints.hooks == [state.runtime.timers.checkpoint]  # the follower's timer index writes no more state
         got = await state.runtime.delivery.receive("g", "T", 10, invisible=30, wait=0)
         assert sorted(int(d.message.body) for d in got) == list(range(4, 10))  # every message once, but the 4 acked before
     finally:

@@ -97,7 +97,7 @@ async def test_exhausted_message_goes_to_the_dlq_and_commits(service, store, clo
                 service.nack("g", "T", [d.receipt_handle])
         clock.now += 100
     assert await service.receive("g", "T", 10, invisible=30, wait=0) == []
-    [dead] = store.read_queue("%DLQ%g", 0, 0, 10)
+    [dead] = store.reads.read_queue("%DLQ%g", 0, 0, 10)
     assert dead.body == b"poison" and dead.properties["RECONSUME_TIME"] == "2"
     assert store.offsets.get("g", "T", 0) == 2
 
@@ -111,13 +111,13 @@ async def test_a_dead_letter_says_why_it_is_there(service, store, clock) -> None
                 service.nack("g", "T", [d.receipt_handle])  # the other is neither acked nor nacked: it times out
         clock.now += 100
     assert await service.receive("g", "T", 10, invisible=30, wait=0) == []
-    reasons = {m.body: m.properties["DLQ_REASON"] for m in store.read_queue("%DLQ%g", 0, 0, 10)}
+    reasons = {m.body: m.properties["DLQ_REASON"] for m in store.reads.read_queue("%DLQ%g", 0, 0, 10)}
     assert reasons == {b"nacked": "3 deliveries, none acked; the last was nacked",
                        b"ignored": "3 deliveries, none acked; the last was not acked within its invisible time"}
     put(store, "given up")
     [d] = await service.receive("g", "T", 1, invisible=30, wait=0)
     service.dead_letter("g", "T", d.receipt_handle)
-    assert store.read_queue("%DLQ%g", 0, 2, 1)[0].properties["DLQ_REASON"] == "dead-lettered by its consumer"
+    assert store.reads.read_queue("%DLQ%g", 0, 2, 1)[0].properties["DLQ_REASON"] == "dead-lettered by its consumer"
 
 
 async def test_ack_of_a_stale_receipt_is_expired_and_changes_nothing(service, store, clock) -> None:
@@ -160,7 +160,7 @@ async def test_a_damaged_message_is_skipped_and_counted_and_the_group_consumes_p
             got += batch
             service.ack("g", "T", [d.receipt_handle for d in batch])
         assert sorted(d.message.body for d in got) == [b"m0", b"m1", b"m3", b"m4", b"m5", b"m6", b"m7"]
-        lag = service.group_lag("g")["T"]
+        lag = service.views.group_lag("g")["T"]
         assert [(q.committed_offset, q.max_offset) for q in lag] == [(4, 4), (4, 4)]
         assert service.damaged_skips == 1
     finally:
@@ -175,7 +175,7 @@ async def test_a_handle_from_another_broker_is_refused_and_creates_no_group(serv
         with pytest.raises(InvalidReceiptHandle):
             settle("never", "T", [d.receipt_handle])
     with pytest.raises(ConsumerGroupNotFound):
-        service.group_lag("never")
+        service.views.group_lag("never")
 
 
 async def test_a_genuine_handle_from_before_a_restart_is_expired_and_creates_no_state(store, clock) -> None:
@@ -187,7 +187,7 @@ async def test_a_genuine_handle_from_before_a_restart_is_expired_and_creates_no_
     assert after.ack("g", "T", [d.receipt_handle]) == [(d.receipt_handle, False)]
     assert after.nack("g", "T", [d.receipt_handle]) == [(d.receipt_handle, False)]
     with pytest.raises(ConsumerGroupNotFound):
-        after.group_lag("g")  # nothing received or acked in this incarnation, nothing committed before
+        after.views.group_lag("g")  # nothing received or acked in this incarnation, nothing committed before
 
 
 async def test_change_invisible_hides_a_delivery_for_exactly_the_new_duration(service, store, clock) -> None:
@@ -206,7 +206,7 @@ async def test_dead_letter_moves_a_held_delivery_to_the_groups_dlq_and_settles_i
     put(store, "poison")
     [d] = await service.receive("g", "T", 1, invisible=30, wait=0)
     assert service.dead_letter("g", "T", d.receipt_handle)
-    assert [m.body for m in store.read_queue("%DLQ%g", 0, 0, 10)] == [b"poison"]
+    assert [m.body for m in store.reads.read_queue("%DLQ%g", 0, 0, 10)] == [b"poison"]
     clock.now += 1000
     assert await service.receive("g", "T", 1, invisible=30, wait=0) == []
     assert not service.dead_letter("g", "T", d.receipt_handle)

@@ -89,7 +89,7 @@ async def test_a_nacked_head_keeps_its_group_busy_until_it_is_dead_lettered_and_
         clock.now += 60
     [after] = await receive(service)  # due again, exhausted: moved to the DLQ and settled, so g2 follows
     assert bodies([after]) == ["g2"]
-    assert store.queue_range("%DLQ%c", 0)[1] == 1
+    assert store.reads.queue_range("%DLQ%c", 0)[1] == 1
 
 
 async def test_an_expired_invisibility_redelivers_the_head_never_the_second(service, store, clock) -> None:
@@ -145,7 +145,7 @@ async def test_a_head_holding_its_queue_at_the_window_is_reported_with_how_long_
     [stuck] = await receive(service, invisible=600)
 
     def stalled() -> float:
-        [queue] = service.group_lag("c")["T"]
+        [queue] = service.views.group_lag("c")["T"]
         return queue.fifo_window_stalled_seconds
 
     assert await receive(service) == [] and stalled() == 0.0  # f1 waits past the window from now
@@ -198,5 +198,5 @@ async def test_in_a_broker_set_the_next_message_waits_until_the_high_watermark_p
 async def test_the_metric_counts_groups_with_messages_waiting(service, store) -> None:
     put(store, ("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2"), ("c", "c1"))
     await receive(service)
-    [lag] = service.group_lag("c")["T"]
+    [lag] = service.views.group_lag("c")["T"]
     assert lag.fifo_groups_waiting == 2

@@ -27,7 +27,7 @@ def service(store: MessageStore) -> DeliveryService:
 
 
 def journal_lines(store: MessageStore) -> list:
-    return store.read_queue(journal.JOURNAL_TOPIC, 0, 0, 100)
+    return store.reads.read_queue(journal.JOURNAL_TOPIC, 0, 0, 100)
 
 
 async def test_a_receive_of_32_writes_one_journal_record_naming_each_delivery_and_its_attempt(service, store) -> None:

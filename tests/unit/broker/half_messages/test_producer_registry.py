@@ -134,7 +134,7 @@ def test_registrations_and_expiries_are_written_to_the_log_and_heartbeats_are_no
         reg.heartbeat("pg", "a", "http://127.0.0.1/a", "127.0.0.1:80")
         clock.advance(3)
         assert [e.client_id for e in reg.live("pg")] == ["a"]  # b expired
-        written = [state.producer_of(r.properties) for r in store.intact_records(TXN_STATE_TOPIC, 0, 0)]
+        written = [state.producer_of(r.properties) for r in store.reads.intact_records(TXN_STATE_TOPIC, 0, 0)]
         assert [(r.client_id, r.expired) for r in written] == [("a", False), ("b", False), ("b", True)]
         rebuilt = ProducerRegistry(None, expiry=10, clock=FakeClock())
         for record in written:

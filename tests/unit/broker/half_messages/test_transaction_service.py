@@ -40,7 +40,7 @@ class Broker:
         return tx.transaction_id
 
     def visible(self) -> list[bytes]:
-        return [m.body for q in range(2) for m in self.store.read_queue("ORDERS", q, 0, 10_000)]
+        return [m.body for q in range(2) for m in self.store.reads.read_queue("ORDERS", q, 0, 10_000)]
 
     async def check_round(self, clock: FakeClock, seconds: float = 5.0) -> None:
         clock.advance(seconds)
@@ -71,7 +71,7 @@ def broker(tmp_path: Path, clock, client):
 async def test_half_message_is_invisible_until_committed(broker: Broker) -> None:
     txid = broker.half("o1")
     assert broker.visible() == []
-    assert broker.store.queue_range(HALF_TOPIC, 0) == (0, 1)
+    assert broker.store.reads.queue_range(HALF_TOPIC, 0) == (0, 1)
     outcome = await broker.txs.end(txid, "pg", "commit")
     assert outcome.tx.state is TransactionState.COMMITTED and not outcome.duplicate
     assert broker.visible() == [b"o1"]
@@ -79,7 +79,7 @@ async def test_half_message_is_invisible_until_committed(broker: Broker) -> None
 
 def test_the_half_kept_in_memory_for_its_end_is_exactly_what_the_log_holds(broker: Broker) -> None:
     tx, _ = broker.txs.send_half("pg", PutItem("ORDERS", 1, b"\x00bin", {"UNIQ_KEY": "u1", "KEYS": "k"}, binary=True, tag="t"), 2)
-    logged = broker.store.read_at(tx.half_clog_offset)
+    logged = broker.store.reads.read_at(tx.half_clog_offset)
     assert broker.txs.half_message(tx) == logged
     assert logged.properties["REAL_QID"] == "1" and logged.binary
 
@@ -146,7 +146,7 @@ async def test_unknown_answers_discard_after_check_max(broker: Broker, clock, cl
     assert tx.state is TransactionState.DISCARDED
     assert tx.check_times == POLICY.check_max
     assert len(client.calls) == POLICY.check_max
-    assert [m.body for m in broker.store.read_queue(CHECK_MAX_TIME_TOPIC, 0, 0, 10)] == [b"o1"]
+    assert [m.body for m in broker.store.reads.read_queue(CHECK_MAX_TIME_TOPIC, 0, 0, 10)] == [b"o1"]
     assert broker.visible() == []
 
 
@@ -209,8 +209,8 @@ async def test_check_storms_do_not_grow_the_half_queue(broker: Broker, clock, cl
         await broker.check_round(clock, 6)
     from halfmq.broker.store.topics import OP_HALF_TOPIC
 
-    assert broker.store.queue_range(HALF_TOPIC, 0) == (0, 1)
-    ops = broker.store.read_queue(OP_HALF_TOPIC, 0, 0, 100)
+    assert broker.store.reads.queue_range(HALF_TOPIC, 0) == (0, 1)
+    ops = broker.store.reads.read_queue(OP_HALF_TOPIC, 0, 0, 100)
     assert [op.properties["OP"] for op in ops] == ["check"] * POLICY.check_max + ["discard"]
     assert all(op.size < 1024 for op in ops), [op.size for op in ops]
     assert broker.txs.get(txid).state is TransactionState.DISCARDED
@@ -270,7 +270,7 @@ async def test_a_damaged_half_is_passed_over_at_restart_and_the_other_transactio
     b = Broker(tmp_path, clock, client)
     ids = [b.half(f"o{i}") for i in range(3)]
     victim = b.txs.get(ids[1])
-    size = b.store.read_at(victim.half_clog_offset).size
+    size = b.store.reads.read_at(victim.half_clog_offset).size
     b.close()
     flip_last_byte_of(tmp_path, victim.half_clog_offset, size)
     b = Broker(tmp_path, clock, client)
@@ -285,7 +285,7 @@ async def test_a_request_needing_a_damaged_half_gets_a_damaged_record_error(brok
     txid = broker.half("o1")
     await broker.txs.end(txid, "pg", "commit")
     tx = broker.txs.get(txid)
-    flip_last_byte_of(tmp_path, tx.half_clog_offset, broker.store.read_at(tx.half_clog_offset).size)
+    flip_last_byte_of(tmp_path, tx.half_clog_offset, broker.store.reads.read_at(tx.half_clog_offset).size)
     with pytest.raises(DamagedRecord, match=txid):
         broker.txs.half_message(tx)
     assert broker.visible() == [b"o1"]
@@ -298,7 +298,7 @@ async def test_a_pending_transaction_whose_half_is_damaged_can_still_be_rolled_b
     b = Broker(tmp_path, clock, client)  # after a restart the halves are read back from the log
     try:
         tx = b.txs.get(txids[0])
-        flip_last_byte_of(tmp_path, tx.half_clog_offset, b.store.read_at(tx.half_clog_offset).size)
+        flip_last_byte_of(tmp_path, tx.half_clog_offset, b.store.reads.read_at(tx.half_clog_offset).size)
         b.registry.heartbeat("pg", "c1", "http://127.0.0.1:1/check")
         await b.check_round(clock, seconds=60)  # the check of the damaged one is skipped, not crashed
         assert [payload["transaction_id"] for _, payload in client.calls] == [txids[1]]
@@ -359,9 +359,9 @@ async def test_a_failure_in_one_group_never_stops_the_check_round_for_the_others
 async def test_a_committed_transaction_leaves_records_in_rocketmqs_names(broker: Broker) -> None:
     txid = broker.half("o1", group="pg")
     await broker.txs.end(txid, "pg", "commit")
-    [half] = broker.store.read_queue(HALF_TOPIC, 0, 0, 10)
-    [op] = broker.store.read_queue(OP_HALF_TOPIC, 0, 0, 10)
-    [final] = broker.store.read_queue("ORDERS", 0, 0, 10)
+    [half] = broker.store.reads.read_queue(HALF_TOPIC, 0, 0, 10)
+    [op] = broker.store.reads.read_queue(OP_HALF_TOPIC, 0, 0, 10)
+    [final] = broker.store.reads.read_queue("ORDERS", 0, 0, 10)
     assert {k: half.properties[k] for k in ("REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP", "TRANSACTION_ID")} == {
         "REAL_TOPIC": "ORDERS", "REAL_QID": "0", "TRAN_MSG": "true", "PGROUP": "pg", "TRANSACTION_ID": txid}
     assert {"OP", "TRANSACTION_ID", "PGROUP", "HALF_CLOG", "BORN_MS", "FINAL_SIZE"} <= op.properties.keys()
@@ -436,7 +436,7 @@ def _group_of(store: MessageStore, first: StoredMessage) -> list[StoredMessage]:
     """The write group that starts at ``first``, read record by record from the log (FLAG_GROUP_MORE on all but the last)."""
     group, record = [first], first
     while record.group_more:
-        record = store.read_at(record.commit_log_offset + record.size)
+        record = store.reads.read_at(record.commit_log_offset + record.size)
         group.append(record)
     return group
 
@@ -444,27 +444,27 @@ def _group_of(store: MessageStore, first: StoredMessage) -> list[StoredMessage]:
 async def test_a_half_with_a_delayed_companion_commits_both_in_one_group_the_companion_due_relative_to_the_commit(
         broker: Broker, clock: FakeClock) -> None:
     txid = _companions(broker, "o1", _due("o1-due", 30_000))
-    halves = broker.store.read_queue(HALF_TOPIC, 0, 0, 10)
+    halves = broker.store.reads.read_queue(HALF_TOPIC, 0, 0, 10)
     assert [(h.properties["HALF_PART"], h.properties["TRANSACTION_ID"]) for h in halves] == [("1/2", txid), ("2/2", txid)]
     assert [h.body for h in _group_of(broker.store, halves[0])] == [b"o1", b"o1-due"]  # one write group
     clock.advance(100)
     committed_at = int(clock() * 1000)
     outcome = await broker.txs.end(txid, "pg", "commit")
-    [final] = broker.store.read_queue("ORDERS", 0, 0, 10)
+    [final] = broker.store.reads.read_queue("ORDERS", 0, 0, 10)
     assert [r.topic for r in _group_of(broker.store, final)] == ["ORDERS", TIMER_TOPIC, OP_HALF_TOPIC]
-    [timer] = broker.store.read_queue(TIMER_TOPIC, 0, 0, 10)
+    [timer] = broker.store.reads.read_queue(TIMER_TOPIC, 0, 0, 10)
     assert (timer.body, timer.properties[REAL_TOPIC], timer.properties[TIMER_OUT_MS]) == (b"o1-due", "PAYMENT_DUE", str(committed_at + 30_000))
     assert "HALF_PART" not in final.properties and "HALF_PART" not in timer.properties
     assert timer.properties["TRANSACTION_ID"] == final.properties["TRANSACTION_ID"] == txid
     assert outcome.tx.final is not None and (outcome.tx.final.topic, outcome.tx.final.msg_id) == ("ORDERS", "o1")
-    assert broker.store.read_queue("PAYMENT_DUE", 1, 0, 10) == []  # not before it is due
+    assert broker.store.reads.read_queue("PAYMENT_DUE", 1, 0, 10) == []  # not before it is due
 
 
 async def test_a_rollback_of_a_half_with_companions_delivers_neither(broker: Broker) -> None:
     txid = _companions(broker, "o1", _due("o1-due", 1_000), PutItem("PAYMENT_DUE", 0, b"o1-now", {"UNIQ_KEY": "o1-now"}))
     await broker.txs.end(txid, "pg", "rollback")
     assert broker.visible() == []
-    assert [broker.store.read_queue(t, q, 0, 10) for t, q in (("PAYMENT_DUE", 0), ("PAYMENT_DUE", 1), (TIMER_TOPIC, 0))] == [[], [], []]
+    assert [broker.store.reads.read_queue(t, q, 0, 10) for t, q in (("PAYMENT_DUE", 0), ("PAYMENT_DUE", 1), (TIMER_TOPIC, 0))] == [[], [], []]
 
 
 async def test_a_rebuild_keeps_the_parts_of_a_pending_half_together_and_a_check_back_shows_the_first(
@@ -482,8 +482,8 @@ async def test_a_rebuild_keeps_the_parts_of_a_pending_half_together_and_a_check_
         [(_, payload)] = client.calls
         assert payload["message"]["body"] == "o1" and payload["message"]["topic"] == "ORDERS"
         assert b.txs.get(txid).state is TransactionState.COMMITTED
-        assert b.visible() == [b"o1"] and [m.body for m in b.store.read_queue("PAYMENT_DUE", 0, 0, 10)] == [b"o1-now"]
-        assert [m.body for m in b.store.read_queue(TIMER_TOPIC, 0, 0, 10)] == [b"o1-due"]
+        assert b.visible() == [b"o1"] and [m.body for m in b.store.reads.read_queue("PAYMENT_DUE", 0, 0, 10)] == [b"o1-now"]
+        assert [m.body for m in b.store.reads.read_queue(TIMER_TOPIC, 0, 0, 10)] == [b"o1-due"]
     finally:
         b.close()
 
@@ -500,6 +500,6 @@ async def test_a_discarded_half_with_companions_is_resent_whole_after_a_restart(
     b = Broker(tmp_path, clock, client)
     try:
         b.txs.apply(b.txs.get(txid), HalfEvent.RESEND, note="operator")
-        assert b.visible() == [b"o1"] and [m.body for m in b.store.read_queue("PAYMENT_DUE", 0, 0, 10)] == [b"o1-now"]
+        assert b.visible() == [b"o1"] and [m.body for m in b.store.reads.read_queue("PAYMENT_DUE", 0, 0, 10)] == [b"o1-now"]
     finally:
         b.close()

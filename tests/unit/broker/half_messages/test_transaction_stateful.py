@@ -117,7 +117,7 @@ class TransactionMachine(RuleBasedStateMachine):
 
     @invariant()
     def committed_visible_exactly_once_and_nothing_else(self) -> None:
-        visible = Counter(m.body for q in range(2) for m in self.store.read_queue("ORDERS", q, 0, 100_000))
+        visible = Counter(m.body for q in range(2) for m in self.store.reads.read_queue("ORDERS", q, 0, 100_000))
         committed = Counter(self.body[t] for t, s in self.model.items() if s is TransactionState.COMMITTED)
         assert visible == committed
 

@@ -49,7 +49,7 @@ class Broker:
         return PutItem("OUT", queue, body.encode(), {"UNIQ_KEY": body})
 
     def visible(self) -> list[str]:
-        return sorted(m.body.decode() for q in range(2) for m in self.store.read_queue("OUT", q, 0, 10_000))
+        return sorted(m.body.decode() for q in range(2) for m in self.store.reads.read_queue("OUT", q, 0, 10_000))
 
     def receive(self, n: int = 10) -> list:
         return asyncio.run(self.delivery.receive("g", "IN", n, 30, 0))
@@ -242,7 +242,7 @@ def test_a_restart_keeps_ids_and_epochs_aborts_the_open_transaction_and_reapplie
             run(again.txns.commit("t2", pid2, epoch2))
         assert again.visible() == ["a"]
         assert run(again.txns.init("t3", None, OWNER)).producer_id not in (pid, pid2)  # random, never one in use
-        assert again.store.queue_range(TXN_STATE_TOPIC, 0)[1] > 0
+        assert again.store.reads.queue_range(TXN_STATE_TOPIC, 0)[1] > 0
     finally:
         again.close()
 

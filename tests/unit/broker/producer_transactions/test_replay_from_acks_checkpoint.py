@@ -17,6 +17,7 @@ from halfmq.broker.delivery.receipt_handle import load_or_create_key
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator
 from halfmq.broker.store import acks_checkpoint
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from halfmq.broker.store.queue_reads import QueueReads
 from halfmq.broker.store.state_records import acks_record
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
 
@@ -101,7 +102,7 @@ def test_a_restart_with_100_000_ack_records_before_the_checkpoint_reads_only_the
             store.put([acks_record([("g", "T", 0, i)]) for i in range(start, start + 5_000)])  # one record per ack request
             for i in range(start, start + 5_000):
                 delivery.restore_acked("g", "T", 0, i)  # as each ack request settled it
-        before = store.queue_range(TXN_STATE_TOPIC, 0)[1]
+        before = store.reads.queue_range(TXN_STATE_TOPIC, 0)[1]
         acks_checkpoint.save(acks_checkpoint.path_of(store), acks_checkpoint.take(store, delivery.settled()))
         store.put([PutItem("T", 0, b"m") for _ in range(5)])
         for i in range(100_000, 100_005):
@@ -109,14 +110,14 @@ def test_a_restart_with_100_000_ack_records_before_the_checkpoint_reads_only_the
     finally:
         store.close()
     reads: list[int] = []
-    read_entry = MessageStore._read_entry
+    read_entry = QueueReads._read_entry
 
-    def counted(self: MessageStore, topic: str, queue_id: int, queue_offset: int, entry: object) -> object:
+    def counted(self: QueueReads, topic: str, queue_id: int, queue_offset: int, entry: object) -> object:
         if topic == TXN_STATE_TOPIC:
             reads.append(queue_offset)
         return read_entry(self, topic, queue_id, queue_offset, entry)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(MessageStore, "_read_entry", counted)
+    monkeypatch.setattr(QueueReads, "_read_entry", counted)
     store, delivery = _open(tmp_path)
     try:
         assert [r for r in reads if r >= before] == list(range(before, before + 5))

@@ -106,7 +106,7 @@ def test_a_follower_has_a_topic_created_on_the_leader_as_soon_as_it_appends_the_
         leader.create_topic("EMPTY", 7)
         follower.append_replicated(leader.commit_log.read(0, leader.commit_log.end_offset), 0)
         assert follower.topic("EMPTY") is not None and follower.topic("EMPTY").queues == 7  # type: ignore[union-attr]
-        assert [follower.queue_range("EMPTY", q) for q in range(7)] == [(0, 0)] * 7
+        assert [follower.reads.queue_range("EMPTY", q) for q in range(7)] == [(0, 0)] * 7
     finally:
         leader.close()
         follower.close()

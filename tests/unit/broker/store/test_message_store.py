@@ -35,7 +35,7 @@ def store(tmp_path: Path):
 def test_appended_messages_read_back_in_queue_order(store: MessageStore) -> None:
     for i in range(10):
         send(store, "T", i % 2, f"m{i}".encode(), UNIQ_KEY=str(i))
-    got = store.read_queue("T", 1, 0, 100)
+    got = store.reads.read_queue("T", 1, 0, 100)
     assert [m.body for m in got] == [f"m{i}".encode() for i in range(1, 10, 2)]
     assert [m.queue_offset for m in got] == list(range(5))
     assert got[2].properties == {"UNIQ_KEY": "5"}
@@ -49,7 +49,7 @@ def test_log_rolls_over_into_segments_named_by_start_offset(store: MessageStore,
     assert names[0] == "0" * 20
     assert all(len(n) == 20 for n in names)
     assert [int(n) for n in names] == store.commit_log.segment_bases()
-    assert [m.body for m in store.read_queue("T", 0, 0, 1000)] == [b"x" * 200] * 100
+    assert [m.body for m in store.reads.read_queue("T", 0, 0, 1000)] == [b"x" * 200] * 100
 
 
 def test_write_group_gets_consecutive_queue_offsets_and_one_end(store: MessageStore) -> None:
@@ -74,8 +74,8 @@ def test_store_reopens_with_everything_readable(tmp_path: Path) -> None:
     s.close()
     s = open_store(tmp_path)
     try:
-        assert s.queue_range("T", 0) == (0, 50)
-        assert s.get("T", 0, 49).body == b"49"
+        assert s.reads.queue_range("T", 0) == (0, 50)
+        assert s.reads.get("T", 0, 49).body == b"49"
         assert s.topic("T").queues == 2
     finally:
         s.close()
@@ -94,9 +94,9 @@ def test_torn_tail_is_truncated_to_last_valid_record(tmp_path: Path) -> None:
     s = open_store(tmp_path, segment_bytes=1 << 20)
     try:
         assert s.commit_log.end_offset == end
-        assert s.queue_range("T", 0) == (0, 5)
+        assert s.reads.queue_range("T", 0) == (0, 5)
         send(s, "T", 0, b"after")
-        assert [m.body for m in s.read_queue("T", 0, 0, 10)][-1] == b"after"
+        assert [m.body for m in s.reads.read_queue("T", 0, 0, 10)][-1] == b"after"
     finally:
         s.close()
 
@@ -111,8 +111,8 @@ def test_torn_last_record_is_dropped_with_its_queue_entry(tmp_path: Path) -> Non
     seg.write_bytes(seg.read_bytes()[:-3])
     s = open_store(tmp_path, segment_bytes=1 << 20)
     try:
-        assert s.queue_range("T", 0) == (0, 4)
-        assert [m.body for m in s.read_queue("T", 0, 0, 10)] == [b"body-%d" % i for i in range(4)]
+        assert s.reads.queue_range("T", 0) == (0, 4)
+        assert [m.body for m in s.reads.read_queue("T", 0, 0, 10)] == [b"body-%d" % i for i in range(4)]
     finally:
         s.close()
 
@@ -128,7 +128,7 @@ def test_incomplete_write_group_is_dropped_whole(tmp_path: Path) -> None:
     seg.write_bytes(seg.read_bytes()[: results[2].commit_log_offset + 5])  # last record of the group torn
     s = open_store(tmp_path, segment_bytes=1 << 20)
     try:
-        assert [m.body for m in s.read_queue("T", 0, 0, 10)] == [b"before"]
+        assert [m.body for m in s.reads.read_queue("T", 0, 0, 10)] == [b"before"]
         assert s.commit_log.end_offset == results[0].commit_log_offset
     finally:
         s.close()
@@ -181,8 +181,8 @@ def test_consume_queue_is_rebuilt_from_the_commit_log(tmp_path: Path, damage: st
         files[0].write_bytes(files[0].read_bytes()[:5 * 20 + 7])
     s = open_store(tmp_path)
     try:
-        assert s.queue_range("T", 1) == (0, 20)
-        assert [m.body for m in s.read_queue("T", 1, 0, 100)] == [str(i).encode() for i in range(1, 40, 2)]
+        assert s.reads.queue_range("T", 1) == (0, 20)
+        assert [m.body for m in s.reads.read_queue("T", 1, 0, 100)] == [str(i).encode() for i in range(1, 40, 2)]
         assert s.recovery.entries_rebuilt >= 15
     finally:
         s.close()
@@ -235,11 +235,11 @@ def test_any_missing_or_short_consume_queue_file_is_rebuilt_from_the_commit_log(
         files[2].write_bytes(b"")
     s = open_store(tmp_path, segment_bytes=1 << 20)
     try:
-        assert s.queue_range("T", 1) == (0, 60)
-        got = s.read_queue("T", 1, 0, 100)
+        assert s.reads.queue_range("T", 1) == (0, 60)
+        got = s.reads.read_queue("T", 1, 0, 100)
         assert [m.body for m in got] == [str(i).encode() for i in range(1, 120, 2)]
         assert [m.queue_offset for m in got] == list(range(60))
-        assert s.read_queue("T", 0, 0, 100)[-1].body == b"118"
+        assert s.reads.read_queue("T", 0, 0, 100)[-1].body == b"118"
     finally:
         s.close()
 
@@ -264,7 +264,7 @@ def test_offsets_beyond_a_lost_tail_are_clamped_to_what_was_recovered(tmp_path: 
     tear_tail(tmp_path, results[3].commit_log_offset)  # m3, m4 and "other" are lost
     s = open_store(tmp_path, segment_bytes=1 << 20)
     try:
-        assert s.queue_range("T", 0) == (0, 3)
+        assert s.reads.queue_range("T", 0) == (0, 3)
         assert s.offsets.get("caught-up", "T", 0) == 3
         assert s.offsets.get("caught-up", "T", 1) == 0
         assert s.offsets.get("behind", "T", 0) == 2
@@ -294,13 +294,13 @@ def test_a_damaged_record_behind_the_checkpoint_is_skipped_and_reported_once(tmp
     damage_body(tmp_path, results[2])
     s = open_store(tmp_path, segment_bytes=1 << 20)
     try:
-        assert [m.body for m in s.read_queue("T", 0, 0, 10)] == [b"m0", b"m1", b"m3", b"m4"]
-        entries = s.read_entries("T", 0, 1, 3)
+        assert [m.body for m in s.reads.read_queue("T", 0, 0, 10)] == [b"m0", b"m1", b"m3", b"m4"]
+        entries = s.reads.read_entries("T", 0, 1, 3)
         assert [type(e).__name__ for e in entries] == ["StoredMessage", "DamagedEntry", "StoredMessage"]
         assert (entries[1].queue_offset, entries[1].commit_log_offset) == (2, results[2].commit_log_offset)
-        assert s.get("T", 0, 2) is None
+        assert s.reads.get("T", 0, 2) is None
         with pytest.raises(DamagedRecordError, match=str(results[2].commit_log_offset)):
-            s.read_at(results[2].commit_log_offset)
+            s.reads.read_at(results[2].commit_log_offset)
         assert s.damaged.count == 1
         assert sum("damaged" in r.getMessage() for r in caplog.records if r.levelname == "ERROR") == 1
     finally:
@@ -318,7 +318,7 @@ def test_a_consume_queue_entry_pointing_at_another_record_reads_as_damaged(tmp_p
     cq.write_bytes(bytes(data))
     s = open_store(tmp_path, segment_bytes=1 << 20)
     try:
-        assert [m.body for m in s.read_queue("T", 0, 0, 10)] == [b"m0", b"m2"]
+        assert [m.body for m in s.reads.read_queue("T", 0, 0, 10)] == [b"m0", b"m2"]
         assert s.damaged.count == 1
     finally:
         s.close()
@@ -333,12 +333,12 @@ def test_a_consume_queue_rebuilt_through_a_damaged_record_keeps_its_offsets_and_
     shutil.rmtree(tmp_path / "consumequeue" / "T" / "0")
     s = open_store(tmp_path, segment_bytes=1 << 20)
     try:
-        assert s.queue_range("T", 0) == (0, 20)
-        entries = s.read_entries("T", 0, 0, 100)
+        assert s.reads.queue_range("T", 0) == (0, 20)
+        entries = s.reads.read_entries("T", 0, 0, 100)
         assert [e.queue_offset for e in entries] == list(range(20))
         assert [e.body for e in entries if e.queue_offset != 5] == [b"m%02d" % i for i in range(0, 40, 2) if i != 10]
         assert type(entries[5]).__name__ == "DamagedEntry"
-        assert s.read_queue("T", 1, 0, 100)[-1].body == b"m39"
+        assert s.reads.read_queue("T", 1, 0, 100)[-1].body == b"m39"
     finally:
         s.close()
 

@@ -31,7 +31,7 @@ def test_a_write_the_disk_refuses_stores_nothing_and_leaves_no_bytes_behind(smal
             store.put([PutItem("T", 0, b"a"), PutItem("T", 1, BIG)])  # both queues' entries fit; the log does not
         assert store.commit_log.end_offset == end
         assert segment_bytes_on_disk(store) == end
-        assert (store.queue_range("T", 0), store.queue_range("T", 1)) == ((0, 1), (0, 0))
+        assert (store.reads.queue_range("T", 0), store.reads.queue_range("T", 1)) == ((0, 1), (0, 0))
         small_disk.free()
         [result], _ = store.put([PutItem("T", 1, b"second")])
         assert (result.commit_log_offset, result.queue_offset) == (end, 0)
@@ -40,8 +40,8 @@ def test_a_write_the_disk_refuses_stores_nothing_and_leaves_no_bytes_behind(smal
     store = open_store(small_disk.path / "data")
     try:
         assert store.recovery.commit_log_end == segment_bytes_on_disk(store)
-        assert [m.body for m in store.read_queue("T", 0, 0, 10)] == [b"first"]
-        assert [m.body for m in store.read_queue("T", 1, 0, 10)] == [b"second"]
+        assert [m.body for m in store.reads.read_queue("T", 0, 0, 10)] == [b"first"]
+        assert [m.body for m in store.reads.read_queue("T", 1, 0, 10)] == [b"second"]
     finally:
         store.close()
 

@@ -34,8 +34,8 @@ def test_replicated_bytes_in_odd_chunks_give_the_same_segments_and_queues(tmp_pa
             pos = follower.append_replicated(chunk, pos) if base <= pos else pos
         assert _log_bytes(follower) == _log_bytes(leader)
         for qid in range(3):
-            assert follower.queue_range("orders", qid) == leader.queue_range("orders", qid)
-            assert [m.body for m in follower.read_queue("orders", qid, 0, 100)] == [m.body for m in leader.read_queue("orders", qid, 0, 100)]
+            assert follower.reads.queue_range("orders", qid) == leader.reads.queue_range("orders", qid)
+            assert [m.body for m in follower.reads.read_queue("orders", qid, 0, 100)] == [m.body for m in leader.reads.read_queue("orders", qid, 0, 100)]
     finally:
         leader.close()
         follower.close()
@@ -62,9 +62,9 @@ def test_truncating_a_divergent_tail_cuts_the_log_and_the_queues(tmp_path: Path)
         store.put([PutItem("orders", 0, b"divergent")])
         store.truncate_log(keep)
         assert store.commit_log.end_offset == keep
-        assert [m.body for m in store.read_queue("orders", 0, 0, 10)] == [b"acknowledged"]
+        assert [m.body for m in store.reads.read_queue("orders", 0, 0, 10)] == [b"acknowledged"]
         store.put([PutItem("orders", 0, b"next")])
-        assert [m.queue_offset for m in store.read_queue("orders", 0, 0, 10)] == [0, 1]
+        assert [m.queue_offset for m in store.reads.read_queue("orders", 0, 0, 10)] == [0, 1]
     finally:
         store.close()
 
@@ -88,8 +88,8 @@ def test_a_fetch_of_64_single_message_groups_is_appended_with_one_write_call_and
         assert sorted(appends) == [("orders", q, 16) for q in range(4)]
         assert _log_bytes(follower) == _log_bytes(leader)
         for qid in range(4):
-            assert ([(e.commit_log_offset, e.size, e.tag_hash) for e in follower._queue("orders", qid).get_range(0, 100)]
-                    == [(e.commit_log_offset, e.size, e.tag_hash) for e in leader._queue("orders", qid).get_range(0, 100)])
+            assert ([(e.commit_log_offset, e.size, e.tag_hash) for e in follower._queues.open("orders", qid).get_range(0, 100)]
+                    == [(e.commit_log_offset, e.size, e.tag_hash) for e in leader._queues.open("orders", qid).get_range(0, 100)])
     finally:
         leader.close()
         follower.close()
@@ -121,7 +121,7 @@ def test_a_damaged_record_anywhere_in_a_fetch_is_refused_and_nothing_of_the_fetc
         with pytest.raises(ReplicationMismatch):
             follower.append_replicated(bytes(data), 0)
         assert follower.commit_log.end_offset == 0
-        assert follower.queue_range("orders", 0) == (0, 0)
+        assert follower.reads.queue_range("orders", 0) == (0, 0)
     finally:
         leader.close()
         follower.close()

@@ -17,7 +17,7 @@ def _store(path: Path) -> MessageStore:
 
 
 def _codes(store: MessageStore, topic: str, queue_id: int) -> list[int]:
-    return store.queue_codes(topic, queue_id, 0, 100)
+    return store.reads.queue_codes(topic, queue_id, 0, 100)
 
 
 def _write(store: MessageStore) -> None:

@@ -29,7 +29,7 @@ def _store(path: Path, clock: FakeClock) -> MessageStore:
 
 
 def _timers(store: MessageStore) -> list[dict[str, str]]:
-    return [m.properties for m in store.read_queue(TIMER_TOPIC, 0, 0, 100)]
+    return [m.properties for m in store.reads.read_queue(TIMER_TOPIC, 0, 0, 100)]
 
 
 def _now_ms(clock: FakeClock) -> int:
@@ -48,7 +48,7 @@ def test_a_delay_on_a_half_message_starts_at_its_commit(tmp_path: Path) -> None:
         [timer] = _timers(store)
         assert (timer[TIMER_OUT_MS], timer[REAL_TOPIC]) == (str(committed_at + 30_000), "ORDERS")
         assert TIMER_DELAY_MS not in timer
-        assert store.read_queue("ORDERS", 1, 0, 10) == []
+        assert store.reads.read_queue("ORDERS", 1, 0, 10) == []
         final = outcome.tx.final
         assert final is not None and (final.topic, final.queue_id, final.queue_offset, final.deliver_at_ms) == (
             "ORDERS", 1, -1, committed_at + 30_000)
@@ -63,7 +63,7 @@ def test_a_rolled_back_half_with_a_delay_writes_no_timer(tmp_path: Path) -> None
         txs = HalfMessageService(store, CheckPolicy(6, 5, 3), _durable, clock=clock)
         tx, _ = txs.send_half("pg", PutItem("ORDERS", 0, b"x", {"UNIQ_KEY": "r1", TIMER_DELAY_MS: "1000"}), 2)
         asyncio.run(txs.end(tx.transaction_id, "pg", "rollback"))
-        assert _timers(store) == [] and store.read_queue("ORDERS", 0, 0, 10) == []
+        assert _timers(store) == [] and store.reads.read_queue("ORDERS", 0, 0, 10) == []
     finally:
         store.close()
 
@@ -85,7 +85,7 @@ def test_a_producer_transactions_delayed_message_is_due_relative_to_the_commit_n
         committed_at = _now_ms(clock)
         end = asyncio.run(txns.commit("t1", pid, epoch))
         assert [t[TIMER_OUT_MS] for t in _timers(store)] == [str(committed_at + 20_000), str(at)]
-        assert [m.body for m in store.read_queue("ORDERS", 0, 0, 10)] == [b"now"]
+        assert [m.body for m in store.reads.read_queue("ORDERS", 0, 0, 10)] == [b"now"]
         assert [(r.topic, r.queue_id, r.queue_offset) for r in end.results] == [("ORDERS", 0, -1), ("ORDERS", 1, -1), ("ORDERS", 0, 0)]
     finally:
         store.close()

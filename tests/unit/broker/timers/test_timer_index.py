@@ -35,7 +35,7 @@ def _send(store: MessageStore, key: str, due_ms: int, queue: int = 0) -> None:
 
 
 def _visible(store: MessageStore) -> list[str]:
-    return [m.properties["UNIQ_KEY"] for q in range(2) for m in store.read_queue("ORDERS", q, 0, 1000)]
+    return [m.properties["UNIQ_KEY"] for q in range(2) for m in store.reads.read_queue("ORDERS", q, 0, 1000)]
 
 
 def test_nothing_is_due_one_millisecond_before_its_time(tmp_path: Path) -> None:
@@ -67,8 +67,8 @@ def test_a_release_and_its_marker_are_one_write_group_and_the_index_learns_it_fr
         released = asyncio.run(service.release(index.due(int(clock() * 1000), 10)))
         assert [(r.topic, r.queue_id) for r in released] == [("ORDERS", 1)]
         assert _visible(store) == ["a"]
-        [message] = store.read_queue("ORDERS", 1, 0, 10)
-        [marker] = store.read_queue(TIMER_TOPIC, 1, 0, 10)
+        [message] = store.reads.read_queue("ORDERS", 1, 0, 10)
+        [marker] = store.reads.read_queue(TIMER_TOPIC, 1, 0, 10)
         assert message.group_more and not marker.group_more  # written as one group: the message, then its marker
         assert marker.commit_log_offset == message.commit_log_offset + message.size
         assert lateness == [0.5]

@@ -74,7 +74,7 @@ async def test_a_half_and_its_companion_are_one_pending_transaction_committed_to
     answer = await rt.usecases.half_sending.send_half(who, SCOPE, with_companions(TxnMessage(topic="PAYMENT_DUE", body="due 42")))
     assert [tx.transaction_id for tx in rt.half_messages.pending()] == [answer.transaction_id]
     await rt.half_messages.end(answer.transaction_id, "shop", "commit")
-    visible = {t: [m.body for q in range(rt.store.topic(t).queues) for m in rt.store.read_queue(t, q, 0, 10)] for t in ("ORDERS", "PAYMENT_DUE")}
+    visible = {t: [m.body for q in range(rt.store.topic(t).queues) for m in rt.store.reads.read_queue(t, q, 0, 10)] for t in ("ORDERS", "PAYMENT_DUE")}
     assert visible == {"ORDERS": [b"order 42"], "PAYMENT_DUE": [b"due 42"]}
 
 

@@ -83,6 +83,6 @@ async def test_a_repeat_of_a_1000_message_send_gets_its_first_answer_read_back_e
     try:
         for n in range(3):
             assert to_builtins(await rt.usecases.sending.send(publishing(rt, "ORDERS", who), batch(ids, n))) == {**first[n], "duplicate": True}
-        assert rt.store.queue_range("ORDERS", 0)[1] + sum(rt.store.queue_range("ORDERS", q)[1] for q in range(1, 4)) == 3 * MESSAGES
+        assert rt.store.reads.queue_range("ORDERS", 0)[1] + sum(rt.store.reads.queue_range("ORDERS", q)[1] for q in range(1, 4)) == 3 * MESSAGES
     finally:
         rt.store.close()

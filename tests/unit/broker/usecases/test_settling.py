@@ -58,7 +58,7 @@ async def test_an_ack_is_answered_only_once_its_acks_record_is_durable(rt: Broke
     await asyncio.wait_for(held.waiting.wait(), 10)  # a hang guard, not a measurement
     await run_ready()
     assert not answer.done()
-    [record] = [r for r in rt.store.intact_records(TXN_STATE_TOPIC, 0, 0) if r.properties[state.TXN_OP] == "acks"]
+    [record] = [r for r in rt.store.reads.intact_records(TXN_STATE_TOPIC, 0, 0) if r.properties[state.TXN_OP] == "acks"]
     assert state.decode_acks(record.body) == [("g", "T", 0, 0), ("g", "T", 0, 1)]
     assert held.asked and held.asked[-1] >= record.commit_log_offset + record.size
     held.release.set()

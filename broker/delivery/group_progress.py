@@ -1,0 +1,81 @@
+"""Every consumer group's progress on its topics, as the delivery service, held acks and group views share it.
+
+A group's progress on a topic (``GroupTopic``: one ``QueueProgress`` per queue) is opened on first use from the
+group's committed offsets (or the queue's first offset), lives on the event loop's thread, and goes back to the
+store only as committed offsets: a settle that moves a queue's contiguous committed offset commits it (the offsets
+file is a checkpoint of them; the ``acks`` records in the log are what a restart replays).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from halfmq.broker.store.message_store import MessageStore
+from halfmq.errors import TopicNotFound
+
+from .queue_progress import GroupStates, GroupTopic, QueueProgress
+from .receipt_handle import ReceiptHandle
+
+
+class GroupProgress:
+    def __init__(self, store: MessageStore, fifo_window: int, epoch: str, wake: Callable[[str], None]) -> None:
+        self._store = store
+        self._fifo_window = fifo_window
+        self._epoch = epoch  # this runtime's: a handle of another holds nothing
+        self._wake = wake  # long polls on a topic: a settle can ready a message group's next message
+        self.states = GroupStates()
+
+    def find(self, group: str, topic: str) -> GroupTopic | None:
+        """The group's progress on ``topic`` if it has any (settling never creates a group: none means nothing is held)."""
+        return self.states.get((group, topic))
+
+    def open(self, group: str, topic: str) -> GroupTopic:
+        """The group's progress on ``topic``, begun at its committed offsets, with a queue for each the topic has now."""
+        state = self.states.get((group, topic))
+        cfg = self._store.topic(topic)
+        if cfg is None:
+            raise TopicNotFound(f"topic {topic!r} does not exist")
+        if state is None:
+            state = GroupTopic([])
+            self.states[(group, topic)] = state
+        while len(state.queues) < cfg.queues:
+            qid = len(state.queues)
+            committed = self._store.offsets.get(group, topic, qid)
+            if committed is None:
+                committed = self._store.reads.queue_range(topic, qid)[0]
+            state.queues.append(QueueProgress(committed, fifo_window=self._fifo_window))
+        return state
+
+    def holding(self, state: GroupTopic | None, h: ReceiptHandle) -> QueueProgress | None:
+        """The queue still holding the delivery ``h`` names, or None when it is expired (or settled)."""
+        if state is None or h.epoch != self._epoch or not 0 <= h.queue_id < len(state.queues):
+            return None
+        progress = state.queues[h.queue_id]
+        return progress if progress.holds(h.offset, h.nonce) else None
+
+    def settle(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> None:
+        """``offset`` is done (acked, or moved to the DLQ): by a record in the log before its end now."""
+        if progress.settle(offset, self._store.commit_log.end_offset):
+            self._store.offsets.commit(group, topic, qid, progress.committed)
+        if progress.gate.ready:
+            self._wake(topic)  # the next message of its group may be handed out: wake long polls
+
+    def skip(self, group: str, topic: str, qid: int, progress: QueueProgress) -> None:
+        """Pass over the queue's next offset without delivering it (its record is damaged), as if acked."""
+        if progress.skip():
+            self._store.offsets.commit(group, topic, qid, progress.committed)
+
+    def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """At start-up: an ack read back from the log (an ``acks`` record, or a committed producer transaction's), which
+        the offsets file may not hold yet (it is a checkpoint, written about once a second, and a follower's is older)."""
+        try:
+            state = self.open(group, topic)
+        except TopicNotFound:
+            return
+        if queue_id < len(state.queues):
+            self.settle(group, topic, queue_id, state.queues[queue_id], offset)
+
+    def settled(self) -> list[tuple[str, str, int, int, tuple[int, ...]]]:
+        """Per queue: its committed offset and the offsets settled past the gap above it (store.acks_checkpoint)."""
+        return [(g, t, qid, p.committed, tuple(sorted(p.acked)))
+                for (g, t), state in self.states.items() for qid, p in enumerate(state.queues)]

@@ -1,0 +1,64 @@
+"""Every consume queue of the store, by (topic, queue id): opened on first use, under ``consumequeue/{topic}/{queue id}``.
+
+One table shared by the store's parts: the writers append to it (writer.py, replica_append.py), the reads read it
+without a lock (queue_reads.py: a queue only grows for a reader), recovery trims and refills it, the checkpoint
+records how long each queue is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .consume_queue import ConsumeQueue
+
+QueueKey = tuple[str, int]  # (topic, queue id)
+
+
+class ConsumeQueues:
+    def __init__(self, root: Path, entries_per_file: int) -> None:
+        self.root = root
+        self._entries_per_file = entries_per_file
+        self._queues: dict[QueueKey, ConsumeQueue] = {}
+
+    def find(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        """The queue if it is open (a queue never written has none): reads open nothing."""
+        return self._queues.get((topic, queue_id))
+
+    def open(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """The queue, opened (and its directory made) on first use; OSError when the disk refuses."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            cq = ConsumeQueue(self.root / topic / str(queue_id), topic, queue_id, self._entries_per_file)
+            self._queues[(topic, queue_id)] = cq
+        return cq
+
+    def range(self, topic: str, queue_id: int) -> tuple[int, int]:
+        """(min offset, one past the last entry); (0, 0) for a queue never written."""
+        cq = self._queues.get((topic, queue_id))
+        return (cq.min_offset, cq.max_offset) if cq else (0, 0)
+
+    def all(self) -> list[ConsumeQueue]:
+        return list(self._queues.values())
+
+    def sizes(self) -> dict[str, int]:
+        """Each open queue's length, as the checkpoint records it (``"{topic}/{queue id}"``)."""
+        return {f"{t}/{q}": cq.max_offset for (t, q), cq in self._queues.items()}
+
+    def on_disk(self) -> set[QueueKey]:
+        """The queues that have a directory, open or not (recovery: what topics.json may have lost)."""
+        found: set[QueueKey] = set()
+        if self.root.exists():
+            for topic_dir in self.root.iterdir():
+                for qdir in topic_dir.iterdir():
+                    if qdir.name.isdigit():
+                        found.add((topic_dir.name, int(qdir.name)))
+        return found
+
+    def trim_beyond(self, commit_log_end: int) -> None:
+        """Cut every queue's entries that point at or past ``commit_log_end`` (a cut of the log's tail)."""
+        for cq in self._queues.values():
+            cq.trim_beyond(commit_log_end)
+
+    def close(self) -> None:
+        for cq in self._queues.values():
+            cq.close()

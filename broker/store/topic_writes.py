@@ -1,0 +1,68 @@
+"""Topics made durable before anything is sent to them, and learnt from the log on a set's followers.
+
+``create`` writes the topic's consume-queue directories and topics.json under the store's write lock (so a lost
+topics.json can be rebuilt with the right queue counts); in a broker's store (``log_records``) it also puts a
+``topic`` record in HALFMQ_TXN_STATE (``state_records``), so a broker set's followers have the topic too, empty or
+not. ``adopt`` is the other side: a ``topic`` record read from the log (a replay, a follower's append).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from .consume_queues import ConsumeQueues
+from .queue_appends import QueueAppends
+from .state_records import topic_record
+from .store_types import PutItem, PutResult
+from .topics import TXN_STATE_TOPIC, TopicConfig, TopicTable, is_system_topic
+from .write_gate import WriteGate
+
+
+class TopicWrites:
+    def __init__(self, table: TopicTable, queues: ConsumeQueues, appends: QueueAppends, gate: WriteGate,
+                 write_lock: threading.Lock, put: Callable[[list[PutItem]], tuple[list[PutResult], int]]) -> None:
+        self._table = table
+        self._queues = queues
+        self._appends = appends
+        self._gate = gate
+        self._lock = write_lock
+        self._put = put  # the writer's: where a ``topic`` record goes
+        self._records = False
+
+    def log_records(self) -> None:
+        """Write a ``topic`` record for every topic created from now on (a broker's runtime; a bare store writes none)."""
+        self._records = True
+
+    def create(self, name: str, queues: int) -> TopicConfig:
+        """Create a topic durably before anything can be sent to it (StoreNotWritable if the disk refuses); a caller
+        that answers waits until the log end is durable (its ``topic`` record)."""
+        with self._lock:
+            existing = self._table.get(name)
+            if existing is not None:
+                return existing
+            self._gate.check()
+            try:
+                for qid in range(queues):
+                    self._queues.open(name, qid)
+                cfg = self._table.put(name, queues)
+            except OSError as exc:
+                raise self._gate.refused(f"cannot create topic {name!r}", exc) from exc
+        if self._records and not is_system_topic(name):  # system topics: made by every node as it opens, or learnt
+            self.create(TXN_STATE_TOPIC, 1)
+            self._put([topic_record(name, queues)])
+        return cfg
+
+    def adopt(self, name: str, queues: int) -> None:
+        """A ``topic`` record read from the log (replay): the topic exists with at least ``queues``."""
+        with self._lock:
+            self.adopt_holding_lock(name, queues)
+
+    def adopt_holding_lock(self, name: str, queues: int) -> None:
+        """``adopt`` for a caller that holds the write lock already (a follower's append, as it meets the record)."""
+        cfg = self._table.get(name)
+        if cfg is not None and cfg.queues >= queues:
+            return
+        for qid in range(queues):
+            self._appends.writable((name, qid))
+        self._table.learn(name, queues)
