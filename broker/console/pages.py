@@ -24,7 +24,7 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from halfmq import human_time
+from halfmq import human_time, wire
 from halfmq.broker.runtime import BrokerRuntime, runtime_of
 from halfmq.broker.usecases import console_views as views
 from halfmq.broker.usecases import groups, journeys, operator_actions, producer_txns
@@ -157,16 +157,11 @@ def _producers(request: Request, rt: BrokerRuntime) -> Any:
 
 @_page("cluster", "Broker set", on_follower=True)
 async def _cluster(request: Request, rt: BrokerRuntime) -> Any:
-    """GET /v1/cluster through the app itself when that route exists (a replicated set); else this one node."""
-    import httpx
-
-    token = session.cookie_token(request.scope)
-    transport = httpx.ASGITransport(app=getattr(request.app.state, "front", request.app))
-    async with httpx.AsyncClient(transport=transport, base_url="http://console") as client:
-        answer = await client.get("/v1/cluster", headers={"authorization": f"Bearer {token}"} if token else {})
-    if answer.status_code == 200:
-        return {"cluster": answer.json(), "single": False}
-    return views.single_node(rt)
+    """This node's view of its set, the one GET /v1/cluster answers (a snapshot, as its wire struct); else this one node."""
+    node = getattr(request.app.state, "cluster", None)
+    if node is None:
+        return views.single_node(rt)
+    return {"cluster": wire.decode(await node.view(), wire.ClusterView), "single": False}
 
 
 def _who(request: Request) -> str | None:
