@@ -110,6 +110,7 @@ def _hint(error: BrokerError, urls: list[str], token_file: Path | None) -> str:
         leader = str(error.extra.get("leader_url") or "").rstrip("/")
         if not leader:
             return " (the set has no leader now: an election takes a few seconds, try again)"
-        if leader not in urls:
-            return f" (the leader is {leader}: list every node of the set in --broker or ${URL_ENV}, comma-separated)"
+        if leader not in urls:  # (a token goes only to a URL the operator gave)
+            named = "" if leader in error.detail else f"the leader is {leader}: "
+            return f" ({named}list every node of the set in --broker or ${URL_ENV}, comma-separated, and the CLI follows the leader)"
     return ""
