@@ -25,7 +25,7 @@ from fastapi.routing import APIRoute
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from halfmq import human_time
+from halfmq import human_time, wire
 from halfmq.broker.security.access import ClusterAdmin
 from halfmq.broker.usecases import Served, UseCases
 from halfmq.broker.usecases.console_views import Rates
@@ -170,16 +170,11 @@ def _producers(request: Request, viewer: Viewer) -> Any:
 
 @_page("cluster", "Broker set", on_follower=True)
 async def _cluster(request: Request, viewer: Viewer) -> Any:
-    """GET /v1/cluster through the app itself when that route exists (a replicated set); else this one node."""
-    import httpx
-
-    token = session.cookie_token(request.scope)
-    transport = httpx.ASGITransport(app=getattr(request.app.state, "front", request.app))
-    async with httpx.AsyncClient(transport=transport, base_url="http://console") as client:
-        answer = await client.get("/v1/cluster", headers={"authorization": f"Bearer {token}"} if token else {})
-    if answer.status_code == 200:
-        return {"cluster": answer.json(), "single": False}
-    return viewer.usecases.console_views.single_node(viewer.admin)
+    """This node's view of its set, the one GET /v1/cluster answers (a snapshot, as its wire struct); else this one node."""
+    node = getattr(request.app.state, "cluster", None)
+    if node is None:
+        return viewer.usecases.console_views.single_node(viewer.admin)
+    return {"cluster": wire.decode(await node.view(), wire.ClusterView), "single": False}
 
 
 def runtime_of(request: Request) -> Served:

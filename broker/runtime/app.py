@@ -79,7 +79,6 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     # /openapi.json and /docs serve the table's document (FastAPI's own has no /v1 route), built when first asked for.
     app.openapi = functools.cache(lambda: document(routes, TITLE, VERSION))  # type: ignore[method-assign]
     front = Front(app, Router(routes), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
-    app.state.front = front  # the console asks the broker's own routes through the front
     served: Any = front
     if settings.cluster:
         from .leader_gate import LeaderGate

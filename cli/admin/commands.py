@@ -2,84 +2,79 @@
 
 The mqadmin / kafka-transactions.sh / rpk habits: every read prints a table, or
 the broker's JSON with ``--json``; every action prints what the broker answered.
+Each verb is one or two calls of the SDK's ``AdminClient`` (``calls.call``): no HTTP here.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import tables
-from .broker_api import BROKER_URL_ENV, TOKEN_ENV, BrokerApi, seg
+from .calls import BROKER_URL_ENV, TOKEN_ENV, call
 
-Fetch = Callable[[BrokerApi, argparse.Namespace], Any]
+if TYPE_CHECKING:
+    from halfmq.client.admin import AdminClient
+
+Fetch = Callable[["AdminClient", argparse.Namespace], Any]
 
 
-def _api(args: argparse.Namespace) -> BrokerApi:
-    return BrokerApi(args.broker, args.token)
-
-
-def _cluster(api: BrokerApi, _: argparse.Namespace) -> Any:
-    """GET /v1/cluster where the broker has it (a replicated set); a single node otherwise."""
-    found = api.get_or_none("/v1/cluster")
+def _cluster(admin: AdminClient, _: argparse.Namespace) -> Any:
+    """The set's view where the broker has one (a replicated set); a single node otherwise."""
+    found = admin.describe_cluster()
     if found is not None:
         return found
-    health = api.get("/healthz")
-    return {"mode": "single node", "nodes": [{"node_id": None, "url": api.url, "role": "single node",
-                                              "log_end": health.get("commit_log_end_offset")}]}
+    health = admin.health()
+    return {"mode": "single node", "nodes": [{"node_id": None, "url": admin.answered_by, "role": "single node",
+                                              "log_end": health.commit_log_end_offset}]}
 
 
-def _group_lag(api: BrokerApi, args: argparse.Namespace) -> Any:
-    return api.get(f"/v1/consumer-groups/{seg(args.group)}")
-
-
-def _group(api: BrokerApi, args: argparse.Namespace) -> Any:
+def _group(admin: AdminClient, args: argparse.Namespace) -> Any:
     """`groups show`: the group's line of `groups list` (all groups, the broker's own too) and its per-queue state."""
-    detail = _group_lag(api, args)  # an unknown group is the broker's CONSUMER_GROUP_NOT_FOUND line
-    listed = api.get("/v1/consumer-groups", system="true")["groups"]
-    summary = next((g for g in listed if g["group"] == args.group), None)
+    detail = admin.describe_group(args.group)  # an unknown group is the broker's CONSUMER_GROUP_NOT_FOUND line
+    summary = next((g for g in admin.list_groups(system=True).groups if g.group == args.group), None)
     if summary is None:
         raise SystemExit(f"broker refused: CONSUMER_GROUP_NOT_FOUND: no consumer group {args.group!r} "
                          "(`halfmq admin groups list` names them)")
-    return {"summary": summary, **detail}
+    return {"summary": summary, **tables.builtins(detail)}
 
 
 READS: dict[tuple[str, str], tuple[Fetch, Callable[[Any], Any], list[tuple[tuple[str, ...], dict]]]] = {
-    ("transactions", "list"): (lambda api, a: api.get("/v1/transactions", state=a.state, limit=a.limit), tables.transactions,
+    ("transactions", "list"): (lambda admin, a: admin.list_transactions(a.state, a.limit), tables.transactions,
                                [(("--state",), {"default": "pending", "choices": ["pending", "committed", "rolled_back", "discarded"]}),
                                 (("--limit",), {"type": int, "default": 100})]),
-    ("transactions", "show"): (lambda api, a: api.get(f"/v1/transactions/{seg(a.id)}"), tables.transaction, [(("id",), {})]),
-    ("topics", "list"): (lambda api, a: api.get("/v1/topics"), tables.topics, []),
-    ("topics", "show"): (lambda api, a: api.get(f"/v1/topics/{seg(a.name)}"), tables.topic, [(("name",), {})]),
-    ("groups", "list"): (lambda api, a: api.get("/v1/consumer-groups"), tables.groups, []),
+    ("transactions", "show"): (lambda admin, a: admin.describe_transaction(a.id), tables.transaction, [(("id",), {})]),
+    ("topics", "list"): (lambda admin, a: admin.list_topics(), tables.topics, []),
+    ("topics", "show"): (lambda admin, a: admin.describe_topic(a.name), tables.topic, [(("name",), {})]),
+    ("groups", "list"): (lambda admin, a: admin.list_groups(), tables.groups, []),
     ("groups", "show"): (_group, tables.group, [(("group",), {})]),
-    ("groups", "lag"): (_group_lag, tables.group_lag, [(("group",), {})]),
-    ("dlq", "list"): (lambda api, a: api.get(f"/v1/consumer-groups/{seg(a.group)}/dlq", offset=a.offset, max=a.max), tables.dlq,
+    ("groups", "lag"): (lambda admin, a: admin.describe_group(a.group), tables.group_lag, [(("group",), {})]),
+    ("dlq", "list"): (lambda admin, a: admin.list_dead_letters(a.group, a.offset, a.max), tables.dlq,
                       [(("group",), {}), (("--offset",), {"type": int, "default": 0}), (("--max",), {"type": int, "default": 100})]),
-    ("producers", "list"): (lambda api, a: api.get("/v1/producers"), tables.producers, []),
+    ("producers", "list"): (lambda admin, a: admin.list_producers(), tables.producers, []),
     ("cluster", "show"): (_cluster, tables.cluster, []),
-    ("transactional-ids", "list"): (lambda api, a: api.get("/v1/transactional-ids"), tables.transactional_ids, []),
-    ("messages", "show"): (lambda api, a: api.get(f"/v1/messages/{seg(a.msg_id)}", topic=a.topic), tables.journey,
+    ("transactional-ids", "list"): (lambda admin, a: admin.list_transactional_ids(), tables.transactional_ids, []),
+    ("messages", "show"): (lambda admin, a: admin.message_journey(a.msg_id, a.topic), tables.journey,
                            [(("msg_id",), {}), (("--topic",), {"help": "the message's topic (an id on several topics needs it)"})]),
-    ("messages", "find"): (lambda api, a: api.get("/v1/messages", key=a.key, limit=a.limit, topic=a.topic), tables.found_messages,
+    ("messages", "find"): (lambda admin, a: admin.find_messages(a.key, a.limit, a.topic), tables.found_messages,
                            [(("key",), {}), (("--limit",), {"type": int, "default": 50}), (("--topic",), {"help": "only this topic's"})]),
 }
 
 ACTIONS: dict[tuple[str, str], tuple[Fetch, list[tuple[tuple[str, ...], dict]], str]] = {
-    ("transactions", "commit"): (lambda api, a: api.post(f"/v1/transactions/{seg(a.id)}/force-commit"), [(("id",), {})],
+    ("transactions", "commit"): (lambda admin, a: admin.force_commit(a.id), [(("id",), {})],
                                  "force-commit a half message: consumers get it"),
-    ("transactions", "rollback"): (lambda api, a: api.post(f"/v1/transactions/{seg(a.id)}/force-rollback"), [(("id",), {})],
+    ("transactions", "rollback"): (lambda admin, a: admin.force_rollback(a.id), [(("id",), {})],
                                    "force-rollback a half message: nobody gets it"),
-    ("transactions", "recheck"): (lambda api, a: api.post(f"/v1/transactions/{seg(a.id)}/recheck"), [(("id",), {})],
+    ("transactions", "recheck"): (lambda admin, a: admin.recheck(a.id), [(("id",), {})],
                                   "ask the producer's check endpoint again, now"),
-    ("transactions", "resend"): (lambda api, a: api.post(f"/v1/transactions/{seg(a.id)}/resend"), [(("id",), {})],
+    ("transactions", "resend"): (lambda admin, a: admin.resend(a.id), [(("id",), {})],
                                  "a discarded transaction back to pending (checked again)"),
-    ("topics", "create"): (lambda api, a: api.post("/v1/topics", {"name": a.name, "queues": a.queues}),
+    ("topics", "create"): (lambda admin, a: admin.create_topic(a.name, a.queues),
                            [(("name",), {}), (("--queues",), {"type": int})], "create a topic"),
-    ("dlq", "resend"): (lambda api, a: api.post(f"/v1/consumer-groups/{seg(a.group)}/dlq/{a.offset}/resend"),
+    ("dlq", "resend"): (lambda admin, a: admin.resend_dead_letter(a.group, a.offset),
                         [(("group",), {}), (("offset",), {"type": int})], "put a DLQ message back on its topic"),
-    ("transactional-ids", "abort"): (lambda api, a: api.post(f"/v1/transactional-ids/{seg(a.tid)}/force-abort"), [(("tid",), {})],
+    ("transactional-ids", "abort"): (lambda admin, a: admin.force_abort(a.tid), [(("tid",), {})],
                                      "abort a transactional id's open transaction"),
 }
 
@@ -96,18 +91,20 @@ NOUNS = {
 
 
 def _common(p: argparse.ArgumentParser, json_flag: bool) -> None:
-    p.add_argument("--broker", help=f"broker URL (default: ${BROKER_URL_ENV}, or http://127.0.0.1:10911)")
-    p.add_argument("--token", help=f"admin bearer token (default: ${TOKEN_ENV})")
+    p.add_argument("--broker", help=f"broker URL, or a set's node URLs comma-separated (default: ${BROKER_URL_ENV}, "
+                                    "or http://127.0.0.1:10911)")
+    p.add_argument("--token", help=f"admin bearer token (default: ${TOKEN_ENV}, else the admin.token `halfmq up` wrote "
+                                   "in ./data/auth, or beside $HALFMQ_BROKER_AUTH_FILE)")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print the broker's JSON answer instead of a table")
 
 
 def _read_command(fetch: Fetch, table: Callable[[Any], Any]) -> Callable[[argparse.Namespace], int]:
-    return lambda args: tables.emit(fetch(_api(args), args), args.json, table)
+    return lambda args: tables.emit(call(args, fetch), args.json, table)
 
 
 def _action_command(fetch: Fetch) -> Callable[[argparse.Namespace], int]:
-    return lambda args: tables.emit(fetch(_api(args), args), args.json, tables.done)
+    return lambda args: tables.emit(call(args, fetch), args.json, tables.done)
 
 
 def add_verbs(verbs: argparse._SubParsersAction) -> None:

@@ -1,9 +1,9 @@
-"""Rich tables for `halfmq admin` reads; `--json` prints the broker's answer instead.
+"""What `halfmq admin` reads show: a table per answer; `--json` prints the broker's answer instead.
 
-Tables fold long cells instead of cutting them to "…" (a pipe or a CI log is 80
-columns wide and a cut topic name is useless), and times are said the way a person
-reads them ("3 s ago"); `--json` keeps the broker's epoch-ms fields and adds an ISO
-8601 twin of each (``*_at``) for scripts that want a date.
+A listing fits the terminal whatever its width (``layout.Rows``: a table with every word
+whole, else a block per row), never a cell cut to "…"; times are said the way a person
+reads them ("3 s ago"); `--json` keeps the broker's epoch-ms fields and adds an ISO 8601
+twin of each (``*_at``) for scripts that want a date.
 """
 
 from __future__ import annotations
@@ -12,9 +12,18 @@ import datetime
 import json
 from typing import Any
 
+import msgspec
+
 from halfmq.human_time import due, duration, when
 
-__all__ = ["due", "duration", "emit", "when", "with_iso_times"]
+from .layout import Rows
+
+__all__ = ["builtins", "due", "duration", "emit", "when", "with_iso_times"]
+
+
+def builtins(answer: Any) -> Any:
+    """An answer (``halfmq.wire`` structs, or dicts and lists holding them) as the JSON it was: dicts, lists, strings, numbers."""
+    return msgspec.to_builtins(answer)
 
 
 def with_iso_times(data: Any) -> Any:
@@ -31,7 +40,8 @@ def with_iso_times(data: Any) -> Any:
     return out
 
 
-def emit(data: Any, as_json: bool, table: Any) -> int:
+def emit(answer: Any, as_json: bool, table: Any) -> int:
+    data = builtins(answer)
     if as_json:
         print(json.dumps(with_iso_times(data), indent=2, sort_keys=True))
         return 0
@@ -41,14 +51,23 @@ def emit(data: Any, as_json: bool, table: Any) -> int:
     return 0
 
 
-def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Any:
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _table(title: str, columns: list[str], rows: list[list[Any]]) -> Rows:
+    return Rows(title, columns, [[_cell(v) for v in r] for r in rows])
+
+
+def _fields(title: str, rows: list[list[Any]]) -> Any:
+    """One thing's fields, a field per row: always a table (its values wrap at spaces, fold only a word wider than the width)."""
     from rich.table import Table
 
     t = Table(title=title)
-    for i, c in enumerate(columns):
-        t.add_column(c, no_wrap=i == 0, overflow="fold")  # an id is copied whole; the rest fold, never "…"
+    t.add_column("field", no_wrap=True)
+    t.add_column("value", overflow="fold")
     for r in rows:
-        t.add_row(*("-" if v is None else str(v) for v in r))
+        t.add_row(*(_cell(v) for v in r))
     return t
 
 
@@ -65,7 +84,7 @@ def transaction(t: dict) -> Any:
     rows += [["last check", when(t.get("last_check_timestamp"))],
              ["next check", due(t.get("next_check_timestamp")) if t.get("state") == "pending" else "-"],
              ["topic", t["message"]["topic"]], ["msg_id", t["message"]["msg_id"]], ["body", t["message"]["body"][:200]]]
-    return _table("transaction", ["field", "value"], rows)
+    return _fields("transaction", rows)
 
 
 def topics(data: dict) -> Any:
@@ -80,7 +99,7 @@ def topic(t: dict) -> Any:
 
 def groups(data: dict) -> Any:
     return _table("consumer groups", ["group", "topics", "lag", "in flight", "retrying", "dlq depth"],
-                  [[g["group"], ",".join(g["topics"]), g["lag"], g["in_flight"], g["retrying"], g["dlq_depth"]] for g in data["groups"]])
+                  [[g["group"], ", ".join(g["topics"]), g["lag"], g["in_flight"], g["retrying"], g["dlq_depth"]] for g in data["groups"]])
 
 
 def group(data: dict) -> Any:
@@ -161,7 +180,7 @@ def _yes_no(value: bool | None) -> str | None:
 
 
 def done(data: dict) -> Any:
-    return _table("done", ["field", "value"], [[k, v if not isinstance(v, dict | list) else json.dumps(v)[:80]] for k, v in data.items()])
+    return _fields("done", [[k, v if not isinstance(v, dict | list) else json.dumps(v)[:80]] for k, v in data.items()])
 
 
 def journey(data: dict) -> Any:

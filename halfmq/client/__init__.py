@@ -13,6 +13,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --strict (no_implicit_reexport)
+    from halfmq.client.admin import AdminClient as AdminClient
+    from halfmq.client.admin import AsyncAdminClient as AsyncAdminClient
     from halfmq.client.async_transaction_producer import AsyncTransactionProducer as AsyncTransactionProducer
     from halfmq.client.check_app import CheckApp as CheckApp
     from halfmq.client.consumer import AsyncConsumer as AsyncConsumer
@@ -55,6 +57,7 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.wire import TxnSendResult as TxnSendResult
 
 _HOMES = {name: module for module, names in {  # the public names at run time, by the module that defines them
+    "halfmq.client.admin": "AdminClient AsyncAdminClient",
     "halfmq.client.async_transaction_producer": "AsyncTransactionProducer",
     "halfmq.client.check_app": "CheckApp",
     "halfmq.client.consumer": "AsyncConsumer Consumer",

@@ -17,7 +17,11 @@ from halfmq.wire import (
     MAX_NACK_REASON,
     ClusterView,
     ConsumerGroupInfo,
+    DeadLetters,
+    DlqResent,
+    GroupList,
     HalfSendResult,
+    Health,
     Message,
     MessageJourney,
     MessageSearch,
@@ -25,6 +29,7 @@ from halfmq.wire import (
     OffsetReadResponse,
     OutgoingMessage,
     ProducerIdResult,
+    ProducerList,
     ReceiveRequest,
     ReceiveResponse,
     SendResponse,
@@ -33,6 +38,9 @@ from halfmq.wire import (
     SettleResult,
     TopicInfo,
     TopicList,
+    TransactionalIdList,
+    TransactionList,
+    TransactionView,
     TxnAcksResult,
     TxnBeginResult,
     TxnEndResult,
@@ -44,13 +52,16 @@ from halfmq.wire import (
 )
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 HALF_BATCH_PATH = "/v1/transaction-batches/half"
 END_BATCH_PATH = "/v1/transaction-batches/end"
 
-__all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "Call", "cluster_view", "consumer_group", "create_topic", "end_transaction", "find_messages",
-           "get_transaction", "half_send", "health", "list_topics", "list_transactions", "message_journey", "new_producer_id", "producer_heartbeat",
-           "read", "receive", "send", "settle", "txn_abort", "txn_acks", "txn_begin", "txn_commit", "txn_init", "txn_messages"]
+__all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "OPERATOR_VERBS", "Call", "cluster_view", "consumer_group", "create_topic", "dead_letters",
+           "end_transaction", "find_messages", "force_abort", "get_topic", "get_transaction", "group_list", "half_send", "health", "health_report",
+           "list_topics", "list_transactions", "message_journey", "message_search", "new_producer_id", "operate_transaction", "producer_heartbeat",
+           "producer_list", "read", "receive", "resend_dead_letter", "send", "settle", "topic_list", "transaction", "transaction_list",
+           "transactional_id_list", "txn_abort", "txn_acks", "txn_begin", "txn_commit", "txn_init", "txn_messages"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +79,11 @@ class Call(Generic[T]):
     params: dict[str, Any] | None = None
     timeout: float | None = None
     batch: tuple[str, dict[str, Any]] | None = None
+
+
+def _reading(call: Call[Any], parse: Callable[[Any], U]) -> Call[U]:
+    """``call`` with another reading of its answer: one route, its path written once, read as a client wants it."""
+    return Call(call.method, call.path, parse, call.body, call.params, call.timeout, call.batch)
 
 
 def _as(shape: type[T]) -> Callable[[Any], T]:
@@ -88,11 +104,17 @@ def _group_topic_path(group: str, topic: str, action: str) -> str:
     return f"/v1/consumer-groups/{_seg(group)}/topics/{_seg(topic)}/{action}"
 
 
+def health_report() -> Call[Health]:
+    return Call("GET", "/healthz", parse=_as(Health))
+
+
 def health() -> Call[Any]:
-    return Call("GET", "/healthz", parse=lambda data: data)
+    """``health_report`` as the broker wrote it (a probe's answer, fields this SDK does not know included)."""
+    return _reading(health_report(), lambda data: data)
 
 
-def cluster_view(timeout: float) -> Call[ClusterView]:
+def cluster_view(timeout: float | None = None) -> Call[ClusterView]:
+    """A broker set's view from the node asked (a single broker has no such route: ``RouteNotFound``)."""
     return Call("GET", "/v1/cluster", _as(ClusterView), timeout=timeout)
 
 
@@ -101,8 +123,12 @@ def create_topic(name: str, queues: int | None) -> Call[TopicInfo]:
     return Call("POST", "/v1/topics", parse=_as(TopicInfo), body=body)
 
 
+def topic_list() -> Call[TopicList]:
+    return Call("GET", "/v1/topics", parse=_as(TopicList))
+
+
 def list_topics() -> Call[list[TopicInfo]]:
-    return Call("GET", "/v1/topics", parse=lambda data: decode(data, TopicList).topics)
+    return _reading(topic_list(), lambda data: decode(data, TopicList).topics)
 
 
 def get_topic(name: str) -> Call[TopicInfo]:
@@ -142,11 +168,15 @@ def settle(group: str, topic: str, action: Literal["ack", "nack"], handles: Sequ
 
 
 # Where is my message (GET /v1/messages): the routes are the leader's; the transport follows it.
-def find_messages(key: str, since_ms: int, limit: int, topic: str | None = None) -> Call[list[MessageSummary]]:
+def message_search(key: str, since_ms: int, limit: int, topic: str | None = None) -> Call[MessageSearch]:
     params: dict[str, Any] = {"key": key, "since": since_ms, "limit": limit}
     if topic is not None:
         params["topic"] = topic
-    return Call("GET", "/v1/messages", parse=lambda data: decode(data, MessageSearch).messages, params=params)
+    return Call("GET", "/v1/messages", parse=_as(MessageSearch), params=params)
+
+
+def find_messages(key: str, since_ms: int, limit: int, topic: str | None = None) -> Call[list[MessageSummary]]:
+    return _reading(message_search(key, since_ms, limit, topic), lambda data: decode(data, MessageSearch).messages)
 
 
 def message_journey(msg_id: str, topic: str | None = None) -> Call[MessageJourney]:
@@ -180,8 +210,17 @@ def end_transaction(transaction_id: str, group: str, state: str, *, from_check: 
                 body={"producer_group": group, "state": state, "from_check": from_check}, batch=(END_BATCH_PATH, {"transaction_id": transaction_id}))
 
 
+def transaction(transaction_id: str) -> Call[TransactionView]:
+    return Call("GET", f"/v1/transactions/{_seg(transaction_id)}", parse=_as(TransactionView))
+
+
 def get_transaction(transaction_id: str) -> Call[dict[str, Any]]:
-    return Call("GET", f"/v1/transactions/{_seg(transaction_id)}", parse=_transaction_view)
+    """``transaction`` for the transaction producer, which answers the view as a dict (``_transaction_view``)."""
+    return _reading(transaction(transaction_id), _transaction_view)
+
+
+def transaction_list(state: str, limit: int) -> Call[TransactionList]:
+    return Call("GET", "/v1/transactions", parse=_as(TransactionList), params={"state": state, "limit": limit})
 
 
 def list_transactions(state: str, limit: int) -> Call[list[dict[str, Any]]]:
@@ -190,12 +229,51 @@ def list_transactions(state: str, limit: int) -> Call[list[dict[str, Any]]]:
             raise BrokerError(f"response is not a transaction list: {str(data)[:200]}")
         return [_transaction_view(item) for item in data["transactions"]]
 
-    return Call("GET", "/v1/transactions", parse=parse, params={"state": state, "limit": limit})
+    return _reading(transaction_list(state, limit), parse)
 
 
 def producer_heartbeat(group: str, client_id: str, check_url: str | None, *, timeout: float | None = None) -> Call[Any]:
     return Call("POST", "/v1/producers/heartbeat", parse=lambda data: data,
                 body={"producer_group": group, "client_id": client_id, "check_url": check_url}, timeout=timeout)
+
+
+# The operators' calls (``admin.AsyncAdminClient``, `halfmq admin`): each answers its route's wire struct whole, as
+# /openapi.json documents it. A set's follower serves the reads its router marks ``on_follower`` (topics, dead letters,
+# the cluster view, health); the transport follows a 421 to the leader for the rest.
+OperatorVerb = Literal["force-commit", "force-rollback", "recheck", "resend"]
+OPERATOR_VERBS: tuple[OperatorVerb, ...] = ("force-commit", "force-rollback", "recheck", "resend")
+
+
+def operate_transaction(transaction_id: str, verb: OperatorVerb) -> Call[TransactionView]:
+    """An operator's action on a half message (commit or roll back now, check back now, deliver a discarded one again)."""
+    if verb not in OPERATOR_VERBS:
+        raise ValueError(f"verb must be one of {OPERATOR_VERBS}, not {verb!r}")
+    return Call("POST", f"/v1/transactions/{_seg(transaction_id)}/{verb}", parse=_as(TransactionView))
+
+
+def group_list(system: bool = False) -> Call[GroupList]:
+    """Every consumer group; ``system``: the broker's own bookkeeping readers too."""
+    return Call("GET", "/v1/consumer-groups", parse=_as(GroupList), params={"system": "true"} if system else None)
+
+
+def dead_letters(group: str, offset: int, max_messages: int) -> Call[DeadLetters]:
+    return Call("GET", f"/v1/consumer-groups/{_seg(group)}/dlq", parse=_as(DeadLetters), params={"offset": offset, "max": max_messages})
+
+
+def resend_dead_letter(group: str, offset: int) -> Call[DlqResent]:
+    return Call("POST", f"/v1/consumer-groups/{_seg(group)}/dlq/{_seg(offset)}/resend", parse=_as(DlqResent))
+
+
+def producer_list() -> Call[ProducerList]:
+    return Call("GET", "/v1/producers", parse=_as(ProducerList))
+
+
+def transactional_id_list() -> Call[TransactionalIdList]:
+    return Call("GET", "/v1/transactional-ids", parse=_as(TransactionalIdList))
+
+
+def force_abort(transactional_id: str) -> Call[TxnEndResult]:
+    return Call("POST", f"/v1/transactional-ids/{_seg(transactional_id)}/force-abort", parse=_as(TxnEndResult))
 
 
 # Producer transactions (DESIGN section 11): every request of one instance carries its producer id and epoch.

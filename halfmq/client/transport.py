@@ -232,6 +232,7 @@ class AsyncTransport:
         self._timeout = timeout
         self._probed_at = float("-inf")  # the last probe of who leads (``_led_elsewhere``)
         self._sleep = sleep  # the waits between a set's nodes and between probes (a test gives one it ends by hand)
+        self.answered_by: str | None = None  # the node that answered the latest call (``call``)
         self._connections = min(pool_size * connections_per_client, max_in_flight)
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self._session: aiohttp.ClientSession | None = None
@@ -251,20 +252,33 @@ class AsyncTransport:
                                                   timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers)
         return self._session
 
+    @property
+    def urls(self) -> list[str]:
+        """The broker URLs this transport was given (a set's nodes, or one broker)."""
+        return list(self._urls.urls)
+
     async def call(self, call: Call[T]) -> T:
-        """``call`` on the node believed to lead; on another after a failure, as ``broker_urls.Route`` decides."""
+        """``call`` on the node believed to lead; on another after a failure, as ``broker_urls.Route`` decides.
+
+        ``answered_by`` is then the URL of the node whose answer (or refusal) this was: an operator's tool says which node spoke.
+        """
         route = self._urls.route()
         attempt = route.first()
         while True:
             if attempt.wait:
                 await self._sleep(attempt.wait)
             try:
-                return await self._answer_or_leave(call, attempt.url)
+                answer = await self._answer_or_leave(call, attempt.url)
             except BrokerError as exc:
                 following = route.after(exc, attempt.url)
                 if following is None:
+                    if not isinstance(exc, BrokerUnavailable):  # a refusal is an answer too
+                        self.answered_by = attempt.url
                     raise
                 attempt = following
+                continue
+            self.answered_by = attempt.url
+            return answer
 
     async def _answer_or_leave(self, call: Call[T], base: str) -> T:
         """``_call_once``, given up as unanswered if another node of the set answers as its leader while it waits."""

@@ -82,3 +82,30 @@ def test_a_dlq_page_says_which_of_how_many_where_the_next_page_starts_and_when_e
     last = _text(tables.dlq(_dlq(120, range(100, 120))), width=160)
     assert "20 of 120" in last and "next page" not in last
     assert "none here, 0 in all" in _text(tables.dlq(_dlq(0, range(0))))
+
+
+def _long_named(now_ms: int) -> list[tuple[object, list[str]]]:
+    """Listings with the names a real deployment has, and the names each must show whole."""
+    producers = {"groups": [{"producer_group": "order_service_producer_group_eu_west", "producers": [
+        {"client_id": "orders-7f9c2e1a-4b3d-4e5f", "check_url": "http://orders.eu-west.internal:8001/check",
+         "last_heartbeat_timestamp": now_ms}]}]}
+    groups = {"groups": [{"group": "payments_settlement_consumer_group", "topics": ["ORDER_PAYMENT_CAPTURED", "ORDER_PAYMENT_REFUNDED"],
+                          "lag": 12, "in_flight": 3, "retrying": 1, "dlq_depth": 0}]}
+    return [(tables.producers(producers), ["producer group", "order_service_producer_group_eu_west", "orders-7f9c2e1a-4b3d-4e5f",
+                                           "http://orders.eu-west.internal:8001/check", "last heartbeat"]),
+            (tables.groups(groups), ["payments_settlement_consumer_group", "ORDER_PAYMENT_CAPTURED", "ORDER_PAYMENT_REFUNDED", "dlq depth"])]
+
+
+def test_long_names_at_80_columns_are_whole_on_one_line_never_folded_into_stubs() -> None:
+    for listing, names in _long_named(int(time.time() * 1000)):
+        text = _text(listing)
+        lines = text.splitlines()
+        assert max(len(line) for line in lines) <= 80
+        for name in names:  # each on one line, whole (folded into `prod/ucer/grou/p` it is on none)
+            assert any(name in line for line in lines), f"{name!r} is not whole in:\n{text}"
+
+
+def test_a_listing_that_fits_stays_a_table_with_one_line_per_row() -> None:
+    text = _text(tables.topics({"topics": [{"name": "ORDERS", "queues": [{"queue_id": 0, "min_offset": 0, "max_offset": 5}]},
+                                           {"name": "PAYMENTS", "queues": []}]}))
+    assert [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")] == ["ORDERS", "PAYMENTS"]

@@ -1,0 +1,213 @@
+"""The operators' client: what `halfmq admin` does, from Python (Kafka's ``AdminClient``, RocketMQ's ``mqadmin``).
+
+Why in the SDK: an operator's tool is a client of the broker like any other, and the SDK's transport
+already knows a broker set (issue 43). Built on it, the operator's calls follow ``$HALFMQ_URL``'s list
+of nodes and the leader's 421 hints as sends do (``broker_urls``): a read a follower serves (topics,
+dead letters, the set's view, health) is answered by the first node that can, a write or any other read
+by the leader, during an election after it. ``answered_by`` says which node spoke. The calls are data
+(``endpoints``); each returns its route's answer whole, as the ``halfmq.wire`` struct /openapi.json
+names; every failure is one of ``halfmq.errors`` (``transport``).
+
+Retries: a read is repeated on any retriable failure; an action (a forced commit, a resend) only when
+the broker certainly did not get it (``transport.request_not_sent``), so an operator's click is never
+done twice behind their back.
+
+``AsyncAdminClient`` is the implementation; ``AdminClient`` runs it on the SDK's loop thread (``loop_thread``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TypeVar, Unpack
+
+from halfmq.errors import RouteNotFound
+from halfmq.wire import (
+    ClusterView,
+    ConsumerGroupInfo,
+    DeadLetters,
+    DlqResent,
+    GroupList,
+    Health,
+    MessageJourney,
+    MessageSearch,
+    ProducerList,
+    TopicInfo,
+    TopicList,
+    TransactionalIdList,
+    TransactionList,
+    TransactionState,
+    TransactionView,
+    TxnEndResult,
+)
+
+from . import endpoints
+from .endpoints import Call, OperatorVerb
+from .loop_thread import Blocking, blocking, close_at_exit
+from .messages import epoch_ms
+from .retry import async_retrying
+from .transport import AsyncClient, TransportOptions, request_not_sent
+
+__all__ = ["AdminClient", "AsyncAdminClient"]
+
+T = TypeVar("T")
+
+
+class AsyncAdminClient(AsyncClient):
+    """The operators' calls, with asyncio: transactions, topics, consumer groups, dead letters, producers, the set.
+
+    ``base_url``: one broker or a set's nodes, comma-separated (None: ``$HALFMQ_URL``); the token needs ``admin``
+    (``describe`` for the reads). The other options are ``AsyncClient``'s (``timeout``, ``retries``, ``token``, ``verify``).
+    """
+
+    def __init__(self, base_url: str | None = None, **options: Unpack[TransportOptions]) -> None:
+        options.setdefault("pool_size", 1)  # an operator's calls come a few at a time
+        options.setdefault("max_in_flight", 16)
+        super().__init__(base_url, **options)
+
+    @property
+    def urls(self) -> list[str]:
+        """The broker URLs given (a set's nodes, or one broker)."""
+        return self._transport.urls
+
+    @property
+    def answered_by(self) -> str | None:
+        """The URL of the node that answered (or refused) the latest call; None before any answer."""
+        return self._transport.answered_by
+
+    async def _act(self, call: Call[T]) -> T:
+        """An action, repeated only when it never reached a broker (it may have been done otherwise)."""
+        result: T = await async_retrying(self._retries, retry_on=request_not_sent)(self._transport.call, call)
+        return result
+
+    # --- half messages (RocketMQ's transactions) -------------------------------------------------------------------
+    async def list_transactions(self, state: TransactionState | str = TransactionState.PENDING, limit: int = 100) -> TransactionList:
+        """The transactions in ``state``, oldest first, at most ``limit``; ``count`` is how many there are in all."""
+        return await self._call(endpoints.transaction_list(TransactionState(state).value, limit))
+
+    async def describe_transaction(self, transaction_id: str) -> TransactionView:
+        """One transaction: its state, age, check-backs and their last answer, its message (``TransactionNotFound``)."""
+        return await self._call(endpoints.transaction(transaction_id))
+
+    async def force_commit(self, transaction_id: str) -> TransactionView:
+        """Commit a pending half message now: its consumers get it."""
+        return await self._operate(transaction_id, "force-commit")
+
+    async def force_rollback(self, transaction_id: str) -> TransactionView:
+        """Roll a pending half message back now: nobody gets it."""
+        return await self._operate(transaction_id, "force-rollback")
+
+    async def recheck(self, transaction_id: str) -> TransactionView:
+        """Ask the producer's check endpoint about a pending transaction now (the broker answers before the check ends)."""
+        return await self._operate(transaction_id, "recheck")
+
+    async def resend(self, transaction_id: str) -> TransactionView:
+        """A discarded transaction (its checks ran out) back to pending, checked again at once."""
+        return await self._operate(transaction_id, "resend")
+
+    async def _operate(self, transaction_id: str, verb: OperatorVerb) -> TransactionView:
+        return await self._act(endpoints.operate_transaction(transaction_id, verb))
+
+    # --- topics ------------------------------------------------------------------------------------------------------
+    async def list_topics(self) -> TopicList:
+        """Every topic the token may see, with its queues' offsets (a follower answers it)."""
+        return await self._call(endpoints.topic_list())
+
+    async def describe_topic(self, name: str) -> TopicInfo:
+        """One topic's queues and their offsets (``TopicNotFound``; a follower answers it)."""
+        return await self._call(endpoints.get_topic(name))
+
+    async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
+        """Create a topic with ``queues`` queues (the broker's default if None); the same again is answered as it is."""
+        return await self._act(endpoints.create_topic(name, queues))
+
+    # --- consumer groups and their dead letters ---------------------------------------------------------------------
+    async def list_groups(self, system: bool = False) -> GroupList:
+        """Every consumer group with its lag, in-flight deliveries, retries and DLQ depth (``system``: the broker's own too)."""
+        return await self._call(endpoints.group_list(system))
+
+    async def describe_group(self, group: str) -> ConsumerGroupInfo:
+        """A group's committed offset, lag and in-flight deliveries per topic and queue (``ConsumerGroupNotFound``)."""
+        return await self._call(endpoints.consumer_group(group))
+
+    async def list_dead_letters(self, group: str, offset: int = 0, max_messages: int = 100) -> DeadLetters:
+        """A page of ``group``'s dead letters from ``offset`` (``page`` says where the next one starts; a follower answers it)."""
+        return await self._call(endpoints.dead_letters(group, offset, max_messages))
+
+    async def resend_dead_letter(self, group: str, offset: int) -> DlqResent:
+        """Put the dead letter at ``offset`` back on its topic and queue: ``group`` gets it again."""
+        return await self._act(endpoints.resend_dead_letter(group, offset))
+
+    # --- producers -----------------------------------------------------------------------------------------------------
+    async def list_producers(self) -> ProducerList:
+        """The producers that sent a heartbeat, per producer group, with their check URLs."""
+        return await self._call(endpoints.producer_list())
+
+    async def list_transactional_ids(self) -> TransactionalIdList:
+        """Kafka-style transactional ids: producer id, epoch, the open transaction and its age."""
+        return await self._call(endpoints.transactional_id_list())
+
+    async def force_abort(self, transactional_id: str) -> TxnEndResult:
+        """Abort a transactional id's open transaction now (its producer is fenced off it)."""
+        return await self._act(endpoints.force_abort(transactional_id))
+
+    # --- where is my message -------------------------------------------------------------------------------------------
+    async def message_journey(self, msg_id: str, topic: str | None = None) -> MessageJourney:
+        """What the broker's log says happened to ``msg_id`` (``MessageNotFound``, ``AmbiguousMessageId``: name the topic)."""
+        return await self._call(endpoints.message_journey(msg_id, topic))
+
+    async def find_messages(self, key: str, limit: int = 50, topic: str | None = None, since: datetime | float | None = None) -> MessageSearch:
+        """The messages sent with ``key`` (a key, or their id), newest first; ``since``: stored since then."""
+        return await self._call(endpoints.message_search(key, epoch_ms(since, "since") or 0, limit, topic))
+
+    # --- the broker set ------------------------------------------------------------------------------------------------
+    async def describe_cluster(self) -> ClusterView | None:
+        """The set as the answering node sees it (``answered_by``): term, leader, each node's offsets and lag; None from
+        a single broker, which has no set to describe."""
+        try:
+            return await self._call(endpoints.cluster_view())
+        except RouteNotFound:
+            return None
+
+    async def health(self) -> Health:
+        """The answering node's health and its store's offsets (no token needed)."""
+        return await self._call(endpoints.health_report())
+
+
+class AdminClient(Blocking[AsyncAdminClient]):
+    """``AsyncAdminClient`` for blocking code (`halfmq admin` is one)."""
+
+    def __init__(self, base_url: str | None = None, **options: Unpack[TransportOptions]) -> None:
+        """``AsyncAdminClient``'s options (``timeout``, ``retries``, ``token`` …)."""
+        self._async = AsyncAdminClient(base_url, **options)
+        close_at_exit(self, self._async)
+
+    @property
+    def urls(self) -> list[str]:
+        """The broker URLs given (a set's nodes, or one broker)."""
+        return self._async.urls
+
+    @property
+    def answered_by(self) -> str | None:
+        """The URL of the node that answered (or refused) the latest call; None before any answer."""
+        return self._async.answered_by
+
+    list_transactions = blocking(AsyncAdminClient.list_transactions)
+    describe_transaction = blocking(AsyncAdminClient.describe_transaction)
+    force_commit = blocking(AsyncAdminClient.force_commit)
+    force_rollback = blocking(AsyncAdminClient.force_rollback)
+    recheck = blocking(AsyncAdminClient.recheck)
+    resend = blocking(AsyncAdminClient.resend)
+    list_topics = blocking(AsyncAdminClient.list_topics)
+    describe_topic = blocking(AsyncAdminClient.describe_topic)
+    create_topic = blocking(AsyncAdminClient.create_topic)
+    list_groups = blocking(AsyncAdminClient.list_groups)
+    describe_group = blocking(AsyncAdminClient.describe_group)
+    list_dead_letters = blocking(AsyncAdminClient.list_dead_letters)
+    resend_dead_letter = blocking(AsyncAdminClient.resend_dead_letter)
+    list_producers = blocking(AsyncAdminClient.list_producers)
+    list_transactional_ids = blocking(AsyncAdminClient.list_transactional_ids)
+    force_abort = blocking(AsyncAdminClient.force_abort)
+    message_journey = blocking(AsyncAdminClient.message_journey)
+    find_messages = blocking(AsyncAdminClient.find_messages)
+    describe_cluster = blocking(AsyncAdminClient.describe_cluster)
+    health = blocking(AsyncAdminClient.health)
