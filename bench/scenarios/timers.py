@@ -1,4 +1,4 @@
-"""`timers`: timed messages with 1,000,000 pending (docs/message-types-plan.md T4).
+"""`timers`: timed messages with 1,000,000 pending (docs/history/message-types-plan.md T4).
 
 One broker gets ``timers`` timed messages (1,000,000; --quick 50,000) due uniformly over 24 h (from 10 minutes on), sent over
 HTTP in batches of 100, 64 requests in flight. Its RSS is read once the index holds them all. Then

@@ -7,7 +7,7 @@ in one call; ``parse_json_body`` (the routes FastAPI served until issue 31)
 answers as FastAPI did: an empty body is a missing body, bytes that are not JSON
 are "JSON decode error". Both parse with pydantic's parser, not Python's
 ``json``, which takes lone surrogates that UTF-8 can neither store nor echo.
-Making them one is docs/router-plan.md's step 4.
+Making them one is docs/history/router-plan.md's step 4.
 """
 
 from __future__ import annotations

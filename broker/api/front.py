@@ -52,7 +52,7 @@ def _raw_headers(error: BrokerError) -> list[tuple[bytes, bytes]]:
 
 class Reply:
     """An answer, rendered once by the front: a ``halfmq.wire`` struct with msgspec, a dict with orjson (the answers
-    not yet spelled as structs, docs/router-plan.md), or ``bytes`` as they are; the route's media type.
+    not yet spelled as structs, docs/history/router-plan.md), or ``bytes`` as they are; the route's media type.
 
     ``headers`` are extra ones, as ASGI wants them (a replication fetch's term, log end, history...).
     """

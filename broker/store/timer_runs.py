@@ -1,6 +1,6 @@
 """Sorted runs of (due ms, queue offset) pairs on disk: immutable files, written whole or not at all.
 
-The store's part of the timer index (docs/message-types-plan.md T2): a run is written once (temp file, fsync,
+The store's part of the timer index (docs/history/message-types-plan.md T2): a run is written once (temp file, fsync,
 rename, directory fsync: ``atomic_file.write_whole``) and then only read, 64 KiB at a time, through a cursor
 whose position the index keeps. No domain here: a run knows pairs of integers, not what they mean.
 

@@ -1,6 +1,6 @@
 """An order checker for FIFO message groups: a history of what producers and consumers saw, and a pure check.
 
-Invariant O (docs/message-types-plan.md): within one consumer group, a message of message group *g* is handed out
+Invariant O (docs/history/message-types-plan.md): within one consumer group, a message of message group *g* is handed out
 only when every earlier message of *g* is settled (its ack answered, or moved to the DLQ). The history holds, in real
 time order, events ``(consumer group, message group, seq, kind)``; seq is the message's place in its group's send
 order. ``check`` counts:
