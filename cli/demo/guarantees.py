@@ -1,4 +1,4 @@
-"""The guarantees of DESIGN section 1, checked on what the demo observed. Pure functions."""
+"""The guarantees of docs/design.md section 1 ("The story"), checked on what the demo observed. Pure functions."""
 
 from __future__ import annotations
 
@@ -11,6 +11,30 @@ from halfmq.services.order_events import OrderEvent
 # One message about an order: (order id, kind: "order" or "refund"), as the order service sent it on
 # ORDER_TOPIC and as the credit service applied it.
 Entry = tuple[str, str]
+
+
+TITLE = "guarantees (docs/design.md, section 1)"
+
+# How the driver names each placement's outcome (cli/demo/driver.py), and whether the order it placed committed.
+COMMITTED_OUTCOMES = {
+    "committed": "committed at once",
+    "pending check-back": "committed by a check-back (their end was dropped)",
+    "crashed (recovered by restart + check-back)": "committed before the service crashed (a check-back sent them)",
+}
+
+
+def committed_sum(outcomes: dict[str, int], committed_orders: int) -> str:
+    """The one line joining the placements to the ledger's committed orders: which outcomes add up to them, which are
+    not orders at all, and how many are unaccounted for when the sum does not hold."""
+    parts = [f"{outcomes[name]} {meaning}" for name, meaning in COMMITTED_OUTCOMES.items() if outcomes.get(name)]
+    line = f"{committed_orders} committed orders = " + (" + ".join(parts) if parts else "0")
+    others = [f"{n} {name}" for name, n in sorted(outcomes.items()) if name not in COMMITTED_OUTCOMES and n]
+    if others:
+        line += f"; not orders: {', '.join(others)}"
+    placed = sum(outcomes.get(name, 0) for name in COMMITTED_OUTCOMES)
+    if placed != committed_orders:
+        line += f"; {abs(committed_orders - placed)} {'more' if committed_orders > placed else 'fewer'} in the order database than placed"
+    return line
 
 
 @dataclass(frozen=True)
