@@ -245,11 +245,12 @@ def _drive(args: argparse.Namespace, topology: Topology, own: OwnStack | None, c
 def _payment_checks(driver: DemoDriver, orders: dict[str, tuple[str, Decimal]], timeout: float,
                     refunded: frozenset[str]) -> list[Check]:
     """The payment-due rows, once every order's payment has fallen due (none when it falls due past ``timeout``)."""
-    rows = wait_payments_due(driver, orders, timeout=timeout)
+    released: dict[str, int] = {}
+    rows = wait_payments_due(driver, orders, timeout=timeout, released=released)
     if rows is None:
         return []
     p = driver.payments
-    return check_payments(PaymentsObserved(rows, p.paid, p.refused, p.unknown, refunded))
+    return check_payments(PaymentsObserved(rows, p.paid, p.refused, p.unknown, refunded, released))
 
 
 def _this_runs(reconciliation: dict, spark_users: dict[str, int] | None, mine: set[str],

@@ -123,3 +123,19 @@ def test_the_guarantees_are_titled_after_a_file_the_repository_has_and_its_secti
     path, section = TITLE.removeprefix("guarantees (").removesuffix(")").split(", section ")
     design = (ROOT / path).read_text()
     assert f"\n## {section}. " in design and "Guarantees the whole system gives" in design
+
+
+def detail(rows: dict[str, tuple[str, int | None, int | None]], released: dict[str, int]) -> str:
+    [early, _] = check_payments(PaymentsObserved(rows, set(rows), set(), set(), frozenset(), released))
+    return early.detail
+
+
+def test_the_lateness_is_split_into_the_brokers_release_and_the_consumers_turn() -> None:
+    rows = {"o1": ("paid", 10_000, 10_500), "o2": ("paid", 10_000, 42_000), "o3": ("paid", 10_000, 20_000)}
+    released = {"o1": 10_020, "o2": 10_040, "o3": 10_030}
+    assert detail(rows, released) == ("3/3 payment-due messages arrived, 0 before due; the broker released them p50 30 ms, max 40 ms"
+                                      " after due, the order service's consumer took them p50 10.0 s, max 32.0 s after that")
+
+
+def test_without_the_release_times_the_lateness_is_the_sum() -> None:
+    assert detail({"o1": ("paid", 10_000, 10_500)}, {}).endswith("; arrived after due p50 500 ms, max 500 ms")
