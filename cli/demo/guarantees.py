@@ -195,7 +195,9 @@ def lateness(p: PaymentsObserved) -> str:
     """How late the payment-due messages arrived, split where it was spent: the broker's timer (released - due) and
     the order service's consumer (seen - released: a burst of payments falling due together waits its turn in the
     consumer's receive batches, a few handled at a time, beside the service's other work). Without release times,
-    the sum."""
+    the sum. In the demo the broker releases within milliseconds; the seconds are the order service's: the demo
+    crashes it twice (crash after commit) and kill -9s the broker, so messages due while it restarts wait for it,
+    and those its dying process had received wait out their invisible time (30 s) before they come again."""
     arrived = [(oid, due, seen) for oid, (_, due, seen) in p.rows.items() if due is not None and seen is not None]
     if not arrived:
         return ""
