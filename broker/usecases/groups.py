@@ -7,6 +7,7 @@ Thin: the DLQ logic is halfmq.broker.delivery.dead_letters. Listings need
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.messages.view import message_view
@@ -23,14 +24,14 @@ from .views import Views, dlq_page
 Put = Callable[[list[PutItem]], tuple[list[PutResult], int]]  # one atomic write group (``MessageStore.put``)
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class ManageGroups:
-    def __init__(self, access: Access, deliveries: GroupProgress, store: StoreReads, put: Put, views: Views, durable: Durable) -> None:
-        self.access = access
-        self.deliveries = deliveries
-        self.store = store
-        self.put = put
-        self.views = views
-        self.durable = durable
+    access: Access
+    deliveries: GroupProgress
+    store: StoreReads
+    put: Put
+    views: Views
+    durable: Durable
 
     def describe(self, who: Principal, scope: Scope, group: str) -> ConsumerGroupInfo:
         self.access.authorize(who, Action.DESCRIBE, Resource.group(group), scope)
