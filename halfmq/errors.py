@@ -175,6 +175,18 @@ class ConsumerGroupNotFound(BrokerError):
     code, status, title = "CONSUMER_GROUP_NOT_FOUND", 404, "Consumer group not found"
 
 
+class GroupHasInFlight(BrokerError):
+    """An offset reset (or a group's deletion) would drop deliveries a consumer still holds: refused unless forced."""
+
+    code, status, title = "GROUP_HAS_DELIVERIES_IN_FLIGHT", 409, "The consumer group has deliveries in flight"
+
+
+class InvalidOffsetReset(BrokerError):
+    """An offset reset that names no target it can be planned from (a missing timestamp, a queue the topic lacks)."""
+
+    code, status, title = "INVALID_OFFSET_RESET", 400, "The offset reset is not valid"
+
+
 class TransactionNotFound(BrokerError):
     code, status, title = "TRANSACTION_NOT_FOUND", 404, "Transaction not found"
 

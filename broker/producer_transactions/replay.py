@@ -97,6 +97,9 @@ def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: st
     if kind is state.StateRecord.ACKS:
         for group, topic, queue_id, offset in state.decode_acks(record.body):
             acks.restore_acked(group, topic, queue_id, offset)
+    elif kind is state.StateRecord.OFFSETS_RESET:
+        for group, topic, queue_id, offset in state.decode_acks(record.body):
+            acks.restore_reset(group, topic, queue_id, offset)
     elif kind is state.StateRecord.TOPIC:
         coordinator.store.adopt_topic(*state.topic_of(record.properties))
     elif kind is state.StateRecord.PRODUCER:
@@ -109,8 +112,10 @@ def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: st
 def restore(store: MessageStore, acks: AckLedger, checkpoint: acks_checkpoint.AcksCheckpoint) -> None:
     """What the ``acks`` records before the checkpoint settled: the contiguous offsets first, then those past a gap."""
     for q in checkpoint.settled:
-        if q.committed > store.reads.queue_range(q.topic, q.queue_id)[0]:  # (at the queue's first offset: as if never acked)
-            store.offsets.commit(q.group, q.topic, q.queue_id, q.committed)
+        # set, not only raised: an operator's reset (``offsets-reset``) may have moved it back since the offsets file
+        # was written; the records after the checkpoint bring it forward again
+        if q.committed > store.reads.queue_range(q.topic, q.queue_id)[0] or store.offsets.get(q.group, q.topic, q.queue_id) is not None:
+            store.offsets.move(q.group, q.topic, q.queue_id, q.committed)  # (at the queue's first offset: as if never acked)
     for q in checkpoint.settled:
         for offset in q.past_gap:
             acks.restore_acked(q.group, q.topic, q.queue_id, offset)

@@ -1,7 +1,7 @@
-"""Consumer groups for operators: lag per queue, the group listing, the DLQ and putting a dead letter back.
+"""Consumer groups for operators: lag per queue, the group listing, the DLQ and putting a dead letter back, offset resets.
 
-Thin: the DLQ logic is halfmq.broker.delivery.dead_letters. Listings need
-``admin`` on the cluster, a DLQ ``admin`` on its group, a group's lag ``describe``.
+Thin: the DLQ logic is halfmq.broker.delivery.dead_letters, the reset's plan halfmq.broker.delivery.offset_reset.
+Listings need ``admin`` on the cluster, a DLQ or an offset reset ``admin`` on its group, a group's lag ``describe``.
 """
 
 from __future__ import annotations
@@ -9,23 +9,29 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from halfmq.broker.delivery import dead_letters
+from halfmq.broker.delivery.offset_reset import QueuePosition, ResetTo, plan_reset
 from halfmq.broker.messages.view import message_view
-from halfmq.broker.security.access import Access, ClusterAdmin
+from halfmq.broker.security.access import Access, ClusterAdmin, GroupAdmin
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.store_types import PutItem, PutResult
-from halfmq.broker.store.topics import is_system_topic
-from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqResent, GroupList, Message
+from halfmq.broker.store.topics import SYSTEM_TOPICS, is_system_topic
+from halfmq.errors import InvalidOffsetReset, SystemTopicForbidden, TopicNotFound
+from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqResent, GroupList, Message, OffsetReset, QueueReset
 
 from .caller import Scope
-from .ports import Durable, GroupProgress, StoreReads
+from .ports import Durable, GroupProgress, OffsetResets, StoreReads
 from .views import Views, dlq_page
 
 Put = Callable[[list[PutItem]], tuple[list[PutResult], int]]  # one atomic write group (``MessageStore.put``)
 
 
 class ManageGroups:
-    def __init__(self, access: Access, deliveries: GroupProgress, store: StoreReads, put: Put, views: Views, durable: Durable) -> None:
+    def __init__(self, access: Access, deliveries: GroupProgress, store: StoreReads, put: Put, views: Views, durable: Durable,
+                 resets: OffsetResets, wall_ms: Callable[[], int]) -> None:
+        """``wall_ms``: the wall clock in milliseconds, which a reset to a duration ago counts back from."""
         self.access = access
+        self.resets = resets
+        self.wall_ms = wall_ms
         self.deliveries = deliveries
         self.store = store
         self.put = put
@@ -69,3 +75,36 @@ class ManageGroups:
         return DlqResent(group=group, dlq_offset=offset, msg_id=item.properties.get("UNIQ_KEY", ""),
                          topic=result.topic, queue_id=result.queue_id, queue_offset=result.queue_offset,
                          commit_log_offset=result.commit_log_offset)
+
+    async def reset_offsets(self, who: Principal, scope: Scope, group: str, topic: str, to: ResetTo, queue_id: int | None,
+                            *, dry_run: bool, force: bool) -> OffsetReset:
+        """Plan the group's offsets on ``topic`` (all queues, or ``queue_id``) from where they are and ``to``; unless a dry
+        run, apply the plan through the log (durable when this returns). Refused while deliveries are in flight, unless
+        forced: ``offset_reset.plan_reset``."""
+        admin = self.access.group_admin(who, scope, group)
+        return await self.reset_offsets_now(admin, group, topic, to, queue_id, dry_run=dry_run, force=force)
+
+    async def reset_offsets_now(self, admin: GroupAdmin | ClusterAdmin, group: str, topic: str, to: ResetTo, queue_id: int | None,
+                                *, dry_run: bool, force: bool) -> OffsetReset:
+        cfg = self.store.topic(topic)
+        if cfg is None:
+            raise TopicNotFound(f"topic {topic!r} does not exist")
+        if topic in SYSTEM_TOPICS or topic.startswith("RMQ_SYS_"):
+            raise SystemTopicForbidden(f"{topic} is internal to the broker: its offsets cannot be reset")
+        if queue_id is not None and queue_id >= cfg.queues:
+            raise InvalidOffsetReset(f"topic {topic!r} has {cfg.queues} queues: there is no queue {queue_id}")
+        at_ms = to.at_ms(self.wall_ms())
+        visible = self.store.visible
+        positions = []
+        for qid, committed, in_flight in self.resets.positions(group, topic):
+            if queue_id is not None and qid != queue_id:
+                continue
+            first, end = visible.queue_range(topic, qid)
+            at = visible.offset_for_time(topic, qid, at_ms) if at_ms is not None else None
+            positions.append(QueuePosition(qid, committed, first, end, in_flight, at))
+        moves = plan_reset(positions, to, force=force)
+        if not dry_run:
+            await self.durable(self.resets.reset_offsets(group, topic, [(m.queue_id, m.to_offset) for m in moves]))
+        return OffsetReset(group=group, topic=topic, to=to.target.value, applied=not dry_run,
+                           queues=[QueueReset(queue_id=m.queue_id, from_offset=m.from_offset, to_offset=m.to_offset,
+                                              in_flight=m.in_flight) for m in moves])

@@ -30,6 +30,7 @@ from halfmq.wire import (
     Health,
     MessageJourney,
     MessageSearch,
+    OffsetReset,
     ProducerList,
     TopicInfo,
     TopicList,
@@ -137,6 +138,15 @@ class AsyncAdminClient(AsyncClient):
         """Put the dead letter at ``offset`` back on its topic and queue: ``group`` gets it again."""
         return await self._act(endpoints.resend_dead_letter(group, offset))
 
+    async def reset_offsets(self, group: str, topic: str, to: str, *, queue_id: int | None = None, timestamp_ms: int | None = None,
+                            ago_ms: int | None = None, offset: int | None = None, dry_run: bool = False, force: bool = False) -> OffsetReset:
+        """Move ``group``'s committed offsets on ``topic`` (every queue, or ``queue_id``) ``to`` "earliest", "latest",
+        "timestamp" (``timestamp_ms``), "duration" (``ago_ms`` before now) or "offset" (``offset``); ``dry_run`` answers
+        the plan (per queue: from → to) and changes nothing. Refused (GroupHasInFlight, 409) while the group holds
+        deliveries on those queues, unless ``force`` (they are delivered again)."""
+        return await self._act(endpoints.reset_offsets(group, topic, to, queue_id=queue_id, timestamp_ms=timestamp_ms, ago_ms=ago_ms,
+                                                       offset=offset, dry_run=dry_run, force=force))
+
     # --- producers -----------------------------------------------------------------------------------------------------
     async def list_producers(self) -> ProducerList:
         """The producers that sent a heartbeat, per producer group, with their check URLs."""
@@ -204,6 +214,7 @@ class AdminClient(Blocking[AsyncAdminClient]):
     describe_group = blocking(AsyncAdminClient.describe_group)
     list_dead_letters = blocking(AsyncAdminClient.list_dead_letters)
     resend_dead_letter = blocking(AsyncAdminClient.resend_dead_letter)
+    reset_offsets = blocking(AsyncAdminClient.reset_offsets)
     list_producers = blocking(AsyncAdminClient.list_producers)
     list_transactional_ids = blocking(AsyncAdminClient.list_transactional_ids)
     force_abort = blocking(AsyncAdminClient.force_abort)

@@ -85,6 +85,25 @@ class DlqResent(_Wire):
     commit_log_offset: int
 
 
+class QueueReset(_Wire):
+    """One queue of an offset reset: its committed offset before and after, and the deliveries it had in flight."""
+
+    queue_id: int
+    from_offset: int
+    to_offset: int
+    in_flight: int
+
+
+class OffsetReset(_Wire):
+    """A consumer group's offset reset on a topic: the plan per queue, and whether it was applied (not a dry run)."""
+
+    group: str
+    topic: str
+    to: str
+    applied: bool
+    queues: list[QueueReset]
+
+
 class ProducerEntry(_Wire):
     client_id: str
     check_url: str | None = None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import NackRequest, ReceiveRequest, SettleRequest
+from halfmq.broker.delivery.offset_reset import ResetTarget, ResetTo
+from halfmq.broker.protocol import NackRequest, ReceiveRequest, ResetOffsetsRequest, SettleRequest
 
 from ..body import parse_body
 from ..front import ApiRequest, Reply
@@ -38,6 +39,16 @@ async def describe_group(request: ApiRequest) -> Reply:
     return Reply(request.usecases.groups.describe(request.principal, request.scope, request.path_params["group"]))
 
 
+async def reset_offsets(request: ApiRequest) -> Reply:
+    group = request.path_params["group"]
+    topic = request.path_params["topic"]
+    request.runtime.access.group_admin(request.principal, request.scope, group)  # before the body is read
+    body = await parse_body(request, ResetOffsetsRequest)
+    to = ResetTo(ResetTarget(body.to), timestamp_ms=body.timestamp_ms, ago_ms=body.ago_ms, offset=body.offset)
+    return Reply(await request.usecases.groups.reset_offsets(request.principal, request.scope, group, topic, to, body.queue_id,
+                                                             dry_run=body.dry_run, force=body.force))
+
+
 _HANDLES = {"receipt_handles": ["<receipt_handle from receive>"]}
 _GROUP = "/v1/consumer-groups/{group}/topics/{topic}"
 HOT_ROUTES = [
@@ -51,4 +62,8 @@ HOT_ROUTES = [
 ROUTES = [
     Route("GET", "/v1/consumer-groups/{group}", describe_group, "A consumer group's offsets, lag and in-flight deliveries",
           "consumer-groups", answer=wire.ConsumerGroupInfo),
+    Route("POST", f"{_GROUP}/reset-offsets", reset_offsets,
+          "Reset a consumer group's committed offsets on a topic (earliest, latest, a time, a duration ago, an offset; "
+          "dry_run answers the plan; refused while deliveries are in flight unless forced)", "consumer-groups",
+          ResetOffsetsRequest, wire.OffsetReset, example={"to": "duration", "ago_ms": 3_600_000, "dry_run": True}),
 ]
