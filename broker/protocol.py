@@ -70,6 +70,13 @@ class ResetOffsetsRequest(_Wire):
     force: bool = Field(default=False, description="reset although deliveries are in flight (they are delivered again)")
 
 
+class DlqRedriveRequest(_Wire):
+    """A bulk redrive of a group's DLQ: every dead letter there now (or the first ``max_messages``), at a rate."""
+
+    max_messages: int | None = Field(default=None, ge=1, description="at most this many (default: all there now)")
+    rate_per_second: float | None = Field(default=None, gt=0, description="resends a second (default: HALFMQ_BROKER_DLQ_REDRIVE_RATE)")
+
+
 class ReceiveRequest(_Wire):
     max_messages: int = Field(default=16, ge=1, le=MAX_RECEIVE)
     invisible_seconds: float = Field(default=30.0, gt=0, le=MAX_INVISIBLE_SECONDS)

@@ -6,30 +6,39 @@ Listings need ``admin`` on the cluster, a DLQ or an offset reset ``admin`` on it
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Callable
 
 from halfmq.broker.delivery import dead_letters
+from halfmq.broker.delivery.dlq_redrive import RedriveJob, Redrives, RedriveState
 from halfmq.broker.delivery.offset_reset import QueuePosition, ResetTo, plan_reset
 from halfmq.broker.messages.view import message_view
 from halfmq.broker.security.access import Access, ClusterAdmin, GroupAdmin
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.store_types import PutItem, PutResult
-from halfmq.broker.store.topics import SYSTEM_TOPICS, is_system_topic
-from halfmq.errors import InvalidOffsetReset, SystemTopicForbidden, TopicNotFound
-from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqResent, GroupList, Message, OffsetReset, QueueReset
+from halfmq.broker.store.topics import SYSTEM_TOPICS, dlq_topic, is_system_topic
+from halfmq.errors import BrokerError, DlqMessageNotFound, InvalidOffsetReset, SystemTopicForbidden, TopicNotFound
+from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqRedrive, DlqResent, GroupList, Message, OffsetReset, QueueReset
 
 from .caller import Scope
 from .ports import Durable, GroupProgress, OffsetResets, StoreReads
 from .views import Views, dlq_page
+
+log = logging.getLogger(__name__)
 
 Put = Callable[[list[PutItem]], tuple[list[PutResult], int]]  # one atomic write group (``MessageStore.put``)
 
 
 class ManageGroups:
     def __init__(self, access: Access, deliveries: GroupProgress, store: StoreReads, put: Put, views: Views, durable: Durable,
-                 resets: OffsetResets, wall_ms: Callable[[], int]) -> None:
-        """``wall_ms``: the wall clock in milliseconds, which a reset to a duration ago counts back from."""
+                 resets: OffsetResets, wall_ms: Callable[[], int], redrives: Redrives) -> None:
+        """``wall_ms``: the wall clock in milliseconds, which a reset to a duration ago counts back from; ``redrives``:
+        the bulk DLQ redrives' jobs and their bounds."""
         self.access = access
+        self.redrives = redrives
+        self._redrive_stops: dict[str, asyncio.Event] = {}
         self.resets = resets
         self.wall_ms = wall_ms
         self.deliveries = deliveries
@@ -108,3 +117,69 @@ class ManageGroups:
         return OffsetReset(group=group, topic=topic, to=to.target.value, applied=not dry_run,
                            queues=[QueueReset(queue_id=m.queue_id, from_offset=m.from_offset, to_offset=m.to_offset,
                                               in_flight=m.in_flight) for m in moves])
+
+    # --- bulk DLQ redrives ----------------------------------------------------------------------------------------
+    def start_redrive(self, who: Principal, scope: Scope, group: str, max_messages: int | None, rate: float | None) -> DlqRedrive:
+        """Start resending ``group``'s dead letters (those there now, or the first ``max_messages``) to their topics at
+        ``rate`` a second, in the background, one at a time through ``_resend``; its progress is ``redrive``'s."""
+        admin = self.access.group_admin(who, scope, group)
+        return self.start_redrive_now(admin, group, max_messages, rate)
+
+    def start_redrive_now(self, admin: GroupAdmin | ClusterAdmin, group: str, max_messages: int | None, rate: float | None) -> DlqRedrive:
+        pace = self.redrives.rate_for(rate)
+        topic = dlq_topic(group)
+        first, end = self.store.visible.queue_range(topic, 0) if self.store.topic(topic) is not None else (0, 0)
+        job = self.redrives.start(group, first, end, max_messages, pace, self.wall_ms())
+        stop = self._redrive_stops[group] = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(self._redrive(job, stop), name=f"dlq-redrive {group}")
+        task.add_done_callback(lambda _: self._redrive_stops.pop(group, None) if self._redrive_stops.get(group) is stop else None)
+        return _redrive_view(job)
+
+    async def _redrive(self, job: RedriveJob, stop: asyncio.Event) -> None:
+        """The job's loop: wait its pace (or a stop), resend the next dead letter, until every one passed."""
+        started = time.monotonic()
+        try:
+            while not job.finished:
+                try:
+                    await asyncio.wait_for(stop.wait(), job.delay(time.monotonic() - started))
+                    return  # stopped (the state was set by stop_redrive)
+                except TimeoutError:
+                    pass
+                try:
+                    await self._resend(job.group, job.next_offset)
+                    job.passed(True)
+                except DlqMessageNotFound:  # damaged, or its topic deleted: passed over, counted
+                    job.passed(False)
+            job.end(RedriveState.DONE, self.wall_ms())
+        except BrokerError as failed:
+            job.end(RedriveState.FAILED, self.wall_ms(), f"{failed.code}: {failed}")
+        except Exception as failed:  # the job says so; the broker goes on
+            log.exception("the redrive of %s's DLQ failed", job.group)
+            job.end(RedriveState.FAILED, self.wall_ms(), repr(failed))
+
+    def redrive(self, who: Principal, scope: Scope, group: str) -> DlqRedrive:
+        """The group's latest redrive: where it is and what it did."""
+        self.access.authorize(who, Action.ADMIN, Resource.group(group), scope)
+        return _redrive_view(self.redrives.get(group))
+
+    def stop_redrive(self, who: Principal, scope: Scope, group: str) -> DlqRedrive:
+        """Stop the group's running redrive after the resend under way (what was resent stays resent)."""
+        self.access.group_admin(who, scope, group)
+        job = self.redrives.get(group)
+        job.end(RedriveState.STOPPED, self.wall_ms())
+        stop = self._redrive_stops.get(group)
+        if stop is not None:
+            stop.set()
+        return _redrive_view(job)
+
+    def stop_every_redrive(self) -> None:
+        """At shutdown: every running job ends after its resend under way (none resumes after a restart)."""
+        for group, stop in list(self._redrive_stops.items()):
+            self.redrives.get(group).end(RedriveState.STOPPED, self.wall_ms())
+            stop.set()
+
+
+def _redrive_view(job: RedriveJob) -> DlqRedrive:
+    return DlqRedrive(group=job.group, state=job.state.value, first_offset=job.first_offset, end_offset=job.end_offset,
+                      next_offset=job.next_offset, total=job.total, resent=job.resent, missing=job.missing,
+                      rate_per_second=job.rate, started_timestamp=job.started_ms, ended_timestamp=job.ended_ms, error=job.error)

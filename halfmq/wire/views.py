@@ -104,6 +104,24 @@ class OffsetReset(_Wire):
     queues: list[QueueReset]
 
 
+class DlqRedrive(_Wire):
+    """A bulk redrive of a consumer group's DLQ: where it is (``next_offset`` of ``first_offset``..``end_offset``), what
+    it did, and its state (running, done, stopped, failed)."""
+
+    group: str
+    state: str
+    first_offset: int
+    end_offset: int
+    next_offset: int
+    total: int
+    resent: int
+    missing: int
+    rate_per_second: float
+    started_timestamp: int
+    ended_timestamp: int | None = None
+    error: str | None = None
+
+
 class ProducerEntry(_Wire):
     client_id: str
     check_url: str | None = None
