@@ -92,6 +92,7 @@ READS: dict[tuple[str, str], tuple[Fetch, Callable[[Any], Any], list[tuple[tuple
     ("groups", "lag"): (lambda admin, a: admin.describe_group(a.group), tables.group_lag, [(("group",), {})]),
     ("dlq", "list"): (lambda admin, a: admin.list_dead_letters(a.group, a.offset, a.max), tables.dlq,
                       [(("group",), {}), (("--offset",), {"type": int, "default": 0}), (("--max",), {"type": int, "default": 100})]),
+    ("dlq", "redrive-status"): (lambda admin, a: admin.redrive(a.group), tables.redrive, [(("group",), {})]),
     ("producers", "list"): (lambda admin, a: admin.list_producers(), tables.producers, []),
     ("cluster", "show"): (_cluster, tables.cluster, []),
     ("transactional-ids", "list"): (lambda admin, a: admin.list_transactional_ids(), tables.transactional_ids, []),
@@ -114,6 +115,11 @@ ACTIONS: dict[tuple[str, str], tuple[Fetch, list[tuple[tuple[str, ...], dict]], 
                            [(("name",), {}), (("--queues",), {"type": int})], "create a topic"),
     ("dlq", "resend"): (lambda admin, a: admin.resend_dead_letter(a.group, a.offset),
                         [(("group",), {}), (("offset",), {"type": int})], "put a DLQ message back on its topic"),
+    ("dlq", "redrive"): (lambda admin, a: admin.start_redrive(a.group, a.max, a.rate),
+                         [(("group",), {}), (("--max",), {"type": int, "help": "at most this many (default: all there now)"}),
+                          (("--rate",), {"type": float, "help": "resends a second (default: the broker's DLQ_REDRIVE_RATE)"})],
+                         "resend every dead letter of a group to its topic, at a rate, in the background"),
+    ("dlq", "redrive-stop"): (lambda admin, a: admin.stop_redrive(a.group), [(("group",), {})], "stop a group's DLQ redrive"),
     ("transactional-ids", "abort"): (lambda admin, a: admin.force_abort(a.tid), [(("tid",), {})],
                                      "abort a transactional id's open transaction"),
     ("groups", "reset-offsets"): (_reset_offsets, [
@@ -128,13 +134,14 @@ ACTIONS: dict[tuple[str, str], tuple[Fetch, list[tuple[tuple[str, ...], dict]], 
         (("--force",), {"action": "store_true", "help": "reset although deliveries are in flight (they are delivered again)"}),
     ], "move a group's committed offsets on a topic (refused while it has deliveries in flight, unless --force)"),
 }
-ACTION_TABLES: dict[tuple[str, str], Callable[[Any], Any]] = {("groups", "reset-offsets"): tables.offset_reset}
+ACTION_TABLES: dict[tuple[str, str], Callable[[Any], Any]] = {
+    ("groups", "reset-offsets"): tables.offset_reset, ("dlq", "redrive"): tables.redrive, ("dlq", "redrive-stop"): tables.redrive}
 
 NOUNS = {
     "transactions": "half messages: list, show, force commit / rollback, recheck, resend discarded",
     "topics": "topics and their queues' offsets",
     "groups": "consumer groups: lag, in-flight, retries, DLQ depth; reset their offsets",
-    "dlq": "a consumer group's dead letters, and resend",
+    "dlq": "a consumer group's dead letters; resend one, or redrive them all at a rate",
     "producers": "registered producers and their check URLs",
     "cluster": "the broker set (GET /v1/cluster, or a single node)",
     "transactional-ids": "Kafka-style transactional ids and their open transactions",

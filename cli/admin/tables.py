@@ -187,6 +187,16 @@ def offset_reset(data: dict) -> Any:
                    for q in data["queues"]])
 
 
+def redrive(data: dict) -> Any:
+    """A DLQ redrive: its state and how far it got."""
+    return _fields(f"DLQ redrive of {data['group']}: {data['state']}", [
+        ["resent", f"{data['resent']} of {data['total']}"], ["missing", data["missing"]],
+        ["offsets", f"{data['first_offset']}–{data['end_offset']} (next {data['next_offset']})"],
+        ["rate", f"{data['rate_per_second']:g}/s"], ["started", when(data["started_timestamp"])],
+        ["ended", when(data["ended_timestamp"]) if data.get("ended_timestamp") else "-"],
+        *([["error", data["error"]]] if data.get("error") else [])])
+
+
 def done(data: dict) -> Any:
     return _fields("done", [[k, v if not isinstance(v, dict | list) else json.dumps(v)[:80]] for k, v in data.items()])
 

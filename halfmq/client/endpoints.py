@@ -18,6 +18,7 @@ from halfmq.wire import (
     ClusterView,
     ConsumerGroupInfo,
     DeadLetters,
+    DlqRedrive,
     DlqResent,
     GroupList,
     HalfSendResult,
@@ -61,7 +62,8 @@ END_BATCH_PATH = "/v1/transaction-batches/end"
 __all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "OPERATOR_VERBS", "Call", "cluster_view", "consumer_group", "create_topic", "dead_letters",
            "end_transaction", "find_messages", "force_abort", "get_topic", "get_transaction", "group_list", "half_send", "health", "health_report",
            "list_topics", "list_transactions", "message_journey", "message_search", "new_producer_id", "operate_transaction", "producer_heartbeat",
-           "producer_list", "read", "receive", "resend_dead_letter", "reset_offsets", "send", "settle", "topic_list", "transaction", "transaction_list",
+           "producer_list", "read", "receive", "redrive", "resend_dead_letter", "reset_offsets", "start_redrive",
+           "stop_redrive", "send", "settle", "topic_list", "transaction", "transaction_list",
            "transactional_id_list", "txn_abort", "txn_acks", "txn_begin", "txn_commit", "txn_init", "txn_messages"]
 
 
@@ -272,6 +274,23 @@ def reset_offsets(group: str, topic: str, to: str, *, queue_id: int | None = Non
         if value is not None:
             body[name] = value
     return Call("POST", _group_topic_path(group, topic, "reset-offsets"), parse=_as(OffsetReset), body=body)
+
+
+def _redrive_path(group: str) -> str:
+    return f"/v1/consumer-groups/{_seg(group)}/dlq/redrive"
+
+
+def start_redrive(group: str, max_messages: int | None = None, rate_per_second: float | None = None) -> Call[DlqRedrive]:
+    body = {k: v for k, v in (("max_messages", max_messages), ("rate_per_second", rate_per_second)) if v is not None}
+    return Call("POST", _redrive_path(group), parse=_as(DlqRedrive), body=body)
+
+
+def redrive(group: str) -> Call[DlqRedrive]:
+    return Call("GET", _redrive_path(group), parse=_as(DlqRedrive))
+
+
+def stop_redrive(group: str) -> Call[DlqRedrive]:
+    return Call("DELETE", _redrive_path(group), parse=_as(DlqRedrive))
 
 
 def producer_list() -> Call[ProducerList]:
