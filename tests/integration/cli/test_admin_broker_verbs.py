@@ -225,3 +225,24 @@ def test_a_groups_offsets_are_reset_after_a_dry_run_that_prints_the_plan(broker,
     assert no_target.returncode != 0 and "name one target" in no_target.stderr
     bad_duration = admin(broker, "groups", "reset-offsets", "g", "REPLAY", "--by-duration", "soon", ok=False)
     assert bad_duration.returncode != 0 and "--by-duration 'soon'" in bad_duration.stderr
+
+
+def test_a_groups_dlq_is_redriven_watched_and_stopped(broker, client) -> None:
+    send(client, "ORDERS", "poison-1", "poison-2")
+
+    def dead() -> bool:
+        got = receive(client, "r", "ORDERS", invisible=0.2)
+        if got:
+            client.post(path("v1", "consumer-groups", "r", "topics", "ORDERS", "nack"),
+                        json={"receipt_handles": [m["receipt_handle"] for m in got]})
+        return admin_json(broker, "dlq", "list", "r")["depth"] == 2
+    wait_for(dead, timeout=30, interval=0.3)
+    started = admin_json(broker, "dlq", "redrive", "r", "--rate", "50")
+    assert started["state"] == "running" and started["total"] == 2
+    wait_for(lambda: admin_json(broker, "dlq", "redrive-status", "r")["state"] == "done", timeout=30)
+    shown = admin(broker, "dlq", "redrive-status", "r").stdout
+    assert "DLQ redrive of r: done" in shown and "2 of 2" in shown
+    assert sorted(m["body"] for m in receive(client, "r", "ORDERS", wait=2)) == ["poison-1", "poison-2"]
+    assert admin_json(broker, "dlq", "redrive", "r", "--rate", "0.5", "--max", "1")["total"] == 1
+    assert admin_json(broker, "dlq", "redrive-stop", "r")["state"] in ("stopped", "done")
+    assert "DLQ_REDRIVE_NOT_FOUND" in admin(broker, "dlq", "redrive-status", "nobody", ok=False).stderr
