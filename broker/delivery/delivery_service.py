@@ -25,7 +25,7 @@ from halfmq.broker.messages.names import NameKind, checked_name
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.store.state_records import acks_record, offsets_reset_record
+from halfmq.broker.store.state_records import acks_record, group_deleted_record, offsets_reset_record
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
 from halfmq.errors import SystemTopicForbidden
 
@@ -303,6 +303,17 @@ class DeliveryService:
             self._progress.reset(group, topic, qid, offset)
         return end
 
+    def in_flight(self, group: str) -> int:
+        """The group's deliveries held by consumers now, on every topic."""
+        return sum(len(p.in_flight) for state in self._progress.states.by_group.get(group, {}).values() for p in state.queues)
+
+    def delete_group(self, group: str) -> int:
+        """Forget the group (its progress and committed offsets), written first as a ``group-deleted`` record (a restart
+        and a set's next leader read it back); the record's end is returned, to be waited on durable."""
+        _, end = self._store.put([group_deleted_record(group)])
+        self._progress.forget(group)
+        return end
+
     # --- receipt handles --------------------------------------------------------
     def parse_receipts(self, handles: list[str]) -> list[ReceiptHandle]:
         """Decode and verify ``handles`` (INVALID_RECEIPT_HANDLE for one this broker did not sign); changes nothing.
@@ -330,6 +341,10 @@ class DeliveryService:
     def restore_reset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """At start-up: an operator's offset reset read back from the log (an ``offsets-reset`` record)."""
         self._progress.reset(group, topic, queue_id, offset)
+
+    def forget_group(self, group: str) -> None:
+        """At start-up: a consumer group's deletion read back from the log (a ``group-deleted`` record)."""
+        self._progress.forget(group)
 
     def settled(self) -> list[tuple[str, str, int, int, tuple[int, ...]]]:
         """Per queue: committed, and past the gap (acks_checkpoint)."""

@@ -82,6 +82,12 @@ class GroupProgress:
         self._store.offsets.move(group, topic, qid, offset)
         self._wake(topic)
 
+    def forget(self, group: str) -> None:
+        """Forget ``group``: its progress on every topic and its committed offsets (an operator deleted it; a receive
+        after this begins it again at each queue's first offset, its held receipts answer EXPIRED)."""
+        self.states.drop_group(group)
+        self._store.offsets.drop_group(group)
+
     def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """At start-up: an ack read back from the log (an ``acks`` record, or a committed producer transaction's), which
         the offsets file may not hold yet (it is a checkpoint, written about once a second, and a follower's is older)."""

@@ -43,7 +43,7 @@ def replay(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], ac
     for record in acks_checkpoint.records(coordinator.store, checkpoint):
         kind = record.properties.get(rec.TXN_OP, "")
         if kind in state.KINDS:
-            _replay_state(coordinator, acks, state.StateRecord(kind), record)
+            _replay_state(coordinator, acks, state.StateRecord(kind), record, checkpoint)
         else:
             _replay_one(coordinator, txns, acks, record)
     left_open = [t for t in txns.values() if t.state is ProducerTxnState.ONGOING]
@@ -92,7 +92,8 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
         txn.end_answer = coordinator.end_answer(txn, ())
 
 
-def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: state.StateRecord, record: StoredMessage) -> None:
+def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: state.StateRecord, record: StoredMessage,
+                  checkpoint: acks_checkpoint.AcksCheckpoint | None) -> None:
     """A record of the broker's own state (``store.state_records``): what a single broker keeps, rebuilt on any node."""
     if kind is state.StateRecord.ACKS:
         for group, topic, queue_id, offset in state.decode_acks(record.body):
@@ -100,6 +101,8 @@ def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: st
     elif kind is state.StateRecord.OFFSETS_RESET:
         for group, topic, queue_id, offset in state.decode_acks(record.body):
             acks.restore_reset(group, topic, queue_id, offset)
+    elif kind is state.StateRecord.GROUP_DELETED:
+        _replay_group_deleted(acks, record, checkpoint)
     elif kind is state.StateRecord.TOPIC:
         coordinator.store.adopt_topic(*state.topic_of(record.properties))
     elif kind is state.StateRecord.PRODUCER:
@@ -107,6 +110,15 @@ def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: st
             coordinator.producers.replay(state.producer_of(record.properties))
     elif kind is state.StateRecord.RECEIPT_KEY and not acks.key_in_log:  # the first one: written once by the first leader
         acks.use_receipt_key(state.receipt_key_of(record.body))
+
+
+def _replay_group_deleted(acks: AckLedger, record: StoredMessage, checkpoint: acks_checkpoint.AcksCheckpoint | None) -> None:
+    """Forget the group, unless the checkpoint counts this record and holds the group: it consumed again since, and the
+    checkpoint (newer) says how far."""
+    group = record.properties[state.GROUP]
+    counted = checkpoint is not None and record.queue_offset < checkpoint.entries
+    if not (counted and checkpoint is not None and any(q.group == group for q in checkpoint.settled)):
+        acks.forget_group(group)
 
 
 def restore(store: MessageStore, acks: AckLedger, checkpoint: acks_checkpoint.AcksCheckpoint) -> None:

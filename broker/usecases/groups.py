@@ -19,8 +19,8 @@ from halfmq.broker.security.access import Access, ClusterAdmin, GroupAdmin
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.store_types import PutItem, PutResult
 from halfmq.broker.store.topics import SYSTEM_TOPICS, dlq_topic, is_system_topic
-from halfmq.errors import BrokerError, DlqMessageNotFound, InvalidOffsetReset, SystemTopicForbidden, TopicNotFound
-from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqRedrive, DlqResent, GroupList, Message, OffsetReset, QueueReset
+from halfmq.errors import BrokerError, ConsumerGroupNotFound, DlqMessageNotFound, GroupHasInFlight, InvalidOffsetReset, SystemTopicForbidden, TopicNotFound
+from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqRedrive, DlqResent, GroupDeleted, GroupList, Message, OffsetReset, QueueReset
 
 from .caller import Scope
 from .ports import Durable, GroupProgress, OffsetResets, StoreReads
@@ -117,6 +117,28 @@ class ManageGroups:
         return OffsetReset(group=group, topic=topic, to=to.target.value, applied=not dry_run,
                            queues=[QueueReset(queue_id=m.queue_id, from_offset=m.from_offset, to_offset=m.to_offset,
                                               in_flight=m.in_flight) for m in moves])
+
+    # --- deleting a group -----------------------------------------------------------------------------------------
+    async def delete_group(self, who: Principal, scope: Scope, group: str, force: bool) -> GroupDeleted:
+        """Forget the group's offsets and progress on every topic, through the log (durable when this returns); refused
+        while it holds deliveries, unless ``force``. Its DLQ topic stays (a topic; its running redrive stops)."""
+        admin = self.access.group_admin(who, scope, group)
+        return await self.delete_group_now(admin, group, force)
+
+    async def delete_group_now(self, admin: GroupAdmin | ClusterAdmin, group: str, force: bool) -> GroupDeleted:
+        if group not in self.deliveries.groups():
+            raise ConsumerGroupNotFound(f"consumer group {group!r} has not consumed anything")
+        topics = sorted(t.topic for t in self.views.group_lag(group).topics)
+        held = self.resets.in_flight(group)
+        if held and not force:
+            raise GroupHasInFlight(f"{held} deliveries in flight: wait until they are acked or their invisible time ends, "
+                                   "or force the deletion")
+        await self.durable(self.resets.delete_group(group))
+        stop = self._redrive_stops.get(group)
+        if stop is not None:
+            self.redrives.get(group).end(RedriveState.STOPPED, self.wall_ms())
+            stop.set()
+        return GroupDeleted(group=group, topics=topics, in_flight=held)
 
     # --- bulk DLQ redrives ----------------------------------------------------------------------------------------
     def start_redrive(self, who: Principal, scope: Scope, group: str, max_messages: int | None, rate: float | None) -> DlqRedrive:

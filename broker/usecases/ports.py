@@ -114,10 +114,13 @@ class ReadOnlyLog(Protocol):
 
 
 class OffsetResets(Protocol):
-    """Moving a group's committed offsets (``delivery.delivery_service.DeliveryService``), through the log."""
+    """Moving a group's committed offsets, or forgetting the group (``delivery.delivery_service.DeliveryService``),
+    through the log."""
 
     def positions(self, group: str, topic: str) -> list[tuple[int, int, int]]: ...
     def reset_offsets(self, group: str, topic: str, moves: list[tuple[int, int]]) -> int: ...
+    def in_flight(self, group: str) -> int: ...
+    def delete_group(self, group: str) -> int: ...
 
 
 class TopicList(Protocol):

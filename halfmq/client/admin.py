@@ -27,6 +27,7 @@ from halfmq.wire import (
     DeadLetters,
     DlqRedrive,
     DlqResent,
+    GroupDeleted,
     GroupList,
     Health,
     MessageJourney,
@@ -139,6 +140,11 @@ class AsyncAdminClient(AsyncClient):
         """Put the dead letter at ``offset`` back on its topic and queue: ``group`` gets it again."""
         return await self._act(endpoints.resend_dead_letter(group, offset))
 
+    async def delete_group(self, group: str, force: bool = False) -> GroupDeleted:
+        """Delete ``group``: its committed offsets and progress on every topic (a receive after this begins it again at
+        each queue's first message). Refused (GroupHasInFlight, 409) while it holds deliveries, unless ``force``."""
+        return await self._act(endpoints.delete_group(group, force))
+
     async def start_redrive(self, group: str, max_messages: int | None = None, rate_per_second: float | None = None) -> DlqRedrive:
         """Start resending ``group``'s dead letters (all there now, or the first ``max_messages``) to their topics at
         ``rate_per_second`` (the broker's HALFMQ_BROKER_DLQ_REDRIVE_RATE by default), in the background: ``redrive``
@@ -231,6 +237,7 @@ class AdminClient(Blocking[AsyncAdminClient]):
     resend_dead_letter = blocking(AsyncAdminClient.resend_dead_letter)
     reset_offsets = blocking(AsyncAdminClient.reset_offsets)
     start_redrive = blocking(AsyncAdminClient.start_redrive)
+    delete_group = blocking(AsyncAdminClient.delete_group)
     redrive = blocking(AsyncAdminClient.redrive)
     stop_redrive = blocking(AsyncAdminClient.stop_redrive)
     list_producers = blocking(AsyncAdminClient.list_producers)

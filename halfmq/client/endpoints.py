@@ -20,6 +20,7 @@ from halfmq.wire import (
     DeadLetters,
     DlqRedrive,
     DlqResent,
+    GroupDeleted,
     GroupList,
     HalfSendResult,
     Health,
@@ -60,7 +61,8 @@ HALF_BATCH_PATH = "/v1/transaction-batches/half"
 END_BATCH_PATH = "/v1/transaction-batches/end"
 
 __all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "OPERATOR_VERBS", "Call", "cluster_view", "consumer_group", "create_topic", "dead_letters",
-           "end_transaction", "find_messages", "force_abort", "get_topic", "get_transaction", "group_list", "half_send", "health", "health_report",
+           "delete_group", "end_transaction",
+           "find_messages", "force_abort", "get_topic", "get_transaction", "group_list", "half_send", "health", "health_report",
            "list_topics", "list_transactions", "message_journey", "message_search", "new_producer_id", "operate_transaction", "producer_heartbeat",
            "producer_list", "read", "receive", "redrive", "resend_dead_letter", "reset_offsets", "start_redrive",
            "stop_redrive", "send", "settle", "topic_list", "transaction", "transaction_list",
@@ -274,6 +276,10 @@ def reset_offsets(group: str, topic: str, to: str, *, queue_id: int | None = Non
         if value is not None:
             body[name] = value
     return Call("POST", _group_topic_path(group, topic, "reset-offsets"), parse=_as(OffsetReset), body=body)
+
+
+def delete_group(group: str, force: bool = False) -> Call[GroupDeleted]:
+    return Call("DELETE", f"/v1/consumer-groups/{_seg(group)}", parse=_as(GroupDeleted), params={"force": "true"} if force else None)
 
 
 def _redrive_path(group: str) -> str:

@@ -122,6 +122,14 @@ class DlqRedrive(_Wire):
     error: str | None = None
 
 
+class GroupDeleted(_Wire):
+    """A deleted consumer group: the topics it had offsets on, and the deliveries it held (forced)."""
+
+    group: str
+    topics: list[str]
+    in_flight: int
+
+
 class ProducerEntry(_Wire):
     client_id: str
     check_url: str | None = None

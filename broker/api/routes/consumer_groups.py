@@ -8,6 +8,7 @@ from halfmq.broker.protocol import NackRequest, ReceiveRequest, ResetOffsetsRequ
 
 from ..body import parse_body
 from ..front import ApiRequest, Reply
+from ..params import GroupDeleteParams
 from ..router import Route
 
 
@@ -49,6 +50,11 @@ async def reset_offsets(request: ApiRequest) -> Reply:
                                                              dry_run=body.dry_run, force=body.force))
 
 
+async def delete_group(request: ApiRequest) -> Reply:
+    p: GroupDeleteParams = request.params
+    return Reply(await request.usecases.groups.delete_group(request.principal, request.scope, request.path_params["group"], p.force))
+
+
 _HANDLES = {"receipt_handles": ["<receipt_handle from receive>"]}
 _GROUP = "/v1/consumer-groups/{group}/topics/{topic}"
 HOT_ROUTES = [
@@ -62,6 +68,9 @@ HOT_ROUTES = [
 ROUTES = [
     Route("GET", "/v1/consumer-groups/{group}", describe_group, "A consumer group's offsets, lag and in-flight deliveries",
           "consumer-groups", answer=wire.ConsumerGroupInfo),
+    Route("DELETE", "/v1/consumer-groups/{group}", delete_group,
+          "Delete a consumer group: its committed offsets and progress on every topic (refused while it has deliveries "
+          "in flight unless force=true)", "consumer-groups", answer=wire.GroupDeleted, params=GroupDeleteParams),
     Route("POST", f"{_GROUP}/reset-offsets", reset_offsets,
           "Reset a consumer group's committed offsets on a topic (earliest, latest, a time, a duration ago, an offset; "
           "dry_run answers the plan; refused while deliveries are in flight unless forced)", "consumer-groups",
