@@ -246,3 +246,13 @@ def test_a_groups_dlq_is_redriven_watched_and_stopped(broker, client) -> None:
     assert admin_json(broker, "dlq", "redrive", "r", "--rate", "0.5", "--max", "1")["total"] == 1
     assert admin_json(broker, "dlq", "redrive-stop", "r")["state"] in ("stopped", "done")
     assert "DLQ_REDRIVE_NOT_FOUND" in admin(broker, "dlq", "redrive-status", "nobody", ok=False).stderr
+
+
+def test_a_group_is_deleted_unless_it_holds_deliveries(broker, client) -> None:
+    send(client, "ORDERS", "x")
+    held = receive(client, "doomed", "ORDERS")
+    refused = admin(broker, "groups", "delete", "doomed", ok=False)
+    assert refused.returncode != 0 and "GROUP_HAS_DELIVERIES_IN_FLIGHT" in refused.stderr
+    assert admin_json(broker, "groups", "delete", "doomed", "--force") == {"group": "doomed", "topics": ["ORDERS"], "in_flight": len(held)}
+    assert "doomed" not in admin(broker, "groups", "list").stdout
+    assert "CONSUMER_GROUP_NOT_FOUND" in admin(broker, "groups", "delete", "doomed", ok=False).stderr
