@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.delivery.dlq_redrive import RedriveJob, Redrives, RedriveState
-from halfmq.broker.delivery.offset_reset import QueuePosition, ResetTo, plan_reset
+from halfmq.broker.delivery.offset_reset import QueuePosition, ResetTarget, ResetTo, plan_reset
 from halfmq.broker.messages.view import message_view
+from halfmq.broker.protocol import ResetOffsetsRequest
 from halfmq.broker.security.access import Access, ClusterAdmin, GroupAdmin
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.store_types import PutItem, PutResult
@@ -85,13 +86,13 @@ class ManageGroups:
                          topic=result.topic, queue_id=result.queue_id, queue_offset=result.queue_offset,
                          commit_log_offset=result.commit_log_offset)
 
-    async def reset_offsets(self, who: Principal, scope: Scope, group: str, topic: str, to: ResetTo, queue_id: int | None,
-                            *, dry_run: bool, force: bool) -> OffsetReset:
+    async def reset_offsets(self, who: Principal, scope: Scope, group: str, topic: str, body: ResetOffsetsRequest) -> OffsetReset:
         """Plan the group's offsets on ``topic`` (all queues, or ``queue_id``) from where they are and ``to``; unless a dry
         run, apply the plan through the log (durable when this returns). Refused while deliveries are in flight, unless
         forced: ``offset_reset.plan_reset``."""
         admin = self.access.group_admin(who, scope, group)
-        return await self.reset_offsets_now(admin, group, topic, to, queue_id, dry_run=dry_run, force=force)
+        to = ResetTo(ResetTarget(body.to), timestamp_ms=body.timestamp_ms, ago_ms=body.ago_ms, offset=body.offset)
+        return await self.reset_offsets_now(admin, group, topic, to, body.queue_id, dry_run=body.dry_run, force=body.force)
 
     async def reset_offsets_now(self, admin: GroupAdmin | ClusterAdmin, group: str, topic: str, to: ResetTo, queue_id: int | None,
                                 *, dry_run: bool, force: bool) -> OffsetReset:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.delivery.offset_reset import ResetTarget, ResetTo
 from halfmq.broker.protocol import NackRequest, ReceiveRequest, ResetOffsetsRequest, SettleRequest
 
 from ..body import parse_body
@@ -45,9 +44,7 @@ async def reset_offsets(request: ApiRequest) -> Reply:
     topic = request.path_params["topic"]
     request.runtime.access.group_admin(request.principal, request.scope, group)  # before the body is read
     body = await parse_body(request, ResetOffsetsRequest)
-    to = ResetTo(ResetTarget(body.to), timestamp_ms=body.timestamp_ms, ago_ms=body.ago_ms, offset=body.offset)
-    return Reply(await request.usecases.groups.reset_offsets(request.principal, request.scope, group, topic, to, body.queue_id,
-                                                             dry_run=body.dry_run, force=body.force))
+    return Reply(await request.usecases.groups.reset_offsets(request.principal, request.scope, group, topic, body))
 
 
 async def delete_group(request: ApiRequest) -> Reply:
