@@ -256,24 +256,23 @@ async def logout(request: Request) -> Response:
 
 @router.get("/{page}")
 async def page(page: str, request: Request) -> Response:
-    if page not in PAGES:
-        return HTMLResponse("no such page", status_code=404)
-    try:
-        viewer = _who(request)
-    except (Unauthenticated, AccessDenied) as exc:
-        return _refused(request, exc)
-    return await _render(request, viewer, page, "page.html")
+    return await _shown(request, page, "page.html")
 
 
 @router.get("/{page}/fragment")
 async def fragment(page: str, request: Request) -> Response:
+    """The page's table alone: what htmx polls to refresh it."""
+    return await _shown(request, page, f"{page}.html")
+
+
+async def _shown(request: Request, page: str, template: str) -> Response:
     if page not in PAGES:
         return HTMLResponse("no such page", status_code=404)
     try:
         viewer = _who(request)
     except (Unauthenticated, AccessDenied) as exc:
         return _refused(request, exc)
-    return await _render(request, viewer, page, f"{page}.html")
+    return await _render(request, viewer, page, template)
 
 
 Action = Callable[[Viewer], Any]

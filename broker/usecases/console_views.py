@@ -78,18 +78,17 @@ class Rates:
         return round((total - before[1]) / (now - before[0]), 1)
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class ConsoleViews:
-    def __init__(self, views: Views, half_messages: HalfMessages, coordinator: Coordinator, store: StoreReads,
-                 deliveries: GroupProgress, registry: Registry, transaction_timeout: float, host: str, port: int) -> None:
-        self.views = views
-        self.half_messages = half_messages
-        self.coordinator = coordinator
-        self.store = store
-        self.deliveries = deliveries
-        self.registry = registry
-        self.transaction_timeout = transaction_timeout
-        self.host = host
-        self.port = port
+    views: Views
+    half_messages: HalfMessages
+    coordinator: Coordinator
+    store: StoreReads
+    deliveries: GroupProgress
+    registry: Registry
+    transaction_timeout: float
+    host: str
+    port: int
 
     def transactions(self, admin: ClusterAdmin, page: int, rows: int) -> dict[str, Any]:
         """One page of the pending transactions and one of the discarded ones (the same page number), oldest first."""

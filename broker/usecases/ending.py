@@ -7,6 +7,8 @@ transactions through ``operator_actions``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from halfmq.broker.half_messages.half_records import EndOutcome
 from halfmq.broker.observability.tracing import traced_end
 from halfmq.broker.protocol import EndItem, EndRequest
@@ -22,12 +24,12 @@ from .views import Views
 __all__ = ["EndOutcome", "Ending"]
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class Ending:
-    def __init__(self, access: Access, half_messages: HalfMessages, views: Views, durable: Durable) -> None:
-        self.access = access
-        self.half_messages = half_messages
-        self.views = views
-        self.durable = durable
+    access: Access
+    half_messages: HalfMessages
+    views: Views
+    durable: Durable
 
     @traced_end
     async def end(self, who: Principal, scope: Scope, transaction_id: str, producer_group: str, state: str,

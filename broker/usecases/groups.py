@@ -10,6 +10,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.delivery.dlq_redrive import RedriveJob, Redrives, RedriveState
@@ -32,21 +33,21 @@ log = logging.getLogger(__name__)
 Put = Callable[[list[PutItem]], tuple[list[PutResult], int]]  # one atomic write group (``MessageStore.put``)
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class ManageGroups:
-    def __init__(self, access: Access, deliveries: GroupProgress, store: StoreReads, put: Put, views: Views, durable: Durable,
-                 resets: OffsetResets, wall_ms: Callable[[], int], redrives: Redrives) -> None:
-        """``wall_ms``: the wall clock in milliseconds, which a reset to a duration ago counts back from; ``redrives``:
-        the bulk DLQ redrives' jobs and their bounds."""
-        self.access = access
-        self.redrives = redrives
-        self._redrive_stops: dict[str, asyncio.Event] = {}
-        self.resets = resets
-        self.wall_ms = wall_ms
-        self.deliveries = deliveries
-        self.store = store
-        self.put = put
-        self.views = views
-        self.durable = durable
+    """``wall_ms``: the wall clock in milliseconds, which a reset to a duration ago counts back from; ``redrives``: the
+    bulk DLQ redrives' jobs and their bounds."""
+
+    access: Access
+    deliveries: GroupProgress
+    store: StoreReads
+    put: Put
+    views: Views
+    durable: Durable
+    resets: OffsetResets
+    wall_ms: Callable[[], int]
+    redrives: Redrives
+    _redrive_stops: dict[str, asyncio.Event] = field(default_factory=dict, init=False)
 
     def describe(self, who: Principal, scope: Scope, group: str) -> ConsumerGroupInfo:
         self.access.authorize(who, Action.DESCRIBE, Resource.group(group), scope)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import msgspec
 
 from halfmq.broker.half_messages.half_records import Tx
-from halfmq.broker.idempotence.producer_ids import SendKey, SentHalf, SentRef
+from halfmq.broker.idempotence.producer_ids import SendKey, SentHalf
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.messages.names import NameKind, checked_name
 from halfmq.broker.observability.tracing import traced_half
@@ -22,11 +22,11 @@ from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.usecases.answers import half_answer
-from halfmq.errors import InvalidRequest
 from halfmq.wire import HalfSendResult, SendStatus
 
 from .caller import Scope
 from .durability import FlushTimedOut, flush_outcome
+from .numbered_send import NumberedSend
 from .ports import Durable, HalfMessages, LogEnd, Sender, SendWindows, TopicCreation, WritableTopics
 
 
@@ -47,17 +47,16 @@ class StoredHalf:
 Target = tuple[TopicConfig, bool]  # a writable topic and whether it exists yet (``TopicService.writable``)
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class HalfSending:
-    def __init__(self, access: Access, topics: WritableTopics, sender: Sender, created: TopicCreation, half_messages: HalfMessages,
-                 windows: SendWindows, durable: Durable, log_end: LogEnd) -> None:
-        self.access = access
-        self.topics = topics
-        self.sender = sender
-        self.created = created
-        self.half_messages = half_messages
-        self.windows = windows
-        self.durable = durable
-        self.log_end = log_end
+    access: Access
+    topics: WritableTopics
+    sender: Sender
+    created: TopicCreation
+    half_messages: HalfMessages
+    windows: SendWindows
+    durable: Durable
+    log_end: LogEnd
 
     def write_half(self, group: str, cfg: TopicConfig, exists: bool, message: OutgoingMessage,
                    then: Callable[[list[PutItem]], PutItem] | None = None,
@@ -89,23 +88,16 @@ class HalfSending:
         for resource in (Resource.group(group), Resource.topic(body.topic)):
             self.access.authorize(who, Action.PUBLISH, resource, scope)
         also = self._companion_targets(who, scope, body)
-        numbered = body.producer_id is not None or body.epoch is not None or body.sequence is not None
-        then = None
-        if numbered:  # an idempotent half send: a repeat inside the producer's window gets its stored answer
-            if body.producer_id is None or body.epoch is None or body.sequence is None:
-                raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
-            producer, sequence = self.windows.sender(body.producer_id, body.epoch, who.name), body.sequence
-            key = SendKey(SendKind.HALF, group, body.topic)
-            stored = self.windows.sent_before(producer, sequence, key)
-            if stored is not None:  # the first attempt may still be waiting for its fsync
-                repeat = half_answer(stored, SendStatus.SEND_OK, duplicate=True)  # type: ignore[arg-type]  # a half's key: a SentHalf
-                return StoredHalf(repeat, self.log_end(), duplicate=True)
-            then = lambda items: self.windows.send_record(producer, sequence, items, SendKind.HALF)  # noqa: E731
+        numbered = NumberedSend.of(self.windows, body, who.name, SendKey(SendKind.HALF, group, body.topic))
+        if numbered is not None and numbered.earlier is not None:  # a repeat inside the window: its stored answer
+            # (the first attempt may still be waiting for its fsync: the caller waits for the log's end)
+            repeat = half_answer(numbered.earlier, SendStatus.SEND_OK, duplicate=True)  # type: ignore[arg-type]  # a half's key: a SentHalf
+            return StoredHalf(repeat, self.log_end(), duplicate=True)
         cfg, exists = self.topics.writable(body.topic)
-        tx, end = self.write_half(group, cfg, exists, body.message, then, also)
+        tx, end = self.write_half(group, cfg, exists, body.message, numbered.record if numbered else None, also)
         sent = SentHalf(tx.transaction_id, tx.msg_id, tx.half_clog_offset, tx.half_offset)
-        if numbered:
-            self.windows.sent(producer, sequence, SentRef(SendKind.HALF, tx.half_clog_offset, 1 + len(also)))
+        if numbered is not None:
+            numbered.sent(tx.half_clog_offset, 1 + len(also))
         return StoredHalf(half_answer(sent, SendStatus.SEND_OK), end)
 
     async def send_half(self, who: Principal, scope: Scope, body: HalfSendRequest) -> HalfSendResult:

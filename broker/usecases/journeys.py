@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import msgspec
@@ -44,16 +45,13 @@ MayLookUp = Callable[[str], bool]
 T = TypeVar("T")
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class Journeys:
-    def __init__(self, access: Access, store: StoreReads, lookups: asyncio.Semaphore, lookup_topics: int,
-                 lookup_index_files: int) -> None:
-        """``lookups``: how many lookups run in threads at once (a flood of them leaves the default executor to the acks
-        checkpoint and check URLs); ``lookup_topics``, ``lookup_index_files``: HALFMQ_BROKER_LOOKUP_TOPICS, _INDEX_FILES."""
-        self.access = access
-        self.store = store
-        self.lookups = lookups
-        self.lookup_topics = lookup_topics
-        self.lookup_index_files = lookup_index_files
+    access: Access
+    store: StoreReads
+    lookups: asyncio.Semaphore
+    lookup_topics: int
+    lookup_index_files: int
 
     async def show(self, who: Principal, scope: Scope, msg_id: str, topic: str | None = None) -> MessageJourney:
         """The journey of ``msg_id`` (on ``topic`` when named): MessageNotFound if no topic the principal may look up has

@@ -8,6 +8,7 @@ steps with its ``ClusterAdmin`` grant (``console_views``' pages).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from halfmq.broker.half_messages.half_records import EndOutcome, Tx, not_found
 from halfmq.broker.half_messages.state_machine import HalfEvent
@@ -21,15 +22,13 @@ from .ports import Checks, Durable, HalfMessages
 from .views import Views
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class OperatorActions:
-    def __init__(self, access: Access, half_messages: HalfMessages, checks: Callable[[], Checks | None], views: Views,
-                 durable: Durable) -> None:
-        """``checks``: the check service of the moment (a node that writes has one; it starts after the use cases)."""
-        self.access = access
-        self.half_messages = half_messages
-        self.checks = checks
-        self.views = views
-        self.durable = durable
+    access: Access
+    half_messages: HalfMessages
+    checks: Callable[[], Checks | None]
+    views: Views
+    durable: Durable
 
     def list_transactions(self, who: Principal, scope: Scope, state: TransactionState, limit: int) -> TransactionList:
         self.access.cluster_admin(who, scope)

@@ -14,6 +14,7 @@ halfmq.broker.usecases.answers from the coordinator's typed results.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from halfmq import wire
@@ -49,15 +50,14 @@ class NewProducerIds(Protocol):
     async def new_producer_id(self, principal: str) -> Any: ...
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class ProducerTransactions:
-    def __init__(self, access: Access, coordinator: Coordinator, producer_ids: NewProducerIds, topics: WritableTopics,
-                 sender: Sender, deliveries: Deliveries) -> None:
-        self.access = access
-        self.coordinator = coordinator
-        self.producer_ids = producer_ids
-        self.topics = topics
-        self.sender = sender
-        self.deliveries = deliveries
+    access: Access
+    coordinator: Coordinator
+    producer_ids: NewProducerIds
+    topics: WritableTopics
+    sender: Sender
+    deliveries: Deliveries
 
     def stepping(self, who: Principal, scope: Scope, tid: str) -> TransactionalIdActor:
         """The grant to take a step of ``tid``'s transaction: checked before the step's body is read."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from halfmq.broker.half_messages.check_url import OwnAddress, validate_check_url
 from halfmq.broker.protocol import Heartbeat
@@ -16,16 +17,15 @@ from .ports import Durable, Registry
 from .views import Views
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class Heartbeats:
-    def __init__(self, access: Access, producers: Registry, views: Views, durable: Durable, own_address: OwnAddress,
-                 check_url_allow: list[str], producer_expiry: float) -> None:
-        self.access = access
-        self.producers = producers
-        self.views = views
-        self.durable = durable
-        self.own_address = own_address  # where check URLs must never point
-        self.check_url_allow = check_url_allow
-        self.producer_expiry = producer_expiry
+    access: Access
+    producers: Registry
+    views: Views
+    durable: Durable
+    own_address: OwnAddress
+    check_url_allow: list[str]
+    producer_expiry: float
 
     async def heartbeat(self, who: Principal, scope: Scope, body: Heartbeat) -> HeartbeatResult:
         """Register or refresh a producer of a group ``who`` may publish for; its check URL is resolved once and vetted."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Protocol
 
 from halfmq.broker.delivery.delivery_service import Delivery
@@ -22,10 +23,10 @@ class Caller(Protocol):
     async def is_disconnected(self) -> bool: ...
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class Receiving:
-    def __init__(self, deliveries: Deliveries, metrics: BrokerMetrics) -> None:
-        self.deliveries = deliveries
-        self.metrics = metrics
+    deliveries: Deliveries
+    metrics: BrokerMetrics
 
     @traced_deliveries
     async def receive(self, subscriber: Subscriber, body: ReceiveRequest, caller: Caller) -> ReceiveResponse:

@@ -8,9 +8,10 @@ a time (``target``, then ``send_one``), as RocketMQ 5's SendMessage does.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from halfmq.broker.idempotence.producer_ids import SendKey, SentRef, sent_messages
+from halfmq.broker.idempotence.producer_ids import SendKey, sent_messages
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.observability.metrics import BrokerMetrics
@@ -22,24 +23,23 @@ from halfmq.broker.store.store_types import PutResult
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.timers.routing import visible_place
 from halfmq.broker.usecases.answers import sent_answer
-from halfmq.errors import InvalidRequest
 from halfmq.wire import SendResponse, SendResult, SendStatus
 
 from .caller import Scope
 from .durability import durable_status
+from .numbered_send import NumberedSend
 from .ports import Durable, LogEnd, Sender, SendWindows, WritableTopics
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class Sending:
-    def __init__(self, access: Access, topics: WritableTopics, sender: Sender, windows: SendWindows, durable: Durable,
-                 log_end: LogEnd, metrics: BrokerMetrics) -> None:
-        self.access = access
-        self.topics = topics
-        self.sender = sender
-        self.windows = windows
-        self.durable = durable
-        self.log_end = log_end
-        self.metrics = metrics
+    access: Access
+    topics: WritableTopics
+    sender: Sender
+    windows: SendWindows
+    durable: Durable
+    log_end: LogEnd
+    metrics: BrokerMetrics
 
     def rocketmq_publisher(self, who: Principal, scope: Scope, topic: str, transactional: bool) -> Publisher:
         """A RocketMQ 5 send's check per topic: publish to it, and for transactional messages to its producer group,
@@ -51,48 +51,31 @@ class Sending:
 
     @traced_send
     async def send(self, publisher: Publisher, body: SendRequest) -> SendResponse:
-        """Write ``body``'s messages as one group and wait for the fsync: the answer with one result per message."""
+        """Write ``body``'s messages as one group and wait for the fsync: the answer with one result per message.
+
+        A numbered send (an idempotent producer's) repeated inside its producer's window gets its first answer and
+        stores nothing; the window keeps where the messages are, not the answer: a repeat's is read back from them."""
         started = time.perf_counter()
-        if body.producer_id is not None or body.epoch is not None or body.sequence is not None:
-            return await self._send_idempotent(publisher, body, started)
-        results, end = self.sender.send(publisher.topic, body.messages)
+        topic = publisher.topic
+        numbered = NumberedSend.of(self.windows, body, publisher.principal.name, SendKey(SendKind.MESSAGES, "", topic))
+        if numbered is not None and numbered.earlier is not None:
+            if numbered.earlier is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
+                repeat = [SendResult(status=SendStatus.SEND_OK, msg_id=m.properties.get("UNIQ_KEY", ""), topic=topic,
+                                     queue_id=-1, queue_offset=-1, commit_log_offset=-1) for m in body.messages]
+            else:
+                repeat = sent_answer(numbered.earlier, SendStatus.SEND_OK)  # type: ignore[arg-type]  # a plain send's key: a list
+            await self.durable(self.log_end())  # the first attempt may still be waiting for its fsync
+            return SendResponse(results=repeat, duplicate=True)
+        results, end = self.sender.send(topic, body.messages, then=numbered.record if numbered else None)
+        if numbered is not None:
+            numbered.sent(results[0].commit_log_offset, len(results))
         status = await durable_status(self.durable, end)
         self._observe(status, started)
-        return SendResponse(results=_send_results(results, status))
+        return SendResponse(results=sent_answer(sent_messages(results), status))
 
     def _observe(self, status: SendStatus, started: float) -> None:
         self.metrics.send_requests.labels(status.value).inc()
         self.metrics.send_latency.observe(time.perf_counter() - started)
-
-    async def _send_idempotent(self, publisher: Publisher, body: SendRequest, started: float) -> SendResponse:
-        """A numbered send: a repeat of one inside the producer's window gets its first answer and stores nothing.
-
-        The window keeps where the send's messages are, not the answer: a repeat's is read back from them.
-
-        The producer id must be the publisher's (PRODUCER_ID_NOT_OWNED otherwise: ``ProducerIds.sender``).
-        """
-        if body.producer_id is None or body.epoch is None or body.sequence is None:
-            raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
-        topic = publisher.topic
-        txn = self.windows.sender(body.producer_id, body.epoch, publisher.principal.name)
-        key = SendKey(SendKind.MESSAGES, "", topic)
-        stored = self.windows.sent_before(txn, body.sequence, key)
-        if stored is not None:
-            if stored is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
-                repeat = [SendResult(status=SendStatus.SEND_OK, msg_id=m.properties.get("UNIQ_KEY", ""), topic=topic,
-                                     queue_id=-1, queue_offset=-1, commit_log_offset=-1) for m in body.messages]
-            else:
-                repeat = sent_answer(stored, SendStatus.SEND_OK)  # type: ignore[arg-type]  # a plain send's key: a list
-            await self.durable(self.log_end())  # the first attempt may still be waiting for its fsync
-            return SendResponse(results=repeat, duplicate=True)
-        sequence = body.sequence
-        results, end = self.sender.send(topic, body.messages, then=lambda items: self.windows.send_record(txn, sequence, items))
-        # before the fsync wait: a retry arriving meanwhile is a repeat
-        self.windows.sent(txn, sequence, SentRef(SendKind.MESSAGES, results[0].commit_log_offset, len(results)))
-        sent = sent_messages(results)
-        status = await durable_status(self.durable, end)
-        self._observe(status, started)
-        return SendResponse(results=sent_answer(sent, status))
 
     def target(self, publisher: Publisher) -> tuple[TopicConfig, bool]:
         """The topic a producer may send to and whether it exists yet (InvalidTopicName / TopicNotFound first)."""

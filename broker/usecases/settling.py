@@ -6,6 +6,7 @@ is answered once its record in the log is durable (``DeliveryService.ack``); a n
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from halfmq.broker.security.access import Subscriber
@@ -19,13 +20,10 @@ def _settled(results: list[tuple[str, bool]]) -> dict:
     return {"results": [{"receipt_handle": h, "status": "OK" if ok else "EXPIRED"} for h, ok in results]}
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class Settling:
-    def __init__(self, deliveries: Deliveries, settled_durable: Durable | None) -> None:
-        """``settled_durable``: what an ack's answer waits for in a broker set (the ack mode's durability); None on one
-        broker, which answers once the ``acks`` record is written (a kill -9 keeps it; an fsync per ack would halve
-        `halfmq bench consume`)."""
-        self.deliveries = deliveries
-        self.settled_durable = settled_durable
+    deliveries: Deliveries
+    settled_durable: Durable | None
 
     async def ack(self, subscriber: Subscriber, handles: list[str]) -> dict[str, Any]:
         """Answered once the ``acks`` record is written (one broker) or durable as the ack mode says (a set),

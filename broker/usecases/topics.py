@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from halfmq.broker.messages.view import message_view
 from halfmq.broker.protocol import TopicCreate
 from halfmq.broker.security.access import Access, Publisher
@@ -16,15 +18,14 @@ from .ports import Durable, LogEnd, StoreReads, WritableTopics
 from .views import Views
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class ManageTopics:
-    def __init__(self, access: Access, topics: WritableTopics, store: StoreReads, views: Views, durable: Durable,
-                 log_end: LogEnd) -> None:
-        self.access = access
-        self.topics = topics
-        self.store = store
-        self.views = views
-        self.durable = durable
-        self.log_end = log_end
+    access: Access
+    topics: WritableTopics
+    store: StoreReads
+    views: Views
+    durable: Durable
+    log_end: LogEnd
 
     async def create(self, who: Principal, scope: Scope, body: TopicCreate) -> tuple[TopicInfo, bool]:
         """The topic's view, and whether it was created now (an existing one with the same queue count is no error).

@@ -8,6 +8,7 @@ use cases share, built by the composition root.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from msgspec import UNSET
 
@@ -23,14 +24,13 @@ from halfmq.wire import TransactionState, TransactionView
 from .ports import GroupProgress, HalfMessages, Registry, StoreReads
 
 
+@dataclass(eq=False)  # a use case, compared by identity
 class Views:
-    def __init__(self, half_messages: HalfMessages, store: StoreReads, deliveries: GroupProgress, producers: Registry,
-                 flush_mode: str) -> None:
-        self.half_messages = half_messages
-        self.store = store
-        self.deliveries = deliveries
-        self.producers = producers
-        self.flush_mode = flush_mode
+    half_messages: HalfMessages
+    store: StoreReads
+    deliveries: GroupProgress
+    producers: Registry
+    flush_mode: str
 
     def tx_view(self, tx: Tx, *, duplicate: bool | None = None, half: StoredMessage | None = None) -> TransactionView:
         """A transaction's view; ``duplicate`` is said only by an end's answer (None: not at all)."""

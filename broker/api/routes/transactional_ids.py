@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from halfmq import wire
 from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer, TxnAcksRequest, TxnMessagesRequest
+from halfmq.broker.security.access import TransactionalIdActor
+from halfmq.broker.usecases.producer_txns import ProducerTransactions
 
 from ..body import parse_body, parse_json_body
 from ..front import ApiRequest, Reply
@@ -31,33 +33,34 @@ async def init(request: ApiRequest) -> Reply:
 # The steps of a running transaction are hot paths (the front, front.py, serves them first): a copier makes five
 # requests per transaction, so FastAPI's per-request cost showed in `halfmq bench eos`. Who may take a step is
 # checked before its body is read.
-async def begin(request: ApiRequest) -> Reply:
+def _stepping(request: ApiRequest) -> tuple[ProducerTransactions, TransactionalIdActor]:
+    """The use case and the caller's grant on the path's transactional id (refused before the body is read)."""
     use = request.usecases.producer_transactions
-    actor = use.stepping(request.principal, request.scope, request.path_params["tid"])
+    return use, use.stepping(request.principal, request.scope, request.path_params["tid"])
+
+
+async def begin(request: ApiRequest) -> Reply:
+    use, actor = _stepping(request)
     return Reply(use.begin(actor, await parse_body(request, BeginTxnRequest)))
 
 
 async def messages(request: ApiRequest) -> Reply:
-    use = request.usecases.producer_transactions
-    actor = use.stepping(request.principal, request.scope, request.path_params["tid"])
+    use, actor = _stepping(request)
     return Reply(use.add_messages(actor, await parse_body(request, TxnMessagesRequest)))
 
 
 async def acks(request: ApiRequest) -> Reply:
-    use = request.usecases.producer_transactions
-    actor = use.stepping(request.principal, request.scope, request.path_params["tid"])
+    use, actor = _stepping(request)
     return Reply(use.add_acks(actor, await parse_body(request, TxnAcksRequest)))
 
 
 async def commit(request: ApiRequest) -> Reply:
-    use = request.usecases.producer_transactions
-    actor = use.stepping(request.principal, request.scope, request.path_params["tid"])
+    use, actor = _stepping(request)
     return Reply(await use.commit(actor, await parse_body(request, EndTxnRequest)))
 
 
 async def abort(request: ApiRequest) -> Reply:
-    use = request.usecases.producer_transactions
-    actor = use.stepping(request.principal, request.scope, request.path_params["tid"])
+    use, actor = _stepping(request)
     return Reply(await use.abort(actor, await parse_body(request, EndTxnRequest)))
 
 
