@@ -76,6 +76,11 @@ class BrokerSettings(BaseSettings):
     auto_create_topics: bool = True
     default_queues: int = Field(default=4, ge=1, le=64)
     offset_flush_interval: float = 1.0
+    # Bulk DLQ redrives (POST /v1/consumer-groups/{g}/dlq/redrive): the pace when the request names none, the most a
+    # request may ask, and how many jobs are kept at once (running ones refuse more: 429 TOO_MANY_DLQ_REDRIVES).
+    dlq_redrive_rate: float = Field(default=100.0, gt=0)
+    dlq_redrive_max_rate: float = Field(default=10_000.0, gt=0)
+    dlq_redrive_jobs: int = Field(default=16, ge=1)
     transaction_timeout: float = 6.0
     transaction_check_interval: float = 5.0
     transaction_check_max: int = 15

@@ -58,6 +58,25 @@ class TopicCreate(_Wire):
     queues: int | None = None
 
 
+class ResetOffsetsRequest(_Wire):
+    """Where a consumer group's committed offsets on a topic go (``delivery.offset_reset``): all its queues, or one."""
+
+    to: Literal["earliest", "latest", "timestamp", "duration", "offset"]
+    queue_id: int | None = Field(default=None, ge=0, description="one queue; all of the topic's when absent")
+    timestamp_ms: int | None = Field(default=None, ge=0, description="to: timestamp: the first message stored at or after it")
+    ago_ms: int | None = Field(default=None, ge=0, description="to: duration: the first message stored at or after this long ago")
+    offset: int | None = Field(default=None, ge=0, description="to: offset: this queue offset (clamped to each queue's range)")
+    dry_run: bool = Field(default=False, description="answer the plan, change nothing")
+    force: bool = Field(default=False, description="reset although deliveries are in flight (they are delivered again)")
+
+
+class DlqRedriveRequest(_Wire):
+    """A bulk redrive of a group's DLQ: every dead letter there now (or the first ``max_messages``), at a rate."""
+
+    max_messages: int | None = Field(default=None, ge=1, description="at most this many (default: all there now)")
+    rate_per_second: float | None = Field(default=None, gt=0, description="resends a second (default: HALFMQ_BROKER_DLQ_REDRIVE_RATE)")
+
+
 class ReceiveRequest(_Wire):
     max_messages: int = Field(default=16, ge=1, le=MAX_RECEIVE)
     invisible_seconds: float = Field(default=30.0, gt=0, le=MAX_INVISIBLE_SECONDS)

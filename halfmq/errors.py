@@ -185,6 +185,37 @@ class ConsumerGroupNotFound(BrokerError):
     code, status, title = "CONSUMER_GROUP_NOT_FOUND", 404, "Consumer group not found"
 
 
+class GroupHasInFlight(BrokerError):
+    """An offset reset (or a group's deletion) would drop deliveries a consumer still holds: refused unless forced."""
+
+    code, status, title = "GROUP_HAS_DELIVERIES_IN_FLIGHT", 409, "The consumer group has deliveries in flight"
+
+
+class InvalidOffsetReset(BrokerError):
+    """An offset reset that names no target it can be planned from (a missing timestamp, a queue the topic lacks)."""
+
+    code, status, title = "INVALID_OFFSET_RESET", 400, "The offset reset is not valid"
+
+
+class DlqRedriveRunning(BrokerError):
+    """One redrive of a group's DLQ at a time: watch the running one, or stop it first."""
+
+    code, status, title = "DLQ_REDRIVE_RUNNING", 409, "A redrive of this consumer group's DLQ is running"
+
+
+class TooManyDlqRedrives(BrokerError):
+    code, status, title = "TOO_MANY_DLQ_REDRIVES", 429, "Too many DLQ redrives are running"
+    retriable = True
+
+
+class DlqRedriveNotFound(BrokerError):
+    code, status, title = "DLQ_REDRIVE_NOT_FOUND", 404, "No redrive of this consumer group's DLQ"
+
+
+class InvalidDlqRedrive(BrokerError):
+    code, status, title = "INVALID_DLQ_REDRIVE", 400, "The DLQ redrive is not valid"
+
+
 class TransactionNotFound(BrokerError):
     code, status, title = "TRANSACTION_NOT_FOUND", 404, "Transaction not found"
 

@@ -25,6 +25,10 @@ class GroupListParams(_Params):
     system: bool = False
 
 
+class GroupDeleteParams(_Params):
+    force: bool = False  # delete although deliveries are in flight
+
+
 class DlqParams(_Params):
     offset: int = Field(default=0, ge=0)
     max: int = Field(default=100, ge=1, le=1000)

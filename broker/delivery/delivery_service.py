@@ -25,7 +25,7 @@ from halfmq.broker.messages.names import NameKind, checked_name
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.store.state_records import acks_record
+from halfmq.broker.store.state_records import acks_record, group_deleted_record, offsets_reset_record
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
 from halfmq.errors import SystemTopicForbidden
 
@@ -288,6 +288,32 @@ class DeliveryService:
     def _counted_ack(self, h: ReceiptHandle) -> None:
         self.counted.add("ack", h.group, h.topic, "ok")
 
+    # --- operators' offset resets ---------------------------------------------
+    def positions(self, group: str, topic: str) -> list[tuple[int, int, int]]:
+        """Per queue of ``topic``: (queue id, the group's committed offset, its deliveries in flight)."""
+        checked_name(NameKind.CONSUMER_GROUP, group)
+        return [(qid, p.committed, len(p.in_flight)) for qid, p in enumerate(self._progress.open(group, topic).queues)]
+
+    def reset_offsets(self, group: str, topic: str, moves: list[tuple[int, int]]) -> int:
+        """Move the group's committed offsets on ``topic`` (queue id, offset): written first as one ``offsets-reset``
+        record (a restart and a set's next leader read it back), then applied; the record's end is returned, to be
+        waited on durable. What the queues held in flight is forgotten (delivered again from the new offsets)."""
+        _, end = self._store.put([offsets_reset_record([(group, topic, qid, offset) for qid, offset in moves])])
+        for qid, offset in moves:
+            self._progress.reset(group, topic, qid, offset)
+        return end
+
+    def in_flight(self, group: str) -> int:
+        """The group's deliveries held by consumers now, on every topic."""
+        return sum(len(p.in_flight) for state in self._progress.states.by_group.get(group, {}).values() for p in state.queues)
+
+    def delete_group(self, group: str) -> int:
+        """Forget the group (its progress and committed offsets), written first as a ``group-deleted`` record (a restart
+        and a set's next leader read it back); the record's end is returned, to be waited on durable."""
+        _, end = self._store.put([group_deleted_record(group)])
+        self._progress.forget(group)
+        return end
+
     # --- receipt handles --------------------------------------------------------
     def parse_receipts(self, handles: list[str]) -> list[ReceiptHandle]:
         """Decode and verify ``handles`` (INVALID_RECEIPT_HANDLE for one this broker did not sign); changes nothing.
@@ -311,6 +337,14 @@ class DeliveryService:
     def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """At start-up: an ack read back from the log (an ``acks`` record, or a committed producer transaction's)."""
         self._progress.restore_acked(group, topic, queue_id, offset)
+
+    def restore_reset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """At start-up: an operator's offset reset read back from the log (an ``offsets-reset`` record)."""
+        self._progress.reset(group, topic, queue_id, offset)
+
+    def forget_group(self, group: str) -> None:
+        """At start-up: a consumer group's deletion read back from the log (a ``group-deleted`` record)."""
+        self._progress.forget(group)
 
     def settled(self) -> list[tuple[str, str, int, int, tuple[int, ...]]]:
         """Per queue: committed, and past the gap (acks_checkpoint)."""

@@ -8,6 +8,7 @@ file is a checkpoint of them; the ``acks`` records in the log are what a restart
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 from halfmq.broker.store.message_store import MessageStore
@@ -64,6 +65,28 @@ class GroupProgress:
         """Pass over the queue's next offset without delivering it (its record is damaged), as if acked."""
         if progress.skip():
             self._store.offsets.commit(group, topic, qid, progress.committed)
+
+    def reset(self, group: str, topic: str, qid: int, offset: int) -> None:
+        """Move the queue's committed offset to ``offset`` (an operator's reset, or its record read back): what was held
+        or settled past the old one is forgotten, so the queue is delivered from ``offset`` again. Nonces go on from the
+        old progress, so a receipt handed out before the reset never names a delivery made after it."""
+        state = self.open(group, topic)
+        if not 0 <= qid < len(state.queues):
+            return
+        old = state.queues[qid]
+        fresh = QueueProgress(offset, fifo_window=self._fifo_window)
+        fresh._nonce = old._nonce
+        state.queues[qid] = fresh
+        state.due = [d for d in state.due if d[1] != qid]
+        heapq.heapify(state.due)
+        self._store.offsets.move(group, topic, qid, offset)
+        self._wake(topic)
+
+    def forget(self, group: str) -> None:
+        """Forget ``group``: its progress on every topic and its committed offsets (an operator deleted it; a receive
+        after this begins it again at each queue's first offset, its held receipts answer EXPIRED)."""
+        self.states.drop_group(group)
+        self._store.offsets.drop_group(group)
 
     def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """At start-up: an ack read back from the log (an ``acks`` record, or a committed producer transaction's), which

@@ -168,6 +168,11 @@ class GroupStates(dict[tuple[str, str], GroupTopic]):
         super().__setitem__(key, state)
         self.by_group.setdefault(key[0], {})[key[1]] = state
 
+    def drop_group(self, group: str) -> None:
+        """Forget every topic's progress of ``group``."""
+        for topic in self.by_group.pop(group, {}):
+            super().pop((group, topic), None)
+
 
 @dataclass(frozen=True, slots=True)
 class QueueLag:

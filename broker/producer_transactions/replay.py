@@ -43,7 +43,7 @@ def replay(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], ac
     for record in acks_checkpoint.records(coordinator.store, checkpoint):
         kind = record.properties.get(rec.TXN_OP, "")
         if kind in state.KINDS:
-            _replay_state(coordinator, acks, state.StateRecord(kind), record)
+            _replay_state(coordinator, acks, state.StateRecord(kind), record, checkpoint)
         else:
             _replay_one(coordinator, txns, acks, record)
     left_open = [t for t in txns.values() if t.state is ProducerTxnState.ONGOING]
@@ -92,11 +92,17 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
         txn.end_answer = coordinator.end_answer(txn, ())
 
 
-def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: state.StateRecord, record: StoredMessage) -> None:
+def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: state.StateRecord, record: StoredMessage,
+                  checkpoint: acks_checkpoint.AcksCheckpoint | None) -> None:
     """A record of the broker's own state (``store.state_records``): what a single broker keeps, rebuilt on any node."""
     if kind is state.StateRecord.ACKS:
         for group, topic, queue_id, offset in state.decode_acks(record.body):
             acks.restore_acked(group, topic, queue_id, offset)
+    elif kind is state.StateRecord.OFFSETS_RESET:
+        for group, topic, queue_id, offset in state.decode_acks(record.body):
+            acks.restore_reset(group, topic, queue_id, offset)
+    elif kind is state.StateRecord.GROUP_DELETED:
+        _replay_group_deleted(acks, record, checkpoint)
     elif kind is state.StateRecord.TOPIC:
         coordinator.store.adopt_topic(*state.topic_of(record.properties))
     elif kind is state.StateRecord.PRODUCER:
@@ -106,11 +112,22 @@ def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: st
         acks.use_receipt_key(state.receipt_key_of(record.body))
 
 
+def _replay_group_deleted(acks: AckLedger, record: StoredMessage, checkpoint: acks_checkpoint.AcksCheckpoint | None) -> None:
+    """Forget the group, unless the checkpoint counts this record and holds the group: it consumed again since, and the
+    checkpoint (newer) says how far."""
+    group = record.properties[state.GROUP]
+    counted = checkpoint is not None and record.queue_offset < checkpoint.entries
+    if not (counted and checkpoint is not None and any(q.group == group for q in checkpoint.settled)):
+        acks.forget_group(group)
+
+
 def restore(store: MessageStore, acks: AckLedger, checkpoint: acks_checkpoint.AcksCheckpoint) -> None:
     """What the ``acks`` records before the checkpoint settled: the contiguous offsets first, then those past a gap."""
     for q in checkpoint.settled:
-        if q.committed > store.reads.queue_range(q.topic, q.queue_id)[0]:  # (at the queue's first offset: as if never acked)
-            store.offsets.commit(q.group, q.topic, q.queue_id, q.committed)
+        # set, not only raised: an operator's reset (``offsets-reset``) may have moved it back since the offsets file
+        # was written; the records after the checkpoint bring it forward again
+        if q.committed > store.reads.queue_range(q.topic, q.queue_id)[0] or store.offsets.get(q.group, q.topic, q.queue_id) is not None:
+            store.offsets.move(q.group, q.topic, q.queue_id, q.committed)  # (at the queue's first offset: as if never acked)
     for q in checkpoint.settled:
         for offset in q.past_gap:
             acks.restore_acked(q.group, q.topic, q.queue_id, offset)

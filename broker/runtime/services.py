@@ -231,6 +231,8 @@ class BrokerRuntime:
                 task.cancel()
         if self._auth_task is not None:
             self._auth_task.cancel()
+        if getattr(self, "usecases", None) is not None:
+            self.usecases.groups.stop_every_redrive()  # a role change or shutdown: this node's redrives end here
         if self._check_task is not None:
             self._check_task.cancel()
             await asyncio.gather(self._check_task, return_exceptions=True)

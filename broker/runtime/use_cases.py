@@ -3,9 +3,11 @@ bootstrap.py), from the services a ``BrokerRuntime`` opened. The one place the u
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from halfmq.broker.delivery.dlq_redrive import Redrives
 from halfmq.broker.half_messages.check_url import OwnAddress
 from halfmq.broker.usecases import (
     ConsoleViews,
@@ -40,7 +42,9 @@ def use_cases(rt: BrokerRuntime) -> UseCases:
         receiving=Receiving(rt.delivery, rt.metrics),
         settling=Settling(rt.delivery, rt.settled_durable),
         topics=ManageTopics(access, rt.topics, store, views, durable, log_end),
-        groups=ManageGroups(access, rt.delivery.views, store, store.put, views, durable),
+        groups=ManageGroups(access, rt.delivery.views, store, store.put, views, durable, rt.delivery,
+                            lambda: int(time.time() * 1000),
+                            Redrives(settings.dlq_redrive_jobs, settings.dlq_redrive_rate, settings.dlq_redrive_max_rate)),
         heartbeats=Heartbeats(access, rt.producers, views, durable, rt.own_address or OwnAddress.of(settings.host, settings.port),
                               settings.check_url_allow, settings.producer_expiry),
         operator_actions=OperatorActions(access, rt.half_messages, lambda: rt.checks, views, durable),

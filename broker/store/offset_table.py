@@ -35,6 +35,19 @@ class OffsetTable:
                 queues[queue_id] = offset
                 self._dirty = True
 
+    def move(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Set the queue's committed offset to ``offset``, back or forth (an operator's offset reset; ``commit`` only
+        moves forward)."""
+        with self._lock:
+            self._offsets.setdefault(group, {}).setdefault(topic, {})[queue_id] = offset
+            self._dirty = True
+
+    def drop_group(self, group: str) -> None:
+        """Forget every committed offset of ``group`` (an operator deleted it)."""
+        with self._lock:
+            if self._offsets.pop(group, None) is not None:
+                self._dirty = True
+
     def clamp(self, ends: Callable[[str, int], int]) -> list[tuple[str, str, int, int, int]]:
         """Lower every offset past its queue's end to that end; return (group, topic, queue, was, now) per change.
 

@@ -9,6 +9,12 @@ producers' kinds: ``idempotence.producer_records``); these records carry no ``TX
 - ``acks``: the offsets one ack request settled, as ``[group, topic, queue, offset]`` rows (the commit record's body),
   tagged ``ACKS_TAG``: its consume-queue entry tells it apart unread, so a replay from an acks checkpoint
   (``store.acks_checkpoint``) passes over the ones before it without reading them (untagged ones, older, are read).
+- ``offsets-reset``: an operator moved a group's committed offsets (``[group, topic, queue, offset]`` rows), back or
+  forth. Tagged ``ACKS_TAG`` like ``acks``: the acks checkpoint holds what it set, so a replay from the checkpoint
+  passes over the ones before it (replaying an older reset after the checkpoint's state would undo later acks).
+- ``group-deleted``: an operator deleted a consumer group (``GROUP``): its offsets and progress are forgotten. Not
+  tagged: every one is read; one the acks checkpoint already counts is passed over when the checkpoint holds the
+  group (it consumed again since: the checkpoint is newer), else applied (the offsets file may still name it).
 - ``producer``: a producer registered (or changed its check URL) or expired; heartbeats that change nothing write none.
 - ``receipt-key``: the key receipt handles are signed with, written once by the first leader, so every node signs alike.
 
@@ -41,6 +47,8 @@ EXPIRED = "EXPIRED"  # "1" on a producer's expiry
 class StateRecord(str, Enum):
     TOPIC = "topic"
     ACKS = "acks"
+    OFFSETS_RESET = "offsets-reset"
+    GROUP_DELETED = "group-deleted"
     PRODUCER = "producer"
     RECEIPT_KEY = "receipt-key"
 
@@ -70,6 +78,15 @@ def acks_record(acks: list[AckRef], *, indexed: bool = True) -> PutItem:
     if indexed:
         props[INDEX_KEYS] = " ".join(position_key(t, q, o) for _, t, q, o in acks)
     return PutItem(TXN_STATE_TOPIC, 0, encode_acks(acks), props, tag=ACKS_TAG)
+
+
+def offsets_reset_record(moves: list[AckRef]) -> PutItem:
+    """An ``offsets-reset`` record: each queue's committed offset from now on (rows as ``acks``'s, not indexed)."""
+    return PutItem(TXN_STATE_TOPIC, 0, encode_acks(moves), {TXN_OP: StateRecord.OFFSETS_RESET.value, TAGS: ACKS_TAG}, tag=ACKS_TAG)
+
+
+def group_deleted_record(group: str) -> PutItem:
+    return PutItem(TXN_STATE_TOPIC, 0, b"", {TXN_OP: StateRecord.GROUP_DELETED.value, GROUP: group})
 
 
 # --- topics -------------------------------------------------------------------------------------

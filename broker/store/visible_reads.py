@@ -80,6 +80,10 @@ class VisibleReads:
         self._ends[key] = end
         return lo, end
 
+    def offset_for_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The first visible queue offset stored at or after ``timestamp_ms`` (the end when none is)."""
+        return min(self._reads.offset_for_time(topic, queue_id, timestamp_ms), self.queue_range(topic, queue_id)[1])
+
     def read_entries(self, topic: str, queue_id: int, offset: int, max_messages: int) -> list[StoredMessage | DamagedEntry]:
         """As QueueReads.read_entries, stopping at the bound."""
         if self.bound is not None:

@@ -40,6 +40,46 @@ def _group(admin: AdminClient, args: argparse.Namespace) -> Any:
     return {"summary": summary, **tables.builtins(detail)}
 
 
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _ago_ms(text: str) -> int:
+    """``90m``, ``12h``, ``7d``, ``30s``, ``500ms`` (a bare number: seconds) in milliseconds."""
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(number):] or "s"
+    try:
+        value = float(number)
+    except ValueError:
+        value = -1.0
+    if unit not in _UNITS or value < 0:
+        raise SystemExit(f"--by-duration {text!r}: a duration such as 30s, 90m, 12h or 7d")
+    return int(value * _UNITS[unit])
+
+
+def _epoch_ms(text: str) -> int:
+    """An ISO 8601 date and time (UTC unless it names its offset) in epoch milliseconds."""
+    import datetime
+
+    try:
+        at = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise SystemExit(f"--to-datetime {text!r}: an ISO 8601 time such as 2026-11-29T07:00:00Z") from None
+    return int((at if at.tzinfo else at.replace(tzinfo=datetime.UTC)).timestamp() * 1000)
+
+
+def _reset_offsets(admin: AdminClient, args: argparse.Namespace) -> Any:
+    """`groups reset-offsets`: exactly one target (kafka-consumer-groups.sh's --to-earliest, --to-datetime, …)."""
+    targets = {"earliest": args.to_earliest, "latest": args.to_latest, "timestamp": args.to_datetime is not None,
+               "duration": args.by_duration is not None, "offset": args.to_offset is not None}
+    chosen = [name for name, given in targets.items() if given]
+    if len(chosen) != 1:
+        raise SystemExit("name one target: --to-earliest, --to-latest, --to-datetime, --by-duration or --to-offset")
+    return admin.reset_offsets(args.group, args.topic, chosen[0], queue_id=args.queue, offset=args.to_offset,
+                               timestamp_ms=_epoch_ms(args.to_datetime) if args.to_datetime is not None else None,
+                               ago_ms=_ago_ms(args.by_duration) if args.by_duration is not None else None,
+                               dry_run=args.dry_run, force=args.force)
+
+
 READS: dict[tuple[str, str], tuple[Fetch, Callable[[Any], Any], list[tuple[tuple[str, ...], dict]]]] = {
     ("transactions", "list"): (lambda admin, a: admin.list_transactions(a.state, a.limit), tables.transactions,
                                [(("--state",), {"default": "pending", "choices": ["pending", "committed", "rolled_back", "discarded"]}),
@@ -52,6 +92,7 @@ READS: dict[tuple[str, str], tuple[Fetch, Callable[[Any], Any], list[tuple[tuple
     ("groups", "lag"): (lambda admin, a: admin.describe_group(a.group), tables.group_lag, [(("group",), {})]),
     ("dlq", "list"): (lambda admin, a: admin.list_dead_letters(a.group, a.offset, a.max), tables.dlq,
                       [(("group",), {}), (("--offset",), {"type": int, "default": 0}), (("--max",), {"type": int, "default": 100})]),
+    ("dlq", "redrive-status"): (lambda admin, a: admin.redrive(a.group), tables.redrive, [(("group",), {})]),
     ("producers", "list"): (lambda admin, a: admin.list_producers(), tables.producers, []),
     ("cluster", "show"): (_cluster, tables.cluster, []),
     ("transactional-ids", "list"): (lambda admin, a: admin.list_transactional_ids(), tables.transactional_ids, []),
@@ -74,15 +115,36 @@ ACTIONS: dict[tuple[str, str], tuple[Fetch, list[tuple[tuple[str, ...], dict]], 
                            [(("name",), {}), (("--queues",), {"type": int})], "create a topic"),
     ("dlq", "resend"): (lambda admin, a: admin.resend_dead_letter(a.group, a.offset),
                         [(("group",), {}), (("offset",), {"type": int})], "put a DLQ message back on its topic"),
+    ("dlq", "redrive"): (lambda admin, a: admin.start_redrive(a.group, a.max, a.rate),
+                         [(("group",), {}), (("--max",), {"type": int, "help": "at most this many (default: all there now)"}),
+                          (("--rate",), {"type": float, "help": "resends a second (default: the broker's DLQ_REDRIVE_RATE)"})],
+                         "resend every dead letter of a group to its topic, at a rate, in the background"),
+    ("dlq", "redrive-stop"): (lambda admin, a: admin.stop_redrive(a.group), [(("group",), {})], "stop a group's DLQ redrive"),
     ("transactional-ids", "abort"): (lambda admin, a: admin.force_abort(a.tid), [(("tid",), {})],
                                      "abort a transactional id's open transaction"),
+    ("groups", "delete"): (lambda admin, a: admin.delete_group(a.group, a.force),
+                           [(("group",), {}), (("--force",), {"action": "store_true", "help": "although deliveries are in flight"})],
+                           "delete a consumer group's offsets and progress (refused while it has deliveries in flight)"),
+    ("groups", "reset-offsets"): (_reset_offsets, [
+        (("group",), {}), (("topic",), {}),
+        (("--to-earliest",), {"action": "store_true", "help": "each queue's first retained message"}),
+        (("--to-latest",), {"action": "store_true", "help": "each queue's end: skip the backlog"}),
+        (("--to-datetime",), {"metavar": "ISO_TIME", "help": "the first message stored at or after this time (UTC unless given)"}),
+        (("--by-duration",), {"metavar": "AGO", "help": "the first message stored at or after this long ago: 30s, 90m, 12h, 7d"}),
+        (("--to-offset",), {"type": int, "metavar": "N", "help": "this queue offset (clamped to each queue's range)"}),
+        (("--queue",), {"type": int, "help": "one queue only (default: every queue of the topic)"}),
+        (("--dry-run",), {"action": "store_true", "help": "print the plan, change nothing"}),
+        (("--force",), {"action": "store_true", "help": "reset although deliveries are in flight (they are delivered again)"}),
+    ], "move a group's committed offsets on a topic (refused while it has deliveries in flight, unless --force)"),
 }
+ACTION_TABLES: dict[tuple[str, str], Callable[[Any], Any]] = {
+    ("groups", "reset-offsets"): tables.offset_reset, ("dlq", "redrive"): tables.redrive, ("dlq", "redrive-stop"): tables.redrive}
 
 NOUNS = {
     "transactions": "half messages: list, show, force commit / rollback, recheck, resend discarded",
     "topics": "topics and their queues' offsets",
-    "groups": "consumer groups: lag, in-flight, retries, DLQ depth",
-    "dlq": "a consumer group's dead letters, and resend",
+    "groups": "consumer groups: lag, in-flight, retries, DLQ depth; reset their offsets",
+    "dlq": "a consumer group's dead letters; resend one, or redrive them all at a rate",
     "producers": "registered producers and their check URLs",
     "cluster": "the broker set (GET /v1/cluster, or a single node)",
     "transactional-ids": "Kafka-style transactional ids and their open transactions",
@@ -103,8 +165,8 @@ def _read_command(fetch: Fetch, table: Callable[[Any], Any]) -> Callable[[argpar
     return lambda args: tables.emit(call(args, fetch), args.json, table)
 
 
-def _action_command(fetch: Fetch) -> Callable[[argparse.Namespace], int]:
-    return lambda args: tables.emit(call(args, fetch), args.json, tables.done)
+def _action_command(fetch: Fetch, table: Callable[[Any], Any]) -> Callable[[argparse.Namespace], int]:
+    return lambda args: tables.emit(call(args, fetch), args.json, table)
 
 
 def add_verbs(verbs: argparse._SubParsersAction) -> None:
@@ -122,4 +184,4 @@ def add_verbs(verbs: argparse._SubParsersAction) -> None:
         for names, options in arguments:
             p.add_argument(*names, **options)
         _common(p, json_flag=True)
-        p.set_defaults(func=_action_command(fetch))
+        p.set_defaults(func=_action_command(fetch, ACTION_TABLES.get((noun, verb), tables.done)))

@@ -179,6 +179,24 @@ def _yes_no(value: bool | None) -> str | None:
     return None if value is None else ("yes" if value else "no")
 
 
+def offset_reset(data: dict) -> Any:
+    """`groups reset-offsets`: the plan per queue (from → to), and whether it was applied or only a dry run."""
+    what = "reset" if data["applied"] else "dry run, nothing changed"
+    return _table(f"{data['group']} on {data['topic']} to {data['to']}: {what}", ["queue", "from", "to", "moves", "in flight"],
+                  [[q["queue_id"], q["from_offset"], q["to_offset"], f"{q['to_offset'] - q['from_offset']:+d}", q["in_flight"]]
+                   for q in data["queues"]])
+
+
+def redrive(data: dict) -> Any:
+    """A DLQ redrive: its state and how far it got."""
+    return _fields(f"DLQ redrive of {data['group']}: {data['state']}", [
+        ["resent", f"{data['resent']} of {data['total']}"], ["missing", data["missing"]],
+        ["offsets", f"{data['first_offset']}–{data['end_offset']} (next {data['next_offset']})"],
+        ["rate", f"{data['rate_per_second']:g}/s"], ["started", when(data["started_timestamp"])],
+        ["ended", when(data["ended_timestamp"]) if data.get("ended_timestamp") else "-"],
+        *([["error", data["error"]]] if data.get("error") else [])])
+
+
 def done(data: dict) -> Any:
     return _fields("done", [[k, v if not isinstance(v, dict | list) else json.dumps(v)[:80]] for k, v in data.items()])
 

@@ -25,11 +25,14 @@ from halfmq.wire import (
     ClusterView,
     ConsumerGroupInfo,
     DeadLetters,
+    DlqRedrive,
     DlqResent,
+    GroupDeleted,
     GroupList,
     Health,
     MessageJourney,
     MessageSearch,
+    OffsetReset,
     ProducerList,
     TopicInfo,
     TopicList,
@@ -137,6 +140,34 @@ class AsyncAdminClient(AsyncClient):
         """Put the dead letter at ``offset`` back on its topic and queue: ``group`` gets it again."""
         return await self._act(endpoints.resend_dead_letter(group, offset))
 
+    async def delete_group(self, group: str, force: bool = False) -> GroupDeleted:
+        """Delete ``group``: its committed offsets and progress on every topic (a receive after this begins it again at
+        each queue's first message). Refused (GroupHasInFlight, 409) while it holds deliveries, unless ``force``."""
+        return await self._act(endpoints.delete_group(group, force))
+
+    async def start_redrive(self, group: str, max_messages: int | None = None, rate_per_second: float | None = None) -> DlqRedrive:
+        """Start resending ``group``'s dead letters (all there now, or the first ``max_messages``) to their topics at
+        ``rate_per_second`` (the broker's HALFMQ_BROKER_DLQ_REDRIVE_RATE by default), in the background: ``redrive``
+        watches it, ``stop_redrive`` stops it. One at a time per group (DlqRedriveRunning, 409)."""
+        return await self._act(endpoints.start_redrive(group, max_messages, rate_per_second))
+
+    async def redrive(self, group: str) -> DlqRedrive:
+        """The group's latest DLQ redrive: its state (running, done, stopped, failed) and progress."""
+        return await self._call(endpoints.redrive(group))
+
+    async def stop_redrive(self, group: str) -> DlqRedrive:
+        """Stop the group's running DLQ redrive after the resend under way."""
+        return await self._act(endpoints.stop_redrive(group))
+
+    async def reset_offsets(self, group: str, topic: str, to: str, *, queue_id: int | None = None, timestamp_ms: int | None = None,
+                            ago_ms: int | None = None, offset: int | None = None, dry_run: bool = False, force: bool = False) -> OffsetReset:
+        """Move ``group``'s committed offsets on ``topic`` (every queue, or ``queue_id``) ``to`` "earliest", "latest",
+        "timestamp" (``timestamp_ms``), "duration" (``ago_ms`` before now) or "offset" (``offset``); ``dry_run`` answers
+        the plan (per queue: from → to) and changes nothing. Refused (GroupHasInFlight, 409) while the group holds
+        deliveries on those queues, unless ``force`` (they are delivered again)."""
+        return await self._act(endpoints.reset_offsets(group, topic, to, queue_id=queue_id, timestamp_ms=timestamp_ms, ago_ms=ago_ms,
+                                                       offset=offset, dry_run=dry_run, force=force))
+
     # --- producers -----------------------------------------------------------------------------------------------------
     async def list_producers(self) -> ProducerList:
         """The producers that sent a heartbeat, per producer group, with their check URLs."""
@@ -204,6 +235,11 @@ class AdminClient(Blocking[AsyncAdminClient]):
     describe_group = blocking(AsyncAdminClient.describe_group)
     list_dead_letters = blocking(AsyncAdminClient.list_dead_letters)
     resend_dead_letter = blocking(AsyncAdminClient.resend_dead_letter)
+    reset_offsets = blocking(AsyncAdminClient.reset_offsets)
+    start_redrive = blocking(AsyncAdminClient.start_redrive)
+    delete_group = blocking(AsyncAdminClient.delete_group)
+    redrive = blocking(AsyncAdminClient.redrive)
+    stop_redrive = blocking(AsyncAdminClient.stop_redrive)
     list_producers = blocking(AsyncAdminClient.list_producers)
     list_transactional_ids = blocking(AsyncAdminClient.list_transactional_ids)
     force_abort = blocking(AsyncAdminClient.force_abort)

@@ -18,7 +18,9 @@ from halfmq.wire import (
     ClusterView,
     ConsumerGroupInfo,
     DeadLetters,
+    DlqRedrive,
     DlqResent,
+    GroupDeleted,
     GroupList,
     HalfSendResult,
     Health,
@@ -27,6 +29,7 @@ from halfmq.wire import (
     MessageSearch,
     MessageSummary,
     OffsetReadResponse,
+    OffsetReset,
     OutgoingMessage,
     ProducerIdResult,
     ProducerList,
@@ -58,9 +61,11 @@ HALF_BATCH_PATH = "/v1/transaction-batches/half"
 END_BATCH_PATH = "/v1/transaction-batches/end"
 
 __all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "OPERATOR_VERBS", "Call", "cluster_view", "consumer_group", "create_topic", "dead_letters",
-           "end_transaction", "find_messages", "force_abort", "get_topic", "get_transaction", "group_list", "half_send", "health", "health_report",
+           "delete_group", "end_transaction",
+           "find_messages", "force_abort", "get_topic", "get_transaction", "group_list", "half_send", "health", "health_report",
            "list_topics", "list_transactions", "message_journey", "message_search", "new_producer_id", "operate_transaction", "producer_heartbeat",
-           "producer_list", "read", "receive", "resend_dead_letter", "send", "settle", "topic_list", "transaction", "transaction_list",
+           "producer_list", "read", "receive", "redrive", "resend_dead_letter", "reset_offsets", "start_redrive",
+           "stop_redrive", "send", "settle", "topic_list", "transaction", "transaction_list",
            "transactional_id_list", "txn_abort", "txn_acks", "txn_begin", "txn_commit", "txn_init", "txn_messages"]
 
 
@@ -262,6 +267,36 @@ def dead_letters(group: str, offset: int, max_messages: int) -> Call[DeadLetters
 
 def resend_dead_letter(group: str, offset: int) -> Call[DlqResent]:
     return Call("POST", f"/v1/consumer-groups/{_seg(group)}/dlq/{_seg(offset)}/resend", parse=_as(DlqResent))
+
+
+def reset_offsets(group: str, topic: str, to: str, *, queue_id: int | None = None, timestamp_ms: int | None = None,
+                  ago_ms: int | None = None, offset: int | None = None, dry_run: bool = False, force: bool = False) -> Call[OffsetReset]:
+    body: dict[str, Any] = {"to": to, "dry_run": dry_run, "force": force}
+    for name, value in (("queue_id", queue_id), ("timestamp_ms", timestamp_ms), ("ago_ms", ago_ms), ("offset", offset)):
+        if value is not None:
+            body[name] = value
+    return Call("POST", _group_topic_path(group, topic, "reset-offsets"), parse=_as(OffsetReset), body=body)
+
+
+def delete_group(group: str, force: bool = False) -> Call[GroupDeleted]:
+    return Call("DELETE", f"/v1/consumer-groups/{_seg(group)}", parse=_as(GroupDeleted), params={"force": "true"} if force else None)
+
+
+def _redrive_path(group: str) -> str:
+    return f"/v1/consumer-groups/{_seg(group)}/dlq/redrive"
+
+
+def start_redrive(group: str, max_messages: int | None = None, rate_per_second: float | None = None) -> Call[DlqRedrive]:
+    body = {k: v for k, v in (("max_messages", max_messages), ("rate_per_second", rate_per_second)) if v is not None}
+    return Call("POST", _redrive_path(group), parse=_as(DlqRedrive), body=body)
+
+
+def redrive(group: str) -> Call[DlqRedrive]:
+    return Call("GET", _redrive_path(group), parse=_as(DlqRedrive))
+
+
+def stop_redrive(group: str) -> Call[DlqRedrive]:
+    return Call("DELETE", _redrive_path(group), parse=_as(DlqRedrive))
 
 
 def producer_list() -> Call[ProducerList]:

@@ -85,6 +85,51 @@ class DlqResent(_Wire):
     commit_log_offset: int
 
 
+class QueueReset(_Wire):
+    """One queue of an offset reset: its committed offset before and after, and the deliveries it had in flight."""
+
+    queue_id: int
+    from_offset: int
+    to_offset: int
+    in_flight: int
+
+
+class OffsetReset(_Wire):
+    """A consumer group's offset reset on a topic: the plan per queue, and whether it was applied (not a dry run)."""
+
+    group: str
+    topic: str
+    to: str
+    applied: bool
+    queues: list[QueueReset]
+
+
+class DlqRedrive(_Wire):
+    """A bulk redrive of a consumer group's DLQ: where it is (``next_offset`` of ``first_offset``..``end_offset``), what
+    it did, and its state (running, done, stopped, failed)."""
+
+    group: str
+    state: str
+    first_offset: int
+    end_offset: int
+    next_offset: int
+    total: int
+    resent: int
+    missing: int
+    rate_per_second: float
+    started_timestamp: int
+    ended_timestamp: int | None = None
+    error: str | None = None
+
+
+class GroupDeleted(_Wire):
+    """A deleted consumer group: the topics it had offsets on, and the deliveries it held (forced)."""
+
+    group: str
+    topics: list[str]
+    in_flight: int
+
+
 class ProducerEntry(_Wire):
     client_id: str
     check_url: str | None = None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import NackRequest, ReceiveRequest, SettleRequest
+from halfmq.broker.protocol import NackRequest, ReceiveRequest, ResetOffsetsRequest, SettleRequest
 
 from ..body import parse_body
 from ..front import ApiRequest, Reply
+from ..params import GroupDeleteParams
 from ..router import Route
 
 
@@ -38,6 +39,19 @@ async def describe_group(request: ApiRequest) -> Reply:
     return Reply(request.usecases.groups.describe(request.principal, request.scope, request.path_params["group"]))
 
 
+async def reset_offsets(request: ApiRequest) -> Reply:
+    group = request.path_params["group"]
+    topic = request.path_params["topic"]
+    request.runtime.access.group_admin(request.principal, request.scope, group)  # before the body is read
+    body = await parse_body(request, ResetOffsetsRequest)
+    return Reply(await request.usecases.groups.reset_offsets(request.principal, request.scope, group, topic, body))
+
+
+async def delete_group(request: ApiRequest) -> Reply:
+    p: GroupDeleteParams = request.params
+    return Reply(await request.usecases.groups.delete_group(request.principal, request.scope, request.path_params["group"], p.force))
+
+
 _HANDLES = {"receipt_handles": ["<receipt_handle from receive>"]}
 _GROUP = "/v1/consumer-groups/{group}/topics/{topic}"
 HOT_ROUTES = [
@@ -51,4 +65,11 @@ HOT_ROUTES = [
 ROUTES = [
     Route("GET", "/v1/consumer-groups/{group}", describe_group, "A consumer group's offsets, lag and in-flight deliveries",
           "consumer-groups", answer=wire.ConsumerGroupInfo),
+    Route("DELETE", "/v1/consumer-groups/{group}", delete_group,
+          "Delete a consumer group: its committed offsets and progress on every topic (refused while it has deliveries "
+          "in flight unless force=true)", "consumer-groups", answer=wire.GroupDeleted, params=GroupDeleteParams),
+    Route("POST", f"{_GROUP}/reset-offsets", reset_offsets,
+          "Reset a consumer group's committed offsets on a topic (earliest, latest, a time, a duration ago, an offset; "
+          "dry_run answers the plan; refused while deliveries are in flight unless forced)", "consumer-groups",
+          ResetOffsetsRequest, wire.OffsetReset, example={"to": "duration", "ago_ms": 3_600_000, "dry_run": True}),
 ]

@@ -204,3 +204,55 @@ def test_messages_show_prints_a_force_committed_message_s_journey_and_find_lists
     assert [m["msg_id"] for m in found["messages"]] == [msg_id]
     assert msg_id in admin(broker, "messages", "find", "order-43").stdout
     assert "MESSAGE_NOT_FOUND" in admin(broker, "messages", "show", "nope", ok=False).stderr
+
+
+def test_a_groups_offsets_are_reset_after_a_dry_run_that_prints_the_plan(broker, client) -> None:
+    client.post("/v1/topics", json={"name": "REPLAY", "queues": 1}).raise_for_status()
+    send(client, "REPLAY", *[f"m{i}" for i in range(5)])
+    got = receive(client, "g", "REPLAY")
+    client.post(path("v1", "consumer-groups", "g", "topics", "REPLAY", "ack"),
+                json={"receipt_handles": [m["receipt_handle"] for m in got]}).raise_for_status()
+    plan = admin(broker, "groups", "reset-offsets", "g", "REPLAY", "--by-duration", "1h", "--dry-run").stdout
+    assert "dry run" in plan and "-5" in plan  # queue 0: 5 → 0
+    assert admin_json(broker, "groups", "lag", "g")["topics"][0]["queues"][0]["committed_offset"] == 5
+    done = admin_json(broker, "groups", "reset-offsets", "g", "REPLAY", "--to-offset", "2")
+    assert done["applied"] is True and done["queues"] == [{"queue_id": 0, "from_offset": 5, "to_offset": 2, "in_flight": 0}]
+    assert [m["body"] for m in receive(client, "g", "REPLAY")] == ["m2", "m3", "m4"]
+    refused = admin(broker, "groups", "reset-offsets", "g", "REPLAY", "--to-earliest", ok=False)
+    assert refused.returncode != 0 and "GROUP_HAS_DELIVERIES_IN_FLIGHT" in refused.stderr
+    assert admin_json(broker, "groups", "reset-offsets", "g", "REPLAY", "--to-earliest", "--force")["queues"][0]["to_offset"] == 0
+    no_target = admin(broker, "groups", "reset-offsets", "g", "REPLAY", ok=False)
+    assert no_target.returncode != 0 and "name one target" in no_target.stderr
+    bad_duration = admin(broker, "groups", "reset-offsets", "g", "REPLAY", "--by-duration", "soon", ok=False)
+    assert bad_duration.returncode != 0 and "--by-duration 'soon'" in bad_duration.stderr
+
+
+def test_a_groups_dlq_is_redriven_watched_and_stopped(broker, client) -> None:
+    send(client, "ORDERS", "poison-1", "poison-2")
+
+    def dead() -> bool:
+        got = receive(client, "r", "ORDERS", invisible=0.2)
+        if got:
+            client.post(path("v1", "consumer-groups", "r", "topics", "ORDERS", "nack"),
+                        json={"receipt_handles": [m["receipt_handle"] for m in got]})
+        return admin_json(broker, "dlq", "list", "r")["depth"] == 2
+    wait_for(dead, timeout=30, interval=0.3)
+    started = admin_json(broker, "dlq", "redrive", "r", "--rate", "50")
+    assert started["state"] == "running" and started["total"] == 2
+    wait_for(lambda: admin_json(broker, "dlq", "redrive-status", "r")["state"] == "done", timeout=30)
+    shown = admin(broker, "dlq", "redrive-status", "r").stdout
+    assert "DLQ redrive of r: done" in shown and "2 of 2" in shown
+    assert sorted(m["body"] for m in receive(client, "r", "ORDERS", wait=2)) == ["poison-1", "poison-2"]
+    assert admin_json(broker, "dlq", "redrive", "r", "--rate", "0.5", "--max", "1")["total"] == 1
+    assert admin_json(broker, "dlq", "redrive-stop", "r")["state"] in ("stopped", "done")
+    assert "DLQ_REDRIVE_NOT_FOUND" in admin(broker, "dlq", "redrive-status", "nobody", ok=False).stderr
+
+
+def test_a_group_is_deleted_unless_it_holds_deliveries(broker, client) -> None:
+    send(client, "ORDERS", "x")
+    held = receive(client, "doomed", "ORDERS")
+    refused = admin(broker, "groups", "delete", "doomed", ok=False)
+    assert refused.returncode != 0 and "GROUP_HAS_DELIVERIES_IN_FLIGHT" in refused.stderr
+    assert admin_json(broker, "groups", "delete", "doomed", "--force") == {"group": "doomed", "topics": ["ORDERS"], "in_flight": len(held)}
+    assert "doomed" not in admin(broker, "groups", "list").stdout
+    assert "CONSUMER_GROUP_NOT_FOUND" in admin(broker, "groups", "delete", "doomed", ok=False).stderr

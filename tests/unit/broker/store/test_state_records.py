@@ -44,4 +44,10 @@ def test_a_receipt_key_record_reads_back_the_key() -> None:
 
 
 def test_the_kinds_are_the_values_written_on_disk() -> None:
-    assert state.KINDS == {"topic", "acks", "producer", "receipt-key"}
+    assert state.KINDS == {"topic", "acks", "offsets-reset", "group-deleted", "producer", "receipt-key"}
+
+
+def test_an_offsets_reset_record_carries_its_rows_and_the_acks_tag() -> None:
+    item = state.offsets_reset_record([("g", "T", 0, 3)])
+    assert item.properties[state.TXN_OP] == "offsets-reset" and item.tag == state.ACKS_TAG
+    assert state.decode_acks(item.body) == [("g", "T", 0, 3)]
