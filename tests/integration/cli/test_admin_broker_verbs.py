@@ -142,7 +142,9 @@ def test_a_discarded_transaction_is_resent_and_a_pending_one_rechecked_from_the_
     checks = CheckServer()
     try:
         fast = start_broker({"HALFMQ_BROKER_TRANSACTION_TIMEOUT": "0.5", "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "0.3",
-                             "HALFMQ_BROKER_TRANSACTION_CHECK_MAX": "3", "HALFMQ_BROKER_CHECK_TIMEOUT": "1.0"})
+                             "HALFMQ_BROKER_TRANSACTION_CHECK_MAX": "20", "HALFMQ_BROKER_CHECK_TIMEOUT": "1.0"})
+        # 20 unanswered checks (~6 s) before a discard: room for a CLI process to start on a loaded machine before "other"
+        # is discarded, and "unsure" is still discarded well inside the wait below
         with httpx.Client(base_url=fast.url, timeout=15) as client:
             client.post("/v1/topics", json={"name": "ORDERS", "queues": 1}).raise_for_status()
             client.post("/v1/producers/heartbeat", json={"producer_group": "pg", "client_id": "c1", "check_url": checks.url}).raise_for_status()
@@ -150,7 +152,7 @@ def test_a_discarded_transaction_is_resent_and_a_pending_one_rechecked_from_the_
             assert admin_json(fast, "transactions", "recheck", other)["transaction_id"] == other
             wait_for(lambda: checks.calls_for(other), timeout=10)
             txid = half(client, "unsure")  # the check server answers "unknown" until told otherwise
-            wait_for(lambda: client.get(f"/v1/transactions/{txid}").json()["state"] == "discarded", timeout=20)
+            wait_for(lambda: client.get(f"/v1/transactions/{txid}").json()["state"] == "discarded", timeout=60)
             assert txid in {t["transaction_id"] for t in admin_json(fast, "transactions", "list", "--state", "discarded")["transactions"]}
             checks.answer_state("commit")
             assert admin_json(fast, "transactions", "resend", txid)["state"] in ("pending", "committed")  # checked at once
