@@ -53,7 +53,7 @@ from halfmq.wire import (
 from . import endpoints, tracing
 from .endpoints import Call
 from .loop_thread import Blocking, blocking, close_at_exit
-from .messages import Body, epoch_ms, outgoing
+from .messages import Body, epoch_ms, outgoing, sendable_topic
 from .numbering import Numbering, numbering_for
 from .producer_transaction_steps import TransactionalSteps
 from .retry import async_retrying
@@ -140,6 +140,7 @@ class AsyncProducer(AsyncClient, Generic[R]):
         Sends issued while others are under way share their next request (unless ``coalesce=False``). A
         transaction's sends are buffered (visible only on commit); without an open one they raise ``InvalidTxnState``.
         """
+        sendable_topic(topic)
         msg = outgoing(message, **options)
         if self._steps is not None:
             if self._steps.add(topic, msg):
@@ -152,6 +153,7 @@ class AsyncProducer(AsyncClient, Generic[R]):
         """One request for many messages, stored all or none; results come back in the order sent (not in a transaction)."""
         if self._steps is not None:
             raise InvalidTxnState("a transactional producer sends with send(), inside its transaction")
+        sendable_topic(topic)
         batch = [outgoing(m) for m in messages]
         if len(batch) > MAX_BATCH:
             # Splitting would quietly turn one request into several that can half-succeed; the caller should choose how to chunk.
@@ -160,7 +162,7 @@ class AsyncProducer(AsyncClient, Generic[R]):
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         """Topics are also created on first send; this one chooses its number of queues."""
-        return await self._call(endpoints.create_topic(name, queues))
+        return await self._call(endpoints.create_topic(sendable_topic(name), queues))
 
     async def get_topic(self, name: str) -> TopicInfo:
         """The topic's queues and their offsets (raises ``TopicNotFound``)."""
