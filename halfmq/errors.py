@@ -37,6 +37,8 @@ class BrokerError(Exception):
 
 # 400 family: the request itself is wrong; repeating it cannot help.
 class InvalidRequest(BrokerError):
+    """The request itself is wrong (400): repeating it cannot help; its subclasses name what is wrong."""
+
     code = "INVALID_REQUEST"
     status = 400
     title = "The request is not valid"
@@ -48,6 +50,8 @@ class MalformedJson(InvalidRequest):
 
 
 class InvalidTopicName(InvalidRequest):
+    """A topic name outside 1-127 of ``A-Z a-z 0-9 _ -`` (400); the SDK raises it before sending."""
+
     code = "INVALID_TOPIC_NAME"
     title = "Invalid topic name"
 
@@ -138,6 +142,8 @@ class SystemTopicForbidden(BrokerError):
 
 
 class MessageTooLarge(BrokerError):
+    """The message is larger than the broker's limit (413)."""
+
     code = "MESSAGE_TOO_LARGE"
     status = 413
     title = "The message is larger than the broker accepts"
@@ -168,14 +174,20 @@ class RequestBodyTimeout(BrokerError):
 
 
 class TopicNotFound(BrokerError):
+    """No such topic, and the broker does not create topics on first send (404)."""
+
     code, status, title = "TOPIC_NOT_FOUND", 404, "Topic not found"
 
 
 class ConsumerGroupNotFound(BrokerError):
+    """No consumer group of this name has received yet (404)."""
+
     code, status, title = "CONSUMER_GROUP_NOT_FOUND", 404, "Consumer group not found"
 
 
 class TransactionNotFound(BrokerError):
+    """No half-message transaction with this id (404)."""
+
     code, status, title = "TRANSACTION_NOT_FOUND", 404, "Transaction not found"
 
 
@@ -228,6 +240,8 @@ class InvalidProducerEpoch(BrokerError):
 
 
 class InvalidTxnState(BrokerError):
+    """The call does not fit the transaction's state (409): no open transaction, or one already ending."""
+
     code = "INVALID_TXN_STATE"
     status = 409
     title = "The request is not allowed in the transaction's current state"
@@ -361,6 +375,8 @@ class CheckUrlRefused(BrokerError):
 
 
 class Unauthenticated(BrokerError):
+    """No token, or one the broker does not know (401); the SDK's message says how to pass one."""
+
     code = "UNAUTHENTICATED"
     status = 401
     title = "A valid bearer token is required"
@@ -374,6 +390,8 @@ class CheckSignatureInvalid(Unauthenticated):
 
 
 class AccessDenied(BrokerError):
+    """The credentials are known but their policies do not allow this topic, group or action (403)."""
+
     code = "ACCESS_DENIED"
     status = 403
     title = "The principal's policies do not allow this"
