@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from halfmq import AsyncConsumer, Consumer, InvalidTopicName, Message, Producer, SettleStatus, SimpleConsumer
@@ -124,3 +125,11 @@ def test_a_topic_name_the_broker_would_refuse_is_refused_at_the_call_site(produc
         producer.send(name, "hello")
     with pytest.raises(InvalidTopicName):
         producer.create_topic(name)
+
+
+@pytest.mark.parametrize(("path", "code"), [("/v1/topics/a%2Fb/messages", "INVALID_TOPIC_NAME"),
+                                            ("/v1/consumer-groups/g%2F1/topics/T/receive", "INVALID_GROUP_NAME")])
+def test_a_name_with_a_slash_sent_over_http_is_refused_as_an_invalid_name_not_an_unknown_route(
+        broker_url: str, path: str, code: str) -> None:
+    answer = httpx.post(broker_url + path, json={"messages": [{"body": "x"}]})
+    assert (answer.status_code, answer.json()["code"]) == (400, code)
