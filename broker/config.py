@@ -132,7 +132,9 @@ class BrokerSettings(BaseSettings):
     lookup_topics: int = Field(default=100, ge=1)
     lookup_index_files: int = Field(default=128, ge=1)
     log_level: str = "info"
-    # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
+    # Tracing (docs/tracing.md): OpenTelemetry's OTEL_TRACES_EXPORTER / OTEL_SDK_DISABLED, or this shortcut,
+    # HALFMQ_TRACES=otlp|console|none, one variable for every halfmq process (it wins over OTEL_TRACES_EXPORTER); off when unset.
+    # The broker's spans are its use cases': a health check, a scrape or an empty receive makes none.
     traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)
     http_server: Literal["uvicorn", "granian"] = "uvicorn"  # why: broker/serving/server.py
     # HTTP limits, the same on both servers (why these values: docs/decisions/010-http-limits.md).

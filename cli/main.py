@@ -44,7 +44,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
         return run_verify(settings)
     _configure_logging(settings.log_level)
-    _start_tracing(settings.traces, "halfmq-broker")
+    if not _start_tracing(settings.traces, "halfmq-broker"):
+        return EXIT_REFUSED_CONFIGURATION
     log = logging.getLogger("halfmq.broker")
     refused = refusal(settings.host, settings.auth_file is not None, settings.insecure)
     if refused:
@@ -105,12 +106,21 @@ def _open_runtime(settings: BrokerSettings, log: logging.Logger) -> BrokerRuntim
         return EXIT_REFUSED_CONFIGURATION
 
 
-def _start_tracing(traces: str, service_name: str) -> None:
-    """Tracing on for this process when its settings say so (HALFMQ_TRACES); docs/tracing.md."""
-    from halfmq.tracing import start
+def _start_tracing(traces: str, service_name: str) -> bool:
+    """Tracing for this process as OpenTelemetry's variables (OTEL_TRACES_EXPORTER, OTEL_SDK_DISABLED) or the
+    HALFMQ_TRACES shortcut say (docs/tracing.md), with one line saying where the spans go; False (logged) when they
+    ask for what halfmq cannot do, and the process does not start."""
+    from halfmq.tracing import TracingRefused, start
 
-    if start(traces, service_name):
-        logging.getLogger("halfmq").info("tracing on: spans exported by %s as %s", traces, service_name)
+    log = logging.getLogger("halfmq")
+    try:
+        decided = start(traces, service_name)
+    except TracingRefused as exc:
+        log.error("cannot start: %s", exc)
+        return False
+    if decided.on:
+        log.info("tracing on (%s): spans of %s go to %s", decided.source, service_name, decided.destination())
+    return True
 
 
 def _serve_service(app, settings) -> None:
@@ -134,7 +144,8 @@ def cmd_order(args: argparse.Namespace) -> int:
     if args.port is not None and "ORDER_PUBLIC_URL" not in os.environ:
         settings.public_url = f"http://127.0.0.1:{settings.port}"
     _configure_logging(settings.log_level)
-    _start_tracing(settings.traces, f"halfmq-{args.command}")
+    if not _start_tracing(settings.traces, f"halfmq-{args.command}"):
+        return EXIT_REFUSED_CONFIGURATION
     _serve_service(create_app(settings), settings)
     return 0
 
@@ -150,7 +161,8 @@ def cmd_credit(args: argparse.Namespace) -> int:
         overrides["database_url"] = f"sqlite:///{Path(args.data_dir).resolve()}/credit.db"
     settings = CreditSettings(**overrides)
     _configure_logging(settings.log_level)
-    _start_tracing(settings.traces, f"halfmq-{args.command}")
+    if not _start_tracing(settings.traces, f"halfmq-{args.command}"):
+        return EXIT_REFUSED_CONFIGURATION
     _serve_service(create_app(settings), settings)
     return 0
 

@@ -26,13 +26,23 @@ class BrokerError(Exception):
             self.retry_after = retry_after
 
     def to_problem(self, instance: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"type": f"https://halfmq.dev/problems/{self.code.lower().replace('_', '-')}",
-                                "title": self.title, "status": self.status, "detail": self.detail,
-                                "code": self.code, "retriable": self.retriable}
-        if instance:
-            body["instance"] = instance
-        body.update(self.extra)
-        return body
+        return problem_body(self.code, self.title, self.status, self.detail, retriable=self.retriable, instance=instance,
+                            **self.extra)
+
+
+PROBLEM_JSON = "application/problem+json"
+
+
+def problem_body(code: str, title: str, status: int, detail: str, *, retriable: bool = False, instance: str | None = None,
+                 **extra: Any) -> dict[str, Any]:
+    """An RFC 9457 problem as every halfmq server answers it (the broker, its gates, the services, the SDK's check
+    endpoint): one shape, so a client reads ``code`` the same way from each."""
+    body: dict[str, Any] = {"type": f"https://halfmq.dev/problems/{code.lower().replace('_', '-')}", "title": title,
+                            "status": status, "detail": detail, "code": code, "retriable": retriable}
+    if instance:
+        body["instance"] = instance
+    body.update(extra)
+    return body
 
 
 # 400 family: the request itself is wrong; repeating it cannot help.

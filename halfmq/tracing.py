@@ -5,7 +5,10 @@ None without importing OpenTelemetry when no one has imported it (a program that
 and otherwise only compares the global provider with the API's default proxy. So ``pip install halfmq`` carries
 ``opentelemetry-api`` (one package) and pays nothing for it until a program turns tracing on: a program of
 its own by setting a provider (``opentelemetry-sdk``), halfmq's processes (broker, order, credit) with
-``HALFMQ_TRACES=otlp|console`` (``start``, needs ``pip install 'halfmq[otel]'``; docs/tracing.md).
+OpenTelemetry's own ``OTEL_TRACES_EXPORTER=otlp|console`` or the shortcut ``HALFMQ_TRACES`` (``plan`` decides,
+``start`` acts; needs ``pip install 'halfmq[otel]'``; docs/tracing.md). ``OTEL_SDK_DISABLED=true`` turns it off.
+Requests that only say "nothing happened" (``GET /healthz``, ``/metrics``, a receive that answered no message)
+make no span unless ``HALFMQ_TRACES_IDLE=true`` asks for them (``idle_path``, ``traces_idle``).
 
 The trace context travels in the message's ``properties`` as W3C ``traceparent``/``tracestate`` (the global
 propagator's keys), so a consumer's process span continues the producer's trace; the broker's spans link to it
@@ -23,20 +26,26 @@ import os
 import re
 import sys
 from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.trace import Tracer
 
-__all__ = ["EXPORTERS", "INSTRUMENTATION", "SYSTEM", "TRACES_ENV", "Exporter", "attributes", "extract", "inject", "start", "tracer",
-           "unusable_trace_headers"]
+__all__ = ["EXPORTERS", "IDLE_ENV", "IDLE_PATHS", "INSTRUMENTATION", "SYSTEM", "TRACES_ENV", "Exporter", "TracingPlan",
+           "TracingRefused", "attributes", "extract", "fastapi_telemetry", "idle_path", "inject", "plan", "start", "tracer",
+           "traces_idle", "unusable_trace_headers"]
 
 log = logging.getLogger(__name__)
 
 TRACES_ENV = "HALFMQ_TRACES"
-Exporter = Literal["otlp", "console"]
-EXPORTERS: tuple[Exporter, ...] = ("otlp", "console")
+IDLE_ENV = "HALFMQ_TRACES_IDLE"  # true: spans for health checks, scrapes and empty polls too
+Exporter = Literal["otlp", "console", "none"]
+EXPORTERS: tuple[Exporter, ...] = ("otlp", "console", "none")
+# The requests that only say "nothing happened" (a probe, a scrape): no span unless HALFMQ_TRACES_IDLE asks.
+IDLE_PATHS = frozenset({"/healthz", "/metrics"})
+OTLP_DEFAULT_ENDPOINT = "http://localhost:4318"
 INSTRUMENTATION = "halfmq"
 SYSTEM = "rocketmq"  # halfmq's model is RocketMQ's (half messages, groups); semantic conventions' value for it
 
@@ -75,8 +84,8 @@ def tracer() -> Tracer | None:
         return None
     if provider is None or provider is _NOT_THERE:
         provider = module.get_tracer_provider()
-    if isinstance(provider, (module.ProxyTracerProvider, module.NoOpTracerProvider)):
-        return None
+    if isinstance(provider, (module.ProxyTracerProvider, module.NoOpTracerProvider)) or getattr(provider, "_disabled", False):
+        return None  # no provider, or the SDK's own one under OTEL_SDK_DISABLED=true (it would hand out no-op tracers)
     cached = _cached
     if cached is not None and cached[0] is provider:
         return cached[1]
@@ -176,34 +185,118 @@ def extract(carrier: Mapping[str, str]) -> Context:
     return propagate.extract(carrier)
 
 
-def start(exporter: str | None, service_name: str) -> bool:
-    """Turn tracing on for this process (its start-up calls this once): spans exported by ``exporter``, batched.
+class TracingRefused(ValueError):
+    """The tracing variables ask for what halfmq cannot do (an exporter it lacks, OTLP over gRPC): the process does not start."""
 
-    ``otlp``: OTLP over HTTP/protobuf to ``$OTEL_EXPORTER_OTLP_ENDPOINT`` (default http://localhost:4318);
-    ``console``: each span printed as JSON on standard output. ``$OTEL_SERVICE_NAME`` (else ``service_name``)
-    names the process; the rest of the standard ``OTEL_*`` variables apply. None or "" leaves tracing off (False).
-    Needs ``pip install 'halfmq[otel]'`` (opentelemetry-sdk and the OTLP exporter).
+
+_TRUE = frozenset({"true", "1", "yes", "on"})
+
+
+def traces_idle(environ: Mapping[str, str]) -> bool:
+    """Whether ``HALFMQ_TRACES_IDLE`` asks for the idle requests' spans too (the SDK's question; the processes' settings read it too)."""
+    return environ.get(IDLE_ENV, "").strip().lower() in _TRUE
+
+
+def idle_path(path: str) -> bool:
+    """Whether a request to ``path`` only says "nothing happened" (a health check, a scrape): no span for it unless asked."""
+    return path in IDLE_PATHS
+
+
+@dataclass(frozen=True)
+class TracingPlan:
+    """What a process's tracing variables ask for: the exporters (none: tracing off), which variable said so, and where
+    the spans go, for the one log line at start."""
+
+    exporters: tuple[str, ...]
+    source: str
+    otlp_endpoint: str = ""
+
+    @property
+    def on(self) -> bool:
+        return bool(self.exporters)
+
+    def destination(self) -> str:
+        """Where the spans go, in words: "standard output", "OTLP/HTTP at <url>", or both."""
+        places = ["standard output" if name == "console" else f"OTLP/HTTP at {self.otlp_endpoint}" for name in self.exporters]
+        return " and ".join(places)
+
+
+def _truthy(environ: Mapping[str, str], name: str) -> bool:
+    return environ.get(name, "").strip().lower() == "true"
+
+
+def plan(halfmq_traces: str | None, environ: Mapping[str, str]) -> TracingPlan:
+    """What this process's tracing is, from OpenTelemetry's standard variables and halfmq's shortcut (a pure function).
+
+    ``OTEL_SDK_DISABLED=true`` turns tracing off, whatever else is set (the SDK's own rule). Otherwise
+    ``HALFMQ_TRACES`` (the shortcut, halfmq's own and so the more specific) names the exporter when set, else
+    ``OTEL_TRACES_EXPORTER`` does (a comma-separated list, as the specification has it): ``otlp``, ``console``,
+    ``none``. Unset, tracing is off (OpenTelemetry's default of ``otlp`` is for programs run under
+    ``opentelemetry-instrument``; halfmq's processes do not send spans to a collector nobody started). ``otlp``
+    goes over HTTP/protobuf to ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` +
+    ``/v1/traces``; an exporter halfmq lacks (zipkin, OTLP over gRPC) is refused (``TracingRefused``), not ignored.
     """
-    if not exporter:
-        return False
-    if exporter not in EXPORTERS:
-        raise ValueError(f"{TRACES_ENV} must be one of {', '.join(EXPORTERS)}, not {exporter!r}")
+    if _truthy(environ, "OTEL_SDK_DISABLED"):
+        return TracingPlan((), "OTEL_SDK_DISABLED")
+    source, named = (TRACES_ENV, halfmq_traces) if halfmq_traces else ("OTEL_TRACES_EXPORTER", environ.get("OTEL_TRACES_EXPORTER", ""))
+    names = tuple(dict.fromkeys(part.strip().lower() for part in named.split(",") if part.strip()))
+    if not names or names == ("none",):
+        return TracingPlan((), source)
+    unknown = [name for name in names if name not in EXPORTERS or name == "none"]
+    if unknown:
+        raise TracingRefused(f"{source}={named}: halfmq's processes export spans by otlp or console (or none for no spans), "
+                             f"not {', '.join(unknown)}")
+    endpoint = ""
+    if "otlp" in names:
+        protocol = environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
+        if protocol.strip() != "http/protobuf":
+            raise TracingRefused(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol}: halfmq's processes send OTLP over http/protobuf only "
+                                 "(a collector's port 4318); unset it or set http/protobuf")
+        endpoint = environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
+            (environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or OTLP_DEFAULT_ENDPOINT).rstrip("/") + "/v1/traces")
+    return TracingPlan(names, source, endpoint)
+
+
+def start(exporter: str | None, service_name: str, environ: Mapping[str, str] | None = None) -> TracingPlan:
+    """Turn tracing on for this process (its start-up calls this once) as ``plan`` says: spans batched to each exporter.
+
+    ``exporter``: the ``HALFMQ_TRACES`` shortcut (None or "" defers to ``OTEL_TRACES_EXPORTER``). ``otlp``: OTLP
+    over HTTP/protobuf; ``console``: each span printed as JSON on standard output. ``$OTEL_SERVICE_NAME`` (else
+    ``service_name``) names the process; the rest of the standard ``OTEL_*`` variables apply (the sampler, the
+    batch processor's, the exporter's headers). Needs ``pip install 'halfmq[otel]'`` (opentelemetry-sdk and the
+    OTLP exporter). Returns the plan (``.on`` False: nothing was set up).
+    """
+    environ = os.environ if environ is None else environ
+    decided = plan(exporter, environ)
+    if not decided.on:
+        return decided
     try:
         from opentelemetry import trace
         from opentelemetry.sdk.resources import SERVICE_NAME, Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
     except ImportError as exc:
-        raise RuntimeError(f"{TRACES_ENV}={exporter} needs OpenTelemetry's SDK: pip install 'halfmq[otel]' ({exc})") from None
-    span_exporter: SpanExporter
-    if exporter == "otlp":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        span_exporter = OTLPSpanExporter()
-    else:
-        span_exporter = ConsoleSpanExporter()
-    name = os.environ.get("OTEL_SERVICE_NAME") or service_name
+        raise TracingRefused(f"{decided.source}={','.join(decided.exporters)} needs OpenTelemetry's SDK: pip install 'halfmq[otel]' ({exc})") from None
+    name = environ.get("OTEL_SERVICE_NAME") or service_name
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: name}))
-    provider.add_span_processor(BatchSpanProcessor(span_exporter))
+    for chosen in decided.exporters:
+        span_exporter: SpanExporter
+        if chosen == "otlp":
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+            span_exporter = OTLPSpanExporter(endpoint=decided.otlp_endpoint)
+        else:
+            span_exporter = ConsoleSpanExporter()
+        provider.add_span_processor(BatchSpanProcessor(span_exporter))
     trace.set_tracer_provider(provider)
-    return True
+    return decided
+
+
+def fastapi_telemetry(fastapi: Any, traces_idle: bool) -> dict[str, Any]:
+    """``FastAPI(**fastapi_telemetry(FastAPI, idle))``: FastAPI's own request spans (0.165 and later) skip the idle
+    paths unless asked; nothing for an older FastAPI, whose apps make no span of their own."""
+    import inspect
+
+    if traces_idle or "telemetry" not in inspect.signature(fastapi).parameters:
+        return {}
+    return {"telemetry": {"exclude": lambda scope: idle_path(scope.get("path", ""))}}

@@ -11,26 +11,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from halfmq.errors import PROBLEM_JSON, problem_body
+
 from .errors import ServiceError
 
 log = logging.getLogger(__name__)
-PROBLEM = "application/problem+json"
 
 ProblemStatus = Mapping[type[ServiceError], int]
 
 
 def problem(request: Request, status: int, code: str, detail: str, *, retriable: bool = False, **extra: Any) -> JSONResponse:
-    body = {
-        "type": f"https://halfmq.dev/problems/{code.lower().replace('_', '-')}",
-        "title": code.replace("_", " ").capitalize(),
-        "status": status,
-        "detail": detail,
-        "code": code,
-        "retriable": retriable,
-        "instance": request.url.path,
-        **extra,
-    }
-    return JSONResponse(body, status_code=status, media_type=PROBLEM)
+    body = problem_body(code, code.replace("_", " ").capitalize(), status, detail, retriable=retriable,
+                        instance=request.url.path, **extra)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
 
 
 def status_of(error: ServiceError, statuses: ProblemStatus) -> int:

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from halfmq.client.environment import env_token, env_url
-from halfmq.tracing import TRACES_ENV, Exporter
+from halfmq.tracing import IDLE_ENV, TRACES_ENV, Exporter
 
 from .credentials import secret_value
 
@@ -46,8 +46,11 @@ class ServiceSettings(BaseSettings):
     allowed_hosts: Annotated[list[str], NoDecode] = []
     # Fault injection for tests and demos (each service documents its faults).
     faults_enabled: bool = False
-    # Tracing (docs/tracing.md): HALFMQ_TRACES=otlp|console, one variable for every halfmq process; off when unset.
+    # Tracing (docs/tracing.md): OpenTelemetry's OTEL_TRACES_EXPORTER / OTEL_SDK_DISABLED, or this shortcut,
+    # HALFMQ_TRACES=otlp|console|none, one variable for every halfmq process (it wins over OTEL_TRACES_EXPORTER); off when unset.
     traces: Exporter | Literal[""] = Field(default="", validation_alias=TRACES_ENV)
+    # HALFMQ_TRACES_IDLE=true: spans for GET /healthz, /metrics and receives that answered no message too (noise otherwise).
+    traces_idle: bool = Field(default=False, validation_alias=IDLE_ENV)
 
     @field_validator("allowed_hosts", mode="before")
     @classmethod

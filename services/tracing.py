@@ -1,8 +1,9 @@
 """The services' spans: one server span per HTTP request, and the credit handler's; installed only when tracing is on.
 
-``HALFMQ_TRACES=otlp|console`` (``ServiceSettings.traces``) turns tracing on at start-up (``halfmq order`` /
-``halfmq credit`` call ``halfmq.tracing.start``); ``install`` then wraps the app in ``TraceRequests``. Off, the
-app is built exactly as without tracing. The messaging spans (half, local transaction, end, check, process)
+``OTEL_TRACES_EXPORTER=otlp|console`` (or ``HALFMQ_TRACES``, ``ServiceSettings.traces``) turns tracing on at
+start-up (``halfmq order`` / ``halfmq credit`` call ``halfmq.tracing.start``); ``TraceRequests`` then spans each
+request but the idle ones (health checks, scrapes) unless ``HALFMQ_TRACES_IDLE`` asks, and costs one question
+per request while off. The messaging spans (half, local transaction, end, check, process)
 are the SDK's (``halfmq.client.tracing``): the services only open the request's span they nest in.
 """
 
@@ -26,10 +27,16 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _OFF: contextlib.nullcontext[None] = contextlib.nullcontext()
 
 
-def install(app: FastAPI, traces: str) -> None:
-    """Trace every HTTP request of ``app`` when this process traces (``traces``: the settings' exporter, "" for off)."""
-    if traces:
-        app.add_middleware(TraceRequests)
+def install(app: FastAPI, traces_idle: bool) -> None:
+    """Trace the HTTP requests of ``app`` while this process traces (``TraceRequests`` asks ``tracer()`` per request,
+    so OTEL_TRACES_EXPORTER, HALFMQ_TRACES or a provider of the program's own all turn it on): every request but the
+    idle ones (``GET /healthz``, ``/metrics``) unless ``traces_idle`` (HALFMQ_TRACES_IDLE) asks for those too."""
+    app.add_middleware(TraceRequests, traces_idle=traces_idle)
+
+
+def app_options(traces_idle: bool) -> dict[str, Any]:
+    """``FastAPI(**app_options(...))``: FastAPI's own request spans (0.165 and later) skip the idle paths unless asked."""
+    return core.fastapi_telemetry(FastAPI, traces_idle)
 
 
 def _route(scope: Scope, status: int) -> str:
@@ -56,12 +63,13 @@ class TraceRequests:
     ``POST /orders`` before routing) after its path. With an older FastAPI it opens the span.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, traces_idle: bool = False) -> None:
         self.app = app
+        self.traces_idle = traces_idle
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         found = core.tracer()
-        if found is None or scope["type"] != "http":
+        if found is None or scope["type"] != "http" or (not self.traces_idle and core.idle_path(scope["path"])):
             await self.app(scope, receive, send)
             return
         from opentelemetry import trace

@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from halfmq.broker.usecases.errors import STORE_ERRORS, as_broker_error
 from halfmq.errors import (
+    PROBLEM_JSON,
     BrokerError,
     InvalidRequest,
     MalformedJson,
@@ -26,7 +27,7 @@ from .allowed_methods import allow_header, allowed_methods
 from .responses import JsonResponse
 
 log = logging.getLogger(__name__)
-PROBLEM = "application/problem+json"
+PROBLEM = PROBLEM_JSON  # the one spelling, halfmq.errors
 __all__ = ["PROBLEM", "STORE_ERRORS", "as_broker_error"]  # as_broker_error: the use cases' mapping, None for a bug
 
 

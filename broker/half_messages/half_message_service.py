@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from halfmq.broker.messages.ids import RandomIds
 from halfmq.broker.store.damaged_records import DamagedRecordError
 from halfmq.broker.store.message_store import MessageStore, PutItem
-from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, encode_properties, record_size
+from halfmq.broker.store.record import FLAG_BODY_BINARY, StoredMessage, stored_size
 from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, HALF_TOPIC, OP_HALF_TOPIC, SYSTEM_GROUP
 from halfmq.broker.timers.routing import route_all
 from halfmq.errors import DamagedRecord, MessageTooLarge
@@ -218,7 +218,7 @@ class HalfMessageService:
         if action is TxAction.APPEND_FINAL_AND_OP:
             # Every half's final, each routed on its own (a delay starts at the commit), and the op: one write group.
             finals = route_all(self.store, [self._final(part) for part in parts], int(self._clock() * 1000), None)
-            op.properties[names.FINAL_SIZE] = str(sum(record_size(f.topic.encode(), encode_properties(f.properties), f.body) for f in finals))
+            op.properties[names.FINAL_SIZE] = str(sum(stored_size(f.topic, f.properties, f.body) for f in finals))
             items = [*finals, op]
             if event is HalfEvent.RESEND:
                 items.append(PutItem(CHECK_MAX_TIME_TOPIC, 0, b"", {names.TRANSACTION_ID: tx.transaction_id, names.RESENT: "true"}))

@@ -31,7 +31,7 @@ import msgspec
 
 from halfmq.broker.half_messages import record_names as half_names
 from halfmq.broker.store.message_store import MessageStore, PutItem
-from halfmq.broker.store.record import StoredMessage, encode_properties, record_size
+from halfmq.broker.store.record import StoredMessage, stored_size
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
 from halfmq.broker.timers.routing import visible_place
 from halfmq.errors import (
@@ -334,7 +334,7 @@ class ProducerIds:
         props = {rec.TXN_ID: producer.transactional_id, rec.TXN_OP: _SEND_OP, rec.PRODUCER_ID: str(producer.producer_id),
                  rec.EPOCH: str(producer.epoch), rec.TXN_NO: str(producer.number), rec.SEQUENCE: str(sequence),
                  rec.SEND_PATH: _SEND_PATHS[kind]}
-        sizes = [record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items]
+        sizes = [stored_size(i.topic, i.properties, i.body) for i in items]
         return PutItem(TXN_STATE_TOPIC, 0, rec.encode_sizes(sizes), props)
 
     def sent(self, producer: ProducerState, sequence: int, ref: SentRef) -> None:

@@ -16,7 +16,7 @@ check-back's request carries the broker's ``check`` span, which the producer's c
 | ``check {topic}`` | CLIENT | ``half_messages.check_service``: a check-back asked; its own ``traceparent`` goes in the request |
 | ``deliver {topic}`` | SERVER | ``usecases.receiving.receive``: a message handed to a consumer group |
 
-Tracing is on when the process set a tracer provider (``halfmq.tracing.start``, from ``HALFMQ_TRACES``).
+Tracing is on when the process set a tracer provider (``halfmq.tracing.start``, from ``OTEL_TRACES_EXPORTER`` or ``HALFMQ_TRACES``).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from halfmq.broker.idempotence.producer_state import current, not_owned, state_r
 from halfmq.broker.idempotence.send_window import DEFAULT_SIZE
 from halfmq.broker.messages.names import NameKind, checked_name
 from halfmq.broker.store.message_store import MessageStore, PutItem
-from halfmq.broker.store.record import HEADER_SIZE, properties_size
+from halfmq.broker.store.record import stored_size
 from halfmq.broker.store.topics import TXN_STATE_TOPIC, TopicConfig
 from halfmq.broker.timers.routing import route_all, visible_place
 from halfmq.errors import OutOfOrderSequence, ReceiptInOtherTransaction, TransactionTooLarge, UnknownTransactionalId
@@ -171,7 +171,7 @@ class TransactionCoordinator:
         transition(txn.state, ProducerTxnEvent.ADD_MESSAGES)
         self._check_next(txn, sequence)
         # Each message as its record takes it, in bytes (prepare checked its text is UTF-8); the commit checks the fit to a segment.
-        size = sum(HEADER_SIZE + len(i.topic.encode()) + properties_size(i.properties) + len(i.body) for i in items)
+        size = sum(stored_size(i.topic, i.properties, i.body) for i in items)
         count = len(txn.items) + len(items)
         if count > self.limits.max_messages or txn.size + size > self.limits.max_bytes:
             raise TransactionTooLarge(

@@ -13,11 +13,11 @@ from typing import Any
 
 import orjson
 
-from halfmq.errors import HostNotAllowed
+from halfmq.errors import PROBLEM_JSON, HostNotAllowed
 
 from .allowed_hosts import HostAllowList
 
-PROBLEM = b"application/problem+json"
+PROBLEM = PROBLEM_JSON.encode()
 
 
 def host_header(scope: Any) -> str | None:

@@ -102,6 +102,12 @@ def record_size(topic: bytes, props: bytes, body: bytes) -> int:
     return HEADER_SIZE + len(topic) + len(props) + len(body)
 
 
+def stored_size(topic: str, properties: dict[str, str], body: bytes) -> int:
+    """The bytes a message will take as a record, from its fields, without encoding it: the one way the broker counts
+    a message's size before it writes (segment fit, a transaction's held bytes, a send window's sizes)."""
+    return HEADER_SIZE + len(topic.encode()) + properties_size(properties) + len(body)
+
+
 def encode(topic: bytes, queue_id: int, props: bytes, body: bytes, *, queue_offset: int, commit_log_offset: int,
            born_timestamp: int, store_timestamp: int, flags: int) -> bytes:
     """One record; the caller knows every offset, so this is a pack and a CRC."""

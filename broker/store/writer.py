@@ -14,7 +14,7 @@ from collections.abc import Callable
 from .commit_log import CommitLog
 from .key_index import KeyIndex
 from .queue_appends import QueueAppends, QueueBatches
-from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, encode_parts, encode_properties, queue_code, record_size
+from .record import FLAG_BODY_BINARY, FLAG_GROUP_MORE, HEADER_SIZE, encode_parts, encode_properties, queue_code, stored_size
 from .store_types import GroupTooLarge, Listener, PutItem, PutResult
 from .write_gate import WriteGate
 
@@ -40,7 +40,7 @@ class Writer:
                     for i in items)
         if worst <= self._log.segment_bytes:
             return True
-        size = sum(record_size(i.topic.encode(), encode_properties(i.properties), i.body) for i in items)
+        size = sum(stored_size(i.topic, i.properties, i.body) for i in items)
         return size <= self._log.segment_bytes
 
     def put(self, items: list[PutItem]) -> tuple[list[PutResult], int]:

@@ -24,7 +24,8 @@ import orjson
 
 from ..processes.child_process import free_port, parent_pid, port_taken
 from ..up_command import Topology, add_topology_arguments
-from .guarantees import Observed, PaymentsObserved, check_all, check_payments
+from .guarantees import TITLE as GUARANTEES_TITLE
+from .guarantees import Observed, PaymentsObserved, check_all, check_payments, committed_sum
 from .observed_orders import applied_sequences, sent_sequences, wait_payments_due
 from .ports import Choice, PortTaken, Wanted, choose
 
@@ -244,11 +245,12 @@ def _drive(args: argparse.Namespace, topology: Topology, own: OwnStack | None, c
 def _payment_checks(driver: DemoDriver, orders: dict[str, tuple[str, Decimal]], timeout: float,
                     refunded: frozenset[str]) -> list[Check]:
     """The payment-due rows, once every order's payment has fallen due (none when it falls due past ``timeout``)."""
-    rows = wait_payments_due(driver, orders, timeout=timeout)
+    released: dict[str, int] = {}
+    rows = wait_payments_due(driver, orders, timeout=timeout, released=released)
     if rows is None:
         return []
     p = driver.payments
-    return check_payments(PaymentsObserved(rows, p.paid, p.refused, p.unknown, refunded))
+    return check_payments(PaymentsObserved(rows, p.paid, p.refused, p.unknown, refunded, released))
 
 
 def _this_runs(reconciliation: dict, spark_users: dict[str, int] | None, mine: set[str],
@@ -282,7 +284,8 @@ def _print_report(console: Console, run: _DemoRun, started: float) -> None:
     spark = str(run.spark_points if run.spark_points is not None else "skipped")
     totals.add_row(str(len(run.orders)), str(len(run.visible)), str(run.credited), str(_expected_points(run)), spark)
     console.print(totals)
-    verdict = Table(title="guarantees (DESIGN section 1)")
+    console.print(committed_sum(dict(run.placement.outcomes), len(run.orders)))
+    verdict = Table(title=GUARANTEES_TITLE)
     verdict.add_column("guarantee")
     verdict.add_column("result")
     verdict.add_column("detail")

@@ -37,8 +37,10 @@ def applied_sequences(driver: DemoDriver) -> dict[str, list[Entry]]:
     return {user: entries for user, entries in applied.items() if entries}
 
 
-def payment_rows(driver: DemoDriver) -> tuple[dict[str, tuple[str, int | None, int | None]], float | None]:
-    """Each order's (status, payment due ms, payment-due message first seen ms), and the service's payment delay."""
+def payment_rows(driver: DemoDriver, released: dict[str, int] | None = None
+                 ) -> tuple[dict[str, tuple[str, int | None, int | None]], float | None]:
+    """Each order's (status, payment due ms, payment-due message first seen ms), and the service's payment delay;
+    when the broker released each message (its store time, ms) into ``released``."""
     rows: dict[str, tuple[str, int | None, int | None]] = {}
     delay = None
     with httpx.Client(timeout=30) as client:
@@ -49,17 +51,20 @@ def payment_rows(driver: DemoDriver) -> tuple[dict[str, tuple[str, int | None, i
                 delay = page.get("payment_due_seconds", delay)
                 for p in page["payments"]:
                     rows[p["order_id"]] = (p["status"], p["payment_due_ms"], p["payment_due_seen_ms"])
+                    if released is not None and p.get("payment_due_released_ms") is not None:
+                        released[p["order_id"]] = p["payment_due_released_ms"]
                 offset = page["next_offset"]
     return rows, delay
 
-def wait_payments_due(driver: DemoDriver, orders: dict[str, tuple[str, Decimal]], timeout: float = 180
-                      ) -> dict[str, tuple[str, int | None, int | None]] | None:
-    """Once every committed order's payment-due message has arrived: the payment rows of those orders.
+def wait_payments_due(driver: DemoDriver, orders: dict[str, tuple[str, Decimal]], timeout: float = 180,
+                      released: dict[str, int] | None = None) -> dict[str, tuple[str, int | None, int | None]] | None:
+    """Once every committed order's payment-due message has arrived: the payment rows of those orders (and into
+    ``released`` when the broker released each).
 
     None when the service's payments fall due later than ``timeout`` (a stack not started by the demo):
     there is nothing to check yet.
     """
-    rows, delay = payment_rows(driver)
+    rows, delay = payment_rows(driver, released)
     if delay is None or delay > timeout:
         driver.console.print(f"[yellow]payments fall due after {delay} s: their checks are skipped[/]")
         return None
@@ -73,4 +78,4 @@ def wait_payments_due(driver: DemoDriver, orders: dict[str, tuple[str, Decimal]]
             if seen >= len(orders) or time.monotonic() > deadline:
                 return {oid: rows.get(oid, ("missing", None, None)) for oid in orders}
             time.sleep(1)
-            rows, _ = payment_rows(driver)
+            rows, _ = payment_rows(driver, released)

@@ -56,6 +56,7 @@ import msgspec
 from halfmq.asgi_body import ClientGone, read_body
 from halfmq.check_signing import DEFAULT_WINDOW, SIGNATURE_HEADER, TIMESTAMP_HEADER, CheckVerifier
 from halfmq.errors import (
+    PROBLEM_JSON,
     BrokerError,
     CheckSignatureInvalid,
     InvalidRequest,
@@ -118,7 +119,7 @@ class CheckApp:
             return  # the broker hung up; nobody to answer
         except BrokerError as exc:
             allow = [(b"allow", b"POST")] if isinstance(exc, MethodNotAllowed) else None
-            await _respond(send, exc.status, msgspec.json.encode(exc.to_problem()), b"application/problem+json", allow)
+            await _respond(send, exc.status, msgspec.json.encode(exc.to_problem()), PROBLEM_JSON.encode(), allow)
             return
         await _respond(send, 200, msgspec.json.encode({"state": state.value}), b"application/json")
 

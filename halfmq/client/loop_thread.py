@@ -47,8 +47,12 @@ class EventLoopThread:
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError("a blocking halfmq call was made on the SDK's event-loop thread; use the async class there")
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        # The future exists before the work is scheduled, so an interruption at any point of this call cancels it:
+        # with run_coroutine_threadsafe, a Ctrl-C landing after the loop started the work but before the future came
+        # back left the work running.
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
         try:
+            self.loop.call_soon_threadsafe(_chain, coro, future)
             concurrent.futures.wait((future,))
         except BaseException:
             # KeyboardInterrupt and friends reach only this thread: stop the work on the loop too.
@@ -68,6 +72,15 @@ class EventLoopThread:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join()
         self.loop.close()
+
+
+def _chain(coro: Coroutine[Any, Any, T], future: concurrent.futures.Future[T]) -> None:
+    """On the loop: run ``coro`` as a task whose outcome becomes ``future``'s (as run_coroutine_threadsafe does); a
+    ``future`` the caller already cancelled cancels the task, so the work stops wherever the interruption fell."""
+    if future.cancelled():
+        coro.close()
+        return
+    asyncio.futures._chain_future(asyncio.ensure_future(coro), future)  # type: ignore[attr-defined]  # asyncio's own chaining
 
 
 _shared: EventLoopThread | None = None

@@ -19,6 +19,8 @@ which drops headers past their bounds); the broker only links to it from its own
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from collections.abc import Awaitable, Callable, Coroutine, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -134,15 +136,28 @@ def transaction_steps_blocking(perform: Callable[[Step], Any], producer_group: s
 
 # --- consuming --------------------------------------------------------------------------------------------------
 async def received(group: str, topic: str, receiving: Coroutine[Any, Any, list[Message]]) -> list[Message]:
-    """The receive, inside a ``receive {topic}`` span that counts what came."""
+    """The receive, as a ``receive {topic}`` span that counts what came, made once the answer is in: a receive that
+    answered no message (an idle long poll, every few seconds of a quiet consumer) makes none unless
+    ``HALFMQ_TRACES_IDLE=true`` asks, so a quiet consumer fills no trace store with empty roots."""
     found = core.tracer()
     if found is None:
         return await receiving
-    attributes = core.attributes("receive", "receive", topic, **{core.CONSUMER_GROUP: group})
-    with found.start_as_current_span(f"receive {topic}", kind=_kind("CLIENT"), attributes=attributes) as span:
+    started = time.time_ns()
+    try:
         messages = await receiving
-        span.set_attribute(core.BATCH_COUNT, len(messages))
-        return messages
+    except Exception as exc:  # a failed receive is worth its span: it says why the consumer idles
+        span = found.start_span(f"receive {topic}", kind=_kind("CLIENT"), attributes=core.attributes(
+            "receive", "receive", topic, **{core.CONSUMER_GROUP: group}), start_time=started)
+        span.record_exception(exc)
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+        span.end()
+        raise
+    if messages or core.traces_idle(os.environ):
+        attributes = core.attributes("receive", "receive", topic, **{core.CONSUMER_GROUP: group, core.BATCH_COUNT: len(messages)})
+        found.start_span(f"receive {topic}", kind=_kind("CLIENT"), attributes=attributes, start_time=started).end()
+    return messages
 
 
 def processing(group: str, message: Message) -> contextlib.AbstractContextManager[Any]:

@@ -38,12 +38,13 @@ def create_app(settings: CreditSettings | None = None) -> FastAPI:
         wait_seconds=settings.wait_seconds, concurrency=settings.consumer_concurrency,
         token=settings.broker_token_value(), verify=settings.broker_verify(),
     )
-    app = FastAPI(title="halfmq credit service", lifespan=_lifespan(settings, engine, consumer, repo.inbox))
+    app = FastAPI(title="halfmq credit service", lifespan=_lifespan(settings, engine, consumer, repo.inbox),
+                  **tracing.app_options(settings.traces_idle))
     app.state.credits = service
     app.state.database_probe = DatabaseProbe(engine, "credit")
     http_problems.install(app, PROBLEM_STATUS)
     app.include_router(router)
-    tracing.install(app, settings.traces)
+    tracing.install(app, settings.traces_idle)
     host_names.install(app, settings)  # the outermost layer: a Host none of the service's names reaches nothing
     return app
 

@@ -45,7 +45,8 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     repo = OrderRepository(engine)
     payment_due = AsyncConsumer(settings.broker_url, settings.payment_due_group, settings.payment_due_topic, PaymentDue(repo).handle,
                                 token=settings.broker_token_value(), verify=settings.broker_verify())
-    app = FastAPI(title="halfmq order service", lifespan=_lifespan(settings, engine, producer_lifespan(producer, barrier), payment_due))
+    app = FastAPI(title="halfmq order service", lifespan=_lifespan(settings, engine, producer_lifespan(producer, barrier), payment_due),
+                  **tracing.app_options(settings.traces_idle))
     app.state.settings = settings
     app.state.orders = OrderService(repo, barrier, producer, settings.topic, settings.faults_enabled)
     app.state.orders.payment_due = PaymentDueSender(settings.payment_due_topic, settings.payment_due_seconds)
@@ -54,7 +55,7 @@ def create_app(settings: OrderSettings | None = None) -> FastAPI:
     app.include_router(router)
     app.add_middleware(PlaceOrderFastPath, service=lambda: app.state.orders, statuses=PROBLEM_STATUS)
     mount_check_endpoint(app, producer, check_secret=check_secret)
-    tracing.install(app, settings.traces)  # every request's span, the fast path's too
+    tracing.install(app, settings.traces_idle)  # every request's span, the fast path's too
     host_names.install(app, settings)  # the outermost layer: a Host none of the service's names reaches nothing
     return app
 

@@ -31,6 +31,8 @@ class Order(Base):
     paid_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True, default=None)
     payment_due_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True, default=None)
     payment_due_seen_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True, default=None)
+    # When the broker released it (the released message's store time; migration 0004): due -> released -> seen.
+    payment_due_released_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True, default=None)
 
 
 class IdempotencyKey(Base):

@@ -34,7 +34,7 @@ class PaymentStore(Protocol):
 
     def pay(self, order_id: str, now: datetime) -> Order | None: ...
 
-    def payment_fell_due(self, order_id: str, due_ms: int | None, seen_ms: int) -> Order | None: ...
+    def payment_fell_due(self, order_id: str, due_ms: int | None, seen_ms: int, released_ms: int | None = None) -> Order | None: ...
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,8 @@ class PaymentDue:
         """The order's status once its payment fell due (None: no such order; acked, since it can never appear)."""
         seen_ms = int(self._clock() * 1000)
         order_id = str(message_json(message)["order_id"])
-        order = await asyncio.to_thread(self.store.payment_fell_due, order_id, message.deliver_at_ms, seen_ms)
+        # the released message's store time is when the broker's timer released it: lateness split into the broker's and ours
+        order = await asyncio.to_thread(self.store.payment_fell_due, order_id, message.deliver_at_ms, seen_ms, message.store_timestamp)
         if order is None:
             log.warning("payment due for order %s, which does not exist", order_id)
             return None

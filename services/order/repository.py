@@ -111,10 +111,10 @@ class OrderRepository:
             session.execute(update(Order).where(Order.order_id == order_id, Order.status == CREATED).values(status=PAID, paid_at=now))
             return session.get(Order, order_id)
 
-    def payment_fell_due(self, order_id: str, due_ms: int | None, seen_ms: int) -> Order | None:
-        """Cancel the order if it is still unpaid, and record its payment-due message's due time and first arrival."""
+    def payment_fell_due(self, order_id: str, due_ms: int | None, seen_ms: int, released_ms: int | None = None) -> Order | None:
+        """Cancel the order if it is still unpaid, and record its payment-due message's due time, release and first arrival."""
         with self._sessions.begin() as session:
             session.execute(update(Order).where(Order.order_id == order_id, Order.status == CREATED).values(status=CANCELLED))
             session.execute(update(Order).where(Order.order_id == order_id, Order.payment_due_seen_ms.is_(None))
-                            .values(payment_due_ms=due_ms, payment_due_seen_ms=seen_ms))
+                            .values(payment_due_ms=due_ms, payment_due_seen_ms=seen_ms, payment_due_released_ms=released_ms))
             return session.get(Order, order_id)

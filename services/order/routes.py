@@ -111,6 +111,7 @@ def payment_view(order: Order) -> dict:
         "paid_at": order.paid_at.isoformat() if order.paid_at else None,
         "payment_due_ms": order.payment_due_ms,
         "payment_due_seen_ms": order.payment_due_seen_ms,
+        "payment_due_released_ms": order.payment_due_released_ms,
     }
 
 

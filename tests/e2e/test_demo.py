@@ -1,5 +1,5 @@
 """End to end: `halfmq demo` starts `halfmq up` as a real process tree, places orders with every fault,
-kills the broker with SIGKILL mid-run, waits for credits, runs Spark, and checks DESIGN section 1."""
+kills the broker with SIGKILL mid-run, waits for credits, runs Spark, and checks docs/design.md section 1."""
 
 from __future__ import annotations
 

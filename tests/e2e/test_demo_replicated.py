@@ -1,5 +1,5 @@
 """End to end with a broker set: `halfmq demo --chaos --replicas 3` kills the *leader* mid-run (the order ->
-credit flow across a leader kill) and still checks every guarantee of DESIGN section 1."""
+credit flow across a leader kill) and still checks every guarantee of docs/design.md section 1."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`bin/demo` installs only what the demo runs; `bin/test` installs what the tests run (bin/setup --plan says which)."""
+"""`bin/demo` installs only what the demo runs; `bin/test` installs what the tests run, `bin/test --quick` what the unit
+tests and static checks run (bin/setup --plan says which)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,14 @@ def test_the_tests_get_every_tool_they_start_and_the_dev_extra() -> None:
 def test_bin_demo_asks_for_the_demo_plan() -> None:
     script = (ROOT / "bin" / "demo").read_text()
     assert "bin/setup --demo" in script and "--with-etcd" in script
+
+
+def test_the_quick_tests_get_java_and_the_dev_extra_and_no_server_browser_or_node() -> None:
+    apt, pip = _plan("--quick")
+    assert apt == {"openjdk-17-jre-headless", "libpostgresql-jdbc-java", "libxerial-sqlite-jdbc-java"}
+    assert pip == ".[all,dev]"
+
+
+def test_bin_test_quick_asks_for_the_quick_plan_and_plain_bin_test_for_everything() -> None:
+    script = (ROOT / "bin" / "test").read_text()
+    assert "bin/setup --quick" in script and "bin/setup --with-postgres --with-docker --with-peers" in script

@@ -132,6 +132,31 @@ async def test_a_check_continues_the_brokers_traceparent_header(recorded_spans: 
     assert check.attributes["halfmq.check.outcome"] == "commit" and check.attributes["halfmq.check.times"] == 2
 
 
+async def nothing() -> list[Message]:
+    return []
+
+
+async def test_a_receive_that_answered_no_message_makes_no_span(recorded_spans: Recorded, monkeypatch) -> None:
+    monkeypatch.delenv("HALFMQ_TRACES_IDLE", raising=False)
+    assert await tracing.received("g", "ORDERS", nothing()) == []
+    assert recorded_spans.spans == []
+
+
+async def test_asked_for_an_empty_receive_has_its_span_too(recorded_spans: Recorded, monkeypatch) -> None:
+    monkeypatch.setenv("HALFMQ_TRACES_IDLE", "true")
+    assert await tracing.received("g", "ORDERS", nothing()) == []
+    assert recorded_spans.named("receive ORDERS").attributes["messaging.batch.message_count"] == 0
+
+
+async def test_a_failed_receive_has_its_span_marked_an_error(recorded_spans: Recorded) -> None:
+    async def failing() -> list[Message]:
+        raise ConnectionError("refused")
+
+    with pytest.raises(ConnectionError):
+        await tracing.received("g", "ORDERS", failing())
+    assert recorded_spans.named("receive ORDERS").status.status_code is trace.StatusCode.ERROR
+
+
 async def test_a_receive_counts_what_came_and_a_settle_is_a_settle(recorded_spans: Recorded) -> None:
     async def two() -> list[Message]:
         return [message(), message()]
@@ -145,6 +170,15 @@ async def test_a_receive_counts_what_came_and_a_settle_is_a_settle(recorded_span
 
 
 def test_start_turns_tracing_on_only_when_asked_and_names_what_it_needs() -> None:
-    assert core.start("", "x") is False and core.start(None, "x") is False
-    with pytest.raises(ValueError, match="HALFMQ_TRACES must be one of otlp, console"):
-        core.start("jaeger", "x")
+    assert not core.start("", "x", {}).on and not core.start(None, "x", {}).on
+    with pytest.raises(core.TracingRefused, match="HALFMQ_TRACES=jaeger: halfmq's processes export spans by otlp or console"):
+        core.start("jaeger", "x", {})
+
+
+def test_a_program_whose_provider_otel_sdk_disabled_turned_off_makes_no_span_and_stamps_nothing(monkeypatch) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", TracerProvider())
+    monkeypatch.setattr(core, "_cached", None)
+    assert core.tracer() is None

@@ -94,12 +94,12 @@ class FakeOrderRepository:
             order.status, order.paid_at = PAID, now
         return order
 
-    def payment_fell_due(self, order_id: str, due_ms: int | None, seen_ms: int) -> Order | None:
+    def payment_fell_due(self, order_id: str, due_ms: int | None, seen_ms: int, released_ms: int | None = None) -> Order | None:
         order = self.orders.get(order_id)
         if order is not None and order.status == CREATED:
             order.status = CANCELLED
         if order is not None and order.payment_due_seen_ms is None:
-            order.payment_due_ms, order.payment_due_seen_ms = due_ms, seen_ms
+            order.payment_due_ms, order.payment_due_seen_ms, order.payment_due_released_ms = due_ms, seen_ms, released_ms
         return order
 
 

@@ -1,4 +1,5 @@
-"""The services' request spans: installed only when tracing is on; a request the router never saw is named after its path."""
+"""The services' request spans: one per request while tracing is on, none for a health check or a scrape unless asked;
+a request the router never saw is named after its path."""
 
 from __future__ import annotations
 
@@ -30,15 +31,19 @@ class FastPath:
         await self.app(scope, receive, send)
 
 
-def app_with(traces: str) -> FastAPI:
-    app = FastAPI()
+def app_with(traces_idle: bool = False) -> FastAPI:
+    app = FastAPI(**tracing.app_options(traces_idle))
 
     @app.get("/items/{item_id}")
     def item(item_id: str) -> dict[str, str]:
         return {"id": item_id}
 
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
     app.add_middleware(FastPath)
-    tracing.install(app, traces)
+    tracing.install(app, traces_idle)
     return app
 
 
@@ -48,12 +53,27 @@ def test_tracing_is_read_from_halfmq_traces_and_off_by_default(monkeypatch) -> N
     assert ServiceSettings().traces == "console"
 
 
-def test_off_no_middleware_is_installed() -> None:
-    assert not [m for m in app_with("").user_middleware if m.cls is tracing.TraceRequests]
+def test_the_idle_requests_are_traced_only_when_halfmq_traces_idle_asks(monkeypatch) -> None:
+    assert ServiceSettings().traces_idle is False
+    monkeypatch.setenv("HALFMQ_TRACES_IDLE", "true")
+    assert ServiceSettings().traces_idle is True
+
+
+def test_a_health_check_makes_no_span_while_a_real_request_does(recorded_spans: Recorded) -> None:
+    with TestClient(app_with()) as client:
+        assert client.get("/healthz").status_code == 200
+        assert client.get("/items/7").status_code == 200
+    assert [s.name for s in recorded_spans.spans if s.kind is SpanKind.SERVER] == ["GET /items/{item_id}"]
+
+
+def test_asked_for_a_health_check_has_its_span_too(recorded_spans: Recorded) -> None:
+    with TestClient(app_with(traces_idle=True)) as client:
+        assert client.get("/healthz").status_code == 200
+    assert [s.name for s in recorded_spans.spans if s.kind is SpanKind.SERVER] == ["GET /healthz"]
 
 
 def test_on_every_request_has_one_server_span_named_by_its_route_or_its_path(recorded_spans: Recorded) -> None:
-    with TestClient(app_with("otlp")) as client:
+    with TestClient(app_with()) as client:
         assert client.post("/fast").status_code == 201
         assert client.get("/items/7").status_code == 200
         client.get("/items/7", headers={"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})

@@ -270,6 +270,8 @@ def test_an_unpaid_order_is_cancelled_when_its_payment_falls_due_and_a_paid_one_
         created_ms = datetime.fromisoformat(placed["created_at"]).timestamp() * 1000
         assert row["payment_due_ms"] >= created_ms + 2000  # due from the commit, which follows the order's creation
         assert row["payment_due_seen_ms"] >= row["payment_due_ms"]  # never delivered early
+        # released by the broker's timer (the released message's store time) between falling due and arriving
+        assert row["payment_due_ms"] <= row["payment_due_released_ms"] <= row["payment_due_seen_ms"]
     late = httpx.post(f"{order.url}/orders/{unpaid['order_id']}/pay")
     assert late.status_code == 409 and late.json()["code"] == "ORDER_CANCELLED"
     assert sorted(m["order_id"] for m in visible_orders(broker)) == sorted([paid["order_id"], unpaid["order_id"]])

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from halfmq.cli.demo.guarantees import Observed, PaymentsObserved, check_all, check_payments, credits_in_order
+from halfmq.cli.demo.guarantees import TITLE, Observed, PaymentsObserved, check_all, check_payments, committed_sum, credits_in_order
+from tests.support.package_layout import ROOT
 
 SENT = {
     "u1": [("o1", "order"), ("o2", "order"), ("o1", "refund"), ("o3", "order")],
@@ -103,3 +104,38 @@ def test_a_refunded_order_is_judged_by_its_refund_not_its_payment() -> None:
     rows = {"o1": ("refunded", 1_000, 1_001), "o2": ("refunded", 1_000, 1_001)}
     assert verdict(rows, paid={"o1"}, refunded=frozenset({"o1", "o2"})) == {EARLY: True, ON_STATUS: True}
     assert verdict(rows, paid={"o1"})[ON_STATUS] is False  # not refunded, a paid order must read paid
+
+
+def test_one_line_joins_the_placements_to_the_committed_orders() -> None:
+    outcomes = {"committed": 300, "pending check-back": 5, "crashed (recovered by restart + check-back)": 2,
+                "rolled back (local transaction failed)": 10}
+    assert committed_sum(outcomes, 307) == (
+        "307 committed orders = 300 committed at once + 5 committed by a check-back (their end was dropped)"
+        " + 2 committed before the service crashed (a check-back sent them); not orders: 10 rolled back (local transaction failed)")
+
+
+def test_a_sum_that_does_not_hold_says_by_how_many() -> None:
+    assert committed_sum({"committed": 3, "gave up (broker unavailable)": 1}, 4).endswith(
+        "not orders: 1 gave up (broker unavailable); 1 more in the order database than placed")
+
+
+def test_the_guarantees_are_titled_after_a_file_the_repository_has_and_its_section_lists_them() -> None:
+    path, section = TITLE.removeprefix("guarantees (").removesuffix(")").split(", section ")
+    design = (ROOT / path).read_text()
+    assert f"\n## {section}. " in design and "Guarantees the whole system gives" in design
+
+
+def detail(rows: dict[str, tuple[str, int | None, int | None]], released: dict[str, int]) -> str:
+    [early, _] = check_payments(PaymentsObserved(rows, set(rows), set(), set(), frozenset(), released))
+    return early.detail
+
+
+def test_the_lateness_is_split_into_the_brokers_release_and_the_consumers_turn() -> None:
+    rows = {"o1": ("paid", 10_000, 10_500), "o2": ("paid", 10_000, 42_000), "o3": ("paid", 10_000, 20_000)}
+    released = {"o1": 10_020, "o2": 10_040, "o3": 10_030}
+    assert detail(rows, released) == ("3/3 payment-due messages arrived, 0 before due; the broker released them p50 30 ms, max 40 ms"
+                                      " after due, the order service's consumer took them p50 10.0 s, max 32.0 s after that")
+
+
+def test_without_the_release_times_the_lateness_is_the_sum() -> None:
+    assert detail({"o1": ("paid", 10_000, 10_500)}, {}).endswith("; arrived after due p50 500 ms, max 500 ms")

@@ -18,9 +18,9 @@ ORDER = OrderCreate(user_id="u1", amount=Decimal("12.50"))
 NOW_MS = 1_800_000_000_000
 
 
-def due_message(order_id: str, due_ms: int | None) -> Message:
+def due_message(order_id: str, due_ms: int | None, released_ms: int = 0) -> Message:
     return Message(msg_id="m1", topic="ORDER_PAYMENT_DUE", queue_id=0, queue_offset=0, commit_log_offset=0, born_timestamp=0,
-                   store_timestamp=0, body=orjson.dumps({"order_id": order_id, "user_id": "u1"}).decode(), deliver_at_ms=due_ms)
+                   store_timestamp=released_ms, body=orjson.dumps({"order_id": order_id, "user_id": "u1"}).decode(), deliver_at_ms=due_ms)
 
 
 async def test_an_order_is_sent_with_its_payment_due_message_delayed_by_the_setting(service: OrderService, sender: FakeBarrier) -> None:
@@ -35,9 +35,9 @@ async def test_paying_twice_answers_paid_and_a_payment_due_then_leaves_the_order
     order = (await service.place(ORDER, None, None)).order
     assert (await service.pay(order.order_id)).status == "paid"
     assert (await service.pay(order.order_id)).status == "paid"
-    status = await PaymentDue(repo, clock=lambda: NOW_MS / 1000 + 0.25).handle(due_message(order.order_id, NOW_MS))
+    status = await PaymentDue(repo, clock=lambda: NOW_MS / 1000 + 0.25).handle(due_message(order.order_id, NOW_MS, NOW_MS + 20))
     assert status == "paid"
-    assert (order.payment_due_ms, order.payment_due_seen_ms) == (NOW_MS, NOW_MS + 250)
+    assert (order.payment_due_ms, order.payment_due_released_ms, order.payment_due_seen_ms) == (NOW_MS, NOW_MS + 20, NOW_MS + 250)
 
 
 async def test_an_unpaid_order_is_cancelled_when_its_payment_falls_due_and_can_no_longer_be_paid(service: OrderService, repo) -> None:
