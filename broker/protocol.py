@@ -91,6 +91,10 @@ class NackRequest(SettleRequest):
     reason: str | None = Field(default=None, max_length=MAX_NACK_REASON, description="why: kept in the message's journey")
 
 
+class ChangeInvisibleRequest(SettleRequest):
+    invisible_seconds: float = Field(ge=0, le=MAX_INVISIBLE_SECONDS, description="hidden this long from now; 0: visible again at once")
+
+
 class TxnMessage(OutgoingMessage):
     """A message that names its own topic: in a producer transaction, or a half send's companion (``also``)."""
 

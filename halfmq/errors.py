@@ -47,6 +47,8 @@ def problem_body(code: str, title: str, status: int, detail: str, *, retriable: 
 
 # 400 family: the request itself is wrong; repeating it cannot help.
 class InvalidRequest(BrokerError):
+    """The request itself is wrong (400): repeating it cannot help; its subclasses name what is wrong."""
+
     code = "INVALID_REQUEST"
     status = 400
     title = "The request is not valid"
@@ -58,6 +60,8 @@ class MalformedJson(InvalidRequest):
 
 
 class InvalidTopicName(InvalidRequest):
+    """A topic name outside 1-127 of ``A-Z a-z 0-9 _ -`` (400); the SDK raises it before sending."""
+
     code = "INVALID_TOPIC_NAME"
     title = "Invalid topic name"
 
@@ -148,6 +152,8 @@ class SystemTopicForbidden(BrokerError):
 
 
 class MessageTooLarge(BrokerError):
+    """The message is larger than the broker's limit (413)."""
+
     code = "MESSAGE_TOO_LARGE"
     status = 413
     title = "The message is larger than the broker accepts"
@@ -178,10 +184,14 @@ class RequestBodyTimeout(BrokerError):
 
 
 class TopicNotFound(BrokerError):
+    """No such topic, and the broker does not create topics on first send (404)."""
+
     code, status, title = "TOPIC_NOT_FOUND", 404, "Topic not found"
 
 
 class ConsumerGroupNotFound(BrokerError):
+    """No consumer group of this name has received yet (404)."""
+
     code, status, title = "CONSUMER_GROUP_NOT_FOUND", 404, "Consumer group not found"
 
 
@@ -217,6 +227,8 @@ class InvalidDlqRedrive(BrokerError):
 
 
 class TransactionNotFound(BrokerError):
+    """No half-message transaction with this id (404)."""
+
     code, status, title = "TRANSACTION_NOT_FOUND", 404, "Transaction not found"
 
 
@@ -269,6 +281,8 @@ class InvalidProducerEpoch(BrokerError):
 
 
 class InvalidTxnState(BrokerError):
+    """The call does not fit the transaction's state (409): no open transaction, or one already ending."""
+
     code = "INVALID_TXN_STATE"
     status = 409
     title = "The request is not allowed in the transaction's current state"
@@ -402,6 +416,8 @@ class CheckUrlRefused(BrokerError):
 
 
 class Unauthenticated(BrokerError):
+    """No token, or one the broker does not know (401); the SDK's message says how to pass one."""
+
     code = "UNAUTHENTICATED"
     status = 401
     title = "A valid bearer token is required"
@@ -415,6 +431,8 @@ class CheckSignatureInvalid(Unauthenticated):
 
 
 class AccessDenied(BrokerError):
+    """The credentials are known but their policies do not allow this topic, group or action (403)."""
+
     code = "ACCESS_DENIED"
     status = 403
     title = "The principal's policies do not allow this"

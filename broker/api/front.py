@@ -24,7 +24,18 @@ from starlette.types import Receive, Scope, Send
 
 from halfmq.asgi_body import BodyReader, ClientGone, declared_length, too_large
 from halfmq.broker.usecases import Served, UseCases
-from halfmq.errors import BrokerError, MethodNotAllowed, RequestBodyTimeout, RequestTooLarge, Unauthenticated
+from halfmq.errors import (
+    BrokerError,
+    InvalidGroupName,
+    InvalidRequest,
+    InvalidTopicName,
+    InvalidTransactionalId,
+    MethodNotAllowed,
+    RequestBodyTimeout,
+    RequestTooLarge,
+    Unauthenticated,
+)
+from halfmq.wire.base import NAME_RULE
 
 from ..serving.cork import CORK
 from .allowed_methods import allow_header
@@ -48,6 +59,24 @@ def _dumps(content: Any) -> bytes:
 def _raw_headers(error: BrokerError) -> list[tuple[bytes, bytes]]:
     """A problem's headers (Retry-After, WWW-Authenticate) as ASGI wants them."""
     return [(k.encode(), v.encode()) for k, v in problem_headers(error).items()]
+
+
+def _name_with_a_slash(router: Router, scope: Scope) -> BrokerError | None:
+    """The name's own 400 when a route matches the path as sent (a name with an encoded ``/`` in it): a client that
+    sent topic ``a/b`` learns the name is wrong, not that no such route exists."""
+    raw = scope.get("raw_path") or b""
+    found = router.resolve_raw(scope["method"], raw) if b"%2f" in raw.lower() else None
+    if found is None:
+        return None
+    for param, refusal in _NAME_REFUSALS.items():
+        name = found[1].get(param)
+        if name is not None and "/" in name:
+            return refusal(f"invalid {param.replace('_', ' ')} {name[:64]!r}: {NAME_RULE}")
+    return None
+
+
+_NAME_REFUSALS: dict[str, type[InvalidRequest]] = {"topic": InvalidTopicName, "group": InvalidGroupName,
+                                                   "tid": InvalidTransactionalId}
 
 
 class Reply:
@@ -192,6 +221,8 @@ class Front:
         toggled = path[:-1] if path.endswith("/") else path + "/"
         if path != "/" and self.router.serves_path(toggled):
             await RedirectResponse(str(URL(scope={**scope, "path": toggled})))(scope, receive, send)
+        elif (refusal := _name_with_a_slash(self.router, scope)) is not None:
+            await _answer(send, refusal.status, _PROBLEM, _problem(refusal, path))
         else:
             await self._pass_on(scope, receive, send)
 

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from pydantic import BaseModel
 
@@ -144,6 +145,19 @@ class Router:
         """Whether a node that does not lead serves ``method path`` (an ``on_follower`` or ``peer`` route); else 421."""
         found = self.resolve(method, path)
         return type(found) is tuple and (found[0].on_follower or found[0].peer)
+
+    def resolve_raw(self, method: str, raw_path: bytes) -> tuple[Route, dict[str, str]] | None:
+        """``resolve`` on the path as sent, each segment decoded on its own: a name holding an encoded ``/``
+        (``/v1/topics/a%2Fb/messages``) stays one parameter, so the front can refuse the name rather than the route."""
+        try:
+            parts = [unquote(part, errors="strict") for part in raw_path.decode("ascii").split("/")]
+        except UnicodeError:
+            return None
+        for route in self.candidates(parts):
+            params = route.match(parts)
+            if params is not None and route.method == method:
+                return route, params
+        return None
 
     def serves_path(self, path: str) -> bool:
         parts = path.split("/")

@@ -12,14 +12,13 @@ back as they are, and still served (the console encodes every path segment).
 
 from __future__ import annotations
 
-import re
 from enum import Enum
 
 from halfmq.errors import InvalidGroupName, InvalidRequest, InvalidTopicName, InvalidTransactionalId
+from halfmq.wire.base import MAX_NAME_LENGTH, is_valid_name
+from halfmq.wire.base import NAME_RULE as RULE
 
-MAX_NAME_LENGTH = 127
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,127}", re.ASCII)
-RULE = f"use 1-{MAX_NAME_LENGTH} of A-Z a-z 0-9 _ -"
+__all__ = ["MAX_NAME_LENGTH", "RULE", "NameKind", "checked_name", "is_valid_name"]
 
 
 class NameKind(str, Enum):
@@ -35,10 +34,6 @@ _REFUSAL: dict[NameKind, type[InvalidRequest]] = {
     NameKind.PRODUCER_GROUP: InvalidGroupName,
     NameKind.TRANSACTIONAL_ID: InvalidTransactionalId,
 }
-
-
-def is_valid_name(name: object) -> bool:
-    return isinstance(name, str) and _NAME.fullmatch(name) is not None
 
 
 def checked_name(kind: NameKind, name: str) -> str:

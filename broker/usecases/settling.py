@@ -56,5 +56,9 @@ class Settling:
     def change_invisible(self, subscriber: Subscriber, handle: str, seconds: float) -> bool:
         return self.deliveries.change_invisible(subscriber.group, subscriber.topic, handle, seconds)
 
+    def change_invisible_many(self, subscriber: Subscriber, handles: list[str], seconds: float) -> dict[str, Any]:
+        """The HTTP form of RocketMQ 5's ChangeInvisibleDuration: each handle ``OK`` or ``EXPIRED`` (not held)."""
+        return _settled([(h, self.change_invisible(subscriber, h, seconds)) for h in handles])
+
     def dead_letter(self, subscriber: Subscriber, handle: str) -> bool:
         return self.deliveries.dead_letter(subscriber.group, subscriber.topic, handle)

@@ -26,19 +26,30 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.client.messages import UNIQ_KEY as UNIQ_KEY
     from halfmq.client.messages import message_body_bytes as message_body_bytes
     from halfmq.client.messages import message_json as message_json
+    from halfmq.client.messages import outgoing as outgoing
     from halfmq.client.producer import AsyncProducer as AsyncProducer
     from halfmq.client.producer import Producer as Producer
     from halfmq.client.send_options import SendOptions as SendOptions
     from halfmq.client.simple_consumer import AsyncSimpleConsumer as AsyncSimpleConsumer
     from halfmq.client.simple_consumer import SimpleConsumer as SimpleConsumer
     from halfmq.client.transaction_producer import TransactionProducer as TransactionProducer
+    from halfmq.errors import AccessDenied as AccessDenied
     from halfmq.errors import AmbiguousMessageId as AmbiguousMessageId
     from halfmq.errors import BrokerError as BrokerError
     from halfmq.errors import BrokerUnavailable as BrokerUnavailable
     from halfmq.errors import CheckUrlRefused as CheckUrlRefused
+    from halfmq.errors import ConsumerGroupNotFound as ConsumerGroupNotFound
+    from halfmq.errors import InvalidRequest as InvalidRequest
+    from halfmq.errors import InvalidTopicName as InvalidTopicName
+    from halfmq.errors import InvalidTxnState as InvalidTxnState
     from halfmq.errors import MessageNotFound as MessageNotFound
+    from halfmq.errors import MessageTooLarge as MessageTooLarge
+    from halfmq.errors import NotLeader as NotLeader
     from halfmq.errors import ProducerFenced as ProducerFenced
+    from halfmq.errors import TopicNotFound as TopicNotFound
     from halfmq.errors import TransactionAborted as TransactionAborted
+    from halfmq.errors import TransactionNotFound as TransactionNotFound
+    from halfmq.errors import Unauthenticated as Unauthenticated
     from halfmq.wire import CheckRequest as CheckRequest
     from halfmq.wire import ConsumerGroupInfo as ConsumerGroupInfo
     from halfmq.wire import HalfSendResult as HalfSendResult
@@ -62,14 +73,15 @@ _HOMES = {name: module for module, names in {  # the public names at run time, b
     "halfmq.client.check_app": "CheckApp",
     "halfmq.client.consumer": "AsyncConsumer Consumer",
     "halfmq.client.listener": "AsyncTransactionListener LocalTransactionState TransactionListener",
-    "halfmq.client.messages": "UNIQ_KEY message_body_bytes message_json",
+    "halfmq.client.messages": "UNIQ_KEY message_body_bytes message_json outgoing",
     "halfmq.client.producer": "AsyncProducer Producer",
     "halfmq.client.send_options": "SendOptions",
     "halfmq.client.simple_consumer": "AsyncSimpleConsumer SimpleConsumer",
     "halfmq.client.transaction_producer": "TransactionProducer",
     "halfmq.client.half_message_steps": "TransactionSendResult",
-    "halfmq.errors": "AmbiguousMessageId BrokerError BrokerUnavailable CheckUrlRefused MessageNotFound ProducerFenced"
-                     " TransactionAborted",
+    "halfmq.errors": "AccessDenied AmbiguousMessageId BrokerError BrokerUnavailable CheckUrlRefused ConsumerGroupNotFound"
+                     " InvalidRequest InvalidTopicName InvalidTxnState MessageNotFound MessageTooLarge NotLeader ProducerFenced"
+                     " TopicNotFound TransactionAborted TransactionNotFound Unauthenticated",
     "halfmq.wire": "CheckRequest ConsumerGroupInfo HalfSendResult JourneyEventKind Message MessageJourney MessageSummary OffsetReadResponse"
                    " OutgoingMessage SendResult SendStatus SettleResult SettleStatus TopicInfo TxnEndResult TxnSendResult",
 }.items() for name in names.split()}

@@ -31,7 +31,7 @@ from .endpoints import Call
 from .half_message_steps import Request, RunLocalTransaction, Step, Steps, TransactionSendResult, end_state
 from .listener import AnyTransactionListener, LocalTransactionState, call_listener
 from .loop_thread import cancel
-from .messages import Body, outgoing
+from .messages import Body, outgoing, sendable_topic
 from .numbering import numbering_for
 from .retry import async_retrying
 from .send_options import SendOptions
@@ -51,7 +51,7 @@ def companions(also: Also) -> list[TxnMessage]:
     """``also`` as the wire's messages, each with its UNIQ_KEY (its msg id); a ValueError past MAX_HALF_COMPANIONS."""
     if len(also) > MAX_HALF_COMPANIONS:
         raise ValueError(f"at most {MAX_HALF_COMPANIONS} companions (also=...) per transaction, not {len(also)}")
-    return [TxnMessage(topic=topic, **msgspec.structs.asdict(outgoing(message))) for topic, message in also]
+    return [TxnMessage(topic=sendable_topic(topic), **msgspec.structs.asdict(outgoing(message))) for topic, message in also]
 
 
 # A heartbeat in flight must not hold close() up for a whole request timeout.
@@ -203,7 +203,7 @@ class AsyncTransactionProducer(AsyncClient):
             # As RocketMQ's makeSureStateOK: without start() a check_url is never
             # registered, and a transaction whose end is lost would wait forever.
             raise RuntimeError("call start() (or use the producer as a context manager) before sending")
-        msg = tracing.created(topic, self.producer_group, outgoing(message, **options))
+        msg = tracing.created(sendable_topic(topic), self.producer_group, outgoing(message, **options))
         return half_message_steps.send_in_transaction(self.producer_group, topic, msg, arg, numbered=self._numbering is not None,
                                                      also=companions(also))
 

@@ -197,6 +197,11 @@ class AsyncConsumer(AsyncLifecycle):
             return await self.client.ack(step.handles)
         return await self.client.nack(step.handles, step.reason)
 
+    async def change_invisible_duration(self, message: Message | str, seconds: float) -> bool:
+        """From a handler that needs longer than ``invisible_seconds``: keep its message hidden ``seconds`` from now
+        (``AsyncSimpleConsumer.change_invisible_duration``), so it is not handed to another consumer meanwhile."""
+        return await self.client.change_invisible_duration(message, seconds)
+
     async def close(self) -> None:
         """Stop, let a running run() finish its batch and settle it, then close the connections."""
         self.stop()
@@ -253,6 +258,10 @@ class Consumer(Blocking[AsyncConsumer]):
     def stop(self) -> None:
         """``AsyncConsumer.stop``: only wakes the loop, so a signal handler may call it."""
         self._async.stop()
+
+    def change_invisible_duration(self, message: Message | str, seconds: float) -> bool:
+        """``AsyncConsumer.change_invisible_duration``, from a handler (or any thread but the SDK's loop)."""
+        return run(self._async.change_invisible_duration(message, seconds))
 
     def close(self) -> None:
         """``AsyncConsumer.close``; from a handler only ``stop()``, since closing waits for the handlers to finish."""

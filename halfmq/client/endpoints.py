@@ -172,6 +172,12 @@ def settle(group: str, topic: str, action: Literal["ack", "nack"], handles: Sequ
     return Call("POST", _group_topic_path(group, topic, action), parse=lambda data: decode(data, SettleResponse).results, body=body)
 
 
+def change_invisible_duration(group: str, topic: str, handles: Sequence[str], seconds: float) -> Call[list[SettleResult]]:
+    """RocketMQ 5's ChangeInvisibleDuration over HTTP: each handle ``OK`` (hidden ``seconds`` from now) or ``EXPIRED``."""
+    return Call("POST", _group_topic_path(group, topic, "change-invisible-duration"), parse=lambda data: decode(data, SettleResponse).results,
+                body={"receipt_handles": list(handles), "invisible_seconds": seconds})
+
+
 # Where is my message (GET /v1/messages): the routes are the leader's; the transport follows it.
 def message_search(key: str, since_ms: int, limit: int, topic: str | None = None) -> Call[MessageSearch]:
     params: dict[str, Any] = {"key": key, "since": since_ms, "limit": limit}

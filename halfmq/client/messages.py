@@ -16,11 +16,13 @@ from typing import Any, Literal, Unpack
 
 import msgspec
 
+from halfmq.errors import InvalidTopicName
 from halfmq.wire import Message, OutgoingMessage
+from halfmq.wire.base import NAME_RULE, is_valid_name
 
 from .send_options import SendOptions, check_send_options
 
-__all__ = ["UNIQ_KEY", "Body", "epoch_ms", "message_body_bytes", "message_json", "outgoing", "with_uniq_key"]
+__all__ = ["UNIQ_KEY", "Body", "epoch_ms", "sendable_topic", "message_body_bytes", "message_json", "outgoing", "with_uniq_key"]
 
 UNIQ_KEY = "UNIQ_KEY"
 """The property holding a message's client-side id (RocketMQ's name): set once before the first attempt, so a retry repeats it."""
@@ -36,7 +38,12 @@ def with_uniq_key(message: OutgoingMessage) -> OutgoingMessage:
 
 
 def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) -> OutgoingMessage:
-    """An ``OutgoingMessage`` with a UNIQ_KEY, from a ready message or a bare body."""
+    """An ``OutgoingMessage`` with a UNIQ_KEY, from a ready message or a bare body with the send options.
+
+    Public as ``halfmq.outgoing``: where a message is given ready-made (``also=`` companions, ``send_batch``) it takes
+    the options of ``send`` in the same spelling (``delay=`` seconds, ``deliver_at=``, ``message_group=`` …), so
+    nobody converts to the wire's milliseconds: ``also=[("ORDER_PAYMENT_DUE", outgoing(body, delay=30 * 60))]``.
+    """
     check_send_options(options, beside_a_message=isinstance(message, OutgoingMessage))
     if isinstance(message, OutgoingMessage):
         return with_uniq_key(message)
@@ -54,6 +61,16 @@ def outgoing(message: OutgoingMessage | Body, **options: Unpack[SendOptions]) ->
                             sharding_key=options.get("sharding_key"), message_group=options.get("message_group"),
                             deliver_at_ms=epoch_ms(options.get("deliver_at")), delay_ms=_duration_ms(options.get("delay")))
     return with_uniq_key(built)
+
+
+def sendable_topic(topic: str) -> str:
+    """``topic`` itself, or the broker's own ``InvalidTopicName`` raised at the call site, before any request: a name
+    with ``/`` would otherwise reach the broker as another URL path and come back as a puzzling ``RouteNotFound``.
+    Only sends and topic creation check: topics named before the rule (``%DLQ%…``) can still be read and consumed."""
+    if is_valid_name(topic):
+        return topic
+    shown = topic if not isinstance(topic, str) or len(topic) <= 64 else f"{topic[:64]}… ({len(topic)} characters)"
+    raise InvalidTopicName(f"invalid topic {shown!r}: {NAME_RULE}")
 
 
 def epoch_ms(when: datetime | float | None, what: str = "deliver_at") -> int | None:

@@ -32,11 +32,13 @@ transaction's sends go out in numbered batches (at ``transaction_batch_size``, o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack, cast, overload
 
-from halfmq.errors import InvalidTxnState
+from halfmq.errors import BrokerError, InvalidTxnState, ProducerFenced
 from halfmq.wire import (
     MAX_BATCH,
     Message,
@@ -52,8 +54,8 @@ from halfmq.wire import (
 
 from . import endpoints, tracing
 from .endpoints import Call
-from .loop_thread import Blocking, blocking, close_at_exit
-from .messages import Body, epoch_ms, outgoing
+from .loop_thread import Blocking, blocking, close_at_exit, run
+from .messages import Body, epoch_ms, outgoing, sendable_topic
 from .numbering import Numbering, numbering_for
 from .producer_transaction_steps import TransactionalSteps
 from .retry import async_retrying
@@ -62,6 +64,8 @@ from .send_policy import send_coalescer
 from .transport import AsyncClient, ClientOptions, TransportOptions
 
 __all__ = ["AsyncProducer", "Numbering", "Producer", "ProducerOptions"]
+
+log = logging.getLogger("halfmq.client.producer")
 
 T = TypeVar("T")
 if TYPE_CHECKING:
@@ -140,6 +144,7 @@ class AsyncProducer(AsyncClient, Generic[R]):
         Sends issued while others are under way share their next request (unless ``coalesce=False``). A
         transaction's sends are buffered (visible only on commit); without an open one they raise ``InvalidTxnState``.
         """
+        sendable_topic(topic)
         msg = outgoing(message, **options)
         if self._steps is not None:
             if self._steps.add(topic, msg):
@@ -152,6 +157,7 @@ class AsyncProducer(AsyncClient, Generic[R]):
         """One request for many messages, stored all or none; results come back in the order sent (not in a transaction)."""
         if self._steps is not None:
             raise InvalidTxnState("a transactional producer sends with send(), inside its transaction")
+        sendable_topic(topic)
         batch = [outgoing(m) for m in messages]
         if len(batch) > MAX_BATCH:
             # Splitting would quietly turn one request into several that can half-succeed; the caller should choose how to chunk.
@@ -160,7 +166,7 @@ class AsyncProducer(AsyncClient, Generic[R]):
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         """Topics are also created on first send; this one chooses its number of queues."""
-        return await self._call(endpoints.create_topic(name, queues))
+        return await self._call(endpoints.create_topic(sendable_topic(name), queues))
 
     async def get_topic(self, name: str) -> TopicInfo:
         """The topic's queues and their offsets (raises ``TopicNotFound``)."""
@@ -265,11 +271,34 @@ class AsyncProducer(AsyncClient, Generic[R]):
         steps.ended()
         return await self._in_transaction(steps.abort())
 
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncProducer[R]]:
+        """``async with producer.transaction() as tx:``: begin, then commit when the block ends, or abort when it
+        raises (the exception goes on). After ``ProducerFenced`` nothing is aborted: a newer instance owns the id."""
+        await self.begin_transaction()
+        try:
+            yield self
+        except BaseException as exc:
+            await _abort_after(self.abort_transaction, exc)
+            raise
+        await self.commit_transaction()
+
     async def close(self) -> None:
         """Every send already made gets its answer first; then the connections close."""
         if self._coalescer is not None:
             await self._coalescer.drain()
         await super().close()
+
+
+async def _abort_after(abort: Callable[[], Awaitable[Any]], exc: BaseException) -> None:
+    """Abort a transaction whose block raised ``exc``, unless the producer was fenced; a failed abort is logged, so the
+    block's own exception is the one raised (the broker aborts the transaction at its timeout anyway)."""
+    if isinstance(exc, ProducerFenced):
+        return
+    try:
+        await abort()
+    except BrokerError as failed:
+        log.warning("aborting the transaction after %s failed: %s", type(exc).__name__, failed)
 
 
 class Producer(Blocking[AsyncProducer[R]], Generic[R]):
@@ -317,3 +346,14 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
     send_offsets_to_transaction = blocking(AsyncProducer.send_offsets_to_transaction)
     commit_transaction = blocking(AsyncProducer.commit_transaction)
     abort_transaction = blocking(AsyncProducer.abort_transaction)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Producer[R]]:
+        """``with producer.transaction() as tx:``: ``AsyncProducer.transaction`` for blocking code."""
+        self.begin_transaction()
+        try:
+            yield self
+        except BaseException as exc:
+            run(_abort_after(self._async.abort_transaction, exc))
+            raise
+        self.commit_transaction()

@@ -76,9 +76,14 @@ def settle_batch(batch: Sequence[Message], outcomes: Sequence[Outcome],
 
 
 def log_handler_failure(message: Message, exc: BaseException) -> None:
-    """One line naming the message, with the traceback: the loop goes on, so this is all the user sees of it."""
-    log.error("handler failed for msg_id=%s topic=%s queue=%s offset=%s attempt=%s; it will be redelivered",
-              message.msg_id, message.topic, message.queue_id, message.queue_offset, message.delivery_attempt, exc_info=exc)
+    """One line per failed attempt, naming the message and why; the traceback only with a message's first attempt
+    (and at DEBUG with every one): a handler failing on every attempt must not flood the log with the same one."""
+    first = (message.delivery_attempt or 1) <= 1
+    log.error("handler failed for msg_id=%s topic=%s queue=%s offset=%s attempt=%s (%s); it will be redelivered",
+              message.msg_id, message.topic, message.queue_id, message.queue_offset, message.delivery_attempt,
+              failure_reason(exc), exc_info=exc if first else None)
+    if not first and log.isEnabledFor(logging.DEBUG):
+        log.debug("traceback of msg_id=%s attempt=%s", message.msg_id, message.delivery_attempt, exc_info=exc)
 
 
 def log_expired(action: str, results: Sequence[SettleResult]) -> None:

@@ -20,13 +20,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Unpack
 
-from halfmq.wire import MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequest, SettleResult
+from halfmq.wire import MAX_INVISIBLE_SECONDS, MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequest, SettleResult, SettleStatus
 
 from . import endpoints, tracing
 from .loop_thread import Blocking, blocking, close_at_exit
 from .transport import AsyncClient, TransportOptions
 
-__all__ = ["AsyncSimpleConsumer", "SimpleConsumer"]
+__all__ = ["AsyncSimpleConsumer", "SimpleConsumer", "receipt_handles"]
+
+
+def receipt_handles(messages: Sequence[Message | str]) -> list[str]:
+    """The receipt handles to settle: a received ``Message``'s, or a handle as given (Kafka and RocketMQ users pass
+    the messages; ``send_offsets_to_transaction`` takes both too). A bare ``str`` is refused: it would be settled
+    character by character."""
+    if isinstance(messages, str):
+        raise TypeError("pass a list of messages or receipt handles, not one string")
+    handles = []
+    for item in messages:
+        handle = item if isinstance(item, str) else getattr(item, "receipt_handle", None)
+        if not isinstance(handle, str):
+            raise TypeError(f"settle received messages or their receipt handles, not {type(item).__name__}"
+                            + (" without a receipt handle (an offset read's)" if isinstance(item, Message) else ""))
+        handles.append(handle)
+    return handles
 
 class AsyncSimpleConsumer(AsyncClient):
     """Receive and settle messages of one consumer group on one topic, with asyncio.
@@ -55,18 +71,32 @@ class AsyncSimpleConsumer(AsyncClient):
         receiving = self._transport.call(endpoints.receive(self.group, self.topic, request, timeout=self._timeout + request.wait_seconds))
         return await tracing.received(self.group, self.topic, receiving)
 
-    async def ack(self, handles: Sequence[str]) -> list[SettleResult]:
-        """Mark messages done for the group; a handle past its invisibility comes back ``EXPIRED``."""
-        return await self._settle("ack", handles)
+    async def ack(self, messages: Sequence[Message | str]) -> list[SettleResult]:
+        """Mark messages done for the group (the received ``Message``s or their receipt handles); a handle past its
+        invisibility comes back ``EXPIRED``."""
+        return await self._settle("ack", messages)
 
-    async def nack(self, handles: Sequence[str], reason: str | None = None) -> list[SettleResult]:
-        """Give messages back for redelivery (with delivery_attempt+1, after the broker's backoff).
+    async def nack(self, messages: Sequence[Message | str], reason: str | None = None) -> list[SettleResult]:
+        """Give messages (received ``Message``s or receipt handles) back for redelivery (with delivery_attempt+1, after
+        the broker's backoff).
 
         ``reason``: why (its first ``MAX_NACK_REASON`` characters), shown in each message's journey as "nacked (reason)".
         """
-        return await self._settle("nack", handles, reason)
+        return await self._settle("nack", messages, reason)
 
-    async def _settle(self, action: Literal["ack", "nack"], handles: Sequence[str], reason: str | None = None) -> list[SettleResult]:
+    async def change_invisible_duration(self, message: Message | str, seconds: float) -> bool:
+        """Keep a received message hidden from the group for ``seconds`` from now (RocketMQ 5's name), so a handler
+        that needs longer than ``invisible_seconds`` keeps its message; False when the receipt has expired or was
+        settled (the message may be with another consumer already). ``seconds`` is 0..``MAX_INVISIBLE_SECONDS``: 0
+        makes it visible again at once."""
+        if not 0 <= seconds <= MAX_INVISIBLE_SECONDS:
+            raise ValueError(f"seconds must be 0..{MAX_INVISIBLE_SECONDS}, not {seconds}")
+        [handle] = receipt_handles([message])
+        [result] = await self._call(endpoints.change_invisible_duration(self.group, self.topic, [handle], seconds))
+        return result.status is SettleStatus.OK
+
+    async def _settle(self, action: Literal["ack", "nack"], messages: Sequence[Message | str], reason: str | None = None) -> list[SettleResult]:
+        handles = receipt_handles(messages)
         results: list[SettleResult] = []
         for start in range(0, len(handles), MAX_RECEIVE):  # the broker caps a settle request at MAX_RECEIVE handles
             call = endpoints.settle(self.group, self.topic, action, handles[start : start + MAX_RECEIVE], reason)
@@ -92,4 +122,5 @@ class SimpleConsumer(Blocking[AsyncSimpleConsumer]):
     receive = blocking(AsyncSimpleConsumer.receive)
     ack = blocking(AsyncSimpleConsumer.ack)
     nack = blocking(AsyncSimpleConsumer.nack)
+    change_invisible_duration = blocking(AsyncSimpleConsumer.change_invisible_duration)
     group_info = blocking(AsyncSimpleConsumer.group_info)

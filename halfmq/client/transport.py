@@ -25,11 +25,11 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from halfmq.errors import BrokerError, BrokerUnavailable, error_class_for
+from halfmq.errors import BrokerError, BrokerUnavailable, Unauthenticated, error_class_for
 
 from .broker_urls import BrokerUrls, split_urls
 from .endpoints import Call, cluster_view
-from .environment import CA_FILE_ENV, env_token, resolve_url
+from .environment import CA_FILE_ENV, TOKEN_ENV, env_token, resolve_url
 from .loop_thread import AsyncLifecycle
 from .retry import async_retrying
 
@@ -103,6 +103,10 @@ def _override(error: BrokerError, **attrs: Any) -> BrokerError:
     return error
 
 
+# What fixes an UNAUTHENTICATED answer, named in the SDK's error (the broker's words are about HTTP headers).
+TOKEN_HINT = f"the SDK sends the token given as token=... to the client, else ${TOKEN_ENV}"
+
+
 def error_from_answer(status: int, body: bytes, where: str) -> BrokerError:
     """The typed error a non-2xx answer stands for, carrying its HTTP status."""
     try:
@@ -112,6 +116,8 @@ def error_from_answer(status: int, body: bytes, where: str) -> BrokerError:
     if isinstance(problem, dict) and isinstance(problem.get("code"), str):
         cls = error_class_for(problem["code"])
         detail = problem.get("detail") or problem.get("title") or ""
+        if cls is Unauthenticated:
+            detail = f"{detail} ({TOKEN_HINT})"
         extra = {k: v for k, v in problem.items() if k not in _PROBLEM_FIELDS}
         error = cls(str(detail), **extra)
         if cls is BrokerError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from typing import Any, Literal, TypeVar
 
@@ -14,6 +15,17 @@ MAX_WAIT_SECONDS = 30
 MAX_TAG_LENGTH = 255  # characters of a tag (a label, at most 1,020 bytes; it counts in bytes toward the broker's MAX_PROPERTIES_BYTES)
 MAX_NACK_REASON = 256  # characters of a nack's reason the broker keeps in the message's journey (at most 1 KiB)
 MAX_HALF_COMPANIONS = 16  # a half send's ``also``: messages decided by the same local transaction
+
+MAX_NAME_LENGTH = 127
+NAME_RULE = f"use 1-{MAX_NAME_LENGTH} of A-Z a-z 0-9 _ -"
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,127}", re.ASCII)
+
+
+def is_valid_name(name: object) -> bool:
+    """The one rule for a name a client chooses (topic, group, transactional id), shared so the SDK refuses a name at
+    the call site with the broker's own words (``halfmq.broker.messages.names`` explains the rule)."""
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
+
 
 BodyEncoding = Literal["utf-8", "base64"]
 _ENCODINGS = ("utf-8", "base64")

@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-import orjson
-
-from halfmq.client import Message, OutgoingMessage
+from halfmq.client import Message, OutgoingMessage, outgoing
 from halfmq.client.messages import message_json
 
 from .errors import OrderCancelled, OrderNotFound
@@ -49,8 +47,7 @@ class PaymentDueSender:
     def companions(self, new: NewOrder) -> list[tuple[str, OutgoingMessage]]:
         """The ``also`` of an order's barrier send: its payment-due message (its key: the order id)."""
         body = {"order_id": new.order_id, "user_id": new.user_id}
-        message = OutgoingMessage(body=orjson.dumps(body).decode(), keys=[new.order_id], tag=PAYMENT_DUE_TAG,
-                                  delay_ms=round(self.delay_seconds * 1000))
+        message = outgoing(body, keys=[new.order_id], tag=PAYMENT_DUE_TAG, delay=self.delay_seconds)
         return [(self.topic, message)]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import NackRequest, ReceiveRequest, ResetOffsetsRequest, SettleRequest
+from halfmq.broker.protocol import ChangeInvisibleRequest, NackRequest, ReceiveRequest, ResetOffsetsRequest, SettleRequest
 
 from ..body import parse_body
 from ..front import ApiRequest, Reply
@@ -35,6 +35,14 @@ async def nack(request: ApiRequest) -> Reply:
     return Reply(request.usecases.settling.nack(subscriber, body.receipt_handles, body.reason))
 
 
+async def change_invisible_duration(request: ApiRequest) -> Reply:
+    group = request.path_params["group"]
+    topic = request.path_params["topic"]
+    subscriber = request.runtime.access.subscriber(request.principal, request.scope, group, topic)
+    body = await parse_body(request, ChangeInvisibleRequest)
+    return Reply(request.usecases.settling.change_invisible_many(subscriber, body.receipt_handles, body.invisible_seconds))
+
+
 async def describe_group(request: ApiRequest) -> Reply:
     return Reply(request.usecases.groups.describe(request.principal, request.scope, request.path_params["group"]))
 
@@ -61,6 +69,9 @@ HOT_ROUTES = [
           SettleRequest, wire.SettleResponse, example=_HANDLES),
     Route("POST", f"{_GROUP}/nack", nack, "Nack received messages (redelivered after a back-off, then DLQ)",
           "consumer-groups", NackRequest, wire.SettleResponse, example=_HANDLES),
+    Route("POST", f"{_GROUP}/change-invisible-duration", change_invisible_duration,
+          "Keep received messages hidden for invisible_seconds from now (RocketMQ 5's ChangeInvisibleDuration)",
+          "consumer-groups", ChangeInvisibleRequest, wire.SettleResponse, example={**_HANDLES, "invisible_seconds": 60}),
 ]
 ROUTES = [
     Route("GET", "/v1/consumer-groups/{group}", describe_group, "A consumer group's offsets, lag and in-flight deliveries",

@@ -10,7 +10,7 @@ the check-back, the cleanup and the errors, is as in ``barrier``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Unpack
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from halfmq.client.async_transaction_producer import Also, AsyncTransactionProducer
 from halfmq.client.listener import LocalTransactionState
 from halfmq.client.messages import Body
+from halfmq.client.send_options import SendOptions
 from halfmq.wire import Message, OutgoingMessage
 
 from .barrier_base import AfterCommit, BarrierBase, DuplicateBusinessKey, R, Sent, Work
@@ -34,10 +35,11 @@ class AsyncTransactionBarrier(BarrierBase):
         self._sessions = async_sessionmaker(engine, expire_on_commit=False)
 
     async def send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
-                   run: Callable[[AsyncSession], Awaitable[R]], after_commit: AfterCommit | None = None, *, also: Also = ()) -> Sent[R]:
-        """Half message, then ``await run(session)`` and the record in one DB transaction, then the end (``also``: as
-        ``TransactionBarrier.send``)."""
-        return await self._send(producer, topic, message, business_key, run, after_commit, also)
+                   run: Callable[[AsyncSession], Awaitable[R]], after_commit: AfterCommit | None = None, *, also: Also = (),
+                   **options: Unpack[SendOptions]) -> Sent[R]:
+        """Half message, then ``await run(session)`` and the record in one DB transaction, then the end (``also`` and
+        ``options``: as ``TransactionBarrier.send``)."""
+        return await self._send(producer, topic, message, business_key, run, after_commit, also, options)
 
     async def execute_local_transaction(self, msg: OutgoingMessage, work: Work[Any]) -> LocalTransactionState:
         """The producer's call: ``work.run`` and the record in one database transaction of this send's own."""

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -41,6 +41,7 @@ from halfmq.client.async_transaction_producer import Also, AsyncTransactionProdu
 from halfmq.client.database_writes import DatabaseWriteBatcher
 from halfmq.client.listener import LocalTransactionState
 from halfmq.client.messages import Body
+from halfmq.client.send_options import SendOptions
 from halfmq.wire import Message, OutgoingMessage
 
 from .barrier_base import AfterCommit, BarrierBase, DuplicateBusinessKey, R, Sent, Work
@@ -64,14 +65,18 @@ class TransactionBarrier(BarrierBase):
         self._writes: DatabaseWriteBatcher[Item, Any] = DatabaseWriteBatcher(self._write_batch, write_batch_max)
 
     async def send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
-                   run: Callable[[Session], R], after_commit: AfterCommit | None = None, *, also: Also = ()) -> Sent[R]:
+                   run: Callable[[Session], R], after_commit: AfterCommit | None = None, *, also: Also = (),
+                   **options: Unpack[SendOptions]) -> Sent[R]:
         """Half message, then ``run(session)`` and the record in one DB transaction, then the end.
+
+        ``options``: every send's (``message_group=``, ``delay=`` seconds, ``deliver_at=``, ``keys=`` …), as on
+        ``send_in_transaction``.
 
         ``after_commit(value)`` runs after the commit and before the end (returning ``UNKNOW``
         leaves the end to the check-back: fault injection, tests). ``also=[(topic, message), ...]``:
         more messages in the same transaction (one record), delivered with ``message`` or not at all.
         """
-        return await self._send(producer, topic, message, business_key, run, after_commit, also)
+        return await self._send(producer, topic, message, business_key, run, after_commit, also, options)
 
     # --- the listener ----------------------------------------------------------------
     async def execute_local_transaction(self, msg: OutgoingMessage, work: Work[Any]) -> LocalTransactionState:

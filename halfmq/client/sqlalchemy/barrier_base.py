@@ -27,6 +27,7 @@ from halfmq.client.half_message_steps import TransactionSendResult
 from halfmq.client.listener import LocalTransactionState
 from halfmq.client.loop_thread import cancel
 from halfmq.client.messages import Body
+from halfmq.client.send_options import SendOptions
 from halfmq.wire import Message, OutgoingMessage, SendStatus
 
 from .horizon import DEFAULT_COMMIT_GRACE, DEFAULT_LOCAL_TX_TIMEOUT, CheckAnswer, Horizon, check_answer, half_age_seconds
@@ -203,7 +204,8 @@ class BarrierBase:
         return LocalTransactionState.COMMIT_MESSAGE if answer in (None, LocalTransactionState.COMMIT_MESSAGE) else LocalTransactionState.UNKNOW
 
     async def _send(self, producer: AsyncTransactionProducer, topic: str, message: OutgoingMessage | Body, business_key: str,
-                    run: Callable[..., Any], after_commit: AfterCommit | None, also: Also = ()) -> Sent[Any]:
+                    run: Callable[..., Any], after_commit: AfterCommit | None, also: Also = (),
+                    options: SendOptions | None = None) -> Sent[Any]:
         """``send``, whichever session ``run`` takes: the producer sends the half and calls back ``execute_local_transaction``.
 
         ``also``: companions in the same transaction (one transaction id, so one record decides them all).
@@ -211,7 +213,7 @@ class BarrierBase:
         if getattr(producer, "listener", None) is not self:
             raise ValueError("the producer's listener is not this barrier: build it as AsyncTransactionProducer(url, group, barrier, ...)")
         work = self._work(business_key, run, after_commit)
-        sent: Sent[Any] = self._outcome(await producer.send_in_transaction(topic, message, work, also=also), work)
+        sent: Sent[Any] = self._outcome(await producer.send_in_transaction(topic, message, work, also=also, **(options or {})), work)
         return sent
 
     def _work(self, business_key: str, run: Callable[..., Any], after_commit: AfterCommit | None) -> Work[Any]:

@@ -106,3 +106,33 @@ def test_send_in_a_transaction_returns_nothing_its_ids_come_with_flush_and_a_pla
         producer.commit_transaction()
         assert plain.send("OUT", "plain").status.value == "SEND_OK"
     assert out_bodies(broker.url) == ["buffered", "plain"]
+
+
+def test_a_transaction_block_commits_when_it_ends_and_aborts_when_it_raises(broker: BrokerProcess) -> None:
+    with Producer(broker.url, transactional_id="block") as producer:
+        producer.init_transactions()
+        with producer.transaction() as tx:
+            tx.send("OUT", "kept")
+        with pytest.raises(RuntimeError, match="boom"), producer.transaction() as tx:
+            tx.send("OUT", "dropped")
+            tx.flush()
+            raise RuntimeError("boom")
+        with producer.transaction() as tx:  # the aborted one is over: the next begins
+            tx.send("OUT", "next")
+    assert out_bodies(broker.url) == ["kept", "next"]
+
+
+def test_an_async_transaction_block_commits_when_it_ends_and_aborts_when_it_raises(broker: BrokerProcess) -> None:
+    async def main() -> None:
+        async with AsyncProducer(broker.url, transactional_id="ablock") as producer:
+            await producer.init_transactions()
+            async with producer.transaction() as tx:
+                await tx.send("OUT", "kept")
+            with pytest.raises(RuntimeError, match="boom"):
+                async with producer.transaction() as tx:
+                    await tx.send("OUT", "dropped")
+                    await tx.flush()
+                    raise RuntimeError("boom")
+
+    asyncio.run(main())
+    assert out_bodies(broker.url) == ["kept"]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from halfmq.client import AsyncProducer, Producer
-from halfmq.errors import InvalidTxnState
+from halfmq.client.producer import _abort_after
+from halfmq.errors import BrokerUnavailable, InvalidTxnState, ProducerFenced
 
 URL = "http://127.0.0.1:9"  # never reached: every case here fails or ends before a request
 
@@ -38,3 +41,18 @@ def test_a_transactional_producer_sends_only_inside_a_transaction_and_one_messag
 def test_idempotent_id_beside_a_transactional_id_is_refused() -> None:
     with pytest.raises(ValueError, match="give only transactional_id"):
         AsyncProducer(URL, transactional_id="tid", idempotent_id="other")
+
+
+def test_a_transaction_block_that_raised_aborts_unless_the_producer_was_fenced() -> None:
+    aborts: list[str] = []
+
+    async def abort() -> None:
+        aborts.append("abort")
+
+    async def failing_abort() -> None:
+        raise BrokerUnavailable("down")
+
+    asyncio.run(_abort_after(abort, RuntimeError("boom")))
+    asyncio.run(_abort_after(abort, ProducerFenced("newer instance")))
+    asyncio.run(_abort_after(failing_abort, RuntimeError("boom")))  # logged, not raised: the block's error goes on
+    assert aborts == ["abort"]

@@ -29,3 +29,9 @@ def test_every_typed_import_re_exports_its_name_under_mypy_strict() -> None:
 def test_halfmq_serves_every_name_of_halfmq_client_and_its_version() -> None:
     assert sorted(halfmq.__all__) == sorted([*halfmq.client.__all__, "__version__"])
     assert all(getattr(halfmq, name) is getattr(halfmq.client, name) for name in halfmq.client.__all__)
+
+
+def test_the_errors_users_catch_are_importable_from_halfmq() -> None:
+    from halfmq import AccessDenied, BrokerError, InvalidTopicName, NotLeader, TopicNotFound, Unauthenticated
+
+    assert all(issubclass(cls, BrokerError) for cls in (AccessDenied, InvalidTopicName, NotLeader, TopicNotFound, Unauthenticated))

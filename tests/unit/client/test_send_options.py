@@ -68,3 +68,25 @@ def test_a_delay_and_a_delivery_time_become_milliseconds_on_the_wire() -> None:
         outgoing("x", deliver_at=datetime(2027, 1, 15))
     with pytest.raises(ValueError, match="not both"):
         outgoing("x", delay=1, deliver_at=1_800_000_000)
+
+
+def test_halfmq_outgoing_builds_a_ready_message_with_send_s_spelling_delay_in_seconds() -> None:
+    from halfmq import outgoing as public_outgoing
+
+    msg = public_outgoing({"order_id": "o1"}, delay=30 * 60, message_group="u1")
+    assert (msg.delay_ms, msg.message_group) == (30 * 60 * 1000, "u1")
+
+
+def test_a_topic_name_the_broker_would_refuse_is_refused_before_any_request_on_every_send_path() -> None:
+    from halfmq import InvalidTopicName
+
+    with Producer(CLOSED, retries=0) as producer:
+        with pytest.raises(InvalidTopicName, match="'a/b'.*A-Z a-z 0-9 _ -"):
+            producer.send("a/b", "body")
+        with pytest.raises(InvalidTopicName):
+            producer.send_batch("a/b", ["body"])
+    with TransactionProducer(CLOSED, "pg", Listener(), check_backs=False) as tx:
+        with pytest.raises(InvalidTopicName):
+            tx.send_in_transaction("a/b", "body")
+        with pytest.raises(InvalidTopicName):
+            tx.send_in_transaction("T", "body", also=[("a/b", "companion")])

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import msgspec
 import pytest
 
-from halfmq.client.settlement import MAX_HANDLER_REASON, Outcome, Settle, failure_reason, settle_batch
+from halfmq.client.settlement import MAX_HANDLER_REASON, Outcome, Settle, failure_reason, log_handler_failure, settle_batch
 from halfmq.client.step_drivers import run_steps
 from halfmq.errors import BrokerUnavailable
 from halfmq.wire import Message, SettleResult, SettleStatus
@@ -69,3 +71,21 @@ def test_failures_with_different_reasons_are_nacked_one_request_per_reason_and_r
     run_steps(settle_batch(batch, outcomes, reasons), lambda step: steps.append(step) or settled(step))
     assert steps == [Settle("ack", ["h2"]), Settle("nack", ["h1", "h5"], "ValueError: db down"),
                      Settle("nack", ["h3"], "KeyError: 'sku'"), Settle("nack", ["h4"])]
+
+
+def _failed(caplog: pytest.LogCaptureFixture, attempt: int, level: int = logging.INFO) -> list[logging.LogRecord]:
+    caplog.clear()
+    with caplog.at_level(level, logger="halfmq.client.consumer"):
+        try:
+            raise ValueError("db down")
+        except ValueError as exc:
+            log_handler_failure(msgspec.structs.replace(message(1), delivery_attempt=attempt), exc)
+    return list(caplog.records)
+
+
+def test_a_failed_handler_logs_one_line_per_attempt_with_the_traceback_on_the_first_only(caplog: pytest.LogCaptureFixture) -> None:
+    [first] = _failed(caplog, 1)
+    [later] = _failed(caplog, 2)
+    assert first.exc_info is not None and later.exc_info is None
+    assert "ValueError: db down" in later.getMessage() and "\n" not in later.getMessage()
+    assert [r.levelno for r in _failed(caplog, 3, logging.DEBUG)] == [logging.ERROR, logging.DEBUG]  # every traceback at DEBUG

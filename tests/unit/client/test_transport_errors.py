@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from halfmq.client.transport import error_from_answer, failure_reason
-from halfmq.errors import BrokerError, TopicNotFound
+from halfmq.errors import BrokerError, TopicNotFound, Unauthenticated
 
 
 def _chained(outer: Exception, inner: BaseException) -> Exception:
@@ -50,3 +50,10 @@ def test_an_untrusted_certificate_says_why_and_how_to_trust_it() -> None:
     assert failure_reason(_chained(OSError("handshake"), refused)) == (
         "certificate not trusted: self-signed certificate in certificate chain; "
         "pass verify= the CA file, or set $HALFMQ_CA_FILE")
+
+
+def test_an_unauthenticated_answer_says_how_the_sdk_passes_a_token() -> None:
+    body = msgspec.json.encode({"code": "UNAUTHENTICATED", "detail": "send 'Authorization: Bearer <token>'"})
+    error = error_from_answer(401, body, "http://b")
+    assert isinstance(error, Unauthenticated)
+    assert "token=" in str(error) and "$HALFMQ_TOKEN" in str(error)

@@ -26,7 +26,7 @@ import uvicorn
 from sqlalchemy import Column, MetaData, String, Table, create_engine, func, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from halfmq.client import AsyncTransactionProducer, LocalTransactionState, Message, OutgoingMessage, Producer, message_json
+from halfmq.client import AsyncTransactionProducer, LocalTransactionState, Message, OutgoingMessage, Producer, message_json, outgoing
 from halfmq.client.sqlalchemy.async_barrier import AsyncTransactionBarrier
 from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 from halfmq.client.sqlalchemy.barrier_base import DuplicateBusinessKey
@@ -89,7 +89,7 @@ class Service:
     answers: list[LocalTransactionState] = field(default_factory=list)
 
     async def send(self, key: str, *, fail: bool = False, hold: threading.Event | None = None, end_lost: bool = False,
-                   also: Any = ()) -> Any:
+                   also: Any = (), **options: Any) -> Any:
         def body(session: Any) -> str:
             if hold is not None:
                 assert hold.wait(20), "never released"
@@ -102,12 +102,12 @@ class Service:
             def run(session: Any) -> str:
                 session.execute(items.insert().values(id=key))
                 return body(session)
-            return await self.barrier.send(self.producer, self.topic, {"id": key}, key, run, after_commit=after, also=also)
+            return await self.barrier.send(self.producer, self.topic, {"id": key}, key, run, after_commit=after, also=also, **options)
 
         async def arun(session: Any) -> str:
             await session.execute(items.insert().values(id=key))
             return await asyncio.to_thread(body, session)
-        return await self.barrier.send(self.producer, self.topic, {"id": key}, key, arun, after_commit=after, also=also)
+        return await self.barrier.send(self.producer, self.topic, {"id": key}, key, arun, after_commit=after, also=also, **options)
 
 
 @asynccontextmanager
@@ -165,13 +165,17 @@ async def service(broker_url: str, database_url: str, flavour: str, group: str, 
 
 
 def topic_bodies(broker_url: str, topic: str) -> list[Any]:
-    out = []
+    return [message_json(m) for m in topic_messages(broker_url, topic)]
+
+
+def topic_messages(broker_url: str, topic: str) -> list[Message]:
+    out: list[Message] = []
     with Producer(broker_url) as reader:
         for queue in reader.get_topic(topic).queues:
             offset = queue.min_offset
             while offset < queue.max_offset:
                 page = reader.read(topic, queue.queue_id, offset, max=256)
-                out.extend(message_json(m) for m in page.messages)
+                out.extend(page.messages)
                 offset = page.next_offset
     return out
 
@@ -327,6 +331,24 @@ async def test_a_barrier_send_with_also_delivers_both_after_the_local_commit(tx_
     assert rows(database_url, "k-also") == (1, 1)  # one business row, one record decides both messages
     assert topic_bodies(tx_broker.url, topic) == [{"id": "k-also"}]
     assert topic_bodies(tx_broker.url, due) == [{"due": "k-also"}]  # the failed send's companion never shows
+
+
+async def test_a_barrier_send_takes_message_group_and_delay_in_seconds_as_send_does_and_so_do_its_companions(
+    tx_broker: BrokerProcess, flavour: str, tmp_path: Path
+) -> None:
+    """The README's promise: every send path takes ``message_group=`` and ``delay=`` (seconds), one spelling."""
+    group, topic = names()
+    due = f"{topic}_DUE"
+    async with service(tx_broker.url, f"sqlite:///{tmp_path}/barrier.db", flavour, group, topic) as svc:
+        sent = await svc.send("k-fifo", message_group="user-7", delay=0.3,
+                              also=[(due, outgoing({"due": "k-fifo"}, delay=0.2, message_group="user-7"))])
+        assert sent.committed
+        await eventually(lambda: topic_bodies(tx_broker.url, topic) and topic_bodies(tx_broker.url, due), within=10)
+    [main] = topic_messages(tx_broker.url, topic)
+    [companion] = topic_messages(tx_broker.url, due)
+    assert (main.message_group, message_json(main)) == ("user-7", {"id": "k-fifo"})
+    assert (companion.message_group, message_json(companion)) == ("user-7", {"due": "k-fifo"})
+    assert main.deliver_at_ms is not None and companion.deliver_at_ms is not None  # both went through the timer
 
 
 async def test_a_send_with_also_whose_end_is_lost_is_committed_whole_by_the_check_back(
