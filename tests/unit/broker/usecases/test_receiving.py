@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.observability.metrics import create_metrics
 from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.store.message_store import PutItem
+from halfmq.broker.usecases.receiving import Receiving
 from halfmq.errors import NotLeader
 from tests.support.grants import subscribed
 from tests.support.loop_steps import run_ready
-from halfmq.broker.observability.metrics import create_metrics
-from halfmq.broker.security.access import ANONYMOUS, Access
-from halfmq.broker.usecases.receiving import Receiving
 from tests.unit.broker.usecases.fakes import SCOPE as FAKE_SCOPE
 
 

@@ -10,13 +10,13 @@ import pytest
 
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.store import state_records as state
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
+from halfmq.broker.usecases.settling import Settling
 from tests.support.grants import subscribed
 from tests.support.loop_steps import run_ready
-from halfmq.broker.security.access import ANONYMOUS, Access
-from halfmq.broker.usecases.settling import Settling
 from tests.unit.broker.usecases.fakes import SCOPE as FAKE_SCOPE
 
 Durable = Callable[[int], Awaitable[None]]
@@ -124,7 +124,7 @@ def settling(durable: Durable | None) -> tuple[Settling, FakeDeliveries]:
 SUBSCRIBER = Access(None).subscriber(ANONYMOUS, FAKE_SCOPE, "G", "ORDERS")
 
 
-async def test_an_ack_is_answered_only_once_its_acks_record_is_durable() -> None:
+async def test_an_ack_built_from_fakes_is_answered_only_once_its_acks_record_is_durable() -> None:
     gate = GatedDurability()
     use_case, deliveries = settling(gate)
     answer = asyncio.ensure_future(use_case.ack(SUBSCRIBER, ["ok-1", "gone-2"]))
