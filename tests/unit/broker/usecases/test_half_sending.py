@@ -10,12 +10,28 @@ from msgspec import to_builtins
 from pydantic import ValidationError
 
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.idempotence.producer_ids import SentHalf
 from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage, TxnMessage
 from halfmq.broker.runtime import BrokerRuntime
-from halfmq.errors import AccessDenied, InvalidDeliveryTime, InvalidGroupName, ProducerIdNotOwned, SystemTopicForbidden, TopicNotFound
+from halfmq.broker.security.access import ANONYMOUS
+from halfmq.broker.security.access import Access as FakeAccess
+from halfmq.broker.security.policy import Action, Resource
+from halfmq.broker.usecases.half_sending import HalfSending
+from halfmq.errors import AccessDenied, InvalidDeliveryTime, InvalidGroupName, InvalidRequest, ProducerIdNotOwned, SystemTopicForbidden, TopicNotFound
 from halfmq.wire import MAX_HALF_COMPANIONS, TransactionState
 from tests.support.auth import bearer, write_auth_file
 from tests.support.grants import publishing
+from tests.unit.broker.usecases.fakes import SCOPE as FAKE_SCOPE
+from tests.unit.broker.usecases.fakes import (
+    DenyingAccess,
+    FakeHalfMessages,
+    FakeLog,
+    FakeSender,
+    FakeTopicCreation,
+    FakeTopics,
+    FakeWindows,
+    RecordingDurable,
+)
 
 SCOPE = {"type": "http", "path": "/v1/transactions", "headers": []}
 
@@ -139,3 +155,55 @@ async def test_a_numbered_half_with_companions_repeated_after_a_restart_is_answe
         assert [tx.transaction_id for tx in runtime.half_messages.pending()] == [first["transaction_id"]]
     finally:
         runtime.store.close()
+
+
+# --- HalfSending built from fakes ---------------------------------------------------------------------------------
+
+
+def half_sending(windows: FakeWindows, access: FakeAccess | None = None) -> tuple[HalfSending, FakeLog, FakeTopicCreation, RecordingDurable]:
+    log, durable, created = FakeLog(end=7000), RecordingDurable(), FakeTopicCreation()
+    use_case = HalfSending(access or FakeAccess(None), FakeTopics(), FakeSender(log), created, FakeHalfMessages(log=log),
+                           windows, durable, log)
+    return use_case, log, created, durable
+
+
+def fake_half(sequence: int | None = 5, producer_id: int | None = 3, epoch: int | None = 0) -> HalfSendRequest:
+    return HalfSendRequest(producer_group="PG", topic="ORDERS", message=OutgoingMessage(body="a"),
+                           producer_id=producer_id, epoch=epoch, sequence=sequence)
+
+
+async def test_a_numbered_half_send_writes_the_half_and_its_number_together_and_waits_for_them() -> None:
+    windows = FakeWindows()
+    use_case, log, created, durable = half_sending(windows)
+    answer = await use_case.send_half(ANONYMOUS, FAKE_SCOPE, fake_half())
+    assert [len(group) for group in log.groups] == [2]  # the half and the send record, one write group
+    assert created.created == ["ORDERS"]  # a new topic is created before its first write
+    assert windows.records == [(5, 1)] and [s for s, _ in windows.noted] == [5]
+    assert durable.waited == [log.end]
+    assert answer.transaction_id == "tx-1" and not answer.duplicate
+
+
+async def test_a_half_send_with_only_part_of_its_numbering_is_refused_before_anything_is_written() -> None:
+    for partial in (fake_half(sequence=None), fake_half(epoch=None), fake_half(producer_id=None, epoch=None)):
+        windows = FakeWindows()
+        use_case, log, created, durable = half_sending(windows)
+        with pytest.raises(InvalidRequest):
+            await use_case.send_half(ANONYMOUS, FAKE_SCOPE, partial)
+        assert log.groups == [] and created.created == [] and windows.asked == [] and durable.waited == []
+
+
+async def test_a_numbered_half_send_repeated_inside_the_window_answers_its_first_transaction_and_writes_nothing() -> None:
+    windows = FakeWindows(earlier=SentHalf("tx-first", "msg-first", 300, 4))
+    use_case, log, created, durable = half_sending(windows)
+    answer = await use_case.send_half(ANONYMOUS, FAKE_SCOPE, fake_half())
+    assert answer.duplicate and answer.transaction_id == "tx-first" and answer.commit_log_offset == 300
+    assert log.groups == [] and created.created == [] and windows.records == []
+    assert durable.waited == [7000]  # the log's end: the first attempt may still be waiting for its fsync
+
+
+async def test_a_half_send_for_a_group_the_principal_may_not_publish_for_is_refused_and_writes_nothing() -> None:
+    windows = FakeWindows()
+    use_case, log, created, durable = half_sending(windows, DenyingAccess((Action.PUBLISH, Resource.group("PG"))))
+    with pytest.raises(AccessDenied):
+        await use_case.send_half(ANONYMOUS, FAKE_SCOPE, fake_half())
+    assert log.groups == [] and created.created == [] and windows.asked == [] and durable.waited == []

@@ -10,12 +10,16 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.observability.metrics import create_metrics
 from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.store.message_store import PutItem
+from halfmq.broker.usecases.receiving import Receiving
 from halfmq.errors import NotLeader
 from tests.support.grants import subscribed
 from tests.support.loop_steps import run_ready
+from tests.unit.broker.usecases.fakes import SCOPE as FAKE_SCOPE
 
 
 class Lease:
@@ -75,3 +79,84 @@ async def test_a_long_poll_of_a_node_that_keeps_its_lease_answers_as_before(rt: 
     rt.store.put([PutItem("T", 0, b"a")])
     answer = await poll
     assert [m.body for m in answer.messages] == ["a"]
+
+
+# --- Receiving built from fakes -----------------------------------------------------------------------------------
+
+
+class FakeMessage:
+    def __init__(self, tag: str | None) -> None:
+        self.properties = {"TAGS": tag} if tag else {}
+
+
+class FakeDelivery:
+    def __init__(self, handle: str, tag: str | None = None) -> None:
+        self.receipt_handle = handle
+        self.message = FakeMessage(tag)
+
+
+class HeldPollDeliveries:
+    """``Deliveries``: nothing at once, ``held`` once a poll waits; a fence that raises ``fence_error``; calls recorded."""
+
+    def __init__(self, held: list[FakeDelivery], fence_error: Exception | None = None) -> None:
+        self.held, self.fence_error = held, fence_error
+        self.waits: list[float] = []
+        self.released: list[str] = []
+        self.acked: list[str] = []
+
+    async def receive(self, group: str, topic: str, max_messages: int, invisible: float, wait: float) -> list[FakeDelivery]:
+        self.waits.append(wait)
+        return self.held if wait > 0 else []
+
+    def release(self, group: str, topic: str, handles: list[str]) -> None:
+        self.released.extend(handles)
+
+    def fence(self) -> None:
+        if self.fence_error is not None:
+            raise self.fence_error
+
+    def ack(self, group: str, topic: str, handles: list[str]) -> list[tuple[str, bool]]:
+        self.acked.extend(handles)
+        return [(h, True) for h in handles]
+
+
+class FakeCaller:
+    def __init__(self, gone: bool) -> None:
+        self.gone = gone
+
+    async def is_disconnected(self) -> bool:
+        return self.gone
+
+
+SUBSCRIBER = Access(None).subscriber(ANONYMOUS, FAKE_SCOPE, "G", "ORDERS")
+
+
+async def test_a_long_poller_that_hung_up_gets_nothing_and_its_deliveries_are_handed_back() -> None:
+    deliveries = HeldPollDeliveries([FakeDelivery("h1"), FakeDelivery("h2")])
+    use_case = Receiving(deliveries, create_metrics())  # type: ignore[arg-type]
+    answer = await use_case.receive(SUBSCRIBER, ReceiveRequest(wait_seconds=5), FakeCaller(gone=True))
+    assert answer.messages == []
+    assert deliveries.waits == [0.0, 5] and deliveries.released == ["h1", "h2"]
+
+
+async def test_a_leader_that_lost_its_lease_during_the_poll_hands_the_deliveries_back_and_answers_not_leader() -> None:
+    deliveries = HeldPollDeliveries([FakeDelivery("h1")], fence_error=NotLeader("another node leads"))
+    use_case = Receiving(deliveries, create_metrics())  # type: ignore[arg-type]
+    with pytest.raises(NotLeader):
+        await use_case.receive(SUBSCRIBER, ReceiveRequest(wait_seconds=5), FakeCaller(gone=False))
+    assert deliveries.released == ["h1"]
+
+
+async def test_a_receive_without_a_wait_asks_once_and_holds_no_poll() -> None:
+    deliveries = HeldPollDeliveries([FakeDelivery("h1")])
+    use_case = Receiving(deliveries, create_metrics())  # type: ignore[arg-type]
+    assert (await use_case.receive(SUBSCRIBER, ReceiveRequest(), FakeCaller(gone=True))).messages == []
+    assert deliveries.waits == [0.0] and deliveries.released == []
+
+
+def test_deliveries_a_subscription_does_not_want_by_tag_are_consumed_for_it() -> None:
+    deliveries = HeldPollDeliveries([])
+    use_case = Receiving(deliveries, create_metrics())  # type: ignore[arg-type]
+    wanted = use_case.wanted(SUBSCRIBER, [FakeDelivery("a", "A"), FakeDelivery("b", "B"), FakeDelivery("n")], {"A"})  # type: ignore[list-item]
+    assert [d.receipt_handle for d in wanted] == ["a"]
+    assert deliveries.acked == ["b", "n"]

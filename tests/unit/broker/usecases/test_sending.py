@@ -17,9 +17,17 @@ import pytest
 from msgspec import to_builtins
 
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.idempotence.producer_ids import SentMessage
+from halfmq.broker.idempotence.send_window import Verdict
+from halfmq.broker.observability.metrics import create_metrics
 from halfmq.broker.protocol import OutgoingMessage, SendRequest
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.security.access import ANONYMOUS, Access
+from halfmq.broker.usecases.sending import Sending
+from halfmq.errors import InvalidRequest
 from tests.support.grants import publishing
+from tests.unit.broker.usecases.fakes import SCOPE as FAKE_SCOPE
+from tests.unit.broker.usecases.fakes import FakeLog, FakeSender, FakeTopics, FakeWindows, RecordingDurable
 
 SCOPE = {"type": "http", "path": "/v1/topics/ORDERS/messages", "headers": []}
 MESSAGES = 1000  # the batch limit (wire.MAX_BATCH)
@@ -86,3 +94,61 @@ async def test_a_repeat_of_a_1000_message_send_gets_its_first_answer_read_back_e
         assert rt.store.reads.queue_range("ORDERS", 0)[1] + sum(rt.store.reads.queue_range("ORDERS", q)[1] for q in range(1, 4)) == 3 * MESSAGES
     finally:
         rt.store.close()
+
+
+# --- Sending built from fakes -------------------------------------------------------------------------------------
+
+
+def sending(windows: FakeWindows) -> tuple[Sending, FakeLog, RecordingDurable]:
+    log, durable = FakeLog(end=9000), RecordingDurable()
+    use_case = Sending(Access(None), FakeTopics(), FakeSender(log), windows, durable, log, create_metrics())
+    return use_case, log, durable
+
+
+def numbered(sequence: int | None = 7, producer_id: int | None = 3, epoch: int | None = 0) -> SendRequest:
+    return SendRequest(messages=[OutgoingMessage(body="a"), OutgoingMessage(body="b")],
+                       producer_id=producer_id, epoch=epoch, sequence=sequence)
+
+
+async def test_a_numbered_send_writes_its_messages_and_its_number_as_one_group_and_waits_for_it() -> None:
+    windows = FakeWindows()
+    use_case, log, durable = sending(windows)
+    answer = await use_case.send(Access(None).publisher(ANONYMOUS, FAKE_SCOPE, "ORDERS"), numbered())
+    assert [len(group) for group in log.groups] == [3]  # two messages and the send record, together
+    assert windows.records == [(7, 2)]
+    assert [(sequence, ref.records) for sequence, ref in windows.noted] == [(7, 2)]
+    assert durable.waited == [log.end]
+    assert [r.msg_id for r in answer.results] == ["id-a", "id-b"] and not answer.duplicate
+
+
+async def test_a_numbered_send_repeated_inside_the_window_answers_its_first_answer_and_writes_nothing() -> None:
+    first = [SentMessage("id-a", "ORDERS", 1, 10, 500, None), SentMessage("id-b", "ORDERS", 1, 11, 600, None)]
+    windows = FakeWindows(earlier=first)
+    use_case, log, durable = sending(windows)
+    answer = await use_case.send(Access(None).publisher(ANONYMOUS, FAKE_SCOPE, "ORDERS"), numbered())
+    assert answer.duplicate
+    assert [(r.msg_id, r.queue_offset, r.commit_log_offset) for r in answer.results] == [("id-a", 10, 500), ("id-b", 11, 600)]
+    assert log.groups == [] and windows.records == [] and windows.noted == []
+    assert durable.waited == [9000]  # the first attempt may still be waiting for its fsync
+
+
+async def test_a_numbered_send_the_window_forgot_is_answered_as_stored_without_offsets_and_writes_nothing() -> None:
+    use_case, log, _ = sending(FakeWindows(earlier=Verdict.OLD_REPEAT))
+    answer = await use_case.send(Access(None).publisher(ANONYMOUS, FAKE_SCOPE, "ORDERS"), numbered())
+    assert answer.duplicate and [r.queue_offset for r in answer.results] == [-1, -1]
+    assert log.groups == []
+
+
+async def test_a_send_with_only_part_of_its_numbering_is_refused_before_anything_is_written() -> None:
+    windows = FakeWindows()
+    use_case, log, durable = sending(windows)
+    with pytest.raises(InvalidRequest):
+        await use_case.send(Access(None).publisher(ANONYMOUS, FAKE_SCOPE, "ORDERS"), numbered(sequence=None))
+    assert log.groups == [] and windows.asked == [] and durable.waited == []
+
+
+async def test_a_plain_send_asks_no_window() -> None:
+    windows = FakeWindows()
+    use_case, log, _ = sending(windows)
+    await use_case.send(Access(None).publisher(ANONYMOUS, FAKE_SCOPE, "ORDERS"), numbered(None, None, None))
+    assert [len(group) for group in log.groups] == [2] and windows.asked == [] and windows.records == []
