@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from halfmq.broker.observability.operator_metrics import FollowerLag, SetReading
+
 from .decisions import Role
 from .etcd import EtcdUnavailable
 
@@ -46,3 +48,16 @@ async def node_view(node: ClusterNode) -> dict[str, Any]:
         "log_end": end, "durable_offset": store.flushed_offset, "high_watermark": store.visible.bound,
         "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])), "last_failover": node.last_failover,
     }
+
+
+def set_reading(node: ClusterNode) -> SetReading:
+    """What /metrics says about the set on this node: read from what the node already keeps, never computed again."""
+    leading = node.role is not Role.FOLLOWER
+    failover = node.last_failover or {}
+    followers: tuple[FollowerLag, ...] = ()
+    if leading:
+        durable, seconds = node.store.flushed_offset, node.tracker.lag_seconds()
+        followers = tuple(FollowerLag(n, max(0, durable - p.durable), seconds[n]) for n, p in sorted(node.tracker.progress.items()))
+    return SetReading(node.node_id, node.role.value, node.term, node.takeover.leader_changes, node.settings.cluster_size,
+                      len(node.tracker.in_sync) if leading else None, followers,
+                      failover.get("seconds") if failover.get("leader") == node.node_id and failover.get("previous") else None)

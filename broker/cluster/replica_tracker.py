@@ -188,6 +188,11 @@ class ReplicaTracker:
                 keep.append((end, waiter))
         self._waiters = keep
 
+    def lag_seconds(self) -> dict[str, float]:
+        """Seconds since each follower last caught up with the leader's log end (inf: not since this term began)."""
+        now = self._clock()
+        return {n: max(0.0, now - p.caught_up_at) for n, p in sorted(self.progress.items())}
+
     def view(self, leader_end: int) -> list[dict[str, object]]:
         return [{"node_id": n, "durable_offset": p.durable, "log_end": p.fetched, "lag": max(0, leader_end - p.durable),
                  "in_sync": n in self.in_sync}

@@ -54,6 +54,7 @@ class Takeover:
         self._wall_clock = wall_clock
         self.last_failover: dict[str, Any] | None = None  # the view's: the last change of leader this node saw
         self._last_leader: str | None = None  # whom this node last led or followed
+        self.leader_changes = 0  # times the leader this node saw changed since start (halfmq_cluster_leader_changes_total)
         self._leader_answered_at: float | None = None  # the followed leader's last answer to this node
         self._gone_seen_at: float | None = None  # when this node saw the leader key gone (None: a leader is known)
         self._failover: FailoverPhases | None = None  # this node's own election, timed until its first acknowledged write
@@ -114,6 +115,8 @@ class Takeover:
         """A new leader is a failover when another node led before it (as far as this node saw); its own election always is."""
         before = previous or self._last_leader
         self._last_leader = leader_id
+        if leader_id != before:
+            self.leader_changes += 1
         if leader_id != before and (before is not None or leader_id == self._node_id):
             self.last_failover = {"term": term, "leader": leader_id, "previous": before, "timestamp": int(self._wall_clock() * 1000)}
 

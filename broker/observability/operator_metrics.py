@@ -117,6 +117,59 @@ class ConsumerReading:
     queues: list[QueueLag]
 
 
+@dataclass(frozen=True, slots=True)
+class FollowerLag:
+    node_id: str
+    bytes: int  # the leader's durable log end less the follower's durable offset
+    seconds: float  # since the follower last caught up with the leader's log end
+
+
+@dataclass(frozen=True, slots=True)
+class SetReading:
+    """A broker set's node as the cluster node knows it (broker/cluster/node_view.py's ``set_reading``): plain numbers."""
+
+    node_id: str
+    role: str  # leader, fenced (leads but cannot renew its lease) or follower
+    term: int
+    leader_changes: int
+    cluster_size: int
+    in_sync: int | None  # on a leading node only: a follower does not know
+    followers: tuple[FollowerLag, ...] = ()  # on the leader only
+    last_failover_seconds: float | None = None
+
+
+ROLES = ("leader", "fenced", "follower")  # broker/cluster/decisions.py Role
+
+
+def set_families(reading: SetReading) -> Iterator[Metric]:
+    """The set's series, by the names Kafka's and RocketMQ controller mode's operators look for (docs/metrics.md)."""
+    role = GaugeMetricFamily("halfmq_cluster_role", "1 for this node's role in the set, 0 for the others", labels=["role"])
+    for name in ROLES:
+        role.add_metric([name], 1 if reading.role == name else 0)
+    yield role
+    yield GaugeMetricFamily("halfmq_cluster_term", "The set's term as this node knows it (the controller epoch)", value=reading.term)
+    yield CounterMetricFamily("halfmq_cluster_leader_changes", "Changes of leader this node saw since start", value=reading.leader_changes)
+    yield GaugeMetricFamily("halfmq_cluster_size", "Nodes in the set (cluster_size)", value=reading.cluster_size)
+    if reading.role == "follower":
+        return
+    in_sync = reading.in_sync or 0
+    yield GaugeMetricFamily("halfmq_cluster_in_sync_replicas", "Nodes in sync, the leader included (Kafka's ISR size)", value=in_sync)
+    yield GaugeMetricFamily("halfmq_cluster_under_replicated", "1 when fewer nodes than the set's size are in sync "
+                            "(kafka_server_replicamanager_underreplicatedpartitions)", value=1 if in_sync < reading.cluster_size else 0)
+    lag_bytes = GaugeMetricFamily("halfmq_replication_lag_bytes", "Bytes of the leader's durable log a follower has not made durable",
+                                  labels=["follower"])
+    lag_seconds = GaugeMetricFamily("halfmq_replication_lag_seconds", "Seconds since a follower last caught up with the leader's log end",
+                                    labels=["follower"])
+    for follower in reading.followers:
+        lag_bytes.add_metric([follower.node_id], follower.bytes)
+        lag_seconds.add_metric([follower.node_id], follower.seconds)
+    yield lag_bytes
+    yield lag_seconds
+    if reading.last_failover_seconds is not None:
+        yield GaugeMetricFamily("halfmq_cluster_last_failover_seconds", "How long this node's last takeover took, in seconds",
+                                value=reading.last_failover_seconds)
+
+
 @dataclass
 class StateReading:
     """One scrape's numbers, read on the event loop; nothing here refers to live state."""
@@ -131,6 +184,7 @@ class StateReading:
     counted_pairs: list[tuple[str, str]] = field(default_factory=list)
     born_ms: list[int] = field(default_factory=list)
     now_ms: float = 0.0
+    set: SetReading | None = None  # a broker set's node only
 
 
 class Slices:
@@ -146,9 +200,9 @@ class Slices:
             self._since = self._clock()
 
 
-async def read_state(rt: Observed) -> StateReading:
+async def read_state(rt: Observed, set_reading: SetReading | None = None) -> StateReading:
     slices = Slices()
-    reading = StateReading(scalars=[*_store(rt), *_transactions(rt), *_producer_transactions(rt)])
+    reading = StateReading(scalars=[*_store(rt), *_transactions(rt), *_producer_transactions(rt)], set=set_reading)
     store = rt.store
     for cfg in store.topics.all():
         if not is_system_topic(cfg.name):
@@ -223,6 +277,8 @@ class Families:
 def families(reading: StateReading, limits: RowLimits) -> Families:
     metrics = list(reading.scalars)
     metrics.extend(_topic_families(reading, limits))
+    if reading.set is not None:
+        metrics.extend(set_families(reading.set))
     counting = set(reading.counted_pairs)  # among equal lags, the pairs already on rows of their own stay there
     shown = top({(c.group, c.topic): sum(q.lag for q in c.queues) for c in reading.consumers}, limits.group_topics,
                 order=lambda pair: (pair not in counting, pair))
@@ -239,9 +295,15 @@ def families(reading: StateReading, limits: RowLimits) -> Families:
     return Families(metrics, shown)
 
 
+def messages_in_name(reading: SetReading | None) -> str:
+    """A set's followers store the leader's sends again: they count them under another name, so a sum over the set's
+    ``halfmq_messages_in_total`` counts each send once."""
+    return "halfmq_replica_messages_in" if reading is not None and reading.role == "follower" else "halfmq_messages_in"
+
+
 def _topic_families(reading: StateReading, limits: RowLimits) -> Iterator[Metric]:
-    messages_in = CounterMetricFamily("halfmq_messages_in", "Messages stored per topic, ever: the sum of its queues' max offsets "
-                                      "(rocketmq_messages_in_total)", labels=["topic"])
+    messages_in = CounterMetricFamily(messages_in_name(reading.set), "Messages stored per topic, ever: the sum of its queues' max offsets "
+                                      "(rocketmq_messages_in_total; a set's followers: halfmq_replica_messages_in_total)", labels=["topic"])
     kept, rest = fold(reading.topics, oldest(reading.created, limits.topics))
     for topic in sorted(kept):
         messages_in.add_metric([topic], kept[topic])
@@ -340,17 +402,17 @@ class OperatorMetrics:
         self._limits = limits
         self._running: asyncio.Future[bytes] | None = None
 
-    async def text(self) -> bytes:
+    async def text(self, set_reading: SetReading | None = None) -> bytes:
         if self._running is None:
-            self._running = asyncio.ensure_future(self._scrape())
+            self._running = asyncio.ensure_future(self._scrape(set_reading))
             self._running.add_done_callback(self._done)
         return await asyncio.shield(self._running)  # one waiter going away does not end the scrape the others wait for
 
     def _done(self, _: asyncio.Future[bytes]) -> None:
         self._running = None
 
-    async def _scrape(self) -> bytes:
-        reading = await read_state(self._rt)
+    async def _scrape(self, set_reading: SetReading | None) -> bytes:
+        reading = await read_state(self._rt, set_reading)
         text, rows = await asyncio.to_thread(render, reading, self._limits, self._rt.metrics.registry)
         self._rt.delivery.counted.keep(rows)  # the pairs shown now count on rows of their own from here on
         return text

@@ -14,7 +14,7 @@ front, or the runtime (import contracts in pyproject.toml).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.security.access import Access
@@ -59,7 +59,7 @@ class UseCases:
 class Scraped(Protocol):
     """The scrape's text, read a slice at a time (observability.operator_metrics.OperatorMetrics)."""
 
-    async def text(self) -> bytes: ...
+    async def text(self, set_reading: Any = None) -> bytes: ...  # a broker set node's SetReading, None on a single broker
 
 
 class Served(Protocol):

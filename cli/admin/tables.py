@@ -154,11 +154,13 @@ NODE_COLUMNS = [("node", "node_id"), ("role", "role"), ("url", "url"), ("log end
                 ("lag", "lag"), ("in sync", "in_sync")]
 
 
-def _failover(last: dict | None) -> str:
+def leader_change(last: dict | None) -> str:
+    """The line about the last change of leader: a set's first election is no failover, and is not called one."""
     if not last:
-        return "none seen by this node"
-    after = f" after {last['previous']}" if last.get("previous") else " (the set's first)"
-    return f"{last['leader']} in term {last['term']}{after}, {when(last.get('timestamp'))}"
+        return "last failover: none seen by this node"
+    if not last.get("previous"):
+        return f"first election: {last['leader']} in term {last['term']}, {when(last.get('timestamp'))}"
+    return f"last failover: {last['leader']} in term {last['term']} after {last['previous']}, {when(last.get('timestamp'))}"
 
 
 def cluster(data: dict) -> Any:
@@ -172,7 +174,7 @@ def cluster(data: dict) -> Any:
     leader = (data.get("leader") or {}).get("node_id") or "none"
     summary = (f"as {data['node_id']} ({data['role']}) sees it: term {data['term']}, leader {leader}, ack {data['ack']}, "
                f"high watermark {data['high_watermark']}" + (f", etcd: {data['etcd_error']}" if data.get("etcd_error") else ""))
-    return Group(summary, f"last failover: {_failover(data.get('last_failover'))}", table)
+    return Group(summary, leader_change(data.get('last_failover')), table)
 
 
 def _yes_no(value: bool | None) -> str | None:

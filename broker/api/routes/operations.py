@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from halfmq import wire
+from halfmq.broker.cluster.node_view import set_reading
 
 from ..front import ApiRequest, Reply
 from ..router import Route
@@ -17,7 +18,9 @@ async def healthz(request: ApiRequest) -> Reply:
 async def metrics(request: ApiRequest) -> Reply:
     rt = request.runtime
     rt.access.cluster_admin(request.principal, request.scope)
-    return Reply(await rt.operator_metrics.text())  # the route's media type; read a slice at a time, written off the loop
+    node = getattr(request.state, "cluster", None)  # a broker set's node: its series and role (followers count sends apart)
+    reading = set_reading(node) if node is not None else None
+    return Reply(await rt.operator_metrics.text(reading))  # the route's media type; read a slice at a time, written off the loop
 
 
 ROUTES = [

@@ -40,6 +40,11 @@ def test_cluster_show_says_the_term_the_leader_and_the_last_failover_above_the_r
     assert "last failover: n2 in term 3 after n1, " in text
 
 
+def test_a_sets_first_election_is_called_so_not_a_failover() -> None:
+    text = _text({**LEADER_ANSWER, "last_failover": {"term": 1, "leader": "n2", "previous": None, "timestamp": 1_700_000_000_000}})
+    assert "first election: n2 in term 1, " in text and "failover" not in text
+
+
 def test_an_answer_without_last_failover_still_prints_its_rows() -> None:
     text = _text(OLD_LEADER_ANSWER)
     assert "last failover: none seen by this node" in text and len(_rows(text)) == 3

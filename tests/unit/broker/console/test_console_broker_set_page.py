@@ -62,6 +62,13 @@ async def test_the_broker_set_page_is_one_row_per_node_under_the_term_and_the_la
     assert '<pre>' not in page  # not the raw JSON dump it was
 
 
+async def test_a_sets_first_election_is_called_so_not_a_failover(node: Any) -> None:
+    client, fake = node
+    fake.answer = {**LEADER_ANSWER, "last_failover": {"term": 1, "leader": "n2", "previous": None, "timestamp": 1_700_000_000_000}}
+    page = (await client.get("/console/cluster")).text
+    assert "First election: n2 leads since term 1," in page and "Last failover" not in page
+
+
 async def test_a_crafted_node_name_comes_out_as_text(node: Any) -> None:
     client, fake = node
     fake.answer = with_node_named(MARKUP)

@@ -8,14 +8,18 @@ from halfmq.broker.delivery.event_counts import OTHER
 from halfmq.broker.delivery.queue_progress import QueueLag
 from halfmq.broker.observability.operator_metrics import (
     ConsumerReading,
+    FollowerLag,
     RowLimits,
+    SetReading,
     Slices,
     StateReading,
     age_bucket,
     count_by_age,
     families,
     fold,
+    messages_in_name,
     oldest,
+    set_families,
     top,
 )
 from tests.support.fake_clock import FakeClock
@@ -132,3 +136,40 @@ def test_a_fifo_stall_shows_its_longest_queue_and_the_other_row_the_longest_fold
                          for (g, (first, second)), lag in zip(stalls.items(), (30, 20, 10), strict=True)]
     got = _samples(families(reading, RowLimits(topics=1, group_topics=1)).metrics)["halfmq_fifo_window_stalled_seconds"]
     assert got == {(("consumer_group", "a"), ("topic", "T")): 0.0, (("consumer_group", OTHER), ("topic", OTHER)): 90.0}
+
+
+def _set(role: str, in_sync: int | None = 3, failover: float | None = None) -> SetReading:
+    followers = (FollowerLag("n2", 0, 0.1), FollowerLag("n3", 4096, 12.5)) if role != "follower" else ()
+    return SetReading("n1", role, 4, 2, 3, in_sync if role != "follower" else None, followers, failover)
+
+
+def test_only_a_follower_counts_the_sends_it_stores_under_the_replica_name() -> None:
+    assert messages_in_name(None) == messages_in_name(_set("leader")) == messages_in_name(_set("fenced")) == "halfmq_messages_in"
+    assert messages_in_name(_set("follower")) == "halfmq_replica_messages_in"
+
+
+def test_a_followers_topic_counts_leave_the_messages_in_family_to_the_leader() -> None:
+    reading = _reading(topics=2, groups=0)
+    reading.set = _set("follower")
+    got = _samples(families(reading, RowLimits(topics=5, group_topics=3)).metrics)
+    assert "halfmq_messages_in_total" not in got and sum(got["halfmq_replica_messages_in_total"].values()) == 20
+
+
+def test_every_node_shows_one_role_at_one_and_the_term() -> None:
+    got = _samples(list(set_families(_set("follower"))))
+    assert got["halfmq_cluster_role"] == {(("role", "leader"),): 0, (("role", "fenced"),): 0, (("role", "follower"),): 1}
+    assert got["halfmq_cluster_term"][()] == 4 and got["halfmq_cluster_leader_changes_total"][()] == 2
+    assert "halfmq_cluster_in_sync_replicas" not in got and "halfmq_replication_lag_bytes" not in got  # a follower does not know
+
+
+def test_the_leader_shows_each_followers_lag_and_under_replication_when_one_is_out_of_sync() -> None:
+    got = _samples(list(set_families(_set("leader", in_sync=2, failover=0.8))))
+    assert got["halfmq_replication_lag_bytes"] == {(("follower", "n2"),): 0, (("follower", "n3"),): 4096}
+    assert got["halfmq_replication_lag_seconds"][(("follower", "n3"),)] == 12.5
+    assert got["halfmq_cluster_in_sync_replicas"][()] == 2 and got["halfmq_cluster_under_replicated"][()] == 1
+    assert got["halfmq_cluster_last_failover_seconds"][()] == 0.8
+
+
+def test_a_full_in_sync_set_is_not_under_replicated_and_a_first_election_has_no_failover_time() -> None:
+    got = _samples(list(set_families(_set("leader"))))
+    assert got["halfmq_cluster_under_replicated"][()] == 0 and "halfmq_cluster_last_failover_seconds" not in got
