@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from halfmq.broker.delivery.dlq_redrive import Redrives
 from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.store.topics import TopicConfig, dlq_topic
@@ -46,7 +47,8 @@ def manage_groups(access: Access | None = None) -> tuple[ManageGroups, FakeLog, 
     store = FakeDlqStore({"ORDERS": TopicConfig("ORDERS", 4, 0), dlq_topic("G"): TopicConfig(dlq_topic("G"), 1, 0)},
                          [DeadLetter(0, b"x", {"UNIQ_KEY": "m-0", "REAL_TOPIC": "ORDERS", "REAL_QID": "2"})])
     log, durable = FakeLog(end=3000), RecordingDurable()
-    use_case = ManageGroups(access or Access(None), Any, store, log.put, FakeViews(), durable)  # type: ignore[arg-type]
+    use_case = ManageGroups(access or Access(None), Any, store, log.put, FakeViews(), durable,  # type: ignore[arg-type]
+                            Any, lambda: 0, Redrives(1, 1, 1))  # type: ignore[arg-type]  # resets and redrives unused here
     return use_case, log, durable
 
 
