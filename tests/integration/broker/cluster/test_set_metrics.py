@@ -40,11 +40,14 @@ def test_every_node_says_its_role_and_the_leader_its_followers_lag_and_a_send_co
     with httpx.Client(base_url=broker_set.nodes[leader].url, timeout=10) as client:
         send(client, TOPIC, *(f"m{i}" for i in range(SENT)))
     broker_set.caught_up()
-    deadline = time.monotonic() + 20
-    while True:  # the followers' topic counts follow their replicated log
+    followers = [n for n in broker_set.nodes if n != leader]
+    deadline = time.monotonic() + 30
+    while True:  # the followers' topic counts follow their replicated log; the leader sees them caught up
         scraped = {n: _samples(node.url) for n, node in broker_set.nodes.items()}
         replicated = [_value(s, "halfmq_replica_messages_in_total", topic=TOPIC) for n, s in scraped.items() if n != leader]
-        if replicated == [SENT, SENT] or time.monotonic() > deadline:
+        settled = (_value(scraped[leader], "halfmq_cluster_in_sync_replicas") == 3
+                   and all(_value(scraped[leader], "halfmq_replication_lag_bytes", follower=f) == 0 for f in followers))
+        if (replicated == [SENT, SENT] and settled) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
 
@@ -85,13 +88,13 @@ def _the_shipped_prometheus_sees_the_set_and_counts_each_send_once(broker_set: B
         assert wait_for(lambda: vector(f'sum by (topic) (halfmq_messages_in_total{{topic="{TOPIC}"}})'), timeout=20) == {TOPIC: SENT}
         leaders = wait_for(lambda: (v := vector('halfmq_cluster_role{role="leader"}')) and len(v) == 3 and v, timeout=20)
         assert sorted(leaders.values()) == [0, 0, 1]
-        assert vector("max(halfmq_cluster_in_sync_replicas)") == {"": 3}
-        assert vector("max(halfmq_cluster_under_replicated)") == {"": 0}
-        lag = vector("max by (follower) (halfmq_replication_lag_bytes)")
-        assert lag == {n: 0 for n in broker_set.nodes if n != leader}
-        rules = prometheus.rules()
-        assert {n: rules[n]["health"] for n in ("HalfmqSetNoLeader", "HalfmqSetLeaderChanged", "HalfmqSetFollowerBehind")} == \
-            dict.fromkeys(("HalfmqSetNoLeader", "HalfmqSetLeaderChanged", "HalfmqSetFollowerBehind"), "ok")
+        # each a scrape of the node's state at its moment: waited for, as a scrape under load may land mid-fetch
+        assert wait_for(lambda: vector("max(halfmq_cluster_in_sync_replicas)") == {"": 3} or None, timeout=20)
+        assert wait_for(lambda: vector("max(halfmq_cluster_under_replicated)") == {"": 0} or None, timeout=20)
+        lag_zero = {n: 0 for n in broker_set.nodes if n != leader}
+        assert wait_for(lambda: vector("max by (follower) (halfmq_replication_lag_bytes)") == lag_zero or None, timeout=20)
+        names = ("HalfmqSetNoLeader", "HalfmqSetLeaderChanged", "HalfmqSetFollowerBehind")
+        rules = wait_for(lambda: (r := prometheus.rules()) and all(r[n]["health"] == "ok" for n in names) and r, timeout=30)
         assert rules["HalfmqSetNoLeader"]["state"] == "inactive"
     finally:
         prometheus.stop()
