@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from halfmq.broker.protocol import (
     BeginTxnRequest,
+    DlqRedriveRequest,
     EndBatchRequest,
     EndRequest,
     EndTxnRequest,
@@ -33,6 +34,7 @@ from halfmq.broker.protocol import (
     NewProducerId,
     RawBatch,
     ReceiveRequest,
+    ResetOffsetsRequest,
     SendRequest,
     SettleRequest,
     TopicCreate,
@@ -520,6 +522,8 @@ REQUEST_TEMPLATES: list[tuple[type, str, str, dict[str, Any]]] = [
     (EndTxnRequest, "POST", "/v1/transactional-ids/sweep-tid/commit", {"producer_id": 1, "epoch": 0}),
     (EndTxnRequest, "POST", "/v1/transactional-ids/sweep-tid/abort", {"producer_id": 1, "epoch": 0}),
     (NewProducerId, "POST", "/v1/producer-ids", {}),
+    (ResetOffsetsRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/reset-offsets", {"to": "earliest", "dry_run": True}),
+    (DlqRedriveRequest, "POST", "/v1/consumer-groups/{group}/dlq/redrive", {"max_messages": 1}),
     (HalfBatchRequest, "POST", "/v1/transaction-batches/half",
      {"items": [{"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": _FULL_MESSAGE,
                  "also": [{**_FULL_MESSAGE, "topic": SWEEP_TOPIC}]}]}),
