@@ -11,30 +11,11 @@ import asyncio
 import sys
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
-
-import pytest
+from collections.abc import Callable
 
 from halfmq.client import AsyncConsumer, Consumer, Message, Producer
 from halfmq.client.simple_consumer import SimpleConsumer
-from halfmq.testing import InProcessBroker
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture
-def broker_url(halfmq_broker: InProcessBroker) -> str:
-    """The real broker in this test process: these tests need no broker process of their own."""
-    return halfmq_broker.url
-
-
-@pytest.fixture
-def producer(broker_url: str) -> Iterator[Producer]:
-    with Producer(broker_url) as p:
-        yield p
+from tests.support.unique_names import unique
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -20,23 +18,7 @@ from halfmq.client import (
     message_json,
 )
 from halfmq.errors import SystemTopicForbidden
-from halfmq.testing import InProcessBroker
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture
-def broker_url(halfmq_broker: InProcessBroker) -> str:
-    """The real broker in this test process: these tests need no broker process of their own."""
-    return halfmq_broker.url
-
-
-@pytest.fixture
-def producer(broker_url: str) -> Iterator[Producer]:
-    with Producer(broker_url) as p:
-        yield p
+from tests.support.unique_names import unique
 
 
 def test_a_sent_message_can_be_read_back_at_its_queue_offset(producer: Producer) -> None:

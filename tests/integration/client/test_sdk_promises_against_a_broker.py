@@ -9,29 +9,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from halfmq import AsyncConsumer, Consumer, InvalidTopicName, Message, Producer, SettleStatus, SimpleConsumer
-from halfmq.testing import InProcessBroker
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture
-def broker_url(halfmq_broker: InProcessBroker) -> str:
-    return halfmq_broker.url
-
-
-@pytest.fixture
-def producer(broker_url: str) -> Iterator[Producer]:
-    with Producer(broker_url) as p:
-        yield p
+from tests.support.unique_names import unique
 
 
 def received(consumer: SimpleConsumer, count: int, invisible_seconds: float = 30.0) -> list[Message]:

@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from halfmq.client import Message, Producer, SimpleConsumer
 from halfmq.errors import InvalidDeliveryTime, ReservedProperty
-from halfmq.testing import InProcessBroker
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture
-def broker_url(halfmq_broker: InProcessBroker) -> str:
-    return halfmq_broker.url
+from tests.support.unique_names import unique
 
 
 def _receive_all(broker_url: str, group: str, topic: str, count: int, within: float) -> list[tuple[Message, float]]:

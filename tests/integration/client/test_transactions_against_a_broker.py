@@ -14,7 +14,6 @@ import json
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +42,7 @@ from halfmq.client.transport import request_not_sent
 from halfmq.errors import StoreUnavailable, SystemTopicForbidden, TransactionConflict
 from halfmq.testing import ServedApp
 from tests.support.processes import BrokerProcess
+from tests.support.unique_names import unique
 from tests.support.waiting import wait_for
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
@@ -58,10 +58,6 @@ FAST_CHECKS = {
 
 class Crash(BaseException):
     """The process dying between the local commit and the end (not an Exception: nothing may catch it)."""
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
 def business_id(msg: OutgoingMessage | Message) -> str:
