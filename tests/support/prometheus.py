@@ -27,6 +27,9 @@ def binary(name: str) -> str:
     return found
 
 
+SET_SERIES = ("halfmq_cluster_", "halfmq_replication_", "halfmq_replica_")  # a broker set's node exports them (test_set_metrics.py)
+
+
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([binary("promtool"), *args], capture_output=True, text=True, timeout=60, check=False)
 

@@ -20,6 +20,7 @@ from tests.support import operator_load
 from tests.support.check_server import CheckServer
 from tests.support.operator_load import Expected
 from tests.support.processes import ROOT, BrokerProcess
+from tests.support.prometheus import SET_SERIES
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -142,9 +143,6 @@ def _documented() -> dict[str, tuple[str, set[str]]]:
     """docs/metrics.md's table: series name -> (type, label names)."""
     rows = re.findall(r"^\| `(halfmq_\w+)` \| (\w+) \|([^|]*)\|", (Path(ROOT) / "docs" / "metrics.md").read_text(), re.M)
     return {name: (kind, set(re.findall(r"`(\w+)`", labels))) for name, kind, labels in rows}
-
-
-SET_SERIES = ("halfmq_cluster_", "halfmq_replication_", "halfmq_replica_")
 
 
 def test_every_exported_series_is_in_the_docs_table_with_its_type_and_labels(loaded) -> None:
