@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import msgspec
 
 from halfmq.broker.half_messages.half_records import Tx
-from halfmq.broker.idempotence.producer_ids import SendKey, SentHalf
+from halfmq.broker.idempotence.producer_ids import SentHalf
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.messages.names import NameKind, checked_name
 from halfmq.broker.observability.tracing import traced_half
@@ -88,7 +88,7 @@ class HalfSending:
         for resource in (Resource.group(group), Resource.topic(body.topic)):
             self.access.authorize(who, Action.PUBLISH, resource, scope)
         also = self._companion_targets(who, scope, body)
-        numbered = NumberedSend.of(self.windows, body, who.name, SendKey(SendKind.HALF, group, body.topic))
+        numbered = NumberedSend.of(self.windows, body, who.name, SendKind.HALF, group, body.topic)
         if numbered is not None and numbered.earlier is not None:  # a repeat inside the window: its stored answer
             # (the first attempt may still be waiting for its fsync: the caller waits for the log's end)
             repeat = half_answer(numbered.earlier, SendStatus.SEND_OK, duplicate=True)  # type: ignore[arg-type]  # a half's key: a SentHalf

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from halfmq.broker.idempotence.producer_ids import SendKey, SentAnswer, SentRef
+from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.producer_state import ProducerState
 from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.store.store_types import PutItem
@@ -41,14 +42,16 @@ class NumberedSend:
     earlier: SentAnswer | Verdict | None  # what a repeat inside the window answers; None: a new send
 
     @classmethod
-    def of(cls, windows: SendWindows, body: Numbering, principal: str, key: SendKey) -> NumberedSend | None:
-        """The send's place in its window, or None for a send that is not numbered (InvalidRequest if half numbered).
+    def of(cls, windows: SendWindows, body: Numbering, principal: str, kind: SendKind, group: str, topic: str) -> NumberedSend | None:
+        """The send's place in its window, or None for a send that is not numbered (InvalidRequest if half numbered);
+        ``kind``, ``group`` and ``topic`` are what the number is used for (a repeat must match them).
 
         The producer id must be the principal's (PRODUCER_ID_NOT_OWNED otherwise: ``ProducerIds.sender``)."""
         if body.producer_id is None and body.epoch is None and body.sequence is None:
-            return None
+            return None  # the unnumbered send's path: nothing built for it
         if body.producer_id is None or body.epoch is None or body.sequence is None:
             raise InvalidRequest("an idempotent send carries producer_id, epoch and sequence together")
+        key = SendKey(kind, group, topic)
         producer = windows.sender(body.producer_id, body.epoch, principal)
         return cls(windows, producer, body.sequence, key, windows.sent_before(producer, body.sequence, key))
 

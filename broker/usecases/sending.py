@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from halfmq.broker.idempotence.producer_ids import SendKey, sent_messages
+from halfmq.broker.idempotence.producer_ids import sent_messages
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.observability.metrics import BrokerMetrics
@@ -57,7 +57,7 @@ class Sending:
         stores nothing; the window keeps where the messages are, not the answer: a repeat's is read back from them."""
         started = time.perf_counter()
         topic = publisher.topic
-        numbered = NumberedSend.of(self.windows, body, publisher.principal.name, SendKey(SendKind.MESSAGES, "", topic))
+        numbered = NumberedSend.of(self.windows, body, publisher.principal.name, SendKind.MESSAGES, "", topic)
         if numbered is not None and numbered.earlier is not None:
             if numbered.earlier is Verdict.OLD_REPEAT:  # stored long ago, answer forgotten: success without offsets, as Kafka answers
                 repeat = [SendResult(status=SendStatus.SEND_OK, msg_id=m.properties.get("UNIQ_KEY", ""), topic=topic,
