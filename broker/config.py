@@ -53,6 +53,15 @@ class BrokerSettings(BaseSettings):
     port: int = DEFAULT_PORT
     # the RocketMQ 5 front (design section 14); 0 turns it off; unset, derived from `port` (default_grpc_port)
     grpc_port: int | None = Field(default=None, ge=0, le=65535)
+    # Kafka's wire protocol on the same store (DESIGN section 19); 0 (the default) turns it off. A single broker
+    # without auth only for now: Kafka's clients do not sign requests, SASL is not served yet.
+    kafka_port: int = Field(default=0, ge=0, le=65535)
+    # Kafka consumer groups' members live in the front's memory (their offsets in the log): how many groups and members
+    # per group it holds; a join past either is refused GROUP_MAX_SIZE_REACHED.
+    kafka_max_groups: int = Field(default=10_000, ge=1)
+    kafka_max_group_members: int = Field(default=1_000, ge=1)
+    # Idempotent Kafka producers whose last batches the front remembers (least recently used forgotten first)
+    kafka_max_producers: int = Field(default=10_000, ge=1)
     # What may wait unread on one telemetry stream (settings replies, checks); past it the stream ends with
     # RESOURCE_EXHAUSTED (docs/decisions/041-telemetry-stream-backpressure.md).
     grpc_telemetry_outbox_commands: int = Field(default=1024, ge=1)

@@ -85,7 +85,11 @@ class Dispatcher:
             response = entry.error_answer(request, UNKNOWN_SERVER_ERROR, header.api_version)
         if request is not None and not request.expect_response():
             return None
-        return encode_response(response, header)
+        try:
+            return encode_response(response, header)
+        except Exception:  # an answer its schema refuses (a handler's bug): UNKNOWN_SERVER_ERROR, the connection kept
+            log.exception("Kafka %s v%d: the answer does not encode", entry.key.name, header.api_version)
+            return encode_response(entry.error_answer(request, UNKNOWN_SERVER_ERROR, header.api_version), header)
 
     def answer_api_versions(self, entry: Api, header: RequestHeader) -> bytes:
         """The table, at the client's version; at a version the front does not serve, v0 with UNSUPPORTED_VERSION so

@@ -1,0 +1,58 @@
+"""Starting and stopping the Kafka front next to the HTTP one (DESIGN section 19), on the runtime of the moment.
+
+Off unless ``HALFMQ_BROKER_KAFKA_PORT`` names a port; off with auth on (Kafka's clients would reach every topic
+unauthenticated until SASL maps their users to halfmq's principals) and in a broker set (only the leader may serve,
+and its clients would need every node's address: the RocketMQ front's LeaderFront is the model), each said in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class KafkaFront:
+    def __init__(self) -> None:
+        self.listener: Any = None
+        self.port: int | None = None
+
+    async def start(self, current: Callable[[], Any]) -> None:
+        runtime = current()
+        settings = runtime.settings
+        if not settings.kafka_port or self.listener is not None:
+            return
+        if runtime.access.enabled:
+            log.warning("Kafka front off: auth is on and the front does not serve SASL yet (HALFMQ_BROKER_KAFKA_PORT ignored)")
+            return
+        if settings.cluster:
+            log.warning("Kafka front off: a broker set's Kafka front is not served yet (HALFMQ_BROKER_KAFKA_PORT ignored)")
+            return
+        try:
+            from halfmq.broker.security.access import ANONYMOUS
+
+            from .dispatch import Dispatcher
+            from .group_coordinator import GroupCoordinator
+            from .group_handlers import GroupHandlers
+            from .handlers import KafkaHandlers, Node
+            from .listener import KafkaListener
+            from .producer_sequences import ProducerSequences
+        except ImportError as exc:
+            log.warning("Kafka front off: %s (pip install 'halfmq[kafka]')", exc)
+            return
+        host = urllib.parse.urlsplit(settings.advertise_url).hostname or settings.host
+        handlers = KafkaHandlers(current, Node(host, settings.kafka_port), lambda: ANONYMOUS,
+                                 ProducerSequences(settings.kafka_max_producers))
+        groups = GroupHandlers(current, lambda: ANONYMOUS,
+                               GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members))
+        self.listener = KafkaListener(Dispatcher(handlers=handlers.table(groups)))
+        self.port = await self.listener.start(settings.host, settings.kafka_port)
+        log.info("Kafka front on %s:%d", settings.host, self.port)
+
+    async def stop(self) -> None:
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            await listener.stop()
