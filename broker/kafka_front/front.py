@@ -1,8 +1,8 @@
 """Starting and stopping the Kafka front next to the HTTP one (DESIGN section 19), on the runtime of the moment.
 
-Off unless ``HALFMQ_BROKER_KAFKA_PORT`` names a port; off with auth on (Kafka's clients would reach every topic
-unauthenticated until SASL maps their users to halfmq's principals) and in a broker set (only the leader may serve,
-and its clients would need every node's address: the RocketMQ front's LeaderFront is the model), each said in the log.
+Off unless ``HALFMQ_BROKER_KAFKA_PORT`` names a port; with auth on, a connection authenticates with SASL/PLAIN first
+(sasl.py). Off in a broker set for now (only the leader may serve, and its clients would need every node's address:
+the RocketMQ front's LeaderFront is the model), said in the log.
 """
 
 from __future__ import annotations
@@ -25,9 +25,6 @@ class KafkaFront:
         settings = runtime.settings
         if not settings.kafka_port or self.listener is not None:
             return
-        if runtime.access.enabled:
-            log.warning("Kafka front off: auth is on and the front does not serve SASL yet (HALFMQ_BROKER_KAFKA_PORT ignored)")
-            return
         if settings.cluster:
             log.warning("Kafka front off: a broker set's Kafka front is not served yet (HALFMQ_BROKER_KAFKA_PORT ignored)")
             return
@@ -40,15 +37,18 @@ class KafkaFront:
             from .handlers import KafkaHandlers, Node
             from .listener import KafkaListener
             from .producer_sequences import ProducerSequences
+            from .sasl import SaslHandlers, connection_principal
         except ImportError as exc:
             log.warning("Kafka front off: %s (pip install 'halfmq[kafka]')", exc)
             return
         host = urllib.parse.urlsplit(settings.advertise_url).hostname or settings.host
-        handlers = KafkaHandlers(current, Node(host, settings.kafka_port), lambda: ANONYMOUS,
-                                 ProducerSequences(settings.kafka_max_producers))
-        groups = GroupHandlers(current, lambda: ANONYMOUS,
-                               GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members))
-        self.listener = KafkaListener(Dispatcher(handlers=handlers.table(groups)))
+        def principal() -> Any:  # the connection's SASL principal; with auth off, anonymous
+            return connection_principal.get() or ANONYMOUS
+
+        handlers = KafkaHandlers(current, Node(host, settings.kafka_port), principal, ProducerSequences(settings.kafka_max_producers))
+        groups = GroupHandlers(current, principal, GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members))
+        table = handlers.table(groups, SaslHandlers(current))
+        self.listener = KafkaListener(Dispatcher(handlers=table, auth_on=lambda: bool(current().access.enabled)))
         self.port = await self.listener.start(settings.host, settings.kafka_port)
         log.info("Kafka front on %s:%d", settings.host, self.port)
 

@@ -35,6 +35,7 @@ from .producer_sequences import ProducerSequences, SequenceVerdict, StoredBatch
 from .record_batches import decode_batches, encode_batch
 from .record_mapping import kafka_record, outgoing
 from .request_header import RequestHeader
+from .sasl import SaslHandlers
 
 NO_TOPIC_ID = uuid.UUID(int=0)
 NODE_ID = 0
@@ -288,9 +289,10 @@ class KafkaHandlers:
             answers.append(topic(name=t.name, partitions=parts))
         return answers
 
-    def table(self, groups: GroupHandlers) -> dict[int, Any]:
+    def table(self, groups: GroupHandlers, sasl: SaslHandlers) -> dict[int, Any]:
         """API key -> handler, for the dispatcher; the keys not here are answered as not served yet."""
-        return {int(ApiKey.JoinGroup): groups.join_group, int(ApiKey.SyncGroup): groups.sync_group,
+        return {int(ApiKey.SaslHandshake): sasl.handshake, int(ApiKey.SaslAuthenticate): sasl.authenticate,
+                int(ApiKey.JoinGroup): groups.join_group, int(ApiKey.SyncGroup): groups.sync_group,
                 int(ApiKey.Heartbeat): groups.heartbeat, int(ApiKey.LeaveGroup): groups.leave_group,
                 int(ApiKey.Metadata): self.metadata, int(ApiKey.FindCoordinator): self.find_coordinator,
                 int(ApiKey.Produce): self.produce, int(ApiKey.InitProducerId): self.init_producer_id,

@@ -8,16 +8,21 @@ the offsets every front shares, and they survive a kill -9 of the broker.
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import Producer as RdProducer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import SaslAuthenticationFailedError, TopicAuthorizationFailedError
+from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse
 
 from halfmq.client import Producer, SimpleConsumer
 from tests.conftest import TEST_BROKER_ENV
@@ -183,14 +188,55 @@ def test_a_group_s_committed_offsets_survive_a_kill_9_and_consumption_resumes_af
         broker.process.stop()
 
 
-def test_with_auth_on_the_kafka_listener_stays_off_and_the_log_says_why(tmp_path: Path) -> None:
-    write_auth_file(tmp_path / "auth.json")
+def call(connection: socket.socket, request: Any, response: Any) -> Any:
+    """One request on a raw connection and its decoded answer (kafka-python's classes, as the clients use them)."""
+    request.with_header(correlation_id=7, client_id="raw")
+    connection.sendall(bytes(request.encode(framed=True, header=True)))
+    size = struct.unpack(">i", recv_exactly(connection, 4))[0]
+    payload = recv_exactly(connection, size)
+    return response.decode(payload[4 + (1 if request.flexible_version_q(request.API_VERSION) else 0):], version=request.API_VERSION)
+
+
+def recv_exactly(connection: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = connection.recv(size - len(data))
+        assert chunk, "the connection closed"
+        data += chunk
+    return data
+
+
+def sasl(user: str, password: str) -> dict[str, str]:
+    return {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN", "sasl_plain_username": user,
+            "sasl_plain_password": password}
+
+
+def test_with_auth_on_a_client_signs_in_with_sasl_plain_and_acts_within_its_principal_s_grants(tmp_path: Path) -> None:
+    _, tokens = write_auth_file(tmp_path / "auth.json")
     broker = KafkaBroker(tmp_path, {"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json")})
     broker.process.start(timeout=60)
     try:
-        with pytest.raises(ConnectionRefusedError):  # nothing listens: no client reaches a topic unauthenticated
-            socket.create_connection(("127.0.0.1", broker.kafka_port), timeout=5).close()
-        assert "Kafka front off: auth is on" in broker.process.tail(200)
+        with Producer(broker.url, token=tokens["admin"]) as admin:
+            admin.create_topic("MALLORY_KAFKA", queues=1)
+            admin.create_topic("ORDER_TOPIC", queues=1)
+        mallory = KafkaProducer(bootstrap_servers=broker.bootstrap, retries=0, max_block_ms=10_000, **sasl("mallory", tokens["mallory"]))
+        assert mallory.send("MALLORY_KAFKA", b"mine", partition=0).get(timeout=30).offset == 0
+        with pytest.raises(TopicAuthorizationFailedError):
+            mallory.send("ORDER_TOPIC", b"not mine", partition=0).get(timeout=30)
+        mallory.close()
+
+        with socket.create_connection(("127.0.0.1", broker.kafka_port), timeout=10) as wrong:  # a token not the user's
+            assert call(wrong, SaslHandshakeRequest[1](mechanism="PLAIN"), SaslHandshakeResponse).error_code == 0
+            signed = call(wrong, SaslAuthenticateRequest[2](auth_bytes=b"\x00admin\x00" + tokens["mallory"].encode()),
+                          SaslAuthenticateResponse)
+            assert signed.error_code == SaslAuthenticationFailedError.errno
+        with socket.create_connection(("127.0.0.1", broker.kafka_port), timeout=5) as plain:  # no SASL: closed at once
+            metadata = MetadataRequest[0](topics=[])
+            metadata.with_header(correlation_id=1, client_id="plain")
+            plain.sendall(bytes(metadata.encode(framed=True, header=True)))
+            assert plain.recv(4) == b""
+        with Producer(broker.url, token=tokens["admin"]) as admin:
+            assert [m.body for m in admin.read("ORDER_TOPIC", 0, 0, max=5).messages] == []
     finally:
         broker.process.stop()
 
