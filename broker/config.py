@@ -54,7 +54,7 @@ class BrokerSettings(BaseSettings):
     # the RocketMQ 5 front (design section 14); 0 turns it off; unset, derived from `port` (default_grpc_port)
     grpc_port: int | None = Field(default=None, ge=0, le=65535)
     # Kafka's wire protocol on the same store (DESIGN section 19); 0 (the default) turns it off. With auth on, Kafka's
-    # clients authenticate with SASL/PLAIN (a principal's name and token). A single broker only for now.
+    # clients authenticate with SASL/PLAIN (a principal's name and token). In a broker set, the leader's.
     kafka_port: int = Field(default=0, ge=0, le=65535)
     # Kafka consumer groups' members live in the front's memory (their offsets in the log): how many groups and members
     # per group it holds; a join past either is refused GROUP_MAX_SIZE_REACHED.

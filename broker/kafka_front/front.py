@@ -1,8 +1,9 @@
 """Starting and stopping the Kafka front next to the HTTP one (DESIGN section 19), on the runtime of the moment.
 
 Off unless ``HALFMQ_BROKER_KAFKA_PORT`` names a port; with auth on, a connection authenticates with SASL/PLAIN first
-(sasl.py). Off in a broker set for now (only the leader may serve, and its clients would need every node's address:
-the RocketMQ front's LeaderFront is the model), said in the log.
+(sasl.py). In a broker set only the leader listens (runtime.SetRoles starts it on promotion and stops it on
+step-down, as the RocketMQ front): a client given every node's Kafka address reaches whichever leads, and Metadata
+names the leader as the one broker. Consumer groups' members are the leader's memory: after a failover they join again.
 """
 
 from __future__ import annotations
@@ -21,12 +22,10 @@ class KafkaFront:
         self.port: int | None = None
 
     async def start(self, current: Callable[[], Any]) -> None:
+        """Serve on the current runtime's ``kafka_port``: a single broker from its start, a set's node while it leads."""
         runtime = current()
         settings = runtime.settings
         if not settings.kafka_port or self.listener is not None:
-            return
-        if settings.cluster:
-            log.warning("Kafka front off: a broker set's Kafka front is not served yet (HALFMQ_BROKER_KAFKA_PORT ignored)")
             return
         try:
             from halfmq.broker.security.access import ANONYMOUS

@@ -24,7 +24,7 @@ from halfmq.broker.serving.allowed_hosts import HostAllowList
 from halfmq.broker.serving.host_gate import HostGate
 
 from .services import BrokerRuntime
-from .set_roles import SetRoles
+from .set_roles import LeaderFronts, SetRoles
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +39,12 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
         app.state.runtime = rt
         node: Any = None
         grpc_front: Any = None
-        kafka_front = KafkaFront()  # Kafka's wire protocol (DESIGN section 19): a single broker's, when its port is set
+        kafka_front = KafkaFront()  # Kafka's wire protocol (DESIGN section 19), when its port is set; in a set, the leader's
         if settings.cluster:  # a broker set: the node starts the runtime once it leads (broker/cluster/node.py)
             from halfmq.broker.cluster.node import ClusterNode
 
             # the runtime of the node's role, swapped on app.state; the RocketMQ front on while it leads
-            roles = SetRoles(settings, app.state, LeaderFront(settings.advertise_url, settings.grpc_port))
+            roles = SetRoles(settings, app.state, LeaderFronts(LeaderFront(settings.advertise_url, settings.grpc_port), kafka_front))
             node = app.state.cluster = ClusterNode(settings, roles)
             rt.watch_auth()  # a follower answers reads: a revoked token stops working there too
             grpc_front = roles  # its RocketMQ front, started while the node leads; stopped here first
