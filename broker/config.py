@@ -25,6 +25,11 @@ DEFAULT_GRPC_PORT = 8081  # RocketMQ 5 proxy's
 _GRPC_OFFSET = DEFAULT_PORT - DEFAULT_GRPC_PORT
 
 
+def default_kafka_port(http_port: int) -> int:
+    """The Kafka front's port `halfmq up` gives a broker on ``http_port``: 9092 (Kafka's own) for the default 10911."""
+    return http_port - (DEFAULT_PORT - 9092)
+
+
 def default_grpc_port(http_port: int) -> int:
     """The RocketMQ gRPC front's port when none is set, derived from the HTTP port (design section 14).
 

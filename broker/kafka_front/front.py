@@ -48,7 +48,12 @@ class KafkaFront:
         groups = GroupHandlers(current, principal, GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members))
         table = handlers.table(groups, SaslHandlers(current))
         self.listener = KafkaListener(Dispatcher(handlers=table, auth_on=lambda: bool(current().access.enabled)))
-        self.port = await self.listener.start(settings.host, settings.kafka_port)
+        try:
+            self.port = await self.listener.start(settings.host, settings.kafka_port)
+        except OSError as exc:  # the port is taken: the broker serves its other fronts, as the RocketMQ front does
+            log.error("Kafka front off: cannot listen on %s:%d (%s)", settings.host, settings.kafka_port, exc.strerror or exc)
+            self.listener = None
+            return
         log.info("Kafka front on %s:%d", settings.host, self.port)
 
     async def stop(self) -> None:
