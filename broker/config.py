@@ -25,6 +25,11 @@ DEFAULT_GRPC_PORT = 8081  # RocketMQ 5 proxy's
 _GRPC_OFFSET = DEFAULT_PORT - DEFAULT_GRPC_PORT
 
 
+def default_kafka_port(http_port: int) -> int:
+    """The Kafka front's port `halfmq up` gives a broker on ``http_port``: 9092 (Kafka's own) for the default 10911."""
+    return http_port - (DEFAULT_PORT - 9092)
+
+
 def default_grpc_port(http_port: int) -> int:
     """The RocketMQ gRPC front's port when none is set, derived from the HTTP port (design section 14).
 
@@ -53,6 +58,15 @@ class BrokerSettings(BaseSettings):
     port: int = DEFAULT_PORT
     # the RocketMQ 5 front (design section 14); 0 turns it off; unset, derived from `port` (default_grpc_port)
     grpc_port: int | None = Field(default=None, ge=0, le=65535)
+    # Kafka's wire protocol on the same store (DESIGN section 19); 0 (the default) turns it off. With auth on, Kafka's
+    # clients authenticate with SASL/PLAIN (a principal's name and token). In a broker set, the leader's.
+    kafka_port: int = Field(default=0, ge=0, le=65535)
+    # Kafka consumer groups' members live in the front's memory (their offsets in the log): how many groups and members
+    # per group it holds; a join past either is refused GROUP_MAX_SIZE_REACHED.
+    kafka_max_groups: int = Field(default=10_000, ge=1)
+    kafka_max_group_members: int = Field(default=1_000, ge=1)
+    # Idempotent Kafka producers whose last batches the front remembers (least recently used forgotten first)
+    kafka_max_producers: int = Field(default=10_000, ge=1)
     # What may wait unread on one telemetry stream (settings replies, checks); past it the stream ends with
     # RESOURCE_EXHAUSTED (docs/decisions/041-telemetry-stream-backpressure.md).
     grpc_telemetry_outbox_commands: int = Field(default=1024, ge=1)

@@ -25,14 +25,21 @@ class Topology:
     replicas: int = 1  # more than 1: a broker set (design section 12) with a local etcd
     etcd_port: int = 2379
     grpc_port: int | None = None  # the (first) broker's RocketMQ gRPC front; None: each broker derives its own from its HTTP port
+    kafka_port: int | None = None  # the (first) broker's Kafka front (docs/kafka.md); node i gets kafka_port + i; 0: off;
+    # None: derived from the broker's HTTP port (9092 for 10911), as the gRPC front's is
 
     @property
     def pid_file(self) -> Path:
         """Where `up` keeps the pids of the children it runs now (``Supervisor.pid_file``)."""
         return self.data_dir.resolve() / "up.pids.json"
 
-    def grpc_env(self, node: int = 0) -> dict[str, str]:
-        return {} if self.grpc_port is None else {"HALFMQ_BROKER_GRPC_PORT": str(self.grpc_port + node if self.grpc_port else 0)}
+    def fronts_env(self, node: int = 0) -> dict[str, str]:
+        """The ports of node ``node``'s RocketMQ and Kafka fronts."""
+        from halfmq.broker.config import default_kafka_port
+
+        first = default_kafka_port(self.broker_port) if self.kafka_port is None else self.kafka_port
+        kafka = {"HALFMQ_BROKER_KAFKA_PORT": str(first + node if first else 0)}
+        return kafka if self.grpc_port is None else {"HALFMQ_BROKER_GRPC_PORT": str(self.grpc_port + node if self.grpc_port else 0), **kafka}
 
     @property
     def broker_url(self) -> str:
@@ -119,7 +126,7 @@ class Topology:
         if self.replicas <= 1:
             return [Component("broker", halfmq_command("broker"), {
                 "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port),
-                "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **self.grpc_env(), **auth, **extra,
+                "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / "broker"), **self.fronts_env(), **auth, **extra,
             }, f"{self.broker_url}/healthz", "cyan")]
         from .processes.etcd_component import SecuredEtcd
 
@@ -137,7 +144,7 @@ class Topology:
                 "HALFMQ_BROKER_HOST": self.host, "HALFMQ_BROKER_PORT": str(self.broker_port + i),
                 "HALFMQ_BROKER_DATA_DIR": str(self.data_dir.resolve() / f"broker-n{i + 1}"),
                 "HALFMQ_BROKER_CLUSTER": f"etcd://{self.host}:{self.etcd_port}/halfmq", "HALFMQ_BROKER_NODE_ID": f"n{i + 1}",
-                "HALFMQ_BROKER_ADVERTISE_URL": url, "HALFMQ_BROKER_CLUSTER_SIZE": str(self.replicas), **self.grpc_env(i), **auth, **extra,
+                "HALFMQ_BROKER_ADVERTISE_URL": url, "HALFMQ_BROKER_CLUSTER_SIZE": str(self.replicas), **self.fronts_env(i), **auth, **extra,
             }, f"{url}/healthz", ("cyan", "blue", "bright_cyan", "bright_blue", "turquoise2")[i % 5]))
         return nodes
 
@@ -162,13 +169,16 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--credit-port", type=int, default=8002)
     parser.add_argument("--grpc-port", type=int, help="the broker's RocketMQ gRPC front (with --replicas, node i gets GRPC_PORT+i; 0 off); "
                                                       "default: derived from the broker's port, 8081 for 10911")
+    parser.add_argument("--kafka-port", type=int, help="the broker's Kafka front (docs/kafka.md; with --replicas, node i gets "
+                                                       "KAFKA_PORT+i; 0 off); default: derived from the broker's port, 9092 for 10911")
     parser.add_argument("--no-auth", action="store_true",
                         help="run the broker without tokens (loopback only); by default `up` generates them into DATA_DIR/auth")
 
 
 def topology_from(args: argparse.Namespace, faults: bool = True) -> Topology:
     return Topology(args.data_dir, args.host, args.broker_port, args.order_port, args.credit_port, faults, not args.no_auth,
-                    replicas=getattr(args, "replicas", 1), etcd_port=getattr(args, "etcd_port", 2379), grpc_port=args.grpc_port)
+                    replicas=getattr(args, "replicas", 1), etcd_port=getattr(args, "etcd_port", 2379), grpc_port=args.grpc_port,
+                    kafka_port=getattr(args, "kafka_port", None))
 
 
 def cmd_up(args: argparse.Namespace) -> int:

@@ -17,13 +17,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
 from halfmq.broker.protocol import OutgoingMessage
-from halfmq.broker.usecases.records import BROKER_PROPERTIES, MESSAGE_GROUP, TIMER_OUT_MS, StoredMessage, is_transactional
+from halfmq.broker.usecases.records import MESSAGE_GROUP, SYSTEM_PROPERTIES, TIMER_OUT_MS, StoredMessage, is_transactional
 
 # The message types halfmq's topics accept (every queue advertises them in QueryRoute; Apache's clients check).
 ACCEPTED_TYPES = (pb.MessageType.NORMAL, pb.MessageType.FIFO, pb.MessageType.DELAY, pb.MessageType.TRANSACTION)
-
-# Properties halfmq keeps that RocketMQ carries in system_properties, or that are the broker's own.
-SYSTEM_PROPERTIES = frozenset({"UNIQ_KEY", "KEYS", "TAGS", MESSAGE_GROUP, TIMER_OUT_MS, *BROKER_PROPERTIES})
 
 
 def type_conflict(sp: pb.SystemProperties) -> str | None:

@@ -23,6 +23,7 @@ from kafka.protocol.api_key import ApiKey
 from .api_table import API_TABLE, Api, api_versions_response, by_key
 from .errors import InvalidRequest, KafkaRefusal, NotYetServed, UnsupportedVersion
 from .request_header import RequestHeader, parse_request_header
+from .sasl import NotAuthenticated, must_authenticate_first
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +47,12 @@ class Dispatcher:
 
     ApiVersions is the table's own answer, so it has no handler."""
 
-    def __init__(self, table: Iterable[Api] = API_TABLE, handlers: Mapping[int, Handler] | None = None) -> None:
+    def __init__(self, table: Iterable[Api] = API_TABLE, handlers: Mapping[int, Handler] | None = None,
+                 auth_on: Callable[[], bool] = lambda: False) -> None:
         self.table = tuple(table)
         self.apis = by_key(self.table)
         self.handlers = dict(handlers or {})
+        self.auth_on = auth_on
 
     def is_flexible(self, api_key: int, api_version: int) -> bool:
         """Header v2 or v1: the request schema's flexible versions; v1 for a key outside the table."""
@@ -58,8 +61,11 @@ class Dispatcher:
 
     async def answer(self, payload: bytes) -> bytes | None:
         """The answer frame (size prefix included) to a request frame's payload; None when the request expects none
-        (Produce with acks=0). Raises request_header.HeaderUnreadable when not even the correlation id can be read."""
+        (Produce with acks=0). Raises request_header.HeaderUnreadable when not even the correlation id can be read, and
+        sasl.NotAuthenticated for a request other than ApiVersions and SASL's before authentication (auth on)."""
         header = parse_request_header(payload, self.is_flexible)
+        if must_authenticate_first(header.api_key, self.auth_on()):
+            raise NotAuthenticated(f"API {header.api_key} before SASL authentication")
         entry = self.apis.get(header.api_key)
         if entry is None:
             log.debug("Kafka API key %d is not in the table (client %r)", header.api_key, header.client_id)
@@ -85,7 +91,11 @@ class Dispatcher:
             response = entry.error_answer(request, UNKNOWN_SERVER_ERROR, header.api_version)
         if request is not None and not request.expect_response():
             return None
-        return encode_response(response, header)
+        try:
+            return encode_response(response, header)
+        except Exception:  # an answer its schema refuses (a handler's bug): UNKNOWN_SERVER_ERROR, the connection kept
+            log.exception("Kafka %s v%d: the answer does not encode", entry.key.name, header.api_version)
+            return encode_response(entry.error_answer(request, UNKNOWN_SERVER_ERROR, header.api_version), header)
 
     def answer_api_versions(self, entry: Api, header: RequestHeader) -> bytes:
         """The table, at the client's version; at a version the front does not serve, v0 with UNSUPPORTED_VERSION so

@@ -58,3 +58,39 @@ class BatchTooLarge(KafkaRefusal):
     """A batch whose records decompress to more bytes than the bound: refused before the rest is inflated."""
 
     kafka_error = kafka_errors.MessageSizeTooLargeError
+
+
+class InvalidRecord(KafkaRefusal):
+    """A record halfmq cannot keep as it is (a key or header that is not UTF-8 text)."""
+
+    kafka_error = kafka_errors.InvalidRecordError
+
+
+class OffsetOutOfRange(KafkaRefusal):
+    """A Fetch from an offset outside the queue's visible range: the client resets as its ``auto.offset.reset`` says."""
+
+    kafka_error = kafka_errors.OffsetOutOfRangeError
+
+
+class TransactionsNotServed(KafkaRefusal):
+    """A transactional producer: the front does not serve Kafka transactions yet (issue 47)."""
+
+    kafka_error = kafka_errors.TransactionalIdAuthorizationFailedError
+
+
+class UnknownProducerId(KafkaRefusal):
+    """An idempotent batch naming a producer id the front does not hold (handed out before a restart, or never)."""
+
+    kafka_error = kafka_errors.UnknownProducerIdError
+
+
+class OutOfOrderSequence(KafkaRefusal):
+    """An idempotent batch whose first number does not follow the partition's last stored batch."""
+
+    kafka_error = kafka_errors.OutOfOrderSequenceNumberError
+
+
+class ProducerEpochFenced(KafkaRefusal):
+    """An idempotent batch from an epoch older than the producer id's newest."""
+
+    kafka_error = kafka_errors.InvalidProducerEpochError

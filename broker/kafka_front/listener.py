@@ -2,7 +2,7 @@
 
 A connection answers its requests one at a time, in the order they came (Kafka's clients pipeline requests and
 match answers by order as well as by correlation id). This loop only moves bytes; what to answer is dispatch.py's.
-The broker does not start it yet (issue 47: ``HALFMQ_BROKER_KAFKA_PORT`` comes with the handlers).
+Each connection is served in its own task, so a SASL principal set on it (sasl.py) is that connection's alone.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import logging
 from .dispatch import Dispatcher
 from .framing import MAX_FRAME_BYTES, FrameRefused, read_frame
 from .request_header import HeaderUnreadable
+from .sasl import NotAuthenticated
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ class KafkaListener:
                 if answer is not None:
                     writer.write(answer)
                     await writer.drain()
-        except (FrameRefused, HeaderUnreadable) as exc:
+        except (FrameRefused, HeaderUnreadable, NotAuthenticated) as exc:
             log.warning("Kafka connection from %s closed: %s", peer, exc)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass  # the client went away inside a frame or while its answer was written

@@ -19,11 +19,12 @@ from halfmq.broker.api.router import Router
 from halfmq.broker.api.table import ROUTES, TITLE, VERSION
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import GrpcFront, LeaderFront
+from halfmq.broker.kafka_front.front import KafkaFront
 from halfmq.broker.serving.allowed_hosts import HostAllowList
 from halfmq.broker.serving.host_gate import HostGate
 
 from .services import BrokerRuntime
-from .set_roles import SetRoles
+from .set_roles import LeaderFronts, SetRoles
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +39,12 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
         app.state.runtime = rt
         node: Any = None
         grpc_front: Any = None
+        kafka_front = KafkaFront()  # Kafka's wire protocol (DESIGN section 19), when its port is set; in a set, the leader's
         if settings.cluster:  # a broker set: the node starts the runtime once it leads (broker/cluster/node.py)
             from halfmq.broker.cluster.node import ClusterNode
 
             # the runtime of the node's role, swapped on app.state; the RocketMQ front on while it leads
-            roles = SetRoles(settings, app.state, LeaderFront(settings.advertise_url, settings.grpc_port))
+            roles = SetRoles(settings, app.state, LeaderFronts(LeaderFront(settings.advertise_url, settings.grpc_port), kafka_front))
             node = app.state.cluster = ClusterNode(settings, roles)
             rt.watch_auth()  # a follower answers reads: a revoked token stops working there too
             grpc_front = roles  # its RocketMQ front, started while the node leads; stopped here first
@@ -51,10 +53,12 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
             await rt.start()
             grpc_front = GrpcFront()  # the RocketMQ 5 front on the same runtime (DESIGN section 14); a set's node starts its own
             await grpc_front.start(lambda: rt)
+            await kafka_front.start(lambda: rt)
         log.info("broker ready: data dir %s, commit log end %d", settings.data_dir, rt.store.commit_log.end_offset)
         try:
             yield
         finally:
+            await kafka_front.stop()
             if grpc_front is not None:
                 await grpc_front.stop()
             if node is not None:

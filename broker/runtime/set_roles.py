@@ -26,6 +26,27 @@ class LeadersFront(Protocol):
     async def stop(self) -> None: ...
 
 
+class LeaderFronts:
+    """The fronts only a set's leader serves, as one: the RocketMQ 5 front (which names the node in etcd) and the Kafka
+    front (kafka_front.front.KafkaFront), started together on promotion and stopped together."""
+
+    def __init__(self, rocketmq: LeadersFront, kafka: Any) -> None:
+        self.rocketmq = rocketmq
+        self.kafka = kafka
+
+    def registration(self, node_id: str, url: str) -> str:
+        return self.rocketmq.registration(node_id, url)
+
+    async def lead(self, current: Callable[[], Any], registrations: Callable[[], Awaitable[Iterable[Any]]],
+                   members: dict[str, str]) -> None:
+        await self.rocketmq.lead(current, registrations, members)
+        await self.kafka.start(current)
+
+    async def stop(self) -> None:
+        await self.kafka.stop()
+        await self.rocketmq.stop()
+
+
 class SetRoles:
     """A broker set's node's services in the role it has (cluster.role_services.RoleServices): the runtime built again
     on each change of role, ``front`` on while the node leads. ``holder.runtime`` is the runtime of the moment (the

@@ -21,7 +21,16 @@ from halfmq.broker.security.access import Access, ClusterAdmin, GroupAdmin
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.store_types import PutItem, PutResult
 from halfmq.broker.store.topics import SYSTEM_TOPICS, dlq_topic, is_system_topic
-from halfmq.errors import BrokerError, ConsumerGroupNotFound, DlqMessageNotFound, GroupHasInFlight, InvalidOffsetReset, SystemTopicForbidden, TopicNotFound
+from halfmq.errors import (
+    BrokerError,
+    ConsumerGroupNotFound,
+    DlqMessageNotFound,
+    GroupHasInFlight,
+    InvalidOffsetReset,
+    InvalidQueueId,
+    SystemTopicForbidden,
+    TopicNotFound,
+)
 from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqRedrive, DlqResent, GroupDeleted, GroupList, Message, OffsetReset, QueueReset
 
 from .caller import Scope
@@ -119,6 +128,29 @@ class ManageGroups:
         return OffsetReset(group=group, topic=topic, to=to.target.value, applied=not dry_run,
                            queues=[QueueReset(queue_id=m.queue_id, from_offset=m.from_offset, to_offset=m.to_offset,
                                               in_flight=m.in_flight) for m in moves])
+
+    def may_join(self, who: Principal, scope: Scope, group: str) -> None:
+        """AccessDenied unless ``who`` may consume as ``group`` (a Kafka member joins a group before it names topics)."""
+        self.access.authorize(who, Action.SUBSCRIBE, Resource.group(group), scope)
+
+    # --- a Kafka consumer group's committed offsets (the Kafka front's OffsetCommit and OffsetFetch) ----------------
+    def committed_offsets(self, who: Principal, scope: Scope, group: str, topic: str) -> dict[int, int]:
+        """The group's committed offset per queue of ``topic``: the same offsets the HTTP and gRPC fronts' groups use."""
+        self.access.subscriber(who, scope, group, topic)
+        if self.store.topic(topic) is None:
+            raise TopicNotFound(f"topic {topic!r} does not exist")
+        return {qid: committed for qid, committed, _ in self.resets.positions(group, topic)}
+
+    async def commit_offsets(self, who: Principal, scope: Scope, group: str, topic: str, offsets: list[tuple[int, int]]) -> None:
+        """Set the group's committed offsets (queue id, offset) through the log (an ``offsets-reset`` record, so a restart
+        and a set's next leader have them), answered once durable."""
+        self.access.subscriber(who, scope, group, topic)
+        cfg = self.store.topic(topic)
+        if cfg is None:
+            raise TopicNotFound(f"topic {topic!r} does not exist")
+        if any(not 0 <= qid < cfg.queues for qid, _ in offsets):
+            raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}")
+        await self.durable(self.resets.reset_offsets(group, topic, offsets))
 
     # --- deleting a group -----------------------------------------------------------------------------------------
     async def delete_group(self, who: Principal, scope: Scope, group: str, force: bool) -> GroupDeleted:

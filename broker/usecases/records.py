@@ -10,14 +10,18 @@ from dataclasses import replace
 
 from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.half_messages import record_names as tx_names
+from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TIMER_OUT_MS
 
-__all__ = ["BROKER_PROPERTIES", "MESSAGE_GROUP", "TIMER_OUT_MS", "StoredMessage", "as_sent", "is_transactional"]
+__all__ = ["BROKER_PROPERTIES", "MESSAGE_GROUP", "DamagedEntry", "SYSTEM_PROPERTIES", "TIMER_OUT_MS", "StoredMessage", "as_sent", "is_transactional"]
 
 # Properties a half message carries for the broker's bookkeeping (besides UNIQ_KEY, KEYS and TAGS).
 BROKER_PROPERTIES = frozenset({tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID, tx_names.PRODUCER_GROUP,
                                tx_names.CHECK_TIMES, tx_names.TRANSACTION_ID})
+
+# Properties the fronts that map messages carry outside a message's user properties, or that are the broker's own.
+SYSTEM_PROPERTIES = frozenset({"UNIQ_KEY", "KEYS", "TAGS", MESSAGE_GROUP, TIMER_OUT_MS, *BROKER_PROPERTIES})
 
 
 def is_transactional(properties: dict[str, str]) -> bool:

@@ -9,6 +9,7 @@ from halfmq.broker.protocol import TopicCreate
 from halfmq.broker.security.access import Access, Publisher
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
+from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.errors import InvalidQueueId
 from halfmq.wire import OffsetReadResponse, TopicInfo, TopicList
@@ -49,16 +50,32 @@ class ManageTopics:
 
     def read_messages(self, who: Principal, scope: Scope, topic: str, queue_id: int, offset: int, limit: int) -> OffsetReadResponse:
         """Up to ``limit`` visible messages of one queue from ``offset``, and where to read next; damaged records by offset."""
-        self.access.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
-        cfg = self.topics.get(topic)
-        if not 0 <= queue_id < cfg.queues:
-            raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}, not {queue_id}")
-        entries = self.store.visible.read_entries(topic, queue_id, offset, limit)
-        lo, hi = self.store.visible.queue_range(topic, queue_id)
+        entries, (lo, hi) = self.read_records(who, scope, topic, queue_id, offset, limit)
         next_offset = entries[-1].queue_offset + 1 if entries else min(max(offset, lo), hi)
         # damaged records: reported by the store (log, metric); the reader learns what it did not get (sent only when some are)
         return OffsetReadResponse(messages=[message_view(e) for e in entries if type(e) is not DamagedEntry], next_offset=next_offset,
                                   damaged_offsets=[e.queue_offset for e in entries if type(e) is DamagedEntry])
+
+    def read_records(self, who: Principal, scope: Scope, topic: str, queue_id: int, offset: int,
+                     limit: int) -> tuple[list[StoredMessage | DamagedEntry], tuple[int, int]]:
+        """Up to ``limit`` visible records of one queue from ``offset`` as stored, and the queue's visible range (first,
+        end): the HTTP front's offset read and the Kafka front's Fetch."""
+        self.access.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
+        self._queue_of(topic, queue_id)
+        return self.store.visible.read_entries(topic, queue_id, offset, limit), self.store.visible.queue_range(topic, queue_id)
+
+    def queue_range(self, who: Principal, scope: Scope, topic: str, queue_id: int, at_ms: int | None = None) -> tuple[int, int, int | None]:
+        """A queue's visible (first, end), and with ``at_ms`` the first offset stored at or after it (Kafka's ListOffsets)."""
+        self.access.authorize(who, Action.DESCRIBE, Resource.topic(topic), scope)
+        self._queue_of(topic, queue_id)
+        first, end = self.store.visible.queue_range(topic, queue_id)
+        return first, end, None if at_ms is None else self.store.visible.offset_for_time(topic, queue_id, at_ms)
+
+    def _queue_of(self, topic: str, queue_id: int) -> TopicConfig:
+        cfg = self.topics.get(topic)
+        if not 0 <= queue_id < cfg.queues:
+            raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}, not {queue_id}")
+        return cfg
 
     def route(self, who: Principal, scope: Scope, topic: str) -> TopicConfig:
         """A RocketMQ 5 QueryRoute: the topic's queues for one allowed to describe it (as auto-create would make it)."""

@@ -7,7 +7,9 @@ import stat
 
 import httpx
 import pytest
+from kafka import KafkaConsumer
 
+from halfmq.broker.config import default_kafka_port
 from tests.support.processes import ManagedProcess, free_port, halfmq_command
 from tests.support.waiting import wait_for
 
@@ -63,6 +65,12 @@ def test_up_creates_the_order_topic_before_the_services_start_so_its_first_run_l
     with up:
         admin = {"authorization": f"Bearer {(tmp_path / 'data' / 'auth' / 'admin.token').read_text().strip()}"}
         assert httpx.get(f"{up.broker}/v1/topics/ORDER_TOPIC", headers=admin).status_code == 200
+        credit_token = (tmp_path / "data" / "auth" / "credit.token").read_text().strip()
+        kafka = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{default_kafka_port(int(up.broker.rsplit(':', 1)[1]))}",
+                              security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN", sasl_plain_username="credit",
+                              sasl_plain_password=credit_token)
+        assert "ORDER_TOPIC" in kafka.topics()  # up serves Kafka's clients too, signed in as up's own principals
+        kafka.close()
         placed = httpx.post(f"{up.order}/orders", json={"user_id": "u9", "amount": "2"}, timeout=30)
         assert placed.status_code == 201, placed.text
         wait_for(lambda: credits(up, "u9") == 2, timeout=30)

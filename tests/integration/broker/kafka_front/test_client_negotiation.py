@@ -1,8 +1,9 @@
 """Real Kafka clients against the Kafka listener: ApiVersions negotiated from the table, then Metadata refused with
 an error the client reports (not a hang, not a dropped connection), and the listener's own edges over a socket.
 
-The listener runs in the test's event loop on a port the OS picks (issue 47: the broker does not start it until
-its handlers exist); the blocking clients run in a thread beside it.
+The listener runs in the test's event loop on a port the OS picks, with a dispatcher that has no handlers (so every
+API but ApiVersions is "not served"); the blocking clients run in a thread beside it. test_kafka_clients.py drives the
+broker's own front.
 """
 
 from __future__ import annotations

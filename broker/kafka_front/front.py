@@ -1,0 +1,62 @@
+"""Starting and stopping the Kafka front next to the HTTP one (DESIGN section 19), on the runtime of the moment.
+
+Off unless ``HALFMQ_BROKER_KAFKA_PORT`` names a port; with auth on, a connection authenticates with SASL/PLAIN first
+(sasl.py). In a broker set only the leader listens (runtime.SetRoles starts it on promotion and stops it on
+step-down, as the RocketMQ front): a client given every node's Kafka address reaches whichever leads, and Metadata
+names the leader as the one broker. Consumer groups' members are the leader's memory: after a failover they join again.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class KafkaFront:
+    def __init__(self) -> None:
+        self.listener: Any = None
+        self.port: int | None = None
+
+    async def start(self, current: Callable[[], Any]) -> None:
+        """Serve on the current runtime's ``kafka_port``: a single broker from its start, a set's node while it leads."""
+        runtime = current()
+        settings = runtime.settings
+        if not settings.kafka_port or self.listener is not None:
+            return
+        try:
+            from halfmq.broker.security.access import ANONYMOUS
+
+            from .dispatch import Dispatcher
+            from .group_coordinator import GroupCoordinator
+            from .group_handlers import GroupHandlers
+            from .handlers import KafkaHandlers, Node
+            from .listener import KafkaListener
+            from .producer_sequences import ProducerSequences
+            from .sasl import SaslHandlers, connection_principal
+        except ImportError as exc:
+            log.warning("Kafka front off: %s (pip install 'halfmq[kafka]')", exc)
+            return
+        host = urllib.parse.urlsplit(settings.advertise_url).hostname or settings.host
+        def principal() -> Any:  # the connection's SASL principal; with auth off, anonymous
+            return connection_principal.get() or ANONYMOUS
+
+        handlers = KafkaHandlers(current, Node(host, settings.kafka_port), principal, ProducerSequences(settings.kafka_max_producers))
+        groups = GroupHandlers(current, principal, GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members))
+        table = handlers.table(groups, SaslHandlers(current))
+        self.listener = KafkaListener(Dispatcher(handlers=table, auth_on=lambda: bool(current().access.enabled)))
+        try:
+            self.port = await self.listener.start(settings.host, settings.kafka_port)
+        except OSError as exc:  # the port is taken: the broker serves its other fronts, as the RocketMQ front does
+            log.error("Kafka front off: cannot listen on %s:%d (%s)", settings.host, settings.kafka_port, exc.strerror or exc)
+            self.listener = None
+            return
+        log.info("Kafka front on %s:%d", settings.host, self.port)
+
+    async def stop(self) -> None:
+        listener, self.listener = self.listener, None
+        if listener is not None:
+            await listener.stop()

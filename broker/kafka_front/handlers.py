@@ -1,0 +1,300 @@
+"""The Kafka front's handlers for producing and consuming: each decodes nothing (dispatch.py did), calls the use cases
+the HTTP and gRPC fronts call, and answers in kafka-python's response classes.
+
+A halfmq topic is a Kafka topic, its queues are the partitions, a queue offset is the record's offset; the one broker
+(or a set's leader) is the only Kafka node, leader of every partition and coordinator of every group. Refusals of a
+use case are answered per partition, topic or group with error_codes.py's code; the connection stays open.
+What a client reads is what readers of every front see: the visible part of each queue (under a set's high
+watermark), committed messages only, so the last stable offset is the high watermark (docs/decisions/048).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import errors as kafka_errors
+from kafka.protocol.api_key import ApiKey
+from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetCommitResponse, OffsetFetchResponse
+from kafka.protocol.metadata import FindCoordinatorResponse, MetadataResponse
+from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
+
+from halfmq.broker.protocol import SendRequest, TopicCreate
+from halfmq.broker.usecases.caller import Principal
+from halfmq.broker.usecases.records import DamagedEntry, StoredMessage
+from halfmq.errors import BrokerError, InvalidRequest
+
+from .error_codes import kafka_code
+from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced, TransactionsNotServed, UnknownProducerId
+from .group_handlers import GroupHandlers
+from .producer_sequences import ProducerSequences, SequenceVerdict, StoredBatch
+from .record_batches import decode_batches, encode_batch
+from .record_mapping import kafka_record, outgoing
+from .request_header import RequestHeader
+from .sasl import SaslHandlers
+
+NO_TOPIC_ID = uuid.UUID(int=0)
+NODE_ID = 0
+LATEST, EARLIEST = -1, -2
+READ_CHUNK = 100
+"""Records read from a queue at a time while a Fetch fills up to its byte bounds."""
+POLL_STEP = 0.02
+"""Seconds between two looks of a Fetch waiting for ``min_bytes`` (until ``max_wait_ms``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """How Kafka's clients reach this broker: the host of its advertised URL and the Kafka port."""
+
+    host: str
+    port: int
+
+
+def error_of(exc: Exception, *, group: bool = False) -> int:
+    if isinstance(exc, KafkaRefusal):
+        return exc.error_code
+    if isinstance(exc, BrokerError):
+        return kafka_code(exc, group=group)
+    raise exc
+
+
+class KafkaHandlers:
+    """``current``: the runtime of the moment (its ``usecases``, ``access`` and ``settings``); ``principal``: who calls
+    (anonymous until SASL maps Kafka's users to halfmq's principals); ``sequences``: the idempotent producers' batches."""
+
+    def __init__(self, current: Callable[[], Any], node: Node, principal: Callable[[], Principal], sequences: ProducerSequences) -> None:
+        self.current = current
+        self.sequences = sequences
+        self.node = node
+        self.principal = principal
+
+    def scope(self, header: RequestHeader, api: str) -> dict[str, Any]:
+        return {"path": f"kafka:{api}", "client": header.client_id}
+
+    # --- Metadata and FindCoordinator ---------------------------------------------------------------------------
+    async def metadata(self, request: Any, header: RequestHeader) -> Any:
+        uc, who, scope = self.current().usecases, self.principal(), self.scope(header, "Metadata")
+        asked = request.topics
+        if asked is None or (header.api_version == 0 and not asked):
+            names = [t.name for t in uc.topics.list_visible(who).topics]
+        else:
+            names = [t.name for t in asked]
+        auto = bool(getattr(request, "allow_auto_topic_creation", True))
+        topics = [await self._topic_metadata(uc, who, scope, name, auto) for name in names]
+        broker = MetadataResponse.MetadataResponseBroker
+        return MetadataResponse(throttle_time_ms=0, cluster_id="halfmq", controller_id=NODE_ID, topics=topics,
+                                brokers=[broker(node_id=NODE_ID, host=self.node.host, port=self.node.port, rack=None)])
+
+    async def _topic_metadata(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, auto: bool) -> Any:
+        topic = MetadataResponse.MetadataResponseTopic
+        partition = topic.MetadataResponsePartition
+        try:
+            try:
+                info = uc.topics.describe(who, scope, name)
+            except BrokerError as exc:
+                if not auto or kafka_code(exc) != int(kafka_errors.UnknownTopicOrPartitionError.errno):
+                    raise
+                info, _ = await uc.topics.create(who, scope, TopicCreate(name=name, queues=None))
+        except BrokerError as exc:
+            return topic(error_code=error_of(exc), name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[])
+        return topic(error_code=0, name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[
+                         partition(error_code=0, partition_index=q, leader_id=NODE_ID, leader_epoch=0, replica_nodes=[NODE_ID],
+                                   isr_nodes=[NODE_ID], offline_replicas=[]) for q in range(len(info.queues))])
+
+    async def find_coordinator(self, request: Any, header: RequestHeader) -> Any:
+        """This node coordinates every group and transactional id."""
+        coordinator = FindCoordinatorResponse.Coordinator
+        keys = list(request.coordinator_keys or []) if header.api_version >= 4 else [request.key]
+        return FindCoordinatorResponse(
+            throttle_time_ms=0, error_code=0, error_message=None, node_id=NODE_ID, host=self.node.host, port=self.node.port,
+            coordinators=[coordinator(key=key, node_id=NODE_ID, host=self.node.host, port=self.node.port, error_code=0,
+                                      error_message=None) for key in keys])
+
+    # --- Produce ------------------------------------------------------------------------------------------------
+    async def produce(self, request: Any, header: RequestHeader) -> Any:
+        rt, who, scope = self.current(), self.principal(), self.scope(header, "Produce")
+        topic = ProduceResponse.TopicProduceResponse
+        answers = []
+        for t in request.topic_data:
+            parts = []
+            for p in t.partition_data:
+                parts.append(await self._produce_partition(rt, who, scope, t.name, p.index, p.records))
+            answers.append(topic(name=t.name, topic_id=NO_TOPIC_ID, partition_responses=parts))
+        return ProduceResponse(responses=answers, throttle_time_ms=0)
+
+    async def _produce_partition(self, rt: Any, who: Principal, scope: dict[str, Any], name: str, index: int, records: Any) -> Any:
+        partition = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+        try:
+            batches = decode_batches(bytes(records or b""))
+            if any(b.control or b.transactional for b in batches):
+                raise TransactionsNotServed("Kafka transactions are not served yet (issue 47): leave transactional_id unset")
+            messages = [outgoing(r, index) for b in batches for r in b.records]
+            if not messages:
+                raise InvalidRequest("a Produce partition without records")
+            publisher = rt.access.publisher(who, scope, name)
+            numbered = self._numbered(batches, name, index, len(messages))
+            if numbered is not None and numbered[1] is not None:  # a batch stored before: its first answer
+                base_offset = numbered[1].base_offset
+            else:
+                sent = await rt.usecases.sending.send(publisher, SendRequest(messages=messages))
+                base_offset = sent.results[0].queue_offset
+                if numbered is not None:
+                    b = batches[0]
+                    self.sequences.stored(b.producer_id, b.producer_epoch, name, index, b.base_sequence, len(messages), base_offset)
+            start, _, _ = rt.usecases.topics.queue_range(who, scope, name, index)
+            return partition(index=index, error_code=0, base_offset=base_offset, log_append_time_ms=-1,
+                             log_start_offset=start, record_errors=[], error_message=None)
+        except (KafkaRefusal, BrokerError) as exc:
+            return partition(index=index, error_code=error_of(exc), base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
+                             record_errors=[], error_message=str(exc)[:500])
+
+    def _numbered(self, batches: list[Any], name: str, index: int, count: int) -> tuple[SequenceVerdict, StoredBatch | None] | None:
+        """None for a plain batch; for an idempotent producer's, the verdict on its numbers (refusals raised)."""
+        ids = {b.producer_id for b in batches}
+        if ids == {-1}:
+            return None
+        if len(batches) != 1:
+            raise InvalidRecord("an idempotent producer sends one record batch per partition and request")
+        b = batches[0]
+        if not self.sequences.known(b.producer_id):
+            raise UnknownProducerId(f"producer id {b.producer_id} is not known here (this broker restarted, or it was "
+                                    "never handed out): initialize the producer again")
+        verdict, earlier = self.sequences.decide(b.producer_id, b.producer_epoch, name, index, b.base_sequence, count)
+        if verdict is SequenceVerdict.OUT_OF_ORDER:
+            raise OutOfOrderSequence(f"batch numbered from {b.base_sequence} does not follow the last one stored")
+        if verdict is SequenceVerdict.FENCED:
+            raise ProducerEpochFenced(f"epoch {b.producer_epoch} is older than the producer's")
+        return verdict, earlier
+
+    async def init_producer_id(self, request: Any, header: RequestHeader) -> Any:
+        """An idempotent producer's id: halfmq's own (durable, capped per principal); transactional ids are not served yet."""
+        try:
+            if request.transactional_id:
+                raise TransactionsNotServed("Kafka transactions are not served yet (issue 47): leave transactional_id unset")
+            result = await self.current().usecases.producer_transactions.new_producer_id(self.scope(header, "InitProducerId"))
+        except (KafkaRefusal, BrokerError) as exc:
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=error_of(exc), producer_id=-1, producer_epoch=-1)
+        self.sequences.started(result.producer_id)
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=result.producer_id, producer_epoch=result.epoch)
+
+    # --- Fetch and ListOffsets ----------------------------------------------------------------------------------
+    async def fetch(self, request: Any, header: RequestHeader) -> Any:
+        uc, who, scope = self.current().usecases, self.principal(), self.scope(header, "Fetch")
+        deadline = time.monotonic() + max(0, request.max_wait_ms) / 1000
+        while True:
+            budget = max(1, request.max_bytes if header.api_version >= 3 else 1 << 30)
+            topics, got = [], 0
+            for t in request.topics:
+                parts = []
+                for p in t.partitions:
+                    answer, size = self._fetch_partition(uc, who, scope, t.topic, p, min(p.partition_max_bytes, budget))
+                    budget -= size
+                    got += size
+                    parts.append(answer)
+                topics.append(FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=NO_TOPIC_ID, partitions=parts))
+            if got >= max(1, request.min_bytes) or time.monotonic() >= deadline:
+                return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+            await asyncio.sleep(min(POLL_STEP, max(0.0, deadline - time.monotonic())))
+
+    def _fetch_partition(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, p: Any, max_bytes: int) -> tuple[Any, int]:
+        data = FetchResponse.FetchableTopicResponse.PartitionData
+        try:
+            records, (first, end) = uc.topics.read_records(who, scope, name, p.partition, p.fetch_offset, 0)
+            if not first <= p.fetch_offset <= end:
+                raise OffsetOutOfRange(f"offset {p.fetch_offset} is outside {first}..{end}")
+            kept: list[StoredMessage] = []
+            size, offset = 0, p.fetch_offset
+            while offset < end and size < max_bytes:
+                records, _ = uc.topics.read_records(who, scope, name, p.partition, offset, READ_CHUNK)
+                if not records:
+                    break
+                for r in records:
+                    offset = r.queue_offset + 1
+                    if type(r) is DamagedEntry:
+                        continue
+                    kept.append(r)
+                    size += len(r.body) + 64
+                    if size >= max_bytes:
+                        break
+            batch = encode_batch([kafka_record(m) for m in kept]) if kept else b""
+            return data(partition_index=p.partition, error_code=0, high_watermark=end, last_stable_offset=end,
+                        log_start_offset=first, aborted_transactions=[], preferred_read_replica=-1, records=batch), len(batch)
+        except (KafkaRefusal, BrokerError) as exc:
+            return data(partition_index=p.partition, error_code=error_of(exc), high_watermark=-1, last_stable_offset=-1,
+                        log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1, records=None), 0
+
+    async def list_offsets(self, request: Any, header: RequestHeader) -> Any:
+        uc, who, scope = self.current().usecases, self.principal(), self.scope(header, "ListOffsets")
+        topic = ListOffsetsResponse.ListOffsetsTopicResponse
+        partition = topic.ListOffsetsPartitionResponse
+        answers = []
+        for t in request.topics:
+            parts = []
+            for p in t.partitions:
+                try:
+                    at_ms = None if p.timestamp in (LATEST, EARLIEST) or p.timestamp < 0 else p.timestamp
+                    first, end, at = uc.topics.queue_range(who, scope, t.name, p.partition_index, at_ms)
+                    offset = first if p.timestamp == EARLIEST else end if at is None else at
+                    parts.append(partition(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=offset, leader_epoch=0))
+                except BrokerError as exc:
+                    parts.append(partition(partition_index=p.partition_index, error_code=error_of(exc), timestamp=-1, offset=-1,
+                                           leader_epoch=-1))
+            answers.append(topic(name=t.name, partitions=parts))
+        return ListOffsetsResponse(throttle_time_ms=0, topics=answers)
+
+    # --- committed offsets --------------------------------------------------------------------------------------
+    async def offset_commit(self, request: Any, header: RequestHeader) -> Any:
+        uc, who, scope = self.current().usecases, self.principal(), self.scope(header, "OffsetCommit")
+        topic = OffsetCommitResponse.OffsetCommitResponseTopic
+        partition = topic.OffsetCommitResponsePartition
+        answers = []
+        for t in request.topics:
+            moves = [(p.partition_index, p.committed_offset) for p in t.partitions]
+            try:
+                await uc.groups.commit_offsets(who, scope, request.group_id, t.name, moves)
+                code = 0
+            except BrokerError as exc:
+                code = error_of(exc, group=True)
+            answers.append(topic(name=t.name, topic_id=NO_TOPIC_ID,
+                                 partitions=[partition(partition_index=qid, error_code=code) for qid, _ in moves]))
+        return OffsetCommitResponse(throttle_time_ms=0, topics=answers)
+
+    async def offset_fetch(self, request: Any, header: RequestHeader) -> Any:
+        uc, who, scope = self.current().usecases, self.principal(), self.scope(header, "OffsetFetch")
+        if header.api_version >= 8:
+            group = OffsetFetchResponse.OffsetFetchResponseGroup
+            return OffsetFetchResponse(throttle_time_ms=0, groups=[
+                group(group_id=g.group_id, error_code=0, topics=self._committed(uc, who, scope, g.group_id, g.topics, group.OffsetFetchResponseTopics))
+                for g in request.groups])
+        topics = self._committed(uc, who, scope, request.group_id, request.topics, OffsetFetchResponse.OffsetFetchResponseTopic)
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=0, topics=topics)
+
+    def _committed(self, uc: Any, who: Principal, scope: dict[str, Any], group: str, asked: Any, topic: Any) -> list[Any]:
+        partition = getattr(topic, "OffsetFetchResponsePartition", None) or topic.OffsetFetchResponsePartitions  # v1-7, v8+
+        answers = []
+        for t in asked or []:
+            indexes = list(t.partition_indexes or [])
+            try:
+                committed = uc.groups.committed_offsets(who, scope, group, t.name)
+                parts = [partition(partition_index=i, committed_offset=committed.get(i, -1), committed_leader_epoch=-1,
+                                   metadata="", error_code=0) for i in indexes]
+            except BrokerError as exc:
+                code = error_of(exc, group=True)
+                parts = [partition(partition_index=i, committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=code)
+                         for i in indexes]
+            answers.append(topic(name=t.name, partitions=parts))
+        return answers
+
+    def table(self, groups: GroupHandlers, sasl: SaslHandlers) -> dict[int, Any]:
+        """API key -> handler, for the dispatcher; the keys not here are answered as not served yet."""
+        return {int(ApiKey.SaslHandshake): sasl.handshake, int(ApiKey.SaslAuthenticate): sasl.authenticate,
+                int(ApiKey.JoinGroup): groups.join_group, int(ApiKey.SyncGroup): groups.sync_group,
+                int(ApiKey.Heartbeat): groups.heartbeat, int(ApiKey.LeaveGroup): groups.leave_group,
+                int(ApiKey.Metadata): self.metadata, int(ApiKey.FindCoordinator): self.find_coordinator,
+                int(ApiKey.Produce): self.produce, int(ApiKey.InitProducerId): self.init_producer_id,
+                int(ApiKey.Fetch): self.fetch, int(ApiKey.ListOffsets): self.list_offsets,
+                int(ApiKey.OffsetCommit): self.offset_commit, int(ApiKey.OffsetFetch): self.offset_fetch}
