@@ -30,6 +30,7 @@ class KafkaFront:
         try:
             from halfmq.broker.security.access import ANONYMOUS
 
+            from .admin_handlers import AdminHandlers
             from .dispatch import Dispatcher
             from .group_coordinator import GroupCoordinator
             from .group_handlers import GroupHandlers
@@ -45,8 +46,9 @@ class KafkaFront:
             return connection_principal.get() or ANONYMOUS
 
         handlers = KafkaHandlers(current, Node(host, settings.kafka_port), principal, ProducerSequences(settings.kafka_max_producers))
-        groups = GroupHandlers(current, principal, GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members))
-        table = handlers.table(groups, SaslHandlers(current))
+        coordinator = GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members)
+        groups = GroupHandlers(current, principal, coordinator)
+        table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))
         self.listener = KafkaListener(Dispatcher(handlers=table, auth_on=lambda: bool(current().access.enabled)))
         try:
             self.port = await self.listener.start(settings.host, settings.kafka_port)

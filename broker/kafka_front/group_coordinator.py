@@ -66,7 +66,8 @@ class GroupCoordinator:
             raise MembershipError(kafka_errors.UnknownMemberIdError, f"{member_id!r} is not a member of {group_id!r}")
         member_id = member_id or f"{client_id or 'member'}-{uuid.uuid4()}"
         was = group.state
-        group.join(member_id, protocol_type, protocols, session_timeout_ms, rebalance_timeout_ms, self.now_ms(), self.max_members)
+        group.join(member_id, protocol_type, protocols, session_timeout_ms, rebalance_timeout_ms, self.now_ms(), self.max_members,
+                   client_id)
         if was is not GroupState.PREPARING_REBALANCE:
             self._rebalancing(group)
         waiting = self._joins.setdefault(group_id, {})

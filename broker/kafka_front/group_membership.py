@@ -67,6 +67,7 @@ class Member:
     seen_ms: float
     joined: bool = True  # in the rebalance now under way
     assignment: bytes = b""
+    client_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class KafkaGroup:
 
     # --- joining ------------------------------------------------------------------------------------------------
     def join(self, member_id: str, protocol_type: str, protocols: list[tuple[str, bytes]], session_timeout_ms: int,
-             rebalance_timeout_ms: int, now_ms: float, max_members: int) -> None:
+             rebalance_timeout_ms: int, now_ms: float, max_members: int, client_id: str = "") -> None:
         """``member_id`` (new or known) joins the rebalance under way, or starts one."""
         if self.members and protocol_type != self.protocol_type:
             raise MembershipError(kafka_errors.InconsistentGroupProtocolError, f"the group's protocol type is {self.protocol_type!r}")
@@ -107,7 +108,7 @@ class KafkaGroup:
                 m.joined = False
             self.rebalance_started_ms = now_ms
         self.protocol_type = protocol_type
-        self.members[member_id] = Member(member_id, session_timeout_ms, rebalance_timeout_ms, protocols, now_ms)
+        self.members[member_id] = Member(member_id, session_timeout_ms, rebalance_timeout_ms, protocols, now_ms, client_id=client_id)
         self.move(GroupEvent.JOIN)
 
     def _common(self, protocols: list[tuple[str, bytes]], skip: str = "") -> list[str]:

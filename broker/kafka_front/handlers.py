@@ -28,6 +28,7 @@ from halfmq.broker.usecases.caller import Principal
 from halfmq.broker.usecases.records import DamagedEntry, StoredMessage
 from halfmq.errors import BrokerError, InvalidRequest
 
+from .admin_handlers import AdminHandlers
 from .error_codes import kafka_code
 from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced, TransactionsNotServed, UnknownProducerId
 from .group_handlers import GroupHandlers
@@ -289,9 +290,11 @@ class KafkaHandlers:
             answers.append(topic(name=t.name, partitions=parts))
         return answers
 
-    def table(self, groups: GroupHandlers, sasl: SaslHandlers) -> dict[int, Any]:
+    def table(self, groups: GroupHandlers, sasl: SaslHandlers, admin: AdminHandlers) -> dict[int, Any]:
         """API key -> handler, for the dispatcher; the keys not here are answered as not served yet."""
-        return {int(ApiKey.SaslHandshake): sasl.handshake, int(ApiKey.SaslAuthenticate): sasl.authenticate,
+        return {int(ApiKey.CreateTopics): admin.create_topics, int(ApiKey.ListGroups): admin.list_groups,
+                int(ApiKey.DescribeGroups): admin.describe_groups,
+                int(ApiKey.SaslHandshake): sasl.handshake, int(ApiKey.SaslAuthenticate): sasl.authenticate,
                 int(ApiKey.JoinGroup): groups.join_group, int(ApiKey.SyncGroup): groups.sync_group,
                 int(ApiKey.Heartbeat): groups.heartbeat, int(ApiKey.LeaveGroup): groups.leave_group,
                 int(ApiKey.Metadata): self.metadata, int(ApiKey.FindCoordinator): self.find_coordinator,

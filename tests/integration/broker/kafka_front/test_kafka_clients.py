@@ -19,8 +19,11 @@ import httpx
 import pytest
 from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import Producer as RdProducer
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import SaslAuthenticationFailedError, TopicAuthorizationFailedError
+from confluent_kafka.admin import AdminClient as RdAdminClient
+from confluent_kafka.admin import NewTopic as RdNewTopic
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+from kafka.errors import SaslAuthenticationFailedError, TopicAlreadyExistsError, TopicAuthorizationFailedError
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse
 
@@ -254,3 +257,29 @@ def test_an_sdk_consumer_group_and_a_kafka_group_of_the_same_name_share_the_comm
     consumer.assign([TopicPartition(topic, 0)])
     assert [r.value for r in consumer] == [b"m2", b"m3"]  # the Kafka member starts where the HTTP group committed
     consumer.close()
+
+
+def test_kafka_s_admin_clients_create_topics_and_list_and_describe_groups(broker: KafkaBroker) -> None:
+    topic, group = unique("KAFKA_ADMIN"), unique("admgroup")
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
+    with pytest.raises(TopicAlreadyExistsError):
+        admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
+    with Producer(broker.url) as sdk:
+        assert len(sdk.get_topic(topic).queues) == 3  # the SDK sees the topic Kafka's admin made
+
+    member = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group, client_id="the-member",
+                           consumer_timeout_ms=500)
+    list(member)  # joins the group and waits for records once
+    assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable"} in admin.list_groups()
+    described = admin.describe_groups([group])[group]
+    assert described["group_state"] == "Stable" and [m["client_id"] for m in described["members"]] == ["the-member"]
+    assert described["members"][0]["member_assignment"]["assigned_partitions"] == [{"topic": topic, "partitions": [0, 1, 2]}]
+    member.close()
+    admin.close()
+
+    rd_admin = RdAdminClient({"bootstrap.servers": broker.bootstrap})
+    futures = rd_admin.create_topics([RdNewTopic(topic + "_RD", num_partitions=2, replication_factor=1)])
+    futures[topic + "_RD"].result(timeout=30)
+    with Producer(broker.url) as sdk:
+        assert len(sdk.get_topic(topic + "_RD").queues) == 2

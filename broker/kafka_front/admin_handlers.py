@@ -1,0 +1,109 @@
+"""The admin calls Kafka's tools and admin clients make: CreateTopics, ListGroups, DescribeGroups.
+
+A topic is created as the HTTP front creates one (partitions are queues; the replication factor is the broker's or
+the set's own, so any asked for is taken); the groups listed are the Kafka front's groups (their members and state,
+from the coordinator) and halfmq's consumer groups of every front (no members: their consumers pop, they do not join).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kafka import errors as kafka_errors
+from kafka.protocol.admin import CreateTopicsResponse, DescribeGroupsResponse, ListGroupsResponse
+
+from halfmq.broker.protocol import TopicCreate
+from halfmq.broker.usecases.caller import Principal
+from halfmq.errors import BrokerError, TopicNotFound
+
+from .error_codes import kafka_code
+from .group_coordinator import GroupCoordinator
+from .request_header import RequestHeader
+
+CONSUMER = "consumer"
+
+
+class AdminHandlers:
+    def __init__(self, current: Callable[[], Any], principal: Callable[[], Principal], coordinator: GroupCoordinator) -> None:
+        self.current = current
+        self.principal = principal
+        self.coordinator = coordinator
+
+    def _scope(self, header: RequestHeader, api: str) -> dict[str, Any]:
+        return {"path": f"kafka:{api}", "client": header.client_id}
+
+    async def create_topics(self, request: Any, header: RequestHeader) -> Any:
+        uc, who, scope = self.current().usecases, self.principal(), self._scope(header, "CreateTopics")
+        result = CreateTopicsResponse.CreatableTopicResult
+        answers = []
+        for t in request.topics:
+            queues = t.num_partitions if t.num_partitions > 0 else None
+            try:
+                if request.validate_only:
+                    exists = self._exists(uc, who, scope, t.name)
+                    code = int(kafka_errors.TopicAlreadyExistsError.errno) if exists else 0
+                    answers.append(result(name=t.name, error_code=code, error_message=None, num_partitions=t.num_partitions,
+                                          replication_factor=t.replication_factor, configs=[]))
+                    continue
+                info, created = await uc.topics.create(who, scope, TopicCreate(name=t.name, queues=queues))
+                code = 0 if created else int(kafka_errors.TopicAlreadyExistsError.errno)
+                answers.append(result(name=t.name, error_code=code, error_message=None if created else f"topic {t.name!r} exists",
+                                      num_partitions=len(info.queues), replication_factor=t.replication_factor, configs=[]))
+            except BrokerError as exc:
+                answers.append(result(name=t.name, error_code=kafka_code(exc), error_message=str(exc)[:500], num_partitions=-1,
+                                      replication_factor=-1, configs=[]))
+        return CreateTopicsResponse(throttle_time_ms=0, topics=answers)
+
+    @staticmethod
+    def _exists(uc: Any, who: Principal, scope: dict[str, Any], name: str) -> bool:
+        try:
+            uc.topics.describe(who, scope, name)
+        except TopicNotFound:
+            return False
+        return True
+
+    async def list_groups(self, request: Any, header: RequestHeader) -> Any:
+        uc, who, scope = self.current().usecases, self.principal(), self._scope(header, "ListGroups")
+        listed = ListGroupsResponse.ListedGroup
+        try:
+            halfmq_groups = [g.group for g in uc.groups.list_groups(who, scope, False).groups]
+        except BrokerError as exc:
+            return ListGroupsResponse(throttle_time_ms=0, error_code=kafka_code(exc, group=True), groups=[])
+        kafka_groups = self.coordinator.groups
+        names = list(kafka_groups) + [g for g in halfmq_groups if g not in kafka_groups]
+        states = set(request.states_filter or []) if header.api_version >= 4 else set()
+        groups = []
+        for name in names:
+            group = kafka_groups.get(name)
+            state = group.state.value if group is not None else "Empty"
+            if states and state not in states:
+                continue
+            groups.append(listed(group_id=name, protocol_type=group.protocol_type if group is not None else "", group_state=state,
+                                 group_type="classic"))
+        return ListGroupsResponse(throttle_time_ms=0, error_code=0, groups=groups)
+
+    async def describe_groups(self, request: Any, header: RequestHeader) -> Any:
+        uc, who, scope = self.current().usecases, self.principal(), self._scope(header, "DescribeGroups")
+        described = DescribeGroupsResponse.DescribedGroup
+        member = described.DescribedGroupMember
+        answers = []
+        for name in request.groups:
+            try:
+                uc.groups.describe(who, scope, name)  # the right to describe it (and a check of its name)
+            except BrokerError as exc:
+                answers.append(described(error_code=kafka_code(exc, group=True), error_message=str(exc)[:500], group_id=name,
+                                         group_state="", protocol_type="", protocol_data="", members=[]))
+                continue
+            group = self.coordinator.groups.get(name)
+            if group is None:
+                answers.append(described(error_code=0, error_message=None, group_id=name, group_state="Empty", protocol_type="",
+                                         protocol_data="", members=[]))
+                continue
+            answers.append(described(
+                error_code=0, error_message=None, group_id=name, group_state=group.state.value, protocol_type=group.protocol_type,
+                protocol_data=group.protocol_name, members=[
+                    member(member_id=m.member_id, group_instance_id=None, client_id=m.client_id, client_host="",
+                           member_metadata=dict(m.protocols).get(group.protocol_name, b""), member_assignment=m.assignment)
+                    for m in group.members.values()]))
+        return DescribeGroupsResponse(throttle_time_ms=0, groups=answers)
