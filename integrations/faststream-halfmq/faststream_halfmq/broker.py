@@ -87,8 +87,7 @@ class HalfmqRegistrator(Registrator[Message, HalfmqBrokerConfig]):
                 topic=topic, group=group, title_=title, description_=description, include_in_schema=include_in_schema), calls),
             calls)
         super().subscriber(subscriber, persistent=persistent)
-        return cast(HalfmqSubscriber, subscriber.add_call(parser_=parser or self._parser, decoder_=decoder or self._decoder,
-                                                          dependencies_=dependencies))
+        return subscriber.add_call(parser_=parser or self._parser, decoder_=decoder or self._decoder, dependencies_=dependencies)
 
     def publisher(self, topic: str, *, headers: dict[str, str] | None = None, message_group: str | None = None,  # type: ignore[override]
                   delay: Delay = None, persistent: bool = True, title: str | None = None, description: str | None = None,
@@ -197,7 +196,7 @@ class HalfmqBroker(HalfmqRegistrator, BrokerUsecase[Message, HalfmqConnection, H
             return False
         return True
 
-    async def publish(self, message: SendableMessage = None, topic: str = "", *, headers: dict[str, str] | None = None,  # type: ignore[override]
+    async def publish(self, message: SendableMessage = None, topic: str = "", *, headers: dict[str, str] | None = None,
                       correlation_id: str | None = None, reply_to: str = "", message_group: str | None = None,
                       delay: Delay = None, keys: list[str] | str | None = None, tag: str | None = None) -> SendResult | None:
         """Send ``message`` to ``topic``: its ``SendResult``, or None inside a transactional handler (the message
@@ -208,12 +207,14 @@ class HalfmqBroker(HalfmqRegistrator, BrokerUsecase[Message, HalfmqConnection, H
         result: SendResult | None = await self._basic_publish(cmd, producer=self.config.producer)
         return result
 
-    async def publish_batch(self, *messages: SendableMessage, topic: str = "", headers: dict[str, str] | None = None,
+    async def publish_batch(self, *messages: SendableMessage, topic: str = "", headers: dict[str, str] | None = None,  # type: ignore[override]
                             correlation_id: str | None = None) -> list[SendResult]:
         """One request for many messages, stored all or none."""
-        cmd = HalfmqPublishCommand(None, topic=topic, headers=headers, correlation_id=correlation_id or self.config.id_generator(),
+        if not messages:
+            return []
+        cmd = HalfmqPublishCommand(messages[0], topic=topic, headers=headers, correlation_id=correlation_id or self.config.id_generator(),
                                    _publish_type=PublishType.PUBLISH)
-        cmd.batch_bodies = messages
+        cmd.extra_bodies = messages[1:]
         results: list[SendResult] = await self._basic_publish_batch(cmd, producer=self.config.producer)
         return results
 

@@ -18,7 +18,7 @@ __all__ = ["HalfmqBrokerConfig"]
 
 @dataclass(kw_only=True)
 class HalfmqBrokerConfig(BrokerConfig):
-    producer: HalfmqProducer = field(default_factory=HalfmqProducer)  # type: ignore[assignment]
+    producer: HalfmqProducer = field(default_factory=HalfmqProducer)
     _connection: HalfmqConnection | None = field(default=None, init=False, repr=False)
 
     @property

@@ -32,7 +32,7 @@ class HalfmqTelemetrySettingsProvider(TelemetrySettingsProvider[Message, HalfmqP
                 MESSAGING_DESTINATION_PUBLISH_NAME: msg.raw_message.topic}
 
     def get_consume_destination_name(self, msg: StreamMessage[Message]) -> str:
-        return msg.raw_message.topic
+        return str(msg.raw_message.topic)
 
     def get_publish_attrs_from_cmd(self, cmd: HalfmqPublishCommand) -> dict[str, Any]:
         return {SpanAttributes.MESSAGING_SYSTEM: self.messaging_system, SpanAttributes.MESSAGING_DESTINATION_NAME: cmd.destination,

@@ -94,7 +94,8 @@ class HalfmqProducer(ProducerProto[HalfmqPublishCommand]):
         messages = [await self._encoded(cmd, body) for body in cmd.batch_bodies]
         if CURRENT_TRANSACTION.get() is not None:
             raise FeatureNotSupportedException("publish_batch inside a transactional handler: publish the messages one by one")
-        return await self._plain().send_batch(cmd.destination, messages)
+        results: list[SendResult] = await self._plain().send_batch(cmd.destination, messages)
+        return results
 
     async def request(self, cmd: HalfmqPublishCommand) -> Any:
         raise FeatureNotSupportedException(

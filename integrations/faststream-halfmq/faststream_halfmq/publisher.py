@@ -26,7 +26,7 @@ __all__ = ["HalfmqPublisher", "HalfmqPublisherConfig", "HalfmqPublisherSpecifica
 
 @dataclass(kw_only=True)
 class HalfmqPublisherConfig(PublisherUsecaseConfig):
-    _outer_config: HalfmqBrokerConfig = field(default_factory=HalfmqBrokerConfig)  # type: ignore[assignment]
+    _outer_config: HalfmqBrokerConfig = field(default_factory=HalfmqBrokerConfig)
 
     topic: str
     headers: dict[str, str] | None = None

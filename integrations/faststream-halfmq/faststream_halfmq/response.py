@@ -41,6 +41,11 @@ class HalfmqPublishCommand(PublishCommand):
         super().__init__(body=message, destination=topic, correlation_id=correlation_id, headers=headers,
                          reply_to=reply_to, _publish_type=_publish_type)
         self.message_group, self.delay, self.keys, self.tag, self.timeout = message_group, delay, keys, tag, timeout
+        self.extra_bodies: tuple[SendableMessage, ...] = ()
+
+    @property
+    def batch_bodies(self) -> tuple[SendableMessage, ...]:
+        return (*super().batch_bodies, *self.extra_bodies)
 
     @classmethod
     def from_cmd(cls, cmd: PublishCommand | HalfmqPublishCommand) -> HalfmqPublishCommand:

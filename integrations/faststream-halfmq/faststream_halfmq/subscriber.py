@@ -55,7 +55,7 @@ RECEIVE_BACKOFF_SECONDS = 1.0  # after a failed receive (broker restarting, netw
 
 @dataclass(kw_only=True)
 class HalfmqSubscriberConfig(SubscriberUsecaseConfig):
-    _outer_config: HalfmqBrokerConfig = field(default_factory=HalfmqBrokerConfig)  # type: ignore[assignment]
+    _outer_config: HalfmqBrokerConfig = field(default_factory=HalfmqBrokerConfig)
 
     topic: str
     group: str
@@ -189,11 +189,12 @@ class HalfmqSubscriber(TasksMixin, SubscriberUsecase[Message]):
     async def _receive(self) -> list[Message]:
         consumer = await self._open()
         try:
-            return await consumer.receive(self.max_messages, self.invisible_seconds, self.wait_seconds)
+            batch: list[Message] = await consumer.receive(self.max_messages, self.invisible_seconds, self.wait_seconds)
         except BrokerError as exc:  # the SDK retried already; keep the subscriber alive through a broker restart
             self._outer_config.logger.log(f"receive failed: {exc!r}", logging.WARNING, self.get_log_context(None))
             await asyncio.sleep(RECEIVE_BACKOFF_SECONDS)
             return []
+        return batch
 
     async def _consume_loop(self) -> None:
         """Receive a batch, run it (``max_workers`` messages at a time; a transactional subscriber one at a time), repeat."""
@@ -229,7 +230,7 @@ class HalfmqSubscriber(TasksMixin, SubscriberUsecase[Message]):
             msg=raw, middlewares=(m(raw, context=context) for m in self._broker_middlewares), parser=parser, decoder=decoder)
         return msg
 
-    async def __aiter__(self) -> AsyncIterator[HalfmqMessage]:  # type: ignore[override]
+    async def __aiter__(self) -> AsyncIterator[HalfmqMessage]:
         consumer = await self._open()
         while True:
             for raw in await consumer.receive(self.max_messages, self.invisible_seconds, self.wait_seconds):
