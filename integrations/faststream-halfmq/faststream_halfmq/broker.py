@@ -24,6 +24,7 @@ from faststream.specification.schema import BrokerSpec
 from halfmq import BrokerError, Message, SendResult
 
 from .config import HalfmqBrokerConfig
+from .half_messages import HalfMessagePublisher
 from .producer import HalfmqConnection, HalfmqProducer
 from .publisher import HalfmqPublisher, HalfmqPublisherConfig, HalfmqPublisherSpecification, HalfmqPublisherSpecificationConfig
 from .response import Delay, HalfmqPublishCommand
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
     from faststream._internal.basic_types import LoggerProto, SendableMessage
     from faststream._internal.context import ContextRepo as ContextRepoType
     from faststream._internal.types import BrokerMiddleware, CustomCallable
+
+    from halfmq.client.sqlalchemy.async_barrier import AsyncTransactionBarrier
+    from halfmq.client.sqlalchemy.barrier import TransactionBarrier
 
 __all__ = ["HalfmqBroker", "HalfmqPublisherArgs", "HalfmqRegistrator", "HalfmqRoute", "HalfmqRouter"]
 
@@ -169,6 +173,17 @@ class HalfmqBroker(HalfmqRegistrator, BrokerUsecase[Message, HalfmqConnection, H
                 extra_context={"broker": self}),
             specification=BrokerSpec(description=description, url=[specification_url or url], protocol="http",
                                      protocol_version="halfmq-v1", tags=(), security=None))
+        self._half_message_publishers: list[HalfMessagePublisher] = []
+
+    def half_message_publisher(self, topic: str, *, producer_group: str, barrier: AsyncTransactionBarrier | TransactionBarrier,
+                               check_url: str | None, producer_options: dict[str, Any] | None = None) -> HalfMessagePublisher:
+        """A transactional publisher to ``topic``: RocketMQ's half message around your database work, the check-back
+        answered by ``barrier``'s records (serve ``publisher.check_app()`` at ``check_url``); started with the broker.
+        ``producer_options``: more of ``AsyncTransactionProducer``'s (``heartbeat_interval`` …)."""
+        publisher = HalfMessagePublisher(self.config, topic, producer_group=producer_group, barrier=barrier,
+                                         check_url=check_url, producer_options=producer_options)
+        self._half_message_publishers.append(publisher)
+        return publisher
 
     async def _connect(self) -> HalfmqConnection:
         connection = await HalfmqConnection(self._connection_kwargs["url"], self._connection_kwargs["options"]).open()
@@ -176,12 +191,16 @@ class HalfmqBroker(HalfmqRegistrator, BrokerUsecase[Message, HalfmqConnection, H
         return connection
 
     async def start(self) -> None:
-        await self.connect()
+        connection = await self.connect()
+        for publisher in self._half_message_publishers:
+            await publisher.start(connection)
         await super().start()
 
     async def stop(self, exc_type: type[BaseException] | None = None, exc_val: BaseException | None = None,
                    exc_tb: TracebackType | None = None) -> None:
         await super().stop(exc_type, exc_val, exc_tb)
+        for publisher in self._half_message_publishers:
+            await publisher.close()
         if self._connection is not None:
             await self._connection.close()
             self._connection = None
