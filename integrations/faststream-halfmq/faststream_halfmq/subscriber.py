@@ -32,6 +32,7 @@ from faststream.specification.schema import Message as SpecMessage
 from faststream.specification.schema import Operation, SubscriberSpec
 
 from halfmq import AsyncSimpleConsumer, BrokerError, Message, TopicNotFound
+from halfmq.wire import ReceiveRequest
 
 from .config import HalfmqBrokerConfig
 from .message import HalfmqParser
@@ -131,13 +132,18 @@ class HalfmqSubscriber(TasksMixin, SubscriberUsecase[Message]):
 
     def __init__(self, config: HalfmqSubscriberConfig, specification: SubscriberSpecification[Any, Any],
                  calls: CallsCollection[Message]) -> None:
+        # The receive's bounds (the broker's MAX_RECEIVE, invisibility, long poll) checked here, where the subscriber
+        # is declared, not in the receive loop where a mistake would only be logged, again and again.
+        ReceiveRequest(max_messages=config.max_messages, invisible_seconds=config.invisible_seconds, wait_seconds=config.wait_seconds)
+        if config.max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, not {config.max_workers}")
         self._parsing = HalfmqParser()
         config.parser = self._parsing.parse_message
         config.decoder = self._parsing.decode_message
         super().__init__(config, specification, calls)
         self._topic, self.group = config.topic, config.group
         self.max_messages, self.invisible_seconds, self.wait_seconds = config.max_messages, config.invisible_seconds, config.wait_seconds
-        self.max_workers, self.transactional_id = max(1, config.max_workers), config.transactional_id
+        self.max_workers, self.transactional_id = config.max_workers, config.transactional_id
         self._consumer: AsyncSimpleConsumer | None = None
         self._transactions: TransactionalSettlement | None = None
 

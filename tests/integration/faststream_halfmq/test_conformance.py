@@ -271,3 +271,21 @@ async def test_a_message_sent_with_the_sdk_reaches_a_faststream_handler(url: str
     async with running(broker), AsyncProducer(url) as producer:
         sent = await producer.send(topic, {"from": "sdk"}, properties={"k": "v"})
         assert await seen.at_least(1) == [({"from": "sdk"}, sent.msg_id)]
+
+
+@pytest.mark.parametrize(("option", "value"), [("max_messages", 0), ("max_messages", 10_000), ("invisible_seconds", 0),
+                                               ("wait_seconds", -1), ("max_workers", 0)])
+def test_a_subscriber_out_of_the_receive_bounds_is_refused_where_it_is_declared(option: str, value: float) -> None:
+    broker = HalfmqBroker("http://127.0.0.1:9")
+    with pytest.raises(ValueError, match=option):
+        broker.subscriber("ORDERS", group="g", **{option: value})
+
+
+@pytest.mark.parametrize("mode", ["real_broker"])
+async def test_request_against_a_broker_says_to_use_a_reply_topic(url: str, running: Running) -> None:
+    from faststream.exceptions import FeatureNotSupportedException
+
+    broker = HalfmqBroker(url)
+    async with running(broker) as br:
+        with pytest.raises(FeatureNotSupportedException, match="reply_to"):
+            await br.request(1, unique("FS"))
