@@ -192,10 +192,10 @@ class HalfmqSubscriber(TasksMixin, SubscriberUsecase[Message]):
         async with self._transactions.around(msg):
             return await super().consume(msg)
 
-    async def _receive(self) -> list[Message]:
+    async def _receive(self, max_messages: int) -> list[Message]:
         consumer = await self._open()
         try:
-            batch: list[Message] = await consumer.receive(self.max_messages, self.invisible_seconds, self.wait_seconds)
+            batch: list[Message] = await consumer.receive(max_messages, self.invisible_seconds, self.wait_seconds)
         except BrokerError as exc:  # the SDK retried already; keep the subscriber alive through a broker restart
             self._outer_config.logger.log(f"receive failed: {exc!r}", logging.WARNING, self.get_log_context(None))
             await asyncio.sleep(RECEIVE_BACKOFF_SECONDS)
@@ -203,21 +203,32 @@ class HalfmqSubscriber(TasksMixin, SubscriberUsecase[Message]):
         return batch
 
     async def _consume_loop(self) -> None:
-        """Receive a batch, run it (``max_workers`` messages at a time; a transactional subscriber one at a time), repeat."""
-        limit = anyio.Semaphore(1 if self._transactions is not None else self.max_workers)
+        """One worker (and a transactional subscriber): receive ``max_messages``, handle them in order, repeat.
+        ``max_workers`` > 1: receive only as many as there are idle workers, and receive again as soon as one is idle,
+        so a slow message never holds the others back and no message waits out its invisibility unstarted."""
+        workers = 1 if self._transactions is not None else self.max_workers
+        if workers == 1:
+            while self.running:
+                for raw in await self._receive(self.max_messages):
+                    await self.consume(raw)
+            return
+        busy, idle = 0, asyncio.Event()
 
         async def one(raw: Message) -> None:
-            async with limit:
+            nonlocal busy
+            try:
                 await self.consume(raw)
+            finally:
+                busy -= 1
+                idle.set()
 
-        while self.running:
-            batch = await self._receive()
-            if len(batch) == 1 or limit.value == 1:
-                for raw in batch:
-                    await self.consume(raw)
-                continue
-            async with anyio.create_task_group() as tg:
-                for raw in batch:
+        async with anyio.create_task_group() as tg:
+            while self.running:
+                while busy >= workers:
+                    idle.clear()
+                    await idle.wait()
+                for raw in await self._receive(min(self.max_messages, workers - busy)):
+                    busy += 1
                     tg.start_soon(one, raw)
 
     async def get_one(self, *, timeout: float = 5.0) -> HalfmqMessage | None:  # noqa: ASYNC109  (FastStream's signature)

@@ -289,3 +289,23 @@ async def test_request_against_a_broker_says_to_use_a_reply_topic(url: str, runn
     async with running(broker) as br:
         with pytest.raises(FeatureNotSupportedException, match="reply_to"):
             await br.request(1, unique("FS"))
+
+
+@pytest.mark.parametrize("mode", ["real_broker"])
+async def test_max_workers_handle_that_many_messages_at_once(url: str, running: Running, seen: Seen) -> None:
+    import asyncio
+
+    broker, topic, together = HalfmqBroker(url), unique("FS"), asyncio.Barrier(4)
+
+    @broker.subscriber(topic, group="g", max_workers=4, wait_seconds=0.5)
+    async def handle(body: str) -> None:
+        async with asyncio.timeout(20):  # one worker at a time would never get four handlers in here
+            await together.wait()
+        seen.add(body)
+
+    async with running(broker) as br:
+        for body in "abcd":  # one by one: each may arrive in a receive of its own
+            await br.publish(body, topic)
+            await asyncio.sleep(0.3)
+        await seen.at_least(4)
+    assert sorted(seen.items) == ["a", "b", "c", "d"]
