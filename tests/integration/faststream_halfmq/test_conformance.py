@@ -309,3 +309,19 @@ async def test_max_workers_handle_that_many_messages_at_once(url: str, running: 
             await asyncio.sleep(0.3)
         await seen.at_least(4)
     assert sorted(seen.items) == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize("mode", ["real_broker"])
+async def test_the_test_client_with_real_runs_the_same_test_against_the_broker(url: str, seen: Seen) -> None:
+    from faststream_halfmq import TestHalfmqBroker
+
+    broker, topic = HalfmqBroker(url), unique("FS")
+
+    @broker.subscriber(topic, group="g", wait_seconds=0.5)
+    async def handle(body: dict[str, Any]) -> None:
+        seen.add(body)
+
+    async with TestHalfmqBroker(broker, with_real=True) as br:
+        await br.publish({"n": 1}, topic)
+        await seen.at_least(1)
+        handle.mock.assert_called_once_with({"n": 1})
