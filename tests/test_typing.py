@@ -1,6 +1,7 @@
 """The SDK passes `mypy --strict` (it ships py.typed, so its users type-check against these annotations);
 the server, halfmq.broker, passes plain mypy."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -67,3 +68,15 @@ def test_the_readme_programs_pass_mypy_strict() -> None:
     programs = readme_programs_as_files(tree / "site")  # beside the staged package, named relative to it
     result = _mypy(tree, "--strict", *programs)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.typecheck
+def test_the_faststream_broker_passes_mypy_strict() -> None:
+    """integrations/faststream-halfmq ships py.typed too: its users type-check against it."""
+    folder = ROOT / "integrations" / "faststream-halfmq"
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "-p", "faststream_halfmq", "--cache-dir", str(checked_tree("faststream") / "cache")],
+        cwd=folder, capture_output=True, text=True, timeout=600, env={**os.environ, "MYPYPATH": str(ROOT)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Success" in result.stdout
