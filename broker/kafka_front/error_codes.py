@@ -33,6 +33,15 @@ CODES: dict[type[errors.BrokerError], type[kafka_errors.BrokerResponseError]] = 
     errors.StoreUnavailable: kafka_errors.KafkaStorageError,
     errors.BrokerUnavailable: kafka_errors.BrokerNotAvailableError,
     errors.TooManyProducerIds: kafka_errors.ThrottlingQuotaExceededError,
+    errors.ProducerFenced: kafka_errors.ProducerFencedError,
+    errors.InvalidProducerEpoch: kafka_errors.InvalidProducerEpochError,
+    errors.InvalidTxnState: kafka_errors.InvalidTxnStateError,
+    errors.UnknownTransactionalId: kafka_errors.InvalidProducerIdMappingError,
+    errors.TransactionConflict: kafka_errors.ConcurrentTransactionsError,
+    errors.InvalidTransactionTimeout: kafka_errors.InvalidTransactionTimeoutError,
+    errors.OutOfOrderSequence: kafka_errors.OutOfOrderSequenceNumberError,
+    errors.TransactionTooLarge: kafka_errors.MessageSizeTooLargeError,
+    errors.OpenTransactionsFull: kafka_errors.ThrottlingQuotaExceededError,
     errors.SendWindowsFull: kafka_errors.ThrottlingQuotaExceededError,
 }
 

@@ -72,12 +72,6 @@ class OffsetOutOfRange(KafkaRefusal):
     kafka_error = kafka_errors.OffsetOutOfRangeError
 
 
-class TransactionsNotServed(KafkaRefusal):
-    """A transactional producer: the front does not serve Kafka transactions yet (issue 47)."""
-
-    kafka_error = kafka_errors.TransactionalIdAuthorizationFailedError
-
-
 class UnknownProducerId(KafkaRefusal):
     """An idempotent batch naming a producer id the front does not hold (handed out before a restart, or never)."""
 
@@ -94,3 +88,9 @@ class ProducerEpochFenced(KafkaRefusal):
     """An idempotent batch from an epoch older than the producer id's newest."""
 
     kafka_error = kafka_errors.InvalidProducerEpochError
+
+
+class TransactionNotBegun(KafkaRefusal):
+    """A transactional batch before its transaction's AddPartitionsToTxn (or after the front forgot the transaction)."""
+
+    kafka_error = kafka_errors.InvalidTxnStateError

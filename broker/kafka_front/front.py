@@ -38,6 +38,7 @@ class KafkaFront:
             from .listener import KafkaListener
             from .producer_sequences import ProducerSequences
             from .sasl import SaslHandlers, connection_principal
+            from .txn_handlers import TxnHandlers, TxnSteps
         except ImportError as exc:
             log.warning("Kafka front off: %s (pip install 'halfmq[kafka]')", exc)
             return
@@ -45,7 +46,8 @@ class KafkaFront:
         def principal() -> Any:  # the connection's SASL principal; with auth off, anonymous
             return connection_principal.get() or ANONYMOUS
 
-        handlers = KafkaHandlers(current, Node(host, settings.kafka_port), principal, ProducerSequences(settings.kafka_max_producers))
+        txns = TxnHandlers(current, principal, TxnSteps(settings.kafka_max_producers))
+        handlers = KafkaHandlers(current, Node(host, settings.kafka_port), principal, ProducerSequences(settings.kafka_max_producers), txns)
         coordinator = GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members)
         groups = GroupHandlers(current, principal, coordinator)
         table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))

@@ -30,13 +30,14 @@ from halfmq.errors import BrokerError, InvalidRequest
 
 from .admin_handlers import AdminHandlers
 from .error_codes import kafka_code
-from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced, TransactionsNotServed, UnknownProducerId
+from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced, UnknownProducerId
 from .group_handlers import GroupHandlers
 from .producer_sequences import ProducerSequences, SequenceVerdict, StoredBatch
 from .record_batches import decode_batches, encode_batch
 from .record_mapping import kafka_record, outgoing
 from .request_header import RequestHeader
 from .sasl import SaslHandlers
+from .txn_handlers import TxnHandlers
 
 NO_TOPIC_ID = uuid.UUID(int=0)
 NODE_ID = 0
@@ -67,9 +68,11 @@ class KafkaHandlers:
     """``current``: the runtime of the moment (its ``usecases``, ``access`` and ``settings``); ``principal``: who calls
     (anonymous until SASL maps Kafka's users to halfmq's principals); ``sequences``: the idempotent producers' batches."""
 
-    def __init__(self, current: Callable[[], Any], node: Node, principal: Callable[[], Principal], sequences: ProducerSequences) -> None:
+    def __init__(self, current: Callable[[], Any], node: Node, principal: Callable[[], Principal], sequences: ProducerSequences,
+                 txns: TxnHandlers) -> None:
         self.current = current
         self.sequences = sequences
+        self.txns = txns
         self.node = node
         self.principal = principal
 
@@ -123,23 +126,27 @@ class KafkaHandlers:
         for t in request.topic_data:
             parts = []
             for p in t.partition_data:
-                parts.append(await self._produce_partition(rt, who, scope, t.name, p.index, p.records))
+                parts.append(await self._produce_partition(rt, who, scope, t.name, p.index, p.records, request.transactional_id, header))
             answers.append(topic(name=t.name, topic_id=NO_TOPIC_ID, partition_responses=parts))
         return ProduceResponse(responses=answers, throttle_time_ms=0)
 
-    async def _produce_partition(self, rt: Any, who: Principal, scope: dict[str, Any], name: str, index: int, records: Any) -> Any:
+    async def _produce_partition(self, rt: Any, who: Principal, scope: dict[str, Any], name: str, index: int, records: Any,
+                                 tid: str | None, header: RequestHeader) -> Any:
         partition = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
         try:
             batches = decode_batches(bytes(records or b""))
-            if any(b.control or b.transactional for b in batches):
-                raise TransactionsNotServed("Kafka transactions are not served yet (issue 47): leave transactional_id unset")
             messages = [outgoing(r, index) for b in batches for r in b.records]
             if not messages:
                 raise InvalidRequest("a Produce partition without records")
             publisher = rt.access.publisher(who, scope, name)
             numbered = self._numbered(batches, name, index, len(messages))
-            if numbered is not None and numbered[1] is not None:  # a batch stored before: its first answer
+            if numbered is not None and numbered[1] is not None:  # a batch stored (or held) before: its first answer
                 base_offset = numbered[1].base_offset
+            elif any(b.transactional or b.control for b in batches):  # held by the transaction: offsets at its commit
+                self.txns.produce(tid or "", name, index, batches, header)
+                base_offset = -1
+                b = batches[0]
+                self.sequences.stored(b.producer_id, b.producer_epoch, name, index, b.base_sequence, len(messages), base_offset)
             else:
                 sent = await rt.usecases.sending.send(publisher, SendRequest(messages=messages))
                 base_offset = sent.results[0].queue_offset
@@ -172,15 +179,18 @@ class KafkaHandlers:
         return verdict, earlier
 
     async def init_producer_id(self, request: Any, header: RequestHeader) -> Any:
-        """An idempotent producer's id: halfmq's own (durable, capped per principal); transactional ids are not served yet."""
+        """An idempotent producer's id: halfmq's own (durable, capped per principal); with a transactional id, its id and a
+        new epoch from the transaction coordinator (txn_handlers.py)."""
         try:
             if request.transactional_id:
-                raise TransactionsNotServed("Kafka transactions are not served yet (issue 47): leave transactional_id unset")
-            result = await self.current().usecases.producer_transactions.new_producer_id(self.scope(header, "InitProducerId"))
+                producer_id, epoch = await self.txns.init(request.transactional_id, request.transaction_timeout_ms, header)
+            else:
+                result = await self.current().usecases.producer_transactions.new_producer_id(self.scope(header, "InitProducerId"))
+                producer_id, epoch = result.producer_id, result.epoch
         except (KafkaRefusal, BrokerError) as exc:
             return InitProducerIdResponse(throttle_time_ms=0, error_code=error_of(exc), producer_id=-1, producer_epoch=-1)
-        self.sequences.started(result.producer_id)
-        return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=result.producer_id, producer_epoch=result.epoch)
+        self.sequences.started(producer_id)
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=producer_id, producer_epoch=epoch)
 
     # --- Fetch and ListOffsets ----------------------------------------------------------------------------------
     async def fetch(self, request: Any, header: RequestHeader) -> Any:
@@ -292,7 +302,8 @@ class KafkaHandlers:
 
     def table(self, groups: GroupHandlers, sasl: SaslHandlers, admin: AdminHandlers) -> dict[int, Any]:
         """API key -> handler, for the dispatcher; the keys not here are answered as not served yet."""
-        return {int(ApiKey.CreateTopics): admin.create_topics, int(ApiKey.ListGroups): admin.list_groups,
+        return {int(ApiKey.AddPartitionsToTxn): self.txns.add_partitions, int(ApiKey.EndTxn): self.txns.end,
+                int(ApiKey.CreateTopics): admin.create_topics, int(ApiKey.ListGroups): admin.list_groups,
                 int(ApiKey.DescribeGroups): admin.describe_groups,
                 int(ApiKey.SaslHandshake): sasl.handshake, int(ApiKey.SaslAuthenticate): sasl.authenticate,
                 int(ApiKey.JoinGroup): groups.join_group, int(ApiKey.SyncGroup): groups.sync_group,

@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient as RdAdminClient
 from confluent_kafka.admin import NewTopic as RdNewTopic
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
-from kafka.errors import SaslAuthenticationFailedError, TopicAlreadyExistsError, TopicAuthorizationFailedError
+from kafka.errors import KafkaError, SaslAuthenticationFailedError, TopicAlreadyExistsError, TopicAuthorizationFailedError
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse
 
@@ -283,3 +283,47 @@ def test_kafka_s_admin_clients_create_topics_and_list_and_describe_groups(broker
     futures[topic + "_RD"].result(timeout=30)
     with Producer(broker.url) as sdk:
         assert len(sdk.get_topic(topic + "_RD").queues) == 2
+
+
+def test_a_kafka_transaction_s_records_appear_at_its_commit_and_an_aborted_one_s_never(broker: KafkaBroker) -> None:
+    topic, tid = unique("KAFKA_TXN"), unique("ktx")
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=tid)
+    producer.init_transactions()
+    producer.begin_transaction()
+    for i in range(3):
+        producer.send(topic, b"committed-%d" % i, partition=0)
+    producer.flush()
+    with Producer(broker.url) as sdk:
+        assert sdk.read(topic, 0, 0, max=10).messages == []  # held by the open transaction: no front sees it yet
+    producer.commit_transaction()
+    producer.begin_transaction()
+    producer.send(topic, b"aborted", partition=0)
+    producer.flush()
+    producer.abort_transaction()
+    producer.close()
+
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level="read_committed", auto_offset_reset="earliest",
+                             consumer_timeout_ms=3000)
+    consumer.assign([TopicPartition(topic, 0)])
+    assert [r.value for r in consumer] == [b"committed-0", b"committed-1", b"committed-2"]
+    consumer.close()
+
+
+def test_a_second_producer_with_the_same_transactional_id_fences_the_first(broker: KafkaBroker) -> None:
+    topic, tid = unique("KAFKA_FENCE"), unique("fence")
+    first = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=tid)
+    first.init_transactions()
+    first.begin_transaction()
+    first.send(topic, b"from the zombie", partition=0)
+    first.flush()
+    second = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=tid)
+    second.init_transactions()  # a new epoch: the first's open transaction is aborted
+    with pytest.raises(KafkaError):
+        first.commit_transaction()
+    second.begin_transaction()
+    second.send(topic, b"from the new one", partition=0)
+    second.commit_transaction()
+    second.close()
+    first.close(timeout=5)
+    with Producer(broker.url) as sdk:
+        assert [m.body for m in sdk.read(topic, 0, 0, max=10).messages] == ["from the new one"]

@@ -1,0 +1,118 @@
+"""Kafka's transactional producer on halfmq's producer transactions (DESIGN section 11): one coordinator for both.
+
+InitProducerId with a transactional id is the coordinator's ``init`` (a new epoch fences the old producer and aborts
+its open transaction); the first AddPartitionsToTxn of a transaction is its ``begin``; each transactional Produce to a
+partition is one ``add_messages`` step, held by the coordinator until EndTxn commits it (then every front sees the
+messages at once, at the offsets they get then) or aborts it. halfmq numbers a transaction's steps (begin 0, then 1,
+2, …); the Kafka client does not, so the front keeps the next step of each transactional id it serves (bounded, least
+recently used forgotten: a forgotten id's next step is refused and its client aborts). A retried batch (the same
+first sequence as one of the partition's last five) is answered without a second step. The answer to a transactional
+Produce has no offset (-1): the messages get theirs at the commit.
+
+Not served yet: a consumed offset in the transaction (AddOffsetsToTxn, TxnOffsetCommit), so Kafka's
+consume-transform-produce commits its output atomically but its input offsets apart (docs/decisions/048).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from kafka.protocol.producer import AddPartitionsToTxnResponse, EndTxnResponse
+
+from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, TxnMessage, TxnMessagesRequest
+from halfmq.broker.usecases.caller import Principal
+from halfmq.errors import BrokerError
+
+from .error_codes import kafka_code
+from .errors import InvalidRecord, TransactionNotBegun
+from .record_batches import RecordBatch
+from .record_mapping import outgoing
+from .request_header import RequestHeader
+
+
+class TxnSteps:
+    """The next step number of each open transaction the front serves, for at most ``bound`` transactional ids."""
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self._next: OrderedDict[str, int] = OrderedDict()
+
+    def begun(self, tid: str) -> bool:
+        return tid in self._next
+
+    def begin(self, tid: str) -> None:
+        self._next[tid] = 1
+        self._next.move_to_end(tid)
+        while len(self._next) > self.bound:
+            self._next.popitem(last=False)
+
+    def take(self, tid: str) -> int:
+        step = self._next[tid]
+        self._next[tid] = step + 1
+        self._next.move_to_end(tid)
+        return step
+
+    def end(self, tid: str) -> None:
+        self._next.pop(tid, None)
+
+
+class TxnHandlers:
+    def __init__(self, current: Callable[[], Any], principal: Callable[[], Principal], steps: TxnSteps) -> None:
+        self.current = current
+        self.principal = principal
+        self.steps = steps
+
+    def _actor(self, tid: str, api: str, header: RequestHeader) -> Any:
+        return self.current().usecases.producer_transactions.stepping(self.principal(), {"path": f"kafka:{api}",
+                                                                                          "client": header.client_id}, tid)
+
+    async def init(self, tid: str, timeout_ms: int, header: RequestHeader) -> tuple[int, int]:
+        """A transactional id's producer id and new epoch (its open transaction, if any, aborted)."""
+        result = await self.current().usecases.producer_transactions.init(
+            self.principal(), {"path": "kafka:InitProducerId", "client": header.client_id}, tid, timeout_ms if timeout_ms > 0 else None)
+        self.steps.end(tid)
+        return int(result.producer_id), int(result.epoch)
+
+    async def add_partitions(self, request: Any, header: RequestHeader) -> Any:
+        """v0-3 (the clients'): begins the transaction on its first call; halfmq learns the partitions from the messages."""
+        tid, pid, epoch = request.v3_and_below_transactional_id, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch
+        try:
+            if not self.steps.begun(tid):
+                self.current().usecases.producer_transactions.begin(self._actor(tid, "AddPartitionsToTxn", header),
+                                                                    BeginTxnRequest(producer_id=pid, epoch=epoch, sequence=0))
+                self.steps.begin(tid)
+            code = 0
+        except BrokerError as exc:
+            code = kafka_code(exc)
+        result = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+        partition = result.AddPartitionsToTxnPartitionResult
+        return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0, results_by_transaction=[], results_by_topic_v3_and_below=[
+            result(name=t.name, results_by_partition=[partition(partition_index=i, partition_error_code=code) for i in t.partitions])
+            for t in request.v3_and_below_topics])
+
+    def produce(self, tid: str, name: str, index: int, batches: list[RecordBatch], header: RequestHeader) -> None:
+        """One transactional Produce partition: a step of the transaction (held until EndTxn)."""
+        if not tid or any(b.control or not b.transactional for b in batches) or len({b.producer_id for b in batches}) != 1:
+            raise InvalidRecord("a transactional Produce carries its transactional id and transactional batches of one producer")
+        if not self.steps.begun(tid):
+            raise TransactionNotBegun(f"transactional id {tid!r} has no transaction begun here (AddPartitionsToTxn first)")
+        messages = [TxnMessage(**outgoing(r, index).model_dump(), topic=name) for b in batches for r in b.records]
+        body = TxnMessagesRequest(producer_id=batches[0].producer_id, epoch=batches[0].producer_epoch, sequence=self.steps.take(tid),
+                                  messages=messages)
+        self.current().usecases.producer_transactions.add_messages(self._actor(tid, "Produce", header), body)
+
+    async def end(self, request: Any, header: RequestHeader) -> Any:
+        tid = request.transactional_id
+        uc = self.current().usecases.producer_transactions
+        body = EndTxnRequest(producer_id=request.producer_id, epoch=request.producer_epoch)
+        try:
+            actor = self._actor(tid, "EndTxn", header)
+            await (uc.commit(actor, body) if request.committed else uc.abort(actor, body))
+            code = 0
+        except BrokerError as exc:
+            code = kafka_code(exc)
+        self.steps.end(tid)
+        return EndTxnResponse(throttle_time_ms=0, error_code=code, producer_id=request.producer_id, producer_epoch=request.producer_epoch)
+
