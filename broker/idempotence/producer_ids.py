@@ -177,6 +177,15 @@ class ProducerIds:
         self._bound[producer.producer_id] = producer
         self._holdings(producer.owner).sequences += len(producer.sends.answers)
 
+    def unbind(self, producer: ProducerState) -> None:
+        """``producer`` (a transactional id's) is forgotten: its id expired, or an init gave the id a new producer id."""
+        if self._bound.get(producer.producer_id) is producer:
+            del self._bound[producer.producer_id]
+            held = self._holdings(producer.owner)
+            held.sequences -= len(producer.sends.answers)
+            if not held.alone and not held.sequences:
+                del self._held[producer.owner or ""]
+
     def sender(self, producer_id: int, epoch: int, principal: str) -> ProducerState:
         """The producer an idempotent send names (a transactional id's or one obtained alone), if ``principal`` obtained it.
 
@@ -184,12 +193,14 @@ class ProducerIds:
         (before anything else about it is told). Fenced, unknown or expired: refused.
         """
         bound = self._bound.get(producer_id)
+        now = self.now_ms()
         if bound is not None:
             if bound.owner != principal:
                 not_owned(bound, principal)
-            return current(bound, producer_id, epoch)
+            producer = current(bound, producer_id, epoch)
+            producer.last_used_ms = now  # a transactional id used for numbered sends only is not idle (its expiry)
+            return producer
         producer = self._alone.get(producer_id)
-        now = self.now_ms()
         if producer is not None and now - producer.last_used_ms > self.producer_id_expiry_ms:
             self._forget(producer_id)
             producer = None
@@ -370,6 +381,22 @@ class ProducerIds:
         if producer is not None and kind == TxnRecord.SEND and epoch == producer.epoch:
             self.replay_send(producer, record)
             self._used(producer, record.store_timestamp)
+
+    # --- the state snapshot (store.state_snapshot, producer_transactions.snapshot_state) ------
+    def alone(self) -> list[ProducerState]:
+        """The producer ids obtained alone that are kept now, least recently used first."""
+        return sorted(self._alone.values(), key=lambda p: p.last_used_ms)
+
+    def restore_alone(self, producer: ProducerState) -> None:
+        """A producer id obtained alone, as a state snapshot kept it (call in least recently used order)."""
+        self._hold_alone(producer)
+
+    def window_of(self, high: int, answers: dict[int, SentRef]) -> SendWindow:
+        """A window as a state snapshot kept it, at this broker's window size (numbers now outside it are dropped)."""
+        window = self.window()
+        window.high = high
+        window.answers = {n: ref for n, ref in answers.items() if n > high - window.size}
+        return window
 
     def replay_send(self, producer: ProducerState, record: StoredMessage) -> None:
         """A numbered send of ``producer``'s current epoch: its number is stored, its answer read back when asked.
