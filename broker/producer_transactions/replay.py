@@ -97,12 +97,13 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
     txn = txns.get(tid)
     if txn is None:
         return
-    txn.last_used_ms = max(txn.last_used_ms, record.store_timestamp)
     if kind == TxnRecord.SEND:
         if epoch == txn.epoch:
             coordinator.ids.replay_send(txn, record)
+            txn.last_used_ms = max(txn.last_used_ms, record.store_timestamp)  # as ``ProducerIds.sender`` sets it
     elif kind == TxnRecord.BEGIN:
         txn.state, txn.number, txn.begun_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, record.store_timestamp, None
+        txn.message_count, txn.ack_count = 0, 0  # as a begin does: what the last transaction held is not this one's
     elif kind == TxnRecord.COMMIT:
         committed = decode_acks(record.body)
         for group, topic, queue_id, offset in committed:

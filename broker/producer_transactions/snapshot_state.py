@@ -73,6 +73,11 @@ def _window_copy(producer: ProducerState) -> list[Any]:
     return [producer.sends.high, list(producer.sends.answers.items())]
 
 
+def _counts(txn: ProducerTxn) -> tuple[int, int]:
+    """The messages and acks of the last transaction as its records tell them: a commit's; none of another's."""
+    return (txn.message_count, txn.ack_count) if txn.state is ProducerTxnState.COMPLETE_COMMIT else (0, 0)
+
+
 def state_of(coordinator: TransactionCoordinator, acks: AckLedger) -> dict[str, Any]:
     """What the snapshot keeps of the state now (on the loop: copies, JSON-able once NamedTuples are lists)."""
     registrations = coordinator.producers.registrations() if coordinator.producers is not None else []
@@ -80,8 +85,8 @@ def state_of(coordinator: TransactionCoordinator, acks: AckLedger) -> dict[str, 
     return {
         "alone": [[p.producer_id, p.epoch, p.owner, p.last_used_ms, _window_copy(p)] for p in coordinator.ids.alone()],
         "txns": [[t.transactional_id, t.producer_id, t.epoch, t.owner, t.number, t.timeout_ms, t.state.value, t.begun_ms,
-                  t.ended_ms, t.aborted_by.value if t.aborted_by else None, t.message_count, t.ack_count, t.last_used_ms,
-                  _window_copy(t)] for t in coordinator.all()],
+                  t.ended_ms, t.aborted_by.value if t.aborted_by else None, *_counts(t), t.last_used_ms, _window_copy(t)]
+                 for t in coordinator.all()],
         "registrations": [list(r[:4]) for r in registrations],
         "topics": [[t.name, t.queues] for t in coordinator.store.topics.all()],
         "receipt_key": key.hex() if key is not None else None,
