@@ -9,8 +9,8 @@ from pathlib import Path
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.delivery.receipt_handle import load_or_create_key
-from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator
 from halfmq.broker.producer_transactions import snapshot_state
+from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator
 from halfmq.broker.store import state_snapshot
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 
