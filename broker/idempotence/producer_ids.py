@@ -13,9 +13,9 @@ number and the sizes of its messages. The window keeps per number only where the
 how many there are (``SentRef``, as Kafka keeps a batch's metadata, not its contents): a repeat's answer
 (every message's id and offsets) is read back from those records, a rare path bounded by the batch limit.
 So what a producer id holds is a constant per number, whatever its sends held, and one principal's
-producers hold at most what ``principal_caps`` allows. After a restart the same refs are rebuilt from the
-send records, replayed by the coordinator's one scan of the log (``replay_alone``, ``replay_send``), so a
-restart reads the topic once and ends with the state the broker had.
+producers hold at most what ``principal_caps`` allows. After a restart the same refs come back from the state
+snapshot (``restore_alone``, ``window_of``) and the send records after it, replayed by the coordinator's one scan
+of the log (``replay_alone``, ``replay_send``), so a restart ends with the state the broker had.
 """
 
 from __future__ import annotations
