@@ -197,9 +197,9 @@ class ProducerIds:
         if bound is not None:
             if bound.owner != principal:
                 not_owned(bound, principal)
-            producer = current(bound, producer_id, epoch)
-            producer.last_used_ms = now  # a transactional id used for numbered sends only is not idle (its expiry)
-            return producer
+            bound = current(bound, producer_id, epoch)
+            bound.last_used_ms = now  # a transactional id used for numbered sends only is not idle (its expiry)
+            return bound
         producer = self._alone.get(producer_id)
         if producer is not None and now - producer.last_used_ms > self.producer_id_expiry_ms:
             self._forget(producer_id)
