@@ -47,6 +47,9 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--soak", type=float, metavar="SECONDS",
                         help="replicated: add quorum_soak_c64, 64-in-flight quorum sends for SECONDS, counting elections (the plan's F1 check: 600)")
     parser.add_argument("--cases", metavar="NAME,…", help="replicated: run only these of its cases (e.g. quorum_soak_c64)")
+    parser.add_argument("--longlife-sizes", metavar="N,…", help="longlife: messages of history per broker (default 100000,300000,1000000)")
+    parser.add_argument("--broker-python", metavar="PATH",
+                        help="longlife: run the broker under test with this interpreter (another checkout's .venv/bin/python)")
     parser.add_argument("--no-baselines", action="store_true", help="skip the in-run baselines (no ratios)")
     parser.add_argument("--workdir", type=Path, help="parent of the temporary data dirs (default: system temp)")
     parser.add_argument("--keep", action="store_true", help="keep data dirs and server logs after the run")
@@ -64,6 +67,8 @@ def settings_from(args: argparse.Namespace) -> BenchSettings:
         args.quick, runs=args.runs, seconds=args.seconds, warmup=args.warmup, driver=args.driver,
         consume_prefill=args.consume_prefill, workdir=args.workdir, spark_rows=args.spark_rows,
         recovery_bytes=args.recovery_mib * 2**20 if args.recovery_mib else None, timers=args.timers,
+        longlife_sizes=tuple(int(n) for n in args.longlife_sizes.split(",")) if args.longlife_sizes else None,
+        broker_python=args.broker_python,
         soak_seconds=args.soak, cases=tuple(c.strip() for c in args.cases.split(",") if c.strip()) if args.cases else None,
     )
 

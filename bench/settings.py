@@ -37,6 +37,9 @@ class BenchSettings:
     timer_probe_window: float = 60.0
     soak_seconds: float = 0.0        # replicated: 64-in-flight quorum sends this long, counting elections (0: no soak)
     cases: tuple[str, ...] = ()      # replicated: only these of its cases (empty: all)
+    longlife_sizes: tuple[int, ...] = (100_000, 300_000, 1_000_000)  # longlife: messages of history, one broker each
+    longlife_snapshot_wait: float = 5.0  # longlife: seconds a started broker is left before it is measured and stopped
+    broker_python: str | None = None  # longlife: the interpreter of the broker under test (another checkout's: before/after)
     workdir: Path | None = None      # where temp dirs go (default: the system temp dir)
 
     @classmethod
@@ -50,10 +53,12 @@ class BenchSettings:
             quick=True, runs=1, seconds=1.0, warmup=0.3, max_ops=200_000, consume_prefill=20_000,
             tx_check_wait=15.0, orders_max=1_000, orders_credit_wait=60.0, recovery_bytes=32 << 20,
             spark_rows=10_000, fsync_seconds=1.0, timers=50_000, timer_probes=500, timer_probe_window=10.0,
+            longlife_sizes=(5_000,), longlife_snapshot_wait=2.0,
         )
 
     def as_json(self) -> dict:
         out = asdict(self)
         out["workdir"] = str(self.workdir) if self.workdir else None
         out["cases"] = list(self.cases)
+        out["longlife_sizes"] = list(self.longlife_sizes)
         return out

@@ -113,6 +113,12 @@ class BrokerSettings(BaseSettings):
     # flight), and how long a producer id without a transactional id lives idle (Kafka's producer.id.expiration.ms).
     idempotent_send_window: int = Field(default=1024, ge=1, le=65_536)
     producer_id_expiration: float = Field(default=24 * 3600.0, gt=0)
+    # How long a transactional id with no transaction open lives idle (Kafka's transactional.id.expiration.ms): then it
+    # is forgotten for good (in no later state snapshot), and an init naming it again starts at a new producer id.
+    transactional_id_expiration: float = Field(default=7 * 24 * 3600.0, gt=0)
+    # How often at most the state snapshot (broker/store/state_snapshot.py) is taken while HALFMQ_TXN_STATE grows: a
+    # restart reads the snapshot plus the records written since it, so this bounds what a restart reads.
+    state_snapshot_interval: float = Field(default=10.0, gt=0)
     # What one principal's idempotent producers may hold in memory (broker/idempotence/principal_caps.py): live producer
     # ids obtained alone (the SDK takes one per Producer), and numbers remembered across all its producers' windows
     # (about 200 bytes each). Past a cap its least recently used id idle at least producer_id_evictable_after seconds is

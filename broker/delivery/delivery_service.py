@@ -82,7 +82,7 @@ class DeliveryService:
         checked_name(NameKind.CONSUMER_GROUP, group)
         if topic.startswith("RMQ_SYS_") or topic in (CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC):
             raise SystemTopicForbidden(f"{topic} is internal to the broker and cannot be consumed")
-        if not self.key_in_log:
+        if self.logged_receipt_key is None:
             self.log_receipt_key()  # before the first handle: every node of a set signs and checks with the first leader's
         deadline = self._clock() + wait
         while True:
@@ -321,9 +321,10 @@ class DeliveryService:
         return self._receipts.parse(handles)
 
     @property
-    def key_in_log(self) -> bool:
-        """Whether the log names the receipt key (then it is that one, on every node of a set)."""
-        return self._receipts.key_in_log
+    def logged_receipt_key(self) -> bytes | None:
+        """The receipt key the log names (then it is that one, on every node of a set); None before the first leader wrote
+        it. A state snapshot keeps it."""
+        return self._receipts.logged_key
 
     def use_receipt_key(self, key: bytes) -> None:
         """The key the log names (replay): every node of a set signs and checks handles with the first leader's."""
@@ -347,5 +348,5 @@ class DeliveryService:
         self._progress.forget(group)
 
     def settled(self) -> list[tuple[str, str, int, int, tuple[int, ...]]]:
-        """Per queue: committed, and past the gap (acks_checkpoint)."""
+        """Per queue: committed, and past the gap (store.state_snapshot)."""
         return self._progress.settled()

@@ -99,6 +99,6 @@ class GroupProgress:
             self.settle(group, topic, queue_id, state.queues[queue_id], offset)
 
     def settled(self) -> list[tuple[str, str, int, int, tuple[int, ...]]]:
-        """Per queue: its committed offset and the offsets settled past the gap above it (store.acks_checkpoint)."""
+        """Per queue: its committed offset and the offsets settled past the gap above it (store.state_snapshot)."""
         return [(g, t, qid, p.committed, tuple(sorted(p.acked)))
                 for (g, t), state in self.states.items() for qid, p in enumerate(state.queues)]

@@ -41,6 +41,11 @@ class Receipts:
             parsed.append((text, handle))
         return parsed
 
+    @property
+    def logged_key(self) -> bytes | None:
+        """The key, if the log names it (what a state snapshot keeps in place of the record); None otherwise."""
+        return self._key if self.key_in_log else None
+
     def use_logged_key(self, key: bytes) -> None:
         """The key the log names (replay)."""
         self._key = key

@@ -85,6 +85,10 @@ class ProducerRegistry:
         else:
             members[record.client_id] = ProducerEntry(record.group, record.client_id, record.check_url, self._clock(), record.address)
 
+    def registrations(self) -> list[ProducerRecord]:
+        """Every registration held now, as its ``producer`` record says it: what a state snapshot keeps of them."""
+        return [ProducerRecord(e.group, e.client_id, e.check_url, e.address, expired=False) for e in self._entries()]
+
     def live(self, group: str) -> list[ProducerEntry]:
         """Producers of ``group`` that heartbeated within the expiry and can be called back."""
         now = self._clock()

@@ -13,9 +13,9 @@ number and the sizes of its messages. The window keeps per number only where the
 how many there are (``SentRef``, as Kafka keeps a batch's metadata, not its contents): a repeat's answer
 (every message's id and offsets) is read back from those records, a rare path bounded by the batch limit.
 So what a producer id holds is a constant per number, whatever its sends held, and one principal's
-producers hold at most what ``principal_caps`` allows. After a restart the same refs are rebuilt from the
-send records, replayed by the coordinator's one scan of the log (``replay_alone``, ``replay_send``), so a
-restart reads the topic once and ends with the state the broker had.
+producers hold at most what ``principal_caps`` allows. After a restart the same refs come back from the state
+snapshot (``restore_alone``, ``window_of``) and the send records after it, replayed by the coordinator's one scan
+of the log (``replay_alone``, ``replay_send``), so a restart ends with the state the broker had.
 """
 
 from __future__ import annotations
@@ -177,6 +177,15 @@ class ProducerIds:
         self._bound[producer.producer_id] = producer
         self._holdings(producer.owner).sequences += len(producer.sends.answers)
 
+    def unbind(self, producer: ProducerState) -> None:
+        """``producer`` (a transactional id's) is forgotten: its id expired, or an init gave the id a new producer id."""
+        if self._bound.get(producer.producer_id) is producer:
+            del self._bound[producer.producer_id]
+            held = self._holdings(producer.owner)
+            held.sequences -= len(producer.sends.answers)
+            if not held.alone and not held.sequences:
+                del self._held[producer.owner or ""]
+
     def sender(self, producer_id: int, epoch: int, principal: str) -> ProducerState:
         """The producer an idempotent send names (a transactional id's or one obtained alone), if ``principal`` obtained it.
 
@@ -184,12 +193,14 @@ class ProducerIds:
         (before anything else about it is told). Fenced, unknown or expired: refused.
         """
         bound = self._bound.get(producer_id)
+        now = self.now_ms()
         if bound is not None:
             if bound.owner != principal:
                 not_owned(bound, principal)
-            return current(bound, producer_id, epoch)
+            bound = current(bound, producer_id, epoch)
+            bound.last_used_ms = now  # a transactional id used for numbered sends only is not idle (its expiry)
+            return bound
         producer = self._alone.get(producer_id)
-        now = self.now_ms()
         if producer is not None and now - producer.last_used_ms > self.producer_id_expiry_ms:
             self._forget(producer_id)
             producer = None
@@ -370,6 +381,22 @@ class ProducerIds:
         if producer is not None and kind == TxnRecord.SEND and epoch == producer.epoch:
             self.replay_send(producer, record)
             self._used(producer, record.store_timestamp)
+
+    # --- the state snapshot (store.state_snapshot, producer_transactions.snapshot_state) ------
+    def alone(self) -> list[ProducerState]:
+        """The producer ids obtained alone that are kept now, least recently used first."""
+        return sorted(self._alone.values(), key=lambda p: p.last_used_ms)
+
+    def restore_alone(self, producer: ProducerState) -> None:
+        """A producer id obtained alone, as a state snapshot kept it (call in least recently used order)."""
+        self._hold_alone(producer)
+
+    def window_of(self, high: int, answers: dict[int, SentRef]) -> SendWindow:
+        """A window as a state snapshot kept it, at this broker's window size (numbers now outside it are dropped)."""
+        window = self.window()
+        window.high = high
+        window.answers = {n: ref for n, ref in answers.items() if n > high - window.size}
+        return window
 
     def replay_send(self, producer: ProducerState, record: StoredMessage) -> None:
         """A numbered send of ``producer``'s current epoch: its number is stored, its answer read back when asked.

@@ -43,9 +43,9 @@ from halfmq.errors import OutOfOrderSequence, ReceiptInOtherTransaction, Transac
 
 from .held_bytes import HeldBytes
 from .producer_state_machine import ProducerTxnEvent, ProducerTxnState, TxnAction, transition
-from .producer_timeout import checked_timeout, deadline_ms, expired
+from .producer_timeout import checked_timeout, deadline_ms, expired, id_expired, idle_since_ms
 from .producer_txn import AckLedger, ProducerRegistrations, ProducerTxn, TxnLimits
-from .replay import replay
+from .replay import ReplayReport, replay
 from .results import (
     AcksResult,
     AddedMessage,
@@ -71,7 +71,7 @@ class TransactionCoordinator:
     def __init__(self, store: MessageStore, acks: AckLedger, durable: Durable, *, limits: TxnLimits = DEFAULT_LIMITS,
                  clock: Callable[[], float] = time.time, send_window: int = DEFAULT_SIZE,
                  producer_id_expiry_ms: int = 24 * 3600 * 1000, producers: ProducerRegistrations | None = None,
-                 producer_caps: PrincipalCaps | None = None) -> None:
+                 producer_caps: PrincipalCaps | None = None, transactional_id_expiry_ms: int = 7 * 24 * 3600 * 1000) -> None:
         self.store = store
         self.producers = producers  # the replay hands it the producers' registrations read back from the log
         self.ids = ProducerIds(store, durable, clock=clock, send_window=send_window, producer_id_expiry_ms=producer_id_expiry_ms,
@@ -85,8 +85,9 @@ class TransactionCoordinator:
         self._held_by: dict[tuple[str, str, int, int], str] = {}
         self.commits = 0
         self.aborts = 0
+        self.transactional_id_expiry_ms = transactional_id_expiry_ms
         store.create_topic(TXN_STATE_TOPIC, 1)
-        replay(self, self._txns, acks)
+        self.replayed: ReplayReport = replay(self, self._txns, acks)
 
     # --- queries ----------------------------------------------------------------
     def all(self) -> list[ProducerTxn]:
@@ -125,12 +126,12 @@ class TransactionCoordinator:
         if old is None:
             checked_name(NameKind.TRANSACTIONAL_ID, tid)
             txn = ProducerTxn(transactional_id=tid, producer_id=self.ids.fresh_id(), epoch=0, timeout_ms=timeout, owner=owner,
-                              sends=self.ids.window())
+                              sends=self.ids.window(), last_used_ms=self.now_ms())
             _, end = self.store.put([self._record(txn, TxnRecord.INIT)])
         else:
             move = transition(old.state, ProducerTxnEvent.INIT)
             txn = ProducerTxn(transactional_id=tid, producer_id=old.producer_id, epoch=old.epoch + 1, timeout_ms=timeout, owner=owner,
-                              number=old.number, sends=self.ids.window())
+                              number=old.number, sends=self.ids.window(), last_used_ms=self.now_ms())
             items = [self._record(txn, TxnRecord.INIT)]
             if move.action is TxnAction.ABORT_THEN_INIT:
                 items.insert(0, self.abort_record(old, AbortedBy.NEW_EPOCH))
@@ -273,6 +274,18 @@ class TransactionCoordinator:
             self.aborted(txn, AbortedBy.TIMEOUT)
             log.warning("transaction %d of %s aborted: open longer than %d ms", txn.number, tid, txn.timeout_ms)
         return due
+
+    def expire_idle_transactional_ids(self) -> list[str]:
+        """Forget for good every transactional id idle past its expiry (the decision is ``producer_timeout.id_expired``):
+        it is in no later state snapshot, and an init that names it again starts at a new producer id, epoch 0."""
+        now = self.now_ms()
+        idle = sorted(tid for tid, t in self._txns.items()
+                      if id_expired(t.state, idle_since_ms(t.last_used_ms, t.begun_ms, t.ended_ms), now, self.transactional_id_expiry_ms))
+        for tid in idle:
+            self.ids.unbind(self._txns.pop(tid))
+        if idle:
+            log.info("forgot %d transactional ids idle longer than %d ms", len(idle), self.transactional_id_expiry_ms)
+        return idle
 
     def check_acting(self, tid: str, principal: str) -> None:
         """PRODUCER_ID_NOT_OWNED when ``tid``'s producer id was obtained by another principal (the steps of its

@@ -1,29 +1,33 @@
-"""A restart of the coordinator: every transactional id rebuilt from HALFMQ_TXN_STATE, in one scan of the log.
+"""A restart of the coordinator: every transactional id rebuilt from the state snapshot and HALFMQ_TXN_STATE's tail.
 
-The scan starts from the acks checkpoint (``store.acks_checkpoint``), if the log still holds what it counts:
-the ``acks`` records before it are passed over unread, their offsets taken from it; every other record is read.
+The replay starts from the newest usable state snapshot (``store.state_snapshot``; what it holds above the store:
+``snapshot_state``) and reads the records after its entry; without one (none written yet, or damaged, or counting
+what this log does not hold) it reads every record from the first. Both end in the same state: the snapshot holds
+exactly what the records before its entry built, less the ids that expired for good.
 
 Committed acks are re-applied from their commit records (the offsets file may not have caught up before a
 crash); what was open is aborted, since it cannot resume. The same scan hands the records of producer ids
 without a transactional id, and the numbered sends of every producer, to the idempotent producer's ids.
 It also rebuilds the broker's own state from its records (``store.state_records``): the acks of ack
 requests, topics, producer registrations and the receipt key. That is how a broker set's new leader has
-what the old one had: a set copies nothing beside the log.
+what the old one had: a set copies nothing beside the log (and each node's own snapshot shortens its replay).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from halfmq.broker.idempotence import producer_records as rec
 from halfmq.broker.idempotence.producer_records import TxnRecord
-from halfmq.broker.store import acks_checkpoint
 from halfmq.broker.store import state_records as state
+from halfmq.broker.store import state_snapshot
 from halfmq.broker.store.message_store import MessageStore
 from halfmq.broker.store.record import StoredMessage
+from halfmq.broker.store.topics import TXN_STATE_TOPIC
 
+from . import snapshot_state
 from .producer_state_machine import ProducerTxnState
 from .producer_txn import AckLedger, ProducerTxn
 from .txn_records import AbortedBy, decode_acks
@@ -34,16 +38,33 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def replay(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], acks: AckLedger) -> None:
+class ReplayReport(NamedTuple):
+    """What a replay read: the snapshot's entry it started from (0: none used) and the records it read after it."""
+
+    snapshot_entries: int
+    records_read: int
+
+
+def replay(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], acks: AckLedger) -> ReplayReport:
     """Rebuild every id from its records into ``txns``; re-apply committed acks to ``acks``; abort what was open."""
     started = time.monotonic()
-    checkpoint = acks_checkpoint.load(coordinator.store)
-    if checkpoint is not None:
-        restore(coordinator.store, acks, checkpoint)
-    for record in acks_checkpoint.records(coordinator.store, checkpoint):
+    snapshot = state_snapshot.load(coordinator.store)
+    parsed = None
+    if snapshot is not None:
+        try:
+            parsed = snapshot_state.parse(snapshot.state)
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning("state snapshot not used (%s: %s): the replay reads the log from its first entry", type(exc).__name__, exc)
+            snapshot = None
+    if snapshot is not None and parsed is not None:
+        restore(coordinator.store, acks, snapshot)
+        snapshot_state.restore(coordinator, txns, acks, parsed)
+    read = 0
+    for record in state_snapshot.records(coordinator.store, snapshot):
+        read += 1
         kind = record.properties.get(rec.TXN_OP, "")
         if kind in state.KINDS:
-            _replay_state(coordinator, acks, state.StateRecord(kind), record, checkpoint)
+            _replay_state(coordinator, acks, state.StateRecord(kind), record)
         else:
             _replay_one(coordinator, txns, acks, record)
     left_open = [t for t in txns.values() if t.state is ProducerTxnState.ONGOING]
@@ -54,9 +75,13 @@ def replay(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], ac
         log.warning("aborted %d producer transactions left open by the last run: %s", len(left_open),
                     ", ".join(t.transactional_id for t in left_open))
     coordinator.ids.expire_idle_producers()
+    coordinator.expire_idle_transactional_ids()
     coordinator.ids.forget_past_caps()  # the ids a running broker kept: each principal's most recently used
-    if txns:
-        log.info("producer transactions rebuilt in %.3fs: %d transactional ids", time.monotonic() - started, len(txns))
+    report = ReplayReport(snapshot.entries if snapshot is not None else 0, read)
+    log.info("state of %s rebuilt in %.3fs: %d records read after the state snapshot's entry %d; %d transactional ids, "
+             "%d producer ids", TXN_STATE_TOPIC, time.monotonic() - started, report.records_read, report.snapshot_entries,
+             len(txns), len(coordinator.ids.alone()))
+    return report
 
 
 def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], acks: AckLedger, record: StoredMessage) -> None:
@@ -67,9 +92,7 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
         coordinator.ids.replay_alone(record)
         return
     if kind == TxnRecord.INIT:
-        txns[tid] = ProducerTxn(transactional_id=tid, producer_id=producer_id, epoch=epoch, timeout_ms=int(props.get(rec.TIMEOUT_MS, 60_000)),
-                                owner=props.get(rec.OWNER), number=number, sends=coordinator.ids.window())
-        coordinator.ids.bind(txns[tid])
+        _replay_init(coordinator, txns, record, tid, producer_id, epoch, number)
         return
     txn = txns.get(tid)
     if txn is None:
@@ -77,8 +100,10 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
     if kind == TxnRecord.SEND:
         if epoch == txn.epoch:
             coordinator.ids.replay_send(txn, record)
+            txn.last_used_ms = max(txn.last_used_ms, record.store_timestamp)  # as ``ProducerIds.sender`` sets it
     elif kind == TxnRecord.BEGIN:
         txn.state, txn.number, txn.begun_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, record.store_timestamp, None
+        txn.message_count, txn.ack_count = 0, 0  # as a begin does: what the last transaction held is not this one's
     elif kind == TxnRecord.COMMIT:
         committed = decode_acks(record.body)
         for group, topic, queue_id, offset in committed:
@@ -92,8 +117,19 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
         txn.end_answer = coordinator.end_answer(txn, ())
 
 
-def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: state.StateRecord, record: StoredMessage,
-                  checkpoint: acks_checkpoint.AcksCheckpoint | None) -> None:
+def _replay_init(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], record: StoredMessage, tid: str,
+                 producer_id: int, epoch: int, number: int) -> None:
+    """A transactional id's new producer id or epoch; an old producer id of the same id (it expired) is no one's now."""
+    props, old = record.properties, txns.get(tid)
+    if old is not None and old.producer_id != producer_id:
+        coordinator.ids.unbind(old)
+    txns[tid] = ProducerTxn(transactional_id=tid, producer_id=producer_id, epoch=epoch, timeout_ms=int(props.get(rec.TIMEOUT_MS, 60_000)),
+                            owner=props.get(rec.OWNER), number=number, sends=coordinator.ids.window(),
+                            last_used_ms=record.store_timestamp)
+    coordinator.ids.bind(txns[tid])
+
+
+def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: state.StateRecord, record: StoredMessage) -> None:
     """A record of the broker's own state (``store.state_records``): what a single broker keeps, rebuilt on any node."""
     if kind is state.StateRecord.ACKS:
         for group, topic, queue_id, offset in state.decode_acks(record.body):
@@ -102,32 +138,23 @@ def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: st
         for group, topic, queue_id, offset in state.decode_acks(record.body):
             acks.restore_reset(group, topic, queue_id, offset)
     elif kind is state.StateRecord.GROUP_DELETED:
-        _replay_group_deleted(acks, record, checkpoint)
+        acks.forget_group(record.properties[state.GROUP])
     elif kind is state.StateRecord.TOPIC:
         coordinator.store.adopt_topic(*state.topic_of(record.properties))
     elif kind is state.StateRecord.PRODUCER:
         if coordinator.producers is not None:
             coordinator.producers.replay(state.producer_of(record.properties))
-    elif kind is state.StateRecord.RECEIPT_KEY and not acks.key_in_log:  # the first one: written once by the first leader
+    elif kind is state.StateRecord.RECEIPT_KEY and acks.logged_receipt_key is None:  # the first one: written once by the first leader
         acks.use_receipt_key(state.receipt_key_of(record.body))
 
 
-def _replay_group_deleted(acks: AckLedger, record: StoredMessage, checkpoint: acks_checkpoint.AcksCheckpoint | None) -> None:
-    """Forget the group, unless the checkpoint counts this record and holds the group: it consumed again since, and the
-    checkpoint (newer) says how far."""
-    group = record.properties[state.GROUP]
-    counted = checkpoint is not None and record.queue_offset < checkpoint.entries
-    if not (counted and checkpoint is not None and any(q.group == group for q in checkpoint.settled)):
-        acks.forget_group(group)
-
-
-def restore(store: MessageStore, acks: AckLedger, checkpoint: acks_checkpoint.AcksCheckpoint) -> None:
-    """What the ``acks`` records before the checkpoint settled: the contiguous offsets first, then those past a gap."""
-    for q in checkpoint.settled:
+def restore(store: MessageStore, acks: AckLedger, snapshot: state_snapshot.StateSnapshot) -> None:
+    """What the records before the snapshot's entry settled: the contiguous offsets first, then those past a gap."""
+    for q in snapshot.settled:
         # set, not only raised: an operator's reset (``offsets-reset``) may have moved it back since the offsets file
         # was written; the records after the checkpoint bring it forward again
         if q.committed > store.reads.queue_range(q.topic, q.queue_id)[0] or store.offsets.get(q.group, q.topic, q.queue_id) is not None:
             store.offsets.move(q.group, q.topic, q.queue_id, q.committed)  # (at the queue's first offset: as if never acked)
-    for q in checkpoint.settled:
+    for q in snapshot.settled:
         for offset in q.past_gap:
             acks.restore_acked(q.group, q.topic, q.queue_id, offset)

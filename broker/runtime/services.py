@@ -25,10 +25,11 @@ from halfmq.broker.messages.rules import MessageLimits
 from halfmq.broker.messages.send_service import SendService, TopicPolicy, TopicService
 from halfmq.broker.observability.metrics import BrokerMetrics, create_metrics
 from halfmq.broker.observability.operator_metrics import OperatorMetrics, RowLimits
+from halfmq.broker.producer_transactions import snapshot_state
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator, TxnLimits
 from halfmq.broker.security.access import Access
 from halfmq.broker.security.auth_file import Authenticator, AuthFileError
-from halfmq.broker.store import acks_checkpoint
+from halfmq.broker.store import state_snapshot
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
@@ -71,7 +72,7 @@ class BrokerRuntime:
     _check_task: asyncio.Task | None = field(default=None, repr=False)
     _auth_task: asyncio.Task | None = field(default=None, repr=False)
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
-    _acks_checkpoint_task: asyncio.Task | None = field(default=None, repr=False)
+    _state_snapshot_task: asyncio.Task | None = field(default=None, repr=False)
     _release_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
@@ -130,7 +131,8 @@ class BrokerRuntime:
                 store, delivery, durable, limits=TxnLimits(settings.producer_txn_max_messages, settings.producer_txn_max_bytes, settings.producer_txn_max_acks,
                                                settings.producer_txn_max_open_bytes, settings.producer_txn_max_open_bytes_per_principal),
                 send_window=settings.idempotent_send_window, producer_id_expiry_ms=int(settings.producer_id_expiration * 1000),
-                producers=producers, producer_caps=cls.producer_caps(settings))
+                producers=producers, producer_caps=cls.producer_caps(settings),
+                transactional_id_expiry_ms=int(settings.transactional_id_expiration * 1000))
             rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.settled_durable = durable if durable_wrapper is not None else None
@@ -164,7 +166,7 @@ class BrokerRuntime:
         )
         self._check_task = asyncio.get_running_loop().create_task(self.checks.run_forever())
         self._txn_timeout_task = asyncio.get_running_loop().create_task(self._abort_expired_transactions())
-        self._acks_checkpoint_task = asyncio.get_running_loop().create_task(self._keep_acks_checkpoint())
+        self._state_snapshot_task = asyncio.get_running_loop().create_task(self._keep_state_snapshot())
         releases = ReleaseService(self.store, self.timers, self.durable, on_released=self.metrics.timer_lateness.observe)
         self._release_task = asyncio.get_running_loop().create_task(releases.run_forever())
         self.watch_auth()
@@ -196,37 +198,53 @@ class BrokerRuntime:
             try:
                 self.producer_txns.abort_expired()
                 self.producer_ids.expire_idle_producers()
+                self.producer_txns.expire_idle_transactional_ids()
             except Exception:  # a refusing disk: the store logs it; the next pass tries again
                 log.exception("aborting expired producer transactions failed")
 
-    async def _keep_acks_checkpoint(self) -> None:
-        """Take an acks checkpoint between two requests, and write it once the log it counts is acknowledged (on a
-        set's leader: under the high watermark), so the next replay reads only later ``acks`` records (store.acks_checkpoint)."""
-        path, pending, taken = acks_checkpoint.path_of(self.store), None, 0
-        writes = FailureWatch("cannot write the acks checkpoint: %s; retried every interval (a restart replays more)",
-                              "the acks checkpoint is written again", log)
+    async def _keep_state_snapshot(self) -> None:
+        """Take a state snapshot between two requests, at most every ``state_snapshot_interval`` while the state queue
+        grows, and write it once the log it counts is acknowledged (on a set's leader: under the high watermark), so the
+        next replay reads only the records after it (store.state_snapshot)."""
+        path, pending, taken, taken_at = state_snapshot.path_of(self.store), None, 0, -self.settings.state_snapshot_interval
+        writes = FailureWatch("cannot write the state snapshot: %s; retried every interval (a restart replays more)",
+                              "the state snapshot is written again", log)
         while True:
             await asyncio.sleep(self.settings.offset_flush_interval)
             try:
                 bound = self.store.visible.bound
                 acknowledged = self.store.acknowledged_end if bound is None else min(bound, self.store.acknowledged_end)
                 if pending is not None and pending.due(acknowledged):
-                    await asyncio.to_thread(acks_checkpoint.save, path, pending)
+                    await asyncio.to_thread(self._save_state_snapshot, path, pending)
                     writes.succeeded()
                     pending = None
                 elif pending is not None and bound is None:
                     self.store.wait_flushed(pending.log_end)  # one broker: ask its disk (an ack's answer waits for none)
-                if pending is None and self.store.reads.queue_range(TXN_STATE_TOPIC, 0)[1] > taken:
-                    pending = acks_checkpoint.take(self.store, self.delivery.settled())
-                    taken = pending.entries
+                now = time.monotonic()
+                if (pending is None and now - taken_at >= self.settings.state_snapshot_interval
+                        and self.store.reads.queue_range(TXN_STATE_TOPIC, 0)[1] > taken):
+                    pending = state_snapshot.take(self.store, self.delivery.settled(),
+                                                  snapshot_state.state_of(self.producer_txns, self.delivery))
+                    taken, taken_at = pending.entries, now
             except OSError as refused:  # a full disk: said once, not a traceback a second; the next pass tries again
                 writes.failed(refused)
             except Exception:
-                log.exception("writing the acks checkpoint failed")
+                log.exception("writing the state snapshot failed")
+
+    def _save_state_snapshot(self, path: Path, snapshot: state_snapshot.StateSnapshot) -> None:
+        """Write the consumer offsets first, then the snapshot: the group deletions before it are in the offsets file
+        (the snapshot's replay reads no ``group-deleted`` record before its entry)."""
+        self.store.checkpoint()
+        state_snapshot.save(path, snapshot)
+
+    def replay_start_offset(self) -> int:
+        """The commit-log offset from which a restart needs the log (state records below it are compactable): where the
+        oldest usable state snapshot's last counted entry starts; 0 without one (store.state_snapshot)."""
+        return state_snapshot.replay_start_offset(self.store)
 
     async def stop(self, close_store: bool = True) -> None:
         """Stop what ``start`` started; ``close_store=False`` leaves the store open for the next runtime (a role change)."""
-        for task in (self._release_task, self._txn_timeout_task, self._acks_checkpoint_task):
+        for task in (self._release_task, self._txn_timeout_task, self._state_snapshot_task):
             if task is not None:
                 task.cancel()
         if self._auth_task is not None:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 
-from . import acks_checkpoint
+from . import state_snapshot
 from .checkpoints import Checkpoints
 from .commit_log import CommitLog
 from .consume_queues import ConsumeQueues
@@ -122,7 +122,7 @@ class MessageStore:
         """
         if not self._replica.truncate(offset):
             return
-        self.offsets.reset(acks_checkpoint.committed(self))  # offsets settled by acks of the cut tail go (the replay brings back the rest)
+        self.offsets.reset(state_snapshot.committed(self))  # offsets settled by acks of the cut tail go (the replay brings back the rest)
         self.offsets.clamp(lambda topic, qid: self.reads.queue_range(topic, qid)[1])
         self.checkpoint()
 

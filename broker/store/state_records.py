@@ -7,14 +7,13 @@ producers' kinds: ``idempotence.producer_records``); these records carry no ``TX
 
 - ``topic``: a topic was created (or its queue count changed). A follower applies it when it appends the record.
 - ``acks``: the offsets one ack request settled, as ``[group, topic, queue, offset]`` rows (the commit record's body),
-  tagged ``ACKS_TAG``: its consume-queue entry tells it apart unread, so a replay from an acks checkpoint
-  (``store.acks_checkpoint``) passes over the ones before it without reading them (untagged ones, older, are read).
+  tagged ``ACKS_TAG`` (its consume-queue entry tells it apart unread; older ones are untagged). A replay reads only
+  the records after the state snapshot (``store.state_snapshot``), which holds what the ones before it settled.
 - ``offsets-reset``: an operator moved a group's committed offsets (``[group, topic, queue, offset]`` rows), back or
-  forth. Tagged ``ACKS_TAG`` like ``acks``: the acks checkpoint holds what it set, so a replay from the checkpoint
-  passes over the ones before it (replaying an older reset after the checkpoint's state would undo later acks).
-- ``group-deleted``: an operator deleted a consumer group (``GROUP``): its offsets and progress are forgotten. Not
-  tagged: every one is read; one the acks checkpoint already counts is passed over when the checkpoint holds the
-  group (it consumed again since: the checkpoint is newer), else applied (the offsets file may still name it).
+  forth. Tagged ``ACKS_TAG`` like ``acks``; the state snapshot holds what the ones before it set.
+- ``group-deleted``: an operator deleted a consumer group (``GROUP``): its offsets and progress are forgotten. The
+  ones before the state snapshot are not read: the snapshot holds no progress of the group, and the offsets file is
+  written before the snapshot is (``BrokerRuntime._save_state_snapshot``).
 - ``producer``: a producer registered (or changed its check URL) or expired; heartbeats that change nothing write none.
 - ``receipt-key``: the key receipt handles are signed with, written once by the first leader, so every node signs alike.
 

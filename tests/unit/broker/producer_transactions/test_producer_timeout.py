@@ -1,8 +1,17 @@
-"""The transaction timeout as pure decisions over an explicit clock value."""
+"""The transaction timeout and the transactional ids' expiry as pure decisions over an explicit clock value."""
 
 import pytest
 
-from halfmq.broker.producer_transactions.producer_timeout import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, checked_timeout, expired, is_expired
+from halfmq.broker.producer_transactions.producer_state_machine import ProducerTxnState
+from halfmq.broker.producer_transactions.producer_timeout import (
+    DEFAULT_TIMEOUT_MS,
+    MAX_TIMEOUT_MS,
+    checked_timeout,
+    expired,
+    id_expired,
+    idle_since_ms,
+    is_expired,
+)
 from halfmq.errors import InvalidTransactionTimeout
 
 
@@ -37,3 +46,23 @@ def test_a_refused_timeout_says_the_range_and_the_value_and_carries_the_maximum(
         checked_timeout(0)
     assert refused.value.detail == f"transaction_timeout_ms must be 1..{MAX_TIMEOUT_MS}, not 0"
     assert refused.value.to_problem()["max"] == MAX_TIMEOUT_MS
+
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@pytest.mark.parametrize("state", [ProducerTxnState.EMPTY, ProducerTxnState.COMPLETE_COMMIT, ProducerTxnState.COMPLETE_ABORT])
+def test_a_transactional_id_with_nothing_open_expires_once_idle_longer_than_its_expiry(state: ProducerTxnState) -> None:
+    assert not id_expired(state, idle_since=0, now_ms=7 * DAY_MS, expiry_ms=7 * DAY_MS)
+    assert id_expired(state, idle_since=0, now_ms=7 * DAY_MS + 1, expiry_ms=7 * DAY_MS)
+
+
+def test_a_transactional_id_with_a_transaction_open_never_expires() -> None:
+    assert not id_expired(ProducerTxnState.ONGOING, idle_since=0, now_ms=365 * DAY_MS, expiry_ms=7 * DAY_MS)
+
+
+def test_a_transactional_id_is_idle_since_its_init_its_last_begin_or_end_or_its_last_numbered_send() -> None:
+    assert idle_since_ms(last_used_ms=10, begun_ms=0, ended_ms=None) == 10
+    assert idle_since_ms(last_used_ms=10, begun_ms=20, ended_ms=None) == 20
+    assert idle_since_ms(last_used_ms=10, begun_ms=20, ended_ms=30) == 30
+    assert idle_since_ms(last_used_ms=40, begun_ms=20, ended_ms=30) == 40

@@ -1,4 +1,4 @@
-"""An operator's offset reset is read back from the log (its ``offsets-reset`` record) or from the acks checkpoint
+"""An operator's offset reset is read back from the log (its ``offsets-reset`` record) or from the state snapshot
 taken after it, whatever the offsets file (a checkpoint written about once a second) said when the broker stopped."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from pathlib import Path
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.delivery.receipt_handle import load_or_create_key
+from halfmq.broker.producer_transactions import snapshot_state
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator
-from halfmq.broker.store import acks_checkpoint
+from halfmq.broker.store import state_snapshot
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 
 
@@ -18,17 +19,21 @@ async def _nothing(end: int) -> None:
     return None
 
 
-def _open(data: Path) -> tuple[MessageStore, DeliveryService]:
+def _open(data: Path) -> tuple[MessageStore, DeliveryService, TransactionCoordinator]:
     store = MessageStore(StoreConfig(data))
     store.log_topics()
     delivery = DeliveryService(store, DeliveryPolicy(), key=load_or_create_key(data / "receipt-key.json"))
-    TransactionCoordinator(store, delivery, _nothing)
-    return store, delivery
+    return store, delivery, TransactionCoordinator(store, delivery, _nothing)
+
+
+def _snapshot(store: MessageStore, delivery: DeliveryService, coordinator: TransactionCoordinator) -> None:
+    state_snapshot.save(state_snapshot.path_of(store),
+                        state_snapshot.take(store, delivery.settled(), snapshot_state.state_of(coordinator, delivery)))
 
 
 def _reset_after_acking_all(data: Path, *, checkpoint_after_reset: bool) -> None:
     """Ack 5 messages (the offsets file says 5), reset the group to 1; the offsets file is left as it was before."""
-    store, delivery = _open(data)
+    store, delivery, coordinator = _open(data)
     try:
         store.create_topic("T", 1)
         store.put([PutItem("T", 0, b"m") for _ in range(5)])
@@ -39,12 +44,12 @@ def _reset_after_acking_all(data: Path, *, checkpoint_after_reset: bool) -> None
 
         asyncio.run(consume())
         store.checkpoint()
-        acks_checkpoint.save(acks_checkpoint.path_of(store), acks_checkpoint.take(store, delivery.settled()))
+        _snapshot(store, delivery, coordinator)
         stale = data / "stale-offsets"
         shutil.copy(store.offsets.path, stale)
         delivery.reset_offsets("g", "T", [(0, 1)])
         if checkpoint_after_reset:
-            acks_checkpoint.save(acks_checkpoint.path_of(store), acks_checkpoint.take(store, delivery.settled()))
+            _snapshot(store, delivery, coordinator)
         offsets = store.offsets.path
     finally:
         store.close()
@@ -52,7 +57,7 @@ def _reset_after_acking_all(data: Path, *, checkpoint_after_reset: bool) -> None
 
 
 def _committed_after_restart(data: Path) -> int | None:
-    store, delivery = _open(data)
+    store, delivery, coordinator = _open(data)
     try:
         return delivery.positions("g", "T")[0][1]
     finally:
@@ -64,6 +69,6 @@ def test_a_reset_is_read_back_from_its_record(tmp_path: Path) -> None:
     assert _committed_after_restart(tmp_path) == 1
 
 
-def test_a_reset_is_read_back_from_the_acks_checkpoint_taken_after_it(tmp_path: Path) -> None:
+def test_a_reset_is_read_back_from_the_state_snapshot_taken_after_it(tmp_path: Path) -> None:
     _reset_after_acking_all(tmp_path, checkpoint_after_reset=True)
     assert _committed_after_restart(tmp_path) == 1

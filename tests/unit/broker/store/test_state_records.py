@@ -13,7 +13,7 @@ def test_an_acks_record_carries_every_settled_offset_and_reads_back_the_same() -
     record = state.acks_record(acks)
     assert (record.topic, record.queue_id, record.properties) == (TXN_STATE_TOPIC, 0, {
         state.TXN_OP: "acks", state.TAGS: state.ACKS_TAG, "INDEX_KEYS": "PAID/0@7 PAID/3@12345678901"})  # a journey finds them
-    assert record.tag == state.ACKS_TAG  # its consume-queue entry says it is one, unread (store.acks_checkpoint)
+    assert record.tag == state.ACKS_TAG  # its consume-queue entry says it is one, (store.state_records)
     assert state.decode_acks(record.body) == acks
 
 

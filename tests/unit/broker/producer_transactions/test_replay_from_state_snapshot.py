@@ -1,5 +1,5 @@
-"""The coordinator's replay starts from the acks checkpoint: the ``acks`` records before it are not read, and the
-state it rebuilds is the one a replay from the start of HALFMQ_TXN_STATE rebuilds (issue 32, S1's open item)."""
+"""The coordinator's replay starts from the state snapshot: the records before its entry are not read, and the state
+it rebuilds is the one a replay from the start of HALFMQ_TXN_STATE rebuilds (issue 32, S1's open item; issue 44)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.delivery.receipt_handle import load_or_create_key
+from halfmq.broker.producer_transactions import snapshot_state
 from halfmq.broker.producer_transactions.coordinator import TransactionCoordinator
-from halfmq.broker.store import acks_checkpoint
+from halfmq.broker.store import state_snapshot
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.queue_reads import QueueReads
 from halfmq.broker.store.state_records import acks_record
@@ -30,11 +31,22 @@ async def _nothing(end: int) -> None:
 
 def _open(data: Path) -> tuple[MessageStore, DeliveryService]:
     """What the runtime builds for these records, as it builds it (broker/runtime/); the coordinator replays."""
+    store, delivery, _ = _open_all(data)
+    return store, delivery
+
+
+def _open_all(data: Path) -> tuple[MessageStore, DeliveryService, TransactionCoordinator]:
     store = MessageStore(StoreConfig(data))
     store.log_topics()
     delivery = DeliveryService(store, DeliveryPolicy(), key=load_or_create_key(data / "receipt-key.json"))
-    TransactionCoordinator(store, delivery, _nothing)
-    return store, delivery
+    return store, delivery, TransactionCoordinator(store, delivery, _nothing)
+
+
+def _snapshot(store: MessageStore, delivery: DeliveryService, coordinator: TransactionCoordinator) -> state_snapshot.StateSnapshot:
+    """The snapshot the runtime takes (BrokerRuntime._keep_state_snapshot), written at once."""
+    snapshot = state_snapshot.take(store, delivery.settled(), snapshot_state.state_of(coordinator, delivery))
+    state_snapshot.save(state_snapshot.path_of(store), snapshot)
+    return snapshot
 
 
 def _rebuilt(data: Path) -> tuple[list[tuple[str, str, int, int, tuple[int, ...]]], dict[str, dict[int, int]]]:
@@ -50,7 +62,7 @@ def _rebuilt(data: Path) -> tuple[list[tuple[str, str, int, int, tuple[int, ...]
 def _history(data: Path, order: list[int], batches: list[int], checkpoint_after: int) -> None:
     """Receive every message of T (2 queues), ack them in ``order`` in requests of ``batches`` sizes; checkpoint after
     ``checkpoint_after`` requests (and the offsets file as the store last wrote it)."""
-    store, delivery = _open(data)
+    store, delivery, coordinator = _open_all(data)
     try:
         store.create_topic("T", 2)
         store.put([PutItem("T", i % 2, str(i).encode()) for i in range(MESSAGES)])
@@ -63,7 +75,7 @@ def _history(data: Path, order: list[int], batches: list[int], checkpoint_after:
             done = 0
             for request, size in enumerate(batches):
                 if request == checkpoint_after:
-                    acks_checkpoint.save(acks_checkpoint.path_of(store), acks_checkpoint.take(store, delivery.settled()))
+                    _snapshot(store, delivery, coordinator)
                 delivery.ack("g", "T", [handles[i] for i in order[done:done + size]])
                 done += size
                 if request % 3 == 0:
@@ -76,7 +88,7 @@ def _history(data: Path, order: list[int], batches: list[int], checkpoint_after:
 
 @settings(max_examples=15, deadline=None)
 @given(st.permutations(list(range(MESSAGES))), st.lists(st.integers(1, 5), min_size=1, max_size=12), st.integers(0, 12))
-def test_replay_from_the_acks_checkpoint_rebuilds_what_replay_from_the_start_rebuilds(
+def test_replay_from_the_state_snapshot_rebuilds_what_replay_from_the_start_rebuilds(
         order: list[int], sizes: list[int], checkpoint_after: int) -> None:
     batches, left = [], len(order) // 2  # half of the messages acked, in any order: gaps everywhere
     for size in sizes:
@@ -88,13 +100,14 @@ def test_replay_from_the_acks_checkpoint_rebuilds_what_replay_from_the_start_reb
         live, from_start = Path(tmp) / "live", Path(tmp) / "from-start"
         _history(live, order, batches, min(checkpoint_after, len(batches)))
         shutil.copytree(live, from_start)
-        (from_start / acks_checkpoint.FILE).unlink(missing_ok=True)
+        (from_start / state_snapshot.FILE).unlink(missing_ok=True)
+        (from_start / state_snapshot.PREVIOUS).unlink(missing_ok=True)
         assert _rebuilt(live) == _rebuilt(from_start)
 
 
-def test_a_restart_with_100_000_ack_records_before_the_checkpoint_reads_only_the_records_after_it(
+def test_a_restart_with_100_000_ack_records_before_the_snapshot_reads_only_the_records_after_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store, delivery = _open(tmp_path)
+    store, delivery, coordinator = _open_all(tmp_path)
     try:
         store.create_topic("T", 1)
         for start in range(0, 100_000, 5_000):
@@ -103,7 +116,7 @@ def test_a_restart_with_100_000_ack_records_before_the_checkpoint_reads_only_the
             for i in range(start, start + 5_000):
                 delivery.restore_acked("g", "T", 0, i)  # as each ack request settled it
         before = store.reads.queue_range(TXN_STATE_TOPIC, 0)[1]
-        acks_checkpoint.save(acks_checkpoint.path_of(store), acks_checkpoint.take(store, delivery.settled()))
+        _snapshot(store, delivery, coordinator)
         store.put([PutItem("T", 0, b"m") for _ in range(5)])
         for i in range(100_000, 100_005):
             store.put([acks_record([("g", "T", 0, i)])])
@@ -121,45 +134,44 @@ def test_a_restart_with_100_000_ack_records_before_the_checkpoint_reads_only_the
     store, delivery = _open(tmp_path)
     try:
         assert [r for r in reads if r >= before] == list(range(before, before + 5))
-        # before it, only the records that are not acks (the topic's) and the checkpoint's last entry (is it still there?)
-        assert len([r for r in reads if r < before]) <= before - 100_000 + 1
+        assert [r for r in reads if r < before] == [before - 1]  # only the snapshot's last entry: is it still there?
         assert store.offsets.get("g", "T", 0) == 100_005
     finally:
         store.close()
 
 
-def test_a_checkpoint_whose_last_entry_no_longer_ends_where_it_did_is_not_used(tmp_path: Path) -> None:
-    store, delivery = _open(tmp_path)
+def test_a_snapshot_whose_last_entry_no_longer_ends_where_it_did_is_not_used(tmp_path: Path) -> None:
+    store, delivery, coordinator = _open_all(tmp_path)
     try:
         store.create_topic("T", 1)
         store.put([PutItem("T", 0, b"m")])
         store.put([acks_record([("g", "T", 0, 0)])])
-        checkpoint = acks_checkpoint.take(store, delivery.settled())
-        acks_checkpoint.save(acks_checkpoint.path_of(store), checkpoint)
-        assert acks_checkpoint.load(store) == checkpoint
-        store.truncate_log(checkpoint.entry_end - 1)  # a cut, then another history written over it
+        snapshot = _snapshot(store, delivery, coordinator)
+        loaded = state_snapshot.load(store)
+        assert loaded is not None and (loaded.entries, loaded.entry_end, loaded.settled) == (snapshot.entries, snapshot.entry_end, snapshot.settled)
+        store.truncate_log(snapshot.entry_end - 1)  # a cut, then another history written over it
         store.put([acks_record([("g", "T", 0, 0), ("g", "T", 0, 1)])])
-        assert acks_checkpoint.load(store) is None
+        assert state_snapshot.load(store) is None
     finally:
         store.close()
 
 
-def test_a_checkpoint_is_written_only_once_the_log_it_counts_is_acknowledged() -> None:
-    checkpoint = acks_checkpoint.AcksCheckpoint(entries=3, entry_end=300, log_end=500, settled=())
-    assert not checkpoint.due(acknowledged=499)
-    assert checkpoint.due(acknowledged=500)
+def test_a_snapshot_is_written_only_once_the_log_it_counts_is_acknowledged() -> None:
+    snapshot = state_snapshot.StateSnapshot(entries=3, entry_start=200, entry_end=300, log_end=500, settled=())
+    assert not snapshot.due(acknowledged=499)
+    assert snapshot.due(acknowledged=500)
 
 
 
 def test_a_cut_of_a_divergent_tail_takes_back_the_offsets_its_acks_settled(tmp_path: Path) -> None:
-    store, delivery = _open(tmp_path)
+    store, delivery, coordinator = _open_all(tmp_path)
     try:
         store.create_topic("T", 1)
         store.put([PutItem("T", 0, str(i).encode()) for i in range(4)])
-        for i in (0, 1):  # acknowledged: the checkpoint counts them
+        for i in (0, 1):  # acknowledged: the snapshot counts them
             store.put([acks_record([("g", "T", 0, i)])])
             delivery.restore_acked("g", "T", 0, i)
-        acks_checkpoint.save(acks_checkpoint.path_of(store), acks_checkpoint.take(store, delivery.settled()))
+        _snapshot(store, delivery, coordinator)
         cut = store.commit_log.end_offset
         for i in (2, 3):  # written by an old leader, never acknowledged: the new leader's log has not got them
             store.put([acks_record([("g", "T", 0, i)])])
