@@ -462,7 +462,7 @@ class KeyIndex:
         for f in reversed(self._files):
             if f.last_ms + 1000 < since_ms or (max_files is not None and walked >= max_files):
                 return
-            if f.begin_ms > until_ms or (f.format == FORMAT and not f.may_hold(h)):
+            if f.begin_ms > until_ms or (self._filter_bits and f.format == FORMAT and not f.may_hold(h)):
                 continue  # (a file the filter rules out costs no walk)
             walked += 1
             for offset in f.hits(h if f.format == FORMAT else unscoped, since_ms, until_ms):
