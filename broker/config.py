@@ -82,6 +82,12 @@ class BrokerSettings(BaseSettings):
     async_flush_interval: float = 0.2
     segment_bytes: int = Field(default=1 << 30, ge=4096)
     consume_queue_entries: int = Field(default=300_000, ge=16)
+    # Descriptors the store keeps open for reading its files (commit-log segments, queue and key-index files), the least
+    # recently used closed past it; only the files being written hold one more each (broker/store/file_handles.py).
+    open_files: int = Field(default=256, ge=4)
+    # Bits a key of each key-index file's in-memory filter (a lookup skips a file that cannot hold the key without
+    # opening it): memory is bits/8 bytes per indexed key (1 byte by default, ~5 % of files walked for nothing); 0: none.
+    index_filter_bits: int = Field(default=8, ge=0, le=64)
     max_message_size: int = Field(default=4 * 1024 * 1024, ge=1)  # bytes: the body and the properties, UTF-8
     # What one message's keys and properties may hold (bytes, counted before any work grows with them: each key is a
     # key-index entry written under the store's write lock). RocketMQ stores properties behind a 16-bit length.
@@ -152,7 +158,8 @@ class BrokerSettings(BaseSettings):
     console_page_rows: int = Field(default=50, ge=1, le=1000)
     # What one lookup (a journey, a search by key) may read, in a thread: the topics it searches when the caller names
     # none (past it, 400 TOPIC_REQUIRED: name the topic), and the newest key-index files it walks in each topic (a file
-    # indexes ~4M keys; older messages are not found). A (topic, file) probe costs ~20 us: 12,800 at most by default.
+    # indexes ~4M keys; older messages are not found; a file whose filter rules the key out is not walked nor counted).
+    # A (topic, file) probe costs ~20 us: 12,800 at most by default.
     # Why: docs/decisions/049-scoped-key-index.md.
     lookup_topics: int = Field(default=100, ge=1)
     lookup_index_files: int = Field(default=128, ge=1)

@@ -58,6 +58,9 @@ class GroupProgress:
         """``offset`` is done (acked, or moved to the DLQ): by a record in the log before its end now."""
         if progress.settle(offset, self._store.commit_log.end_offset):
             self._store.offsets.commit(group, topic, qid, progress.committed)
+        state = self.states.get((group, topic))
+        if state is not None:
+            state.release_settled()  # the settled delivery's due entry goes now, not when its invisible time ends
         if progress.gate.ready:
             self._wake(topic)  # the next message of its group may be handed out: wake long polls
 

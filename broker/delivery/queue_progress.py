@@ -6,12 +6,14 @@ contiguous commit, stale receipts) is testable without sleeping.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from .backoff import FIFO_WINDOW
 from .fifo_gate import FifoGate
 
 UNBOUNDED = 1 << 62
+DUE_SLACK = 64  # stale entries the due heap may keep beyond twice its live ones before it is rebuilt (stale_due)
 HELD_BY_TRANSACTION = float("inf")  # visible_at of a delivery acked in an open producer transaction: a nack cannot free it
 
 
@@ -147,6 +149,16 @@ class QueueProgress:
                         self.gate.groups_waiting, self.window_stall(now, max_offset))
 
 
+def stale_due(entries: int, live: int) -> bool:
+    """Whether a due heap of ``entries`` holding ``live`` deliveries in flight is mostly settled or superseded entries.
+
+    An ack, nack or redelivery leaves the entry it pushed behind (a heap cannot drop one from its middle); without a
+    rebuild they stayed until their invisible time ran out, so consuming a million messages under a long invisible time
+    held a million dead entries (RSS 72 -> 262 MiB). Rebuilding past twice the live ones plus ``DUE_SLACK`` keeps the
+    heap within a constant factor of what is in flight, at an amortised constant cost per settle."""
+    return entries > 2 * live + DUE_SLACK
+
+
 @dataclass
 class GroupTopic:
     """One group's progress on one topic: its queues, and the deliveries due to be visible again."""
@@ -154,6 +166,18 @@ class GroupTopic:
     queues: list[QueueProgress]
     due: list[tuple[float, int, int, int]] = field(default_factory=list)  # (visible_at, queue, offset, nonce)
     rotation: int = 0
+
+    def release_settled(self) -> None:
+        """Rebuild ``due`` from the deliveries still in flight when it is mostly dead entries (``stale_due``): one entry
+        per delivery, at its current invisible time and nonce (the only one ``_take_due`` would act on). A delivery held
+        by an open producer transaction has none: no timeout redelivers it; its transaction's end pushes one."""
+        live = sum(len(queue.in_flight) for queue in self.queues)
+        if not stale_due(len(self.due), live):
+            return
+        self.due = [(item.visible_at, qid, offset, item.nonce)
+                    for qid, queue in enumerate(self.queues) for offset, item in queue.in_flight.items()
+                    if item.visible_at != HELD_BY_TRANSACTION]
+        heapq.heapify(self.due)
 
 
 class GroupStates(dict[tuple[str, str], GroupTopic]):

@@ -92,6 +92,8 @@ class BrokerRuntime:
             data_dir=settings.data_dir,
             segment_bytes=settings.segment_bytes,
             consume_queue_entries=settings.consume_queue_entries,
+            open_files=settings.open_files,
+            index_filter_bits=settings.index_filter_bits,
             flush_mode=settings.flush_mode,
             async_flush_interval=settings.async_flush_interval,
             checkpoint_interval=settings.offset_flush_interval,

@@ -15,9 +15,11 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from .file_handles import FileHandles
 from .record import HEADER_SIZE, MAGIC, MAGIC_AT, MAX_RECORD_SIZE, RecordError, StoredMessage, claims_offset, damaged_field, decode, peek_size
 
 log = logging.getLogger(__name__)
@@ -52,9 +54,12 @@ class Damage:
 
 @dataclass
 class Segment:
+    """A segment file. ``fd`` is the writer's descriptor: the last segment's, and a rolled one's until its bytes are
+    fsynced (then closed by ``flush``); None for a sealed one, which is read through the store's ``FileHandles``."""
+
     base: int
     path: Path
-    fd: int
+    fd: int | None
     size: int
     flushed: int
 
@@ -68,9 +73,10 @@ def segment_name(offset: int) -> str:
 
 
 class CommitLog:
-    def __init__(self, directory: Path, segment_bytes: int) -> None:
+    def __init__(self, directory: Path, segment_bytes: int, handles: FileHandles | None = None) -> None:
         self.directory = Path(directory)
         self.segment_bytes = segment_bytes
+        self._handles = handles or FileHandles()  # reads open what they read (bounded), not every segment for ever
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._leftovers: Segment | None = None  # a failed write's bytes past its segment's end, not yet cut off
@@ -78,11 +84,13 @@ class CommitLog:
         self._bases: list[int] = []
         for path in sorted(self.directory.iterdir()):
             if path.name.isdigit() and len(path.name) == NAME_WIDTH:
-                fd = os.open(path, os.O_RDWR)
-                size = os.fstat(fd).st_size
-                self._add(Segment(int(path.name), path, fd, size, size))
+                size = path.stat().st_size
+                self._add(Segment(int(path.name), path, None, size, size))
         if not self._segments:
             self._new_segment(0)
+        last = self._segments[-1]
+        if last.fd is None:
+            last.fd = os.open(last.path, os.O_RDWR)
 
     # --- layout -----------------------------------------------------------------
     def _add(self, seg: Segment) -> None:
@@ -113,6 +121,10 @@ class CommitLog:
     def segment_bases(self) -> list[int]:
         return list(self._bases)
 
+    def _reading(self, seg: Segment) -> AbstractContextManager[int]:
+        """A descriptor to read ``seg`` with, held for the block (the store's bounded table of them)."""
+        return self._handles.use(seg.path)
+
     # --- writing ----------------------------------------------------------------
     def next_offset_for(self, size: int) -> int:
         """Where a group of ``size`` bytes would land, rolling to a new segment if it does not fit.
@@ -138,11 +150,12 @@ class CommitLog:
         """
         self._cut_leftovers()
         seg = self._segments[-1]
+        fd = _writer_fd(seg)
         view = memoryview(blob)
         written = 0
         try:
             while written < len(view):
-                written += os.pwrite(seg.fd, view[written:], seg.size + written)
+                written += os.pwrite(fd, view[written:], seg.size + written)
         except OSError:
             self._leftovers = seg
             try:
@@ -157,7 +170,7 @@ class CommitLog:
     def _cut_leftovers(self) -> None:
         seg = self._leftovers
         if seg is not None:
-            os.ftruncate(seg.fd, seg.size)
+            os.ftruncate(_writer_fd(seg), seg.size)
             self._leftovers = None
 
     def flush(self) -> int:
@@ -166,8 +179,13 @@ class CommitLog:
             end = self.end_offset  # read before the sizes, so every byte below it is covered below
             dirty = [(seg, seg.size) for seg in self._segments if seg.flushed < seg.size]
         for seg, size in dirty:
-            os.fsync(seg.fd)
+            os.fsync(_writer_fd(seg))
             seg.flushed = max(seg.flushed, size)
+        with self._lock:  # a rolled segment is written no more: once fsynced, its writer's descriptor goes
+            for seg in self._segments[:-1]:
+                if seg.fd is not None and seg.flushed >= seg.size:
+                    os.close(seg.fd)
+                    seg.fd = None
         return end
 
     # --- reading ----------------------------------------------------------------
@@ -179,7 +197,8 @@ class CommitLog:
 
     def read(self, offset: int, size: int) -> bytes:
         seg = self._segment_for(offset)
-        data = os.pread(seg.fd, size, offset - seg.base)
+        with self._reading(seg) as fd:
+            data = os.pread(fd, size, offset - seg.base)
         if len(data) != size:
             raise RecordError(f"short read at {offset}: wanted {size}, got {len(data)}")
         return data
@@ -196,7 +215,8 @@ class CommitLog:
             pos = max(pos, seg.base)
             need = 0
             while pos < seg.end:
-                buf = os.pread(seg.fd, min(max(SCAN_CHUNK, need), seg.end - pos), pos - seg.base)
+                with self._reading(seg) as fd:
+                    buf = os.pread(fd, min(max(SCAN_CHUNK, need), seg.end - pos), pos - seg.base)
                 local = need = 0
                 while local < len(buf):
                     size = peek_size(buf, local)
@@ -274,7 +294,8 @@ class CommitLog:
         if following is None:
             return Damage(offset, seg.path, "unknown", reason, None)
         extent = (following if following < seg.end else seg.end) - offset
-        raw = os.pread(seg.fd, min(extent, MAX_RECORD_SIZE), offset - seg.base)
+        with self._reading(seg) as fd:
+            raw = os.pread(fd, min(extent, MAX_RECORD_SIZE), offset - seg.base)
         field = damaged_field(raw, offset)
         return Damage(offset, seg.path, field, reason, following)
 
@@ -290,7 +311,8 @@ class CommitLog:
             pos = max(after + 1, seg.base)
             while pos < seg.end:
                 n = min(SCAN_CHUNK, seg.end - pos)
-                buf = os.pread(seg.fd, n + HEADER_SIZE, pos - seg.base)
+                with self._reading(seg) as fd:
+                    buf = os.pread(fd, n + HEADER_SIZE, pos - seg.base)
                 i = buf.find(magic, MAGIC_AT)
                 while 0 <= i - MAGIC_AT < n:
                     cand = i - MAGIC_AT
@@ -304,7 +326,8 @@ class CommitLog:
         if not HEADER_SIZE <= size <= min(MAX_RECORD_SIZE, seg.end - offset):
             return False
         try:
-            decode(os.pread(seg.fd, size, offset - seg.base))
+            with self._reading(seg) as fd:
+                decode(os.pread(fd, size, offset - seg.base))
         except RecordError:
             return False
         return True
@@ -314,25 +337,32 @@ class CommitLog:
             while len(self._segments) > 1 and self._segments[-1].base >= offset and self._segments[-1].base > 0:
                 seg = self._segments.pop()
                 self._bases.pop()
-                os.close(seg.fd)
+                if seg.fd is not None:
+                    os.close(seg.fd)
+                self._handles.forget(seg.path)
                 seg.path.unlink()
             seg = self._segments[-1]
-            os.ftruncate(seg.fd, offset - seg.base)
-            os.fsync(seg.fd)
+            fd = _writer_fd(seg)
+            os.ftruncate(fd, offset - seg.base)
+            os.fsync(fd)
             seg.size = seg.flushed = offset - seg.base
             _fsync_dir(self.directory)
 
     def close(self) -> None:
         with self._lock:
             for seg in self._segments:
+                if seg.fd is None:
+                    continue  # sealed and fsynced
                 try:
                     os.fsync(seg.fd)
                 except OSError as exc:  # a failing disk: close the rest anyway; recovery checks the log
                     log.error("fsync of segment %s failed at close: %s", seg.path.name, exc)
                 finally:
                     os.close(seg.fd)
+                    seg.fd = None
             self._segments.clear()
             self._bases.clear()
+            self._handles.close()
 
 
 class _InvalidAt(Exception):
@@ -340,6 +370,13 @@ class _InvalidAt(Exception):
         super().__init__(f"{offset}: {reason}")
         self.offset = offset
         self.reason = reason
+
+
+def _writer_fd(seg: Segment) -> int:
+    """The writer's descriptor of ``seg``, opened again if it was closed (a tail cut back into a sealed segment)."""
+    if seg.fd is None:
+        seg.fd = os.open(seg.path, os.O_RDWR)
+    return seg.fd
 
 
 def _fsync_dir(path: Path) -> None:

@@ -9,11 +9,14 @@ from the commit log.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+from .file_handles import FileHandles
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +54,21 @@ def first_break(files: list[tuple[Path, int]], file_bytes: int) -> tuple[int, st
 
 
 class ConsumeQueue:
-    def __init__(self, directory: Path, topic: str, queue_id: int, entries_per_file: int) -> None:
+    """One queue's files. Only the last is written, through its own descriptor (``_writer``); a rolled file's goes at
+    the next ``flush`` after its fsync (``_retired``). Reads open what they read through the store's ``FileHandles``
+    (bounded), so the descriptors do not grow with the queue's history."""
+
+    def __init__(self, directory: Path, topic: str, queue_id: int, entries_per_file: int,
+                 handles: FileHandles | None = None) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.file_bytes = entries_per_file * ENTRY_SIZE
-        self._files: list[tuple[int, int]] = []  # (base byte offset, fd), ordered
+        self._handles = handles or FileHandles()
+        self._files: list[int] = []  # each file's base byte offset, ordered
+        self._writer: tuple[int, int] | None = None  # (base, fd) of the last file, opened to write on first use
+        self._retired: list[int] = []  # writer descriptors of rolled files: fsynced, then closed, by the next flush
         self._size = 0  # logical bytes: base of last file + its length
         self._dirty: set[int] = set()
         self.repaired = False  # files were missing or short at open: recovery must refill from the commit log
@@ -70,11 +81,11 @@ class ConsumeQueue:
         broken = first_break(files, self.file_bytes)
         keep = files if broken is None else files[: broken[0]]
         for path, _ in keep:
-            self._files.append((int(path.name), os.open(path, os.O_RDWR)))
+            self._files.append(int(path.name))
         if broken is not None:
             self._drop([path for path, _ in files[broken[0]:]], broken[1])
         if self._files:
-            base, fd = self._files[-1]
+            base, fd = self._writer_fd()
             length = os.fstat(fd).st_size
             self._size = base + length - (length % ENTRY_SIZE)
             if length % ENTRY_SIZE:
@@ -87,9 +98,27 @@ class ConsumeQueue:
             path.unlink()
         self.repaired = True
 
+    def _path(self, base: int) -> Path:
+        return self.directory / f"{base:0{NAME_WIDTH}d}"
+
+    def _writer_fd(self) -> tuple[int, int]:
+        """(base, fd) of the last file, its writer's descriptor opened on first use."""
+        base = self._files[-1]
+        if self._writer is None or self._writer[0] != base:
+            self._writer = (base, os.open(self._path(base), os.O_RDWR))
+        return self._writer
+
+    def _roll(self, pos: int) -> None:
+        """Start the file at byte ``pos``: the last one's writer descriptor is retired (closed after its fsync)."""
+        fd = os.open(self._path(pos), os.O_RDWR | os.O_CREAT, 0o644)
+        if self._writer is not None:
+            self._retired.append(self._writer[1])
+        self._writer = (pos, fd)
+        self._files.append(pos)
+
     @property
     def min_offset(self) -> int:
-        return self._files[0][0] // ENTRY_SIZE if self._files else 0
+        return self._files[0] // ENTRY_SIZE if self._files else 0
 
     @property
     def max_offset(self) -> int:
@@ -98,10 +127,9 @@ class ConsumeQueue:
 
     def append(self, commit_log_offset: int, size: int, tag_hash: int) -> int:
         pos = self._size
-        if not self._files or pos - self._files[-1][0] >= self.file_bytes:
-            fd = os.open(self.directory / f"{pos:0{NAME_WIDTH}d}", os.O_RDWR | os.O_CREAT, 0o644)
-            self._files.append((pos, fd))
-        base, fd = self._files[-1]
+        if not self._files or pos - self._files[-1] >= self.file_bytes:
+            self._roll(pos)
+        base, fd = self._writer_fd()
         os.pwrite(fd, ENTRY.pack(commit_log_offset, size, tag_hash), pos - base)
         self._dirty.add(fd)
         self._size = pos + ENTRY_SIZE
@@ -112,10 +140,9 @@ class ConsumeQueue:
         i = 0
         while i < len(entries):
             pos = self._size
-            if not self._files or pos - self._files[-1][0] >= self.file_bytes:
-                fd = os.open(self.directory / f"{pos:0{NAME_WIDTH}d}", os.O_RDWR | os.O_CREAT, 0o644)
-                self._files.append((pos, fd))
-            base, fd = self._files[-1]
+            if not self._files or pos - self._files[-1] >= self.file_bytes:
+                self._roll(pos)
+            base, fd = self._writer_fd()
             room = (base + self.file_bytes - pos) // ENTRY_SIZE
             chunk = entries[i : i + room]
             os.pwrite(fd, b"".join(ENTRY.pack(*e) for e in chunk), pos - base)
@@ -123,15 +150,9 @@ class ConsumeQueue:
             self._size = pos + ENTRY_SIZE * len(chunk)
             i += len(chunk)
 
-    def _locate(self, pos: int) -> tuple[int, int]:
-        lo, hi = 0, len(self._files) - 1
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self._files[mid][0] <= pos:
-                lo = mid
-            else:
-                hi = mid - 1
-        return self._files[lo]
+    def _locate(self, pos: int) -> int:
+        """The base of the file holding byte ``pos``."""
+        return self._files[bisect.bisect_right(self._files, pos) - 1]
 
     def get(self, queue_offset: int) -> QueueEntry | None:
         entries = self.get_range(queue_offset, 1)
@@ -151,9 +172,10 @@ class ConsumeQueue:
         if queue_offset < self.min_offset or queue_offset >= self.max_offset or count <= 0:
             return b""
         pos = queue_offset * ENTRY_SIZE
-        base, fd = self._locate(pos)
+        base = self._locate(pos)
         n = min(count, (self._size - pos) // ENTRY_SIZE, (base + self.file_bytes - pos) // ENTRY_SIZE)
-        return os.pread(fd, n * ENTRY_SIZE, pos - base)
+        with self._handles.use(self._path(base)) as fd:
+            return os.pread(fd, n * ENTRY_SIZE, pos - base)
 
     def last_entry(self) -> QueueEntry | None:
         return self.get(self.max_offset - 1) if self.max_offset > self.min_offset else None
@@ -161,13 +183,16 @@ class ConsumeQueue:
     def truncate_to(self, queue_offset: int) -> None:
         """Drop every entry at or after ``queue_offset`` (recovery only)."""
         pos = max(queue_offset, self.min_offset) * ENTRY_SIZE
-        while self._files and self._files[-1][0] > pos:
-            base, fd = self._files.pop()
-            self._dirty.discard(fd)
-            os.close(fd)
-            (self.directory / f"{base:0{NAME_WIDTH}d}").unlink()
+        while self._files and self._files[-1] > pos:
+            base = self._files.pop()
+            if self._writer is not None and self._writer[0] == base:
+                self._dirty.discard(self._writer[1])
+                os.close(self._writer[1])
+                self._writer = None
+            self._handles.forget(self._path(base))
+            self._path(base).unlink()
         if self._files:
-            base, fd = self._files[-1]
+            base, fd = self._writer_fd()
             os.ftruncate(fd, pos - base)
         self._size = pos if self._files else 0
 
@@ -183,11 +208,20 @@ class ConsumeQueue:
         return dropped
 
     def flush(self) -> None:
+        retired, self._retired = self._retired, []  # first: what a file took before it rolled is in ``dirty`` by now
         dirty, self._dirty = self._dirty, set()
-        for fd in dirty:
+        for fd in dirty | set(retired):
             os.fsync(fd)
+        for fd in retired:
+            os.close(fd)
 
     def close(self) -> None:
-        for _, fd in self._files:
+        for fd in self._retired:
             os.close(fd)
+        self._retired.clear()
+        if self._writer is not None:
+            os.close(self._writer[1])
+            self._writer = None
+        for base in self._files:
+            self._handles.forget(self._path(base))
         self._files.clear()

@@ -10,14 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from .consume_queue import ConsumeQueue
+from .file_handles import FileHandles
 
 QueueKey = tuple[str, int]  # (topic, queue id)
 
 
 class ConsumeQueues:
-    def __init__(self, root: Path, entries_per_file: int) -> None:
+    def __init__(self, root: Path, entries_per_file: int, handles: FileHandles | None = None) -> None:
         self.root = root
         self._entries_per_file = entries_per_file
+        self._handles = handles or FileHandles()  # every queue's reads share the store's bounded table
         self._queues: dict[QueueKey, ConsumeQueue] = {}
 
     def find(self, topic: str, queue_id: int) -> ConsumeQueue | None:
@@ -28,7 +30,7 @@ class ConsumeQueues:
         """The queue, opened (and its directory made) on first use; OSError when the disk refuses."""
         cq = self._queues.get((topic, queue_id))
         if cq is None:
-            cq = ConsumeQueue(self.root / topic / str(queue_id), topic, queue_id, self._entries_per_file)
+            cq = ConsumeQueue(self.root / topic / str(queue_id), topic, queue_id, self._entries_per_file, self._handles)
             self._queues[(topic, queue_id)] = cq
         return cq
 

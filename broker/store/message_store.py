@@ -27,6 +27,7 @@ from .commit_log import CommitLog
 from .consume_queues import ConsumeQueues
 from .damaged_records import DamagedRecords
 from .data_lock import DataDirLock
+from .file_handles import FileHandles
 from .flush_service import GroupCommitService
 from .key_index import KeyIndex
 from .offset_table import OffsetTable
@@ -59,10 +60,12 @@ class MessageStore:
             self._listeners: list[Listener] = []
             self.topics = TopicTable(root / "topics.json")
             self.offsets = OffsetTable(root / "consumer_offsets.json")
-            self.commit_log = CommitLog(root / "commitlog", config.segment_bytes)
-            self._queues = ConsumeQueues(root / "consumequeue", config.consume_queue_entries)
+            self.file_handles = FileHandles(config.open_files)  # one bound for every file the store reads
+            self.commit_log = CommitLog(root / "commitlog", config.segment_bytes, self.file_handles)
+            self._queues = ConsumeQueues(root / "consumequeue", config.consume_queue_entries, self.file_handles)
             self.damaged = DamagedRecords()
-            self.keys = KeyIndex(root / "index", config.index_slots, config.index_entries, self.commit_log.read_record)
+            self.keys = KeyIndex(root / "index", config.index_slots, config.index_entries, self.commit_log.read_record,
+                                 self.file_handles, config.index_filter_bits)
             self.reads = QueueReads(self.commit_log, self._queues, self.damaged)
             self._checkpoints = Checkpoints(root / "checkpoint.json", self.commit_log, self._queues, self.keys, self.topics,
                                             self.offsets, self._gate, self._write_lock)

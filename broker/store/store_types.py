@@ -24,6 +24,8 @@ class StoreConfig:
     checkpoint_interval: float = 1.0
     index_slots: int = 1_000_000  # the key index's hash slots and entries per file (key_index.py; small in tests)
     index_entries: int = 4_000_000
+    index_filter_bits: int = 8  # bits a key of each key-index file's filter (key_index.KeyFilter; 0: none)
+    open_files: int = 256  # descriptors kept open for reading the store's files (file_handles.py), the coldest closed past it
 
 
 @dataclass(slots=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
+from halfmq.broker.delivery.queue_progress import DUE_SLACK
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle, NotLeader
 from tests.support.fake_clock import FakeClock
@@ -219,3 +220,14 @@ async def test_change_invisible_and_dead_letter_refuse_a_forged_handle(service, 
         service.change_invisible("g", "T", "forged", 1)
     with pytest.raises(InvalidReceiptHandle):
         service.dead_letter("g", "T", "forged")
+
+
+async def test_acked_deliveries_are_released_at_the_ack_not_when_their_invisible_time_ends(service, store) -> None:
+    """Consuming must hold memory flat: an acked delivery leaves nothing behind (its due entry went with the ack)."""
+    for _ in range(10):
+        put(store, *(f"m{i}" for i in range(100)))
+        deliveries = await service.receive("g", "T", 100, invisible=3600, wait=0)
+        service.ack("g", "T", [d.receipt_handle for d in deliveries])
+    state = service._progress.find("g", "T")
+    assert state is not None and sum(len(q.in_flight) for q in state.queues) == 0
+    assert len(state.due) <= DUE_SLACK  # 1,000 acked under an hour's invisible time: without the release, 1,000 entries

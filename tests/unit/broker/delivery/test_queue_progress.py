@@ -1,5 +1,5 @@
 from halfmq.broker.delivery.backoff import exhausted, retry_delay
-from halfmq.broker.delivery.queue_progress import GroupStates, GroupTopic, QueueProgress
+from halfmq.broker.delivery.queue_progress import DUE_SLACK, GroupStates, GroupTopic, QueueProgress, stale_due
 
 
 def test_committed_offset_advances_only_over_contiguous_acks() -> None:
@@ -109,3 +109,23 @@ def test_settling_the_message_holding_the_window_ends_the_stall() -> None:
     assert p.window_stall(now=500.0, max_offset=5) == 0.0
     assert p.lag(0, 5, now=500.0).fifo_window_stalled_seconds == 0.0
     assert stalled_queue(window=4).lag(0, 5, now=130.0).fifo_window_stalled_seconds == 30.0
+
+
+def test_a_due_heap_is_stale_once_past_twice_its_live_deliveries_and_the_slack() -> None:
+    assert not stale_due(DUE_SLACK, 0)
+    assert stale_due(DUE_SLACK + 1, 0)
+    assert not stale_due(2 * 100 + DUE_SLACK, 100)
+    assert stale_due(2 * 100 + DUE_SLACK + 1, 100)
+
+
+def test_releasing_settled_keeps_one_entry_per_delivery_in_flight_at_its_current_time() -> None:
+    state = GroupTopic([QueueProgress(0)])
+    queue = state.queues[0]
+    for _ in range(DUE_SLACK + 10):
+        item = queue.deliver_new(0.0, 30)
+        state.due.append((item.visible_at, 0, item.offset, item.nonce))
+    for offset in range(1, DUE_SLACK + 10):
+        queue.settle(offset)
+    queue.postpone(0, 99.0)
+    state.release_settled()
+    assert state.due == [(99.0, 0, 0, queue.in_flight[0].nonce)]

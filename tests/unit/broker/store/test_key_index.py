@@ -282,7 +282,7 @@ def test_an_index_whose_secret_is_gone_is_indexed_again_rather_than_read_with_ha
 
 
 def test_a_lookup_walks_at_most_max_files_index_files_newest_first(tmp_path: Path) -> None:
-    store = open_store(tmp_path)  # 32 entries a file
+    store = open_store(tmp_path, index_filter_bits=0)  # 32 entries a file; no filters: every file in range is walked
     store.create_topic("T", 1)
     for i in range(100):
         send(store, f"m{i}".encode(), UNIQ_KEY=f"id-{i}", KEYS="same")
@@ -329,3 +329,58 @@ def test_a_put_writing_out_its_entries_while_the_checkpoint_does_loses_none_of_t
     reopened = open_store(tmp_path, index_slots=1024, index_entries=10_000)
     assert [bodies(reopened, f"id-{i}") for i in range(3)] == [[b"m0"], [b"m1"], [b"m2"]]
     reopened.close()
+
+
+def many_index_files(path: Path) -> MessageStore:
+    store = open_store(path, index_slots=16, index_entries=16, checkpoint_interval=3600)
+    store.create_topic("T", 1)
+    for i in range(40):
+        results, end = store.put([PutItem("T", 0, b"m%d-%d" % (i, j), {"UNIQ_KEY": f"id-{i}-{j}"}) for j in range(16)])
+        store.wait_flushed(end).result(5)
+    store.checkpoint()  # seals and writes the rolled files' filters
+    return store
+
+
+def walked_files(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    walked: list[Path] = []
+    hits = key_index._IndexFile.hits
+
+    def counting(self, *args):
+        walked.append(self.path)
+        return hits(self, *args)
+
+    monkeypatch.setattr(key_index._IndexFile, "hits", counting)
+    return walked
+
+
+def test_a_rare_key_walks_only_the_files_whose_filter_may_hold_it_before_and_after_a_restart(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = many_index_files(tmp_path)
+    files = len([p for p in (tmp_path / "index").iterdir() if p.name.isdigit()])
+    assert files >= 40
+    walked = walked_files(monkeypatch)
+    for n in range(20):
+        assert bodies(store, f"absent-{n}") == []
+    assert len(walked) <= 20 * files // 4, f"{len(walked)} file walks for 20 absent keys over {files} files"
+    walked.clear()
+    assert bodies(store, "id-0-3", max_files=8) == [b"m0-3"]  # the oldest file: the ones ruled out count for nothing
+    store.close()
+    assert len(list((tmp_path / "index").glob("*" + key_index.FILTER_SUFFIX))) >= files - 2  # every sealed file's
+    reopened = open_store(tmp_path, index_slots=16, index_entries=16)
+    walked.clear()
+    for n in range(20):
+        assert bodies(reopened, f"absent-{n}") == []
+    assert len(walked) <= 20 * files // 4
+    assert bodies(reopened, "id-39-15") == [b"m39-15"]
+    reopened.close()
+
+
+def test_without_filters_every_file_in_range_is_walked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = open_store(tmp_path, index_slots=16, index_entries=16, index_filter_bits=0)
+    store.create_topic("T", 1)
+    for i in range(4):
+        send(store, b"m%d" % i, UNIQ_KEY=f"id-{i}", KEYS=" ".join(f"k{i}-{j}" for j in range(15)))
+    walked = walked_files(monkeypatch)
+    assert bodies(store, "absent") == []
+    assert len(walked) == len([p for p in (tmp_path / "index").iterdir() if p.name.isdigit()]) >= 4
+    store.close()

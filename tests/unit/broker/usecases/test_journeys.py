@@ -34,13 +34,23 @@ class TopicsAccess:
         return "*" in named or resource.name in named
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[MessageStore]:
-    s = MessageStore(StoreConfig(tmp_path, index_slots=256, index_entries=1024))
+def opened(path: Path, **config) -> Iterator[MessageStore]:
+    s = MessageStore(StoreConfig(path, index_slots=256, index_entries=1024, **config))
     for topic in ("ORDERS", "MALLORY", "OTHER"):
         s.create_topic(topic, 1)
     yield s
     s.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[MessageStore]:
+    yield from opened(tmp_path)
+
+
+@pytest.fixture
+def unfiltered_store(tmp_path: Path) -> Iterator[MessageStore]:
+    """Without the key-index files' filters: every file in range is walked (and counted against the bound)."""
+    yield from opened(tmp_path, index_filter_bits=0)
 
 
 def runtime(store: MessageStore, lookup_topics: int = 1000, lookup_index_files: int = 64) -> Journeys:
@@ -94,7 +104,8 @@ async def test_a_named_topic_the_principal_may_not_look_up_or_that_is_not_there_
         await rt.show(Principal("mallory"), NO_SCOPE, sent, "ORDERS")
 
 
-async def test_a_lookup_walks_at_most_lookup_index_files_files_in_each_topic(store: MessageStore) -> None:
+async def test_a_lookup_walks_at_most_lookup_index_files_files_in_each_topic(unfiltered_store: MessageStore) -> None:
+    store = unfiltered_store
     [old] = put(store, "ORDERS", KEYS="k")
     put(store, "OTHER", 3000)  # ~3 files of 1,024 entries each after it
     rt = runtime(store, lookup_index_files=2)
@@ -102,6 +113,13 @@ async def test_a_lookup_walks_at_most_lookup_index_files_files_in_each_topic(sto
     with pytest.raises(MessageNotFound):
         await rt.show(Principal("admin"), NO_SCOPE, old)
     assert await found(runtime(store), "admin", "k") == [old]
+
+
+async def test_files_whose_filter_rules_the_key_out_do_not_count_against_lookup_index_files(store: MessageStore) -> None:
+    [old] = put(store, "ORDERS", KEYS="k")
+    put(store, "OTHER", 3000)  # ~3 files of 1,024 entries each after it, none holding the key
+    store.checkpoint()  # the sealed files' filters
+    assert await found(runtime(store, lookup_index_files=3), "admin", "k") == [old]  # walked newest first, 4 files without filters
 
 
 async def test_an_id_on_two_topics_is_ambiguous_for_who_may_look_up_both_and_one_message_for_who_may_look_up_one(
