@@ -165,8 +165,8 @@ class DeliveryService:
             if not entries:
                 return
             for entry in entries:
-                if entry.queue_offset != progress.cursor:
-                    progress.cursor = entry.queue_offset  # below min offset: skip what retention removed
+                if entry.queue_offset != progress.cursor:  # below the earliest retained offset: continue from it
+                    self._skip_retained(group, topic, qid, progress, entry.queue_offset)
                 if progress.pass_acked():
                     continue
                 if type(entry) is DamagedEntry:
@@ -177,6 +177,13 @@ class DeliveryService:
                     out.append(self._delivery(group, topic, qid, entry, item, state))
                 elif progress.room() <= 0:
                     return  # it waits behind its group's head, and the window is full
+
+    def _skip_retained(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> None:
+        skipped = self._progress.continue_from(group, topic, qid, progress, offset)
+        if skipped:
+            log.warning("group %s continues %s/%d at %d, the earliest retained offset: %d messages were deleted by "
+                        "retention before it received them", group, topic, qid, offset, skipped)
+            self.counted.add("retention_skip", group, topic, n=skipped)
 
     def _skip_damaged(self, group: str, topic: str, qid: int, progress: QueueProgress) -> None:
         log.warning("group %s passes over damaged message %s/%d@%d", group, topic, qid, progress.cursor)

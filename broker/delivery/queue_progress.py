@@ -102,6 +102,18 @@ class QueueProgress:
             return True
         return False
 
+    def continue_from(self, offset: int) -> int:
+        """Continue at ``offset``, the queue's earliest retained one, when the cursor is below it (retention deleted
+        what lay between, Kafka's ``earliest``): committed moves there too; return how many offsets were never delivered."""
+        if offset <= self.cursor:
+            return 0
+        skipped = offset - self.cursor
+        self.cursor = offset
+        if self.committed < offset:
+            self.committed = offset
+            self.acked = {done for done in self.acked if done >= offset}
+        return skipped
+
     def skip(self) -> bool:
         """Pass over the next offset without delivering it (its record is damaged); True when committed moved."""
         offset = self.cursor

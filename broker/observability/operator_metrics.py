@@ -58,7 +58,7 @@ AGE_BUCKETS: tuple[tuple[float, str], ...] = ((10, "le_10s"), (60, "le_1m"), (60
 OLDEST = "gt_1h"
 CONSUMER = ["consumer_group", "topic"]
 SLICE_SECONDS = 0.002  # the longest a scrape reads state before letting the event loop serve others
-BASE_EVENTS = (("out", ""), ("ack", "ok"), ("nack", "ok"), ("dlq", ""))  # shown at 0 on every row, so a first event is an increase
+BASE_EVENTS = (("out", ""), ("ack", "ok"), ("nack", "ok"), ("dlq", ""), ("retention_skip", ""))  # shown at 0 on every row, so a first event is an increase
 K = TypeVar("K", bound=Hashable)
 
 
@@ -372,7 +372,9 @@ def _consumer_events(reading: StateReading) -> Iterator[Metric]:
                                 labels=[*CONSUMER, "result"])
     to_dlq = CounterMetricFamily("halfmq_send_to_dlq_messages", "Messages moved to the group's DLQ since start "
                                  "(rocketmq_send_to_dlq_messages_total)", labels=CONSUMER)
-    named = {"out": out, "ack": acks, "nack": nacks, "dlq": to_dlq}
+    skipped = CounterMetricFamily("halfmq_retention_skipped_messages", "Messages a group never received because retention "
+                                  "deleted them first: it continued from the queue's earliest retained offset", labels=CONSUMER)
+    named = {"out": out, "ack": acks, "nack": nacks, "dlq": to_dlq, "retention_skip": skipped}
     rows = set(reading.counted_pairs) | {(g, t) for (_, g, t, _) in reading.counted}
     zeros = {(event, g, t, result): 0 for g, t in rows for event, result in BASE_EVENTS}
     for (event, group, topic, result), n in sorted((zeros | reading.counted).items()):

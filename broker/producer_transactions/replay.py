@@ -79,6 +79,7 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
             coordinator.ids.replay_send(txn, record)
     elif kind == TxnRecord.BEGIN:
         txn.state, txn.number, txn.begun_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, record.store_timestamp, None
+        txn.begun_at = record.commit_log_offset
     elif kind == TxnRecord.COMMIT:
         committed = decode_acks(record.body)
         for group, topic, queue_id, offset in committed:

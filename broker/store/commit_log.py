@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .record import HEADER_SIZE, MAGIC, MAGIC_AT, MAX_RECORD_SIZE, RecordError, StoredMessage, claims_offset, damaged_field, decode, peek_size
+from .retention import SegmentFacts
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,7 @@ class CommitLog:
         self._leftovers: Segment | None = None  # a failed write's bytes past its segment's end, not yet cut off
         self._segments: list[Segment] = []
         self._bases: list[int] = []
+        self._retired: list[Segment] = []  # deleted by retention; their descriptors close at the next deletion
         for path in sorted(self.directory.iterdir()):
             if path.name.isdigit() and len(path.name) == NAME_WIDTH:
                 fd = os.open(path, os.O_RDWR)
@@ -112,6 +114,36 @@ class CommitLog:
 
     def segment_bases(self) -> list[int]:
         return list(self._bases)
+
+    def segment_facts(self) -> list[SegmentFacts]:
+        """Each segment's extent and last write (the file's mtime, as RocketMQ's fileReservedTime judges it)."""
+        segments = self._segments
+        return [SegmentFacts(seg.base, seg.end, os.fstat(seg.fd).st_mtime_ns // 1_000_000) for seg in segments]
+
+    # --- retention ----------------------------------------------------------------
+    def delete_below(self, offset: int) -> list[Path]:
+        """Delete the whole segments that end at or before ``offset`` (never the last one); return their paths.
+
+        A reader may still hold a deleted segment it looked up a moment ago: its descriptor stays open until the next
+        deletion (a retention interval later), so no read meets a closed or reused descriptor. The lists are replaced,
+        never changed in place, so ``_segment_for`` sees one consistent layout.
+        """
+        with self._lock:
+            for seg in self._retired:
+                os.close(seg.fd)
+            self._retired = []
+            gone = 0
+            while gone < len(self._segments) - 1 and self._segments[gone].end <= offset:
+                gone += 1
+            if not gone:
+                return []
+            self._retired = self._segments[:gone]
+            self._segments = self._segments[gone:]
+            self._bases = self._bases[gone:]
+            for seg in self._retired:
+                seg.path.unlink(missing_ok=True)
+            _fsync_dir(self.directory)
+            return [seg.path for seg in self._retired]
 
     # --- writing ----------------------------------------------------------------
     def next_offset_for(self, size: int) -> int:
@@ -172,10 +204,11 @@ class CommitLog:
 
     # --- reading ----------------------------------------------------------------
     def _segment_for(self, offset: int) -> Segment:
-        idx = bisect.bisect_right(self._bases, offset) - 1
+        segments = self._segments  # one layout: retention replaces the list (delete_below)
+        idx = bisect.bisect_right(segments, offset, key=_base_of) - 1
         if idx < 0:
             raise KeyError(offset)
-        return self._segments[idx]
+        return segments[idx]
 
     def read(self, offset: int, size: int) -> bytes:
         seg = self._segment_for(offset)
@@ -331,6 +364,9 @@ class CommitLog:
                     log.error("fsync of segment %s failed at close: %s", seg.path.name, exc)
                 finally:
                     os.close(seg.fd)
+            for seg in self._retired:
+                os.close(seg.fd)
+            self._retired = []
             self._segments.clear()
             self._bases.clear()
 
@@ -340,6 +376,10 @@ class _InvalidAt(Exception):
         super().__init__(f"{offset}: {reason}")
         self.offset = offset
         self.reason = reason
+
+
+def _base_of(seg: Segment) -> int:
+    return seg.base
 
 
 def _fsync_dir(path: Path) -> None:

@@ -35,12 +35,15 @@ def queue_files(directory: Path) -> list[tuple[Path, int]]:
     return [(p, p.stat().st_size) for p in paths]
 
 
-def first_break(files: list[tuple[Path, int]], file_bytes: int) -> tuple[int, str] | None:
-    """Where a queue's files stop forming one unbroken run from queue offset 0: (index, why), or None.
+def first_break(files: list[tuple[Path, int]], file_bytes: int, retained: bool = False) -> tuple[int, str] | None:
+    """Where a queue's files stop forming one unbroken run: (index, why), or None.
 
-    Every file but the last must be full and each must start where the one before ended.
+    Every file but the last must be full and each must start where the one before ended. The run starts at queue
+    offset 0, or, once retention deleted files (``retained``: the log start is past 0), at any file boundary.
     """
-    expected = 0
+    expected = int(files[0][0].name) if files and retained else 0
+    if expected % file_bytes:
+        return 0, f"file {files[0][0].name} does not start at a file boundary"
     for i, (path, length) in enumerate(files):
         if int(path.name) != expected:
             return i, f"file {path.name} should start at byte {expected} (a file is missing)"
@@ -51,7 +54,7 @@ def first_break(files: list[tuple[Path, int]], file_bytes: int) -> tuple[int, st
 
 
 class ConsumeQueue:
-    def __init__(self, directory: Path, topic: str, queue_id: int, entries_per_file: int) -> None:
+    def __init__(self, directory: Path, topic: str, queue_id: int, entries_per_file: int, retained: bool = False) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.directory = Path(directory)
@@ -60,14 +63,17 @@ class ConsumeQueue:
         self._files: list[tuple[int, int]] = []  # (base byte offset, fd), ordered
         self._size = 0  # logical bytes: base of last file + its length
         self._dirty: set[int] = set()
+        self._retired: list[int] = []  # descriptors of deleted files, closed at the next deletion (``close_retired``)
+        self._start = 0  # the first queue offset whose record the log still holds (retention moves it: ``forget_below``)
         self.repaired = False  # files were missing or short at open: recovery must refill from the commit log
-        self._open_existing()
+        self._open_existing(retained)
 
-    def _open_existing(self) -> None:
-        """Open the unbroken run of files from queue offset 0 (``first_break``) and delete the rest:
-        recovery refills the queue from the commit log (``repaired``), so no reader meets a hole."""
+    def _open_existing(self, retained: bool) -> None:
+        """Open the unbroken run of files (``first_break``: from queue offset 0, or past it when retention deleted the
+        first ones) and delete the rest: recovery refills the queue from the commit log (``repaired``), so no reader
+        meets a hole."""
         files = queue_files(self.directory)
-        broken = first_break(files, self.file_bytes)
+        broken = first_break(files, self.file_bytes, retained)
         keep = files if broken is None else files[: broken[0]]
         for path, _ in keep:
             self._files.append((int(path.name), os.open(path, os.O_RDWR)))
@@ -82,14 +88,48 @@ class ConsumeQueue:
 
     def _drop(self, paths: list[Path], why: str) -> None:
         log.warning("consume queue %s/%d: %s; rebuilding it from queue offset %d on from the commit log", self.topic, self.queue_id,
-                    why, len(self._files) * self.file_bytes // ENTRY_SIZE)
+                    why, (self._files[-1][0] + self.file_bytes if self._files else 0) // ENTRY_SIZE)
         for path in paths:
             path.unlink()
         self.repaired = True
 
     @property
     def min_offset(self) -> int:
-        return self._files[0][0] // ENTRY_SIZE if self._files else 0
+        """The first queue offset a reader gets: past the files retention deleted and the entries below the log start."""
+        first = self._files[0][0] // ENTRY_SIZE if self._files else 0
+        return min(max(first, self._start), self.max_offset)
+
+    def forget_below(self, log_start: int) -> list[Path]:
+        """Start the queue at its first entry whose record is at or past ``log_start``; delete the files wholly below it.
+
+        The last file stays (an empty queue keeps counting from where it was); return the paths deleted. Entries of
+        one queue point forward in the log, so the first kept entry is found by bisection.
+        """
+        lo, hi = self.min_offset, self.max_offset
+        while lo < hi:
+            mid = (lo + hi) // 2
+            entry = self.get(mid)
+            if entry is not None and entry.commit_log_offset < log_start:
+                lo = mid + 1
+            else:
+                hi = mid
+        self._start = max(self._start, lo)
+        deleted: list[Path] = []
+        while len(self._files) > 1 and self._files[1][0] // ENTRY_SIZE <= self._start:
+            base, fd = self._files[0]
+            self._files = self._files[1:]  # a new list: a reader's ``_locate`` walks the one it read
+            self._dirty.discard(fd)
+            path = self.directory / f"{base:0{NAME_WIDTH}d}"
+            path.unlink(missing_ok=True)
+            deleted.append(path)
+            self._retired.append(fd)
+        return deleted
+
+    def close_retired(self) -> None:
+        """Close the descriptors of files deleted a retention interval ago (a reader may have held them until then)."""
+        retired, self._retired = self._retired, []
+        for fd in retired:
+            os.close(fd)
 
     @property
     def max_offset(self) -> int:
@@ -124,14 +164,15 @@ class ConsumeQueue:
             i += len(chunk)
 
     def _locate(self, pos: int) -> tuple[int, int]:
-        lo, hi = 0, len(self._files) - 1
+        files = self._files
+        lo, hi = 0, len(files) - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if self._files[mid][0] <= pos:
+            if files[mid][0] <= pos:
                 lo = mid
             else:
                 hi = mid - 1
-        return self._files[lo]
+        return files[lo]
 
     def get(self, queue_offset: int) -> QueueEntry | None:
         entries = self.get_range(queue_offset, 1)
@@ -188,6 +229,7 @@ class ConsumeQueue:
             os.fsync(fd)
 
     def close(self) -> None:
+        self.close_retired()
         for _, fd in self._files:
             os.close(fd)
         self._files.clear()

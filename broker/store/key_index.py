@@ -210,6 +210,7 @@ class KeyIndex:
         self.upto = self._files[-1].upto if self._files else 0
         self.refused: OSError | None = None  # a write the disk refused: nothing more is indexed until the next start
         self.durable_upto = self.upto  # what the last whole flush made durable
+        self._retired: list[int] = []  # descriptors of files retention deleted, closed at its next pass
 
     def _load_secret(self) -> bytes:
         """This store's secret (made when there is none). Files of format 2 without it, or of a format this code does not
@@ -392,6 +393,28 @@ class KeyIndex:
         found.sort(key=lambda r: r.commit_log_offset, reverse=True)
         return found
 
+    def forget_below(self, log_start: int) -> list[Path]:
+        """Delete the files whose every entry points below ``log_start`` (the next file begins at or before it); the
+        file being written stays. A query may still walk a file deleted now: its descriptor closes at the next call."""
+        retired, self._retired = self._retired, []
+        for fd in retired:
+            os.close(fd)
+        with self._roll_lock:
+            files = self._files
+            gone = 0
+            while gone < len(files) - 1 and int(files[gone + 1].path.name) <= log_start:
+                gone += 1
+            if not gone:
+                return []
+            self._files = files[gone:]
+        for f in files[:gone]:
+            f.path.unlink(missing_ok=True)
+            self._retired.append(f.fd)
+        return [f.path for f in files[:gone]]
+
     def close(self) -> None:
+        for fd in self._retired:
+            os.close(fd)
+        self._retired = []
         for f in self._files:
             os.close(f.fd)

@@ -29,6 +29,7 @@ from typing import NamedTuple
 import orjson
 
 from .indexed_keys import INDEX_KEYS, position_key
+from .queue_reads import QueueReads
 from .store_types import PutItem
 from .topics import TXN_STATE_TOPIC
 
@@ -134,3 +135,13 @@ def receipt_key_record(key: bytes) -> PutItem:
 
 def receipt_key_of(body: bytes) -> bytes:
     return bytes.fromhex(body.decode())
+
+
+def state_records_pin(reads: QueueReads) -> int | None:
+    """The lowest commit-log offset a restart reads state records from: retention keeps everything from there.
+
+    Today a restart replays every state record from the state queue's first (``producer_transactions.replay``), so
+    this is that record's offset. Once the state is snapshotted, this becomes the offset of the first record past the
+    latest durable snapshot, and the history before it may go.
+    """
+    return reads.first_commit_log_offset(TXN_STATE_TOPIC, 0)

@@ -75,6 +75,7 @@ class TimerIndex:
         self._buffer: list[int] = []  # keys of timers at or past ``_runs_upto``
         self._buffered_since: float | None = None
         self._runs: list[RunCursor] = []
+        self._run_lows: dict[Path, int] = {}  # each run's lowest timer queue offset, once found (retention's pin)
         self._runs_upto = 0  # the runs hold every timer queue offset below this (released ones left out)
         self._released: set[int] = set()  # released offsets the buffer or a run still holds past its cursor
         self._buffer_released: set[int] = set()  # every released offset at or past ``_runs_upto`` (for state.json)
@@ -123,6 +124,26 @@ class TimerIndex:
             heads = [self._buffer[0] >> OFFSET_BITS] if self._buffer else []
             heads += [head[0] for run in self._runs if (head := run.head()) is not None]
             return min(heads, default=None)
+
+    def lowest_needed_offset(self) -> int | None:
+        """Retention's pin (store.retention): the commit-log offset of the pending timer earliest in the timer queue
+        (a timer not yet released must still be delivered). A run's lowest offset is found once and kept: a run never
+        gains timers, so it only errs towards keeping more. None when no timer is pending."""
+        with self._lock:
+            released = self._released
+            lows = [key & OFFSET_MASK for key in self._buffer if key & OFFSET_MASK not in released]
+            for run in self._runs:
+                if run.remaining:
+                    low = self._run_lows.get(run.path)
+                    if low is None:
+                        low = self._run_lows[run.path] = min(offset for _, offset in run.pairs())
+                    lows.append(low)
+            self._run_lows = {run.path: self._run_lows[run.path] for run in self._runs if run.path in self._run_lows}
+        lowest = min(lows, default=None)
+        if lowest is None:
+            return None
+        found = self._store.reads.commit_log_offset_at(TIMER_TOPIC, TIMER_QUEUE, lowest)
+        return 0 if found is None else found  # its entry unread: hold everything rather than guess
 
     @property
     def pending(self) -> int:
