@@ -157,6 +157,7 @@ class DeliveryService:
         """Hand out never-delivered messages of one queue (one of a busy group waits in its gate); a damaged one is
         skipped as if acked, and counted."""
         progress = state.queues[qid]
+        self._skip_retained(group, topic, qid, progress, self._reads.queue_range(topic, qid)[0])  # a no-op unless below it
         while True:
             want = min(limit - len(out), self._reads.queue_range(topic, qid)[1] - progress.cursor, progress.room())
             if want <= 0:
@@ -179,6 +180,7 @@ class DeliveryService:
                     return  # it waits behind its group's head, and the window is full
 
     def _skip_retained(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> None:
+        """Continue from ``offset`` when the group's cursor is below it: retention deleted what lay between (counted)."""
         skipped = self._progress.continue_from(group, topic, qid, progress, offset)
         if skipped:
             log.warning("group %s continues %s/%d at %d, the earliest retained offset: %d messages were deleted by "
