@@ -137,7 +137,7 @@ class BrokerSettings(BaseSettings):
     # Why: docs/decisions/049-scoped-key-index.md.
     lookup_topics: int = Field(default=100, ge=1)
     lookup_index_files: int = Field(default=128, ge=1)
-    # Retention (docs/decisions/051-retention-by-whole-segments-and-pins.md): whole commit-log segments go once last
+    # Retention (docs/decisions/052-retention-by-whole-segments-and-pins.md): whole commit-log segments go once last
     # written longer ago than ``retention`` (seconds, or "7d", "12h", "30s"), or once the segments after them hold
     # ``retention_bytes`` (unset: no size limit); never what an open transaction, a pending timer or a restart still
     # needs. Checked every ``retention_check_interval`` seconds.

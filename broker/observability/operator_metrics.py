@@ -234,6 +234,11 @@ def _store(rt: Observed) -> Iterator[Metric]:
     yield GaugeMetricFamily("halfmq_commit_log_end_offset", "Commit log end offset in bytes", value=store.commit_log.end_offset)
     yield GaugeMetricFamily("halfmq_commit_log_flushed_offset", "Commit log offset known durable, in bytes", value=store.flushed_offset)
     yield CounterMetricFamily("halfmq_fsyncs", "Group-commit fsyncs since start", value=store.flush_count)
+    yield GaugeMetricFamily("halfmq_commit_log_start_offset", "Commit log start offset in bytes: retention deleted what lay below it",
+                            value=store.log_start)
+    retention = getattr(rt, "retention", None)
+    yield CounterMetricFamily("halfmq_retention_deleted_files", "Commit-log, consume-queue and key-index files retention deleted since start",
+                              value=retention.deleted_files if retention is not None else 0)
     yield CounterMetricFamily("halfmq_store_damaged_records", "Distinct damaged records met by reads since start", value=store.damaged.count)
     yield CounterMetricFamily("halfmq_receive_damaged_skipped", "Damaged messages consumer groups passed over since start",
                               value=delivery.damaged_skips)

@@ -234,7 +234,7 @@ class BrokerRuntime:
                 log.exception("writing the acks checkpoint failed")
 
     def retention_pins(self) -> dict[str, Pin]:
-        """What retention must never take (docs/decisions/051-retention-by-whole-segments-and-pins.md), each as the
+        """What retention must never take (docs/decisions/052-retention-by-whole-segments-and-pins.md), each as the
         lowest commit-log offset it still needs. ``state_records``: everything a restart replays; today the whole state
         queue, until state snapshots let a restart start later (then this pin moves to the snapshot's position)."""
         reads = self.store.reads

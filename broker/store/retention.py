@@ -8,7 +8,7 @@ consume queues, the key index and the timer index follow it (``MessageStore.adva
 A *pin* is the lowest commit-log offset something still needs (an open half message, an open producer transaction, a
 timer not yet released, the state records a restart reads), or None when it needs nothing: no segment that ends past a
 pin goes, whatever its age. The decision is here, tested under a fake clock; ``RetentionService`` only does the I/O.
-docs/decisions/051-retention-by-whole-segments-and-pins.md says why.
+docs/decisions/052-retention-by-whole-segments-and-pins.md says why.
 """
 
 from __future__ import annotations
