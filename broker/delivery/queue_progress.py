@@ -34,6 +34,7 @@ class QueueProgress:
     in_flight: dict[int, InFlight] = field(default_factory=dict)
     acked: set[int] = field(default_factory=set)
     gate: FifoGate = field(default_factory=FifoGate)
+    retention_skipped: int = 0  # offsets retention deleted before the group received them, since start (continue_from)
     _nonce: int = 0
 
     def __post_init__(self) -> None:
@@ -109,6 +110,7 @@ class QueueProgress:
             return 0
         skipped = offset - self.cursor
         self.cursor = offset
+        self.retention_skipped += skipped
         if self.committed < offset:
             self.committed = offset
             self.acked = {done for done in self.acked if done >= offset}
@@ -156,7 +158,7 @@ class QueueProgress:
 
     def lag(self, queue_id: int, max_offset: int, now: float) -> QueueLag:
         return QueueLag(queue_id, self.committed, max_offset, max_offset - self.committed, len(self.in_flight),
-                        self.gate.groups_waiting, self.window_stall(now, max_offset))
+                        self.gate.groups_waiting, self.window_stall(now, max_offset), self.retention_skipped)
 
 
 @dataclass
@@ -195,3 +197,4 @@ class QueueLag:
     in_flight: int
     fifo_groups_waiting: int = 0
     fifo_window_stalled_seconds: float = 0.0  # QueueProgress.window_stall
+    retention_skipped: int = 0  # QueueProgress.retention_skipped

@@ -223,9 +223,10 @@ class CommitLog:
         return decode(self.read(offset, size))
 
     def _scan(self, start: int) -> Iterator[tuple[StoredMessage, int]]:
-        idx = max(bisect.bisect_right(self._bases, start) - 1, 0)
+        segments = self._segments  # one layout: retention replaces the list (delete_below)
+        idx = max(bisect.bisect_right(segments, start, key=_base_of) - 1, 0)
         pos = start
-        for seg in self._segments[idx:]:
+        for seg in segments[idx:]:
             pos = max(pos, seg.base)
             need = 0
             while pos < seg.end:
@@ -317,9 +318,10 @@ class CommitLog:
         A candidate must carry its own position in its commit-log-offset field and
         pass its CRC, so bytes inside a body are not mistaken for a record.
         """
-        idx = max(bisect.bisect_right(self._bases, after) - 1, 0)
+        segments = self._segments  # one layout, as in _scan
+        idx = max(bisect.bisect_right(segments, after, key=_base_of) - 1, 0)
         magic = bytes([MAGIC])
-        for seg in self._segments[idx:]:
+        for seg in segments[idx:]:
             pos = max(after + 1, seg.base)
             while pos < seg.end:
                 n = min(SCAN_CHUNK, seg.end - pos)

@@ -167,6 +167,7 @@ class TimerIndex:
     def _read_timers(self) -> None:
         heap, released = self._buffer, self._released
         bulk = not heap  # at start: append everything, then one heapify
+        self._timers_read = max(self._timers_read, self._store.reads.queue_range(TIMER_TOPIC, TIMER_QUEUE)[0])  # past retention's
         while dues := self._store.reads.queue_codes(TIMER_TOPIC, TIMER_QUEUE, self._timers_read, READ_BATCH):
             self.reads += len(dues)
             for offset, due in enumerate(dues, self._timers_read):
@@ -183,6 +184,7 @@ class TimerIndex:
             self._buffered_since = self._clock()
 
     def _read_markers(self) -> None:
+        self._markers_read = max(self._markers_read, self._store.reads.queue_range(TIMER_TOPIC, RELEASE_QUEUE)[0])  # past retention's
         while markers := self._store.reads.read_entries(TIMER_TOPIC, RELEASE_QUEUE, self._markers_read, READ_BATCH):
             self.reads += len(markers)
             for marker in markers:

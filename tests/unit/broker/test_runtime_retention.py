@@ -158,6 +158,7 @@ async def test_a_group_behind_the_log_start_continues_from_the_earliest_retained
     skipped = sum(n for (event, group, topic, _), n in rt.delivery.counted.rows().items()
                   if (event, group, topic) == ("retention_skip", "late", "PLAIN"))
     assert skipped == sum(earliest[q] - committed[q] for q in range(4))
+    assert sum(q.retention_skipped for q in rt.delivery.views.group_lag("late")["PLAIN"]) == skipped  # groups show, the console
     assert all(ok for _, ok in rt.delivery.ack("late", "PLAIN", [d.receipt_handle for d in got]))
     assert {q: rt.store.offsets.get("late", "PLAIN", q) for q in range(4)} == {
         q: rt.store.reads.queue_range("PLAIN", q)[1] for q in range(4)}  # committed moved over the gap: acks settle it
