@@ -128,22 +128,20 @@ class CommitLog:
         deletion (a retention interval later), so no read meets a closed or reused descriptor. The lists are replaced,
         never changed in place, so ``_segment_for`` sees one consistent layout.
         """
-        with self._lock:
+        with self._lock:  # the writer's roll to a new segment takes it too: the list swap and the append never interleave
             for seg in self._retired:
                 os.close(seg.fd)
-            self._retired = []
             gone = 0
             while gone < len(self._segments) - 1 and self._segments[gone].end <= offset:
                 gone += 1
-            if not gone:
-                return []
-            self._retired = self._segments[:gone]
+            self._retired = retired = self._segments[:gone]
             self._segments = self._segments[gone:]
             self._bases = self._bases[gone:]
-            for seg in self._retired:
-                seg.path.unlink(missing_ok=True)
+        for seg in retired:  # outside the lock: unlinking a large file takes a while, and the writer may roll meanwhile
+            seg.path.unlink(missing_ok=True)
+        if retired:
             _fsync_dir(self.directory)
-            return [seg.path for seg in self._retired]
+        return [seg.path for seg in retired]
 
     # --- writing ----------------------------------------------------------------
     def next_offset_for(self, size: int) -> int:
@@ -204,10 +202,15 @@ class CommitLog:
 
     # --- reading ----------------------------------------------------------------
     def _segment_for(self, offset: int) -> Segment:
-        segments = self._segments  # one layout: retention replaces the list (delete_below)
-        idx = bisect.bisect_right(segments, offset, key=_base_of) - 1
+        segments, bases = self._segments, self._bases
+        idx = bisect.bisect_right(bases, offset) - 1
         if idx < 0:
             raise KeyError(offset)
+        if idx >= len(segments) or segments[idx].base > offset or (idx + 1 < len(segments) and segments[idx + 1].base <= offset):
+            # retention replaced the lists between the two reads above (delete_below): look in the segments alone
+            idx = bisect.bisect_right(segments, offset, key=_base_of) - 1
+            if idx < 0:
+                raise KeyError(offset)
         return segments[idx]
 
     def read(self, offset: int, size: int) -> bytes:

@@ -56,6 +56,7 @@ class MessageStore:
         self._lock_file.acquire()
         try:
             self._write_lock = threading.Lock()
+            self._retention_lock = threading.Lock()  # one retention pass at a time (advance_log_start)
             self._gate = WriteGate()
             self._listeners: list[Listener] = []
             self.topics = TopicTable(root / "topics.json")
@@ -101,16 +102,20 @@ class MessageStore:
 
     def advance_log_start(self, offset: int) -> list[Path]:
         """Move the log start to ``offset`` (a segment base retention chose, retention.py): record it, then delete the
-        segments below it and the consume-queue and key-index files that point only there; return the paths deleted."""
-        with self._write_lock:
+        segments below it and the consume-queue and key-index files that point only there; return the paths deleted.
+
+        Sends wait only while the queues and the index drop their files (the writer appends to the same lists): the
+        record's fsync and the segments' unlinks (a large file's takes a while) are outside the write lock.
+        """
+        with self._retention_lock:
             if offset <= self.log_start or self._gate.closed:
                 return []
             write_log_start(Path(self.config.data_dir), offset)
-            self.log_start = offset
-            deleted = self.commit_log.delete_below(offset)
-            deleted += self._queues.forget_below(offset)
-            deleted += self.keys.forget_below(offset)
-        return deleted
+            with self._write_lock:
+                self.log_start = offset
+                deleted = self._queues.forget_below(offset)
+                deleted += self.keys.forget_below(offset)
+            return self.commit_log.delete_below(offset) + deleted
 
     # --- topics -----------------------------------------------------------------
     def topic(self, name: str) -> TopicConfig | None:
