@@ -1,21 +1,23 @@
-"""Retention on a real broker process: a retention of one second, checked five times a second, small segments.
+"""Retention on a real broker process: a retention of a second or two, checked five times a second, small segments.
 
-Today the state records pin holds the log from the state queue's first record (a restart replays them all, until state
-snapshots land), so nothing goes here; what this shows through the process is that the loop runs under load and that
-a half older than the retention still commits by check-back. Deletion past the pins is shown on a real runtime with
-that pin left out (tests/unit/broker/test_runtime_retention.py).
+Before the first state snapshot a restart replays every state record, so the state records pin holds the whole log:
+nothing goes, and a half older than the retention still commits by check-back. Once snapshots are written, the pin is
+the older snapshot's position (``state_snapshot.replay_start_offset``): old segments really go, a group behind
+continues from the log start with the skip counted, and a kill -9 restart afterwards has the state it had.
 """
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import httpx
 
 from tests.support.check_server import CheckServer
 from tests.support.waiting import wait_for
 
-from .http_helpers import receive
+from .http_helpers import path, receive, send, settle
 
 SHORT_RETENTION = {
     "HALFMQ_BROKER_RETENTION": "1s",
@@ -24,6 +26,7 @@ SHORT_RETENTION = {
     "HALFMQ_BROKER_TRANSACTION_TIMEOUT": "0.5",
     "HALFMQ_BROKER_TRANSACTION_CHECK_INTERVAL": "0.3",
     "HALFMQ_BROKER_CHECK_TIMEOUT": "1.0",
+    "HALFMQ_BROKER_STATE_SNAPSHOT_INTERVAL": "3600",  # no snapshot: a restart replays every state record
 }
 
 
@@ -34,7 +37,7 @@ def metric(client: httpx.Client, name: str) -> float:
     raise AssertionError(f"{name} is not in /metrics")
 
 
-def test_a_half_older_than_the_retention_still_commits_by_check_back_after_retention_ran(start_broker, checks: CheckServer) -> None:
+def test_before_the_first_state_snapshot_nothing_goes_and_an_old_half_still_commits_by_check_back(start_broker, checks: CheckServer) -> None:
     broker = start_broker(SHORT_RETENTION)
     with httpx.Client(base_url=broker.url, timeout=15) as client:
         client.post("/v1/topics", json={"name": "ORDERS", "queues": 2}).raise_for_status()
@@ -43,9 +46,101 @@ def test_a_half_older_than_the_retention_still_commits_by_check_back_after_reten
             client.post("/v1/topics/FILLER/messages", json={"messages": [{"body": "x" * 1000}]}).raise_for_status()
         segments = sorted((broker.data_dir / "commitlog").iterdir())
         time.sleep(2.0)  # the retention twice over, ten passes
-        assert sorted((broker.data_dir / "commitlog").iterdir()) == segments  # held: a restart needs every state record
+        assert sorted((broker.data_dir / "commitlog").iterdir()) == segments  # held: a restart replays every state record
         assert metric(client, "halfmq_commit_log_start_offset") == 0
         checks.answer_state("commit")
         client.post("/v1/producers/heartbeat", json={"producer_group": "pg", "client_id": "c1", "check_url": checks.url}).raise_for_status()
         wait_for(lambda: client.get(f"/v1/transactions/{tx['transaction_id']}").json()["state"] == "committed")
         assert [m["body"] for m in receive(client, "billing", "ORDERS")] == ["order 1"]
+
+
+SNAPSHOTTED_RETENTION = {
+    "HALFMQ_BROKER_RETENTION": "2s",
+    "HALFMQ_BROKER_RETENTION_CHECK_INTERVAL": "0.2",
+    "HALFMQ_BROKER_SEGMENT_BYTES": "4096",
+    "HALFMQ_BROKER_STATE_SNAPSHOT_INTERVAL": "0.2",
+}
+SENDS = 120  # ~600 bytes each: some twenty segments of 4 KiB
+FIRST_SEGMENT = "0" * 20
+
+
+def _snapshot_entries(data_dir: Path) -> int:
+    """The entries the broker's newest state snapshot counts (its header), -1 without one."""
+    try:
+        with open(data_dir / "state-snapshot.json", "rb") as fh:
+            return int(fh.readline().split(b" ")[4])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def _labelled(client: httpx.Client, name: str, **labels: str) -> float:
+    wanted = {f'{k}="{v}"' for k, v in labels.items()}
+    for line in client.get("/metrics").text.splitlines():
+        m = re.fullmatch(rf"{name}\{{(.*)\}} (\S+)", line)
+        if m and wanted <= set(m.group(1).split(",")):
+            return float(m.group(2))
+    return 0.0
+
+
+def _a_state_record_and_a_snapshot_past_it(client: httpx.Client, broker, n: int) -> None:
+    """An ack (a state record), then a snapshot counting it: the snapshot's position moves past everything before."""
+    before = _snapshot_entries(broker.data_dir)
+    send(client, "MARK", f"mark-{n}")
+    got = receive(client, "marker", "MARK", 1)
+    assert settle(client, "ack", "marker", "MARK", [got[0]["receipt_handle"]]) == ["OK"]
+    wait_for(lambda: _snapshot_entries(broker.data_dir) > before, timeout=30)
+
+
+def test_once_state_snapshots_are_written_old_segments_go_a_group_behind_skips_and_a_kill_9_restart_keeps_the_state(
+        start_broker) -> None:
+    broker = start_broker(SNAPSHOTTED_RETENTION)
+    commitlog = broker.data_dir / "commitlog"
+    with httpx.Client(base_url=broker.url, timeout=15) as client:
+        for name in ("T", "MARK"):
+            client.post("/v1/topics", json={"name": name, "queues": 1}).raise_for_status()
+        ids = client.post("/v1/producer-ids", json={}).json()
+        ids = {"producer_id": ids["producer_id"], "epoch": ids["epoch"]}
+
+        def numbered(sequence: int) -> httpx.Response:
+            return client.post(path("v1", "topics", "T", "messages"),
+                               json={**ids, "sequence": sequence, "messages": [{"body": f"m{sequence:04d}" + "x" * 500}]})
+
+        for sequence in range(SENDS):
+            assert numbered(sequence).status_code == 200
+        behind = receive(client, "behind", "T", 2)  # a group that read two, then stopped
+        assert settle(client, "ack", "behind", "T", [m["receipt_handle"] for m in behind]) == ["OK", "OK"]
+        assert (commitlog / FIRST_SEGMENT).exists() and len(list(commitlog.iterdir())) > 10
+        for n in range(2):  # both snapshot files past the sends: the older one is what retention keeps from
+            _a_state_record_and_a_snapshot_past_it(client, broker, n)
+
+        wait_for(lambda: metric(client, "halfmq_commit_log_start_offset") > 0, timeout=30)
+        start = int(metric(client, "halfmq_commit_log_start_offset"))
+        assert not (commitlog / FIRST_SEGMENT).exists()
+        assert all(int(p.name) >= start for p in commitlog.iterdir() if p.name.isdigit())
+        assert metric(client, "halfmq_retention_deleted_files_total") > 0
+        first_kept = client.get("/v1/topics/T").json()
+        assert first_kept["queues"][0]["min_offset"] > 2, first_kept
+        resumed = receive(client, "behind", "T", 1)  # continues from the earliest retained offset, the skip counted
+        assert resumed and resumed[0]["queue_offset"] == first_kept["queues"][0]["min_offset"]
+        assert _labelled(client, "halfmq_retention_skipped_messages_total", consumer_group="behind", topic="T") == \
+            first_kept["queues"][0]["min_offset"] - 2
+        again = numbered(SENDS - 1)
+        assert again.status_code == 200 and again.json()["duplicate"] is True, again.text
+
+    broker.kill9()
+    broker.start()
+    with httpx.Client(base_url=broker.url, timeout=15) as client:
+        assert metric(client, "halfmq_commit_log_start_offset") >= start
+        assert not (commitlog / FIRST_SEGMENT).exists()
+        listed = client.get("/v1/topics").json()
+        assert {"T", "MARK"} <= {t["name"] for t in listed["topics"]}, listed
+        again = client.post(path("v1", "topics", "T", "messages"),
+                            json={**ids, "sequence": SENDS - 1, "messages": [{"body": f"m{SENDS - 1:04d}" + "x" * 500}]})
+        assert again.status_code == 200 and again.json()["duplicate"] is True, again.text
+        after = client.post(path("v1", "topics", "T", "messages"),
+                            json={**ids, "sequence": SENDS, "messages": [{"body": "next"}]})
+        assert after.status_code == 200 and not after.json().get("duplicate"), after.text
+        kept = client.get("/v1/topics/T").json()["queues"][0]["min_offset"]  # retention ran on meanwhile: not below
+        assert first_kept["queues"][0]["min_offset"] <= kept <= SENDS - 1
+        later = receive(client, "behind", "T", SENDS + 1)  # the group goes on from the log start to the new send
+        assert later and later[0]["queue_offset"] >= kept and later[-1]["body"] == "next", later[:1]
