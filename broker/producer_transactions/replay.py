@@ -103,8 +103,8 @@ def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: st
             acks.restore_reset(group, topic, queue_id, offset)
     elif kind is state.StateRecord.GROUP_DELETED:
         _replay_group_deleted(acks, record, checkpoint)
-    elif kind is state.StateRecord.TOPIC:
-        coordinator.store.adopt_topic(*state.topic_of(record.properties))
+    elif kind in (state.StateRecord.TOPIC, state.StateRecord.TOPIC_DELETED):
+        _replay_topic(coordinator.store, acks, kind, record, checkpoint)
     elif kind is state.StateRecord.PRODUCER:
         if coordinator.producers is not None:
             coordinator.producers.replay(state.producer_of(record.properties))
@@ -118,7 +118,21 @@ def _replay_group_deleted(acks: AckLedger, record: StoredMessage, checkpoint: ac
     group = record.properties[state.GROUP]
     counted = checkpoint is not None and record.queue_offset < checkpoint.entries
     if not (counted and checkpoint is not None and any(q.group == group for q in checkpoint.settled)):
-        acks.forget_group(group)
+        acks.forget(group=group)
+
+
+def _replay_topic(store: MessageStore, acks: AckLedger, kind: state.StateRecord, record: StoredMessage,
+                  checkpoint: acks_checkpoint.AcksCheckpoint | None) -> None:
+    """A topic made (it exists with at least its queues) or deleted: it goes (its name, its queues below the ends),
+    and its groups' offsets too, unless the acks checkpoint counts the record: then the checkpoint is newer, and what
+    it holds of the topic was settled after the deletion."""
+    if kind is state.StateRecord.TOPIC:
+        store.adopt_topic(*state.topic_of(record.properties))
+        return
+    deleted = state.topic_deleted_of(record.properties)
+    store.delete_topic(deleted.name, deleted.ends)
+    if checkpoint is None or record.queue_offset >= checkpoint.entries:
+        acks.forget(topic=deleted.name)
 
 
 def restore(store: MessageStore, acks: AckLedger, checkpoint: acks_checkpoint.AcksCheckpoint) -> None:

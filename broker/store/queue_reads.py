@@ -45,7 +45,7 @@ class QueueReads:
         if cq is None:
             return []
         out: list[StoredMessage | DamagedEntry] = []
-        offset = max(offset, cq.min_offset)
+        offset = max(offset, cq.min_offset, self._queues.floor(topic, queue_id))
         while len(out) < max_messages:
             entries = cq.get_range(offset, max_messages - len(out))
             if not entries:

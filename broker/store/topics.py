@@ -82,6 +82,15 @@ class TopicTable:
         self._unsaved = False
         return cfg
 
+    def remove(self, name: str) -> None:
+        """Forget a topic durably (an operator deleted it); OSError, and no change, when the file cannot be written."""
+        if name not in self._topics:
+            return
+        topics = {n: c for n, c in self._topics.items() if n != name}
+        self._write(topics)
+        self._topics = topics
+        self._unsaved = False
+
     def learn(self, name: str, queues: int) -> TopicConfig:
         """Add or widen a topic in memory only; ``save_if_changed`` makes it durable."""
         cfg = TopicConfig(name, queues, int(time.time() * 1000))
