@@ -50,7 +50,8 @@ def test_a_deleted_topic_is_no_longer_listed_described_or_read(client: httpx.Cli
 
 def test_a_topic_created_again_under_the_name_starts_empty(client: httpx.Client) -> None:
     consumed(client, "g", "AGAIN")
-    send(client, "AGAIN", "unread")
+    send(client, "AGAIN", "unread", keys=["k-old"])
+    assert len(client.get("/v1/messages", params={"key": "k-old", "topic": "AGAIN"}).json()["messages"]) == 1
     client.delete(path("v1", "topics", "AGAIN")).raise_for_status()
     client.post("/v1/topics", json={"name": "AGAIN", "queues": 1}).raise_for_status()
     assert read_all(client, "AGAIN", 0) == []
@@ -58,6 +59,8 @@ def test_a_topic_created_again_under_the_name_starts_empty(client: httpx.Client)
     assert [m["body"] for m in read_all(client, "AGAIN", 0)] == ["new"]
     assert [m["body"] for m in receive(client, "fresh", "AGAIN", n=64)] == ["new"]
     assert [m["body"] for m in receive(client, "g", "AGAIN", n=64)] == ["new"]
+    old_key = client.get("/v1/messages", params={"key": "k-old", "topic": "AGAIN"}).json()
+    assert old_key["messages"] == []  # the deleted topic's messages are not found under the name either
 
 
 def test_a_pending_half_refuses_the_deletion_unless_forced(client: httpx.Client) -> None:
