@@ -130,7 +130,7 @@ def _replay_topic(store: MessageStore, acks: AckLedger, kind: state.StateRecord,
         store.adopt_topic(*state.topic_of(record.properties))
         return
     deleted = state.topic_deleted_of(record.properties)
-    store.delete_topic(deleted.name, deleted.ends)
+    store.delete_topic(deleted.name, deleted.ends, record.commit_log_offset)
     if checkpoint is None or record.queue_offset >= checkpoint.entries:
         acks.forget(topic=deleted.name)
 

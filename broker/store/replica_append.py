@@ -96,7 +96,7 @@ class ReplicaAppender:
         if kind == TOPIC_KIND and rec.properties is not None:
             self._topic_writes.adopt_holding_lock(*topic_of(rec.properties))  # a topic the leader created: here too, empty or not
         elif kind == TOPIC_DELETED_KIND and rec.properties is not None:
-            self._topic_writes.drop_holding_lock(*topic_deleted_of(rec.properties))  # and one it deleted
+            self._topic_writes.drop_holding_lock(*topic_deleted_of(rec.properties), start + rec.at)  # and one it deleted
         if key not in batches:
             cfg = self._topics.get(rec.topic)
             if cfg is None or rec.queue_id >= cfg.queues:

@@ -64,21 +64,22 @@ class TopicWrites:
         if cfg is None:
             return 0
         ends = {qid: self._queues.range(name, qid)[1] for qid in range(cfg.queues)}
-        _, end = self._put([topic_deleted_record(name, ends)])
-        self.drop(name, ends)
+        results, end = self._put([topic_deleted_record(name, ends)])
+        self.drop(name, ends, results[0].commit_log_offset)
         return end
 
-    def drop(self, name: str, ends: dict[int, int]) -> None:
-        """A ``topic-deleted`` record (an operator's deletion, or one read from the log): the topic is gone."""
+    def drop(self, name: str, ends: dict[int, int], at: int) -> None:
+        """A ``topic-deleted`` record at log offset ``at`` (an operator's deletion, or one read from the log): the topic
+        is gone, and what was written for it before ``at`` (a timer, say) is never put on a topic of its name."""
         with self._lock:
-            self.drop_holding_lock(name, ends)
+            self.drop_holding_lock(name, ends, at)
 
-    def drop_holding_lock(self, name: str, ends: dict[int, int]) -> None:
+    def drop_holding_lock(self, name: str, ends: dict[int, int], at: int) -> None:
         """``drop`` for a caller that holds the write lock already (a follower's append, as it meets the record)."""
         for qid, end in ends.items():
             self._queues.raise_floor(name, qid, end)
         try:
-            self._table.remove(name)
+            self._table.remove(name, at)
         except OSError as exc:
             raise self._gate.refused(f"cannot delete topic {name!r}", exc) from exc
 

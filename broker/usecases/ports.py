@@ -39,7 +39,7 @@ class WritableTopics(Protocol):
 class TopicRemoval(Protocol):
     """Deleting a topic through the log (``store.message_store.MessageStore``): its record's end is returned."""
 
-    def delete_topic(self, name: str, ends: dict[int, int] | None = None) -> int: ...
+    def delete_topic(self, name: str, ends: dict[int, int] | None = None, at: int = 0) -> int: ...
 
 
 class TopicHolders(Protocol):

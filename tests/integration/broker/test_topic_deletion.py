@@ -138,3 +138,16 @@ def test_only_an_admin_of_the_topic_may_delete_it(as_) -> None:
     assert [m["body"] for m in read_all(admin, "ORDER_TOPIC", 0)] == ["a"]
     assert admin.delete(path("v1", "topics", "ORDER_TOPIC")).status_code == 200
     assert "ORDER_TOPIC" not in topics(admin)
+
+
+def test_a_timer_of_a_deleted_topic_comes_due_into_nothing(client: httpx.Client) -> None:
+    client.post("/v1/topics", json={"name": "LATER", "queues": 1}).raise_for_status()
+    send(client, "LATER", "soon", delay_ms=1500)
+    client.delete(path("v1", "topics", "LATER")).raise_for_status()
+    client.post("/v1/topics", json={"name": "LATER", "queues": 1}).raise_for_status()
+    time.sleep(3.0)  # well past its due time: the timer is released (the broker's timers are checked often)
+    assert read_all(client, "LATER", 0) == []
+    client.delete(path("v1", "topics", "LATER")).raise_for_status()
+    send(client, "OTHER", "x", delay_ms=10)  # auto-created; a later release proves the release service is past LATER's
+    time.sleep(1.0)
+    assert "LATER" not in topics(client)

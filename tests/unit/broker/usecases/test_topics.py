@@ -20,7 +20,7 @@ class FakeRemoval:
         self.topics = topics
         self.deleted: list[str] = []
 
-    def delete_topic(self, name: str, ends: dict[int, int] | None = None) -> int:
+    def delete_topic(self, name: str, ends: dict[int, int] | None = None, at: int = 0) -> int:
         self.deleted.append(name)
         self.topics.table.pop(name)
         return 5151
