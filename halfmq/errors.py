@@ -201,6 +201,12 @@ class GroupHasInFlight(BrokerError):
     code, status, title = "GROUP_HAS_DELIVERIES_IN_FLIGHT", 409, "The consumer group has deliveries in flight"
 
 
+class TopicInUse(BrokerError):
+    """A topic's deletion would drop pending half messages or deliveries a consumer still holds: refused unless forced."""
+
+    code, status, title = "TOPIC_IN_USE", 409, "The topic has pending half messages or deliveries in flight"
+
+
 class InvalidOffsetReset(BrokerError):
     """An offset reset that names no target it can be planned from (a missing timestamp, a queue the topic lacks)."""
 

@@ -29,6 +29,10 @@ class GroupDeleteParams(_Params):
     force: bool = False  # delete although deliveries are in flight
 
 
+class TopicDeleteParams(_Params):
+    force: bool = False  # delete although halves are pending or deliveries in flight
+
+
 class DlqParams(_Params):
     offset: int = Field(default=0, ge=0)
     max: int = Field(default=100, ge=1, le=1000)

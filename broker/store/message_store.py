@@ -104,6 +104,15 @@ class MessageStore:
         """A ``topic`` record read from the log (replay): the topic exists with at least ``queues``."""
         self._topic_writes.adopt(name, queues)
 
+    def delete_topic(self, name: str, ends: dict[int, int] | None = None, at: int = 0) -> int:
+        """Delete a topic through the log (a ``topic-deleted`` record); return its end, to wait on durable. Its files
+        stay until retention takes them; a topic made again under the name begins where this one ended. With ``ends``:
+        such a record read back from the log at offset ``at`` (replay), applied without a write (0 returned)."""
+        if ends is not None:
+            self._topic_writes.drop(name, ends, at)
+            return 0
+        return self._topic_writes.delete(name)
+
     # --- writing ----------------------------------------------------------------
     def fits(self, items: list[PutItem]) -> bool:
         """Whether ``items`` fit one segment, the limit of an atomic write group."""

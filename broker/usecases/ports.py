@@ -36,6 +36,26 @@ class WritableTopics(Protocol):
     def create(self, name: str, queues: int | None) -> tuple[TopicConfig, bool]: ...
 
 
+class TopicRemoval(Protocol):
+    """Deleting a topic through the log (``store.message_store.MessageStore``): its record's end is returned."""
+
+    def delete_topic(self, name: str, ends: dict[int, int] | None = None, at: int = 0) -> int: ...
+
+
+class TopicHolders(Protocol):
+    """What still holds a topic's messages: consumers (``delivery.delivery_service.DeliveryService``), whose progress
+    on a deleted topic is forgotten."""
+
+    def in_flight(self, group: str | None = None, *, topic: str | None = None) -> int: ...
+    def forget(self, *, group: str | None = None, topic: str | None = None) -> None: ...
+
+
+class PendingHalves(Protocol):
+    """Pending half messages by real topic (``half_messages.half_message_service.HalfMessageService``)."""
+
+    def pending_on(self, topic: str) -> int: ...
+
+
 class Sender(Protocol):
     """Checks and writes plain messages (``messages.send_service.SendService``)."""
 
@@ -119,7 +139,7 @@ class OffsetResets(Protocol):
 
     def positions(self, group: str, topic: str) -> list[tuple[int, int, int]]: ...
     def reset_offsets(self, group: str, topic: str, moves: list[tuple[int, int]]) -> int: ...
-    def in_flight(self, group: str) -> int: ...
+    def in_flight(self, group: str | None = None, *, topic: str | None = None) -> int: ...
     def delete_group(self, group: str) -> int: ...
 
 

@@ -39,6 +39,7 @@ from halfmq.wire import (
     SendResult,
     SettleResponse,
     SettleResult,
+    TopicDeleted,
     TopicInfo,
     TopicList,
     TransactionalIdList,
@@ -61,7 +62,7 @@ HALF_BATCH_PATH = "/v1/transaction-batches/half"
 END_BATCH_PATH = "/v1/transaction-batches/end"
 
 __all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "OPERATOR_VERBS", "Call", "cluster_view", "consumer_group", "create_topic", "dead_letters",
-           "delete_group", "end_transaction",
+           "delete_group", "delete_topic", "end_transaction",
            "find_messages", "force_abort", "get_topic", "get_transaction", "group_list", "half_send", "health", "health_report",
            "list_topics", "list_transactions", "message_journey", "message_search", "new_producer_id", "operate_transaction", "producer_heartbeat",
            "producer_list", "read", "receive", "redrive", "resend_dead_letter", "reset_offsets", "start_redrive",
@@ -134,6 +135,10 @@ def topic_list() -> Call[TopicList]:
 
 def list_topics() -> Call[list[TopicInfo]]:
     return _reading(topic_list(), lambda data: decode(data, TopicList).topics)
+
+
+def delete_topic(name: str, force: bool = False) -> Call[TopicDeleted]:
+    return Call("DELETE", _topic_path(name), parse=_as(TopicDeleted), params={"force": "true"} if force else None)
 
 
 def get_topic(name: str) -> Call[TopicInfo]:

@@ -93,6 +93,7 @@ from halfmq.wire.views import (
     ProducerList,
     QueueInfo,
     QueueReset,
+    TopicDeleted,
     TopicInfo,
     TopicList,
 )
@@ -105,7 +106,7 @@ __all__ = [
     "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",
     "decode", "to_wire",
     "DeadLetters", "DlqPage", "DlqRedrive", "DlqResent", "OffsetReset", "QueueReset",
-    "EndBatchResponse", "FinalMessage", "GroupDeleted", "GroupList", "GroupSummary", "HalfBatchResponse",
+    "EndBatchResponse", "FinalMessage", "GroupDeleted", "TopicDeleted", "GroupList", "GroupSummary", "HalfBatchResponse",
     "Health", "HeartbeatResult", "ItemProblem", "OpenTransaction", "ProducerEntry", "ProducerGroup", "ProducerList",
     "SCHEMA_REF", "TransactionList", "TransactionView", "TransactionalIdList", "TransactionalIdView", "one_of",
     "ClusterMember", "ClusterView", "DurableAck", "LastFailover", "Position", "TermEnd",

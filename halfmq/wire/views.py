@@ -130,6 +130,15 @@ class GroupDeleted(_Wire):
     in_flight: int
 
 
+class TopicDeleted(_Wire):
+    """A deleted topic: its queues' ends when it went, and what it held then (forced)."""
+
+    topic: str
+    queue_ends: list[int]
+    pending_halves: int
+    in_flight: int
+
+
 class ProducerEntry(_Wire):
     client_id: str
     check_url: str | None = None
