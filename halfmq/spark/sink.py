@@ -18,8 +18,8 @@ from pyspark.sql.datasource import DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from halfmq.client import Producer, outgoing
-from halfmq.wire.base import MAX_BATCH
 from halfmq.wire import OutgoingMessage
+from halfmq.wire.base import MAX_BATCH
 
 from .options import InvalidSparkOption
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceWriter, InputPartition
@@ -66,12 +67,14 @@ def starting_offsets(options: SourceOptions, ranges: QueueRanges) -> QueueOffset
         return start_offsets(options.starting, ranges)
     stamp = options.starting.timestamp_ms or 0
     with client(options) as broker:
-        def probe(topic: str, queue_id: int, offset: int) -> tuple[int, int] | None:
-            found = broker.read(topic, queue_id, offset, 1).messages
-            return (found[0].queue_offset, found[0].store_timestamp) if found else None
+        found = {q: first_offset_at(lo, hi, stamp, partial(first_stored, broker, *q)) for q, (lo, hi) in ranges.items()}
+    return start_offsets(options.starting, ranges, found)
 
-        by_time = {(t, q): first_offset_at(lo, hi, stamp, lambda o, t=t, q=q: probe(t, q, o)) for (t, q), (lo, hi) in ranges.items()}
-    return start_offsets(options.starting, ranges, by_time)
+
+def first_stored(broker: Producer[Any], topic: str, queue_id: int, offset: int) -> tuple[int, int] | None:
+    """The first message of the queue at or after ``offset``: (its offset, its store time), or None."""
+    found = broker.read(topic, queue_id, offset, 1).messages
+    return (found[0].queue_offset, found[0].store_timestamp) if found else None
 
 
 def read_slice(options: SourceOptions, part: QueueSlice) -> Iterator[tuple[Any, ...]]:
@@ -129,7 +132,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802
         latest = self.target if self.target is not None else visible_ends(queue_ranges(self.options))
-        return admit(start, latest, limit.maxRows if isinstance(limit, ReadMaxRows) else None)
+        return admit(start, latest, limit.max_rows if isinstance(limit, ReadMaxRows) else None)
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802
         cap = self.options.max_per_trigger

@@ -164,7 +164,8 @@ def test_a_stream_survives_a_killed_driver_and_a_killed_broker_counting_each_com
         broker.kill9()  # while the driver plans or reads its next micro-batches
         time.sleep(1.0)
     finally:
-        os.killpg(crashing.pid, signal.SIGKILL)  # the driver crashes too, mid-stream
+        if crashing.poll() is None:
+            os.killpg(crashing.pid, signal.SIGKILL)  # the driver crashes too, mid-stream
         crashing.wait(30)
 
     restarted = BrokerProcess(broker.data_dir, tmp_path, {**TEST_BROKER_ENV}, port=broker.port).start()
