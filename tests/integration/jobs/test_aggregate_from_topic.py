@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import httpx
+import pytest
 from sqlalchemy import delete, func, select
 
 from halfmq import TransactionProducer
@@ -37,6 +38,7 @@ def place_orders(order_url: str, count: int, refunds: int) -> None:
             assert refund.status_code == 201, refund.text
 
 
+@pytest.mark.timeout(600)  # two services, a broker and two runs of the job
 def test_the_topic_mode_aggregates_order_topic_and_agrees_with_the_ledger_and_names_what_the_ledger_lacks(start_broker, tmp_path, spark) -> None:
     broker = start_broker()
     httpx.post(f"{broker.url}/v1/topics", json={"name": TOPIC, "queues": 2}).raise_for_status()
