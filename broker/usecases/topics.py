@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from halfmq.broker.messages.view import message_view
-from halfmq.broker.protocol import TopicCreate
 from halfmq.broker.security.access import Access, Publisher
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.errors import InvalidQueueId
-from halfmq.wire import OffsetReadResponse, TopicInfo, TopicList
+from halfmq.wire import OffsetReadResponse, TopicCreate, TopicInfo, TopicList
 
 from .caller import Scope
 from .ports import Durable, LogEnd, StoreReads, WritableTopics

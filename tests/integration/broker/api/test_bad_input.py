@@ -21,7 +21,7 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from halfmq.broker.protocol import (
+from halfmq.wire import (
     BeginTxnRequest,
     DlqRedriveRequest,
     EndBatchRequest,

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.messages.send_service import SendService, TopicPolicy, TopicService
-from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.topics import TIMER_OUT_MS, TIMER_TOPIC
 from halfmq.errors import InvalidDeliveryTime, ReservedProperty
+from halfmq.wire import OutgoingMessage
 
 from ..half_messages.fakes import FakeClock
 

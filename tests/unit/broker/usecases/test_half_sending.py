@@ -11,14 +11,13 @@ from pydantic import ValidationError
 
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.idempotence.producer_ids import SentHalf
-from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage, TxnMessage
 from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.security.access import ANONYMOUS
 from halfmq.broker.security.access import Access as FakeAccess
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.usecases.half_sending import HalfSending
 from halfmq.errors import AccessDenied, InvalidDeliveryTime, InvalidGroupName, InvalidRequest, ProducerIdNotOwned, SystemTopicForbidden, TopicNotFound
-from halfmq.wire import MAX_HALF_COMPANIONS, TransactionState
+from halfmq.wire import MAX_HALF_COMPANIONS, HalfSendRequest, OutgoingMessage, TransactionState, TxnMessage
 from tests.support.auth import bearer, write_auth_file
 from tests.support.grants import publishing
 from tests.unit.broker.usecases.fakes import SCOPE as FAKE_SCOPE

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from halfmq.broker.protocol import TopicCreate
 from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.usecases.topics import ManageTopics
 from halfmq.errors import AccessDenied, InvalidQueueId, TopicAlreadyExists, TopicNotFound
+from halfmq.wire import TopicCreate
 from tests.unit.broker.usecases.fakes import SCOPE, DenyingAccess, FakeLog, FakeTopics, FakeViews, RecordingDurable
 
 
