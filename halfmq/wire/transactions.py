@@ -39,7 +39,7 @@ class HalfSendRequest(_Request, omit_defaults=True):
     also: Annotated[list[TxnMessage], Meta(max_length=MAX_HALF_COMPANIONS)] = []
 
 
-class EndRequest(_Request, omit_defaults=True):
+class EndRequest(_Request):
     """POST /v1/transactions/{transaction_id}/end: commit, roll back, or say unknown (a check-back's answer)."""
 
     producer_group: GroupName
@@ -47,7 +47,7 @@ class EndRequest(_Request, omit_defaults=True):
     from_check: bool = False
 
 
-class EndItem(EndRequest, kw_only=True, omit_defaults=True):
+class EndItem(EndRequest, kw_only=True):
     """One end of a batch end: the single end's body plus the transaction it ends (the single route's path)."""
 
     transaction_id: GroupName

@@ -68,7 +68,7 @@ async def replication_term_end(request: ApiRequest) -> Reply:
 
 
 async def replication_fetch(request: ApiRequest) -> Reply:
-    body = await parse_body(request, wire.FetchRequest)
+    body = await parse_body(request, wire.FetchRequest, empty_is_missing=True)
     node = _node(request)
     _leader(node, body.term)
     log = node.store.commit_log
@@ -98,7 +98,7 @@ async def replication_fetch(request: ApiRequest) -> Reply:
 
 async def replication_ack(request: ApiRequest) -> Reply:
     """A durable report apart from a fetch: counted if it is from this leadership and above the follower's last one."""
-    body = await parse_body(request, wire.AckRequest)
+    body = await parse_body(request, wire.AckRequest, empty_is_missing=True)
     node = _node(request)
     _leader(node, body.term)
     log_end = node.store.commit_log.end_offset

@@ -19,7 +19,7 @@ async def send_messages(request: ApiRequest) -> Reply:
 
 
 async def create_topic(request: ApiRequest) -> Reply:
-    body = await parse_body(request, TopicCreate)
+    body = await parse_body(request, TopicCreate, empty_is_missing=True)
     view, created = await request.usecases.topics.create(request.principal, request.scope, body)
     return Reply(view, 201 if created else 200)
 

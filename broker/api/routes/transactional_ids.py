@@ -25,7 +25,7 @@ async def describe_transactional_id(request: ApiRequest) -> Reply:
 
 
 async def init(request: ApiRequest) -> Reply:
-    body = await parse_body(request, InitProducer)
+    body = await parse_body(request, InitProducer, empty_is_missing=True)
     tid = request.path_params["tid"]
     return Reply(await request.usecases.producer_transactions.init(request.principal, request.scope, tid, body.transaction_timeout_ms))
 

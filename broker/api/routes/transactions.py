@@ -56,7 +56,7 @@ async def resend(request: ApiRequest) -> Reply:
 
 
 async def heartbeat(request: ApiRequest) -> Reply:
-    body = await parse_body(request, Heartbeat)
+    body = await parse_body(request, Heartbeat, empty_is_missing=True)
     return Reply(await request.usecases.heartbeats.heartbeat(request.principal, request.scope, body))
 
 
