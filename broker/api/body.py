@@ -41,32 +41,52 @@ def invalid(error: msgspec.ValidationError, where: tuple[str, ...] = ("body",)) 
     return InvalidRequest(f"{'.'.join(loc)}: {message}", errors=[{"loc": loc, "msg": message, "type": "invalid"}])
 
 
+def _not_json(body: bytes) -> bool:
+    """Whether Python's parser refuses ``body`` too (not JSON, or nested deeper than it recurses)."""
+    try:
+        json.loads(body)
+    except (ValueError, RecursionError):
+        return True
+    return False
+
+
 def not_fitting(body: bytes, shape: type[Any], why: str, where: tuple[str, ...] = ("body",)) -> BrokerError:
     """Why ``body``, which msgspec would not parse as JSON, is refused (the error path only: no request pays for it).
 
-    Python's parser takes NaN, Infinity and lone surrogates, which msgspec's does not: a number that is not one is a
-    value that does not fit (INVALID_REQUEST, as it always was); a lone surrogate, or bytes no parser takes, MALFORMED_JSON.
+    Python's parser takes NaN and Infinity, which msgspec's does not: a number that is not one is a value that does
+    not fit (INVALID_REQUEST, as it always was); a lone surrogate, or bytes no parser takes, is MALFORMED_JSON.
     """
     try:
-        data = json.loads(body)
-        msgspec.convert(data, shape)
+        msgspec.convert(json.loads(body), shape)
     except msgspec.ValidationError as exc:
         return invalid(exc, where)
-    except BrokerError as exc:  # a struct's own check (__post_init__) on what it took
-        return exc
-    except (ValueError, RecursionError, TypeError):
+    except (ValueError, RecursionError, TypeError, BrokerError):
         pass
     return MalformedJson(f"the request body is not valid JSON: {why}")
 
 
 def decode_body(body: bytes, shape: type[S], where: tuple[str, ...] = ("body",)) -> S:
-    """``body`` as ``shape``; a 400 problem if it is not JSON or does not fit."""
+    """``body`` as ``shape``; a 400 problem if it is not JSON or does not fit.
+
+    msgspec stops at the first value that does not fit, before it has seen the whole body: a body Python's parser
+    refuses as well (nested deeper than it recurses) is MALFORMED_JSON all the same.
+    """
     try:
         return decoder(shape).decode(body)
     except msgspec.ValidationError as exc:
+        if _not_json(body):
+            raise MalformedJson("the request body is not valid JSON (malformed, or nested too deeply)") from None
         raise invalid(exc, where) from None
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:  # msgspec raises the latter for a string not UTF-8
         raise not_fitting(body, shape, str(exc), where) from None
+
+
+def converted(data: Any, shape: type[S], where: tuple[str, ...]) -> S:
+    """``data`` (decoded JSON: a batch's item) as ``shape``; a 400 INVALID_REQUEST located at ``where`` if it does not fit."""
+    try:
+        return msgspec.convert(data, shape)
+    except msgspec.ValidationError as exc:
+        raise invalid(exc, where) from None
 
 
 def missing_body() -> InvalidRequest:

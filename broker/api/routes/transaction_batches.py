@@ -39,7 +39,7 @@ from halfmq.broker.usecases.half_sending import StoredHalf, with_flush_status
 from halfmq.errors import BrokerError
 from halfmq.wire import MAX_BATCH, EndBatchRequest, EndItem, HalfBatchRequest, HalfSendRequest
 
-from ..body import decode_body, parse_body
+from ..body import converted, parse_body
 from ..front import ApiRequest, Reply
 from ..problems import as_broker_error
 from ..router import Route
@@ -56,19 +56,19 @@ R = TypeVar("R")
 class RawBatch(msgspec.Struct, forbid_unknown_fields=True):
     """A batch's envelope only: each item is decoded on its own, so one malformed item fails only itself."""
 
-    items: Annotated[list[msgspec.Raw], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
+    items: Annotated[list[Any], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
 
 
 def _problem(error: BrokerError, path: str) -> dict[str, Any]:
     return {"problem": error.to_problem(path)}
 
 
-def _each(items: list[msgspec.Raw], shape: type[M], path: str, run: Callable[[M], R]) -> list[R | dict[str, Any]]:
+def _each(items: list[Any], shape: type[M], path: str, run: Callable[[M], R]) -> list[R | dict[str, Any]]:
     """``run`` per item decoded as ``shape``: its result, or its problem (a bug's is a 500, in the log too)."""
     done: list[R | dict[str, Any]] = []
     for index, raw in enumerate(items):
         try:
-            item = decode_body(bytes(raw), shape, where=("body", "items", str(index)))
+            item = converted(raw, shape, ("body", "items", str(index)))
             done.append(run(item))
         except Exception as exc:
             error = as_broker_error(exc)

@@ -35,7 +35,7 @@ def test_an_unknown_field_is_an_invalid_request() -> None:
     assert type(_problem(b'{"producer_group": "pg", "state": "commit", "delay_level": 3}')) is InvalidRequest
 
 
-@pytest.mark.parametrize("raw", [b"", b'{"producer_group": ', b"\xff",
+@pytest.mark.parametrize("raw", [b"", b'{"producer_group": ', b"\xff", b'{"producer_group": "\xff", "state": "commit"}',
                                  b'{"producer_group": "\\ud800", "state": "commit"}'])
 def test_a_body_that_is_not_json_is_malformed_json(raw: bytes) -> None:
     assert type(_problem(raw)) is MalformedJson
