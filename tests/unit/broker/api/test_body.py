@@ -41,6 +41,10 @@ def test_a_body_that_is_not_json_is_malformed_json(raw: bytes) -> None:
     assert type(_problem(raw)) is MalformedJson
 
 
+def test_a_body_nested_deeper_than_a_parser_recurses_is_malformed_json_though_msgspec_stops_at_its_first_wrong_value() -> None:
+    assert type(_problem(b'{"producer_group": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")) is MalformedJson
+
+
 @pytest.mark.parametrize("number", [b"NaN", b"Infinity", b"-Infinity"])
 def test_a_number_json_does_not_have_is_a_value_that_does_not_fit_as_it_always_was(number: bytes) -> None:
     """Python's parser (the fallback on the error path) takes these; the struct does not: INVALID_REQUEST, not MALFORMED_JSON."""
