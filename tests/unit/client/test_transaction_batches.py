@@ -58,7 +58,7 @@ async def test_each_caller_gets_its_own_parsed_result_or_error_through_one_reque
 
     async def transport(call):
         sent.append(call)
-        items = call.body["items"]
+        items = to_wire(call.body)["items"]
         return call.parse({"results": [
             {"problem": ProducerGroupMismatch("not yours").to_problem()} if item["producer_group"] == "other" else
             {"status": "SEND_OK", "transaction_id": item["message"]["body"], "msg_id": "M", "commit_log_offset": 0, "queue_offset": 0}
