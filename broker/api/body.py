@@ -3,6 +3,9 @@
 A body that is not JSON is 400 MALFORMED_JSON (a lone surrogate too: UTF-8 can neither store nor echo it); JSON
 that does not fit the struct is 400 INVALID_REQUEST naming where (``body.messages.1.delay_ms``), in msgspec's
 words. What the struct's ``__post_init__`` refuses with a typed error (a message group's bytes) keeps its own code.
+
+Decoding is lax (``strict=False``), as pydantic's validation of the same bodies was: a number or a boolean sent as a
+string (``"5"``, ``"true"``) and a whole float for an integer (``5.0``) still decode, so no client that worked stops.
 """
 
 from __future__ import annotations
@@ -27,11 +30,17 @@ _NAMED = re.compile(r"Object (?:missing required|contains unknown) field `(\w+)`
 @cache
 def decoder(shape: type[S]) -> msgspec.json.Decoder[S]:
     """The one decoder of ``shape``, built the first time a body of it is read."""
-    return msgspec.json.Decoder(shape)
+    return msgspec.json.Decoder(shape, strict=False)
 
 
-def invalid(error: msgspec.ValidationError, where: tuple[str, ...] = ("body",)) -> InvalidRequest:
-    """msgspec's message as a problem: its words in ``detail``, its path as ``errors[0].loc`` after ``where``."""
+def invalid(error: msgspec.ValidationError, where: tuple[str, ...] = ("body",)) -> BrokerError:
+    """msgspec's message as a problem: its words in ``detail``, its path as ``errors[0].loc`` after ``where``.
+
+    What a struct's ``__post_init__`` refused with the broker's own typed error (a message group's bytes, both delivery
+    times: ``halfmq.wire.messages``) is that error, its code kept; msgspec carries it as the cause.
+    """
+    if isinstance(error.__cause__, BrokerError):
+        return error.__cause__
     text = str(error)
     message, _, at = text.partition(" - at `")
     loc = [*where, *(name or index for name, index in _STEP.findall(at.rstrip("`")[1:]))]
@@ -57,10 +66,11 @@ def not_fitting(body: bytes, shape: type[Any], why: str, where: tuple[str, ...] 
     not fit (INVALID_REQUEST, as it always was); a lone surrogate, or bytes no parser takes, is MALFORMED_JSON.
     """
     try:
-        msgspec.convert(json.loads(body), shape)
+        msgspec.convert(json.loads(body), shape, strict=False)
     except msgspec.ValidationError as exc:
-        return invalid(exc, where)
-    except (ValueError, RecursionError, TypeError, BrokerError):
+        if not isinstance(exc.__cause__, BrokerError):  # a struct's own check on what it took: not JSON all the same
+            return invalid(exc, where)
+    except (ValueError, RecursionError, TypeError):
         pass
     return MalformedJson(f"the request body is not valid JSON: {why}")
 
@@ -84,7 +94,7 @@ def decode_body(body: bytes, shape: type[S], where: tuple[str, ...] = ("body",))
 def converted(data: Any, shape: type[S], where: tuple[str, ...]) -> S:
     """``data`` (decoded JSON: a batch's item) as ``shape``; a 400 INVALID_REQUEST located at ``where`` if it does not fit."""
     try:
-        return msgspec.convert(data, shape)
+        return msgspec.convert(data, shape, strict=False)
     except msgspec.ValidationError as exc:
         raise invalid(exc, where) from None
 

@@ -39,11 +39,30 @@ def message_group_problem(group: str) -> str | None:
     return None
 
 
+class _RefusedWhenBuilt(ValueError):
+    """Mixed into the broker's typed error an ``OutgoingMessage`` raises when built: still the ``ValueError`` the SDK's
+    callers catch, and still the broker's code where a body is decoded (msgspec wraps a ``ValueError`` from
+    ``__post_init__`` in its ``ValidationError`` as the cause, which ``broker/api/body.py`` answers)."""
+
+
+class MessageGroupRefused(InvalidMessageGroup, _RefusedWhenBuilt):
+    """A message group that is not 1-64 bytes of UTF-8 without control characters (INVALID_MESSAGE_GROUP)."""
+
+
+class MessageGroupConflict(InvalidRequest, _RefusedWhenBuilt):
+    """A message group beside a ``queue_id`` or another ``sharding_key`` (INVALID_REQUEST)."""
+
+
+class BothDeliveryTimes(InvalidDeliveryTime, _RefusedWhenBuilt):
+    """Both ``deliver_at_ms`` and ``delay_ms`` (INVALID_DELIVERY_TIME)."""
+
+
 class OutgoingMessage(_Request, omit_defaults=True):
     """A message to send; checked when built, so a mistake shows at the line that made it.
 
     The broker decodes it with its bounds (``Meta``); what msgspec cannot say (a message group's bytes, one delivery
-    time of two) raises the broker's own typed error here, so a body and a constructor are refused with the same code.
+    time of two) raises the broker's own typed error here (a ``ValueError`` too, as it always was for the SDK's
+    callers), so a body and a constructor are refused with the same code.
     """
 
     body: str
@@ -66,17 +85,17 @@ class OutgoingMessage(_Request, omit_defaults=True):
             raise ValueError(f"tag is {len(self.tag)} characters; at most {MAX_TAG_LENGTH}")
         if self.queue_id is not None and self.queue_id < 0:
             raise ValueError(f"queue_id must be >= 0, not {self.queue_id}")
+        if self.deliver_at_ms is not None and self.delay_ms is not None:
+            raise BothDeliveryTimes("give deliver_at_ms or delay_ms, not both")
         if (self.deliver_at_ms or 0) < 0 or (self.delay_ms or 0) < 0:
             raise ValueError("deliver_at_ms and delay_ms must be >= 0")
-        if self.deliver_at_ms is not None and self.delay_ms is not None:
-            raise InvalidDeliveryTime("give deliver_at_ms or delay_ms, not both")
         if self.message_group is not None:
             problem = message_group_problem(self.message_group)
             if problem:
-                raise InvalidMessageGroup(problem)
+                raise MessageGroupRefused(problem)
             conflict = message_group_conflict(self.message_group, self.sharding_key, self.queue_id)
             if conflict:
-                raise InvalidRequest(conflict)
+                raise MessageGroupConflict(conflict)
 
 
 def message_group_conflict(group: str, sharding_key: str | None, queue_id: int | None) -> str | None:

@@ -8,12 +8,17 @@ import msgspec
 import pytest
 
 from halfmq import wire
-from halfmq.errors import InvalidDeliveryTime, InvalidMessageGroup, InvalidRequest
+from halfmq.errors import BrokerError, InvalidDeliveryTime, InvalidMessageGroup, InvalidRequest
 
 
 def _decoded(shape: type[msgspec.Struct], fields: dict[str, Any]) -> msgspec.Struct:
-    """``fields`` as the broker decodes a request body of ``shape``."""
-    return msgspec.json.decode(msgspec.json.encode(fields), type=shape)
+    """``fields`` as the broker decodes a request body of ``shape``: a struct's typed refusal is its own error (body.py)."""
+    try:
+        return msgspec.json.decode(msgspec.json.encode(fields), type=shape)
+    except msgspec.ValidationError as exc:
+        if isinstance(exc.__cause__, BrokerError):
+            raise exc.__cause__ from None
+        raise
 
 
 @pytest.mark.parametrize("fields", [
@@ -123,8 +128,19 @@ def test_a_misspelt_field_in_a_request_the_sdk_builds_is_refused() -> None:
     {"message_group": "g", "sharding_key": "other"}, {"message_group": "g", "queue_id": 0},
 ])
 def test_a_message_group_the_broker_would_refuse_is_refused_where_the_message_is_built(fields: dict[str, object]) -> None:
-    with pytest.raises(InvalidRequest):
+    with pytest.raises(ValueError):
         wire.OutgoingMessage(body="x", **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("fields", "error"), [
+    ({"message_group": "tab\t"}, InvalidMessageGroup), ({"message_group": "g", "queue_id": 0}, InvalidRequest),
+    ({"deliver_at_ms": 1, "delay_ms": 1}, InvalidDeliveryTime),
+])
+def test_a_message_refused_where_it_is_built_is_a_value_error_and_the_brokers_typed_error_at_once(
+        fields: dict[str, object], error: type[BrokerError]) -> None:
+    with pytest.raises(error) as refused:
+        wire.OutgoingMessage(body="x", **fields)  # type: ignore[arg-type]
+    assert isinstance(refused.value, ValueError)
 
 
 def test_a_message_group_of_64_bytes_with_its_own_sharding_key_is_a_message() -> None:

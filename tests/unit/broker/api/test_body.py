@@ -4,7 +4,7 @@ import pytest
 
 from halfmq.broker.api.body import decode_body
 from halfmq.errors import InvalidMessageGroup, InvalidRequest, MalformedJson
-from halfmq.wire import EndRequest, HalfSendRequest, SendRequest
+from halfmq.wire import EndRequest, HalfSendRequest, ReceiveRequest, ResetOffsetsRequest, SendRequest
 
 
 def _problem(raw: bytes, shape: type = EndRequest) -> InvalidRequest:
@@ -55,4 +55,16 @@ def test_a_number_json_does_not_have_is_a_value_that_does_not_fit_as_it_always_w
 
 def test_what_a_struct_refuses_with_its_own_code_keeps_the_code() -> None:
     raw = b'{"producer_group": "pg", "topic": "t", "message": {"body": "x", "message_group": "tab\\t"}}'
-    assert type(_problem(raw, HalfSendRequest)) is InvalidMessageGroup
+    assert isinstance(_problem(raw, HalfSendRequest), InvalidMessageGroup)
+
+
+def test_a_number_or_a_boolean_sent_as_a_string_decodes_as_pydantic_took_it() -> None:
+    body = decode_body(b'{"max_messages": "5", "invisible_seconds": "2.5", "wait_seconds": 1}', ReceiveRequest)
+    assert body == ReceiveRequest(max_messages=5, invisible_seconds=2.5, wait_seconds=1.0)
+    reset = decode_body(b'{"to": "offset", "offset": 7.0, "dry_run": "true", "force": 0}', ResetOffsetsRequest)
+    assert (reset.offset, reset.dry_run, reset.force) == (7, True, False)
+
+
+def test_a_string_that_is_no_number_is_still_an_invalid_request() -> None:
+    problem = _problem(b'{"max_messages": "five"}', ReceiveRequest)
+    assert problem.to_problem()["errors"][0]["loc"] == ["body", "max_messages"]
