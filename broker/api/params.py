@@ -1,7 +1,7 @@
 """Path and query parameters of the routes that take them: checked by the front before the endpoint runs.
 
 ``front.checked_params`` validates them (a problem names ``path.x`` or ``query.y``, as FastAPI's did) and
-openapi.py documents them from the same model. The bodies are halfmq.broker.protocol's.
+openapi.py documents them from the same model. The bodies are halfmq.wire's request structs (body.py).
 """
 
 from __future__ import annotations

@@ -196,7 +196,9 @@ class MessagingService(rpc.MessagingServiceServicer):
         target = self.uc.sending.target(publisher)  # an unknown or invalid topic is told before a bad message
         try:
             outgoing = mm.outgoing(message)
-        except ValueError as exc:  # pydantic: e.g. a tag over the length limit
+        except BrokerError:
+            raise  # the broker's own typed refusal when the message is built (a message group's bytes): its code kept
+        except ValueError as exc:  # e.g. a tag over the length limit
             raise InvalidRequest(str(exc).splitlines()[0]) from None
         if kind == pb.MessageType.TRANSACTION:
             tx = await self.uc.half_sending.send_rocketmq_half(publisher, target, outgoing)

@@ -18,11 +18,10 @@ from halfmq.broker.idempotence.producer_ids import SendKey, SentAnswer, SentRef
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.producer_state import ProducerState
 from halfmq.broker.idempotence.send_window import Verdict
-from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.store_types import PutItem, PutResult
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.wire import TransactionState
+from halfmq.wire import OutgoingMessage, TransactionState
 
 Durable = Callable[[int], Awaitable[None]]  # returns once the log up to the offset is as durable as the ack mode says
 LogEnd = Callable[[], int]  # the commit log's end now

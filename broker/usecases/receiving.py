@@ -10,9 +10,8 @@ from halfmq.broker.delivery.delivery_service import Delivery
 from halfmq.broker.messages.view import message_view
 from halfmq.broker.observability.metrics import BrokerMetrics
 from halfmq.broker.observability.tracing import traced_deliveries
-from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.security.access import Subscriber
-from halfmq.wire import Message, ReceiveResponse
+from halfmq.wire import Message, ReceiveRequest, ReceiveResponse
 
 from .ports import Deliveries
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from halfmq.broker.messages.view import message_view
-from halfmq.broker.protocol import TopicCreate
 from halfmq.broker.security.access import Access, Publisher
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TopicConfig, is_system_topic
 from halfmq.errors import InvalidQueueId, SystemTopicForbidden, TopicInUse
-from halfmq.wire import OffsetReadResponse, TopicDeleted, TopicInfo, TopicList
+from halfmq.wire import OffsetReadResponse, TopicCreate, TopicDeleted, TopicInfo, TopicList
 
 from .caller import Scope
 from .ports import Durable, LogEnd, PendingHalves, StoreReads, TopicHolders, TopicRemoval, WritableTopics

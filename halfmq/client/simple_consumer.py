@@ -100,7 +100,7 @@ class AsyncSimpleConsumer(AsyncClient):
         results: list[SettleResult] = []
         for start in range(0, len(handles), MAX_RECEIVE):  # the broker caps a settle request at MAX_RECEIVE handles
             call = endpoints.settle(self.group, self.topic, action, handles[start : start + MAX_RECEIVE], reason)
-            with tracing.settling(action, self.group, self.topic, call.body["receipt_handles"]):
+            with tracing.settling(action, self.group, self.topic, call.body.receipt_handles):
                 settled: list[SettleResult] = await self._call(call)
             results += settled
         return results

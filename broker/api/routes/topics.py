@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import SendRequest, TopicCreate
+from halfmq.wire import SendRequest, TopicCreate
 
-from ..body import parse_body, parse_json_body
+from ..body import parse_body
 from ..front import ApiRequest, Reply
 from ..params import OffsetReadParams, TopicDeleteParams
 from ..router import Route
@@ -19,7 +19,7 @@ async def send_messages(request: ApiRequest) -> Reply:
 
 
 async def create_topic(request: ApiRequest) -> Reply:
-    body = await parse_json_body(request, TopicCreate)
+    body = await parse_body(request, TopicCreate, empty_is_missing=True)
     view, created = await request.usecases.topics.create(request.principal, request.scope, body)
     return Reply(view, 201 if created else 200)
 

@@ -11,12 +11,12 @@ import pytest
 
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.observability.metrics import create_metrics
-from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.usecases.receiving import Receiving
 from halfmq.errors import NotLeader
+from halfmq.wire import ReceiveRequest
 from tests.support.grants import subscribed
 from tests.support.loop_steps import run_ready
 from tests.unit.broker.usecases.fakes import SCOPE as FAKE_SCOPE

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from halfmq.broker.protocol import TopicCreate
 from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.usecases.topics import ManageTopics
 from halfmq.errors import AccessDenied, InvalidQueueId, SystemTopicForbidden, TopicAlreadyExists, TopicInUse, TopicNotFound
+from halfmq.wire import TopicCreate
 from tests.unit.broker.usecases.fakes import SCOPE, DenyingAccess, FakeLog, FakeTopics, FakeViews, RecordingDurable
 
 
