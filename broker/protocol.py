@@ -81,6 +81,9 @@ class ReceiveRequest(_Wire):
     max_messages: int = Field(default=16, ge=1, le=MAX_RECEIVE)
     invisible_seconds: float = Field(default=30.0, gt=0, le=MAX_INVISIBLE_SECONDS)
     wait_seconds: float = Field(default=0.0, ge=0, le=MAX_WAIT_SECONDS)
+    tags: list[str] | str | None = Field(default=None, description="deliver only messages with one of these tags (a list, or "
+                                         "RocketMQ's expression \"a || b\"; \"*\": all); the others are consumed for the group "
+                                         "(at most 32 tags; INVALID_TAG_FILTER)")
 
 
 class SettleRequest(_Wire):

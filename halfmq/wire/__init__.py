@@ -49,6 +49,7 @@ from halfmq.wire.messages import (
     SendResult,
     SettleResponse,
     SettleResult,
+    subscription_tags,
 )
 from halfmq.wire.producer_transactions import (
     OpenTransaction,
@@ -102,7 +103,7 @@ __all__ = [
     "MAX_WAIT_SECONDS",
     "CheckRequest", "ConsumerGroupInfo", "ProducerIdResult", "EndState", "TransactionState", "GroupQueueState", "GroupTopicState", "HalfSendResult", "Message",
     "MessageView", "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
-    "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",
+    "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList", "subscription_tags",
     "decode", "to_wire",
     "DeadLetters", "DlqPage", "DlqRedrive", "DlqResent", "OffsetReset", "QueueReset",
     "EndBatchResponse", "FinalMessage", "GroupDeleted", "GroupList", "GroupSummary", "HalfBatchResponse",
