@@ -114,6 +114,13 @@ class InvalidMessageGroup(InvalidRequest):
     title = "The message group is not 1 to 64 bytes of UTF-8 without control characters"
 
 
+class InvalidTagFilter(InvalidRequest):
+    """A receive's tag filter past its bounds (wire.MAX_FILTER_TAGS tags, wire.MAX_TAG_LENGTH characters a tag)."""
+
+    code = "INVALID_TAG_FILTER"
+    title = "The tag filter is not valid"
+
+
 class InvalidDeliveryTime(InvalidRequest):
     code = "INVALID_DELIVERY_TIME"
     title = "The delivery time or delay is not one the broker accepts"

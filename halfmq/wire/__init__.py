@@ -55,6 +55,7 @@ from halfmq.wire.messages import (
     SettleRequest,
     SettleResponse,
     SettleResult,
+    subscription_tags,
 )
 from halfmq.wire.producer_transactions import (
     BeginTxnRequest,
@@ -124,7 +125,7 @@ __all__ = [
     "MAX_WAIT_SECONDS",
     "CheckRequest", "ConsumerGroupInfo", "ProducerIdResult", "EndState", "TransactionState", "GroupQueueState", "GroupTopicState", "HalfSendResult", "Message",
     "MessageView", "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
-    "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",
+    "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList", "subscription_tags",
     "decode", "to_wire",
     "DeadLetters", "DlqPage", "DlqRedrive", "DlqResent", "OffsetReset", "QueueReset",
     "EndBatchResponse", "FinalMessage", "GroupDeleted", "TopicDeleted", "GroupList", "GroupSummary", "HalfBatchResponse",

@@ -69,7 +69,7 @@ class ClusterView(_Wire):
     term: int
     writable: bool
     leader: dict[str, str] | None
-    in_sync: list[str] | None  # a follower does not know
+    in_sync: list[str] | None  # a follower without the leader's picture does not know
     ack: Literal["quorum", "leader"]
     cluster_size: int
     etcd_error: str | None
@@ -78,6 +78,10 @@ class ClusterView(_Wire):
     high_watermark: int
     nodes: list[ClusterMember]
     last_failover: LastFailover | None = None  # a node that saw none (or a broker older than the field)
+    # On a follower: the leader whose picture of the set gives the other nodes' rows and the in-sync set, and its age
+    # in seconds (None: on the leader, or no picture yet from the leader it follows).
+    picture_from: str | None = None
+    picture_age_seconds: float | None = None
 
 
 class TermEnd(_Wire):

@@ -117,10 +117,33 @@ class SendRequest(_Request, omit_defaults=True):
     sequence: NonNegative | None = None
 
 
+MAX_FILTER_TAGS = 32  # tags in one receive's filter (RocketMQ's "a || b" expression): a label set, not a query
+
+
+def subscription_tags(expression: str | list[str] | tuple[str, ...] | None) -> frozenset[str] | None:
+    """The tags a receive wants, from RocketMQ's tag expression (``"a || b"``; ``"*"`` or empty: all) or a list of tags;
+    None: every message. Raises ValueError for a filter past ``MAX_FILTER_TAGS`` tags or ``MAX_TAG_LENGTH`` characters."""
+    if expression is None:
+        return None
+    parts = expression.split("||") if isinstance(expression, str) else list(expression)
+    if len(parts) > MAX_FILTER_TAGS:
+        raise ValueError(f"a tag filter names at most {MAX_FILTER_TAGS} tags, not {len(parts)}")
+    tags = frozenset(t.strip() for t in parts)
+    if any(len(t) > MAX_TAG_LENGTH for t in tags):
+        raise ValueError(f"a tag in a filter has at most {MAX_TAG_LENGTH} characters")
+    tags -= {""}
+    return None if not tags or "*" in tags else tags
+
+
 class ReceiveRequest(_Request):
+    """``tags``: only messages with one of these tags are delivered to the group (a list, or RocketMQ's expression
+    ``"a || b"``; ``"*"``: all; at most ``MAX_FILTER_TAGS``, else INVALID_TAG_FILTER); the others are consumed for it
+    (RocketMQ's tag subscription: filtered out, never delivered to this group later). None: every message."""
+
     max_messages: Annotated[int, Meta(ge=1, le=MAX_RECEIVE)] = 16
     invisible_seconds: Annotated[float, Meta(gt=0, le=MAX_INVISIBLE_SECONDS)] = 30.0
     wait_seconds: Annotated[float, Meta(ge=0, le=MAX_WAIT_SECONDS)] = 0.0
+    tags: list[str] | str | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_messages <= MAX_RECEIVE:
@@ -129,6 +152,8 @@ class ReceiveRequest(_Request):
             raise ValueError(f"invisible_seconds must be > 0 and <= {MAX_INVISIBLE_SECONDS}, not {self.invisible_seconds}")
         if not 0 <= self.wait_seconds <= MAX_WAIT_SECONDS:
             raise ValueError(f"wait_seconds must be 0..{MAX_WAIT_SECONDS}, not {self.wait_seconds}")
+        if self.tags is not None:
+            subscription_tags(self.tags)
 
 
 Handles = Annotated[list[str], Meta(min_length=1, max_length=MAX_RECEIVE)]

@@ -9,6 +9,7 @@ import pytest
 
 from halfmq import wire
 from halfmq.errors import BrokerError, InvalidDeliveryTime, InvalidMessageGroup, InvalidRequest
+from halfmq.wire.messages import MAX_FILTER_TAGS, subscription_tags
 
 
 def _decoded(shape: type[msgspec.Struct], fields: dict[str, Any]) -> msgspec.Struct:
@@ -145,3 +146,20 @@ def test_a_message_refused_where_it_is_built_is_a_value_error_and_the_brokers_ty
 
 def test_a_message_group_of_64_bytes_with_its_own_sharding_key_is_a_message() -> None:
     assert wire.OutgoingMessage(body="x", message_group="é" * 32, sharding_key="é" * 32).message_group == "é" * 32
+
+
+@pytest.mark.parametrize(("expression", "tags"), [
+    ("a || b", {"a", "b"}), (" a ||b|| a ", {"a", "b"}), (["a", "b"], {"a", "b"}), (("c",), {"c"}),
+    ("*", None), ("", None), ([], None), (["a", "*"], None), (None, None)])
+def test_a_tag_filter_is_rocketmqs_expression_or_a_list_and_star_or_nothing_is_every_message(expression: object,
+                                                                                            tags: set[str] | None) -> None:
+    assert subscription_tags(expression) == (None if tags is None else frozenset(tags))  # type: ignore[arg-type]
+
+
+def test_a_tag_filter_past_its_bounds_is_refused() -> None:
+    with pytest.raises(ValueError, match=f"at most {MAX_FILTER_TAGS} tags"):
+        subscription_tags([f"t{i}" for i in range(MAX_FILTER_TAGS + 1)])
+    with pytest.raises(ValueError, match="at most 255 characters"):
+        subscription_tags("a || " + "x" * 256)
+    with pytest.raises(ValueError):
+        wire.ReceiveRequest(tags=["x" * 256])

@@ -17,7 +17,7 @@ from halfmq import wire
 from halfmq.broker.api.body import parse_body
 from halfmq.broker.api.front import ApiRequest, Reply
 from halfmq.broker.api.router import Route
-from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
+from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, SET_HEADER, TERM_HEADER
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.cluster.positions import position_of
 from halfmq.broker.security.policy import CLUSTER, Action
@@ -93,6 +93,8 @@ async def replication_fetch(request: ApiRequest) -> Reply:
                HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark)}
     if body.history_term != node.history.last_term:  # (None: a follower that keeps none) a leader's history is fixed while it leads
         headers[HISTORY_HEADER] = json.dumps(node.history.entries)
+    if (picture := node.picture_for(body.node_id)) is not None:
+        headers[SET_HEADER] = picture
     return Reply(data, headers=_headers(**headers))
 
 
@@ -126,7 +128,7 @@ ROUTES = [
     Route("GET", "/v1/replication/term-end", replication_term_end, "Where a term ends in the leader's log (a follower's first call; admin)",
           "replication", answer=wire.TermEnd, params=TermEndParams, peer=True),
     Route("POST", "/v1/replication/fetch", replication_fetch, "The leader's log bytes from an offset; term, log end, segment size, "
-          "term history and high watermark in headers (admin)", "replication", request=wire.FetchRequest,
+          "term history, high watermark and about once a second the set's picture in headers (admin)", "replication", request=wire.FetchRequest,
           media_type="application/octet-stream", peer=True),
     Route("POST", "/v1/replication/ack", replication_ack, "A follower's fsynced log end, sent when its fsync completes while "
           "its fetch waits for new bytes (admin)", "replication", request=wire.AckRequest, answer=wire.DurableAck, peer=True),
