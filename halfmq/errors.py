@@ -114,6 +114,13 @@ class InvalidMessageGroup(InvalidRequest):
     title = "The message group is not 1 to 64 bytes of UTF-8 without control characters"
 
 
+class InvalidTagFilter(InvalidRequest):
+    """A receive's tag filter past its bounds (wire.MAX_FILTER_TAGS tags, wire.MAX_TAG_LENGTH characters a tag)."""
+
+    code = "INVALID_TAG_FILTER"
+    title = "The tag filter is not valid"
+
+
 class InvalidDeliveryTime(InvalidRequest):
     code = "INVALID_DELIVERY_TIME"
     title = "The delivery time or delay is not one the broker accepts"
@@ -199,6 +206,12 @@ class GroupHasInFlight(BrokerError):
     """An offset reset (or a group's deletion) would drop deliveries a consumer still holds: refused unless forced."""
 
     code, status, title = "GROUP_HAS_DELIVERIES_IN_FLIGHT", 409, "The consumer group has deliveries in flight"
+
+
+class TopicInUse(BrokerError):
+    """A topic's deletion would drop pending half messages or deliveries a consumer still holds: refused unless forced."""
+
+    code, status, title = "TOPIC_IN_USE", 409, "The topic has pending half messages or deliveries in flight"
 
 
 class InvalidOffsetReset(BrokerError):

@@ -1,10 +1,10 @@
 """``/openapi.json`` built by walking the route table (router.py): a served route cannot be missing from it.
 
-Each route says its body (a pydantic model of halfmq.broker.protocol, the one
-that decodes it), its parameters (a pydantic model of params.py, the one the
-front checks them with) and its answer (a ``halfmq.wire`` struct, the shape
-the SDK decodes); the document takes their JSON schemas from the same classes,
-so no model exists for the document alone.
+Each route says its body (a ``halfmq.wire`` request struct, the one that
+decodes it and the one the SDK builds), its parameters (a pydantic model of
+params.py, the one the front checks them with) and its answer (a
+``halfmq.wire`` struct, the shape the SDK decodes); the document takes their
+JSON schemas from the same classes, so no model exists for the document alone.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ def _same(one: dict[str, Any], other: dict[str, Any]) -> bool:
 
 
 class _Schemas:
-    """The components: requests' and parameters' schemas from pydantic (what decodes them), answers' from msgspec.
+    """The components: parameters' schemas from pydantic (what checks them), bodies' and answers' from msgspec.
 
     One namespace: a name both sides use must be the same shape.
     """
 
     def __init__(self, routes: list[Route]) -> None:
-        models = {m for r in routes for m in (r.request, r.params) if m is not None}
-        structs = sorted({r.answer for r in routes if r.answer is not None} | set(ALSO_DOCUMENTED), key=str)
+        models = {r.params for r in routes if r.params is not None}
+        structs = sorted({s for r in routes for s in (r.request, r.answer) if s is not None} | set(ALSO_DOCUMENTED), key=str)
         refs, defs = models_json_schema([(m, "validation") for m in sorted(models, key=str)],
                                         ref_template=SCHEMA_REF.replace("{name}", "{model}"))
         self.components: dict[str, Any] = dict(defs.get("$defs", {}))

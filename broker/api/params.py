@@ -1,7 +1,7 @@
 """Path and query parameters of the routes that take them: checked by the front before the endpoint runs.
 
 ``front.checked_params`` validates them (a problem names ``path.x`` or ``query.y``, as FastAPI's did) and
-openapi.py documents them from the same model. The bodies are halfmq.broker.protocol's.
+openapi.py documents them from the same model. The bodies are halfmq.wire's request structs (body.py).
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ class GroupListParams(_Params):
 
 class GroupDeleteParams(_Params):
     force: bool = False  # delete although deliveries are in flight
+
+
+class TopicDeleteParams(_Params):
+    force: bool = False  # delete although halves are pending or deliveries in flight
 
 
 class DlqParams(_Params):

@@ -16,6 +16,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+import msgspec
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ JSON = "application/json"
 class Route:
     """``method path`` served by ``endpoint``, with what the document says about it.
 
-    ``request`` is the JSON body the endpoint decodes, ``answer`` the shape of a
+    ``request`` is the JSON body the endpoint decodes (a ``halfmq.wire`` request struct), ``answer`` the shape of a
     success (a ``halfmq.wire`` struct), ``params`` the path and query parameters
     the front checks before the endpoint runs (a pydantic model; path ones
     first). ``public`` routes are answered without a bearer token.
@@ -45,7 +46,7 @@ class Route:
     endpoint: Endpoint
     summary: str
     tag: str
-    request: type[BaseModel] | None = None
+    request: type[msgspec.Struct] | None = None
     answer: type | None = None
     params: type[BaseModel] | None = None
     status: int = 200

@@ -21,6 +21,7 @@ import concurrent.futures
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 import httpx
@@ -29,6 +30,7 @@ from halfmq import wire
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
+from .node_view import SetPicture
 from .term_history import TermHistory
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,7 @@ TERM_HEADER = "x-halfmq-term"
 HISTORY_HEADER = "x-halfmq-term-history"
 SEGMENT_HEADER = "x-halfmq-segment-bytes"
 HIGH_WATERMARK_HEADER = "x-halfmq-high-watermark"  # the leader's; a follower elected next starts showing the log there
+SET_HEADER = "x-halfmq-set"  # the leader's picture of the set (node_view.set_picture), about once a second: what a follower shows
 
 
 class LowerTerm(Exception):
@@ -122,6 +125,7 @@ class Follower:
         self._known_term = known_term
         self.leader_end = 0
         self.leader_high_watermark = 0
+        self.picture: SetPicture | None = None  # the followed leader's picture of the set, the last one it sent
         self._leader_history: list[tuple[int, int]] | None = None  # the followed leader's, as its last fetch answer that had it
         who = node_id.replace("%", "%%")
         self.storing = FailureWatch(f"node {who} cannot store the leader's log: %s; replication retries until the disk takes it",
@@ -131,6 +135,7 @@ class Follower:
         """Replicate from ``leader_url`` until cancelled or the leader stops answering as leader."""
         await self._cut_divergent_tail(leader_url, term)
         self._leader_history = None  # the first answer carries it
+        self.picture = None  # an earlier leader's picture is not this one's
         store = self._store()
         reports = DurableReports(min(store.flushed_offset, store.commit_log.end_offset))
         acks = asyncio.get_running_loop().create_task(reports.send_acks(lambda durable: self._ack(leader_url, term, durable)))
@@ -174,6 +179,8 @@ class Follower:
             raise RuntimeError("the leader uses another segment size: offsets could not match; configure the same segment_bytes")
         self.leader_end = int(answer.headers.get("x-halfmq-log-end", start))
         self.leader_high_watermark = int(answer.headers.get(HIGH_WATERMARK_HEADER, self.leader_high_watermark))
+        if (picture := answer.headers.get(SET_HEADER)) is not None:
+            self.picture = SetPicture.of(json.loads(picture), time.monotonic())
         try:
             self._keep(store, answer, start, reports)
         except StoreNotWritable as exc:  # the store's own FailureWatch has said so, once

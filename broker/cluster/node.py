@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -38,7 +39,7 @@ from .high_watermark import HighWatermark
 from .leader_claims import LeaderClaims
 from .leader_lease import LeaderLease
 from .leader_role import LeaderRole
-from .node_view import node_view
+from .node_view import node_view, picture_due, set_picture
 from .peers import PeerClient
 from .replica_tracker import ReplicaTracker
 from .role_services import Leadership, RoleServices
@@ -82,6 +83,7 @@ class ClusterNode:
         self._tasks: list[asyncio.Task] = []  # the tick, the renewals, the watch
         self._clock = clock
         self.etcd_error: str | None = None
+        self._pictures_sent: dict[str, float] = {}  # when each member last got the set's picture (one entry per member)
         self.takeover = Takeover(self.node_id, settings.ack, self.address, self.etcd, self._http, self._wake, clock, wall_clock)
         claims = LeaderClaims(self.node_id, self.members, self.address, self.etcd, settings.lease_ttl, clock)
         self.following = FollowerRole(self.standing, settings, self.members, self.address, self.etcd, self._http, claims,
@@ -108,6 +110,14 @@ class ClusterNode:
     @property
     def last_failover(self) -> dict[str, Any] | None:
         return self.takeover.last_failover
+
+    def picture_for(self, follower: str) -> str | None:
+        """The set's picture (JSON) for a fetch answer to ``follower``, when one is due (``picture_due``); None otherwise."""
+        now = self._clock()
+        if follower not in self.members or not picture_due(self._pictures_sent.get(follower), now):
+            return None
+        self._pictures_sent[follower] = now
+        return json.dumps(set_picture(self), separators=(",", ":"))
 
     def not_leader(self) -> NotLeader:
         leader = self.standing.leader

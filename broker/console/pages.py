@@ -241,7 +241,7 @@ async def login(request: Request) -> Response:
     except (Unauthenticated, AccessDenied) as exc:
         html = _env.get_template("login.html").render(title="Log in", error=exc.detail)
         return HTMLResponse(html, status_code=exc.status)
-    answer = RedirectResponse("/console/transactions", status_code=303)
+    answer = RedirectResponse(PREFIX, status_code=303)  # the home page: the transactions, on a follower the Broker set
     answer.set_cookie(session.COOKIE, token, httponly=True, samesite="strict", path="/console",
                       secure=request.url.scheme == "https")
     return answer

@@ -312,9 +312,11 @@ class DeliveryService:
             self._progress.reset(group, topic, qid, offset)
         return end
 
-    def in_flight(self, group: str) -> int:
-        """The group's deliveries held by consumers now, on every topic."""
-        return sum(len(p.in_flight) for state in self._progress.states.by_group.get(group, {}).values() for p in state.queues)
+    def in_flight(self, group: str | None = None, *, topic: str | None = None) -> int:
+        """The deliveries held by consumers now: the group's on every topic, or every group's of ``topic``."""
+        if group is not None:
+            return sum(len(p.in_flight) for state in self._progress.states.by_group.get(group, {}).values() for p in state.queues)
+        return sum(len(p.in_flight) for (_, t), state in self._progress.states.items() if t == topic for p in state.queues)
 
     def delete_group(self, group: str) -> int:
         """Forget the group (its progress and committed offsets), written first as a ``group-deleted`` record (a restart
@@ -352,9 +354,13 @@ class DeliveryService:
         """At start-up: an operator's offset reset read back from the log (an ``offsets-reset`` record)."""
         self._progress.reset(group, topic, queue_id, offset)
 
-    def forget_group(self, group: str) -> None:
-        """At start-up: a consumer group's deletion read back from the log (a ``group-deleted`` record)."""
-        self._progress.forget(group)
+    def forget(self, *, group: str | None = None, topic: str | None = None) -> None:
+        """A consumer group's deletion read back from the log (a ``group-deleted`` record, at start-up), or a topic's
+        (every group's progress and offsets on it go: at its deletion, and from a ``topic-deleted`` record)."""
+        if group is not None:
+            self._progress.forget(group)
+        if topic is not None:
+            self._progress.forget_topic(topic)
 
     def settled(self) -> list[tuple[str, str, int, int, tuple[int, ...]]]:
         """Per queue: committed, and past the gap (store.state_snapshot)."""

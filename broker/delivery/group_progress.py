@@ -99,6 +99,12 @@ class GroupProgress:
         self.states.drop_group(group)
         self._store.offsets.drop_group(group)
 
+    def forget_topic(self, topic: str) -> None:
+        """Forget every group's progress and committed offsets on ``topic`` (an operator deleted it; receipts held for
+        it answer EXPIRED)."""
+        self.states.drop_topic(topic)
+        self._store.offsets.drop_topic(topic)
+
     def restore_acked(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         """At start-up: an ack read back from the log (an ``acks`` record, or a committed producer transaction's), which
         the offsets file may not hold yet (it is a checkpoint, written about once a second, and a follower's is older)."""

@@ -211,6 +211,12 @@ class GroupStates(dict[tuple[str, str], GroupTopic]):
         for topic in self.by_group.pop(group, {}):
             super().pop((group, topic), None)
 
+    def drop_topic(self, topic: str) -> None:
+        """Forget every group's progress on ``topic``."""
+        for group, topics in self.by_group.items():
+            if topics.pop(topic, None) is not None:
+                super().pop((group, topic), None)
+
 
 @dataclass(frozen=True, slots=True)
 class QueueLag:

@@ -16,8 +16,8 @@ from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 from rocketmq.grpc_protocol import definition_pb2 as pb
 
-from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.usecases.records import MESSAGE_GROUP, SYSTEM_PROPERTIES, TIMER_OUT_MS, StoredMessage, is_transactional
+from halfmq.wire import OutgoingMessage
 
 # The message types halfmq's topics accept (every queue advertises them in QueryRoute; Apache's clients check).
 ACCEPTED_TYPES = (pb.MessageType.NORMAL, pb.MessageType.FIFO, pb.MessageType.DELAY, pb.MessageType.TRANSACTION)

@@ -23,6 +23,7 @@ from rocketmq.grpc_protocol import service_pb2_grpc as rpc
 from halfmq.broker.security.access import Publisher
 from halfmq.broker.usecases import UseCases
 from halfmq.broker.usecases.durability import FlushTimedOut
+from halfmq.broker.usecases.receiving import tag_filter
 from halfmq.errors import BrokerError, InvalidRequest, TooManyTelemetryStreams, TransactionConflict
 
 from . import message_mapping as mm
@@ -196,7 +197,9 @@ class MessagingService(rpc.MessagingServiceServicer):
         target = self.uc.sending.target(publisher)  # an unknown or invalid topic is told before a bad message
         try:
             outgoing = mm.outgoing(message)
-        except ValueError as exc:  # pydantic: e.g. a tag over the length limit
+        except BrokerError:
+            raise  # the broker's own typed refusal when the message is built (a message group's bytes): its code kept
+        except ValueError as exc:  # e.g. a tag over the length limit
             raise InvalidRequest(str(exc).splitlines()[0]) from None
         if kind == pb.MessageType.TRANSACTION:
             tx = await self.uc.half_sending.send_rocketmq_half(publisher, target, outgoing)
@@ -222,11 +225,11 @@ class MessagingService(rpc.MessagingServiceServicer):
     async def ReceiveMessage(self, request: spb.ReceiveMessageRequest, context: Any) -> AsyncIterator[spb.ReceiveMessageResponse]:  # noqa: N802
         invisible = mm.seconds(request.invisible_duration) or DEFAULT_INVISIBLE
         wait = min(mm.seconds(request.long_polling_timeout), MAX_LONG_POLL)
-        expression = request.filter_expression.expression.strip() if request.HasField("filter_expression") else "*"
-        tags = None if expression in ("", "*") else {t.strip() for t in expression.split("||")}
+        expression = request.filter_expression.expression if request.HasField("filter_expression") else None
         group, topic = request.group.name, request.message_queue.topic.name
         try:
             subscriber = self.rt.access.subscriber(*self._who(context, "ReceiveMessage"), group, topic)
+            tags = tag_filter(expression)
             receiving = self.uc.receiving
             deliveries = await receiving.deliveries_for(subscriber, max(1, min(request.batch_size or 32, 1024)), invisible, wait)
         except BrokerError as exc:

@@ -19,6 +19,7 @@ CODES: dict[type[errors.BrokerError], int] = {
     errors.InvalidProperty: pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
     errors.InvalidMessageGroup: pb.Code.ILLEGAL_MESSAGE_GROUP,
     errors.InvalidDeliveryTime: pb.Code.ILLEGAL_DELIVERY_TIME,
+    errors.InvalidTagFilter: pb.Code.ILLEGAL_FILTER_EXPRESSION,
     errors.InvalidReceiptHandle: pb.Code.INVALID_RECEIPT_HANDLE,
     errors.ReceiptNotHeld: pb.Code.INVALID_RECEIPT_HANDLE,
     errors.ReceiptInOtherTransaction: pb.Code.PRECONDITION_FAILED,  # acked in an open producer transaction

@@ -93,6 +93,18 @@ class HalfMessageService:
     def pending(self) -> list[Tx]:
         return list(self._pending.values())
 
+    def pending_on(self, topic: str) -> int:
+        """How many pending transactions have a half (the first or a companion) for ``topic``: a topic's deletion is
+        refused while any has. Reads each pending half's properties (an operator's verb, not a hot path)."""
+        return sum(1 for tx in list(self._pending.values())
+                   if any(h.properties.get(names.REAL_TOPIC) == topic for h in self._parts_or_none(tx)))
+
+    def _parts_or_none(self, tx: Tx) -> tuple[StoredMessage, ...]:
+        try:
+            return self.half_parts(tx)
+        except DamagedRecord:
+            return ()
+
     def in_state(self, state: TransactionState) -> list[Tx]:
         return [tx for tx in self._txs.values() if tx.state is state]
 

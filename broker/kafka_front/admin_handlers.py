@@ -13,9 +13,9 @@ from typing import Any
 from kafka import errors as kafka_errors
 from kafka.protocol.admin import CreateTopicsResponse, DescribeGroupsResponse, ListGroupsResponse
 
-from halfmq.broker.protocol import TopicCreate
 from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError, TopicNotFound
+from halfmq.wire import TopicCreate
 
 from .error_codes import kafka_code
 from .group_coordinator import GroupCoordinator

@@ -23,10 +23,10 @@ from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetCo
 from kafka.protocol.metadata import FindCoordinatorResponse, MetadataResponse
 from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
 
-from halfmq.broker.protocol import SendRequest, TopicCreate
 from halfmq.broker.usecases.caller import Principal
 from halfmq.broker.usecases.records import DamagedEntry, StoredMessage
 from halfmq.errors import BrokerError, InvalidRequest
+from halfmq.wire import SendRequest, TopicCreate
 
 from .admin_handlers import AdminHandlers
 from .error_codes import kafka_code

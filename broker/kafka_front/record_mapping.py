@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import base64
 
-from halfmq.broker.protocol import BodyEncoding, OutgoingMessage
 from halfmq.broker.usecases.records import SYSTEM_PROPERTIES, StoredMessage
+from halfmq.wire import OutgoingMessage
+from halfmq.wire.base import BodyEncoding
 
 from .errors import InvalidRecord
 from .record_batches import Record

@@ -19,11 +19,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 from kafka.protocol.producer import AddPartitionsToTxnResponse, EndTxnResponse
 
-from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, TxnMessage, TxnMessagesRequest
 from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError
+from halfmq.wire import BeginTxnRequest, EndTxnRequest, TxnMessage, TxnMessagesRequest
 
 from .error_codes import kafka_code
 from .errors import InvalidRecord, TransactionNotBegun
@@ -98,7 +99,7 @@ class TxnHandlers:
             raise InvalidRecord("a transactional Produce carries its transactional id and transactional batches of one producer")
         if not self.steps.begun(tid):
             raise TransactionNotBegun(f"transactional id {tid!r} has no transaction begun here (AddPartitionsToTxn first)")
-        messages = [TxnMessage(**outgoing(r, index).model_dump(), topic=name) for b in batches for r in b.records]
+        messages = [TxnMessage(**msgspec.structs.asdict(outgoing(r, index)), topic=name) for b in batches for r in b.records]
         body = TxnMessagesRequest(producer_id=batches[0].producer_id, epoch=batches[0].producer_epoch, sequence=self.steps.take(tid),
                                   messages=messages)
         self.current().usecases.producer_transactions.add_messages(self._actor(tid, "Produce", header), body)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from halfmq.broker.delivery.fifo_gate import MESSAGE_GROUP
 from halfmq.broker.half_messages import record_names as tx_names
 from halfmq.broker.half_messages.check_policy import immunity_seconds
-from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.indexed_keys import KEY_SEPARATOR
 from halfmq.broker.store.record import properties_size
 from halfmq.broker.timers import routing
@@ -29,6 +28,7 @@ from halfmq.errors import (
     ReservedProperty,
     TooManyKeys,
 )
+from halfmq.wire import OutgoingMessage
 from halfmq.wire.messages import message_group_conflict, message_group_problem
 
 

@@ -24,7 +24,6 @@ from halfmq.broker.messages.rules import (
     own_uniq_key,
     properties_bytes,
 )
-from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic
 from halfmq.broker.timers import routing
@@ -38,6 +37,7 @@ from halfmq.errors import (
     TopicAlreadyExists,
     TopicNotFound,
 )
+from halfmq.wire import OutgoingMessage
 
 
 @dataclass(frozen=True)

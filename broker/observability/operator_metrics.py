@@ -235,7 +235,7 @@ def _store(rt: Observed) -> Iterator[Metric]:
     yield GaugeMetricFamily("halfmq_commit_log_flushed_offset", "Commit log offset known durable, in bytes", value=store.flushed_offset)
     yield CounterMetricFamily("halfmq_fsyncs", "Group-commit fsyncs since start", value=store.flush_count)
     yield GaugeMetricFamily("halfmq_commit_log_start_offset", "Commit log start offset in bytes: retention deleted what lay below it",
-                            value=store.log_start)
+                            value=store.log_start.offset)
     retention = getattr(rt, "retention", None)
     yield CounterMetricFamily("halfmq_retention_deleted_files", "Commit-log, consume-queue and key-index files retention deleted since start",
                               value=retention.deleted_files if retention is not None else 0)

@@ -139,14 +139,25 @@ def _replay_state(coordinator: TransactionCoordinator, acks: AckLedger, kind: st
         for group, topic, queue_id, offset in state.decode_acks(record.body):
             acks.restore_reset(group, topic, queue_id, offset)
     elif kind is state.StateRecord.GROUP_DELETED:
-        acks.forget_group(record.properties[state.GROUP])
-    elif kind is state.StateRecord.TOPIC:
-        coordinator.store.adopt_topic(*state.topic_of(record.properties))
+        acks.forget(group=record.properties[state.GROUP])
+    elif kind in (state.StateRecord.TOPIC, state.StateRecord.TOPIC_DELETED):
+        _replay_topic(coordinator.store, acks, kind, record)
     elif kind is state.StateRecord.PRODUCER:
         if coordinator.producers is not None:
             coordinator.producers.replay(state.producer_of(record.properties))
     elif kind is state.StateRecord.RECEIPT_KEY and acks.logged_receipt_key is None:  # the first one: written once by the first leader
         acks.use_receipt_key(state.receipt_key_of(record.body))
+
+
+def _replay_topic(store: MessageStore, acks: AckLedger, kind: state.StateRecord, record: StoredMessage) -> None:
+    """A topic made (it exists with at least its queues) or deleted: it goes (its name, its queues below the ends),
+    and its groups' offsets too (a record the replay reads comes after the state snapshot's entry: newer than it)."""
+    if kind is state.StateRecord.TOPIC:
+        store.adopt_topic(*state.topic_of(record.properties))
+        return
+    deleted = state.topic_deleted_of(record.properties)
+    store.delete_topic(deleted.name, deleted.ends, record.commit_log_offset)
+    acks.forget(topic=deleted.name)
 
 
 def restore(store: MessageStore, acks: AckLedger, snapshot: state_snapshot.StateSnapshot) -> None:

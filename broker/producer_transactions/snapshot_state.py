@@ -5,7 +5,8 @@
   mark and, per remembered number, where its records start and how many there are (``SentRef``), never its answer;
 - ``txns``: every transactional id kept now (one idle past ``transactional_id_expiry`` is not) with its producer id,
   epoch, owner, window and its last transaction's state (an open one is aborted by the replay's end, as ever);
-- ``registrations``: the producers registered for check-backs; ``topics``: every topic and its queue count;
+- ``registrations``: the producers registered for check-backs; ``topics``: every topic and its queue count; ``deleted_topics``:
+  every topic an operator deleted (its deletion's log offset and each queue's end then: a topic made again reads past them);
 - ``receipt_key``: the key receipt handles are signed with, once the log names it (hex).
 
 ``state_of`` runs on the event loop between two requests and copies (numbers, strings, the immutable ``SentRef``
@@ -67,6 +68,7 @@ class SnapshotState:
     registrations: tuple[ProducerRecord, ...]
     topics: tuple[tuple[str, int], ...]
     receipt_key: bytes | None
+    deleted_topics: tuple[tuple[str, int, dict[int, int]], ...] = ()
 
 
 def _window_copy(producer: ProducerState) -> list[Any]:
@@ -89,6 +91,9 @@ def state_of(coordinator: TransactionCoordinator, acks: AckLedger) -> dict[str, 
                  for t in coordinator.all()],
         "registrations": [list(r[:4]) for r in registrations],
         "topics": [[t.name, t.queues] for t in coordinator.store.topics.all()],
+        "deleted_topics": [[name, at, [[qid, end] for qid, end in sorted(ends.items())]]
+                           for name, at in coordinator.store.topics.deleted_at.items()
+                           for ends in (coordinator.store.reads.floors_of(name),)],
         "receipt_key": key.hex() if key is not None else None,
     }
 
@@ -113,11 +118,15 @@ def parse(raw: Any) -> SnapshotState:
     registrations = tuple(ProducerRecord(str(g), str(c), url, address, expired=False) for g, c, url, address in raw["registrations"])
     topics = tuple((str(name), int(queues)) for name, queues in raw["topics"])
     key = raw["receipt_key"]
-    return SnapshotState(alone, txns, registrations, topics, None if key is None else bytes.fromhex(key))
+    deleted = tuple((str(name), int(at), {int(qid): int(end) for qid, end in ends}) for name, at, ends in raw.get("deleted_topics", []))
+    return SnapshotState(alone, txns, registrations, topics, None if key is None else bytes.fromhex(key), deleted)
 
 
 def restore(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], acks: AckLedger, state: SnapshotState) -> None:
-    """Apply what ``parse`` read: the state the records before the snapshot's entry built."""
+    """Apply what ``parse`` read: the state the records before the snapshot's entry built (a deleted topic first: one
+    made again under its name after the deletion is among ``topics``)."""
+    for name, at, ends in state.deleted_topics:
+        coordinator.store.delete_topic(name, ends, at)
     for name, queues in state.topics:
         coordinator.store.adopt_topic(name, queues)
     if state.receipt_key is not None:

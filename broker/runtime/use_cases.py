@@ -41,7 +41,7 @@ def use_cases(rt: BrokerRuntime) -> UseCases:
         ending=Ending(access, rt.half_messages, views, durable),
         receiving=Receiving(rt.delivery, rt.metrics),
         settling=Settling(rt.delivery, rt.settled_durable),
-        topics=ManageTopics(access, rt.topics, store, views, durable, log_end),
+        topics=ManageTopics(access, rt.topics, store, views, durable, log_end, store, rt.delivery, rt.half_messages),
         groups=ManageGroups(access, rt.delivery.views, store, store.put, views, durable, rt.delivery,
                             lambda: int(time.time() * 1000),
                             Redrives(settings.dlq_redrive_jobs, settings.dlq_redrive_rate, settings.dlq_redrive_max_rate)),

@@ -22,6 +22,7 @@ class ConsumeQueues:
         self._handles = handles or FileHandles()  # every queue's reads share the store's bounded table
         self._queues: dict[QueueKey, ConsumeQueue] = {}
         self.log_start = 0  # every queue opened starts at its first entry at or past it (retention.py)
+        self._floors: dict[QueueKey, int] = {}  # a deleted topic's queue ends: a topic made again reads from there
 
     def find(self, topic: str, queue_id: int) -> ConsumeQueue | None:
         """The queue if it is open (a queue never written has none): reads open nothing."""
@@ -48,9 +49,26 @@ class ConsumeQueues:
         return deleted
 
     def range(self, topic: str, queue_id: int) -> tuple[int, int]:
-        """(min offset, one past the last entry); (0, 0) for a queue never written."""
+        """(min offset, one past the last entry); (0, 0) for a queue never written. The min is at least the queue's
+        floor (a deleted topic's end)."""
         cq = self._queues.get((topic, queue_id))
-        return (cq.min_offset, cq.max_offset) if cq else (0, 0)
+        if cq is None:
+            return (0, 0)
+        return max(cq.min_offset, self._floors.get((topic, queue_id), 0)), cq.max_offset
+
+    def floor(self, topic: str, queue_id: int) -> int:
+        """The first offset a reader may see of the queue: where a deleted topic of the same name ended (0 else)."""
+        return self._floors.get((topic, queue_id), 0)
+
+    def floors_of(self, topic: str) -> dict[int, int]:
+        """Each queue's floor of ``topic`` (a deleted topic's ends), for the state snapshot."""
+        return {qid: end for (name, qid), end in self._floors.items() if name == topic}
+
+    def raise_floor(self, topic: str, queue_id: int, offset: int) -> None:
+        """Hide the queue's entries before ``offset`` from every reader (the topic that wrote them was deleted); the
+        files stay for retention. Kept in memory: the ``topic-deleted`` record sets it again at each start."""
+        key = (topic, queue_id)
+        self._floors[key] = max(self._floors.get(key, 0), offset)
 
     def all(self) -> list[ConsumeQueue]:
         return list(self._queues.values())

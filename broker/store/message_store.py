@@ -30,13 +30,13 @@ from .data_lock import DataDirLock
 from .file_handles import FileHandles
 from .flush_service import GroupCommitService
 from .key_index import KeyIndex
-from .log_start import read_log_start, write_log_start
+from .log_start import LogStart
 from .offset_table import OffsetTable
 from .queue_appends import QueueAppends
 from .queue_reads import QueueReads
 from .recovery import Recovery
 from .replica_append import ReplicaAppender
-from .store_types import GroupTooLarge, Listener, PutItem, PutResult, ReplicationMismatch, StoreClosed, StoreConfig, StoreNotWritable, store_log
+from .store_types import GroupTooLarge, Listener, PutItem, PutResult, ReplicationMismatch, StoreClosed, StoreConfig, StoreNotWritable
 from .topic_writes import TopicWrites
 from .topics import TopicConfig, TopicTable
 from .visible_reads import VisibleReads
@@ -57,16 +57,15 @@ class MessageStore:
         self._lock_file.acquire()
         try:
             self._write_lock = threading.Lock()
-            self._retention_lock = threading.Lock()  # one retention pass at a time (advance_log_start)
             self._gate = WriteGate()
             self._listeners: list[Listener] = []
             self.topics = TopicTable(root / "topics.json")
             self.offsets = OffsetTable(root / "consumer_offsets.json")
             self.file_handles = FileHandles(config.open_files)  # one bound for every file the store reads
             self.commit_log = CommitLog(root / "commitlog", config.segment_bytes, self.file_handles)
-            self.log_start = self._finish_retention(root)
+            self.log_start = LogStart(root, self.commit_log, self._gate, self._drop_below)  # retention moves it
             self._queues = ConsumeQueues(root / "consumequeue", config.consume_queue_entries, self.file_handles)
-            self._queues.log_start = self.log_start
+            self._queues.log_start = self.log_start.offset
             self.damaged = DamagedRecords()
             self.keys = KeyIndex(root / "index", config.index_slots, config.index_entries, self.commit_log.read_record,
                                  self.file_handles, config.index_filter_bits)
@@ -92,33 +91,10 @@ class MessageStore:
         self._checkpoints.start(config.checkpoint_interval)
         self.visible = VisibleReads(self.reads, self.commit_log, self._listeners)  # every read made for consumers goes through it
 
-    def _finish_retention(self, root: Path) -> int:
-        """The recorded log start (log_start.py): segments a crash left below it go now; a first segment past it
-        was deleted by hand (logged here, reported by ``halfmq broker --verify``)."""
-        recorded = read_log_start(root)
-        self.commit_log.delete_below(recorded)
-        if self.commit_log.min_offset > recorded:
-            store_log.error("the commit log starts at %d but retention kept it from %d: segment files were deleted by "
-                            "hand; consumers skip what they held (`halfmq broker --verify` reports it)",
-                            self.commit_log.min_offset, recorded)
-        return max(recorded, self.commit_log.min_offset)
-
-    def advance_log_start(self, offset: int) -> list[Path]:
-        """Move the log start to ``offset`` (a segment base retention chose, retention.py): record it, then delete the
-        segments below it and the consume-queue and key-index files that point only there; return the paths deleted.
-
-        Sends wait only while the queues and the index drop their files (the writer appends to the same lists): the
-        record's fsync and the segments' unlinks (a large file's takes a while) are outside the write lock.
-        """
-        with self._retention_lock:
-            if offset <= self.log_start or self._gate.closed:
-                return []
-            write_log_start(Path(self.config.data_dir), offset)
-            with self._write_lock:
-                self.log_start = offset
-                deleted = self._queues.forget_below(offset)
-                deleted += self.keys.forget_below(offset)
-            return self.commit_log.delete_below(offset) + deleted
+    def _drop_below(self, log_start: int) -> list[Path]:
+        """The consume queues and the key index drop their files below ``log_start`` (``LogStart.advance``)."""
+        with self._write_lock:
+            return self._queues.forget_below(log_start) + self.keys.forget_below(log_start)
 
     # --- topics -----------------------------------------------------------------
     def topic(self, name: str) -> TopicConfig | None:
@@ -135,6 +111,15 @@ class MessageStore:
     def adopt_topic(self, name: str, queues: int) -> None:
         """A ``topic`` record read from the log (replay): the topic exists with at least ``queues``."""
         self._topic_writes.adopt(name, queues)
+
+    def delete_topic(self, name: str, ends: dict[int, int] | None = None, at: int = 0) -> int:
+        """Delete a topic through the log (a ``topic-deleted`` record); return its end, to wait on durable. Its files
+        stay until retention takes them; a topic made again under the name begins where this one ended. With ``ends``:
+        such a record read back from the log at offset ``at`` (replay), applied without a write (0 returned)."""
+        if ends is not None:
+            self._topic_writes.drop(name, ends, at)
+            return 0
+        return self._topic_writes.delete(name)
 
     # --- writing ----------------------------------------------------------------
     def fits(self, items: list[PutItem]) -> bool:

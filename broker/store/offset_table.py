@@ -48,6 +48,13 @@ class OffsetTable:
             if self._offsets.pop(group, None) is not None:
                 self._dirty = True
 
+    def drop_topic(self, topic: str) -> None:
+        """Forget every group's committed offsets on ``topic`` (an operator deleted it)."""
+        with self._lock:
+            for by_topic in self._offsets.values():
+                if by_topic.pop(topic, None) is not None:
+                    self._dirty = True
+
     def clamp(self, ends: Callable[[str, int], int]) -> list[tuple[str, str, int, int, int]]:
         """Lower every offset past its queue's end to that end; return (group, topic, queue, was, now) per change.
 

@@ -25,6 +25,10 @@ class QueueReads:
         self._queues = queues
         self._damaged = damaged  # every read that meets damage notes it there (the store's count, for /metrics)
 
+    def floors_of(self, topic: str) -> dict[int, int]:
+        """Each queue's floor of ``topic``: where a deleted topic of its name ended (the state snapshot keeps them)."""
+        return self._queues.floors_of(topic)
+
     def queue_range(self, topic: str, queue_id: int) -> tuple[int, int]:
         """(min offset, one past the last message) of a queue; (0, 0) for one never written."""
         return self._queues.range(topic, queue_id)
@@ -52,7 +56,7 @@ class QueueReads:
         if cq is None:
             return []
         out: list[StoredMessage | DamagedEntry] = []
-        offset = max(offset, cq.min_offset)
+        offset = max(offset, cq.min_offset, self._queues.floor(topic, queue_id))
         while len(out) < max_messages:
             entries = cq.get_range(offset, max_messages - len(out))
             if not entries:

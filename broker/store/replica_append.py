@@ -17,13 +17,14 @@ from .flush_service import GroupCommitService
 from .key_index import KeyIndex
 from .queue_appends import QueueAppends, QueueBatches
 from .replicated_groups import ReplicatedRecord, whole_groups
-from .state_records import TXN_OP, StateRecord, topic_of
+from .state_records import TXN_OP, StateRecord, topic_deleted_of, topic_of
 from .store_types import Listener, ReplicationMismatch, store_log
 from .topic_writes import TopicWrites
 from .topics import TopicTable
 from .write_gate import WriteGate
 
 TOPIC_KIND = StateRecord.TOPIC.value
+TOPIC_DELETED_KIND = StateRecord.TOPIC_DELETED.value
 Keyed = list[tuple[list[tuple[str, str]], int, int, int]]  # (keys, log offset, size, store ms) for the key index
 
 
@@ -91,8 +92,11 @@ class ReplicaAppender:
     def _entry(self, rec: ReplicatedRecord, start: int, batches: QueueBatches, keyed: Keyed) -> None:
         """Add a replicated record's consume-queue entry to its queue's batch (topics the leader added are learnt)."""
         key = (rec.topic, rec.queue_id)
-        if rec.properties is not None and rec.properties.get(TXN_OP) == TOPIC_KIND:
+        kind = rec.properties.get(TXN_OP) if rec.properties is not None else None
+        if kind == TOPIC_KIND and rec.properties is not None:
             self._topic_writes.adopt_holding_lock(*topic_of(rec.properties))  # a topic the leader created: here too, empty or not
+        elif kind == TOPIC_DELETED_KIND and rec.properties is not None:
+            self._topic_writes.drop_holding_lock(*topic_deleted_of(rec.properties), start + rec.at)  # and one it deleted
         if key not in batches:
             cfg = self._topics.get(rec.topic)
             if cfg is None or rec.queue_id >= cfg.queues:

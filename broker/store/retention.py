@@ -3,7 +3,7 @@
 One commit log holds every topic, so a segment goes only when all of it is past the limit (Kafka deletes whole
 segments past ``retention.ms``/``retention.bytes``; RocketMQ deletes commit-log files older than ``fileReservedTime``,
 judged by the file's last write). What goes is always a prefix of the log: the log start only moves forward, and the
-consume queues, the key index and the timer index follow it (``MessageStore.advance_log_start``).
+consume queues, the key index and the timer index follow it (``LogStart.advance``).
 
 A *pin* is the lowest commit-log offset something still needs (an open half message, an open producer transaction, a
 timer not yet released, the state records a restart reads), or None when it needs nothing: no segment that ends past a

@@ -39,9 +39,9 @@ class RetentionService:
         """Delete what the limits let go and ``pins`` (read just before) do not hold; return the log start after it."""
         store = self._store
         start = new_log_start(store.commit_log.segment_facts(), self._limits, pins.values(), int(self._clock() * 1000))
-        if start > store.log_start:
-            deleted = store.advance_log_start(start)
+        if start > store.log_start.offset:
+            deleted = store.log_start.advance(start)
             self.deleted_files += len(deleted)
             log.info("retention: the log starts at %d now; %d files deleted (pins: %s)", start, len(deleted),
                      ", ".join(f"{name}={offset}" for name, offset in pins.items() if offset is not None) or "none")
-        return store.log_start
+        return store.log_start.offset

@@ -14,6 +14,11 @@ producers' kinds: ``idempotence.producer_records``); these records carry no ``TX
 - ``group-deleted``: an operator deleted a consumer group (``GROUP``): its offsets and progress are forgotten. The
   ones before the state snapshot are not read: the snapshot holds no progress of the group, and the offsets file is
   written before the snapshot is (``BrokerRuntime._save_state_snapshot``).
+- ``topic-deleted``: an operator deleted a topic (``TOPIC``; ``ENDS``, each queue's end then, as ``queue:end`` pairs).
+  Its name leaves the topic table and its groups' offsets are forgotten; its files stay until retention takes them,
+  and a topic created again under the name begins at those ends (``ConsumeQueues.floor``), so nothing of the deleted
+  one is read again. Applied where a ``topic`` record is: a follower as it appends it, a replay in log order; the ones
+  before the state snapshot are not read: the snapshot holds the deleted topics (their ends and where they went).
 - ``producer``: a producer registered (or changed its check URL) or expired; heartbeats that change nothing write none.
 - ``receipt-key``: the key receipt handles are signed with, written once by the first leader, so every node signs alike.
 
@@ -41,6 +46,7 @@ CLIENT_ID = "CLIENT_ID"
 CHECK_URL = "CHECK_URL"
 ADDRESS = "ADDRESS"
 EXPIRED = "EXPIRED"  # "1" on a producer's expiry
+ENDS = "ENDS"  # a deleted topic's queue ends, "0:12 1:9"
 
 
 class StateRecord(str, Enum):
@@ -48,6 +54,7 @@ class StateRecord(str, Enum):
     ACKS = "acks"
     OFFSETS_RESET = "offsets-reset"
     GROUP_DELETED = "group-deleted"
+    TOPIC_DELETED = "topic-deleted"
     PRODUCER = "producer"
     RECEIPT_KEY = "receipt-key"
 
@@ -100,6 +107,21 @@ def topic_record(name: str, queues: int) -> PutItem:
 
 def topic_of(props: dict[str, str]) -> TopicRecord:
     return TopicRecord(props[TOPIC], int(props[QUEUES]))
+
+
+class TopicDeletedRecord(NamedTuple):
+    name: str
+    ends: dict[int, int]  # queue id -> one past its last entry when the topic was deleted
+
+
+def topic_deleted_record(name: str, ends: dict[int, int]) -> PutItem:
+    ends_text = " ".join(f"{q}:{end}" for q, end in sorted(ends.items()))
+    return PutItem(TXN_STATE_TOPIC, 0, b"", {TXN_OP: StateRecord.TOPIC_DELETED.value, TOPIC: name, ENDS: ends_text})
+
+
+def topic_deleted_of(props: dict[str, str]) -> TopicDeletedRecord:
+    pairs = (pair.split(":") for pair in props.get(ENDS, "").split())
+    return TopicDeletedRecord(props[TOPIC], {int(q): int(end) for q, end in pairs})
 
 
 # --- producers ----------------------------------------------------------------------------------

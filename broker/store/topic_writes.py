@@ -4,6 +4,10 @@
 topics.json can be rebuilt with the right queue counts); in a broker's store (``log_records``) it also puts a
 ``topic`` record in HALFMQ_TXN_STATE (``state_records``), so a broker set's followers have the topic too, empty or
 not. ``adopt`` is the other side: a ``topic`` record read from the log (a replay, a follower's append).
+
+``delete`` is an operator's deletion: a ``topic-deleted`` record with each queue's end, then the name leaves
+topics.json and the queues' floors rise to those ends (what was written is hidden, its files left for retention);
+``drop`` is its other side, the record read from the log.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Callable
 
 from .consume_queues import ConsumeQueues
 from .queue_appends import QueueAppends
-from .state_records import topic_record
+from .state_records import topic_deleted_record, topic_record
 from .store_types import PutItem, PutResult
 from .topics import TXN_STATE_TOPIC, TopicConfig, TopicTable, is_system_topic
 from .write_gate import WriteGate
@@ -52,6 +56,32 @@ class TopicWrites:
             self.create(TXN_STATE_TOPIC, 1)
             self._put([topic_record(name, queues)])
         return cfg
+
+    def delete(self, name: str) -> int:
+        """Delete a topic through the log (its ``topic-deleted`` record first); return the record's end, which a caller
+        that answers waits on durable. StoreNotWritable, and no change, if the disk refuses."""
+        cfg = self._table.get(name)
+        if cfg is None:
+            return 0
+        ends = {qid: self._queues.range(name, qid)[1] for qid in range(cfg.queues)}
+        results, end = self._put([topic_deleted_record(name, ends)])
+        self.drop(name, ends, results[0].commit_log_offset)
+        return end
+
+    def drop(self, name: str, ends: dict[int, int], at: int) -> None:
+        """A ``topic-deleted`` record at log offset ``at`` (an operator's deletion, or one read from the log): the topic
+        is gone, and what was written for it before ``at`` (a timer, say) is never put on a topic of its name."""
+        with self._lock:
+            self.drop_holding_lock(name, ends, at)
+
+    def drop_holding_lock(self, name: str, ends: dict[int, int], at: int) -> None:
+        """``drop`` for a caller that holds the write lock already (a follower's append, as it meets the record)."""
+        for qid, end in ends.items():
+            self._queues.raise_floor(name, qid, end)
+        try:
+            self._table.remove(name, at)
+        except OSError as exc:
+            raise self._gate.refused(f"cannot delete topic {name!r}", exc) from exc
 
     def adopt(self, name: str, queues: int) -> None:
         """A ``topic`` record read from the log (replay): the topic exists with at least ``queues``."""

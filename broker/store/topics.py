@@ -66,6 +66,8 @@ class TopicTable:
         self.found = path.exists()
         self._topics: dict[str, TopicConfig] = read_json(path, {}, _parse_topics, self.REMEDY)
         self._unsaved = False
+        # where each deleted topic's ``topic-deleted`` record is in the log (memory: the record sets it at each start)
+        self.deleted_at: dict[str, int] = {}
 
     def get(self, name: str) -> TopicConfig | None:
         return self._topics.get(name)
@@ -81,6 +83,17 @@ class TopicTable:
         self._topics = topics
         self._unsaved = False
         return cfg
+
+    def remove(self, name: str, at: int) -> None:
+        """Forget a topic durably (an operator deleted it, by a record at log offset ``at``); OSError, and no change,
+        when the file cannot be written."""
+        self.deleted_at[name] = max(self.deleted_at.get(name, 0), at)
+        if name not in self._topics:
+            return
+        topics = {n: c for n, c in self._topics.items() if n != name}
+        self._write(topics)
+        self._topics = topics
+        self._unsaved = False
 
     def learn(self, name: str, queues: int) -> TopicConfig:
         """Add or widen a topic in memory only; ``save_if_changed`` makes it durable."""

@@ -85,5 +85,9 @@ class ReleaseService:
                 log.error("timer %s/%d@%d is damaged on disk and cannot be delivered", TIMER_TOPIC, TIMER_QUEUE, offset)
                 continue
             topic, queue_id, props = released(timer.topic, timer.queue_id, timer.properties)
+            if timer.commit_log_offset < self._store.topics.deleted_at.get(topic, -1):  # its topic was deleted since
+                log.info("timer %s/%d@%d is for topic %s, deleted since: released into nothing", TIMER_TOPIC, TIMER_QUEUE,
+                         offset, topic)
+                continue
             items.append(PutItem(topic, queue_id, timer.body, props, timer.born_timestamp, timer.binary, props.get("TAGS")))
         return [*items, PutItem(TIMER_TOPIC, RELEASE_QUEUE, encode_marker([offset for _, offset in due]))]

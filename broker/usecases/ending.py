@@ -11,10 +11,9 @@ from dataclasses import dataclass
 
 from halfmq.broker.half_messages.half_records import EndOutcome
 from halfmq.broker.observability.tracing import traced_end
-from halfmq.broker.protocol import EndItem, EndRequest
 from halfmq.broker.security.access import Access
 from halfmq.broker.security.policy import Action, Principal, Resource
-from halfmq.wire import TransactionView
+from halfmq.wire import EndItem, EndRequest, TransactionView
 
 from .caller import Scope
 from .durability import FlushTimedOut, flush_outcome

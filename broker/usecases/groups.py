@@ -16,7 +16,6 @@ from halfmq.broker.delivery import dead_letters
 from halfmq.broker.delivery.dlq_redrive import RedriveJob, Redrives, RedriveState
 from halfmq.broker.delivery.offset_reset import QueuePosition, ResetTarget, ResetTo, plan_reset
 from halfmq.broker.messages.view import message_view
-from halfmq.broker.protocol import ResetOffsetsRequest
 from halfmq.broker.security.access import Access, ClusterAdmin, GroupAdmin
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.store_types import PutItem, PutResult
@@ -31,7 +30,18 @@ from halfmq.errors import (
     SystemTopicForbidden,
     TopicNotFound,
 )
-from halfmq.wire import ConsumerGroupInfo, DeadLetters, DlqRedrive, DlqResent, GroupDeleted, GroupList, Message, OffsetReset, QueueReset
+from halfmq.wire import (
+    ConsumerGroupInfo,
+    DeadLetters,
+    DlqRedrive,
+    DlqResent,
+    GroupDeleted,
+    GroupList,
+    Message,
+    OffsetReset,
+    QueueReset,
+    ResetOffsetsRequest,
+)
 
 from .caller import Scope
 from .ports import Durable, GroupProgress, OffsetResets, StoreReads

@@ -16,13 +16,12 @@ from halfmq.broker.idempotence.producer_ids import SentHalf
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.messages.names import NameKind, checked_name
 from halfmq.broker.observability.tracing import traced_half
-from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage
 from halfmq.broker.security.access import Access, Publisher
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.usecases.answers import half_answer
-from halfmq.wire import HalfSendResult, SendStatus
+from halfmq.wire import HalfSendRequest, HalfSendResult, OutgoingMessage, SendStatus
 
 from .caller import Scope
 from .durability import FlushTimedOut, flush_outcome

@@ -140,7 +140,7 @@ class Journeys:
                     continue
                 reads += 1
                 rec = index.record(topic, key, offset, since_ms)
-                if rec is not None:
+                if rec is not None and self.still_held(rec):
                     found.setdefault(topic, []).append(rec)
                 if reads == MAX_HITS:
                     break
@@ -148,12 +148,19 @@ class Journeys:
             records.sort(key=lambda r: r.commit_log_offset, reverse=True)
         return found
 
+    def still_held(self, rec: StoredMessage) -> bool:
+        """Whether a record the key index found is still its topic's: not below its queue's first offset (a deleted
+        topic's message, whose name a topic made again has, or one retention took). The broker's own records pass."""
+        if is_system_topic(rec.topic):
+            return True
+        return rec.queue_offset >= self.store.visible.queue_range(rec.topic, rec.queue_id)[0]
+
     def journey_of(self, topic: str, msg_id: str) -> MessageJourney | None:
         """The journey of the message ``msg_id`` on ``topic``: its own records (copies, half, timer, dead letters), its
         transaction's ops, and the records naming its place (deliveries, nacks, acks)."""
         index = self.store.keys
         files = self.lookup_index_files
-        records = index.query(topic, msg_id, limit=MAX_HITS, max_files=files)
+        records = [r for r in index.query(topic, msg_id, limit=MAX_HITS, max_files=files) if self.still_held(r)]
         txids = list(dict.fromkeys(t for r in records if r.properties.get(UNIQ_KEY) == msg_id
                                    and (t := r.properties.get(TRANSACTION_ID))))[:MAX_TRANSACTIONS]
         for txid in txids:  # its ops: the halves, timers and copies of its transaction on its topic are found above

@@ -18,11 +18,10 @@ from halfmq.broker.idempotence.producer_ids import SendKey, SentAnswer, SentRef
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.producer_state import ProducerState
 from halfmq.broker.idempotence.send_window import Verdict
-from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.store_types import PutItem, PutResult
 from halfmq.broker.store.topics import TopicConfig
-from halfmq.wire import TransactionState
+from halfmq.wire import OutgoingMessage, TransactionState
 
 Durable = Callable[[int], Awaitable[None]]  # returns once the log up to the offset is as durable as the ack mode says
 LogEnd = Callable[[], int]  # the commit log's end now
@@ -34,6 +33,26 @@ class WritableTopics(Protocol):
     def writable(self, name: str) -> tuple[TopicConfig, bool]: ...
     def get(self, name: str) -> TopicConfig: ...
     def create(self, name: str, queues: int | None) -> tuple[TopicConfig, bool]: ...
+
+
+class TopicRemoval(Protocol):
+    """Deleting a topic through the log (``store.message_store.MessageStore``): its record's end is returned."""
+
+    def delete_topic(self, name: str, ends: dict[int, int] | None = None, at: int = 0) -> int: ...
+
+
+class TopicHolders(Protocol):
+    """What still holds a topic's messages: consumers (``delivery.delivery_service.DeliveryService``), whose progress
+    on a deleted topic is forgotten."""
+
+    def in_flight(self, group: str | None = None, *, topic: str | None = None) -> int: ...
+    def forget(self, *, group: str | None = None, topic: str | None = None) -> None: ...
+
+
+class PendingHalves(Protocol):
+    """Pending half messages by real topic (``half_messages.half_message_service.HalfMessageService``)."""
+
+    def pending_on(self, topic: str) -> int: ...
 
 
 class Sender(Protocol):
@@ -119,7 +138,7 @@ class OffsetResets(Protocol):
 
     def positions(self, group: str, topic: str) -> list[tuple[int, int, int]]: ...
     def reset_offsets(self, group: str, topic: str, moves: list[tuple[int, int]]) -> int: ...
-    def in_flight(self, group: str) -> int: ...
+    def in_flight(self, group: str | None = None, *, topic: str | None = None) -> int: ...
     def delete_group(self, group: str) -> int: ...
 
 

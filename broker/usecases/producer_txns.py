@@ -19,12 +19,12 @@ from typing import Any, Protocol
 
 from halfmq import wire
 from halfmq.broker.producer_transactions.txn_records import AbortedBy
-from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.security.access import Access, ClusterAdmin, TransactionalIdActor, transactional_id
 from halfmq.broker.security.policy import Action, Principal
 from halfmq.broker.store.store_types import PutItem
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.usecases.answers import acks_answer, begin_answer, end_answer, init_answer, messages_answer, producer_id_answer, view_answer
+from halfmq.wire import BeginTxnRequest, EndTxnRequest, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 
 from .caller import Scope
 from .ports import Deliveries, Sender, WritableTopics

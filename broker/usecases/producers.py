@@ -6,10 +6,9 @@ import asyncio
 from dataclasses import dataclass
 
 from halfmq.broker.half_messages.check_url import OwnAddress, validate_check_url
-from halfmq.broker.protocol import Heartbeat
 from halfmq.broker.security.access import Access
 from halfmq.broker.security.policy import Action, Principal, Resource
-from halfmq.wire import HeartbeatResult, ProducerList
+from halfmq.wire import Heartbeat, HeartbeatResult, ProducerList
 
 from .caller import Scope
 from .half_sending import producer_group

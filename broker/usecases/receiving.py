@@ -10,13 +10,22 @@ from halfmq.broker.delivery.delivery_service import Delivery
 from halfmq.broker.messages.view import message_view
 from halfmq.broker.observability.metrics import BrokerMetrics
 from halfmq.broker.observability.tracing import traced_deliveries
-from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.security.access import Subscriber
-from halfmq.wire import Message, ReceiveResponse
+from halfmq.errors import InvalidTagFilter
+from halfmq.wire import Message, ReceiveRequest, ReceiveResponse, subscription_tags
 
 from .ports import Deliveries
 
-__all__ = ["Delivery", "Receiving"]
+__all__ = ["Delivery", "Receiving", "tag_filter"]
+
+
+def tag_filter(expression: str | list[str] | None) -> frozenset[str] | None:
+    """The tags a receive wants (``wire.subscription_tags``: a list or RocketMQ's ``"a || b"``; None: all), over HTTP and the
+    gRPC front alike; a filter past its bounds is INVALID_TAG_FILTER, before anything is delivered."""
+    try:
+        return subscription_tags(expression)
+    except ValueError as exc:
+        raise InvalidTagFilter(str(exc)) from None
 
 
 class Caller(Protocol):
@@ -30,19 +39,29 @@ class Receiving:
 
     @traced_deliveries
     async def receive(self, subscriber: Subscriber, body: ReceiveRequest, caller: Caller) -> ReceiveResponse:
-        """Up to ``body.max_messages`` deliveries; handed back if ``caller`` hung up during a held poll."""
+        """Up to ``body.max_messages`` deliveries; handed back if ``caller`` hung up during a held poll.
+
+        With a tag filter, what it does not want is consumed for the group (``wanted``) and the receive goes on, at
+        once while there was anything to pass over, then waiting what is left of ``wait_seconds``.
+        """
         started = time.perf_counter()
-        group, topic = subscriber.group, subscriber.topic
+        group, topic, tags = subscriber.group, subscriber.topic, tag_filter(body.tags)
+        deadline, deliveries = time.monotonic() + body.wait_seconds, list[Delivery]()
         # First without waiting: messages found at once go straight back. The client asked for them
         # a moment ago, so the hang-up probe (a few ms on granian) is only worth it after a held poll.
-        deliveries = await self.deliveries.receive(group, topic, body.max_messages, body.invisible_seconds, 0.0)
-        if not deliveries and body.wait_seconds > 0:
-            deliveries = await self.deliveries.receive(group, topic, body.max_messages, body.invisible_seconds, body.wait_seconds)
-            if deliveries and await caller.is_disconnected():
+        while found := await self.deliveries.receive(group, topic, body.max_messages, body.invisible_seconds, 0.0):
+            if deliveries := self.wanted(subscriber, found, tags):
+                break
+        wait = body.wait_seconds
+        while not deliveries and wait > 0:
+            found = await self.deliveries.receive(group, topic, body.max_messages, body.invisible_seconds, wait)
+            if found and await caller.is_disconnected():
                 # The long-poller hung up: hand the messages back instead of hiding them until they expire.
-                self.deliveries.release(group, topic, [d.receipt_handle for d in deliveries])
+                self.deliveries.release(group, topic, [d.receipt_handle for d in found])
                 return ReceiveResponse(messages=[])
-            self._fence_again(group, topic, deliveries)
+            self._fence_again(group, topic, found)
+            deliveries = self.wanted(subscriber, found, tags)
+            wait = deadline - time.monotonic()  # (only with a filter that passed over all it found, or none found)
         messages: list[Message] = []
         for d in deliveries:
             view = message_view(d.message)
@@ -66,7 +85,7 @@ class Receiving:
         """Up to ``batch`` deliveries, waiting up to ``wait`` seconds for the first (RocketMQ 5's long poll)."""
         return await self.deliveries.receive(subscriber.group, subscriber.topic, batch, invisible, wait)
 
-    def wanted(self, subscriber: Subscriber, deliveries: list[Delivery], tags: set[str] | None) -> list[Delivery]:
+    def wanted(self, subscriber: Subscriber, deliveries: list[Delivery], tags: frozenset[str] | None) -> list[Delivery]:
         """RocketMQ 5 filters by tag on the server: what the subscription does not want is consumed for it."""
         skipped = [d.receipt_handle for d in deliveries if tags is not None and d.message.properties.get("TAGS") not in tags]
         if skipped:

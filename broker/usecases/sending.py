@@ -16,14 +16,13 @@ from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.observability.metrics import BrokerMetrics
 from halfmq.broker.observability.tracing import traced_send
-from halfmq.broker.protocol import OutgoingMessage, SendRequest
 from halfmq.broker.security.access import Access, Publisher
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.store_types import PutResult
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.timers.routing import visible_place
 from halfmq.broker.usecases.answers import sent_answer
-from halfmq.wire import SendResponse, SendResult, SendStatus
+from halfmq.wire import OutgoingMessage, SendRequest, SendResponse, SendResult, SendStatus
 
 from .caller import Scope
 from .durability import durable_status

@@ -1,21 +1,20 @@
-"""Topics: create, list, describe, and read a queue's messages by offset."""
+"""Topics: create, list, describe, delete, and read a queue's messages by offset."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from halfmq.broker.messages.view import message_view
-from halfmq.broker.protocol import TopicCreate
 from halfmq.broker.security.access import Access, Publisher
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.record import StoredMessage
-from halfmq.broker.store.topics import TopicConfig
-from halfmq.errors import InvalidQueueId
-from halfmq.wire import OffsetReadResponse, TopicInfo, TopicList
+from halfmq.broker.store.topics import TopicConfig, is_system_topic
+from halfmq.errors import InvalidQueueId, SystemTopicForbidden, TopicInUse
+from halfmq.wire import OffsetReadResponse, TopicCreate, TopicDeleted, TopicInfo, TopicList
 
 from .caller import Scope
-from .ports import Durable, LogEnd, StoreReads, WritableTopics
+from .ports import Durable, LogEnd, PendingHalves, StoreReads, TopicHolders, TopicRemoval, WritableTopics
 from .views import Views
 
 
@@ -27,6 +26,9 @@ class ManageTopics:
     views: Views
     durable: Durable
     log_end: LogEnd
+    removal: TopicRemoval
+    holders: TopicHolders
+    halves: PendingHalves
 
     async def create(self, who: Principal, scope: Scope, body: TopicCreate) -> tuple[TopicInfo, bool]:
         """The topic's view, and whether it was created now (an existing one with the same queue count is no error).
@@ -38,6 +40,24 @@ class ManageTopics:
         if created:
             await self.durable(self.log_end())  # the topic record is the last write of this loop pass's request
         return self.views.topic_view(cfg), created
+
+    async def delete(self, who: Principal, scope: Scope, topic: str, force: bool) -> TopicDeleted:
+        """Delete the topic through the log (durable when this returns): it is no longer listed, described or read,
+        and every group's offsets on it go. Refused while it has pending halves or deliveries in flight, unless
+        ``force``. Its files stay until retention takes them; a topic created again under the name starts empty."""
+        self.access.authorize(who, Action.ADMIN, Resource.topic(topic), scope)
+        if is_system_topic(topic):
+            raise SystemTopicForbidden(f"{topic!r} is the broker's own topic; delete a DLQ's group instead")
+        cfg = self.topics.get(topic)
+        pending, held = self.halves.pending_on(topic), self.holders.in_flight(topic=topic)
+        if (pending or held) and not force:
+            raise TopicInUse(f"{pending} pending half messages and {held} deliveries in flight: end the transactions and "
+                             "let consumers ack, or force the deletion")
+        ends = [self.store.visible.queue_range(topic, qid)[1] for qid in range(cfg.queues)]
+        end = self.removal.delete_topic(topic)
+        self.holders.forget(topic=topic)
+        await self.durable(end)
+        return TopicDeleted(topic=topic, queue_ends=ends, pending_halves=pending, in_flight=held)
 
     def list_visible(self, who: Principal) -> TopicList:
         """The topics ``who`` may describe."""

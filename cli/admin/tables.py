@@ -175,7 +175,18 @@ def cluster(data: dict) -> Any:
     leader = (data.get("leader") or {}).get("node_id") or "none"
     summary = (f"as {data['node_id']} ({data['role']}) sees it: term {data['term']}, leader {leader}, ack {data['ack']}, "
                f"high watermark {data['high_watermark']}" + (f", etcd: {data['etcd_error']}" if data.get("etcd_error") else ""))
-    return Group(summary, leader_change(data.get('last_failover')), table)
+    lines = [summary, leader_change(data.get('last_failover'))]
+    if data["role"] != "leader":
+        lines.append(picture_line(data))
+    return Group(*lines, table)
+
+
+def picture_line(data: dict) -> str:
+    """On a follower: whose figures the other rows are, and how old (GET /v1/cluster's ``picture_from``, ``picture_age_seconds``)."""
+    if not data.get("picture_from"):
+        return "no figures from a leader yet: only this node's own offsets are shown"
+    return (f"the other nodes' rows and in sync are the leader {data['picture_from']}'s figures, "
+            f"{data.get('picture_age_seconds')} s old; this node's offsets are its own")
 
 
 def _yes_no(value: bool | None) -> str | None:

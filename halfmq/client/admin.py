@@ -34,6 +34,7 @@ from halfmq.wire import (
     MessageSearch,
     OffsetReset,
     ProducerList,
+    TopicDeleted,
     TopicInfo,
     TopicList,
     TransactionalIdList,
@@ -122,6 +123,12 @@ class AsyncAdminClient(AsyncClient):
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         """Create a topic with ``queues`` queues (the broker's default if None); the same again is answered as it is."""
         return await self._act(endpoints.create_topic(name, queues))
+
+    async def delete_topic(self, name: str, force: bool = False) -> TopicDeleted:
+        """Delete topic ``name``: no longer listed or read, every group's offsets on it gone (a topic created again
+        under the name starts empty). Refused (TopicInUse, 409) while it has pending half messages or deliveries in
+        flight, unless ``force``."""
+        return await self._act(endpoints.delete_topic(name, force))
 
     # --- consumer groups and their dead letters ---------------------------------------------------------------------
     async def list_groups(self, system: bool = False) -> GroupList:
@@ -231,6 +238,7 @@ class AdminClient(Blocking[AsyncAdminClient]):
     list_topics = blocking(AsyncAdminClient.list_topics)
     describe_topic = blocking(AsyncAdminClient.describe_topic)
     create_topic = blocking(AsyncAdminClient.create_topic)
+    delete_topic = blocking(AsyncAdminClient.delete_topic)
     list_groups = blocking(AsyncAdminClient.list_groups)
     describe_group = blocking(AsyncAdminClient.describe_group)
     list_dead_letters = blocking(AsyncAdminClient.list_dead_letters)

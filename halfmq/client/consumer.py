@@ -30,7 +30,7 @@ import contextlib
 import contextvars
 import inspect
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, Unpack
@@ -41,7 +41,7 @@ from halfmq.wire import Message, SettleResult
 from .loop_thread import AsyncLifecycle, Blocking, cancel, close_at_exit, run
 from .polling import PollFailures, PollSettings, prefetch_next
 from .settlement import Outcome, Settle, failure_reason, log_handler_failure, settle_batch
-from .simple_consumer import AsyncSimpleConsumer
+from .simple_consumer import AsyncSimpleConsumer, tag_list
 from .step_drivers import run_steps_async
 from .tracing import processing
 from .transport import TransportOptions
@@ -64,9 +64,11 @@ class AsyncConsumer(AsyncLifecycle):
     """
 
     def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Awaitable[Any] | Any], *, max_messages: int = 16,
-                 invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4, **options: Unpack[TransportOptions]) -> None:
-        """``options``: the client's (``AsyncSimpleConsumer``: ``timeout``, ``retries``, ``token`` …)."""
-        self._poll = PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)
+                 invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4,
+                 tags: str | Sequence[str] | None = None, **options: Unpack[TransportOptions]) -> None:
+        """``tags``: the handler gets only messages with one of them (``AsyncSimpleConsumer.receive``); ``options``: the
+        client's (``AsyncSimpleConsumer``: ``timeout``, ``retries``, ``token`` …)."""
+        self._poll = PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency, tag_list(tags))
         self.client = AsyncSimpleConsumer(base_url, group, topic, **options)
         self._handler = handler
         self._stopping = False
@@ -126,7 +128,8 @@ class AsyncConsumer(AsyncLifecycle):
             self._run_done.set()
 
     def _start_receive(self) -> asyncio.Future[list[Message]]:
-        return asyncio.ensure_future(self.client.receive(self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds))
+        return asyncio.ensure_future(self.client.receive(self._poll.max_messages, self._poll.invisible_seconds, self._poll.wait_seconds,
+                                                        self._poll.tags))
 
     async def _receive(self, poll: asyncio.Future[list[Message]]) -> list[Message] | None:
         assert self._stop_event is not None
@@ -241,13 +244,14 @@ class Consumer(Blocking[AsyncConsumer]):
     """
 
     def __init__(self, base_url: str | None, group: str, topic: str, handler: Callable[[Message], Any], *, max_messages: int = 16,
-                 invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4, **options: Unpack[TransportOptions]) -> None:
+                 invisible_seconds: float = 30.0, wait_seconds: float = 10.0, concurrency: int = 4,
+                 tags: str | Sequence[str] | None = None, **options: Unpack[TransportOptions]) -> None:
         """``AsyncConsumer``'s settings; ``concurrency`` is also the number of handler threads."""
-        PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency)  # a bad setting fails before the pool is made
+        PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency, tag_list(tags))  # a bad setting fails before the pool is made
         self._workers = ThreadPoolExecutor(concurrency, _HANDLER_THREAD)
         on_worker = partial(_on_worker, self._workers, handler)  # not a bound method: the twin must not hold self
         self._async = AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages, invisible_seconds=invisible_seconds,
-                                    wait_seconds=wait_seconds, concurrency=concurrency, **options)
+                                    wait_seconds=wait_seconds, concurrency=concurrency, tags=tags, **options)
         close_at_exit(self, self._async)
 
     @property

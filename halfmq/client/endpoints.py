@@ -1,5 +1,5 @@
 """The HTTP API v1 as data: which method and path each operation uses, what it
-sends and how its answer becomes protocol models.
+sends (a ``halfmq.wire`` request struct, the one the broker decodes) and how its answer becomes protocol models.
 
 Keeping this free of I/O lets every client share one description of the
 wire (``transport.AsyncTransport`` runs it), so they cannot disagree about a path or a field.
@@ -15,19 +15,30 @@ from urllib.parse import quote
 from halfmq.errors import BrokerError
 from halfmq.wire import (
     MAX_NACK_REASON,
+    BeginTxnRequest,
+    ChangeInvisibleRequest,
     ClusterView,
     ConsumerGroupInfo,
     DeadLetters,
     DlqRedrive,
+    DlqRedriveRequest,
     DlqResent,
+    EndItem,
+    EndRequest,
+    EndTxnRequest,
     GroupDeleted,
     GroupList,
+    HalfSendRequest,
     HalfSendResult,
     Health,
+    Heartbeat,
+    InitProducer,
     Message,
     MessageJourney,
     MessageSearch,
     MessageSummary,
+    NackRequest,
+    NewProducerId,
     OffsetReadResponse,
     OffsetReset,
     OutgoingMessage,
@@ -35,23 +46,29 @@ from halfmq.wire import (
     ProducerList,
     ReceiveRequest,
     ReceiveResponse,
+    ResetOffsetsRequest,
+    SendRequest,
     SendResponse,
     SendResult,
+    SettleRequest,
     SettleResponse,
     SettleResult,
+    TopicCreate,
+    TopicDeleted,
     TopicInfo,
     TopicList,
     TransactionalIdList,
     TransactionList,
     TransactionView,
+    TxnAcksRequest,
     TxnAcksResult,
     TxnBeginResult,
     TxnEndResult,
     TxnInitResult,
     TxnMessage,
+    TxnMessagesRequest,
     TxnMessagesResult,
     decode,
-    to_wire,
 )
 
 T = TypeVar("T")
@@ -61,7 +78,7 @@ HALF_BATCH_PATH = "/v1/transaction-batches/half"
 END_BATCH_PATH = "/v1/transaction-batches/end"
 
 __all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "OPERATOR_VERBS", "Call", "cluster_view", "consumer_group", "create_topic", "dead_letters",
-           "delete_group", "end_transaction",
+           "delete_group", "delete_topic", "end_transaction",
            "find_messages", "force_abort", "get_topic", "get_transaction", "group_list", "half_send", "health", "health_report",
            "list_topics", "list_transactions", "message_journey", "message_search", "new_producer_id", "operate_transaction", "producer_heartbeat",
            "producer_list", "read", "receive", "redrive", "resend_dead_letter", "reset_offsets", "start_redrive",
@@ -73,8 +90,9 @@ __all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "OPERATOR_VERBS", "Call", "clust
 class Call(Generic[T]):
     """One request and the function that turns its decoded JSON answer into ``T``.
 
-    ``timeout`` overrides the client's default, which long polls need. ``batch``: the batch route that
-    also takes this call (``transaction_batches``), and what its item adds to the body.
+    ``body`` is a ``halfmq.wire`` request struct. ``timeout`` overrides the client's default, which long polls
+    need. ``batch``: the batch route that also takes this call (``transaction_batches``), and how its item is made
+    from the body (after an idempotent producer numbered it).
     """
 
     method: str
@@ -83,7 +101,7 @@ class Call(Generic[T]):
     body: Any = None
     params: dict[str, Any] | None = None
     timeout: float | None = None
-    batch: tuple[str, dict[str, Any]] | None = None
+    batch: tuple[str, Callable[[Any], Any]] | None = None
 
 
 def _reading(call: Call[Any], parse: Callable[[Any], U]) -> Call[U]:
@@ -124,8 +142,7 @@ def cluster_view(timeout: float | None = None) -> Call[ClusterView]:
 
 
 def create_topic(name: str, queues: int | None) -> Call[TopicInfo]:
-    body = {"name": name} if queues is None else {"name": name, "queues": queues}
-    return Call("POST", "/v1/topics", parse=_as(TopicInfo), body=body)
+    return Call("POST", "/v1/topics", parse=_as(TopicInfo), body=TopicCreate(name=name, queues=queues))
 
 
 def topic_list() -> Call[TopicList]:
@@ -134,6 +151,10 @@ def topic_list() -> Call[TopicList]:
 
 def list_topics() -> Call[list[TopicInfo]]:
     return _reading(topic_list(), lambda data: decode(data, TopicList).topics)
+
+
+def delete_topic(name: str, force: bool = False) -> Call[TopicDeleted]:
+    return Call("DELETE", _topic_path(name), parse=_as(TopicDeleted), params={"force": "true"} if force else None)
 
 
 def get_topic(name: str) -> Call[TopicInfo]:
@@ -152,7 +173,7 @@ def send(topic: str, messages: Sequence[OutgoingMessage]) -> Call[list[SendResul
         return results
 
     # An idempotent producer adds its {producer_id, epoch, sequence} to the body (``Numbering.numbered``).
-    return Call("POST", f"{_topic_path(topic)}/messages", parse=parse, body={"messages": [to_wire(m) for m in messages]})
+    return Call("POST", f"{_topic_path(topic)}/messages", parse=parse, body=SendRequest(messages=list(messages)))
 
 
 def read(topic: str, queue_id: int, offset: int, max_messages: int) -> Call[OffsetReadResponse]:
@@ -161,21 +182,20 @@ def read(topic: str, queue_id: int, offset: int, max_messages: int) -> Call[Offs
 
 def receive(group: str, topic: str, request: ReceiveRequest, *, timeout: float) -> Call[list[Message]]:
     return Call("POST", _group_topic_path(group, topic, "receive"), parse=lambda data: decode(data, ReceiveResponse).messages,
-                body=to_wire(request), timeout=timeout)
+                body=request, timeout=timeout)
 
 
 def settle(group: str, topic: str, action: Literal["ack", "nack"], handles: Sequence[str], reason: str | None = None) -> Call[list[SettleResult]]:
     """``reason``: a nack's why, kept in the messages' journeys (the broker takes at most ``MAX_NACK_REASON`` characters)."""
-    body: dict[str, Any] = {"receipt_handles": list(handles)}
-    if reason:
-        body["reason"] = reason[:MAX_NACK_REASON]
+    body = (NackRequest(receipt_handles=list(handles), reason=reason[:MAX_NACK_REASON] or None) if action == "nack" and reason
+            else SettleRequest(receipt_handles=list(handles)))
     return Call("POST", _group_topic_path(group, topic, action), parse=lambda data: decode(data, SettleResponse).results, body=body)
 
 
 def change_invisible_duration(group: str, topic: str, handles: Sequence[str], seconds: float) -> Call[list[SettleResult]]:
     """RocketMQ 5's ChangeInvisibleDuration over HTTP: each handle ``OK`` (hidden ``seconds`` from now) or ``EXPIRED``."""
     return Call("POST", _group_topic_path(group, topic, "change-invisible-duration"), parse=lambda data: decode(data, SettleResponse).results,
-                body={"receipt_handles": list(handles), "invisible_seconds": seconds})
+                body=ChangeInvisibleRequest(receipt_handles=list(handles), invisible_seconds=seconds))
 
 
 # Where is my message (GET /v1/messages): the routes are the leader's; the transport follows it.
@@ -198,14 +218,16 @@ def consumer_group(group: str) -> Call[ConsumerGroupInfo]:
     return Call("GET", f"/v1/consumer-groups/{_seg(group)}", parse=_as(ConsumerGroupInfo))
 
 
-# Transactional messages (DESIGN section 4). Bodies are built as plain dicts:
-# the broker is the one to judge a producer group or URL, with its own codes.
+# Transactional messages (DESIGN section 4). A struct's constructor checks no bounds (the broker judges a producer
+# group or URL, with its own codes), so a request the broker refuses still reaches it and is answered as such.
+def _as_is(body: Any) -> Any:
+    return body
+
+
 def half_send(group: str, topic: str, message: OutgoingMessage, also: Sequence[TxnMessage] = ()) -> Call[HalfSendResult]:
     """``also``: more messages the same local transaction decides (halfmq's extension; each names its topic)."""
-    body: dict[str, Any] = {"producer_group": group, "topic": topic, "message": to_wire(message)}
-    if also:
-        body["also"] = [to_wire(m) for m in also]
-    return Call("POST", "/v1/transactions", parse=_as(HalfSendResult), body=body, batch=(HALF_BATCH_PATH, {}))
+    body = HalfSendRequest(producer_group=group, topic=topic, message=message, also=list(also))
+    return Call("POST", "/v1/transactions", parse=_as(HalfSendResult), body=body, batch=(HALF_BATCH_PATH, _as_is))
 
 
 def _transaction_view(data: Any) -> dict[str, Any]:
@@ -217,8 +239,13 @@ def _transaction_view(data: Any) -> dict[str, Any]:
 
 
 def end_transaction(transaction_id: str, group: str, state: str, *, from_check: bool = False) -> Call[dict[str, Any]]:
-    return Call("POST", f"/v1/transactions/{_seg(transaction_id)}/end", parse=_transaction_view,
-                body={"producer_group": group, "state": state, "from_check": from_check}, batch=(END_BATCH_PATH, {"transaction_id": transaction_id}))
+    def item(body: EndRequest) -> EndItem:
+        return EndItem(transaction_id=transaction_id, producer_group=body.producer_group, state=body.state,
+                       from_check=body.from_check)
+
+    body = EndRequest(producer_group=group, state=state, from_check=from_check)  # type: ignore[arg-type]  # the broker judges it
+    return Call("POST", f"/v1/transactions/{_seg(transaction_id)}/end", parse=_transaction_view, body=body,
+                batch=(END_BATCH_PATH, item))
 
 
 def transaction(transaction_id: str) -> Call[TransactionView]:
@@ -245,7 +272,7 @@ def list_transactions(state: str, limit: int) -> Call[list[dict[str, Any]]]:
 
 def producer_heartbeat(group: str, client_id: str, check_url: str | None, *, timeout: float | None = None) -> Call[Any]:
     return Call("POST", "/v1/producers/heartbeat", parse=lambda data: data,
-                body={"producer_group": group, "client_id": client_id, "check_url": check_url}, timeout=timeout)
+                body=Heartbeat(producer_group=group, client_id=client_id, check_url=check_url), timeout=timeout)
 
 
 # The operators' calls (``admin.AsyncAdminClient``, `halfmq admin`): each answers its route's wire struct whole, as
@@ -277,10 +304,8 @@ def resend_dead_letter(group: str, offset: int) -> Call[DlqResent]:
 
 def reset_offsets(group: str, topic: str, to: str, *, queue_id: int | None = None, timestamp_ms: int | None = None,
                   ago_ms: int | None = None, offset: int | None = None, dry_run: bool = False, force: bool = False) -> Call[OffsetReset]:
-    body: dict[str, Any] = {"to": to, "dry_run": dry_run, "force": force}
-    for name, value in (("queue_id", queue_id), ("timestamp_ms", timestamp_ms), ("ago_ms", ago_ms), ("offset", offset)):
-        if value is not None:
-            body[name] = value
+    body = ResetOffsetsRequest(to=to, queue_id=queue_id, timestamp_ms=timestamp_ms, ago_ms=ago_ms, offset=offset,  # type: ignore[arg-type]  # the broker names a bad `to`
+                               dry_run=dry_run, force=force)
     return Call("POST", _group_topic_path(group, topic, "reset-offsets"), parse=_as(OffsetReset), body=body)
 
 
@@ -293,7 +318,7 @@ def _redrive_path(group: str) -> str:
 
 
 def start_redrive(group: str, max_messages: int | None = None, rate_per_second: float | None = None) -> Call[DlqRedrive]:
-    body = {k: v for k, v in (("max_messages", max_messages), ("rate_per_second", rate_per_second)) if v is not None}
+    body = DlqRedriveRequest(max_messages=max_messages, rate_per_second=rate_per_second)
     return Call("POST", _redrive_path(group), parse=_as(DlqRedrive), body=body)
 
 
@@ -318,35 +343,35 @@ def force_abort(transactional_id: str) -> Call[TxnEndResult]:
 
 
 # Producer transactions (DESIGN section 11): every request of one instance carries its producer id and epoch.
-def _txn(transactional_id: str, verb: str, shape: type[T], **body: Any) -> Call[T]:
+def _txn(transactional_id: str, verb: str, shape: type[T], body: Any) -> Call[T]:
     return Call("POST", f"/v1/transactional-ids/{_seg(transactional_id)}/{verb}", parse=_as(shape), body=body)
 
 
 def new_producer_id() -> Call[ProducerIdResult]:
-    return Call("POST", "/v1/producer-ids", parse=_as(ProducerIdResult), body={})
+    return Call("POST", "/v1/producer-ids", parse=_as(ProducerIdResult), body=NewProducerId())
 
 
 def txn_init(transactional_id: str, timeout_ms: int | None) -> Call[TxnInitResult]:
-    body = {} if timeout_ms is None else {"transaction_timeout_ms": timeout_ms}
-    return _txn(transactional_id, "init", TxnInitResult, **body)
+    return _txn(transactional_id, "init", TxnInitResult, InitProducer(transaction_timeout_ms=timeout_ms))
 
 
 def txn_begin(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnBeginResult]:
-    return _txn(transactional_id, "begin", TxnBeginResult, producer_id=producer_id, epoch=epoch, sequence=0)
+    return _txn(transactional_id, "begin", TxnBeginResult, BeginTxnRequest(producer_id=producer_id, epoch=epoch, sequence=0))
 
 
 def txn_messages(transactional_id: str, producer_id: int, epoch: int, sequence: int, messages: Sequence[TxnMessage]) -> Call[TxnMessagesResult]:
-    return _txn(transactional_id, "messages", TxnMessagesResult, producer_id=producer_id, epoch=epoch, sequence=sequence,
-                messages=[to_wire(m) for m in messages])
+    return _txn(transactional_id, "messages", TxnMessagesResult,
+                TxnMessagesRequest(producer_id=producer_id, epoch=epoch, sequence=sequence, messages=list(messages)))
 
 
 def txn_acks(transactional_id: str, producer_id: int, epoch: int, sequence: int, handles: Sequence[str]) -> Call[TxnAcksResult]:
-    return _txn(transactional_id, "acks", TxnAcksResult, producer_id=producer_id, epoch=epoch, sequence=sequence, receipt_handles=list(handles))
+    return _txn(transactional_id, "acks", TxnAcksResult,
+                TxnAcksRequest(producer_id=producer_id, epoch=epoch, sequence=sequence, receipt_handles=list(handles)))
 
 
 def txn_commit(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnEndResult]:
-    return _txn(transactional_id, "commit", TxnEndResult, producer_id=producer_id, epoch=epoch)
+    return _txn(transactional_id, "commit", TxnEndResult, EndTxnRequest(producer_id=producer_id, epoch=epoch))
 
 
 def txn_abort(transactional_id: str, producer_id: int, epoch: int) -> Call[TxnEndResult]:
-    return _txn(transactional_id, "abort", TxnEndResult, producer_id=producer_id, epoch=epoch)
+    return _txn(transactional_id, "abort", TxnEndResult, EndTxnRequest(producer_id=producer_id, epoch=epoch))

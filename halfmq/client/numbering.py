@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+import msgspec
+
 from halfmq.errors import UnknownProducerId
 from halfmq.wire import ProducerIdResult, TxnInitResult
 
@@ -104,7 +106,7 @@ class Numbering:
     @staticmethod
     def numbered(call: Call[Any], numbers: Numbers) -> Call[Any]:
         """``call`` with the numbers added to its body."""
-        return replace(call, body={**call.body, **numbers})
+        return replace(call, body=msgspec.structs.replace(call.body, **numbers))
 
     async def send(self, fetch: AsyncRetrying, send: AsyncRetrying,
                    transport: Callable[[Call[Any]], Awaitable[Any]], call: Call[Any]) -> Any:

@@ -23,18 +23,20 @@ log = logging.getLogger("halfmq.client.consumer")
 
 @dataclass(frozen=True, slots=True)
 class PollSettings:
-    """Messages per poll, how long they stay invisible, how long a poll waits, handlers run at once."""
+    """Messages per poll, how long they stay invisible, how long a poll waits, handlers run at once, the tag filter."""
 
     max_messages: int
     invisible_seconds: float
     wait_seconds: float
     concurrency: int
+    tags: list[str] | None = None  # the tag filter, as the request sends it (None: every message)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         # The broker's own bounds, checked by the model the request is sent as.
-        ReceiveRequest(max_messages=self.max_messages, invisible_seconds=self.invisible_seconds, wait_seconds=self.wait_seconds)
+        ReceiveRequest(max_messages=self.max_messages, invisible_seconds=self.invisible_seconds, wait_seconds=self.wait_seconds,
+                       tags=self.tags)
 
 
 class PollFailures:

@@ -20,7 +20,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, Unpack
 
-from halfmq.wire import MAX_INVISIBLE_SECONDS, MAX_RECEIVE, ConsumerGroupInfo, Message, ReceiveRequest, SettleResult, SettleStatus
+from halfmq.wire import (
+    MAX_INVISIBLE_SECONDS,
+    MAX_RECEIVE,
+    ConsumerGroupInfo,
+    Message,
+    ReceiveRequest,
+    SettleResult,
+    SettleStatus,
+    subscription_tags,
+)
 
 from . import endpoints, tracing
 from .loop_thread import Blocking, blocking, close_at_exit
@@ -44,6 +53,12 @@ def receipt_handles(messages: Sequence[Message | str]) -> list[str]:
         handles.append(handle)
     return handles
 
+def tag_list(tags: str | Sequence[str] | None) -> list[str] | None:
+    """A receive's tag filter as the request sends it (sorted; None: every message); one past its bounds is a ValueError here."""
+    wanted = subscription_tags(tags if isinstance(tags, str) or tags is None else tuple(tags))
+    return None if wanted is None else sorted(wanted)
+
+
 class AsyncSimpleConsumer(AsyncClient):
     """Receive and settle messages of one consumer group on one topic, with asyncio.
 
@@ -59,14 +74,17 @@ class AsyncSimpleConsumer(AsyncClient):
         self.group = group
         self.topic = topic
 
-    async def receive(self, max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 0.0) -> list[Message]:
+    async def receive(self, max_messages: int = 16, invisible_seconds: float = 30.0, wait_seconds: float = 0.0,
+                      tags: str | Sequence[str] | None = None) -> list[Message]:
         """Up to ``max_messages``, hidden from the group for ``invisible_seconds`` unless settled first.
 
         With ``wait_seconds`` the broker holds the request until a message
         arrives or the time is up (a long poll), so an idle topic costs no
-        busy polling.
+        busy polling. ``tags`` (``["a", "b"]`` or RocketMQ's ``"a || b"``): only messages with one of them are
+        delivered; the group's others are consumed for it, never delivered to it later (RocketMQ's tag subscription).
         """
-        request = ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds)
+        request = ReceiveRequest(max_messages=max_messages, invisible_seconds=invisible_seconds, wait_seconds=wait_seconds,
+                                 tags=tag_list(tags))
         # The long poll may hold the answer for wait_seconds: the HTTP timeout covers it plus the usual allowance.
         receiving = self._transport.call(endpoints.receive(self.group, self.topic, request, timeout=self._timeout + request.wait_seconds))
         return await tracing.received(self.group, self.topic, receiving)
@@ -100,7 +118,7 @@ class AsyncSimpleConsumer(AsyncClient):
         results: list[SettleResult] = []
         for start in range(0, len(handles), MAX_RECEIVE):  # the broker caps a settle request at MAX_RECEIVE handles
             call = endpoints.settle(self.group, self.topic, action, handles[start : start + MAX_RECEIVE], reason)
-            with tracing.settling(action, self.group, self.topic, call.body["receipt_handles"]):
+            with tracing.settling(action, self.group, self.topic, call.body.receipt_handles):
                 settled: list[SettleResult] = await self._call(call)
             results += settled
         return results

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 import halfmq.tracing as core
-from halfmq.wire import CheckRequest, HalfSendResult, Message, OutgoingMessage
+from halfmq.wire import CheckRequest, EndRequest, HalfSendResult, Message, OutgoingMessage
 
 from .half_message_steps import RunLocalTransaction, Step
 
@@ -87,11 +87,11 @@ def _step_span(found: Tracer, step: Step, producer_group: str, topic: str) -> co
         attributes = core.attributes("local transaction", None, topic, **common,
                                         **{core.TRANSACTION_ID: step.message.properties.get("TRANSACTION_ID")})
         return found.start_as_current_span(f"local transaction {topic}", kind=_kind("INTERNAL"), attributes=attributes)
-    body = step.call.body if isinstance(step.call.body, dict) else {}
-    if "state" in body:  # the end: {producer_group, state, from_check}
+    body = step.call.body
+    if isinstance(body, EndRequest):  # the end
         transaction_id = step.call.path.rsplit("/", 2)[-2]
         attributes = core.attributes("end", "settle", topic, **common,
-                                        **{core.TRANSACTION_ID: transaction_id, core.TRANSACTION_STATE: body["state"]})
+                                        **{core.TRANSACTION_ID: transaction_id, core.TRANSACTION_STATE: body.state})
         return found.start_as_current_span(f"end {topic}", kind=_kind("CLIENT"), attributes=attributes)
     attributes = core.attributes("half", "send", topic, **common)
     return found.start_as_current_span(f"half {topic}", kind=_kind("CLIENT"), attributes=attributes)

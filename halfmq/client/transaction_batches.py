@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from halfmq.errors import BrokerError
-from halfmq.wire import MAX_BATCH
+from halfmq.wire import MAX_BATCH, EndBatchRequest, HalfBatchRequest
 
 from .batching import PassCoalescer, UpTo
 from .endpoints import END_BATCH_PATH, HALF_BATCH_PATH, Call
@@ -35,12 +35,15 @@ T = TypeVar("T")
 Transported = Callable[[Call[Any]], Awaitable[Any]]
 
 
-def batch_item(call: Call[Any]) -> tuple[str, dict[str, Any]] | None:
+_BATCHES: dict[str, Any] = {HALF_BATCH_PATH: HalfBatchRequest, END_BATCH_PATH: EndBatchRequest}
+
+
+def batch_item(call: Call[Any]) -> tuple[str, Any] | None:
     """The batch route that takes ``call`` and ``call`` as its item; None for a call no batch route takes."""
-    if call.batch is None or not isinstance(call.body, dict):
+    if call.batch is None:
         return None
-    path, extra = call.batch
-    return path, {**extra, **call.body}
+    path, item = call.batch
+    return path, item(call.body)
 
 
 def _item_outcome(raw: Any, where: str) -> Any:
@@ -52,7 +55,7 @@ def _item_outcome(raw: Any, where: str) -> Any:
     return raw
 
 
-def batch_call(path: str, items: list[dict[str, Any]]) -> Call[list[Any]]:
+def batch_call(path: str, items: list[Any]) -> Call[list[Any]]:
     """One batch request; its answer as one outcome per item (raw answer or error), in order."""
     expected = len(items)
 
@@ -64,7 +67,7 @@ def batch_call(path: str, items: list[dict[str, Any]]) -> Call[list[Any]]:
                               f"for {expected} items of POST {path}")
         return [_item_outcome(raw, f"POST {path}") for raw in results]
 
-    return Call("POST", path, parse=parse, body={"items": items})
+    return Call("POST", path, parse=parse, body=_BATCHES[path](items=items))
 
 
 class TransactionBatches:
@@ -72,9 +75,9 @@ class TransactionBatches:
 
     def __init__(self, transport: Transported, max_batch: int = MAX_BATCH) -> None:
         self._transport = transport
-        self._batches: PassCoalescer[str, dict[str, Any], Any] = PassCoalescer(self._send, UpTo(max_batch))
+        self._batches: PassCoalescer[str, Any, Any] = PassCoalescer(self._send, UpTo(max_batch))
 
-    async def _send(self, path: str, items: list[dict[str, Any]]) -> list[Any]:
+    async def _send(self, path: str, items: list[Any]) -> list[Any]:
         outcomes: list[Any] = await self._transport(batch_call(path, items))
         return outcomes
 

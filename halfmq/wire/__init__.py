@@ -3,9 +3,9 @@
 This is the SDK's half of HTTP API v1 (DESIGN.md section 6): ``pip install halfmq`` must stay
 small and quick to import, and pydantic (two packages, ~10 MB, most of the SDK's import time)
 was only ever used here to read the broker's answers. msgspec checks the same shapes when it
-decodes them, for a fraction of the cost. The broker validates requests with its own pydantic
-models in ``halfmq.broker.protocol``, built from the limits below; a unit test keeps the two
-spellings of a request (``OutgoingMessage``, ``ReceiveRequest``) field for field the same.
+decodes them, for a fraction of the cost. Each request is spelled once, here: the SDK builds it,
+the broker decodes its body with it (the bounds are ``msgspec.Meta`` on the fields), and the
+broker's OpenAPI document takes its schema from it.
 
 One module per concern, every name imported from here (``from halfmq.wire import X``):
 ``base`` (limits, enums, the struct bases, ``decode``/``to_wire``, ``one_of``), ``messages``
@@ -29,6 +29,8 @@ from halfmq.wire.base import (
     MAX_WAIT_SECONDS,
     SCHEMA_REF,
     EndState,
+    GroupName,
+    NonNegative,
     SendStatus,
     SettleStatus,
     TransactionState,
@@ -36,40 +38,57 @@ from halfmq.wire.base import (
     one_of,
     to_wire,
 )
-from halfmq.wire.cluster import ClusterMember, ClusterView, DurableAck, LastFailover, Position, TermEnd
+from halfmq.wire.cluster import AckRequest, ClusterMember, ClusterView, DurableAck, FetchRequest, LastFailover, Position, TermEnd
 from halfmq.wire.journeys import JourneyEvent, JourneyEventKind, MessageJourney, MessageSearch, MessageSummary
 from halfmq.wire.messages import (
+    ChangeInvisibleRequest,
     Message,
     MessageView,
+    NackRequest,
     OffsetReadResponse,
     OutgoingMessage,
     ReceiveRequest,
     ReceiveResponse,
+    SendRequest,
     SendResponse,
     SendResult,
+    SettleRequest,
     SettleResponse,
     SettleResult,
+    subscription_tags,
 )
 from halfmq.wire.producer_transactions import (
+    BeginTxnRequest,
+    EndTxnRequest,
+    InitProducer,
+    NewProducerId,
     OpenTransaction,
     ProducerIdResult,
     TransactionalIdList,
     TransactionalIdView,
+    TxnAcksRequest,
     TxnAcksResult,
     TxnAddedResult,
     TxnBeginResult,
     TxnEndResult,
     TxnInitResult,
     TxnMessage,
+    TxnMessagesRequest,
     TxnMessagesResult,
     TxnSendResult,
 )
 from halfmq.wire.transactions import (
     CheckRequest,
+    EndBatchRequest,
     EndBatchResponse,
+    EndItem,
+    EndRequest,
     FinalMessage,
+    HalfBatchRequest,
     HalfBatchResponse,
+    HalfSendRequest,
     HalfSendResult,
+    Heartbeat,
     ItemProblem,
     TransactionList,
     TransactionView,
@@ -79,6 +98,7 @@ from halfmq.wire.views import (
     DeadLetters,
     DlqPage,
     DlqRedrive,
+    DlqRedriveRequest,
     DlqResent,
     GroupDeleted,
     GroupList,
@@ -93,6 +113,9 @@ from halfmq.wire.views import (
     ProducerList,
     QueueInfo,
     QueueReset,
+    ResetOffsetsRequest,
+    TopicCreate,
+    TopicDeleted,
     TopicInfo,
     TopicList,
 )
@@ -102,13 +125,17 @@ __all__ = [
     "MAX_WAIT_SECONDS",
     "CheckRequest", "ConsumerGroupInfo", "ProducerIdResult", "EndState", "TransactionState", "GroupQueueState", "GroupTopicState", "HalfSendResult", "Message",
     "MessageView", "OffsetReadResponse", "OutgoingMessage", "QueueInfo", "ReceiveRequest", "ReceiveResponse", "SendResponse",
-    "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList",
+    "SendResult", "SendStatus", "SettleResponse", "SettleResult", "SettleStatus", "TopicInfo", "TopicList", "subscription_tags",
     "decode", "to_wire",
     "DeadLetters", "DlqPage", "DlqRedrive", "DlqResent", "OffsetReset", "QueueReset",
-    "EndBatchResponse", "FinalMessage", "GroupDeleted", "GroupList", "GroupSummary", "HalfBatchResponse",
+    "EndBatchResponse", "FinalMessage", "GroupDeleted", "TopicDeleted", "GroupList", "GroupSummary", "HalfBatchResponse",
     "Health", "HeartbeatResult", "ItemProblem", "OpenTransaction", "ProducerEntry", "ProducerGroup", "ProducerList",
     "SCHEMA_REF", "TransactionList", "TransactionView", "TransactionalIdList", "TransactionalIdView", "one_of",
     "ClusterMember", "ClusterView", "DurableAck", "LastFailover", "Position", "TermEnd",
     "JourneyEvent", "JourneyEventKind", "MessageJourney", "MessageSearch", "MessageSummary",
+    "AckRequest", "BeginTxnRequest", "EndBatchRequest", "EndItem", "EndRequest", "EndTxnRequest", "FetchRequest",
+    "GroupName", "HalfBatchRequest", "HalfSendRequest", "Heartbeat", "InitProducer", "NackRequest", "NewProducerId",
+    "ChangeInvisibleRequest", "DlqRedriveRequest", "ResetOffsetsRequest",
+    "NonNegative", "SendRequest", "SettleRequest", "TopicCreate", "TxnAcksRequest", "TxnMessagesRequest",
     "TxnAcksResult", "TxnAddedResult", "TxnBeginResult", "TxnEndResult", "TxnInitResult", "TxnMessage", "TxnMessagesResult", "TxnSendResult",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -66,12 +66,18 @@ class TransactionState(str, Enum):
 EndState = Literal["commit", "rollback", "unknown"]  # an end request's state, and a check-back's answer
 
 
+# The requests' bounds, as msgspec checks them when the broker decodes a body (a Python constructor does not: a
+# request's __post_init__ checks there what the SDK could get wrong).
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+GroupName = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]  # a producer group, a client id, a transaction id
+
+
 class _Wire(msgspec.Struct, kw_only=True):
     """An answer from the broker: fields a newer broker adds are ignored, so an older SDK keeps working."""
 
 
 class _Request(_Wire, forbid_unknown_fields=True):
-    """What the SDK sends: a misspelt field is a mistake, found where the struct is built."""
+    """A request body: what the SDK sends and what the broker decodes (a misspelt field is a mistake either side)."""
 
 
 # What the broker answers and the SDK does not decode as a whole (the operators' views, health, batches) is

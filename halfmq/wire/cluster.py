@@ -3,9 +3,37 @@ role and writable, to leave a hung leader)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from halfmq.wire.base import _Wire
+from msgspec import Meta
+
+from halfmq.wire.base import NonNegative, _Wire
+
+NodeId = Annotated[str, Meta(min_length=1, max_length=200)]
+
+
+class FetchRequest(_Wire, omit_defaults=True):  # a field a newer follower adds is ignored, as an answer's
+    """A follower's fetch of the leader's log from ``from_offset`` (its appended log end).
+
+    ``durable_offset``: its fsynced end, what votes (left out: ``from_offset``); ``high_watermark``: the follower's, a
+    fetch waits for new bytes only while it is current; ``history_term``: the last term of the leader's history it
+    holds, sent again only if not this.
+    """
+
+    node_id: NodeId
+    term: NonNegative
+    from_offset: NonNegative
+    durable_offset: NonNegative | None = None
+    high_watermark: NonNegative | None = None
+    history_term: NonNegative | None = None
+
+
+class AckRequest(_Wire):  # as FetchRequest, unknown fields ignored
+    """A follower's fsync completed while its fetch waits at the leader: how far its log is on disk now."""
+
+    node_id: NodeId
+    term: NonNegative
+    durable_offset: NonNegative
 
 
 class ClusterMember(_Wire):
@@ -41,7 +69,7 @@ class ClusterView(_Wire):
     term: int
     writable: bool
     leader: dict[str, str] | None
-    in_sync: list[str] | None  # a follower does not know
+    in_sync: list[str] | None  # a follower without the leader's picture does not know
     ack: Literal["quorum", "leader"]
     cluster_size: int
     etcd_error: str | None
@@ -50,6 +78,10 @@ class ClusterView(_Wire):
     high_watermark: int
     nodes: list[ClusterMember]
     last_failover: LastFailover | None = None  # a node that saw none (or a broker older than the field)
+    # On a follower: the leader whose picture of the set gives the other nodes' rows and the in-sync set, and its age
+    # in seconds (None: on the leader, or no picture yet from the leader it follows).
+    picture_from: str | None = None
+    picture_age_seconds: float | None = None
 
 
 class TermEnd(_Wire):

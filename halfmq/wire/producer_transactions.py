@@ -2,16 +2,54 @@
 
 from __future__ import annotations
 
-from msgspec import UNSET, UnsetType
+from typing import Annotated
 
-from halfmq.wire.base import _Wire
-from halfmq.wire.messages import OutgoingMessage
+from msgspec import UNSET, Meta, UnsetType
+
+from halfmq.wire.base import MAX_BATCH, NonNegative, _Request, _Wire
+from halfmq.wire.messages import Handles, OutgoingMessage
 
 
 class TxnMessage(OutgoingMessage, kw_only=True, omit_defaults=True):
     """A message inside a producer transaction: each names its own topic."""
 
     topic: str
+
+
+class InitProducer(_Request, omit_defaults=True):
+    """POST /v1/transactional-ids/{id}/init: the transaction timeout to keep (None: the broker's)."""
+
+    transaction_timeout_ms: int | None = None
+
+
+class NewProducerId(_Request):
+    """POST /v1/producer-ids: an idempotent producer id without a transactional id; the body is ``{}`` (nothing to choose)."""
+
+
+# Each step spells its producer fields out (no shared base), as the route documents them.
+class BeginTxnRequest(_Request):
+    producer_id: NonNegative
+    epoch: NonNegative
+    sequence: NonNegative
+
+
+class TxnMessagesRequest(_Request):
+    producer_id: NonNegative
+    epoch: NonNegative
+    sequence: NonNegative
+    messages: Annotated[list[TxnMessage], Meta(min_length=1, max_length=MAX_BATCH)]
+
+
+class TxnAcksRequest(_Request):
+    producer_id: NonNegative
+    epoch: NonNegative
+    sequence: NonNegative
+    receipt_handles: Handles
+
+
+class EndTxnRequest(_Request):
+    producer_id: NonNegative
+    epoch: NonNegative
 
 
 class ProducerIdResult(_Wire):

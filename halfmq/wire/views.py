@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from halfmq.wire.base import _Wire
+from typing import Annotated, Literal
+
+from msgspec import Meta
+
+from halfmq.wire.base import _Request, _Wire
 from halfmq.wire.messages import Message
+
+
+class TopicCreate(_Request, omit_defaults=True):
+    """POST /v1/topics: a topic's name and its queue count (None: the broker's default)."""
+
+    name: str
+    queues: int | None = None
 
 
 class QueueInfo(_Wire):
@@ -86,6 +97,25 @@ class DlqResent(_Wire):
     commit_log_offset: int
 
 
+class ResetOffsetsRequest(_Request, omit_defaults=True):
+    """Where a consumer group's committed offsets on a topic go (``delivery.offset_reset``): all its queues, or one."""
+
+    to: Literal["earliest", "latest", "timestamp", "duration", "offset"]
+    queue_id: Annotated[int, Meta(ge=0, description="one queue; all of the topic's when absent")] | None = None
+    timestamp_ms: Annotated[int, Meta(ge=0, description="to: timestamp: the first message stored at or after it")] | None = None
+    ago_ms: Annotated[int, Meta(ge=0, description="to: duration: the first message stored at or after this long ago")] | None = None
+    offset: Annotated[int, Meta(ge=0, description="to: offset: this queue offset (clamped to each queue's range)")] | None = None
+    dry_run: Annotated[bool, Meta(description="answer the plan, change nothing")] = False
+    force: Annotated[bool, Meta(description="reset although deliveries are in flight (they are delivered again)")] = False
+
+
+class DlqRedriveRequest(_Request, omit_defaults=True):
+    """A bulk redrive of a group's DLQ: every dead letter there now (or the first ``max_messages``), at a rate."""
+
+    max_messages: Annotated[int, Meta(ge=1, description="at most this many (default: all there now)")] | None = None
+    rate_per_second: Annotated[float, Meta(gt=0, description="resends a second (default: HALFMQ_BROKER_DLQ_REDRIVE_RATE)")] | None = None
+
+
 class QueueReset(_Wire):
     """One queue of an offset reset: its committed offset before and after, and the deliveries it had in flight."""
 
@@ -128,6 +158,15 @@ class GroupDeleted(_Wire):
 
     group: str
     topics: list[str]
+    in_flight: int
+
+
+class TopicDeleted(_Wire):
+    """A deleted topic: its queues' ends when it went, and what it held then (forced)."""
+
+    topic: str
+    queue_ends: list[int]
+    pending_halves: int
     in_flight: int
 
 

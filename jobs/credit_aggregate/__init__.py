@@ -35,18 +35,18 @@ from .jdbc import (
     to_jdbc,
 )
 from .publishing import new_run_id, prune_run_dirs, publish_summary
-from .reconciliation import Reconciliation, reconcile
+from .reconciliation import Reconciliation, TopicAgreement, reconcile, topic_agreement
 from .run import AggregateResult, run
 from .settings import APP_NAME, EXIT_CLEAN, EXIT_ERROR, EXIT_PROBLEMS, AggregateSettings
 from .spark_io import build_spark, ensure_jdbc_drivers, read_accounts, read_credits, read_orders, submitted_by_spark_submit
-from .transforms import aggregate, aggregate_buckets, ledger_buckets, normalize_credits, parse_utc_timestamp, utc_day
+from .transforms import aggregate, aggregate_buckets, ledger_buckets, normalize_credits, parse_utc_timestamp, topic_credits, utc_day
 
 __all__ = [
     "APP_NAME", "DEBIAN_JARS", "EXIT_CLEAN", "EXIT_ERROR", "EXIT_PROBLEMS", "JDBC_DRIVERS", "MAVEN_PACKAGES",
     "AggregateError", "AggregateResult", "AggregateSettings", "DriverClasspath", "IdBounds", "JdbcDriverMissing",
-    "JdbcTarget", "Reconciliation", "add_arguments", "aggregate", "aggregate_buckets", "build_spark",
+    "JdbcTarget", "Reconciliation", "TopicAgreement", "add_arguments", "aggregate", "aggregate_buckets", "build_spark",
     "configure_logging", "create_engine_for", "dialect_of", "ensure_jdbc_drivers", "execute", "jdbc_classpath",
     "ledger_buckets", "main", "new_run_id", "normalize_credits", "parse_utc_timestamp", "preflight", "print_report",
     "prune_run_dirs", "publish_summary", "read_accounts", "read_credits", "read_orders", "read_partitions", "recheck",
-    "reconcile", "run", "settings_from_args", "submitted_by_spark_submit", "tables", "to_jdbc", "utc_day",
+    "reconcile", "run", "settings_from_args", "submitted_by_spark_submit", "tables", "to_jdbc", "topic_agreement", "topic_credits", "utc_day",
 ]

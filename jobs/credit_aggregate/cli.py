@@ -91,12 +91,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--order-db", help="order database SQLAlchemy URL (default ORDER_DATABASE_URL)")
     parser.add_argument("--output-dir", help="Parquet and report directory (default AGGREGATE_OUTPUT_DIR or ./data/spark)")
     parser.add_argument("--partitions", type=int, help="JDBC read and shuffle partitions (default AGGREGATE_PARTITIONS or 4)")
+    parser.add_argument("--from-topic", action="store_true", default=None,
+                        help="also aggregate straight from the order topic and check it agrees with the ledger (AGGREGATE_FROM_TOPIC)")
 
 
 def settings_from_args(args: argparse.Namespace) -> AggregateSettings:
     overrides = {"spark_master": args.master, "credit_database_url": args.credit_db, "order_database_url": args.order_db,
                  "output_dir": None if args.output_dir is None else str(args.output_dir),
-                 "partitions": getattr(args, "partitions", None)}
+                 "partitions": getattr(args, "partitions", None), "from_topic": getattr(args, "from_topic", None)}
     return AggregateSettings(**{k: v for k, v in overrides.items() if v is not None})
 
 

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from .databases import create_engine_for
 from .jdbc import jdbc_classpath, to_jdbc
 from .publishing import new_run_id, publish_summary
-from .reconciliation import Reconciliation
+from .reconciliation import Reconciliation, TopicAgreement
 from .settings import EXIT_CLEAN, EXIT_PROBLEMS, AggregateSettings, log
 from .spark_io import build_spark, ensure_jdbc_drivers
-from .stages import check_sources, read_ledger, reconcile_and_report, summarize, write_parquet
+from .stages import agree_with_topic, check_sources, read_ledger, reconcile_and_report, summarize, write_parquet
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -39,10 +39,11 @@ class AggregateResult:
     report_path: Path
     removed_runs: list[str]
     timings: dict[str, float]
+    topic: TopicAgreement | None = None  # with AGGREGATE_FROM_TOPIC: the order topic against the ledger
 
     @property
     def clean(self) -> bool:
-        return self.reconciliation.clean
+        return self.reconciliation.clean and (self.topic is None or self.topic.agrees)
 
     @property
     def exit_code(self) -> int:
@@ -105,15 +106,20 @@ def run(settings: AggregateSettings, spark: SparkSession | None = None) -> Aggre
             notes.update(run_id=run_id, removed_runs=len(removed))
         with stage("parquet") as notes:
             run_dir = write_parquet(summary, output_dir, run_id, settings.keep_runs, notes)
+        topic = None
+        if settings.from_topic:
+            with stage("topic") as notes:
+                topic = agree_with_topic(spark, settings, credits, notes)
         with stage("reconcile") as notes:
             rec, report = reconcile_and_report(spark, credit_db, order_db, credits, summary, readers,
-                                               [output_dir / "reconciliation.json", run_dir / "reconciliation.json"], notes)
+                                               [output_dir / "reconciliation.json", run_dir / "reconciliation.json"], notes,
+                                               extra={} if topic is None else {"topic": topic.as_dict()})
     finally:
         _release(cached, (credit_engine, *readers), spark if own_spark else None)
     log.info("done in %.2fs: %s", stage.total(), ", ".join(f"{k} {v:.2f}s" for k, v in stage.timings.items() if k != "total"))
     return AggregateResult(run_id=run_id, computed_at=computed_at, users=summary.users, days=summary.days, reconciliation=rec,
                            report=report, credits=summary.credits, points=summary.points, parquet_dir=run_dir,
-                           report_path=output_dir / "reconciliation.json", removed_runs=removed, timings=stage.timings)
+                           report_path=output_dir / "reconciliation.json", removed_runs=removed, timings=stage.timings, topic=topic)
 
 
 def _release(cached: list[DataFrame], engines: tuple[Any, ...], own_spark: SparkSession | None) -> None:

@@ -37,3 +37,12 @@ class AggregateSettings(BaseSettings):
     java_options: str = Field("-XX:TieredStopAtLevel=1", validation_alias="AGGREGATE_JAVA_OPTIONS",
                               description="spark.driver.extraJavaOptions; the default (C1 JIT only) saves ~2 s of "
                                           "JVM warm-up on a short job; set it empty for long jobs over huge ledgers")
+    from_topic: bool = Field(False, validation_alias="AGGREGATE_FROM_TOPIC",
+                             description="also aggregate straight from the order topic (halfmq.spark) and check it agrees with the ledger")
+    order_topic: str = Field("ORDER_TOPIC", validation_alias="AGGREGATE_ORDER_TOPIC", description="the topic the orders are on")
+    broker_url: str | None = Field(None, validation_alias="AGGREGATE_BROKER_URL",
+                                   description="the broker (or a set's nodes, comma-separated) the topic is read from; None: $HALFMQ_URL")
+    broker_token: str | None = Field(None, validation_alias="AGGREGATE_BROKER_TOKEN",
+                                     description="a token with subscribe on the topic; None: $HALFMQ_TOKEN")
+    points_per_unit: int = Field(1, ge=1, validation_alias="CREDIT_POINTS_PER_UNIT",
+                                 description="the credit service's rate (its own variable), to credit the topic's orders the same way")

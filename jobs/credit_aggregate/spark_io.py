@@ -49,6 +49,8 @@ def build_spark(settings: AggregateSettings, *, dialects: Iterable[str] | None =
     classpath = jdbc_classpath(settings, dialects, missing_ok=missing_drivers_ok)
     if settings.driver_host in ("127.0.0.1", "localhost"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # else Spark warns about the hostname on start
+    # the JVM starts Python workers for a Python data source's planning (halfmq.spark) from this variable, not from the conf
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     # under spark-submit the JVM is already up with --master; only an explicit SPARK_MASTER/--master overrides it
     if not (submitted_by_spark_submit() and "spark_master" not in settings.model_fields_set):

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from .databases import preflight, recheck
 from .jdbc import IdBounds, JdbcTarget, jdbc_classpath, read_partitions
 from .publishing import prune_run_dirs, write_atomically
-from .reconciliation import Reconciliation, reconcile
+from .reconciliation import Reconciliation, TopicAgreement, reconcile, topic_agreement
 from .settings import AggregateSettings
 from .spark_io import read_accounts, read_credits, read_orders, require_pyspark
-from .transforms import aggregate_buckets, ledger_buckets
+from .transforms import aggregate_buckets, ledger_buckets, topic_credits
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -98,17 +98,17 @@ def write_parquet(summary: Summary, output_dir: Path, run_id: str, keep_runs: in
 
 def reconcile_and_report(spark: SparkSession, credit_db: JdbcTarget, order_db: JdbcTarget, credits: DataFrame,
                          summary: Summary, readers: tuple[Any, Any], report_paths: list[Path],
-                         notes: dict[str, Any]) -> tuple[Reconciliation, dict[str, Any]]:
+                         notes: dict[str, Any], extra: dict[str, Any] | None = None) -> tuple[Reconciliation, dict[str, Any]]:
     """Reconcile, re-check each candidate against the live databases, write the report to ``report_paths``.
 
     The ledger per user is the summary's (no second scan); what the services changed since the scans is
-    sorted out by the re-check.
+    sorted out by the re-check. ``extra`` joins the report (the topic mode's agreement).
     """
     checked_at = datetime.now(UTC)
     candidates = reconcile(read_orders(spark, order_db), credits, read_accounts(spark, credit_db),
                            ledger=summary.users_df.select("user_id", "points"))
     rec, cleared = recheck(candidates, *readers)
-    report = rec.as_dict(checked_at)
+    report = rec.as_dict(checked_at) | (extra or {})  # with the topic mode, its agreement beside the reconciliation
     text = json.dumps(report, indent=2) + "\n"
     for path in report_paths:
         write_atomically(path, text)
@@ -117,3 +117,18 @@ def reconcile_and_report(spark: SparkSession, credit_db: JdbcTarget, order_db: J
     if any(cleared.values()):
         notes.update(cleared_on_recheck=", ".join(f"{k} {v}" for k, v in cleared.items() if v))
     return rec, report
+
+
+def agree_with_topic(spark: SparkSession, settings: AggregateSettings, credits: DataFrame, notes: dict[str, Any]) -> TopicAgreement:
+    """Every committed message of the order topic (halfmq.spark, read_committed, from its first offset to its end now),
+    credited by the service's rule, against the ledger scanned before: the two must agree."""
+    from halfmq.spark import register
+
+    register(spark)
+    reader = spark.read.format("halfmq").option("topics", settings.order_topic)
+    for name, value in (("url", settings.broker_url), ("token", settings.broker_token)):
+        if value:
+            reader = reader.option(name, value)
+    agreement = topic_agreement(topic_credits(reader.load(), settings.points_per_unit), credits)
+    notes.update(topic=settings.order_topic, messages=agreement.messages, ledger=agreement.ledger_entries, agrees=agreement.agrees)
+    return agreement

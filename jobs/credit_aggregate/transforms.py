@@ -94,3 +94,25 @@ def aggregate(credits: DataFrame) -> tuple[DataFrame, DataFrame]:
     ``days(day, points, orders)`` ordered by day, ``day`` being the UTC date of ``created_at``.
     """
     return aggregate_buckets(ledger_buckets(credits))
+
+
+ORDER_BODY = "order_id STRING, user_id STRING, amount STRING, created_at STRING, kind STRING"  # services/order_events.py's contract
+
+
+def topic_credits(messages: DataFrame, points_per_unit: int) -> DataFrame:
+    """ORDER_TOPIC's messages (``format("halfmq")``'s rows) → what the ledger should hold for each:
+    ``order_id, user_id, points long, kind`` — an order's whole units × the rate, a refund's the same taken back.
+
+    The credit service's rule (services/credit/rules.py), restated over columns; a body it could never credit (not
+    JSON, no order or user, no amount) becomes no row, as it becomes no credit (it ends in the DLQ).
+    """
+    from pyspark.sql import functions as F
+
+    body = F.from_json(F.col("body"), ORDER_BODY)
+    parsed = messages.select(body.alias("m")).select("m.*")
+    amount = F.col("amount").cast("decimal(14,2)")
+    kind = F.coalesce(F.col("kind"), F.lit("order"))
+    whole = (F.floor(amount) * F.lit(points_per_unit)).cast("long")
+    return (parsed.where(F.col("order_id").isNotNull() & F.col("user_id").isNotNull() & amount.isNotNull()
+                         & kind.isin("order", "refund"))
+            .select("order_id", "user_id", F.when(kind == "refund", -whole).otherwise(whole).alias("points"), kind.alias("kind")))

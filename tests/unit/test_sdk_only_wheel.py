@@ -20,7 +20,7 @@ from tests.support.package_layout import ROOT, package_dirs
 SERVER_FOLDERS = ("broker", "cli", "services", "jobs", "bench", "migrations")
 SDK_FILES = ("halfmq/__init__.py", "halfmq/py.typed", "halfmq/testing.py", "halfmq/pytest_plugin.py", "halfmq/errors.py",
              "halfmq/check_signing.py", "halfmq/asgi_body.py", "halfmq/client/__init__.py")
-SDK_WHEEL_BYTES_AT_MOST = 160_000  # 113 KB when it was first built (the full wheel: 558 KB)
+SDK_WHEEL_BYTES_AT_MOST = 180_000  # 113 KB when first built (the full wheel: 558 KB); 160 KB before halfmq.spark (the Spark source) joined it
 
 
 def _source_tree(into: Path) -> Path:

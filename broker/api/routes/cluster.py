@@ -11,13 +11,13 @@ import asyncio
 import contextlib
 import json
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from halfmq import wire
-from halfmq.broker.api.body import parse_json_body
+from halfmq.broker.api.body import parse_body
 from halfmq.broker.api.front import ApiRequest, Reply
 from halfmq.broker.api.router import Route
-from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
+from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, SET_HEADER, TERM_HEADER
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.cluster.positions import position_of
 from halfmq.broker.security.policy import CLUSTER, Action
@@ -26,23 +26,6 @@ from halfmq.errors import NotLeader
 FETCH_MAX_BYTES = 1 << 20
 FETCH_WAIT_SECONDS = 0.5
 LOG_END_HEADER = "x-halfmq-log-end"
-
-
-class FetchRequest(BaseModel):
-    node_id: str = Field(min_length=1, max_length=200)
-    term: int = Field(ge=0)
-    from_offset: int = Field(ge=0)  # the follower's appended log end: the bytes asked for start there
-    durable_offset: int | None = Field(default=None, ge=0)  # its fsynced end, what votes (a follower that leaves it out: from_offset)
-    high_watermark: int | None = Field(default=None, ge=0)  # the follower's: a fetch waits for new bytes only while it is current
-    history_term: int | None = Field(default=None, ge=0)  # the last term of the leader's history it holds: sent again only if not this
-
-
-class AckRequest(BaseModel):
-    """A follower's fsync completed while its fetch waits at the leader: how far its log is on disk now."""
-
-    node_id: str = Field(min_length=1, max_length=200)
-    term: int = Field(ge=0)
-    durable_offset: int = Field(ge=0)
 
 
 class TermEndParams(BaseModel):
@@ -85,7 +68,7 @@ async def replication_term_end(request: ApiRequest) -> Reply:
 
 
 async def replication_fetch(request: ApiRequest) -> Reply:
-    body = await parse_json_body(request, FetchRequest)
+    body = await parse_body(request, wire.FetchRequest, empty_is_missing=True)
     node = _node(request)
     _leader(node, body.term)
     log = node.store.commit_log
@@ -110,12 +93,14 @@ async def replication_fetch(request: ApiRequest) -> Reply:
                HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark)}
     if body.history_term != node.history.last_term:  # (None: a follower that keeps none) a leader's history is fixed while it leads
         headers[HISTORY_HEADER] = json.dumps(node.history.entries)
+    if (picture := node.picture_for(body.node_id)) is not None:
+        headers[SET_HEADER] = picture
     return Reply(data, headers=_headers(**headers))
 
 
 async def replication_ack(request: ApiRequest) -> Reply:
     """A durable report apart from a fetch: counted if it is from this leadership and above the follower's last one."""
-    body = await parse_json_body(request, AckRequest)
+    body = await parse_body(request, wire.AckRequest, empty_is_missing=True)
     node = _node(request)
     _leader(node, body.term)
     log_end = node.store.commit_log.end_offset
@@ -143,10 +128,10 @@ ROUTES = [
     Route("GET", "/v1/replication/term-end", replication_term_end, "Where a term ends in the leader's log (a follower's first call; admin)",
           "replication", answer=wire.TermEnd, params=TermEndParams, peer=True),
     Route("POST", "/v1/replication/fetch", replication_fetch, "The leader's log bytes from an offset; term, log end, segment size, "
-          "term history and high watermark in headers (admin)", "replication", request=FetchRequest,
+          "term history, high watermark and about once a second the set's picture in headers (admin)", "replication", request=wire.FetchRequest,
           media_type="application/octet-stream", peer=True),
     Route("POST", "/v1/replication/ack", replication_ack, "A follower's fsynced log end, sent when its fsync completes while "
-          "its fetch waits for new bytes (admin)", "replication", request=AckRequest, answer=wire.DurableAck, peer=True),
+          "its fetch waits for new bytes (admin)", "replication", request=wire.AckRequest, answer=wire.DurableAck, peer=True),
     Route("GET", "/v1/replication/position", replication_position, "This node's last term and durable log end, on every node "
           "(asked by a node standing for election; describe)", "replication", answer=wire.Position, peer=True),
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import ChangeInvisibleRequest, NackRequest, ReceiveRequest, ResetOffsetsRequest, SettleRequest
+from halfmq.wire import ChangeInvisibleRequest, NackRequest, ReceiveRequest, ResetOffsetsRequest, SettleRequest
 
 from ..body import parse_body
 from ..front import ApiRequest, Reply

@@ -7,7 +7,7 @@ for listings, on the group for a DLQ). Thin: halfmq.broker.usecases.groups.
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import DlqRedriveRequest
+from halfmq.wire import DlqRedriveRequest
 
 from ..body import parse_body
 from ..front import ApiRequest, Reply

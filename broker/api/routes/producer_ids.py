@@ -11,15 +11,15 @@ halfmq.broker.usecases.producer_txns.new_producer_id.
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import NewProducerId
+from halfmq.wire import NewProducerId
 
-from ..body import parse_json_body
+from ..body import parse_body
 from ..front import ApiRequest, Reply
 from ..router import Route
 
 
 async def new_producer_id(request: ApiRequest) -> Reply:
-    await parse_json_body(request, NewProducerId)
+    await parse_body(request, NewProducerId, empty_is_missing=True)
     return Reply(await request.usecases.producer_transactions.new_producer_id(request.scope), 201)
 
 

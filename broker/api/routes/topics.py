@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import SendRequest, TopicCreate
+from halfmq.wire import SendRequest, TopicCreate
 
-from ..body import parse_body, parse_json_body
+from ..body import parse_body
 from ..front import ApiRequest, Reply
-from ..params import OffsetReadParams
+from ..params import OffsetReadParams, TopicDeleteParams
 from ..router import Route
 
 
@@ -19,7 +19,7 @@ async def send_messages(request: ApiRequest) -> Reply:
 
 
 async def create_topic(request: ApiRequest) -> Reply:
-    body = await parse_json_body(request, TopicCreate)
+    body = await parse_body(request, TopicCreate, empty_is_missing=True)
     view, created = await request.usecases.topics.create(request.principal, request.scope, body)
     return Reply(view, 201 if created else 200)
 
@@ -30,6 +30,11 @@ async def list_topics(request: ApiRequest) -> Reply:
 
 async def describe_topic(request: ApiRequest) -> Reply:
     return Reply(request.usecases.topics.describe(request.principal, request.scope, request.path_params["topic"]))
+
+
+async def delete_topic(request: ApiRequest) -> Reply:
+    p: TopicDeleteParams = request.params
+    return Reply(await request.usecases.topics.delete(request.principal, request.scope, request.path_params["topic"], p.force))
 
 
 async def read_messages(request: ApiRequest) -> Reply:
@@ -48,6 +53,10 @@ ROUTES = [
     Route("GET", "/v1/topics", list_topics, "List the topics the caller may see", "topics", answer=wire.TopicList,
           on_follower=True),
     Route("GET", "/v1/topics/{topic}", describe_topic, "Describe a topic", "topics", answer=wire.TopicInfo, on_follower=True),
+    Route("DELETE", "/v1/topics/{topic}", delete_topic,
+          "Delete a topic: no longer listed or read, every group's offsets on it gone (refused while it has pending "
+          "half messages or deliveries in flight unless force=true)", "topics", answer=wire.TopicDeleted,
+          params=TopicDeleteParams),
     Route("GET", "/v1/topics/{topic}/queues/{queue_id}/messages", read_messages, "Read a queue by offset", "topics",
           answer=wire.OffsetReadResponse, params=OffsetReadParams, on_follower=True),
 ]

@@ -28,20 +28,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+import msgspec
 
 from halfmq import wire
-from halfmq.broker.protocol import EndBatchRequest, EndItem, HalfBatchRequest, HalfSendRequest, RawBatch
 from halfmq.broker.usecases.durability import FlushTimedOut
 from halfmq.broker.usecases.ending import EndOutcome
 from halfmq.broker.usecases.half_sending import StoredHalf, with_flush_status
 from halfmq.errors import BrokerError
+from halfmq.wire import MAX_BATCH, EndBatchRequest, EndItem, HalfBatchRequest, HalfSendRequest
 
-from ..body import parse_body
+from ..body import converted, parse_body
 from ..front import ApiRequest, Reply
-from ..problems import as_broker_error, validation_problem
+from ..problems import as_broker_error
 from ..router import Route
 
 log = logging.getLogger(__name__)
@@ -49,24 +49,26 @@ log = logging.getLogger(__name__)
 HALF_BATCH_PATH = "/v1/transaction-batches/half"
 END_BATCH_PATH = "/v1/transaction-batches/end"
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound=msgspec.Struct)
 R = TypeVar("R")
+
+
+class RawBatch(msgspec.Struct, forbid_unknown_fields=True):
+    """A batch's envelope only: each item is decoded on its own, so one malformed item fails only itself."""
+
+    items: Annotated[list[Any], msgspec.Meta(min_length=1, max_length=MAX_BATCH)]
 
 
 def _problem(error: BrokerError, path: str) -> dict[str, Any]:
     return {"problem": error.to_problem(path)}
 
 
-def _each(items: list[Any], model: type[M], path: str, run: Callable[[M], R]) -> list[R | dict[str, Any]]:
-    """``run`` per item validated as ``model``: its result, or its problem (a bug's is a 500, in the log too)."""
+def _each(items: list[Any], shape: type[M], path: str, run: Callable[[M], R]) -> list[R | dict[str, Any]]:
+    """``run`` per item decoded as ``shape``: its result, or its problem (a bug's is a 500, in the log too)."""
     done: list[R | dict[str, Any]] = []
     for index, raw in enumerate(items):
         try:
-            try:
-                item = model.model_validate(raw)
-            except ValidationError as exc:
-                raise validation_problem(exc.errors(include_url=False, include_input=False),
-                                         where=("body", "items", str(index))) from None
+            item = converted(raw, shape, ("body", "items", str(index)))
             done.append(run(item))
         except Exception as exc:
             error = as_broker_error(exc)

@@ -7,11 +7,11 @@ transactional id, whose producer id it is), answer.
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import BeginTxnRequest, EndTxnRequest, InitProducer, TxnAcksRequest, TxnMessagesRequest
 from halfmq.broker.security.access import TransactionalIdActor
 from halfmq.broker.usecases.producer_txns import ProducerTransactions
+from halfmq.wire import BeginTxnRequest, EndTxnRequest, InitProducer, TxnAcksRequest, TxnMessagesRequest
 
-from ..body import parse_body, parse_json_body
+from ..body import parse_body
 from ..front import ApiRequest, Reply
 from ..router import Route
 
@@ -25,7 +25,7 @@ async def describe_transactional_id(request: ApiRequest) -> Reply:
 
 
 async def init(request: ApiRequest) -> Reply:
-    body = await parse_json_body(request, InitProducer)
+    body = await parse_body(request, InitProducer, empty_is_missing=True)
     tid = request.path_params["tid"]
     return Reply(await request.usecases.producer_transactions.init(request.principal, request.scope, tid, body.transaction_timeout_ms))
 

@@ -6,9 +6,9 @@ Parse, call the use case (halfmq.broker.usecases: half_sending, ending, producer
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.broker.protocol import EndRequest, HalfSendRequest, Heartbeat
+from halfmq.wire import EndRequest, HalfSendRequest, Heartbeat
 
-from ..body import parse_body, parse_json_body
+from ..body import parse_body
 from ..front import ApiRequest, Reply
 from ..params import TransactionListParams
 from ..router import Route
@@ -56,7 +56,7 @@ async def resend(request: ApiRequest) -> Reply:
 
 
 async def heartbeat(request: ApiRequest) -> Reply:
-    body = await parse_json_body(request, Heartbeat)
+    body = await parse_body(request, Heartbeat, empty_is_missing=True)
     return Reply(await request.usecases.heartbeats.heartbeat(request.principal, request.scope, body))
 
 

@@ -258,3 +258,15 @@ def test_a_group_is_deleted_unless_it_holds_deliveries(broker, client) -> None:
     assert admin_json(broker, "groups", "delete", "doomed", "--force") == {"group": "doomed", "topics": ["ORDERS"], "in_flight": len(held)}
     assert "doomed" not in admin(broker, "groups", "list").stdout
     assert "CONSUMER_GROUP_NOT_FOUND" in admin(broker, "groups", "delete", "doomed", ok=False).stderr
+
+
+def test_a_topic_is_deleted_unless_it_holds_deliveries(broker, client) -> None:
+    send(client, "ORDERS", "a")
+    held = receive(client, "g", "ORDERS")
+    refused = admin(broker, "topics", "delete", "ORDERS", ok=False)
+    assert refused.returncode != 0 and "TOPIC_IN_USE" in refused.stderr
+    assert "ORDERS" in {t["name"] for t in admin_json(broker, "topics", "list")["topics"]}
+    deleted = admin_json(broker, "topics", "delete", "ORDERS", "--force")
+    assert deleted == {"topic": "ORDERS", "queue_ends": deleted["queue_ends"], "pending_halves": 0, "in_flight": len(held)}
+    assert "ORDERS" not in {t["name"] for t in admin_json(broker, "topics", "list")["topics"]}
+    assert "TOPIC_NOT_FOUND" in admin(broker, "topics", "delete", "ORDERS", ok=False).stderr

@@ -116,3 +116,45 @@ def test_a_name_with_a_slash_sent_over_http_is_refused_as_an_invalid_name_not_an
         broker_url: str, path: str, code: str) -> None:
     answer = httpx.post(broker_url + path, json={"messages": [{"body": "x"}]})
     assert (answer.status_code, answer.json()["code"]) == (400, code)
+
+
+def test_a_simple_consumer_with_a_tag_filter_receives_only_those_tags_and_its_group_never_gets_the_others(
+        broker_url: str, producer: Producer) -> None:
+    topic = unique("TAGGED")
+    for n, tag in enumerate(["created", "paid", "shipped", "created"]):
+        producer.send(topic, f"m{n}", tag=tag)
+    with SimpleConsumer(broker_url, unique("g"), topic) as consumer:
+        got = consumer.receive(max_messages=16, wait_seconds=1, tags="created || paid")
+        assert [(m.body, m.tag) for m in got] == [("m0", "created"), ("m1", "paid"), ("m3", "created")]
+        consumer.ack(got)
+        assert consumer.receive(max_messages=16, wait_seconds=1) == []  # "shipped" was consumed for this group
+    with SimpleConsumer(broker_url, unique("g"), topic) as other:
+        assert [m.body for m in other.receive(max_messages=16, wait_seconds=1, tags=["shipped"])] == ["m2"]
+
+
+def test_a_consumer_with_a_tag_filter_hands_its_handler_only_those_tags(broker_url: str, producer: Producer) -> None:
+    topic, seen, done = unique("TAGLOOP"), [], threading.Event()
+    for n, tag in enumerate(["a", "b", "a", "c"]):
+        producer.send(topic, f"m{n}", tag=tag)
+
+    def handle(message: Message) -> None:
+        seen.append(message.body)
+        if len(seen) == 2:
+            done.set()
+
+    consumer = Consumer(broker_url, unique("g"), topic, handle, wait_seconds=1, tags=["a"])
+    thread = threading.Thread(target=consumer.run, daemon=True)
+    thread.start()
+    try:
+        assert done.wait(20)
+        time.sleep(1)  # a third message would come within a poll
+    finally:
+        consumer.stop()
+        thread.join(20)
+        consumer.close()
+    assert sorted(seen) == ["m0", "m2"]
+
+
+def test_a_tag_filter_past_its_bounds_is_refused_at_the_call_site() -> None:
+    with pytest.raises(ValueError, match="at most 32 tags"):
+        Consumer("http://127.0.0.1:9", "g", "T", print, tags=[f"t{i}" for i in range(33)])

@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.config import BrokerSettings
-from halfmq.broker.protocol import HalfSendRequest, OutgoingMessage
 from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.store.retention import Pin, RetentionLimits
 from halfmq.broker.store.retention_service import RetentionService
 from halfmq.broker.store.topics import TIMER_QUEUE, TIMER_TOPIC
 from halfmq.broker.store.verify import verify_store
-from halfmq.wire import TransactionState
+from halfmq.wire import HalfSendRequest, OutgoingMessage, TransactionState
 
 SCOPE = {"type": "http", "path": "/v1/transactions", "headers": []}
 HOUR = 3600.0
@@ -81,7 +80,7 @@ async def test_a_restart_after_retention_keeps_the_log_start_and_verify_reports_
     assert not report.damaged, [str(f) for f in report.findings]
     again = BrokerRuntime.open(BrokerSettings(data_dir=tmp_path, grpc_port=0, segment_bytes=SEGMENT, consume_queue_entries=16))
     try:
-        assert again.store.log_start == start
+        assert again.store.log_start.offset == start
         assert [again.store.reads.queue_range("PLAIN", q) for q in range(4)] == ranges
     finally:
         again.store.close()

@@ -53,3 +53,9 @@ def test_an_answer_without_last_failover_still_prints_its_rows() -> None:
 def test_a_single_node_prints_one_row() -> None:
     rows = _rows(_text({"mode": "single node", "nodes": [{"node_id": None, "url": "http://b:1", "role": "single node", "log_end": 7}]}))
     assert list(rows.values()) == [["-", "single node", "http://b:1", "7", "-", "-", "-"]]
+
+
+def test_on_a_follower_cluster_show_says_whose_figures_the_other_rows_are_and_how_old() -> None:
+    follower = {**LEADER_ANSWER, "node_id": "n1", "role": "follower", "writable": False}
+    assert "the leader n2's figures, 1.5 s old" in _text({**follower, "picture_from": "n2", "picture_age_seconds": 1.5})
+    assert "no figures from a leader yet" in _text(follower)

@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from halfmq.client import endpoints
 from halfmq.client.transaction_batches import END_BATCH_PATH, HALF_BATCH_PATH, TransactionBatches, batch_call, batch_item
 from halfmq.errors import BrokerError, ProducerGroupMismatch, SystemTopicForbidden
-from halfmq.wire import HalfSendResult, OutgoingMessage
+from halfmq.wire import HalfSendResult, OutgoingMessage, to_wire
+
+
+def _on_the_wire(item: tuple[str, Any] | None) -> tuple[str, Any]:
+    """A batch route and its item as JSON-ready builtins, as the broker reads it."""
+    assert item is not None
+    return item[0], to_wire(item[1])
 
 
 def test_a_half_send_is_an_item_of_the_batch_half_route_with_its_body() -> None:
     call = endpoints.half_send("pg", "T", OutgoingMessage(body="x"))
-    assert batch_item(call) == (HALF_BATCH_PATH, {"producer_group": "pg", "topic": "T", "message": {"body": "x"}})
+    assert _on_the_wire(batch_item(call)) == (HALF_BATCH_PATH, {"producer_group": "pg", "topic": "T", "message": {"body": "x"}})
 
 
 def test_an_end_is_an_item_of_the_batch_end_route_with_its_transaction_id() -> None:
     call = endpoints.end_transaction("C0A8/01%", "pg", "commit")
-    assert batch_item(call) == (END_BATCH_PATH, {"transaction_id": "C0A8/01%", "producer_group": "pg", "state": "commit",
-                                                 "from_check": False})
+    assert _on_the_wire(batch_item(call)) == (END_BATCH_PATH, {"transaction_id": "C0A8/01%", "producer_group": "pg",
+                                                               "state": "commit", "from_check": False})
 
 
 def test_other_calls_are_not_batched() -> None:
@@ -51,7 +58,7 @@ async def test_each_caller_gets_its_own_parsed_result_or_error_through_one_reque
 
     async def transport(call):
         sent.append(call)
-        items = call.body["items"]
+        items = to_wire(call.body)["items"]
         return call.parse({"results": [
             {"problem": ProducerGroupMismatch("not yours").to_problem()} if item["producer_group"] == "other" else
             {"status": "SEND_OK", "transaction_id": item["message"]["body"], "msg_id": "M", "commit_log_offset": 0, "queue_offset": 0}

@@ -18,7 +18,7 @@ from halfmq.client.retry import is_retriable
 from halfmq.client.step_drivers import retry_on, run_steps, run_steps_async
 from halfmq.client.transport import request_not_sent
 from halfmq.errors import BrokerUnavailable, CheckUrlRefused, StoreUnavailable
-from halfmq.wire import HalfSendResult, OutgoingMessage, SendStatus
+from halfmq.wire import HalfSendResult, OutgoingMessage, SendStatus, to_wire
 
 COMMIT = LocalTransactionState.COMMIT_MESSAGE
 ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
@@ -51,13 +51,13 @@ class Script:
             return _answer(self.half_answer)
         if self.end_answer is not None:
             raise self.end_answer
-        return {"transaction_id": "tx-1", "state": step.call.body["state"]}
+        return {"transaction_id": "tx-1", "state": to_wire(step.call.body)["state"]}
 
     async def perform_async(self, step: Step) -> Any:
         return self.perform(step)
 
     def ended_with(self) -> str | None:
-        ends = [s.call.body["state"] for s in self.steps if isinstance(s, Request) and s.call.path.endswith("/end")]
+        ends = [to_wire(s.call.body)["state"] for s in self.steps if isinstance(s, Request) and s.call.path.endswith("/end")]
         assert len(ends) <= 1
         return ends[0] if ends else None
 
@@ -208,7 +208,7 @@ def producer(check_url: str | None = "http://127.0.0.1:8001/check") -> AsyncTran
 def test_start_registers_the_check_url_with_a_first_heartbeat_and_asks_for_the_heartbeat_loop() -> None:
     base, steps = producer(), []
     assert run_steps(base._start_steps(), lambda step: steps.append(step)) is True
-    assert [s.call.body for s in steps if isinstance(s, Request)] == [
+    assert [to_wire(s.call.body) for s in steps if isinstance(s, Request)] == [
         {"producer_group": "pg", "client_id": "c-1", "check_url": "http://127.0.0.1:8001/check"}
     ]
     assert run_steps(base._start_steps(), lambda step: steps.append(step)) is False  # started once only
@@ -250,13 +250,13 @@ def test_a_send_with_also_puts_each_companion_with_its_topic_and_own_id_on_the_o
     due = OutgoingMessage(body="pay order 7", delay_ms=1_800_000)
     result = run_steps(base._send_steps("Orders", MESSAGE, None, {}, [("PAYMENT_DUE", due), ("AUDIT", {"order": 7})]), script.perform)
     [half_call] = [s.call for s in script.steps if isinstance(s, Request) and s.call.path == "/v1/transactions"]
-    also = half_call.body["also"]
+    also = to_wire(half_call.body)["also"]
     assert [(m["topic"], m["body"], m.get("delay_ms")) for m in also] == [("PAYMENT_DUE", "pay order 7", 1_800_000), ("AUDIT", '{"order":7}', None)]
     assert all(m["properties"]["UNIQ_KEY"] for m in also) and [m.topic for m in result.also] == ["PAYMENT_DUE", "AUDIT"]
     assert script.ended_with() == "commit"  # one end decides them all
     plain = Script()
     run_steps(send_in_transaction("pg", "Orders", MESSAGE, None), plain.perform)
-    assert isinstance(plain.steps[0], Request) and "also" not in plain.steps[0].call.body  # without companions: the body as before
+    assert isinstance(plain.steps[0], Request) and "also" not in to_wire(plain.steps[0].call.body)  # without companions: the body as before
 
 
 def test_more_companions_than_the_broker_takes_are_refused_before_any_request() -> None:

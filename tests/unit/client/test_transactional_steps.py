@@ -4,7 +4,7 @@ import pytest
 
 from halfmq.client.producer_transaction_steps import TransactionalSteps
 from halfmq.errors import InvalidTxnState, ProducerFenced
-from halfmq.wire import OutgoingMessage, TxnAcksResult, TxnInitResult, TxnMessagesResult
+from halfmq.wire import OutgoingMessage, TxnAcksResult, TxnInitResult, TxnMessagesResult, to_wire
 
 
 def ready(batch_size: int = 2) -> TransactionalSteps:
@@ -35,14 +35,14 @@ def test_batches_are_numbered_in_order_and_carry_the_producer_id_and_epoch() -> 
     steps.add("OTHER", msg("c"))
     first = steps.next_pending()
     assert first is not None
-    assert (first.body["sequence"], first.body["producer_id"], first.body["epoch"]) == (1, 7, 3)
-    assert [(m["topic"], m["body"]) for m in first.body["messages"]] == [("OUT", "a"), ("OUT", "b")]
+    assert (to_wire(first.body)["sequence"], to_wire(first.body)["producer_id"], to_wire(first.body)["epoch"]) == (1, 7, 3)
+    assert [(m["topic"], m["body"]) for m in to_wire(first.body)["messages"]] == [("OUT", "a"), ("OUT", "b")]
     steps.answered(TxnMessagesResult(transactional_id="tid", sequence=1, messages=2, results=[]))
     second = steps.next_pending()
-    assert second is not None and second.body["sequence"] == 2 and [m["topic"] for m in second.body["messages"]] == ["OTHER"]
+    assert second is not None and to_wire(second.body)["sequence"] == 2 and [m["topic"] for m in to_wire(second.body)["messages"]] == ["OTHER"]
     steps.answered(TxnMessagesResult(transactional_id="tid", sequence=2, messages=3, results=[]))
     assert steps.next_pending() is None
-    assert steps.acks(["h1"]).body["sequence"] == 3
+    assert to_wire(steps.acks(["h1"]).body)["sequence"] == 3
 
 
 def test_a_request_without_an_answer_goes_again_with_the_same_number_before_anything_new() -> None:
@@ -51,10 +51,10 @@ def test_a_request_without_an_answer_goes_again_with_the_same_number_before_anyt
     lost = steps.next_pending()
     steps.add("OUT", msg("b"))  # sent by the caller after the failure
     again = steps.next_pending()
-    assert again is lost and again is not None and again.body["sequence"] == 1
+    assert again is lost and again is not None and to_wire(again.body)["sequence"] == 1
     steps.answered(TxnMessagesResult(transactional_id="tid", sequence=1, messages=1, results=[], duplicate=True))
     then = steps.next_pending()
-    assert then is not None and then.body["sequence"] == 2 and then.body["messages"][0]["body"] == "b"
+    assert then is not None and to_wire(then.body)["sequence"] == 2 and to_wire(then.body)["messages"][0]["body"] == "b"
     steps.answered(TxnAcksResult(transactional_id="tid", sequence=2, acks=0))
 
 

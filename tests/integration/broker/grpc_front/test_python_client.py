@@ -213,3 +213,19 @@ def test_grpc_in_http_sdk_out_and_http_sdk_in_grpc_out(rmq_broker: RmqBroker, st
     consumer = started(SimpleConsumer(rmq_broker.config(), "grpc-side", {"bridge": FilterExpression()}, await_duration=1))
     bodies = [(m.body, m.message_id) for m in drain(consumer)]
     assert (b"from-http", result.msg_id) in bodies
+
+
+def test_a_simple_consumer_subscribed_with_a_tag_expression_gets_only_those_tags_and_never_the_others(
+        rmq_broker: RmqBroker, started) -> None:
+    producer = started(Producer(rmq_broker.config(), ("tagged",)))
+    for n, tag in enumerate(["created", "paid", "shipped", "created"]):
+        producer.send(message("tagged", f"m{n}".encode(), tag=tag))
+    consumer = started(SimpleConsumer(rmq_broker.config(), "billing", {"tagged": FilterExpression("created || paid")},
+                                      await_duration=1))
+    got = drain(consumer)
+    assert sorted((m.body, m.tag) for m in got) == [(b"m0", "created"), (b"m1", "paid"), (b"m3", "created")]
+    http = HttpSimpleConsumer(rmq_broker.url, "billing", "tagged")  # the group's view over HTTP: "shipped" was consumed for it
+    try:
+        assert http.receive(max_messages=16, wait_seconds=1) == []
+    finally:
+        http.close()

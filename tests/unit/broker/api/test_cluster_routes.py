@@ -14,7 +14,7 @@ import pytest
 
 from halfmq import wire
 from halfmq.broker.api.routes.cluster import LOG_END_HEADER
-from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
+from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, SET_HEADER, TERM_HEADER
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
 from halfmq.broker.cluster.term_history import TermHistory
 from halfmq.broker.runtime import BrokerRuntime
@@ -45,6 +45,9 @@ class _Node:
 
     def not_leader(self) -> NotLeader:
         return NotLeader("a newer term leads", leader_url=None)
+
+    def picture_for(self, follower: str) -> str | None:
+        return json.dumps({"leader": "n1", "in_sync": ["n1"], "nodes": []}) if follower == "n2" else None
 
     async def view(self) -> dict[str, Any]:
         return {"node_id": "n1", "role": "leader", "term": 4, "writable": True, "leader": {"node_id": "n1", "url": "http://n1"},
@@ -94,6 +97,7 @@ async def test_fetch_answers_the_log_bytes_with_the_replication_headers(leader: 
     assert answer.headers[TERM_HEADER] == "4"
     assert json.loads(answer.headers[HISTORY_HEADER]) == [[4, 0]]
     assert {SEGMENT_HEADER, HIGH_WATERMARK_HEADER} <= answer.headers.keys()
+    assert json.loads(answer.headers[SET_HEADER])["leader"] == "n1"  # the set's picture, when the node says one is due
 
 
 async def test_a_fetch_from_a_follower_holding_the_leaders_term_history_gets_no_history_header(

@@ -38,7 +38,7 @@ def test_every_route_with_a_body_documents_its_request_schema_and_an_example() -
             continue
         body = op["requestBody"]["content"]["application/json"]["schema"]
         assert body["$ref"].endswith(f"/{route.request.__name__}")
-        if route.request.model_fields:
+        if route.request.__struct_fields__:
             assert body["examples"], route.path
         assert "422" in op["responses"]
 
@@ -61,7 +61,7 @@ def test_each_example_is_a_valid_request() -> None:
     for route in ROUTES:
         if route.example:
             assert route.request is not None, route.path
-            route.request.model_validate(route.example)
+            msgspec.json.decode(msgspec.json.encode(route.example), type=route.request)
 
 
 def test_every_parameter_of_a_path_is_documented_as_a_path_parameter() -> None:

@@ -1,26 +1,9 @@
-"""One mapping from pydantic's validation errors to problems, for hot routes and FastAPI's alike."""
-
-import pytest
-from pydantic import ValidationError
+"""One mapping from pydantic's validation errors (path and query parameters, FastAPI's) to problems."""
 
 from halfmq.broker.api.problems import as_broker_error, non_json_body, validation_problem
-from halfmq.broker.protocol import EndRequest
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.store.message_store import StoreNotWritable
-from halfmq.errors import FlushDiskTimeout, InvalidRequest, MalformedJson, StoreUnavailable, UnsupportedMediaType
-
-
-def _errors(raw: bytes) -> list:
-    with pytest.raises(ValidationError) as info:
-        EndRequest.model_validate_json(raw)
-    return info.value.errors(include_url=False, include_input=False)
-
-
-def test_a_hot_routes_body_errors_are_located_in_the_body() -> None:
-    problem = validation_problem(_errors(b'{"producer_group": "pg", "state": "maybe"}'), where=("body",))
-    assert type(problem) is InvalidRequest and problem.status == 400
-    assert [e["loc"] for e in problem.to_problem()["errors"]] == [["body", "state"]]
-    assert problem.detail.startswith("body.state: ")
+from halfmq.errors import FlushDiskTimeout, MalformedJson, StoreUnavailable, UnsupportedMediaType
 
 
 def test_fastapis_errors_keep_the_location_they_name() -> None:
@@ -28,8 +11,7 @@ def test_fastapis_errors_keep_the_location_they_name() -> None:
     assert problem.to_problem()["errors"] == [{"loc": ["query", "limit"], "msg": "too big", "type": "less_than_equal"}]
 
 
-def test_a_body_that_is_not_json_is_malformed_json_whichever_route_read_it() -> None:
-    assert isinstance(validation_problem(_errors(b'{"producer_group": '), where=("body",)), MalformedJson)
+def test_a_json_error_fastapi_reports_is_malformed_json() -> None:
     assert isinstance(validation_problem([{"loc": ("body", 0), "msg": "JSON decode error", "type": "json_invalid"}]), MalformedJson)
 
 

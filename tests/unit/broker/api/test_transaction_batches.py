@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 
+import msgspec
 import pytest
-from pydantic import BaseModel
 
 from halfmq.broker.api.routes.transaction_batches import _each
 from halfmq.errors import SequenceNumberReused
 
 
-class Item(BaseModel):
+class Item(msgspec.Struct):
     n: int
 
 

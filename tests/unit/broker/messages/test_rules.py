@@ -9,11 +9,11 @@ import pytest
 
 from halfmq.broker.messages.rules import MessageLimits
 from halfmq.broker.messages.send_service import SendService, TopicPolicy, TopicService
-from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.indexed_keys import raw_keys, record_keys
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.record import encode_properties
 from halfmq.errors import InvalidRequest, MessageTooLarge, PropertiesTooLarge, TooManyKeys
+from halfmq.wire import OutgoingMessage
 
 POLICY = TopicPolicy(limits=MessageLimits(max_message_size=4096, max_keys_per_message=8, max_properties_bytes=512))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from halfmq.broker.messages.rules import MessageLimits, message_properties, own_uniq_key
-from halfmq.broker.protocol import OutgoingMessage
+from halfmq.wire import OutgoingMessage
 
 
 def never() -> str:

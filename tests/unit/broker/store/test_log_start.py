@@ -29,8 +29,8 @@ def test_advancing_the_log_start_deletes_the_segments_queue_files_and_index_file
         offsets = fill(store)
         index_files = len(list((tmp_path / "index").glob("0*")))
         start = store.commit_log.segment_bases()[-3]
-        deleted = store.advance_log_start(start)
-        assert store.commit_log.min_offset == store.log_start == read_log_start(tmp_path) == start
+        deleted = store.log_start.advance(start)
+        assert store.commit_log.min_offset == store.log_start.offset == read_log_start(tmp_path) == start
         assert {p.parent.name for p in deleted} >= {"commitlog", "0", "1", "index"}
         assert len(list((tmp_path / "index").glob("0*"))) < index_files
         for qid in (0, 1):
@@ -51,7 +51,7 @@ def test_a_queue_whose_every_entry_is_below_the_log_start_keeps_counting_from_wh
         fill(store)
         store.put([PutItem("FILLER", 0, b"y" * 3000)])
         store.put([PutItem("FILLER", 0, b"y" * 3000)])
-        store.advance_log_start(store.commit_log.segment_bases()[-1])
+        store.log_start.advance(store.commit_log.segment_bases()[-1])
         assert store.reads.queue_range("T", 0) == (40, 40)
         results, _ = store.put([PutItem("T", 0, b"after")])
         assert results[0].queue_offset == 40
@@ -62,7 +62,7 @@ def test_a_queue_whose_every_entry_is_below_the_log_start_keeps_counting_from_wh
 def test_a_restart_keeps_the_log_start_and_each_queues_earliest_offset(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     fill(store)
-    store.advance_log_start(store.commit_log.segment_bases()[3])
+    store.log_start.advance(store.commit_log.segment_bases()[3])
     ranges = [store.reads.queue_range("T", q) for q in (0, 1)]
     store.close()
     again = open_store(tmp_path)
@@ -81,7 +81,7 @@ def test_a_crash_between_recording_the_start_and_deleting_leaves_segments_the_ne
     write_log_start(tmp_path, start)  # recorded; the process died before it deleted anything
     again = open_store(tmp_path)
     try:
-        assert again.commit_log.min_offset == again.log_start == start
+        assert again.commit_log.min_offset == again.log_start.offset == start
         assert min(int(p.name) for p in (tmp_path / "commitlog").iterdir()) == start
         assert all(again.reads.read_queue("T", q, 0, 1)[0].commit_log_offset >= start for q in (0, 1))
     finally:
@@ -93,8 +93,8 @@ def test_the_log_start_never_moves_back(tmp_path: Path) -> None:
     try:
         fill(store)
         start = store.commit_log.segment_bases()[3]
-        store.advance_log_start(start)
-        assert store.advance_log_start(store.commit_log.segment_bases()[0] - 1) == []
-        assert store.log_start == read_log_start(tmp_path) == start
+        store.log_start.advance(start)
+        assert store.log_start.advance(store.commit_log.segment_bases()[0] - 1) == []
+        assert store.log_start.offset == read_log_start(tmp_path) == start
     finally:
         store.close()

@@ -44,7 +44,7 @@ def test_a_receipt_key_record_reads_back_the_key() -> None:
 
 
 def test_the_kinds_are_the_values_written_on_disk() -> None:
-    assert state.KINDS == {"topic", "acks", "offsets-reset", "group-deleted", "producer", "receipt-key"}
+    assert state.KINDS == {"topic", "acks", "offsets-reset", "group-deleted", "topic-deleted", "producer", "receipt-key"}
 
 
 def test_an_offsets_reset_record_carries_its_rows_and_the_acks_tag() -> None:

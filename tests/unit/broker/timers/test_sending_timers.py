@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from halfmq.broker.messages.send_service import SendService, TopicPolicy, TopicService
-from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.topics import TIMER_OUT_MS, TIMER_TOPIC
 from halfmq.errors import InvalidDeliveryTime, ReservedProperty
+from halfmq.wire import OutgoingMessage
 
 from ..half_messages.fakes import FakeClock
 
@@ -41,8 +41,9 @@ def test_a_raw_timer_property_is_reserved(sender: SendService, name: str) -> Non
 
 def test_a_delivery_time_past_the_maximum_or_both_fields_are_an_invalid_delivery_time(sender: SendService) -> None:
     now_ms = int(sender._clock() * 1000)
-    for message in (OutgoingMessage(body="x", delay_ms=HOUR_MS + 1), OutgoingMessage(body="x", deliver_at_ms=now_ms + HOUR_MS + 1),
-                    OutgoingMessage(body="x", delay_ms=1, deliver_at_ms=now_ms + 1)):
+    for message in (OutgoingMessage(body="x", delay_ms=HOUR_MS + 1), OutgoingMessage(body="x", deliver_at_ms=now_ms + HOUR_MS + 1)):
         with pytest.raises(InvalidDeliveryTime):
             sender.send("ORDERS", [message])
+    with pytest.raises(InvalidDeliveryTime):  # both fields: refused where the message is built (or its body decoded)
+        sender.send("ORDERS", [OutgoingMessage(body="x", delay_ms=1, deliver_at_ms=now_ms + 1)])
     assert sender.store.topic("ORDERS") is None  # refused before anything was created

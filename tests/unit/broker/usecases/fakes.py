@@ -16,13 +16,12 @@ from halfmq.broker.idempotence.producer_ids import SendKey, SentAnswer, SentRef
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.producer_state import ProducerState
 from halfmq.broker.idempotence.send_window import Verdict
-from halfmq.broker.protocol import OutgoingMessage
 from halfmq.broker.security.access import Access
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.store_types import PutItem, PutResult
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.errors import AccessDenied, TopicAlreadyExists, TopicNotFound
-from halfmq.wire import TransactionState
+from halfmq.wire import OutgoingMessage, TransactionState
 
 SCOPE: Mapping[str, Any] = {"type": "http", "path": "/test", "headers": []}
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from halfmq.broker.half_messages.half_records import EndOutcome
-from halfmq.broker.protocol import EndItem, EndRequest
 from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.store.flush_waiter import FlushTimedOut
 from halfmq.broker.usecases.ending import Ending
 from halfmq.errors import AccessDenied
+from halfmq.wire import EndItem, EndRequest
 from tests.unit.broker.usecases.fakes import SCOPE, DenyingAccess, FakeHalfMessages, FakeViews, RecordingDurable, tx
 
 

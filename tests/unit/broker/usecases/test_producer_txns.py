@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 
 from halfmq.broker.producer_transactions.results import AddedMessage, MessagesResult
-from halfmq.broker.protocol import TxnMessage, TxnMessagesRequest
 from halfmq.broker.security.access import ANONYMOUS, Access, transactional_id
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.store.store_types import PutItem
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.usecases.producer_txns import ProducerTransactions
 from halfmq.errors import AccessDenied, ProducerIdNotOwned
+from halfmq.wire import TxnMessage, TxnMessagesRequest
 from tests.unit.broker.usecases.fakes import SCOPE, DenyingAccess, FakeLog, FakeSender, FakeTopics
 
 

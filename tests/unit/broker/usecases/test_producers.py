@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from halfmq.broker.protocol import Heartbeat
 from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.usecases.producers import Heartbeats
 from halfmq.errors import AccessDenied, InvalidGroupName
+from halfmq.wire import Heartbeat
 from tests.unit.broker.usecases.fakes import SCOPE, DenyingAccess, FakeViews, RecordingDurable
 
 

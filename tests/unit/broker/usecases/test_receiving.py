@@ -11,12 +11,13 @@ import pytest
 
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.observability.metrics import create_metrics
-from halfmq.broker.protocol import ReceiveRequest
 from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.store.message_store import PutItem
 from halfmq.broker.usecases.receiving import Receiving
-from halfmq.errors import NotLeader
+from halfmq.errors import InvalidTagFilter, NotLeader
+from halfmq.wire import MAX_TAG_LENGTH, ReceiveRequest
+from halfmq.wire.messages import MAX_FILTER_TAGS
 from tests.support.grants import subscribed
 from tests.support.loop_steps import run_ready
 from tests.unit.broker.usecases.fakes import SCOPE as FAKE_SCOPE
@@ -160,3 +161,38 @@ def test_deliveries_a_subscription_does_not_want_by_tag_are_consumed_for_it() ->
     wanted = use_case.wanted(SUBSCRIBER, [FakeDelivery("a", "A"), FakeDelivery("b", "B"), FakeDelivery("n")], {"A"})  # type: ignore[list-item]
     assert [d.receipt_handle for d in wanted] == ["a"]
     assert deliveries.acked == ["b", "n"]
+
+
+def _tagged(rt: BrokerRuntime, *tags: str) -> None:
+    rt.store.put([PutItem("T", 0, f"m{i}".encode(), {"TAGS": tag}, tag=tag) for i, tag in enumerate(tags)])
+
+
+async def _bodies(rt: BrokerRuntime, group: str, **request: object) -> list[str]:
+    answer = await rt.usecases.receiving.receive(subscribed(rt, group, "T"), ReceiveRequest(**request), Caller(lambda: None))
+    return [m.body for m in answer.messages]
+
+
+async def test_a_tag_filter_delivers_only_its_tags_and_consumes_the_others_for_that_group_alone(rt: BrokerRuntime) -> None:
+    _tagged(rt, "a", "b", "c", "a")
+    assert await _bodies(rt, "g", tags="a || c") == ["m0", "m2", "m3"]
+    assert await _bodies(rt, "g", invisible_seconds=0.01) == []  # "b" was filtered out for g: never delivered to it later
+    assert await _bodies(rt, "other", tags=["b"]) == ["m1"]
+
+
+async def test_a_filter_finds_its_tag_behind_batches_it_does_not_want(rt: BrokerRuntime) -> None:
+    _tagged(rt, "b", "b", "b", "a")
+    assert await _bodies(rt, "g", tags=["a"], max_messages=1) == ["m3"]
+
+
+async def test_a_filter_of_star_or_nothing_delivers_every_message(rt: BrokerRuntime) -> None:
+    _tagged(rt, "a", "b")
+    assert await _bodies(rt, "g", tags="*") == ["m0", "m1"]
+    assert await _bodies(rt, "other", tags=[]) == ["m0", "m1"]
+
+
+async def test_a_filter_past_its_bounds_is_invalid_tag_filter_and_delivers_nothing(rt: BrokerRuntime) -> None:
+    _tagged(rt, "a")
+    for tags in ([f"t{i}" for i in range(MAX_FILTER_TAGS + 1)], "x" * (MAX_TAG_LENGTH + 1)):
+        with pytest.raises(InvalidTagFilter):
+            await _bodies(rt, "g", tags=tags)
+    assert await _bodies(rt, "g") == ["m0"]

@@ -20,11 +20,11 @@ from halfmq.broker.config import BrokerSettings
 from halfmq.broker.idempotence.producer_ids import SentMessage
 from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.observability.metrics import create_metrics
-from halfmq.broker.protocol import OutgoingMessage, SendRequest
 from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.usecases.sending import Sending
 from halfmq.errors import InvalidRequest
+from halfmq.wire import OutgoingMessage, SendRequest
 from tests.support.grants import publishing
 from tests.unit.broker.usecases.fakes import SCOPE as FAKE_SCOPE
 from tests.unit.broker.usecases.fakes import FakeLog, FakeSender, FakeTopics, FakeWindows, RecordingDurable

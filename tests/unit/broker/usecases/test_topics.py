@@ -1,23 +1,70 @@
-"""ManageTopics built from fakes: a new topic is answered once durable; an existing one is no write; refusals change nothing."""
+"""ManageTopics built from fakes: a new topic is answered once durable; an existing one is no write; a deletion is
+answered once its record is durable; refusals change nothing."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from halfmq.broker.protocol import TopicCreate
 from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.usecases.topics import ManageTopics
-from halfmq.errors import AccessDenied, InvalidQueueId, TopicAlreadyExists, TopicNotFound
+from halfmq.errors import AccessDenied, InvalidQueueId, SystemTopicForbidden, TopicAlreadyExists, TopicInUse, TopicNotFound
+from halfmq.wire import TopicCreate
 from tests.unit.broker.usecases.fakes import SCOPE, DenyingAccess, FakeLog, FakeTopics, FakeViews, RecordingDurable
 
 
+class FakeRemoval:
+    """``TopicRemoval``: the topics deleted, each answered with the log end of its record."""
+
+    def __init__(self, topics: FakeTopics) -> None:
+        self.topics = topics
+        self.deleted: list[str] = []
+
+    def delete_topic(self, name: str, ends: dict[int, int] | None = None, at: int = 0) -> int:
+        self.deleted.append(name)
+        self.topics.table.pop(name)
+        return 5151
+
+
+class FakeHolders:
+    """``TopicHolders`` and ``PendingHalves``: what holds each topic, and the topics forgotten."""
+
+    def __init__(self) -> None:
+        self.in_flight_by_topic: dict[str, int] = {}
+        self.pending_by_topic: dict[str, int] = {}
+        self.forgotten: list[str] = []
+
+    def in_flight(self, group: str | None = None, *, topic: str | None = None) -> int:
+        return self.in_flight_by_topic.get(topic or "", 0)
+
+    def forget(self, *, group: str | None = None, topic: str | None = None) -> None:
+        self.forgotten.append(topic or "")
+
+    def pending_on(self, topic: str) -> int:
+        return self.pending_by_topic.get(topic, 0)
+
+
+class FakeQueueEnds:
+    """``StoreReads`` as a deletion reads it: every queue ends at 7."""
+
+    class visible:  # noqa: N801 - the store's attribute
+        @staticmethod
+        def queue_range(topic: str, queue_id: int) -> tuple[int, int]:
+            return 0, 7
+
+
 def manage_topics(access: Access | None = None) -> tuple[ManageTopics, FakeTopics, RecordingDurable, FakeLog]:
-    topics, durable, log = FakeTopics(), RecordingDurable(), FakeLog(end=4242)
-    use_case = ManageTopics(access or Access(None), topics, Any, FakeViews(), durable, log)  # type: ignore[arg-type]
+    use_case, topics, durable, log, _, _ = manage_topics_with_holders(access)
     return use_case, topics, durable, log
+
+
+def manage_topics_with_holders(access: Access | None = None
+                               ) -> tuple[ManageTopics, FakeTopics, RecordingDurable, FakeLog, FakeRemoval, FakeHolders]:
+    topics, durable, log, holders = FakeTopics(), RecordingDurable(), FakeLog(end=4242), FakeHolders()
+    removal = FakeRemoval(topics)
+    use_case = ManageTopics(access or Access(None), topics, FakeQueueEnds, FakeViews(), durable, log,  # type: ignore[arg-type]
+                            removal, holders, holders)
+    return use_case, topics, durable, log, removal, holders
 
 
 async def test_a_new_topic_is_answered_once_its_record_is_durable() -> None:
@@ -80,3 +127,36 @@ def test_a_route_is_the_topic_as_auto_create_would_make_it_and_creates_nothing()
     use_case, topics, _, _ = manage_topics()
     assert use_case.route(ANONYMOUS, SCOPE, "NEW").name == "NEW"
     assert topics.created == [] and topics.table == {}
+
+
+async def test_a_deletion_is_answered_once_its_record_is_durable_and_forgets_the_topics_groups() -> None:
+    use_case, topics, durable, _, removal, holders = manage_topics_with_holders()
+    topics.add("ORDERS", 2)
+    deleted = await use_case.delete(ANONYMOUS, SCOPE, "ORDERS", force=False)
+    assert (deleted.topic, deleted.queue_ends, deleted.pending_halves, deleted.in_flight) == ("ORDERS", [7, 7], 0, 0)
+    assert removal.deleted == ["ORDERS"] and holders.forgotten == ["ORDERS"]
+    assert durable.waited == [5151]
+
+
+@pytest.mark.parametrize("held", ["pending_by_topic", "in_flight_by_topic"])
+async def test_a_topic_in_use_is_deleted_only_when_forced(held: str) -> None:
+    use_case, topics, durable, _, removal, holders = manage_topics_with_holders()
+    topics.add("ORDERS", 2)
+    getattr(holders, held)["ORDERS"] = 3
+    with pytest.raises(TopicInUse):
+        await use_case.delete(ANONYMOUS, SCOPE, "ORDERS", force=False)
+    assert removal.deleted == [] and holders.forgotten == [] and durable.waited == []
+    await use_case.delete(ANONYMOUS, SCOPE, "ORDERS", force=True)
+    assert removal.deleted == ["ORDERS"]
+
+
+async def test_a_deletion_without_admin_on_the_topic_or_of_a_system_topic_changes_nothing() -> None:
+    use_case, topics, durable, _, removal, _ = manage_topics_with_holders(DenyingAccess((Action.ADMIN, Resource.topic("ORDERS"))))
+    topics.add("ORDERS", 2)
+    with pytest.raises(AccessDenied):
+        await use_case.delete(ANONYMOUS, SCOPE, "ORDERS", force=True)
+    with pytest.raises(SystemTopicForbidden):
+        await use_case.delete(ANONYMOUS, SCOPE, "HALFMQ_TXN_STATE", force=True)
+    with pytest.raises(TopicNotFound):
+        await use_case.delete(ANONYMOUS, SCOPE, "NOPE", force=True)
+    assert removal.deleted == [] and durable.waited == [] and "ORDERS" in topics.table
