@@ -19,7 +19,7 @@ from halfmq.wire import TopicCreate
 
 from .error_codes import kafka_code
 from .group_coordinator import GroupCoordinator
-from .request_header import RequestHeader
+from .request_header import RequestHeader, audit_scope
 
 CONSUMER = "consumer"
 
@@ -30,11 +30,8 @@ class AdminHandlers:
         self.principal = principal
         self.coordinator = coordinator
 
-    def _scope(self, header: RequestHeader, api: str) -> dict[str, Any]:
-        return {"path": f"kafka:{api}", "client": header.client_id}
-
     async def create_topics(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), self._scope(header, "CreateTopics")
+        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "CreateTopics")
         result = CreateTopicsResponse.CreatableTopicResult
         answers = []
         for t in request.topics:
@@ -64,7 +61,7 @@ class AdminHandlers:
         return True
 
     async def list_groups(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), self._scope(header, "ListGroups")
+        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "ListGroups")
         listed = ListGroupsResponse.ListedGroup
         try:
             halfmq_groups = [g.group for g in uc.groups.list_groups(who, scope, False).groups]
@@ -84,7 +81,7 @@ class AdminHandlers:
         return ListGroupsResponse(throttle_time_ms=0, error_code=0, groups=groups)
 
     async def describe_groups(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), self._scope(header, "DescribeGroups")
+        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "DescribeGroups")
         described = DescribeGroupsResponse.DescribedGroup
         member = described.DescribedGroupMember
         answers = []

@@ -17,7 +17,7 @@ from halfmq.errors import BrokerError
 from .error_codes import kafka_code
 from .group_coordinator import GroupCoordinator
 from .group_membership import MembershipError
-from .request_header import RequestHeader
+from .request_header import RequestHeader, audit_scope
 
 
 class GroupHandlers:
@@ -27,7 +27,7 @@ class GroupHandlers:
         self.coordinator = coordinator
 
     def _may_consume(self, group_id: str, api: str, header: RequestHeader) -> None:
-        self.current().usecases.groups.may_join(self.principal(), {"path": f"kafka:{api}", "client": header.client_id}, group_id)
+        self.current().usecases.groups.may_join(self.principal(), audit_scope(header, api), group_id)
 
     async def join_group(self, request: Any, header: RequestHeader) -> Any:
         try:

@@ -35,7 +35,7 @@ from .group_handlers import GroupHandlers
 from .producer_sequences import ProducerSequences, SequenceVerdict, StoredBatch
 from .record_batches import decode_batches, encode_batch
 from .record_mapping import kafka_record, outgoing
-from .request_header import RequestHeader
+from .request_header import RequestHeader, audit_scope
 from .sasl import SaslHandlers
 from .txn_handlers import TxnHandlers
 
@@ -76,12 +76,9 @@ class KafkaHandlers:
         self.node = node
         self.principal = principal
 
-    def scope(self, header: RequestHeader, api: str) -> dict[str, Any]:
-        return {"path": f"kafka:{api}", "client": header.client_id}
-
     # --- Metadata and FindCoordinator ---------------------------------------------------------------------------
     async def metadata(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), self.scope(header, "Metadata")
+        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "Metadata")
         asked = request.topics
         if asked is None or (header.api_version == 0 and not asked):
             names = [t.name for t in uc.topics.list_visible(who).topics]
@@ -120,7 +117,7 @@ class KafkaHandlers:
 
     # --- Produce ------------------------------------------------------------------------------------------------
     async def produce(self, request: Any, header: RequestHeader) -> Any:
-        rt, who, scope = self.current(), self.principal(), self.scope(header, "Produce")
+        rt, who, scope = self.current(), self.principal(), audit_scope(header, "Produce")
         topic = ProduceResponse.TopicProduceResponse
         answers = []
         for t in request.topic_data:
@@ -185,7 +182,7 @@ class KafkaHandlers:
             if request.transactional_id:
                 producer_id, epoch = await self.txns.init(request.transactional_id, request.transaction_timeout_ms, header)
             else:
-                result = await self.current().usecases.producer_transactions.new_producer_id(self.scope(header, "InitProducerId"))
+                result = await self.current().usecases.producer_transactions.new_producer_id(audit_scope(header, "InitProducerId"))
                 producer_id, epoch = result.producer_id, result.epoch
         except (KafkaRefusal, BrokerError) as exc:
             return InitProducerIdResponse(throttle_time_ms=0, error_code=error_of(exc), producer_id=-1, producer_epoch=-1)
@@ -194,7 +191,7 @@ class KafkaHandlers:
 
     # --- Fetch and ListOffsets ----------------------------------------------------------------------------------
     async def fetch(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), self.scope(header, "Fetch")
+        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "Fetch")
         deadline = time.monotonic() + max(0, request.max_wait_ms) / 1000
         while True:
             budget = max(1, request.max_bytes if header.api_version >= 3 else 1 << 30)
@@ -239,7 +236,7 @@ class KafkaHandlers:
                         log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1, records=None), 0
 
     async def list_offsets(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), self.scope(header, "ListOffsets")
+        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "ListOffsets")
         topic = ListOffsetsResponse.ListOffsetsTopicResponse
         partition = topic.ListOffsetsPartitionResponse
         answers = []
@@ -259,7 +256,7 @@ class KafkaHandlers:
 
     # --- committed offsets --------------------------------------------------------------------------------------
     async def offset_commit(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), self.scope(header, "OffsetCommit")
+        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "OffsetCommit")
         topic = OffsetCommitResponse.OffsetCommitResponseTopic
         partition = topic.OffsetCommitResponsePartition
         answers = []
@@ -275,7 +272,7 @@ class KafkaHandlers:
         return OffsetCommitResponse(throttle_time_ms=0, topics=answers)
 
     async def offset_fetch(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), self.scope(header, "OffsetFetch")
+        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "OffsetFetch")
         if header.api_version >= 8:
             group = OffsetFetchResponse.OffsetFetchResponseGroup
             return OffsetFetchResponse(throttle_time_ms=0, groups=[

@@ -13,6 +13,7 @@ import io
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kafka.protocol.api_header import RequestHeader as KafkaRequestHeader
 
@@ -47,3 +48,8 @@ def parse_request_header(payload: bytes, is_flexible: Callable[[int, int], bool]
     except (ValueError, struct.error, UnicodeDecodeError, EOFError) as exc:
         raise HeaderUnreadable(f"request header of API {api_key} v{api_version}: {exc}") from exc
     return RequestHeader(api_key, api_version, header.correlation_id, header.client_id, flexible, buffer.tell())
+
+
+def audit_scope(header: RequestHeader, api: str) -> dict[str, Any]:
+    """What the guard's audit lines name for a Kafka request (the HTTP front's ASGI scope, the gRPC front's path)."""
+    return {"path": f"kafka:{api}", "client": header.client_id}

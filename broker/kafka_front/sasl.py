@@ -20,7 +20,7 @@ from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import Unauthenticated
 
-from .request_header import RequestHeader
+from .request_header import RequestHeader, audit_scope
 
 MECHANISMS = ["PLAIN"]
 BEFORE_AUTH = frozenset({int(ApiKey.ApiVersions), int(ApiKey.SaslHandshake), int(ApiKey.SaslAuthenticate)})
@@ -62,8 +62,8 @@ class SaslHandlers:
     async def authenticate(self, request: Any, header: RequestHeader) -> Any:
         try:
             user, token = plain_credentials(request.auth_bytes)
-            scope = {"path": "kafka:SaslAuthenticate", "client": header.client_id,
-                     "headers": [(b"authorization", f"Bearer {token}".encode("latin-1", "replace"))]}
+            scope = audit_scope(header, "SaslAuthenticate") | {
+                "headers": [(b"authorization", f"Bearer {token}".encode("latin-1", "replace"))]}
             principal = self.current().access.principal(scope)
             if principal.name != user:
                 raise SaslFailed(f"the token is not {user!r}'s")

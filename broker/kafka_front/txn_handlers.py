@@ -30,7 +30,7 @@ from .error_codes import kafka_code
 from .errors import InvalidRecord, TransactionNotBegun
 from .record_batches import RecordBatch
 from .record_mapping import outgoing
-from .request_header import RequestHeader
+from .request_header import RequestHeader, audit_scope
 
 
 class TxnSteps:
@@ -66,13 +66,12 @@ class TxnHandlers:
         self.steps = steps
 
     def _actor(self, tid: str, api: str, header: RequestHeader) -> Any:
-        return self.current().usecases.producer_transactions.stepping(self.principal(), {"path": f"kafka:{api}",
-                                                                                          "client": header.client_id}, tid)
+        return self.current().usecases.producer_transactions.stepping(self.principal(), audit_scope(header, api), tid)
 
     async def init(self, tid: str, timeout_ms: int, header: RequestHeader) -> tuple[int, int]:
         """A transactional id's producer id and new epoch (its open transaction, if any, aborted)."""
         result = await self.current().usecases.producer_transactions.init(
-            self.principal(), {"path": "kafka:InitProducerId", "client": header.client_id}, tid, timeout_ms if timeout_ms > 0 else None)
+            self.principal(), audit_scope(header, "InitProducerId"), tid, timeout_ms if timeout_ms > 0 else None)
         self.steps.end(tid)
         return int(result.producer_id), int(result.epoch)
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from msgspec import UNSET, Meta, UnsetType
 
-from halfmq.errors import InvalidDeliveryTime, InvalidMessageGroup, InvalidRequest
+from halfmq.errors import InvalidDeliveryTime, InvalidMessageGroup, InvalidRequest, InvalidTagFilter
 from halfmq.wire.base import (
     _ENCODINGS,
     MAX_BATCH,
@@ -55,6 +55,10 @@ class MessageGroupConflict(InvalidRequest, _RefusedWhenBuilt):
 
 class BothDeliveryTimes(InvalidDeliveryTime, _RefusedWhenBuilt):
     """Both ``deliver_at_ms`` and ``delay_ms`` (INVALID_DELIVERY_TIME)."""
+
+
+class TagFilterRefused(InvalidTagFilter, _RefusedWhenBuilt):
+    """A receive's tag filter past ``MAX_FILTER_TAGS`` tags or ``MAX_TAG_LENGTH`` characters a tag (INVALID_TAG_FILTER)."""
 
 
 class OutgoingMessage(_Request, omit_defaults=True):
@@ -153,7 +157,10 @@ class ReceiveRequest(_Request):
         if not 0 <= self.wait_seconds <= MAX_WAIT_SECONDS:
             raise ValueError(f"wait_seconds must be 0..{MAX_WAIT_SECONDS}, not {self.wait_seconds}")
         if self.tags is not None:
-            subscription_tags(self.tags)
+            try:
+                subscription_tags(self.tags)
+            except ValueError as exc:
+                raise TagFilterRefused(str(exc)) from None
 
 
 Handles = Annotated[list[str], Meta(min_length=1, max_length=MAX_RECEIVE)]
