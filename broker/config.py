@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from halfmq.human_time import parse_duration
 from halfmq.tracing import TRACES_ENV, Exporter
 
 # RocketMQ's messageDelayLevel from 1s..2h, minus the sub-10s levels it does not use for retries.
@@ -163,6 +164,13 @@ class BrokerSettings(BaseSettings):
     # Why: docs/decisions/049-scoped-key-index.md.
     lookup_topics: int = Field(default=100, ge=1)
     lookup_index_files: int = Field(default=128, ge=1)
+    # Retention (docs/decisions/052-retention-by-whole-segments-and-pins.md): whole commit-log segments go once last
+    # written longer ago than ``retention`` (seconds, or "7d", "12h", "30s"), or once the segments after them hold
+    # ``retention_bytes`` (unset: no size limit); never what an open transaction, a pending timer or a restart still
+    # needs. Checked every ``retention_check_interval`` seconds.
+    retention: float = Field(default=7 * 86400.0, gt=0)
+    retention_bytes: int | None = Field(default=None, ge=1)
+    retention_check_interval: float = Field(default=10.0, gt=0)
     log_level: str = "info"
     # Tracing (docs/tracing.md): OpenTelemetry's OTEL_TRACES_EXPORTER / OTEL_SDK_DISABLED, or this shortcut,
     # HALFMQ_TRACES=otlp|console|none, one variable for every halfmq process (it wins over OTEL_TRACES_EXPORTER); off when unset.
@@ -200,6 +208,11 @@ class BrokerSettings(BaseSettings):
     cluster_members: Annotated[list[str], NoDecode] = []
     etcd_user: str = ""  # etcd's authentication (`halfmq up` and compose turn it on): the user, and a file with its password
     etcd_password_file: Path | None = None
+
+    @field_validator("retention", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        return parse_duration(value) if isinstance(value, str) else value
 
     @field_validator("check_url_allow", "retry_delays", "allowed_hosts", "cluster_members", mode="before")
     @classmethod

@@ -21,6 +21,26 @@ def duration(seconds: float | None) -> str:
     return f"{s / 86400:.0f} d"
 
 
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds from "30", "30s", "500ms", "15m", "12h", "7d" or "2w" (what an operator writes in a setting);
+    ValueError for anything else, negative spans included."""
+    if isinstance(text, int | float):
+        seconds = float(text)
+    else:
+        raw = text.strip().lower()
+        number = raw.rstrip("abcdefghijklmnopqrstuvwxyz").strip()
+        unit = raw[len(number):].strip() or "s"
+        if unit not in _UNITS or not number:
+            raise ValueError(f"{text!r} is not a duration: a number of seconds, or one with a unit ({', '.join(_UNITS)})")
+        seconds = float(number) * _UNITS[unit]
+    if not 0 <= seconds < float("inf"):
+        raise ValueError(f"{text!r} is not a duration of zero or more seconds")
+    return seconds
+
+
 def when(ms: int | None, now: float | None = None) -> str:
     """An epoch-ms instant relative to now: "3 s ago" or "in 12 s" ("-" when there is none)."""
     if not ms:

@@ -157,6 +157,7 @@ class DeliveryService:
         """Hand out never-delivered messages of one queue (one of a busy group waits in its gate); a damaged one is
         skipped as if acked, and counted."""
         progress = state.queues[qid]
+        self._skip_retained(group, topic, qid, progress, self._reads.queue_range(topic, qid)[0])  # a no-op unless below it
         while True:
             want = min(limit - len(out), self._reads.queue_range(topic, qid)[1] - progress.cursor, progress.room())
             if want <= 0:
@@ -165,8 +166,8 @@ class DeliveryService:
             if not entries:
                 return
             for entry in entries:
-                if entry.queue_offset != progress.cursor:
-                    progress.cursor = entry.queue_offset  # below min offset: skip what retention removed
+                if entry.queue_offset != progress.cursor:  # below the earliest retained offset: continue from it
+                    self._skip_retained(group, topic, qid, progress, entry.queue_offset)
                 if progress.pass_acked():
                     continue
                 if type(entry) is DamagedEntry:
@@ -177,6 +178,14 @@ class DeliveryService:
                     out.append(self._delivery(group, topic, qid, entry, item, state))
                 elif progress.room() <= 0:
                     return  # it waits behind its group's head, and the window is full
+
+    def _skip_retained(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> None:
+        """Continue from ``offset`` when the group's cursor is below it: retention deleted what lay between (counted)."""
+        skipped = self._progress.continue_from(group, topic, qid, progress, offset)
+        if skipped:
+            log.warning("group %s continues %s/%d at %d, the earliest retained offset: %d messages were deleted by "
+                        "retention before it received them", group, topic, qid, offset, skipped)
+            self.counted.add("retention_skip", group, topic, n=skipped)
 
     def _skip_damaged(self, group: str, topic: str, qid: int, progress: QueueProgress) -> None:
         log.warning("group %s passes over damaged message %s/%d@%d", group, topic, qid, progress.cursor)

@@ -69,6 +69,14 @@ class GroupProgress:
         if progress.skip():
             self._store.offsets.commit(group, topic, qid, progress.committed)
 
+    def continue_from(self, group: str, topic: str, qid: int, progress: QueueProgress, offset: int) -> int:
+        """The queue's next entry is at ``offset``, past the group's cursor (retention deleted the ones between): the
+        group continues there and commits it; return how many it skipped."""
+        skipped = progress.continue_from(offset)
+        if skipped:
+            self._store.offsets.commit(group, topic, qid, progress.committed)
+        return skipped
+
     def reset(self, group: str, topic: str, qid: int, offset: int) -> None:
         """Move the queue's committed offset to ``offset`` (an operator's reset, or its record read back): what was held
         or settled past the old one is forgotten, so the queue is delivered from ``offset`` again. Nonces go on from the

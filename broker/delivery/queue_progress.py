@@ -36,6 +36,7 @@ class QueueProgress:
     in_flight: dict[int, InFlight] = field(default_factory=dict)
     acked: set[int] = field(default_factory=set)
     gate: FifoGate = field(default_factory=FifoGate)
+    retention_skipped: int = 0  # offsets retention deleted before the group received them, since start (continue_from)
     _nonce: int = 0
 
     def __post_init__(self) -> None:
@@ -104,6 +105,19 @@ class QueueProgress:
             return True
         return False
 
+    def continue_from(self, offset: int) -> int:
+        """Continue at ``offset``, the queue's earliest retained one, when the cursor is below it (retention deleted
+        what lay between, Kafka's ``earliest``): committed moves there too; return how many offsets were never delivered."""
+        if offset <= self.cursor:
+            return 0
+        skipped = offset - self.cursor
+        self.cursor = offset
+        self.retention_skipped += skipped
+        if self.committed < offset:
+            self.committed = offset
+            self.acked = {done for done in self.acked if done >= offset}
+        return skipped
+
     def skip(self) -> bool:
         """Pass over the next offset without delivering it (its record is damaged); True when committed moved."""
         offset = self.cursor
@@ -146,7 +160,7 @@ class QueueProgress:
 
     def lag(self, queue_id: int, max_offset: int, now: float) -> QueueLag:
         return QueueLag(queue_id, self.committed, max_offset, max_offset - self.committed, len(self.in_flight),
-                        self.gate.groups_waiting, self.window_stall(now, max_offset))
+                        self.gate.groups_waiting, self.window_stall(now, max_offset), self.retention_skipped)
 
 
 def stale_due(entries: int, live: int) -> bool:
@@ -213,3 +227,4 @@ class QueueLag:
     in_flight: int
     fifo_groups_waiting: int = 0
     fifo_window_stalled_seconds: float = 0.0  # QueueProgress.window_stall
+    retention_skipped: int = 0  # QueueProgress.retention_skipped

@@ -115,6 +115,12 @@ class HalfMessageService:
     def pending_count(self) -> int:
         return len(self._pending)
 
+    def lowest_needed_offset(self) -> int | None:
+        """Retention's pin (store.retention): the oldest open transaction's half, which a check-back may still commit
+        (pending transactions are kept in half order, so it is the first). None when no transaction is open."""
+        head = next(iter(self._pending.values()), None)
+        return head.half_clog_offset if head is not None else None
+
     def half_message(self, tx: Tx) -> StoredMessage:
         """The transaction's (first) half message: what a check-back and a view show."""
         halves = self._halves.get(tx.transaction_id)

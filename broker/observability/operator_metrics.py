@@ -58,7 +58,7 @@ AGE_BUCKETS: tuple[tuple[float, str], ...] = ((10, "le_10s"), (60, "le_1m"), (60
 OLDEST = "gt_1h"
 CONSUMER = ["consumer_group", "topic"]
 SLICE_SECONDS = 0.002  # the longest a scrape reads state before letting the event loop serve others
-BASE_EVENTS = (("out", ""), ("ack", "ok"), ("nack", "ok"), ("dlq", ""))  # shown at 0 on every row, so a first event is an increase
+BASE_EVENTS = (("out", ""), ("ack", "ok"), ("nack", "ok"), ("dlq", ""), ("retention_skip", ""))  # shown at 0 on every row, so a first event is an increase
 K = TypeVar("K", bound=Hashable)
 
 
@@ -234,6 +234,11 @@ def _store(rt: Observed) -> Iterator[Metric]:
     yield GaugeMetricFamily("halfmq_commit_log_end_offset", "Commit log end offset in bytes", value=store.commit_log.end_offset)
     yield GaugeMetricFamily("halfmq_commit_log_flushed_offset", "Commit log offset known durable, in bytes", value=store.flushed_offset)
     yield CounterMetricFamily("halfmq_fsyncs", "Group-commit fsyncs since start", value=store.flush_count)
+    yield GaugeMetricFamily("halfmq_commit_log_start_offset", "Commit log start offset in bytes: retention deleted what lay below it",
+                            value=store.log_start.offset)
+    retention = getattr(rt, "retention", None)
+    yield CounterMetricFamily("halfmq_retention_deleted_files", "Commit-log, consume-queue and key-index files retention deleted since start",
+                              value=retention.deleted_files if retention is not None else 0)
     yield CounterMetricFamily("halfmq_store_damaged_records", "Distinct damaged records met by reads since start", value=store.damaged.count)
     yield CounterMetricFamily("halfmq_receive_damaged_skipped", "Damaged messages consumer groups passed over since start",
                               value=delivery.damaged_skips)
@@ -372,7 +377,9 @@ def _consumer_events(reading: StateReading) -> Iterator[Metric]:
                                 labels=[*CONSUMER, "result"])
     to_dlq = CounterMetricFamily("halfmq_send_to_dlq_messages", "Messages moved to the group's DLQ since start "
                                  "(rocketmq_send_to_dlq_messages_total)", labels=CONSUMER)
-    named = {"out": out, "ack": acks, "nack": nacks, "dlq": to_dlq}
+    skipped = CounterMetricFamily("halfmq_retention_skipped_messages", "Messages a group never received because retention "
+                                  "deleted them first: it continued from the queue's earliest retained offset", labels=CONSUMER)
+    named = {"out": out, "ack": acks, "nack": nacks, "dlq": to_dlq, "retention_skip": skipped}
     rows = set(reading.counted_pairs) | {(g, t) for (_, g, t, _) in reading.counted}
     zeros = {(event, g, t, result): 0 for g, t in rows for event, result in BASE_EVENTS}
     for (event, group, topic, result), n in sorted((zeros | reading.counted).items()):

@@ -152,7 +152,8 @@ class TransactionCoordinator:
         if sequence != 0:
             raise OutOfOrderSequence(f"a transaction's begin carries sequence 0, not {sequence}", expected=0)
         number = txn.number + 1
-        self.store.put([self._record(txn, TxnRecord.BEGIN, number=number)])
+        (begun,), _ = self.store.put([self._record(txn, TxnRecord.BEGIN, number=number)])
+        txn.begun_at = begun.commit_log_offset
         txn.state, txn.number, txn.begun_ms, txn.ended_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, self.now_ms(), None, None
         txn.items, txn.size, txn.acks, txn.message_count, txn.ack_count, txn.end_answer = [], 0, [], 0, 0, None
         answer = BeginResult(tid, producer_id, epoch, number, txn.state, sequence)
@@ -262,6 +263,12 @@ class TransactionCoordinator:
         await self._durable(end)
         assert txn.end_answer is not None
         return txn.end_answer
+
+    def lowest_needed_offset(self) -> int | None:
+        """Retention's pin (store.retention): the begin record of the oldest open transaction (a restart reads it to
+        abort the transaction); None when none is open."""
+        return min((txn.begun_at for txn in list(self._txns.values())
+                    if txn.state is ProducerTxnState.ONGOING and txn.begun_at is not None), default=None)
 
     def abort_expired(self) -> list[str]:
         """Abort every open transaction past its timeout (the decision is ``producer_timeout.expired``)."""

@@ -61,6 +61,7 @@ class ProducerTxn(ProducerState):
     timeout_ms: int
     state: ProducerTxnState = ProducerTxnState.EMPTY
     begun_ms: int = 0
+    begun_at: int | None = None  # the commit-log offset of the open transaction's begin record (retention's pin)
     ended_ms: int | None = None
     aborted_by: AbortedBy | None = None
     items: list[PutItem] = field(default_factory=list)

@@ -104,6 +104,7 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
     elif kind == TxnRecord.BEGIN:
         txn.state, txn.number, txn.begun_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, record.store_timestamp, None
         txn.message_count, txn.ack_count = 0, 0  # as a begin does: what the last transaction held is not this one's
+        txn.begun_at = record.commit_log_offset
     elif kind == TxnRecord.COMMIT:
         committed = decode_acks(record.body)
         for group, topic, queue_id, offset in committed:

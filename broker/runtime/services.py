@@ -33,6 +33,8 @@ from halfmq.broker.store import state_snapshot
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
+from halfmq.broker.store.retention import Pin, RetentionLimits
+from halfmq.broker.store.retention_service import RetentionService
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
 from halfmq.broker.timers.release_service import ReleaseService
 from halfmq.broker.timers.timer_index import TimerIndex
@@ -74,6 +76,8 @@ class BrokerRuntime:
     _txn_timeout_task: asyncio.Task | None = field(default=None, repr=False)
     _state_snapshot_task: asyncio.Task | None = field(default=None, repr=False)
     _release_task: asyncio.Task | None = field(default=None, repr=False)
+    _retention_task: asyncio.Task | None = field(default=None, repr=False)
+    retention: RetentionService | None = None  # set by start() on the one broker (a set's retention is not built yet)
 
     @classmethod
     def open(cls, settings: BrokerSettings,
@@ -171,6 +175,10 @@ class BrokerRuntime:
         self._state_snapshot_task = asyncio.get_running_loop().create_task(self._keep_state_snapshot())
         releases = ReleaseService(self.store, self.timers, self.durable, on_released=self.metrics.timer_lateness.observe)
         self._release_task = asyncio.get_running_loop().create_task(releases.run_forever())
+        if not self.settings.cluster:  # a set's followers must delete only below the leader's log start: not built yet
+            self.retention = RetentionService(self.store, RetentionLimits(int(self.settings.retention * 1000), self.settings.retention_bytes),
+                                              self.retention_pins())
+            self._retention_task = asyncio.get_running_loop().create_task(self._keep_retention(self.retention))
         self.watch_auth()
 
     def watch_auth(self) -> None:
@@ -244,9 +252,33 @@ class BrokerRuntime:
         oldest usable state snapshot's last counted entry starts; 0 without one (store.state_snapshot)."""
         return state_snapshot.replay_start_offset(self.store)
 
+    def retention_pins(self) -> dict[str, Pin]:
+        """What retention must never take (docs/decisions/052-retention-by-whole-segments-and-pins.md), each as the
+        lowest commit-log offset it still needs. ``state_records``: everything a restart replays, from the oldest usable
+        state snapshot's position on (``replay_start_offset``; 0, the whole log, without one)."""
+        return {
+            "open_halves": self.half_messages.lowest_needed_offset,
+            "open_producer_transactions": self.producer_txns.lowest_needed_offset,
+            "pending_timers": self.timers.lowest_needed_offset,
+            "state_records": self.replay_start_offset,
+        }
+
+    async def _keep_retention(self, retention: RetentionService) -> None:
+        """Retention's loop: only sleeps, reads the pins (on this loop, where the services change them) and deletes
+        (on a thread); what goes is retention.new_log_start's decision."""
+        while True:
+            await asyncio.sleep(self.settings.retention_check_interval)
+            try:
+                held = retention.held()
+                await asyncio.to_thread(retention.apply, held)
+            except OSError as refused:
+                log.error("retention could not delete files: %s; the next pass tries again", refused)
+            except Exception:
+                log.exception("retention failed; the next pass tries again")
+
     async def stop(self, close_store: bool = True) -> None:
         """Stop what ``start`` started; ``close_store=False`` leaves the store open for the next runtime (a role change)."""
-        for task in (self._release_task, self._txn_timeout_task, self._state_snapshot_task):
+        for task in (self._release_task, self._txn_timeout_task, self._state_snapshot_task, self._retention_task):
             if task is not None:
                 task.cancel()
         if self._auth_task is not None:

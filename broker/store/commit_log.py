@@ -15,12 +15,13 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from .file_handles import FileHandles
 from .record import HEADER_SIZE, MAGIC, MAGIC_AT, MAX_RECORD_SIZE, RecordError, StoredMessage, claims_offset, damaged_field, decode, peek_size
+from .retention import SegmentFacts
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class CommitLog:
         self._handles = handles or FileHandles()  # reads open what they read (bounded), not every segment for ever
         self.directory.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._flushing = threading.Lock()  # held by a flush throughout: retention closes no descriptor it fsyncs
         self._leftovers: Segment | None = None  # a failed write's bytes past its segment's end, not yet cut off
         self._segments: list[Segment] = []
         self._bases: list[int] = []
@@ -123,7 +125,43 @@ class CommitLog:
 
     def _reading(self, seg: Segment) -> AbstractContextManager[int]:
         """A descriptor to read ``seg`` with, held for the block (the store's bounded table of them)."""
-        return self._handles.use(seg.path)
+        return _read_through(self._handles, seg)
+
+    def segment_facts(self) -> list[SegmentFacts]:
+        """Each segment's extent and last write (the file's mtime, as RocketMQ's fileReservedTime judges it): a stat of
+        the path, so judging the log opens no descriptor."""
+        return [SegmentFacts(seg.base, seg.end, seg.path.stat().st_mtime_ns // 1_000_000) for seg in self._segments]
+
+    # --- retention ----------------------------------------------------------------
+    def delete_below(self, offset: int) -> list[Path]:
+        """Delete the whole segments that end at or before ``offset`` (never the last one); return their paths.
+
+        The lists are replaced, never changed in place, so ``_segment_for`` sees one consistent layout. Each file is
+        unlinked, then forgotten by the handles (``FileHandles.forget``): a reader inside ``use`` keeps its descriptor
+        until it lets go (the table closes it then), and once the path is gone no reader can open it again, so the
+        table never keeps a deleted segment's descriptor (nor its disk space). A reader that looked the segment up a
+        moment before and opens it after the unlink gets a KeyError, as a read below the log start does. A rolled
+        segment ``flush`` has not fsynced yet has its writer's descriptor closed here, between two flushes.
+        """
+        # ``_flushing``: no flush is between taking its segments and closing their writers' descriptors. ``_lock``: the
+        # writer's roll to a new segment takes it too, so the list swap and the append never interleave.
+        with self._flushing, self._lock:
+            gone = 0
+            while gone < len(self._segments) - 1 and self._segments[gone].end <= offset:
+                gone += 1
+            retired = self._segments[:gone]
+            self._segments = self._segments[gone:]
+            self._bases = self._bases[gone:]
+            for seg in retired:  # a rolled segment not fsynced yet: its writer's descriptor (``flush`` is not running)
+                if seg.fd is not None:
+                    os.close(seg.fd)
+                    seg.fd = None
+        for seg in retired:  # outside the lock: unlinking a large file takes a while, and the writer may roll meanwhile
+            seg.path.unlink(missing_ok=True)
+            self._handles.forget(seg.path)
+        if retired:
+            _fsync_dir(self.directory)
+        return [seg.path for seg in retired]
 
     # --- writing ----------------------------------------------------------------
     def next_offset_for(self, size: int) -> int:
@@ -175,6 +213,10 @@ class CommitLog:
 
     def flush(self) -> int:
         """fsync every segment with unflushed bytes; return the offset now durable."""
+        with self._flushing:
+            return self._flush()
+
+    def _flush(self) -> int:
         with self._lock:
             end = self.end_offset  # read before the sizes, so every byte below it is covered below
             dirty = [(seg, seg.size) for seg in self._segments if seg.flushed < seg.size]
@@ -190,10 +232,16 @@ class CommitLog:
 
     # --- reading ----------------------------------------------------------------
     def _segment_for(self, offset: int) -> Segment:
-        idx = bisect.bisect_right(self._bases, offset) - 1
+        segments, bases = self._segments, self._bases
+        idx = bisect.bisect_right(bases, offset) - 1
         if idx < 0:
             raise KeyError(offset)
-        return self._segments[idx]
+        if idx >= len(segments) or segments[idx].base > offset or (idx + 1 < len(segments) and segments[idx + 1].base <= offset):
+            # retention replaced the lists between the two reads above (delete_below): look in the segments alone
+            idx = bisect.bisect_right(segments, offset, key=_base_of) - 1
+            if idx < 0:
+                raise KeyError(offset)
+        return segments[idx]
 
     def read(self, offset: int, size: int) -> bytes:
         seg = self._segment_for(offset)
@@ -209,9 +257,10 @@ class CommitLog:
         return decode(self.read(offset, size))
 
     def _scan(self, start: int) -> Iterator[tuple[StoredMessage, int]]:
-        idx = max(bisect.bisect_right(self._bases, start) - 1, 0)
+        segments = self._segments  # one layout: retention replaces the list (delete_below)
+        idx = max(bisect.bisect_right(segments, start, key=_base_of) - 1, 0)
         pos = start
-        for seg in self._segments[idx:]:
+        for seg in segments[idx:]:
             pos = max(pos, seg.base)
             need = 0
             while pos < seg.end:
@@ -305,9 +354,10 @@ class CommitLog:
         A candidate must carry its own position in its commit-log-offset field and
         pass its CRC, so bytes inside a body are not mistaken for a record.
         """
-        idx = max(bisect.bisect_right(self._bases, after) - 1, 0)
+        segments = self._segments  # one layout, as in _scan
+        idx = max(bisect.bisect_right(segments, after, key=_base_of) - 1, 0)
         magic = bytes([MAGIC])
-        for seg in self._segments[idx:]:
+        for seg in segments[idx:]:
             pos = max(after + 1, seg.base)
             while pos < seg.end:
                 n = min(SCAN_CHUNK, seg.end - pos)
@@ -377,6 +427,22 @@ def _writer_fd(seg: Segment) -> int:
     if seg.fd is None:
         seg.fd = os.open(seg.path, os.O_RDWR)
     return seg.fd
+
+
+@contextmanager
+def _read_through(handles: FileHandles, seg: Segment) -> Iterator[int]:
+    """``handles.use`` of the segment; a segment retention deleted since it was looked up is a KeyError (as a read
+    below the log start is), not an OSError of a missing file."""
+    with ExitStack() as stack:
+        try:
+            fd = stack.enter_context(handles.use(seg.path))
+        except FileNotFoundError:
+            raise KeyError(seg.base) from None
+        yield fd
+
+
+def _base_of(seg: Segment) -> int:
+    return seg.base
 
 
 def _fsync_dir(path: Path) -> None:

@@ -38,12 +38,15 @@ def queue_files(directory: Path) -> list[tuple[Path, int]]:
     return [(p, p.stat().st_size) for p in paths]
 
 
-def first_break(files: list[tuple[Path, int]], file_bytes: int) -> tuple[int, str] | None:
-    """Where a queue's files stop forming one unbroken run from queue offset 0: (index, why), or None.
+def first_break(files: list[tuple[Path, int]], file_bytes: int, retained: bool = False) -> tuple[int, str] | None:
+    """Where a queue's files stop forming one unbroken run: (index, why), or None.
 
-    Every file but the last must be full and each must start where the one before ended.
+    Every file but the last must be full and each must start where the one before ended. The run starts at queue
+    offset 0, or, once retention deleted files (``retained``: the log start is past 0), at any file boundary.
     """
-    expected = 0
+    expected = int(files[0][0].name) if files and retained else 0
+    if expected % file_bytes:
+        return 0, f"file {files[0][0].name} does not start at a file boundary"
     for i, (path, length) in enumerate(files):
         if int(path.name) != expected:
             return i, f"file {path.name} should start at byte {expected} (a file is missing)"
@@ -59,7 +62,7 @@ class ConsumeQueue:
     (bounded), so the descriptors do not grow with the queue's history."""
 
     def __init__(self, directory: Path, topic: str, queue_id: int, entries_per_file: int,
-                 handles: FileHandles | None = None) -> None:
+                 handles: FileHandles | None = None, retained: bool = False) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.directory = Path(directory)
@@ -71,14 +74,16 @@ class ConsumeQueue:
         self._retired: list[int] = []  # writer descriptors of rolled files: fsynced, then closed, by the next flush
         self._size = 0  # logical bytes: base of last file + its length
         self._dirty: set[int] = set()
+        self._start = 0  # the first queue offset whose record the log still holds (retention moves it: ``forget_below``)
         self.repaired = False  # files were missing or short at open: recovery must refill from the commit log
-        self._open_existing()
+        self._open_existing(retained)
 
-    def _open_existing(self) -> None:
-        """Open the unbroken run of files from queue offset 0 (``first_break``) and delete the rest:
-        recovery refills the queue from the commit log (``repaired``), so no reader meets a hole."""
+    def _open_existing(self, retained: bool) -> None:
+        """Open the unbroken run of files (``first_break``: from queue offset 0, or past it when retention deleted the
+        first ones) and delete the rest: recovery refills the queue from the commit log (``repaired``), so no reader
+        meets a hole."""
         files = queue_files(self.directory)
-        broken = first_break(files, self.file_bytes)
+        broken = first_break(files, self.file_bytes, retained)
         keep = files if broken is None else files[: broken[0]]
         for path, _ in keep:
             self._files.append(int(path.name))
@@ -93,7 +98,7 @@ class ConsumeQueue:
 
     def _drop(self, paths: list[Path], why: str) -> None:
         log.warning("consume queue %s/%d: %s; rebuilding it from queue offset %d on from the commit log", self.topic, self.queue_id,
-                    why, len(self._files) * self.file_bytes // ENTRY_SIZE)
+                    why, (self._files[-1] + self.file_bytes if self._files else 0) // ENTRY_SIZE)
         for path in paths:
             path.unlink()
         self.repaired = True
@@ -118,7 +123,37 @@ class ConsumeQueue:
 
     @property
     def min_offset(self) -> int:
-        return self._files[0] // ENTRY_SIZE if self._files else 0
+        """The first queue offset a reader gets: past the files retention deleted and the entries below the log start."""
+        first = self._files[0] // ENTRY_SIZE if self._files else 0
+        return min(max(first, self._start), self.max_offset)
+
+    def forget_below(self, log_start: int) -> list[Path]:
+        """Start the queue at its first entry whose record is at or past ``log_start``; delete the files wholly below it.
+
+        The last file stays (an empty queue keeps counting from where it was); return the paths deleted. Entries of
+        one queue point forward in the log, so the first kept entry is found by bisection. Each file is unlinked, then
+        forgotten by the handles (``FileHandles.forget``: a reader inside ``use`` keeps its descriptor until it lets go;
+        one opening it after the unlink reads nothing, as below ``min_offset``). A deleted file's writer descriptor (a
+        rolled file not yet fsynced) stays with ``flush``, which fsyncs and closes it as before.
+        """
+        lo, hi = self.min_offset, self.max_offset
+        while lo < hi:
+            mid = (lo + hi) // 2
+            entry = self.get(mid)
+            if entry is not None and entry.commit_log_offset < log_start:
+                lo = mid + 1
+            else:
+                hi = mid
+        self._start = max(self._start, lo)
+        deleted: list[Path] = []
+        while len(self._files) > 1 and self._files[1] // ENTRY_SIZE <= self._start:
+            base = self._files[0]
+            self._files = self._files[1:]  # a new list: a reader's ``_locate`` walks the one it read
+            path = self._path(base)
+            path.unlink(missing_ok=True)
+            self._handles.forget(path)
+            deleted.append(path)
+        return deleted
 
     @property
     def max_offset(self) -> int:
@@ -150,9 +185,11 @@ class ConsumeQueue:
             self._size = pos + ENTRY_SIZE * len(chunk)
             i += len(chunk)
 
-    def _locate(self, pos: int) -> int:
-        """The base of the file holding byte ``pos``."""
-        return self._files[bisect.bisect_right(self._files, pos) - 1]
+    def _locate(self, pos: int) -> int | None:
+        """The base of the file holding byte ``pos``; None when retention deleted it since the caller looked."""
+        files = self._files  # one list: retention replaces it (``forget_below``)
+        idx = bisect.bisect_right(files, pos) - 1
+        return files[idx] if idx >= 0 else None
 
     def get(self, queue_offset: int) -> QueueEntry | None:
         entries = self.get_range(queue_offset, 1)
@@ -173,9 +210,14 @@ class ConsumeQueue:
             return b""
         pos = queue_offset * ENTRY_SIZE
         base = self._locate(pos)
+        if base is None:
+            return b""
         n = min(count, (self._size - pos) // ENTRY_SIZE, (base + self.file_bytes - pos) // ENTRY_SIZE)
-        with self._handles.use(self._path(base)) as fd:
-            return os.pread(fd, n * ENTRY_SIZE, pos - base)
+        try:
+            with self._handles.use(self._path(base)) as fd:
+                return os.pread(fd, n * ENTRY_SIZE, pos - base)
+        except FileNotFoundError:  # retention deleted the file after ``_locate``: its entries are gone, as below min_offset
+            return b""
 
     def last_entry(self) -> QueueEntry | None:
         return self.get(self.max_offset - 1) if self.max_offset > self.min_offset else None

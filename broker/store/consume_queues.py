@@ -21,6 +21,7 @@ class ConsumeQueues:
         self._entries_per_file = entries_per_file
         self._handles = handles or FileHandles()  # every queue's reads share the store's bounded table
         self._queues: dict[QueueKey, ConsumeQueue] = {}
+        self.log_start = 0  # every queue opened starts at its first entry at or past it (retention.py)
         self._floors: dict[QueueKey, int] = {}  # a deleted topic's queue ends: a topic made again reads from there
 
     def find(self, topic: str, queue_id: int) -> ConsumeQueue | None:
@@ -31,9 +32,21 @@ class ConsumeQueues:
         """The queue, opened (and its directory made) on first use; OSError when the disk refuses."""
         cq = self._queues.get((topic, queue_id))
         if cq is None:
-            cq = ConsumeQueue(self.root / topic / str(queue_id), topic, queue_id, self._entries_per_file, self._handles)
+            cq = ConsumeQueue(self.root / topic / str(queue_id), topic, queue_id, self._entries_per_file, self._handles,
+                              retained=self.log_start > 0)
+            if self.log_start:
+                cq.forget_below(self.log_start)
             self._queues[(topic, queue_id)] = cq
         return cq
+
+    def forget_below(self, log_start: int) -> list[Path]:
+        """Every queue starts at its first entry at or past ``log_start`` (its files wholly below it deleted); return
+        the paths deleted (their descriptors forgotten by the store's handles)."""
+        self.log_start = max(self.log_start, log_start)
+        deleted: list[Path] = []
+        for cq in list(self._queues.values()):
+            deleted += cq.forget_below(self.log_start)
+        return deleted
 
     def range(self, topic: str, queue_id: int) -> tuple[int, int]:
         """(min offset, one past the last entry); (0, 0) for a queue never written. The min is at least the queue's

@@ -8,7 +8,9 @@ closes the coldest idle one past the bound.
 
 A descriptor is closed only when no reader holds it (``use`` counts its users), so a reader never preads a number
 that was closed, or reused for another file, under it. ``forget`` closes a file's descriptor for good (at once, or when
-its last reader lets go): what deleting a file (retention, a cut tail) calls before it unlinks it.
+its last reader lets go): what deleting a file calls. Retention, with readers running, unlinks first and forgets
+after, so no reader can open the path again between the two and leave a deleted file's descriptor in the table; a
+reader that opens it after the unlink gets FileNotFoundError, which each store part reads as "below the log start".
 """
 
 from __future__ import annotations

@@ -293,6 +293,7 @@ class KeyIndex:
         self._read_at = read_at
         self._handles = handles or FileHandles()
         self._roll_lock = threading.Lock()
+        self._flushing = threading.Lock()  # held by a flush throughout: retention closes no descriptor it fsyncs
         self._rolled: list[_IndexFile] = []  # sealed since the last flush: fsynced by it, then their writers' descriptors go
         self._files = [_IndexFile(p, slots, entries, int(p.name), 0, self._handles)
                        for p in sorted((p for p in root.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))]
@@ -428,6 +429,10 @@ class KeyIndex:
 
     def flush(self) -> int:
         """Make the entries and slots durable (the checkpoint's thread); return ``upto``, where the next recovery resumes."""
+        with self._flushing:
+            return self._flush()
+
+    def _flush(self) -> int:
         upto = self.upto  # first: every slot of an entry below it is in a table (or a page) by now
         rolled, self._rolled = self._rolled, []  # first: each was sealed (written whole) before the last was added
         files = self._files
@@ -465,10 +470,13 @@ class KeyIndex:
             if f.begin_ms > until_ms or (self._filter_bits and f.format == FORMAT and not f.may_hold(h)):
                 continue  # (a file the filter rules out costs no walk)
             walked += 1
-            for offset in f.hits(h if f.format == FORMAT else unscoped, since_ms, until_ms):
-                if offset not in seen:
-                    seen.add(offset)
-                    yield offset
+            try:
+                for offset in f.hits(h if f.format == FORMAT else unscoped, since_ms, until_ms):
+                    if offset not in seen:
+                        seen.add(offset)
+                        yield offset
+            except FileNotFoundError:
+                continue  # retention deleted the file since the walk began: its entries point below the log start
 
     def record(self, scope: str, key: str, offset: int, since_ms: int = 0, until_ms: int = 1 << 62) -> StoredMessage | None:
         """The record at ``offset`` when it carries ``key`` in ``scope`` and was stored within the range; None for
@@ -493,6 +501,35 @@ class KeyIndex:
                 found.append(rec)
         found.sort(key=lambda r: r.commit_log_offset, reverse=True)
         return found
+
+    def forget_below(self, log_start: int) -> list[Path]:
+        """Delete the files whose every entry points below ``log_start`` (the next file begins at or before it), and
+        their filters; the file being written stays. One sealed since the last flush leaves the flush's list, its
+        writer's descriptor closed here (``_flushing``: between two flushes). Each file is unlinked, then forgotten by
+        the handles: a query inside ``use`` keeps its descriptor until it lets go, one opening it later skips it
+        (``candidates``)."""
+        with self._flushing, self._roll_lock:
+            files = self._files
+            gone = 0
+            while gone < len(files) - 1 and int(files[gone + 1].path.name) <= log_start:
+                gone += 1
+            if not gone:
+                return []
+            self._files = files[gone:]
+            self._rolled = [f for f in self._rolled if f not in files[:gone]]
+            for f in files[:gone]:
+                f.retire()  # a file sealed since the last flush: its writer's descriptor (no flush is running)
+        deleted: list[Path] = []
+        for f in files[:gone]:
+            f.path.unlink(missing_ok=True)
+            self._handles.forget(f.path)
+            deleted.append(f.path)
+            try:
+                f.filter_path.unlink()
+                deleted.append(f.filter_path)
+            except FileNotFoundError:
+                pass  # a file of the older format, or sealed before filters: none beside it
+        return deleted
 
     def close(self) -> None:
         for f in self._files:

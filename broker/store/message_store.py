@@ -30,6 +30,7 @@ from .data_lock import DataDirLock
 from .file_handles import FileHandles
 from .flush_service import GroupCommitService
 from .key_index import KeyIndex
+from .log_start import LogStart
 from .offset_table import OffsetTable
 from .queue_appends import QueueAppends
 from .queue_reads import QueueReads
@@ -62,7 +63,9 @@ class MessageStore:
             self.offsets = OffsetTable(root / "consumer_offsets.json")
             self.file_handles = FileHandles(config.open_files)  # one bound for every file the store reads
             self.commit_log = CommitLog(root / "commitlog", config.segment_bytes, self.file_handles)
+            self.log_start = LogStart(root, self.commit_log, self._gate, self._drop_below)  # retention moves it
             self._queues = ConsumeQueues(root / "consumequeue", config.consume_queue_entries, self.file_handles)
+            self._queues.log_start = self.log_start.offset
             self.damaged = DamagedRecords()
             self.keys = KeyIndex(root / "index", config.index_slots, config.index_entries, self.commit_log.read_record,
                                  self.file_handles, config.index_filter_bits)
@@ -87,6 +90,11 @@ class MessageStore:
         self._group_commit.start()
         self._checkpoints.start(config.checkpoint_interval)
         self.visible = VisibleReads(self.reads, self.commit_log, self._listeners)  # every read made for consumers goes through it
+
+    def _drop_below(self, log_start: int) -> list[Path]:
+        """The consume queues and the key index drop their files below ``log_start`` (``LogStart.advance``)."""
+        with self._write_lock:
+            return self._queues.forget_below(log_start) + self.keys.forget_below(log_start)
 
     # --- topics -----------------------------------------------------------------
     def topic(self, name: str) -> TopicConfig | None:

@@ -33,6 +33,13 @@ class QueueReads:
         """(min offset, one past the last message) of a queue; (0, 0) for one never written."""
         return self._queues.range(topic, queue_id)
 
+    def commit_log_offset_at(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
+        """Where the record at ``queue_offset`` of a queue is in the log, from its consume-queue entry (no record read);
+        None when the queue holds no such entry."""
+        cq = self._queues.find(topic, queue_id)
+        entry = cq.get(queue_offset) if cq is not None else None
+        return entry.commit_log_offset if entry is not None else None
+
     def queue_codes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
         """Up to ``count`` consume-queue codes (``record.queue_code``) from ``offset``, fewer at a file boundary:
         how the timer index reads due times, with no commit-log read."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from .commit_log import NAME_WIDTH, CommitLog, Damage
 from .consume_queue import ENTRY, ENTRY_SIZE, first_break, queue_files
 from .data_lock import DataDirLock
+from .log_start import read_log_start
 
 READ_AHEAD = 4096  # consume-queue entries read at a time per queue
 
@@ -48,14 +49,14 @@ class VerifyReport:
 class _QueueReader:
     """One queue's entries, read forward in chunks (records of a queue appear in queue order in the log)."""
 
-    def __init__(self, directory: Path, file_bytes: int) -> None:
+    def __init__(self, directory: Path, file_bytes: int, retained: bool) -> None:
         self.directory = directory
         self.file_bytes = file_bytes
         files = queue_files(directory) if directory.is_dir() else []
-        self.broken = first_break(files, file_bytes)
+        self.broken = first_break(files, file_bytes, retained)
         usable = files if self.broken is None else files[: self.broken[0]]
         self.end = (int(usable[-1][0].name) + usable[-1][1]) // ENTRY_SIZE if usable else 0  # what a start would keep
-        self.checked_to = 0  # one past the highest queue offset the log holds
+        self.checked_to = int(usable[0][0].name) // ENTRY_SIZE if usable else 0  # one past the highest queue offset the log holds
         self._chunk_start = 0
         self._chunk = b""
 
@@ -96,27 +97,44 @@ def verify_store(data_dir: Path, consume_queue_entries: int, progress: Callable[
 
 
 def _verify(root: Path, file_bytes: int, progress: Callable[[int, int], None]) -> VerifyReport:
-    check = _QueueCheck(root / "consumequeue", file_bytes)
+    log_start = read_log_start(root)
+    check = _QueueCheck(root / "consumequeue", file_bytes, log_start)
     log_dir = root / "commitlog"
     if log_dir.is_dir() and any(p.name.isdigit() and len(p.name) == NAME_WIDTH for p in log_dir.iterdir()):
         log = CommitLog(log_dir, segment_bytes=1 << 62)  # never written: the size only matters to appends
         try:
-            _walk_log(log, check, progress)
+            _check_log_start(log, log_start, check.report)
+            _walk_log(log, check, progress, max(log_start, log.min_offset))
         finally:
             log.close()
     check.finish()
     return check.report
 
 
-def _walk_log(log: CommitLog, check: _QueueCheck, progress: Callable[[int, int], None]) -> None:
+def _check_log_start(log: CommitLog, log_start: int, report: VerifyReport) -> None:
+    """Retention's deletions are no damage; a first segment past the recorded log start is (deleted by hand: the
+    consumers skip what it held), and segments left below it (a crash during retention) go at the next start."""
+    if log.min_offset > log_start:
+        report.findings.append(Finding(log.directory / f"{log.min_offset:0{NAME_WIDTH}d}", 0,
+                                       f"segment files missing below the first one: nothing holds offsets {log_start} to "
+                                       f"{log.min_offset}, and retention kept the log from {log_start} (deleted by hand?)"))
+    for base in log.segment_bases():
+        if base < log_start and base != log.segment_bases()[-1]:
+            report.findings.append(Finding(log.directory / f"{base:0{NAME_WIDTH}d}", 0,
+                                           f"segment below the log start {log_start}: retention deletes it at the next start",
+                                           repaired_at_start=True))
+
+
+def _walk_log(log: CommitLog, check: _QueueCheck, progress: Callable[[int, int], None], start: int) -> None:
     report = check.report
     for end, base in log.segment_gaps():
-        report.findings.append(Finding(log.directory / f"{base:0{NAME_WIDTH}d}", 0,
-                                       f"segment files missing: nothing holds offsets {end} to {base}"))
-    total = log.end_offset - log.min_offset
-    reported = log.min_offset
+        if base > start:
+            report.findings.append(Finding(log.directory / f"{base:0{NAME_WIDTH}d}", 0,
+                                           f"segment files missing: nothing holds offsets {end} to {base}"))
+    total = log.end_offset - start
+    reported = start
     check.log_end = log.end_offset
-    for at, item in log.walk():
+    for at, item in log.walk(start):
         if isinstance(item, Damage):
             after = (f"next valid record at offset {item.next_valid}" if item.next_valid is not None
                      else "nothing valid after it: a torn tail, truncated at the next start")
@@ -128,7 +146,7 @@ def _walk_log(log: CommitLog, check: _QueueCheck, progress: Callable[[int, int],
         report.records += 1
         check.record(item.topic, item.queue_id, item.queue_offset, at, item.size)
         if at - reported >= 1 << 20:
-            progress(at - log.min_offset, total)
+            progress(at - start, total)
             reported = at
     progress(total, total)
 
@@ -136,9 +154,11 @@ def _walk_log(log: CommitLog, check: _QueueCheck, progress: Callable[[int, int],
 class _QueueCheck:
     """Each record's consume-queue entry must exist and point back at it."""
 
-    def __init__(self, root: Path, file_bytes: int) -> None:
+    def __init__(self, root: Path, file_bytes: int, log_start: int) -> None:
         self.root = root
         self.file_bytes = file_bytes
+        self.log_start = log_start
+        self.retained = log_start > 0
         self.report = VerifyReport()
         self.readers: dict[tuple[str, int], _QueueReader] = {}
         self.log_end = 0
@@ -153,7 +173,7 @@ class _QueueCheck:
     def _reader(self, topic: str, queue_id: int) -> _QueueReader:
         reader = self.readers.get((topic, queue_id))
         if reader is None:
-            reader = self.readers[(topic, queue_id)] = _QueueReader(self.root / topic / str(queue_id), self.file_bytes)
+            reader = self.readers[(topic, queue_id)] = _QueueReader(self.root / topic / str(queue_id), self.file_bytes, self.retained)
         return reader
 
     def record(self, topic: str, queue_id: int, queue_offset: int, at: int, size: int) -> None:
@@ -170,6 +190,8 @@ class _QueueCheck:
 
     def finish(self) -> None:
         for (topic, queue_id), reader in sorted(self.readers.items()):
+            while reader.checked_to < reader.end and (below := reader.entry(reader.checked_to)) is not None and below[0] < self.log_start:
+                reader.checked_to += 1  # an entry of a record retention deleted: the next start passes over it
             if reader.end < reader.checked_to:
                 self.report.findings.append(Finding(reader.directory, reader.end * ENTRY_SIZE, f"consume queue {topic}/{queue_id} "
                                                     f"lacks entries {reader.end} to {reader.checked_to - 1}", repaired_at_start=True))

@@ -75,6 +75,7 @@ class TimerIndex:
         self._buffer: list[int] = []  # keys of timers at or past ``_runs_upto``
         self._buffered_since: float | None = None
         self._runs: list[RunCursor] = []
+        self._run_lows: dict[Path, int] = {}  # each run's lowest timer queue offset, once found (retention's pin)
         self._runs_upto = 0  # the runs hold every timer queue offset below this (released ones left out)
         self._released: set[int] = set()  # released offsets the buffer or a run still holds past its cursor
         self._buffer_released: set[int] = set()  # every released offset at or past ``_runs_upto`` (for state.json)
@@ -124,6 +125,26 @@ class TimerIndex:
             heads += [head[0] for run in self._runs if (head := run.head()) is not None]
             return min(heads, default=None)
 
+    def lowest_needed_offset(self) -> int | None:
+        """Retention's pin (store.retention): the commit-log offset of the pending timer earliest in the timer queue
+        (a timer not yet released must still be delivered). A run's lowest offset is found once and kept: a run never
+        gains timers, so it only errs towards keeping more. None when no timer is pending."""
+        with self._lock:
+            released = self._released
+            lows = [key & OFFSET_MASK for key in self._buffer if key & OFFSET_MASK not in released]
+            for run in self._runs:
+                if run.remaining:
+                    low = self._run_lows.get(run.path)
+                    if low is None:
+                        low = self._run_lows[run.path] = min(offset for _, offset in run.pairs())
+                    lows.append(low)
+            self._run_lows = {run.path: self._run_lows[run.path] for run in self._runs if run.path in self._run_lows}
+        lowest = min(lows, default=None)
+        if lowest is None:
+            return None
+        found = self._store.reads.commit_log_offset_at(TIMER_TOPIC, TIMER_QUEUE, lowest)
+        return 0 if found is None else found  # its entry unread: hold everything rather than guess
+
     @property
     def pending(self) -> int:
         with self._lock:
@@ -146,6 +167,7 @@ class TimerIndex:
     def _read_timers(self) -> None:
         heap, released = self._buffer, self._released
         bulk = not heap  # at start: append everything, then one heapify
+        self._timers_read = max(self._timers_read, self._store.reads.queue_range(TIMER_TOPIC, TIMER_QUEUE)[0])  # past retention's
         while dues := self._store.reads.queue_codes(TIMER_TOPIC, TIMER_QUEUE, self._timers_read, READ_BATCH):
             self.reads += len(dues)
             for offset, due in enumerate(dues, self._timers_read):
@@ -162,6 +184,7 @@ class TimerIndex:
             self._buffered_since = self._clock()
 
     def _read_markers(self) -> None:
+        self._markers_read = max(self._markers_read, self._store.reads.queue_range(TIMER_TOPIC, RELEASE_QUEUE)[0])  # past retention's
         while markers := self._store.reads.read_entries(TIMER_TOPIC, RELEASE_QUEUE, self._markers_read, READ_BATCH):
             self.reads += len(markers)
             for marker in markers:

@@ -80,7 +80,7 @@ class Views:
         return wire.ConsumerGroupInfo(group=group, topics=[
             wire.GroupTopicState(topic=topic, queues=[
                 wire.GroupQueueState(queue_id=q.queue_id, committed_offset=q.committed_offset, max_offset=q.max_offset,
-                                     lag=q.lag, in_flight=q.in_flight)
+                                     lag=q.lag, in_flight=q.in_flight, retention_skipped=q.retention_skipped)
                 for q in rows
             ])
             for topic, rows in lag.items()

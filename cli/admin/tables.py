@@ -109,10 +109,11 @@ def group(data: dict) -> Any:
     summary = data["summary"]
     head = (f"group {summary['group']}: lag {summary['lag']}, in flight {summary['in_flight']}, "
             f"retrying {summary['retrying']}, DLQ depth {summary['dlq_depth']}")
-    return Group(head, _table("topics", ["topic", "queues", "committed", "max offset", "lag", "in flight"],
+    return Group(head, _table("topics", ["topic", "queues", "committed", "max offset", "lag", "in flight", "skipped by retention"],
                               [[t["topic"], len(t["queues"]), sum(q["committed_offset"] for q in t["queues"]),
                                 sum(q["max_offset"] for q in t["queues"]), sum(q["lag"] for q in t["queues"]),
-                                sum(q["in_flight"] for q in t["queues"])] for t in data["topics"]]))
+                                sum(q["in_flight"] for q in t["queues"]), sum(q.get("retention_skipped", 0) for q in t["queues"])]
+                               for t in data["topics"]]))
 
 
 def group_lag(data: dict) -> Any:

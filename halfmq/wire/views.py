@@ -40,6 +40,7 @@ class GroupQueueState(_Wire):
     max_offset: int
     lag: int
     in_flight: int
+    retention_skipped: int = 0  # messages retention deleted before the group received them (since the broker started)
 
 
 class GroupTopicState(_Wire):

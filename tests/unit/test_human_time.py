@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from halfmq import human_time
 
 NOW = 1_800_000_000.0
@@ -18,3 +20,14 @@ def test_instants_and_spans_read_as_a_person_says_them() -> None:
     assert human_time.duration(0.25) == "250 ms" and human_time.duration(42) == "42 s" and human_time.duration(5 * 3600) == "5 h"
     assert human_time.due(int((NOW - 1) * 1000), now=NOW) == "due now"
     assert human_time.due(int((NOW + 30) * 1000), now=NOW) == "in 30 s"
+
+
+def test_a_duration_is_read_in_seconds_or_with_a_unit() -> None:
+    assert [human_time.parse_duration(text) for text in ("30", "30s", "500ms", "15m", "12h", "7d", " 2 w ", "1.5h")] == [
+        30.0, 30.0, 0.5, 900.0, 43_200.0, 604_800.0, 1_209_600.0, 5400.0]
+
+
+@pytest.mark.parametrize("text", ["", "d", "7y", "-1h", "inf", "nan", "1e400s", "12 hours"])
+def test_anything_else_is_not_a_duration(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        human_time.parse_duration(text)

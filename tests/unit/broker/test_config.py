@@ -48,3 +48,22 @@ def test_a_principals_cap_of_remembered_numbers_must_hold_one_producers_full_win
         BrokerSettings()
     monkeypatch.setenv("HALFMQ_BROKER_IDEMPOTENT_SEQUENCES_PER_PRINCIPAL", "128")
     assert BrokerSettings().idempotent_sequences_per_principal == 128
+
+
+@pytest.mark.parametrize(("value", "seconds"), [("604800", 604_800.0), ("7d", 604_800.0), ("12h", 43_200.0), ("30s", 30.0)])
+def test_the_retention_is_a_duration_in_seconds_or_with_a_unit(monkeypatch: pytest.MonkeyPatch, value: str, seconds: float) -> None:
+    monkeypatch.setenv("HALFMQ_BROKER_RETENTION", value)
+    assert BrokerSettings().retention == seconds
+
+
+def test_retention_keeps_seven_days_and_no_size_limit_by_default() -> None:
+    settings = BrokerSettings()
+    assert (settings.retention, settings.retention_bytes) == (7 * 86400.0, None)
+
+
+@pytest.mark.parametrize(("name", "value"), [("HALFMQ_BROKER_RETENTION", "0"), ("HALFMQ_BROKER_RETENTION", "7y"),
+                                             ("HALFMQ_BROKER_RETENTION", "inf"), ("HALFMQ_BROKER_RETENTION_BYTES", "0")])
+def test_a_retention_that_is_not_a_positive_span_or_size_refuses_to_start(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError):
+        BrokerSettings()

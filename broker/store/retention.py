@@ -1,0 +1,71 @@
+"""Retention: which whole commit-log segments may go, as a pure function of the segments, the limits, the pins and now.
+
+One commit log holds every topic, so a segment goes only when all of it is past the limit (Kafka deletes whole
+segments past ``retention.ms``/``retention.bytes``; RocketMQ deletes commit-log files older than ``fileReservedTime``,
+judged by the file's last write). What goes is always a prefix of the log: the log start only moves forward, and the
+consume queues, the key index and the timer index follow it (``LogStart.advance``).
+
+A *pin* is the lowest commit-log offset something still needs (an open half message, an open producer transaction, a
+timer not yet released, the state records a restart reads), or None when it needs nothing: no segment that ends past a
+pin goes, whatever its age. The decision is here, tested under a fake clock; ``RetentionService`` only does the I/O.
+docs/decisions/052-retention-by-whole-segments-and-pins.md says why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+Pin = Callable[[], "int | None"]  # the lowest commit-log offset a part of the broker still needs (None: nothing)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFacts:
+    """What retention knows of one commit-log segment: where it starts and ends, and when it was last written (ms)."""
+
+    base: int
+    end: int
+    last_write_ms: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.base
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionLimits:
+    """How long (ms) and how many bytes the log keeps; None: no limit of that kind."""
+
+    age_ms: int | None
+    max_bytes: int | None
+
+
+def lowest_pin(pins: Iterable[int | None]) -> int | None:
+    """The lowest offset any pin holds (None when none holds anything)."""
+    held = [pin for pin in pins if pin is not None]
+    return min(held, default=None)
+
+
+def new_log_start(segments: Sequence[SegmentFacts], limits: RetentionLimits, pins: Iterable[int | None], now_ms: int) -> int:
+    """Where the log starts once the segments past the limits go: the base of the first segment kept.
+
+    ``segments`` in order, the last being the one written now (it never goes). A segment is past the limits when it
+    was last written more than ``age_ms`` ago, or when the segments after it alone hold ``max_bytes`` or more; only a
+    run of such segments from the start goes, and it stops at the first segment that ends past the lowest pin.
+    """
+    if not segments:
+        return 0
+    pinned = lowest_pin(pins)
+    after = sum(seg.size for seg in segments)
+    start = segments[0].base
+    for seg in segments[:-1]:
+        after -= seg.size
+        too_old = limits.age_ms is not None and now_ms - seg.last_write_ms > limits.age_ms
+        too_big = limits.max_bytes is not None and after >= limits.max_bytes
+        if not (too_old or too_big) or (pinned is not None and seg.end > pinned):
+            break
+        start = seg.end
+    return start

@@ -1,0 +1,47 @@
+"""Retention's I/O: read the segments and the pins, ask the decision (retention.py), move the log start.
+
+The broker's loop (runtime/services.py) calls ``run_once`` every ``retention_check_interval`` seconds on a thread;
+only the node that writes (the one broker, a set's leader) runs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+
+from .message_store import MessageStore
+from .retention import Pin, RetentionLimits, new_log_start
+
+log = logging.getLogger(__name__)
+
+
+class RetentionService:
+    """Deletes what the limits let go and no pin holds; ``pins`` by name (for the log line saying what held)."""
+
+    def __init__(self, store: MessageStore, limits: RetentionLimits, pins: Mapping[str, Pin],
+                 clock: Callable[[], float] = time.time) -> None:
+        self._store = store
+        self._limits = limits
+        self._pins = dict(pins)
+        self._clock = clock
+        self.deleted_files = 0  # every file retention deleted since start (/metrics)
+
+    def held(self) -> dict[str, int | None]:
+        """Each pin's lowest needed commit-log offset now."""
+        return {name: pin() for name, pin in self._pins.items()}
+
+    def run_once(self) -> int:
+        """One pass: read the pins, delete what may go; return the log start after it."""
+        return self.apply(self.held())
+
+    def apply(self, pins: Mapping[str, int | None]) -> int:
+        """Delete what the limits let go and ``pins`` (read just before) do not hold; return the log start after it."""
+        store = self._store
+        start = new_log_start(store.commit_log.segment_facts(), self._limits, pins.values(), int(self._clock() * 1000))
+        if start > store.log_start.offset:
+            deleted = store.log_start.advance(start)
+            self.deleted_files += len(deleted)
+            log.info("retention: the log starts at %d now; %d files deleted (pins: %s)", start, len(deleted),
+                     ", ".join(f"{name}={offset}" for name, offset in pins.items() if offset is not None) or "none")
+        return store.log_start.offset

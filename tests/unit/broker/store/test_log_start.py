@@ -1,0 +1,100 @@
+"""The log start: recorded before anything is deleted, followed by the consume queues and the key index, kept across a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from halfmq.broker.store.log_start import read_log_start, write_log_start
+from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+
+KEY = "UNIQ_KEY"
+
+
+def open_store(path: Path) -> MessageStore:
+    return MessageStore(StoreConfig(path, segment_bytes=4096, consume_queue_entries=16, index_slots=64, index_entries=32))
+
+
+def fill(store: MessageStore, n: int = 80) -> list[int]:
+    """``n`` messages of ~600 bytes over two queues, each with its own key; their log offsets."""
+    offsets = []
+    for i in range(n):
+        results, _ = store.put([PutItem("T", i % 2, b"x" * 500, {KEY: f"key-{i}"})])
+        offsets.append(results[0].commit_log_offset)
+    return offsets
+
+
+def test_advancing_the_log_start_deletes_the_segments_queue_files_and_index_files_below_it(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    try:
+        offsets = fill(store)
+        index_files = len(list((tmp_path / "index").glob("0*")))
+        start = store.commit_log.segment_bases()[-3]
+        deleted = store.log_start.advance(start)
+        assert store.commit_log.min_offset == store.log_start.offset == read_log_start(tmp_path) == start
+        assert {p.parent.name for p in deleted} >= {"commitlog", "0", "1", "index"}
+        assert len(list((tmp_path / "index").glob("0*"))) < index_files
+        for qid in (0, 1):
+            low, high = store.reads.queue_range("T", qid)
+            assert store.reads.read_queue("T", qid, 0, 1)[0].commit_log_offset >= start  # an offset below reads from the start
+            assert store.reads.get("T", qid, low - 1) is None and high == 40
+        kept = [i for i, at in enumerate(offsets) if at >= start]
+        assert [m.properties[KEY] for m in store.keys.query("T", f"key-{kept[0]}")] == [f"key-{kept[0]}"]
+        assert store.keys.query("T", "key-0") == []  # its record is gone: a lookup finds nothing, never an error
+        assert not store.damaged.count
+    finally:
+        store.close()
+
+
+def test_a_queue_whose_every_entry_is_below_the_log_start_keeps_counting_from_where_it_was(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    try:
+        fill(store)
+        store.put([PutItem("FILLER", 0, b"y" * 3000)])
+        store.put([PutItem("FILLER", 0, b"y" * 3000)])
+        store.log_start.advance(store.commit_log.segment_bases()[-1])
+        assert store.reads.queue_range("T", 0) == (40, 40)
+        results, _ = store.put([PutItem("T", 0, b"after")])
+        assert results[0].queue_offset == 40
+    finally:
+        store.close()
+
+
+def test_a_restart_keeps_the_log_start_and_each_queues_earliest_offset(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    fill(store)
+    store.log_start.advance(store.commit_log.segment_bases()[3])
+    ranges = [store.reads.queue_range("T", q) for q in (0, 1)]
+    store.close()
+    again = open_store(tmp_path)
+    try:
+        assert [again.reads.queue_range("T", q) for q in (0, 1)] == ranges
+        assert again.recovery.entries_rebuilt == 0
+    finally:
+        again.close()
+
+
+def test_a_crash_between_recording_the_start_and_deleting_leaves_segments_the_next_open_deletes(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    fill(store)
+    start = store.commit_log.segment_bases()[3]
+    store.close()
+    write_log_start(tmp_path, start)  # recorded; the process died before it deleted anything
+    again = open_store(tmp_path)
+    try:
+        assert again.commit_log.min_offset == again.log_start.offset == start
+        assert min(int(p.name) for p in (tmp_path / "commitlog").iterdir()) == start
+        assert all(again.reads.read_queue("T", q, 0, 1)[0].commit_log_offset >= start for q in (0, 1))
+    finally:
+        again.close()
+
+
+def test_the_log_start_never_moves_back(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    try:
+        fill(store)
+        start = store.commit_log.segment_bases()[3]
+        store.log_start.advance(start)
+        assert store.log_start.advance(store.commit_log.segment_bases()[0] - 1) == []
+        assert store.log_start.offset == read_log_start(tmp_path) == start
+    finally:
+        store.close()

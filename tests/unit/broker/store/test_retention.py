@@ -1,0 +1,74 @@
+"""Retention's decision: which whole segments go, under a fake clock (now is a plain number of ms)."""
+
+from __future__ import annotations
+
+from halfmq.broker.store.retention import RetentionLimits, SegmentFacts, lowest_pin, new_log_start
+
+HOUR = 3_600_000
+NOW = 100 * HOUR
+
+
+def segments(*written_hours_ago: float, size: int = 1000) -> list[SegmentFacts]:
+    """Segments of ``size`` bytes each, last written that many hours before NOW, in log order."""
+    return [SegmentFacts(i * size, (i + 1) * size, int(NOW - hours * HOUR)) for i, hours in enumerate(written_hours_ago)]
+
+
+def by_age(hours: float) -> RetentionLimits:
+    return RetentionLimits(int(hours * HOUR), None)
+
+
+def test_segments_last_written_before_the_age_limit_go_and_the_log_starts_at_the_first_kept() -> None:
+    assert new_log_start(segments(50, 40, 30, 1), by_age(35), [], NOW) == 2000
+
+
+def test_a_segment_written_exactly_at_the_limit_stays() -> None:
+    assert new_log_start(segments(35, 1), by_age(35), [], NOW) == 0
+
+
+def test_the_segment_being_written_never_goes_however_old() -> None:
+    assert new_log_start(segments(50, 40), by_age(1), [], NOW) == 1000
+
+
+def test_only_a_run_from_the_start_goes_a_younger_segment_stops_it() -> None:
+    """Mtimes out of order (a segment touched again): nothing past the first young segment goes, so the log stays whole."""
+    assert new_log_start(segments(50, 2, 40, 1), by_age(10), [], NOW) == 1000
+
+
+def test_a_pin_keeps_the_segment_holding_it_and_every_one_after() -> None:
+    assert new_log_start(segments(50, 40, 30, 1), by_age(10), [1500], NOW) == 1000
+
+
+def test_a_pin_at_a_segments_base_lets_the_ones_before_it_go() -> None:
+    assert new_log_start(segments(50, 40, 30, 1), by_age(10), [2000], NOW) == 2000
+
+
+def test_the_lowest_of_several_pins_holds_and_pins_holding_nothing_are_ignored() -> None:
+    assert new_log_start(segments(50, 40, 30, 1), by_age(10), [None, 2500, 1200, None], NOW) == 1000
+    assert lowest_pin([None, None]) is None
+
+
+def test_by_size_the_oldest_segments_go_until_the_rest_holds_less_than_the_limit() -> None:
+    """Kafka's retention.bytes: a segment goes while the segments after it alone hold the limit or more."""
+    assert new_log_start(segments(3, 2, 1, 0), RetentionLimits(None, 2000), [], NOW) == 2000
+    assert new_log_start(segments(3, 2, 1, 0), RetentionLimits(None, 2001), [], NOW) == 1000
+
+
+def test_without_limits_nothing_goes() -> None:
+    assert new_log_start(segments(500, 400, 1), RetentionLimits(None, None), [], NOW) == 0
+
+
+def test_either_limit_lets_a_segment_go() -> None:
+    limits = RetentionLimits(int(45 * HOUR), 2000)
+    assert new_log_start(segments(50, 2, 1, 0), limits, [], NOW) == 2000  # the first by age, the second by size
+
+
+def test_time_moving_on_lets_more_go_never_less() -> None:
+    logs = segments(5, 4, 3, 0)
+    starts = [new_log_start(logs, by_age(2), [], NOW + hours * HOUR) for hours in (-3, -2, 0, 1, 2)]
+    assert starts == sorted(starts) == [0, 1000, 3000, 3000, 3000]
+
+
+def test_a_log_that_starts_past_zero_keeps_its_start_when_nothing_goes() -> None:
+    logs = [SegmentFacts(7000, 8000, NOW), SegmentFacts(8000, 8500, NOW)]
+    assert new_log_start(logs, by_age(1), [], NOW) == 7000
+    assert new_log_start([], by_age(1), [], NOW) == 0
