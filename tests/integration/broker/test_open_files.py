@@ -19,6 +19,7 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.slow
 
 BOUND = 8
+WRITERS = 1 + 2 + 2 + 8  # the last segment, each queue's last file, the index file, rolled ones until the checkpoint
 ENV = {"HALFMQ_BROKER_SEGMENT_BYTES": "4096", "HALFMQ_BROKER_CONSUME_QUEUE_ENTRIES": "16", "HALFMQ_BROKER_OPEN_FILES": str(BOUND)}
 
 
@@ -50,9 +51,8 @@ def test_a_broker_with_a_hundred_files_keeps_its_open_files_under_the_bound_read
                 for offset in range(0, 240, 16):  # every queue file, oldest first, each message in it
                     page = client.get(f"/v1/topics/LONG/queues/{qid}/messages", params={"offset": offset, "max": 16})
                     assert page.status_code == 200 and len(page.json()["messages"]) == 16
-            writers = 1 + 2 + 2 + 8  # the last segment, each queue's last file, the index file, rolled ones until the checkpoint
             # a rolled file's writer descriptor goes at the next flush after its fsync: under load that flush may come a
             # few seconds late, so the bound is asserted once it has run (a store that kept every file never gets there)
-            wait_for(lambda: store_fds(broker.proc.pid, data_dir) <= BOUND + writers, timeout=30)
+            wait_for(lambda: store_fds(broker.proc.pid, data_dir) <= BOUND + WRITERS, timeout=30)
             broker.stop()
             broker.start()
