@@ -1,4 +1,4 @@
-"""The admin calls Kafka's tools and admin clients make: CreateTopics, ListGroups, DescribeGroups.
+"""The admin calls Kafka's tools and admin clients make: CreateTopics, DeleteTopics, ListGroups, DescribeGroups.
 
 A topic is created as the HTTP front creates one (partitions are queues; the replication factor is the broker's or
 the set's own, so any asked for is taken); the groups listed are the Kafka front's groups (their members and state,
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka import errors as kafka_errors
-from kafka.protocol.admin import CreateTopicsResponse, DescribeGroupsResponse, ListGroupsResponse
+from kafka.protocol.admin import CreateTopicsResponse, DeleteTopicsResponse, DescribeGroupsResponse, ListGroupsResponse
 
 from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError, TopicNotFound
@@ -51,6 +51,20 @@ class AdminHandlers:
                 answers.append(result(name=t.name, error_code=kafka_code(exc), error_message=str(exc)[:500], num_partitions=-1,
                                       replication_factor=-1, configs=[]))
         return CreateTopicsResponse(throttle_time_ms=0, topics=answers)
+
+    async def delete_topics(self, request: Any, header: RequestHeader) -> Any:
+        """As the HTTP front's DELETE: refused (POLICY_VIOLATION) while a topic has pending halves or deliveries in
+        flight; Kafka's clients cannot force it (an operator can, over HTTP or ``halfmq admin``)."""
+        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "DeleteTopics")
+        result = DeleteTopicsResponse.DeletableTopicResult
+        answers = []
+        for name in request.topic_names or []:
+            try:
+                await uc.topics.delete(who, scope, name, False)
+                answers.append(result(name=name, error_code=0, error_message=None))
+            except BrokerError as exc:
+                answers.append(result(name=name, error_code=kafka_code(exc), error_message=str(exc)[:500]))
+        return DeleteTopicsResponse(throttle_time_ms=0, responses=answers)
 
     @staticmethod
     def _exists(uc: Any, who: Principal, scope: dict[str, Any], name: str) -> bool:

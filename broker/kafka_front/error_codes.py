@@ -26,6 +26,7 @@ CODES: dict[type[errors.BrokerError], type[kafka_errors.BrokerResponseError]] = 
     errors.RequestTooLarge: kafka_errors.RecordListTooLargeError,
     errors.TopicNotFound: kafka_errors.UnknownTopicOrPartitionError,
     errors.TopicAlreadyExists: kafka_errors.TopicAlreadyExistsError,
+    errors.TopicInUse: kafka_errors.PolicyViolationError,
     errors.Unauthenticated: kafka_errors.SaslAuthenticationFailedError,
     errors.AccessDenied: kafka_errors.TopicAuthorizationFailedError,
     errors.NotLeader: kafka_errors.NotLeaderForPartitionError,

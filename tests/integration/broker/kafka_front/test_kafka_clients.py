@@ -276,13 +276,16 @@ def test_kafka_s_admin_clients_create_topics_and_list_and_describe_groups(broker
     assert described["group_state"] == "Stable" and [m["client_id"] for m in described["members"]] == ["the-member"]
     assert described["members"][0]["member_assignment"]["assigned_partitions"] == [{"topic": topic, "partitions": [0, 1, 2]}]
     member.close()
-    admin.close()
 
+    admin.delete_topics([topic])
+    with Producer(broker.url) as sdk:
+        assert topic not in [t.name for t in sdk.list_topics()]  # what Kafka's admin deleted, no front lists
     rd_admin = RdAdminClient({"bootstrap.servers": broker.bootstrap})
     futures = rd_admin.create_topics([RdNewTopic(topic + "_RD", num_partitions=2, replication_factor=1)])
     futures[topic + "_RD"].result(timeout=30)
     with Producer(broker.url) as sdk:
         assert len(sdk.get_topic(topic + "_RD").queues) == 2
+    admin.close()
 
 
 def test_a_kafka_transaction_s_records_appear_at_its_commit_and_an_aborted_one_s_never(broker: KafkaBroker) -> None:
