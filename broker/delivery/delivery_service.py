@@ -301,7 +301,7 @@ class DeliveryService:
     def positions(self, group: str, topic: str) -> list[tuple[int, int, int]]:
         """Per queue of ``topic``: (queue id, the group's committed offset, its deliveries in flight)."""
         checked_name(NameKind.CONSUMER_GROUP, group)
-        return [(qid, p.committed, len(p.in_flight)) for qid, p in enumerate(self._progress.open(group, topic).queues)]
+        return self._progress.positions(group, topic)
 
     def reset_offsets(self, group: str, topic: str, moves: list[tuple[int, int]]) -> int:
         """Move the group's committed offsets on ``topic`` (queue id, offset): written first as one ``offsets-reset``

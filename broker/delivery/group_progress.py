@@ -40,12 +40,23 @@ class GroupProgress:
             state = GroupTopic([])
             self.states[(group, topic)] = state
         while len(state.queues) < cfg.queues:
-            qid = len(state.queues)
-            committed = self._store.offsets.get(group, topic, qid)
-            if committed is None:
-                committed = self._store.reads.queue_range(topic, qid)[0]
-            state.queues.append(QueueProgress(committed, fifo_window=self._fifo_window))
+            state.queues.append(QueueProgress(self._start(group, topic, len(state.queues)), fifo_window=self._fifo_window))
         return state
+
+    def _start(self, group: str, topic: str, qid: int) -> int:
+        """Where a queue's progress begins: the group's committed offset, else the queue's first retained message."""
+        committed = self._store.offsets.get(group, topic, qid)
+        return self._store.reads.queue_range(topic, qid)[0] if committed is None else committed
+
+    def positions(self, group: str, topic: str) -> list[tuple[int, int, int]]:
+        """Per queue of ``topic``: (queue id, the group's committed offset, its deliveries in flight), read without
+        beginning the group (a dry run or a Kafka OffsetFetch naming any group must not grow the groups held)."""
+        cfg = self._store.topic(topic)
+        if cfg is None:
+            raise TopicNotFound(f"topic {topic!r} does not exist")
+        queues = (self.find(group, topic) or GroupTopic([])).queues
+        return [(qid, queues[qid].committed, len(queues[qid].in_flight)) if qid < len(queues) else (qid, self._start(group, topic, qid), 0)
+                for qid in range(cfg.queues)]
 
     def holding(self, state: GroupTopic | None, h: ReceiptHandle) -> QueueProgress | None:
         """The queue still holding the delivery ``h`` names, or None when it is expired (or settled)."""

@@ -14,7 +14,7 @@ from kafka import errors as kafka_errors
 from kafka.protocol.admin import CreateTopicsResponse, DeleteTopicsResponse, DescribeGroupsResponse, ListGroupsResponse
 
 from halfmq.broker.usecases.caller import Principal
-from halfmq.errors import BrokerError, TopicNotFound
+from halfmq.errors import BrokerError, ConsumerGroupNotFound, TopicNotFound
 from halfmq.wire import TopicCreate
 
 from .error_codes import kafka_code
@@ -100,13 +100,20 @@ class AdminHandlers:
         member = described.DescribedGroupMember
         answers = []
         for name in request.groups:
+            group = self.coordinator.groups.get(name)
             try:
-                uc.groups.describe(who, scope, name)  # the right to describe it (and a check of its name)
+                if group is None:
+                    uc.groups.describe(who, scope, name)  # the right to describe it, and whether halfmq's groups know it
+                else:
+                    uc.groups.may_describe(who, scope, name)
+            except ConsumerGroupNotFound:  # no Kafka member and no halfmq progress: Kafka's "Dead"
+                answers.append(described(error_code=0, error_message=None, group_id=name, group_state="Dead", protocol_type="",
+                                         protocol_data="", members=[]))
+                continue
             except BrokerError as exc:
                 answers.append(described(error_code=kafka_code(exc, group=True), error_message=str(exc)[:500], group_id=name,
                                          group_state="", protocol_type="", protocol_data="", members=[]))
                 continue
-            group = self.coordinator.groups.get(name)
             if group is None:
                 answers.append(described(error_code=0, error_message=None, group_id=name, group_state="Empty", protocol_type="",
                                          protocol_data="", members=[]))

@@ -139,6 +139,11 @@ class ManageGroups:
                            queues=[QueueReset(queue_id=m.queue_id, from_offset=m.from_offset, to_offset=m.to_offset,
                                               in_flight=m.in_flight) for m in moves])
 
+    def may_describe(self, who: Principal, scope: Scope, group: str) -> None:
+        """AccessDenied unless ``who`` may describe ``group`` (a Kafka group the front coordinates: its members are not
+        in the consumer groups' progress)."""
+        self.access.authorize(who, Action.DESCRIBE, Resource.group(group), scope)
+
     def may_join(self, who: Principal, scope: Scope, group: str) -> None:
         """AccessDenied unless ``who`` may consume as ``group`` (a Kafka member joins a group before it names topics)."""
         self.access.authorize(who, Action.SUBSCRIBE, Resource.group(group), scope)

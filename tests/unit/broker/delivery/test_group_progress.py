@@ -46,6 +46,18 @@ def test_a_topic_that_does_not_exist_has_no_progress(progress: GroupProgress) ->
     assert progress.find("g", "NOPE") is None
 
 
+def test_positions_read_a_group_without_beginning_it_so_naming_groups_grows_nothing(store: MessageStore,
+                                                                                   progress: GroupProgress) -> None:
+    store.offsets.commit("g", "T", 0, 3)
+    for i in range(1000):  # a dry run or a Kafka OffsetFetch may name any group
+        assert progress.positions(f"never-{i}", "T") == [(0, 0, 0), (1, 0, 0)]
+    assert progress.positions("g", "T") == [(0, 3, 0), (1, 0, 0)]
+    assert len(progress.states) == 0
+    state = progress.open("g", "T")
+    state.queues[1].deliver_new(1000.0, 30)
+    assert progress.positions("g", "T") == [(0, 3, 0), (1, 0, 1)]  # a begun group's own progress, its deliveries held
+
+
 def test_settling_commits_only_the_contiguous_offsets(store: MessageStore, progress: GroupProgress) -> None:
     queue = progress.open("g", "T").queues[0]
     progress.settle("g", "T", 0, queue, 1)
