@@ -150,9 +150,8 @@ class KafkaHandlers:
                 if numbered is not None:
                     b = batches[0]
                     self.sequences.stored(b.producer_id, b.producer_epoch, name, index, b.base_sequence, len(messages), base_offset)
-            start, _, _ = rt.usecases.topics.queue_range(who, scope, name, index)
             return partition(index=index, error_code=0, base_offset=base_offset, log_append_time_ms=-1,
-                             log_start_offset=start, record_errors=[], error_message=None)
+                             log_start_offset=-1, record_errors=[], error_message=None)
         except (KafkaRefusal, BrokerError) as exc:
             return partition(index=index, error_code=error_of(exc), base_offset=-1, log_append_time_ms=-1, log_start_offset=-1,
                              record_errors=[], error_message=str(exc)[:500])
@@ -211,15 +210,12 @@ class KafkaHandlers:
     def _fetch_partition(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, p: Any, max_bytes: int) -> tuple[Any, int]:
         data = FetchResponse.FetchableTopicResponse.PartitionData
         try:
-            records, (first, end) = uc.topics.read_records(who, scope, name, p.partition, p.fetch_offset, 0)
+            records, (first, end) = uc.topics.read_records(who, scope, name, p.partition, p.fetch_offset, READ_CHUNK)
             if not first <= p.fetch_offset <= end:
                 raise OffsetOutOfRange(f"offset {p.fetch_offset} is outside {first}..{end}")
             kept: list[StoredMessage] = []
             size, offset = 0, p.fetch_offset
-            while offset < end and size < max_bytes:
-                records, _ = uc.topics.read_records(who, scope, name, p.partition, offset, READ_CHUNK)
-                if not records:
-                    break
+            while records:
                 for r in records:
                     offset = r.queue_offset + 1
                     if type(r) is DamagedEntry:
@@ -228,6 +224,9 @@ class KafkaHandlers:
                     size += len(r.body) + 64
                     if size >= max_bytes:
                         break
+                if size >= max_bytes or offset >= end:
+                    break
+                records, _ = uc.topics.read_records(who, scope, name, p.partition, offset, READ_CHUNK)
             batch = encode_batch([kafka_record(m) for m in kept]) if kept else b""
             return data(partition_index=p.partition, error_code=0, high_watermark=end, last_stable_offset=end,
                         log_start_offset=first, aborted_transactions=[], preferred_read_replica=-1, records=batch), len(batch)
