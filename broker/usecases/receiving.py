@@ -55,13 +55,15 @@ class Receiving:
         wait = body.wait_seconds
         while not deliveries and wait > 0:
             found = await self.deliveries.receive(group, topic, body.max_messages, body.invisible_seconds, wait)
-            if found and await caller.is_disconnected():
+            if not found:
+                break  # the held poll ended empty: its time ran out, or the broker is stopping (never spin on it)
+            if await caller.is_disconnected():
                 # The long-poller hung up: hand the messages back instead of hiding them until they expire.
                 self.deliveries.release(group, topic, [d.receipt_handle for d in found])
                 return ReceiveResponse(messages=[])
             self._fence_again(group, topic, found)
             deliveries = self.wanted(subscriber, found, tags)
-            wait = deadline - time.monotonic()  # (only with a filter that passed over all it found, or none found)
+            wait = deadline - time.monotonic()  # (only with a filter that passed over all it found)
         messages: list[Message] = []
         for d in deliveries:
             view = message_view(d.message)

@@ -326,7 +326,7 @@ def test_malformed_receipt_handle_is_refused_and_settles_nothing(
 ) -> None:
     group, topic, good = in_flight
     before = group_state(client, group)
-    assert before[topic][0] == {"queue_id": 0, "committed_offset": 0, "max_offset": 1, "lag": 1, "in_flight": 1}
+    assert before[topic][0] == {"queue_id": 0, "committed_offset": 0, "max_offset": 1, "lag": 1, "in_flight": 1, "retention_skipped": 0}
     # The valid handle comes first: the whole request is refused before anything is settled.
     assert_problem(_settle_raw(client, verb, group, topic, [good, bad_handle]), 400, "INVALID_RECEIPT_HANDLE")
     assert group_state(client, group) == before

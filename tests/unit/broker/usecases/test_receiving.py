@@ -196,3 +196,22 @@ async def test_a_filter_past_its_bounds_is_invalid_tag_filter_and_delivers_nothi
         with pytest.raises(InvalidTagFilter):
             await _bodies(rt, "g", tags=tags)
     assert await _bodies(rt, "g") == ["m0"]
+
+
+async def test_a_held_poll_answers_empty_at_once_when_the_broker_stops_instead_of_asking_again_until_its_wait_ends(
+        rt: BrokerRuntime) -> None:
+    asked: list[float] = []
+    receive = rt.delivery.receive
+
+    async def counted(group: str, topic: str, max_messages: int, invisible: float, wait: float) -> list:
+        asked.append(wait)
+        return await receive(group, topic, max_messages, invisible, wait)
+
+    rt.delivery.receive = counted  # type: ignore[method-assign]
+    poll = asyncio.create_task(rt.usecases.receiving.receive(subscribed(rt, "g", "T"), ReceiveRequest(wait_seconds=30), Caller(lambda: None)))
+    await run_ready()
+    assert not poll.done()  # the poll waits for a message
+    rt.delivery.close()  # what a stop signal does
+    answer = await poll
+    assert answer.messages == []
+    assert len(asked) == 2  # once at once, once held: a stopped broker's empty answers are not asked for again
