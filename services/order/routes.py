@@ -92,8 +92,7 @@ async def list_orders(
     limit: int = Query(50, ge=1, le=500),
     offset: int = Query(0, ge=0, le=MAX_PAGE_OFFSET),
 ) -> JSONResponse:
-    orders = await _service(request).orders_of(user_id, limit, offset)
-    next_offset = offset + len(orders) if len(orders) == limit else None
+    orders, next_offset = await _page(_service(request), user_id, limit, offset)
     return JSONResponse({"orders": [order_view(o) for o in orders], "next_offset": next_offset})
 
 
@@ -124,8 +123,7 @@ async def list_payments(
 ) -> JSONResponse:
     """A user's orders' payments, as ``GET /orders`` pages them, and after how long an unpaid order is cancelled."""
     service = _service(request)
-    orders = await service.orders_of(user_id, limit, offset)
-    next_offset = offset + len(orders) if len(orders) == limit else None
+    orders, next_offset = await _page(service, user_id, limit, offset)
     delay = service.payment_due.delay_seconds if service.payment_due is not None else None
     return JSONResponse({"payments": [payment_view(o) for o in orders], "next_offset": next_offset, "payment_due_seconds": delay})
 
@@ -133,3 +131,9 @@ async def list_payments(
 @router.get("/healthz")
 async def healthz(request: Request) -> JSONResponse:
     return await health(request.app.state.database_probe)
+
+
+async def _page(service: OrderService, user_id: str, limit: int, offset: int) -> tuple[list[Order], int | None]:
+    """One page of ``user_id``'s orders and where the next starts (None on the last page): both listings page alike."""
+    orders = await service.orders_of(user_id, limit, offset)
+    return orders, (offset + len(orders) if len(orders) == limit else None)

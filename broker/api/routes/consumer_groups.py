@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from halfmq import wire
+from halfmq.broker.security.access import Subscriber
 from halfmq.wire import ChangeInvisibleRequest, NackRequest, ReceiveRequest, ResetOffsetsRequest, SettleRequest
 
 from ..body import parse_body
@@ -11,34 +12,31 @@ from ..params import GroupDeleteParams
 from ..router import Route
 
 
+def _subscriber(request: ApiRequest) -> Subscriber:
+    """The right to consume the path's topic as the path's group, asked before the body is read."""
+    return request.runtime.access.subscriber(request.principal, request.scope, request.path_params["group"], request.path_params["topic"])
+
+
 async def receive(request: ApiRequest) -> Reply:
-    group = request.path_params["group"]
-    topic = request.path_params["topic"]
-    subscriber = request.runtime.access.subscriber(request.principal, request.scope, group, topic)  # before the body is read
+    subscriber = _subscriber(request)  # before the body is read
     body = await parse_body(request, ReceiveRequest)
     return Reply(await request.usecases.receiving.receive(subscriber, body, request))
 
 
 async def ack(request: ApiRequest) -> Reply:
-    group = request.path_params["group"]
-    topic = request.path_params["topic"]
-    subscriber = request.runtime.access.subscriber(request.principal, request.scope, group, topic)
+    subscriber = _subscriber(request)
     body = await parse_body(request, SettleRequest)
     return Reply(await request.usecases.settling.ack(subscriber, body.receipt_handles))
 
 
 async def nack(request: ApiRequest) -> Reply:
-    group = request.path_params["group"]
-    topic = request.path_params["topic"]
-    subscriber = request.runtime.access.subscriber(request.principal, request.scope, group, topic)
+    subscriber = _subscriber(request)
     body = await parse_body(request, NackRequest)
     return Reply(request.usecases.settling.nack(subscriber, body.receipt_handles, body.reason))
 
 
 async def change_invisible_duration(request: ApiRequest) -> Reply:
-    group = request.path_params["group"]
-    topic = request.path_params["topic"]
-    subscriber = request.runtime.access.subscriber(request.principal, request.scope, group, topic)
+    subscriber = _subscriber(request)
     body = await parse_body(request, ChangeInvisibleRequest)
     return Reply(request.usecases.settling.change_invisible_many(subscriber, body.receipt_handles, body.invisible_seconds))
 
