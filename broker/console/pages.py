@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -29,7 +30,7 @@ from halfmq import human_time, wire
 from halfmq.broker.security.access import ClusterAdmin
 from halfmq.broker.usecases import Served, UseCases
 from halfmq.broker.usecases.console_views import Rates
-from halfmq.errors import AccessDenied, BrokerError, Unauthenticated
+from halfmq.errors import AccessDenied, BrokerError, InvalidOffsetReset, Unauthenticated
 
 from . import session
 from .follower import NO_FRAMING, PREFIX, follower_banner
@@ -275,7 +276,7 @@ async def _shown(request: Request, page: str, template: str) -> Response:
     return await _render(request, viewer, page, template)
 
 
-Action = Callable[[Viewer], Any]
+Action = Callable[[Viewer], Any]  # may answer a line for the flash (a plan, a count) instead of the route's own
 
 
 async def _act(request: Request, page: str, action: Action, done: str) -> Response:
@@ -289,8 +290,8 @@ async def _act(request: Request, page: str, action: Action, done: str) -> Respon
     try:
         result = action(viewer)
         if hasattr(result, "__await__"):
-            await result
-        flash = done
+            result = await result
+        flash = result if isinstance(result, str) else done
     except BrokerError as exc:
         flash = f"refused: {exc.code}: {exc.detail}"
     return await _render(request, viewer, page, f"{page}.html", flash=flash)
@@ -330,3 +331,85 @@ async def tid_abort(tid: str, request: Request) -> Response:
         await viewer.usecases.producer_transactions.abort_now(viewer.admin, tid)
 
     return await _act(request, "transactional-ids", abort, f"aborted the open transaction of {tid}")
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The posted form's fields, the first value of each (the broker's body limit bounds it, as every request's)."""
+    return {name: values[0] for name, values in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
+
+
+@router.post("/topics/{topic}/delete")
+async def topic_delete(topic: str, request: Request) -> Response:
+    force = (await _form(request)).get("force") == "1"
+
+    async def delete(viewer: Viewer) -> str:
+        gone = await viewer.usecases.topics.delete_now(topic, force)
+        return (f"deleted topic {topic}" + (f" ({gone.pending_halves} pending halves and {gone.in_flight} deliveries in "
+                                            "flight dropped)" if gone.pending_halves or gone.in_flight else ""))
+
+    return await _act(request, "topics", delete, f"deleted topic {topic}")
+
+
+@router.post("/groups/{group}/delete")
+async def group_delete(group: str, request: Request) -> Response:
+    force = (await _form(request)).get("force") == "1"
+
+    async def delete(viewer: Viewer) -> str:
+        gone = await viewer.usecases.groups.delete_group_now(viewer.admin, group, force)
+        return f"deleted consumer group {group} (its offsets on {len(gone.topics)} topics)"
+
+    return await _act(request, "groups", delete, f"deleted consumer group {group}")
+
+
+@router.post("/groups/reset")
+async def group_reset(request: Request) -> Response:
+    """The form's ``group``, ``topic``, ``to`` (earliest, latest, duration, timestamp, offset) and ``value`` (``1h``, an
+    ISO time in UTC, an offset); ``dry_run=1`` only shows the plan in the flash."""
+    form = await _form(request)
+    group = form.get("group", "").strip()
+
+    async def reset(viewer: Viewer) -> str:
+        body = reset_request(form.get("to", ""), form.get("value", ""), dry_run=form.get("dry_run") == "1",
+                             force=form.get("force") == "1")
+        done = await viewer.usecases.groups.reset_offsets_now(viewer.admin, group, form.get("topic", ""), body)
+        moves = ", ".join(f"q{q.queue_id} {q.from_offset}→{q.to_offset}" for q in done.queues) or "no queue"
+        return f"{'plan (dry run)' if not done.applied else 'reset'} of {group} on {done.topic} to {done.to}: {moves}"
+
+    return await _act(request, "groups", reset, f"reset {group}")
+
+
+@router.post("/groups/{group}/redrive")
+async def group_redrive(group: str, request: Request) -> Response:
+    def start(viewer: Viewer) -> str:
+        job = viewer.usecases.groups.start_redrive_now(viewer.admin, group, None, None)
+        return f"redriving {job.total} dead letters of {group} at {job.rate_per_second:g}/s"
+
+    return await _act(request, "groups", start, f"redriving {group}'s DLQ")
+
+
+@router.post("/groups/{group}/redrive/stop")
+async def group_redrive_stop(group: str, request: Request) -> Response:
+    def stop(viewer: Viewer) -> str:
+        job = viewer.usecases.groups.stop_redrive_now(viewer.admin, group)
+        return f"stopped the redrive of {group}'s DLQ after {job.resent} of {job.total}"
+
+    return await _act(request, "groups", stop, f"stopped the redrive of {group}'s DLQ")
+
+
+def reset_request(to: str, value: str, *, dry_run: bool, force: bool) -> wire.ResetOffsetsRequest:
+    """The console form's reset as the API's request: ``value`` read by ``to`` (a duration such as ``1h``, an ISO time,
+    taken as UTC unless it names its zone, or an offset); InvalidOffsetReset when it does not read."""
+    value = value.strip()
+    try:
+        if to == "duration":
+            fields: dict[str, Any] = {"ago_ms": int(human_time.parse_duration(value) * 1000)}
+        elif to == "timestamp":
+            at = datetime.fromisoformat(value)
+            fields = {"timestamp_ms": int((at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp() * 1000)}
+        elif to == "offset":
+            fields = {"offset": int(value)}
+        else:
+            fields = {}
+        return wire.decode({"to": to, "dry_run": dry_run, "force": force, **fields}, wire.ResetOffsetsRequest)
+    except ValueError as exc:
+        raise InvalidOffsetReset(f"reset to {to!r} with {value!r}: {exc}") from None

@@ -97,6 +97,10 @@ class Redrives:
         self._jobs[group] = job
         return job
 
+    def find(self, group: str) -> RedriveJob | None:
+        """The group's latest job, None when none was started (or it was forgotten for newer ones)."""
+        return self._jobs.get(group)
+
     def get(self, group: str) -> RedriveJob:
         job = self._jobs.get(group)
         if job is None:

@@ -35,6 +35,7 @@ def use_cases(rt: BrokerRuntime) -> UseCases:
     settings, store, access, durable = rt.settings, rt.store, rt.access, rt.durable
     log_end: Callable[[], int] = lambda: store.commit_log.end_offset  # noqa: E731
     views = Views(rt.half_messages, store, rt.delivery.views, rt.producers, settings.flush_mode)
+    redrives = Redrives(settings.dlq_redrive_jobs, settings.dlq_redrive_rate, settings.dlq_redrive_max_rate)
     return UseCases(
         sending=Sending(access, rt.topics, rt.sender, rt.producer_ids, durable, log_end, rt.metrics),
         half_sending=HalfSending(access, rt.topics, rt.sender, store, rt.half_messages, rt.producer_ids, durable, log_end),
@@ -43,8 +44,7 @@ def use_cases(rt: BrokerRuntime) -> UseCases:
         settling=Settling(rt.delivery, rt.settled_durable),
         topics=ManageTopics(access, rt.topics, store, views, durable, log_end, store, rt.delivery, rt.half_messages),
         groups=ManageGroups(access, rt.delivery.views, store, store.put, views, durable, rt.delivery,
-                            lambda: int(time.time() * 1000),
-                            Redrives(settings.dlq_redrive_jobs, settings.dlq_redrive_rate, settings.dlq_redrive_max_rate)),
+                            lambda: int(time.time() * 1000), redrives),
         heartbeats=Heartbeats(access, rt.producers, views, durable, rt.own_address or OwnAddress.of(settings.host, settings.port),
                               settings.check_url_allow, settings.producer_expiry),
         operator_actions=OperatorActions(access, rt.half_messages, lambda: rt.checks, views, durable),
@@ -52,5 +52,5 @@ def use_cases(rt: BrokerRuntime) -> UseCases:
         journeys=Journeys(access, store, rt.lookups, settings.lookup_topics, settings.lookup_index_files),
         views=views,
         console_views=ConsoleViews(views, rt.half_messages, rt.producer_txns, store, rt.delivery.views, rt.producers,
-                                   settings.transaction_timeout, settings.host, settings.port),
+                                   redrives, settings.transaction_timeout, settings.host, settings.port),
     )

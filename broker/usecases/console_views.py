@@ -16,12 +16,14 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from halfmq.broker.delivery.dlq_redrive import Redrives
 from halfmq.broker.messages.view import message_view
 from halfmq.broker.security.access import ClusterAdmin
-from halfmq.broker.store.topics import is_system_group
+from halfmq.broker.store.topics import is_system_group, is_system_topic
 from halfmq.broker.usecases.answers import view_answer
 from halfmq.wire import TransactionState
 
+from .groups import redrive_view
 from .ports import GroupProgress, HalfMessages, Registry, StoreReads
 from .producer_txns import Coordinator
 from .views import DLQ_PAGE, Views, dlq_page
@@ -86,6 +88,7 @@ class ConsoleViews:
     store: StoreReads
     deliveries: GroupProgress
     registry: Registry
+    redrives: Redrives
     transaction_timeout: float
     host: str
     port: int
@@ -116,6 +119,7 @@ class ConsoleViews:
             view = msgspec.to_builtins(self.views.topic_view(cfg))  # a dict: the page adds its own keys
             view["messages"] = sum(queue["max_offset"] for queue in view["queues"])
             view["rate"] = rates.rate(cfg.name, view["messages"], now)
+            view["system"] = is_system_topic(cfg.name)  # the broker's own: not deleted from here
             out.append(view)
         return {"topics": out, "pager": _pager(span), "q": q}
 
@@ -138,6 +142,8 @@ class ConsoleViews:
             budget -= len(listed)
             summary["dlq"] = [message_view(m) for m in listed]
             summary["dlq_listed"] = bool(asked) or start > 0  # else: a link to them
+            job = self.redrives.find(g)
+            summary["redrive"] = msgspec.to_builtins(redrive_view(job)) if job is not None else None
             summary["dlq_page"] = msgspec.to_builtins(dlq_page(start, [m.queue_offset for m in summary["dlq"]], summary["dlq_depth"],
                                                                max(asked, 1)))
         return {"groups": list(summaries.values()), "pager": _pager(span), "q": q}

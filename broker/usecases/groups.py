@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from halfmq.broker.delivery import dead_letters
 from halfmq.broker.delivery.dlq_redrive import RedriveJob, Redrives, RedriveState
 from halfmq.broker.delivery.offset_reset import QueuePosition, ResetTarget, ResetTo, plan_reset
+from halfmq.broker.messages.names import NameKind, checked_name
 from halfmq.broker.messages.view import message_view
 from halfmq.broker.security.access import Access, ClusterAdmin, GroupAdmin
 from halfmq.broker.security.policy import Action, Principal, Resource
@@ -110,12 +111,12 @@ class ManageGroups:
         """Plan the group's offsets on ``topic`` (all queues, or ``queue_id``) from where they are and ``to``; unless a dry
         run, apply the plan through the log (durable when this returns). Refused while deliveries are in flight, unless
         forced: ``offset_reset.plan_reset``."""
-        admin = self.access.group_admin(who, scope, group)
-        to = ResetTo(ResetTarget(body.to), timestamp_ms=body.timestamp_ms, ago_ms=body.ago_ms, offset=body.offset)
-        return await self.reset_offsets_now(admin, group, topic, to, body.queue_id, dry_run=body.dry_run, force=body.force)
+        return await self.reset_offsets_now(self.access.group_admin(who, scope, group), group, topic, body)
 
-    async def reset_offsets_now(self, admin: GroupAdmin | ClusterAdmin, group: str, topic: str, to: ResetTo, queue_id: int | None,
-                                *, dry_run: bool, force: bool) -> OffsetReset:
+    async def reset_offsets_now(self, admin: GroupAdmin | ClusterAdmin, group: str, topic: str, body: ResetOffsetsRequest) -> OffsetReset:
+        checked_name(NameKind.CONSUMER_GROUP, group)  # (the console's form names it; a route's path was checked already)
+        to = ResetTo(ResetTarget(body.to), timestamp_ms=body.timestamp_ms, ago_ms=body.ago_ms, offset=body.offset)
+        queue_id, dry_run, force = body.queue_id, body.dry_run, body.force
         cfg = self.store.topic(topic)
         if cfg is None:
             raise TopicNotFound(f"topic {topic!r} does not exist")
@@ -204,7 +205,7 @@ class ManageGroups:
         stop = self._redrive_stops[group] = asyncio.Event()
         task = asyncio.get_running_loop().create_task(self._redrive(job, stop), name=f"dlq-redrive {group}")
         task.add_done_callback(lambda _: self._redrive_stops.pop(group, None) if self._redrive_stops.get(group) is stop else None)
-        return _redrive_view(job)
+        return redrive_view(job)
 
     async def _redrive(self, job: RedriveJob, stop: asyncio.Event) -> None:
         """The job's loop: wait its pace (or a stop), resend the next dead letter, until every one passed."""
@@ -231,17 +232,19 @@ class ManageGroups:
     def redrive(self, who: Principal, scope: Scope, group: str) -> DlqRedrive:
         """The group's latest redrive: where it is and what it did."""
         self.access.authorize(who, Action.ADMIN, Resource.group(group), scope)
-        return _redrive_view(self.redrives.get(group))
+        return redrive_view(self.redrives.get(group))
 
     def stop_redrive(self, who: Principal, scope: Scope, group: str) -> DlqRedrive:
         """Stop the group's running redrive after the resend under way (what was resent stays resent)."""
-        self.access.group_admin(who, scope, group)
+        return self.stop_redrive_now(self.access.group_admin(who, scope, group), group)
+
+    def stop_redrive_now(self, admin: GroupAdmin | ClusterAdmin, group: str) -> DlqRedrive:
         job = self.redrives.get(group)
         job.end(RedriveState.STOPPED, self.wall_ms())
         stop = self._redrive_stops.get(group)
         if stop is not None:
             stop.set()
-        return _redrive_view(job)
+        return redrive_view(job)
 
     def stop_every_redrive(self) -> None:
         """At shutdown: every running job ends after its resend under way (none resumes after a restart)."""
@@ -250,7 +253,7 @@ class ManageGroups:
             stop.set()
 
 
-def _redrive_view(job: RedriveJob) -> DlqRedrive:
+def redrive_view(job: RedriveJob) -> DlqRedrive:
     return DlqRedrive(group=job.group, state=job.state.value, first_offset=job.first_offset, end_offset=job.end_offset,
                       next_offset=job.next_offset, total=job.total, resent=job.resent, missing=job.missing,
                       rate_per_second=job.rate, started_timestamp=job.started_ms, ended_timestamp=job.ended_ms, error=job.error)

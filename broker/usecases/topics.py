@@ -46,6 +46,10 @@ class ManageTopics:
         and every group's offsets on it go. Refused while it has pending halves or deliveries in flight, unless
         ``force``. Its files stay until retention takes them; a topic created again under the name starts empty."""
         self.access.authorize(who, Action.ADMIN, Resource.topic(topic), scope)
+        return await self.delete_now(topic, force)
+
+    async def delete_now(self, topic: str, force: bool) -> TopicDeleted:
+        """``delete`` once the caller may (the console's administrator, whose grant covers every topic)."""
         if is_system_topic(topic):
             raise SystemTopicForbidden(f"{topic!r} is the broker's own topic; delete a DLQ's group instead")
         cfg = self.topics.get(topic)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from halfmq import wire
+from halfmq.broker.delivery.dlq_redrive import Redrives
 from halfmq.broker.half_messages.half_records import Tx
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.usecases.console_views import ConsoleViews, Rates, page_span
@@ -78,7 +79,7 @@ class FakeTopicReads:
 
 
 def console(views: CountingViews, pending: Sequence[Tx] = (), topics: Sequence[str] = ()) -> ConsoleViews:
-    return ConsoleViews(views, FakeHalves(list(pending)), None, FakeTopicReads(list(topics)), None, None,  # type: ignore[arg-type]
+    return ConsoleViews(views, FakeHalves(list(pending)), None, FakeTopicReads(list(topics)), None, None, Redrives(1),  # type: ignore[arg-type]
                         30.0, "127.0.0.1", 0)
 
 

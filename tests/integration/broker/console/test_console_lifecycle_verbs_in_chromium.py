@@ -1,0 +1,141 @@
+"""The operator's lifecycle verbs from the console, in a real Chromium against a real broker: plan and apply an offset
+reset, redrive a DLQ and stop it while it runs, delete a consumer group and a topic; and a token that may not
+administer the broker, or a post without the page's CSRF token, changes nothing."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+import pytest
+
+from tests.integration.broker.http_helpers import group_state, path, receive, send
+from tests.support.auth import write_auth_file
+from tests.support.waiting import wait_for
+
+from .chromium import CHROMEDRIVER, CHROMIUM, click_and_confirm, start_chromium, wait_for_css
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(autouse=True)
+def _chromium_installed() -> None:
+    """Skipped on a machine without it, but never in CI: bin/setup installs it there."""
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        if os.environ.get("CI"):
+            pytest.fail("chromium / chromedriver missing: bin/setup installs Debian's chromium and chromium-driver")
+        pytest.skip("bin/setup installs Debian's chromium and chromium-driver")
+
+
+@pytest.fixture
+def browser(tmp_path):
+    driver = start_chromium(tmp_path / "chromium-profile")
+    yield driver
+    driver.quit()
+
+
+def _committed(client: httpx.Client, group: str, topic: str) -> int:
+    return group_state(client, group)[topic][0]["committed_offset"]
+
+
+def _ack_all(client: httpx.Client, group: str, topic: str) -> list[str]:
+    got = receive(client, group, topic, wait=1)
+    if got:
+        client.post(path("v1", "consumer-groups", group, "topics", topic, "ack"),
+                    json={"receipt_handles": [m["receipt_handle"] for m in got]}).raise_for_status()
+    return [m["body"] for m in got]
+
+
+def _flash_says(browser, words: str) -> str:
+    """The action's answer, once the table's refresh shows it (read in one script: the page re-renders itself)."""
+    return wait_for(lambda: (text := browser.execute_script("return document.querySelector('#flash')?.textContent || ''"))
+                    and words in text and text, timeout=15)
+
+
+def _fill_reset(browser, group: str, topic: str, to: str, value: str = "") -> None:
+    from selenium.webdriver.support.ui import Select
+
+    form = browser.find_element("css selector", "#reset-offsets")
+    for name, text in (("group", group), ("topic", topic), ("value", value)):
+        field = form.find_element("css selector", f"input[name={name}]")
+        field.clear()
+        field.send_keys(text)
+    Select(form.find_element("css selector", "select[name=to]")).select_by_value(to)
+
+
+def test_an_operator_plans_and_applies_a_reset_redrives_a_dlq_and_deletes_a_group_and_a_topic_from_the_console(
+        start_broker, browser) -> None:
+    broker = start_broker({"HALFMQ_BROKER_DLQ_REDRIVE_RATE": "0.5"})  # slow enough to watch and stop
+    client = httpx.Client(base_url=broker.url, timeout=15)
+    for topic in ("ORDERS", "JOBS", "SCRATCH"):
+        client.post("/v1/topics", json={"name": topic, "queues": 1}).raise_for_status()
+    send(client, "ORDERS", "m0", "m1", "m2")
+    assert _ack_all(client, "billing", "ORDERS") == ["m0", "m1", "m2"]
+    wait_for(lambda: _committed(client, "billing", "ORDERS") == 3, timeout=10)
+
+    browser.get(f"{broker.url}/console/groups")
+    wait_for_css(browser, '[data-group="billing"]')
+    _fill_reset(browser, "billing", "ORDERS", "earliest")
+    browser.find_element("css selector", "#reset-offsets button.reset-plan").click()
+    planned = _flash_says(browser, "plan (dry run)")
+    assert "q0 3→0" in planned, planned
+    assert _committed(client, "billing", "ORDERS") == 3  # a plan changes nothing
+
+    asked = click_and_confirm(browser, "#reset-offsets button.reset-apply")
+    assert "committed offsets" in asked
+    wait_for(lambda: _committed(client, "billing", "ORDERS") == 0, timeout=10)
+    assert _ack_all(client, "billing", "ORDERS") == ["m0", "m1", "m2"]  # read again from the earliest
+
+    _fill_reset(browser, "billing", "ORDERS", "timestamp", "not a time")
+    browser.find_element("css selector", "#reset-offsets button.reset-plan").click()
+    _flash_says(browser, "INVALID_OFFSET_RESET")
+
+    # Three dead letters for "shipping" (the test broker dead-letters after 3 reconsumes), redriven at 0.5/s: stopped
+    # while it runs, with what it resent so far shown.
+    send(client, "JOBS", "p0", "p1", "p2")
+
+    def nacked_into_dlq() -> bool:
+        handles = [m["receipt_handle"] for m in receive(client, "shipping", "JOBS", invisible=0.2)]
+        if handles:
+            client.post(path("v1", "consumer-groups", "shipping", "topics", "JOBS", "nack"), json={"receipt_handles": handles})
+        return client.get("/v1/consumer-groups/shipping/dlq").json()["depth"] == 3
+
+    wait_for(nacked_into_dlq, timeout=30, interval=0.2)
+    browser.get(f"{broker.url}/console/groups")
+    asked = click_and_confirm(browser, '[data-group="shipping"] button.redrive-start')
+    assert "3 dead letters" in asked
+    _flash_says(browser, "redriving 3 dead letters of shipping")
+    wait_for_css(browser, '[data-group="shipping"] button.redrive-stop')  # running: its progress and a stop
+    browser.find_element("css selector", '[data-group="shipping"] button.redrive-stop').click()
+    _flash_says(browser, "stopped the redrive of shipping's DLQ")
+    wait_for_css(browser, '[data-group="shipping"] .redrive-state')
+    assert browser.find_element("css selector", '[data-group="shipping"] .redrive-state').text == "stopped"
+    redrive = client.get("/v1/consumer-groups/shipping/dlq/redrive").json()
+    assert redrive["state"] == "stopped" and redrive["resent"] < 3
+
+    # The group, then the topic.
+    asked = click_and_confirm(browser, '[data-group="billing"] button.group-delete')
+    assert "Delete consumer group billing" in asked
+    wait_for_css(browser, '[data-group="billing"]', present=False)
+    assert client.get(path("v1", "consumer-groups", "billing")).status_code == 404
+
+    browser.get(f"{broker.url}/console/topics")
+    asked = click_and_confirm(browser, '#topics tr[data-topic="SCRATCH"] button.topic-delete')
+    assert "Delete topic SCRATCH" in asked
+    wait_for_css(browser, '#topics tr[data-topic="SCRATCH"]', present=False)
+    assert client.get("/v1/topics/SCRATCH").status_code == 404
+    assert client.get("/v1/topics/ORDERS").status_code == 200
+    client.close()
+
+
+def test_a_verb_posted_without_an_admin_session_or_without_the_pages_csrf_token_changes_nothing(start_broker, tmp_path) -> None:
+    _, tokens = write_auth_file(tmp_path / "auth.json")
+    broker = start_broker({"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json")})
+    admin = httpx.Client(base_url=broker.url, timeout=15, headers={"authorization": f"Bearer {tokens['admin']}"})
+    admin.post("/v1/topics", json={"name": "ORDERS", "queues": 1}).raise_for_status()
+
+    for cookie in (tokens["credit"], tokens["admin"]):  # not an admin; an admin, but no CSRF token
+        answer = httpx.post(f"{broker.url}/console/topics/ORDERS/delete", cookies={"halfmq_console": cookie}, timeout=15)
+        assert answer.status_code == 403, answer.text
+    assert admin.get("/v1/topics/ORDERS").status_code == 200
+    admin.close()
