@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -56,3 +57,13 @@ def started() -> Iterator[Callable]:
     for client in reversed(clients):
         with contextlib.suppress(Exception):
             client.shutdown()
+
+
+@pytest.fixture
+def browser(tmp_path) -> Iterator[Any]:
+    """A headless Chromium (skipped without one, except in CI), quit at teardown."""
+    from tests.integration.broker.console.chromium import start_chromium
+
+    driver = start_chromium(tmp_path / "chromium-profile")
+    yield driver
+    driver.quit()

@@ -3,7 +3,6 @@ on a "does not lead" page, and it shows every node in sync with the same figures
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ import httpx
 import pytest
 
 from halfmq.cli.credentials import ensure_credentials
-from tests.integration.broker.console.chromium import CHROMEDRIVER, CHROMIUM, start_chromium, wait_until
+from tests.integration.broker.console.chromium import wait_until
 from tests.integration.broker.http_helpers import send
 from tests.support.broker_set import BrokerSet
 from tests.support.etcd import EtcdProcess
@@ -23,14 +22,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 ROWS = """return Array.from(document.querySelectorAll('#cluster tbody tr')).map(
     tr => Array.from(tr.querySelectorAll('td')).map(td => td.textContent.trim()));"""
 
-
-@pytest.fixture(autouse=True)
-def _chromium_installed() -> None:
-    """Skipped on a machine without it, but never in CI: bin/setup installs it there."""
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        if os.environ.get("CI"):
-            pytest.fail("chromium / chromedriver missing: bin/setup installs Debian's chromium and chromium-driver")
-        pytest.skip("bin/setup installs Debian's chromium and chromium-driver")
 
 
 @pytest.fixture
@@ -45,12 +36,6 @@ def guarded_set(etcd: EtcdProcess, tmp_path: Path) -> Iterator[tuple[BrokerSet, 
     finally:
         brokers.stop()
 
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    driver = start_chromium(tmp_path / "chromium-profile")
-    yield driver
-    driver.quit()
 
 
 def _log_in(browser: Any, url: str, token: str) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -13,10 +16,19 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-component-update", "--disable-sync", "--window-size=1400,900")
 
 
+def require_chromium() -> None:
+    """Skip on a machine without Chromium, but never in CI: bin/setup installs it there."""
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        if os.environ.get("CI"):
+            pytest.fail("chromium / chromedriver missing: bin/setup installs Debian's chromium and chromium-driver")
+        pytest.skip("bin/setup installs Debian's chromium and chromium-driver")
+
+
 def start_chromium(profile: Path, *extra_flags: str) -> Any:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    require_chromium()
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for flag in (*FLAGS, *extra_flags):

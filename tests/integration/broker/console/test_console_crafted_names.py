@@ -23,7 +23,7 @@ from tests.support.auth import bearer, write_auth_file
 from tests.support.crafted_names import CRAFTED, steering_name, write_stored_init, write_stored_inits
 
 from .chromium import click_and_confirm, wait_for_css, wait_until
-from .test_console_in_chromium import _chromium_installed, browser, half  # noqa: F401 - the fixtures, shared
+from .test_console_in_chromium import half
 
 STORED_PRODUCER_ID = 4242
 
@@ -55,7 +55,7 @@ def css_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def test_aborting_a_crafted_transactional_id_from_the_console_aborts_only_that_id(start_broker, browser, tmp_path) -> None:  # noqa: F811
+def test_aborting_a_crafted_transactional_id_from_the_console_aborts_only_that_id(start_broker, browser, tmp_path) -> None:
     _, tokens = write_auth_file(tmp_path / "auth.json")
     broker = start_broker({"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json"), "HALFMQ_BROKER_TRANSACTION_CHECK_MAX": "1000"})
     client = httpx.Client(base_url=broker.url, timeout=15, headers=bearer(tokens["admin"]))

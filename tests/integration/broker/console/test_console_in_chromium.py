@@ -23,17 +23,7 @@ from tests.integration.broker.http_helpers import path, receive, send
 from tests.support.auth import write_auth_file
 from tests.support.waiting import wait_for
 
-from .chromium import CHROMEDRIVER, CHROMIUM, click_and_confirm, start_chromium, wait_for_css, wait_until
-
-
-@pytest.fixture(autouse=True)
-def _chromium_installed() -> None:
-    """Skipped on a machine without it, but never in CI: bin/setup installs it there."""
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        if os.environ.get("CI"):
-            pytest.fail("chromium / chromedriver missing: bin/setup installs Debian's chromium and chromium-driver")
-        pytest.skip("bin/setup installs Debian's chromium and chromium-driver")
-
+from .chromium import click_and_confirm, wait_for_css, wait_until
 
 FAST_CHECKS = {
     "HALFMQ_BROKER_TRANSACTION_TIMEOUT": "0.5",
@@ -49,12 +39,6 @@ def shots(tmp_path: Path) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     return where
 
-
-@pytest.fixture
-def browser(tmp_path: Path):
-    driver = start_chromium(tmp_path / "chromium-profile")
-    yield driver
-    driver.quit()
 
 
 def half(client: httpx.Client, group: str, body: str) -> str:

@@ -4,8 +4,6 @@ administer the broker, or a post without the page's CSRF token, changes nothing.
 
 from __future__ import annotations
 
-import os
-
 import httpx
 import pytest
 
@@ -13,25 +11,11 @@ from tests.integration.broker.http_helpers import group_state, path, receive, se
 from tests.support.auth import write_auth_file
 from tests.support.waiting import wait_for
 
-from .chromium import CHROMEDRIVER, CHROMIUM, click_and_confirm, start_chromium, wait_for_css
+from .chromium import click_and_confirm, wait_for_css
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
-@pytest.fixture(autouse=True)
-def _chromium_installed() -> None:
-    """Skipped on a machine without it, but never in CI: bin/setup installs it there."""
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        if os.environ.get("CI"):
-            pytest.fail("chromium / chromedriver missing: bin/setup installs Debian's chromium and chromium-driver")
-        pytest.skip("bin/setup installs Debian's chromium and chromium-driver")
-
-
-@pytest.fixture
-def browser(tmp_path):
-    driver = start_chromium(tmp_path / "chromium-profile")
-    yield driver
-    driver.quit()
 
 
 def _committed(client: httpx.Client, group: str, topic: str) -> int:

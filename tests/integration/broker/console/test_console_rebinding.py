@@ -14,8 +14,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from .chromium import start_chromium, wait_for_css, wait_until
-from .test_console_in_chromium import _chromium_installed, half  # noqa: F401 - the fixture, shared
+from .chromium import (
+    start_chromium,
+    wait_for_css,
+    wait_until,
+)
+from .test_console_in_chromium import half
 
 
 @pytest.fixture
