@@ -141,6 +141,7 @@ class BrokerSettings(BaseSettings):
         "http://[::1]:*", "https://[::1]:*", "http://order:8001", "https://order:8001",
     ]
     max_reconsume_times: int = Field(default=16, ge=0)
+    max_consumer_groups: int = Field(default=10_000, ge=1)  # receives that would begin one more: 429 TOO_MANY_CONSUMER_GROUPS
     retry_delays: Annotated[list[float], NoDecode] = list(ROCKETMQ_RETRY_DELAYS)
     # FIFO message groups: how far past a queue's committed offset delivery reads while messages wait behind their
     # group's unsettled head (SQS scans 120,000); past it one stuck group stalls its queue (docs/decisions/046-message-groups-timers-journeys.md).

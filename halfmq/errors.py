@@ -231,6 +231,13 @@ class TooManyDlqRedrives(BrokerError):
     retriable = True
 
 
+class TooManyConsumerGroups(BrokerError):
+    """A receive would begin one more consumer group than ``HALFMQ_BROKER_MAX_CONSUMER_GROUPS`` (each group's progress is
+    held in memory): delete groups nobody runs, or raise the bound."""
+
+    code, status, title = "TOO_MANY_CONSUMER_GROUPS", 429, "The broker holds as many consumer groups as it may"
+
+
 class DlqRedriveNotFound(BrokerError):
     code, status, title = "DLQ_REDRIVE_NOT_FOUND", 404, "No redrive of this consumer group's DLQ"
 

@@ -17,6 +17,7 @@ class DeliveryPolicy:
     retry_delays: Sequence[float] = (10, 30, 60)
     fifo_window: int = FIFO_WINDOW
     journal: bool = True  # deliveries and nacks written to the journal, acks indexed by place (journal.py); off: neither
+    max_groups: int = 10_000  # consumer groups a receive may begin (their progress is held in memory): past it, refused
 
 
 def retry_delay(attempt: int, delays: Sequence[float]) -> float:

@@ -26,8 +26,8 @@ from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.state_records import acks_record, group_deleted_record, offsets_reset_record
-from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
-from halfmq.errors import SystemTopicForbidden
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic, is_system_group
+from halfmq.errors import SystemTopicForbidden, TooManyConsumerGroups
 
 from . import dead_letters, journal
 from .arrivals import Arrivals
@@ -84,6 +84,7 @@ class DeliveryService:
             raise SystemTopicForbidden(f"{topic} is internal to the broker and cannot be consumed")
         if self.logged_receipt_key is None:
             self.log_receipt_key()  # before the first handle: every node of a set signs and checks with the first leader's
+        self._admit(group)
         deadline = self._clock() + wait
         while True:
             state = self._progress.open(group, topic)
@@ -99,6 +100,18 @@ class DeliveryService:
             if state.due:
                 timeout = max(0.0, min(timeout, state.due[0][0] - self._clock()))
             await self._arrivals.wait(topic, timeout)
+
+    def _admit(self, group: str) -> None:
+        """TooManyConsumerGroups when ``group`` would be one more group than the policy's bound (its progress is held in
+        memory for as long as the broker runs); a group already held, or deleted since, and the broker's own groups are
+        not counted (counted only at the bound: a receive of a held group costs nothing more)."""
+        held = self._progress.states.by_group
+        if group in held or len(held) < self._policy.max_groups or is_system_group(group):
+            return
+        users = sum(1 for g in held if not is_system_group(g))
+        if users >= self._policy.max_groups:
+            raise TooManyConsumerGroups(f"the broker holds {users} consumer groups (HALFMQ_BROKER_MAX_CONSUMER_GROUPS); "
+                                        "delete groups nobody runs (halfmq admin groups delete) or raise the bound")
 
     def _take(self, group: str, topic: str, state: GroupTopic, limit: int, invisible: float) -> list[Delivery]:
         now = self._clock()

@@ -212,10 +212,12 @@ class GroupStates(dict[tuple[str, str], GroupTopic]):
             super().pop((group, topic), None)
 
     def drop_topic(self, topic: str) -> None:
-        """Forget every group's progress on ``topic``."""
-        for group, topics in self.by_group.items():
+        """Forget every group's progress on ``topic`` (a group left with no topic is no longer held)."""
+        for group, topics in list(self.by_group.items()):
             if topics.pop(topic, None) is not None:
                 super().pop((group, topic), None)
+            if not topics:
+                del self.by_group[group]
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ CODES: dict[type[errors.BrokerError], int] = {
     errors.AccessDenied: pb.Code.FORBIDDEN,
     errors.TooManyTelemetryStreams: pb.Code.TOO_MANY_REQUESTS,
     errors.TooManyProducerIds: pb.Code.TOO_MANY_REQUESTS,
+    errors.TooManyConsumerGroups: pb.Code.TOO_MANY_REQUESTS,
     errors.SendWindowsFull: pb.Code.TOO_MANY_REQUESTS,
     errors.FlushDiskTimeout: pb.Code.MASTER_PERSISTENCE_TIMEOUT,
     errors.StoreUnavailable: pb.Code.INTERNAL_SERVER_ERROR,

@@ -115,7 +115,7 @@ class BrokerRuntime:
             topics = TopicService(store, TopicPolicy(settings.auto_create_topics, settings.default_queues, MessageLimits(
                 settings.max_message_size, settings.max_keys_per_message, settings.max_properties_bytes)))
             delivery = DeliveryService(store, DeliveryPolicy(settings.max_reconsume_times, tuple(settings.retry_delays),
-                                                              settings.fifo_window, settings.journal),
+                                                              settings.fifo_window, settings.journal, settings.max_consumer_groups),
                                        key=load_or_create_key(settings.data_dir / "receipt-key.json"))
             delivery.counted = EventCounts(settings.metrics_max_group_topics)  # before any replay counts an ack
             durable: Callable[[int], Awaitable[None]] = FlushWaiter(store, settings.sync_flush_timeout)

@@ -99,3 +99,15 @@ def test_only_an_admin_of_the_group_may_delete_it(as_) -> None:
     assert "credit_group" in groups(admin)
     assert admin.delete(path("v1", "consumer-groups", "credit_group")).status_code == 200
     assert "credit_group" not in groups(admin)
+
+
+def test_past_the_bound_on_consumer_groups_a_receive_is_refused_with_its_code_until_a_group_is_deleted(start_broker) -> None:
+    broker = start_broker({"HALFMQ_BROKER_MAX_CONSUMER_GROUPS": "2"})
+    with httpx.Client(base_url=broker.url, timeout=15) as client:
+        consumed(client, "first", "BOUND")
+        consumed(client, "second", "BOUND2")
+        refused = client.post(path("v1", "consumer-groups", "third", "topics", "BOUND", "receive"), json={"wait_seconds": 0})
+        assert refused.status_code == 429 and refused.json()["code"] == "TOO_MANY_CONSUMER_GROUPS", refused.text
+        assert "third" not in groups(client)
+        assert client.delete(path("v1", "consumer-groups", "first")).status_code == 200
+        assert [m["body"] for m in receive(client, "third", "BOUND", n=64)] == ["m0", "m1", "m2"]

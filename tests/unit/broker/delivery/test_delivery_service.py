@@ -10,7 +10,7 @@ import pytest
 from halfmq.broker.delivery.delivery_service import DeliveryPolicy, DeliveryService
 from halfmq.broker.delivery.queue_progress import DUE_SLACK
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
-from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle, NotLeader
+from halfmq.errors import ConsumerGroupNotFound, InvalidReceiptHandle, NotLeader, TooManyConsumerGroups
 from tests.support.fake_clock import FakeClock
 from tests.support.loop_steps import run_ready
 
@@ -231,3 +231,17 @@ async def test_acked_deliveries_are_released_at_the_ack_not_when_their_invisible
     state = service._progress.find("g", "T")
     assert state is not None and sum(len(q.in_flight) for q in state.queues) == 0
     assert len(state.due) <= DUE_SLACK  # 1,000 acked under an hour's invisible time: without the release, 1,000 entries
+
+
+async def test_a_receive_that_would_begin_a_group_past_the_bound_is_refused_and_a_deleted_group_makes_room(store, clock) -> None:
+    service = DeliveryService(store, DeliveryPolicy(max_groups=2), clock)
+    put(store, "a")
+    for group in ("g1", "g2"):
+        await service.receive(group, "T", 1, invisible=30, wait=0)
+    with pytest.raises(TooManyConsumerGroups):
+        await service.receive("g3", "T", 1, invisible=30, wait=0)
+    assert sorted(service.views.groups()) == ["g1", "g2"]  # the refused one holds nothing
+    store.create_topic("U", 1)
+    await service.receive("g1", "U", 1, invisible=30, wait=0)  # a group already held reads any topic
+    service.forget(group="g2")  # a deleted group
+    await service.receive("g3", "T", 1, invisible=30, wait=0)
