@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from halfmq.broker.delivery.dlq_redrive import Redrives
 from halfmq.broker.half_messages.check_url import OwnAddress
+from halfmq.broker.timers.recall import Recalls
 from halfmq.broker.usecases import (
     ConsoleViews,
     Ending,
@@ -36,7 +37,8 @@ def use_cases(rt: BrokerRuntime) -> UseCases:
     log_end: Callable[[], int] = lambda: store.commit_log.end_offset  # noqa: E731
     views = Views(rt.half_messages, store, rt.delivery.views, rt.producers, settings.flush_mode)
     return UseCases(
-        sending=Sending(access, rt.topics, rt.sender, rt.producer_ids, durable, log_end, rt.metrics),
+        sending=Sending(access, rt.topics, rt.sender, rt.producer_ids, durable, log_end, rt.metrics,
+                        Recalls(store, rt.timers, lambda: int(time.time() * 1000))),
         half_sending=HalfSending(access, rt.topics, rt.sender, store, rt.half_messages, rt.producer_ids, durable, log_end),
         ending=Ending(access, rt.half_messages, views, durable),
         receiving=Receiving(rt.delivery, rt.metrics),
