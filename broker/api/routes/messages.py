@@ -49,7 +49,8 @@ async def recall_message(request: ApiRequest) -> Reply:
 ROUTES = [
     Route("POST", "/v1/topics/{topic}/recall", recall_message, "Recall a timed message not yet due by the recall handle "
           "its send answered: it is never delivered (409 RECALL_TOO_LATE once due)", "topics",
-          request=wire.RecallRequest, answer=wire.RecallResult),
+          request=wire.RecallRequest, answer=wire.RecallResult,
+          example={"recall_handle": "cjEfUEFZTUVOVF9EVUUfMB8xMjM0NR9DMEE4MDAwMTAwMDAwMDAwMDAwMDAwMDE"}),
     Route("GET", "/v1/messages", find_messages, "The messages sent with a key (their id, a key or an index key), newest first",
           "messages", answer=wire.MessageSearch, params=MessageSearchParams),
     Route("GET", "/v1/messages/{msg_id}", message_journey, "A message's journey: sent, checked, committed, released, "
