@@ -146,6 +146,13 @@ class InvalidReceiptHandle(InvalidRequest):
     title = "The receipt handle is malformed"
 
 
+class InvalidRecallHandle(InvalidRequest):
+    """A recall handle this broker's log does not back: malformed, edited, of another topic, or naming no timed message."""
+
+    code = "INVALID_RECALL_HANDLE"
+    title = "The recall handle names no timed message of this topic"
+
+
 class UnsupportedMediaType(BrokerError):
     code = "UNSUPPORTED_MEDIA_TYPE"
     status = 415
@@ -275,6 +282,14 @@ class TransactionConflict(BrokerError):
     code = "TRANSACTION_CONFLICT"
     status = 409
     title = "The transaction already ended the other way"
+
+
+class RecallTooLate(BrokerError):
+    """The timed message is due already (delivered, or about to be): a recall can no longer keep it from consumers."""
+
+    code = "RECALL_TOO_LATE"
+    status = 409
+    title = "The timed message is due already and cannot be recalled"
 
 
 # Producer transactions (Kafka semantics, DESIGN section 11)

@@ -24,6 +24,7 @@ from halfmq.broker.security.access import Publisher
 from halfmq.broker.usecases import UseCases
 from halfmq.broker.usecases.durability import FlushTimedOut
 from halfmq.broker.usecases.receiving import tag_filter
+from halfmq.broker.usecases.records import recall_handle_of
 from halfmq.errors import BrokerError, InvalidRequest, TooManyTelemetryStreams, TransactionConflict
 
 from . import message_mapping as mm
@@ -205,7 +206,9 @@ class MessagingService(rpc.MessagingServiceServicer):
             tx = await self.uc.half_sending.send_rocketmq_half(publisher, target, outgoing)
             return spb.SendResultEntry(status=OK, message_id=tx.msg_id, transaction_id=tx.transaction_id, offset=tx.half_offset)
         result = await self.uc.sending.send_one(publisher, outgoing)
-        return spb.SendResultEntry(status=OK, message_id=message.system_properties.message_id, offset=result.queue_offset)
+        handle = recall_handle_of(result.topic, result.queue_id, result.queue_offset, result.commit_log_offset, result.properties)
+        return spb.SendResultEntry(status=OK, message_id=message.system_properties.message_id, offset=result.queue_offset,
+                                   recall_handle=handle or "")
 
     @answers(spb.EndTransactionResponse)
     async def EndTransaction(self, request: spb.EndTransactionRequest, context: Any) -> spb.EndTransactionResponse:  # noqa: N802
@@ -220,6 +223,18 @@ class MessagingService(rpc.MessagingServiceServicer):
         except BrokerError as exc:
             return _refusal(spb.EndTransactionResponse, exc)
         return spb.EndTransactionResponse(status=OK)
+
+    @answers(spb.RecallMessageResponse)
+    async def RecallMessage(self, request: spb.RecallMessageRequest, context: Any) -> spb.RecallMessageResponse:  # noqa: N802
+        """RocketMQ 5.3's recall of a timed message by the handle its send answered (the HTTP route's use case)."""
+        try:
+            publisher = self.uc.sending.rocketmq_publisher(*self._who(context, "RecallMessage"), request.topic.name, False)
+            recalled = await self.uc.sending.recall(publisher, request.recall_handle)
+        except FlushTimedOut:
+            return spb.RecallMessageResponse(status=pb.Status(code=pb.Code.MASTER_PERSISTENCE_TIMEOUT, message="flush timed out"))
+        except BrokerError as exc:
+            return _refusal(spb.RecallMessageResponse, exc)
+        return spb.RecallMessageResponse(status=OK, message_id=recalled.msg_id)
 
     # --- consuming -------------------------------------------------------------------
     async def ReceiveMessage(self, request: spb.ReceiveMessageRequest, context: Any) -> AsyncIterator[spb.ReceiveMessageResponse]:  # noqa: N802
@@ -303,8 +318,6 @@ class MessagingService(rpc.MessagingServiceServicer):
     async def QueryOffset(self, request: Any, context: Any) -> Any:  # noqa: N802
         return await self._not_implemented(spb.QueryOffsetResponse, "QueryOffset")
 
-    async def RecallMessage(self, request: Any, context: Any) -> Any:  # noqa: N802
-        return await self._not_implemented(spb.RecallMessageResponse, "RecallMessage")
 
     async def SyncLiteSubscription(self, request: Any, context: Any) -> Any:  # noqa: N802
         return await self._not_implemented(spb.SyncLiteSubscriptionResponse, "SyncLiteSubscription")

@@ -23,6 +23,7 @@ CODES: dict[type[errors.BrokerError], int] = {
     errors.InvalidReceiptHandle: pb.Code.INVALID_RECEIPT_HANDLE,
     errors.ReceiptNotHeld: pb.Code.INVALID_RECEIPT_HANDLE,
     errors.ReceiptInOtherTransaction: pb.Code.PRECONDITION_FAILED,  # acked in an open producer transaction
+    errors.RecallTooLate: pb.Code.ILLEGAL_DELIVERY_TIME,  # due already; a code Apache's clients raise as a bad request
     errors.MessageTooLarge: pb.Code.MESSAGE_BODY_TOO_LARGE,
     errors.PropertiesTooLarge: pb.Code.MESSAGE_PROPERTIES_TOO_LARGE,
     errors.TooManyKeys: pb.Code.ILLEGAL_MESSAGE_KEY,

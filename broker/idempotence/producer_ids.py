@@ -33,6 +33,7 @@ from halfmq.broker.half_messages import record_names as half_names
 from halfmq.broker.store.message_store import MessageStore, PutItem
 from halfmq.broker.store.record import StoredMessage, stored_size
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
+from halfmq.broker.timers.recall import handle_of
 from halfmq.broker.timers.routing import visible_place
 from halfmq.errors import (
     DuplicateSequenceNumber,
@@ -77,6 +78,7 @@ class SentMessage(msgspec.Struct, frozen=True):
     queue_offset: int  # -1 for a timed message (its real topic and queue above)
     commit_log_offset: int
     deliver_at_ms: int | None = None  # a timed message's due time
+    recall_handle: str | None = None  # a timed message's (timers.recall)
 
 
 class SentHalf(msgspec.Struct, frozen=True):
@@ -117,7 +119,8 @@ def sent_messages(results: list) -> list[SentMessage]:
     sent = []
     for r in results:
         topic, queue_id, queue_offset, due = visible_place(r.topic, r.queue_id, r.queue_offset, r.properties)
-        sent.append(SentMessage(r.properties.get("UNIQ_KEY", ""), topic, queue_id, queue_offset, r.commit_log_offset, due))
+        sent.append(SentMessage(r.properties.get("UNIQ_KEY", ""), topic, queue_id, queue_offset, r.commit_log_offset, due,
+                                handle_of(r.topic, r.queue_id, r.queue_offset, r.commit_log_offset, r.properties)))
     return sent
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from halfmq.broker.delivery.dlq_redrive import Redrives
 from halfmq.broker.half_messages.check_url import OwnAddress
+from halfmq.broker.timers.recall import Recalls
 from halfmq.broker.usecases import (
     ConsoleViews,
     Ending,
@@ -37,7 +38,8 @@ def use_cases(rt: BrokerRuntime) -> UseCases:
     views = Views(rt.half_messages, store, rt.delivery.views, rt.producers, settings.flush_mode)
     redrives = Redrives(settings.dlq_redrive_jobs, settings.dlq_redrive_rate, settings.dlq_redrive_max_rate)
     return UseCases(
-        sending=Sending(access, rt.topics, rt.sender, rt.producer_ids, durable, log_end, rt.metrics),
+        sending=Sending(access, rt.topics, rt.sender, rt.producer_ids, durable, log_end, rt.metrics,
+                        Recalls(store, rt.timers, lambda: int(time.time() * 1000))),
         half_sending=HalfSending(access, rt.topics, rt.sender, store, rt.half_messages, rt.producer_ids, durable, log_end),
         ending=Ending(access, rt.half_messages, views, durable),
         receiving=Receiving(rt.delivery, rt.metrics),

@@ -14,6 +14,7 @@ buffer still hold. A start reads that state and only the queues' tails past it: 
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import logging
 import threading
@@ -56,6 +57,12 @@ def encode_marker(offsets: list[int]) -> bytes:
 
 def decode_marker(body: bytes) -> list[int]:
     return [int(part) for part in body.split(b",") if part]
+
+
+def _run_holds(run: RunCursor, timer: Timer) -> bool:
+    """Whether ``timer`` is in ``run`` at or past its cursor (a run is sorted by due time, then offset)."""
+    index = bisect.bisect_left(range(run.position, run.count), timer, key=run.at)
+    return index < run.remaining and run.at(run.position + index) == timer
 
 
 class TimerIndex:
@@ -144,6 +151,16 @@ class TimerIndex:
             return None
         found = self._store.reads.commit_log_offset_at(TIMER_TOPIC, TIMER_QUEUE, lowest)
         return 0 if found is None else found  # its entry unread: hold everything rather than guess
+
+    def holds(self, due_ms: int, offset: int) -> bool:
+        """Whether the timer (``due_ms``, ``offset``) is still pending (a recall's question). The buffer is searched
+        as a list (at most ``run_entries`` long), each run by bisection from its cursor: no run is read whole."""
+        with self._lock:
+            if offset in self._released or offset >= self._timers_read:
+                return False
+            if _key(due_ms, offset) in self._buffer:
+                return True
+            return any(_run_holds(run, (due_ms, offset)) for run in self._runs)
 
     @property
     def pending(self) -> int:

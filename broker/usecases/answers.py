@@ -63,7 +63,7 @@ def view_answer(v: TxnView) -> wire.TransactionalIdView:
 def sent_answer(sent: list[SentMessage], status: SendStatus) -> list[SendResult]:
     """A numbered plain send's results (its first answer, or a repeat's from the window)."""
     return [SendResult(status=status, msg_id=m.msg_id, topic=m.topic, queue_id=m.queue_id, queue_offset=m.queue_offset,
-                       commit_log_offset=m.commit_log_offset, deliver_at_ms=m.deliver_at_ms) for m in sent]
+                       commit_log_offset=m.commit_log_offset, deliver_at_ms=m.deliver_at_ms, recall_handle=m.recall_handle) for m in sent]
 
 
 def half_answer(h: SentHalf, status: SendStatus, duplicate: bool = False) -> HalfSendResult:

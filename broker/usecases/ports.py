@@ -21,10 +21,17 @@ from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.store_types import PutItem, PutResult
 from halfmq.broker.store.topics import TopicConfig
+from halfmq.broker.timers.recall import RecallOutcome
 from halfmq.wire import OutgoingMessage, TransactionState
 
 Durable = Callable[[int], Awaitable[None]]  # returns once the log up to the offset is as durable as the ack mode says
 LogEnd = Callable[[], int]  # the commit log's end now
+
+
+class Recaller(Protocol):
+    """Recalling timed messages by their handles (``timers.recall.Recalls``): the marker written, not yet durable."""
+
+    def recall(self, topic: str, text: str) -> RecallOutcome: ...
 
 
 class WritableTopics(Protocol):

@@ -1,7 +1,7 @@
 """What a front that maps messages into another protocol (the RocketMQ 5 gRPC front) may know of a stored one.
 
 The stored message's type and the broker's own property names (a FIFO message's group, a timed message's due
-time), and a half message as its producer sent it.
+time and recall handle), and a half message as its producer sent it.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from halfmq.broker.half_messages import record_names as tx_names
 from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TIMER_OUT_MS
+from halfmq.broker.timers.recall import handle_of as recall_handle_of
 
-__all__ = ["BROKER_PROPERTIES", "MESSAGE_GROUP", "DamagedEntry", "SYSTEM_PROPERTIES", "TIMER_OUT_MS", "StoredMessage", "as_sent", "is_transactional"]
+__all__ = ["BROKER_PROPERTIES", "MESSAGE_GROUP", "DamagedEntry", "SYSTEM_PROPERTIES", "TIMER_OUT_MS", "StoredMessage", "as_sent", "is_transactional",
+           "recall_handle_of"]
 
 # Properties a half message carries for the broker's bookkeeping (besides UNIQ_KEY, KEYS and TAGS).
 BROKER_PROPERTIES = frozenset({tx_names.TRAN_MSG, tx_names.REAL_TOPIC, tx_names.REAL_QID, tx_names.PRODUCER_GROUP,

@@ -22,12 +22,12 @@ from halfmq.broker.store.store_types import PutResult
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.timers.routing import visible_place
 from halfmq.broker.usecases.answers import sent_answer
-from halfmq.wire import OutgoingMessage, SendRequest, SendResponse, SendResult, SendStatus
+from halfmq.wire import OutgoingMessage, RecallResult, SendRequest, SendResponse, SendResult, SendStatus
 
 from .caller import Scope
 from .durability import durable_status
 from .numbered_send import NumberedSend
-from .ports import Durable, LogEnd, Sender, SendWindows, WritableTopics
+from .ports import Durable, LogEnd, Recaller, Sender, SendWindows, WritableTopics
 
 
 @dataclass(eq=False)  # a use case, compared by identity
@@ -39,6 +39,7 @@ class Sending:
     durable: Durable
     log_end: LogEnd
     metrics: BrokerMetrics
+    recalls: Recaller
 
     def rocketmq_publisher(self, who: Principal, scope: Scope, topic: str, transactional: bool) -> Publisher:
         """A RocketMQ 5 send's check per topic: publish to it, and for transactional messages to its producer group,
@@ -85,6 +86,16 @@ class Sending:
         results, end = self.sender.send(publisher.topic, [message])
         await self.durable(end)
         return results[0]
+
+    async def recall(self, publisher: Publisher, recall_handle: str) -> RecallResult:
+        """Recall the timed message ``recall_handle`` names on the publisher's topic, durable when this returns: it is
+        never delivered. The right to recall is the right to send to the topic (``Access.publisher``, audited).
+        INVALID_RECALL_HANDLE for a handle the log does not back, RECALL_TOO_LATE once it is due; a second recall
+        answers ``duplicate`` and writes nothing."""
+        outcome = self.recalls.recall(publisher.topic, recall_handle)
+        await self.durable(outcome.end)
+        return RecallResult(msg_id=outcome.msg_id, topic=outcome.topic, deliver_at_ms=outcome.deliver_at_ms,
+                            duplicate=outcome.duplicate)
 
 
 def _send_results(results: list[Any], status: SendStatus) -> list[SendResult]:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.errors import BrokerUnavailable as BrokerUnavailable
     from halfmq.errors import CheckUrlRefused as CheckUrlRefused
     from halfmq.errors import ConsumerGroupNotFound as ConsumerGroupNotFound
+    from halfmq.errors import InvalidRecallHandle as InvalidRecallHandle
     from halfmq.errors import InvalidRequest as InvalidRequest
     from halfmq.errors import InvalidTopicName as InvalidTopicName
     from halfmq.errors import InvalidTxnState as InvalidTxnState
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.errors import MessageTooLarge as MessageTooLarge
     from halfmq.errors import NotLeader as NotLeader
     from halfmq.errors import ProducerFenced as ProducerFenced
+    from halfmq.errors import RecallTooLate as RecallTooLate
     from halfmq.errors import TopicNotFound as TopicNotFound
     from halfmq.errors import TransactionAborted as TransactionAborted
     from halfmq.errors import TransactionNotFound as TransactionNotFound
@@ -59,6 +61,7 @@ if TYPE_CHECKING:  # what mypy sees; each `import X as X` re-exports X under --s
     from halfmq.wire import MessageSummary as MessageSummary
     from halfmq.wire import OffsetReadResponse as OffsetReadResponse
     from halfmq.wire import OutgoingMessage as OutgoingMessage
+    from halfmq.wire import RecallResult as RecallResult
     from halfmq.wire import SendResult as SendResult
     from halfmq.wire import SendStatus as SendStatus
     from halfmq.wire import SettleResult as SettleResult
@@ -80,10 +83,10 @@ _HOMES = {name: module for module, names in {  # the public names at run time, b
     "halfmq.client.transaction_producer": "TransactionProducer",
     "halfmq.client.half_message_steps": "TransactionSendResult",
     "halfmq.errors": "AccessDenied AmbiguousMessageId BrokerError BrokerUnavailable CheckUrlRefused ConsumerGroupNotFound"
-                     " InvalidRequest InvalidTopicName InvalidTxnState MessageNotFound MessageTooLarge NotLeader ProducerFenced"
-                     " TopicNotFound TransactionAborted TransactionNotFound Unauthenticated",
+                     " InvalidRecallHandle InvalidRequest InvalidTopicName InvalidTxnState MessageNotFound MessageTooLarge NotLeader"
+                     " ProducerFenced RecallTooLate TopicNotFound TransactionAborted TransactionNotFound Unauthenticated",
     "halfmq.wire": "CheckRequest ConsumerGroupInfo HalfSendResult JourneyEventKind Message MessageJourney MessageSummary OffsetReadResponse"
-                   " OutgoingMessage SendResult SendStatus SettleResult SettleStatus TopicInfo TxnEndResult TxnSendResult",
+                   " OutgoingMessage RecallResult SendResult SendStatus SettleResult SettleStatus TopicInfo TxnEndResult TxnSendResult",
 }.items() for name in names.split()}
 if not TYPE_CHECKING:  # mypy reads only a literal __all__ (this one would hide the names above from `from halfmq.client import *`)
     __all__ = sorted(_HOMES)

@@ -44,6 +44,8 @@ from halfmq.wire import (
     OutgoingMessage,
     ProducerIdResult,
     ProducerList,
+    RecallRequest,
+    RecallResult,
     ReceiveRequest,
     ReceiveResponse,
     ResetOffsetsRequest,
@@ -143,6 +145,10 @@ def cluster_view(timeout: float | None = None) -> Call[ClusterView]:
 
 def create_topic(name: str, queues: int | None) -> Call[TopicInfo]:
     return Call("POST", "/v1/topics", parse=_as(TopicInfo), body=TopicCreate(name=name, queues=queues))
+
+
+def recall(topic: str, recall_handle: str) -> Call[RecallResult]:
+    return Call("POST", f"{_topic_path(topic)}/recall", parse=_as(RecallResult), body=RecallRequest(recall_handle=recall_handle))
 
 
 def topic_list() -> Call[TopicList]:

@@ -46,6 +46,7 @@ from halfmq.wire import (
     MessageSummary,
     OffsetReadResponse,
     OutgoingMessage,
+    RecallResult,
     SendResult,
     TopicInfo,
     TxnEndResult,
@@ -163,6 +164,14 @@ class AsyncProducer(AsyncClient, Generic[R]):
             # Splitting would quietly turn one request into several that can half-succeed; the caller should choose how to chunk.
             raise ValueError(f"a batch holds at most {MAX_BATCH} messages, got {len(batch)}")
         return await tracing.sent(topic, batch, self._send_many) if batch else []
+
+    async def recall(self, topic: str, recall_handle: str) -> RecallResult:
+        """Cancel a timed message not yet due by the ``recall_handle`` its ``SendResult`` carries: it is never delivered.
+
+        Raises ``RecallTooLate`` once it is due (delivered, or about to be) and ``InvalidRecallHandle`` for a handle of
+        another topic or one the broker never answered; a second recall answers ``duplicate=True`` (safe to retry).
+        """
+        return await self._call(endpoints.recall(sendable_topic(topic), recall_handle))
 
     async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
         """Topics are also created on first send; this one chooses its number of queues."""
@@ -327,6 +336,7 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
 
     send = blocking(AsyncProducer.send)
     send_batch = blocking(AsyncProducer.send_batch)
+    recall = blocking(AsyncProducer.recall)
     create_topic = blocking(AsyncProducer.create_topic)
     get_topic = blocking(AsyncProducer.get_topic)
     list_topics = blocking(AsyncProducer.list_topics)

@@ -196,6 +196,22 @@ class SendResult(_Wire, omit_defaults=True):  # deliver_at_ms only on a timed me
     queue_offset: int  # -1 for a timed message: it takes its queue offset when it is due
     commit_log_offset: int
     deliver_at_ms: int | None = None  # set on a timed message: when it becomes visible
+    recall_handle: str | None = None  # set on a timed message: what POST /v1/topics/{topic}/recall takes to cancel it
+
+
+class RecallRequest(_Request):
+    """POST /v1/topics/{topic}/recall: the handle a timed message's send answered."""
+
+    recall_handle: Annotated[str, Meta(min_length=1, max_length=1024)]
+
+
+class RecallResult(_Wire, omit_defaults=True):  # the broker writes duplicate only when true
+    """A recalled timed message: it will never be delivered. ``duplicate``: it was recalled before (nothing written now)."""
+
+    msg_id: str
+    topic: str
+    deliver_at_ms: int
+    duplicate: bool = False
 
 
 class SendResponse(_Wire, omit_defaults=True):  # the broker writes duplicate only when true (its one default)

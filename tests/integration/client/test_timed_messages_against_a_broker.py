@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from halfmq.client import Message, Producer, SimpleConsumer
-from halfmq.errors import InvalidDeliveryTime, ReservedProperty
+from halfmq.client import AsyncProducer, Message, Producer, SimpleConsumer
+from halfmq.errors import InvalidDeliveryTime, InvalidRecallHandle, RecallTooLate, ReservedProperty
 from tests.support.unique_names import unique
 
 
@@ -49,3 +49,30 @@ def test_a_raw_timer_property_and_a_delay_past_the_maximum_are_refused(broker_ur
             producer.send(unique("SDK_TIMED"), "x", properties={"TIMER_DELIVER_MS": "1"})
         with pytest.raises(InvalidDeliveryTime):
             producer.send(unique("SDK_TIMED"), "x", delay=timedelta(days=4))
+
+
+def test_a_delayed_message_recalled_through_the_sdk_never_arrives_and_a_due_one_is_too_late(broker_url: str) -> None:
+    topic = unique("SDK_RECALL")
+    with Producer(broker_url) as producer:
+        producer.create_topic(topic, queues=1)
+        recalled = producer.send(topic, "recalled", delay=1.0)
+        kept = producer.send(topic, "kept", delay=1.0)
+        assert recalled.recall_handle and kept.recall_handle and producer.send(topic, "plain").recall_handle is None
+        answer = producer.recall(topic, recalled.recall_handle)
+        assert (answer.msg_id, answer.topic, answer.deliver_at_ms, answer.duplicate) == (recalled.msg_id, topic, recalled.deliver_at_ms, False)
+        assert producer.recall(topic, recalled.recall_handle).duplicate  # a retry is answered, not refused
+        got = _receive_all(broker_url, unique("g"), topic, 3, within=6)  # past the due time of both
+        assert sorted(m.body for m, _ in got) == ["kept", "plain"]
+        with pytest.raises(RecallTooLate):
+            producer.recall(topic, kept.recall_handle)
+        with pytest.raises(InvalidRecallHandle):
+            producer.recall(topic, "not-a-handle")
+
+
+async def test_the_async_producer_recalls_a_delayed_message(broker_url: str) -> None:
+    topic = unique("SDK_RECALL")
+    async with AsyncProducer(broker_url) as producer:
+        sent = await producer.send(topic, "later", delay=timedelta(minutes=5))
+        assert sent.recall_handle is not None
+        answer = await producer.recall(topic, sent.recall_handle)
+        assert (answer.msg_id, answer.duplicate) == (sent.msg_id, False)

@@ -104,3 +104,22 @@ def test_unsigned_badly_signed_and_unpermitted_calls_are_refused_and_write_nothi
         assert commit_log_end(broker, tokens["admin"]) == before
         assert send(stub, signed(auth, "shop")).status.code == pb.Code.OK  # the same call, signed by who may
     assert commit_log_end(broker, tokens["admin"]) > before
+
+
+def test_only_a_principal_that_may_send_to_the_topic_recalls_over_grpc(secured) -> None:
+    broker, auth, tokens = secured
+    sp = pb.SystemProperties(message_id="0102FC00000001000000000000000010", message_type=pb.MessageType.DELAY)
+    sp.delivery_timestamp.FromMilliseconds(int(datetime.now(UTC).timestamp() * 1000) + 60_000)
+    with grpc.insecure_channel(broker.endpoint) as channel:
+        stub = rpc.MessagingServiceStub(channel)
+        sent = stub.SendMessage(spb.SendMessageRequest(messages=[pb.Message(topic=pb.Resource(name="orders"), system_properties=sp,
+                                                                            body=b"later")]), metadata=signed(auth, "shop"))
+        [entry] = sent.entries
+        request = spb.RecallMessageRequest(topic=pb.Resource(name="orders"), recall_handle=entry.recall_handle)
+        before = commit_log_end(broker, tokens["admin"])
+        assert stub.RecallMessage(request, metadata=[]).status.code == pb.Code.UNAUTHORIZED
+        assert stub.RecallMessage(request, metadata=signed(auth, "mallory")).status.code == pb.Code.FORBIDDEN
+        assert commit_log_end(broker, tokens["admin"]) == before
+        recalled = stub.RecallMessage(request, metadata=signed(auth, "shop"))
+        assert (recalled.status.code, recalled.message_id) == (pb.Code.OK, entry.message_id)
+    assert commit_log_end(broker, tokens["admin"]) > before

@@ -139,6 +139,19 @@ def test_a_half_message_sent_over_grpc_appears_in_the_operator_view(strict_broke
     assert (view["state"], view["producer_group"], view["message"]["body"]) == ("pending", "orders", "pending")
 
 
+def test_a_recall_with_a_forged_handle_is_a_bad_request_and_the_timer_stays(strict_broker: RmqBroker, stub) -> None:
+    sent = send(stub, "orders", b"later", pb.MessageType.DELAY, delivery_timestamp=in_seconds(60))
+    handle = sent.entries[0].recall_handle
+    before = commit_log_end(strict_broker)
+    for forged in ("", "not-a-handle", handle[:-4] + "AAAA"):
+        answer = stub.RecallMessage(spb.RecallMessageRequest(topic=pb.Resource(name="orders"), recall_handle=forged))
+        assert answer.status.code == pb.Code.BAD_REQUEST and "INVALID_RECALL_HANDLE" in answer.status.message
+    other = stub.RecallMessage(spb.RecallMessageRequest(topic=pb.Resource(name="elsewhere"), recall_handle=handle))
+    assert other.status.code == pb.Code.BAD_REQUEST
+    assert commit_log_end(strict_broker) == before
+    assert stub.RecallMessage(spb.RecallMessageRequest(topic=pb.Resource(name="orders"), recall_handle=handle)).status.code == pb.Code.OK
+
+
 def test_calls_halfmq_does_not_serve_answer_not_implemented(stub) -> None:
     answer = stub.QueryOffset(spb.QueryOffsetRequest(message_queue=pb.MessageQueue(topic=pb.Resource(name="orders"))))
     assert answer.status.code == pb.Code.NOT_IMPLEMENTED

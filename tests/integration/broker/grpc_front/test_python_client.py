@@ -9,6 +9,7 @@ import pytest
 from rocketmq import ConsumeResult, FilterExpression, MessageListener, Producer, PushConsumer, SimpleConsumer, TransactionChecker
 from rocketmq import TransactionResolution as Resolution
 from rocketmq.grpc_protocol import MessageType
+from rocketmq.v5.exception import BadRequestException
 
 from halfmq.client import Producer as HttpProducer
 from halfmq.client.simple_consumer import SimpleConsumer as HttpSimpleConsumer
@@ -229,3 +230,28 @@ def test_a_simple_consumer_subscribed_with_a_tag_expression_gets_only_those_tags
         assert http.receive(max_messages=16, wait_seconds=1) == []
     finally:
         http.close()
+
+
+def test_apaches_client_recalls_a_delay_message_before_it_is_due_and_hears_too_late_after(rmq_broker: RmqBroker, started) -> None:
+    consumer = started(SimpleConsumer(rmq_broker.config(), "reminders", {"payments": FilterExpression()}, await_duration=1))
+    producer = started(Producer(rmq_broker.config(), ("payments",)))
+    due = int(time.time()) + 3  # Apache's Python client sends whole seconds
+    receipts = {}
+    for body in (b"recalled", b"kept"):
+        delayed = message("payments", body)
+        delayed.delivery_timestamp = due
+        receipts[body] = producer.send(delayed)
+    assert all(receipt.recall_handle for receipt in receipts.values())
+    assert producer.recall_message("payments", receipts[b"recalled"].recall_handle) == receipts[b"recalled"].message_id
+    bodies: list[bytes] = []
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline and b"kept" not in bodies:
+        for m in consumer.receive(32, 30):
+            bodies.append(m.body)
+            consumer.ack(m)
+    bodies += [m.body for m in drain(consumer, rounds=2)]  # a release pass or more past the due time of both
+    assert bodies == [b"kept"]
+    with pytest.raises(BadRequestException, match="RECALL_TOO_LATE"):
+        producer.recall_message("payments", receipts[b"kept"].recall_handle)
+    with pytest.raises(BadRequestException, match="INVALID_RECALL_HANDLE"):
+        producer.recall_message("payments", "not-a-handle")

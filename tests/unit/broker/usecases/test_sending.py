@@ -22,6 +22,7 @@ from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.observability.metrics import create_metrics
 from halfmq.broker.runtime import BrokerRuntime
 from halfmq.broker.security.access import ANONYMOUS, Access
+from halfmq.broker.timers.recall import RecallOutcome
 from halfmq.broker.usecases.sending import Sending
 from halfmq.errors import InvalidRequest
 from halfmq.wire import OutgoingMessage, SendRequest
@@ -99,10 +100,30 @@ async def test_a_repeat_of_a_1000_message_send_gets_its_first_answer_read_back_e
 # --- Sending built from fakes -------------------------------------------------------------------------------------
 
 
-def sending(windows: FakeWindows) -> tuple[Sending, FakeLog, RecordingDurable]:
+class FakeRecalls:
+    """Recalls every handle as message ``m1``, its marker ending the log at 9100; records what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def recall(self, topic: str, text: str) -> RecallOutcome:
+        self.asked.append((topic, text))
+        return RecallOutcome("m1", topic, 1_800_000_060_000, False, 9100)
+
+
+def sending(windows: FakeWindows, recalls: FakeRecalls | None = None) -> tuple[Sending, FakeLog, RecordingDurable]:
     log, durable = FakeLog(end=9000), RecordingDurable()
-    use_case = Sending(Access(None), FakeTopics(), FakeSender(log), windows, durable, log, create_metrics())
+    use_case = Sending(Access(None), FakeTopics(), FakeSender(log), windows, durable, log, create_metrics(), recalls or FakeRecalls())
     return use_case, log, durable
+
+
+async def test_a_recall_of_the_publishers_topic_answers_once_its_marker_is_durable() -> None:
+    recalls = FakeRecalls()
+    use_case, _, durable = sending(FakeWindows(), recalls)
+    answer = await use_case.recall(Access(None).publisher(ANONYMOUS, FAKE_SCOPE, "ORDERS"), "handle-1")
+    assert recalls.asked == [("ORDERS", "handle-1")]
+    assert durable.waited == [9100]
+    assert to_builtins(answer) == {"msg_id": "m1", "topic": "ORDERS", "deliver_at_ms": 1_800_000_060_000}
 
 
 def numbered(sequence: int | None = 7, producer_id: int | None = 3, epoch: int | None = 0) -> SendRequest:
