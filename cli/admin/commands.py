@@ -117,6 +117,9 @@ ACTIONS: dict[tuple[str, str], tuple[Fetch, list[tuple[tuple[str, ...], dict]], 
                            [(("name",), {}), (("--force",), {"action": "store_true",
                                                               "help": "although halves are pending or deliveries in flight"})],
                            "delete a topic (refused while it has pending half messages or deliveries in flight)"),
+    ("messages", "recall"): (lambda admin, a: admin.recall(a.topic, a.recall_handle),
+                             [(("topic",), {}), (("recall_handle",), {"help": "the recall_handle the timed message's send answered"})],
+                             "cancel a delayed message before it is due (RecallTooLate once due)"),
     ("dlq", "resend"): (lambda admin, a: admin.resend_dead_letter(a.group, a.offset),
                         [(("group",), {}), (("offset",), {"type": int})], "put a DLQ message back on its topic"),
     ("dlq", "redrive"): (lambda admin, a: admin.start_redrive(a.group, a.max, a.rate),
@@ -152,7 +155,7 @@ NOUNS = {
     "producers": "registered producers and their check URLs",
     "cluster": "the broker set (GET /v1/cluster, or a single node)",
     "transactional-ids": "Kafka-style transactional ids and their open transactions",
-    "messages": "where is my message: its journey by id (show), the messages sent with a key (find)",
+    "messages": "where is my message: its journey by id (show), the messages sent with a key (find); recall a delayed one",
 }
 
 

@@ -34,6 +34,7 @@ from halfmq.wire import (
     MessageSearch,
     OffsetReset,
     ProducerList,
+    RecallResult,
     TopicDeleted,
     TopicInfo,
     TopicList,
@@ -129,6 +130,11 @@ class AsyncAdminClient(AsyncClient):
         under the name starts empty). Refused (TopicInUse, 409) while it has pending half messages or deliveries in
         flight, unless ``force``."""
         return await self._act(endpoints.delete_topic(name, force))
+
+    async def recall(self, topic: str, recall_handle: str) -> RecallResult:
+        """Cancel a timed message of ``topic`` not yet due, by the recall handle its send answered (an operator's hand on
+        a scheduled message its producer cannot reach any more): RecallTooLate once it is due."""
+        return await self._act(endpoints.recall(topic, recall_handle))
 
     # --- consumer groups and their dead letters ---------------------------------------------------------------------
     async def list_groups(self, system: bool = False) -> GroupList:
@@ -239,6 +245,7 @@ class AdminClient(Blocking[AsyncAdminClient]):
     describe_topic = blocking(AsyncAdminClient.describe_topic)
     create_topic = blocking(AsyncAdminClient.create_topic)
     delete_topic = blocking(AsyncAdminClient.delete_topic)
+    recall = blocking(AsyncAdminClient.recall)
     list_groups = blocking(AsyncAdminClient.list_groups)
     describe_group = blocking(AsyncAdminClient.describe_group)
     list_dead_letters = blocking(AsyncAdminClient.list_dead_letters)

@@ -270,3 +270,13 @@ def test_a_topic_is_deleted_unless_it_holds_deliveries(broker, client) -> None:
     assert deleted == {"topic": "ORDERS", "queue_ends": deleted["queue_ends"], "pending_halves": 0, "in_flight": len(held)}
     assert "ORDERS" not in {t["name"] for t in admin_json(broker, "topics", "list")["topics"]}
     assert "TOPIC_NOT_FOUND" in admin(broker, "topics", "delete", "ORDERS", ok=False).stderr
+
+
+def test_a_delayed_message_is_recalled_by_its_handle_and_a_due_one_is_too_late(broker, client) -> None:
+    [later] = send(client, "ORDERS", "later", delay_ms=60_000)
+    assert admin_json(broker, "messages", "recall", "ORDERS", later["recall_handle"]) == {
+        "msg_id": later["msg_id"], "topic": "ORDERS", "deliver_at_ms": later["deliver_at_ms"]}
+    [due] = send(client, "ORDERS", "due", delay_ms=200)
+    wait_for(lambda: [m for m in receive(client, "g", "ORDERS") if m["body"] == "due"], timeout=20)
+    late = admin(broker, "messages", "recall", "ORDERS", due["recall_handle"], ok=False)
+    assert late.returncode != 0 and "RECALL_TOO_LATE" in late.stderr
