@@ -140,7 +140,7 @@ def test_a_message_failing_every_attempt_lands_in_the_dead_letter_queue(start_rm
                 return http.read("%DLQ%fragile", 0, 0).messages
             except Exception:  # noqa: BLE001 - not created yet
                 return []
-        wait_for(dead, timeout=40)
+        wait_for(dead, timeout=90)  # the client lets a failed message's invisible time (30 s) run out: ~32 s quiet
         [moved] = dead()
     assert moved.body == "bad"
     assert attempts[:2] == [1, 2]
