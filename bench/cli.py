@@ -43,10 +43,13 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--consume-prefill", type=int, help="messages in the consume scenario's backlog")
     parser.add_argument("--recovery-mib", type=int, help="commit log size for the recovery scenario (default 1024; quick 32)")
     parser.add_argument("--spark-rows", type=int, help="credits for the spark scenario (default 1,000,000; quick 10,000)")
+    parser.add_argument("--spark-orders", type=int,
+                        help="orders on the topic and credits in the ledger for spark's source_read / jdbc_read (default 200,000; quick 10,000)")
+    parser.add_argument("--faststream-messages", type=int, help="messages per side and round in the faststream scenario (default 20,000; quick 2,000)")
     parser.add_argument("--timers", type=int, help="timed messages pending in the timers scenario (default 1,000,000; quick 50,000)")
     parser.add_argument("--soak", type=float, metavar="SECONDS",
                         help="replicated: add quorum_soak_c64, 64-in-flight quorum sends for SECONDS, counting elections (the plan's F1 check: 600)")
-    parser.add_argument("--cases", metavar="NAME,…", help="replicated: run only these of its cases (e.g. quorum_soak_c64)")
+    parser.add_argument("--cases", metavar="NAME,…", help="replicated, spark: run only these of their cases (e.g. quorum_soak_c64; source_read,jdbc_read)")
     parser.add_argument("--longlife-sizes", metavar="N,…", help="longlife: messages of history per broker (default 100000,300000,1000000)")
     parser.add_argument("--broker-python", metavar="PATH",
                         help="longlife: run the broker under test with this interpreter (another checkout's .venv/bin/python)")
@@ -66,6 +69,7 @@ def settings_from(args: argparse.Namespace) -> BenchSettings:
     return BenchSettings.for_mode(
         args.quick, runs=args.runs, seconds=args.seconds, warmup=args.warmup, driver=args.driver,
         consume_prefill=args.consume_prefill, workdir=args.workdir, spark_rows=args.spark_rows,
+        spark_orders=args.spark_orders, faststream_messages=args.faststream_messages,
         recovery_bytes=args.recovery_mib * 2**20 if args.recovery_mib else None, timers=args.timers,
         longlife_sizes=tuple(int(n) for n in args.longlife_sizes.split(",")) if args.longlife_sizes else None,
         broker_python=args.broker_python,

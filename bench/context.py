@@ -53,22 +53,23 @@ class Context:
         """``runs`` measured runs of ``once(index, warmup)``; only the first one is preceded by a warm-up."""
         return self.alternate({label: once})[label]
 
-    def alternate(self, cases: dict[str, Callable[[int, float], Run]]) -> dict[str, list[Run]]:
-        """``runs`` measured runs of each case, taken in turn (a, b, a, b, …) so that a load drifting on a shared
-        machine weighs on each alike; each case's first run is preceded by its warm-up."""
+    def alternate(self, cases: dict[str, Callable[[int, float], Run]], minimum: int = 1) -> dict[str, list[Run]]:
+        """``runs`` (at least ``minimum``) measured runs of each case, taken in turn (a, b, a, b, …) so that a load
+        drifting on a shared machine weighs on each alike; each case's first run is preceded by its warm-up."""
         runs: dict[str, list[Run]] = {label: [] for label in cases}
-        for i in range(self.settings.runs):
+        total = max(minimum, self.settings.runs)
+        for i in range(total):
             for label, once in cases.items():
                 run = once(i, self.settings.warmup if i == 0 else 0.0)
-                self._noted(label, i, run)
+                self._noted(label, i, run, total)
                 runs[label].append(run)
         return runs
 
-    def _noted(self, label: str, i: int, run: Run) -> None:
+    def _noted(self, label: str, i: int, run: Run, total: int) -> None:
         rate = f"{run.items_per_s:,.0f}/s"
         lat = f"p50 {run.p50_ms:.2f} ms, p99 {run.p99_ms:.2f} ms" if run.p50_ms is not None and run.p99_ms is not None else ""
         err = f", [red]{run.errors} errors[/red]" if run.errors else ""
-        self.note(f"{label} run {i + 1}/{self.settings.runs}: {rate} {lat}{err}")
+        self.note(f"{label} run {i + 1}/{total}: {rate} {lat}{err}")
 
     def cleanup(self, keep: bool = False) -> None:
         if not keep:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +56,27 @@ def fill(data_dir: Path, topic: str, queues: int, *, messages: int | None = None
             store.put(items)
             written += n
         store.checkpoint()  # fsyncs the log and the consume queues, records how far they are dispatched
+        end = store.commit_log.end_offset
+    finally:
+        store.close()
+    return FillResult(written, end, time.perf_counter() - started)
+
+
+def fill_bodies(data_dir: Path, topic: str, queues: int, bodies: Iterable[bytes], batch: int = 1000) -> FillResult:
+    """Append the given bodies round-robin over ``queues`` (a topic whose content a scenario reads back, e.g. orders)."""
+    prefix = os.urandom(6).hex().upper()
+    store = MessageStore(StoreConfig(data_dir=data_dir, flush_mode="async"))
+    started = time.perf_counter()
+    written = 0
+    try:
+        store.create_topic(topic, queues)
+        born = int(time.time() * 1000)
+        it = iter(bodies)
+        while chunk := list(itertools.islice(it, batch)):
+            store.put([PutItem(topic, (written + i) % queues, b, {"UNIQ_KEY": f"{prefix}{written + i:012X}"}, born)
+                       for i, b in enumerate(chunk)])
+            written += len(chunk)
+        store.checkpoint()
         end = store.commit_log.end_offset
     finally:
         store.close()

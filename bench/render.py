@@ -33,10 +33,20 @@ def spread(case: dict[str, Any]) -> tuple[str, str]:
     return f"{s['median']:.2f} s", f"{s['min']:.2f}–{s['max']:.2f} s"
 
 
+def same_run_ratio(case: dict[str, Any]) -> tuple[str, float] | None:
+    """A case compared with another case of its own scenario carries ``vs_<other>`` (faststream's ``vs_sdk``,
+    spark's ``vs_jdbc``): (other, ratio), or None."""
+    for key, value in case.items():
+        if key.startswith("vs_") and isinstance(value, int | float):
+            return key[3:], float(value)
+    return None
+
+
 def ratio_text(case: dict[str, Any]) -> str:
-    if case.get("ratio") is None:
-        return "—"
-    return f"{case['ratio']:.2f}× {case['baseline']}"
+    if case.get("ratio") is not None:
+        return f"{case['ratio']:.2f}× {case['baseline']}"
+    other = same_run_ratio(case)
+    return f"{other[1]:.2f}× {other[0]} (same run)" if other else "—"
 
 
 def results_table(doc: dict[str, Any]) -> Table:

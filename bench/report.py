@@ -25,6 +25,7 @@ from . import gates as gate_rules
 from . import peers as peer_results
 from .peer_comparisons import COMPARISONS
 from .peers import Figure
+from .render import ratio_text
 from .results import load
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
@@ -244,7 +245,7 @@ def _every_case(w: Callable[[str], None], doc: dict[str, Any]) -> None:
             )
         for case_name, case in sc["cases"].items():
             med, rng, p50, p99 = _case_figure(case)
-            ratio = f"{case['ratio']:.2f}× `{case['baseline']}`" if case.get("ratio") is not None else "—"
+            ratio = f"{case['ratio']:.2f}× `{case['baseline']}`" if case.get("ratio") is not None else ratio_text(case)
             errors = f" ({case['errors']} errors)" if case.get("errors") else ""
             w(f"| {name} | {case_name}{errors} | {case['unit']} | {med} | {rng} | {p50} | {p99} | {ratio} |")
             cb = case.get("check_back")

@@ -87,3 +87,52 @@ def test_report_renders_without_peer_results(tmp_path: Path) -> None:
     }
     text = report.render(doc, {}, bench_json=Path("r.json"), peers_dir=tmp_path / "none", out=Path("-"))
     assert "## Gates" in text and "single_c64" in text and "1,000" in text
+
+
+def _bench(tmp_path: Path, *args: str, timeout: float) -> dict:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "halfmq.bench.cli", "--quick", "--json", str(out), "--warmup", "0",
+         "--workdir", str(tmp_path / "work"), *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+    )
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-5000:]}"
+    assert "halfmq bench" in proc.stdout  # the rich table was printed
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_faststream_bench_measures_the_framework_beside_the_sdk_in_alternating_rounds(tmp_path: Path) -> None:
+    pytest.importorskip("faststream_halfmq")
+    doc = _bench(tmp_path, "--faststream-messages", "300", "faststream", timeout=170)
+
+    scenario = doc["scenarios"]["faststream"]
+    assert scenario["status"] == "ok", scenario
+    assert set(scenario["cases"]) == {"publish_faststream", "publish_sdk", "consume_faststream", "consume_sdk"}
+    for name, case in scenario["cases"].items():
+        assert case["unit"] == "msg/s" and len(case["runs"]) == 2, name  # --quick asks for 1 run: the scenario takes 2
+        assert all(run["items"] == 300 and run["errors"] == 0 for run in case["runs"]), (name, case["runs"])
+        assert case["ops_per_s"]["median"] > 0, name
+    for phase in ("publish", "consume"):
+        assert scenario["cases"][f"{phase}_faststream"]["vs_sdk"] > 0
+        assert scenario["info"][f"{phase}_vs_sdk"] == scenario["cases"][f"{phase}_faststream"]["vs_sdk"]
+    assert scenario["cases"]["publish_sdk"]["p50_ms"] is not None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_spark_bench_reads_the_same_orders_from_the_topic_and_over_jdbc(tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    doc = _bench(tmp_path, "--spark-orders", "2000", "--cases", "source_read,jdbc_read", "spark", timeout=290)
+
+    scenario = doc["scenarios"]["spark"]
+    if scenario["status"] == "unavailable":
+        pytest.skip(scenario["reason"])
+    assert scenario["status"] == "ok", scenario
+    assert set(scenario["cases"]) == {"source_read", "jdbc_read"}  # --cases left the job's fresh-process run out
+    for name, case in scenario["cases"].items():
+        assert case["unit"] == "rows/s" and len(case["runs"]) == 2, name
+        assert all(run["items"] == 2000 for run in case["runs"]), (name, case["runs"])
+    assert scenario["cases"]["source_read"]["vs_jdbc"] > 0
+    assert scenario["info"]["reads_agree"] is True and scenario["info"]["order_topic"]["messages"] == 2000
