@@ -49,7 +49,7 @@ def _fill_reset(browser, group: str, topic: str, to: str, value: str = "") -> No
 
 def test_an_operator_plans_and_applies_a_reset_redrives_a_dlq_and_deletes_a_group_and_a_topic_from_the_console(
         start_broker, browser) -> None:
-    broker = start_broker({"HALFMQ_BROKER_DLQ_REDRIVE_RATE": "0.5"})  # slow enough to watch and stop
+    broker = start_broker({"HALFMQ_BROKER_DLQ_REDRIVE_RATE": "0.1"})  # one resend each 10 s: still running when stopped
     client = httpx.Client(base_url=broker.url, timeout=15)
     for topic in ("ORDERS", "JOBS", "SCRATCH"):
         client.post("/v1/topics", json={"name": topic, "queues": 1}).raise_for_status()
@@ -88,7 +88,7 @@ def test_an_operator_plans_and_applies_a_reset_redrives_a_dlq_and_deletes_a_grou
     browser.get(f"{broker.url}/console/groups")
     asked = click_and_confirm(browser, '[data-group="shipping"] button.redrive-start')
     assert "3 dead letters" in asked
-    _flash_says(browser, "redriving 3 dead letters of shipping")
+    _flash_says(browser, "redriving 3 dead letters of shipping at 0.1/s")
     wait_for_css(browser, '[data-group="shipping"] button.redrive-stop')  # running: its progress and a stop
     browser.find_element("css selector", '[data-group="shipping"] button.redrive-stop').click()
     _flash_says(browser, "stopped the redrive of shipping's DLQ")
