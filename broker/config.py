@@ -172,10 +172,10 @@ class BrokerSettings(BaseSettings):
     retention_bytes: int | None = Field(default=None, ge=1)
     retention_check_interval: float = Field(default=10.0, gt=0)
     # Disk watermarks (docs/decisions/053-disk-watermarks.md): the used share of the data dir's filesystem, read every
-    # ``disk_check_interval`` seconds. At ``disk_early_delete_ratio`` (RocketMQ's diskMaxUsedSpaceRatio) retention
-    # deletes the oldest segments no pin holds before their time, until the disk is under it again; at
-    # ``disk_refuse_sends_ratio`` sends are refused (503 DISK_ALMOST_FULL, Retry-After) while receives, acks and
-    # transaction ends go on; under it again, sends resume.
+    # ``disk_check_interval`` seconds; a mark is passed once the share is above it (1: never). Above
+    # ``disk_early_delete_ratio`` (RocketMQ's diskMaxUsedSpaceRatio) retention deletes the oldest segments no pin holds
+    # before their time, until the disk is under it again; above ``disk_refuse_sends_ratio`` sends are refused (503
+    # DISK_ALMOST_FULL, Retry-After) while receives, acks and transaction ends go on; under it again, sends resume.
     disk_early_delete_ratio: float = Field(default=0.75, gt=0, le=1)
     disk_refuse_sends_ratio: float = Field(default=0.90, gt=0, le=1)
     disk_check_interval: float = Field(default=1.0, gt=0, le=60)

@@ -59,17 +59,17 @@ class DiskLevel(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class DiskWatermarks:
-    """The two used shares (0..1], the first no higher than the second."""
+    """The two used shares (0..1], the first no higher than the second; 1 turns a mark off."""
 
     early_delete_ratio: float
     refuse_sends_ratio: float
 
 
 def disk_level(used_ratio: float, marks: DiskWatermarks) -> DiskLevel:
-    """The level a used share is at: a mark is passed once the share reaches it."""
-    if used_ratio >= marks.refuse_sends_ratio:
+    """The level a used share is at: a mark is passed once the share is above it (so a mark of 1 is never passed)."""
+    if used_ratio > marks.refuse_sends_ratio:
         return DiskLevel.REFUSE_SENDS
-    if used_ratio >= marks.early_delete_ratio:
+    if used_ratio > marks.early_delete_ratio:
         return DiskLevel.EARLY_DELETE
     return DiskLevel.OK
 
@@ -77,9 +77,9 @@ def disk_level(used_ratio: float, marks: DiskWatermarks) -> DiskLevel:
 def bytes_over_early_mark(usage: DiskUsage, marks: DiskWatermarks) -> int:
     """How many bytes the disk must free to be back under the early-delete mark (0 when it is under it): what
     retention deletes early (retention.new_log_start's ``reclaim_bytes``)."""
-    if usage.used_ratio < marks.early_delete_ratio:
+    if usage.used_ratio <= marks.early_delete_ratio:
         return 0
-    return usage.used - math.floor(marks.early_delete_ratio * (usage.used + usage.free)) + 1
+    return usage.used - math.floor(marks.early_delete_ratio * (usage.used + usage.free))
 
 
 class DiskWatch:

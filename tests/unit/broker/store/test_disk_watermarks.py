@@ -21,11 +21,15 @@ def used(ratio: float, size: int = 1000) -> DiskUsage:
     return DiskUsage(used=int(ratio * size), free=size - int(ratio * size))
 
 
-@pytest.mark.parametrize(("ratio", "level"), [(0.0, DiskLevel.OK), (0.749, DiskLevel.OK), (0.75, DiskLevel.EARLY_DELETE),
-                                              (0.899, DiskLevel.EARLY_DELETE), (0.90, DiskLevel.REFUSE_SENDS),
+@pytest.mark.parametrize(("ratio", "level"), [(0.0, DiskLevel.OK), (0.75, DiskLevel.OK), (0.751, DiskLevel.EARLY_DELETE),
+                                              (0.90, DiskLevel.EARLY_DELETE), (0.901, DiskLevel.REFUSE_SENDS),
                                               (1.0, DiskLevel.REFUSE_SENDS)])
-def test_disk_level_is_passed_once_the_used_share_reaches_a_mark(ratio: float, level: DiskLevel) -> None:
+def test_disk_level_is_past_a_mark_once_the_used_share_is_above_it(ratio: float, level: DiskLevel) -> None:
     assert disk_level(ratio, MARKS) is level
+
+
+def test_a_mark_of_one_is_never_passed_even_by_a_full_disk() -> None:
+    assert disk_level(1.0, DiskWatermarks(1.0, 1.0)) is DiskLevel.OK
 
 
 def test_the_used_share_counts_what_is_free_to_the_broker_not_blocks_reserved_for_root() -> None:
@@ -36,7 +40,7 @@ def test_the_used_share_counts_what_is_free_to_the_broker_not_blocks_reserved_fo
 def test_bytes_over_early_mark_is_what_brings_the_disk_back_under_it() -> None:
     assert bytes_over_early_mark(used(0.70), MARKS) == 0
     over = bytes_over_early_mark(used(0.80), MARKS)
-    assert over == 51
+    assert over == 50
     after = DiskUsage(used=800 - over, free=200 + over)
     assert disk_level(after.used_ratio, MARKS) is DiskLevel.OK
 
@@ -54,11 +58,11 @@ def test_the_watch_refuses_sends_past_the_second_mark_and_resumes_once_the_disk_
     watch = DiskWatch(disk, MARKS)
     assert watch.read() is DiskLevel.OK and not watch.sends_refused and watch.reclaim_bytes == 0
     disk.ratio = 0.95
-    assert watch.read() is DiskLevel.REFUSE_SENDS and watch.sends_refused and watch.reclaim_bytes == 201
+    assert watch.read() is DiskLevel.REFUSE_SENDS and watch.sends_refused and watch.reclaim_bytes == 200
     disk.ratio = 0.80
-    assert watch.read() is DiskLevel.EARLY_DELETE and not watch.sends_refused and watch.reclaim_bytes == 51
+    assert watch.read() is DiskLevel.EARLY_DELETE and not watch.sends_refused and watch.reclaim_bytes == 50
     disk.ratio = 0.10
-    assert watch.read() is DiskLevel.OK and watch.used_ratio == 0.10
+    assert watch.read() is DiskLevel.OK and watch.used_ratio == 0.10 and watch.reclaim_bytes == 0
 
 
 def test_before_its_first_reading_the_watch_refuses_nothing() -> None:
