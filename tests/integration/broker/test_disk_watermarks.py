@@ -3,13 +3,17 @@
 On a small tmpfs a filler file takes the disk past both marks: the oldest segments go before their time (the state
 snapshots' pin moved past them), sends are refused with 503 DISK_ALMOST_FULL and Retry-After while receives and acks
 go on; the filler deleted, sends resume with no restart. Without a tmpfs (no root), marks set near zero against the
-real disk show the refusal from the broker's first request.
+real disk show the refusal from the broker's first request, over HTTP and the Kafka front.
 """
 
 from __future__ import annotations
 
 import httpx
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaStorageError
 
+from tests.support.processes import free_port
 from tests.support.small_disk import SmallDisk
 from tests.support.waiting import wait_for
 
@@ -99,3 +103,25 @@ def test_with_marks_below_what_the_real_disk_holds_the_first_send_is_refused_and
         assert receive(client, "g", "T", 1) == []
         assert client.get("/v1/topics/T").json()["queues"][0]["max_offset"] == 0
         assert metric(client, "halfmq_disk_watermark_level") == 2 and 0 < metric(client, "halfmq_disk_used_ratio") <= 1
+
+
+def test_the_kafka_fronts_produce_is_refused_as_a_storage_error_and_its_fetch_still_answers(start_broker) -> None:
+    """The Kafka front's Produce goes through the same send path: KAFKA_STORAGE_ERROR, which Kafka's clients retry."""
+    kafka_port = free_port()
+    broker = start_broker({"HALFMQ_BROKER_KAFKA_PORT": str(kafka_port), "HALFMQ_BROKER_DISK_EARLY_DELETE_RATIO": "0.0001",
+                           "HALFMQ_BROKER_DISK_REFUSE_SENDS_RATIO": "0.0002"})
+    with httpx.Client(base_url=broker.url, timeout=15) as client:
+        client.post("/v1/topics", json={"name": "K", "queues": 1}).raise_for_status()
+    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{kafka_port}", retries=0, enable_idempotence=False, acks="all")
+    try:
+        with pytest.raises(KafkaStorageError):
+            producer.send("K", b"refused").get(timeout=30)
+    finally:
+        producer.close(timeout=5)
+    consumer = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{kafka_port}", enable_auto_commit=False, consumer_timeout_ms=2000)
+    try:
+        consumer.assign([TopicPartition("K", 0)])
+        assert consumer.end_offsets([TopicPartition("K", 0)])[TopicPartition("K", 0)] == 0
+        assert list(consumer) == []
+    finally:
+        consumer.close()
