@@ -1,33 +1,12 @@
 """The console's header shows the data dir's disk against its watermarks, in a real Chromium against a real broker.
 
 Marks below what the real disk holds put the broker past both from its first reading: every page says sends are
-refused; with the default marks it shows only the used share.
+refused; with the marks off (the test brokers', tests/conftest.py) it shows only the used share.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-import pytest
-
-from .chromium import CHROMEDRIVER, CHROMIUM, start_chromium, wait_for_css
-
-
-@pytest.fixture(autouse=True)
-def _chromium_installed() -> None:
-    """Skipped on a machine without it, but never in CI: bin/setup installs it there."""
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        if os.environ.get("CI"):
-            pytest.fail("chromium / chromedriver missing: bin/setup installs Debian's chromium and chromium-driver")
-        pytest.skip("bin/setup installs Debian's chromium and chromium-driver")
-
-
-@pytest.fixture
-def browser(tmp_path: Path):
-    driver = start_chromium(tmp_path / "chromium-profile")
-    yield driver
-    driver.quit()
+from .chromium import wait_for_css
 
 
 def test_every_page_says_when_the_disk_is_past_the_refuse_sends_mark(start_broker, browser) -> None:
