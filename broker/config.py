@@ -172,6 +172,14 @@ class BrokerSettings(BaseSettings):
     retention: float = Field(default=7 * 86400.0, gt=0)
     retention_bytes: int | None = Field(default=None, ge=1)
     retention_check_interval: float = Field(default=10.0, gt=0)
+    # Disk watermarks (docs/decisions/053-disk-watermarks.md): the used share of the data dir's filesystem, read every
+    # ``disk_check_interval`` seconds; a mark is passed once the share is above it (1: never). Above
+    # ``disk_early_delete_ratio`` (RocketMQ's diskMaxUsedSpaceRatio) retention deletes the oldest segments no pin holds
+    # before their time, until the disk is under it again; above ``disk_refuse_sends_ratio`` sends are refused (503
+    # DISK_ALMOST_FULL, Retry-After) while receives, acks and transaction ends go on; under it again, sends resume.
+    disk_early_delete_ratio: float = Field(default=0.75, gt=0, le=1)
+    disk_refuse_sends_ratio: float = Field(default=0.90, gt=0, le=1)
+    disk_check_interval: float = Field(default=1.0, gt=0, le=60)
     log_level: str = "info"
     # Tracing (docs/tracing.md): OpenTelemetry's OTEL_TRACES_EXPORTER / OTEL_SDK_DISABLED, or this shortcut,
     # HALFMQ_TRACES=otlp|console|none, one variable for every halfmq process (it wins over OTEL_TRACES_EXPORTER); off when unset.
@@ -231,6 +239,13 @@ class BrokerSettings(BaseSettings):
         if self.idempotent_sequences_per_principal < 2 * self.idempotent_send_window:
             raise ValueError(f"idempotent_sequences_per_principal ({self.idempotent_sequences_per_principal}) must be at least "
                              f"twice idempotent_send_window ({self.idempotent_send_window}): one producer's window holds that many")
+        return self
+
+    @model_validator(mode="after")
+    def _early_delete_before_refusing_sends(self) -> BrokerSettings:
+        if self.disk_early_delete_ratio > self.disk_refuse_sends_ratio:
+            raise ValueError(f"disk_early_delete_ratio ({self.disk_early_delete_ratio}) must not exceed disk_refuse_sends_ratio "
+                             f"({self.disk_refuse_sends_ratio}): the broker frees space before it refuses sends")
         return self
 
     @model_validator(mode="after")

@@ -523,6 +523,15 @@ class StoreUnavailable(BrokerError):
     title = "The store is not accepting writes"
 
 
+class DiskAlmostFull(StoreUnavailable):
+    """The data dir's disk is past HALFMQ_BROKER_DISK_REFUSE_SENDS_RATIO: new messages are refused until it is under it
+    again (retention deletes early meanwhile); receives, acks and transaction ends still work. Nothing was stored."""
+
+    code = "DISK_ALMOST_FULL"
+    retry_after = 5
+    title = "The broker's disk is almost full: sends are paused"
+
+
 class DamagedRecord(BrokerError):
     """A stored record this request needs failed its CRC; the rest of the store is served as usual."""
 

@@ -103,3 +103,29 @@ def test_the_fifo_stall_alert_fires_once_a_head_has_held_its_queue_past_a_minute
                                                        "evaluation_interval": "15s", "tests": [case]}))
     tested = promtool("test", "rules", str(tmp_path / "fifo.yml"))
     assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_the_disk_alerts_fire_past_each_watermark_and_stop_once_the_disk_is_under_them(tmp_path: Path) -> None:
+    """The shipped rules on synthetic series (promtool's rule tests): the level goes 0, 1, 2, 0 every 15 s.
+
+    tests/integration/broker/test_disk_watermarks.py shows a real broker exporting the level past each mark."""
+    rules = {r["alert"]: r for g in yaml.safe_load((MONITORING / "rules.yml").read_text())["groups"] for r in g["rules"]
+             if r.get("alert") in ("HalfmqDiskPastEarlyDeleteMark", "HalfmqDiskSendsRefused")}
+
+    def firing(alert: str) -> dict:
+        return {"exp_labels": {"severity": rules[alert]["labels"]["severity"]},
+                "exp_annotations": {"summary": rules[alert]["annotations"]["summary"]}}
+
+    early, refused = "HalfmqDiskPastEarlyDeleteMark", "HalfmqDiskSendsRefused"
+    case = {"interval": "15s", "input_series": [{"series": 'halfmq_disk_watermark_level{instance="b"}', "values": "0 1 2 0"}],
+            "alert_rule_test": [{"eval_time": "0s", "alertname": early, "exp_alerts": []},
+                                {"eval_time": "15s", "alertname": early, "exp_alerts": [firing(early)]},
+                                {"eval_time": "15s", "alertname": refused, "exp_alerts": []},
+                                {"eval_time": "30s", "alertname": early, "exp_alerts": [firing(early)]},
+                                {"eval_time": "30s", "alertname": refused, "exp_alerts": [firing(refused)]},
+                                {"eval_time": "45s", "alertname": early, "exp_alerts": []},
+                                {"eval_time": "45s", "alertname": refused, "exp_alerts": []}]}
+    (tmp_path / "disk.yml").write_text(yaml.safe_dump({"rule_files": [str(MONITORING / "rules.yml")],
+                                                       "evaluation_interval": "15s", "tests": [case]}))
+    tested = promtool("test", "rules", str(tmp_path / "disk.yml"))
+    assert tested.returncode == 0, tested.stdout + tested.stderr

@@ -204,7 +204,7 @@ async def _render(request: Request, viewer: Viewer, name: str, template: str, fl
         page=name, title=title, pages=[(k, v[0]) for k, v in PAGES.items()], data=data, flash=flash,
         params=[(k, v) for k, v in request.query_params.items() if k in PAGE_PARAMS],
         csrf=session.csrf_token(token), poll=POLL_SECONDS, auth=runtime_of(request).access.enabled,
-        follower=_banner(request, name))
+        follower=_banner(request, name), disk=viewer.usecases.console_views.disk(viewer.admin))
     html = await asyncio.to_thread(_env.get_template(template).render, context)
     return HTMLResponse(html, status_code=status)
 

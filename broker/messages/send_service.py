@@ -24,11 +24,13 @@ from halfmq.broker.messages.rules import (
     own_uniq_key,
     properties_bytes,
 )
+from halfmq.broker.store.disk_watermarks import DiskWatch
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
 from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic
 from halfmq.broker.timers import routing
 from halfmq.errors import (
     BadBodyEncoding,
+    DiskAlmostFull,
     InvalidQueueCount,
     InvalidQueueId,
     MessageTooLarge,
@@ -94,15 +96,26 @@ class TopicService:
 
 class SendService:
     def __init__(self, store: MessageStore, topics: TopicService, *, timer_max_delay_ms: int = routing.DEFAULT_MAX_DELAY_MS,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, disk: DiskWatch | None = None) -> None:
         self.store = store
         self.topics = topics
+        self.disk = disk  # past its refuse-sends watermark, every new message is refused (disk_watermarks.py)
         self.timer_max_delay_ms = timer_max_delay_ms
         self._clock = clock
         self._round_robin: dict[str, itertools.count[int]] = {}
         self._uniq_keys = RandomIds(upper=True)  # UNIQ_KEY: 32 hex digits no client can predict (issue 42)
 
+    def refuse_if_disk_full(self) -> None:
+        """DiskAlmostFull while the data dir's disk is past its refuse-sends watermark: every new message (a send, a
+        half, a producer transaction's) comes through ``prepare``/``prepare_many``, so none is stored; what settles or
+        frees (acks, ends, retries, timers) does not, and goes on."""
+        if self.disk is not None and self.disk.sends_refused:
+            self.disk.count_refused()
+            raise DiskAlmostFull(f"the data dir's disk is {self.disk.used_ratio:.1%} full, past HALFMQ_BROKER_DISK_REFUSE_SENDS_RATIO "
+                                 f"({self.disk.marks.refuse_sends_ratio}): sends resume once it is under it; nothing was stored")
+
     def prepare(self, cfg: TopicConfig, msg: OutgoingMessage) -> PutItem:
+        self.refuse_if_disk_full()
         body = decode_body(msg)
         policy = self.topics.policy.limits
         props = message_properties(msg, self._uniq_keys, policy)
@@ -141,6 +154,7 @@ class SendService:
         Same checks, queue choice and ids as ``prepare``; a batch of 100 spends
         most of its broker time here, so the plain case skips the general path.
         """
+        self.refuse_if_disk_full()
         limit = self.topics.policy.limits.max_message_size
         counter = self._round_robin.setdefault(cfg.name, itertools.count())
         new_key = self._uniq_keys

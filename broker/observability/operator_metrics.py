@@ -239,6 +239,17 @@ def _store(rt: Observed) -> Iterator[Metric]:
     retention = getattr(rt, "retention", None)
     yield CounterMetricFamily("halfmq_retention_deleted_files", "Commit-log, consume-queue and key-index files retention deleted since start",
                               value=retention.deleted_files if retention is not None else 0)
+    yield CounterMetricFamily("halfmq_retention_early_deleted_files", "Files retention deleted before their time because the disk "
+                              "was past HALFMQ_BROKER_DISK_EARLY_DELETE_RATIO, since start",
+                              value=retention.early_deleted_files if retention is not None else 0)
+    disk = getattr(rt, "disk", None)
+    yield GaugeMetricFamily("halfmq_disk_used_ratio", "Used share of the data dir's filesystem (0..1), as last read",
+                            value=disk.used_ratio if disk is not None else 0)
+    yield GaugeMetricFamily("halfmq_disk_watermark_level", "0: the disk is under both watermarks; 1: past DISK_EARLY_DELETE_RATIO "
+                            "(retention deletes early); 2: past DISK_REFUSE_SENDS_RATIO (sends refused)",
+                            value=int(disk.level) if disk is not None else 0)
+    yield CounterMetricFamily("halfmq_disk_refused_sends", "Sends refused with DISK_ALMOST_FULL since start",
+                              value=disk.refused_sends if disk is not None else 0)
     yield CounterMetricFamily("halfmq_store_damaged_records", "Distinct damaged records met by reads since start", value=store.damaged.count)
     yield CounterMetricFamily("halfmq_receive_damaged_skipped", "Damaged messages consumer groups passed over since start",
                               value=delivery.damaged_skips)

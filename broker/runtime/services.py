@@ -30,6 +30,7 @@ from halfmq.broker.producer_transactions.coordinator import TransactionCoordinat
 from halfmq.broker.security.access import Access
 from halfmq.broker.security.auth_file import Authenticator, AuthFileError
 from halfmq.broker.store import state_snapshot
+from halfmq.broker.store.disk_watermarks import DiskLevel, DiskWatch, DiskWatermarks, filesystem_usage
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
@@ -78,6 +79,8 @@ class BrokerRuntime:
     _release_task: asyncio.Task | None = field(default=None, repr=False)
     _retention_task: asyncio.Task | None = field(default=None, repr=False)
     retention: RetentionService | None = None  # set by start() on the one broker (a set's retention is not built yet)
+    disk: DiskWatch | None = None  # set by open(): the data dir's disk against its watermarks, read by start()'s loop
+    _disk_task: asyncio.Task | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: BrokerSettings,
@@ -127,9 +130,11 @@ class BrokerRuntime:
                 on_finish=lambda seconds: rt.metrics.tx_finish_latency.observe(seconds),
             )
             producers = ProducerRegistry(settings.data_dir / "producers.json", settings.producer_expiry)
-            sender = SendService(store, topics, timer_max_delay_ms=int(settings.timer_max_delay * 1000))
+            disk = DiskWatch(filesystem_usage(settings.data_dir),
+                             DiskWatermarks(settings.disk_early_delete_ratio, settings.disk_refuse_sends_ratio))
+            sender = SendService(store, topics, timer_max_delay_ms=int(settings.timer_max_delay * 1000), disk=disk)
             rt = cls(settings, store, topics, sender, delivery, transactions, producers, create_metrics(), durable, time.time(),
-                     timers=timers)
+                     timers=timers, disk=disk)
             authenticator = Authenticator.from_file(settings.auth_file) if settings.auth_file else None
             decisions = {r: rt.metrics.auth_decisions.labels(r) for r in ("allow", "deny", "unauthenticated")}
             rt.access = Access(authenticator, lambda result: decisions[result].inc())
@@ -177,8 +182,14 @@ class BrokerRuntime:
         self._release_task = asyncio.get_running_loop().create_task(releases.run_forever())
         if not self.settings.cluster:  # a set's followers must delete only below the leader's log start: not built yet
             self.retention = RetentionService(self.store, RetentionLimits(int(self.settings.retention * 1000), self.settings.retention_bytes),
-                                              self.retention_pins())
+                                              self.retention_pins(), reclaim=self._disk_reclaim_bytes)
             self._retention_task = asyncio.get_running_loop().create_task(self._keep_retention(self.retention))
+        if self.disk is not None:
+            try:
+                self.disk.read()  # once before the first request: a broker started on a full disk refuses its first send
+            except OSError as unread:
+                log.error("cannot read the data dir's disk usage: %s", unread)
+            self._disk_task = asyncio.get_running_loop().create_task(self._watch_disk(self.disk))
         self.watch_auth()
 
     def watch_auth(self) -> None:
@@ -268,17 +279,41 @@ class BrokerRuntime:
         (on a thread); what goes is retention.new_log_start's decision."""
         while True:
             await asyncio.sleep(self.settings.retention_check_interval)
+            await self._retention_pass(retention)
+
+    async def _retention_pass(self, retention: RetentionService) -> None:
+        try:
+            held = retention.held()
+            await asyncio.to_thread(retention.apply, held)
+        except OSError as refused:
+            log.error("retention could not delete files: %s; the next pass tries again", refused)
+        except Exception:
+            log.exception("retention failed; the next pass tries again")
+
+    def _disk_reclaim_bytes(self) -> int:
+        return self.disk.reclaim_bytes if self.disk is not None else 0
+
+    async def _watch_disk(self, disk: DiskWatch) -> None:
+        """The disk watermarks' loop (docs/decisions/053-disk-watermarks.md): only reads the filesystem (on a thread)
+        every ``disk_check_interval``; past the early-delete mark it runs a retention pass at once (the pass frees what
+        ``reclaim_bytes`` asks and no pin holds). Sends read the level it leaves (SendService.refuse_if_disk_full)."""
+        readings = FailureWatch("cannot read the data dir's disk usage: %s; the watermarks keep the last reading",
+                                "the data dir's disk usage is read again", log)
+        while True:
             try:
-                held = retention.held()
-                await asyncio.to_thread(retention.apply, held)
-            except OSError as refused:
-                log.error("retention could not delete files: %s; the next pass tries again", refused)
+                level = await asyncio.to_thread(disk.read)
+                readings.succeeded()
+                if level >= DiskLevel.EARLY_DELETE and self.retention is not None:
+                    await self._retention_pass(self.retention)
+            except OSError as failed:
+                readings.failed(failed)
             except Exception:
-                log.exception("retention failed; the next pass tries again")
+                log.exception("reading the disk's watermarks failed; the next pass tries again")
+            await asyncio.sleep(self.settings.disk_check_interval)
 
     async def stop(self, close_store: bool = True) -> None:
         """Stop what ``start`` started; ``close_store=False`` leaves the store open for the next runtime (a role change)."""
-        for task in (self._release_task, self._txn_timeout_task, self._state_snapshot_task, self._retention_task):
+        for task in (self._release_task, self._txn_timeout_task, self._state_snapshot_task, self._retention_task, self._disk_task):
             if task is not None:
                 task.cancel()
         if self._auth_task is not None:

@@ -54,5 +54,5 @@ def use_cases(rt: BrokerRuntime) -> UseCases:
         journeys=Journeys(access, store, rt.lookups, settings.lookup_topics, settings.lookup_index_files),
         views=views,
         console_views=ConsoleViews(views, rt.half_messages, rt.producer_txns, store, rt.delivery.views, rt.producers,
-                                   redrives, settings.transaction_timeout, settings.host, settings.port),
+                                   redrives, settings.transaction_timeout, settings.host, settings.port, rt.disk),
     )

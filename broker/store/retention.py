@@ -49,23 +49,29 @@ def lowest_pin(pins: Iterable[int | None]) -> int | None:
     return min(held, default=None)
 
 
-def new_log_start(segments: Sequence[SegmentFacts], limits: RetentionLimits, pins: Iterable[int | None], now_ms: int) -> int:
+def new_log_start(segments: Sequence[SegmentFacts], limits: RetentionLimits, pins: Iterable[int | None], now_ms: int,
+                  reclaim_bytes: int = 0) -> int:
     """Where the log starts once the segments past the limits go: the base of the first segment kept.
 
     ``segments`` in order, the last being the one written now (it never goes). A segment is past the limits when it
-    was last written more than ``age_ms`` ago, or when the segments after it alone hold ``max_bytes`` or more; only a
-    run of such segments from the start goes, and it stops at the first segment that ends past the lowest pin.
+    was last written more than ``age_ms`` ago, or when the segments after it alone hold ``max_bytes`` or more, or
+    while the segments going before it free less than ``reclaim_bytes`` (a disk past its early-delete watermark,
+    disk_watermarks.py: the oldest go first, before their time); only a run of such segments from the start goes,
+    and it stops at the first segment that ends past the lowest pin, whatever the disk.
     """
     if not segments:
         return 0
     pinned = lowest_pin(pins)
     after = sum(seg.size for seg in segments)
     start = segments[0].base
+    freed = 0
     for seg in segments[:-1]:
         after -= seg.size
         too_old = limits.age_ms is not None and now_ms - seg.last_write_ms > limits.age_ms
         too_big = limits.max_bytes is not None and after >= limits.max_bytes
-        if not (too_old or too_big) or (pinned is not None and seg.end > pinned):
+        disk_short = freed < reclaim_bytes
+        if not (too_old or too_big or disk_short) or (pinned is not None and seg.end > pinned):
             break
         start = seg.end
+        freed += seg.size
     return start

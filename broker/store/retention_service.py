@@ -20,12 +20,14 @@ class RetentionService:
     """Deletes what the limits let go and no pin holds; ``pins`` by name (for the log line saying what held)."""
 
     def __init__(self, store: MessageStore, limits: RetentionLimits, pins: Mapping[str, Pin],
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, reclaim: Callable[[], int] = lambda: 0) -> None:
         self._store = store
         self._limits = limits
         self._pins = dict(pins)
         self._clock = clock
+        self._reclaim = reclaim  # bytes a disk past its early-delete watermark wants freed (DiskWatch.reclaim_bytes)
         self.deleted_files = 0  # every file retention deleted since start (/metrics)
+        self.early_deleted_files = 0  # of which deleted before their time, for the disk (/metrics)
 
     def held(self) -> dict[str, int | None]:
         """Each pin's lowest needed commit-log offset now."""
@@ -38,10 +40,16 @@ class RetentionService:
     def apply(self, pins: Mapping[str, int | None]) -> int:
         """Delete what the limits let go and ``pins`` (read just before) do not hold; return the log start after it."""
         store = self._store
-        start = new_log_start(store.commit_log.segment_facts(), self._limits, pins.values(), int(self._clock() * 1000))
-        if start > store.log_start.offset:
-            deleted = store.log_start.advance(start)
+        segments, now_ms = store.commit_log.segment_facts(), int(self._clock() * 1000)
+        start = new_log_start(segments, self._limits, pins.values(), now_ms)
+        reclaim = self._reclaim()
+        early = new_log_start(segments, self._limits, pins.values(), now_ms, reclaim) if reclaim else start
+        if early > store.log_start.offset:
+            deleted = store.log_start.advance(early)
             self.deleted_files += len(deleted)
-            log.info("retention: the log starts at %d now; %d files deleted (pins: %s)", start, len(deleted),
+            if early > start:
+                self.early_deleted_files += len(deleted)
+            log.info("retention: the log starts at %d now; %d files deleted%s (pins: %s)", early, len(deleted),
+                     f", early for a disk past its watermark ({reclaim} bytes over)" if early > start else "",
                      ", ".join(f"{name}={offset}" for name, offset in pins.items() if offset is not None) or "none")
         return store.log_start.offset

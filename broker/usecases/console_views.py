@@ -19,6 +19,7 @@ import msgspec
 from halfmq.broker.delivery.dlq_redrive import Redrives
 from halfmq.broker.messages.view import message_view
 from halfmq.broker.security.access import ClusterAdmin
+from halfmq.broker.store.disk_watermarks import DiskLevel, DiskWatch
 from halfmq.broker.store.topics import is_system_group, is_system_topic
 from halfmq.broker.usecases.answers import view_answer
 from halfmq.wire import TransactionState
@@ -92,6 +93,18 @@ class ConsoleViews:
     transaction_timeout: float
     host: str
     port: int
+    disk_watch: DiskWatch | None = None
+
+    def disk(self, admin: ClusterAdmin) -> dict[str, Any] | None:
+        """The data dir's disk against its watermarks, for every page's header (None before the first reading): the
+        operator sees why sends are refused or old messages went early (docs/decisions/053-disk-watermarks.md)."""
+        watch = self.disk_watch
+        if watch is None or watch.usage is None:
+            return None
+        says = {DiskLevel.OK: "", DiskLevel.EARLY_DELETE: "past the early-delete mark: retention deletes the oldest segments early",
+                DiskLevel.REFUSE_SENDS: "past the refuse-sends mark: sends are refused (DISK_ALMOST_FULL); receives, acks and ends go on"}
+        return {"level": watch.level.name.lower(), "used": f"{watch.used_ratio:.1%}", "says": says[watch.level],
+                "early_delete": f"{watch.marks.early_delete_ratio:.0%}", "refuse_sends": f"{watch.marks.refuse_sends_ratio:.0%}"}
 
     def transactions(self, admin: ClusterAdmin, page: int, rows: int) -> dict[str, Any]:
         """One page of the pending transactions and one of the discarded ones (the same page number), oldest first."""

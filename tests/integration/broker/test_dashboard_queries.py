@@ -142,7 +142,8 @@ def test_the_alert_rules_load_and_the_dlq_and_discard_alerts_fire(observed: Obse
     rules = observed.prometheus.rules()
     assert {name: r["health"] for name, r in rules.items()} == dict.fromkeys(
         ["HalfmqBrokerDown", "HalfmqTransactionOlderThan10Minutes", "HalfmqTransactionsDiscarded", "HalfmqMessagesDeadLettered",
-         "HalfmqFifoQueueStalled", "HalfmqSetNoLeader", "HalfmqSetLeaderChanged", "HalfmqSetFollowerBehind"], "ok")
+         "HalfmqFifoQueueStalled", "HalfmqDiskPastEarlyDeleteMark", "HalfmqDiskSendsRefused",
+         "HalfmqSetNoLeader", "HalfmqSetLeaderChanged", "HalfmqSetFollowerBehind"], "ok")
     firing = wait_for(lambda: {n for n, r in observed.prometheus.rules().items() if r["state"] == "firing"} or None, timeout=10)
     assert firing == {"HalfmqTransactionsDiscarded", "HalfmqMessagesDeadLettered"}
 

@@ -72,3 +72,16 @@ def test_a_log_that_starts_past_zero_keeps_its_start_when_nothing_goes() -> None
     logs = [SegmentFacts(7000, 8000, NOW), SegmentFacts(8000, 8500, NOW)]
     assert new_log_start(logs, by_age(1), [], NOW) == 7000
     assert new_log_start([], by_age(1), [], NOW) == 0
+
+
+def test_a_disk_past_its_early_mark_takes_the_oldest_segments_before_their_time_until_enough_is_freed() -> None:
+    """None is past the age limit; the disk wants 1,500 bytes back: the two oldest go (1,000 would not be enough)."""
+    assert new_log_start(segments(3, 2, 1, 0), by_age(100), [], NOW, reclaim_bytes=1500) == 2000
+    assert new_log_start(segments(3, 2, 1, 0), by_age(100), [], NOW, reclaim_bytes=1000) == 1000
+    assert new_log_start(segments(3, 2, 1, 0), by_age(100), [], NOW, reclaim_bytes=0) == 0
+
+
+def test_a_full_disk_never_takes_a_pinned_segment_nor_the_one_being_written() -> None:
+    """An open half, an open producer transaction, a pending timer or the state records hold whatever the disk wants."""
+    assert new_log_start(segments(3, 2, 1, 0), by_age(100), [1500], NOW, reclaim_bytes=10**9) == 1000
+    assert new_log_start(segments(3, 2, 1, 0), by_age(100), [], NOW, reclaim_bytes=10**9) == 3000
