@@ -136,6 +136,39 @@ def test_offsets_sent_to_a_transaction_move_at_its_commit_and_never_at_an_abort(
     read_committed.close()
 
 
+def test_a_committed_transaction_s_offsets_survive_a_kill_9_and_an_open_one_s_never_move(tmp_path: Path) -> None:
+    broker = KafkaBroker(tmp_path)
+    broker.process.start(timeout=60)
+    try:
+        source, sink, group, tid = unique("KAFKA_CRASH_IN"), unique("KAFKA_CRASH_OUT"), unique("crash"), unique("crash-tx")
+        fill(broker, source, ["a", "b", "c", "d"])
+        fill(broker, sink, [])
+        consumer = rd_consumer(broker, group)
+        consumer.assign([RdTopicPartition(source, 0, 0)])
+        producer = transactional(broker, tid)
+        producer.begin_transaction()
+        transform(consumer, producer, sink, 2)
+        producer.commit_transaction(30)
+        broker.process.kill9()  # at once: the offsets file's checkpoint may not have caught up, the commit record has them
+        broker.process.restart(timeout=60)
+        assert committed(broker, group, source) == 2
+        consumer.close()
+
+        consumer = rd_consumer(broker, group)
+        consumer.assign([RdTopicPartition(source, 0, 2)])
+        producer = transactional(broker, tid)  # the producer of the restarted broker's time (its producer ids are new)
+        producer.begin_transaction()
+        assert transform(consumer, producer, sink, 2) == 4  # TxnOffsetCommit of 4 answered ...
+        producer.flush(30)
+        broker.process.kill9()  # ... and the broker dies before EndTxn: its restart aborts the open transaction
+        broker.process.restart(timeout=60)
+        consumer.close()
+        assert committed(broker, group, source) == 2
+        assert sink_values(broker, sink) == ["A", "B"]
+    finally:
+        broker.process.stop()
+
+
 def test_offsets_past_the_transaction_s_acks_bound_are_refused_and_the_transaction_aborts(tmp_path: Path) -> None:
     broker = KafkaBroker(tmp_path, {"HALFMQ_BROKER_PRODUCER_TXN_MAX_ACKS": "2"})
     broker.process.start(timeout=60)
