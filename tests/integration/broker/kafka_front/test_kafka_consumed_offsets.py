@@ -14,7 +14,8 @@ from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import KafkaException
 from confluent_kafka import Producer as RdProducer
 from confluent_kafka import TopicPartition as RdTopicPartition
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
 
 from halfmq.client import Producer
 from tests.integration.broker.kafka_front.test_kafka_clients import KafkaBroker
@@ -191,3 +192,23 @@ def test_offsets_past_the_transaction_s_acks_bound_are_refused_and_the_transacti
         assert committed(broker, group, source) == 0  # committed now (none before): the smaller transaction fits
     finally:
         broker.process.stop()
+
+
+def test_kafka_python_s_send_offsets_to_transaction_moves_the_group_at_the_commit_only(broker: KafkaBroker) -> None:
+    source, sink, group, tid = unique("KAFKA_PY_CTP_IN"), unique("KAFKA_PY_CTP_OUT"), unique("pyctp"), unique("pyctp-tx")
+    fill(broker, source, ["a", "b", "c"])
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=tid)
+    producer.init_transactions()
+    partition = TopicPartition(source, 0)
+    for offset, commit in ((2, False), (3, True)):
+        producer.begin_transaction()
+        producer.send(sink, b"out-%d" % offset, partition=0)
+        producer.send_offsets_to_transaction({partition: OffsetAndMetadata(offset, "", -1)}, group)
+        if commit:
+            producer.commit_transaction()
+        else:
+            producer.abort_transaction()
+            assert committed(broker, group, source) < 0  # the abort moved nothing
+    producer.close()
+    assert committed(broker, group, source) == 3
+    assert sink_values(broker, sink) == ["out-3"]
