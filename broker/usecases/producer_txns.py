@@ -109,7 +109,7 @@ class ProducerTransactions:
                     offsets: dict[str, list[tuple[int, int]]]) -> wire.TxnAcksResult:
         """Consumed offsets committed in the transaction (Kafka's TxnOffsetCommit: topic -> (queue id, the group's next
         offset)): ``subscribe`` on the group and each topic, the topics and queues must exist; they move at the commit."""
-        moves = []
+        moves: list[tuple[str, str, int, int]] = []
         for topic, queues in offsets.items():
             self.access.subscriber(actor.principal, actor.scope, group, topic)
             cfg = self.topics.get(topic)
