@@ -22,6 +22,7 @@ TXN_NO = "TXN_NO"  # the transaction's number within its transactional id
 TIMEOUT_MS = "TIMEOUT_MS"
 MESSAGES = "TXN_MESSAGES"
 ABORTED_BY = "ABORTED_BY"
+OFFSETS = "TXN_OFFSETS"  # on a commit record: the consumed offsets it commits (group, topic, queue, offset rows)
 SEQUENCE = "SEQUENCE"
 SEND_PATH = "SEND_PATH"  # which send a SEND record numbers: a SendKind
 OWNER = "OWNER"  # on an init record: the principal that obtained the producer id (absent before ids were bound)

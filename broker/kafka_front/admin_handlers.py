@@ -1,4 +1,5 @@
-"""The admin calls Kafka's tools and admin clients make: CreateTopics, DeleteTopics, ListGroups, DescribeGroups.
+"""The admin calls Kafka's tools and admin clients make: CreateTopics, DeleteTopics, ListGroups, DescribeGroups,
+DescribeConfigs.
 
 A topic is created as the HTTP front creates one (partitions are queues; the replication factor is the broker's or
 the set's own, so any asked for is taken); the groups listed are the Kafka front's groups (their members and state,
@@ -11,7 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from kafka import errors as kafka_errors
-from kafka.protocol.admin import CreateTopicsResponse, DeleteTopicsResponse, DescribeGroupsResponse, ListGroupsResponse
+from kafka.protocol.admin import (
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    DescribeConfigsResponse,
+    DescribeGroupsResponse,
+    ListGroupsResponse,
+)
 
 from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError, ConsumerGroupNotFound, TopicNotFound
@@ -22,6 +29,24 @@ from .group_coordinator import GroupCoordinator
 from .request_header import RequestHeader, audit_scope
 
 CONSUMER = "consumer"
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+"""Kafka's ConfigResource types DescribeConfigs answers (others: INVALID_REQUEST)."""
+STATIC_BROKER_CONFIG = 4
+"""Kafka's ConfigSource for a value from the broker's own configuration: every value here is a halfmq setting."""
+STRING, INT, LONG, LIST = 2, 3, 5, 7
+"""Kafka's ConfigType of a value (DescribeConfigs v3+)."""
+
+
+def described_configs(settings: Any, resource_type: int) -> list[tuple[str, str, int]]:
+    """(name, value, type) of what a topic or the broker is configured with, from the broker's settings: a topic has
+    no setting of its own, so its values are the broker's, under Kafka's topic names (retention by time and size,
+    deletion only, the largest message) or its broker names."""
+    retention_ms = str(int(settings.retention * 1000))
+    retention_bytes = str(settings.retention_bytes if settings.retention_bytes is not None else -1)
+    names = (("retention.ms", "retention.bytes", "cleanup.policy", "max.message.bytes") if resource_type == TOPIC_RESOURCE
+             else ("log.retention.ms", "log.retention.bytes", "log.cleanup.policy", "message.max.bytes"))
+    values = ((retention_ms, LONG), (retention_bytes, LONG), ("delete", LIST), (str(settings.max_message_size), INT))
+    return [(name, value, kind) for name, (value, kind) in zip(names, values, strict=True)]
 
 
 class AdminHandlers:
@@ -73,6 +98,38 @@ class AdminHandlers:
         except TopicNotFound:
             return False
         return True
+
+    async def describe_configs(self, request: Any, header: RequestHeader) -> Any:
+        """A topic's (``describe`` on it; unknown: UNKNOWN_TOPIC_OR_PARTITION) or the broker's (``admin`` on the
+        cluster) configuration, read-only: the values are the broker's settings (``described_configs``); the keys asked
+        for, or every one."""
+        rt, who, scope = self.current(), self.principal(), audit_scope(header, "DescribeConfigs")
+        result = DescribeConfigsResponse.DescribeConfigsResult
+        config = result.DescribeConfigsResourceResult
+        answers = []
+        for r in request.resources:
+            try:
+                if r.resource_type == TOPIC_RESOURCE:
+                    rt.usecases.topics.describe(who, scope, r.resource_name)
+                elif r.resource_type == BROKER_RESOURCE:
+                    rt.access.cluster_admin(who, scope)
+                else:
+                    answers.append(result(error_code=int(kafka_errors.InvalidRequestError.errno), resource_type=r.resource_type,
+                                          resource_name=r.resource_name, configs=[],
+                                          error_message=f"resource type {r.resource_type}: only topics (2) and the broker (4)"))
+                    continue
+            except BrokerError as exc:
+                answers.append(result(error_code=kafka_code(exc), error_message=str(exc)[:500], resource_type=r.resource_type,
+                                      resource_name=r.resource_name, configs=[]))
+                continue
+            asked = set(r.configuration_keys) if r.configuration_keys is not None else None
+            answers.append(result(error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name,
+                                  configs=[config(name=name, value=value, read_only=True, config_source=STATIC_BROKER_CONFIG,
+                                                  is_default=False, is_sensitive=False, synonyms=[], config_type=kind,
+                                                  documentation=None)
+                                           for name, value, kind in described_configs(rt.settings, r.resource_type)
+                                           if asked is None or name in asked]))
+        return DescribeConfigsResponse(throttle_time_ms=0, results=answers)
 
     async def list_groups(self, request: Any, header: RequestHeader) -> Any:
         uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "ListGroups")

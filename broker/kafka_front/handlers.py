@@ -299,8 +299,9 @@ class KafkaHandlers:
     def table(self, groups: GroupHandlers, sasl: SaslHandlers, admin: AdminHandlers) -> dict[int, Any]:
         """API key -> handler, for the dispatcher; the keys not here are answered as not served yet."""
         return {int(ApiKey.AddPartitionsToTxn): self.txns.add_partitions, int(ApiKey.EndTxn): self.txns.end,
+                int(ApiKey.AddOffsetsToTxn): self.txns.add_offsets, int(ApiKey.TxnOffsetCommit): self.txns.commit_offsets,
                 int(ApiKey.CreateTopics): admin.create_topics, int(ApiKey.DeleteTopics): admin.delete_topics, int(ApiKey.ListGroups): admin.list_groups,
-                int(ApiKey.DescribeGroups): admin.describe_groups,
+                int(ApiKey.DescribeGroups): admin.describe_groups, int(ApiKey.DescribeConfigs): admin.describe_configs,
                 int(ApiKey.SaslHandshake): sasl.handshake, int(ApiKey.SaslAuthenticate): sasl.authenticate,
                 int(ApiKey.JoinGroup): groups.join_group, int(ApiKey.SyncGroup): groups.sync_group,
                 int(ApiKey.Heartbeat): groups.heartbeat, int(ApiKey.LeaveGroup): groups.leave_group,

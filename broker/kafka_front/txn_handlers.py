@@ -9,8 +9,11 @@ recently used forgotten: a forgotten id's next step is refused and its client ab
 first sequence as one of the partition's last five) is answered without a second step. The answer to a transactional
 Produce has no offset (-1): the messages get theirs at the commit.
 
-Not served yet: a consumed offset in the transaction (AddOffsetsToTxn, TxnOffsetCommit), so Kafka's
-consume-transform-produce commits its output atomically but its input offsets apart (docs/decisions/048).
+Consumed offsets in the transaction (``send_offsets_to_transaction``): AddOffsetsToTxn begins the transaction if
+nothing did yet (as in Kafka); each TxnOffsetCommit is one step holding the group's offsets with the transaction's
+acks (``add_offsets``), written on its commit record and moved at the commit, never on an abort; a transaction open
+when the broker stops is aborted at its restart, so its offsets never move. They count against the transaction's
+acks bound (``HALFMQ_BROKER_PRODUCER_TXN_MAX_ACKS``): past it, MESSAGE_TOO_LARGE and the client aborts.
 """
 
 from __future__ import annotations
@@ -20,14 +23,14 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-from kafka.protocol.producer import AddPartitionsToTxnResponse, EndTxnResponse
+from kafka.protocol.producer import AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse, TxnOffsetCommitResponse
 
 from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError
 from halfmq.wire import BeginTxnRequest, EndTxnRequest, TxnMessage, TxnMessagesRequest
 
 from .error_codes import kafka_code
-from .errors import InvalidRecord, TransactionNotBegun
+from .errors import InvalidRecord, KafkaRefusal, TransactionNotBegun
 from .record_batches import RecordBatch
 from .record_mapping import outgoing
 from .request_header import RequestHeader, audit_scope
@@ -79,10 +82,7 @@ class TxnHandlers:
         """v0-3 (the clients'): begins the transaction on its first call; halfmq learns the partitions from the messages."""
         tid, pid, epoch = request.v3_and_below_transactional_id, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch
         try:
-            if not self.steps.begun(tid):
-                self.current().usecases.producer_transactions.begin(self._actor(tid, "AddPartitionsToTxn", header),
-                                                                    BeginTxnRequest(producer_id=pid, epoch=epoch, sequence=0))
-                self.steps.begin(tid)
+            self._begin(tid, pid, epoch, "AddPartitionsToTxn", header)
             code = 0
         except BrokerError as exc:
             code = kafka_code(exc)
@@ -91,6 +91,45 @@ class TxnHandlers:
         return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0, results_by_transaction=[], results_by_topic_v3_and_below=[
             result(name=t.name, results_by_partition=[partition(partition_index=i, partition_error_code=code) for i in t.partitions])
             for t in request.v3_and_below_topics])
+
+    def _begin(self, tid: str, pid: int, epoch: int, api: str, header: RequestHeader) -> None:
+        """The transaction's begin, on the first AddPartitionsToTxn or AddOffsetsToTxn of a transaction."""
+        if not self.steps.begun(tid):
+            self.current().usecases.producer_transactions.begin(self._actor(tid, api, header),
+                                                                BeginTxnRequest(producer_id=pid, epoch=epoch, sequence=0))
+            self.steps.begin(tid)
+
+    async def add_offsets(self, request: Any, header: RequestHeader) -> Any:
+        """The group whose offsets the transaction will commit: the right to consume as it, and the transaction begun."""
+        try:
+            self.current().usecases.groups.may_join(self.principal(), audit_scope(header, "AddOffsetsToTxn"), request.group_id)
+            self._begin(request.transactional_id, request.producer_id, request.producer_epoch, "AddOffsetsToTxn", header)
+            code = 0
+        except BrokerError as exc:
+            code = kafka_code(exc, group=True)
+        return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=code)
+
+    async def commit_offsets(self, request: Any, header: RequestHeader) -> Any:
+        """TxnOffsetCommit: one step of the transaction holding the group's offsets until EndTxn (every partition of the
+        request is answered with the step's one code: it is kept whole or not at all)."""
+        tid = request.transactional_id
+        offsets = {t.name: [(p.partition_index, p.committed_offset) for p in t.partitions] for t in request.topics}
+        try:
+            if not self.steps.begun(tid):
+                raise TransactionNotBegun(f"transactional id {tid!r} has no transaction begun here (AddOffsetsToTxn first)")
+            actor = self._actor(tid, "TxnOffsetCommit", header)
+            self.current().usecases.producer_transactions.add_offsets(actor, request.producer_id, request.producer_epoch,
+                                                                      self.steps.take(tid), request.group_id, offsets)
+            code = 0
+        except KafkaRefusal as refusal:
+            code = refusal.error_code
+        except BrokerError as exc:
+            code = kafka_code(exc, group=True)
+        topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+        partition = topic.TxnOffsetCommitResponsePartition
+        return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
+            topic(name=name, partitions=[partition(partition_index=qid, error_code=code) for qid, _ in queues])
+            for name, queues in offsets.items()])
 
     def produce(self, tid: str, name: str, index: int, batches: list[RecordBatch], header: RequestHeader) -> None:
         """One transactional Produce partition: a step of the transaction (held until EndTxn)."""

@@ -31,7 +31,7 @@ from msgspec.structs import replace
 from halfmq.broker.delivery.receipt_handle import ReceiptHandle
 from halfmq.broker.idempotence.principal_caps import PrincipalCaps
 from halfmq.broker.idempotence.producer_ids import ProducerIds
-from halfmq.broker.idempotence.producer_records import ABORTED_BY, MESSAGES, TxnRecord
+from halfmq.broker.idempotence.producer_records import ABORTED_BY, MESSAGES, OFFSETS, TxnRecord
 from halfmq.broker.idempotence.producer_state import current, not_owned, state_record
 from halfmq.broker.idempotence.send_window import DEFAULT_SIZE
 from halfmq.broker.messages.names import NameKind, checked_name
@@ -77,6 +77,7 @@ class TransactionCoordinator:
         self.ids = ProducerIds(store, durable, clock=clock, send_window=send_window, producer_id_expiry_ms=producer_id_expiry_ms,
                                caps=producer_caps)
         self._held_acks = acks.held_acks
+        self._acks = acks
         self._durable = durable
         self.limits = limits
         self.held = HeldBytes(limits.max_open_bytes, limits.max_open_bytes_per_principal)
@@ -156,6 +157,7 @@ class TransactionCoordinator:
         txn.begun_at = begun.commit_log_offset
         txn.state, txn.number, txn.begun_ms, txn.ended_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, self.now_ms(), None, None
         txn.items, txn.size, txn.acks, txn.message_count, txn.ack_count, txn.end_answer = [], 0, [], 0, 0, None
+        txn.offsets = {}
         answer = BeginResult(tid, producer_id, epoch, number, txn.state, sequence)
         self._remember(txn, ProducerTxnEvent.BEGIN, sequence, answer)
         # Not waited for on disk: an open transaction is aborted by recovery whatever happens, and a begin record lost
@@ -191,14 +193,19 @@ class TransactionCoordinator:
         self._remember(txn, ProducerTxnEvent.ADD_MESSAGES, sequence, answer)
         return answer
 
-    def add_acks(self, tid: str, producer_id: int, epoch: int, sequence: int, receipts: list[ReceiptHandle]) -> AcksResult:
-        """Hold consumed deliveries in the transaction: invisible to their group until it ends."""
+    def add_acks(self, tid: str, producer_id: int, epoch: int, sequence: int, receipts: list[ReceiptHandle],
+                 offsets: list[AckRef] | None = None) -> AcksResult:
+        """Hold consumed deliveries in the transaction: invisible to their group until it ends. ``offsets``: consumed
+        offsets committed in it instead (group, topic, queue, the group's next offset: Kafka's TxnOffsetCommit), kept
+        until the commit writes them on its record and moves the groups' offsets; an abort forgets them. A later
+        offset for the same group and queue replaces the earlier one, as in Kafka."""
         txn = self._current(tid, producer_id, epoch)
         repeat = self._repeat(txn, ProducerTxnEvent.ADD_ACKS, sequence)
         if repeat is not None:
             return repeat  # type: ignore[return-value]
         transition(txn.state, ProducerTxnEvent.ADD_ACKS)
         self._check_next(txn, sequence)
+        moved = {**txn.offsets, **{(g, t, q): o for g, t, q, o in offsets or []}}
         mine = {_key(h) for h in txn.acks}
         fresh = []
         for h in receipts:
@@ -210,19 +217,22 @@ class TransactionCoordinator:
                 mine.add(key)
                 fresh.append(h)
         self._held_acks.check_held(fresh)
-        if len(txn.acks) + len(fresh) > self.limits.max_acks:
-            raise TransactionTooLarge(f"a transaction holds at most {self.limits.max_acks} acks", max_acks=self.limits.max_acks)
+        if len(txn.acks) + len(fresh) + len(moved) > self.limits.max_acks:
+            raise TransactionTooLarge(f"a transaction holds at most {self.limits.max_acks} acks and consumed offsets",
+                                      max_acks=self.limits.max_acks)
         self._held_acks.hold(fresh)
         for h in fresh:
             self._held_by[_key(h)] = tid
         txn.acks.extend(fresh)
-        txn.ack_count = len(txn.acks)
-        answer = AcksResult(tid, sequence, len(txn.acks))
+        txn.offsets = moved
+        txn.ack_count = len(txn.acks) + len(txn.offsets)
+        answer = AcksResult(tid, sequence, txn.ack_count)
         self._remember(txn, ProducerTxnEvent.ADD_ACKS, sequence, answer)
         return answer
 
     async def commit(self, tid: str, producer_id: int, epoch: int) -> EndResult:
-        """ONE write group: every message, then the commit record with the acks; a repeat gets the first answer."""
+        """ONE write group: every message, then the commit record with the acks and the consumed offsets (applied
+        once it is written); a repeat gets the first answer."""
         txn = self._current(tid, producer_id, epoch)
         move = transition(txn.state, ProducerTxnEvent.COMMIT)
         if move.action is TxnAction.NONE:
@@ -231,12 +241,17 @@ class TransactionCoordinator:
         acks: list[AckRef] = [(h.group, h.topic, h.queue_id, h.offset) for h in txn.acks]
         marker = self._record(txn, TxnRecord.COMMIT, body=encode_acks(acks))
         marker.properties[MESSAGES] = str(len(txn.items))
+        moves: list[AckRef] = [(g, t, q, o) for (g, t, q), o in txn.offsets.items() if self.store.topic(t) is not None]  # not of a deleted topic
+        if moves:
+            marker.properties[OFFSETS] = encode_acks(moves).decode()
         now_ms = self.now_ms()  # a delayed message's delay starts at the commit, not at its add
         group = [*route_all(self.store, txn.items, now_ms, None), marker]
         if not self.store.fits(group):
             raise TransactionTooLarge("the transaction does not fit one commit-log segment; commit smaller transactions")
         results, end = self.store.put(group)
         self._held_acks.settle_held(txn.acks)
+        for g, t, q, o in moves:
+            self._acks.restore_reset(g, t, q, o)
         self._release_keys(txn)
         self.held.release(tid)
         txn.state, txn.ended_ms = move.state, self.now_ms()
@@ -244,7 +259,7 @@ class TransactionCoordinator:
             CommittedMessage(r.properties.get("UNIQ_KEY", ""), *visible_place(r.topic, r.queue_id, r.queue_offset, r.properties)[:3],
                              r.commit_log_offset)
             for r in results[:-1]))
-        txn.items, txn.acks = [], []
+        txn.items, txn.acks, txn.offsets = [], [], {}
         txn.last_event = txn.last_answer = None  # numbers count within one transaction: a begin after this is new
         self.commits += 1
         await self._durable(end)
@@ -333,7 +348,7 @@ class TransactionCoordinator:
         self._release_keys(txn)
         txn.state, txn.ended_ms, txn.aborted_by = ProducerTxnState.COMPLETE_ABORT, self.now_ms(), by
         txn.end_answer = self.end_answer(txn, ())
-        txn.items, txn.acks = [], []
+        txn.items, txn.acks, txn.offsets = [], [], {}
         txn.last_event = txn.last_answer = None
         self.aborts += 1
 

@@ -25,8 +25,9 @@ class HeldAckLedger(Protocol):
 
 
 class AckLedger(Protocol):
-    """What transactions need of consumption (DeliveryService): the open ones' held acks, and what the replay of the
-    log (replay.py) gives back to it: the acks it settled, and the receipt key the log names."""
+    """What transactions need of consumption (DeliveryService): the open ones' held acks, what the replay of the
+    log (replay.py) gives back to it (the acks it settled, and the receipt key the log names), and the consumed
+    offsets a commit moves (``restore_reset``: a group's committed offset set, as an offsets-reset record's)."""
 
     @property
     def held_acks(self) -> HeldAckLedger: ...
@@ -67,6 +68,9 @@ class ProducerTxn(ProducerState):
     items: list[PutItem] = field(default_factory=list)
     size: int = 0
     acks: list[ReceiptHandle] = field(default_factory=list)
+    offsets: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    """Consumed offsets committed inside the transaction (Kafka's TxnOffsetCommit): (group, topic, queue) -> the
+    group's next offset, applied at the commit; they count against ``max_acks`` with the acks."""
     ack_count: int = 0
     message_count: int = 0
     last_sequence: int = -1

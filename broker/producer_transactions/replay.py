@@ -106,16 +106,25 @@ def _replay_one(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn
         txn.message_count, txn.ack_count = 0, 0  # as a begin does: what the last transaction held is not this one's
         txn.begun_at = record.commit_log_offset
     elif kind == TxnRecord.COMMIT:
-        committed = decode_acks(record.body)
-        for group, topic, queue_id, offset in committed:
-            acks.restore_acked(group, topic, queue_id, offset)
-        txn.state, txn.ended_ms = ProducerTxnState.COMPLETE_COMMIT, record.store_timestamp
-        txn.message_count, txn.ack_count = int(props.get(rec.MESSAGES, 0)), len(committed)
-        txn.end_answer = coordinator.end_answer(txn, ())
+        _replay_commit(coordinator, txn, acks, record)
     elif kind == TxnRecord.ABORT:
         txn.state, txn.ended_ms = ProducerTxnState.COMPLETE_ABORT, record.store_timestamp
         txn.aborted_by = AbortedBy(props.get(rec.ABORTED_BY, AbortedBy.PRODUCER.value))
         txn.end_answer = coordinator.end_answer(txn, ())
+
+
+def _replay_commit(coordinator: TransactionCoordinator, txn: ProducerTxn, acks: AckLedger, record: StoredMessage) -> None:
+    """A commit's acks settled again, and its consumed offsets (Kafka's TxnOffsetCommit) set again: the offsets file
+    may not have caught up before a crash."""
+    committed = decode_acks(record.body)
+    for group, topic, queue_id, offset in committed:
+        acks.restore_acked(group, topic, queue_id, offset)
+    moved = decode_acks(record.properties.get(rec.OFFSETS, "").encode())
+    for group, topic, queue_id, offset in moved:
+        acks.restore_reset(group, topic, queue_id, offset)
+    txn.state, txn.ended_ms = ProducerTxnState.COMPLETE_COMMIT, record.store_timestamp
+    txn.message_count, txn.ack_count = int(record.properties.get(rec.MESSAGES, 0)), len(committed) + len(moved)
+    txn.end_answer = coordinator.end_answer(txn, ())
 
 
 def _replay_init(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], record: StoredMessage, tid: str,

@@ -151,11 +151,15 @@ class ManageGroups:
 
     # --- a Kafka consumer group's committed offsets (the Kafka front's OffsetCommit and OffsetFetch) ----------------
     def committed_offsets(self, who: Principal, scope: Scope, group: str, topic: str) -> dict[int, int]:
-        """The group's committed offset per queue of ``topic``: the same offsets the HTTP and gRPC fronts' groups use."""
+        """The group's committed offset per queue of ``topic`` that has one: the same offsets the HTTP and gRPC fronts'
+        groups use. A queue the group never committed (nor acked, nor had reset) is left out, so a Kafka client is
+        answered "none" (-1) and its ``auto.offset.reset`` decides where it starts, as on Kafka's brokers."""
         self.access.subscriber(who, scope, group, topic)
-        if self.store.topic(topic) is None:
+        cfg = self.store.topic(topic)
+        if cfg is None:
             raise TopicNotFound(f"topic {topic!r} does not exist")
-        return {qid: committed for qid, committed, _ in self.resets.positions(group, topic)}
+        recorded = ((qid, self.store.offsets.get(group, topic, qid)) for qid in range(cfg.queues))
+        return {qid: committed for qid, committed in recorded if committed is not None}
 
     async def commit_offsets(self, who: Principal, scope: Scope, group: str, topic: str, offsets: list[tuple[int, int]]) -> None:
         """Set the group's committed offsets (queue id, offset) through the log (an ``offsets-reset`` record, so a restart

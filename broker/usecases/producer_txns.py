@@ -24,6 +24,7 @@ from halfmq.broker.security.policy import Action, Principal
 from halfmq.broker.store.store_types import PutItem
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.usecases.answers import acks_answer, begin_answer, end_answer, init_answer, messages_answer, producer_id_answer, view_answer
+from halfmq.errors import InvalidQueueId
 from halfmq.wire import BeginTxnRequest, EndTxnRequest, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 
 from .caller import Scope
@@ -41,7 +42,8 @@ class Coordinator(Protocol):
     def begin(self, tid: str, producer_id: int, epoch: int, sequence: int) -> Any: ...
     def add_messages(self, tid: str, producer_id: int, epoch: int, sequence: int, items: list[PutItem],
                      missing: list[TopicConfig], *, principal: str | None = None) -> Any: ...
-    def add_acks(self, tid: str, producer_id: int, epoch: int, sequence: int, receipts: list[Any]) -> Any: ...
+    def add_acks(self, tid: str, producer_id: int, epoch: int, sequence: int, receipts: list[Any],
+                 offsets: list[tuple[str, str, int, int]] | None = None) -> Any: ...
     async def commit(self, tid: str, producer_id: int, epoch: int) -> Any: ...
     async def abort(self, tid: str, producer_id: int | None, epoch: int | None, by: AbortedBy = ...) -> Any: ...
 
@@ -102,6 +104,19 @@ class ProducerTransactions:
         for h in receipts:  # one service cannot settle another's deliveries
             self.access.subscriber(actor.principal, actor.scope, h.group, h.topic)
         return acks_answer(self.coordinator.add_acks(actor.transactional_id, body.producer_id, body.epoch, body.sequence, receipts))
+
+    def add_offsets(self, actor: TransactionalIdActor, producer_id: int, epoch: int, sequence: int, group: str,
+                    offsets: dict[str, list[tuple[int, int]]]) -> wire.TxnAcksResult:
+        """Consumed offsets committed in the transaction (Kafka's TxnOffsetCommit: topic -> (queue id, the group's next
+        offset)): ``subscribe`` on the group and each topic, the topics and queues must exist; they move at the commit."""
+        moves: list[tuple[str, str, int, int]] = []
+        for topic, queues in offsets.items():
+            self.access.subscriber(actor.principal, actor.scope, group, topic)
+            cfg = self.topics.get(topic)
+            if any(not 0 <= qid < cfg.queues for qid, _ in queues):
+                raise InvalidQueueId(f"topic {topic!r} has queues 0..{cfg.queues - 1}")
+            moves.extend((group, topic, qid, offset) for qid, offset in queues)
+        return acks_answer(self.coordinator.add_acks(actor.transactional_id, producer_id, epoch, sequence, [], moves))
 
     async def commit(self, actor: TransactionalIdActor, body: EndTxnRequest) -> wire.TxnEndResult:
         return end_answer(await self.coordinator.commit(actor.transactional_id, body.producer_id, body.epoch))

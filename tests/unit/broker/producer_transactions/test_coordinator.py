@@ -182,6 +182,41 @@ def test_acks_are_held_while_open_applied_on_commit_and_given_back_on_abort(brok
     assert sorted(d.message.body for d in broker.receive()) == [b"m2", b"m3"]  # deliverable again at once
 
 
+def test_consumed_offsets_move_at_the_commit_never_at_an_abort_and_again_after_a_restart(tmp_path: Path, clock: FakeClock) -> None:
+    b = Broker(tmp_path, clock)
+    b.store.put([PutItem("IN", 0, f"m{i}".encode(), {"UNIQ_KEY": f"m{i}"}) for i in range(4)])
+    pid, epoch = init(b)
+    b.txns.begin("t1", pid, epoch, 0)
+    b.txns.add_acks("t1", pid, epoch, 1, [], [("kgroup", "IN", 0, 1)])
+    b.txns.add_acks("t1", pid, epoch, 2, [], [("kgroup", "IN", 0, 3)])  # a later offset of the same queue replaces it
+    assert b.store.offsets.get("kgroup", "IN", 0) is None  # held until the commit
+    run(b.txns.commit("t1", pid, epoch))
+    assert b.store.offsets.get("kgroup", "IN", 0) == 3
+    b.txns.begin("t1", pid, epoch, 0)
+    b.txns.add_acks("t1", pid, epoch, 1, [], [("kgroup", "IN", 0, 4)])
+    run(b.txns.abort("t1", pid, epoch))
+    assert b.store.offsets.get("kgroup", "IN", 0) == 3
+    b.store.offsets.drop_group("kgroup")  # as if the offsets file had not caught up before a crash
+    b.close()
+    again = Broker(tmp_path, clock)
+    try:
+        assert again.store.offsets.get("kgroup", "IN", 0) == 3  # the commit record's offsets, replayed
+    finally:
+        again.close()
+
+
+def test_consumed_offsets_count_against_the_acks_bound(tmp_path: Path, clock: FakeClock) -> None:
+    b = Broker(tmp_path, clock, limits=TxnLimits(max_acks=2))
+    try:
+        pid, epoch = init(b)
+        b.txns.begin("t1", pid, epoch, 0)
+        with pytest.raises(TransactionTooLarge):
+            b.txns.add_acks("t1", pid, epoch, 1, [], [("kgroup", "OUT", 0, 1), ("kgroup", "OUT", 1, 1), ("kgroup", "IN", 0, 1)])
+        b.txns.add_acks("t1", pid, epoch, 1, [], [("kgroup", "OUT", 0, 1), ("kgroup", "OUT", 1, 1)])
+    finally:
+        b.close()
+
+
 def test_an_expired_or_doubly_held_receipt_is_refused_and_nothing_is_held(broker: Broker, clock: FakeClock) -> None:
     broker.store.put([PutItem("IN", 0, b"m0", {"UNIQ_KEY": "m0"}), PutItem("IN", 0, b"m1", {"UNIQ_KEY": "m1"})])
     got = broker.receive(2)
