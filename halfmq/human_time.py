@@ -5,6 +5,7 @@ One place, so the terminal and the browser never disagree about how old a transa
 
 from __future__ import annotations
 
+import datetime
 import time
 
 
@@ -39,6 +40,13 @@ def parse_duration(text: str | float) -> float:
     if not 0 <= seconds < float("inf"):
         raise ValueError(f"{text!r} is not a duration of zero or more seconds")
     return seconds
+
+
+def epoch_ms(text: str) -> int:
+    """An ISO 8601 date and time (UTC unless it names its offset: "2026-11-29T07:00:00", "...Z", "...+01:00") in epoch
+    milliseconds, as an operator names the instant a group's offsets go back to; ValueError for anything else."""
+    at = datetime.datetime.fromisoformat(text)
+    return int((at if at.tzinfo else at.replace(tzinfo=datetime.UTC)).timestamp() * 1000)
 
 
 def when(ms: int | None, now: float | None = None) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -404,8 +403,7 @@ def reset_request(to: str, value: str, *, dry_run: bool, force: bool) -> wire.Re
         if to == "duration":
             fields: dict[str, Any] = {"ago_ms": int(human_time.parse_duration(value) * 1000)}
         elif to == "timestamp":
-            at = datetime.fromisoformat(value)
-            fields = {"timestamp_ms": int((at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp() * 1000)}
+            fields = {"timestamp_ms": human_time.epoch_ms(value)}
         elif to == "offset":
             fields = {"offset": int(value)}
         else:

@@ -11,6 +11,8 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from halfmq import human_time
+
 from . import tables
 from .calls import BROKER_URL_ENV, TOKEN_ENV, call
 
@@ -57,14 +59,11 @@ def _ago_ms(text: str) -> int:
 
 
 def _epoch_ms(text: str) -> int:
-    """An ISO 8601 date and time (UTC unless it names its offset) in epoch milliseconds."""
-    import datetime
-
+    """An ISO 8601 date and time (UTC unless it names its offset) in epoch milliseconds (``human_time.epoch_ms``)."""
     try:
-        at = datetime.datetime.fromisoformat(text)
+        return human_time.epoch_ms(text)
     except ValueError:
         raise SystemExit(f"--to-datetime {text!r}: an ISO 8601 time such as 2026-11-29T07:00:00Z") from None
-    return int((at if at.tzinfo else at.replace(tzinfo=datetime.UTC)).timestamp() * 1000)
 
 
 def _reset_offsets(admin: AdminClient, args: argparse.Namespace) -> Any:

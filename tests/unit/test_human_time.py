@@ -31,3 +31,10 @@ def test_a_duration_is_read_in_seconds_or_with_a_unit() -> None:
 def test_anything_else_is_not_a_duration(text: str) -> None:
     with pytest.raises(ValueError, match="duration"):
         human_time.parse_duration(text)
+
+
+def test_an_iso_time_is_read_in_epoch_ms_as_utc_unless_it_names_its_offset() -> None:
+    assert human_time.epoch_ms("2026-11-29T07:00:00") == human_time.epoch_ms("2026-11-29T07:00:00Z") == 1_795_935_600_000
+    assert human_time.epoch_ms("2026-11-29T08:00:00+01:00") == 1_795_935_600_000
+    with pytest.raises(ValueError):
+        human_time.epoch_ms("not a time")
