@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,40 +42,44 @@ def fill(data_dir: Path, topic: str, queues: int, *, messages: int | None = None
     body = (b"halfmq-bench-fill:" + b"x" * body_size)[:body_size]
     prefix = os.urandom(6).hex().upper()
     counter = itertools.count()
-    store = MessageStore(StoreConfig(data_dir=data_dir, flush_mode="async"))
-    started = time.perf_counter()
-    written = 0
-    try:
-        store.create_topic(topic, queues)
-        born = int(time.time() * 1000)
+
+    def batches(store: MessageStore, born: int) -> Iterator[list[PutItem]]:
+        written = 0
         while True:
             n = batch if messages is None else min(batch, messages - written)
             if n <= 0 or (target_bytes is not None and store.commit_log.end_offset >= target_bytes):
-                break
-            items = [_item(topic, queues, written + i, body, f"{prefix}{next(counter):012X}", born, groups) for i in range(n)]
-            store.put(items)
+                return
+            yield [_item(topic, queues, written + i, body, f"{prefix}{next(counter):012X}", born, groups) for i in range(n)]
             written += n
-        store.checkpoint()  # fsyncs the log and the consume queues, records how far they are dispatched
-        end = store.commit_log.end_offset
-    finally:
-        store.close()
-    return FillResult(written, end, time.perf_counter() - started)
+
+    return _write(data_dir, topic, queues, batches)
 
 
 def fill_bodies(data_dir: Path, topic: str, queues: int, bodies: Iterable[bytes], batch: int = 1000) -> FillResult:
     """Append the given bodies round-robin over ``queues`` (a topic whose content a scenario reads back, e.g. orders)."""
     prefix = os.urandom(6).hex().upper()
+
+    def batches(store: MessageStore, born: int) -> Iterator[list[PutItem]]:
+        written, it = 0, iter(bodies)
+        while chunk := list(itertools.islice(it, batch)):
+            yield [PutItem(topic, (written + i) % queues, b, {"UNIQ_KEY": f"{prefix}{written + i:012X}"}, born)
+                   for i, b in enumerate(chunk)]
+            written += len(chunk)
+
+    return _write(data_dir, topic, queues, batches)
+
+
+def _write(data_dir: Path, topic: str, queues: int, batches: Callable[[MessageStore, int], Iterator[list[PutItem]]]) -> FillResult:
+    """The store of ``data_dir`` with ``topic`` created and every batch ``batches(store, born_ms)`` yields put, then
+    checkpointed (the log and consume queues fsynced, how far they are dispatched recorded) and closed."""
     store = MessageStore(StoreConfig(data_dir=data_dir, flush_mode="async"))
     started = time.perf_counter()
     written = 0
     try:
         store.create_topic(topic, queues)
-        born = int(time.time() * 1000)
-        it = iter(bodies)
-        while chunk := list(itertools.islice(it, batch)):
-            store.put([PutItem(topic, (written + i) % queues, b, {"UNIQ_KEY": f"{prefix}{written + i:012X}"}, born)
-                       for i, b in enumerate(chunk)])
-            written += len(chunk)
+        for items in batches(store, int(time.time() * 1000)):
+            store.put(items)
+            written += len(items)
         store.checkpoint()
         end = store.commit_log.end_offset
     finally:

@@ -36,6 +36,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import closing
+from pathlib import Path
 from typing import Any
 
 from ..context import Context
@@ -105,16 +106,11 @@ def run(ctx: Context) -> dict[str, Any]:
 
 def _aggregate(ctx: Context, cases: dict[str, dict]) -> dict[str, Any]:
     """The job as a fresh process per run: ``cases["aggregate"]``."""
-    from halfmq.jobs.generate_credits import generate, migrate
-
     s = ctx.settings
     data = ctx.dir("spark")
-    credit_url, order_url = f"sqlite:///{data / 'credit.db'}", f"sqlite:///{data / 'order.db'}"
     ctx.note(f"spark: migrating and generating {s.spark_rows:,} credits")
     t = time.perf_counter()
-    migrate("credit", credit_url)
-    migrate("order", order_url)
-    generated = generate(credit_url, order_url, s.spark_rows)
+    credit_url, order_url, generated = _databases(data, s.spark_rows)
     setup_s = time.perf_counter() - t
     env = {**os.environ, "CREDIT_DATABASE_URL": credit_url, "ORDER_DATABASE_URL": order_url,
            "AGGREGATE_OUTPUT_DIR": str(data / "out")}
@@ -140,6 +136,17 @@ def _aggregate(ctx: Context, cases: dict[str, dict]) -> dict[str, Any]:
     return {"rows": s.spark_rows, "users": generated.users, "generate_seconds": round(setup_s, 1)}
 
 
+def _databases(data: Path, orders: int) -> tuple[str, str, Any]:
+    """SQLite credit and order databases under ``data``, migrated, holding ``orders`` generated orders and their credits
+    (``generate``'s result last)."""
+    from halfmq.jobs.generate_credits import generate, migrate
+
+    credit_url, order_url = f"sqlite:///{data / 'credit.db'}", f"sqlite:///{data / 'order.db'}"
+    migrate("credit", credit_url)
+    migrate("order", order_url)
+    return credit_url, order_url, generate(credit_url, order_url, orders)
+
+
 def order_bodies(order_url: str) -> Iterator[bytes]:
     """The orders of the order database as the order service's ORDER_TOPIC bodies (services/order_events.py)."""
     from sqlalchemy.engine import make_url
@@ -161,19 +168,15 @@ def _reads(ctx: Context, cases: dict[str, dict]) -> dict[str, Any]:
     from halfmq.jobs.credit_aggregate import AggregateSettings, build_spark, preflight, to_jdbc
     from halfmq.jobs.credit_aggregate.spark_io import read_credits
     from halfmq.jobs.credit_aggregate.transforms import topic_credits
-    from halfmq.jobs.generate_credits import generate, migrate
     from halfmq.spark import register
 
     from ..fill import fill_bodies
 
     s = ctx.settings
     data = ctx.dir("spark-reads")
-    credit_url, order_url = f"sqlite:///{data / 'credit.db'}", f"sqlite:///{data / 'order.db'}"
     ctx.note(f"spark: {s.spark_orders:,} orders in the ledger and on {ORDER_TOPIC}")
     t = time.perf_counter()
-    migrate("credit", credit_url)
-    migrate("order", order_url)
-    generated = generate(credit_url, order_url, s.spark_orders)
+    credit_url, order_url, generated = _databases(data, s.spark_orders)
     filled = fill_bodies(ctx.dir("spark-reads", "broker"), ORDER_TOPIC, ORDER_QUEUES, order_bodies(order_url))
     setup_s = time.perf_counter() - t
     bounds = preflight(credit_url, order_url)
