@@ -194,9 +194,6 @@ class Front:
         self.router = router
         self.body_reader = body_reader
 
-    def __getattr__(self, name: str) -> Any:  # tests and tools reach app.state etc. through the front
-        return getattr(self.app, name)
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)

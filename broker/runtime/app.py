@@ -29,7 +29,29 @@ from .set_roles import LeaderFronts, SetRoles
 log = logging.getLogger(__name__)
 
 
-def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | None = None) -> Front:
+class BrokerApp:
+    """The broker's ASGI app: the outermost gate to call, and the parts tools and tests look at, each by its name.
+
+    The gates (host, leader, the hot front) are plain ASGI callables that forward nothing else: what a caller reaches
+    besides calling the app is named here (the FastAPI app, its ``state``, the route table, the OpenAPI document)."""
+
+    def __init__(self, outermost: Any, fastapi: FastAPI, router: Router) -> None:
+        self.outermost = outermost
+        self.fastapi = fastapi
+        self.router = router
+
+    @property
+    def state(self) -> Any:
+        return self.fastapi.state
+
+    def openapi(self) -> dict[str, Any]:
+        return self.fastapi.openapi()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.outermost(scope, receive, send)
+
+
+def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | None = None) -> BrokerApp:
     """Build the app; the store is opened here (or in the lifespan), never at import."""
     settings = settings or BrokerSettings()
 
@@ -89,4 +111,4 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
 
         served = LeaderGate(front, app.state, front.router)
     allowed = HostAllowList.for_server(settings.host, settings.allowed_hosts, settings.advertise_url)
-    return HostGate(served, allowed, "HALFMQ_BROKER_ALLOWED_HOSTS")  # type: ignore[return-value]  # it passes attributes on to the front
+    return BrokerApp(HostGate(served, allowed, "HALFMQ_BROKER_ALLOWED_HOSTS"), app, front.router)

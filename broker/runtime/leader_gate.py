@@ -28,9 +28,6 @@ class LeaderGate:
         self.state = state
         self.router = router  # the table the front serves
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.app, name)
-
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             node = getattr(self.state, "cluster", None)

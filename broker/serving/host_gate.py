@@ -38,9 +38,6 @@ class HostGate:
         self.allowed = allowed
         self.setting = setting
 
-    def __getattr__(self, name: str) -> Any:  # app.state, routes, openapi() ... as on the app inside
-        return getattr(self.inner, name)
-
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             host = host_header(scope)
