@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Header, Query, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse
 
 from ..health import health
@@ -23,6 +25,20 @@ from .models import Order
 from .order_service import OrderService, Placed
 from .rules import MAX_PAGE_OFFSET
 from .schemas import OrderCreate
+
+
+class UserPage:
+    """One page of a user's orders, as both listings (``/orders``, ``/payments``) take it from the query."""
+
+    def __init__(self, user_id: str = Query(min_length=1, max_length=64), limit: int = Query(50, ge=1, le=500),
+                 offset: int = Query(0, ge=0, le=MAX_PAGE_OFFSET)) -> None:
+        self.user_id, self.limit, self.offset = user_id, limit, offset
+
+    async def of(self, service: OrderService) -> tuple[list[Order], int | None]:
+        """The page's orders and where the next starts (None on the last page)."""
+        orders = await service.orders_of(self.user_id, self.limit, self.offset)
+        return orders, (self.offset + len(orders) if len(orders) == self.limit else None)
+
 
 PROBLEM_STATUS: ProblemStatus = {
     UnknownFault: 400,
@@ -86,13 +102,8 @@ async def refund_order(order_id: str, request: Request) -> JSONResponse:
 
 
 @router.get("/orders")
-async def list_orders(
-    request: Request,
-    user_id: str = Query(min_length=1, max_length=64),
-    limit: int = Query(50, ge=1, le=500),
-    offset: int = Query(0, ge=0, le=MAX_PAGE_OFFSET),
-) -> JSONResponse:
-    orders, next_offset = await _page(_service(request), user_id, limit, offset)
+async def list_orders(request: Request, page: Annotated[UserPage, Depends()]) -> JSONResponse:
+    orders, next_offset = await page.of(_service(request))
     return JSONResponse({"orders": [order_view(o) for o in orders], "next_offset": next_offset})
 
 
@@ -115,15 +126,10 @@ def payment_view(order: Order) -> dict:
 
 
 @router.get("/payments")
-async def list_payments(
-    request: Request,
-    user_id: str = Query(min_length=1, max_length=64),
-    limit: int = Query(50, ge=1, le=500),
-    offset: int = Query(0, ge=0, le=MAX_PAGE_OFFSET),
-) -> JSONResponse:
+async def list_payments(request: Request, page: Annotated[UserPage, Depends()]) -> JSONResponse:
     """A user's orders' payments, as ``GET /orders`` pages them, and after how long an unpaid order is cancelled."""
     service = _service(request)
-    orders, next_offset = await _page(service, user_id, limit, offset)
+    orders, next_offset = await page.of(service)
     delay = service.payment_due.delay_seconds if service.payment_due is not None else None
     return JSONResponse({"payments": [payment_view(o) for o in orders], "next_offset": next_offset, "payment_due_seconds": delay})
 
@@ -131,9 +137,3 @@ async def list_payments(
 @router.get("/healthz")
 async def healthz(request: Request) -> JSONResponse:
     return await health(request.app.state.database_probe)
-
-
-async def _page(service: OrderService, user_id: str, limit: int, offset: int) -> tuple[list[Order], int | None]:
-    """One page of ``user_id``'s orders and where the next starts (None on the last page): both listings page alike."""
-    orders = await service.orders_of(user_id, limit, offset)
-    return orders, (offset + len(orders) if len(orders) == limit else None)
