@@ -84,7 +84,7 @@ class DeliveryService:
             raise SystemTopicForbidden(f"{topic} is internal to the broker and cannot be consumed")
         if self.logged_receipt_key is None:
             self.log_receipt_key()  # before the first handle: every node of a set signs and checks with the first leader's
-        self._admit(group)
+        self.admit(group)
         deadline = self._clock() + wait
         while True:
             state = self._progress.open(group, topic)
@@ -101,10 +101,12 @@ class DeliveryService:
                 timeout = max(0.0, min(timeout, state.due[0][0] - self._clock()))
             await self._arrivals.wait(topic, timeout)
 
-    def _admit(self, group: str) -> None:
+    def admit(self, group: str) -> None:
         """TooManyConsumerGroups when ``group`` would be one more group than the policy's bound (its progress is held in
         memory for as long as the broker runs); a group already held, or deleted since, and the broker's own groups are
-        not counted (counted only at the bound: a receive of a held group costs nothing more)."""
+        not counted (counted only at the bound: a receive of a held group costs nothing more). Asked by every live way a
+        group begins: a receive, an offset reset or commit (HTTP, console, Kafka's OffsetCommit), a transaction's
+        consumed offsets (Kafka's TxnOffsetCommit); never by a replay, which restores what was admitted."""
         held = self._progress.states.by_group
         if group in held or len(held) < self._policy.max_groups or is_system_group(group):
             return
@@ -320,6 +322,7 @@ class DeliveryService:
         """Move the group's committed offsets on ``topic`` (queue id, offset): written first as one ``offsets-reset``
         record (a restart and a set's next leader read it back), then applied; the record's end is returned, to be
         waited on durable. What the queues held in flight is forgotten (delivered again from the new offsets)."""
+        self.admit(group)
         _, end = self._store.put([offsets_reset_record([(group, topic, qid, offset) for qid, offset in moves])])
         for qid, offset in moves:
             self._progress.reset(group, topic, qid, offset)

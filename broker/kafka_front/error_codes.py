@@ -44,6 +44,7 @@ CODES: dict[type[errors.BrokerError], type[kafka_errors.BrokerResponseError]] = 
     errors.TransactionTooLarge: kafka_errors.MessageSizeTooLargeError,
     errors.OpenTransactionsFull: kafka_errors.ThrottlingQuotaExceededError,
     errors.SendWindowsFull: kafka_errors.ThrottlingQuotaExceededError,
+    errors.TooManyConsumerGroups: kafka_errors.ThrottlingQuotaExceededError,
 }
 
 

@@ -110,6 +110,7 @@ class ProducerTransactions:
         """Consumed offsets committed in the transaction (Kafka's TxnOffsetCommit: topic -> (queue id, the group's next
         offset)): ``subscribe`` on the group and each topic, the topics and queues must exist; they move at the commit."""
         moves: list[tuple[str, str, int, int]] = []
+        self.deliveries.admit(group)  # the commit would begin the group: the broker-wide bound on groups holds here too
         for topic, queues in offsets.items():
             self.access.subscriber(actor.principal, actor.scope, group, topic)
             cfg = self.topics.get(topic)

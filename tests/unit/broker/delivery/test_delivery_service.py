@@ -245,3 +245,14 @@ async def test_a_receive_that_would_begin_a_group_past_the_bound_is_refused_and_
     await service.receive("g1", "U", 1, invisible=30, wait=0)  # a group already held reads any topic
     service.forget(group="g2")  # a deleted group
     await service.receive("g3", "T", 1, invisible=30, wait=0)
+
+
+async def test_an_offset_reset_or_commit_that_would_begin_a_group_past_the_bound_is_refused_and_writes_nothing(store, clock) -> None:
+    service = DeliveryService(store, DeliveryPolicy(max_groups=1), clock)
+    service.reset_offsets("g1", "T", [(0, 0)])
+    end = store.commit_log.end_offset
+    with pytest.raises(TooManyConsumerGroups):
+        service.reset_offsets("g2", "T", [(0, 0)])
+    assert store.commit_log.end_offset == end  # no offsets-reset record for the refused group
+    assert sorted(service.views.groups()) == ["g1"]
+    service.reset_offsets("g1", "T", [(1, 0)])  # a group already held moves as before

@@ -13,7 +13,7 @@ from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.store.store_types import PutItem
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.usecases.producer_txns import ProducerTransactions
-from halfmq.errors import AccessDenied, ProducerIdNotOwned
+from halfmq.errors import AccessDenied, ProducerIdNotOwned, TooManyConsumerGroups
 from halfmq.wire import TxnMessage, TxnMessagesRequest
 from tests.unit.broker.usecases.fakes import SCOPE, DenyingAccess, FakeLog, FakeSender, FakeTopics
 
@@ -87,3 +87,20 @@ async def test_a_force_abort_without_admin_on_the_transactional_id_is_refused_an
     with pytest.raises(AccessDenied):
         await use_case.force_abort(ANONYMOUS, SCOPE, "tid")
     assert coordinator.aborted == []
+
+
+class GroupsAtTheirBound:
+    """Deliveries whose broker already holds as many consumer groups as it may."""
+
+    def admit(self, group: str) -> None:
+        raise TooManyConsumerGroups(f"{group!r} would be one group too many")
+
+
+def test_consumed_offsets_that_would_begin_a_group_past_the_bound_are_refused_and_kept_nowhere() -> None:
+    coordinator, topics = FakeCoordinator(), FakeTopics()
+    topics.add("ORDERS")
+    use_case = ProducerTransactions(Access(None), coordinator, Any, topics, FakeSender(FakeLog()), GroupsAtTheirBound())  # type: ignore[arg-type]
+    actor = use_case.stepping(ANONYMOUS, SCOPE, "tid")
+    with pytest.raises(TooManyConsumerGroups):
+        use_case.add_offsets(actor, 1, 0, 0, "new-group", {"ORDERS": [(0, 5)]})
+    assert coordinator.added == []
