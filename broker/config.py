@@ -180,6 +180,7 @@ class BrokerSettings(BaseSettings):
     disk_early_delete_ratio: float = Field(default=0.75, gt=0, le=1)
     disk_refuse_sends_ratio: float = Field(default=0.90, gt=0, le=1)
     disk_check_interval: float = Field(default=1.0, gt=0, le=60)
+    disk_resume_margin: float = Field(default=0.02, ge=0, lt=1)  # a level is left this far under its mark (hysteresis)
     log_level: str = "info"
     # Tracing (docs/tracing.md): OpenTelemetry's OTEL_TRACES_EXPORTER / OTEL_SDK_DISABLED, or this shortcut,
     # HALFMQ_TRACES=otlp|console|none, one variable for every halfmq process (it wins over OTEL_TRACES_EXPORTER); off when unset.

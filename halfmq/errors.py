@@ -528,7 +528,7 @@ class DiskAlmostFull(StoreUnavailable):
     again (retention deletes early meanwhile); receives, acks and transaction ends still work. Nothing was stored."""
 
     code = "DISK_ALMOST_FULL"
-    retry_after = 5
+    retry_after = 1  # the broker's: its next reading of the disk (HALFMQ_BROKER_DISK_CHECK_INTERVAL)
     title = "The broker's disk is almost full: sends are paused"
 
 

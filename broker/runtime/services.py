@@ -131,7 +131,8 @@ class BrokerRuntime:
             )
             producers = ProducerRegistry(settings.data_dir / "producers.json", settings.producer_expiry)
             disk = DiskWatch(filesystem_usage(settings.data_dir),
-                             DiskWatermarks(settings.disk_early_delete_ratio, settings.disk_refuse_sends_ratio))
+                             DiskWatermarks(settings.disk_early_delete_ratio, settings.disk_refuse_sends_ratio,
+                                            settings.disk_resume_margin), settings.disk_check_interval)
             sender = SendService(store, topics, timer_max_delay_ms=int(settings.timer_max_delay * 1000), disk=disk)
             rt = cls(settings, store, topics, sender, delivery, transactions, producers, create_metrics(), durable, time.time(),
                      timers=timers, disk=disk)

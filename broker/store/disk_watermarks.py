@@ -4,8 +4,9 @@ Like RocketMQ's ``diskMaxUsedSpaceRatio`` (75 %: delete commit-log files early) 
 is fuller still: past the *early-delete* mark retention deletes the oldest segments no pin holds before their time, so
 the broker frees space itself before a disk error refuses every write (acks, ends, heartbeats too); past the
 *refuse-sends* mark new messages are refused (503 DISK_ALMOST_FULL, Retry-After) while what frees or settles
-(receives, acks, nacks, transaction ends) goes on. Below the mark again, sends resume: the level is read anew every
-``disk_check_interval`` seconds, nothing latches. docs/decisions/053-disk-watermarks.md says why.
+(receives, acks, nacks, transaction ends) goes on. Sends resume once the disk is a margin under the mark
+(``disk_resume_margin``, 2 points: a disk hovering at a mark does not flip sends on and off at each reading); the level
+is read anew every ``disk_check_interval`` seconds, and a refusal's Retry-After is that interval. docs/decisions/053-disk-watermarks.md says why.
 
 The decision (``disk_level``, ``bytes_over_early_mark``) is tested with plain numbers; ``DiskWatch`` only reads the
 filesystem (a ``DiskUsage`` callable, faked in tests) and keeps the last reading for the send path and /metrics.
@@ -59,18 +60,20 @@ class DiskLevel(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class DiskWatermarks:
-    """The two used shares (0..1], the first no higher than the second; 1 turns a mark off."""
+    """The two used shares (0..1], the first no higher than the second; 1 turns a mark off. A level once reached is
+    left only ``resume_margin`` under its mark."""
 
     early_delete_ratio: float
     refuse_sends_ratio: float
+    resume_margin: float = 0.0
 
 
-def disk_level(used_ratio: float, marks: DiskWatermarks) -> DiskLevel:
-    """The level a used share is at: a mark is passed once the share is above it (so a mark of 1 is never passed)."""
-    if used_ratio > marks.refuse_sends_ratio:
-        return DiskLevel.REFUSE_SENDS
-    if used_ratio > marks.early_delete_ratio:
-        return DiskLevel.EARLY_DELETE
+def disk_level(used_ratio: float, marks: DiskWatermarks, current: DiskLevel = DiskLevel.OK) -> DiskLevel:
+    """The level a used share is at, coming from ``current``: a mark is passed once the share is above it (so a mark
+    of 1 is never passed), and left once the share is ``resume_margin`` under it (hysteresis)."""
+    for level, mark in ((DiskLevel.REFUSE_SENDS, marks.refuse_sends_ratio), (DiskLevel.EARLY_DELETE, marks.early_delete_ratio)):
+        if used_ratio > mark or (current >= level and mark < 1 and used_ratio > mark - marks.resume_margin):
+            return level
     return DiskLevel.OK
 
 
@@ -86,9 +89,10 @@ class DiskWatch:
     """The last reading of the data dir's filesystem and its level: the send path asks ``sends_refused`` (no I/O),
     the broker's loop calls ``read`` every ``disk_check_interval`` seconds (runtime/services.py)."""
 
-    def __init__(self, reader: DiskReader, marks: DiskWatermarks) -> None:
+    def __init__(self, reader: DiskReader, marks: DiskWatermarks, check_interval: float = 1.0) -> None:
         self.reader = reader  # the I/O edge (a test's fake filesystem)
         self.marks = marks
+        self.retry_after = max(1, math.ceil(check_interval))  # a refused send's Retry-After: the next reading
         self.level = DiskLevel.OK
         self.usage: DiskUsage | None = None
         self.refused_sends = 0  # sends refused at the refuse-sends mark since start (/metrics)
@@ -109,7 +113,7 @@ class DiskWatch:
     def read(self) -> DiskLevel:
         """Read the filesystem, say a change of level once in the log, and return the level now."""
         self.usage = self.reader()
-        level = disk_level(self.usage.used_ratio, self.marks)
+        level = disk_level(self.usage.used_ratio, self.marks, self.level)
         if level is not self.level:
             ratio = f"{self.usage.used_ratio:.1%}"
             if level is DiskLevel.REFUSE_SENDS:

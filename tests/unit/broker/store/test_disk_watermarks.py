@@ -73,3 +73,18 @@ def test_before_its_first_reading_the_watch_refuses_nothing() -> None:
 def test_filesystem_usage_reads_the_real_filesystem(tmp_path) -> None:
     reading = filesystem_usage(tmp_path)()
     assert reading.used > 0 and 0 < reading.used_ratio <= 1
+
+
+def test_a_level_is_left_only_a_margin_under_its_mark_so_a_disk_hovering_at_it_does_not_flip() -> None:
+    marks = DiskWatermarks(early_delete_ratio=0.75, refuse_sends_ratio=0.90, resume_margin=0.02)
+    assert disk_level(0.895, marks, DiskLevel.REFUSE_SENDS) is DiskLevel.REFUSE_SENDS  # just under the mark: still refused
+    assert disk_level(0.879, marks, DiskLevel.REFUSE_SENDS) is DiskLevel.EARLY_DELETE
+    assert disk_level(0.895, marks, DiskLevel.EARLY_DELETE) is DiskLevel.EARLY_DELETE  # coming from below: the mark itself
+    assert disk_level(0.74, marks, DiskLevel.EARLY_DELETE) is DiskLevel.EARLY_DELETE
+    assert disk_level(0.729, marks, DiskLevel.REFUSE_SENDS) is DiskLevel.OK
+    assert disk_level(0.999, DiskWatermarks(1.0, 1.0, 0.02), DiskLevel.REFUSE_SENDS) is DiskLevel.OK  # a mark of 1 is off
+
+
+def test_a_refused_sends_retry_after_is_the_next_reading_of_the_disk() -> None:
+    assert DiskWatch(FakeDisk(0.5), MARKS, check_interval=2.5).retry_after == 3
+    assert DiskWatch(FakeDisk(0.5), MARKS, check_interval=0.2).retry_after == 1
