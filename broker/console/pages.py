@@ -377,6 +377,20 @@ async def group_reset(request: Request) -> Response:
     return await _act(request, "groups", reset, f"reset {group}")
 
 
+@router.post("/messages/recall")
+async def message_recall(request: Request) -> Response:
+    """The form's ``topic`` and ``recall_handle``: the timed message it names is never delivered (RECALL_TOO_LATE once
+    due; a second recall answers that it was recalled already)."""
+    form = await _form(request)
+
+    async def recall(viewer: Viewer) -> str:
+        done = await viewer.usecases.sending.recall_now(viewer.admin, form.get("topic", "").strip(),
+                                                        form.get("recall_handle", "").strip())
+        return f"recalled {done.msg_id} on {done.topic}" + (" (it was recalled already)" if done.duplicate else "")
+
+    return await _act(request, "messages", recall, "recalled")
+
+
 @router.post("/groups/{group}/redrive")
 async def group_redrive(group: str, request: Request) -> Response:
     def start(viewer: Viewer) -> str:

@@ -26,14 +26,15 @@ from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.state_records import acks_record, group_deleted_record, offsets_reset_record
-from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic, is_system_group
-from halfmq.errors import SystemTopicForbidden, TooManyConsumerGroups
+from halfmq.broker.store.topics import CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, dlq_topic
+from halfmq.errors import SystemTopicForbidden
 
 from . import dead_letters, journal
 from .arrivals import Arrivals
 from .backoff import DLQ_RETRY_SECONDS, READY_POLL_SECONDS, DeliveryPolicy, exhausted, retry_delay
 from .event_counts import EventCounts
 from .fifo_gate import MESSAGE_GROUP
+from .group_admission import GroupAdmission
 from .group_progress import GroupProgress
 from .group_views import GroupViews
 from .held_acks import HeldAcks
@@ -67,6 +68,7 @@ class DeliveryService:
         self._progress = GroupProgress(store, policy.fifo_window, self._receipts.epoch, self._arrivals.wake)
         self.held_acks = HeldAcks(self._progress, clock, self._arrivals.wake, self._counted_ack)
         self.views = GroupViews(store, self._progress, clock)
+        self.admission = GroupAdmission(self._progress.states, policy.max_groups)
         self.acks_end = 0  # where the last ``acks`` record written ends: an ack is answered once that is durable
         self.counted = EventCounts()  # events per group and topic since start, for /metrics (the runtime bounds its rows)
         self.damaged_skips = 0
@@ -84,7 +86,7 @@ class DeliveryService:
             raise SystemTopicForbidden(f"{topic} is internal to the broker and cannot be consumed")
         if self.logged_receipt_key is None:
             self.log_receipt_key()  # before the first handle: every node of a set signs and checks with the first leader's
-        self.admit(group)
+        self.admission.admit(group)
         deadline = self._clock() + wait
         while True:
             state = self._progress.open(group, topic)
@@ -100,20 +102,6 @@ class DeliveryService:
             if state.due:
                 timeout = max(0.0, min(timeout, state.due[0][0] - self._clock()))
             await self._arrivals.wait(topic, timeout)
-
-    def admit(self, group: str) -> None:
-        """TooManyConsumerGroups when ``group`` would be one more group than the policy's bound (its progress is held in
-        memory for as long as the broker runs); a group already held, or deleted since, and the broker's own groups are
-        not counted (counted only at the bound: a receive of a held group costs nothing more). Asked by every live way a
-        group begins: a receive, an offset reset or commit (HTTP, console, Kafka's OffsetCommit), a transaction's
-        consumed offsets (Kafka's TxnOffsetCommit); never by a replay, which restores what was admitted."""
-        held = self._progress.states.by_group
-        if group in held or len(held) < self._policy.max_groups or is_system_group(group):
-            return
-        users = sum(1 for g in held if not is_system_group(g))
-        if users >= self._policy.max_groups:
-            raise TooManyConsumerGroups(f"the broker holds {users} consumer groups (HALFMQ_BROKER_MAX_CONSUMER_GROUPS); "
-                                        "delete groups nobody runs (halfmq admin groups delete) or raise the bound")
 
     def _take(self, group: str, topic: str, state: GroupTopic, limit: int, invisible: float) -> list[Delivery]:
         now = self._clock()
@@ -322,7 +310,7 @@ class DeliveryService:
         """Move the group's committed offsets on ``topic`` (queue id, offset): written first as one ``offsets-reset``
         record (a restart and a set's next leader read it back), then applied; the record's end is returned, to be
         waited on durable. What the queues held in flight is forgotten (delivered again from the new offsets)."""
-        self.admit(group)
+        self.admission.admit(group)
         _, end = self._store.put([offsets_reset_record([(group, topic, qid, offset) for qid, offset in moves])])
         for qid, offset in moves:
             self._progress.reset(group, topic, qid, offset)

@@ -80,6 +80,12 @@ class SendWindows(Protocol):
     def sent(self, producer: ProducerState, sequence: int, ref: SentRef) -> None: ...
 
 
+class AdmitsGroups(Protocol):
+    """The bound on consumer groups (``delivery.group_admission.GroupAdmission``): TooManyConsumerGroups past it."""
+
+    def admit(self, group: str) -> None: ...
+
+
 class Deliveries(Protocol):
     """Pop consumption (``delivery.delivery_service.DeliveryService``)."""
 
@@ -93,7 +99,6 @@ class Deliveries(Protocol):
     def change_invisible(self, group: str, topic: str, handle: str, seconds: float) -> bool: ...
     def dead_letter(self, group: str, topic: str, handle: str) -> bool: ...
     def parse_receipts(self, handles: list[str]) -> list[ReceiptHandle]: ...
-    def admit(self, group: str) -> None: ...
 
 
 class GroupProgress(Protocol):

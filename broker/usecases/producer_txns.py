@@ -28,7 +28,7 @@ from halfmq.errors import InvalidQueueId
 from halfmq.wire import BeginTxnRequest, EndTxnRequest, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 
 from .caller import Scope
-from .ports import Deliveries, Sender, WritableTopics
+from .ports import AdmitsGroups, Deliveries, Sender, WritableTopics
 
 
 class Coordinator(Protocol):
@@ -60,6 +60,7 @@ class ProducerTransactions:
     topics: WritableTopics
     sender: Sender
     deliveries: Deliveries
+    groups: AdmitsGroups
 
     def stepping(self, who: Principal, scope: Scope, tid: str) -> TransactionalIdActor:
         """The grant to take a step of ``tid``'s transaction: checked before the step's body is read."""
@@ -110,7 +111,7 @@ class ProducerTransactions:
         """Consumed offsets committed in the transaction (Kafka's TxnOffsetCommit: topic -> (queue id, the group's next
         offset)): ``subscribe`` on the group and each topic, the topics and queues must exist; they move at the commit."""
         moves: list[tuple[str, str, int, int]] = []
-        self.deliveries.admit(group)  # the commit would begin the group: the broker-wide bound on groups holds here too
+        self.groups.admit(group)  # the commit would begin the group: the broker-wide bound on groups holds here too
         for topic, queues in offsets.items():
             self.access.subscriber(actor.principal, actor.scope, group, topic)
             cfg = self.topics.get(topic)

@@ -16,7 +16,7 @@ from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.send_window import Verdict
 from halfmq.broker.observability.metrics import BrokerMetrics
 from halfmq.broker.observability.tracing import traced_send
-from halfmq.broker.security.access import Access, Publisher
+from halfmq.broker.security.access import Access, ClusterAdmin, Publisher
 from halfmq.broker.security.policy import Action, Principal, Resource
 from halfmq.broker.store.store_types import PutResult
 from halfmq.broker.store.topics import TopicConfig
@@ -92,7 +92,14 @@ class Sending:
         never delivered. The right to recall is the right to send to the topic (``Access.publisher``, audited).
         INVALID_RECALL_HANDLE for a handle the log does not back, RECALL_TOO_LATE once it is due; a second recall
         answers ``duplicate`` and writes nothing."""
-        outcome = self.recalls.recall(publisher.topic, recall_handle)
+        return await self._recall(publisher.topic, recall_handle)
+
+    async def recall_now(self, admin: ClusterAdmin, topic: str, recall_handle: str) -> RecallResult:
+        """An operator's recall (the console): a cluster admin may recall on any topic; otherwise as ``recall``."""
+        return await self._recall(topic, recall_handle)
+
+    async def _recall(self, topic: str, recall_handle: str) -> RecallResult:
+        outcome = self.recalls.recall(topic, recall_handle)
         await self.durable(outcome.end)
         return RecallResult(msg_id=outcome.msg_id, topic=outcome.topic, deliver_at_ms=outcome.deliver_at_ms,
                             duplicate=outcome.duplicate)

@@ -1,6 +1,6 @@
 """The operator's lifecycle verbs from the console, in a real Chromium against a real broker: plan and apply an offset
-reset, redrive a DLQ and stop it while it runs, delete a consumer group and a topic; and a token that may not
-administer the broker, or a post without the page's CSRF token, changes nothing."""
+reset, redrive a DLQ and stop it while it runs, recall a delayed message, delete a consumer group and a topic; and a
+token that may not administer the broker, or a post without the page's CSRF token, changes nothing."""
 
 from __future__ import annotations
 
@@ -45,6 +45,14 @@ def _fill_reset(browser, group: str, topic: str, to: str, value: str = "") -> No
         field.clear()
         field.send_keys(text)
     Select(form.find_element("css selector", "select[name=to]")).select_by_value(to)
+
+
+def _fill_recall(browser, topic: str, handle: str) -> None:
+    form = browser.find_element("css selector", "#recall-message")
+    for name, text in (("topic", topic), ("recall_handle", handle)):
+        field = form.find_element("css selector", f"input[name={name}]")
+        field.clear()
+        field.send_keys(text)
 
 
 def test_an_operator_plans_and_applies_a_reset_redrives_a_dlq_and_deletes_a_group_and_a_topic_from_the_console(
@@ -112,14 +120,39 @@ def test_an_operator_plans_and_applies_a_reset_redrives_a_dlq_and_deletes_a_grou
     client.close()
 
 
+def test_an_operator_recalls_a_delayed_message_from_the_console_and_a_made_up_handle_is_refused(start_broker, browser) -> None:
+    broker = start_broker()
+    client = httpx.Client(base_url=broker.url, timeout=15)
+    client.post("/v1/topics", json={"name": "ORDERS", "queues": 1}).raise_for_status()
+    [timed] = send(client, "ORDERS", "late", delay_ms=60_000)
+    browser.get(f"{broker.url}/console/messages")
+    _fill_recall(browser, "ORDERS", "not-a-handle")
+    click_and_confirm(browser, "#recall-message button.recall")
+    _flash_says(browser, "INVALID_RECALL_HANDLE")
+    _fill_recall(browser, "ORDERS", timed["recall_handle"])
+    asked = click_and_confirm(browser, "#recall-message button.recall")
+    assert "never be delivered" in asked
+    assert "recalled already" not in _flash_says(browser, f"recalled {timed['msg_id']} on ORDERS")
+    again = client.post(path("v1", "topics", "ORDERS", "recall"), json={"recall_handle": timed["recall_handle"]})
+    assert again.status_code == 200 and again.json()["duplicate"] is True
+
+    client.close()
+
+
 def test_a_verb_posted_without_an_admin_session_or_without_the_pages_csrf_token_changes_nothing(start_broker, tmp_path) -> None:
     _, tokens = write_auth_file(tmp_path / "auth.json")
     broker = start_broker({"HALFMQ_BROKER_AUTH_FILE": str(tmp_path / "auth.json")})
     admin = httpx.Client(base_url=broker.url, timeout=15, headers={"authorization": f"Bearer {tokens['admin']}"})
     admin.post("/v1/topics", json={"name": "ORDERS", "queues": 1}).raise_for_status()
 
+    [timed] = send(admin, "ORDERS", "late", delay_ms=60_000)
     for cookie in (tokens["credit"], tokens["admin"]):  # not an admin; an admin, but no CSRF token
         answer = httpx.post(f"{broker.url}/console/topics/ORDERS/delete", cookies={"halfmq_console": cookie}, timeout=15)
         assert answer.status_code == 403, answer.text
+        answer = httpx.post(f"{broker.url}/console/messages/recall", cookies={"halfmq_console": cookie}, timeout=15,
+                            data={"topic": "ORDERS", "recall_handle": timed["recall_handle"]})
+        assert answer.status_code == 403, answer.text
     assert admin.get("/v1/topics/ORDERS").status_code == 200
+    first = admin.post(path("v1", "topics", "ORDERS", "recall"), json={"recall_handle": timed["recall_handle"]})
+    assert first.status_code == 200 and "duplicate" not in first.json()  # the refused posts recalled nothing
     admin.close()

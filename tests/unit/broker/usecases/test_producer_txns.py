@@ -43,7 +43,7 @@ class FakeCoordinator:
 def producer_txns(access: Access | None = None, owner: str = "anonymous") -> tuple[ProducerTransactions, FakeCoordinator, FakeTopics]:
     coordinator, topics = FakeCoordinator(owner), FakeTopics()
     topics.add("ORDERS")
-    use_case = ProducerTransactions(access or Access(None), coordinator, Any, topics, FakeSender(FakeLog()), Any)  # type: ignore[arg-type]
+    use_case = ProducerTransactions(access or Access(None), coordinator, Any, topics, FakeSender(FakeLog()), Any, Any)  # type: ignore[arg-type]
     return use_case, coordinator, topics
 
 
@@ -90,7 +90,7 @@ async def test_a_force_abort_without_admin_on_the_transactional_id_is_refused_an
 
 
 class GroupsAtTheirBound:
-    """Deliveries whose broker already holds as many consumer groups as it may."""
+    """A broker that already holds as many consumer groups as it may."""
 
     def admit(self, group: str) -> None:
         raise TooManyConsumerGroups(f"{group!r} would be one group too many")
@@ -99,7 +99,7 @@ class GroupsAtTheirBound:
 def test_consumed_offsets_that_would_begin_a_group_past_the_bound_are_refused_and_kept_nowhere() -> None:
     coordinator, topics = FakeCoordinator(), FakeTopics()
     topics.add("ORDERS")
-    use_case = ProducerTransactions(Access(None), coordinator, Any, topics, FakeSender(FakeLog()), GroupsAtTheirBound())  # type: ignore[arg-type]
+    use_case = ProducerTransactions(Access(None), coordinator, Any, topics, FakeSender(FakeLog()), Any, GroupsAtTheirBound())  # type: ignore[arg-type]
     actor = use_case.stepping(ANONYMOUS, SCOPE, "tid")
     with pytest.raises(TooManyConsumerGroups):
         use_case.add_offsets(actor, 1, 0, 0, "new-group", {"ORDERS": [(0, 5)]})
