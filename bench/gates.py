@@ -104,6 +104,10 @@ GATES: tuple[Gate, ...] = (
          "replicated", "orders_set_c64_pg", ">=", 0.8, versus_case="orders_c64_pg"),
     Gate("soak_elections", "no election over a soak of 64-in-flight quorum sends (halfmq bench replicated --soak 600)",
          "replicated", "quorum_soak_c64", "<=", absolute=0, metric="elections"),
+    Gate("sdk_set_send", "the SDK's AsyncProducer.send on a 3-node set (every URL), 64 callers ≥ 0.8× the SDK on one broker (same run)",
+         "replicated", "sdk_set_c64", ">=", 0.8, versus_case="sdk_single_c64"),
+    Gate("sdk_set_vs_nats_r3", "the SDK's AsyncProducer.send on a 3-node set, 64 callers ≥ 1.0× NATS JetStream R3, sync always (nats-py)",
+         "replicated", "sdk_set_c64", ">=", 1.0, peer=("nats_jetstream_r3", "publish_c64")),
     Gate("replicated_vs_nats", "quorum sends, 64 in flight ≥ 1.0× NATS JetStream R3 cluster, sync always (nats-py, 64 in flight)",
          "replicated", "quorum_c64", ">=", 1.0, peer=("nats_jetstream_r3", "publish_c64")),
 )

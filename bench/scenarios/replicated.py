@@ -62,6 +62,7 @@ from ..load import Run, drive, http_session, post, run_async
 from ..results import scenario_ok, scenario_unavailable, throughput_case, timed_case
 from ..servers import BrokerServer
 from .orders import orders_runs, orders_summary
+from .send import sdk_sends
 
 TOPIC = "BENCH_REPLICATED"
 CONSUME_TOPIC = "BENCH_REPLICATED_CONSUME"
@@ -72,7 +73,9 @@ CONSUME_BACKLOG = 200_000  # messages sent before the consume cases (quick: cons
 SQLITE = "sqlite (WAL, synchronous=FULL)"
 POSTGRES = "postgresql (fsync on, synchronous_commit on)"
 # (case on one broker, case on the set): the set's figure over the one broker's is the set's ratio_to_single
+SDK_CALLERS = (1, 64, 256)  # the SDK's rows (etcd's published 2-vCPU table has this shape)
 PAIRS = (("single_c64", "quorum_c64"), ("single_c64", "leader_c64"), ("single_c64", "quorum_soak_c64"),
+         *((f"sdk_single_c{c}", f"sdk_set_c{c}") for c in SDK_CALLERS),
          ("single_consume_ack_c64", "consume_ack_c64"), ("orders_c64", "orders_set_c64"), ("orders_c64_pg", "orders_set_c64_pg"))
 
 
@@ -118,6 +121,18 @@ def _send_once(ctx: Context, broker_url: str, servers: Mapping[str, HasPid]) -> 
         if warmup > 0:
             _measure(url, body, s.concurrency, warmup, s.max_ops, 0.0)
         return _with_cpu(servers, lambda: _measure(url, body, s.concurrency, s.seconds, s.max_ops, 0.0))
+    return once
+
+
+def _sdk_send_once(ctx: Context, broker_url: str, servers: Mapping[str, HasPid], callers: int) -> Callable[[int, float], Run]:
+    """One measured run of the SDK's ``AsyncProducer.send`` from ``callers`` callers (numbered and coalesced, its
+    defaults) to ``broker_url`` (one broker, or every node of the set: the SDK finds the leader), with CPU per message."""
+    s = ctx.settings
+    probe.create_topic(broker_url.split(",")[0], TOPIC, QUEUES)
+
+    def once(_i: int, warmup: float) -> Run:
+        return _with_cpu(servers, lambda: run_async(sdk_sends(broker_url, callers, s.seconds, s.max_ops, warmup, s.body_bytes,
+                                                              topic=TOPIC)))
     return once
 
 
@@ -290,6 +305,20 @@ def _sends(ctx: Context, cases: _Cases, single: BrokerServer | None, quorum_set:
         cases.out["quorum_c64"].update(elections)
 
 
+def _sdk_sends(ctx: Context, cases: _Cases, single: BrokerServer | None, quorum_set: BrokerSet | None) -> None:
+    """sdk_single_cN and sdk_set_cN in turn, N callers of the SDK's send: one broker, and the set through all its URLs."""
+    for callers in SDK_CALLERS:
+        onces: dict[str, Callable[[int, float], Run]] = {}
+        if single is not None and cases.wants(f"sdk_single_c{callers}"):
+            onces[f"sdk_single_c{callers}"] = _sdk_send_once(ctx, single.url, {"broker": single}, callers)
+        if quorum_set is not None and cases.wants(f"sdk_set_c{callers}"):
+            onces[f"sdk_set_c{callers}"] = _sdk_send_once(ctx, quorum_set.urls, quorum_set.nodes, callers)
+        for name, measured in _alternated(ctx, onces).items():
+            where = "one broker" if name.startswith("sdk_single") else f"a {NODES}-node set, ack=quorum, given every node's URL"
+            cases.out[name] = throughput_case(measured, unit="msg/s", concurrency=callers, cpu_ms_per_msg=_cpu_per_msg(measured),
+                                              what=f"{where}: the SDK's AsyncProducer.send, {callers} callers (numbered, coalesced)")
+
+
 def _failover_cases(ctx: Context, cases: _Cases, quorum_set: BrokerSet) -> None:
     s = ctx.settings
     kills = s.runs if s.quick else max(KILLS, s.runs)
@@ -345,8 +374,9 @@ def _with_ratios(cases: dict[str, dict[str, Any]]) -> None:
             cases[on_set]["ratio_to_single"] = round(cases[on_set]["ops_per_s"]["median"] / cases[one]["ops_per_s"]["median"], 2)
 
 
-ON_ONE_BROKER = ("single_c64", "single_consume_ack_c64", "orders_c64", "orders_c64_pg")
-ON_THE_SET = ("quorum_c64", "quorum_soak_c64", "failover", "failover_sigstop", "consume_ack_c64", "orders_set_c64", "orders_set_c64_pg")
+ON_ONE_BROKER = ("single_c64", "single_consume_ack_c64", "orders_c64", "orders_c64_pg", *(f"sdk_single_c{c}" for c in SDK_CALLERS))
+ON_THE_SET = ("quorum_c64", "quorum_soak_c64", "failover", "failover_sigstop", "consume_ack_c64", "orders_set_c64", "orders_set_c64_pg",
+              *(f"sdk_set_c{c}" for c in SDK_CALLERS))
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -367,6 +397,7 @@ def run(ctx: Context) -> dict[str, Any]:
             postgres = PostgresCluster().start(durable=True)
             stack.callback(postgres.stop)
         _sends(ctx, cases, single, quorum_set)
+        _sdk_sends(ctx, cases, single, quorum_set)
         if quorum_set is not None and cases.wants("quorum_soak_c64"):
             probe.create_topic(quorum_set.leader_url(), TOPIC, QUEUES)
             cases.out["quorum_soak_c64"] = _soak_case(ctx, quorum_set)

@@ -38,14 +38,15 @@ async def _aiohttp(url: str, body: bytes, items: int, conc: int, seconds: float,
         return await drive(lambda _i: op, conc, seconds, max_ops, warmup=warmup)
 
 
-async def _sdk(broker_url: str, conc: int, seconds: float, max_ops: int, warmup: float, size: int, idempotent: bool = True,
-               coalesce: bool = True) -> Run:
+async def sdk_sends(broker_url: str, conc: int, seconds: float, max_ops: int, warmup: float, size: int, idempotent: bool = True,
+                    coalesce: bool = True, topic: str = TOPIC) -> Run:
+    """``conc`` callers of one ``AsyncProducer.send`` each (``broker_url``: one broker, or a set's comma-separated nodes)."""
     from halfmq.client import AsyncProducer
 
     body = payloads.message_body(size)
     async with AsyncProducer(broker_url, max_in_flight=conc, idempotent=idempotent, coalesce=coalesce) as producer:
         async def op() -> int:
-            result = await producer.send(TOPIC, body)
+            result = await producer.send(topic, body)
             if result.status.value != "SEND_OK":
                 raise RuntimeError(f"send status {result.status.value}")
             return 1
@@ -97,7 +98,7 @@ def run(ctx: Context) -> dict[str, Any]:
              f"durable batched send, {s.batch} messages per request, {c} in flight (messages/s)")
         def sdk_case(name: str, what: str, **variant: bool) -> None:
             runs = ctx.repeat(f"send {name}", lambda _i, w: _measured(
-                broker.url, lambda secs: run_async(_sdk(broker.url, c, secs, s.max_ops, 0.0, s.body_bytes, **variant)), w, s.seconds))
+                broker.url, lambda secs: run_async(sdk_sends(broker.url, c, secs, s.max_ops, 0.0, s.body_bytes, **variant)), w, s.seconds))
             cases[name] = throughput_case(runs, unit="msg/s", concurrency=c, what=what,
                                           baseline=name_for("fastapi_fsync_c64", "aiohttp"))
 

@@ -188,3 +188,9 @@ def test_the_timer_restart_gate_has_the_recovery_gates_bound_and_quick_sizes_are
     gates = _by_id(quick)
     assert [gates[g]["status"] for g in ("timers_p99", "timers_memory", "timers_restart")] == ["n/a"] * 3
     assert gates["timers_never_early"]["status"] == "missed"  # early is early at any size
+
+
+def test_the_sdk_on_a_set_is_compared_with_the_sdk_on_one_broker_and_with_the_nats_r3_peer() -> None:
+    gates = _by_id(_doc({"replicated": {"sdk_set_c64": _case(7_000), "sdk_single_c64": _case(10_000)}}))
+    assert (gates["sdk_set_send"]["status"], gates["sdk_set_send"]["target"]) == ("missed", 8_000)
+    assert "nats_jetstream_r3/publish_c64" in gates["sdk_set_vs_nats_r3"]["reference"]
