@@ -11,6 +11,8 @@ docs/decisions/052-retention-by-whole-segments-and-pins.md, "Per-topic limits", 
 
 from __future__ import annotations
 
+import functools
+
 from .consume_queues import QueueKey
 from .message_store import MessageStore
 from .retention import ByteWindow, first_at_or_after, grown, retained_start, trimmed
@@ -39,7 +41,7 @@ class TopicRetention:
             for qid in range(cfg.queues):
                 first, end = self._store.reads.queue_range(cfg.name, qid)
                 age_start = None if age_ms is None else first_at_or_after(
-                    first, end, lambda offset, topic=cfg.name, q=qid: self._stored_ms(topic, q, offset), now_ms - age_ms)
+                    first, end, functools.partial(self._stored_ms, cfg.name, qid), now_ms - age_ms)
                 window = None
                 if cfg.retention_bytes is not None:
                     window = self._bytes_window((cfg.name, qid), first, end, cfg.retention_bytes)
