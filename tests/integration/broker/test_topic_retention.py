@@ -151,3 +151,13 @@ def test_only_an_administrator_changes_a_topics_retention(as_) -> None:
                    "ACCESS_DENIED")
     assert "retention_ms" not in admin.get(path("v1", "topics", "MALLORY_OWN")).json()
     assert admin.patch(path("v1", "topics", "MALLORY_OWN"), json={"retention_ms": 86_400_000}).json()["retention_ms"] == 86_400_000
+
+
+def test_the_consoles_topic_view_shows_each_topics_retention(broker: BrokerProcess) -> None:
+    with httpx.Client(base_url=broker.url, timeout=15) as client:
+        client.post("/v1/topics", json={"name": "OWN", "queues": 1, "retention_ms": 7_200_000, "retention_bytes": 5000}).raise_for_status()
+        client.post("/v1/topics", json={"name": "PLAIN", "queues": 1}).raise_for_status()
+        page = client.get("/console/topics/fragment").text
+        cells = dict(re.findall(r'<tr data-topic="(\w+)">.*?<td class="retention">(.*?)</td>', page, re.S))
+        assert cells["OWN"] == "2 h, 5000 bytes a queue", cells
+        assert cells["PLAIN"] in ("broker's", "broker&#39;s", "broker&#x27;s"), cells
