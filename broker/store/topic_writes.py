@@ -4,6 +4,8 @@
 topics.json can be rebuilt with the right queue counts); in a broker's store (``log_records``) it also puts a
 ``topic`` record in HALFMQ_TXN_STATE (``state_records``), so a broker set's followers have the topic too, empty or
 not. ``adopt`` is the other side: a ``topic`` record read from the log (a replay, a follower's append).
+``set_retention`` changes a topic's own retention the same way (topics.json, then a ``topic`` record carrying the new
+limits), and ``retain_from`` is where a pass of the topic's retention moves a queue's earliest retained offset.
 
 ``delete`` is an operator's deletion: a ``topic-deleted`` record with each queue's end, then the name leaves
 topics.json and the queues' floors rise to those ends (what was written is hidden, its files left for retention);
