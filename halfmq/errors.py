@@ -71,6 +71,13 @@ class InvalidQueueCount(InvalidRequest):
     title = "Invalid queue count"
 
 
+class InvalidRetention(InvalidRequest):
+    """A topic's ``retention_ms`` or ``retention_bytes`` outside its bounds (400; nothing changed)."""
+
+    code = "INVALID_RETENTION"
+    title = "Invalid topic retention"
+
+
 class InvalidQueueId(InvalidRequest):
     code = "INVALID_QUEUE_ID"
     title = "The queue does not exist in this topic"
@@ -439,7 +446,7 @@ class ReceiptInOtherTransaction(BrokerError):
 class TopicAlreadyExists(BrokerError):
     code = "TOPIC_EXISTS"
     status = 409
-    title = "Topic already exists with another queue count"
+    title = "Topic already exists with another queue count or retention"
 
 
 class CheckUrlRefused(BrokerError):

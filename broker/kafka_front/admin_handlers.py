@@ -22,7 +22,7 @@ from kafka.protocol.admin import (
 
 from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError, ConsumerGroupNotFound, TopicNotFound
-from halfmq.wire import TopicCreate
+from halfmq.wire import TopicCreate, TopicInfo
 
 from .error_codes import kafka_code
 from .group_coordinator import GroupCoordinator
@@ -31,22 +31,30 @@ from .request_header import RequestHeader, audit_scope
 CONSUMER = "consumer"
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 """Kafka's ConfigResource types DescribeConfigs answers (others: INVALID_REQUEST)."""
-STATIC_BROKER_CONFIG = 4
-"""Kafka's ConfigSource for a value from the broker's own configuration: every value here is a halfmq setting."""
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG = 1, 4
+"""Kafka's ConfigSource of a value: the topic's own (its retention, set by POST/PATCH /v1/topics), or a halfmq setting."""
 STRING, INT, LONG, LIST = 2, 3, 5, 7
 """Kafka's ConfigType of a value (DescribeConfigs v3+)."""
 
 
-def described_configs(settings: Any, resource_type: int) -> list[tuple[str, str, int]]:
-    """(name, value, type) of what a topic or the broker is configured with, from the broker's settings: a topic has
-    no setting of its own, so its values are the broker's, under Kafka's topic names (retention by time and size,
-    deletion only, the largest message) or its broker names."""
-    retention_ms = str(int(settings.retention * 1000))
-    retention_bytes = str(settings.retention_bytes if settings.retention_bytes is not None else -1)
+def described_configs(settings: Any, resource_type: int, topic: TopicInfo | None = None) -> list[tuple[str, str, int]]:
+    """(name, value, type) of what a topic or the broker is configured with, under Kafka's topic names (retention by
+    time and size, deletion only, the largest message) or its broker names: a topic's own retention where it has one
+    (``topic``), else the broker's settings."""
+    own_ms, own_bytes = (topic.retention_ms, topic.retention_bytes) if topic is not None else (None, None)
+    retention_ms = str(own_ms if own_ms is not None else int(settings.retention * 1000))
+    retention_bytes = str(own_bytes if own_bytes is not None else
+                          settings.retention_bytes if settings.retention_bytes is not None else -1)
     names = (("retention.ms", "retention.bytes", "cleanup.policy", "max.message.bytes") if resource_type == TOPIC_RESOURCE
              else ("log.retention.ms", "log.retention.bytes", "log.cleanup.policy", "message.max.bytes"))
     values = ((retention_ms, LONG), (retention_bytes, LONG), ("delete", LIST), (str(settings.max_message_size), INT))
     return [(name, value, kind) for name, (value, kind) in zip(names, values, strict=True)]
+
+
+def _source(name: str, topic: TopicInfo | None) -> int:
+    """DYNAMIC_TOPIC_CONFIG for a retention the topic has of its own, else STATIC_BROKER_CONFIG."""
+    own = {"retention.ms": topic.retention_ms, "retention.bytes": topic.retention_bytes}.get(name) if topic else None
+    return DYNAMIC_TOPIC_CONFIG if own is not None else STATIC_BROKER_CONFIG
 
 
 class AdminHandlers:
@@ -101,16 +109,17 @@ class AdminHandlers:
 
     async def describe_configs(self, request: Any, header: RequestHeader) -> Any:
         """A topic's (``describe`` on it; unknown: UNKNOWN_TOPIC_OR_PARTITION) or the broker's (``admin`` on the
-        cluster) configuration, read-only: the values are the broker's settings (``described_configs``); the keys asked
-        for, or every one."""
+        cluster) configuration, read-only: the topic's own retention, else the broker's settings (``described_configs``);
+        the keys asked for, or every one."""
         rt, who, scope = self.current(), self.principal(), audit_scope(header, "DescribeConfigs")
         result = DescribeConfigsResponse.DescribeConfigsResult
         config = result.DescribeConfigsResourceResult
         answers = []
         for r in request.resources:
+            topic = None
             try:
                 if r.resource_type == TOPIC_RESOURCE:
-                    rt.usecases.topics.describe(who, scope, r.resource_name)
+                    topic = rt.usecases.topics.describe(who, scope, r.resource_name)
                 elif r.resource_type == BROKER_RESOURCE:
                     rt.access.cluster_admin(who, scope)
                 else:
@@ -124,10 +133,10 @@ class AdminHandlers:
                 continue
             asked = set(r.configuration_keys) if r.configuration_keys is not None else None
             answers.append(result(error_code=0, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name,
-                                  configs=[config(name=name, value=value, read_only=True, config_source=STATIC_BROKER_CONFIG,
+                                  configs=[config(name=name, value=value, read_only=True, config_source=_source(name, topic),
                                                   is_default=False, is_sensitive=False, synonyms=[], config_type=kind,
                                                   documentation=None)
-                                           for name, value, kind in described_configs(rt.settings, r.resource_type)
+                                           for name, value, kind in described_configs(rt.settings, r.resource_type, topic)
                                            if asked is None or name in asked]))
         return DescribeConfigsResponse(throttle_time_ms=0, results=answers)
 

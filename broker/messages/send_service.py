@@ -26,13 +26,22 @@ from halfmq.broker.messages.rules import (
 )
 from halfmq.broker.store.disk_watermarks import DiskWatch
 from halfmq.broker.store.message_store import GroupTooLarge, MessageStore, PutItem, PutResult
-from halfmq.broker.store.topics import MAX_QUEUES, TopicConfig, is_system_topic
+from halfmq.broker.store.topics import (
+    MAX_QUEUES,
+    MAX_RETENTION_BYTES,
+    MAX_RETENTION_MS,
+    MIN_RETENTION_BYTES,
+    MIN_RETENTION_MS,
+    TopicConfig,
+    is_system_topic,
+)
 from halfmq.broker.timers import routing
 from halfmq.errors import (
     BadBodyEncoding,
     DiskAlmostFull,
     InvalidQueueCount,
     InvalidQueueId,
+    InvalidRetention,
     MessageTooLarge,
     PropertiesTooLarge,
     SystemTopicForbidden,
@@ -54,18 +63,32 @@ class TopicService:
         self.store = store
         self.policy = policy
 
-    def create(self, name: str, queues: int | None) -> tuple[TopicConfig, bool]:
-        """Create a user topic; creating an existing one with the same queue count is a no-op."""
+    def create(self, name: str, queues: int | None, retention_ms: int | None = None,
+               retention_bytes: int | None = None) -> tuple[TopicConfig, bool]:
+        """Create a user topic; creating an existing one with the same queue count (and the same retention, when the
+        call names one) is a no-op."""
         self._check_name(name)
         queues = self.policy.default_queues if queues is None else queues
         if not 1 <= queues <= MAX_QUEUES:
             raise InvalidQueueCount(f"a topic has 1 to {MAX_QUEUES} queues, not {queues}")
+        checked_retention(retention_ms, retention_bytes)
         existing = self.store.topic(name)
         if existing is not None:
             if existing.queues != queues:
                 raise TopicAlreadyExists(f"topic {name!r} exists with {existing.queues} queues")
+            for asked, has, kind in ((retention_ms, existing.retention_ms, "retention_ms"),
+                                     (retention_bytes, existing.retention_bytes, "retention_bytes")):
+                if asked is not None and asked != has:
+                    raise TopicAlreadyExists(f"topic {name!r} exists with {kind} {has}: change it with PATCH /v1/topics/{name}")
             return existing, False
-        return self.store.create_topic(name, queues), True
+        return self.store.create_topic(name, queues, retention_ms, retention_bytes), True
+
+    def set_retention(self, name: str, retention_ms: int | None, retention_bytes: int | None) -> tuple[TopicConfig, int]:
+        """Change a user topic's own retention (None: the broker's); the topic, and the log end to wait on durable."""
+        self._check_name(name)
+        checked_retention(retention_ms, retention_bytes)
+        self.get(name)
+        return self.store.topic_writes.set_retention(name, retention_ms, retention_bytes)
 
     def get(self, name: str) -> TopicConfig:
         cfg = self.store.topic(name)
@@ -92,6 +115,16 @@ class TopicService:
         if is_system_topic(name):
             raise SystemTopicForbidden(f"{name!r} is a system topic")
         checked_name(NameKind.TOPIC, name)
+
+
+def checked_retention(retention_ms: int | None, retention_bytes: int | None) -> None:
+    """InvalidRetention unless each limit given is within its bounds (before anything changes)."""
+    if retention_ms is not None and not MIN_RETENTION_MS <= retention_ms <= MAX_RETENTION_MS:
+        raise InvalidRetention(f"retention_ms is {MIN_RETENTION_MS} to {MAX_RETENTION_MS} (or null: the broker's), "
+                               f"not {retention_ms}")
+    if retention_bytes is not None and not MIN_RETENTION_BYTES <= retention_bytes <= MAX_RETENTION_BYTES:
+        raise InvalidRetention(f"retention_bytes is {MIN_RETENTION_BYTES} to {MAX_RETENTION_BYTES} (or null: the "
+                               f"broker's), not {retention_bytes}")
 
 
 class SendService:

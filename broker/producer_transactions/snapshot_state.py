@@ -5,7 +5,7 @@
   mark and, per remembered number, where its records start and how many there are (``SentRef``), never its answer;
 - ``txns``: every transactional id kept now (one idle past ``transactional_id_expiry`` is not) with its producer id,
   epoch, owner, window and its last transaction's state (an open one is aborted by the replay's end, as ever);
-- ``registrations``: the producers registered for check-backs; ``topics``: every topic and its queue count; ``deleted_topics``:
+- ``registrations``: the producers registered for check-backs; ``topics``: every topic, its queue count and its own retention; ``deleted_topics``:
   every topic an operator deleted (its deletion's log offset and each queue's end then: a topic made again reads past them);
 - ``receipt_key``: the key receipt handles are signed with, once the log names it (hex).
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from halfmq.broker.idempotence.producer_ids import SentRef
 from halfmq.broker.idempotence.producer_records import SendKind
 from halfmq.broker.idempotence.producer_state import ProducerState
-from halfmq.broker.store.state_records import ProducerRecord
+from halfmq.broker.store.state_records import ProducerRecord, TopicRecord
 
 from .producer_state_machine import ProducerTxnState
 from .producer_txn import AckLedger, ProducerTxn
@@ -66,7 +66,7 @@ class SnapshotState:
     alone: tuple[AloneRow, ...]
     txns: tuple[TxnRow, ...]
     registrations: tuple[ProducerRecord, ...]
-    topics: tuple[tuple[str, int], ...]
+    topics: tuple[TopicRecord, ...]
     receipt_key: bytes | None
     deleted_topics: tuple[tuple[str, int, dict[int, int]], ...] = ()
 
@@ -90,7 +90,7 @@ def state_of(coordinator: TransactionCoordinator, acks: AckLedger) -> dict[str, 
                   t.ended_ms, t.aborted_by.value if t.aborted_by else None, *_counts(t), t.last_used_ms, _window_copy(t)]
                  for t in coordinator.all()],
         "registrations": [list(r[:4]) for r in registrations],
-        "topics": [[t.name, t.queues] for t in coordinator.store.topics.all()],
+        "topics": [[t.name, t.queues, t.retention_ms, t.retention_bytes] for t in coordinator.store.topics.all()],
         "deleted_topics": [[name, at, [[qid, end] for qid, end in sorted(ends.items())]]
                            for name, at in coordinator.store.topics.deleted_at.items()
                            for ends in (coordinator.store.reads.floors_of(name),)],
@@ -116,7 +116,7 @@ def parse(raw: Any) -> SnapshotState:
                         int(messages), int(acked), int(used), _window(window))
                  for tid, pid, epoch, owner, number, timeout, state, begun, ended, by, messages, acked, used, window in raw["txns"])
     registrations = tuple(ProducerRecord(str(g), str(c), url, address, expired=False) for g, c, url, address in raw["registrations"])
-    topics = tuple((str(name), int(queues)) for name, queues in raw["topics"])
+    topics = tuple(TopicRecord(str(row[0]), int(row[1]), *(None if v is None else int(v) for v in row[2:4])) for row in raw["topics"])
     key = raw["receipt_key"]
     deleted = tuple((str(name), int(at), {int(qid): int(end) for qid, end in ends}) for name, at, ends in raw.get("deleted_topics", []))
     return SnapshotState(alone, txns, registrations, topics, None if key is None else bytes.fromhex(key), deleted)
@@ -127,8 +127,8 @@ def restore(coordinator: TransactionCoordinator, txns: dict[str, ProducerTxn], a
     made again under its name after the deletion is among ``topics``)."""
     for name, at, ends in state.deleted_topics:
         coordinator.store.delete_topic(name, ends, at)
-    for name, queues in state.topics:
-        coordinator.store.adopt_topic(name, queues)
+    for topic in state.topics:
+        coordinator.store.adopt_topic(*topic)
     if state.receipt_key is not None:
         acks.use_receipt_key(state.receipt_key)
     if coordinator.producers is not None:

@@ -84,8 +84,8 @@ class MessageStore:
         )
         appends = QueueAppends(self._queues, self._gate)
         self._writer = Writer(self.commit_log, appends, self.keys, self._gate, self._write_lock, self._listeners, clock)
-        self._topic_writes = TopicWrites(self.topics, self._queues, appends, self._gate, self._write_lock, self._writer.put)
-        self._replica = ReplicaAppender(self.commit_log, self._queues, appends, self.topics, self._topic_writes, self.keys,
+        self.topic_writes = TopicWrites(self.topics, self._queues, appends, self._gate, self._write_lock, self._writer.put)
+        self._replica = ReplicaAppender(self.commit_log, self._queues, appends, self.topics, self.topic_writes, self.keys,
                                         self._group_commit, self._gate, self._write_lock, self._listeners)
         self._group_commit.start()
         self._checkpoints.start(config.checkpoint_interval)
@@ -100,26 +100,27 @@ class MessageStore:
     def topic(self, name: str) -> TopicConfig | None:
         return self.topics.get(name)
 
-    def create_topic(self, name: str, queues: int) -> TopicConfig:
+    def create_topic(self, name: str, queues: int, retention_ms: int | None = None,
+                     retention_bytes: int | None = None) -> TopicConfig:
         """Create a topic durably before anything can be sent to it (StoreNotWritable if the disk refuses); see topic_writes."""
-        return self._topic_writes.create(name, queues)
+        return self.topic_writes.create(name, queues, retention_ms, retention_bytes)
 
     def log_topics(self) -> None:
         """Write a ``topic`` record for every topic created from now on (a broker's runtime; a bare store writes none)."""
-        self._topic_writes.log_records()
+        self.topic_writes.log_records()
 
-    def adopt_topic(self, name: str, queues: int) -> None:
-        """A ``topic`` record read from the log (replay): the topic exists with at least ``queues``."""
-        self._topic_writes.adopt(name, queues)
+    def adopt_topic(self, name: str, queues: int, retention_ms: int | None = None, retention_bytes: int | None = None) -> None:
+        """A ``topic`` record read from the log (replay): the topic exists with at least ``queues``, and its retention."""
+        self.topic_writes.adopt(name, queues, retention_ms, retention_bytes)
 
     def delete_topic(self, name: str, ends: dict[int, int] | None = None, at: int = 0) -> int:
         """Delete a topic through the log (a ``topic-deleted`` record); return its end, to wait on durable. Its files
         stay until retention takes them; a topic made again under the name begins where this one ended. With ``ends``:
         such a record read back from the log at offset ``at`` (replay), applied without a write (0 returned)."""
         if ends is not None:
-            self._topic_writes.drop(name, ends, at)
+            self.topic_writes.drop(name, ends, at)
             return 0
-        return self._topic_writes.delete(name)
+        return self.topic_writes.delete(name)
 
     # --- writing ----------------------------------------------------------------
     def fits(self, items: list[PutItem]) -> bool:

@@ -118,6 +118,14 @@ class QueueReads:
         self._damaged.note(commit_log_offset, reason, "read by commit-log offset")
         raise DamagedRecordError(commit_log_offset, reason)
 
+    def entry_sizes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
+        """The record sizes of up to ``count`` entries from ``offset``, fewer at a file boundary, from the consume queue
+        alone (a topic's ``retention_bytes`` counts them: topic_retention.py)."""
+        cq = self._queues.find(topic, queue_id)
+        if cq is None or offset < cq.min_offset:
+            return []
+        return [entry.size for entry in cq.get_range(offset, count)]
+
     def tag_hashes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
         """The tag hashes of up to ``count`` entries from ``offset``, from the consume queue alone (no record read)."""
         cq = self._queues.find(topic, queue_id)

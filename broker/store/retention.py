@@ -50,18 +50,21 @@ def lowest_pin(pins: Iterable[int | None]) -> int | None:
 
 
 def new_log_start(segments: Sequence[SegmentFacts], limits: RetentionLimits, pins: Iterable[int | None], now_ms: int,
-                  reclaim_bytes: int = 0) -> int:
+                  reclaim_bytes: int = 0, kept: Iterable[int | None] = ()) -> int:
     """Where the log starts once the segments past the limits go: the base of the first segment kept.
 
     ``segments`` in order, the last being the one written now (it never goes). A segment is past the limits when it
     was last written more than ``age_ms`` ago, or when the segments after it alone hold ``max_bytes`` or more, or
     while the segments going before it free less than ``reclaim_bytes`` (a disk past its early-delete watermark,
     disk_watermarks.py: the oldest go first, before their time); only a run of such segments from the start goes,
-    and it stops at the first segment that ends past the lowest pin, whatever the disk.
+    and it stops at the first segment that ends past the lowest pin, whatever the disk. ``kept``: where the topics
+    with their own limits still hold messages (``topic_keeps``): they stop the run like pins, except for a disk
+    past its watermark, which takes their segments too.
     """
     if not segments:
         return 0
     pinned = lowest_pin(pins)
+    held = lowest_pin(kept)
     after = sum(seg.size for seg in segments)
     start = segments[0].base
     freed = 0
@@ -72,6 +75,63 @@ def new_log_start(segments: Sequence[SegmentFacts], limits: RetentionLimits, pin
         disk_short = freed < reclaim_bytes
         if not (too_old or too_big or disk_short) or (pinned is not None and seg.end > pinned):
             break
+        if held is not None and seg.end > held and not disk_short:
+            break
         start = seg.end
         freed += seg.size
     return start
+
+
+# --- a topic's own limits (retention_ms, retention_bytes): each queue's earliest retained offset -----------------------
+@dataclass(frozen=True, slots=True)
+class ByteWindow:
+    """The newest entries of one queue a topic's ``retention_bytes`` keeps: ``[start, end)``, holding ``held`` bytes.
+    Kept between passes, so a pass reads only the entries written since, and those it lets go."""
+
+    start: int = 0
+    end: int = 0
+    held: int = 0
+
+
+def grown(window: ByteWindow, first: int, sizes: Sequence[int]) -> ByteWindow:
+    """``window`` with the entries written since counted (``sizes``: of the entries from ``window.end`` on). A window
+    the queue's first offset passed (the log start moved past it) starts again at ``first``, empty: the caller counts
+    from there."""
+    if window.start < first:
+        window = ByteWindow(first, first, 0)
+    return ByteWindow(window.start, window.end + len(sizes), window.held + sum(sizes))
+
+
+def trimmed(window: ByteWindow, sizes: Sequence[int], max_bytes: int) -> ByteWindow:
+    """``window`` with its oldest entries let go (``sizes``: of the entries from ``window.start`` on) while it holds more
+    than ``max_bytes``; the newest entry always stays (as Kafka keeps a partition's active segment)."""
+    start, held = window.start, window.held
+    for size in sizes:
+        if held <= max_bytes or start + 1 >= window.end:
+            break
+        start, held = start + 1, held - size
+    return ByteWindow(start, window.end, held)
+
+
+def first_at_or_after(lo: int, hi: int, stored_ms: Callable[[int], int | None], cutoff_ms: int) -> int:
+    """The first queue offset in ``[lo, hi)`` stored at or after ``cutoff_ms`` (``hi`` when none), by bisection: a
+    queue's store times only grow. An offset whose time cannot be read (``None``: damaged) counts as older."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        at = stored_ms(mid)
+        if at is not None and at >= cutoff_ms:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def retained_start(first: int, end: int, age_start: int | None, window: ByteWindow | None) -> int:
+    """A queue's earliest retained offset under its topic's own limits: past both the age's and the bytes' start, never
+    before the queue's first offset nor past its end."""
+    start = first
+    if age_start is not None:
+        start = max(start, age_start)
+    if window is not None:
+        start = max(start, window.start)
+    return min(start, end)

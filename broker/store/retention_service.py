@@ -1,4 +1,5 @@
-"""Retention's I/O: read the segments and the pins, ask the decision (retention.py), move the log start.
+"""Retention's I/O: read the segments and the pins, ask the decision (retention.py), move the log start; first the
+topics' own limits move their queues' earliest retained offsets (topic_retention.py).
 
 The broker's loop (runtime/services.py) calls ``run_once`` every ``retention_check_interval`` seconds on a thread;
 only the node that writes (the one broker, a set's leader) runs it.
@@ -12,6 +13,7 @@ from collections.abc import Callable, Mapping
 
 from .message_store import MessageStore
 from .retention import Pin, RetentionLimits, new_log_start
+from .topic_retention import TopicRetention
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +28,7 @@ class RetentionService:
         self._pins = dict(pins)
         self._clock = clock
         self._reclaim = reclaim  # bytes a disk past its early-delete watermark wants freed (DiskWatch.reclaim_bytes)
+        self.topics = TopicRetention(store, limits.age_ms)  # the topics' own retention_ms / retention_bytes
         self.deleted_files = 0  # every file retention deleted since start (/metrics)
         self.early_deleted_files = 0  # of which deleted before their time, for the disk (/metrics)
 
@@ -40,10 +43,12 @@ class RetentionService:
     def apply(self, pins: Mapping[str, int | None]) -> int:
         """Delete what the limits let go and ``pins`` (read just before) do not hold; return the log start after it."""
         store = self._store
-        segments, now_ms = store.commit_log.segment_facts(), int(self._clock() * 1000)
-        start = new_log_start(segments, self._limits, pins.values(), now_ms)
+        now_ms = int(self._clock() * 1000)
+        kept = self.topics.apply(now_ms)  # first: a topic's queues move to their earliest retained offsets
+        segments = store.commit_log.segment_facts()
+        start = new_log_start(segments, self._limits, pins.values(), now_ms, kept=kept)
         reclaim = self._reclaim()
-        early = new_log_start(segments, self._limits, pins.values(), now_ms, reclaim) if reclaim else start
+        early = new_log_start(segments, self._limits, pins.values(), now_ms, reclaim, kept) if reclaim else start
         if early > store.log_start.offset:
             deleted = store.log_start.advance(early)
             self.deleted_files += len(deleted)

@@ -5,7 +5,8 @@ node that becomes leader rebuilds this state from it in the coordinator's one sc
 and nothing is copied beside the log. ``TXN_OP`` is the property every record of the topic names its kind with (the
 producers' kinds: ``idempotence.producer_records``); these records carry no ``TXN_ID``.
 
-- ``topic``: a topic was created (or its queue count changed). A follower applies it when it appends the record.
+- ``topic``: a topic was created (or its queue count or its own retention changed: ``RETENTION_MS``/``RETENTION_BYTES``,
+  absent for the broker's). A follower applies it when it appends the record.
 - ``acks``: the offsets one ack request settled, as ``[group, topic, queue, offset]`` rows (the commit record's body),
   tagged ``ACKS_TAG`` (its consume-queue entry tells it apart unread; older ones are untagged). A replay reads only
   the records after the state snapshot (``store.state_snapshot``), which holds what the ones before it settled.
@@ -41,6 +42,8 @@ TAGS = "TAGS"  # a record's tag, as every message names it (its hash is in the c
 ACKS_TAG = "HALFMQ_ACKS"
 TOPIC = "TOPIC"
 QUEUES = "QUEUES"
+RETENTION_MS = "RETENTION_MS"  # a topic's own retention (absent: the broker's)
+RETENTION_BYTES = "RETENTION_BYTES"
 GROUP = "GROUP"
 CLIENT_ID = "CLIENT_ID"
 CHECK_URL = "CHECK_URL"
@@ -99,14 +102,22 @@ def group_deleted_record(group: str) -> PutItem:
 class TopicRecord(NamedTuple):
     name: str
     queues: int
+    retention_ms: int | None = None  # the topic's own limits (None: the broker's); every record carries the current ones
+    retention_bytes: int | None = None
 
 
-def topic_record(name: str, queues: int) -> PutItem:
-    return PutItem(TXN_STATE_TOPIC, 0, b"", {TXN_OP: StateRecord.TOPIC.value, TOPIC: name, QUEUES: str(queues)})
+def topic_record(name: str, queues: int, retention_ms: int | None = None, retention_bytes: int | None = None) -> PutItem:
+    props = {TXN_OP: StateRecord.TOPIC.value, TOPIC: name, QUEUES: str(queues)}
+    if retention_ms is not None:
+        props[RETENTION_MS] = str(retention_ms)
+    if retention_bytes is not None:
+        props[RETENTION_BYTES] = str(retention_bytes)
+    return PutItem(TXN_STATE_TOPIC, 0, b"", props)
 
 
 def topic_of(props: dict[str, str]) -> TopicRecord:
-    return TopicRecord(props[TOPIC], int(props[QUEUES]))
+    ms, size = props.get(RETENTION_MS), props.get(RETENTION_BYTES)
+    return TopicRecord(props[TOPIC], int(props[QUEUES]), None if ms is None else int(ms), None if size is None else int(size))
 
 
 class TopicDeletedRecord(NamedTuple):

@@ -4,6 +4,8 @@
 topics.json can be rebuilt with the right queue counts); in a broker's store (``log_records``) it also puts a
 ``topic`` record in HALFMQ_TXN_STATE (``state_records``), so a broker set's followers have the topic too, empty or
 not. ``adopt`` is the other side: a ``topic`` record read from the log (a replay, a follower's append).
+``set_retention`` changes a topic's own retention the same way (topics.json, then a ``topic`` record carrying the new
+limits), and ``retain_from`` is where a pass of the topic's retention moves a queue's earliest retained offset.
 
 ``delete`` is an operator's deletion: a ``topic-deleted`` record with each queue's end, then the name leaves
 topics.json and the queues' floors rise to those ends (what was written is hidden, its files left for retention);
@@ -38,7 +40,7 @@ class TopicWrites:
         """Write a ``topic`` record for every topic created from now on (a broker's runtime; a bare store writes none)."""
         self._records = True
 
-    def create(self, name: str, queues: int) -> TopicConfig:
+    def create(self, name: str, queues: int, retention_ms: int | None = None, retention_bytes: int | None = None) -> TopicConfig:
         """Create a topic durably before anything can be sent to it (StoreNotWritable if the disk refuses); a caller
         that answers waits until the log end is durable (its ``topic`` record)."""
         with self._lock:
@@ -49,13 +51,32 @@ class TopicWrites:
             try:
                 for qid in range(queues):
                     self._queues.open(name, qid)
-                cfg = self._table.put(name, queues)
+                cfg = self._table.put(name, queues, retention_ms, retention_bytes)
             except OSError as exc:
                 raise self._gate.refused(f"cannot create topic {name!r}", exc) from exc
         if self._records and not is_system_topic(name):  # system topics: made by every node as it opens, or learnt
             self.create(TXN_STATE_TOPIC, 1)
-            self._put([topic_record(name, queues)])
+            self._put([topic_record(name, queues, retention_ms, retention_bytes)])
         return cfg
+
+    def set_retention(self, name: str, retention_ms: int | None, retention_bytes: int | None) -> tuple[TopicConfig, int]:
+        """Change a topic's own retention durably (topics.json, then a ``topic`` record carrying the new limits, which a
+        replay and a set's followers apply); return the topic and the log end to wait on durable (0: nothing written)."""
+        with self._lock:
+            cfg = self._table.get(name)
+            if cfg is None:
+                raise KeyError(name)  # the use case found it first (TopicService.get)
+            if (cfg.retention_ms, cfg.retention_bytes) == (retention_ms, retention_bytes):
+                return cfg, 0
+            self._gate.check()
+            try:
+                cfg = self._table.put(name, cfg.queues, retention_ms, retention_bytes)
+            except OSError as exc:
+                raise self._gate.refused(f"cannot change topic {name!r}", exc) from exc
+        end = 0
+        if self._records:
+            _, end = self._put([topic_record(name, cfg.queues, retention_ms, retention_bytes)])
+        return cfg, end
 
     def delete(self, name: str) -> int:
         """Delete a topic through the log (its ``topic-deleted`` record first); return the record's end, which a caller
@@ -83,16 +104,23 @@ class TopicWrites:
         except OSError as exc:
             raise self._gate.refused(f"cannot delete topic {name!r}", exc) from exc
 
-    def adopt(self, name: str, queues: int) -> None:
-        """A ``topic`` record read from the log (replay): the topic exists with at least ``queues``."""
-        with self._lock:
-            self.adopt_holding_lock(name, queues)
+    def retain_from(self, name: str, queue_id: int, offset: int) -> None:
+        """Hide a queue's entries before ``offset`` from every reader: its topic's own retention let them go (the bytes
+        go with their segments; topic_retention.py). In memory: each retention pass sets it again."""
+        self._queues.raise_floor(name, queue_id, offset)
 
-    def adopt_holding_lock(self, name: str, queues: int) -> None:
+    def adopt(self, name: str, queues: int, retention_ms: int | None = None, retention_bytes: int | None = None) -> None:
+        """A ``topic`` record read from the log (replay): the topic exists with at least ``queues``, and the record's
+        retention (each record carries the topic's current limits)."""
+        with self._lock:
+            self.adopt_holding_lock(name, queues, retention_ms, retention_bytes)
+
+    def adopt_holding_lock(self, name: str, queues: int, retention_ms: int | None = None,
+                           retention_bytes: int | None = None) -> None:
         """``adopt`` for a caller that holds the write lock already (a follower's append, as it meets the record)."""
         cfg = self._table.get(name)
-        if cfg is not None and cfg.queues >= queues:
-            return
-        for qid in range(queues):
-            self._appends.writable((name, qid))
-        self._table.learn(name, queues)
+        if cfg is None or cfg.queues < queues:
+            for qid in range(queues):
+                self._appends.writable((name, qid))
+            self._table.learn(name, queues)
+        self._table.learn_retention(name, retention_ms, retention_bytes)

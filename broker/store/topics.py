@@ -26,6 +26,11 @@ DLQ_PREFIX = "%DLQ%"
 SYSTEM_TOPICS = frozenset({HALF_TOPIC, OP_HALF_TOPIC, CHECK_MAX_TIME_TOPIC, TXN_STATE_TOPIC, "SCHEDULE_TOPIC_XXXX"})
 
 MAX_QUEUES = 64
+# A topic's own retention (POST/PATCH /v1/topics): a second (a test's) to ten years; any positive byte count
+MIN_RETENTION_MS = 1_000
+MAX_RETENTION_MS = 10 * 365 * 24 * 3600 * 1000
+MIN_RETENTION_BYTES = 1
+MAX_RETENTION_BYTES = 2**62
 
 
 def dlq_topic(group: str) -> str:
@@ -46,9 +51,19 @@ def is_system_topic(name: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class TopicConfig:
+    """A topic's definition. ``retention_ms``/``retention_bytes``: its own limits (each queue's messages older, or
+    beyond the newest bytes, become unreadable; longer than the broker's, they pin their segments); None: the broker's
+    (docs/decisions/052-retention-by-whole-segments-and-pins.md, "Per-topic limits")."""
+
     name: str
     queues: int
     created_at: int
+    retention_ms: int | None = None
+    retention_bytes: int | None = None
+
+    @property
+    def own_retention(self) -> bool:
+        return self.retention_ms is not None or self.retention_bytes is not None
 
 
 class TopicTable:
@@ -75,9 +90,10 @@ class TopicTable:
     def all(self) -> list[TopicConfig]:
         return sorted(self._topics.values(), key=lambda t: t.name)
 
-    def put(self, name: str, queues: int) -> TopicConfig:
+    def put(self, name: str, queues: int, retention_ms: int | None = None, retention_bytes: int | None = None) -> TopicConfig:
         """Add or change a topic durably (OSError, and no change, when the file cannot be written)."""
-        cfg = TopicConfig(name, queues, int(time.time() * 1000))
+        old = self._topics.get(name)
+        cfg = TopicConfig(name, queues, old.created_at if old else int(time.time() * 1000), retention_ms, retention_bytes)
         topics = {**self._topics, name: cfg}
         self._write(topics)
         self._topics = topics
@@ -96,11 +112,21 @@ class TopicTable:
         self._unsaved = False
 
     def learn(self, name: str, queues: int) -> TopicConfig:
-        """Add or widen a topic in memory only; ``save_if_changed`` makes it durable."""
-        cfg = TopicConfig(name, queues, int(time.time() * 1000))
+        """Add or widen a topic in memory only (its retention kept); ``save_if_changed`` makes it durable."""
+        old = self._topics.get(name)
+        cfg = (TopicConfig(name, queues, int(time.time() * 1000)) if old is None
+               else TopicConfig(name, queues, old.created_at, old.retention_ms, old.retention_bytes))
         self._topics[name] = cfg
         self._unsaved = True
         return cfg
+
+    def learn_retention(self, name: str, retention_ms: int | None, retention_bytes: int | None) -> None:
+        """Set a known topic's own retention in memory only (a ``topic`` record read back); ``save_if_changed`` saves it."""
+        old = self._topics.get(name)
+        if old is None or (old.retention_ms, old.retention_bytes) == (retention_ms, retention_bytes):
+            return
+        self._topics[name] = TopicConfig(name, old.queues, old.created_at, retention_ms, retention_bytes)
+        self._unsaved = True
 
     def save_if_changed(self) -> None:
         if self._unsaved:
@@ -108,7 +134,16 @@ class TopicTable:
             self._unsaved = False
 
     def _write(self, topics: dict[str, TopicConfig]) -> None:
-        write_json(self.path, {"topics": {n: {"queues": c.queues, "created_at": c.created_at} for n, c in topics.items()}})
+        write_json(self.path, {"topics": {n: _row(c) for n, c in topics.items()}})
+
+
+def _row(cfg: TopicConfig) -> dict[str, int]:
+    row = {"queues": cfg.queues, "created_at": cfg.created_at}
+    if cfg.retention_ms is not None:
+        row["retention_ms"] = cfg.retention_ms
+    if cfg.retention_bytes is not None:
+        row["retention_bytes"] = cfg.retention_bytes
+    return row
 
 
 def _parse_topics(raw: dict) -> dict[str, TopicConfig]:
@@ -117,5 +152,8 @@ def _parse_topics(raw: dict) -> dict[str, TopicConfig]:
         queues = cfg["queues"]
         if not isinstance(queues, int) or queues < 1:
             raise ValueError(f"topic {name!r} has {queues!r} queues")
-        topics[name] = TopicConfig(name, queues, cfg.get("created_at", 0))
+        limits = [cfg.get(kind) for kind in ("retention_ms", "retention_bytes")]
+        if any(limit is not None and (not isinstance(limit, int) or limit < 1) for limit in limits):
+            raise ValueError(f"topic {name!r} has retention {limits!r}")
+        topics[name] = TopicConfig(name, queues, cfg.get("created_at", 0), *limits)
     return topics

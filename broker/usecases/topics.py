@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msgspec import UNSET
+
 from halfmq.broker.messages.view import message_view
 from halfmq.broker.security.access import Access, Publisher
 from halfmq.broker.security.policy import Action, Principal, Resource
@@ -11,7 +13,7 @@ from halfmq.broker.store.damaged_records import DamagedEntry
 from halfmq.broker.store.record import StoredMessage
 from halfmq.broker.store.topics import TopicConfig, is_system_topic
 from halfmq.errors import InvalidQueueId, SystemTopicForbidden, TopicInUse
-from halfmq.wire import OffsetReadResponse, TopicCreate, TopicDeleted, TopicInfo, TopicList
+from halfmq.wire import OffsetReadResponse, TopicAlter, TopicCreate, TopicDeleted, TopicInfo, TopicList
 
 from .caller import Scope
 from .ports import Durable, LogEnd, PendingHalves, StoreReads, TopicHolders, TopicRemoval, WritableTopics
@@ -36,10 +38,22 @@ class ManageTopics:
         A new topic is answered once its record is durable (in a broker set, on the replicas the ack mode asks for).
         """
         self.access.authorize(who, Action.ADMIN, Resource.topic(body.name), scope)
-        cfg, created = self.topics.create(body.name, body.queues)
+        cfg, created = self.topics.create(body.name, body.queues, body.retention_ms, body.retention_bytes)
         if created:
             await self.durable(self.log_end())  # the topic record is the last write of this loop pass's request
         return self.views.topic_view(cfg), created
+
+    async def alter(self, who: Principal, scope: Scope, topic: str, body: TopicAlter) -> TopicInfo:
+        """Change a topic's own retention (a field left out stays; null: the broker's), answered once its ``topic``
+        record is durable; the next retention pass applies it (decision 052, "Per-topic limits")."""
+        self.access.authorize(who, Action.ADMIN, Resource.topic(topic), scope)
+        cfg = self.topics.get(topic)
+        retention_ms = cfg.retention_ms if body.retention_ms is UNSET else body.retention_ms
+        retention_bytes = cfg.retention_bytes if body.retention_bytes is UNSET else body.retention_bytes
+        cfg, end = self.topics.set_retention(topic, retention_ms, retention_bytes)  # type: ignore[arg-type]  # UNSET: replaced
+        if end:
+            await self.durable(end)
+        return self.views.topic_view(cfg)
 
     async def delete(self, who: Principal, scope: Scope, topic: str, force: bool) -> TopicDeleted:
         """Delete the topic through the log (durable when this returns): it is no longer listed, described or read,

@@ -56,7 +56,7 @@ class Views:
         for qid in range(cfg.queues):
             lo, hi = self.store.visible.queue_range(cfg.name, qid)
             queues.append(wire.QueueInfo(queue_id=qid, min_offset=lo, max_offset=hi))
-        return wire.TopicInfo(name=cfg.name, queues=queues)
+        return wire.TopicInfo(name=cfg.name, queues=queues, retention_ms=cfg.retention_ms, retention_bytes=cfg.retention_bytes)
 
     def group_summary(self, group: str) -> wire.GroupSummary:
         lag = in_flight = 0

@@ -58,6 +58,50 @@ def _ago_ms(text: str) -> int:
     return int(value * _UNITS[unit])
 
 
+BROKERS = "broker"  # `topics alter --retention broker`: back to the broker's limit
+
+
+def _retention_ms(text: str | None) -> int | None:
+    if text is None or text == BROKERS:
+        return None
+    try:
+        return int(human_time.parse_duration(text) * 1000)
+    except ValueError:
+        raise SystemExit(f"--retention {text!r}: a duration such as 30s, 12h or 7d, or {BROKERS!r}") from None
+
+
+def _retention_bytes(text: str | None) -> int | None:
+    if text is None or text == BROKERS:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise SystemExit(f"--retention-bytes {text!r}: a number of bytes, or {BROKERS!r}") from None
+
+
+def _create_topic(admin: AdminClient, args: argparse.Namespace) -> Any:
+    return admin.create_topic(args.name, args.queues, retention_ms=_retention_ms(args.retention),
+                              retention_bytes=_retention_bytes(args.retention_bytes))
+
+
+def _alter_topic(admin: AdminClient, args: argparse.Namespace) -> Any:
+    """`topics alter`: only the limits named change; ``broker`` puts one back to the broker's."""
+    if args.retention is None and args.retention_bytes is None:
+        raise SystemExit("name what changes: --retention and/or --retention-bytes")
+    changes = {}
+    if args.retention is not None:
+        changes["retention_ms"] = _retention_ms(args.retention)
+    if args.retention_bytes is not None:
+        changes["retention_bytes"] = _retention_bytes(args.retention_bytes)
+    return admin.alter_topic(args.name, **changes)
+
+
+_RETENTION_ARGS: list[tuple[tuple[str, ...], dict]] = [
+    (("--retention",), {"metavar": "DURATION", "help": "the topic's own retention: 30s, 12h, 7d (`broker`: the broker's)"}),
+    (("--retention-bytes",), {"metavar": "BYTES", "help": "the newest bytes each queue keeps (`broker`: no limit of its own)"}),
+]
+
+
 def _epoch_ms(text: str) -> int:
     """An ISO 8601 date and time (UTC unless it names its offset) in epoch milliseconds (``human_time.epoch_ms``)."""
     try:
@@ -110,8 +154,10 @@ ACTIONS: dict[tuple[str, str], tuple[Fetch, list[tuple[tuple[str, ...], dict]], 
                                   "ask the producer's check endpoint again, now"),
     ("transactions", "resend"): (lambda admin, a: admin.resend(a.id), [(("id",), {})],
                                  "a discarded transaction back to pending (checked again)"),
-    ("topics", "create"): (lambda admin, a: admin.create_topic(a.name, a.queues),
-                           [(("name",), {}), (("--queues",), {"type": int})], "create a topic"),
+    ("topics", "create"): (_create_topic, [(("name",), {}), (("--queues",), {"type": int}), *_RETENTION_ARGS],
+                           "create a topic"),
+    ("topics", "alter"): (_alter_topic, [(("name",), {}), *_RETENTION_ARGS],
+                          "change a topic's own retention (older messages become unreadable at the next retention pass)"),
     ("topics", "delete"): (lambda admin, a: admin.delete_topic(a.name, a.force),
                            [(("name",), {}), (("--force",), {"action": "store_true",
                                                               "help": "although halves are pending or deliveries in flight"})],

@@ -93,8 +93,21 @@ def topics(data: dict) -> Any:
 
 
 def topic(t: dict) -> Any:
-    return _table(f"topic {t['name']}", ["queue", "min offset", "max offset"],
+    """`topics show`: its retention in the title (the broker's unless it has its own), each queue's earliest retained
+    offset (min) and end."""
+    return _table(f"topic {t['name']} ({retention(t)})", ["queue", "min offset (earliest retained)", "max offset"],
                   [[q["queue_id"], q["min_offset"], q["max_offset"]] for q in t["queues"]])
+
+
+def retention(t: dict) -> str:
+    """A topic's own retention as a line: ``retention 2 d, 1000000 bytes a queue``, or the broker's."""
+    ms, size = t.get("retention_ms"), t.get("retention_bytes")
+    if ms is None and size is None:
+        return "retention: the broker's"
+    parts = ["retention " + (duration(ms / 1000) if ms is not None else "the broker's")]
+    if size is not None:
+        parts.append(f"{size} bytes a queue")
+    return ", ".join(parts)
 
 
 def groups(data: dict) -> Any:

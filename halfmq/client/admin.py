@@ -20,6 +20,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TypeVar, Unpack
 
+from msgspec import UNSET, UnsetType
+
 from halfmq.errors import RouteNotFound
 from halfmq.wire import (
     ClusterView,
@@ -121,9 +123,17 @@ class AsyncAdminClient(AsyncClient):
         """One topic's queues and their offsets (``TopicNotFound``; a follower answers it)."""
         return await self._call(endpoints.get_topic(name))
 
-    async def create_topic(self, name: str, queues: int | None = None) -> TopicInfo:
-        """Create a topic with ``queues`` queues (the broker's default if None); the same again is answered as it is."""
-        return await self._act(endpoints.create_topic(name, queues))
+    async def create_topic(self, name: str, queues: int | None = None, *, retention_ms: int | None = None,
+                           retention_bytes: int | None = None) -> TopicInfo:
+        """Create a topic with ``queues`` queues (the broker's default if None) and its own retention (None: the
+        broker's; ``retention_bytes`` per queue); the same again is answered as it is."""
+        return await self._act(endpoints.create_topic(name, queues, retention_ms, retention_bytes))
+
+    async def alter_topic(self, name: str, *, retention_ms: int | None | UnsetType = UNSET,
+                          retention_bytes: int | None | UnsetType = UNSET) -> TopicInfo:
+        """Change a topic's own retention: a limit not named stays, None goes back to the broker's
+        (``InvalidRetention`` outside its bounds). Older messages become unreadable at the next retention pass."""
+        return await self._act(endpoints.alter_topic(name, retention_ms, retention_bytes))
 
     async def delete_topic(self, name: str, force: bool = False) -> TopicDeleted:
         """Delete topic ``name``: no longer listed or read, every group's offsets on it gone (a topic created again
@@ -244,6 +254,7 @@ class AdminClient(Blocking[AsyncAdminClient]):
     list_topics = blocking(AsyncAdminClient.list_topics)
     describe_topic = blocking(AsyncAdminClient.describe_topic)
     create_topic = blocking(AsyncAdminClient.create_topic)
+    alter_topic = blocking(AsyncAdminClient.alter_topic)
     delete_topic = blocking(AsyncAdminClient.delete_topic)
     recall = blocking(AsyncAdminClient.recall)
     list_groups = blocking(AsyncAdminClient.list_groups)

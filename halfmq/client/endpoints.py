@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
+from msgspec import UNSET, UnsetType
+
 from halfmq.errors import BrokerError
 from halfmq.wire import (
     MAX_NACK_REASON,
@@ -55,6 +57,7 @@ from halfmq.wire import (
     SettleRequest,
     SettleResponse,
     SettleResult,
+    TopicAlter,
     TopicCreate,
     TopicDeleted,
     TopicInfo,
@@ -79,7 +82,7 @@ U = TypeVar("U")
 HALF_BATCH_PATH = "/v1/transaction-batches/half"
 END_BATCH_PATH = "/v1/transaction-batches/end"
 
-__all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "OPERATOR_VERBS", "Call", "cluster_view", "consumer_group", "create_topic", "dead_letters",
+__all__ = ["END_BATCH_PATH", "HALF_BATCH_PATH", "OPERATOR_VERBS", "Call", "alter_topic", "cluster_view", "consumer_group", "create_topic", "dead_letters",
            "delete_group", "delete_topic", "end_transaction",
            "find_messages", "force_abort", "get_topic", "get_transaction", "group_list", "half_send", "health", "health_report",
            "list_topics", "list_transactions", "message_journey", "message_search", "new_producer_id", "operate_transaction", "producer_heartbeat",
@@ -143,8 +146,17 @@ def cluster_view(timeout: float | None = None) -> Call[ClusterView]:
     return Call("GET", "/v1/cluster", _as(ClusterView), timeout=timeout)
 
 
-def create_topic(name: str, queues: int | None) -> Call[TopicInfo]:
-    return Call("POST", "/v1/topics", parse=_as(TopicInfo), body=TopicCreate(name=name, queues=queues))
+def create_topic(name: str, queues: int | None, retention_ms: int | None = None,
+                 retention_bytes: int | None = None) -> Call[TopicInfo]:
+    return Call("POST", "/v1/topics", parse=_as(TopicInfo),
+                body=TopicCreate(name=name, queues=queues, retention_ms=retention_ms, retention_bytes=retention_bytes))
+
+
+def alter_topic(name: str, retention_ms: int | None | UnsetType = UNSET,
+                retention_bytes: int | None | UnsetType = UNSET) -> Call[TopicInfo]:
+    """A topic's own retention changed: a limit left UNSET stays, None goes back to the broker's."""
+    return Call("PATCH", _topic_path(name), parse=_as(TopicInfo),
+                body=TopicAlter(retention_ms=retention_ms, retention_bytes=retention_bytes))
 
 
 def recall(topic: str, recall_handle: str) -> Call[RecallResult]:

@@ -116,6 +116,7 @@ from halfmq.wire.views import (
     QueueInfo,
     QueueReset,
     ResetOffsetsRequest,
+    TopicAlter,
     TopicCreate,
     TopicDeleted,
     TopicInfo,
@@ -138,6 +139,6 @@ __all__ = [
     "AckRequest", "BeginTxnRequest", "EndBatchRequest", "EndItem", "EndRequest", "EndTxnRequest", "FetchRequest",
     "GroupName", "HalfBatchRequest", "HalfSendRequest", "Heartbeat", "InitProducer", "NackRequest", "NewProducerId",
     "ChangeInvisibleRequest", "DlqRedriveRequest", "ResetOffsetsRequest",
-    "NonNegative", "SendRequest", "SettleRequest", "TopicCreate", "TxnAcksRequest", "TxnMessagesRequest",
+    "NonNegative", "SendRequest", "SettleRequest", "TopicAlter", "TopicCreate", "TxnAcksRequest", "TxnMessagesRequest",
     "TxnAcksResult", "TxnAddedResult", "TxnBeginResult", "TxnEndResult", "TxnInitResult", "TxnMessage", "TxnMessagesResult", "TxnSendResult",
 ]

@@ -4,30 +4,46 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from msgspec import Meta
+from msgspec import UNSET, Meta, UnsetType
 
 from halfmq.wire.base import _Request, _Wire
 from halfmq.wire.messages import Message
 
 
 class TopicCreate(_Request, omit_defaults=True):
-    """POST /v1/topics: a topic's name and its queue count (None: the broker's default)."""
+    """POST /v1/topics: a topic's name, its queue count (None: the broker's default) and its own retention (None: the
+    broker's ``HALFMQ_BROKER_RETENTION``/``_RETENTION_BYTES``); ``retention_bytes`` counts per queue, as Kafka's per
+    partition."""
 
     name: str
     queues: int | None = None
+    retention_ms: int | None = None
+    retention_bytes: int | None = None
+
+
+class TopicAlter(_Request, omit_defaults=True):
+    """PATCH /v1/topics/{topic}: the limits to change; a field left out stays, null goes back to the broker's."""
+
+    retention_ms: int | None | UnsetType = UNSET
+    retention_bytes: int | None | UnsetType = UNSET
 
 
 class QueueInfo(_Wire):
+    """A queue's offsets: ``min_offset`` is its earliest retained offset (retention, the topic's own limits or a
+    deleted topic's end moved it), ``max_offset`` one past its last message."""
+
     queue_id: int
     min_offset: int
     max_offset: int
 
 
-class TopicInfo(_Wire):
-    """A topic and its queues' offset ranges."""
+class TopicInfo(_Wire, omit_defaults=True):
+    """A topic, its queues' offset ranges and its own retention (absent: the broker's)."""
 
     name: str
     queues: list[QueueInfo]
+    retention_ms: int | None = None
+    retention_bytes: int | None = None
 
 
 class TopicList(_Wire):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from halfmq import wire
-from halfmq.wire import SendRequest, TopicCreate
+from halfmq.wire import SendRequest, TopicAlter, TopicCreate
 
 from ..body import parse_body
 from ..front import ApiRequest, Reply
@@ -32,6 +32,11 @@ async def describe_topic(request: ApiRequest) -> Reply:
     return Reply(request.usecases.topics.describe(request.principal, request.scope, request.path_params["topic"]))
 
 
+async def alter_topic(request: ApiRequest) -> Reply:
+    body = await parse_body(request, TopicAlter, empty_is_missing=True)
+    return Reply(await request.usecases.topics.alter(request.principal, request.scope, request.path_params["topic"], body))
+
+
 async def delete_topic(request: ApiRequest) -> Reply:
     p: TopicDeleteParams = request.params
     return Reply(await request.usecases.topics.delete(request.principal, request.scope, request.path_params["topic"], p.force))
@@ -49,10 +54,13 @@ HOT_ROUTES = [
 ]
 ROUTES = [
     Route("POST", "/v1/topics", create_topic, "Create a topic (200 when it exists with the same queues)", "topics",
-          TopicCreate, wire.TopicInfo, status=201, example={"name": "ORDER_PAID", "queues": 4}),
+          TopicCreate, wire.TopicInfo, status=201, example={"name": "ORDER_PAID", "queues": 4, "retention_ms": 86400000}),
     Route("GET", "/v1/topics", list_topics, "List the topics the caller may see", "topics", answer=wire.TopicList,
           on_follower=True),
     Route("GET", "/v1/topics/{topic}", describe_topic, "Describe a topic", "topics", answer=wire.TopicInfo, on_follower=True),
+    Route("PATCH", "/v1/topics/{topic}", alter_topic,
+          "Change a topic's own retention (a field left out stays; null: the broker's)", "topics", TopicAlter,
+          wire.TopicInfo, example={"retention_ms": 86400000, "retention_bytes": None}),
     Route("DELETE", "/v1/topics/{topic}", delete_topic,
           "Delete a topic: no longer listed or read, every group's offsets on it gone (refused while it has pending "
           "half messages or deliveries in flight unless force=true)", "topics", answer=wire.TopicDeleted,

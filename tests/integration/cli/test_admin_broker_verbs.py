@@ -280,3 +280,18 @@ def test_a_delayed_message_is_recalled_by_its_handle_and_a_due_one_is_too_late(b
     wait_for(lambda: [m for m in receive(client, "g", "ORDERS") if m["body"] == "due"], timeout=20)
     late = admin(broker, "messages", "recall", "ORDERS", due["recall_handle"], ok=False)
     assert late.returncode != 0 and "RECALL_TOO_LATE" in late.stderr
+
+
+def test_a_topic_is_created_with_its_own_retention_altered_and_shown(broker, client) -> None:
+    created = admin_json(broker, "topics", "create", "KEPT", "--queues", "1", "--retention", "12h", "--retention-bytes", "1000000")
+    assert (created["retention_ms"], created["retention_bytes"]) == (12 * 3_600_000, 1_000_000)
+    altered = admin_json(broker, "topics", "alter", "KEPT", "--retention", "7d")
+    assert (altered["retention_ms"], altered["retention_bytes"]) == (7 * 86_400_000, 1_000_000)  # the bytes stay
+    assert "retention 7 d, 1000000 bytes a queue" in admin(broker, "topics", "show", "KEPT").stdout
+    back = admin_json(broker, "topics", "alter", "KEPT", "--retention-bytes", "broker")
+    assert back["retention_ms"] == 7 * 86_400_000 and "retention_bytes" not in back
+    assert client.get(path("v1", "topics", "KEPT")).json()["retention_ms"] == 7 * 86_400_000
+    refused = admin(broker, "topics", "alter", "KEPT", "--retention", "10ms", ok=False)
+    assert refused.returncode != 0 and "INVALID_RETENTION" in refused.stderr
+    assert "--retention 'soon'" in admin(broker, "topics", "alter", "KEPT", "--retention", "soon", ok=False).stderr
+    assert "retention: the broker's" in admin(broker, "topics", "show", "ORDERS").stdout

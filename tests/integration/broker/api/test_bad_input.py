@@ -36,6 +36,7 @@ from halfmq.wire import (
     ResetOffsetsRequest,
     SendRequest,
     SettleRequest,
+    TopicAlter,
     TopicCreate,
     TxnAcksRequest,
     TxnMessagesRequest,
@@ -509,6 +510,7 @@ REQUEST_TEMPLATES: list[tuple[type, str, str, dict[str, Any]]] = [
                                                    "also": [{**_FULL_MESSAGE, "topic": SWEEP_TOPIC}]}),
     (EndRequest, "POST", "/v1/transactions/{transaction_id}/end", {"producer_group": SWEEP_PRODUCERS, "state": "commit", "from_check": False}),
     (TopicCreate, "POST", "/v1/topics", {"name": "SWEEP-NEW", "queues": 1}),
+    (TopicAlter, "PATCH", "/v1/topics/{topic}", {"retention_ms": 60_000}),  # no string field: in the sweep, no case
     (RecallRequest, "POST", "/v1/topics/{topic}/recall", {"recall_handle": "not-a-handle"}),
     (SettleRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/ack", {"receipt_handles": ["{handle}"]}),
     (SettleRequest, "POST", "/v1/consumer-groups/{group}/topics/{topic}/nack", {"receipt_handles": ["{handle}"]}),

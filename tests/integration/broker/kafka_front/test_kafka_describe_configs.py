@@ -1,14 +1,16 @@
 """Kafka's admin clients read a topic's and the broker's configuration (DescribeConfigs) from a real broker process:
-the broker's own settings under Kafka's names, an unknown topic refused, and a principal only sees what it may describe.
+the broker's own settings under Kafka's names (a topic's own retention where it has one), an unknown topic refused,
+and a principal only sees what it may describe.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
 
 from halfmq.client import Producer
 from tests.integration.broker.kafka_front.test_kafka_clients import KafkaBroker
@@ -44,6 +46,12 @@ def test_a_topic_s_and_the_broker_s_configuration_are_the_broker_s_settings_and_
             "retention.ms": str(2 * 86400 * 1000), "retention.bytes": "1073741824", "cleanup.policy": "delete",
             "max.message.bytes": "1048576"}
         assert configs_of(admin, ConfigResource(ResourceType.BROKER, "0"))["message.max.bytes"] == "1048576"
+        own = unique("KAFKA_OWN_RETENTION")
+        httpx.post(f"{broker.url}/v1/topics", json={"name": own, "queues": 1, "retention_ms": 60_000}).raise_for_status()
+        [future] = admin.describe_configs([ConfigResource(ResourceType.TOPIC, own)], request_timeout=30).values()
+        entries = future.result(timeout=30)
+        assert (entries["retention.ms"].value, entries["retention.bytes"].value) == ("60000", "1073741824")
+        assert entries["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
         assert refusal_of(admin, ConfigResource(ResourceType.TOPIC, unique("NO_SUCH_TOPIC"))) == KafkaError.UNKNOWN_TOPIC_OR_PART
     finally:
         broker.process.stop()

@@ -319,3 +319,28 @@ def test_a_transactional_id_expired_while_the_broker_was_down_is_not_rebuilt(tmp
             node.txns.get("idle")
     finally:
         node.close()
+
+
+def test_a_topics_own_retention_is_rebuilt_from_its_records_and_from_the_snapshot_without_topics_json(tmp_path: Path) -> None:
+    """topics.json lost: a replay from the first entry and one from the snapshot both give each topic its retention as
+    last changed (every ``topic`` record carries the current limits; the snapshot holds them)."""
+    clock = FakeClock()
+    node = Node.open(tmp_path / "with", clock)
+    node.store.create_topic("SHORT", 1, retention_ms=60_000)
+    node.store.create_topic("SIZED", 2, retention_bytes=4096)
+    node.store.topic_writes.set_retention("SHORT", 5_000, None)
+    node.snapshot()
+    node.store.topic_writes.set_retention("SIZED", None, 8192)
+    node.store.create_topic("LATE", 1, retention_ms=3_600_000)
+    node.close()
+    shutil.copytree(tmp_path / "with", tmp_path / "without")
+    (tmp_path / "without" / state_snapshot.FILE).unlink()
+    for data_dir in (tmp_path / "with", tmp_path / "without"):
+        (data_dir / "topics.json").unlink()
+        again = Node.open(data_dir, clock)
+        try:
+            kept = {name: (again.store.topic(name).retention_ms, again.store.topic(name).retention_bytes)  # type: ignore[union-attr]
+                    for name in ("SHORT", "SIZED", "LATE")}
+            assert kept == {"SHORT": (5_000, None), "SIZED": (None, 8192), "LATE": (3_600_000, None)}, data_dir
+        finally:
+            again.close()

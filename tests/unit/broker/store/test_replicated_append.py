@@ -139,3 +139,21 @@ def test_a_follower_finds_a_replicated_message_by_its_id_and_keys(tmp_path: Path
     finally:
         leader.close()
         follower.close()
+
+
+def test_a_follower_learns_a_topics_own_retention_and_its_changes_from_the_leaders_records(tmp_path: Path) -> None:
+    leader, follower = _store(tmp_path / "leader"), _store(tmp_path / "follower")
+    try:
+        leader.log_topics()
+        leader.create_topic("SHORT", 2, retention_ms=60_000)
+        follower.append_replicated(leader.commit_log.read(0, leader.commit_log.end_offset), 0)
+        learnt = follower.topic("SHORT")
+        assert learnt is not None and (learnt.queues, learnt.retention_ms, learnt.retention_bytes) == (2, 60_000, None)
+        start = leader.commit_log.end_offset
+        leader.topic_writes.set_retention("SHORT", None, 4096)
+        follower.append_replicated(leader.commit_log.read(start, leader.commit_log.end_offset - start), start)
+        changed = follower.topic("SHORT")
+        assert changed is not None and (changed.retention_ms, changed.retention_bytes) == (None, 4096)
+    finally:
+        leader.close()
+        follower.close()

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from halfmq.broker.store.retention import RetentionLimits, SegmentFacts, lowest_pin, new_log_start
+from halfmq.broker.store.retention import (
+    ByteWindow,
+    RetentionLimits,
+    SegmentFacts,
+    first_at_or_after,
+    grown,
+    lowest_pin,
+    new_log_start,
+    retained_start,
+    trimmed,
+)
 
 HOUR = 3_600_000
 NOW = 100 * HOUR
@@ -85,3 +95,52 @@ def test_a_full_disk_never_takes_a_pinned_segment_nor_the_one_being_written() ->
     """An open half, an open producer transaction, a pending timer or the state records hold whatever the disk wants."""
     assert new_log_start(segments(3, 2, 1, 0), by_age(100), [1500], NOW, reclaim_bytes=10**9) == 1000
     assert new_log_start(segments(3, 2, 1, 0), by_age(100), [], NOW, reclaim_bytes=10**9) == 3000
+
+
+# --- a topic's own limits ------------------------------------------------------------------------------------------------
+def test_a_topics_keep_holds_the_segments_from_it_on_like_a_pin() -> None:
+    """A topic whose own retention is longer than the broker's keeps the segments holding its messages."""
+    assert new_log_start(segments(50, 40, 30, 1), by_age(10), [], NOW, kept=[1500]) == 1000
+    assert new_log_start(segments(50, 40, 30, 1), by_age(10), [], NOW, kept=[]) == 3000
+
+
+def test_a_disk_past_its_watermark_takes_a_segment_a_topic_keeps_but_never_a_pinned_one() -> None:
+    """The disk watermarks still delete early past a topic's own (longer) retention; the protections hold."""
+    assert new_log_start(segments(3, 2, 1, 0), by_age(100), [], NOW, reclaim_bytes=2500, kept=[500]) == 3000
+    assert new_log_start(segments(3, 2, 1, 0), by_age(100), [1500], NOW, reclaim_bytes=2500, kept=[500]) == 1000
+
+
+def test_the_first_offset_stored_at_or_after_a_cutoff_is_found_by_bisection() -> None:
+    stored = [10, 20, 20, 30, 40]
+    assert first_at_or_after(0, 5, stored.__getitem__, 20) == 1
+    assert first_at_or_after(0, 5, stored.__getitem__, 41) == 5
+    assert first_at_or_after(0, 5, stored.__getitem__, 0) == 0
+    assert first_at_or_after(2, 5, stored.__getitem__, 0) == 2
+
+
+def test_an_offset_whose_time_cannot_be_read_counts_as_older() -> None:
+    stored: list[int | None] = [10, None, 30, 40]
+    assert first_at_or_after(0, 4, stored.__getitem__, 20) == 2
+
+
+def test_a_bytes_window_counts_what_was_written_since_and_lets_the_oldest_go_while_over_the_limit() -> None:
+    window = grown(ByteWindow(0, 0, 0), 0, [100, 100, 100])
+    assert window == ByteWindow(0, 3, 300)
+    assert trimmed(window, [100, 100, 100], 250) == ByteWindow(1, 3, 200)
+    assert trimmed(window, [100, 100, 100], 300) == window
+
+
+def test_a_bytes_window_always_keeps_the_newest_entry() -> None:
+    assert trimmed(ByteWindow(0, 2, 1000), [500, 500], 10) == ByteWindow(1, 2, 500)
+
+
+def test_a_bytes_window_the_log_start_passed_starts_again_at_the_queues_first_offset() -> None:
+    assert grown(ByteWindow(2, 9, 700), 5, []) == ByteWindow(5, 5, 0)
+
+
+def test_a_queues_earliest_retained_offset_is_past_both_limits_within_the_queue() -> None:
+    assert retained_start(3, 20, 7, ByteWindow(9, 20, 0)) == 9
+    assert retained_start(3, 20, 12, ByteWindow(9, 20, 0)) == 12
+    assert retained_start(3, 20, None, None) == 3
+    assert retained_start(3, 20, 25, None) == 20
+    assert retained_start(10, 20, 4, None) == 10

@@ -91,14 +91,24 @@ class FakeTopics:
             raise TopicNotFound(f"topic {name!r} not found")
         return self.table[name]
 
-    def create(self, name: str, queues: int | None) -> tuple[TopicConfig, bool]:
+    def create(self, name: str, queues: int | None, retention_ms: int | None = None,
+               retention_bytes: int | None = None) -> tuple[TopicConfig, bool]:
         cfg = self.table.get(name)
         if cfg is not None:
             if queues is not None and queues != cfg.queues:
                 raise TopicAlreadyExists(f"topic {name!r} exists with {cfg.queues} queues")
             return cfg, False
         self.created.append(name)
-        return self.add(name, queues or 4), True
+        self.table[name] = TopicConfig(name, queues or 4, 0, retention_ms, retention_bytes)
+        return self.table[name], True
+
+    def set_retention(self, name: str, retention_ms: int | None, retention_bytes: int | None) -> tuple[TopicConfig, int]:
+        """The topic with its new limits, and the log end its record would end at (0: unchanged, nothing written)."""
+        cfg = self.get(name)
+        if (cfg.retention_ms, cfg.retention_bytes) == (retention_ms, retention_bytes):
+            return cfg, 0
+        self.table[name] = TopicConfig(name, cfg.queues, 0, retention_ms, retention_bytes)
+        return self.table[name], 4343
 
 
 @dataclass

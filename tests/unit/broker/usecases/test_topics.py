@@ -9,7 +9,7 @@ from halfmq.broker.security.access import ANONYMOUS, Access
 from halfmq.broker.security.policy import Action, Resource
 from halfmq.broker.usecases.topics import ManageTopics
 from halfmq.errors import AccessDenied, InvalidQueueId, SystemTopicForbidden, TopicAlreadyExists, TopicInUse, TopicNotFound
-from halfmq.wire import TopicCreate
+from halfmq.wire import TopicAlter, TopicCreate
 from tests.unit.broker.usecases.fakes import SCOPE, DenyingAccess, FakeLog, FakeTopics, FakeViews, RecordingDurable
 
 
@@ -160,3 +160,31 @@ async def test_a_deletion_without_admin_on_the_topic_or_of_a_system_topic_change
     with pytest.raises(TopicNotFound):
         await use_case.delete(ANONYMOUS, SCOPE, "NOPE", force=True)
     assert removal.deleted == [] and durable.waited == [] and "ORDERS" in topics.table
+
+
+async def test_a_new_topic_keeps_the_retention_it_was_created_with() -> None:
+    use_case, topics, _, _ = manage_topics()
+    await use_case.create(ANONYMOUS, SCOPE, TopicCreate(name="ORDERS", queues=1, retention_ms=60_000, retention_bytes=10))
+    assert (topics.table["ORDERS"].retention_ms, topics.table["ORDERS"].retention_bytes) == (60_000, 10)
+
+
+async def test_altering_a_topic_changes_only_the_limits_named_and_null_puts_one_back_to_the_brokers() -> None:
+    use_case, topics, durable, _ = manage_topics()
+    await use_case.create(ANONYMOUS, SCOPE, TopicCreate(name="ORDERS", queues=1, retention_ms=60_000, retention_bytes=10))
+    durable.waited.clear()
+    shown = await use_case.alter(ANONYMOUS, SCOPE, "ORDERS", TopicAlter(retention_bytes=None))
+    assert (shown.retention_ms, shown.retention_bytes) == (60_000, None)
+    assert durable.waited == [4343]  # answered once its record is durable
+    shown = await use_case.alter(ANONYMOUS, SCOPE, "ORDERS", TopicAlter(retention_ms=5_000))
+    assert (shown.retention_ms, shown.retention_bytes) == (5_000, None)
+    durable.waited.clear()
+    await use_case.alter(ANONYMOUS, SCOPE, "ORDERS", TopicAlter())  # nothing named: nothing written, no wait
+    assert durable.waited == []
+
+
+async def test_altering_a_topic_without_admin_on_it_is_refused_and_nothing_changes() -> None:
+    use_case, topics, durable, _ = manage_topics(DenyingAccess((Action.ADMIN, Resource.topic("ORDERS"))))
+    topics.add("ORDERS", 1)
+    with pytest.raises(AccessDenied):
+        await use_case.alter(ANONYMOUS, SCOPE, "ORDERS", TopicAlter(retention_ms=5_000))
+    assert topics.table["ORDERS"].retention_ms is None and durable.waited == []
