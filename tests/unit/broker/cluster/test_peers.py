@@ -110,3 +110,11 @@ async def test_a_peer_that_closes_mid_answer_is_a_disconnection(peer: tuple[Peer
         with pytest.raises(PeerDisconnected):
             await client.post(f"{url}/v1/replication/fetch", json={})
     assert state.connections == 2  # tried once more on a new connection, as a connection closed while idle is
+
+
+async def test_a_redirect_is_answered_as_it_is_never_followed(peer: tuple[Peer, str]) -> None:
+    state, url = peer
+    state.answer = lambda head: b"HTTP/1.1 302 Found\r\nlocation: /elsewhere\r\ncontent-length: 0\r\n\r\n"
+    async with _client(url) as client:
+        answer = await client.get(f"{url}/v1/replication/term-end")
+    assert answer.status_code == 302 and len(state.heads) == 1
