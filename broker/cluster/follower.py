@@ -24,13 +24,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-import httpx
-
 from halfmq import wire
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
 from .node_view import SetPicture
+from .peers import PeerClient, PeerError, PeerResponse
 from .term_history import TermHistory
 
 log = logging.getLogger(__name__)
@@ -111,13 +110,13 @@ class DurableReports:
             self.told = value = self.durable
             try:
                 await ack(value)
-            except (httpx.HTTPError, ValueError, LowerTerm) as exc:  # the fetches carry it too, and end the loop if the leader is gone
+            except (PeerError, ValueError, LowerTerm) as exc:  # the fetches carry it too, and end the loop if the leader is gone
                 log.debug("ack of %d: %s", value, exc)
 
 
 class Follower:
     def __init__(self, node_id: str, store: Callable[[], MessageStore], history: TermHistory,
-                 http: httpx.AsyncClient, known_term: Callable[[], int]) -> None:
+                 http: PeerClient, known_term: Callable[[], int]) -> None:
         self.node_id = node_id
         self._store = store
         self.history = history
@@ -197,7 +196,7 @@ class Follower:
         failover the next leader may cut what the old one had not acknowledged; a reader must not have seen it)."""
         store.visible.advance(min(store.acknowledged_end, self.leader_high_watermark))
 
-    def _keep(self, store: MessageStore, answer: httpx.Response, start: int, reports: DurableReports) -> None:
+    def _keep(self, store: MessageStore, answer: PeerResponse, start: int, reports: DurableReports) -> None:
         """Append the fetched bytes, take the leader's term history over them, and start their fsync (not awaited).
 
         The history covers the appended bytes at once, so a node elected before the
@@ -224,7 +223,7 @@ class Follower:
         self.leader_high_watermark = max(self.leader_high_watermark, counted.high_watermark)
         self._show_acknowledged(self._store())
 
-    def _check_term(self, answer: httpx.Response) -> None:
+    def _check_term(self, answer: PeerResponse) -> None:
         their = int(answer.headers.get(TERM_HEADER, "0"))
         if their < self._known_term():
             raise LowerTerm(f"{answer.url} answers for term {their}, older than the known term {self._known_term()}")

@@ -15,8 +15,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import httpx
-
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.store.message_store import MessageStore
 
@@ -24,6 +22,7 @@ from .decisions import Claim, may_campaign
 from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, Lease, absent, unchanged
 from .follower import Follower, ReplicaNotStored
 from .leader_claims import LeaderClaims
+from .peers import PeerClient, PeerConnectionFailed, PeerResponse
 from .positions import may_stand, position_of
 from .standing import Standing
 from .takeover import Takeover
@@ -45,7 +44,7 @@ class Elected:
 
 class FollowerRole:
     def __init__(self, standing: Standing, settings: BrokerSettings, members: dict[str, str], address: ClusterAddress,
-                 etcd: EtcdClient, http: httpx.AsyncClient, claims: LeaderClaims, takeover: Takeover, history: TermHistory,
+                 etcd: EtcdClient, http: PeerClient, claims: LeaderClaims, takeover: Takeover, history: TermHistory,
                  store: Callable[[], MessageStore], clock: Callable[[], float]) -> None:
         self._standing = standing
         self._settings = settings
@@ -61,7 +60,7 @@ class FollowerRole:
         self.replication = Follower(standing.node_id, store, history, http, lambda: standing.term)
         self._following: tuple[str, int] | None = None
         self._follow_task: asyncio.Task | None = None
-        http.event_hooks["response"].append(self._answered)
+        http.on_answer.append(self._answered)
 
     async def tick(self) -> Elected | None:
         """Follow the leader the key names, or stand for election; what this node won, if it did."""
@@ -125,7 +124,7 @@ class FollowerRole:
             raise
         except ReplicaNotStored:  # a refusing disk: the follower logs it once, not at every tick
             await asyncio.sleep(0.2)
-        except httpx.TransportError as exc:  # the connection failed: is anyone still listening there?
+        except PeerConnectionFailed as exc:  # the connection failed: is anyone still listening there?
             log.info("node %s: replication from %s stopped: %r", self._standing.node_id, url, exc)
             await self._takeover.end_dead_term(url, term)
             await asyncio.sleep(0.2)
@@ -140,7 +139,7 @@ class FollowerRole:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
-    async def _answered(self, response: httpx.Response) -> None:
+    def _answered(self, response: PeerResponse) -> None:
         """The leader this node follows answered (any answer but a 5xx): the failover's clock starts at its last one."""
-        if self._following is not None and str(response.url).startswith(self._following[0]) and response.status_code < 500:
+        if self._following is not None and response.url.startswith(self._following[0]) and response.status_code < 500:
             self._takeover.leader_answered()

@@ -25,8 +25,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
-
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.store.message_store import MessageStore
 from halfmq.errors import NotLeader
@@ -78,7 +76,7 @@ class ClusterNode:
         self.appended = asyncio.Event()  # set by every append while leading: a replication fetch waiting at the end answers
         self.watermark = HighWatermark(self.tracker, lambda: self.store, self.appended.set)  # what consumers may read
         token = settings.cluster_token_file.read_text().strip() if settings.cluster_token_file else None
-        self._http = PeerClient(self.members, token, timeout=httpx.Timeout(5.0, connect=1.0))  # the only client that calls peers
+        self._http = PeerClient(self.members, token)  # the only client that calls peers
         self._wake = asyncio.Event()  # set by the watch: run the tick now
         self._tasks: list[asyncio.Task] = []  # the tick, the renewals, the watch
         self._clock = clock

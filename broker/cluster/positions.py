@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
-
 from halfmq import wire
 from halfmq.broker.store.message_store import MessageStore
 
 from .decisions import majority, may_lead
+from .peers import PeerClient, PeerError
 from .term_history import TermHistory
 
 POSITION_TIMEOUT = 0.5  # seconds one member may take to answer
@@ -33,7 +32,7 @@ def position_of(node_id: str, term: int, history: TermHistory, store: MessageSto
     return wire.Position(node_id=node_id, term=term, last_term=last_term, durable_offset=durable)
 
 
-async def may_stand(own: wire.Position, http: httpx.AsyncClient, members: dict[str, str], in_sync: frozenset[str] | None,
+async def may_stand(own: wire.Position, http: PeerClient, members: dict[str, str], in_sync: frozenset[str] | None,
                     cluster_size: int) -> bool:
     """Whether the node at ``own`` may stand for election now: against the other members' answers (``decisions.may_lead``).
 
@@ -42,7 +41,7 @@ async def may_stand(own: wire.Position, http: httpx.AsyncClient, members: dict[s
     return may_lead(own, await ask_members(http, members, own.node_id), in_sync, cluster_size)
 
 
-async def ask_members(http: httpx.AsyncClient, members: dict[str, str], node_id: str,
+async def ask_members(http: PeerClient, members: dict[str, str], node_id: str,
                       seconds: float = POSITION_TIMEOUT) -> dict[str, wire.Position]:
     """The positions of the other members that answered within ``seconds``, by node id.
 
@@ -70,11 +69,11 @@ async def ask_members(http: httpx.AsyncClient, members: dict[str, str], node_id:
     return answers
 
 
-async def _ask(http: httpx.AsyncClient, url: str, seconds: float) -> wire.Position | None:
+async def _ask(http: PeerClient, url: str, seconds: float) -> wire.Position | None:
     try:
         async with asyncio.timeout(seconds):  # the whole call, not each of its phases
             answer = await http.get(f"{url}/v1/replication/position")
         answer.raise_for_status()
         return wire.decode(answer.json(), wire.Position)
-    except (httpx.HTTPError, ValueError, TimeoutError):
+    except (PeerError, ValueError, TimeoutError):
         return None

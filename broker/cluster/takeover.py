@@ -17,23 +17,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-
 from .decisions import may_end_dead_term
 from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, WatchKind, unchanged
 from .failover_phases import FailoverPhases
+from .peers import PeerClient, PeerError, PeerUnreachable
 
 log = logging.getLogger(__name__)
-
-
-def refused(exc: BaseException) -> bool:
-    """Whether a failed connect was refused (ECONNREFUSED: nobody listens), as opposed to timed out or unreachable."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ConnectionRefusedError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 class Takeover:
@@ -42,7 +31,7 @@ class Takeover:
     ``wake`` is the node's tick's: set, the tick runs at once.
     """
 
-    def __init__(self, node_id: str, ack: str, address: ClusterAddress, etcd: EtcdClient, http: httpx.AsyncClient,
+    def __init__(self, node_id: str, ack: str, address: ClusterAddress, etcd: EtcdClient, http: PeerClient,
                  wake: asyncio.Event, clock: Callable[[], float], wall_clock: Callable[[], float]) -> None:
         self._node_id = node_id
         self._ack = ack
@@ -76,10 +65,10 @@ class Takeover:
             try:
                 await self._http.get(f"{url}/healthz")
                 return  # it answers: not dead (the next tick follows again)
-            except httpx.ConnectError as exc:
-                if not refused(exc):
+            except PeerUnreachable as exc:
+                if not exc.refused:  # timed out or unroutable: not proof that the process is gone
                     return
-            except httpx.HTTPError:
+            except PeerError:
                 return
             now = self._clock()
             since = now if since is None else since

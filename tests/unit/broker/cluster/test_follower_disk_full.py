@@ -12,13 +12,14 @@ import logging
 from pathlib import Path
 from types import SimpleNamespace
 
-import httpx
 import pytest
 
 from halfmq.broker.cluster.follower import HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from halfmq.broker.cluster.node import ClusterNode
+from halfmq.broker.cluster.peers import PeerClient, PeerRequest, PeerResponse
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from tests.support.fake_peers import fake_peers
 from tests.support.small_disk import SmallDisk
 
 SEGMENT = 1 << 20
@@ -26,18 +27,18 @@ TERM = 7
 LEADER = "http://leader.test"
 
 
-def fake_leader(store: MessageStore) -> httpx.MockTransport:
+def fake_leader(store: MessageStore) -> PeerClient:
     """The replication calls of a leader: every fetch answers the rest of its log; at its end, 503 (the loop stops)."""
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: PeerRequest) -> PeerResponse:
         end = store.commit_log.end_offset
         if request.url.path == "/v1/replication/term-end":
-            return httpx.Response(200, json={"end_offset": end}, headers={TERM_HEADER: str(TERM)})
+            return PeerResponse.of(200, json={"end_offset": end}, headers={TERM_HEADER: str(TERM)})
         start = json.loads(request.content)["from_offset"]
         if start >= end:
-            return httpx.Response(503)
-        return httpx.Response(200, content=store.commit_log.read(start, end - start), headers={
+            return PeerResponse.of(503)
+        return PeerResponse.of(200, content=store.commit_log.read(start, end - start), headers={
             TERM_HEADER: str(TERM), "x-halfmq-log-end": str(end), SEGMENT_HEADER: str(SEGMENT), HISTORY_HEADER: "[]"})
-    return httpx.MockTransport(handle)
+    return fake_peers(handle, LEADER)
 
 
 def disk_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
@@ -57,7 +58,7 @@ async def test_a_full_disk_is_logged_once_per_change_at_error_not_at_info_every_
     settings = BrokerSettings(data_dir=small_disk.path / "data", cluster="etcd://127.0.0.1:9/t", node_id="n2",
                               cluster_members=f"n1={LEADER},n2=http://127.0.0.1:10911")  # a set names its members
     node = ClusterNode(settings, SimpleNamespace(store=replica))  # type: ignore[arg-type]
-    node.following.replication._http = httpx.AsyncClient(transport=fake_leader(leader))
+    node.following.replication._http = fake_leader(leader)
     caplog.set_level(logging.INFO)
     try:
         leader.create_topic("T", 1)

@@ -16,12 +16,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
 import pytest
 
 from halfmq.broker.api.routes.cluster import LOG_END_HEADER
 from halfmq.broker.cluster.follower import HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER, Follower
+from halfmq.broker.cluster.peers import PeerClient, PeerRequest, PeerResponse
 from halfmq.broker.cluster.term_history import TermHistory
+from tests.support.fake_peers import fake_peers
 from tests.support.loop_steps import run_ready, until
 
 SEGMENT = 1 << 20
@@ -77,16 +78,16 @@ class Leader:
         self.log += data
         self.written.set()
 
-    async def handle(self, request: httpx.Request) -> httpx.Response:
+    async def handle(self, request: PeerRequest) -> PeerResponse:
         headers = {TERM_HEADER: str(TERM)}
         if request.url.path == "/v1/replication/term-end":
-            return httpx.Response(200, json={"end_offset": 0}, headers=headers)
+            return PeerResponse.of(200, json={"end_offset": 0}, headers=headers)
         if request.url.path == "/v1/replication/ack":
             self.acks.append(json.loads(request.content))
-            return httpx.Response(200, json={"counted": True, "durable_offset": self.acks[-1]["durable_offset"], "high_watermark": 0},
+            return PeerResponse.of(200, json={"counted": True, "durable_offset": self.acks[-1]["durable_offset"], "high_watermark": 0},
                                   headers=headers)
         if request.url.path != "/v1/replication/fetch":
-            return httpx.Response(404)
+            return PeerResponse.of(404)
         body = json.loads(request.content)
         self.fetches.append(body)
         if len(self.fetches) in self.held:
@@ -95,18 +96,18 @@ class Leader:
             self.written.clear()
             await self.written.wait()
         data = self.log[body["from_offset"]:body["from_offset"] + 100]  # at most 100 bytes an answer
-        return httpx.Response(200, content=data, headers={**headers, LOG_END_HEADER: str(len(self.log)),
+        return PeerResponse.of(200, content=data, headers={**headers, LOG_END_HEADER: str(len(self.log)),
                                                           SEGMENT_HEADER: str(SEGMENT), HISTORY_HEADER: json.dumps([[TERM, 0]])})
 
 
 @pytest.fixture
 async def following(tmp_path: Path) -> AsyncIterator[Callable[[bytes], Any]]:
     tasks: list[asyncio.Task[None]] = []
-    clients: list[httpx.AsyncClient] = []
+    clients: list[PeerClient] = []
 
     def start(log: bytes, held: frozenset[int] = frozenset()) -> tuple[SlowDisk, Leader, Follower]:
         disk, leader = SlowDisk(), Leader(log, held)
-        http = httpx.AsyncClient(transport=httpx.MockTransport(leader.handle))
+        http = fake_peers(leader.handle, LEADER)
         clients.append(http)
         follower = Follower("n2", lambda: disk, TermHistory(tmp_path / "h.json"), http, lambda: TERM)  # type: ignore[arg-type, return-value]
         tasks.append(asyncio.get_running_loop().create_task(follower.follow(LEADER, TERM)))

@@ -11,19 +11,21 @@ import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
 from halfmq.broker.api.routes.cluster import LOG_END_HEADER
 from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER, Follower
 from halfmq.broker.cluster.high_watermark import HighWatermark
+from halfmq.broker.cluster.peers import PeerRequest, PeerResponse
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
 from halfmq.broker.cluster.term_history import TermHistory
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.store_types import PutItem
+from tests.support.fake_peers import fake_peers
 from tests.support.loop_steps import until
 
 TERM = 3
+LEADER = "http://leader.test"
 
 
 class Leader:
@@ -46,19 +48,19 @@ class Leader:
         self._mark = offset
         self._moved.set()
 
-    async def handle(self, request: httpx.Request) -> httpx.Response:
+    async def handle(self, request: PeerRequest) -> PeerResponse:
         headers = {TERM_HEADER: str(TERM)}
         if request.url.path == "/v1/replication/term-end":
-            return httpx.Response(200, json={"end_offset": self.store.commit_log.end_offset}, headers=headers)
+            return PeerResponse.of(200, json={"end_offset": self.store.commit_log.end_offset}, headers=headers)
         if request.url.path == "/v1/replication/ack":
-            return httpx.Response(200, json={"counted": True, "durable_offset": 0, "high_watermark": self.mark}, headers=headers)
+            return PeerResponse.of(200, json={"counted": True, "durable_offset": 0, "high_watermark": self.mark}, headers=headers)
         fetch = json.loads(request.content)
         start, end = fetch["from_offset"], self.store.commit_log.end_offset
         while start >= end and self.mark <= fetch["high_watermark"]:  # caught up, and nothing new to tell
             self._moved.clear()
             await self._moved.wait()
         data = self.store.commit_log.read(start, end - start) if end > start else b""
-        return httpx.Response(200, content=data, headers={
+        return PeerResponse.of(200, content=data, headers={
             **headers, LOG_END_HEADER: str(end), SEGMENT_HEADER: str(self.store.config.segment_bytes),
             HISTORY_HEADER: json.dumps([[TERM, 0]]), HIGH_WATERMARK_HEADER: str(self.mark)})
 
@@ -74,13 +76,13 @@ async def pair(tmp_path: Path) -> AsyncIterator[tuple[Leader, MessageStore, Call
     leader_store, store = MessageStore(StoreConfig(tmp_path / "leader")), _store(tmp_path / "follower")
     leader_store.create_topic("T", 1)
     leader = Leader(leader_store)
-    http = httpx.AsyncClient(transport=httpx.MockTransport(leader.handle))
+    http = fake_peers(leader.handle, LEADER)
     follower = Follower("n2", lambda: store, TermHistory(tmp_path / "history.json"), http, lambda: TERM)
     task: asyncio.Task[None] | None = None
 
     def start() -> None:
         nonlocal task
-        task = asyncio.get_running_loop().create_task(follower.follow("http://leader.test", TERM))
+        task = asyncio.get_running_loop().create_task(follower.follow(LEADER, TERM))
 
     yield leader, store, start
     if task is not None:
@@ -115,7 +117,7 @@ async def test_a_follower_shows_nothing_past_its_own_disk_even_when_the_leaders_
     ends = [leader.store.put([PutItem("T", 0, body)])[1] for body in (b"a", b"b")]
     leader.mark = ends[1]
     store.append_replicated(leader.store.commit_log.read(0, ends[0]), 0)  # only "a" is here
-    async with httpx.AsyncClient(transport=httpx.MockTransport(leader.handle)) as http:
+    async with fake_peers(leader.handle, LEADER) as http:
         follower = Follower("n2", lambda: store, TermHistory(Path(store.config.data_dir) / "h.json"), http, lambda: TERM)
         follower.leader_high_watermark = ends[1]
         await asyncio.wrap_future(store.wait_flushed(ends[0]))

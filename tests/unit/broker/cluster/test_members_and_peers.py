@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from pydantic import ValidationError
 
 from halfmq.broker.cluster.members import is_member_url, parse_members
-from halfmq.broker.cluster.peers import NotAMember, PeerClient
+from halfmq.broker.cluster.peers import NotAMember, PeerError, PeerRequest, PeerResponse
 from halfmq.broker.config import BrokerSettings
+from tests.support.fake_peers import fake_peers
 
 MEMBERS = {"n1": "http://10.0.0.1:10911", "n2": "http://10.0.0.2:10911", "n3": "https://b3.example:8443"}
 
@@ -44,20 +44,17 @@ def test_only_a_members_origin_is_a_member_url() -> None:
 async def test_the_peer_client_sends_the_token_to_members_and_nothing_to_anyone_else() -> None:
     seen: list[tuple[str, str | None]] = []
 
-    def answer(request: httpx.Request) -> httpx.Response:
+    def answer(request: PeerRequest) -> PeerResponse:
         seen.append((str(request.url), request.headers.get("authorization")))
-        return httpx.Response(302, headers={"location": "http://127.0.0.1:23999/steal"})
+        return PeerResponse.of(302, headers={"location": "http://127.0.0.1:23999/steal"})
 
-    client = PeerClient(MEMBERS, "s3cret", transport=httpx.MockTransport(answer))
-    try:
+    async with fake_peers(answer, *MEMBERS.values(), token="s3cret") as client:
         redirected = await client.get("http://10.0.0.2:10911/v1/replication/state")
         assert redirected.status_code == 302  # not followed
         with pytest.raises(NotAMember):
             await client.post("http://127.0.0.1:23999/v1/replication/fetch", json={})
-        with pytest.raises(httpx.RequestError):  # what the follower's loops already handle
+        with pytest.raises(PeerError):  # what the follower's loops already handle
             await client.get("http://127.0.0.1:23999/v1/replication/term-end")
-    finally:
-        await client.aclose()
     assert seen == [("http://10.0.0.2:10911/v1/replication/state", "Bearer s3cret")]
 
 

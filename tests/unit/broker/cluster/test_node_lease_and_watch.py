@@ -137,10 +137,11 @@ async def _running(node: ClusterNode, *coroutines: Any) -> list[asyncio.Task]:
     return [asyncio.get_running_loop().create_task(c) for c in coroutines]
 
 
-async def _stopped(tasks: list[asyncio.Task]) -> None:
+async def _stopped(tasks: list[asyncio.Task], node: ClusterNode) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    await node._http.aclose()  # (a campaign asked the other members' positions over it)
 
 
 async def test_a_follower_campaigns_on_the_leader_keys_deletion_event_without_waiting_for_its_tick(tmp_path: Path) -> None:
@@ -158,7 +159,7 @@ async def test_a_follower_campaigns_on_the_leader_keys_deletion_event_without_wa
         assert etcd.campaigns == ["/t/leader"] and calls.reopened == [True]
         assert node.role is Role.LEADER and node.term == etcd.revision
     finally:
-        await _stopped(tasks)
+        await _stopped(tasks, node)
 
 
 async def test_a_follower_follows_a_new_leader_key_on_its_put_event_without_waiting_for_its_tick(tmp_path: Path) -> None:
@@ -177,7 +178,7 @@ async def test_a_follower_follows_a_new_leader_key_on_its_put_event_without_wait
         await calls.until(lambda: len(calls.followed) == 2)
         assert calls.followed[-1] == ("http://127.0.0.1:8083", etcd.revision) and not etcd.campaigns
     finally:
-        await _stopped(tasks)
+        await _stopped(tasks, node)
 
 
 def _leading(node: ClusterNode, clock: FakeClock) -> None:
@@ -196,7 +197,7 @@ async def test_a_leader_renews_its_lease_on_its_own_task_while_the_ticks_etcd_ca
                 await etcd.renewed.get()
         assert node.role is Role.LEADER and node.writable
     finally:
-        await _stopped(tasks)
+        await _stopped(tasks, node)
 
 
 async def test_a_leader_whose_etcd_stops_answering_takes_no_write_past_its_fence_and_steps_down_before_its_lease_ends(
@@ -296,4 +297,4 @@ async def test_a_new_leader_renews_its_lease_while_its_runtime_reopens(tmp_path:
         await node._promote(12, Lease(77, 2), clock.now, frozenset({"n1", "n2", "n3"}), None)
         assert node.role is Role.LEADER and node.writable
     finally:
-        await _stopped(tasks)
+        await _stopped(tasks, node)

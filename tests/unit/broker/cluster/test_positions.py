@@ -5,28 +5,28 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import httpx
-
 from halfmq import wire
+from halfmq.broker.cluster.peers import PeerClient, PeerRequest, PeerResponse, PeerUnreachable
 from halfmq.broker.cluster.positions import ask_members, position_of
 from halfmq.broker.cluster.term_history import TermHistory
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
+from tests.support.fake_peers import fake_peers
 
 MEMBERS = {"n1": "http://n1", "n2": "http://n2", "n3": "http://n3", "n4": "http://n4", "n5": "http://n5"}
 
 
-def _members_that(answer: dict[str, str]) -> httpx.AsyncClient:
+def _members_that(answer: dict[str, str]) -> PeerClient:
     """n2.. as told: "answers", "refuses" (nothing listens), "hangs" (stopped), "lies" (names another node)."""
-    async def handle(request: httpx.Request) -> httpx.Response:
+    async def handle(request: PeerRequest) -> PeerResponse:
         node = request.url.host
         how = answer[node]
         if how == "refuses":
-            raise httpx.ConnectError("refused", request=request)
+            raise PeerUnreachable("refused", refused=True)
         if how == "hangs":
             await asyncio.Event().wait()  # never answers: a stopped node
         named = "n9" if how == "lies" else node
-        return httpx.Response(200, json=wire.to_wire(wire.Position(node_id=named, term=3, last_term=3, durable_offset=10)))
-    return httpx.AsyncClient(transport=httpx.MockTransport(handle))
+        return PeerResponse.of(200, json=wire.to_wire(wire.Position(node_id=named, term=3, last_term=3, durable_offset=10)))
+    return fake_peers(handle, *MEMBERS.values())
 
 
 async def test_the_members_that_answer_in_time_are_counted_by_id_and_the_others_are_not() -> None:

@@ -1,4 +1,7 @@
-"""The lean transport between a set's nodes: kept-alive HTTP/1.1, answers whole, httpx's errors (a local asyncio server)."""
+"""The client a node calls its peers with, on aiohttp: kept-alive HTTP/1.1, answers whole, the cluster's own errors.
+
+The peer is a local asyncio server that answers what the test says.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +9,9 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator, Callable
 
-import httpx
 import pytest
 
-from halfmq.broker.cluster.peer_transport import PeerTransport
-from halfmq.broker.cluster.takeover import refused
+from halfmq.broker.cluster.peers import PeerClient, PeerDisconnected, PeerTimeout, PeerUnreachable
 from tests.support.loop_steps import until
 
 Answer = Callable[[bytes], bytes | None]  # the request head -> what to write (None: write nothing and close)
@@ -21,6 +22,7 @@ class Peer:
         self.answer = answer
         self.connections = 0
         self.ended = 0  # connections whose socket is closed and whose serving is over
+        self.heads: list[bytes] = []
         self.writers: list[asyncio.StreamWriter] = []
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -31,6 +33,7 @@ class Peer:
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = next((int(line.split(b":")[1]) for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")), 0)
                 await reader.readexactly(length)
+                self.heads.append(head)
                 out = self.answer(head)
                 if out is None:
                     break
@@ -53,20 +56,26 @@ async def peer() -> AsyncIterator[tuple[Peer, str]]:
         server.close()
 
 
+def _client(url: str, **kwargs: float) -> PeerClient:
+    return PeerClient({"n1": url}, "s3cret", **kwargs)
+
+
 async def test_answers_with_a_length_or_chunked_come_back_whole_over_one_kept_alive_connection(peer: tuple[Peer, str]) -> None:
     state, url = peer
-    async with httpx.AsyncClient(transport=PeerTransport()) as client:
+    async with _client(url) as client:
         first = await client.post(f"{url}/v1/replication/fetch", json={"from_offset": 0})
         assert (first.status_code, first.content, first.headers["x-halfmq-term"]) == (200, b"hello", "4")
         state.answer = lambda head: b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
         chunked = await client.post(f"{url}/v1/replication/ack", json={"durable_offset": 9})
         assert chunked.content == b"abcde"
     assert state.connections == 1
+    head = state.heads[0].lower()
+    assert b"authorization: bearer s3cret" in head and b"accept-encoding: identity" in head and b"cookie" not in head
 
 
 async def test_a_kept_alive_connection_the_peer_closed_while_idle_is_replaced_without_an_error(peer: tuple[Peer, str]) -> None:
     state, url = peer
-    async with httpx.AsyncClient(transport=PeerTransport()) as client:
+    async with _client(url) as client:
         await client.get(f"{url}/healthz")
         for writer in state.writers:
             writer.close()
@@ -75,27 +84,37 @@ async def test_a_kept_alive_connection_the_peer_closed_while_idle_is_replaced_wi
     assert state.connections == 2
 
 
-async def test_a_refused_connect_is_a_connect_error_caused_by_the_refusal() -> None:
+async def test_a_refused_connect_is_an_unreachable_peer_that_refused() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nobody listens
-    async with httpx.AsyncClient(transport=PeerTransport()) as client:
-        with pytest.raises(httpx.ConnectError) as caught:
-            await client.get(f"http://127.0.0.1:{port}/healthz")
-    assert refused(caught.value)
+    url = f"http://127.0.0.1:{port}"
+    async with _client(url) as client:
+        with pytest.raises(PeerUnreachable) as caught:
+            await client.get(f"{url}/healthz")
+    assert caught.value.refused
 
 
-async def test_a_peer_that_does_not_answer_in_time_is_a_read_timeout(peer: tuple[Peer, str]) -> None:
+async def test_a_peer_that_does_not_answer_in_time_is_a_timeout(peer: tuple[Peer, str]) -> None:
     state, url = peer
     state.answer = lambda head: b""  # reads the request, never answers
-    async with httpx.AsyncClient(transport=PeerTransport(), timeout=httpx.Timeout(0.1)) as client:
-        with pytest.raises(httpx.ReadTimeout):
+    async with _client(url, read_seconds=0.1) as client:
+        with pytest.raises(PeerTimeout):
             await client.post(f"{url}/v1/replication/fetch", json={})
 
 
-async def test_a_peer_that_closes_mid_answer_is_a_protocol_error(peer: tuple[Peer, str]) -> None:
+async def test_a_peer_that_closes_mid_answer_is_a_disconnection(peer: tuple[Peer, str]) -> None:
     state, url = peer
     state.answer = lambda head: None
-    async with httpx.AsyncClient(transport=PeerTransport()) as client:
-        with pytest.raises(httpx.RemoteProtocolError):
+    async with _client(url) as client:
+        with pytest.raises(PeerDisconnected):
             await client.post(f"{url}/v1/replication/fetch", json={})
+    assert state.connections == 2  # tried once more on a new connection, as a connection closed while idle is
+
+
+async def test_a_redirect_is_answered_as_it_is_never_followed(peer: tuple[Peer, str]) -> None:
+    state, url = peer
+    state.answer = lambda head: b"HTTP/1.1 302 Found\r\nlocation: /elsewhere\r\ncontent-length: 0\r\n\r\n"
+    async with _client(url) as client:
+        answer = await client.get(f"{url}/v1/replication/term-end")
+    assert answer.status_code == 302 and len(state.heads) == 1
