@@ -148,6 +148,9 @@ def test_after_a_leader_kill_9_the_new_leader_keeps_the_log_start_and_every_ackn
     url = broker_set.nodes[leader].url
     for topic in ("T", "MARK", "AFTER"):
         httpx.post(f"{url}/v1/topics", json={"name": topic, "queues": 1}, timeout=10).raise_for_status()
+    ids = httpx.post(f"{url}/v1/producer-ids", json={}, timeout=10).json()
+    numbered = {"producer_id": ids["producer_id"], "epoch": ids["epoch"], "sequence": 0, "messages": [{"body": "numbered"}]}
+    assert httpx.post(f"{url}/v1/topics/T/messages", json=numbered, timeout=10).status_code == 200  # below the log start soon
     fill(url, "T", 60, "old")
     time.sleep(2.5)
     start = retained_past(broker_set, leader, 0)
@@ -157,5 +160,7 @@ def test_after_a_leader_kill_9_the_new_leader_keeps_the_log_start_and_every_ackn
     new_url = broker_set.nodes[new].url
     assert log_start(broker_set.nodes[new].data_dir) >= start
     assert sorted(read_back(new_url, "AFTER")) == [f"kept-{n:04d}-" + "x" * 500 for n in range(20)]
+    again = httpx.post(f"{new_url}/v1/topics/T/messages", json=numbered, timeout=10)  # its state came with the snapshot
+    assert again.status_code == 200 and again.json()["duplicate"] is True, again.text
     fill(new_url, "AFTER", 4, "next")
     assert_same_log(broker_set, new, "AFTER")
