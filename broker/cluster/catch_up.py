@@ -59,6 +59,11 @@ def raise_if_behind(answer: httpx.Response) -> None:
             raise BehindLeader(int(problem["log_start"]))
 
 
+def snapshot_part(store: MessageStore, entries: int | None, offset: int) -> tuple[bytes, int, int]:
+    """The leader's side of ``take_snapshot``: a part of its snapshot file (``state_snapshot.read_part``)."""
+    return state_snapshot.read_part(Path(store.config.data_dir), entries, offset, SNAPSHOT_PART_BYTES)
+
+
 class Snapshot:
     """A leader's snapshot file received whole (``path``), the leader's log start and term history when it was asked."""
 
@@ -93,7 +98,9 @@ async def _take_parts(http: httpx.AsyncClient, leader_url: str, node_id: str,
     entries: int | None = None
     offset, size, log_start, history = 0, -1, 0, []
     while size < 0 or offset < size:
-        params = {"node_id": node_id, "offset": offset} | ({"entries": entries} if entries is not None else {})
+        params: dict[str, str | int] = {"node_id": node_id, "offset": offset}
+        if entries is not None:
+            params["entries"] = entries
         answer = await http.get(f"{leader_url}/v1/replication/snapshot", params=params)
         if answer.status_code == 404 and entries is not None:
             return None  # that one was replaced (the leader keeps two): the newest, from the start

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
@@ -18,12 +17,11 @@ from halfmq import wire
 from halfmq.broker.api.body import parse_body
 from halfmq.broker.api.front import ApiRequest, Reply
 from halfmq.broker.api.router import Route
-from halfmq.broker.cluster.catch_up import LOG_START_HEADER, SNAPSHOT_ENTRIES_HEADER, SNAPSHOT_PART_BYTES, SNAPSHOT_SIZE_HEADER
+from halfmq.broker.cluster.catch_up import LOG_START_HEADER, SNAPSHOT_ENTRIES_HEADER, SNAPSHOT_SIZE_HEADER, snapshot_part
 from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, SET_HEADER, TERM_HEADER
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.cluster.positions import position_of
 from halfmq.broker.security.policy import CLUSTER, Action
-from halfmq.broker.store import state_snapshot
 from halfmq.errors import BehindLogStart, NotLeader, StateSnapshotNotFound
 
 FETCH_MAX_BYTES = 1 << 20
@@ -111,14 +109,13 @@ async def replication_fetch(request: ApiRequest) -> Reply:
 
 async def replication_snapshot(request: ApiRequest) -> Reply:
     """A part of the leader's state snapshot file (decision 051), for a follower behind its log start or about to delete
-    below it (cluster/catch_up.py): at most ``SNAPSHOT_PART_BYTES`` from ``offset``, of the snapshot ``entries`` names."""
+    below it (cluster/catch_up.py): at most ``catch_up.SNAPSHOT_PART_BYTES`` from ``offset``, of the snapshot ``entries`` names."""
     node = _node(request)
     _leader(node)
     params = request.params
     store = node.store
     try:
-        data, size, entries = await asyncio.to_thread(state_snapshot.read_part, Path(store.config.data_dir), params.entries,
-                                                      params.offset, SNAPSHOT_PART_BYTES)
+        data, size, entries = await asyncio.to_thread(snapshot_part, store, params.entries, params.offset)
     except FileNotFoundError as missing:
         raise StateSnapshotNotFound(str(missing)) from None
     return Reply(data, headers=_headers(**{TERM_HEADER: str(node.term), SNAPSHOT_SIZE_HEADER: str(size),
