@@ -144,7 +144,11 @@ class LogStartFollower:
                 return
             self._asked_at = now
             root = Path(store.config.data_dir)
-            taken = await take_snapshot(self._http, leader_url, self._node_id, root)
+            try:
+                taken = await take_snapshot(self._http, leader_url, self._node_id, root)
+            except (httpx.HTTPError, state_snapshot.Unusable, OSError) as exc:  # replication goes on; asked again later
+                log.warning("node %s: cannot take the leader's state snapshot yet: %r", self._node_id, exc)
+                return
             header = state_snapshot.header_of(taken.path)
             if not state_snapshot.counts_this_log(store, header) or header.entry_start < leader_start:
                 taken.path.unlink(missing_ok=True)

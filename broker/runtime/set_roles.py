@@ -95,12 +95,18 @@ class SetRoles:
         old: BrokerRuntime = self._holder.runtime
         await self.front.stop()  # no call may reach the runtime that closes
         await old.stop(close_store=not keep_store)
+        failed: OSError | None = None
+        if before_open is not None:  # (a follower begun at its leader's log start: the data dir changed under the closed store)
+            try:
+                await asyncio.to_thread(before_open)
+            except OSError as refused:  # the store reopens over what is there (its recorded log start is written first)
+                failed = refused
         # in a thread: building the services replays the log's state records (and a step-down recovers the store); on the
         # loop it stopped the lease renewals, so past a TTL of work every new leader lost its lease while opening (no leader)
-        if before_open is not None:  # (a follower begun at its leader's log start: the data dir changed under the closed store)
-            await asyncio.to_thread(before_open)
         rt = await asyncio.to_thread(BrokerRuntime.open, self.settings, durable_wrapper=durable_wrapper,
                                      store=old.store if keep_store else None)
         self._holder.runtime = rt
         rt.watch_auth()  # either role answers requests (a follower its reads, broker/api/leader_gate.py)
+        if failed is not None:
+            raise failed  # said by the caller, after the store is open again
         return rt
