@@ -299,6 +299,27 @@ class RecallTooLate(BrokerError):
     title = "The timed message is due already and cannot be recalled"
 
 
+class BehindLogStart(BrokerError):
+    """A broker set's follower asked for log bytes below the leader's log start (retention deleted them): it takes the
+    leader's state snapshot and begins its log at ``log_start`` (Kafka's OFFSET_OUT_OF_RANGE, Raft's InstallSnapshot)."""
+
+    code = "REPLICA_BEHIND_LOG_START"
+    status = 416
+    title = "The log below the leader's log start is deleted: take its state snapshot and begin there"
+
+    def __init__(self, detail: str = "", log_start: int = 0, **extra: Any) -> None:
+        super().__init__(detail, log_start=log_start, **extra)
+
+
+class StateSnapshotNotFound(BrokerError):
+    """The leader has no state snapshot (none written yet), or no longer the one a follower was taking part by part."""
+
+    code = "STATE_SNAPSHOT_NOT_FOUND"
+    status = 404
+    retriable = True
+    title = "No such state snapshot on this node"
+
+
 # Producer transactions (Kafka semantics, DESIGN section 11)
 class UnknownTransactionalId(BrokerError):
     code = "UNKNOWN_TRANSACTIONAL_ID"

@@ -28,6 +28,7 @@ from halfmq import wire
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
+from .catch_up import LOG_START_HEADER, LogStartFollower, raise_if_behind
 from .node_view import SetPicture
 from .peers import PeerClient, PeerError, PeerResponse
 from .term_history import TermHistory
@@ -126,6 +127,7 @@ class Follower:
         self.leader_high_watermark = 0
         self.picture: SetPicture | None = None  # the followed leader's picture of the set, the last one it sent
         self._leader_history: list[tuple[int, int]] | None = None  # the followed leader's, as its last fetch answer that had it
+        self.log_start = LogStartFollower(node_id, http)  # deletes what the leader's retention deleted (catch_up.py)
         who = node_id.replace("%", "%%")
         self.storing = FailureWatch(f"node {who} cannot store the leader's log: %s; replication retries until the disk takes it",
                                     f"node {who} stores the leader's log again", log)
@@ -172,6 +174,7 @@ class Follower:
                                              "durable_offset": durable, "high_watermark": self.leader_high_watermark,
                                              "history_term": self._leader_history[-1][0] if self._leader_history else None})
         reports.answered()
+        raise_if_behind(answer)  # below the leader's log start: catch_up.BehindLeader
         answer.raise_for_status()
         self._check_term(answer)
         if int(answer.headers.get(SEGMENT_HEADER, store.config.segment_bytes)) != store.config.segment_bytes:
@@ -190,6 +193,8 @@ class Follower:
         if answer.content:
             self.storing.succeeded()
         self._show_acknowledged(store)
+        if (leader_start := answer.headers.get(LOG_START_HEADER)) is not None:
+            await self.log_start.follow(leader_url, store, int(leader_start))
 
     def _show_acknowledged(self, store: MessageStore) -> None:
         """Readers of this node see what the leader acknowledged and this node has as durably: never more (after a

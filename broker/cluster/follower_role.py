@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.store import state_snapshot
 from halfmq.broker.store.message_store import MessageStore
 
+from .catch_up import BehindLeader, take_snapshot
 from .decisions import Claim, may_campaign
 from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, Lease, absent, unchanged
 from .follower import Follower, ReplicaNotStored
@@ -45,7 +48,8 @@ class Elected:
 class FollowerRole:
     def __init__(self, standing: Standing, settings: BrokerSettings, members: dict[str, str], address: ClusterAddress,
                  etcd: EtcdClient, http: PeerClient, claims: LeaderClaims, takeover: Takeover, history: TermHistory,
-                 store: Callable[[], MessageStore], clock: Callable[[], float]) -> None:
+                 store: Callable[[], MessageStore], clock: Callable[[], float],
+                 begin_at: Callable[[int, Path], Awaitable[None]]) -> None:
         self._standing = standing
         self._settings = settings
         self._members = members
@@ -57,6 +61,7 @@ class FollowerRole:
         self._history = history
         self._store = store
         self._clock = clock
+        self._begin_at = begin_at  # the node's services: the store reopened over a data dir begun at a log start
         self.replication = Follower(standing.node_id, store, history, http, lambda: standing.term)
         self._following: tuple[str, int] | None = None
         self._follow_task: asyncio.Task | None = None
@@ -122,6 +127,8 @@ class FollowerRole:
             await self.replication.follow(url, term)
         except asyncio.CancelledError:
             raise
+        except BehindLeader:  # retention deleted what this node has not fetched: it begins at the leader's log start
+            await self._catch_up(url)
         except ReplicaNotStored:  # a refusing disk: the follower logs it once, not at every tick
             await asyncio.sleep(0.2)
         except PeerConnectionFailed as exc:  # the connection failed: is anyone still listening there?
@@ -130,6 +137,26 @@ class FollowerRole:
             await asyncio.sleep(0.2)
         except Exception as exc:  # noqa: BLE001 - any failure: the next tick follows again (or campaigns)
             log.info("node %s: replication from %s stopped: %r", self._standing.node_id, url, exc)
+            await asyncio.sleep(0.2)
+
+    async def _catch_up(self, url: str) -> None:
+        """Take the leader's state snapshot, have the store begin empty at the leader's log start with it, and let the
+        next tick follow from there (catch_up.py); a failure is said, and the next tick's fetch meets the same answer."""
+        try:
+            root = Path(self._store().config.data_dir)
+            taken = await take_snapshot(self._http, url, self._standing.node_id, root)
+            header = state_snapshot.header_of(taken.path)
+            if header.entry_start < taken.log_start:
+                raise state_snapshot.Unusable(f"it counts the log from {header.entry_start}, the leader's starts at {taken.log_start}")
+            log.warning("node %s: behind the leader's log start %d; beginning there with its state snapshot (%d entries)",
+                        self._standing.node_id, taken.log_start, header.entries)
+            await self._begin_at(taken.log_start, taken.path)
+            self._history.adopt(taken.history, taken.log_start)
+            self.replication.leader_high_watermark = taken.log_start
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - said; the next tick tries again
+            log.error("node %s: catching up from %s's state snapshot failed: %r", self._standing.node_id, url, exc)
             await asyncio.sleep(0.2)
 
     async def stop(self) -> None:

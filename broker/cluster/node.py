@@ -85,7 +85,8 @@ class ClusterNode:
         self.takeover = Takeover(self.node_id, settings.ack, self.address, self.etcd, self._http, self._wake, clock, wall_clock)
         claims = LeaderClaims(self.node_id, self.members, self.address, self.etcd, settings.lease_ttl, clock)
         self.following = FollowerRole(self.standing, settings, self.members, self.address, self.etcd, self._http, claims,
-                                      self.takeover, self.history, lambda: self.store, clock)
+                                      self.takeover, self.history, lambda: self.store, clock,
+                                      lambda start, snapshot: self.services.begin_at(start, snapshot))
         self.leading = LeaderRole(self.standing, self.lease, settings, self.address, self.etcd, claims, self.tracker)
 
     # --- what the fronts ask ---------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from halfmq.broker.store.message_store import MessageStore
@@ -46,4 +47,9 @@ class RoleServices(Protocol):
 
     async def follow(self) -> None:
         """Stop what leading started, reopen the store from disk, serve as a follower."""
+        ...
+
+    async def begin_at(self, log_start: int, snapshot: Path) -> None:
+        """A follower behind its leader's log start: close the store, have the data dir begin empty at ``log_start``
+        with ``snapshot`` (the leader's state snapshot, received whole) as its own, reopen it and serve as a follower."""
         ...

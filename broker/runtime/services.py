@@ -78,7 +78,7 @@ class BrokerRuntime:
     _state_snapshot_task: asyncio.Task | None = field(default=None, repr=False)
     _release_task: asyncio.Task | None = field(default=None, repr=False)
     _retention_task: asyncio.Task | None = field(default=None, repr=False)
-    retention: RetentionService | None = None  # set by start() on the one broker (a set's retention is not built yet)
+    retention: RetentionService | None = None  # set by start(): the one broker, a set's leader (followers follow its log start)
     disk: DiskWatch | None = None  # set by open(): the data dir's disk against its watermarks, read by start()'s loop
     _disk_task: asyncio.Task | None = field(default=None, repr=False)
 
@@ -181,10 +181,10 @@ class BrokerRuntime:
         self._state_snapshot_task = asyncio.get_running_loop().create_task(self._keep_state_snapshot())
         releases = ReleaseService(self.store, self.timers, self.durable, on_released=self.metrics.timer_lateness.observe)
         self._release_task = asyncio.get_running_loop().create_task(releases.run_forever())
-        if not self.settings.cluster:  # a set's followers must delete only below the leader's log start: not built yet
-            self.retention = RetentionService(self.store, RetentionLimits(int(self.settings.retention * 1000), self.settings.retention_bytes),
-                                              self.retention_pins(), reclaim=self._disk_reclaim_bytes)
-            self._retention_task = asyncio.get_running_loop().create_task(self._keep_retention(self.retention))
+        # the one broker, or a set's leader: its followers delete below its log start, which fetches carry (cluster/catch_up.py)
+        self.retention = RetentionService(self.store, RetentionLimits(int(self.settings.retention * 1000), self.settings.retention_bytes),
+                                          self.retention_pins(), reclaim=self._disk_reclaim_bytes)
+        self._retention_task = asyncio.get_running_loop().create_task(self._keep_retention(self.retention))
         if self.disk is not None:
             try:
                 self.disk.read()  # once before the first request: a broker started on a full disk refuses its first send

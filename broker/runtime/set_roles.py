@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any, Protocol
 
 from halfmq.broker.cluster.role_services import Leadership
 from halfmq.broker.config import BrokerSettings
+from halfmq.broker.store import log_start, state_snapshot
 from halfmq.broker.store.message_store import MessageStore
 
 from .services import BrokerRuntime, DurableWrapper
@@ -75,20 +77,36 @@ class SetRoles:
     async def follow(self) -> None:
         await self._reopen(None, keep_store=False)
 
+    async def begin_at(self, start: int, snapshot: Path) -> None:
+        def begin() -> None:  # the store is closed: nothing reads or writes the data dir meanwhile
+            log_start.begin_at(self.settings.data_dir, start)
+            state_snapshot.install(self.settings.data_dir, snapshot)
+
+        await self._reopen(None, keep_store=False, before_open=begin)
+
     async def stop(self) -> None:
         """The leader's front off: first, as the app stops (the node and the runtime next)."""
         await self.front.stop()
 
-    async def _reopen(self, durable_wrapper: DurableWrapper | None, keep_store: bool) -> BrokerRuntime:
+    async def _reopen(self, durable_wrapper: DurableWrapper | None, keep_store: bool,
+                      before_open: Callable[[], None] | None = None) -> BrokerRuntime:
         """Build the runtime for the new role. A promotion keeps the store (no recovery) and builds the services above it
         from what it appended; a step-down reopens it, dropping the leadership's in-memory state (acks of a cut tail)."""
         old: BrokerRuntime = self._holder.runtime
         await self.front.stop()  # no call may reach the runtime that closes
         await old.stop(close_store=not keep_store)
+        failed: OSError | None = None
+        if before_open is not None:  # (a follower begun at its leader's log start: the data dir changed under the closed store)
+            try:
+                await asyncio.to_thread(before_open)
+            except OSError as refused:  # the store reopens over what is there (its recorded log start is written first)
+                failed = refused
         # in a thread: building the services replays the log's state records (and a step-down recovers the store); on the
         # loop it stopped the lease renewals, so past a TTL of work every new leader lost its lease while opening (no leader)
         rt = await asyncio.to_thread(BrokerRuntime.open, self.settings, durable_wrapper=durable_wrapper,
                                      store=old.store if keep_store else None)
         self._holder.runtime = rt
         rt.watch_auth()  # either role answers requests (a follower its reads, broker/api/leader_gate.py)
+        if failed is not None:
+            raise failed  # said by the caller, after the store is open again
         return rt

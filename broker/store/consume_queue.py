@@ -155,6 +155,21 @@ class ConsumeQueue:
             deleted.append(path)
         return deleted
 
+    def begin_at(self, queue_offset: int) -> None:
+        """Make a queue that has no file yet begin at ``queue_offset`` (a follower begun at its leader's log start: the
+        first record it gets names its queue offset, and the offsets must be the leader's). The file holding it starts at
+        its boundary, as the leader's first kept file does; the entries before it point at offset 0, below the log start
+        (``forget_below`` and ``halfmq broker --verify`` pass over them). Nothing happens to a queue that has files."""
+        if self._files or queue_offset <= 0:
+            return
+        base = queue_offset * ENTRY_SIZE // self.file_bytes * self.file_bytes
+        self._roll(base)
+        _, fd = self._writer_fd()
+        os.pwrite(fd, bytes(queue_offset * ENTRY_SIZE - base), 0)
+        self._dirty.add(fd)
+        self._size = queue_offset * ENTRY_SIZE
+        self._start = queue_offset
+
     @property
     def max_offset(self) -> int:
         """One past the last entry: the queue offset the next message gets."""

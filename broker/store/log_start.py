@@ -8,12 +8,15 @@ taken for retention's work: a first segment that starts past the recorded start 
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .atomic_file import read_json, write_json
+from .commit_log import segment_name
 from .store_types import store_log
 
 if TYPE_CHECKING:
@@ -21,6 +24,10 @@ if TYPE_CHECKING:
     from .write_gate import WriteGate
 
 FILE = "log_start.json"
+# What a data dir holds that derives from its log, below a log start or not: a follower begun at its leader's log
+# start (``begin_at``) has none of it. The term history, the receipt key and the producers file are not the log's.
+FROM_THE_LOG = ("commitlog", "consumequeue", "index", "timers", "checkpoint.json", "consumer_offsets.json", "topics.json",
+                "state-snapshot.json", "state-snapshot.previous.json", "acks-checkpoint.json")
 
 
 def _parse(raw: dict) -> int:
@@ -79,3 +86,23 @@ class LogStart:
             self.offset = offset
             deleted = self._drop_below(offset)
             return self._commit_log.delete_below(offset) + deleted
+
+
+def begin_at(root: Path, offset: int) -> None:
+    """Make the (closed) data dir ``root`` an empty log that begins at ``offset``: a follower of a broker set that is
+    behind its leader's log start, about to take the leader's state snapshot and the log from there (Raft's
+    InstallSnapshot, Kafka's log start offset). What derives from the old log goes; the start is recorded first, and
+    one empty segment at ``offset`` is where the leader's bytes land (a crash midway leaves a log that begins there or
+    a store whose next open deletes the rest below the recorded start, as after retention)."""
+    write_log_start(root, offset)
+    for name in FROM_THE_LOG:
+        path = root / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    log_dir = root / "commitlog"
+    log_dir.mkdir()
+    fd = os.open(log_dir / segment_name(offset), os.O_RDWR | os.O_CREAT, 0o644)
+    os.close(fd)
+    store_log.warning("the data dir %s begins at log offset %d now: this follower was behind its leader's log start", root, offset)

@@ -101,6 +101,8 @@ class ReplicaAppender:
             cfg = self._topics.get(rec.topic)
             if cfg is None or rec.queue_id >= cfg.queues:
                 self._topics.learn(rec.topic, rec.queue_id + 1)
+            if self._queues.log_start:  # a follower begun at the leader's log start: its queues begin where the leader's are
+                self._appends.writable(key).begin_at(rec.queue_offset)
         self._appends.batch(batches, key)[1].append((start + rec.at, rec.size, rec.tag_hash))
         if rec.keys:
             keyed.append((rec.keys, start + rec.at, rec.size, rec.store_ms))

@@ -31,6 +31,7 @@ class ReplicatedRecord(NamedTuple):
     size: int
     topic: str
     queue_id: int
+    queue_offset: int  # where the leader put it in its queue (a follower begun at a log start pads its queues up to it)
     tag_hash: int  # its consume-queue code (record.queue_code: a timer's due time)
     properties: dict[str, str] | None  # decoded for HALFMQ_TXN_STATE and timer records only
     keys: list[tuple[str, str]]  # (scope, key): what the key index finds it by (key_index.index_keys), from the raw properties
@@ -56,7 +57,7 @@ def whole_groups(view: memoryview, start: int) -> ReplicatedGroups:
     at = 0
     length = len(view)
     while at + HEADER_SIZE <= length:
-        (size, crc, magic, flags, queue_id, _, offset, _, store_ms, topic_len, props_len) = HEADER.unpack_from(view, at)
+        (size, crc, magic, flags, queue_id, queue_offset, offset, _, store_ms, topic_len, props_len) = HEADER.unpack_from(view, at)
         if size < HEADER_SIZE or at + size > length:
             break  # the rest of the group comes with the next fetch
         if magic != MAGIC or size < HEADER_SIZE + topic_len + props_len or size > MAX_RECORD_SIZE:
@@ -75,7 +76,7 @@ def whole_groups(view: memoryview, start: int) -> ReplicatedGroups:
         properties = decode_properties(props) if topic in _DECODED else None
         code = _tag_hash(props) if properties is None else queue_code(topic, queue_id, properties, properties.get("TAGS"))
         keys = raw_index_keys(topic, bytes(props)) if properties is None else index_keys(topic, properties)
-        records.append(ReplicatedRecord(at, size, topic, queue_id, code, properties, keys, store_ms))
+        records.append(ReplicatedRecord(at, size, topic, queue_id, queue_offset, code, properties, keys, store_ms))
         at += size
         if not flags & FLAG_GROUP_MORE:  # the group's last record
             group_ends.append(at)

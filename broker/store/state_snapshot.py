@@ -175,6 +175,15 @@ def _check_counted(store: MessageStore, header: Header) -> None:
         raise Unusable(f"entry {header.entries - 1} of {TXN_STATE_TOPIC} is no longer the one it counted")
 
 
+def counts_this_log(store: MessageStore, header: Header) -> bool:
+    """Whether ``store``'s log holds what a snapshot with ``header`` counts (its last entry, where it was)."""
+    try:
+        _check_counted(store, header)
+    except Unusable:
+        return False
+    return True
+
+
 def replay_start_offset(store: MessageStore) -> int:
     """The commit-log offset from which a restart needs the log: where the oldest usable snapshot's last counted entry
     starts (a replay reads it back to check the snapshot still applies, then the entries after it), 0 without one.
@@ -192,6 +201,57 @@ def replay_start_offset(store: MessageStore) -> int:
             continue
         starts.append(header.entry_start)
     return min(starts, default=0)
+
+
+def header_of(path: Path) -> Header:
+    """The file's header line (Unusable when it has none); OSError when it cannot be read."""
+    with open(path, "rb") as fh:
+        return _header(fh.readline(200).rstrip(b"\n"))
+
+
+def read_part(root: Path, entries: int | None, offset: int, size: int) -> tuple[bytes, int, int]:
+    """Up to ``size`` bytes from ``offset`` of the data dir's newest snapshot file, or of the one counting ``entries``
+    (a follower taking it part by part, while a new one may replace it): (bytes, the file's size, its entries).
+    FileNotFoundError when no file is that one."""
+    for name in (FILE, PREVIOUS):
+        path = root / name
+        try:
+            with open(path, "rb") as fh:
+                header = _header(fh.readline(200).rstrip(b"\n"))
+                if entries is not None and header.entries != entries:
+                    continue
+                fh.seek(offset)
+                return fh.read(size), os.fstat(fh.fileno()).st_size, header.entries
+        except (FileNotFoundError, Unusable):
+            continue
+    raise FileNotFoundError(f"no state snapshot counting {entries} entries" if entries is not None else "no state snapshot")
+
+
+def check_whole(path: Path, chunk: int = 1 << 20) -> Header:
+    """A snapshot file received from another node is whole: its header, its body's length and CRC (read ``chunk`` bytes
+    at a time: memory does not grow with the file); Unusable otherwise. Whether a log holds what it counts is ``load``'s
+    check, when a replay uses it."""
+    with open(path, "rb") as fh:
+        header = _header(fh.readline(200).rstrip(b"\n"))
+        crc = length = 0
+        while part := fh.read(chunk):
+            crc = zlib.crc32(part, crc)
+            length += len(part)
+    if length != header.length or crc != header.crc:
+        raise Unusable(f"its body is {length} bytes of CRC {crc:08x}, not {header.length} of {header.crc:08x}")
+    return header
+
+
+def install(root: Path, received: Path) -> None:
+    """Make ``received`` (a leader's snapshot, ``check_whole``) the data dir's snapshot. The one it replaces is not kept:
+    a follower takes it to delete below the leader's log start, which an older file of its own would need."""
+    os.replace(received, root / FILE)
+    (root / PREVIOUS).unlink(missing_ok=True)
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def committed(store: MessageStore) -> list[tuple[str, str, int, int]]:

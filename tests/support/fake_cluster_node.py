@@ -15,10 +15,12 @@ from halfmq.broker.runtime.app import create_app
 
 
 @asynccontextmanager
-async def app_with_fake_node(tmp_path: Path, make_node: Callable[[Any], Any]) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
-    """A client of the app, and the app; ``make_node(app.state)`` is the node the app's cluster routes and gate ask."""
+async def app_with_fake_node(tmp_path: Path, make_node: Callable[[Any], Any],
+                             **more: Any) -> AsyncIterator[tuple[httpx.AsyncClient, Any]]:
+    """A client of the app, and the app; ``make_node(app.state)`` is the node the app's cluster routes and gate ask;
+    ``more``: other settings (small segments)."""
     settings = BrokerSettings(data_dir=tmp_path, grpc_port=0, cluster="etcd://127.0.0.1:2379/t", node_id="n1",
-                              cluster_members=["n1=http://127.0.0.1:8080"])
+                              cluster_members=["n1=http://127.0.0.1:8080"], **more)
     runtime = BrokerRuntime.open(settings)
     await runtime.start()
     try:

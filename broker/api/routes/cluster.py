@@ -11,17 +11,18 @@ import asyncio
 import contextlib
 import json
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from halfmq import wire
 from halfmq.broker.api.body import parse_body
 from halfmq.broker.api.front import ApiRequest, Reply
 from halfmq.broker.api.router import Route
+from halfmq.broker.cluster.catch_up import LOG_START_HEADER, SNAPSHOT_ENTRIES_HEADER, SNAPSHOT_SIZE_HEADER, snapshot_part
 from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, SET_HEADER, TERM_HEADER
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.cluster.positions import position_of
 from halfmq.broker.security.policy import CLUSTER, Action
-from halfmq.errors import NotLeader
+from halfmq.errors import BehindLogStart, NotLeader, StateSnapshotNotFound
 
 FETCH_MAX_BYTES = 1 << 20
 FETCH_WAIT_SECONDS = 0.5
@@ -31,6 +32,12 @@ LOG_END_HEADER = "x-halfmq-log-end"
 class TermEndParams(BaseModel):
     term: int
     node_id: str
+
+
+class SnapshotParams(BaseModel):
+    node_id: str
+    offset: int = Field(0, ge=0)
+    entries: int | None = Field(None, ge=0)  # the snapshot the earlier parts were of (None: the newest)
 
 
 class Diverged(NotLeader):
@@ -86,16 +93,34 @@ async def replication_fetch(request: ApiRequest) -> Reply:
         _leader(node, body.term)
         log = node.store.commit_log
         end = log.end_offset
+    if body.from_offset < (log_start := node.store.log_start.offset):  # retention deleted it: catch up (cluster/catch_up.py)
+        raise BehindLogStart(f"follower {body.node_id} asks from {body.from_offset}, the log starts at {log_start}", log_start=log_start)
     later = [b for b in log.segment_bases() if b > body.from_offset]
     stop = min(end, later[0] if later else end, body.from_offset + FETCH_MAX_BYTES)
     data = log.read(body.from_offset, stop - body.from_offset) if stop > body.from_offset else b""
     headers = {TERM_HEADER: str(node.term), LOG_END_HEADER: str(end), SEGMENT_HEADER: str(log.segment_bytes),
-               HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark)}
+               HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark), LOG_START_HEADER: str(log_start)}
     if body.history_term != node.history.last_term:  # (None: a follower that keeps none) a leader's history is fixed while it leads
         headers[HISTORY_HEADER] = json.dumps(node.history.entries)
     if (picture := node.picture_for(body.node_id)) is not None:
         headers[SET_HEADER] = picture
     return Reply(data, headers=_headers(**headers))
+
+
+async def replication_snapshot(request: ApiRequest) -> Reply:
+    """A part of the leader's state snapshot file (decision 051), for a follower behind its log start or about to delete
+    below it (cluster/catch_up.py): at most ``catch_up.SNAPSHOT_PART_BYTES`` from ``offset``, of the snapshot ``entries`` names."""
+    node = _node(request)
+    _leader(node)
+    params = request.params
+    store = node.store
+    try:
+        data, size, entries = await asyncio.to_thread(snapshot_part, store, params.entries, params.offset)
+    except FileNotFoundError as missing:
+        raise StateSnapshotNotFound(str(missing)) from None
+    return Reply(data, headers=_headers(**{TERM_HEADER: str(node.term), SNAPSHOT_SIZE_HEADER: str(size),
+                                           SNAPSHOT_ENTRIES_HEADER: str(entries), LOG_START_HEADER: str(store.log_start.offset),
+                                           HISTORY_HEADER: json.dumps(node.history.entries)}))
 
 
 async def replication_ack(request: ApiRequest) -> Reply:
@@ -130,6 +155,9 @@ ROUTES = [
     Route("POST", "/v1/replication/fetch", replication_fetch, "The leader's log bytes from an offset; term, log end, segment size, "
           "term history, high watermark and about once a second the set's picture in headers (admin)", "replication", request=wire.FetchRequest,
           media_type="application/octet-stream", peer=True),
+    Route("GET", "/v1/replication/snapshot", replication_snapshot, "A part of the leader's state snapshot file, for a follower "
+          "behind its log start or about to delete below it; size, snapshot, log start and term history in headers (admin)",
+          "replication", params=SnapshotParams, media_type="application/octet-stream", peer=True),
     Route("POST", "/v1/replication/ack", replication_ack, "A follower's fsynced log end, sent when its fsync completes while "
           "its fetch waits for new bytes (admin)", "replication", request=wire.AckRequest, answer=wire.DurableAck, peer=True),
     Route("GET", "/v1/replication/position", replication_position, "This node's last term and durable log end, on every node "

@@ -14,16 +14,18 @@ import pytest
 
 from halfmq import wire
 from halfmq.broker.api.routes.cluster import LOG_END_HEADER
+from halfmq.broker.cluster.catch_up import LOG_START_HEADER, SNAPSHOT_ENTRIES_HEADER, SNAPSHOT_PART_BYTES, SNAPSHOT_SIZE_HEADER
 from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, SET_HEADER, TERM_HEADER
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
 from halfmq.broker.cluster.term_history import TermHistory
 from halfmq.broker.runtime import BrokerRuntime
+from halfmq.broker.store import state_snapshot
 from halfmq.broker.store.message_store import MessageStore
 from halfmq.errors import NotLeader
 from tests.support.fake_cluster_node import app_with_fake_node
 
 CLUSTER_ROUTES = ["GET /v1/cluster", "GET /v1/replication/position", "GET /v1/replication/term-end", "POST /v1/replication/ack",
-                  "POST /v1/replication/fetch"]
+                  "POST /v1/replication/fetch", "GET /v1/replication/snapshot"]
 
 
 class _Node:
@@ -165,3 +167,40 @@ async def test_an_ack_from_an_older_term_or_below_the_last_report_is_ignored(lea
     assert await ack(4, 20) == wire.DurableAck(counted=False, durable_offset=end, high_watermark=0)  # late, behind a newer one
     assert not (await ack(4, end + 1000)).counted  # past the leader's log: not a copy of it
     assert (await client.post("/v1/replication/ack", json={"node_id": "n2", "term": 5, "durable_offset": end})).status_code == 421
+
+
+async def test_a_fetch_below_the_log_start_is_answered_behind_log_start_with_where_the_log_starts(tmp_path: Path) -> None:
+    async with app_with_fake_node(tmp_path, lambda state: _Node(state, tmp_path), segment_bytes=4096) as (client, app):
+        await client.post("/v1/topics", json={"name": "T", "queues": 1})
+        store = app.state.runtime.store
+        while len(store.commit_log.segment_bases()) < 3:
+            await client.post("/v1/topics/T/messages", json={"messages": [{"body": "x" * 1000}]})
+        start = store.commit_log.segment_bases()[1]
+        store.log_start.advance(start)
+        await _fetches_below_and_at(client, start)
+
+
+async def _fetches_below_and_at(client: httpx.AsyncClient, start: int) -> None:
+    answer = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 0})
+    assert answer.status_code == 416
+    assert (answer.json()["code"], answer.json()["log_start"]) == ("REPLICA_BEHIND_LOG_START", start)
+    at_start = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": start})
+    assert at_start.status_code == 200 and at_start.headers[LOG_START_HEADER] == str(start)
+
+
+async def test_the_leaders_snapshot_is_answered_in_parts_with_its_size_entries_and_log_start(
+        leader: tuple[httpx.AsyncClient, Any], tmp_path: Path) -> None:
+    client, app = leader
+    store = app.state.runtime.store
+    missing = await client.get("/v1/replication/snapshot", params={"node_id": "n2"})
+    assert missing.status_code == 404 and missing.json()["code"] == "STATE_SNAPSHOT_NOT_FOUND"
+    state_snapshot.save(state_snapshot.path_of(store), state_snapshot.StateSnapshot(5, 0, 0, 0, (), {"pad": "x" * (3 << 20)}))
+    whole = state_snapshot.path_of(store).read_bytes()
+    first = await client.get("/v1/replication/snapshot", params={"node_id": "n2"})
+    assert first.status_code == 200 and len(first.content) == SNAPSHOT_PART_BYTES  # bounded parts, never the whole file
+    assert (first.headers[SNAPSHOT_SIZE_HEADER], first.headers[SNAPSHOT_ENTRIES_HEADER]) == (str(len(whole)), "5")
+    assert first.headers[LOG_START_HEADER] == "0" and json.loads(first.headers[HISTORY_HEADER]) == [[4, 0]]
+    rest = await client.get("/v1/replication/snapshot", params={"node_id": "n2", "entries": 5, "offset": SNAPSHOT_PART_BYTES})
+    assert rest.content == whole[SNAPSHOT_PART_BYTES:2 * SNAPSHOT_PART_BYTES]
+    other = await client.get("/v1/replication/snapshot", params={"node_id": "n2", "entries": 4})
+    assert other.status_code == 404

@@ -21,7 +21,7 @@ READS = {  # what a follower answers itself: a change here is a change of what a
     ("GET", "/v1/topics/{topic}/queues/{queue_id}/messages"), ("GET", "/v1/consumer-groups/{group}/dlq"),
 }
 PEER = {("GET", "/v1/replication/term-end"), ("POST", "/v1/replication/fetch"), ("POST", "/v1/replication/ack"),
-        ("GET", "/v1/replication/position")}
+        ("GET", "/v1/replication/position"), ("GET", "/v1/replication/snapshot")}
 
 
 class _Node:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from halfmq.broker.store.log_start import read_log_start, write_log_start
+from halfmq.broker.store.log_start import begin_at, read_log_start, write_log_start
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 
 KEY = "UNIQ_KEY"
@@ -98,3 +98,43 @@ def test_the_log_start_never_moves_back(tmp_path: Path) -> None:
         assert store.log_start.offset == read_log_start(tmp_path) == start
     finally:
         store.close()
+
+
+def _copy_log(leader: MessageStore, follower: MessageStore, start: int) -> None:
+    """The leader's log from ``start``, a segment per append, as its fetch answers send it."""
+    stops = [b for b in leader.commit_log.segment_bases() if b > start] + [leader.commit_log.end_offset]
+    for stop in stops:
+        if stop > start:
+            follower.append_replicated(leader.commit_log.read(start, stop - start), start)
+            start = stop
+
+
+def test_a_data_dir_begun_at_the_leaders_log_start_holds_its_bytes_at_its_offsets_and_queue_offsets_across_a_restart(
+        tmp_path: Path) -> None:
+    leader = open_store(tmp_path / "leader")
+    follower = open_store(tmp_path / "follower")
+    follower.put([PutItem("OLD", 0, b"what this node had before")])
+    follower.close()
+    try:
+        fill(leader)
+        start = leader.commit_log.segment_bases()[-3]
+        leader.log_start.advance(start)
+        begin_at(tmp_path / "follower", start)
+        follower = open_store(tmp_path / "follower")
+        assert (follower.commit_log.min_offset, follower.commit_log.end_offset, follower.log_start.offset) == (start, start, start)
+        _copy_log(leader, follower, start)
+        for qid in (0, 1):
+            assert follower.reads.queue_range("T", qid) == leader.reads.queue_range("T", qid)
+            low = leader.reads.queue_range("T", qid)[0]
+            assert [e.commit_log_offset for e in follower.reads.read_queue("T", qid, low, 40)] == \
+                   [e.commit_log_offset for e in leader.reads.read_queue("T", qid, low, 40)]
+        assert follower.reads.queue_range("OLD", 0) == (0, 0)  # what the old log held is gone with it
+        follower.close()
+        follower = open_store(tmp_path / "follower")  # the padded first queue files are the leader's layout: kept
+        assert [follower.reads.queue_range("T", q) for q in (0, 1)] == [leader.reads.queue_range("T", q) for q in (0, 1)]
+        leader_next, _ = leader.put([PutItem("T", 0, b"next")])
+        _copy_log(leader, follower, follower.commit_log.end_offset)
+        assert follower.reads.queue_range("T", 0)[1] == leader_next[0].queue_offset + 1
+    finally:
+        leader.close()
+        follower.close()
