@@ -167,7 +167,13 @@ def cmd_credit(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+SERVER_COMMANDS = ("broker", "order", "credit")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; for ``command`` one of the servers (``SERVER_COMMANDS``) only the servers' subcommands, so
+    a server's start (paid at every restart and by every test that starts one) loads none of up's, demo's, admin's or
+    aggregate's modules (httpx, rich, the demo's driver: about a second on a loaded machine)."""
     parser = argparse.ArgumentParser(prog="halfmq", description="Transactional messages over HTTP")
     parser.add_argument("--version", action="version", version=f"halfmq {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -199,6 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     credit.add_argument("--port", type=int)
     credit.add_argument("--data-dir", type=Path, help="where its SQLite database lives (unless CREDIT_DATABASE_URL is set)")
     credit.set_defaults(func=cmd_credit)
+    if command in SERVER_COMMANDS:
+        return parser
 
     from . import up_command
 
@@ -239,7 +247,7 @@ def _main(argv: list[str]) -> int:
         from halfmq.bench.cli import main as bench_main
 
         return bench_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     if args.command in ("up", "demo", "order", "credit"):  # children would die one by one on the missing extra
         from .extras import missing_extra_line
 

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from typing import TYPE_CHECKING, Any
 
 from halfmq.broker.usecases.errors import STORE_ERRORS, as_broker_error
 from halfmq.errors import (
@@ -25,6 +21,11 @@ from halfmq.errors import (
 
 from .allowed_methods import allow_header, allowed_methods
 from .responses import JsonResponse
+
+if TYPE_CHECKING:  # FastAPI is the fallback app's, built at its first request (broker/runtime/fallback_app.py): the hot routes
+    # answer problems without it
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
 
 log = logging.getLogger(__name__)
 PROBLEM = PROBLEM_JSON  # the one spelling, halfmq.errors
@@ -82,6 +83,9 @@ def _validation_error(exc: RequestValidationError, request: Request) -> BrokerEr
 
 
 def install(app: FastAPI) -> None:
+    from fastapi.exceptions import RequestValidationError
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
     @app.exception_handler(BrokerError)
     async def _broker_error(request: Request, exc: BrokerError) -> JsonResponse:
         log_server_error(request.method, request.url.path, exc)

@@ -28,6 +28,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
+# the client's errors, kept where their users import them from; apart so that naming them alone loads no httpx
+from .etcd_errors import EtcdRefused as EtcdRefused
+from .etcd_errors import EtcdUnavailable as EtcdUnavailable
+
 log = logging.getLogger(__name__)
 
 AUTH_NOT_ENABLED = "authentication is not enabled"
@@ -35,17 +39,6 @@ NO_USER = "user name is empty"  # etcd has auth on and the call came without a t
 INVALID_TOKEN = "invalid auth token"  # etcd forgot the token (restarted) or it expired
 
 
-class EtcdUnavailable(Exception):
-    """etcd did not answer (down, partitioned, timed out): leadership cannot be proven or renewed."""
-
-
-class EtcdRefused(EtcdUnavailable):
-    """etcd answered but refused: wrong credentials, no token, or no permission on the key."""
-
-    def __init__(self, message: str, status: int = 0, etcd_message: str = "") -> None:
-        super().__init__(message)
-        self.status = status
-        self.etcd_message = etcd_message
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from halfmq.broker.observability.operator_metrics import FollowerLag, SetReading
 
 from .decisions import Role
-from .etcd import EtcdUnavailable
+from .etcd_errors import EtcdUnavailable
 
 if TYPE_CHECKING:
     from .node import ClusterNode

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from halfmq.broker.store.message_store import MessageStore
 
-from .etcd import KeyValue
+if TYPE_CHECKING:  # a name only: the etcd client (and httpx) load when a set's node starts, not in a single broker
+    from .etcd import KeyValue
 
 Durable = Callable[[int], Awaitable[None]]
 

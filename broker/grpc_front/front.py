@@ -17,7 +17,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from halfmq.broker.cluster.etcd import EtcdUnavailable
+from halfmq.broker.cluster.etcd_errors import EtcdUnavailable
 from halfmq.broker.usecases.records import StoredMessage, as_sent
 
 log = logging.getLogger(__name__)

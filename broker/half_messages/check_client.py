@@ -10,9 +10,8 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
-import httpx
 import orjson
 
 from halfmq.broker.observability.tracing import inject_current
@@ -20,6 +19,9 @@ from halfmq.check_signing import signed_headers
 from halfmq.wire import EndState
 
 from .check_url import CheckTarget
+
+if TYPE_CHECKING:  # imported at the first check: httpx loads click, rich and pygments for its own CLI
+    import httpx
 
 MAX_RESPONSE_BYTES = 64 * 1024
 ANSWERS: tuple[str, ...] = get_args(EndState)  # a tuple: a JSON list or object as the answer is unhashable
@@ -51,13 +53,26 @@ class CheckClient:
     def __init__(self, connect_timeout: float = 1.0, read_timeout: float = 3.0, *,
                  secret_for: Callable[[str], bytes | None] = lambda group: None, ca_file: str | None = None) -> None:
         self._secret_for = secret_for
-        self._client = httpx.AsyncClient(
-            follow_redirects=False,
-            timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
-            limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
-            trust_env=False,
-            verify=ssl.create_default_context(cafile=ca_file) if ca_file else True,
-        )
+        self._timeouts = (connect_timeout, read_timeout)
+        # a CA bundle given is read here, so a wrong path still stops the start rather than the first check
+        self._verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        """The HTTP client, made at the first check: building it loads httpcore and a TLS context (about half a second
+        on a loaded machine), which a broker's start, and a broker no producer ever asks to check back, need not pay."""
+        if self._client is None:
+            import httpx
+
+            connect_timeout, read_timeout = self._timeouts
+            self._client = httpx.AsyncClient(
+                follow_redirects=False,
+                timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+                limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
+                trust_env=False,
+                verify=self._verify,
+            )
+        return self._client
 
     async def check(self, url: str, payload: dict[str, Any], address: str | None = None) -> CheckAnswer:
         body = orjson.dumps(payload)
@@ -70,8 +85,11 @@ class CheckClient:
         if secret:
             headers.update(signed_headers(secret, body))
         inject_current(headers)  # the check-back's span, continued by the producer's check endpoint
+        client = self._http()
+        import httpx  # loaded by _http
+
         try:
-            async with self._client.stream("POST", url, content=body, headers=headers, extensions=extensions) as resp:
+            async with client.stream("POST", url, content=body, headers=headers, extensions=extensions) as resp:
                 body = b""
                 async for chunk in resp.aiter_bytes():
                     body += chunk
@@ -88,7 +106,8 @@ class CheckClient:
             return CheckAnswer(CheckOutcome.ERROR, f"{type(exc).__name__}: {exc}")
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._client is not None:
+            await self._client.aclose()
 
 
 def interpret(status: int, body: bytes) -> CheckAnswer:

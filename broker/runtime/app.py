@@ -7,9 +7,9 @@ import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI
+from starlette.datastructures import State
 
 from halfmq.asgi_body import BodyReader
 from halfmq.broker.api import problems
@@ -23,8 +23,12 @@ from halfmq.broker.kafka_front.front import KafkaFront
 from halfmq.broker.serving.allowed_hosts import HostAllowList
 from halfmq.broker.serving.host_gate import HostGate
 
+from .fallback_app import FallbackApp
 from .services import BrokerRuntime
 from .set_roles import LeaderFronts, SetRoles
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 log = logging.getLogger(__name__)
 
@@ -33,16 +37,21 @@ class BrokerApp:
     """The broker's ASGI app: the outermost gate to call, and the parts tools and tests look at, each by its name.
 
     The gates (host, leader, the hot front) are plain ASGI callables that forward nothing else: what a caller reaches
-    besides calling the app is named here (the FastAPI app, its ``state``, the route table, the OpenAPI document)."""
+    besides calling the app is named here (the FastAPI app, its ``state``, the route table, the OpenAPI document).
+    FastAPI is built when first reached (``fallback_app``); ``state`` is there from the start."""
 
-    def __init__(self, outermost: Any, fastapi: FastAPI, router: Router) -> None:
+    def __init__(self, outermost: Any, fallback: FallbackApp, router: Router) -> None:
         self.outermost = outermost
-        self.fastapi = fastapi
+        self.fallback = fallback
         self.router = router
 
     @property
+    def fastapi(self) -> FastAPI:
+        return self.fallback.app
+
+    @property
     def state(self) -> Any:
-        return self.fastapi.state
+        return self.fallback.state
 
     def openapi(self) -> dict[str, Any]:
         return self.fastapi.openapi()
@@ -56,7 +65,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
     settings = settings or BrokerSettings()
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FallbackApp) -> AsyncIterator[None]:
         rt = runtime or BrokerRuntime.open(settings)
         app.state.runtime = rt
         node: Any = None
@@ -88,22 +97,29 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
             await app.state.runtime.stop()
             log.info("broker stopped cleanly")
 
-    # FastAPI serves what is not in the table: the console, /openapi.json and /docs, 404s.
-    app = FastAPI(title=TITLE, version=VERSION, lifespan=lifespan)
-    problems.install(app)
-    from fastapi.staticfiles import StaticFiles
-
-    from halfmq.broker.console import pages as console  # the operators' web console (HTML, not in the OpenAPI document)
-
-    app.include_router(console.router)
-    app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
     routes = ROUTES
     if settings.cluster:  # a broker set's view and replication routes, in its table only
         from halfmq.broker.api.routes import cluster as cluster_routes
 
         routes = [*ROUTES, *cluster_routes.ROUTES]
-    # /openapi.json and /docs serve the table's document (FastAPI's own has no /v1 route), built when first asked for.
-    app.openapi = functools.cache(lambda: document(routes, TITLE, VERSION))  # type: ignore[method-assign]
+
+    def fallback(state: State) -> FastAPI:
+        """FastAPI serves what is not in the table: the console, /openapi.json and /docs, 404s (built at its first request)."""
+        from fastapi import FastAPI
+        from fastapi.staticfiles import StaticFiles
+
+        from halfmq.broker.console import pages as console  # the operators' web console (HTML, not in the OpenAPI document)
+
+        app = FastAPI(title=TITLE, version=VERSION)
+        app.state = state  # the lifespan's, set before FastAPI exists
+        problems.install(app)
+        app.include_router(console.router)
+        app.mount("/console/static", StaticFiles(directory=console.STATIC_DIR), name="console-static")
+        # /openapi.json and /docs serve the table's document (FastAPI's own has no /v1 route), built when first asked for.
+        app.openapi = functools.cache(lambda: document(routes, TITLE, VERSION))  # type: ignore[method-assign]
+        return app
+
+    app = FallbackApp(fallback, lifespan)
     front = Front(app, Router(routes), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
     served: Any = front
     if settings.cluster:
