@@ -10,7 +10,6 @@ watermark), committed messages only, so the last stable offset is the high water
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Callable
@@ -44,8 +43,6 @@ NODE_ID = 0
 LATEST, EARLIEST = -1, -2
 READ_CHUNK = 100
 """Records read from a queue at a time while a Fetch fills up to its byte bounds."""
-POLL_STEP = 0.02
-"""Seconds between two looks of a Fetch waiting for ``min_bytes`` (until ``max_wait_ms``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +66,8 @@ class KafkaHandlers:
     (anonymous until SASL maps Kafka's users to halfmq's principals); ``sequences``: the idempotent producers' batches."""
 
     def __init__(self, current: Callable[[], Any], node: Node, principal: Callable[[], Principal], sequences: ProducerSequences,
-                 txns: TxnHandlers) -> None:
+                 txns: TxnHandlers, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
         self.current = current
         self.sequences = sequences
         self.txns = txns
@@ -190,8 +188,10 @@ class KafkaHandlers:
 
     # --- Fetch and ListOffsets ----------------------------------------------------------------------------------
     async def fetch(self, request: Any, header: RequestHeader) -> Any:
+        """Answered once ``min_bytes`` are there or ``max_wait_ms`` passed; meanwhile it waits on the store's arrivals on
+        its topics (the long polls' wake-up, ``ManageTopics.wait_for_records``), not on a timer, and reads again."""
         uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "Fetch")
-        deadline = time.monotonic() + max(0, request.max_wait_ms) / 1000
+        deadline = self.clock() + max(0, request.max_wait_ms) / 1000
         while True:
             budget = max(1, request.max_bytes if header.api_version >= 3 else 1 << 30)
             topics, got = [], 0
@@ -203,9 +203,11 @@ class KafkaHandlers:
                     got += size
                     parts.append(answer)
                 topics.append(FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=NO_TOPIC_ID, partitions=parts))
-            if got >= max(1, request.min_bytes) or time.monotonic() >= deadline:
-                return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
-            await asyncio.sleep(min(POLL_STEP, max(0.0, deadline - time.monotonic())))
+            answer = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+            if got >= max(1, request.min_bytes) or self.clock() >= deadline:
+                return answer
+            if not await uc.topics.wait_for_records([t.topic for t in request.topics], deadline - self.clock()):
+                return answer
 
     def _fetch_partition(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, p: Any, max_bytes: int) -> tuple[Any, int]:
         data = FetchResponse.FetchableTopicResponse.PartitionData

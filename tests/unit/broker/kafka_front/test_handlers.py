@@ -1,0 +1,107 @@
+"""The Kafka front's Fetch waits for records on the store's arrivals (the long polls' wake-up), never on a timer."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+from kafka.protocol.consumer import FetchRequest
+
+from halfmq.broker.kafka_front.handlers import KafkaHandlers, Node
+from halfmq.broker.kafka_front.producer_sequences import ProducerSequences
+from halfmq.broker.kafka_front.request_header import RequestHeader
+from halfmq.broker.security.access import ANONYMOUS
+from halfmq.broker.store.record import StoredMessage
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class FakeTopics:
+    """One queue that a test fills; ``wait_for_records`` is a real wait on an event the test sets (the arrival)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.records: list[Any] = []
+        self.arrival = asyncio.Event()
+        self.waits: list[tuple[list[str], float]] = []
+        self.closing = False
+
+    def read_records(self, who: Any, scope: Any, topic: str, queue_id: int, offset: int, limit: int) -> tuple[list[Any], tuple[int, int]]:
+        return self.records[offset:offset + limit], (0, len(self.records))
+
+    async def wait_for_records(self, topics: list[str], seconds: float) -> bool:
+        self.waits.append((topics, seconds))
+        await self.arrival.wait()
+        self.arrival.clear()
+        return not self.closing
+
+
+def fetch_request(max_wait_ms: int) -> Any:
+    partition = SimpleNamespace(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+    return SimpleNamespace(max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
+                           topics=[SimpleNamespace(topic="ORDERS", partitions=[partition])])
+
+
+def handlers(topics: FakeTopics, clock: FakeClock) -> KafkaHandlers:
+    runtime = SimpleNamespace(usecases=SimpleNamespace(topics=topics))
+    return KafkaHandlers(lambda: runtime, Node("127.0.0.1", 9092), lambda: ANONYMOUS, ProducerSequences(10), None,  # type: ignore[arg-type]
+                         clock=clock)
+
+
+HEADER = RequestHeader(api_key=int(FetchRequest.API_KEY), api_version=12, correlation_id=1, client_id="test", flexible=True,
+                       body_offset=0)
+
+
+def message(offset: int) -> StoredMessage:
+    return StoredMessage(topic="ORDERS", queue_id=0, queue_offset=offset, commit_log_offset=offset, born_timestamp=1,
+                         store_timestamp=1, properties={}, body=b"m%d" % offset)
+
+
+async def test_a_fetch_waiting_for_records_is_answered_at_their_arrival_with_them() -> None:
+    clock = FakeClock()
+    topics = FakeTopics(clock)
+    fetching = asyncio.create_task(handlers(topics, clock).fetch(fetch_request(max_wait_ms=60_000), HEADER))
+    await asyncio.sleep(0)
+    assert not fetching.done() and topics.waits == [(["ORDERS"], 60.0)]  # it waits on the topic's arrivals, all its time
+
+    topics.records.append(message(0))
+    topics.arrival.set()
+    answer = await asyncio.wait_for(fetching, 30)
+
+    [partition] = answer.responses[0].partitions
+    assert partition.high_watermark == 1 and partition.records
+
+
+async def test_a_wake_without_records_for_it_waits_again_for_what_is_left_of_max_wait() -> None:
+    clock = FakeClock()
+    topics = FakeTopics(clock)
+    fetching = asyncio.create_task(handlers(topics, clock).fetch(fetch_request(max_wait_ms=10_000), HEADER))
+    await asyncio.sleep(0)
+    clock.now += 4
+    topics.arrival.set()  # another partition's record: nothing for this fetch
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert not fetching.done() and [seconds for _, seconds in topics.waits] == [10.0, 6.0]
+
+    clock.now += 6
+    topics.arrival.set()
+    answer = await asyncio.wait_for(fetching, 30)  # its time is up: answered empty
+    assert answer.responses[0].partitions[0].records == b""
+
+
+async def test_a_fetch_waiting_when_the_broker_stops_serving_is_answered_at_once_with_what_there_is() -> None:
+    clock = FakeClock()
+    topics = FakeTopics(clock)
+    fetching = asyncio.create_task(handlers(topics, clock).fetch(fetch_request(max_wait_ms=60_000), HEADER))
+    await asyncio.sleep(0)
+    topics.closing = True  # shutdown, or a set's leader stepping down: the long polls end
+    topics.arrival.set()
+    answer = await asyncio.wait_for(fetching, 30)
+    assert answer.responses[0].partitions[0].records == b"" and len(topics.waits) == 1
