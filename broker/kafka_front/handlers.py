@@ -39,7 +39,6 @@ from .sasl import SaslHandlers
 from .txn_handlers import TxnHandlers
 
 NO_TOPIC_ID = uuid.UUID(int=0)
-NODE_ID = 0
 LATEST, EARLIEST = -1, -2
 READ_CHUNK = 100
 """Records read from a queue at a time while a Fetch fills up to its byte bounds."""
@@ -47,10 +46,13 @@ READ_CHUNK = 100
 
 @dataclass(frozen=True, slots=True)
 class Node:
-    """How Kafka's clients reach this broker: the host of its advertised URL and the Kafka port."""
+    """How Kafka's clients reach this broker: the host of its advertised URL and the Kafka port; its Kafka node id (0 for
+    a single broker; in a set, the node's place among the members from 1, so a new leader is a new node to the
+    clients and they move to it as they do when a Kafka partition's leader changes)."""
 
     host: str
     port: int
+    node_id: int = 0
 
 
 def error_of(exc: Exception, *, group: bool = False) -> int:
@@ -85,8 +87,8 @@ class KafkaHandlers:
         auto = bool(getattr(request, "allow_auto_topic_creation", True))
         topics = [await self._topic_metadata(uc, who, scope, name, auto) for name in names]
         broker = MetadataResponse.MetadataResponseBroker
-        return MetadataResponse(throttle_time_ms=0, cluster_id="halfmq", controller_id=NODE_ID, topics=topics,
-                                brokers=[broker(node_id=NODE_ID, host=self.node.host, port=self.node.port, rack=None)])
+        return MetadataResponse(throttle_time_ms=0, cluster_id="halfmq", controller_id=self.node.node_id, topics=topics,
+                                brokers=[broker(node_id=self.node.node_id, host=self.node.host, port=self.node.port, rack=None)])
 
     async def _topic_metadata(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, auto: bool) -> Any:
         topic = MetadataResponse.MetadataResponseTopic
@@ -101,16 +103,16 @@ class KafkaHandlers:
         except BrokerError as exc:
             return topic(error_code=error_of(exc), name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[])
         return topic(error_code=0, name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[
-                         partition(error_code=0, partition_index=q, leader_id=NODE_ID, leader_epoch=0, replica_nodes=[NODE_ID],
-                                   isr_nodes=[NODE_ID], offline_replicas=[]) for q in range(len(info.queues))])
+                         partition(error_code=0, partition_index=q, leader_id=self.node.node_id, leader_epoch=0, replica_nodes=[self.node.node_id],
+                                   isr_nodes=[self.node.node_id], offline_replicas=[]) for q in range(len(info.queues))])
 
     async def find_coordinator(self, request: Any, header: RequestHeader) -> Any:
         """This node coordinates every group and transactional id."""
         coordinator = FindCoordinatorResponse.Coordinator
         keys = list(request.coordinator_keys or []) if header.api_version >= 4 else [request.key]
         return FindCoordinatorResponse(
-            throttle_time_ms=0, error_code=0, error_message=None, node_id=NODE_ID, host=self.node.host, port=self.node.port,
-            coordinators=[coordinator(key=key, node_id=NODE_ID, host=self.node.host, port=self.node.port, error_code=0,
+            throttle_time_ms=0, error_code=0, error_message=None, node_id=self.node.node_id, host=self.node.host, port=self.node.port,
+            coordinators=[coordinator(key=key, node_id=self.node.node_id, host=self.node.host, port=self.node.port, error_code=0,
                                       error_message=None) for key in keys])
 
     # --- Produce ------------------------------------------------------------------------------------------------
@@ -163,8 +165,10 @@ class KafkaHandlers:
             raise InvalidRecord("an idempotent producer sends one record batch per partition and request")
         b = batches[0]
         if not self.sequences.known(b.producer_id):
-            raise UnknownProducerId(f"producer id {b.producer_id} is not known here (this broker restarted, or it was "
-                                    "never handed out): initialize the producer again")
+            if b.base_sequence != 0:
+                raise UnknownProducerId(f"producer id {b.producer_id} is not known here (this broker restarted, a set's "
+                                        "leader changed, or it was never handed out): number from 0 again")
+            self.sequences.started(b.producer_id)  # numbering from 0 again (KIP-360's epoch bump after UNKNOWN_PRODUCER_ID)
         verdict, earlier = self.sequences.decide(b.producer_id, b.producer_epoch, name, index, b.base_sequence, count)
         if verdict is SequenceVerdict.OUT_OF_ORDER:
             raise OutOfOrderSequence(f"batch numbered from {b.base_sequence} does not follow the last one stored")

@@ -1,4 +1,5 @@
-"""The Kafka front's Fetch waits for records on the store's arrivals (the long polls' wake-up), never on a timer."""
+"""The Kafka front's Fetch waits for records on the store's arrivals (the long polls' wake-up), never on a timer; an
+idempotent producer this node holds nothing of starts over at number 0."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
+from kafka.errors import UnknownProducerIdError
 from kafka.protocol.consumer import FetchRequest
 
 from halfmq.broker.kafka_front.handlers import KafkaHandlers, Node
 from halfmq.broker.kafka_front.producer_sequences import ProducerSequences
+from halfmq.broker.kafka_front.record_batches import Record, encode_batch
 from halfmq.broker.kafka_front.request_header import RequestHeader
 from halfmq.broker.security.access import ANONYMOUS
 from halfmq.broker.store.record import StoredMessage
@@ -105,3 +108,38 @@ async def test_a_fetch_waiting_when_the_broker_stops_serving_is_answered_at_once
     topics.arrival.set()
     answer = await asyncio.wait_for(fetching, 30)
     assert answer.responses[0].partitions[0].records == b"" and len(topics.waits) == 1
+
+
+class FakeSending:
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    async def send(self, publisher: Any, body: Any) -> Any:
+        self.sent += body.messages
+        return SimpleNamespace(results=[SimpleNamespace(queue_offset=len(self.sent) - len(body.messages))])
+
+
+def produce_request(producer_id: int, base_sequence: int) -> Any:
+    batch = encode_batch([Record(0, 1, None, b"v", ())], producer_id=producer_id, producer_epoch=3, base_sequence=base_sequence)
+    partition = SimpleNamespace(index=0, records=batch)
+    return SimpleNamespace(transactional_id=None, topic_data=[SimpleNamespace(name="ORDERS", partition_data=[partition])])
+
+
+def producing_handlers() -> tuple[KafkaHandlers, FakeSending]:
+    sending = FakeSending()
+    runtime = SimpleNamespace(usecases=SimpleNamespace(sending=sending), access=SimpleNamespace(publisher=lambda *_: None))
+    return KafkaHandlers(lambda: runtime, Node("127.0.0.1", 9092), lambda: ANONYMOUS, ProducerSequences(10), None), sending  # type: ignore[arg-type]
+
+
+async def test_a_producer_this_node_holds_nothing_of_is_taken_when_it_numbers_from_0_and_refused_otherwise() -> None:
+    """A set's new leader (or a restarted broker) has no batches of a running idempotent producer: its batch numbered
+    past 0 is UNKNOWN_PRODUCER_ID, and the client's answer to that (a local epoch bump, numbering from 0: KIP-360) is
+    stored; a repeat of it is answered with its first answer."""
+    handlers, sending = producing_handlers()
+    header = RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id="t", flexible=True, body_offset=0)
+    [refused] = (await handlers.produce(produce_request(77, base_sequence=288), header)).responses[0].partition_responses
+    assert refused.error_code == UnknownProducerIdError.errno and sending.sent == []
+
+    [taken] = (await handlers.produce(produce_request(77, base_sequence=0), header)).responses[0].partition_responses
+    [again] = (await handlers.produce(produce_request(77, base_sequence=0), header)).responses[0].partition_responses
+    assert (taken.error_code, again.error_code, again.base_offset, len(sending.sent)) == (0, 0, taken.base_offset, 1)
