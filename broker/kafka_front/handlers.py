@@ -10,6 +10,7 @@ watermark), committed messages only, so the last stable offset is the high water
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable
@@ -117,14 +118,15 @@ class KafkaHandlers:
 
     # --- Produce ------------------------------------------------------------------------------------------------
     async def produce(self, request: Any, header: RequestHeader) -> Any:
+        """Every partition's records are written in the request's order (each partition's write is done before its
+        first await), then their fsyncs are awaited together: one flush covers a request over many partitions."""
         rt, who, scope = self.current(), self.principal(), audit_scope(header, "Produce")
         topic = ProduceResponse.TopicProduceResponse
-        answers = []
-        for t in request.topic_data:
-            parts = []
-            for p in t.partition_data:
-                parts.append(await self._produce_partition(rt, who, scope, t.name, p.index, p.records, request.transactional_id, header))
-            answers.append(topic(name=t.name, topic_id=NO_TOPIC_ID, partition_responses=parts))
+        written = iter(await asyncio.gather(*(
+            self._produce_partition(rt, who, scope, t.name, p.index, p.records, request.transactional_id, header)
+            for t in request.topic_data for p in t.partition_data)))
+        answers = [topic(name=t.name, topic_id=NO_TOPIC_ID, partition_responses=[next(written) for _ in t.partition_data])
+                   for t in request.topic_data]
         return ProduceResponse(responses=answers, throttle_time_ms=0)
 
     async def _produce_partition(self, rt: Any, who: Principal, scope: dict[str, Any], name: str, index: int, records: Any,
