@@ -29,6 +29,7 @@ from halfmq.errors import BrokerError, InvalidRequest
 from halfmq.wire import SendRequest, TopicCreate
 
 from .admin_handlers import AdminHandlers
+from .dispatch import Later
 from .error_codes import kafka_code
 from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced, UnknownProducerId
 from .group_handlers import GroupHandlers
@@ -117,17 +118,25 @@ class KafkaHandlers:
                                       error_message=None) for key in keys])
 
     # --- Produce ------------------------------------------------------------------------------------------------
-    async def produce(self, request: Any, header: RequestHeader) -> Any:
-        """Every partition's records are written in the request's order (each partition's write is done before its
-        first await), then their fsyncs are awaited together: one flush covers a request over many partitions."""
+    async def produce(self, request: Any, header: RequestHeader) -> Later:
+        """Every partition's records are written now, in the request's order, and the answer is ``Later``: their
+        flushes are awaited together while the connection reads the client's next requests (librdkafka sends one
+        Produce per partition, five in flight), so one flush covers what a client has in flight, as the HTTP front's
+        concurrent sends share theirs. Each partition's write is done at its task's first step, before its first
+        await; one yield runs those steps, in the order the tasks were made, before the next request is read."""
         rt, who, scope = self.current(), self.principal(), audit_scope(header, "Produce")
+        writes = [asyncio.ensure_future(self._produce_partition(rt, who, scope, t.name, p.index, p.records,
+                                                                request.transactional_id, header))
+                  for t in request.topic_data for p in t.partition_data]
+        await asyncio.sleep(0)
+        return Later(self._produce_answer(request, writes))
+
+    async def _produce_answer(self, request: Any, writes: list[asyncio.Future[Any]]) -> Any:
+        written = iter(await asyncio.gather(*writes))
         topic = ProduceResponse.TopicProduceResponse
-        written = iter(await asyncio.gather(*(
-            self._produce_partition(rt, who, scope, t.name, p.index, p.records, request.transactional_id, header)
-            for t in request.topic_data for p in t.partition_data)))
-        answers = [topic(name=t.name, topic_id=NO_TOPIC_ID, partition_responses=[next(written) for _ in t.partition_data])
-                   for t in request.topic_data]
-        return ProduceResponse(responses=answers, throttle_time_ms=0)
+        return ProduceResponse(throttle_time_ms=0, responses=[
+            topic(name=t.name, topic_id=NO_TOPIC_ID, partition_responses=[next(written) for _ in t.partition_data])
+            for t in request.topic_data])
 
     async def _produce_partition(self, rt: Any, who: Principal, scope: dict[str, Any], name: str, index: int, records: Any,
                                  tid: str | None, header: RequestHeader) -> Any:

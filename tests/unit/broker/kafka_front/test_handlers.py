@@ -111,11 +111,16 @@ async def test_a_fetch_waiting_when_the_broker_stops_serving_is_answered_at_once
 
 
 class FakeSending:
+    """Writes at once (as the sender does, before any await), then waits for ``flushed`` (the fsync)."""
+
     def __init__(self) -> None:
         self.sent: list[Any] = []
+        self.flushed = asyncio.Event()
+        self.flushed.set()
 
     async def send(self, publisher: Any, body: Any) -> Any:
         self.sent += body.messages
+        await self.flushed.wait()
         return SimpleNamespace(results=[SimpleNamespace(queue_offset=len(self.sent) - len(body.messages))])
 
 
@@ -123,6 +128,11 @@ def produce_request(producer_id: int, base_sequence: int) -> Any:
     batch = encode_batch([Record(0, 1, None, b"v", ())], producer_id=producer_id, producer_epoch=3, base_sequence=base_sequence)
     partition = SimpleNamespace(index=0, records=batch)
     return SimpleNamespace(transactional_id=None, topic_data=[SimpleNamespace(name="ORDERS", partition_data=[partition])])
+
+
+async def produced(handlers: KafkaHandlers, request: Any, header: RequestHeader) -> Any:
+    """The Produce's response: its records written when ``produce`` returns, the answer once their flush ends."""
+    return await (await handlers.produce(request, header)).rest
 
 
 def producing_handlers() -> tuple[KafkaHandlers, FakeSending]:
@@ -137,9 +147,27 @@ async def test_a_producer_this_node_holds_nothing_of_is_taken_when_it_numbers_fr
     stored; a repeat of it is answered with its first answer."""
     handlers, sending = producing_handlers()
     header = RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id="t", flexible=True, body_offset=0)
-    [refused] = (await handlers.produce(produce_request(77, base_sequence=288), header)).responses[0].partition_responses
+    [refused] = (await produced(handlers, produce_request(77, base_sequence=288), header)).responses[0].partition_responses
     assert refused.error_code == UnknownProducerIdError.errno and sending.sent == []
 
-    [taken] = (await handlers.produce(produce_request(77, base_sequence=0), header)).responses[0].partition_responses
-    [again] = (await handlers.produce(produce_request(77, base_sequence=0), header)).responses[0].partition_responses
+    [taken] = (await produced(handlers, produce_request(77, base_sequence=0), header)).responses[0].partition_responses
+    [again] = (await produced(handlers, produce_request(77, base_sequence=0), header)).responses[0].partition_responses
     assert (taken.error_code, again.error_code, again.base_offset, len(sending.sent)) == (0, 0, taken.base_offset, 1)
+
+
+async def test_a_produce_writes_every_partition_before_it_returns_and_is_answered_after_their_flushes() -> None:
+    handlers, sending = producing_handlers()
+    sending.flushed.clear()
+    header = RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id="t", flexible=True, body_offset=0)
+    batch = encode_batch([Record(0, 1, None, b"v", ())])
+    partitions = [SimpleNamespace(index=i, records=batch) for i in range(3)]
+    request = SimpleNamespace(transactional_id=None, topic_data=[SimpleNamespace(name="ORDERS", partition_data=partitions)])
+
+    later = await handlers.produce(request, header)
+    assert len(sending.sent) == 3  # written, in order, before the connection reads its next request
+    answering = asyncio.ensure_future(later.rest)
+    await asyncio.sleep(0)
+    assert not answering.done()  # the answer waits for the flush
+    sending.flushed.set()
+    response = await asyncio.wait_for(answering, 30)
+    assert [p.index for p in response.responses[0].partition_responses] == [0, 1, 2]
