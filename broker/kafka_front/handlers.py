@@ -156,11 +156,19 @@ class KafkaHandlers:
                 b = batches[0]
                 self.sequences.stored(b.producer_id, b.producer_epoch, name, index, b.base_sequence, len(messages), base_offset)
             else:
-                sent = await rt.usecases.sending.send(publisher, SendRequest(messages=messages))
+                b = batches[0]
+                if numbered is not None:  # its place now, as the write below (before send's first await): a pipelined
+                    # next batch of the producer follows it, while this one waits for its flush
+                    self.sequences.stored(b.producer_id, b.producer_epoch, name, index, b.base_sequence, len(messages), -1)
+                try:
+                    sent = await rt.usecases.sending.send(publisher, SendRequest(messages=messages))
+                except BaseException:
+                    if numbered is not None:  # not stored (or not durable): the client's retry is stored, not answered
+                        self.sequences.withdrawn(b.producer_id, name, index, b.base_sequence)
+                    raise
                 base_offset = sent.results[0].queue_offset
                 if numbered is not None:
-                    b = batches[0]
-                    self.sequences.stored(b.producer_id, b.producer_epoch, name, index, b.base_sequence, len(messages), base_offset)
+                    self.sequences.answered(b.producer_id, name, index, b.base_sequence, base_offset)
             return partition(index=index, error_code=0, base_offset=base_offset, log_append_time_ms=-1,
                              log_start_offset=-1, record_errors=[], error_message=None)
         except (KafkaRefusal, BrokerError) as exc:

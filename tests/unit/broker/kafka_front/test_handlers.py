@@ -119,9 +119,10 @@ class FakeSending:
         self.flushed.set()
 
     async def send(self, publisher: Any, body: Any) -> Any:
+        offset = len(self.sent)
         self.sent += body.messages
         await self.flushed.wait()
-        return SimpleNamespace(results=[SimpleNamespace(queue_offset=len(self.sent) - len(body.messages))])
+        return SimpleNamespace(results=[SimpleNamespace(queue_offset=offset)])
 
 
 def produce_request(producer_id: int, base_sequence: int) -> Any:
@@ -171,3 +172,17 @@ async def test_a_produce_writes_every_partition_before_it_returns_and_is_answere
     sending.flushed.set()
     response = await asyncio.wait_for(answering, 30)
     assert [p.index for p in response.responses[0].partition_responses] == [0, 1, 2]
+
+
+async def test_an_idempotent_producer_s_next_batch_is_taken_while_the_one_before_waits_for_its_flush() -> None:
+    """librdkafka pipelines a partition's batches: the second (numbered on from the first) comes while the first's
+    flush is awaited, and it follows it, not OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    handlers, sending = producing_handlers()
+    header = RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id="t", flexible=True, body_offset=0)
+    await produced(handlers, produce_request(77, base_sequence=0), header)
+    sending.flushed.clear()
+    first = await handlers.produce(produce_request(77, base_sequence=1), header)
+    second = await handlers.produce(produce_request(77, base_sequence=2), header)
+    sending.flushed.set()
+    answers = [(await later.rest).responses[0].partition_responses[0] for later in (first, second)]
+    assert [a.error_code for a in answers] == [0, 0] and [a.base_offset for a in answers] == [1, 2] and len(sending.sent) == 3
