@@ -131,7 +131,7 @@ class KafkaHandlers:
         await asyncio.sleep(0)
         return Later(self._produce_answer(request, writes))
 
-    async def _produce_answer(self, request: Any, writes: list[asyncio.Future[Any]]) -> Any:
+    async def _produce_answer(self, request: Any, writes: list[asyncio.Task[Any]]) -> Any:
         written = iter(await asyncio.gather(*writes))
         topic = ProduceResponse.TopicProduceResponse
         return ProduceResponse(throttle_time_ms=0, responses=[
