@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-NAMES = ("send", "tx", "consume", "orders", "recovery", "spark", "eos", "replicated", "rocketmq", "timers", "longlife", "faststream")
+NAMES = ("send", "tx", "consume", "orders", "recovery", "spark", "eos", "replicated", "rocketmq", "kafka", "timers", "longlife", "faststream")
 
 
 def module(name: str) -> ModuleType:

@@ -28,6 +28,19 @@ class Arrivals:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), seconds)
 
+    async def wait_any(self, topics: list[str], seconds: float) -> None:
+        """Until one of ``topics`` is woken or ``seconds`` pass (a Kafka Fetch over several topics). Each topic's event
+        is taken before the first await, so a wake between the caller's last read and this wait is not missed."""
+        if self.closing:
+            return
+        events = [self._events.setdefault(topic, asyncio.Event()) for topic in dict.fromkeys(topics)]
+        waits = [asyncio.ensure_future(event.wait()) for event in events]
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waits:
+                w.cancel()
+
     def close(self) -> None:
         """End every poll now (shutdown must not wait for idle consumers); they answer with what they have."""
         self.closing = True

@@ -64,20 +64,20 @@ class DeliveryService:
         self._journal = journal.writer(store, policy.journal)
         self._clock = clock
         self._receipts = Receipts(key)
-        self._arrivals = Arrivals()
-        self._progress = GroupProgress(store, policy.fifo_window, self._receipts.epoch, self._arrivals.wake)
-        self.held_acks = HeldAcks(self._progress, clock, self._arrivals.wake, self._counted_ack)
+        self.arrivals = Arrivals()  # public: a read by offset's long poll (Kafka's Fetch) waits on it too (ManageTopics)
+        self._progress = GroupProgress(store, policy.fifo_window, self._receipts.epoch, self.arrivals.wake)
+        self.held_acks = HeldAcks(self._progress, clock, self.arrivals.wake, self._counted_ack)
         self.views = GroupViews(store, self._progress, clock)
         self.admission = GroupAdmission(self._progress.states, policy.max_groups)
         self.acks_end = 0  # where the last ``acks`` record written ends: an ack is answered once that is durable
         self.counted = EventCounts()  # events per group and topic since start, for /metrics (the runtime bounds its rows)
         self.damaged_skips = 0
         self.fence: Callable[[], None] = lambda: None  # raises if this node may not hand out now (a set's leader past its lease)
-        self._reads.add_listener(self._arrivals.wake)
+        self._reads.add_listener(self.arrivals.wake)
 
     def close(self) -> None:
         """End every long poll now (shutdown must not wait for idle consumers)."""
-        self._arrivals.close()
+        self.arrivals.close()
 
     # --- receive ----------------------------------------------------------------
     async def receive(self, group: str, topic: str, max_messages: int, invisible: float, wait: float) -> list[Delivery]:
@@ -93,7 +93,7 @@ class DeliveryService:
             self.fence()  # nothing is awaited from here until the deliveries are returned
             out = self._take(group, topic, state, max_messages, invisible)
             remaining = deadline - self._clock()
-            if out or remaining <= 0 or self._arrivals.closing:
+            if out or remaining <= 0 or self.arrivals.closing:
                 self.counted.add("out", group, topic, n=len(out))
                 self._journal(journal.DELIVERED, group, journal.deliveries(topic, out))
                 return out
@@ -101,7 +101,7 @@ class DeliveryService:
             timeout = min(remaining, READY_POLL_SECONDS) if held else remaining
             if state.due:
                 timeout = max(0.0, min(timeout, state.due[0][0] - self._clock()))
-            await self._arrivals.wait(topic, timeout)
+            await self.arrivals.wait(topic, timeout)
 
     def _take(self, group: str, topic: str, state: GroupTopic, limit: int, invisible: float) -> list[Delivery]:
         now = self._clock()
@@ -247,7 +247,7 @@ class DeliveryService:
             self.counted.add("nack", group, topic, "ok" if ok else "expired")
         self._journal(journal.NACKED, group, nacked, reason)
         if nacked:
-            self._arrivals.wake(topic)  # wake long-pollers: a zero delay makes it due at once
+            self.arrivals.wake(topic)  # wake long-pollers: a zero delay makes it due at once
         return results
 
     def release(self, group: str, topic: str, handles: list[str]) -> None:
@@ -262,7 +262,7 @@ class DeliveryService:
                 item = progress.postpone(h.offset, now)
                 item.deliveries -= 1
                 heapq.heappush(state.due, (now, h.queue_id, h.offset, item.nonce))
-        self._arrivals.wake(topic)
+        self.arrivals.wake(topic)
 
     def change_invisible(self, group: str, topic: str, handle: str, seconds: float) -> bool:
         """Keep a delivery invisible for ``seconds`` from now (RocketMQ's ChangeInvisibleDuration); False if not held."""
@@ -274,7 +274,7 @@ class DeliveryService:
         item = progress.postpone(h.offset, self._clock() + max(0.0, seconds))
         heapq.heappush(state.due, (item.visible_at, h.queue_id, h.offset, item.nonce))
         if seconds <= 0:
-            self._arrivals.wake(topic)
+            self.arrivals.wake(topic)
         return True
 
     def dead_letter(self, group: str, topic: str, handle: str) -> bool:

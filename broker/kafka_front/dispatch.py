@@ -14,7 +14,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import struct
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kafka.errors import UnknownError
@@ -28,8 +29,8 @@ from .sasl import NotAuthenticated, must_authenticate_first
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any, RequestHeader], Awaitable[Any]]
-"""(the decoded request, its header) -> the response (kafka-python's class), or a KafkaRefusal raised. Async: the
-use cases it will call are (a send waits for its flush)."""
+"""(the decoded request, its header) -> the response (kafka-python's class) or ``Later`` (the response once a wait
+ends), or a KafkaRefusal raised. Async: the use cases it will call are (a send waits for its flush)."""
 
 BARE_ERROR = struct.Struct(">ih")
 UNKNOWN_SERVER_ERROR = int(UnknownError.errno)  # -1
@@ -63,6 +64,12 @@ class Dispatcher:
         """The answer frame (size prefix included) to a request frame's payload; None when the request expects none
         (Produce with acks=0). Raises request_header.HeaderUnreadable when not even the correlation id can be read, and
         sasl.NotAuthenticated for a request other than ApiVersions and SASL's before authentication (auth on)."""
+        begun = await self.begin(payload)
+        return await begun if isinstance(begun, PendingAnswer) else begun
+
+    async def begin(self, payload: bytes) -> bytes | None | PendingAnswer:
+        """``answer``, except that a handler that did its work and has only a wait left (a Produce's flush) returns
+        ``Later``: then the answer is a PendingAnswer the listener awaits while it reads the next request."""
         header = parse_request_header(payload, self.is_flexible)
         if must_authenticate_first(header.api_key, self.auth_on()):
             raise NotAuthenticated(f"API {header.api_key} before SASL authentication")
@@ -83,19 +90,18 @@ class Dispatcher:
                 raise UnsupportedVersion(f"{entry.key.name} v{header.api_version} is outside {entry.min_version}-{entry.max_version}")
             request = decode_request(entry, payload, header)
             response = await self.handlers.get(header.api_key, not_yet)(request, header)
-        except KafkaRefusal as refusal:
-            log.debug("Kafka %s v%d refused: %s", entry.key.name, header.api_version, refusal)
-            response = entry.error_answer(request, refusal.error_code, header.api_version)
-        except Exception:  # a handler's bug: UNKNOWN_SERVER_ERROR, as Kafka's broker answers, not a closed connection
-            log.exception("Kafka %s v%d failed", entry.key.name, header.api_version)
-            response = entry.error_answer(request, UNKNOWN_SERVER_ERROR, header.api_version)
-        if request is not None and not request.expect_response():
-            return None
+        except Exception as exc:  # noqa: BLE001 - refusal_of answers every failure (a handler's bug logged)
+            response = refusal_of(exc, entry, request, header)
+        if isinstance(response, Later):
+            return PendingAnswer(self._finish(entry, request, header, response))
+        return encoded(entry, request, header, response)
+
+    async def _finish(self, entry: Api, request: Any, header: RequestHeader, later: Later) -> bytes | None:
         try:
-            return encode_response(response, header)
-        except Exception:  # an answer its schema refuses (a handler's bug): UNKNOWN_SERVER_ERROR, the connection kept
-            log.exception("Kafka %s v%d: the answer does not encode", entry.key.name, header.api_version)
-            return encode_response(entry.error_answer(request, UNKNOWN_SERVER_ERROR, header.api_version), header)
+            response = await later.rest
+        except Exception as exc:  # noqa: BLE001 - as in begin
+            response = refusal_of(exc, entry, request, header)
+        return encoded(entry, request, header, response)
 
     def answer_api_versions(self, entry: Api, header: RequestHeader) -> bytes:
         """The table, at the client's version; at a version the front does not serve, v0 with UNSUPPORTED_VERSION so
@@ -104,6 +110,45 @@ class Dispatcher:
         if not entry.serves(header.api_version):
             return encode_response(api_versions_response(self.table, UnsupportedVersion.kafka_error.errno), header, version=0)
         return encode_response(api_versions_response(self.table), header)
+
+
+@dataclass(frozen=True, slots=True)
+class Later:
+    """What a handler returns when its work is done and only a wait is left before its response (``rest``): a
+    Produce's records are written, their flush is awaited while the connection reads on (as the clients pipeline)."""
+
+    rest: Awaitable[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingAnswer:
+    """An answer frame still being waited for (a handler's ``Later``); the listener writes it in its turn."""
+
+    answer: Coroutine[Any, Any, bytes | None]
+
+    def __await__(self) -> Generator[Any, None, bytes | None]:
+        return self.answer.__await__()
+
+
+def refusal_of(exc: Exception, entry: Api, request: Any, header: RequestHeader) -> Any:
+    """A KafkaRefusal's answer in the API's shape; any other failure is a handler's bug: logged, UNKNOWN_SERVER_ERROR,
+    as Kafka's broker answers, not a closed connection."""
+    if isinstance(exc, KafkaRefusal):
+        log.debug("Kafka %s v%d refused: %s", entry.key.name, header.api_version, exc)
+        return entry.error_answer(request, exc.error_code, header.api_version)
+    log.error("Kafka %s v%d failed", entry.key.name, header.api_version, exc_info=exc)
+    return entry.error_answer(request, UNKNOWN_SERVER_ERROR, header.api_version)
+
+
+def encoded(entry: Api, request: Any, header: RequestHeader, response: Any) -> bytes | None:
+    """The response's frame; None when the request expects none (Produce with acks=0)."""
+    if request is not None and not request.expect_response():
+        return None
+    try:
+        return encode_response(response, header)
+    except Exception:  # an answer its schema refuses (a handler's bug): UNKNOWN_SERVER_ERROR, the connection kept
+        log.exception("Kafka %s v%d: the answer does not encode", entry.key.name, header.api_version)
+        return encode_response(entry.error_answer(request, UNKNOWN_SERVER_ERROR, header.api_version), header)
 
 
 def decode_request(entry: Api, payload: bytes, header: RequestHeader) -> Any:

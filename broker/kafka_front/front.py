@@ -43,11 +43,13 @@ class KafkaFront:
             log.warning("Kafka front off: %s (pip install 'halfmq[kafka]')", exc)
             return
         host = urllib.parse.urlsplit(settings.advertise_url).hostname or settings.host
+        members = sorted(settings.members())
+        node_id = members.index(settings.node_id) + 1 if settings.node_id in members else 0
         def principal() -> Any:  # the connection's SASL principal; with auth off, anonymous
             return connection_principal.get() or ANONYMOUS
 
         txns = TxnHandlers(current, principal, TxnSteps(settings.kafka_max_producers))
-        handlers = KafkaHandlers(current, Node(host, settings.kafka_port), principal, ProducerSequences(settings.kafka_max_producers), txns)
+        handlers = KafkaHandlers(current, Node(host, settings.kafka_port, node_id), principal, ProducerSequences(settings.kafka_max_producers), txns)
         coordinator = GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members)
         groups = GroupHandlers(current, principal, coordinator)
         table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))

@@ -29,6 +29,7 @@ from halfmq.errors import BrokerError, InvalidRequest
 from halfmq.wire import SendRequest, TopicCreate
 
 from .admin_handlers import AdminHandlers
+from .dispatch import Later
 from .error_codes import kafka_code
 from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced, UnknownProducerId
 from .group_handlers import GroupHandlers
@@ -40,20 +41,20 @@ from .sasl import SaslHandlers
 from .txn_handlers import TxnHandlers
 
 NO_TOPIC_ID = uuid.UUID(int=0)
-NODE_ID = 0
 LATEST, EARLIEST = -1, -2
 READ_CHUNK = 100
 """Records read from a queue at a time while a Fetch fills up to its byte bounds."""
-POLL_STEP = 0.02
-"""Seconds between two looks of a Fetch waiting for ``min_bytes`` (until ``max_wait_ms``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Node:
-    """How Kafka's clients reach this broker: the host of its advertised URL and the Kafka port."""
+    """How Kafka's clients reach this broker: the host of its advertised URL and the Kafka port; its Kafka node id (0 for
+    a single broker; in a set, the node's place among the members from 1, so a new leader is a new node to the
+    clients and they move to it as they do when a Kafka partition's leader changes)."""
 
     host: str
     port: int
+    node_id: int = 0
 
 
 def error_of(exc: Exception, *, group: bool = False) -> int:
@@ -69,7 +70,8 @@ class KafkaHandlers:
     (anonymous until SASL maps Kafka's users to halfmq's principals); ``sequences``: the idempotent producers' batches."""
 
     def __init__(self, current: Callable[[], Any], node: Node, principal: Callable[[], Principal], sequences: ProducerSequences,
-                 txns: TxnHandlers) -> None:
+                 txns: TxnHandlers, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
         self.current = current
         self.sequences = sequences
         self.txns = txns
@@ -87,8 +89,8 @@ class KafkaHandlers:
         auto = bool(getattr(request, "allow_auto_topic_creation", True))
         topics = [await self._topic_metadata(uc, who, scope, name, auto) for name in names]
         broker = MetadataResponse.MetadataResponseBroker
-        return MetadataResponse(throttle_time_ms=0, cluster_id="halfmq", controller_id=NODE_ID, topics=topics,
-                                brokers=[broker(node_id=NODE_ID, host=self.node.host, port=self.node.port, rack=None)])
+        return MetadataResponse(throttle_time_ms=0, cluster_id="halfmq", controller_id=self.node.node_id, topics=topics,
+                                brokers=[broker(node_id=self.node.node_id, host=self.node.host, port=self.node.port, rack=None)])
 
     async def _topic_metadata(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, auto: bool) -> Any:
         topic = MetadataResponse.MetadataResponseTopic
@@ -103,29 +105,38 @@ class KafkaHandlers:
         except BrokerError as exc:
             return topic(error_code=error_of(exc), name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[])
         return topic(error_code=0, name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[
-                         partition(error_code=0, partition_index=q, leader_id=NODE_ID, leader_epoch=0, replica_nodes=[NODE_ID],
-                                   isr_nodes=[NODE_ID], offline_replicas=[]) for q in range(len(info.queues))])
+                         partition(error_code=0, partition_index=q, leader_id=self.node.node_id, leader_epoch=0, replica_nodes=[self.node.node_id],
+                                   isr_nodes=[self.node.node_id], offline_replicas=[]) for q in range(len(info.queues))])
 
     async def find_coordinator(self, request: Any, header: RequestHeader) -> Any:
         """This node coordinates every group and transactional id."""
         coordinator = FindCoordinatorResponse.Coordinator
         keys = list(request.coordinator_keys or []) if header.api_version >= 4 else [request.key]
         return FindCoordinatorResponse(
-            throttle_time_ms=0, error_code=0, error_message=None, node_id=NODE_ID, host=self.node.host, port=self.node.port,
-            coordinators=[coordinator(key=key, node_id=NODE_ID, host=self.node.host, port=self.node.port, error_code=0,
+            throttle_time_ms=0, error_code=0, error_message=None, node_id=self.node.node_id, host=self.node.host, port=self.node.port,
+            coordinators=[coordinator(key=key, node_id=self.node.node_id, host=self.node.host, port=self.node.port, error_code=0,
                                       error_message=None) for key in keys])
 
     # --- Produce ------------------------------------------------------------------------------------------------
-    async def produce(self, request: Any, header: RequestHeader) -> Any:
+    async def produce(self, request: Any, header: RequestHeader) -> Later:
+        """Every partition's records are written now, in the request's order, and the answer is ``Later``: their
+        flushes are awaited together while the connection reads the client's next requests (librdkafka sends one
+        Produce per partition, five in flight), so one flush covers what a client has in flight, as the HTTP front's
+        concurrent sends share theirs. Each partition's write is done at its task's first step, before its first
+        await; one yield runs those steps, in the order the tasks were made, before the next request is read."""
         rt, who, scope = self.current(), self.principal(), audit_scope(header, "Produce")
+        writes = [asyncio.ensure_future(self._produce_partition(rt, who, scope, t.name, p.index, p.records,
+                                                                request.transactional_id, header))
+                  for t in request.topic_data for p in t.partition_data]
+        await asyncio.sleep(0)
+        return Later(self._produce_answer(request, writes))
+
+    async def _produce_answer(self, request: Any, writes: list[asyncio.Task[Any]]) -> Any:
+        written = iter(await asyncio.gather(*writes))
         topic = ProduceResponse.TopicProduceResponse
-        answers = []
-        for t in request.topic_data:
-            parts = []
-            for p in t.partition_data:
-                parts.append(await self._produce_partition(rt, who, scope, t.name, p.index, p.records, request.transactional_id, header))
-            answers.append(topic(name=t.name, topic_id=NO_TOPIC_ID, partition_responses=parts))
-        return ProduceResponse(responses=answers, throttle_time_ms=0)
+        return ProduceResponse(throttle_time_ms=0, responses=[
+            topic(name=t.name, topic_id=NO_TOPIC_ID, partition_responses=[next(written) for _ in t.partition_data])
+            for t in request.topic_data])
 
     async def _produce_partition(self, rt: Any, who: Principal, scope: dict[str, Any], name: str, index: int, records: Any,
                                  tid: str | None, header: RequestHeader) -> Any:
@@ -145,11 +156,19 @@ class KafkaHandlers:
                 b = batches[0]
                 self.sequences.stored(b.producer_id, b.producer_epoch, name, index, b.base_sequence, len(messages), base_offset)
             else:
-                sent = await rt.usecases.sending.send(publisher, SendRequest(messages=messages))
+                b = batches[0]
+                if numbered is not None:  # its place now, as the write below (before send's first await): a pipelined
+                    # next batch of the producer follows it, while this one waits for its flush
+                    self.sequences.stored(b.producer_id, b.producer_epoch, name, index, b.base_sequence, len(messages), -1)
+                try:
+                    sent = await rt.usecases.sending.send(publisher, SendRequest(messages=messages))
+                except BaseException:
+                    if numbered is not None:  # not stored (or not durable): the client's retry is stored, not answered
+                        self.sequences.withdrawn(b.producer_id, name, index, b.base_sequence)
+                    raise
                 base_offset = sent.results[0].queue_offset
                 if numbered is not None:
-                    b = batches[0]
-                    self.sequences.stored(b.producer_id, b.producer_epoch, name, index, b.base_sequence, len(messages), base_offset)
+                    self.sequences.answered(b.producer_id, name, index, b.base_sequence, base_offset)
             return partition(index=index, error_code=0, base_offset=base_offset, log_append_time_ms=-1,
                              log_start_offset=-1, record_errors=[], error_message=None)
         except (KafkaRefusal, BrokerError) as exc:
@@ -165,8 +184,10 @@ class KafkaHandlers:
             raise InvalidRecord("an idempotent producer sends one record batch per partition and request")
         b = batches[0]
         if not self.sequences.known(b.producer_id):
-            raise UnknownProducerId(f"producer id {b.producer_id} is not known here (this broker restarted, or it was "
-                                    "never handed out): initialize the producer again")
+            if b.base_sequence != 0:
+                raise UnknownProducerId(f"producer id {b.producer_id} is not known here (this broker restarted, a set's "
+                                        "leader changed, or it was never handed out): number from 0 again")
+            self.sequences.started(b.producer_id)  # numbering from 0 again (KIP-360's epoch bump after UNKNOWN_PRODUCER_ID)
         verdict, earlier = self.sequences.decide(b.producer_id, b.producer_epoch, name, index, b.base_sequence, count)
         if verdict is SequenceVerdict.OUT_OF_ORDER:
             raise OutOfOrderSequence(f"batch numbered from {b.base_sequence} does not follow the last one stored")
@@ -190,8 +211,10 @@ class KafkaHandlers:
 
     # --- Fetch and ListOffsets ----------------------------------------------------------------------------------
     async def fetch(self, request: Any, header: RequestHeader) -> Any:
+        """Answered once ``min_bytes`` are there or ``max_wait_ms`` passed; meanwhile it waits on the store's arrivals on
+        its topics (the long polls' wake-up, ``ManageTopics.wait_for_records``), not on a timer, and reads again."""
         uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "Fetch")
-        deadline = time.monotonic() + max(0, request.max_wait_ms) / 1000
+        deadline = self.clock() + max(0, request.max_wait_ms) / 1000
         while True:
             budget = max(1, request.max_bytes if header.api_version >= 3 else 1 << 30)
             topics, got = [], 0
@@ -203,9 +226,11 @@ class KafkaHandlers:
                     got += size
                     parts.append(answer)
                 topics.append(FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=NO_TOPIC_ID, partitions=parts))
-            if got >= max(1, request.min_bytes) or time.monotonic() >= deadline:
-                return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
-            await asyncio.sleep(min(POLL_STEP, max(0.0, deadline - time.monotonic())))
+            answer = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+            if got >= max(1, request.min_bytes) or self.clock() >= deadline:
+                return answer
+            if not await uc.topics.wait_for_records([t.topic for t in request.topics], deadline - self.clock()):
+                return answer
 
     def _fetch_partition(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, p: Any, max_bytes: int) -> tuple[Any, int]:
         data = FetchResponse.FetchableTopicResponse.PartitionData

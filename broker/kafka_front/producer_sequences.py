@@ -85,3 +85,19 @@ class ProducerSequences:
         if entry is None or epoch > entry.epoch:
             entry = partitions[(topic, partition)] = PartitionEntry(epoch)
         entry.batches.append(StoredBatch(first, first + count - 1, base_offset))
+
+    def answered(self, producer_id: int, topic: str, partition: int, first: int, base_offset: int) -> None:
+        """The offset of a batch stored before its flush ended (``stored`` with -1), for a repeat's answer."""
+        for i, batch in enumerate(self._batches(producer_id, topic, partition)):
+            if batch.first == first:
+                self._producers[producer_id][(topic, partition)].batches[i] = StoredBatch(batch.first, batch.last, base_offset)
+
+    def withdrawn(self, producer_id: int, topic: str, partition: int, first: int) -> None:
+        """A batch ``stored`` ahead of its write whose write or flush failed: a retry of it is stored, not answered."""
+        batches = self._batches(producer_id, topic, partition)
+        for batch in [b for b in batches if b.first == first]:
+            batches.remove(batch)
+
+    def _batches(self, producer_id: int, topic: str, partition: int) -> deque[StoredBatch]:
+        entry = self._producers.get(producer_id, {}).get((topic, partition))
+        return entry.batches if entry is not None else deque()

@@ -58,6 +58,15 @@ class TopicHolders(Protocol):
     def forget(self, *, group: str | None = None, topic: str | None = None) -> None: ...
 
 
+class TopicArrivals(Protocol):
+    """Waits for a topic's next visible message (``delivery.arrivals.Arrivals``, the delivery service's: what its long
+    polls wait on, woken by the store's visible reads)."""
+
+    closing: bool
+
+    async def wait_any(self, topics: list[str], seconds: float) -> None: ...
+
+
 class PendingHalves(Protocol):
     """Pending half messages by real topic (``half_messages.half_message_service.HalfMessageService``)."""
 

@@ -16,7 +16,7 @@ from halfmq.errors import InvalidQueueId, SystemTopicForbidden, TopicInUse
 from halfmq.wire import OffsetReadResponse, TopicAlter, TopicCreate, TopicDeleted, TopicInfo, TopicList
 
 from .caller import Scope
-from .ports import Durable, LogEnd, PendingHalves, StoreReads, TopicHolders, TopicRemoval, WritableTopics
+from .ports import Durable, LogEnd, PendingHalves, StoreReads, TopicArrivals, TopicHolders, TopicRemoval, WritableTopics
 from .views import Views
 
 
@@ -31,6 +31,7 @@ class ManageTopics:
     removal: TopicRemoval
     holders: TopicHolders
     halves: PendingHalves
+    arrivals: TopicArrivals
 
     async def create(self, who: Principal, scope: Scope, body: TopicCreate) -> tuple[TopicInfo, bool]:
         """The topic's view, and whether it was created now (an existing one with the same queue count is no error).
@@ -101,6 +102,15 @@ class ManageTopics:
         self.access.authorize(who, Action.SUBSCRIBE, Resource.topic(topic), scope)
         self._queue_of(topic, queue_id)
         return self.store.visible.read_entries(topic, queue_id, offset, limit), self.store.visible.queue_range(topic, queue_id)
+
+    async def wait_for_records(self, topics: list[str], seconds: float) -> bool:
+        """Until one of ``topics`` may have new visible records or ``seconds`` pass (a Kafka Fetch's ``max_wait_ms``):
+        woken by the store's arrivals as the HTTP and gRPC receives' long polls are, never by polling; the caller reads
+        again (what it may read, its reads authorized). False once the delivery service closes (the broker stops, a
+        set's leader steps down): answer now with what there is."""
+        if topics and seconds > 0:
+            await self.arrivals.wait_any(topics, seconds)
+        return not self.arrivals.closing
 
     def queue_range(self, who: Principal, scope: Scope, topic: str, queue_id: int, at_ms: int | None = None) -> tuple[int, int, int | None]:
         """A queue's visible (first, end), and with ``at_ms`` the first offset stored at or after it (Kafka's ListOffsets)."""

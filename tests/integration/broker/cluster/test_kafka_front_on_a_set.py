@@ -4,11 +4,17 @@ the new leader with the group's committed offsets."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import Consumer as RdConsumer
+from confluent_kafka import Producer as RdProducer
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from halfmq.client import Producer
 from tests.support.broker_set import BrokerSet
 from tests.support.etcd import EtcdProcess
 from tests.support.processes import free_port
@@ -50,4 +56,73 @@ def test_a_kafka_producer_and_group_follow_the_leader_across_a_kill_9(etcd: Etcd
         assert [r.value for r in consumer] == [b"after-%d" % i for i in range(20)]  # from the offset committed before the kill
         consumer.close()
     finally:
+        brokers.stop()
+
+
+def test_a_running_librdkafka_producer_and_consumer_follow_the_new_leader_across_a_kill_9(etcd: EtcdProcess, tmp_path: Path) -> None:
+    """librdkafka's idempotent producer (acks=all) and a group consumer, both created once, keep going across a kill -9
+    of the set's leader: Metadata names the new leader, and nothing the producer was acknowledged is lost."""
+    brokers = BrokerSet(etcd, tmp_path)
+    kafka_ports = {}
+    for node_id, node in brokers.nodes.items():
+        kafka_ports[node_id] = free_port()
+        node.env["HALFMQ_BROKER_KAFKA_PORT"] = str(kafka_ports[node_id])
+    brokers.start()
+    acked: list[bytes] = []
+    failed: list[str] = []
+    consumed: list[bytes] = []
+    stop = threading.Event()
+    try:
+        bootstrap = ",".join(f"127.0.0.1:{port}" for port in kafka_ports.values())
+        first = brokers.leader()
+        with Producer(brokers.nodes[first].url) as sdk:
+            sdk.create_topic("KRUN", queues=2)
+
+        def delivered(err: Any, message: Any) -> None:
+            (failed.append(str(err)) if err is not None else acked.append(message.value()))
+
+        producer = RdProducer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                               "linger.ms": 5, "message.timeout.ms": 120_000, "topic.metadata.refresh.interval.ms": 2000})
+        consumer = RdConsumer({"bootstrap.servers": bootstrap, "group.id": "krun", "auto.offset.reset": "earliest",
+                               "topic.metadata.refresh.interval.ms": 2000})
+        consumer.subscribe(["KRUN"])
+
+        def consume() -> None:
+            while not stop.is_set():
+                record = consumer.poll(0.5)
+                if record is not None and record.error() is None:
+                    consumed.append(record.value())
+
+        reader = threading.Thread(target=consume)
+        reader.start()
+
+        def produce(values: range) -> None:
+            for i in values:
+                producer.produce("KRUN", b"m-%d" % i, partition=i % 2, on_delivery=delivered)
+                producer.poll(0)
+                time.sleep(0.005)
+
+        produce(range(200))
+        assert producer.flush(60) == 0 and len(acked) == 200
+        brokers.nodes[first].kill9()
+        produce(range(200, 400))  # while the set elects a new leader: the client holds, retries, then finds it
+        new = brokers.leader(not_=first, timeout=60)
+        produce(range(400, 600))
+        assert producer.flush(120) == 0
+        deadline = time.monotonic() + 90
+        while len(set(consumed)) < len(acked) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        stop.set()
+        reader.join(30)
+        consumer.close()
+
+        assert failed == [] and len(acked) == 600
+        stored: list[str] = []
+        with Producer(brokers.nodes[new].url) as sdk:
+            for queue in (0, 1):
+                stored += [m.body for m in sdk.read("KRUN", queue, 0, max=1000).messages]
+        assert {b"m-%d" % i for i in range(600)} == {v.encode() for v in stored}  # every acknowledged record is there
+        assert set(consumed) >= set(acked)  # the running consumer read on from the new leader
+    finally:
+        stop.set()
         brokers.stop()

@@ -21,7 +21,7 @@ from kafka import KafkaAdminClient
 from kafka.errors import KafkaTimeoutError
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 
-from halfmq.broker.kafka_front.dispatch import Dispatcher
+from halfmq.broker.kafka_front.dispatch import Dispatcher, PendingAnswer
 from halfmq.broker.kafka_front.framing import frame
 from halfmq.broker.kafka_front.listener import KafkaListener
 from halfmq.broker.kafka_front.request_header import parse_request_header
@@ -36,8 +36,8 @@ class RecordingDispatcher(Dispatcher):
         super().__init__()
         self.answered: list[tuple[int, int]] = []
 
-    async def answer(self, payload: bytes) -> bytes | None:
-        answer = await super().answer(payload)
+    async def begin(self, payload: bytes) -> bytes | None | PendingAnswer:
+        answer = await super().begin(payload)
         header = parse_request_header(payload, self.is_flexible)
         self.answered.append((header.api_key, header.api_version))
         return answer

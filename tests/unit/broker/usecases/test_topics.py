@@ -63,7 +63,7 @@ def manage_topics_with_holders(access: Access | None = None
     topics, durable, log, holders = FakeTopics(), RecordingDurable(), FakeLog(end=4242), FakeHolders()
     removal = FakeRemoval(topics)
     use_case = ManageTopics(access or Access(None), topics, FakeQueueEnds, FakeViews(), durable, log,  # type: ignore[arg-type]
-                            removal, holders, holders)
+                            removal, holders, holders, holders)
     return use_case, topics, durable, log, removal, holders
 
 
