@@ -48,7 +48,8 @@ def configure(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--faststream-messages", type=int, help="messages per side and round in the faststream scenario (default 20,000; quick 2,000)")
     parser.add_argument("--timers", type=int, help="timed messages pending in the timers scenario (default 1,000,000; quick 50,000)")
     parser.add_argument("--soak", type=float, metavar="SECONDS",
-                        help="replicated: add quorum_soak_c64, 64-in-flight quorum sends for SECONDS, counting elections (the plan's F1 check: 600)")
+                        help="replicated: add quorum_soak_c64, 64-in-flight quorum sends for SECONDS, counting elections (the plan's F1 check: 600); "
+                             "longlife: a retention soak of SECONDS (retention 3 s: 30 s is 10 periods)")
     parser.add_argument("--cases", metavar="NAME,…", help="replicated, spark: run only these of their cases (e.g. quorum_soak_c64; source_read,jdbc_read)")
     parser.add_argument("--longlife-sizes", metavar="N,…", help="longlife: messages of history per broker (default 100000,300000,1000000)")
     parser.add_argument("--broker-python", metavar="PATH",

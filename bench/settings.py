@@ -39,7 +39,7 @@ class BenchSettings:
     timers: int = 1_000_000          # timers: timed messages pending (due over 24 h) while the probes are measured
     timer_probes: int = 2_000        # timers: probes due over the next ``timer_probe_window`` seconds
     timer_probe_window: float = 60.0
-    soak_seconds: float = 0.0        # replicated: 64-in-flight quorum sends this long, counting elections (0: no soak)
+    soak_seconds: float = 0.0        # replicated: 64-in-flight quorum sends this long, counting elections; longlife: the retention soak (0: no soak)
     cases: tuple[str, ...] = ()      # replicated, spark: only these of their cases (empty: all)
     longlife_sizes: tuple[int, ...] = (100_000, 300_000, 1_000_000)  # longlife: messages of history, one broker each
     longlife_snapshot_wait: float = 5.0  # longlife: seconds a started broker is left before it is measured and stopped

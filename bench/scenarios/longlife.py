@@ -11,6 +11,11 @@ and is left ``snapshot_wait`` seconds (a state snapshot is taken every second he
 ``kill -9`` and a start timed from ``Popen`` to the first 200 of ``/healthz``; then SIGTERM and a start, timed the same.
 What the replay read is taken from the broker's log when it says (``records read after the state snapshot's entry``).
 
+``--soak SECONDS`` adds the soak: one broker with a retention of ``SOAK_RETENTION_S`` seconds (segments of 4 MiB,
+checked twice a second) gets the SDK's numbered batch sends for that long, its disk and RSS sampled once a retention
+period; then its restart after kill -9 and after SIGTERM. Flat means the last periods' disk is no larger than the
+first full period's (``disk_growth``: the second half's largest sample over the first half's largest).
+
 ``--broker-python`` runs the broker under test with another interpreter (another checkout's ``.venv/bin/python``),
 so the same fill can be measured before and after a change. The page cache is warm: a process crash, not a reboot.
 """
@@ -37,6 +42,11 @@ PER_TRANSACTION = 10
 ACKS_PER_REQUEST = 32
 REPLAYED = re.compile(r"(\d+) records read after the state snapshot's entry (\d+)")
 ENV = {"HALFMQ_BROKER_LOG_LEVEL": "info", "HALFMQ_BROKER_STATE_SNAPSHOT_INTERVAL": "1"}
+SOAK_TOPIC = "LL_SOAK"
+SOAK_RETENTION_S = 3
+SOAK_ENV = {**ENV, "HALFMQ_BROKER_RETENTION": f"{SOAK_RETENTION_S}s", "HALFMQ_BROKER_RETENTION_CHECK_INTERVAL": "0.5",
+            "HALFMQ_BROKER_SEGMENT_BYTES": str(4 << 20)}
+SOAK_BATCH = 100
 
 
 def baselines(driver: str) -> list[str]:
@@ -126,8 +136,8 @@ def _replayed(broker: BrokerServer) -> dict[str, int] | None:
     return {"records_read": int(found[-1][0]), "snapshot_entry": int(found[-1][1])} if found else None
 
 
-def _broker(data: Path, ctx: Context, port: int | None = None) -> BrokerServer:
-    broker = BrokerServer(data, ctx.logs, env=ENV, port=port)
+def _broker(data: Path, ctx: Context, port: int | None = None, env: dict[str, str] = ENV) -> BrokerServer:
+    broker = BrokerServer(data, ctx.logs, env=env, port=port)
     if ctx.settings.broker_python:  # `--broker-python`: another checkout's interpreter
         broker.argv = [ctx.settings.broker_python, *broker.argv[1:]]
     return broker
@@ -163,8 +173,74 @@ def _one_size(ctx: Context, messages: int) -> dict[str, Any]:
     return out
 
 
+def disk_growth(disk_bytes: list[int]) -> float | None:
+    """The largest of the second half's samples over the largest of the first half's, leaving out the first sample
+    (taken before any send): 1.0 is flat, 2.0 doubled; None with too few samples to say."""
+    samples = disk_bytes[1:]
+    half = len(samples) // 2
+    if half < 2 or max(samples[:half]) <= 0:
+        return None
+    return round(max(samples[half:]) / max(samples[:half]), 2)
+
+
+async def _soak_sends(url: str, seconds: float, body: str, sample: Any) -> int:
+    """The SDK's numbered batch sends for ``seconds``; ``sample()`` once a retention period. Messages sent."""
+    from halfmq.client import AsyncProducer
+
+    sent, next_sample, end = 0, time.monotonic(), time.monotonic() + seconds
+    async with AsyncProducer(url) as producer:
+        while (now := time.monotonic()) < end:
+            if now >= next_sample:
+                sample()
+                next_sample = now + SOAK_RETENTION_S
+            sent += len(await producer.send_batch(SOAK_TOPIC, [body] * SOAK_BATCH))
+    return sent
+
+
+def _soak(ctx: Context, seconds: float) -> dict[str, Any]:
+    data = ctx.dir("longlife", "soak")
+    broker = _broker(data, ctx, env=SOAK_ENV)
+    samples: list[dict[str, Any]] = []
+    started = time.monotonic()
+
+    def sample() -> None:
+        kinds = disk_by_kind(data)
+        samples.append({"at_s": round(time.monotonic() - started, 1), "disk_bytes": sum(kinds.values()), "by_kind": kinds,
+                        "rss_mib": rss_mib(broker.pid)})
+
+    out: dict[str, Any] = {"retention_s": SOAK_RETENTION_S, "soak_seconds": seconds}
+    try:
+        broker.start(timeout=120, poll=0.02)
+        probe.create_topic(broker.url, SOAK_TOPIC, QUEUES)
+        out["sent"] = asyncio.run(_soak_sends(broker.url, seconds, "x" * ctx.settings.body_bytes, sample))
+        sample()
+        out.update(samples=samples, periods=round(seconds / SOAK_RETENTION_S, 1),
+                   disk_growth=disk_growth([s["disk_bytes"] for s in samples]))
+        broker.kill9()
+        broker = _broker(data, ctx, port=broker.port, env=SOAK_ENV)
+        broker.start(timeout=120, poll=0.02)
+        out["kill9_restart_s"] = round(broker.healthy_after, 3)
+        broker.stop()
+        broker = _broker(data, ctx, port=broker.port, env=SOAK_ENV)
+        broker.start(timeout=120, poll=0.02)
+        out["sigterm_restart_s"] = round(broker.healthy_after, 3)
+    finally:
+        broker.stop()
+    ctx.note(f"longlife soak: {out.get('sent', 0):,} messages over {seconds:g} s ({out.get('periods')} retention periods): disk "
+             f"{[round(s['disk_bytes'] / 2**20, 1) for s in samples]} MiB (growth {out.get('disk_growth')}), restart after "
+             f"kill -9 {out.get('kill9_restart_s')} s, after SIGTERM {out.get('sigterm_restart_s')} s")
+    return out
+
+
 def run(ctx: Context) -> dict[str, Any]:
     cases = ctx.cases()
+    if ctx.settings.soak_seconds:
+        soak = _soak(ctx, ctx.settings.soak_seconds)
+        growth = soak.get("disk_growth")
+        cases["soak_disk_growth"] = {"what": f"disk in a {soak['soak_seconds']:g} s soak's second half over its first half "
+                                             f"(retention {SOAK_RETENTION_S} s; 1.0 is flat)", "unit": "ratio",
+                                     "figures": {"median": growth, "min": growth, "max": growth},
+                                     **{k: v for k, v in soak.items() if k != "samples"}}
     sizes = {}
     for messages in ctx.settings.longlife_sizes:
         size = _one_size(ctx, messages)
@@ -175,4 +251,5 @@ def run(ctx: Context) -> dict[str, Any]:
         cases[f"sigterm_restart_{messages}"] = timed_case(
             [{"seconds": size["sigterm_restart_s"]}], what=f"SIGTERM after {messages:,} messages, then start → /healthz 200",
             replay=size["sigterm_replay"])
-    return scenario_ok(cases, sizes=sizes, broker_python=ctx.settings.broker_python, page_cache="warm")
+    return scenario_ok(cases, sizes=sizes, broker_python=ctx.settings.broker_python, page_cache="warm",
+                       soak=soak if ctx.settings.soak_seconds else None)
