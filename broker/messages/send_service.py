@@ -145,7 +145,8 @@ class SendService:
         if self.disk is not None and self.disk.sends_refused:
             self.disk.count_refused()
             raise DiskAlmostFull(f"the data dir's disk is {self.disk.used_ratio:.1%} full, past HALFMQ_BROKER_DISK_REFUSE_SENDS_RATIO "
-                                 f"({self.disk.marks.refuse_sends_ratio}): sends resume once it is under it; nothing was stored",
+                                 f"({self.disk.marks.refuse_sends_ratio}): sends resume once it is {self.disk.marks.resume_margin:.0%} under it; "
+                                 "nothing was stored",
                                  retry_after=self.disk.retry_after)
 
     def prepare(self, cfg: TopicConfig, msg: OutgoingMessage) -> PutItem:
