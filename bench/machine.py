@@ -6,6 +6,8 @@ machine, so every result file says which one it was.
 
 from __future__ import annotations
 
+import compileall
+import importlib.util
 import os
 import platform
 import subprocess
@@ -75,6 +77,21 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
+
+
+def compile_bytecode() -> int:
+    """Compile the installed halfmq's bytecode (as pip does at install) and return how many folders were compiled.
+
+    A broker started from a checkout under ``PYTHONDONTWRITEBYTECODE=1`` (this workplace's shells set it) recompiles
+    every module changed since its last ``.pyc`` at every start: ~30 modules after a day's edits, 0.4-1 s of a restart
+    that a deployed broker never pays. Timed starts (``longlife``, ``recovery``) measure the broker, not the compiler.
+    """
+    folders = {loc for name in ("halfmq", "halfmq.broker", "halfmq.cli", "halfmq.services", "halfmq.jobs", "halfmq.bench")
+               if (spec := importlib.util.find_spec(name)) is not None
+               for loc in spec.submodule_search_locations or []}
+    for folder in sorted(folders):
+        compileall.compile_dir(folder, quiet=2)
+    return len(folders)
 
 
 def java_version() -> str | None:
