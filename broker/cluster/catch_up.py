@@ -121,12 +121,35 @@ def _fsync(fh: BinaryIO) -> None:
     os.fsync(fh.fileno())
 
 
+class SnapshotTaker:
+    """Takes the leader's state snapshot into this node's data dir and installs it if this node's log holds what it
+    counts; one transfer at a time (there is one ``RECEIVING`` file), for the log start and for promotions alike."""
+
+    def __init__(self, node_id: str, http: PeerClient) -> None:
+        self._node_id = node_id
+        self._http = http
+        self._one = asyncio.Lock()
+
+    async def take_and_install(self, leader_url: str, store: MessageStore, starting_at: int = 0) -> bool:
+        """Whether the leader's newest snapshot is now this node's: False when this log is short of what it counts or
+        its last counted entry starts below ``starting_at`` (the log start it is taken for); asked again later."""
+        root = Path(store.config.data_dir)
+        async with self._one:
+            taken = await take_snapshot(self._http, leader_url, self._node_id, root)
+            header = state_snapshot.header_of(taken.path)
+            if not state_snapshot.counts_this_log(store, header) or header.entry_start < starting_at:
+                taken.path.unlink(missing_ok=True)
+                return False
+            await asyncio.to_thread(state_snapshot.install, root, taken.path)
+            return True
+
+
 class LogStartFollower:
     """Moves this follower's log start to its leader's, once its own state snapshot no longer needs the log below it."""
 
-    def __init__(self, node_id: str, http: PeerClient, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, node_id: str, snapshots: SnapshotTaker, clock: Callable[[], float] = time.monotonic) -> None:
         self._node_id = node_id
-        self._http = http
+        self._snapshots = snapshots
         self._clock = clock
         self._asked_at: float | None = None
 
@@ -143,15 +166,10 @@ class LogStartFollower:
             if self._asked_at is not None and now - self._asked_at < RETRY_SECONDS:
                 return
             self._asked_at = now
-            root = Path(store.config.data_dir)
             try:
-                taken = await take_snapshot(self._http, leader_url, self._node_id, root)
+                if not await self._snapshots.take_and_install(leader_url, store, starting_at=leader_start):
+                    return  # this log is short of what it counts: asked again later
             except (PeerError, state_snapshot.Unusable, OSError) as exc:  # replication goes on; asked again later
                 log.warning("node %s: cannot take the leader's state snapshot yet: %r", self._node_id, exc)
                 return
-            header = state_snapshot.header_of(taken.path)
-            if not state_snapshot.counts_this_log(store, header) or header.entry_start < leader_start:
-                taken.path.unlink(missing_ok=True)
-                return  # this log is short of what it counts: asked again later
-            await asyncio.to_thread(state_snapshot.install, root, taken.path)
         await asyncio.to_thread(store.log_start.advance, leader_start)

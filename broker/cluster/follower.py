@@ -28,9 +28,10 @@ from halfmq import wire
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
-from .catch_up import LOG_START_HEADER, LogStartFollower, raise_if_behind
+from .catch_up import LOG_START_HEADER, LogStartFollower, SnapshotTaker, raise_if_behind
 from .node_view import SetPicture
 from .peers import PeerClient, PeerError, PeerResponse
+from .promotion_snapshots import PromotionSnapshots
 from .term_history import TermHistory
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ class DurableReports:
 
 class Follower:
     def __init__(self, node_id: str, store: Callable[[], MessageStore], history: TermHistory,
-                 http: PeerClient, known_term: Callable[[], int]) -> None:
+                 http: PeerClient, known_term: Callable[[], int], snapshot_interval: float) -> None:
         self.node_id = node_id
         self._store = store
         self.history = history
@@ -127,7 +128,9 @@ class Follower:
         self.leader_high_watermark = 0
         self.picture: SetPicture | None = None  # the followed leader's picture of the set, the last one it sent
         self._leader_history: list[tuple[int, int]] | None = None  # the followed leader's, as its last fetch answer that had it
-        self.log_start = LogStartFollower(node_id, http)  # deletes what the leader's retention deleted (catch_up.py)
+        snapshots = SnapshotTaker(node_id, http)
+        self.log_start = LogStartFollower(node_id, snapshots)  # deletes what the leader's retention deleted (catch_up.py)
+        self.promotion = PromotionSnapshots(node_id, http, snapshots, snapshot_interval)  # (promotion_snapshots.py)
         who = node_id.replace("%", "%%")
         self.storing = FailureWatch(f"node {who} cannot store the leader's log: %s; replication retries until the disk takes it",
                                     f"node {who} stores the leader's log again", log)
@@ -139,13 +142,16 @@ class Follower:
         self.picture = None  # an earlier leader's picture is not this one's
         store = self._store()
         reports = DurableReports(min(store.flushed_offset, store.commit_log.end_offset))
-        acks = asyncio.get_running_loop().create_task(reports.send_acks(lambda durable: self._ack(leader_url, term, durable)))
+        loop = asyncio.get_running_loop()
+        acks = loop.create_task(reports.send_acks(lambda durable: self._ack(leader_url, term, durable)))
+        snapshots = loop.create_task(self.promotion.run(leader_url, self._store))
         try:
             while True:
                 await self._fetch_once(leader_url, term, reports)
         finally:
             reports.closed = True
             acks.cancel()
+            snapshots.cancel()
 
     async def _cut_divergent_tail(self, leader_url: str, term: int) -> None:
         asked = self.history.last_term

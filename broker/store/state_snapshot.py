@@ -220,8 +220,11 @@ def read_part(root: Path, entries: int | None, offset: int, size: int) -> tuple[
                 header = _header(fh.readline(200).rstrip(b"\n"))
                 if entries is not None and header.entries != entries:
                     continue
+                whole = os.fstat(fh.fileno()).st_size
+                if offset >= whole:  # past the end (a follower asking which snapshot is the newest): no bytes
+                    return b"", whole, header.entries
                 fh.seek(offset)
-                return fh.read(size), os.fstat(fh.fileno()).st_size, header.entries
+                return fh.read(size), whole, header.entries
         except (FileNotFoundError, Unusable):
             continue
     raise FileNotFoundError(f"no state snapshot counting {entries} entries" if entries is not None else "no state snapshot")

@@ -109,7 +109,8 @@ async def replication_fetch(request: ApiRequest) -> Reply:
 
 async def replication_snapshot(request: ApiRequest) -> Reply:
     """A part of the leader's state snapshot file (decision 051), for a follower behind its log start or about to delete
-    below it (cluster/catch_up.py): at most ``catch_up.SNAPSHOT_PART_BYTES`` from ``offset``, of the snapshot ``entries`` names."""
+    below it (cluster/catch_up.py), or keeping it for a promotion (cluster/promotion_snapshots.py, which asks past the
+    end for the headers alone): at most ``catch_up.SNAPSHOT_PART_BYTES`` from ``offset``, of the snapshot ``entries`` names."""
     node = _node(request)
     _leader(node)
     params = request.params
@@ -156,7 +157,8 @@ ROUTES = [
           "term history, high watermark and about once a second the set's picture in headers (admin)", "replication", request=wire.FetchRequest,
           media_type="application/octet-stream", peer=True),
     Route("GET", "/v1/replication/snapshot", replication_snapshot, "A part of the leader's state snapshot file, for a follower "
-          "behind its log start or about to delete below it; size, snapshot, log start and term history in headers (admin)",
+          "behind its log start, about to delete below it or keeping it for a promotion (an offset past the end: an empty part); "
+          "size, snapshot, log start and term history in headers (admin)",
           "replication", params=SnapshotParams, media_type="application/octet-stream", peer=True),
     Route("POST", "/v1/replication/ack", replication_ack, "A follower's fsynced log end, sent when its fsync completes while "
           "its fetch waits for new bytes (admin)", "replication", request=wire.AckRequest, answer=wire.DurableAck, peer=True),

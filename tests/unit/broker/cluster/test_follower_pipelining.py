@@ -109,7 +109,7 @@ async def following(tmp_path: Path) -> AsyncIterator[Callable[[bytes], Any]]:
         disk, leader = SlowDisk(), Leader(log, held)
         http = fake_peers(leader.handle, LEADER)
         clients.append(http)
-        follower = Follower("n2", lambda: disk, TermHistory(tmp_path / "h.json"), http, lambda: TERM)  # type: ignore[arg-type, return-value]
+        follower = Follower("n2", lambda: disk, TermHistory(tmp_path / "h.json"), http, lambda: TERM, 10.0)  # type: ignore[arg-type, return-value]
         tasks.append(asyncio.get_running_loop().create_task(follower.follow(LEADER, TERM)))
         return disk, leader, follower
 

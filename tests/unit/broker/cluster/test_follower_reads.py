@@ -77,7 +77,7 @@ async def pair(tmp_path: Path) -> AsyncIterator[tuple[Leader, MessageStore, Call
     leader_store.create_topic("T", 1)
     leader = Leader(leader_store)
     http = fake_peers(leader.handle, LEADER)
-    follower = Follower("n2", lambda: store, TermHistory(tmp_path / "history.json"), http, lambda: TERM)
+    follower = Follower("n2", lambda: store, TermHistory(tmp_path / "history.json"), http, lambda: TERM, 10.0)
     task: asyncio.Task[None] | None = None
 
     def start() -> None:
@@ -118,7 +118,7 @@ async def test_a_follower_shows_nothing_past_its_own_disk_even_when_the_leaders_
     leader.mark = ends[1]
     store.append_replicated(leader.store.commit_log.read(0, ends[0]), 0)  # only "a" is here
     async with fake_peers(leader.handle, LEADER) as http:
-        follower = Follower("n2", lambda: store, TermHistory(Path(store.config.data_dir) / "h.json"), http, lambda: TERM)
+        follower = Follower("n2", lambda: store, TermHistory(Path(store.config.data_dir) / "h.json"), http, lambda: TERM, 10.0)
         follower.leader_high_watermark = ends[1]
         await asyncio.wrap_future(store.wait_flushed(ends[0]))
         follower._show_acknowledged(store)

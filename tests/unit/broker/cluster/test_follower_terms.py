@@ -14,7 +14,7 @@ from halfmq.broker.cluster.term_history import TermHistory
 
 
 def _follower(tmp_path: Path, known: int) -> Follower:
-    return Follower("n2", lambda: None, TermHistory(tmp_path / "h.json"), PeerClient({}, None), lambda: known)  # type: ignore[arg-type, return-value]
+    return Follower("n2", lambda: None, TermHistory(tmp_path / "h.json"), PeerClient({}, None), lambda: known, 10.0)  # type: ignore[arg-type, return-value]
 
 
 def _answer(term: int) -> PeerResponse:
@@ -35,7 +35,7 @@ def test_the_same_or_a_higher_term_is_taken(tmp_path: Path) -> None:
 def test_the_leaders_term_history_is_kept_from_the_answer_that_carried_it_and_taken_as_the_log_reaches_its_entries(
         tmp_path: Path) -> None:
     history = TermHistory(tmp_path / "h.json")
-    follower = Follower("n2", lambda: None, history, PeerClient({}, None), lambda: 7)  # type: ignore[arg-type, return-value]
+    follower = Follower("n2", lambda: None, history, PeerClient({}, None), lambda: 7, 10.0)  # type: ignore[arg-type, return-value]
     store = SimpleNamespace(append_replicated=lambda data, start: start + len(data), wait_flushed=lambda end: None)
     request = "http://n1/v1/replication/fetch"
     first = PeerResponse.of(200, content=b"x" * 100, headers={TERM_HEADER: "7", HISTORY_HEADER: json.dumps([[3, 0], [7, 150]])},

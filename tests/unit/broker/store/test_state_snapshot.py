@@ -54,3 +54,9 @@ def test_installing_a_leaders_snapshot_replaces_both_of_this_nodes_files(tmp_pat
     state_snapshot.install(tmp_path, received)
     assert state_snapshot.header_of(tmp_path / FILE).entries == 11
     assert not (tmp_path / PREVIOUS).exists() and not received.exists()
+
+
+def test_a_part_asked_past_the_end_is_empty_and_names_the_newest_snapshot(tmp_path: Path) -> None:
+    whole = _saved(tmp_path, 5)
+    for offset in (len(whole), len(whole) + 1, 1 << 62):
+        assert state_snapshot.read_part(tmp_path, None, offset, 100) == (b"", len(whole), 5)
