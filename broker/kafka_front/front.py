@@ -1,14 +1,17 @@
 """Starting and stopping the Kafka front next to the HTTP one (DESIGN section 19), on the runtime of the moment.
 
 Off unless ``HALFMQ_BROKER_KAFKA_PORT`` names a port; with auth on, a connection authenticates with SASL/PLAIN first
-(sasl.py). In a broker set only the leader listens (runtime.SetRoles starts it on promotion and stops it on
-step-down, as the RocketMQ front): a client given every node's Kafka address reaches whichever leads, and Metadata
+(sasl.py). A broker serving HTTPS (``HALFMQ_BROKER_TLS_CERT_FILE``/``_KEY_FILE``) serves Kafka over TLS with the same
+certificate (clients use ``security.protocol=SSL``, or ``SASL_SSL`` with auth on): a token never crosses in the clear.
+In a broker set only the leader listens (runtime.SetRoles starts it on promotion and stops it on step-down, as the
+RocketMQ front): a client given every node's Kafka address reaches whichever leads, and Metadata
 names the leader as the one broker. Consumer groups' members are the leader's memory: after a failover they join again.
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
@@ -55,7 +58,7 @@ class KafkaFront:
         table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))
         self.listener = KafkaListener(Dispatcher(handlers=table, auth_on=lambda: bool(current().access.enabled)))
         try:
-            self.port = await self.listener.start(settings.host, settings.kafka_port)
+            self.port = await self.listener.start(settings.host, settings.kafka_port, server_tls(settings))
         except OSError as exc:  # the port is taken: the broker serves its other fronts, as the RocketMQ front does
             log.error("Kafka front off: cannot listen on %s:%d (%s)", settings.host, settings.kafka_port, exc.strerror or exc)
             self.listener = None
@@ -66,3 +69,12 @@ class KafkaFront:
         listener, self.listener = self.listener, None
         if listener is not None:
             await listener.stop()
+
+
+def server_tls(settings: Any) -> ssl.SSLContext | None:
+    """The HTTP front's certificate and key as a server context (TLS 1.2 at least), or None when the broker has none."""
+    if settings.tls_cert_file is None:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
+    return context

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 
 from .dispatch import Dispatcher, PendingAnswer
 from .framing import MAX_FRAME_BYTES, FrameRefused, read_frame
@@ -34,9 +35,9 @@ class KafkaListener:
         self.max_pending = max_pending
         self.server: asyncio.Server | None = None
 
-    async def start(self, host: str, port: int) -> int:
-        """Listen on ``host:port`` (0: a free port); returns the port bound."""
-        self.server = await asyncio.start_server(self.serve_connection, host, port)
+    async def start(self, host: str, port: int, tls: ssl.SSLContext | None = None) -> int:
+        """Listen on ``host:port`` (0: a free port), over TLS with ``tls``; returns the port bound."""
+        self.server = await asyncio.start_server(self.serve_connection, host, port, ssl=tls)
         return int(self.server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
