@@ -22,15 +22,19 @@ from tests.support.processes import free_port
 pytestmark = pytest.mark.timeout(240)
 
 
-def test_a_kafka_producer_and_group_follow_the_leader_across_a_kill_9(etcd: EtcdProcess, tmp_path: Path) -> None:
+def kafka_set(etcd: EtcdProcess, tmp_path: Path) -> tuple[BrokerSet, list[str]]:
+    """A started set of three whose nodes each have a Kafka port; every node's Kafka address."""
     brokers = BrokerSet(etcd, tmp_path)
-    kafka_ports = {}
-    for node_id, node in brokers.nodes.items():
-        kafka_ports[node_id] = free_port()
-        node.env["HALFMQ_BROKER_KAFKA_PORT"] = str(kafka_ports[node_id])
-    brokers.start()
+    ports = [free_port() for _ in brokers.nodes]
+    for node, port in zip(brokers.nodes.values(), ports, strict=True):
+        node.env["HALFMQ_BROKER_KAFKA_PORT"] = str(port)
+    return brokers.start(), [f"127.0.0.1:{port}" for port in ports]
+
+
+def test_a_kafka_producer_and_group_follow_the_leader_across_a_kill_9(etcd: EtcdProcess, tmp_path: Path) -> None:
+    brokers, addresses = kafka_set(etcd, tmp_path)
     try:
-        bootstrap = [f"127.0.0.1:{port}" for port in kafka_ports.values()]
+        bootstrap = addresses
         first = brokers.leader()
         producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
         before = [producer.send("KSET", b"before-%d" % i, partition=0).get(timeout=30).offset for i in range(20)]
@@ -62,18 +66,13 @@ def test_a_kafka_producer_and_group_follow_the_leader_across_a_kill_9(etcd: Etcd
 def test_a_running_librdkafka_producer_and_consumer_follow_the_new_leader_across_a_kill_9(etcd: EtcdProcess, tmp_path: Path) -> None:
     """librdkafka's idempotent producer (acks=all) and a group consumer, both created once, keep going across a kill -9
     of the set's leader: Metadata names the new leader, and nothing the producer was acknowledged is lost."""
-    brokers = BrokerSet(etcd, tmp_path)
-    kafka_ports = {}
-    for node_id, node in brokers.nodes.items():
-        kafka_ports[node_id] = free_port()
-        node.env["HALFMQ_BROKER_KAFKA_PORT"] = str(kafka_ports[node_id])
-    brokers.start()
+    brokers, addresses = kafka_set(etcd, tmp_path)
     acked: list[bytes] = []
     failed: list[str] = []
     consumed: list[bytes] = []
     stop = threading.Event()
     try:
-        bootstrap = ",".join(f"127.0.0.1:{port}" for port in kafka_ports.values())
+        bootstrap = ",".join(addresses)
         first = brokers.leader()
         with Producer(brokers.nodes[first].url) as sdk:
             sdk.create_topic("KRUN", queues=2)
@@ -171,14 +170,9 @@ def test_librdkafka_transactions_across_a_kill_9_of_the_leader_commit_whole_or_n
     """A transactional librdkafka producer (created once) commits transactions of 5 records while the set's leader is
     killed: each commit the client was told succeeded is read whole by a read_committed consumer of the new leader, and
     nothing of a transaction the client aborted (its error said to) is ever read."""
-    brokers = BrokerSet(etcd, tmp_path)
-    kafka_ports = {}
-    for node_id, node in brokers.nodes.items():
-        kafka_ports[node_id] = free_port()
-        node.env["HALFMQ_BROKER_KAFKA_PORT"] = str(kafka_ports[node_id])
-    brokers.start()
+    brokers, addresses = kafka_set(etcd, tmp_path)
     try:
-        bootstrap = ",".join(f"127.0.0.1:{port}" for port in kafka_ports.values())
+        bootstrap = ",".join(addresses)
         first = brokers.leader()
         with Producer(brokers.nodes[first].url) as sdk:
             sdk.create_topic("KTX", queues=2)
