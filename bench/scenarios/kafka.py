@@ -3,7 +3,13 @@ one run (issue 47's "the Kafka front costs no more than ~1.2x the SDK's HTTP pat
 
 * ``kafka_produce_c64``: a confluent-kafka (librdkafka) idempotent producer, acks=all, keeping 64 messages in flight
   (a message's latency: ``produce`` to its delivery report); ``sdk_send_c64``: ``await AsyncProducer.send`` by 64
-  callers. Both are durable (fsync'd) on the broker before they are acknowledged. ``kafka_to_sdk``: the ratio.
+  callers. Both are durable (fsync'd) on the broker before they are acknowledged, and taken in turn (kafka, sdk,
+  kafka, …). ``kafka_to_sdk``: the ratio of rates; each carries ``cpu_ms_per_msg`` (the broker's and the driver's
+  CPU per acknowledged message, warm-up left out), and ``kafka_produce_c64``'s ``broker_cpu_kafka_to_sdk`` is the
+  issue's gate: the broker's CPU per message on the Kafka front over the SDK's HTTP path.
+* ``kafka_produce_c64_linger5``: the same producer with librdkafka's default ``linger.ms=5`` (the case above sends
+  with 0): the broker's cost is per Produce request (one partition's batch, its write and its fsync), so the records a
+  request carries set its cost per message.
 * ``aiokafka_consume``: an aiokafka consumer reading a pre-filled topic's backlog by offset (``getmany``, no group,
   nothing acked: Kafka's reading); ``sdk_consume``: the SDK's ``AsyncConsumer`` draining the same backlog with a fresh
   group (receive 32 + ack: halfmq's reading, which holds and acks each message). ``kafka_to_sdk``: the ratio.
@@ -15,9 +21,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..context import Context
+from ..cpu import HasPid, cpu_ms_per_item, cpu_now, medians
 from ..drain import drain_with_sdk
 from ..load import Run, drive, percentile, run_async
 from ..results import scenario_ok, scenario_unavailable, throughput_case
@@ -33,11 +41,20 @@ def baselines(driver: str) -> list[str]:
     return []  # compared with halfmq's own SDK measured beside it
 
 
-def _kafka_produce(bootstrap: str, seconds: float, max_ops: int, warmup: float, size: int) -> Run:
+def _with_cpu(broker: HasPid, measure: Callable[[], Run]) -> Run:
+    """``measure()``, and the CPU milliseconds the broker and the driver spent per message it carried."""
+    before = cpu_now({"broker": broker})
+    run = measure()
+    run.extra["cpu_ms_per_msg"] = cpu_ms_per_item(before, cpu_now({"broker": broker}), run.items)
+    return run
+
+
+def _kafka_produce(bootstrap: str, seconds: float, max_ops: int, warmup: float, size: int, broker: HasPid,
+                   linger_ms: int = 0) -> Run:
     """librdkafka keeping ``IN_FLIGHT`` messages unacknowledged; acknowledged messages per second."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": linger_ms})
     body = b"x" * size
 
     def one_run(secs: float) -> Run:
@@ -71,12 +88,12 @@ def _kafka_produce(bootstrap: str, seconds: float, max_ops: int, warmup: float, 
     try:
         if warmup > 0:
             one_run(warmup)
-        return one_run(seconds)
+        return _with_cpu(broker, lambda: one_run(seconds))
     finally:
         producer.flush(60)
 
 
-async def _sdk_send(url: str, seconds: float, max_ops: int, warmup: float, size: int) -> Run:
+async def _sdk_send(url: str, seconds: float, max_ops: int, warmup: float, size: int, broker: HasPid) -> Run:
     from halfmq.client import AsyncProducer
 
     body = "x" * size
@@ -86,7 +103,12 @@ async def _sdk_send(url: str, seconds: float, max_ops: int, warmup: float, size:
             await producer.send(SEND_TOPIC, body)
             return 1
 
-        return await drive(lambda _i: one, IN_FLIGHT, seconds, max_ops, warmup=warmup)
+        if warmup > 0:
+            await drive(lambda _i: one, IN_FLIGHT, warmup, max_ops)
+        before = cpu_now({"broker": broker})
+        run = await drive(lambda _i: one, IN_FLIGHT, seconds, max_ops)
+        run.extra["cpu_ms_per_msg"] = cpu_ms_per_item(before, cpu_now({"broker": broker}), run.items)
+        return run
 
 
 async def _aiokafka_consume(bootstrap: str, backlog: int, seconds: float, max_ops: int, warmup: float) -> Run:
@@ -126,6 +148,12 @@ def _ratio(cases: dict[str, Any], kafka: str, sdk: str) -> None:
         cases[kafka]["kafka_to_sdk"] = round(cases[kafka]["ops_per_s"]["median"] / base, 3)
 
 
+def _cpu_ratio(cases: dict[str, Any], kafka: str, sdk: str) -> None:
+    base = cases[sdk].get("cpu_ms_per_msg", {}).get("broker")
+    if base:
+        cases[kafka]["broker_cpu_kafka_to_sdk"] = round(cases[kafka]["cpu_ms_per_msg"]["broker"] / base, 3)
+
+
 def run(ctx: Context) -> dict[str, Any]:
     try:
         import aiokafka  # noqa: F401 - the dev extra
@@ -149,14 +177,25 @@ def run(ctx: Context) -> dict[str, Any]:
 
         with Producer(broker.url) as sdk:
             sdk.create_topic(SEND_TOPIC, queues=QUEUES)
-        for name, what, runs in (
-            ("kafka_produce_c64", f"confluent-kafka idempotent producer, acks=all, {IN_FLIGHT} messages in flight (messages/s)",
-             lambda: ctx.repeat("kafka produce c64", lambda _i, w: _kafka_produce(bootstrap, s.seconds, s.max_ops, w, s.body_bytes))),
-            ("sdk_send_c64", f"halfmq AsyncProducer.send over HTTP, {IN_FLIGHT} callers (messages/s)",
-             lambda: ctx.repeat("sdk send c64", lambda _i, w: run_async(_sdk_send(broker.url, s.seconds, s.max_ops, w, s.body_bytes)))),
+        produced = ctx.alternate({
+            "kafka produce c64": lambda _i, w: _kafka_produce(bootstrap, s.seconds, s.max_ops, w, s.body_bytes, broker),
+            "kafka produce c64 linger5": lambda _i, w: _kafka_produce(bootstrap, s.seconds, s.max_ops, w, s.body_bytes, broker,
+                                                                      linger_ms=5),
+            "sdk send c64": lambda _i, w: run_async(_sdk_send(broker.url, s.seconds, s.max_ops, w, s.body_bytes, broker)),
+        })
+        for name, label, what in (
+            ("kafka_produce_c64", "kafka produce c64",
+             f"confluent-kafka idempotent producer, acks=all, {IN_FLIGHT} messages in flight (messages/s)"),
+            ("kafka_produce_c64_linger5", "kafka produce c64 linger5",
+             f"confluent-kafka idempotent producer, acks=all, linger.ms=5 (librdkafka's default), {IN_FLIGHT} messages in flight (messages/s)"),
+            ("sdk_send_c64", "sdk send c64", f"halfmq AsyncProducer.send over HTTP, {IN_FLIGHT} callers (messages/s)"),
         ):
-            cases[name] = throughput_case(runs(), unit="msg/s", concurrency=IN_FLIGHT, what=what)
-        _ratio(cases, "kafka_produce_c64", "sdk_send_c64")
+            runs = produced[label]
+            cases[name] = throughput_case(runs, unit="msg/s", concurrency=IN_FLIGHT, what=what,
+                                          cpu_ms_per_msg=medians([r.extra.get("cpu_ms_per_msg") or {} for r in runs]))
+        for kafka_case in ("kafka_produce_c64", "kafka_produce_c64_linger5"):
+            _ratio(cases, kafka_case, "sdk_send_c64")
+            _cpu_ratio(cases, kafka_case, "sdk_send_c64")
         cases["aiokafka_consume"] = throughput_case(
             ctx.repeat("aiokafka consume", lambda _i, w: run_async(_aiokafka_consume(bootstrap, s.consume_prefill, s.seconds,
                                                                                     s.max_ops, w))),

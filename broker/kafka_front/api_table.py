@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
@@ -28,6 +30,8 @@ from kafka.protocol.admin import (
     DescribeConfigsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     ListGroupsRequest,
     ListGroupsResponse,
 )
@@ -128,7 +132,10 @@ API_TABLE: tuple[Api, ...] = (
     api(ApiKey.EndTxn, EndTxnRequest, EndTxnResponse, (0, 4)),
     api(ApiKey.TxnOffsetCommit, TxnOffsetCommitRequest, TxnOffsetCommitResponse, (0, 4), error_answers.txn_offset_commit),
     api(ApiKey.DescribeConfigs, DescribeConfigsRequest, DescribeConfigsResponse, (1, 4), error_answers.describe_configs),
+    api(ApiKey.AlterConfigs, AlterConfigsRequest, AlterConfigsResponse, (0, 2), error_answers.alter_configs),
     api(ApiKey.SaslAuthenticate, SaslAuthenticateRequest, SaslAuthenticateResponse, (0, 2)),
+    api(ApiKey.IncrementalAlterConfigs, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, (0, 1),
+        error_answers.incremental_alter_configs),
 )
 
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kafka.protocol.admin import CreateTopicsResponse, DeleteTopicsResponse, DescribeConfigsResponse, DescribeGroupsResponse
+from kafka.protocol.admin import (
+    AlterConfigsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    DescribeConfigsResponse,
+    DescribeGroupsResponse,
+    IncrementalAlterConfigsResponse,
+)
 from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetCommitResponse, OffsetFetchResponse
 from kafka.protocol.metadata import FindCoordinatorResponse, MetadataResponse
 from kafka.protocol.producer import AddPartitionsToTxnResponse, ProduceResponse, TxnOffsetCommitResponse
@@ -142,3 +149,18 @@ def describe_configs(request: Any, code: int, version: int) -> Any:
     result = DescribeConfigsResponse.DescribeConfigsResult
     return DescribeConfigsResponse(results=[result(error_code=code, resource_type=r.resource_type, resource_name=r.resource_name,
                                                    configs=[]) for r in items(request, "resources")])
+
+
+def altered_configs(response: type) -> ErrorAnswer:
+    """AlterConfigs and IncrementalAlterConfigs: every resource named, with the error."""
+
+    def answer(request: Any, code: int, version: int) -> Any:
+        result = response.AlterConfigsResourceResponse  # type: ignore[attr-defined]
+        return response(responses=[result(error_code=code, error_message=None, resource_type=r.resource_type,
+                                          resource_name=r.resource_name) for r in items(request, "resources")])
+
+    return answer
+
+
+alter_configs = altered_configs(AlterConfigsResponse)
+incremental_alter_configs = altered_configs(IncrementalAlterConfigsResponse)

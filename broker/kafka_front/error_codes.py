@@ -27,6 +27,7 @@ CODES: dict[type[errors.BrokerError], type[kafka_errors.BrokerResponseError]] = 
     errors.TopicNotFound: kafka_errors.UnknownTopicOrPartitionError,
     errors.TopicAlreadyExists: kafka_errors.TopicAlreadyExistsError,
     errors.TopicInUse: kafka_errors.PolicyViolationError,
+    errors.InvalidRetention: kafka_errors.InvalidConfigurationError,
     errors.Unauthenticated: kafka_errors.SaslAuthenticationFailedError,
     errors.AccessDenied: kafka_errors.TopicAuthorizationFailedError,
     errors.NotLeader: kafka_errors.NotLeaderForPartitionError,

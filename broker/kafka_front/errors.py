@@ -94,3 +94,9 @@ class TransactionNotBegun(KafkaRefusal):
     """A transactional batch before its transaction's AddPartitionsToTxn (or after the front forgot the transaction)."""
 
     kafka_error = kafka_errors.InvalidTxnStateError
+
+
+class InvalidConfig(KafkaRefusal):
+    """A topic config halfmq does not honour per topic, or a value that is not one (CreateTopics, AlterConfigs)."""
+
+    kafka_error = kafka_errors.InvalidConfigurationError

@@ -327,6 +327,7 @@ class KafkaHandlers:
                 int(ApiKey.AddOffsetsToTxn): self.txns.add_offsets, int(ApiKey.TxnOffsetCommit): self.txns.commit_offsets,
                 int(ApiKey.CreateTopics): admin.create_topics, int(ApiKey.DeleteTopics): admin.delete_topics, int(ApiKey.ListGroups): admin.list_groups,
                 int(ApiKey.DescribeGroups): admin.describe_groups, int(ApiKey.DescribeConfigs): admin.describe_configs,
+                int(ApiKey.AlterConfigs): admin.alter_configs, int(ApiKey.IncrementalAlterConfigs): admin.incremental_alter_configs,
                 int(ApiKey.SaslHandshake): sasl.handshake, int(ApiKey.SaslAuthenticate): sasl.authenticate,
                 int(ApiKey.JoinGroup): groups.join_group, int(ApiKey.SyncGroup): groups.sync_group,
                 int(ApiKey.Heartbeat): groups.heartbeat, int(ApiKey.LeaveGroup): groups.leave_group,

@@ -188,6 +188,8 @@ class SendService:
 
         Same checks, queue choice and ids as ``prepare``; a batch of 100 spends
         most of its broker time here, so the plain case skips the general path.
+        A message naming its queue is plain too: every record a Kafka client
+        produces names its partition.
         """
         self.refuse_if_disk_full()
         limit = self.topics.policy.limits.max_message_size
@@ -195,7 +197,7 @@ class SendService:
         new_key = self._uniq_keys
         items = []
         for msg in messages:
-            if (msg.keys or msg.tag or msg.queue_id is not None or msg.sharding_key is not None
+            if (msg.keys or msg.tag or msg.sharding_key is not None
                     or msg.message_group is not None or msg.body_encoding != "utf-8"
                     or msg.deliver_at_ms is not None or msg.delay_ms is not None):
                 items.append(self.prepare(cfg, msg))
@@ -214,7 +216,8 @@ class SendService:
             size = len(body) + 10 + len(key)  # + the UNIQ_KEY property's bytes (ASCII), as prepare counts them
             if size > limit:
                 raise MessageTooLarge(f"message of {size} bytes exceeds the limit of {limit} bytes", limit=limit)
-            items.append(PutItem(cfg.name, next(counter) % cfg.queues, body, {"UNIQ_KEY": key}))
+            queue = next(counter) % cfg.queues if msg.queue_id is None else self.select_queue(cfg, msg)
+            items.append(PutItem(cfg.name, queue, body, {"UNIQ_KEY": key}))
         return items
 
     def send(self, topic: str, messages: list[OutgoingMessage],

@@ -56,6 +56,10 @@ class ManageTopics:
             await self.durable(end)
         return self.views.topic_view(cfg)
 
+    def may_alter(self, who: Principal, scope: Scope, topic: str) -> None:
+        """AccessDenied unless ``who`` may ``alter`` the topic (a Kafka AlterConfigs that only validates)."""
+        self.access.authorize(who, Action.ADMIN, Resource.topic(topic), scope)
+
     async def delete(self, who: Principal, scope: Scope, topic: str, force: bool) -> TopicDeleted:
         """Delete the topic through the log (durable when this returns): it is no longer listed, described or read,
         and every group's offsets on it go. Refused while it has pending halves or deliveries in flight, unless

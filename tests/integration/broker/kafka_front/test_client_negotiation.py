@@ -122,4 +122,4 @@ def raw_conversation(port: int) -> list[object]:
 
 async def test_every_refusal_is_answered_on_the_same_connection_and_only_an_oversized_frame_closes_it(kafka_listener: Listening) -> None:
     seen = await asyncio.wait_for(asyncio.to_thread(raw_conversation, kafka_listener.port), timeout=60)
-    assert seen == [(1, UNSUPPORTED_VERSION), 24, (2, UNSUPPORTED_VERSION), [("t", UNSUPPORTED_VERSION)], b""]
+    assert seen == [(1, UNSUPPORTED_VERSION), 26, (2, UNSUPPORTED_VERSION), [("t", UNSUPPORTED_VERSION)], b""]

@@ -13,7 +13,7 @@ ISSUE_47_APIS = {
     ApiKey.JoinGroup, ApiKey.SyncGroup, ApiKey.Heartbeat, ApiKey.LeaveGroup, ApiKey.OffsetCommit, ApiKey.OffsetFetch,
     ApiKey.InitProducerId, ApiKey.AddPartitionsToTxn, ApiKey.AddOffsetsToTxn, ApiKey.EndTxn, ApiKey.TxnOffsetCommit,
     ApiKey.CreateTopics, ApiKey.DeleteTopics, ApiKey.DescribeGroups, ApiKey.ListGroups, ApiKey.DescribeConfigs,
-    ApiKey.SaslHandshake, ApiKey.SaslAuthenticate,
+    ApiKey.AlterConfigs, ApiKey.IncrementalAlterConfigs, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate,
 }
 APIS = by_key(API_TABLE)
 

@@ -12,7 +12,7 @@ from halfmq.broker.messages.send_service import SendService, TopicPolicy, TopicS
 from halfmq.broker.store.indexed_keys import raw_keys, record_keys
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.record import encode_properties
-from halfmq.errors import InvalidRequest, MessageTooLarge, PropertiesTooLarge, TooManyKeys
+from halfmq.errors import InvalidQueueId, InvalidRequest, MessageTooLarge, PropertiesTooLarge, TooManyKeys
 from halfmq.wire import OutgoingMessage
 
 POLICY = TopicPolicy(limits=MessageLimits(max_message_size=4096, max_keys_per_message=8, max_properties_bytes=512))
@@ -74,3 +74,18 @@ def test_the_keys_of_a_record_are_found_in_time_linear_in_their_number() -> None
     started = time.process_time()
     assert len(record_keys(props)) == len(raw_keys(encode_properties(props))) == 80_001
     assert time.process_time() - started < 5  # a list's `not in` took ~40 s here; a set takes ~0.05 s
+
+
+def test_a_plain_message_naming_its_queue_is_stored_there_and_a_queue_past_the_topic_s_is_refused(sender: SendService) -> None:
+    """The batch path takes a message naming its queue (a Kafka record's partition) as ``prepare`` does."""
+    sender.topics.create("ORDERS", 4)
+    cfg = sender.topics.get("ORDERS")
+    assert [item.queue_id for item in sender.prepare_many(cfg, [OutgoingMessage(body="x", queue_id=q) for q in (3, 1, 3)])] == [3, 1, 3]
+    [batched] = sender.prepare_many(cfg, [OutgoingMessage(body="x", queue_id=2)])
+    one = sender.prepare(cfg, OutgoingMessage(body="x", queue_id=2))
+    assert (batched.queue_id, batched.body, list(batched.properties)) == (one.queue_id, one.body, list(one.properties))
+    results, _ = sender.send("ORDERS", [OutgoingMessage(body="x", queue_id=2), OutgoingMessage(body="y", queue_id=2)])
+    assert [(r.queue_id, r.queue_offset) for r in results] == [(2, 0), (2, 1)]
+    with pytest.raises(InvalidQueueId):
+        sender.send("ORDERS", [OutgoingMessage(body="x", queue_id=1), OutgoingMessage(body="x", queue_id=4)])
+    assert sender.store.visible.queue_range("ORDERS", 1) == (0, 0)  # nothing of the refused batch is stored
