@@ -13,7 +13,6 @@ library's types.
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 import orjson
 
+from halfmq.aiohttp_session import LoopSession
 from halfmq.broker.observability.tracing import inject_current
 from halfmq.check_signing import signed_headers
 from halfmq.wire import EndState
@@ -93,7 +93,7 @@ class CheckClient:
         self._read_timeout = read_timeout
         # a CA bundle given is read here, so a wrong path still stops the start rather than the first check
         self._tls: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
-        self._session: aiohttp.ClientSession | None = None
+        self._session = LoopSession(self._new_session)
 
     async def check(self, url: str, payload: dict[str, Any], address: str | None = None) -> CheckAnswer:
         body = orjson.dumps(payload)
@@ -119,7 +119,7 @@ class CheckClient:
         if not url.startswith(("http://", "https://")):  # (aiohttp's own refusal of another scheme is only in 3.10+)
             raise CheckUnreachable(f"invalid URL: {url!r} is not http(s)")
         try:
-            async with self._client().post(url, data=body, headers=headers, allow_redirects=False,
+            async with self._session.get().post(url, data=body, headers=headers, allow_redirects=False,
                                            server_hostname=tls_name) as resp:
                 if (resp.content_length or 0) > MAX_RESPONSE_BYTES:  # said up front: not a byte of it is read
                     raise CheckAnswerTooLarge(f"response larger than {MAX_RESPONSE_BYTES // 1024} KiB")
@@ -140,25 +140,19 @@ class CheckClient:
         except aiohttp.ClientError as exc:
             raise CheckConnectionBroken(f"{type(exc).__name__}: {exc}") from exc
 
-    def _client(self) -> aiohttp.ClientSession:
-        """The session, made at the first check on the running loop (aiohttp binds a session to its loop)."""
+    def _new_session(self) -> aiohttp.ClientSession:
         import aiohttp
 
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=self._tls),
-                cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False, trust_env=False,
-                # a connect, then each read of the answer, bounded apart; aiohttp has no write timeout, so the whole call
-                # is capped at connect + write + read (a producer that never reads the request cannot hold a check)
-                timeout=aiohttp.ClientTimeout(total=self._connect_timeout + 2 * self._read_timeout,
-                                              sock_connect=self._connect_timeout, sock_read=self._read_timeout))
-        return self._session
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=self._tls),
+            cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False, trust_env=False,
+            # a connect, then each read of the answer, bounded apart; aiohttp has no write timeout, so the whole call
+            # is capped at connect + write + read (a producer that never reads the request cannot hold a check)
+            timeout=aiohttp.ClientTimeout(total=self._connect_timeout + 2 * self._read_timeout,
+                                          sock_connect=self._connect_timeout, sock_read=self._read_timeout))
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-        await asyncio.sleep(0)  # (aiohttp closes its transports on the next turn of the loop)
+        await self._session.aclose()
 
 
 def interpret(status: int, body: bytes) -> CheckAnswer:

@@ -45,12 +45,13 @@ async def test_a_url_the_http_client_cannot_build_is_unreachable_not_an_exceptio
     assert server.calls == []
 
 
-async def test_a_producer_that_answers_commit_commits_over_one_kept_session(client: CheckClient, server: CheckServer) -> None:
+async def test_a_producer_that_answers_commit_commits_and_a_closed_client_checks_again_on_a_new_session(
+        client: CheckClient, server: CheckServer) -> None:
     server.answer_state("commit")
     assert (await client.check(server.url, {"transaction_id": "t"})).outcome is CheckOutcome.COMMIT
-    session = client._client()
+    await client.aclose()
     assert (await client.check(server.url, {"transaction_id": "u"})).outcome is CheckOutcome.COMMIT
-    assert client._client() is session and [c["transaction_id"] for c in server.calls] == ["t", "u"]
+    assert [c["transaction_id"] for c in server.calls] == ["t", "u"]
 
 
 async def test_a_refused_connect_is_unreachable_and_does_not_count(client: CheckClient) -> None:
