@@ -19,7 +19,6 @@ kept-alive connection the peer closed while it sat idle is replaced once.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
+
+from halfmq.aiohttp_session import LoopSession
 
 from .members import is_member_url
 
@@ -124,7 +125,7 @@ class PeerClient:
         self._exchange = exchange or self._over_aiohttp
         self._connect_seconds = connect_seconds
         self._read_seconds = read_seconds
-        self._session: aiohttp.ClientSession | None = None
+        self._session = LoopSession(self._new_session)
         self.on_answer: list[AnswerHook] = []  # called with every answer a peer gave (the follower's failover clock)
 
     async def get(self, url: str, params: Mapping[str, Any] | None = None) -> PeerResponse:
@@ -170,26 +171,20 @@ class PeerClient:
             raise PeerDisconnected(f"{request.url.origin()}: {exc!r}") from exc
 
     async def _once(self, request: PeerRequest) -> PeerResponse:
-        async with self._client().request(request.method, request.url, data=request.content or None,
+        async with self._session.get().request(request.method, request.url, data=request.content or None,
                                           headers=request.headers, allow_redirects=False) as resp:
             return PeerResponse(resp.status, await resp.read(), resp.headers, str(request.url))
 
-    def _client(self) -> aiohttp.ClientSession:
-        # Created on first use, inside the running loop (aiohttp binds a session to its loop).
+    def _new_session(self) -> aiohttp.ClientSession:
         import aiohttp
 
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit_per_host=CONNECTIONS_PER_PEER, keepalive_timeout=IDLE_SECONDS),
-                cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False, skip_auto_headers=("User-Agent",),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_seconds, sock_read=self._read_seconds))
-        return self._session
+        return aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit_per_host=CONNECTIONS_PER_PEER, keepalive_timeout=IDLE_SECONDS),
+            cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False, skip_auto_headers=("User-Agent",),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_seconds, sock_read=self._read_seconds))
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-        await asyncio.sleep(0)  # (aiohttp closes its transports on the next turn of the loop)
+        await self._session.aclose()
 
     async def __aenter__(self) -> PeerClient:
         return self

@@ -25,7 +25,7 @@ from halfmq.broker.usecases import UseCases
 from halfmq.broker.usecases.durability import FlushTimedOut
 from halfmq.broker.usecases.receiving import tag_filter
 from halfmq.broker.usecases.records import recall_handle_of
-from halfmq.errors import BrokerError, InvalidRequest, TooManyTelemetryStreams, TransactionConflict
+from halfmq.errors import BrokerError, InvalidRequest, TooManyTelemetryStreams
 
 from . import message_mapping as mm
 from . import request_auth
@@ -43,7 +43,8 @@ def _refusal(response: Callable[..., Any], exc: BrokerError) -> Any:
 
 
 def answers(response: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Any exception a unary call lets out still answers with a RocketMQ status (a bug: INTERNAL_ERROR, logged)."""
+    """Any exception a unary call lets out still answers with a RocketMQ status: a refusal (a ``BrokerError``, a refusing
+    store) its own, so a method raises it rather than catching it; a bug INTERNAL_ERROR, logged."""
     def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
         async def call(self: Any, request: Any, context: Any) -> Any:
@@ -94,28 +95,19 @@ class MessagingService(rpc.MessagingServiceServicer):
 
     @answers(spb.QueryRouteResponse)
     async def QueryRoute(self, request: spb.QueryRouteRequest, context: Any) -> spb.QueryRouteResponse:  # noqa: N802
-        try:
-            cfg = self.uc.topics.route(*self._who(context, "QueryRoute"), request.topic.name)
-        except BrokerError as exc:
-            return _refusal(spb.QueryRouteResponse, exc)
+        cfg = self.uc.topics.route(*self._who(context, "QueryRoute"), request.topic.name)
         return spb.QueryRouteResponse(status=OK, message_queues=self._queues(cfg.name, cfg.queues))
 
     @answers(spb.QueryAssignmentResponse)
     async def QueryAssignment(self, request: spb.QueryAssignmentRequest, context: Any) -> spb.QueryAssignmentResponse:  # noqa: N802
-        try:
-            cfg = self.uc.topics.assignment(*self._who(context, "QueryAssignment"), request.group.name, request.topic.name)
-        except BrokerError as exc:
-            return _refusal(spb.QueryAssignmentResponse, exc)
+        cfg = self.uc.topics.assignment(*self._who(context, "QueryAssignment"), request.group.name, request.topic.name)
         queue = self._queues(cfg.name, 1)[0]
         queue.id = -1  # pop consumption: the broker picks among the topic's queues
         return spb.QueryAssignmentResponse(status=OK, assignments=[pb.Assignment(message_queue=queue)])
 
     @answers(spb.HeartbeatResponse)
     async def Heartbeat(self, request: spb.HeartbeatRequest, context: Any) -> spb.HeartbeatResponse:  # noqa: N802
-        try:
-            self._who(context, "Heartbeat")
-        except BrokerError as exc:
-            return _refusal(spb.HeartbeatResponse, exc)
+        self._who(context, "Heartbeat")
         return spb.HeartbeatResponse(status=OK)
 
     @answers(spb.NotifyClientTerminationResponse)
@@ -186,8 +178,6 @@ class MessagingService(rpc.MessagingServiceServicer):
             entries = [await self._send_one(message, publishers[message.topic.name]) for message in request.messages]
         except FlushTimedOut:
             return spb.SendMessageResponse(status=pb.Status(code=pb.Code.MASTER_PERSISTENCE_TIMEOUT, message="flush timed out"))
-        except BrokerError as exc:
-            return _refusal(spb.SendMessageResponse, exc)
         return spb.SendMessageResponse(status=OK, entries=entries)
 
     async def _send_one(self, message: pb.Message, publisher: Publisher) -> spb.SendResultEntry:
@@ -215,13 +205,8 @@ class MessagingService(rpc.MessagingServiceServicer):
         state = {pb.TransactionResolution.COMMIT: "commit", pb.TransactionResolution.ROLLBACK: "rollback"}.get(request.resolution)
         if state is None:
             return spb.EndTransactionResponse(status=pb.Status(code=pb.Code.BAD_REQUEST, message="resolution must be COMMIT or ROLLBACK"))
-        try:
-            await self.uc.ending.end(*self._who(context, "EndTransaction"), request.transaction_id, request.topic.name, state,
-                             from_check=request.source == pb.TransactionSource.SOURCE_SERVER_CHECK)
-        except TransactionConflict as exc:
-            return _refusal(spb.EndTransactionResponse, exc)
-        except BrokerError as exc:
-            return _refusal(spb.EndTransactionResponse, exc)
+        await self.uc.ending.end(*self._who(context, "EndTransaction"), request.transaction_id, request.topic.name, state,
+                                 from_check=request.source == pb.TransactionSource.SOURCE_SERVER_CHECK)
         return spb.EndTransactionResponse(status=OK)
 
     @answers(spb.RecallMessageResponse)
@@ -232,8 +217,6 @@ class MessagingService(rpc.MessagingServiceServicer):
             recalled = await self.uc.sending.recall(publisher, request.recall_handle)
         except FlushTimedOut:
             return spb.RecallMessageResponse(status=pb.Status(code=pb.Code.MASTER_PERSISTENCE_TIMEOUT, message="flush timed out"))
-        except BrokerError as exc:
-            return _refusal(spb.RecallMessageResponse, exc)
         return spb.RecallMessageResponse(status=OK, message_id=recalled.msg_id)
 
     # --- consuming -------------------------------------------------------------------
@@ -264,10 +247,7 @@ class MessagingService(rpc.MessagingServiceServicer):
 
     @answers(spb.AckMessageResponse)
     async def AckMessage(self, request: spb.AckMessageRequest, context: Any) -> spb.AckMessageResponse:  # noqa: N802
-        try:
-            subscriber = self.rt.access.subscriber(*self._who(context, "AckMessage"), request.group.name, request.topic.name)
-        except BrokerError as exc:
-            return _refusal(spb.AckMessageResponse, exc)
+        subscriber = self.rt.access.subscriber(*self._who(context, "AckMessage"), request.group.name, request.topic.name)
         entries = []
         for entry in request.entries:
             try:
@@ -282,12 +262,8 @@ class MessagingService(rpc.MessagingServiceServicer):
 
     @answers(spb.ChangeInvisibleDurationResponse)
     async def ChangeInvisibleDuration(self, request: spb.ChangeInvisibleDurationRequest, context: Any) -> spb.ChangeInvisibleDurationResponse:  # noqa: N802
-        try:
-            subscriber = self.rt.access.subscriber(*self._who(context, "ChangeInvisibleDuration"), request.group.name,
-                                                   request.topic.name)
-            ok = self.uc.settling.change_invisible(subscriber, request.receipt_handle, mm.seconds(request.invisible_duration))
-        except BrokerError as exc:
-            return _refusal(spb.ChangeInvisibleDurationResponse, exc)
+        subscriber = self.rt.access.subscriber(*self._who(context, "ChangeInvisibleDuration"), request.group.name, request.topic.name)
+        ok = self.uc.settling.change_invisible(subscriber, request.receipt_handle, mm.seconds(request.invisible_duration))
         if not ok:
             return spb.ChangeInvisibleDurationResponse(status=pb.Status(code=pb.Code.INVALID_RECEIPT_HANDLE, message="expired or settled"))
         return spb.ChangeInvisibleDurationResponse(status=OK, receipt_handle=request.receipt_handle)
@@ -295,12 +271,9 @@ class MessagingService(rpc.MessagingServiceServicer):
     @answers(spb.ForwardMessageToDeadLetterQueueResponse)
     async def ForwardMessageToDeadLetterQueue(self, request: spb.ForwardMessageToDeadLetterQueueRequest,  # noqa: N802
                                               context: Any) -> spb.ForwardMessageToDeadLetterQueueResponse:
-        try:
-            subscriber = self.rt.access.subscriber(*self._who(context, "ForwardMessageToDeadLetterQueue"), request.group.name,
-                                                   request.topic.name)
-            ok = self.uc.settling.dead_letter(subscriber, request.receipt_handle)
-        except BrokerError as exc:
-            return _refusal(spb.ForwardMessageToDeadLetterQueueResponse, exc)
+        subscriber = self.rt.access.subscriber(*self._who(context, "ForwardMessageToDeadLetterQueue"), request.group.name,
+                                               request.topic.name)
+        ok = self.uc.settling.dead_letter(subscriber, request.receipt_handle)
         if not ok:
             return spb.ForwardMessageToDeadLetterQueueResponse(status=pb.Status(code=pb.Code.INVALID_RECEIPT_HANDLE, message="expired or settled"))
         return spb.ForwardMessageToDeadLetterQueueResponse(status=OK)

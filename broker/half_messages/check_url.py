@@ -56,14 +56,15 @@ class CheckTarget:
     url: str
     address: str
 
-    def dial(self) -> tuple[str, dict[str, str], dict[str, str]]:
-        """URL with the checked address in place of the name, the Host header and (https) the name for SNI."""
+    def dial(self) -> tuple[str, dict[str, str], str | None]:
+        """URL with the checked address in place of the name, the Host header and (https) the name for SNI and the
+        certificate's check (None over plain http)."""
         parts = urlsplit(self.url)
         ip = ipaddress.ip_address(self.address)
         host = f"[{ip}]" if ip.version == 6 else str(ip)
         netloc = f"{host}:{parts.port}" if parts.port else host
-        extensions = {"sni_hostname": parts.hostname} if parts.scheme == "https" and parts.hostname else {}
-        return urlunsplit(parts._replace(netloc=netloc)), {"host": parts.netloc}, extensions
+        tls_name = parts.hostname if parts.scheme == "https" and parts.hostname else None
+        return urlunsplit(parts._replace(netloc=netloc)), {"host": parts.netloc}, tls_name
 
 
 def resolve_host(host: str, port: int) -> list[str]:

@@ -145,13 +145,9 @@ class TransactionCoordinator:
         return InitResult(tid, txn.producer_id, txn.epoch, txn.timeout_ms)
 
     def begin(self, tid: str, producer_id: int, epoch: int, sequence: int) -> BeginResult:
-        txn = self._current(tid, producer_id, epoch)
-        repeat = self._repeat(txn, ProducerTxnEvent.BEGIN, sequence)
+        txn, repeat = self._step(tid, producer_id, epoch, ProducerTxnEvent.BEGIN, sequence)
         if repeat is not None:
             return repeat  # type: ignore[return-value]  # the last request was a begin
-        transition(txn.state, ProducerTxnEvent.BEGIN)
-        if sequence != 0:
-            raise OutOfOrderSequence(f"a transaction's begin carries sequence 0, not {sequence}", expected=0)
         number = txn.number + 1
         (begun,), _ = self.store.put([self._record(txn, TxnRecord.BEGIN, number=number)])
         txn.begun_at = begun.commit_log_offset
@@ -168,12 +164,9 @@ class TransactionCoordinator:
     def add_messages(self, tid: str, producer_id: int, epoch: int, sequence: int, items: list[PutItem],
                      missing_topics: list[TopicConfig], *, principal: str | None = None) -> MessagesResult:
         """Keep validated messages for the commit; create the topics they need once everything is accepted."""
-        txn = self._current(tid, producer_id, epoch)
-        repeat = self._repeat(txn, ProducerTxnEvent.ADD_MESSAGES, sequence)
+        txn, repeat = self._step(tid, producer_id, epoch, ProducerTxnEvent.ADD_MESSAGES, sequence)
         if repeat is not None:
             return repeat  # type: ignore[return-value]
-        transition(txn.state, ProducerTxnEvent.ADD_MESSAGES)
-        self._check_next(txn, sequence)
         # Each message as its record takes it, in bytes (prepare checked its text is UTF-8); the commit checks the fit to a segment.
         size = sum(stored_size(i.topic, i.properties, i.body) for i in items)
         count = len(txn.items) + len(items)
@@ -199,12 +192,9 @@ class TransactionCoordinator:
         offsets committed in it instead (group, topic, queue, the group's next offset: Kafka's TxnOffsetCommit), kept
         until the commit writes them on its record and moves the groups' offsets; an abort forgets them. A later
         offset for the same group and queue replaces the earlier one, as in Kafka."""
-        txn = self._current(tid, producer_id, epoch)
-        repeat = self._repeat(txn, ProducerTxnEvent.ADD_ACKS, sequence)
+        txn, repeat = self._step(tid, producer_id, epoch, ProducerTxnEvent.ADD_ACKS, sequence)
         if repeat is not None:
             return repeat  # type: ignore[return-value]
-        transition(txn.state, ProducerTxnEvent.ADD_ACKS)
-        self._check_next(txn, sequence)
         moved = {**txn.offsets, **{(g, t, q): o for g, t, q, o in offsets or []}}
         mine = {_key(h) for h in txn.acks}
         fresh = []
@@ -331,10 +321,20 @@ class TransactionCoordinator:
             return replace(txn.last_answer, duplicate=True)
         return None
 
-    @staticmethod
-    def _check_next(txn: ProducerTxn, sequence: int) -> None:
-        if sequence != txn.last_sequence + 1:
-            raise OutOfOrderSequence(f"expected sequence {txn.last_sequence + 1}, not {sequence}", expected=txn.last_sequence + 1)
+    def _step(self, tid: str, producer_id: int, epoch: int, event: ProducerTxnEvent,
+              sequence: int) -> tuple[ProducerTxn, StepResult | None]:
+        """The transaction a step acts on, and the stored answer when the step is a retry of the last request (then
+        nothing else is checked or done); a new step must be allowed in the transaction's state and come in sequence:
+        a begin at 0, every other step right after the last."""
+        txn = self._current(tid, producer_id, epoch)
+        repeat = self._repeat(txn, event, sequence)
+        if repeat is None:
+            transition(txn.state, event)
+            if event is ProducerTxnEvent.BEGIN and sequence != 0:
+                raise OutOfOrderSequence(f"a transaction's begin carries sequence 0, not {sequence}", expected=0)
+            if event is not ProducerTxnEvent.BEGIN and sequence != txn.last_sequence + 1:
+                raise OutOfOrderSequence(f"expected sequence {txn.last_sequence + 1}, not {sequence}", expected=txn.last_sequence + 1)
+        return txn, repeat
 
     @staticmethod
     def _remember(txn: ProducerTxn, event: ProducerTxnEvent, sequence: int, answer: StepResult) -> None:

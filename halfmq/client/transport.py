@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from halfmq.aiohttp_session import LoopSession
 from halfmq.errors import BrokerError, BrokerUnavailable, Unauthenticated, error_class_for
 
 from .broker_urls import BrokerUrls, split_urls
@@ -241,7 +242,7 @@ class AsyncTransport:
         self.answered_by: str | None = None  # the node that answered the latest call (``call``)
         self._connections = min(pool_size * connections_per_client, max_in_flight)
         self._in_flight = asyncio.Semaphore(max_in_flight)
-        self._session: aiohttp.ClientSession | None = None
+        self._session = LoopSession(self._new_session)
         token = token if token is not None else env_token()  # none: a broker with auth off
         self._headers = {"authorization": f"Bearer {token}"} if token else {}
         # Certificates are always verified unless ``verify=False``; a path (or $HALFMQ_CA_FILE) adds a private CA.
@@ -249,14 +250,15 @@ class AsyncTransport:
         self._ssl = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else verify
 
     def _client(self) -> aiohttp.ClientSession:
-        # Created on first use, inside the running loop (aiohttp binds a session to its loop); a connection per node
-        # beyond the calls' own, for the probes of who leads (``_led_elsewhere``).
-        if self._session is None or self._session.closed:
-            probes = len(self._urls.urls) if len(self._urls.urls) > 1 else 0  # (one broker is never probed)
-            aiohttp, limit = self._aiohttp, self._connections + probes
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, ttl_dns_cache=300, ssl=self._ssl),
-                                                  timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers)
-        return self._session
+        return self._session.get()
+
+    def _new_session(self) -> aiohttp.ClientSession:
+        import aiohttp  # (loaded by __init__ already)
+
+        # a connection per node beyond the calls' own, for the probes of who leads (``_led_elsewhere``)
+        probes = len(self._urls.urls) if len(self._urls.urls) > 1 else 0  # (one broker is never probed)
+        return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._connections + probes, ttl_dns_cache=300, ssl=self._ssl),
+                                     timeout=aiohttp.ClientTimeout(total=None), auto_decompress=False, headers=self._headers)
 
     @property
     def urls(self) -> list[str]:
@@ -343,9 +345,7 @@ class AsyncTransport:
         return _answer(call, status, content_type, body, f"{call.method} {url}")
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._session.aclose()
 
 
 class AsyncClient(AsyncLifecycle):

@@ -16,6 +16,7 @@ class CheckServer:
         self.calls: list[dict] = []
         self.closing = threading.Event()  # ends a hang: the answers held past the broker's timeout go out at close
         self.answer: Callable[[dict], tuple[int, bytes]] = lambda req: (200, b'{"state": "unknown"}')
+        self.headers: dict[str, str] = {}  # sent with every answer besides content-type and -length (a redirect's location)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -30,6 +31,8 @@ class CheckServer:
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
+                for name, value in server.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(body)
 

@@ -27,7 +27,7 @@ commit covers them all with one fsync.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import msgspec
@@ -79,13 +79,22 @@ def _each(items: list[Any], shape: type[M], path: str, run: Callable[[M], R]) ->
     return done
 
 
+async def _written_then_flushed(request: ApiRequest, shape: type[M], path: str, run: Callable[[M], R], written: type[R],
+                                end_of: Callable[[R], int], flushed: Callable[[int], Awaitable[FlushTimedOut | None]],
+                                ) -> tuple[list[R | dict[str, Any]], FlushTimedOut | None]:
+    """Each item through ``run`` (``_each``), then one wait for the end offset of the last one ``written``: one fsync
+    covers them all. Answers what each item gave, and the wait's timeout (None: all written items are durable)."""
+    batch = await parse_body(request, RawBatch)
+    done = _each(batch.items, shape, path, run)
+    ends = [end_of(d) for d in done if isinstance(d, written)]
+    return done, await flushed(max(ends)) if ends else None
+
+
 async def send_half_batch(request: ApiRequest) -> Reply:
     use = request.usecases.half_sending
-    who = request.principal
-    batch = await parse_body(request, RawBatch)
-    halves = _each(batch.items, HalfSendRequest, HALF_BATCH_PATH, lambda body: use.store_half(who, request.scope, body))
-    stored = [h for h in halves if isinstance(h, StoredHalf)]
-    timed_out = await use.flushed(max(h.end for h in stored)) if stored else None
+    halves, timed_out = await _written_then_flushed(
+        request, HalfSendRequest, HALF_BATCH_PATH, lambda body: use.store_half(request.principal, request.scope, body),
+        StoredHalf, lambda half: half.end, use.flushed)
     results: list[wire.HalfSendResult | dict[str, Any]] = []
     for half in halves:
         if not isinstance(half, StoredHalf):
@@ -100,12 +109,9 @@ async def send_half_batch(request: ApiRequest) -> Reply:
 
 async def end_transaction_batch(request: ApiRequest) -> Reply:
     use = request.usecases.ending
-    who = request.principal
-    batch = await parse_body(request, RawBatch)
-
-    ended = _each(batch.items, EndItem, END_BATCH_PATH, lambda item: use.end_item(who, request.scope, item))
-    outcomes = [e for e in ended if isinstance(e, EndOutcome)]
-    timed_out = await use.flushed(max(o.tx.end_offset for o in outcomes)) if outcomes else None
+    ended, timed_out = await _written_then_flushed(
+        request, EndItem, END_BATCH_PATH, lambda item: use.end_item(request.principal, request.scope, item),
+        EndOutcome, lambda outcome: outcome.tx.end_offset, use.flushed)
     failed = None if timed_out is None else _problem(as_broker_error(timed_out) or BrokerError(), END_BATCH_PATH)
     views = request.usecases.views
     results = [e if not isinstance(e, EndOutcome) else failed or views.tx_view(e.tx, duplicate=e.duplicate, half=e.half)

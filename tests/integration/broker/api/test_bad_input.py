@@ -631,13 +631,18 @@ def test_the_surrogate_sweep_covers_every_string_field_of_every_request_model() 
 
 @pytest.fixture(scope="module")
 def sweep_context(client: httpx.Client) -> dict[str, str]:
-    """A topic, a group holding one message in flight, and a pending transaction for the templates."""
+    """A topic, a group holding one message in flight, and a pending transaction for the templates.
+
+    The transaction's first check is a day away: the broker's check-back timer moves a due transaction's
+    ``next_check_timestamp`` (and may count a check), which a request of the sweep must not, and the sweep
+    compares every field of it before and after each request, for longer than the broker's transaction_timeout."""
     create_topic(client, SWEEP_TOPIC, 1)
     send(client, SWEEP_TOPIC, "held")
     [held] = receive(client, SWEEP_GROUP, SWEEP_TOPIC, n=1, invisible=3600)
     half = client.post(
         "/v1/transactions",
-        json={"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC, "message": {"body": "pending"}},
+        json={"producer_group": SWEEP_PRODUCERS, "topic": SWEEP_TOPIC,
+              "message": {"body": "pending", "properties": {"CHECK_IMMUNITY_TIME_IN_SECONDS": "86400"}}},
     )
     half.raise_for_status()
     return {

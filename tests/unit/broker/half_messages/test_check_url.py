@@ -76,12 +76,12 @@ def test_the_brokers_own_address_is_refused_even_when_allowed() -> None:
 
 
 def test_the_broker_dials_the_checked_address_not_the_name_again() -> None:
-    url, headers, extensions = CheckTarget("http://order:8001/halfmq/check", "172.18.0.5").dial()
+    url, headers, tls_name = CheckTarget("http://order:8001/halfmq/check", "172.18.0.5").dial()
     assert url == "http://172.18.0.5:8001/halfmq/check"
     assert headers == {"host": "order:8001"}
-    assert extensions == {}
-    url, headers, extensions = CheckTarget("https://svc.example/check", "::1").dial()
-    assert url == "https://[::1]/check" and headers == {"host": "svc.example"} and extensions == {"sni_hostname": "svc.example"}
+    assert tls_name is None
+    url, headers, tls_name = CheckTarget("https://svc.example/check", "::1").dial()
+    assert url == "https://[::1]/check" and headers == {"host": "svc.example"} and tls_name == "svc.example"
 
 
 @pytest.mark.parametrize("entry", ["order", "127.0.0.1", "ftp://order:21", "http://order:8001/path"])
