@@ -107,6 +107,8 @@ class SetRoles:
                                      store=old.store if keep_store else None)
         self._holder.runtime = rt
         rt.watch_auth()  # either role answers requests (a follower its reads, broker/api/leader_gate.py)
+        if durable_wrapper is None:
+            rt.follow_topic_floors()  # a follower's reads hide what its topics' own limits hide (a leader's passes do it)
         if failed is not None:
             raise failed  # said by the caller, after the store is open again
         return rt

@@ -164,3 +164,38 @@ def test_after_a_leader_kill_9_the_new_leader_keeps_the_log_start_and_every_ackn
     assert again.status_code == 200 and again.json()["duplicate"] is True, again.text
     fill(new_url, "AFTER", 4, "next")
     assert_same_log(broker_set, new, "AFTER")
+
+
+def test_every_node_hides_what_a_topics_own_limit_hid_and_a_new_leader_from_its_first_answer(etcd, tmp_path: Path) -> None:
+    brokers = BrokerSet(etcd, tmp_path, env={"HALFMQ_BROKER_RETENTION_CHECK_INTERVAL": "0.2"}).start()  # the broker's 7 days
+    try:
+        leader = brokers.leader()
+        url = brokers.nodes[leader].url
+        httpx.post(f"{url}/v1/topics", json={"name": "SHORT", "queues": 1}, timeout=10).raise_for_status()
+        fill(url, "SHORT", 2, "old")
+        brokers.caught_up()
+        httpx.patch(f"{url}/v1/topics/SHORT", json={"retention_ms": 1000}, timeout=10).raise_for_status()
+        for node in brokers.nodes.values():  # the followers' reads too (they serve offset reads)
+            wait_for(lambda url=node.url: queues(url, "SHORT") == [(2, 2)], timeout=30)
+        assert log_start(brokers.nodes[leader].data_dir) == 0  # the bytes are all there: only the floors hide them
+        brokers.nodes[leader].kill9()
+        survivors = [node_id for node_id, node in brokers.nodes.items() if node.alive]
+        answers, promoted = 0, False
+        deadline = time.monotonic() + 60
+        while not promoted and time.monotonic() < deadline:  # every answer from the kill on, the new leader's first too
+            for node_id in survivors:
+                promoted = promoted or bool((view := brokers.view(node_id)) and view["writable"])
+                try:
+                    read = httpx.get(f"{brokers.nodes[node_id].url}/v1/topics/SHORT/queues/0/messages",
+                                     params={"offset": 0}, timeout=5)
+                except httpx.HTTPError:
+                    continue
+                if read.status_code == 200:
+                    answers += 1
+                    assert read.json()["messages"] == [], (node_id, read.text)
+        new = brokers.leader(timeout=30, not_=leader)
+        read = httpx.get(f"{brokers.nodes[new].url}/v1/topics/SHORT/queues/0/messages", params={"offset": 0}, timeout=5)
+        assert read.status_code == 200 and read.json()["messages"] == [], read.text
+        assert answers > 0
+    finally:
+        brokers.stop()
