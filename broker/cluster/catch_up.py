@@ -9,7 +9,9 @@ part, checked whole) and installs it once its log holds what the snapshot counts
 
 A follower whose log ends below the leader's log start gets ``REPLICA_BEHIND_LOG_START`` (416) on its fetch
 (``BehindLeader`` here). It takes the leader's snapshot, has its data dir begin empty at the leader's log start
-(``store.log_start.begin_at``, the node's services reopen the store over it) and then follows as usual from there
+with the snapshot and the term history in one step a crash cannot split (``store.log_start.begin_at``: built beside
+the old, then renamed; a restart completes or rolls it back), the node's services reopen the store over it, and it
+follows as usual from there
 (Raft's InstallSnapshot, Kafka's log start offset). Memory stays bounded: the snapshot comes in parts of
 ``SNAPSHOT_PART_BYTES`` straight to a file, and the log in the fetches' bounded answers.
 docs/decisions/052-retention-by-whole-segments-and-pins.md says why.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,7 +49,7 @@ class FollowerRole:
     def __init__(self, standing: Standing, settings: BrokerSettings, members: dict[str, str], address: ClusterAddress,
                  etcd: EtcdClient, http: PeerClient, claims: LeaderClaims, takeover: Takeover, history: TermHistory,
                  store: Callable[[], MessageStore], clock: Callable[[], float],
-                 begin_at: Callable[[int, Path], Awaitable[None]]) -> None:
+                 begin_at: Callable[[int, Path, Mapping[str, bytes]], Awaitable[None]]) -> None:
         self._standing = standing
         self._settings = settings
         self._members = members
@@ -151,7 +151,8 @@ class FollowerRole:
                 raise state_snapshot.Unusable(f"it counts the log from {header.entry_start}, the leader's starts at {taken.log_start}")
             log.warning("node %s: behind the leader's log start %d; beginning there with its state snapshot (%d entries)",
                         self._standing.node_id, taken.log_start, header.entries)
-            await self._begin_at(taken.log_start, taken.path)
+            # the term history the log from there has goes in with it: a crash never splits the two
+            await self._begin_at(taken.log_start, taken.path, {self._history.path.name: self._history.adopted(taken.history, taken.log_start)})
             self._history.adopt(taken.history, taken.log_start)
             self.replication.leader_high_watermark = taken.log_start
         except asyncio.CancelledError:

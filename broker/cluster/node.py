@@ -86,7 +86,7 @@ class ClusterNode:
         claims = LeaderClaims(self.node_id, self.members, self.address, self.etcd, settings.lease_ttl, clock)
         self.following = FollowerRole(self.standing, settings, self.members, self.address, self.etcd, self._http, claims,
                                       self.takeover, self.history, lambda: self.store, clock,
-                                      lambda start, snapshot: self.services.begin_at(start, snapshot))
+                                      lambda start, snapshot, also: self.services.begin_at(start, snapshot, also))
         self.leading = LeaderRole(self.standing, self.lease, settings, self.address, self.etcd, claims, self.tracker)
 
     # --- what the fronts ask ---------------------------------------------------------

@@ -9,7 +9,7 @@ only replication and the reads a follower answers.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -50,7 +50,8 @@ class RoleServices(Protocol):
         """Stop what leading started, reopen the store from disk, serve as a follower."""
         ...
 
-    async def begin_at(self, log_start: int, snapshot: Path) -> None:
+    async def begin_at(self, log_start: int, snapshot: Path, also: Mapping[str, bytes]) -> None:
         """A follower behind its leader's log start: close the store, have the data dir begin empty at ``log_start``
-        with ``snapshot`` (the leader's state snapshot, received whole) as its own, reopen it and serve as a follower."""
+        with ``snapshot`` (the leader's state snapshot, received whole) as its own and ``also``'s files (by name: the
+        term history), in one step a crash cannot split (store/log_start.begin_at), reopen it and serve as a follower."""
         ...

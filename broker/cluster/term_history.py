@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
+
 from halfmq.broker.store.atomic_file import read_json, write_json
 
 
@@ -55,7 +57,7 @@ class TermHistory:
 
     def adopt(self, leader_entries: list[tuple[int, int]], log_end: int) -> None:
         """Take the leader's entries that lie within this log (the later ones arrive with the bytes)."""
-        entries = [(t, s) for t, s in leader_entries if s <= log_end]
+        entries = self._within(leader_entries, log_end)
         if entries != self.entries:
             self.entries = entries
             self._save()
@@ -65,6 +67,15 @@ class TermHistory:
         if entries != self.entries:
             self.entries = entries
             self._save()
+
+    def adopted(self, leader_entries: list[tuple[int, int]], log_end: int) -> bytes:
+        """The file ``adopt`` would write, for a data dir that switches to it in one step (log_start.begin_at)."""
+        return orjson.dumps({"entries": [list(e) for e in self._within(leader_entries, log_end)]},
+                            option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+
+    @staticmethod
+    def _within(leader_entries: list[tuple[int, int]], log_end: int) -> list[tuple[int, int]]:
+        return [(t, s) for t, s in leader_entries if s <= log_end]
 
     def _save(self) -> None:
         write_json(self.path, {"entries": [list(e) for e in self.entries]})

@@ -29,7 +29,7 @@ from halfmq import human_time, wire
 from halfmq.broker.security.access import ClusterAdmin
 from halfmq.broker.usecases import Served, UseCases
 from halfmq.broker.usecases.console_views import Rates
-from halfmq.errors import AccessDenied, BrokerError, InvalidOffsetReset, Unauthenticated
+from halfmq.errors import AccessDenied, BrokerError, InvalidOffsetReset, InvalidRetention, Unauthenticated
 
 from . import session
 from .follower import NO_FRAMING, PREFIX, follower_banner
@@ -347,6 +347,43 @@ async def topic_delete(topic: str, request: Request) -> Response:
                                             "flight dropped)" if gone.pending_halves or gone.in_flight else ""))
 
     return await _act(request, "topics", delete, f"deleted topic {topic}")
+
+
+@router.post("/topics/retention")
+async def topic_retention(request: Request) -> Response:
+    """The form's ``topic``, ``retention`` (a duration such as ``12h``) and ``retention_bytes`` (per queue): what
+    ``PATCH /v1/topics/{topic}`` changes (``ManageTopics.alter``); a field left blank stays, ``broker`` puts the broker's
+    limit back."""
+    form = await _form(request)
+    topic = form.get("topic", "").strip()
+
+    async def alter(viewer: Viewer) -> str:
+        done = await viewer.usecases.topics.alter_now(topic, retention_change(form.get("retention", ""),
+                                                                              form.get("retention_bytes", "")))
+        age = "the broker's" if done.retention_ms is None else human_time.duration(done.retention_ms / 1000)
+        size = "the broker's" if done.retention_bytes is None else f"{done.retention_bytes} bytes a queue"
+        return f"retention of {done.name}: {age} by age, {size} by size"
+
+    return await _act(request, "topics", alter, f"changed the retention of {topic}")
+
+
+def retention_change(retention: str, retention_bytes: str) -> wire.TopicAlter:
+    """The console form's fields as the API's PATCH body: blank leaves a limit, ``broker`` puts the broker's back, a
+    duration (``12h``, ``7d``) or a count of bytes sets it; InvalidRetention when one does not read (nothing changed)."""
+    fields: dict[str, int | None] = {}
+    for name, value in (("retention_ms", retention.strip()), ("retention_bytes", retention_bytes.strip())):
+        if not value:
+            continue
+        if value.lower() == "broker":
+            fields[name] = None
+            continue
+        try:
+            fields[name] = int(human_time.parse_duration(value) * 1000) if name == "retention_ms" else int(value)
+        except ValueError:
+            raise InvalidRetention(f"{name}: {value[:64]!r} does not read as "
+                                   f"{'a duration such as 12h' if name == 'retention_ms' else 'a count of bytes'}, "
+                                   "or 'broker'") from None
+    return wire.TopicAlter(**fields)  # type: ignore[arg-type]  # the fields the form named
 
 
 @router.post("/groups/{group}/delete")

@@ -78,6 +78,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
             roles = SetRoles(settings, app.state, LeaderFronts(LeaderFront(settings.advertise_url, settings.grpc_port), kafka_front))
             node = app.state.cluster = ClusterNode(settings, roles)
             rt.watch_auth()  # a follower answers reads: a revoked token stops working there too
+            rt.follow_topic_floors()  # and hides what its topics' own limits hide, as the leader does
             grpc_front = roles  # its RocketMQ front, started while the node leads; stopped here first
             await node.start()
         else:

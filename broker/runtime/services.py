@@ -36,6 +36,7 @@ from halfmq.broker.store.flush_waiter import FlushWaiter
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.retention import Pin, RetentionLimits
 from halfmq.broker.store.retention_service import RetentionService
+from halfmq.broker.store.topic_retention import TopicRetention
 from halfmq.broker.store.topics import TXN_STATE_TOPIC
 from halfmq.broker.timers.release_service import ReleaseService
 from halfmq.broker.timers.timer_index import TimerIndex
@@ -79,6 +80,10 @@ class BrokerRuntime:
     _release_task: asyncio.Task | None = field(default=None, repr=False)
     _retention_task: asyncio.Task | None = field(default=None, repr=False)
     retention: RetentionService | None = None  # set by start(): the one broker, a set's leader (followers follow its log start)
+    # set by open(), which applies it once before anything is served: the topics' own limits as each queue's floor (every
+    # node, from the same rule: decision 052, "Per-topic limits"); then each retention pass, or a follower's own loop
+    topic_retention: TopicRetention = field(default=None)  # type: ignore[assignment]
+    _floors_task: asyncio.Task | None = field(default=None, repr=False)
     disk: DiskWatch | None = None  # set by open(): the data dir's disk against its watermarks, read by start()'s loop
     _disk_task: asyncio.Task | None = field(default=None, repr=False)
 
@@ -148,6 +153,10 @@ class BrokerRuntime:
             rt.producer_ids = rt.producer_txns.ids
             rt.own_address = OwnAddress.of(settings.host, settings.port)
             rt.settled_durable = durable if durable_wrapper is not None else None
+            # the floors the topics' own limits set are in memory: set them again before the first request can read
+            # below them (a restart, a promotion), from the rule every node applies (decision 052, "Per-topic limits")
+            rt.topic_retention = TopicRetention(store, int(settings.retention * 1000))
+            rt.topic_retention.apply(int(time.time() * 1000))
             rt.operator_metrics = OperatorMetrics(rt, RowLimits(settings.metrics_max_topics, settings.metrics_max_group_topics))
             from .use_cases import use_cases  # the wiring of every use case: the root's other half
 
@@ -183,7 +192,7 @@ class BrokerRuntime:
         self._release_task = asyncio.get_running_loop().create_task(releases.run_forever())
         # the one broker, or a set's leader: its followers delete below its log start, which fetches carry (cluster/catch_up.py)
         self.retention = RetentionService(self.store, RetentionLimits(int(self.settings.retention * 1000), self.settings.retention_bytes),
-                                          self.retention_pins(), reclaim=self._disk_reclaim_bytes)
+                                          self.retention_pins(), reclaim=self._disk_reclaim_bytes, topics=self.topic_retention)
         self._retention_task = asyncio.get_running_loop().create_task(self._keep_retention(self.retention))
         if self.disk is not None:
             try:
@@ -264,6 +273,20 @@ class BrokerRuntime:
         oldest usable state snapshot's last counted entry starts; 0 without one (store.state_snapshot)."""
         return state_snapshot.replay_start_offset(self.store)
 
+    def follow_topic_floors(self) -> None:
+        """A set's follower: move the topics' queue floors as their own limits say, every ``retention_check_interval``
+        (the leader's passes do it there), so the reads a follower serves hide what the leader hides."""
+        if self._floors_task is None:
+            self._floors_task = asyncio.get_running_loop().create_task(self._keep_topic_floors())
+
+    async def _keep_topic_floors(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.retention_check_interval)
+            try:
+                await asyncio.to_thread(self.topic_retention.apply, int(time.time() * 1000))
+            except Exception:
+                log.exception("the topics' retention floors could not be set; the next pass tries again")
+
     def retention_pins(self) -> dict[str, Pin]:
         """What retention must never take (docs/decisions/052-retention-by-whole-segments-and-pins.md), each as the
         lowest commit-log offset it still needs. ``state_records``: everything a restart replays, from the oldest usable
@@ -314,7 +337,8 @@ class BrokerRuntime:
 
     async def stop(self, close_store: bool = True) -> None:
         """Stop what ``start`` started; ``close_store=False`` leaves the store open for the next runtime (a role change)."""
-        for task in (self._release_task, self._txn_timeout_task, self._state_snapshot_task, self._retention_task, self._disk_task):
+        for task in (self._release_task, self._txn_timeout_task, self._state_snapshot_task, self._retention_task, self._disk_task,
+                     self._floors_task):
             if task is not None:
                 task.cancel()
         if self._auth_task is not None:

@@ -7,13 +7,13 @@ imports the fronts or the runtime (the ``layers`` contract in pyproject.toml).""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from halfmq.broker.cluster.role_services import Leadership
 from halfmq.broker.config import BrokerSettings
-from halfmq.broker.store import log_start, state_snapshot
+from halfmq.broker.store import log_start
 from halfmq.broker.store.message_store import MessageStore
 
 from .services import BrokerRuntime, DurableWrapper
@@ -77,10 +77,9 @@ class SetRoles:
     async def follow(self) -> None:
         await self._reopen(None, keep_store=False)
 
-    async def begin_at(self, start: int, snapshot: Path) -> None:
+    async def begin_at(self, start: int, snapshot: Path, also: Mapping[str, bytes]) -> None:
         def begin() -> None:  # the store is closed: nothing reads or writes the data dir meanwhile
-            log_start.begin_at(self.settings.data_dir, start)
-            state_snapshot.install(self.settings.data_dir, snapshot)
+            log_start.begin_at(self.settings.data_dir, start, snapshot, also)
 
         await self._reopen(None, keep_store=False, before_open=begin)
 
@@ -107,6 +106,8 @@ class SetRoles:
                                      store=old.store if keep_store else None)
         self._holder.runtime = rt
         rt.watch_auth()  # either role answers requests (a follower its reads, broker/api/leader_gate.py)
+        if durable_wrapper is None:
+            rt.follow_topic_floors()  # a follower's reads hide what its topics' own limits hide (a leader's passes do it)
         if failed is not None:
             raise failed  # said by the caller, after the store is open again
         return rt

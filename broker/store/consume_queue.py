@@ -220,6 +220,12 @@ class ConsumeQueue:
         data = self._read_range(queue_offset, count)
         return [code for _, _, code in ENTRY.iter_unpack(data[:len(data) - len(data) % ENTRY_SIZE])]
 
+    def sizes(self, queue_offset: int, count: int) -> list[int]:
+        """``get_range``'s record sizes only, without an object per entry (a topic's ``retention_bytes`` counts a whole
+        queue of them as a broker opens: topic_retention.py)."""
+        data = self._read_range(queue_offset, count)
+        return [size for _, size, _ in ENTRY.iter_unpack(data[:len(data) - len(data) % ENTRY_SIZE])]
+
     def _read_range(self, queue_offset: int, count: int) -> bytes:
         if queue_offset < self.min_offset or queue_offset >= self.max_offset or count <= 0:
             return b""

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .atomic_file import read_json, write_json
+from .atomic_file import read_json, write_json, write_whole
 from .commit_log import segment_name
 from .store_types import store_log
 
@@ -88,21 +88,81 @@ class LogStart:
             return self._commit_log.delete_below(offset) + deleted
 
 
-def begin_at(root: Path, offset: int) -> None:
-    """Make the (closed) data dir ``root`` an empty log that begins at ``offset``: a follower of a broker set that is
-    behind its leader's log start, about to take the leader's state snapshot and the log from there (Raft's
-    InstallSnapshot, Kafka's log start offset). What derives from the old log goes; the start is recorded first, and
-    one empty segment at ``offset`` is where the leader's bytes land (a crash midway leaves a log that begins there or
-    a store whose next open deletes the rest below the recorded start, as after retention)."""
-    write_log_start(root, offset)
-    for name in FROM_THE_LOG:
-        path = root / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    log_dir = root / "commitlog"
+STAGING = "begin-at.staging"  # a data dir being built beside the old one: a restart deletes it (the old one stays)
+READY = "begin-at.ready"  # the same, complete and durable: a restart finishes moving it in (``finish_begin``)
+MOVED_IN = ("commitlog", "state-snapshot.json", FILE)  # what READY holds of the log's, moved over the old in this order
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def begin_at(root: Path, offset: int, snapshot: Path, also: Mapping[str, bytes] | None = None,
+             reached: Callable[[str], None] = lambda step: None) -> None:
+    """Make the (closed) data dir ``root`` an empty log that begins at ``offset`` with ``snapshot`` (its leader's state
+    snapshot, received whole under ``root``) as its own, and ``also``'s files (the term history); a set's follower behind
+    its leader's log start (Raft's InstallSnapshot, Kafka's log start offset). What derives from the old log goes.
+
+    Atomic across a crash: the new dir is built in STAGING (one empty segment at ``offset``, the snapshot, the recorded
+    start, ``also``), made durable, then renamed READY in one step; only then does the old go and the new move in.
+    A restart (``finish_begin``, as the store opens) deletes a STAGING, the old data dir untouched (the follower is
+    behind again and takes the snapshot again), and completes a READY. ``reached`` names each step as it is done (a
+    test crashes there)."""
+    finish_begin(root)  # (one a crash left)
+    staging = root / STAGING
+    staging.mkdir()
+    log_dir = staging / "commitlog"
     log_dir.mkdir()
     fd = os.open(log_dir / segment_name(offset), os.O_RDWR | os.O_CREAT, 0o644)
-    os.close(fd)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _fsync_dir(log_dir)
+    os.replace(snapshot, staging / "state-snapshot.json")  # fsynced as it arrived (catch_up.take_snapshot)
+    write_log_start(staging, offset)
+    for name, data in (also or {}).items():
+        write_whole(staging / name, data)
+    _fsync_dir(staging)
+    reached("staged")
+    os.replace(staging, root / READY)
+    _fsync_dir(root)
+    reached("ready")
+    _move_in(root, reached)
     store_log.warning("the data dir %s begins at log offset %d now: this follower was behind its leader's log start", root, offset)
+
+
+def finish_begin(root: Path) -> None:
+    """What a crash left of ``begin_at``: a STAGING goes (the old data dir stands), a READY is moved in."""
+    _remove(root / STAGING)
+    if (root / READY).is_dir():
+        store_log.warning("the data dir %s: completing its switch to its leader's log start, which a crash interrupted", root)
+        _move_in(root, lambda step: None)
+
+
+def _move_in(root: Path, reached: Callable[[str], None]) -> None:
+    """READY over the old data dir; each step may be done again after a crash (READY stays until the last)."""
+    ready = root / READY
+    for name in FROM_THE_LOG:  # the old's derived files: while READY stands none of them is the new's
+        if name not in MOVED_IN:
+            _remove(root / name)
+    reached("old-derived-removed")
+    for name in sorted(p.name for p in ready.iterdir() if p.name not in MOVED_IN) + list(MOVED_IN):
+        if (ready / name).exists():  # else moved in before a crash
+            _remove(root / name)
+            os.replace(ready / name, root / name)
+            reached(f"moved {name}")
+    _fsync_dir(root)
+    ready.rmdir()
+    _fsync_dir(root)

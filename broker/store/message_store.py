@@ -30,7 +30,7 @@ from .data_lock import DataDirLock
 from .file_handles import FileHandles
 from .flush_service import GroupCommitService
 from .key_index import KeyIndex
-from .log_start import LogStart
+from .log_start import LogStart, finish_begin
 from .offset_table import OffsetTable
 from .queue_appends import QueueAppends
 from .queue_reads import QueueReads
@@ -56,6 +56,7 @@ class MessageStore:
         self._lock_file = DataDirLock(root)
         self._lock_file.acquire()
         try:
+            finish_begin(root)  # a follower's switch to its leader's log start that a crash interrupted (log_start.py)
             self._write_lock = threading.Lock()
             self._gate = WriteGate()
             self._listeners: list[Listener] = []

@@ -124,7 +124,7 @@ class QueueReads:
         cq = self._queues.find(topic, queue_id)
         if cq is None or offset < cq.min_offset:
             return []
-        return [entry.size for entry in cq.get_range(offset, count)]
+        return cq.sizes(offset, count)
 
     def tag_hashes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
         """The tag hashes of up to ``count`` entries from ``offset``, from the consume queue alone (no record read)."""

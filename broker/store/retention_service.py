@@ -22,13 +22,15 @@ class RetentionService:
     """Deletes what the limits let go and no pin holds; ``pins`` by name (for the log line saying what held)."""
 
     def __init__(self, store: MessageStore, limits: RetentionLimits, pins: Mapping[str, Pin],
-                 clock: Callable[[], float] = time.time, reclaim: Callable[[], int] = lambda: 0) -> None:
+                 clock: Callable[[], float] = time.time, reclaim: Callable[[], int] = lambda: 0,
+                 topics: TopicRetention | None = None) -> None:
         self._store = store
         self._limits = limits
         self._pins = dict(pins)
         self._clock = clock
         self._reclaim = reclaim  # bytes a disk past its early-delete watermark wants freed (DiskWatch.reclaim_bytes)
-        self.topics = TopicRetention(store, limits.age_ms)  # the topics' own retention_ms / retention_bytes
+        # the topics' own retention_ms / retention_bytes: the runtime's, which set the floors once as the store opened
+        self.topics = topics if topics is not None else TopicRetention(store, limits.age_ms)
         self.deleted_files = 0  # every file retention deleted since start (/metrics)
         self.early_deleted_files = 0  # of which deleted before their time, for the disk (/metrics)
 

@@ -106,7 +106,8 @@ class TopicWrites:
 
     def retain_from(self, name: str, queue_id: int, offset: int) -> None:
         """Hide a queue's entries before ``offset`` from every reader: its topic's own retention let them go (the bytes
-        go with their segments; topic_retention.py). In memory: each retention pass sets it again."""
+        go with their segments; topic_retention.py). In memory: every node sets it again from the same rule as the store opens,
+        before it serves, and on each pass (decision 052, "Per-topic limits")."""
         self._queues.raise_floor(name, queue_id, offset)
 
     def adopt(self, name: str, queues: int, retention_ms: int | None = None, retention_bytes: int | None = None) -> None:

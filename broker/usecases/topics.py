@@ -48,6 +48,10 @@ class ManageTopics:
         """Change a topic's own retention (a field left out stays; null: the broker's), answered once its ``topic``
         record is durable; the next retention pass applies it (decision 052, "Per-topic limits")."""
         self.access.authorize(who, Action.ADMIN, Resource.topic(topic), scope)
+        return await self.alter_now(topic, body)
+
+    async def alter_now(self, topic: str, body: TopicAlter) -> TopicInfo:
+        """``alter`` once the caller may (the console's administrator, whose grant covers every topic)."""
         cfg = self.topics.get(topic)
         retention_ms = cfg.retention_ms if body.retention_ms is UNSET else body.retention_ms
         retention_bytes = cfg.retention_bytes if body.retention_bytes is UNSET else body.retention_bytes

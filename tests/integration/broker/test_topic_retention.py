@@ -72,6 +72,24 @@ def test_a_topic_with_a_short_retention_loses_its_old_messages_while_another_in_
         assert [m["body"] for m in read_all(client, "KEEPS", 0)] == ["keeps-0", "keeps-1", "keeps-2"]
 
 
+@pytest.mark.parametrize("stop", ["kill -9", "SIGTERM"])
+def test_a_restarted_broker_hides_what_a_topics_own_limit_hid_from_its_first_request(quick: BrokerProcess, stop: str) -> None:
+    with httpx.Client(base_url=quick.url, timeout=15) as client:
+        client.post("/v1/topics", json={"name": "SHORT", "queues": 1}).raise_for_status()
+        send(client, "SHORT", "old-0", "old-1")
+        client.patch(path("v1", "topics", "SHORT"), json={"retention_ms": 1000}).raise_for_status()
+        wait_for(lambda: first_offset(client, "SHORT") == 2, timeout=30)  # a pass moved the queue's floor
+    quick.kill9() if stop == "kill -9" else quick.stop()
+    quick.env["HALFMQ_BROKER_RETENTION_CHECK_INTERVAL"] = "3600"  # no pass after the restart: the open alone must hide them
+    quick.start()
+    with httpx.Client(base_url=quick.url, timeout=15) as client:
+        assert read_all(client, "SHORT", 0) == []  # the first request
+        assert first_offset(client, "SHORT") == 2
+        assert receive(client, "late", "SHORT", 10) == []
+        send(client, "SHORT", "fresh")
+        assert [m["body"] for m in read_all(client, "SHORT", 0)] == ["fresh"]
+
+
 def test_a_topic_with_a_bytes_limit_keeps_only_its_newest_messages_within_it(quick: BrokerProcess) -> None:
     with httpx.Client(base_url=quick.url, timeout=15) as client:
         created = client.post("/v1/topics", json={"name": "SIZED", "queues": 1, "retention_bytes": 10**9})

@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from halfmq.broker.cluster.term_history import TermHistory
+from halfmq.broker.store import log_start as log_start_module
 from tests.support.broker_set import BrokerSet
 from tests.support.set_load import read_back
 from tests.support.waiting import wait_for
@@ -164,3 +166,79 @@ def test_after_a_leader_kill_9_the_new_leader_keeps_the_log_start_and_every_ackn
     assert again.status_code == 200 and again.json()["duplicate"] is True, again.text
     fill(new_url, "AFTER", 4, "next")
     assert_same_log(broker_set, new, "AFTER")
+
+
+def test_every_node_hides_what_a_topics_own_limit_hid_and_a_new_leader_from_its_first_answer(etcd, tmp_path: Path) -> None:
+    brokers = BrokerSet(etcd, tmp_path, env={"HALFMQ_BROKER_RETENTION_CHECK_INTERVAL": "0.2"}).start()  # the broker's 7 days
+    try:
+        leader = brokers.leader()
+        url = brokers.nodes[leader].url
+        httpx.post(f"{url}/v1/topics", json={"name": "SHORT", "queues": 1}, timeout=10).raise_for_status()
+        fill(url, "SHORT", 2, "old")
+        brokers.caught_up()
+        httpx.patch(f"{url}/v1/topics/SHORT", json={"retention_ms": 1000}, timeout=10).raise_for_status()
+        for node in brokers.nodes.values():  # the followers' reads too (they serve offset reads)
+            wait_for(lambda url=node.url: queues(url, "SHORT") == [(2, 2)], timeout=30)
+        assert log_start(brokers.nodes[leader].data_dir) == 0  # the bytes are all there: only the floors hide them
+        brokers.nodes[leader].kill9()
+        survivors = [node_id for node_id, node in brokers.nodes.items() if node.alive]
+        answers, promoted = 0, False
+        deadline = time.monotonic() + 60
+        while not promoted and time.monotonic() < deadline:  # every answer from the kill on, the new leader's first too
+            for node_id in survivors:
+                promoted = promoted or bool((view := brokers.view(node_id)) and view["writable"])
+                try:
+                    read = httpx.get(f"{brokers.nodes[node_id].url}/v1/topics/SHORT/queues/0/messages",
+                                     params={"offset": 0}, timeout=5)
+                except httpx.HTTPError:
+                    continue
+                if read.status_code == 200:
+                    answers += 1
+                    assert read.json()["messages"] == [], (node_id, read.text)
+        new = brokers.leader(timeout=30, not_=leader)
+        read = httpx.get(f"{brokers.nodes[new].url}/v1/topics/SHORT/queues/0/messages", params={"offset": 0}, timeout=5)
+        assert read.status_code == 200 and read.json()["messages"] == [], read.text
+        assert answers > 0
+    finally:
+        brokers.stop()
+
+
+class Crash(Exception):
+    """Where the test stops a follower's switch to its leader's log start, as a kill -9 would (all of it is on disk)."""
+
+
+def test_a_follower_that_crashed_while_beginning_at_the_leaders_log_start_ends_with_the_leaders_bytes(
+        broker_set: BrokerSet) -> None:
+    leader = broker_set.leader()
+    url = broker_set.nodes[leader].url
+    for topic in ("T", "MARK"):
+        httpx.post(f"{url}/v1/topics", json={"name": topic, "queues": 1}, timeout=10).raise_for_status()
+    fill(url, "T", 12, "early")
+    broker_set.caught_up()
+    follower = next(n for n in broker_set.nodes if n != leader)
+    node = broker_set.nodes[follower]
+    # before the switch is durable whole (the old data dir stands), once it is, and midway through moving it in
+    for step in ("staged", "ready", "moved commitlog"):
+        node.stop(grace=10)
+        stopped_at = max(int(name) for name in segments(node.data_dir))
+        fill(url, "T", 60, f"away-{step.split()[-1]}")
+        time.sleep(2.5)
+        start = retained_past(broker_set, leader, stopped_at + 4096)
+        leader_dir = broker_set.nodes[leader].data_dir
+        received = node.data_dir / "state-snapshot.receiving"  # the leader's snapshot, as take_snapshot receives it
+        received.write_bytes((leader_dir / "state-snapshot.json").read_bytes())
+        history = TermHistory(node.data_dir / "term-history.json").adopted(
+            TermHistory(leader_dir / "term-history.json").entries, start)
+
+        def crash_at(reached: str, step: str = step) -> None:
+            if reached == step:
+                raise Crash(reached)
+
+        with pytest.raises(Crash):  # the follower's own switch, stopped at ``step`` (its process is down meanwhile)
+            log_start_module.begin_at(node.data_dir, start, received, {"term-history.json": history}, crash_at)
+        node.start(timeout=60)  # its open finishes the switch or rolls it back; a rolled-back one is behind again
+        wait_for(lambda: (v := broker_set.view(leader)) and follower in v["in_sync"], timeout=60)
+        assert_same_log(broker_set, leader, "T")
+        assert not (node.data_dir / log_start_module.READY).exists()
+        assert not (node.data_dir / log_start_module.STAGING).exists()
+        assert min(int(name) for name in segments(node.data_dir)) > stopped_at

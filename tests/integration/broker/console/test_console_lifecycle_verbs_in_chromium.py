@@ -30,10 +30,10 @@ def _ack_all(client: httpx.Client, group: str, topic: str) -> list[str]:
     return [m["body"] for m in got]
 
 
-def _flash_says(browser, words: str) -> str:
+def _flash_says(browser, words: str, timeout: float = 15) -> str:
     """The action's answer, once the table's refresh shows it (read in one script: the page re-renders itself)."""
     return wait_for(lambda: (text := browser.execute_script("return document.querySelector('#flash')?.textContent || ''"))
-                    and words in text and text, timeout=15)
+                    and words in text and text, timeout=timeout)
 
 
 def _fill_reset(browser, group: str, topic: str, to: str, value: str = "") -> None:
@@ -53,6 +53,56 @@ def _fill_recall(browser, topic: str, handle: str) -> None:
         field = form.find_element("css selector", f"input[name={name}]")
         field.clear()
         field.send_keys(text)
+
+
+def _fill_retention(browser, topic: str, retention: str, retention_bytes: str) -> None:
+    form = browser.find_element("css selector", "#topic-retention")
+    for name, text in (("topic", topic), ("retention", retention), ("retention_bytes", retention_bytes)):
+        field = form.find_element("css selector", f"input[name={name}]")
+        field.clear()
+        field.send_keys(text)
+
+
+def _change_retention_says(browser, words: str) -> str:
+    """Post the retention form and read its answer. A poll of the table sent before the post and answered after it
+    replaces the flash at once (on a loaded machine): the form is posted again then; each post here changes the same
+    thing or nothing."""
+    for _ in range(3):
+        click_and_confirm(browser, "#topic-retention button.retention-change")
+        try:
+            return _flash_says(browser, words, timeout=5)
+        except AssertionError:
+            continue
+    raise AssertionError(f"the console never answered {words!r}")
+
+
+def test_an_operator_changes_a_topics_retention_from_the_console_as_the_patch_does(start_broker, browser) -> None:
+    broker = start_broker()
+    client = httpx.Client(base_url=broker.url, timeout=15)
+    client.post("/v1/topics", json={"name": "ORDERS", "queues": 1}).raise_for_status()
+    browser.get(f"{broker.url}/console/topics")
+    wait_for_css(browser, '#topics tr[data-topic="ORDERS"]')
+    _fill_retention(browser, "ORDERS", "12h", "5000")
+    asked = click_and_confirm(browser, "#topic-retention button.retention-change")
+    assert "older messages unreadable" in asked
+    wait_for(lambda: (d := client.get("/v1/topics/ORDERS").json()).get("retention_ms") == 43_200_000
+             and d.get("retention_bytes") == 5000, timeout=15)
+    wait_for(lambda: browser.find_element("css selector", '#topics tr[data-topic="ORDERS"] td.retention').text
+             == "12 h, 5000 bytes a queue", timeout=15)
+
+    _fill_retention(browser, "ORDERS", "", "broker")  # blank leaves the age; "broker" puts the broker's size back
+    _change_retention_says(browser, "retention of ORDERS: 12 h by age, the broker's by size")
+    described = client.get("/v1/topics/ORDERS").json()
+    assert described["retention_ms"] == 43_200_000 and "retention_bytes" not in described
+
+    _fill_retention(browser, "ORDERS", "soon", "")
+    _change_retention_says(browser, "refused: INVALID_RETENTION: retention_ms: 'soon' does not read")
+    _fill_retention(browser, "ORDERS", "0.5s", "")  # under the API's bounds (1,000 ms the least): its own refusal
+    _change_retention_says(browser, "refused: INVALID_RETENTION: retention_ms is 1000")
+    _fill_retention(browser, "NOPE", "1h", "")
+    _change_retention_says(browser, "TOPIC_NOT_FOUND")
+    assert client.get("/v1/topics/ORDERS").json()["retention_ms"] == 43_200_000  # the refusals changed nothing
+    client.close()
 
 
 def test_an_operator_plans_and_applies_a_reset_redrives_a_dlq_and_deletes_a_group_and_a_topic_from_the_console(
@@ -152,7 +202,11 @@ def test_a_verb_posted_without_an_admin_session_or_without_the_pages_csrf_token_
         answer = httpx.post(f"{broker.url}/console/messages/recall", cookies={"halfmq_console": cookie}, timeout=15,
                             data={"topic": "ORDERS", "recall_handle": timed["recall_handle"]})
         assert answer.status_code == 403, answer.text
+        answer = httpx.post(f"{broker.url}/console/topics/retention", cookies={"halfmq_console": cookie}, timeout=15,
+                            data={"topic": "ORDERS", "retention": "1s"})
+        assert answer.status_code == 403, answer.text
     assert admin.get("/v1/topics/ORDERS").status_code == 200
+    assert "retention_ms" not in admin.get("/v1/topics/ORDERS").json()  # the refused retention form changed nothing
     first = admin.post(path("v1", "topics", "ORDERS", "recall"), json={"recall_handle": timed["recall_handle"]})
     assert first.status_code == 200 and "duplicate" not in first.json()  # the refused posts recalled nothing
     admin.close()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from halfmq.broker.store.log_start import begin_at, read_log_start, write_log_start
+import pytest
+
+from halfmq.broker.store.log_start import READY, STAGING, begin_at, read_log_start, write_log_start
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 
 KEY = "UNIQ_KEY"
@@ -119,7 +121,8 @@ def test_a_data_dir_begun_at_the_leaders_log_start_holds_its_bytes_at_its_offset
         fill(leader)
         start = leader.commit_log.segment_bases()[-3]
         leader.log_start.advance(start)
-        begin_at(tmp_path / "follower", start)
+        (tmp_path / "follower" / "received").write_bytes(b"the leader's snapshot")
+        begin_at(tmp_path / "follower", start, tmp_path / "follower" / "received")
         follower = open_store(tmp_path / "follower")
         assert (follower.commit_log.min_offset, follower.commit_log.end_offset, follower.log_start.offset) == (start, start, start)
         _copy_log(leader, follower, start)
@@ -135,6 +138,58 @@ def test_a_data_dir_begun_at_the_leaders_log_start_holds_its_bytes_at_its_offset
         leader_next, _ = leader.put([PutItem("T", 0, b"next")])
         _copy_log(leader, follower, follower.commit_log.end_offset)
         assert follower.reads.queue_range("T", 0)[1] == leader_next[0].queue_offset + 1
+    finally:
+        leader.close()
+        follower.close()
+
+
+class Crash(Exception):
+    """Where a test stops ``begin_at``, as a kill -9 would: what is on disk stays as it is."""
+
+
+STEPS = ["staged", "ready", "old-derived-removed", "moved term-history.json", "moved commitlog",
+         "moved state-snapshot.json", "moved log_start.json"]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_crash_at_any_step_of_beginning_at_the_leaders_log_start_leaves_the_old_data_dir_or_the_new_one_whole(
+        tmp_path: Path, step: str) -> None:
+    root = tmp_path / "follower"
+    leader = open_store(tmp_path / "leader")
+    follower = open_store(root)
+    follower.put([PutItem("OLD", 0, b"what this node had before")])
+    follower.close()
+    (root / "state-snapshot.json").write_bytes(b"its own snapshot")
+    (root / "term-history.json").write_bytes(b"its own history")
+    try:
+        fill(leader)
+        start = leader.commit_log.segment_bases()[-3]
+        leader.log_start.advance(start)
+        (root / "received").write_bytes(b"the leader's snapshot")
+
+        def crash_at(reached: str) -> None:
+            if reached == step:
+                raise Crash(reached)
+
+        with pytest.raises(Crash):
+            begin_at(root, start, root / "received", {"term-history.json": b"the leader's history"}, crash_at)
+        follower = open_store(root)  # the restart: the store's open finishes it, or rolls it back
+        assert not (root / STAGING).exists() and not (root / READY).exists()
+        if step == "staged":  # not yet durable whole: the old data dir, untouched (the node takes the snapshot again)
+            assert follower.reads.queue_range("OLD", 0) == (0, 1) and follower.log_start.offset == 0
+            assert (root / "state-snapshot.json").read_bytes() == b"its own snapshot"
+            assert (root / "term-history.json").read_bytes() == b"its own history"
+            return
+        assert (follower.commit_log.min_offset, follower.commit_log.end_offset, follower.log_start.offset) == (start, start, start)
+        assert read_log_start(root) == start
+        assert follower.reads.queue_range("OLD", 0) == (0, 0)
+        assert (root / "state-snapshot.json").read_bytes() == b"the leader's snapshot"
+        assert (root / "term-history.json").read_bytes() == b"the leader's history"
+        _copy_log(leader, follower, start)  # and it follows from there, at the leader's offsets
+        assert [follower.reads.queue_range("T", q) for q in (0, 1)] == [leader.reads.queue_range("T", q) for q in (0, 1)]
+        bases = [b for b in leader.commit_log.segment_bases() if b >= start] + [leader.commit_log.end_offset]
+        for base, stop in zip(bases, bases[1:], strict=False):  # the leader's bytes at its offsets, segment by segment
+            assert follower.commit_log.read(base, stop - base) == leader.commit_log.read(base, stop - base)
     finally:
         leader.close()
         follower.close()
