@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from .atomic_file import fsync_dir
 from .file_handles import FileHandles
 from .record import HEADER_SIZE, MAGIC, MAGIC_AT, MAX_RECORD_SIZE, RecordError, StoredMessage, claims_offset, damaged_field, decode, peek_size
 from .retention import SegmentFacts
@@ -104,7 +105,7 @@ class CommitLog:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         seg = Segment(base, path, fd, 0, 0)
         self._add(seg)
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         return seg
 
     @property
@@ -160,7 +161,7 @@ class CommitLog:
             seg.path.unlink(missing_ok=True)
             self._handles.forget(seg.path)
         if retired:
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
         return [seg.path for seg in retired]
 
     # --- writing ----------------------------------------------------------------
@@ -396,7 +397,7 @@ class CommitLog:
             os.ftruncate(fd, offset - seg.base)
             os.fsync(fd)
             seg.size = seg.flushed = offset - seg.base
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
 
     def close(self) -> None:
         with self._lock:
@@ -445,9 +446,3 @@ def _base_of(seg: Segment) -> int:
     return seg.base
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .atomic_file import read_json, write_json, write_whole
+from .atomic_file import fsync_dir, read_json, write_json, write_whole
 from .commit_log import segment_name
 from .store_types import store_log
 
@@ -93,12 +93,6 @@ READY = "begin-at.ready"  # the same, complete and durable: a restart finishes m
 MOVED_IN = ("commitlog", "state-snapshot.json", FILE)  # what READY holds of the log's, moved over the old in this order
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _remove(path: Path) -> None:
@@ -129,15 +123,15 @@ def begin_at(root: Path, offset: int, snapshot: Path, also: Mapping[str, bytes] 
         os.fsync(fd)
     finally:
         os.close(fd)
-    _fsync_dir(log_dir)
+    fsync_dir(log_dir)
     os.replace(snapshot, staging / "state-snapshot.json")  # fsynced as it arrived (catch_up.take_snapshot)
     write_log_start(staging, offset)
     for name, data in (also or {}).items():
         write_whole(staging / name, data)
-    _fsync_dir(staging)
+    fsync_dir(staging)
     reached("staged")
     os.replace(staging, root / READY)
-    _fsync_dir(root)
+    fsync_dir(root)
     reached("ready")
     _move_in(root, reached)
     store_log.warning("the data dir %s begins at log offset %d now: this follower was behind its leader's log start", root, offset)
@@ -163,6 +157,6 @@ def _move_in(root: Path, reached: Callable[[str], None]) -> None:
             _remove(root / name)
             os.replace(ready / name, root / name)
             reached(f"moved {name}")
-    _fsync_dir(root)
+    fsync_dir(root)
     ready.rmdir()
-    _fsync_dir(root)
+    fsync_dir(root)
