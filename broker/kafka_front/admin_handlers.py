@@ -28,7 +28,7 @@ from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError, ConsumerGroupNotFound, TopicNotFound
 from halfmq.wire import TopicAlter, TopicCreate, TopicInfo
 
-from .error_codes import kafka_code
+from .error_codes import error_of, kafka_code
 from .errors import InvalidConfig, KafkaRefusal
 from .group_coordinator import GroupCoordinator
 from .request_header import RequestHeader, audit_scope
@@ -62,14 +62,6 @@ def described_configs(settings: Any, resource_type: int, topic: TopicInfo | None
 def broker_topic_configs(settings: Any) -> dict[str, str]:
     """What a topic without limits of its own is configured with (the values topic_configs.py compares to)."""
     return {name: value for name, value, _ in described_configs(settings, TOPIC_RESOURCE)}
-
-
-def _refusal_code(exc: Exception) -> int:
-    if isinstance(exc, KafkaRefusal):
-        return exc.error_code
-    if isinstance(exc, BrokerError):
-        return kafka_code(exc)
-    raise exc
 
 
 def _source(name: str, topic: TopicInfo | None) -> int:
@@ -107,7 +99,7 @@ class AdminHandlers:
                 answers.append(result(name=t.name, error_code=code, error_message=None if created else f"topic {t.name!r} exists",
                                       num_partitions=len(info.queues), replication_factor=t.replication_factor, configs=[]))
             except (KafkaRefusal, BrokerError) as exc:
-                answers.append(result(name=t.name, error_code=_refusal_code(exc), error_message=str(exc)[:500], num_partitions=-1,
+                answers.append(result(name=t.name, error_code=error_of(exc), error_message=str(exc)[:500], num_partitions=-1,
                                       replication_factor=-1, configs=[]))
         return CreateTopicsResponse(throttle_time_ms=0, topics=answers)
 
@@ -208,7 +200,7 @@ class AdminHandlers:
                               resource_name=resource.resource_name,
                               error_message=f"resource type {resource.resource_type}: only topics (2) are altered")
         except (KafkaRefusal, BrokerError) as exc:
-            return answer(error_code=_refusal_code(exc), error_message=str(exc)[:500], resource_type=resource.resource_type,
+            return answer(error_code=error_of(exc), error_message=str(exc)[:500], resource_type=resource.resource_type,
                           resource_name=resource.resource_name)
         return answer(error_code=0, error_message=None, resource_type=resource.resource_type, resource_name=resource.resource_name)
 

@@ -11,6 +11,8 @@ from kafka import errors as kafka_errors
 
 from halfmq import errors
 
+from .errors import KafkaRefusal
+
 CODES: dict[type[errors.BrokerError], type[kafka_errors.BrokerResponseError]] = {
     errors.InvalidRequest: kafka_errors.InvalidRequestError,
     errors.InvalidTopicName: kafka_errors.InvalidTopicError,
@@ -58,3 +60,13 @@ def kafka_code(error: errors.BrokerError, *, group: bool = False) -> int:
         if cls in CODES:
             return int(CODES[cls].errno)
     return int(kafka_errors.UnknownError.errno)
+
+
+def error_of(exc: Exception, *, group: bool = False) -> int:
+    """The Kafka error code a handler answers for ``exc``: a KafkaRefusal's own, a BrokerError's ``kafka_code``;
+    anything else is raised again (a handler's bug, answered UNKNOWN_SERVER_ERROR by the dispatcher)."""
+    if isinstance(exc, KafkaRefusal):
+        return exc.error_code
+    if isinstance(exc, errors.BrokerError):
+        return kafka_code(exc, group=group)
+    raise exc

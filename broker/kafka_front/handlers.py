@@ -30,7 +30,7 @@ from halfmq.wire import SendRequest, TopicCreate
 
 from .admin_handlers import AdminHandlers
 from .dispatch import Later
-from .error_codes import kafka_code
+from .error_codes import error_of, kafka_code
 from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced, UnknownProducerId
 from .group_handlers import GroupHandlers
 from .producer_sequences import ProducerSequences, SequenceVerdict, StoredBatch
@@ -55,14 +55,6 @@ class Node:
     host: str
     port: int
     node_id: int = 0
-
-
-def error_of(exc: Exception, *, group: bool = False) -> int:
-    if isinstance(exc, KafkaRefusal):
-        return exc.error_code
-    if isinstance(exc, BrokerError):
-        return kafka_code(exc, group=group)
-    raise exc
 
 
 class KafkaHandlers:
