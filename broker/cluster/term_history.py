@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-
-from halfmq.broker.store.atomic_file import read_json, write_json
+from halfmq.broker.store.atomic_file import json_bytes, read_json, write_json
 
 
 class TermHistory:
@@ -70,12 +68,15 @@ class TermHistory:
 
     def adopted(self, leader_entries: list[tuple[int, int]], log_end: int) -> bytes:
         """The file ``adopt`` would write, for a data dir that switches to it in one step (log_start.begin_at)."""
-        return orjson.dumps({"entries": [list(e) for e in self._within(leader_entries, log_end)]},
-                            option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+        return json_bytes(_document(self._within(leader_entries, log_end)))
 
     @staticmethod
     def _within(leader_entries: list[tuple[int, int]], log_end: int) -> list[tuple[int, int]]:
         return [(t, s) for t, s in leader_entries if s <= log_end]
 
     def _save(self) -> None:
-        write_json(self.path, {"entries": [list(e) for e in self.entries]})
+        write_json(self.path, _document(self.entries))
+
+
+def _document(entries: list[tuple[int, int]]) -> dict[str, list[list[int]]]:
+    return {"entries": [list(e) for e in entries]}

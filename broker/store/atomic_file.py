@@ -23,7 +23,12 @@ class DamagedFile(Exception):
 
 def write_json(path: Path, data: Any) -> None:
     """Replace ``path`` whole or not at all; a failed write (a full disk) leaves no temp file holding space."""
-    write_whole(path, orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
+    write_whole(path, json_bytes(data))
+
+
+def json_bytes(data: Any) -> bytes:
+    """What ``write_json`` writes for ``data`` (for a file written elsewhere first, then moved in: log_start.begin_at)."""
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
 
 
 def write_whole(path: Path, data: bytes | Iterable[bytes]) -> None:

@@ -93,8 +93,6 @@ READY = "begin-at.ready"  # the same, complete and durable: a restart finishes m
 MOVED_IN = ("commitlog", "state-snapshot.json", FILE)  # what READY holds of the log's, moved over the old in this order
 
 
-
-
 def _remove(path: Path) -> None:
     if path.is_dir():
         shutil.rmtree(path)
