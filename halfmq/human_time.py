@@ -42,6 +42,21 @@ def parse_duration(text: str | float) -> float:
     return seconds
 
 
+BROKERS = "broker"  # a topic's limit typed as this: back to the broker's (`topics alter --retention broker`, the console's form)
+
+
+def retention_ms(text: str) -> int | None:
+    """A topic's retention by age as an operator types it (``30s``, ``12h``, ``7d``), in ms; None for ``broker``;
+    ValueError otherwise. `halfmq admin` and the console read it the same way."""
+    return None if text == BROKERS else int(parse_duration(text) * 1000)
+
+
+def retention_bytes(text: str) -> int | None:
+    """A topic's retention by size per queue as an operator types it (a count of bytes); None for ``broker``;
+    ValueError otherwise."""
+    return None if text == BROKERS else int(text)
+
+
 def epoch_ms(text: str) -> int:
     """An ISO 8601 date and time (UTC unless it names its offset: "2026-11-29T07:00:00", "...Z", "...+01:00") in epoch
     milliseconds, as an operator names the instant a group's offsets go back to; ValueError for anything else."""

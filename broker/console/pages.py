@@ -371,14 +371,12 @@ def retention_change(retention: str, retention_bytes: str) -> wire.TopicAlter:
     """The console form's fields as the API's PATCH body: blank leaves a limit, ``broker`` puts the broker's back, a
     duration (``12h``, ``7d``) or a count of bytes sets it; InvalidRetention when one does not read (nothing changed)."""
     fields: dict[str, int | None] = {}
-    for name, value in (("retention_ms", retention.strip()), ("retention_bytes", retention_bytes.strip())):
+    for name, value, read in (("retention_ms", retention.strip(), human_time.retention_ms),
+                              ("retention_bytes", retention_bytes.strip(), human_time.retention_bytes)):
         if not value:
             continue
-        if value.lower() == "broker":
-            fields[name] = None
-            continue
         try:
-            fields[name] = int(human_time.parse_duration(value) * 1000) if name == "retention_ms" else int(value)
+            fields[name] = read(human_time.BROKERS if value.lower() == human_time.BROKERS else value)  # (any case here)
         except ValueError:
             raise InvalidRetention(f"{name}: {value[:64]!r} does not read as "
                                    f"{'a duration such as 12h' if name == 'retention_ms' else 'a count of bytes'}, "

@@ -58,25 +58,18 @@ def _ago_ms(text: str) -> int:
     return int(value * _UNITS[unit])
 
 
-BROKERS = "broker"  # `topics alter --retention broker`: back to the broker's limit
-
-
 def _retention_ms(text: str | None) -> int | None:
-    if text is None or text == BROKERS:
-        return None
     try:
-        return int(human_time.parse_duration(text) * 1000)
+        return None if text is None else human_time.retention_ms(text)
     except ValueError:
-        raise SystemExit(f"--retention {text!r}: a duration such as 30s, 12h or 7d, or {BROKERS!r}") from None
+        raise SystemExit(f"--retention {text!r}: a duration such as 30s, 12h or 7d, or {human_time.BROKERS!r}") from None
 
 
 def _retention_bytes(text: str | None) -> int | None:
-    if text is None or text == BROKERS:
-        return None
     try:
-        return int(text)
+        return None if text is None else human_time.retention_bytes(text)
     except ValueError:
-        raise SystemExit(f"--retention-bytes {text!r}: a number of bytes, or {BROKERS!r}") from None
+        raise SystemExit(f"--retention-bytes {text!r}: a number of bytes, or {human_time.BROKERS!r}") from None
 
 
 def _create_topic(admin: AdminClient, args: argparse.Namespace) -> Any:

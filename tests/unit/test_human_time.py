@@ -38,3 +38,12 @@ def test_an_iso_time_is_read_in_epoch_ms_as_utc_unless_it_names_its_offset() -> 
     assert human_time.epoch_ms("2026-11-29T08:00:00+01:00") == 1_795_935_600_000
     with pytest.raises(ValueError):
         human_time.epoch_ms("not a time")
+
+
+def test_a_topics_retention_is_read_as_an_operator_types_it_and_broker_means_the_brokers() -> None:
+    assert human_time.retention_ms("12h") == 12 * 3600 * 1000
+    assert human_time.retention_bytes("4096") == 4096
+    assert human_time.retention_ms("broker") is None and human_time.retention_bytes("broker") is None
+    for read, text in ((human_time.retention_ms, "soon"), (human_time.retention_bytes, "12h"), (human_time.retention_ms, "BROKER")):
+        with pytest.raises(ValueError):
+            read(text)
