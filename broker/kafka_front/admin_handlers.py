@@ -28,10 +28,10 @@ from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError, ConsumerGroupNotFound, TopicNotFound
 from halfmq.wire import TopicAlter, TopicCreate, TopicInfo
 
+from .calls import CoordinatedHandlers
 from .error_codes import error_of, kafka_code
 from .errors import InvalidConfig, KafkaRefusal
-from .group_coordinator import GroupCoordinator
-from .request_header import RequestHeader, audit_scope
+from .request_header import RequestHeader
 from .topic_configs import RETENTION_BYTES, RETENTION_MS, Retention, altered_retention, named_retention
 
 CONSUMER = "consumer"
@@ -70,16 +70,11 @@ def _source(name: str, topic: TopicInfo | None) -> int:
     return DYNAMIC_TOPIC_CONFIG if own is not None else STATIC_BROKER_CONFIG
 
 
-class AdminHandlers:
-    def __init__(self, current: Callable[[], Any], principal: Callable[[], Principal], coordinator: GroupCoordinator) -> None:
-        self.current = current
-        self.principal = principal
-        self.coordinator = coordinator
-
+class AdminHandlers(CoordinatedHandlers):
     async def create_topics(self, request: Any, header: RequestHeader) -> Any:
         """Each topic with its configs' retention (``named_retention``: a config halfmq does not honour, or a bad value,
         is refused INVALID_CONFIG and that topic is not created)."""
-        rt, who, scope = self.current(), self.principal(), audit_scope(header, "CreateTopics")
+        rt, who, scope = self.calling(header, "CreateTopics")
         uc, broker = rt.usecases, broker_topic_configs(rt.settings)
         result = CreateTopicsResponse.CreatableTopicResult
         answers = []
@@ -106,7 +101,7 @@ class AdminHandlers:
     async def delete_topics(self, request: Any, header: RequestHeader) -> Any:
         """As the HTTP front's DELETE: refused (POLICY_VIOLATION) while a topic has pending halves or deliveries in
         flight; Kafka's clients cannot force it (an operator can, over HTTP or ``halfmq admin``)."""
-        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "DeleteTopics")
+        uc, who, scope = self.using(header, "DeleteTopics")
         result = DeleteTopicsResponse.DeletableTopicResult
         answers = []
         for name in request.topic_names or []:
@@ -129,7 +124,7 @@ class AdminHandlers:
         """A topic's (``describe`` on it; unknown: UNKNOWN_TOPIC_OR_PARTITION) or the broker's (``admin`` on the
         cluster) configuration: the topic's own retention, else the broker's settings (``described_configs``), read-only
         but for a topic's retention (AlterConfigs); the keys asked for, or every one."""
-        rt, who, scope = self.current(), self.principal(), audit_scope(header, "DescribeConfigs")
+        rt, who, scope = self.calling(header, "DescribeConfigs")
         result = DescribeConfigsResponse.DescribeConfigsResult
         config = result.DescribeConfigsResourceResult
         answers = []
@@ -180,7 +175,7 @@ class AdminHandlers:
         (``admin`` on the topic, audited, durable when answered), or only checked (``validate_only``); the broker's
         configs are its settings, read at start (INVALID_CONFIG, for an administrator of the cluster); any other
         resource type INVALID_REQUEST. A refusal changes nothing."""
-        rt, who, scope = self.current(), self.principal(), audit_scope(header, api)
+        rt, who, scope = self.calling(header, api)
         answer = AlterConfigsResponse.AlterConfigsResourceResponse
         try:
             if resource.resource_type == TOPIC_RESOURCE:
@@ -205,7 +200,7 @@ class AdminHandlers:
         return answer(error_code=0, error_message=None, resource_type=resource.resource_type, resource_name=resource.resource_name)
 
     async def list_groups(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "ListGroups")
+        uc, who, scope = self.using(header, "ListGroups")
         listed = ListGroupsResponse.ListedGroup
         try:
             halfmq_groups = [g.group for g in uc.groups.list_groups(who, scope, False).groups]
@@ -225,7 +220,7 @@ class AdminHandlers:
         return ListGroupsResponse(throttle_time_ms=0, error_code=0, groups=groups)
 
     async def describe_groups(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "DescribeGroups")
+        uc, who, scope = self.using(header, "DescribeGroups")
         described = DescribeGroupsResponse.DescribedGroup
         member = described.DescribedGroupMember
         answers = []

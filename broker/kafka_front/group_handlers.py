@@ -6,28 +6,22 @@ then answers the coordinator's result or its refusal in the API's own response s
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kafka.protocol.consumer import HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, SyncGroupResponse
 
-from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError
 
+from .calls import CoordinatedHandlers
 from .error_codes import kafka_code
-from .group_coordinator import GroupCoordinator
 from .group_membership import MembershipError
-from .request_header import RequestHeader, audit_scope
+from .request_header import RequestHeader
 
 
-class GroupHandlers:
-    def __init__(self, current: Callable[[], Any], principal: Callable[[], Principal], coordinator: GroupCoordinator) -> None:
-        self.current = current
-        self.principal = principal
-        self.coordinator = coordinator
-
+class GroupHandlers(CoordinatedHandlers):
     def _may_consume(self, group_id: str, api: str, header: RequestHeader) -> None:
-        self.current().usecases.groups.may_join(self.principal(), audit_scope(header, api), group_id)
+        uc, who, scope = self.using(header, api)
+        uc.groups.may_join(who, scope, group_id)
 
     async def join_group(self, request: Any, header: RequestHeader) -> Any:
         try:

@@ -29,6 +29,7 @@ from halfmq.errors import BrokerError, InvalidRequest
 from halfmq.wire import SendRequest, TopicCreate
 
 from .admin_handlers import AdminHandlers
+from .calls import FrontHandlers
 from .dispatch import Later
 from .error_codes import error_of, kafka_code
 from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced, UnknownProducerId
@@ -57,22 +58,20 @@ class Node:
     node_id: int = 0
 
 
-class KafkaHandlers:
-    """``current``: the runtime of the moment (its ``usecases``, ``access`` and ``settings``); ``principal``: who calls
-    (anonymous until SASL maps Kafka's users to halfmq's principals); ``sequences``: the idempotent producers' batches."""
+class KafkaHandlers(FrontHandlers):
+    """``current`` and ``principal`` as every handler class (calls.py); ``sequences``: the idempotent producers' batches."""
 
     def __init__(self, current: Callable[[], Any], node: Node, principal: Callable[[], Principal], sequences: ProducerSequences,
                  txns: TxnHandlers, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(current, principal)
         self.clock = clock
-        self.current = current
         self.sequences = sequences
         self.txns = txns
         self.node = node
-        self.principal = principal
 
     # --- Metadata and FindCoordinator ---------------------------------------------------------------------------
     async def metadata(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "Metadata")
+        uc, who, scope = self.using(header, "Metadata")
         asked = request.topics
         if asked is None or (header.api_version == 0 and not asked):
             names = [t.name for t in uc.topics.list_visible(who).topics]
@@ -116,7 +115,7 @@ class KafkaHandlers:
         Produce per partition, five in flight), so one flush covers what a client has in flight, as the HTTP front's
         concurrent sends share theirs. Each partition's write is done at its task's first step, before its first
         await; one yield runs those steps, in the order the tasks were made, before the next request is read."""
-        rt, who, scope = self.current(), self.principal(), audit_scope(header, "Produce")
+        rt, who, scope = self.calling(header, "Produce")
         writes = [asyncio.ensure_future(self._produce_partition(rt, who, scope, t.name, p.index, p.records,
                                                                 request.transactional_id, header))
                   for t in request.topic_data for p in t.partition_data]
@@ -205,7 +204,7 @@ class KafkaHandlers:
     async def fetch(self, request: Any, header: RequestHeader) -> Any:
         """Answered once ``min_bytes`` are there or ``max_wait_ms`` passed; meanwhile it waits on the store's arrivals on
         its topics (the long polls' wake-up, ``ManageTopics.wait_for_records``), not on a timer, and reads again."""
-        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "Fetch")
+        uc, who, scope = self.using(header, "Fetch")
         deadline = self.clock() + max(0, request.max_wait_ms) / 1000
         while True:
             budget = max(1, request.max_bytes if header.api_version >= 3 else 1 << 30)
@@ -252,7 +251,7 @@ class KafkaHandlers:
                         log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1, records=None), 0
 
     async def list_offsets(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "ListOffsets")
+        uc, who, scope = self.using(header, "ListOffsets")
         topic = ListOffsetsResponse.ListOffsetsTopicResponse
         partition = topic.ListOffsetsPartitionResponse
         answers = []
@@ -272,7 +271,7 @@ class KafkaHandlers:
 
     # --- committed offsets --------------------------------------------------------------------------------------
     async def offset_commit(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "OffsetCommit")
+        uc, who, scope = self.using(header, "OffsetCommit")
         topic = OffsetCommitResponse.OffsetCommitResponseTopic
         partition = topic.OffsetCommitResponsePartition
         answers = []
@@ -288,7 +287,7 @@ class KafkaHandlers:
         return OffsetCommitResponse(throttle_time_ms=0, topics=answers)
 
     async def offset_fetch(self, request: Any, header: RequestHeader) -> Any:
-        uc, who, scope = self.current().usecases, self.principal(), audit_scope(header, "OffsetFetch")
+        uc, who, scope = self.using(header, "OffsetFetch")
         if header.api_version >= 8:
             group = OffsetFetchResponse.OffsetFetchResponseGroup
             return OffsetFetchResponse(throttle_time_ms=0, groups=[

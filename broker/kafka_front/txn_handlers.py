@@ -29,11 +29,12 @@ from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError
 from halfmq.wire import BeginTxnRequest, EndTxnRequest, TxnMessage, TxnMessagesRequest
 
+from .calls import FrontHandlers
 from .error_codes import kafka_code
 from .errors import InvalidRecord, KafkaRefusal, TransactionNotBegun
 from .record_batches import RecordBatch
 from .record_mapping import outgoing
-from .request_header import RequestHeader, audit_scope
+from .request_header import RequestHeader
 
 
 class TxnSteps:
@@ -62,19 +63,19 @@ class TxnSteps:
         self._next.pop(tid, None)
 
 
-class TxnHandlers:
+class TxnHandlers(FrontHandlers):
     def __init__(self, current: Callable[[], Any], principal: Callable[[], Principal], steps: TxnSteps) -> None:
-        self.current = current
-        self.principal = principal
+        super().__init__(current, principal)
         self.steps = steps
 
     def _actor(self, tid: str, api: str, header: RequestHeader) -> Any:
-        return self.current().usecases.producer_transactions.stepping(self.principal(), audit_scope(header, api), tid)
+        uc, who, scope = self.using(header, api)
+        return uc.producer_transactions.stepping(who, scope, tid)
 
     async def init(self, tid: str, timeout_ms: int, header: RequestHeader) -> tuple[int, int]:
         """A transactional id's producer id and new epoch (its open transaction, if any, aborted)."""
-        result = await self.current().usecases.producer_transactions.init(
-            self.principal(), audit_scope(header, "InitProducerId"), tid, timeout_ms if timeout_ms > 0 else None)
+        uc, who, scope = self.using(header, "InitProducerId")
+        result = await uc.producer_transactions.init(who, scope, tid, timeout_ms if timeout_ms > 0 else None)
         self.steps.end(tid)
         return int(result.producer_id), int(result.epoch)
 
@@ -102,7 +103,8 @@ class TxnHandlers:
     async def add_offsets(self, request: Any, header: RequestHeader) -> Any:
         """The group whose offsets the transaction will commit: the right to consume as it, and the transaction begun."""
         try:
-            self.current().usecases.groups.may_join(self.principal(), audit_scope(header, "AddOffsetsToTxn"), request.group_id)
+            uc, who, scope = self.using(header, "AddOffsetsToTxn")
+            uc.groups.may_join(who, scope, request.group_id)
             self._begin(request.transactional_id, request.producer_id, request.producer_epoch, "AddOffsetsToTxn", header)
             code = 0
         except BrokerError as exc:

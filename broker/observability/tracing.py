@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import halfmq.tracing as core
 from halfmq.broker.half_messages import record_names as names
@@ -54,29 +54,40 @@ def linked(*carriers: Mapping[str, str]) -> list[Any]:
     return [Link(c) for c in found if c.is_valid]
 
 
+def _when_traced(call: Callable[P, T], traced: Callable[Concatenate[Tracer, P], T]) -> Callable[P, T]:
+    """``call`` straight through while tracing is off (no span, no argument read), else ``traced(tracer, *args)``:
+    the one place a decorator below decides whether there is anything to trace."""
+    @functools.wraps(call)
+    def deciding(*args: P.args, **kwargs: P.kwargs) -> T:
+        found = core.tracer()
+        return call(*args, **kwargs) if found is None else traced(found, *args, **kwargs)
+    return deciding
+
+
+def _when_traced_async(call: Callable[P, Awaitable[T]], traced: Callable[Concatenate[Tracer, P], Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """``_when_traced`` for a coroutine function: the tracer is looked up when the call runs, not when it is made."""
+    @functools.wraps(call)
+    async def deciding(*args: P.args, **kwargs: P.kwargs) -> T:
+        found = core.tracer()
+        return await (call(*args, **kwargs) if found is None else traced(found, *args, **kwargs))
+    return deciding
+
+
 def traced_send(send: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     """``Sending.send(self, publisher, body)`` in a ``send {topic}`` span of the broker's trace, linked to each message's context."""
-    @functools.wraps(send)
-    async def traced(*args: P.args, **kwargs: P.kwargs) -> T:
-        found = core.tracer()
-        if found is None:
-            return await send(*args, **kwargs)
+    async def in_span(found: Tracer, *args: P.args, **kwargs: P.kwargs) -> T:
         topic, body = args[1].topic, args[2]  # type: ignore[attr-defined]
         messages = body.messages  # type: ignore[attr-defined]
         attributes = core.attributes("send", "send", str(topic), **{core.BATCH_COUNT: len(messages)})
         with found.start_as_current_span(f"send {topic}", kind=_kind("SERVER"), attributes=attributes,
                                          links=linked(*(m.properties for m in messages))):
             return await send(*args, **kwargs)
-    return traced
+    return _when_traced_async(send, in_span)
 
 
 def traced_half(store: Callable[P, T]) -> Callable[P, T]:
     """``HalfSending.store_half(self, who, scope, body)`` in a ``half {topic}`` span of the broker's trace, linked to the half's context."""
-    @functools.wraps(store)
-    def traced(*args: P.args, **kwargs: P.kwargs) -> T:
-        found = core.tracer()
-        if found is None:
-            return store(*args, **kwargs)
+    def in_span(found: Tracer, *args: P.args, **kwargs: P.kwargs) -> T:
         body: Any = args[3]
         attributes = core.attributes("half", "send", body.topic, **{core.CLIENT_GROUP: body.producer_group, core.MESSAGE_TYPE: "transaction"})
         with found.start_as_current_span(f"half {body.topic}", kind=_kind("SERVER"), attributes=attributes,
@@ -84,7 +95,7 @@ def traced_half(store: Callable[P, T]) -> Callable[P, T]:
             stored: Any = store(*args, **kwargs)
             span.set_attributes({core.MESSAGE_ID: stored.answer.msg_id, core.TRANSACTION_ID: stored.answer.transaction_id})
             return stored  # type: ignore[no-any-return]
-    return traced
+    return _when_traced(store, in_span)
 
 
 def _ended(found: Tracer, outcome: Any, state: str, from_check: bool, started: int) -> None:
@@ -109,27 +120,19 @@ def traced_end(end: Callable[P, T]) -> Callable[P, T]:
         return args[5], bool(kwargs.get("from_check", False))
 
     if _is_async(end):
-        @functools.wraps(end)
-        async def traced_async(*args: P.args, **kwargs: P.kwargs) -> Any:
-            found = core.tracer()
-            if found is None:
-                return await end(*args, **kwargs)  # type: ignore[misc]
+        async def ended_async(found: Tracer, *args: P.args, **kwargs: P.kwargs) -> Any:
             started = time.time_ns()
             outcome = await end(*args, **kwargs)  # type: ignore[misc]
             _ended(found, outcome, *described(args, kwargs), started)
             return outcome
-        return traced_async  # type: ignore[return-value]
+        return _when_traced_async(end, ended_async)  # type: ignore[arg-type, return-value]
 
-    @functools.wraps(end)
-    def traced(*args: P.args, **kwargs: P.kwargs) -> T:
-        found = core.tracer()
-        if found is None:
-            return end(*args, **kwargs)
+    def ended(found: Tracer, *args: P.args, **kwargs: P.kwargs) -> T:
         started = time.time_ns()
         outcome = end(*args, **kwargs)
         _ended(found, outcome, *described(args, kwargs), started)
         return outcome
-    return traced
+    return _when_traced(end, ended)
 
 
 def _is_async(function: Callable[..., Any]) -> bool:
@@ -140,11 +143,7 @@ def _is_async(function: Callable[..., Any]) -> bool:
 
 def traced_deliveries(receive: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     """``Receiving.receive(self, subscriber, body, caller)``: a ``deliver {topic}`` span per message handed out, linked to its context."""
-    @functools.wraps(receive)
-    async def traced(*args: P.args, **kwargs: P.kwargs) -> T:
-        found = core.tracer()
-        if found is None:
-            return await receive(*args, **kwargs)
+    async def in_spans(found: Tracer, *args: P.args, **kwargs: P.kwargs) -> T:
         started = time.time_ns()
         answer: Any = await receive(*args, **kwargs)
         group, topic = args[1].group, args[1].topic  # type: ignore[attr-defined]
@@ -154,7 +153,7 @@ def traced_deliveries(receive: Callable[P, Awaitable[T]]) -> Callable[P, Awaitab
             found.start_span(f"deliver {topic}", kind=_kind("SERVER"), attributes=attributes, links=linked(message.properties),
                              start_time=started).end()
         return answer  # type: ignore[no-any-return]
-    return traced
+    return _when_traced_async(receive, in_spans)
 
 
 async def checking(transaction_id: str, producer_group: str, check_times: int, message: Any,
