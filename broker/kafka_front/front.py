@@ -51,9 +51,9 @@ class KafkaFront:
         def principal() -> Any:  # the connection's SASL principal; with auth off, anonymous
             return connection_principal.get() or ANONYMOUS
 
-        txns = TxnHandlers(current, principal, TxnSteps(settings.kafka_max_producers))
-        handlers = KafkaHandlers(current, Node(host, port, node_id), principal, ProducerSequences(settings.kafka_max_producers), txns)
         coordinator = GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members)
+        txns = TxnHandlers(current, principal, TxnSteps(settings.kafka_max_producers), coordinator)
+        handlers = KafkaHandlers(current, Node(host, port, node_id), principal, ProducerSequences(settings.kafka_max_producers), txns)
         groups = GroupHandlers(current, principal, coordinator)
         table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))
         self.listener = KafkaListener(Dispatcher(handlers=table, auth_on=lambda: bool(current().access.enabled)))
