@@ -193,7 +193,7 @@ class KafkaHandlers(FrontHandlers):
             if request.transactional_id:
                 producer_id, epoch = await self.txns.init(request.transactional_id, request.transaction_timeout_ms, header)
             else:
-                result = await self.current().usecases.producer_transactions.new_producer_id(audit_scope(header, "InitProducerId"))
+                result = await self.current().usecases.producer_transactions.new_producer_id(self.principal(), audit_scope(header, "InitProducerId"))
                 producer_id, epoch = result.producer_id, result.epoch
         except (KafkaRefusal, BrokerError) as exc:
             return InitProducerIdResponse(throttle_time_ms=0, error_code=error_of(exc), producer_id=-1, producer_epoch=-1)
