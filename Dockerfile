@@ -10,8 +10,8 @@ RUN apt-get update \
 WORKDIR /app
 # Dependencies first, in a layer of their own: a code change does not download pyspark again.
 COPY pyproject.toml ./
-# The SDK's dependencies and those of the extras the image runs (broker, services, spark).
-RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print("\n".join(p["dependencies"] + [d for x in ("broker", "services", "spark") for d in extras[x]]))' > /tmp/requirements.txt \
+# The SDK's dependencies and those of the extras the image runs (broker, services, spark, and kafka: the broker's Kafka front).
+RUN python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; extras = p["optional-dependencies"]; print("\n".join(p["dependencies"] + [d for x in ("broker", "services", "spark", "kafka") for d in extras[x]]))' > /tmp/requirements.txt \
  && pip install --no-cache-dir -r /tmp/requirements.txt \
  && rm /tmp/requirements.txt
 COPY README.md ./

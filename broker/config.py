@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -45,6 +46,20 @@ def default_grpc_port(http_port: int) -> int:
     return below if below >= 1024 else http_port + _GRPC_OFFSET
 
 
+def parse_kafka_address(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT`` for an IPv6 literal) as Kafka clients are sent to it; a clear ValueError otherwise.
+
+    Refuses the wildcard addresses as Kafka's ``advertised.listeners`` does: a client told 0.0.0.0 reaches nothing.
+    """
+    host, sep, port = value.strip().rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535 or any(c in host for c in " /[]"):
+        raise ValueError(f"kafka_advertise {value!r} is not HOST:PORT (a port from 1 to 65535; [ADDR]:PORT for IPv6)")
+    if host in ("0.0.0.0", "::"):
+        raise ValueError(f"kafka_advertise {value!r} names the wildcard address: give the host clients connect to")
+    return host, int(port)
+
+
 def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
@@ -62,6 +77,10 @@ class BrokerSettings(BaseSettings):
     # Kafka's wire protocol on the same store (DESIGN section 19); 0 (the default) turns it off. With auth on, Kafka's
     # clients authenticate with SASL/PLAIN (a principal's name and token). In a broker set, the leader's.
     kafka_port: int = Field(default=0, ge=0, le=65535)
+    # HOST:PORT the Kafka front's Metadata and FindCoordinator send clients to (Kafka's advertised.listeners), when it is
+    # not the bind address: a published container port, a NAT. Unset: advertise_url's host (else `host`) and kafka_port.
+    # In a set each node names its own; clients are sent to the leader's.
+    kafka_advertise: str = ""
     # Kafka consumer groups' members live in the front's memory (their offsets in the log): how many groups and members
     # per group it holds; a join past either is refused GROUP_MAX_SIZE_REACHED.
     kafka_max_groups: int = Field(default=10_000, ge=1)
@@ -224,6 +243,13 @@ class BrokerSettings(BaseSettings):
     def _duration(cls, value: object) -> object:
         return parse_duration(value) if isinstance(value, str) else value
 
+    @field_validator("kafka_advertise")
+    @classmethod
+    def _kafka_address(cls, value: str) -> str:
+        if value:
+            parse_kafka_address(value)
+        return value.strip()
+
     @field_validator("check_url_allow", "retry_delays", "allowed_hosts", "cluster_members", mode="before")
     @classmethod
     def _csv(cls, value: object) -> object:
@@ -275,6 +301,12 @@ class BrokerSettings(BaseSettings):
         if bool(self.etcd_user) != (self.etcd_password_file is not None):
             raise ValueError("etcd_user and etcd_password_file go together")
         return self
+
+    def kafka_advertised(self) -> tuple[str, int]:
+        """Where Kafka's clients are sent to reach this node's Kafka front: kafka_advertise, else derived as it always was."""
+        if self.kafka_advertise:
+            return parse_kafka_address(self.kafka_advertise)
+        return urllib.parse.urlsplit(self.advertise_url).hostname or self.host, self.kafka_port
 
     def members(self) -> dict[str, str]:
         """The set's configured members, node id -> URL (empty outside a set)."""

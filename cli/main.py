@@ -28,17 +28,24 @@ def _configure_logging(level: str) -> None:
 # `halfmq broker` exit codes: 1 port in use, 2 data dir locked, 3 corrupt commit log,
 # 4 a damaged source metadata file (topics.json, consumer_offsets.json),
 # 5 the data directory cannot be created or written at all (a new one on a full disk),
-# 6 refused configuration (protected mode: a non-loopback bind without auth; a missing or invalid auth file).
+# 6 refused configuration (protected mode: a non-loopback bind without auth; a missing or invalid auth file; a setting
+#   out of its range or malformed, such as HALFMQ_BROKER_KAFKA_ADVERTISE).
 EXIT_DAMAGED_METADATA = 4
 EXIT_DATA_DIR_UNUSABLE = 5
 EXIT_REFUSED_CONFIGURATION = 6
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from halfmq.broker.runtime.app import create_app
     from halfmq.broker.security.protected_mode import refusal
 
-    settings = _broker_settings(args)
+    try:
+        settings = _broker_settings(args)
+    except ValidationError as exc:  # one line per refused setting, not a traceback
+        print(f"halfmq broker: refused settings: {exc}", file=sys.stderr)
+        return EXIT_REFUSED_CONFIGURATION
     if args.verify:
         from .verify_command import run_verify
 

@@ -16,6 +16,7 @@ from jsonschema import Draft7Validator
 from halfmq.broker.config import BrokerSettings
 from halfmq.services.credit.config import CreditSettings
 from halfmq.services.order.config import OrderSettings
+from tests.support.compose import published_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "tests" / "data" / "compose-spec.json"  # the compose-spec project's schema, carried by the repo
@@ -120,3 +121,30 @@ def test_debians_docker_compose_1_29_accepts_the_file() -> None:
     checked = subprocess.run(["docker-compose", "-f", str(ROOT / "docker-compose.yml"), "config", "--quiet"],
                              cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert checked.returncode == 0, checked.stderr
+
+
+def test_the_image_installs_the_kafka_extra_the_brokers_kafka_front_needs() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    extras = re.search(r"for x in \(([^)]*)\)", dockerfile)
+    assert extras and '"kafka"' in extras.group(1).split(", "), "the image would start the broker with its Kafka front off"
+
+
+def test_the_brokers_kafka_listener_is_published_and_advertised_at_the_published_address(compose: dict) -> None:
+    """A client on the host is sent by Metadata to the address it can reach, not to the container's name."""
+    broker = compose["services"]["broker"]
+    env = broker["environment"]
+    assert env["HALFMQ_BROKER_KAFKA_PORT"] == "9092"
+    assert env["HALFMQ_BROKER_KAFKA_ADVERTISE"] == "127.0.0.1:${HALFMQ_COMPOSE_KAFKA_PORT:-9092}"
+    assert "127.0.0.1:${HALFMQ_COMPOSE_KAFKA_PORT:-9092}:9092" in broker["ports"]
+
+
+def test_a_moved_kafka_port_moves_the_published_port_and_the_advertised_address_together() -> None:
+    if shutil.which("docker-compose") is None:
+        pytest.skip("docker-compose is not installed")
+    checked = subprocess.run(["docker-compose", "-f", str(ROOT / "docker-compose.yml"), "config"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60, env={**os.environ, "HALFMQ_COMPOSE_KAFKA_PORT": "19092"})
+    assert checked.returncode == 0, checked.stderr
+    broker = yaml.safe_load(checked.stdout)["services"]["broker"]
+    assert broker["environment"]["HALFMQ_BROKER_KAFKA_ADVERTISE"] == "127.0.0.1:19092"
+    assert published_ports(broker)["9092"] == "19092"
+

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ import yaml
 from jsonschema import Draft7Validator
 
 from halfmq.broker.config import BrokerSettings
+from tests.support.compose import published_ports
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "tests" / "data" / "compose-spec.json"
@@ -66,3 +68,21 @@ def test_debians_docker_compose_1_29_merges_it_over_the_base_file() -> None:
     assert merged["broker"]["environment"]["HALFMQ_BROKER_NODE_ID"] == "n1"
     assert merged["broker"]["environment"]["HALFMQ_BROKER_AUTH_FILE"] == "/data/auth/auth.json"
     assert set(merged["broker"]["depends_on"]) == {"auth-init", "etcd"}
+
+
+def test_each_node_publishes_its_kafka_listener_on_its_own_host_port_and_advertises_it() -> None:
+    """Only the leader listens; a client given the three published addresses is sent by Metadata to the leader's."""
+    if shutil.which("docker-compose") is None:
+        pytest.skip("docker-compose is not installed")
+    ports = {"broker": "19092", "broker-n2": "19093", "broker-n3": "19094"}
+    checked = subprocess.run(["docker-compose", "-f", "docker-compose.yml", "-f", "docker-compose.replicated.yml", "config"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "HALFMQ_COMPOSE_KAFKA_PORT": ports["broker"], "HALFMQ_COMPOSE_KAFKA_N2_PORT": ports["broker-n2"],
+                                  "HALFMQ_COMPOSE_KAFKA_N3_PORT": ports["broker-n3"]})
+    assert checked.returncode == 0, checked.stderr
+    merged = yaml.safe_load(checked.stdout)["services"]
+    for node, port in ports.items():
+        env = merged[node]["environment"]
+        assert env["HALFMQ_BROKER_KAFKA_PORT"] == "9092"
+        assert env["HALFMQ_BROKER_KAFKA_ADVERTISE"] == f"127.0.0.1:{port}"
+        assert published_ports(merged[node])["9092"] == port

@@ -5,14 +5,14 @@ Off unless ``HALFMQ_BROKER_KAFKA_PORT`` names a port; with auth on, a connection
 certificate (clients use ``security.protocol=SSL``, or ``SASL_SSL`` with auth on): a token never crosses in the clear.
 In a broker set only the leader listens (runtime.SetRoles starts it on promotion and stops it on step-down, as the
 RocketMQ front): a client given every node's Kafka address reaches whichever leads, and Metadata
-names the leader as the one broker. Consumer groups' members are the leader's memory: after a failover they join again.
+names the leader as the one broker, at the address it advertises (``HALFMQ_BROKER_KAFKA_ADVERTISE``, else its own host
+and Kafka port). Consumer groups' members are the leader's memory: after a failover they join again.
 """
 
 from __future__ import annotations
 
 import logging
 import ssl
-import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -45,15 +45,15 @@ class KafkaFront:
         except ImportError as exc:
             log.warning("Kafka front off: %s (pip install 'halfmq[kafka]')", exc)
             return
-        host = urllib.parse.urlsplit(settings.advertise_url).hostname or settings.host
+        host, port = settings.kafka_advertised()
         members = sorted(settings.members())
         node_id = members.index(settings.node_id) + 1 if settings.node_id in members else 0
         def principal() -> Any:  # the connection's SASL principal; with auth off, anonymous
             return connection_principal.get() or ANONYMOUS
 
-        txns = TxnHandlers(current, principal, TxnSteps(settings.kafka_max_producers))
-        handlers = KafkaHandlers(current, Node(host, settings.kafka_port, node_id), principal, ProducerSequences(settings.kafka_max_producers), txns)
         coordinator = GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members)
+        txns = TxnHandlers(current, principal, TxnSteps(settings.kafka_max_producers), coordinator)
+        handlers = KafkaHandlers(current, Node(host, port, node_id), principal, ProducerSequences(settings.kafka_max_producers), txns)
         groups = GroupHandlers(current, principal, coordinator)
         table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))
         self.listener = KafkaListener(Dispatcher(handlers=table, auth_on=lambda: bool(current().access.enabled)))

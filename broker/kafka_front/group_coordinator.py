@@ -60,14 +60,14 @@ class GroupCoordinator:
                 future.set_exception(MembershipError(kafka_errors.RebalanceInProgressError))
 
     async def join(self, group_id: str, member_id: str, client_id: str, protocol_type: str, protocols: list[tuple[str, bytes]],
-                   session_timeout_ms: int, rebalance_timeout_ms: int) -> JoinAnswer:
+                   session_timeout_ms: int, rebalance_timeout_ms: int, group_instance_id: str | None = None) -> JoinAnswer:
         group = self._group(group_id)
         if member_id and member_id not in group.members:
             raise MembershipError(kafka_errors.UnknownMemberIdError, f"{member_id!r} is not a member of {group_id!r}")
         member_id = member_id or f"{client_id or 'member'}-{uuid.uuid4()}"
         was = group.state
         group.join(member_id, protocol_type, protocols, session_timeout_ms, rebalance_timeout_ms, self.now_ms(), self.max_members,
-                   client_id)
+                   client_id, group_instance_id)
         if was is not GroupState.PREPARING_REBALANCE:
             self._rebalancing(group)
         waiting = self._joins.setdefault(group_id, {})
@@ -114,6 +114,16 @@ class GroupCoordinator:
         if group.state is GroupState.PREPARING_REBALANCE:
             self._complete_if_ready(group)
         group.check(member_id, generation, self.now_ms())
+
+    def check_txn_offset_commit(self, group_id: str, member_id: str, generation: int, group_instance_id: str | None) -> None:
+        """A TxnOffsetCommit's group metadata against the group as the front holds it (a group it does not hold has no
+        members; none is created for the check)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            group = KafkaGroup(group_id)
+        else:
+            self._expire(group)
+        group.check_txn_offset_commit(member_id, generation, group_instance_id)
 
     def leave(self, group_id: str, member_id: str) -> None:
         group = self._group(group_id)

@@ -29,7 +29,8 @@ class GroupHandlers(CoordinatedHandlers):
             rebalance_ms = request.rebalance_timeout_ms if header.api_version >= 1 else request.session_timeout_ms
             answer = await self.coordinator.join(
                 request.group_id, request.member_id, header.client_id or "", request.protocol_type,
-                [(p.name, bytes(p.metadata)) for p in request.protocols], request.session_timeout_ms, rebalance_ms)
+                [(p.name, bytes(p.metadata)) for p in request.protocols], request.session_timeout_ms, rebalance_ms,
+                request.group_instance_id if header.api_version >= 5 else None)
         except (MembershipError, BrokerError) as exc:
             return JoinGroupResponse(throttle_time_ms=0, error_code=code_of(exc), generation_id=-1, protocol_type=request.protocol_type,
                                      protocol_name="", leader="", skip_assignment=False, member_id=request.member_id, members=[])

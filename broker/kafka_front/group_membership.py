@@ -68,6 +68,7 @@ class Member:
     joined: bool = True  # in the rebalance now under way
     assignment: bytes = b""
     client_id: str = ""
+    group_instance_id: str | None = None  # JoinGroup v5+'s, kept to fence a zombie's transactional offsets (KIP-447)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ class KafkaGroup:
 
     # --- joining ------------------------------------------------------------------------------------------------
     def join(self, member_id: str, protocol_type: str, protocols: list[tuple[str, bytes]], session_timeout_ms: int,
-             rebalance_timeout_ms: int, now_ms: float, max_members: int, client_id: str = "") -> None:
+             rebalance_timeout_ms: int, now_ms: float, max_members: int, client_id: str = "", group_instance_id: str | None = None) -> None:
         """``member_id`` (new or known) joins the rebalance under way, or starts one."""
         if self.members and protocol_type != self.protocol_type:
             raise MembershipError(kafka_errors.InconsistentGroupProtocolError, f"the group's protocol type is {self.protocol_type!r}")
@@ -108,7 +109,12 @@ class KafkaGroup:
                 m.joined = False
             self.rebalance_started_ms = now_ms
         self.protocol_type = protocol_type
-        self.members[member_id] = Member(member_id, session_timeout_ms, rebalance_timeout_ms, protocols, now_ms, client_id=client_id)
+        if group_instance_id is not None:  # the newest member with a static instance id holds it: an older one is fenced
+            for m in self.members.values():
+                if m.group_instance_id == group_instance_id and m.member_id != member_id:
+                    m.group_instance_id = None
+        self.members[member_id] = Member(member_id, session_timeout_ms, rebalance_timeout_ms, protocols, now_ms, client_id=client_id,
+                                         group_instance_id=group_instance_id)
         self.move(GroupEvent.JOIN)
 
     def _common(self, protocols: list[tuple[str, bytes]], skip: str = "") -> list[str]:
@@ -160,6 +166,23 @@ class KafkaGroup:
             raise MembershipError(kafka_errors.IllegalGenerationError, f"generation {generation}, the group's is {self.generation}")
         member.seen_ms = now_ms
         return member
+
+    def check_txn_offset_commit(self, member_id: str, generation: int, group_instance_id: str | None) -> None:
+        """KIP-447: a transaction's consumed offsets carry its consumer's group metadata, and a producer whose consumer
+        is no longer the group's member of this generation (a zombie after a rebalance) is refused, so its offsets
+        never move: as Kafka's coordinator, FENCED_INSTANCE_ID when another member holds the static instance id,
+        UNKNOWN_MEMBER_ID when the member is gone, ILLEGAL_GENERATION when the group moved on. A commit without group
+        metadata (generation -1, no member: TxnOffsetCommit v0-2, a client that names only the group) is not checked."""
+        if generation < 0 and not member_id and group_instance_id is None:
+            return
+        if group_instance_id is not None:
+            holder = next((m for m in self.members.values() if m.group_instance_id == group_instance_id), None)
+            if holder is not None and holder.member_id != member_id:
+                raise MembershipError(kafka_errors.FencedInstanceIdError, f"instance {group_instance_id!r} is member {holder.member_id!r} now")
+        if member_id not in self.members:
+            raise MembershipError(kafka_errors.UnknownMemberIdError, f"{member_id!r} is not a member of {self.group_id!r}")
+        if generation != self.generation:
+            raise MembershipError(kafka_errors.IllegalGenerationError, f"generation {generation}, the group's is {self.generation}")
 
     def sync(self, member_id: str, generation: int, assignments: dict[str, bytes], now_ms: float) -> bytes | None:
         """The member's assignment, or None while the leader has not synced yet."""

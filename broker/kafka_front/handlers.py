@@ -37,7 +37,7 @@ from .group_handlers import GroupHandlers
 from .producer_sequences import ProducerSequences, SequenceVerdict, StoredBatch
 from .record_batches import decode_batches, encode_batch
 from .record_mapping import kafka_record, outgoing
-from .request_header import RequestHeader, audit_scope
+from .request_header import RequestHeader
 from .sasl import SaslHandlers
 from .txn_handlers import TxnHandlers
 
@@ -193,7 +193,8 @@ class KafkaHandlers(FrontHandlers):
             if request.transactional_id:
                 producer_id, epoch = await self.txns.init(request.transactional_id, request.transaction_timeout_ms, header)
             else:
-                result = await self.current().usecases.producer_transactions.new_producer_id(audit_scope(header, "InitProducerId"))
+                uc, who, scope = self.using(header, "InitProducerId")
+                result = await uc.producer_transactions.new_producer_id(who, scope)
                 producer_id, epoch = result.producer_id, result.epoch
         except (KafkaRefusal, BrokerError) as exc:
             return InitProducerIdResponse(throttle_time_ms=0, error_code=error_of(exc), producer_id=-1, producer_epoch=-1)

@@ -13,7 +13,10 @@ Consumed offsets in the transaction (``send_offsets_to_transaction``): AddOffset
 nothing did yet (as in Kafka); each TxnOffsetCommit is one step holding the group's offsets with the transaction's
 acks (``add_offsets``), written on its commit record and moved at the commit, never on an abort; a transaction open
 when the broker stops is aborted at its restart, so its offsets never move. They count against the transaction's
-acks bound (``HALFMQ_BROKER_PRODUCER_TXN_MAX_ACKS``): past it, MESSAGE_TOO_LARGE and the client aborts.
+acks bound (``HALFMQ_BROKER_PRODUCER_TXN_MAX_ACKS``): past it, MESSAGE_TOO_LARGE and the client aborts. A
+TxnOffsetCommit (v3+) carrying its consumer's group metadata is checked against the group first (KIP-447,
+group_membership.check_txn_offset_commit): a zombie producer whose consumer was rebalanced away is refused
+(ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID), holds no step, and its client aborts.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError
 from halfmq.wire import BeginTxnRequest, EndTxnRequest, TxnMessage, TxnMessagesRequest
 
-from .calls import FrontHandlers
+from .calls import CoordinatedHandlers
 from .error_codes import kafka_code
 from .errors import InvalidRecord, KafkaRefusal, TransactionNotBegun
+from .group_coordinator import GroupCoordinator
+from .group_membership import MembershipError
 from .record_batches import RecordBatch
 from .record_mapping import outgoing
 from .request_header import RequestHeader
@@ -63,9 +68,11 @@ class TxnSteps:
         self._next.pop(tid, None)
 
 
-class TxnHandlers(FrontHandlers):
-    def __init__(self, current: Callable[[], Any], principal: Callable[[], Principal], steps: TxnSteps) -> None:
-        super().__init__(current, principal)
+class TxnHandlers(CoordinatedHandlers):
+    """``coordinator``: the members and generations a TxnOffsetCommit's group metadata is checked against (KIP-447)."""
+
+    def __init__(self, current: Callable[[], Any], principal: Callable[[], Principal], steps: TxnSteps, coordinator: GroupCoordinator) -> None:
+        super().__init__(current, principal, coordinator)
         self.steps = steps
 
     def _actor(self, tid: str, api: str, header: RequestHeader) -> Any:
@@ -119,11 +126,13 @@ class TxnHandlers(FrontHandlers):
         try:
             if not self.steps.begun(tid):
                 raise TransactionNotBegun(f"transactional id {tid!r} has no transaction begun here (AddOffsetsToTxn first)")
+            self.coordinator.check_txn_offset_commit(request.group_id, request.member_id, request.generation_id,
+                                                request.group_instance_id if header.api_version >= 3 else None)
             actor = self._actor(tid, "TxnOffsetCommit", header)
             self.current().usecases.producer_transactions.add_offsets(actor, request.producer_id, request.producer_epoch,
                                                                       self.steps.take(tid), request.group_id, offsets)
             code = 0
-        except KafkaRefusal as refusal:
+        except (KafkaRefusal, MembershipError) as refusal:
             code = refusal.error_code
         except BrokerError as exc:
             code = kafka_code(exc, group=True)

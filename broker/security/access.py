@@ -157,9 +157,8 @@ class Access:
             raise AccessDenied(f"principal {principal.name!r} may not {decision.action.value} {resource}",
                                action=decision.action.value, resource=str(resource))
 
-    def require_publisher(self, scope: Mapping[str, Any]) -> Principal:
+    def require_publisher(self, principal: Principal, scope: Mapping[str, Any]) -> Principal:
         """AccessDenied (403) unless the principal may publish to something (an idempotent producer id's guard)."""
-        principal = self.principal(scope)
         if self._auth is not None and not may_publish_somewhere(principal):
             self._count("deny")
             audit.info("principal=%s action=publish resource=* result=deny path=%s", principal.name, scope.get("path"))

@@ -138,7 +138,8 @@ class ProducerTransactions:
         self.access.authorize(who, Action.ADMIN, transactional_id(tid), scope)
         return await self._abort_now(tid)
 
-    async def new_producer_id(self, scope: Scope) -> wire.ProducerIdResult:
-        """An idempotent producer id, bound to the principal that gets it; anyone allowed to publish somewhere may."""
-        who = self.access.require_publisher(scope)
+    async def new_producer_id(self, who: Principal, scope: Scope) -> wire.ProducerIdResult:
+        """An idempotent producer id, bound to the principal that gets it (an HTTP bearer's, a Kafka connection's SASL
+        one); anyone allowed to publish somewhere may."""
+        who = self.access.require_publisher(who, scope)
         return producer_id_answer(await self.producer_ids.new_producer_id(who.name))

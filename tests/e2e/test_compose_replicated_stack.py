@@ -1,7 +1,7 @@
 """The replicated compose stack for real: the base file plus docker-compose.replicated.yml on a Docker engine.
 
 etcd with authentication, three broker nodes (n1 is the base file's `broker`), order and credit
-pointed at all three. Orders are placed, the leading node is `docker kill -s KILL`ed while orders
+pointed at all three, each node's Kafka listener published on the host. Orders are placed, the leading node is `docker kill -s KILL`ed while orders
 keep coming, another node takes over, and every committed order is credited exactly once; the
 killed node is started again and follows. The engine and the base images are found or made as in
 test_compose_stack.py (stand-ins from Debian packages where no registry answers, etcd's among
@@ -20,6 +20,9 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from confluent_kafka import Consumer as KafkaConsumer
+from confluent_kafka import Producer as KafkaProducer
+from confluent_kafka import TopicPartition
 
 from tests.support.compose import COMPOSE_FILE, REPLICATED_OVERLAY, ComposeStack, base_images
 from tests.support.compose_orders import assert_credited_exactly_once, place, settled
@@ -34,6 +37,7 @@ PROJECT = "halfmq-replicated-test"
 NODES = ["broker", "broker-n2", "broker-n3"]  # services; node ids n1, n2, n3
 SERVICES = ["etcd", "postgres", *NODES, "order", "credit"]  # not spark: nothing here needs it
 ADMIN_TOKEN = "/data/auth/admin.token"  # in the auth volume, which every halfmq container mounts
+KAFKA_PORTS = {"broker": "kafka", "broker-n2": "kafka_n2", "broker-n3": "kafka_n3"}  # HALFMQ_COMPOSE_KAFKA[_N2|_N3]_PORT
 ORDERS_BEFORE = 10
 PENDING_AT_THE_KILL = 3  # drop-end orders: committed, end never sent; checked back 6 s on (transaction_timeout), so by the new leader
 
@@ -41,7 +45,7 @@ PENDING_AT_THE_KILL = 3  # drop-end orders: committed, end never sent; checked b
 @pytest.fixture(scope="module")
 def stack(engine: DockerEngine, figures: dict[str, str]) -> Iterator[ComposeStack]:
     env = engine.env() | {"DOCKER_BUILDKIT": "0", "COMPOSE_DOCKER_CLI_BUILD": "1"}  # the classic builder: no buildx here
-    ports = {service: free_port() for service in ("broker", "order", "credit")}
+    ports = {service: free_port() for service in ("broker", "order", "credit", *KAFKA_PORTS.values())}
     compose = ComposeStack(PROJECT, env, ports, files=(COMPOSE_FILE, REPLICATED_OVERLAY))
     figures["compose"] = f"{' '.join(compose.command)} {compose.version()}"
     started = time.monotonic()
@@ -119,6 +123,36 @@ def test_an_anonymous_etcd_put_is_refused(stack: ComposeStack) -> None:
     status, answer = stack.http_from("order", "POST", "http://etcd:2379/v3/kv/put", body)
     assert status in (400, 401), f"etcd answered an anonymous put with {status}: {answer}"
     assert "user name is empty" in str(answer), answer
+
+
+def test_a_kafka_client_on_the_host_given_every_nodes_published_port_is_sent_to_the_leaders(stack: ComposeStack, figures: dict[str, str]) -> None:
+    """Each node publishes its Kafka listener and advertises it; only the leader listens, so Metadata names it alone."""
+    leader = wait_for(lambda: leading_service(stack, "broker"), timeout=60, interval=0.5)
+    token = stack("exec", "-T", "broker", "cat", ADMIN_TOKEN).stdout.strip()
+    client = {"bootstrap.servers": ",".join(f"127.0.0.1:{stack.ports[k]}" for k in KAFKA_PORTS.values()),
+              "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": token}
+    topic = f"REPLICATED_KAFKA_{uuid.uuid4().hex[:6].upper()}"
+    started = time.monotonic()
+    producer = KafkaProducer({**client, "message.timeout.ms": 60_000, "enable.idempotence": True})
+    brokers = producer.list_topics(timeout=30).brokers.values()
+    assert [(b.host, b.port) for b in brokers] == [("127.0.0.1", stack.ports[KAFKA_PORTS[leader]])]
+    delivered: list[str] = []
+    for i in range(10):
+        producer.produce(topic, f"r{i}".encode(), partition=0, on_delivery=lambda err, msg: delivered.append(str(err) if err else "ok"))
+    assert producer.flush(60) == 0 and delivered == ["ok"] * 10
+    consumer = KafkaConsumer({**client, "group.id": f"replicated-{topic.lower()}", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < 10 and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+        assert got == [f"r{i}".encode() for i in range(10)]
+    finally:
+        consumer.close()
+    figures["kafka client on the host (10 produced and consumed through the leader)"] = f"{time.monotonic() - started:.1f} s ({leader})"
 
 
 def test_orders_are_credited_exactly_once_across_a_docker_kill_of_the_leading_node(

@@ -1,4 +1,4 @@
-"""The compose stack for real, on a Docker engine: built, health-gated, faults, kill -9, Spark, `down -v`.
+"""The compose stack for real, on a Docker engine: built, health-gated, faults, kill -9, Spark, a Kafka client, `down -v`.
 
 The engine is the one that answers, else Debian's dockerd started for the session (images and
 layers kept between runs, see tests/support/docker_engine.py). Base images that cannot be pulled
@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from confluent_kafka import Consumer as KafkaConsumer
+from confluent_kafka import Producer as KafkaProducer
 
 from tests.support.compose import ComposeStack
 from tests.support.compose_orders import assert_credited_exactly_once, place, settled
@@ -35,7 +37,7 @@ PROJECT = "halfmq-test"
 @pytest.fixture(scope="module")
 def stack(engine: DockerEngine, figures: dict[str, str]) -> Iterator[ComposeStack]:
     env = engine.env() | {"DOCKER_BUILDKIT": "0", "COMPOSE_DOCKER_CLI_BUILD": "1"}  # the classic builder: no buildx here
-    compose = ComposeStack(PROJECT, env, {service: free_port() for service in ("broker", "order", "credit")})
+    compose = ComposeStack(PROJECT, env, {service: free_port() for service in ("broker", "order", "credit", "kafka")})
     figures["engine"] = (
         f"{compose.docker('version', '--format', '{{.Server.Version}}').stdout.strip()} ({'started here' if engine.started else 'already running'})"
     )
@@ -89,6 +91,42 @@ def test_every_volume_is_writable_by_its_service(stack: ComposeStack) -> None:
         for target in stack.volume_targets(service):
             probe = stack("exec", "-T", service, "sh", "-c", f'test -w "{target}" && id -un', check=False)
             assert probe.returncode == 0, f"{service} cannot write its volume {target}: {probe.stdout}{probe.stderr}"
+
+
+def test_a_kafka_client_on_the_host_produces_and_consumes_through_the_brokers_published_kafka_listener(
+    stack: ComposeStack, figures: dict[str, str]
+) -> None:
+    """The image has the Kafka front, the compose file turns it on, and Metadata sends the client to the published port
+    (not to the container's name, which the host cannot resolve); SASL/PLAIN with the admin principal's token."""
+    token = stack("exec", "-T", "broker", "cat", "/data/auth/admin.token").stdout.strip()
+    bootstrap = f"127.0.0.1:{stack.ports['kafka']}"
+    client = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+              "sasl.username": "admin", "sasl.password": token}
+    topic = f"COMPOSE_KAFKA_{uuid.uuid4().hex[:6].upper()}"
+    started = time.monotonic()
+    producer = KafkaProducer({**client, "message.timeout.ms": 60_000, "enable.idempotence": True})
+    assert [(b.host, b.port) for b in producer.list_topics(timeout=30).brokers.values()] == [("127.0.0.1", stack.ports["kafka"])]
+    delivered: list[str] = []
+    for i in range(20):
+        producer.produce(topic, f"k{i}".encode(), partition=0, on_delivery=lambda err, msg: delivered.append(str(err) if err else "ok"))
+    assert producer.flush(60) == 0
+    assert delivered == ["ok"] * 20
+
+    consumer = KafkaConsumer({**client, "group.id": f"compose-{topic.lower()}", "auto.offset.reset": "earliest",
+                              "enable.auto.commit": False, "isolation.level": "read_committed"})
+    try:
+        consumer.subscribe([topic])
+        got: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while len(got) < 20 and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                got.append(message.value())
+        assert got == [f"k{i}".encode() for i in range(20)]
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    figures["kafka client on the host (20 produced, consumed, committed)"] = f"{time.monotonic() - started:.1f} s"
 
 
 def test_orders_are_credited_exactly_once_through_every_fault_and_a_broker_kill9(

@@ -56,6 +56,18 @@ def compose_command(env: dict[str, str]) -> list[str]:
     raise RuntimeError("neither `docker compose` nor `docker-compose` is installed (bin/setup --with-docker installs the latter)")
 
 
+def published_ports(service: dict) -> dict[str, str]:
+    """{container port: host port} from a `config` output's ports, in 1.29's "HOST:PUBLISHED:TARGET/tcp" or v2's long form."""
+    found = {}
+    for port in service.get("ports", []):
+        if isinstance(port, dict):
+            found[str(port["target"])] = str(port["published"])
+        else:
+            published, target = port.split("/")[0].rsplit(":", 2)[-2:]
+            found[target] = published
+    return found
+
+
 class ComposeStack:
     """``ports``: {service: host port} published on 127.0.0.1 (HALFMQ_COMPOSE_<SERVICE>_PORT in the file)."""
 

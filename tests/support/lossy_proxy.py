@@ -24,7 +24,11 @@ class LossyProxy:
                 client, _ = self._server.accept()
             except OSError:
                 return
-            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:  # nothing listens upstream (a follower's Kafka port): refused as the port itself would be
+                _close(client)
+                continue
             last_request = [b""]
             threading.Thread(target=self._to_upstream, args=(client, upstream, last_request), daemon=True).start()
             threading.Thread(target=self._to_client, args=(upstream, client, last_request), daemon=True).start()

@@ -20,7 +20,7 @@ from ..router import Route
 
 async def new_producer_id(request: ApiRequest) -> Reply:
     await parse_body(request, NewProducerId, empty_is_missing=True)
-    return Reply(await request.usecases.producer_transactions.new_producer_id(request.scope), 201)
+    return Reply(await request.usecases.producer_transactions.new_producer_id(request.principal, request.scope), 201)
 
 
 ROUTES = [

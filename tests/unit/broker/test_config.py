@@ -67,3 +67,22 @@ def test_a_retention_that_is_not_a_positive_span_or_size_refuses_to_start(monkey
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError):
         BrokerSettings()
+
+
+def test_the_kafka_advertised_address_is_derived_from_the_advertise_url_and_the_kafka_port_unless_set() -> None:
+    assert BrokerSettings(kafka_port=9092).kafka_advertised() == ("127.0.0.1", 9092)
+    assert BrokerSettings(kafka_port=9092, host="0.0.0.0", advertise_url="http://broker:10911").kafka_advertised() == ("broker", 9092)
+
+
+@pytest.mark.parametrize(("value", "address"), [("127.0.0.1:19092", ("127.0.0.1", 19092)), ("kafka.example.com:9093", ("kafka.example.com", 9093)),
+                                                ("[::1]:9092", ("::1", 9092)), (" localhost:1 ", ("localhost", 1))])
+def test_a_kafka_advertised_address_that_is_set_is_what_clients_are_sent_to(monkeypatch: pytest.MonkeyPatch, value: str, address: tuple[str, int]) -> None:
+    monkeypatch.setenv("HALFMQ_BROKER_KAFKA_ADVERTISE", value)
+    assert BrokerSettings(kafka_port=9092, host="0.0.0.0").kafka_advertised() == address
+
+
+@pytest.mark.parametrize("value", ["broker", "broker:", ":9092", "broker:0", "broker:65536", "broker:port", "http://broker:9092", "0.0.0.0:9092", "[::]:9092"])
+def test_a_kafka_advertised_address_that_is_not_a_reachable_host_and_port_refuses_to_start(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("HALFMQ_BROKER_KAFKA_ADVERTISE", value)
+    with pytest.raises(ValidationError, match="kafka_advertise"):
+        BrokerSettings(kafka_port=9092)

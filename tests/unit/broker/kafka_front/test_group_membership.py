@@ -108,3 +108,51 @@ def test_the_last_member_leaving_empties_the_group() -> None:
     group.complete(0)
     group.leave("a", 1)
     assert group.state is GroupState.EMPTY and not group.members
+
+
+def settled(group: KafkaGroup, members: list[str], now: float, instances: dict[str, str] | None = None) -> int:
+    """``members`` joined (with their static instance ids) and the rebalance completed: the generation."""
+    for member in members:
+        group.join(member, "consumer", RANGE, SESSION, REBALANCE, now, 10, group_instance_id=(instances or {}).get(member))
+    return group.complete(now)[members[0]].generation
+
+
+def test_a_transactional_offset_commit_of_the_current_member_and_generation_is_taken() -> None:
+    group = KafkaGroup("g")
+    generation = settled(group, ["a"], 0)
+    group.check_txn_offset_commit("a", generation, None)
+
+
+def test_a_transactional_offset_commit_without_group_metadata_is_not_checked() -> None:
+    KafkaGroup("g").check_txn_offset_commit("", -1, None)  # v0-2, or a client naming only the group: nothing to fence
+
+
+def test_a_zombie_whose_group_moved_to_a_new_generation_is_refused_illegal_generation() -> None:
+    group = KafkaGroup("g")
+    before = settled(group, ["a"], 0)
+    settled(group, ["a", "b"], 1)  # b joined: a rebalance, a new generation
+    with pytest.raises(MembershipError) as refused:
+        group.check_txn_offset_commit("a", before, None)
+    assert code(refused) == kafka_errors.IllegalGenerationError.errno
+
+
+def test_a_zombie_dropped_from_the_group_is_refused_unknown_member_id() -> None:
+    group = KafkaGroup("g")
+    generation = settled(group, ["a", "b"], 0)
+    group.leave("a", 1)
+    with pytest.raises(MembershipError) as refused:
+        group.check_txn_offset_commit("a", generation, None)
+    assert code(refused) == kafka_errors.UnknownMemberIdError.errno
+    with pytest.raises(MembershipError) as unheld:
+        KafkaGroup("other").check_txn_offset_commit("a", generation, None)  # a group the front does not hold: no members
+    assert code(unheld) == kafka_errors.UnknownMemberIdError.errno
+
+
+def test_a_zombie_whose_static_instance_id_a_newer_member_holds_is_refused_fenced_instance_id() -> None:
+    group = KafkaGroup("g")
+    generation = settled(group, ["old"], 0, {"old": "copier-1"})
+    settled(group, ["old", "new"], 1, {"new": "copier-1"})  # the instance restarted as a new member
+    with pytest.raises(MembershipError) as refused:
+        group.check_txn_offset_commit("old", generation, "copier-1")
+    assert code(refused) == kafka_errors.FencedInstanceIdError.errno
+    group.check_txn_offset_commit("new", group.generation, "copier-1")

@@ -67,7 +67,7 @@ async def test_an_invalid_producer_group_is_refused_before_anything_is_written(r
 
 async def test_a_repeated_numbered_half_is_answered_from_the_window_and_another_principals_id_is_refused(rt: BrokerRuntime) -> None:
     who = rt.access.principal(SCOPE)
-    ids = await rt.usecases.producer_transactions.new_producer_id(SCOPE)
+    ids = await rt.usecases.producer_transactions.new_producer_id(ANONYMOUS, SCOPE)
     numbered = half(producer_id=ids.producer_id, epoch=ids.epoch, sequence=0)
     first = to_builtins(await rt.usecases.half_sending.send_half(who, SCOPE, numbered))  # the answers as the wire carries them
     again = to_builtins(await rt.usecases.half_sending.send_half(who, SCOPE, numbered))
@@ -141,7 +141,7 @@ async def test_a_numbered_half_with_companions_repeated_after_a_restart_is_answe
     runtime = BrokerRuntime.open(settings)
     try:
         who = runtime.access.principal(SCOPE)
-        ids = await runtime.usecases.producer_transactions.new_producer_id(SCOPE)
+        ids = await runtime.usecases.producer_transactions.new_producer_id(ANONYMOUS, SCOPE)
         numbered = HalfSendRequest(producer_group="shop", topic="ORDERS", message=OutgoingMessage(body="order 42"),
                                    also=[TxnMessage(topic="PAYMENT_DUE", body="due 42", delay_ms=60_000)],
                                    producer_id=ids.producer_id, epoch=ids.epoch, sequence=0)

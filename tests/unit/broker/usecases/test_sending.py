@@ -70,7 +70,7 @@ def batch(ids: Any, sequence: int) -> SendRequest:
 
 async def test_a_producer_window_keeps_a_few_hundred_bytes_per_send_of_1000_messages(rt: BrokerRuntime) -> None:
     who = rt.access.principal(SCOPE)
-    ids = await rt.usecases.producer_transactions.new_producer_id(SCOPE)
+    ids = await rt.usecases.producer_transactions.new_producer_id(ANONYMOUS, SCOPE)
     for sequence in range(SENDS):
         await rt.usecases.sending.send(publishing(rt, "ORDERS", who), batch(ids, sequence))
     window = rt.producer_ids.sender(ids.producer_id, ids.epoch, who.name).sends
@@ -82,7 +82,7 @@ async def test_a_producer_window_keeps_a_few_hundred_bytes_per_send_of_1000_mess
 async def test_a_repeat_of_a_1000_message_send_gets_its_first_answer_read_back_even_after_a_restart(tmp_path: Path) -> None:
     rt = open_runtime(tmp_path)
     who = rt.access.principal(SCOPE)
-    ids = await rt.usecases.producer_transactions.new_producer_id(SCOPE)
+    ids = await rt.usecases.producer_transactions.new_producer_id(ANONYMOUS, SCOPE)
     first = [to_builtins(await rt.usecases.sending.send(publishing(rt, "ORDERS", who), batch(ids, n))) for n in range(3)]
     assert {len(answer["results"]) for answer in first} == {MESSAGES}
     again = to_builtins(await rt.usecases.sending.send(publishing(rt, "ORDERS", who), batch(ids, 1)))
