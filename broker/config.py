@@ -212,6 +212,9 @@ class BrokerSettings(BaseSettings):
     lease_ttl: int = Field(default=2, ge=1, le=60)  # etcd raises it to its minimum (2 s by default); the fence counts what it granted
     ack: Literal["quorum", "leader"] = "quorum"
     replica_lag_time: float = Field(default=2.0, gt=0)
+    # how a follower replicates: "stream", one WebSocket to the leader with runs pushed and acks sent back (decision
+    # 054); "fetch", long-polled fetches and acks, one HTTP call each
+    replication: Literal["stream", "fetch"] = "stream"
     cluster_token_file: Path | None = None  # with auth on: the token (admin on cluster:broker) nodes fetch with
     # NODE_ID=URL,...: every node of the set. A node follows only a leader listed here (id and URL) and sends its
     # cluster token to no other URL; it defaults advertise_url and cluster_size. Required with `cluster`.
