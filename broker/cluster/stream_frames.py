@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import orjson
 
 RUN_MAX_BYTES = 256 * 1024  # a run's log bytes at most (NATS: 256 KiB per append)
-IN_FLIGHT_BYTES = 4 * 1024 * 1024  # bytes pushed past the follower's last reported durable end before the leader waits
 KEEPALIVE_SECONDS = 0.5  # a side that sent nothing for this long sends an empty run / an ack (was the fetch's long poll)
 WATERMARK_SECONDS = 0.005  # a moved high watermark alone is told at most this often (it rides the next run anyway)
 

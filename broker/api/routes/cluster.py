@@ -33,7 +33,6 @@ from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.cluster.positions import position_of
 from halfmq.broker.cluster.stream_frames import (
     BEHIND,
-    IN_FLIGHT_BYTES,
     KEEPALIVE_SECONDS,
     RUN,
     RUN_MAX_BYTES,
@@ -202,7 +201,7 @@ class _Stream:
         end = log.end_offset
         data = b""
         if end > self.sent:
-            if self.sent - self.durable >= IN_FLIGHT_BYTES:
+            if self.sent - self.durable >= node.settings.replication_in_flight_bytes:
                 self.blocked = True
             else:
                 later = [b for b in log.segment_bases() if b > self.sent]
