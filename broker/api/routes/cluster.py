@@ -42,7 +42,7 @@ from halfmq.broker.cluster.stream_frames import (
     run_frame,
 )
 from halfmq.broker.security.policy import CLUSTER, Action
-from halfmq.errors import BehindLogStart, BrokerError, InvalidRequest, NotLeader, StateSnapshotNotFound
+from halfmq.errors import BehindLogStart, BrokerError, InvalidRequest, NotLeader, OriginNotAllowed, StateSnapshotNotFound
 
 log = logging.getLogger(__name__)
 
@@ -266,9 +266,12 @@ async def replication_stream(scope: dict[str, Any], receive: Any, send: Any, sta
 
 
 def _refusal(node: ClusterNode | None, scope: dict[str, Any], state: Any) -> BrokerError | None:
-    """Why the stream is refused before it opens: a node not started yet, a caller without admin on the cluster."""
+    """Why the stream is refused before it opens: a node not started yet, a web page (a browser opens a WebSocket to any
+    address, token or not: with auth off it would read the log), a caller without admin on the cluster."""
     if node is None:
         return NotLeader("this node is starting")
+    if any(name == b"origin" for name, _ in scope.get("headers", ())):
+        return OriginNotAllowed("a web page's WebSocket (it sent an Origin): the replication stream is for the set's nodes")
     try:
         runtime = state.runtime
         runtime.access.authorize(runtime.access.principal(scope), Action.ADMIN, CLUSTER, scope)

@@ -24,11 +24,11 @@ BOUND = 256 * 1024
 class Socket:
     """A follower's end of one WebSocket into the app."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
         self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         scope = {"type": "websocket", "path": STREAM_PATH, "raw_path": STREAM_PATH.encode(), "query_string": b"",
-                 "headers": [(b"host", b"127.0.0.1:8080")], "scheme": "ws", "subprotocols": []}
+                 "headers": [(b"host", b"127.0.0.1:8080"), *headers], "scheme": "ws", "subprotocols": []}
         self.inbox.put_nowait({"type": "websocket.connect"})
         self.task = asyncio.get_running_loop().create_task(app(scope, self.inbox.get, self.outbox.put))
 
@@ -130,3 +130,10 @@ async def test_a_follower_below_the_log_start_is_told_where_it_starts(leader: tu
     behind = await socket.run()
     assert behind.kind == BEHIND and behind.from_offset == 4096
     assert (await socket.heard())["code"] == 4416
+
+
+async def test_a_web_pages_websocket_is_refused_before_it_opens_even_with_auth_off(leader: tuple[httpx.AsyncClient, Any]) -> None:
+    _, app = leader
+    socket = Socket(app, headers=((b"origin", b"http://evil.example"),))
+    closed = await socket.heard()
+    assert closed == {"type": "websocket.close", "code": 4403, "reason": "ORIGIN_NOT_ALLOWED"}
