@@ -52,6 +52,9 @@ _encode = msgspec.json.Encoder().encode
 _Struct = msgspec.Struct
 
 
+WebSocketEndpoint = Callable[[Scope, Receive, Send, Any], Awaitable[None]]  # (scope, receive, send, the app's state)
+
+
 def _dumps(content: Any) -> bytes:
     """A dict answer with orjson; a wire struct inside one (a view in a listing) as msgspec sees it."""
     return orjson.dumps(content, default=msgspec.to_builtins)
@@ -194,7 +197,7 @@ class Front:
     """
 
     def __init__(self, app: Any, router: Router, body_reader: BodyReader,
-                 websockets: dict[str, Callable[[Scope, Receive, Send, Any], Awaitable[None]]] | None = None) -> None:
+                 websockets: dict[str, WebSocketEndpoint] | None = None) -> None:
         self.app = app
         self.router = router
         self.body_reader = body_reader

@@ -15,10 +15,11 @@ from typing import Any
 
 import msgspec
 from pydantic import BaseModel, Field
+from starlette.types import Receive, Scope, Send
 
 from halfmq import wire
 from halfmq.broker.api.body import parse_body
-from halfmq.broker.api.front import ApiRequest, Reply
+from halfmq.broker.api.front import ApiRequest, Reply, WebSocketEndpoint
 from halfmq.broker.api.router import Route
 from halfmq.broker.cluster.catch_up import LOG_START_HEADER, SNAPSHOT_ENTRIES_HEADER, SNAPSHOT_SIZE_HEADER, snapshot_part
 from halfmq.broker.cluster.follower import (
@@ -229,7 +230,7 @@ class _Stream:
                          store.log_start.offset, store.commit_log.segment_bytes, picture=node.picture_for(self.hello.node_id))
 
 
-async def replication_stream(scope: dict[str, Any], receive: Any, send: Any, state: Any) -> None:
+async def replication_stream(scope: Scope, receive: Receive, send: Send, state: Any) -> None:
     """The replication stream's leader side (stream_frames.py, decision 054): a WebSocket on the API port, the cluster
     token checked as on every route; the follower's first message is what its first fetch was, then runs are pushed as
     the log grows and its acks are counted. A refusal closes it with 4000 + the status a route would answer and the
@@ -265,7 +266,7 @@ async def replication_stream(scope: dict[str, Any], receive: Any, send: Any, sta
         log.debug("replication stream ends: %r", gone)
 
 
-def _refusal(node: ClusterNode | None, scope: dict[str, Any], state: Any) -> BrokerError | None:
+def _refusal(node: ClusterNode | None, scope: Scope, state: Any) -> BrokerError | None:
     """Why the stream is refused before it opens: a node not started yet, a web page (a browser opens a WebSocket to any
     address, token or not: with auth off it would read the log), a caller without admin on the cluster."""
     if node is None:
@@ -333,7 +334,7 @@ async def _take_acks(stream: _Stream, receive: Any) -> None:
         stream.node.appended.set()
 
 
-WEBSOCKETS = {STREAM_PATH: replication_stream}
+WEBSOCKETS: dict[str, WebSocketEndpoint] = {STREAM_PATH: replication_stream}
 
 
 def _this_leadership(node: ClusterNode, term: int) -> bool:
