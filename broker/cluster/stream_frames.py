@@ -23,6 +23,7 @@ import orjson
 
 RUN_MAX_BYTES = 256 * 1024  # a run's log bytes at most (NATS: 256 KiB per append)
 KEEPALIVE_SECONDS = 0.5  # a side that sent nothing for this long sends an empty run / an ack (was the fetch's long poll)
+SILENT_SECONDS = 2 * KEEPALIVE_SECONDS  # a follower not heard from for this long is pushed no bytes until it speaks
 WATERMARK_SECONDS = 0.005  # a moved high watermark alone is told at most this often (it rides the next run anyway)
 
 RUN = 1

@@ -37,6 +37,7 @@ from halfmq.broker.cluster.stream_frames import (
     KEEPALIVE_SECONDS,
     RUN,
     RUN_MAX_BYTES,
+    SILENT_SECONDS,
     WATERMARK_SECONDS,
     BadFrame,
     read_ack,
@@ -173,7 +174,8 @@ class _Stream:
         self.history_term = hello.history_term
         self.watermark = -1 if hello.high_watermark is None else hello.high_watermark
         self.gone = False
-        self.blocked = False  # the in-flight bound holds the next run back: an ack wakes it
+        self.blocked = False  # the in-flight bound or the follower's silence holds the next run back: an ack wakes it
+        self.heard_at = asyncio.get_running_loop().time()  # the follower's last message
         self.watermark_told_at = float("-inf")  # when a run without bytes last told a moved high watermark
 
     def heard(self, durable: int, appended: int) -> None:
@@ -183,6 +185,7 @@ class _Stream:
         if appended > self.sent or durable < self.durable:
             raise BadFrame(f"an ack of {durable}/{appended}: past what was pushed ({self.sent}) or below the last ({self.durable})")
         self.durable = durable
+        self.heard_at = asyncio.get_running_loop().time()
         if self.counts:
             node.tracker.report(self.hello.node_id, durable, end, fetched=appended)
         if self.blocked:
@@ -190,7 +193,9 @@ class _Stream:
             node.appended.set()
 
     def next_frame(self, now: float) -> bytes | None:
-        """The frame to push now: a run of new bytes (unless too many are in flight), else a moved high watermark at once
+        """The frame to push now: a run of new bytes (unless too many are in flight, or the follower has been silent for
+        ``SILENT_SECONDS``: a stopped follower's socket does not fill with bytes it would take when it resumes, long
+        after, as a fetch it no longer sends would not have taken them), else a moved high watermark at once
         but no sooner than ``WATERMARK_SECONDS`` after the last run without bytes (under load the runs carry it); None:
         nothing yet. BehindLogStart past the log start."""
         node = self.node
@@ -202,7 +207,7 @@ class _Stream:
         end = log.end_offset
         data = b""
         if end > self.sent:
-            if self.sent - self.durable >= node.settings.replication_in_flight_bytes:
+            if self.sent - self.durable >= node.settings.replication_in_flight_bytes or now - self.heard_at >= SILENT_SECONDS:
                 self.blocked = True
             else:
                 later = [b for b in log.segment_bases() if b > self.sent]

@@ -14,7 +14,7 @@ import pytest
 
 from halfmq import wire
 from halfmq.broker.cluster.follower import STREAM_PATH
-from halfmq.broker.cluster.stream_frames import BEHIND, RUN, Run, ack_frame, read_run
+from halfmq.broker.cluster.stream_frames import BEHIND, RUN, SILENT_SECONDS, Run, ack_frame, read_run
 from tests.support.fake_cluster_node import app_with_fake_node
 from tests.unit.broker.api.test_cluster_routes import _Node
 
@@ -81,10 +81,12 @@ async def test_the_leader_pushes_what_is_appended_without_being_asked_and_carrie
     assert first.kind == RUN and first.term == 4 and first.from_offset == 0 and first.history == [(4, 0)]
     end = app.state.runtime.store.commit_log.end_offset
     got, sent = len(first.data), first.from_offset + len(first.data)
+    socket.say(ack_frame(sent, sent))  # (a follower that acks nothing for a second is pushed nothing: the test after)
     while sent < end:
         run = await socket.run()
         assert run.from_offset == sent and run.history is None
         sent += len(run.data)
+        socket.say(ack_frame(sent, sent))
     await _write(client, 1, 10)  # a second write: pushed on the same stream
     later = await socket.run()
     assert later.from_offset == sent and later.data and got
@@ -137,3 +139,19 @@ async def test_a_web_pages_websocket_is_refused_before_it_opens_even_with_auth_o
     socket = Socket(app, headers=((b"origin", b"http://evil.example"),))
     closed = await socket.heard()
     assert closed == {"type": "websocket.close", "code": 4403, "reason": "ORIGIN_NOT_ALLOWED"}
+
+
+async def test_a_follower_silent_for_a_second_is_pushed_no_bytes_until_it_speaks_again(leader: tuple[httpx.AsyncClient, Any]) -> None:
+    client, app = leader
+    socket = Socket(app)
+    await socket.heard()
+    socket.say(_hello())
+    await asyncio.sleep(SILENT_SECONDS + 0.2)  # (a stopped follower: its keep-alive acks stopped)
+    await _write(client, 1, 10)
+    with pytest.raises(TimeoutError):
+        while True:
+            assert not (await asyncio.wait_for(socket.run(), 0.3)).data  # keep-alives only (every 0.5 s)
+    socket.say(ack_frame(0, 0))
+    run = await socket.run()
+    assert run.from_offset == 0 and run.data
+    await socket.close()
