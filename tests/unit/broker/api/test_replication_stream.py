@@ -146,7 +146,7 @@ async def test_a_follower_silent_for_a_second_is_pushed_no_bytes_until_it_speaks
     socket = Socket(app)
     await socket.heard()
     socket.say(_hello())
-    await asyncio.sleep(SILENT_SECONDS + 0.2)  # (a stopped follower: its keep-alive acks stopped)
+    await asyncio.sleep(SILENT_SECONDS + 0.2)  # wall-clock: the leader's silence rule reads the loop's clock (a stopped follower)
     await _write(client, 1, 10)
     with pytest.raises(TimeoutError):
         while True:

@@ -56,7 +56,8 @@ async def test_a_full_disk_is_logged_once_per_change_at_error_not_at_info_every_
     leader = MessageStore(StoreConfig(tmp_path / "leader", segment_bytes=SEGMENT))
     replica = MessageStore(StoreConfig(small_disk.path / "data", segment_bytes=SEGMENT))
     settings = BrokerSettings(data_dir=small_disk.path / "data", cluster="etcd://127.0.0.1:9/t", node_id="n2",
-                              cluster_members=f"n1={LEADER},n2=http://127.0.0.1:10911")  # a set names its members
+                              cluster_members=f"n1={LEADER},n2=http://127.0.0.1:10911",  # a set names its members
+                              replication="fetch")  # (the fake leader answers fetches)
     node = ClusterNode(settings, SimpleNamespace(store=replica))  # type: ignore[arg-type]
     node.following.replication._http = fake_leader(leader)
     caplog.set_level(logging.INFO)
