@@ -231,6 +231,11 @@ class BrokerSettings(BaseSettings):
     lease_ttl: int = Field(default=2, ge=1, le=60)  # etcd raises it to its minimum (2 s by default); the fence counts what it granted
     ack: Literal["quorum", "leader"] = "quorum"
     replica_lag_time: float = Field(default=2.0, gt=0)
+    # how a follower replicates: "stream", one WebSocket to the leader with runs pushed and acks sent back (decision
+    # 054); "fetch", long-polled fetches and acks, one HTTP call each
+    replication: Literal["stream", "fetch"] = "stream"
+    # log bytes a leader pushes on a follower's stream past what the follower reported on disk before it waits for its ack
+    replication_in_flight_bytes: int = Field(default=4 * 1024 * 1024, ge=256 * 1024)
     cluster_token_file: Path | None = None  # with auth on: the token (admin on cluster:broker) nodes fetch with
     # NODE_ID=URL,...: every node of the set. A node follows only a leader listed here (id and URL) and sends its
     # cluster token to no other URL; it defaults advertise_url and cluster_size. Required with `cluster`.

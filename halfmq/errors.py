@@ -98,6 +98,15 @@ class InvalidTransactionalId(InvalidRequest):
     title = "Invalid transactional id"
 
 
+class OriginNotAllowed(BrokerError):
+    """A WebSocket opened by a web page (it carries an ``Origin``): a browser may open one to any address, unlike a
+    request whose answer it reads, so a set's replication stream is for its nodes alone (they send no Origin)."""
+
+    code = "ORIGIN_NOT_ALLOWED"
+    status = 403
+    title = "This WebSocket is not served to web pages"
+
+
 class HostNotAllowed(InvalidRequest):
     """The request's Host is none of the server's names (the broker's, a service's): a page on a rebinding domain must not
     reach a loopback server."""

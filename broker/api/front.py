@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -49,6 +50,9 @@ _BODY_REFUSED = (RequestTooLarge, RequestBodyTimeout)
 DISCONNECT_PROBE_SECONDS = 0.005
 _encode = msgspec.json.Encoder().encode
 _Struct = msgspec.Struct
+
+
+WebSocketEndpoint = Callable[[Scope, Receive, Send, Any], Awaitable[None]]  # (scope, receive, send, the app's state)
 
 
 def _dumps(content: Any) -> bytes:
@@ -187,15 +191,23 @@ def _problem(error: BrokerError, path: str) -> bytes:
 
 
 class Front:
-    """Every /v1 route from the table, the rest handed to FastAPI; every body read by one ``BodyReader``."""
+    """Every /v1 route from the table, the rest handed to FastAPI; every body read by one ``BodyReader``.
 
-    def __init__(self, app: Any, router: Router, body_reader: BodyReader) -> None:
+    ``websockets``: the WebSocket endpoints by path (a broker set's replication stream), given the app's state.
+    """
+
+    def __init__(self, app: Any, router: Router, body_reader: BodyReader,
+                 websockets: dict[str, WebSocketEndpoint] | None = None) -> None:
         self.app = app
         self.router = router
         self.body_reader = body_reader
+        self.websockets = websockets or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            if scope["type"] == "websocket" and (endpoint := self.websockets.get(scope["path"])) is not None:
+                await endpoint(scope, receive, send, self.app.state)
+                return
             await self.app(scope, receive, send)
             return
         path = scope["path"]

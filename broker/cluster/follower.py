@@ -24,14 +24,17 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+import msgspec
+
 from halfmq import wire
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
-from .catch_up import LOG_START_HEADER, LogStartFollower, SnapshotTaker, raise_if_behind
+from .catch_up import LOG_START_HEADER, BehindLeader, LogStartFollower, SnapshotTaker, raise_if_behind
 from .node_view import SetPicture
-from .peers import PeerClient, PeerError, PeerResponse
+from .peers import PeerClient, PeerError, PeerResponse, PeerStream
 from .promotion_snapshots import PromotionSnapshots
+from .stream_frames import BEHIND, KEEPALIVE_SECONDS, Run, ack_frame, read_run
 from .term_history import TermHistory
 
 log = logging.getLogger(__name__)
@@ -40,7 +43,12 @@ TERM_HEADER = "x-halfmq-term"
 HISTORY_HEADER = "x-halfmq-term-history"
 SEGMENT_HEADER = "x-halfmq-segment-bytes"
 HIGH_WATERMARK_HEADER = "x-halfmq-high-watermark"  # the leader's; a follower elected next starts showing the log there
+STREAM_PATH = "/v1/replication/stream"  # the leader's WebSocket (api/routes/cluster.py)
 SET_HEADER = "x-halfmq-set"  # the leader's picture of the set (node_view.set_picture), about once a second: what a follower shows
+
+
+class StreamGap(Exception):
+    """A run that does not begin where this follower's log ends: the stream ends and the next one starts from the end."""
 
 
 class LowerTerm(Exception):
@@ -102,6 +110,18 @@ class DurableReports:
             self.durable = end
             self._flushed.set()
 
+    async def stream_acks(self, stream: PeerStream, appended: Callable[[], int]) -> None:
+        """Run for the life of one stream: an ack each time something new is on disk (the newest value when it leaves),
+        and at least every ``KEEPALIVE_SECONDS`` (the leader counts a follower it hears from as in touch)."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(KEEPALIVE_SECONDS):
+                    await self._flushed.wait()
+            self._flushed.clear()
+            end = appended()
+            self.told = value = min(self.durable, end)
+            await stream.send(ack_frame(value, end))
+
     async def send_acks(self, ack: Callable[[int], Awaitable[None]]) -> None:
         """Run for the life of one ``follow``: an ack each time something new is on disk and no fetch will carry it soon."""
         while True:
@@ -118,8 +138,9 @@ class DurableReports:
 
 class Follower:
     def __init__(self, node_id: str, store: Callable[[], MessageStore], history: TermHistory,
-                 http: PeerClient, known_term: Callable[[], int], snapshot_interval: float) -> None:
+                 http: PeerClient, known_term: Callable[[], int], snapshot_interval: float, stream: bool = False) -> None:
         self.node_id = node_id
+        self.stream = stream  # replicate over one stream (stream_frames.py), not by fetches and acks
         self._store = store
         self.history = history
         self._http = http
@@ -143,15 +164,76 @@ class Follower:
         store = self._store()
         reports = DurableReports(min(store.flushed_offset, store.commit_log.end_offset))
         loop = asyncio.get_running_loop()
-        acks = loop.create_task(reports.send_acks(lambda durable: self._ack(leader_url, term, durable)))
         snapshots = loop.create_task(self.promotion.run(leader_url, self._store))
         try:
-            while True:
-                await self._fetch_once(leader_url, term, reports)
+            if self.stream:
+                await self._stream(leader_url, term, reports)
+                return
+            acks = loop.create_task(reports.send_acks(lambda durable: self._ack(leader_url, term, durable)))
+            try:
+                while True:
+                    await self._fetch_once(leader_url, term, reports)
+            finally:
+                acks.cancel()
         finally:
             reports.closed = True
-            acks.cancel()
             snapshots.cancel()
+
+    async def _stream(self, leader_url: str, term: int, reports: DurableReports) -> None:
+        """One stream from the leader: its runs appended as they come, an ack each time an fsync completes (the newest
+        wins) and at least every ``KEEPALIVE_SECONDS``. A run that does not start where this log ends (a gap), a lower
+        term or a closed socket ends it: the next tick connects again (follower_role.py)."""
+        store = self._store()
+        hello = wire.FetchRequest(node_id=self.node_id, term=term, from_offset=store.commit_log.end_offset,
+                                  durable_offset=reports.durable, high_watermark=self.leader_high_watermark, history_term=None)
+        stream = await self._http.stream(f"{leader_url}{STREAM_PATH}", msgspec.json.encode(hello))
+        acks = asyncio.get_running_loop().create_task(reports.stream_acks(stream, lambda: self._store().commit_log.end_offset))
+        try:
+            while True:
+                run = read_run(await stream.receive())
+                if acks.done():
+                    acks.result()  # (raises what ended it)
+                await self._keep_run(leader_url, run, reports)
+        finally:
+            acks.cancel()
+            await stream.aclose()
+
+    def _check_run(self, leader_url: str, run: Run, store: MessageStore) -> None:
+        """A run this follower may append: its term, its segment size, where it starts."""
+        if run.term < self._known_term():
+            raise LowerTerm(f"{leader_url} streams for term {run.term}, older than the known term {self._known_term()}")
+        if run.kind == BEHIND:
+            raise BehindLeader(run.from_offset)
+        if run.segment_bytes != store.config.segment_bytes:
+            raise RuntimeError("the leader uses another segment size: offsets could not match; configure the same segment_bytes")
+        if run.from_offset != store.commit_log.end_offset:
+            raise StreamGap(f"{leader_url} streams from {run.from_offset}, this log ends at {store.commit_log.end_offset}")
+
+    async def _keep_run(self, leader_url: str, run: Run, reports: DurableReports) -> None:
+        if reports.failure is not None:  # an fsync of bytes appended earlier failed
+            self.storing.failed(reports.failure)
+            raise ReplicaNotStored(str(reports.failure))
+        store = self._store()
+        self._check_run(leader_url, run, store)
+        start = run.from_offset
+        self.leader_end = run.log_end
+        self.leader_high_watermark = max(self.leader_high_watermark, run.high_watermark)
+        if run.picture is not None:
+            self.picture = SetPicture.of(json.loads(run.picture), time.monotonic())
+        if run.history is not None:
+            self._leader_history = run.history
+        try:
+            self._append(store, run.data, start, reports)
+        except StoreNotWritable as exc:  # the store's own FailureWatch has said so, once
+            raise ReplicaNotStored(str(exc)) from exc
+        except OSError as exc:  # a failed fsync, the term history
+            self.storing.failed(exc)
+            raise ReplicaNotStored(str(exc)) from exc
+        if run.data:
+            self.storing.succeeded()
+        self._show_acknowledged(store)
+        if run.log_start > store.log_start.offset:
+            await self.log_start.follow(leader_url, store, run.log_start)
 
     async def _cut_divergent_tail(self, leader_url: str, term: int) -> None:
         asked = self.history.last_term
@@ -214,9 +296,12 @@ class Follower:
         fsync completes begins its term after the right entries; its position counts
         only the entries within what is on disk (positions.position_of).
         """
-        end = store.append_replicated(answer.content, start) if answer.content else start
         if (history := answer.headers.get(HISTORY_HEADER)) is not None:  # sent when it is not the one this follower has
             self._leader_history = [(int(t), int(s)) for t, s in json.loads(history)]
+        self._append(store, answer.content, start, reports)
+
+    def _append(self, store: MessageStore, data: bytes, start: int, reports: DurableReports) -> None:
+        end = store.append_replicated(data, start) if data else start
         self.history.adopt(self._leader_history or [], end)
         if end > reports.durable:
             flushed = store.wait_flushed(end)

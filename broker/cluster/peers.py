@@ -38,6 +38,7 @@ CONNECT_SECONDS = 1.0  # a peer that does not accept a connection in this long i
 READ_SECONDS = 5.0  # no byte of an answer for this long: a timeout (a parked fetch answers within FETCH_WAIT_SECONDS)
 CONNECTIONS_PER_PEER = 8  # a follower's fetch and ack, a probe, an election's position ask: a few at once per peer
 IDLE_SECONDS = 30.0  # a kept-alive connection idle for this long is closed
+STREAM_MESSAGE_BYTES = 1 << 20  # a replication stream's message at most (a run is 256 KiB of log and a header)
 
 
 class PeerError(Exception):
@@ -66,6 +67,14 @@ class PeerTimeout(PeerConnectionFailed):
 
 class PeerDisconnected(PeerConnectionFailed):
     """The peer closed the connection before its answer was whole."""
+
+
+class StreamEnded(PeerError):
+    """The peer closed a stream on purpose (``code``: 4000 + the status its refusal would have had, the reason its code)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class PeerAnswer(PeerError):
@@ -111,6 +120,50 @@ class PeerResponse:
             raise PeerAnswer(f"{self.url} answered {self.status_code}: {self.content[:200]!r}", self.status_code)
 
 
+class PeerStream:
+    """One WebSocket to a peer: binary messages each way; a silence of ``read_seconds`` is a ``PeerTimeout``."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse, url: str, read_seconds: float, hooks: list[AnswerHook]) -> None:
+        self._ws = ws
+        self._read_seconds = read_seconds
+        self._hooks = hooks
+        self._heard = PeerResponse(200, url=url)  # what the hooks are told at each message (the failover clock)
+        self.url = url
+
+    async def send(self, data: bytes) -> None:
+        import aiohttp
+
+        try:
+            await self._ws.send_bytes(data)
+        except (aiohttp.ClientError, ConnectionError, RuntimeError) as exc:  # (RuntimeError: sent on a closing socket)
+            raise PeerDisconnected(f"{URL(self.url).origin()}: {exc!r}") from exc
+
+    async def receive(self) -> bytes:
+        import aiohttp
+
+        try:
+            message = await self._ws.receive(self._read_seconds)
+        except TimeoutError as exc:
+            raise PeerTimeout(f"nothing from {URL(self.url).origin()} for {self._read_seconds}s") from exc
+        if message.type is aiohttp.WSMsgType.BINARY:
+            for hook in self._hooks:
+                hook(self._heard)
+            return message.data  # type: ignore[no-any-return]
+        if message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
+            code = int(message.data if message.type is aiohttp.WSMsgType.CLOSE else self._ws.close_code or 0)
+            if code >= 4000:
+                for hook in self._hooks:  # a refusal is an answer: the peer is alive
+                    hook(self._heard)
+                raise StreamEnded(f"{self.url} ended the stream: {code} {message.extra or ''}", code)
+            raise PeerDisconnected(f"{URL(self.url).origin()} closed the stream ({code})")
+        if message.type is aiohttp.WSMsgType.ERROR:
+            raise PeerDisconnected(f"{URL(self.url).origin()}: {message.data!r}")
+        raise PeerDisconnected(f"{URL(self.url).origin()} sent a {message.type.name} message on the stream")
+
+    async def aclose(self) -> None:
+        await self._ws.close()
+
+
 Exchange = Callable[[PeerRequest], Awaitable[PeerResponse]]
 AnswerHook = Callable[[PeerResponse], None]
 
@@ -152,6 +205,31 @@ class PeerClient:
         for hook in self.on_answer:
             hook(answer)
         return answer
+
+    async def stream(self, url: str, first: bytes) -> PeerStream:
+        """A WebSocket to a member (the replication stream, stream_frames.py), ``first`` sent on it; the same checks,
+        token and errors as a call. Every message received counts as an answer (``on_answer``)."""
+        import aiohttp
+
+        if not is_member_url(url, self.members):
+            raise NotAMember(f"{URL(url).with_query(None)} is not a member of this broker set: not called")
+        headers = {"authorization": f"Bearer {self._token}"} if self._token else {}
+        try:
+            ws = await self._session.get().ws_connect(url, headers=headers, autoping=True, compress=0,
+                                                      max_msg_size=STREAM_MESSAGE_BYTES)
+        except aiohttp.WSServerHandshakeError as exc:
+            raise PeerAnswer(f"{url} refused the stream: {exc.status} {exc.message}", exc.status) from exc
+        except aiohttp.ClientConnectorError as exc:
+            cause = getattr(exc, "os_error", None)
+            raise PeerUnreachable(f"cannot connect to {URL(url).origin()}: {cause or exc}",
+                                  refused=isinstance(cause, ConnectionRefusedError)) from exc
+        except TimeoutError as exc:
+            raise PeerTimeout(f"no answer from {URL(url).origin()} in time") from exc
+        except aiohttp.ClientError as exc:
+            raise PeerDisconnected(f"{URL(url).origin()}: {exc!r}") from exc
+        stream = PeerStream(ws, url, self._read_seconds, self.on_answer)
+        await stream.send(first)
+        return stream
 
     async def _over_aiohttp(self, request: PeerRequest) -> PeerResponse:
         import aiohttp

@@ -98,11 +98,11 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
             await app.state.runtime.stop()
             log.info("broker stopped cleanly")
 
-    routes = ROUTES
-    if settings.cluster:  # a broker set's view and replication routes, in its table only
+    routes, websockets = ROUTES, {}
+    if settings.cluster:  # a broker set's view and replication routes, in its table only, and its replication stream
         from halfmq.broker.api.routes import cluster as cluster_routes
 
-        routes = [*ROUTES, *cluster_routes.ROUTES]
+        routes, websockets = [*ROUTES, *cluster_routes.ROUTES], cluster_routes.WEBSOCKETS
 
     def fallback(state: State) -> FastAPI:
         """FastAPI serves what is not in the table: the console, /openapi.json and /docs, 404s (built at its first request)."""
@@ -121,7 +121,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
         return app
 
     app = FallbackApp(fallback, lifespan)
-    front = Front(app, Router(routes), BodyReader(settings.max_request_bytes, settings.request_body_timeout))
+    front = Front(app, Router(routes), BodyReader(settings.max_request_bytes, settings.request_body_timeout), websockets)
     served: Any = front
     if settings.cluster:
         from .leader_gate import LeaderGate

@@ -110,7 +110,8 @@ def _serve_granian(app: Any, end_long_polls: Callable[[], None], settings: Broke
                              max_buffer_size=settings.max_request_head_bytes)
         server = Server(app, address=settings.host, port=settings.port, interface=Interfaces.ASGI,
                         http=HTTPModes.http1, http1_settings=head, backlog=settings.listen_backlog,
-                        backpressure=settings.max_connections, websockets=False, log_access=False, log_level=LogLevels(settings.log_level.lower()),
+                        backpressure=settings.max_connections, websockets=settings.cluster is not None,  # (a set's replication stream)
+                        log_access=False, log_level=LogLevels(settings.log_level.lower()),
                         ssl_cert=settings.tls_cert_file, ssl_key=settings.tls_key_file,
                         log_dictconfig={"loggers": {"_granian": dict(to_root), "granian.access": dict(to_root)}})
         loop = asyncio.get_running_loop()

@@ -16,7 +16,8 @@ import pytest
 
 from halfmq.broker.cluster.follower import HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
 from halfmq.broker.cluster.node import ClusterNode
-from halfmq.broker.cluster.peers import PeerClient, PeerRequest, PeerResponse
+from halfmq.broker.cluster.peers import PeerClient, PeerDisconnected, PeerRequest, PeerResponse
+from halfmq.broker.cluster.stream_frames import RUN, run_frame
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from tests.support.fake_peers import fake_peers
@@ -27,8 +28,29 @@ TERM = 7
 LEADER = "http://leader.test"
 
 
+class _Stream:
+    """A leader's replication stream: one run of the rest of its log from where the follower's log ends, then closed."""
+
+    def __init__(self, store: MessageStore, first: bytes) -> None:
+        start = json.loads(first)["from_offset"]
+        end = store.commit_log.end_offset
+        self.frames = [run_frame(RUN, TERM, start, end, 0, 0, SEGMENT, store.commit_log.read(start, end - start), history=[])]
+
+    async def send(self, data: bytes) -> None:
+        pass
+
+    async def receive(self) -> bytes:
+        if not self.frames:
+            raise PeerDisconnected("closed")  # (the loop stops)
+        return self.frames.pop(0)
+
+    async def aclose(self) -> None:
+        pass
+
+
 def fake_leader(store: MessageStore) -> PeerClient:
-    """The replication calls of a leader: every fetch answers the rest of its log; at its end, 503 (the loop stops)."""
+    """The replication calls of a leader: every fetch answers the rest of its log; at its end, 503 (the loop stops); a
+    stream pushes the rest of its log, then closes."""
     def handle(request: PeerRequest) -> PeerResponse:
         end = store.commit_log.end_offset
         if request.url.path == "/v1/replication/term-end":
@@ -38,7 +60,13 @@ def fake_leader(store: MessageStore) -> PeerClient:
             return PeerResponse.of(503)
         return PeerResponse.of(200, content=store.commit_log.read(start, end - start), headers={
             TERM_HEADER: str(TERM), "x-halfmq-log-end": str(end), SEGMENT_HEADER: str(SEGMENT), HISTORY_HEADER: "[]"})
-    return fake_peers(handle, LEADER)
+    client = fake_peers(handle, LEADER)
+
+    async def stream(url: str, first: bytes) -> _Stream:
+        return _Stream(store, first)
+
+    client.stream = stream  # type: ignore[method-assign, assignment]
+    return client
 
 
 def disk_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
@@ -51,12 +79,14 @@ def levels(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [level for level, _ in disk_lines(caplog)]
 
 
+@pytest.mark.parametrize("replication", ["stream", "fetch"])
 async def test_a_full_disk_is_logged_once_per_change_at_error_not_at_info_every_tick(
-        small_disk: SmallDisk, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        small_disk: SmallDisk, tmp_path: Path, caplog: pytest.LogCaptureFixture, replication: str) -> None:
     leader = MessageStore(StoreConfig(tmp_path / "leader", segment_bytes=SEGMENT))
     replica = MessageStore(StoreConfig(small_disk.path / "data", segment_bytes=SEGMENT))
     settings = BrokerSettings(data_dir=small_disk.path / "data", cluster="etcd://127.0.0.1:9/t", node_id="n2",
-                              cluster_members=f"n1={LEADER},n2=http://127.0.0.1:10911")  # a set names its members
+                              cluster_members=f"n1={LEADER},n2=http://127.0.0.1:10911",  # a set names its members
+                              replication=replication)
     node = ClusterNode(settings, SimpleNamespace(store=replica))  # type: ignore[arg-type]
     node.following.replication._http = fake_leader(leader)
     caplog.set_level(logging.INFO)
