@@ -30,7 +30,7 @@ from halfmq.errors import BrokerError
 from halfmq.wire import BeginTxnRequest, EndTxnRequest, TxnMessage, TxnMessagesRequest
 
 from .error_codes import kafka_code
-from .errors import InvalidRecord, KafkaRefusal, TransactionNotBegun
+from .errors import InvalidRecord, KafkaRefusal, TransactionAbortable, TransactionNotBegun
 from .record_batches import RecordBatch
 from .record_mapping import outgoing
 from .request_header import RequestHeader, audit_scope
@@ -135,8 +135,9 @@ class TxnHandlers:
         """One transactional Produce partition: a step of the transaction (held until EndTxn)."""
         if not tid or any(b.control or not b.transactional for b in batches) or len({b.producer_id for b in batches}) != 1:
             raise InvalidRecord("a transactional Produce carries its transactional id and transactional batches of one producer")
-        if not self.steps.begun(tid):
-            raise TransactionNotBegun(f"transactional id {tid!r} has no transaction begun here (AddPartitionsToTxn first)")
+        if not self.steps.begun(tid):  # begun on a set's previous leader (or before a restart), or never: abort it
+            raise TransactionAbortable(f"transactional id {tid!r} has no transaction begun here (a set's leader changed, the "
+                                    "broker restarted, or no AddPartitionsToTxn came): abort it")
         messages = [TxnMessage(**msgspec.structs.asdict(outgoing(r, index)), topic=name) for b in batches for r in b.records]
         body = TxnMessagesRequest(producer_id=batches[0].producer_id, epoch=batches[0].producer_epoch, sequence=self.steps.take(tid),
                                   messages=messages)

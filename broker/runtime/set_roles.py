@@ -7,6 +7,7 @@ imports the fronts or the runtime (the ``layers`` contract in pyproject.toml).""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,12 +38,13 @@ class LeaderFronts:
         self.kafka = kafka
 
     def registration(self, node_id: str, url: str) -> str:
-        return self.rocketmq.registration(node_id, url)
+        """The node's value under ``nodes/`` in etcd: the RocketMQ front's, with the Kafka front's address beside it."""
+        return json.dumps({**json.loads(self.rocketmq.registration(node_id, url)), **self.kafka.registration()})
 
     async def lead(self, current: Callable[[], Any], registrations: Callable[[], Awaitable[Iterable[Any]]],
                    members: dict[str, str]) -> None:
         await self.rocketmq.lead(current, registrations, members)
-        await self.kafka.start(current)
+        await self.kafka.lead(current, registrations, members)
 
     async def stop(self) -> None:
         await self.kafka.stop()
