@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+from kafka import errors as kafka_errors
 from kafka.protocol.producer import AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse, TxnOffsetCommitResponse
 
 from halfmq.broker.usecases.caller import Principal
@@ -34,6 +35,9 @@ from .errors import InvalidRecord, KafkaRefusal, TransactionAbortable, Transacti
 from .record_batches import RecordBatch
 from .record_mapping import outgoing
 from .request_header import RequestHeader, audit_scope
+
+INVALID_TXN_STATE = int(kafka_errors.InvalidTxnStateError.errno)
+TRANSACTION_ABORTABLE = int(kafka_errors.TransactionAbortableError.errno)
 
 
 class TxnSteps:
@@ -153,6 +157,9 @@ class TxnHandlers:
             code = 0
         except BrokerError as exc:
             code = kafka_code(exc)
+            if code == INVALID_TXN_STATE and request.committed and not self.steps.begun(tid):
+                code = TRANSACTION_ABORTABLE  # begun on a set's previous leader: the client aborts it and goes on,
+                # where INVALID_TXN_STATE is fatal to librdkafka and kafka-python
         self.steps.end(tid)
         return EndTxnResponse(throttle_time_ms=0, error_code=code, producer_id=request.producer_id, producer_epoch=request.producer_epoch)
 
