@@ -4,67 +4,25 @@ Off unless ``HALFMQ_BROKER_KAFKA_PORT`` names a port; with auth on, a connection
 (sasl.py). A broker serving HTTPS (``HALFMQ_BROKER_TLS_CERT_FILE``/``_KEY_FILE``) serves Kafka over TLS with the same
 certificate (clients use ``security.protocol=SSL``, or ``SASL_SSL`` with auth on): a token never crosses in the clear.
 In a broker set only the leader listens (runtime.SetRoles starts it on promotion and stops it on step-down, as the
-RocketMQ front): each node registers its Kafka address in etcd beside its URL, and the leader's Metadata names every
-member's as a broker, leader of every partition itself, so a client that loses the leader (aiokafka asks only the
-brokers Metadata named, never its bootstrap list again) asks the others until one leads. Consumer groups' members are
-the leader's memory: after a failover they join again.
+RocketMQ front): a client given every node's Kafka address reaches whichever leads, and Metadata
+names the leader as the one broker. Consumer groups' members are the leader's memory: after a failover they join again.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 
 class KafkaFront:
-    def __init__(self, address: str | None = None) -> None:
-        self.address = address  # "host:port" as clients reach this node (kafka_address), registered in a set
+    def __init__(self) -> None:
         self.listener: Any = None
         self.port: int | None = None
-        self.handlers: Any = None
-        self._completing: asyncio.Task[None] | None = None
-        self.refresh_every = 2.0  # seconds between reads of the registrations while a member's address is missing
-
-    def registration(self) -> dict[str, str]:
-        """This node's Kafka address, for its registration in etcd (the leader's Metadata names every member's)."""
-        return {"kafka": self.address} if self.address else {}
-
-    async def lead(self, current: Callable[[], Any], registrations: Callable[[], Awaitable[Iterable[Any]]],
-                   members: dict[str, str]) -> None:
-        """Serve while this set's node leads, naming every member registered with a Kafka address as a broker; a member
-        not registered yet (a set's first start) is added as its registration appears."""
-        await self.start(current)
-        if self.handlers is None:
-            return
-        if not await self._name_members(registrations, members):
-            self._completing = asyncio.get_running_loop().create_task(self._complete(registrations, members))
-
-    async def _name_members(self, registrations: Callable[[], Awaitable[Iterable[Any]]], members: dict[str, str]) -> bool:
-        """Name the registered members in Metadata; whether every member is named."""
-        from halfmq.broker.cluster.etcd_errors import EtcdUnavailable
-
-        from .handlers import member_nodes
-
-        try:
-            found = [kv.json() for kv in await registrations()]
-        except EtcdUnavailable as exc:
-            log.warning("Kafka front: the other nodes' addresses are unknown (%s): naming this node's only", exc)
-            return False
-        self.handlers.brokers = member_nodes(found, members, self.handlers.node)
-        return len(self.handlers.brokers) >= len(members)
-
-    async def _complete(self, registrations: Callable[[], Awaitable[Iterable[Any]]], members: dict[str, str]) -> None:
-        """Read the registrations again until every member's address is named."""
-        while True:
-            await asyncio.sleep(self.refresh_every)
-            if await self._name_members(registrations, members):
-                return
 
     async def start(self, current: Callable[[], Any]) -> None:
         """Serve on the current runtime's ``kafka_port``: a single broker from its start, a set's node while it leads."""
@@ -94,8 +52,7 @@ class KafkaFront:
             return connection_principal.get() or ANONYMOUS
 
         txns = TxnHandlers(current, principal, TxnSteps(settings.kafka_max_producers))
-        handlers = self.handlers = KafkaHandlers(current, Node(host, settings.kafka_port, node_id), principal,
-                                                 ProducerSequences(settings.kafka_max_producers), txns)
+        handlers = KafkaHandlers(current, Node(host, settings.kafka_port, node_id), principal, ProducerSequences(settings.kafka_max_producers), txns)
         coordinator = GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members)
         groups = GroupHandlers(current, principal, coordinator)
         table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))
@@ -104,26 +61,14 @@ class KafkaFront:
             self.port = await self.listener.start(settings.host, settings.kafka_port, server_tls(settings))
         except OSError as exc:  # the port is taken: the broker serves its other fronts, as the RocketMQ front does
             log.error("Kafka front off: cannot listen on %s:%d (%s)", settings.host, settings.kafka_port, exc.strerror or exc)
-            self.listener = self.handlers = None
+            self.listener = None
             return
         log.info("Kafka front on %s:%d", settings.host, self.port)
 
     async def stop(self) -> None:
-        task, self._completing = self._completing, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        self.handlers = None
         listener, self.listener = self.listener, None
         if listener is not None:
             await listener.stop()
-
-
-def kafka_address(settings: Any) -> str | None:
-    """``host:port`` as Kafka's clients reach this node (its advertised URL's host and the Kafka port), None when off."""
-    if not settings.kafka_port:
-        return None
-    return f"{urllib.parse.urlsplit(settings.advertise_url).hostname or settings.host}:{settings.kafka_port}"
 
 
 def server_tls(settings: Any) -> ssl.SSLContext | None:

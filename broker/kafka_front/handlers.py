@@ -1,9 +1,8 @@
 """The Kafka front's handlers for producing and consuming: each decodes nothing (dispatch.py did), calls the use cases
 the HTTP and gRPC fronts call, and answers in kafka-python's response classes.
 
-A halfmq topic is a Kafka topic, its queues are the partitions, a queue offset is the record's offset; the broker (a
-set's leader) leads every partition and coordinates every group, and a set's other members are named in Metadata as
-brokers without partitions, so a client that loses the leader asks them and finds the next one. Refusals of a
+A halfmq topic is a Kafka topic, its queues are the partitions, a queue offset is the record's offset; the one broker
+(or a set's leader) is the only Kafka node, leader of every partition and coordinator of every group. Refusals of a
 use case are answered per partition, topic or group with error_codes.py's code; the connection stays open.
 What a client reads is what readers of every front see: the visible part of each queue (under a set's high
 watermark), committed messages only, so the last stable offset is the high watermark (docs/decisions/048).
@@ -14,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,22 +57,6 @@ class Node:
     node_id: int = 0
 
 
-def member_nodes(registrations: Iterable[Any], members: dict[str, str], own: Node) -> list[Node]:
-    """``own`` and every member whose registration in etcd names its Kafka address (``"kafka": "host:port"``), with its
-    node id (its place among the members, from 1), in node id order: Metadata names them all, so a client that lost
-    the leader asks the others and reaches whichever leads next (aiokafka asks only the brokers Metadata named)."""
-    ids = sorted(members)
-    nodes = {own.node_id: own}
-    for info in registrations:
-        if not isinstance(info, dict) or members.get(str(info.get("node_id"))) != info.get("url") or not info.get("kafka"):
-            continue
-        host, _, port = str(info["kafka"]).rpartition(":")
-        node_id = ids.index(str(info["node_id"])) + 1
-        if host and port.isdigit() and node_id != own.node_id:
-            nodes[node_id] = Node(host, int(port), node_id)
-    return [nodes[n] for n in sorted(nodes)]
-
-
 class KafkaHandlers:
     """``current``: the runtime of the moment (its ``usecases``, ``access`` and ``settings``); ``principal``: who calls
     (anonymous until SASL maps Kafka's users to halfmq's principals); ``sequences``: the idempotent producers' batches."""
@@ -85,7 +68,6 @@ class KafkaHandlers:
         self.sequences = sequences
         self.txns = txns
         self.node = node
-        self.brokers = [node]  # every node Metadata names (a set's members: member_nodes); the partitions' leader is ``node``
         self.principal = principal
 
     # --- Metadata and FindCoordinator ---------------------------------------------------------------------------
@@ -100,7 +82,7 @@ class KafkaHandlers:
         topics = [await self._topic_metadata(uc, who, scope, name, auto) for name in names]
         broker = MetadataResponse.MetadataResponseBroker
         return MetadataResponse(throttle_time_ms=0, cluster_id="halfmq", controller_id=self.node.node_id, topics=topics,
-                                brokers=[broker(node_id=n.node_id, host=n.host, port=n.port, rack=None) for n in self.brokers])
+                                brokers=[broker(node_id=self.node.node_id, host=self.node.host, port=self.node.port, rack=None)])
 
     async def _topic_metadata(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, auto: bool) -> Any:
         topic = MetadataResponse.MetadataResponseTopic

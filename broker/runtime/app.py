@@ -19,7 +19,7 @@ from halfmq.broker.api.router import Router
 from halfmq.broker.api.table import ROUTES, TITLE, VERSION
 from halfmq.broker.config import BrokerSettings
 from halfmq.broker.grpc_front.front import GrpcFront, LeaderFront
-from halfmq.broker.kafka_front.front import KafkaFront, kafka_address
+from halfmq.broker.kafka_front.front import KafkaFront
 from halfmq.broker.serving.allowed_hosts import HostAllowList
 from halfmq.broker.serving.host_gate import HostGate
 
@@ -70,7 +70,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
         app.state.runtime = rt
         node: Any = None
         grpc_front: Any = None
-        kafka_front = KafkaFront(kafka_address(settings))  # Kafka's wire protocol (DESIGN section 19), when its port is set; in a set, the leader's
+        kafka_front = KafkaFront()  # Kafka's wire protocol (DESIGN section 19), when its port is set; in a set, the leader's
         if settings.cluster:  # a broker set: the node starts the runtime once it leads (broker/cluster/node.py)
             from halfmq.broker.cluster.node import ClusterNode
 

@@ -7,7 +7,6 @@ imports the fronts or the runtime (the ``layers`` contract in pyproject.toml).""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,13 +37,12 @@ class LeaderFronts:
         self.kafka = kafka
 
     def registration(self, node_id: str, url: str) -> str:
-        """The node's value under ``nodes/`` in etcd: the RocketMQ front's, with the Kafka front's address beside it."""
-        return json.dumps({**json.loads(self.rocketmq.registration(node_id, url)), **self.kafka.registration()})
+        return self.rocketmq.registration(node_id, url)
 
     async def lead(self, current: Callable[[], Any], registrations: Callable[[], Awaitable[Iterable[Any]]],
                    members: dict[str, str]) -> None:
         await self.rocketmq.lead(current, registrations, members)
-        await self.kafka.lead(current, registrations, members)
+        await self.kafka.start(current)
 
     async def stop(self) -> None:
         await self.kafka.stop()

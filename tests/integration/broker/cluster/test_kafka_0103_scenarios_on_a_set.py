@@ -1,7 +1,6 @@
 """librdkafka's ``0103-transactions`` scenarios on a broker set whose leader is killed -9 during the scenario (issue 47):
 empty transactions, fencing by a second producer, and the watermarks each isolation level reads. The clients are
-created once and given every node's Kafka address (the basic and consume-transform-produce scenarios across a kill:
-test_kafka_front_on_a_set.py and test_kafka_python_clients_across_failover.py)."""
+created once and given every node's Kafka address (the basic scenario across a kill: test_kafka_front_on_a_set.py)."""
 
 from __future__ import annotations
 
@@ -9,16 +8,24 @@ import time
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaProducer
 from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka import Producer as RdProducer
 
+from halfmq.client import Producer
 from tests.integration.broker.cluster.test_kafka_front_on_a_set import kafka_set, read_committed
-from tests.integration.broker.cluster.test_kafka_python_clients_across_failover import aio_read_committed, topic_on
+from tests.support.broker_set import BrokerSet
 from tests.support.etcd import EtcdProcess
 
 pytestmark = pytest.mark.timeout(120)
+
+
+def topic_on(brokers: BrokerSet, topic: str) -> str:
+    """``topic`` created with two queues on the set's leader; the leader's node id."""
+    first = brokers.leader()
+    with Producer(brokers.nodes[first].url) as sdk:
+        sdk.create_topic(topic, queues=2)
+    return first
 
 
 def rd_transactional(bootstrap: str, tid: str) -> RdProducer:
@@ -60,35 +67,6 @@ def test_librdkafka_s_empty_transactions_commit_and_abort_before_and_after_a_kil
             producer.produce("KTX", b"after-%d" % i, partition=i % 2)
         producer.commit_transaction(30)
         assert sorted(read_committed(bootstrap, {b"after-%d" % i for i in range(4)})) == [b"after-%d" % i for i in range(4)]
-    finally:
-        brokers.stop()
-
-
-async def test_aiokafka_s_empty_transactions_commit_and_abort_across_a_kill_9(etcd: EtcdProcess, tmp_path: Path) -> None:
-    brokers, addresses = kafka_set(etcd, tmp_path)
-    try:
-        first = topic_on(brokers, "KAIO")
-        producer = AIOKafkaProducer(bootstrap_servers=addresses, transactional_id="kaio-empty", request_timeout_ms=10_000)
-        await producer.start()
-        try:
-            for _ in range(2):
-                async with producer.transaction():
-                    pass
-                await producer.begin_transaction()
-                await producer.abort_transaction()
-            brokers.nodes[first].kill9()
-            brokers.leader(not_=first, timeout=60)
-            async with producer.transaction():
-                pass
-            await producer.begin_transaction()
-            await producer.abort_transaction()
-            async with producer.transaction():
-                for i in range(4):
-                    await producer.send("KAIO", b"after-%d" % i, partition=i % 2)
-        finally:
-            await producer.stop()
-        read = await aio_read_committed(addresses, "KAIO", {b"after-%d" % i for i in range(4)})
-        assert sorted(read) == [b"after-%d" % i for i in range(4)]
     finally:
         brokers.stop()
 

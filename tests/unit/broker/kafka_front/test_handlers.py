@@ -10,7 +10,7 @@ from typing import Any
 from kafka.errors import OutOfOrderSequenceNumberError
 from kafka.protocol.consumer import FetchRequest
 
-from halfmq.broker.kafka_front.handlers import KafkaHandlers, Node, member_nodes
+from halfmq.broker.kafka_front.handlers import KafkaHandlers, Node
 from halfmq.broker.kafka_front.producer_sequences import ProducerSequences
 from halfmq.broker.kafka_front.record_batches import Record, encode_batch
 from halfmq.broker.kafka_front.request_header import RequestHeader
@@ -154,17 +154,6 @@ async def test_a_producer_this_node_holds_nothing_of_is_taken_at_the_number_it_c
     [skipped] = (await produced(handlers, produce_request(77, base_sequence=291), header)).responses[0].partition_responses
     assert (taken.error_code, again.error_code, again.base_offset, next_one.error_code) == (0, 0, taken.base_offset, 0)
     assert skipped.error_code == OutOfOrderSequenceNumberError.errno and len(sending.sent) == 2
-
-
-def test_metadata_names_every_member_registered_with_a_kafka_address_by_its_place_among_the_members() -> None:
-    members = {"n1": "http://a:1", "n2": "http://b:2", "n3": "http://c:3"}
-    registrations = [{"node_id": "n3", "url": "http://c:3", "kafka": "c:9094"},
-                     {"node_id": "n1", "url": "http://elsewhere:1", "kafka": "x:9"},  # not the member's URL: not named
-                     {"node_id": "n9", "url": "http://z:9", "kafka": "z:9"},  # not a member
-                     {"node_id": "n2", "url": "http://b:2"},  # no Kafka address
-                     "not a registration"]
-    own = Node("b", 9093, 2)
-    assert member_nodes(registrations, members, own) == [own, Node("c", 9094, 3)]
 
 
 async def test_a_produce_writes_every_partition_before_it_returns_and_is_answered_after_their_flushes() -> None:
