@@ -72,10 +72,12 @@ class OffsetOutOfRange(KafkaRefusal):
     kafka_error = kafka_errors.OffsetOutOfRangeError
 
 
-class UnknownProducerId(KafkaRefusal):
-    """An idempotent batch naming a producer id the front does not hold (handed out before a restart, or never)."""
+class TransactionAbortable(KafkaRefusal):
+    """A transactional batch of a transaction this node did not begin (begun on a set's previous leader, or before a
+    restart): TRANSACTION_ABORTABLE (KIP-890), which every client answers by aborting it and going on, where
+    INVALID_TXN_STATE is fatal to kafka-python and UNKNOWN_PRODUCER_ID makes it bump its epoch and commit the rest."""
 
-    kafka_error = kafka_errors.UnknownProducerIdError
+    kafka_error = kafka_errors.TransactionAbortableError
 
 
 class OutOfOrderSequence(KafkaRefusal):

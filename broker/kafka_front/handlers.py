@@ -32,7 +32,7 @@ from .admin_handlers import AdminHandlers
 from .calls import FrontHandlers
 from .dispatch import Later
 from .error_codes import error_of, kafka_code
-from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced, UnknownProducerId
+from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced
 from .group_handlers import GroupHandlers
 from .producer_sequences import ProducerSequences, SequenceVerdict, StoredBatch
 from .record_batches import decode_batches, encode_batch
@@ -175,10 +175,11 @@ class KafkaHandlers(FrontHandlers):
             raise InvalidRecord("an idempotent producer sends one record batch per partition and request")
         b = batches[0]
         if not self.sequences.known(b.producer_id):
-            if b.base_sequence != 0:
-                raise UnknownProducerId(f"producer id {b.producer_id} is not known here (this broker restarted, a set's "
-                                        "leader changed, or it was never handed out): number from 0 again")
-            self.sequences.started(b.producer_id)  # numbering from 0 again (KIP-360's epoch bump after UNKNOWN_PRODUCER_ID)
+            # a producer this node holds no batches of (a set's new leader, a restarted broker): its batch is taken at
+            # the number it carries, as Kafka's brokers take a producer they hold no state of (since 2.5). A client
+            # without KIP-360 (aiokafka) would otherwise be refused every batch after a failover; a batch the old
+            # leader stored whose answer was lost may be stored twice either way
+            self.sequences.started(b.producer_id)
         verdict, earlier = self.sequences.decide(b.producer_id, b.producer_epoch, name, index, b.base_sequence, count)
         if verdict is SequenceVerdict.OUT_OF_ORDER:
             raise OutOfOrderSequence(f"batch numbered from {b.base_sequence} does not follow the last one stored")

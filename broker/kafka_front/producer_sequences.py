@@ -9,7 +9,8 @@ that rule, pure; ``ProducerSequences`` holds the entries, bounded (least recentl
 Interim (docs/decisions/048-kafka-wire-codec.md, "What the first handlers serve"): the ids are halfmq's (``new_producer_id``: durable, capped
 per principal), but these entries live in the front's memory, not in the log as the SDK's send windows do (those
 number sends, not records per partition), so after a restart a retry of a batch stored before the crash is stored
-again: the client's next Produce names an id the entries no longer hold, UNKNOWN_PRODUCER_ID, and it starts over.
+again: the client's next Produce names an id the entries no longer hold, and its batch is taken at the number it
+carries (handlers.KafkaHandlers._numbered), as Kafka's brokers take a producer they hold no state of.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+from kafka import errors as kafka_errors
 from kafka.protocol.producer import AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse, TxnOffsetCommitResponse
 
 from halfmq.broker.usecases.caller import Principal
@@ -34,12 +35,15 @@ from halfmq.wire import BeginTxnRequest, EndTxnRequest, TxnMessage, TxnMessagesR
 
 from .calls import CoordinatedHandlers
 from .error_codes import kafka_code
-from .errors import InvalidRecord, KafkaRefusal, TransactionNotBegun
+from .errors import InvalidRecord, KafkaRefusal, TransactionAbortable, TransactionNotBegun
 from .group_coordinator import GroupCoordinator
 from .group_membership import MembershipError
 from .record_batches import RecordBatch
 from .record_mapping import outgoing
 from .request_header import RequestHeader
+
+INVALID_TXN_STATE = int(kafka_errors.InvalidTxnStateError.errno)
+TRANSACTION_ABORTABLE = int(kafka_errors.TransactionAbortableError.errno)
 
 
 class TxnSteps:
@@ -146,8 +150,9 @@ class TxnHandlers(CoordinatedHandlers):
         """One transactional Produce partition: a step of the transaction (held until EndTxn)."""
         if not tid or any(b.control or not b.transactional for b in batches) or len({b.producer_id for b in batches}) != 1:
             raise InvalidRecord("a transactional Produce carries its transactional id and transactional batches of one producer")
-        if not self.steps.begun(tid):
-            raise TransactionNotBegun(f"transactional id {tid!r} has no transaction begun here (AddPartitionsToTxn first)")
+        if not self.steps.begun(tid):  # begun on a set's previous leader (or before a restart), or never: abort it
+            raise TransactionAbortable(f"transactional id {tid!r} has no transaction begun here (a set's leader changed, the "
+                                    "broker restarted, or no AddPartitionsToTxn came): abort it")
         messages = [TxnMessage(**msgspec.structs.asdict(outgoing(r, index)), topic=name) for b in batches for r in b.records]
         body = TxnMessagesRequest(producer_id=batches[0].producer_id, epoch=batches[0].producer_epoch, sequence=self.steps.take(tid),
                                   messages=messages)
@@ -163,6 +168,9 @@ class TxnHandlers(CoordinatedHandlers):
             code = 0
         except BrokerError as exc:
             code = kafka_code(exc)
+            if code == INVALID_TXN_STATE and request.committed and not self.steps.begun(tid):
+                code = TRANSACTION_ABORTABLE  # begun on a set's previous leader: the client aborts it and goes on,
+                # where INVALID_TXN_STATE is fatal to librdkafka and kafka-python
         self.steps.end(tid)
         return EndTxnResponse(throttle_time_ms=0, error_code=code, producer_id=request.producer_id, producer_epoch=request.producer_epoch)
 

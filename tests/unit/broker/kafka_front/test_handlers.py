@@ -7,7 +7,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from kafka.errors import UnknownProducerIdError
+from kafka.errors import OutOfOrderSequenceNumberError
 from kafka.protocol.consumer import FetchRequest
 
 from halfmq.broker.kafka_front.handlers import KafkaHandlers, Node
@@ -142,18 +142,18 @@ def producing_handlers() -> tuple[KafkaHandlers, FakeSending]:
     return KafkaHandlers(lambda: runtime, Node("127.0.0.1", 9092), lambda: ANONYMOUS, ProducerSequences(10), None), sending  # type: ignore[arg-type]
 
 
-async def test_a_producer_this_node_holds_nothing_of_is_taken_when_it_numbers_from_0_and_refused_otherwise() -> None:
-    """A set's new leader (or a restarted broker) has no batches of a running idempotent producer: its batch numbered
-    past 0 is UNKNOWN_PRODUCER_ID, and the client's answer to that (a local epoch bump, numbering from 0: KIP-360) is
-    stored; a repeat of it is answered with its first answer."""
+async def test_a_producer_this_node_holds_nothing_of_is_taken_at_the_number_it_carries_and_a_repeat_is_answered_once() -> None:
+    """A set's new leader (or a restarted broker) has no batches of a running idempotent producer: its next batch,
+    numbered where the client left off, is stored (as Kafka's brokers take a producer they hold no state of; aiokafka
+    has no KIP-360 answer to UNKNOWN_PRODUCER_ID), the next one follows it, and a repeat is answered with its first answer."""
     handlers, sending = producing_handlers()
     header = RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id="t", flexible=True, body_offset=0)
-    [refused] = (await produced(handlers, produce_request(77, base_sequence=288), header)).responses[0].partition_responses
-    assert refused.error_code == UnknownProducerIdError.errno and sending.sent == []
-
-    [taken] = (await produced(handlers, produce_request(77, base_sequence=0), header)).responses[0].partition_responses
-    [again] = (await produced(handlers, produce_request(77, base_sequence=0), header)).responses[0].partition_responses
-    assert (taken.error_code, again.error_code, again.base_offset, len(sending.sent)) == (0, 0, taken.base_offset, 1)
+    [taken] = (await produced(handlers, produce_request(77, base_sequence=288), header)).responses[0].partition_responses
+    [again] = (await produced(handlers, produce_request(77, base_sequence=288), header)).responses[0].partition_responses
+    [next_one] = (await produced(handlers, produce_request(77, base_sequence=289), header)).responses[0].partition_responses
+    [skipped] = (await produced(handlers, produce_request(77, base_sequence=291), header)).responses[0].partition_responses
+    assert (taken.error_code, again.error_code, again.base_offset, next_one.error_code) == (0, 0, taken.base_offset, 0)
+    assert skipped.error_code == OutOfOrderSequenceNumberError.errno and len(sending.sent) == 2
 
 
 async def test_a_produce_writes_every_partition_before_it_returns_and_is_answered_after_their_flushes() -> None:

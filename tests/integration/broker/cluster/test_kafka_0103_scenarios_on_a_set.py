@@ -1,0 +1,139 @@
+"""librdkafka's ``0103-transactions`` scenarios on a broker set whose leader is killed -9 during the scenario (issue 47):
+empty transactions, fencing by a second producer, and the watermarks each isolation level reads. The clients are
+created once and given every node's Kafka address (the basic scenario across a kill: test_kafka_front_on_a_set.py)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer as RdConsumer
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import Producer as RdProducer
+
+from halfmq.client import Producer
+from tests.integration.broker.cluster.test_kafka_front_on_a_set import kafka_set, read_committed
+from tests.support.broker_set import BrokerSet
+from tests.support.etcd import EtcdProcess
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def topic_on(brokers: BrokerSet, topic: str) -> str:
+    """``topic`` created with two queues on the set's leader; the leader's node id."""
+    first = brokers.leader()
+    with Producer(brokers.nodes[first].url) as sdk:
+        sdk.create_topic(topic, queues=2)
+    return first
+
+
+def rd_transactional(bootstrap: str, tid: str) -> RdProducer:
+    producer = RdProducer({"bootstrap.servers": bootstrap, "transactional.id": tid, "transaction.timeout.ms": 60_000})
+    producer.init_transactions(60)
+    return producer
+
+
+def test_librdkafka_s_empty_transactions_commit_and_abort_before_and_after_a_kill_9(etcd: EtcdProcess, tmp_path: Path) -> None:
+    """0103 ``do_test_empty_txn``: a transaction with no records commits and aborts, on the leader and on the next one,
+    and the producer's next transaction with records is read whole."""
+    brokers, addresses = kafka_set(etcd, tmp_path)
+    try:
+        bootstrap = ",".join(addresses)
+        first = topic_on(brokers, "KTX")
+        producer = rd_transactional(bootstrap, "kempty")
+        for _ in range(2):
+            producer.begin_transaction()
+            producer.commit_transaction(30)
+            producer.begin_transaction()
+            producer.abort_transaction(30)
+        brokers.nodes[first].kill9()
+        brokers.leader(not_=first, timeout=60)
+        deadline = time.monotonic() + 60
+        while True:  # the first call after the kill may find the coordinator gone: retried as librdkafka says
+            try:
+                producer.begin_transaction()
+                producer.commit_transaction(30)
+                break
+            except KafkaException as exc:
+                if not exc.args[0].retriable() and not exc.args[0].txn_requires_abort() or time.monotonic() > deadline:
+                    raise
+                if exc.args[0].txn_requires_abort():
+                    producer.abort_transaction(30)
+        producer.begin_transaction()
+        producer.abort_transaction(30)
+        producer.begin_transaction()
+        for i in range(4):
+            producer.produce("KTX", b"after-%d" % i, partition=i % 2)
+        producer.commit_transaction(30)
+        assert sorted(read_committed(bootstrap, {b"after-%d" % i for i in range(4)})) == [b"after-%d" % i for i in range(4)]
+    finally:
+        brokers.stop()
+
+
+def test_a_second_librdkafka_producer_on_the_new_leader_fences_the_first_s_open_transaction(etcd: EtcdProcess, tmp_path: Path) -> None:
+    """0103 ``do_test_fenced_txn`` across a kill: the first producer's transaction is open at the kill; a second
+    producer with the same transactional id initialises on the new leader, and the first can no longer commit: only the
+    second's records are read."""
+    brokers, addresses = kafka_set(etcd, tmp_path)
+    try:
+        bootstrap = ",".join(addresses)
+        first = topic_on(brokers, "KTX")
+        zombie = rd_transactional(bootstrap, "kfence")
+        zombie.begin_transaction()
+        zombie.produce("KTX", b"zombie", partition=0)
+        zombie.flush(30)
+        brokers.nodes[first].kill9()
+        brokers.leader(not_=first, timeout=60)
+        fresh = rd_transactional(bootstrap, "kfence")
+        fresh.begin_transaction()
+        fresh.produce("KTX", b"fresh", partition=0)
+        fresh.commit_transaction(30)
+        with pytest.raises(KafkaException):
+            zombie.commit_transaction(30)
+        assert read_committed(bootstrap, {b"fresh"}) == [b"fresh"]
+    finally:
+        brokers.stop()
+
+
+def watermarks(bootstrap: str, isolation: str) -> list[tuple[int, int]]:
+    """Both partitions' (low, high) watermarks of KTX as a consumer of ``isolation`` asks the broker for them."""
+    consumer = RdConsumer({"bootstrap.servers": bootstrap, "group.id": "kwmark-" + isolation, "isolation.level": isolation})
+    try:
+        return [consumer.get_watermark_offsets(TopicPartition("KTX", q), timeout=30, cached=False) for q in (0, 1)]
+    finally:
+        consumer.close()
+
+
+def test_the_watermarks_each_isolation_level_reads_leave_out_an_open_transaction_across_a_kill_9(etcd: EtcdProcess, tmp_path: Path) -> None:
+    """0103 ``do_test_wmark_isolation_level``: halfmq writes a transaction's records at its commit, so an open one is
+    under neither watermark (read_uncommitted's high watermark is read_committed's last stable offset); the one open at
+    the kill is aborted, and the next one moves both once it commits."""
+    brokers, addresses = kafka_set(etcd, tmp_path)
+    try:
+        bootstrap = ",".join(addresses)
+        first = topic_on(brokers, "KTX")
+        producer = rd_transactional(bootstrap, "kwmark")
+        producer.begin_transaction()
+        for i in range(4):
+            producer.produce("KTX", b"c-%d" % i, partition=i % 2)
+        producer.commit_transaction(30)
+        producer.begin_transaction()
+        for i in range(6):
+            producer.produce("KTX", b"open-%d" % i, partition=i % 2)
+        producer.flush(30)
+        assert watermarks(bootstrap, "read_committed") == watermarks(bootstrap, "read_uncommitted") == [(0, 2), (0, 2)]
+        brokers.nodes[first].kill9()
+        brokers.leader(not_=first, timeout=60)
+        assert watermarks(bootstrap, "read_committed") == watermarks(bootstrap, "read_uncommitted") == [(0, 2), (0, 2)]
+        with pytest.raises(KafkaException) as open_at_the_kill:
+            producer.commit_transaction(30)
+        assert open_at_the_kill.value.args[0].txn_requires_abort()
+        producer.abort_transaction(30)
+        producer.begin_transaction()
+        for i in range(2):
+            producer.produce("KTX", b"n-%d" % i, partition=i % 2)
+        producer.commit_transaction(30)
+        assert watermarks(bootstrap, "read_committed") == watermarks(bootstrap, "read_uncommitted") == [(0, 3), (0, 3)]
+    finally:
+        brokers.stop()
