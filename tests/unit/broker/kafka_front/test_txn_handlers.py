@@ -8,6 +8,7 @@ import pytest
 from kafka.errors import TransactionAbortableError
 
 from halfmq.broker.kafka_front.errors import TransactionAbortable
+from halfmq.broker.kafka_front.group_coordinator import GroupCoordinator
 from halfmq.broker.kafka_front.record_batches import Record, decode_batches, encode_batch
 from halfmq.broker.kafka_front.request_header import RequestHeader
 from halfmq.broker.kafka_front.txn_handlers import TxnHandlers, TxnSteps
@@ -20,7 +21,7 @@ def test_a_batch_of_a_transaction_begun_on_a_previous_leader_is_transaction_abor
     added: list[object] = []
     runtime = SimpleNamespace(usecases=SimpleNamespace(producer_transactions=SimpleNamespace(
         stepping=lambda *_: None, add_messages=lambda _actor, body: added.append(body))))
-    txns = TxnHandlers(lambda: runtime, lambda: ANONYMOUS, TxnSteps(10))
+    txns = TxnHandlers(lambda: runtime, lambda: ANONYMOUS, TxnSteps(10), GroupCoordinator(10, 10))
     batches = decode_batches(encode_batch([Record(0, 1, None, b"v", ())], producer_id=7, producer_epoch=0, base_sequence=3,
                                           transactional=True))
     header = RequestHeader(api_key=0, api_version=9, correlation_id=1, client_id="t", flexible=True, body_offset=0)
