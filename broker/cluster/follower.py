@@ -22,7 +22,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 import msgspec
 
@@ -210,9 +210,7 @@ class Follower:
             raise StreamGap(f"{leader_url} streams from {run.from_offset}, this log ends at {store.commit_log.end_offset}")
 
     async def _keep_run(self, leader_url: str, run: Run, reports: DurableReports) -> None:
-        if reports.failure is not None:  # an fsync of bytes appended earlier failed
-            self.storing.failed(reports.failure)
-            raise ReplicaNotStored(str(reports.failure))
+        self._raise_if_fsync_failed(reports)
         store = self._store()
         self._check_run(leader_url, run, store)
         start = run.from_offset
@@ -222,16 +220,8 @@ class Follower:
             self.picture = SetPicture.of(json.loads(run.picture), time.monotonic())
         if run.history is not None:
             self._leader_history = run.history
-        try:
+        with self._appending(store, run.data):
             self._append(store, run.data, start, reports)
-        except StoreNotWritable as exc:  # the store's own FailureWatch has said so, once
-            raise ReplicaNotStored(str(exc)) from exc
-        except OSError as exc:  # a failed fsync, the term history
-            self.storing.failed(exc)
-            raise ReplicaNotStored(str(exc)) from exc
-        if run.data:
-            self.storing.succeeded()
-        self._show_acknowledged(store)
         if run.log_start > store.log_start.offset:
             await self.log_start.follow(leader_url, store, run.log_start)
 
@@ -251,9 +241,7 @@ class Follower:
             self.leader_high_watermark = min(self.leader_high_watermark, cut)
 
     async def _fetch_once(self, leader_url: str, term: int, reports: DurableReports) -> None:
-        if reports.failure is not None:  # an fsync of bytes appended earlier failed
-            self.storing.failed(reports.failure)
-            raise ReplicaNotStored(str(reports.failure))
+        self._raise_if_fsync_failed(reports)
         store = self._store()
         start = store.commit_log.end_offset
         durable = reports.carry(may_wait=start >= self.leader_end)
@@ -271,16 +259,8 @@ class Follower:
         self.leader_high_watermark = int(answer.headers.get(HIGH_WATERMARK_HEADER, self.leader_high_watermark))
         if (picture := answer.headers.get(SET_HEADER)) is not None:
             self.picture = SetPicture.of(json.loads(picture), time.monotonic())
-        try:
+        with self._appending(store, answer.content):
             self._keep(store, answer, start, reports)
-        except StoreNotWritable as exc:  # the store's own FailureWatch has said so, once
-            raise ReplicaNotStored(str(exc)) from exc
-        except OSError as exc:  # a failed fsync, the term history
-            self.storing.failed(exc)
-            raise ReplicaNotStored(str(exc)) from exc
-        if answer.content:
-            self.storing.succeeded()
-        self._show_acknowledged(store)
         if (leader_start := answer.headers.get(LOG_START_HEADER)) is not None:
             await self.log_start.follow(leader_url, store, int(leader_start))
 
@@ -289,18 +269,41 @@ class Follower:
         failover the next leader may cut what the old one had not acknowledged; a reader must not have seen it)."""
         store.visible.advance(min(store.acknowledged_end, self.leader_high_watermark))
 
+    def _raise_if_fsync_failed(self, reports: DurableReports) -> None:
+        """ReplicaNotStored (logged once) when an fsync of bytes appended earlier failed: nothing more is appended."""
+        if reports.failure is not None:
+            self.storing.failed(reports.failure)
+            raise ReplicaNotStored(str(reports.failure))
+
+    @contextlib.contextmanager
+    def _appending(self, store: MessageStore, data: bytes) -> Iterator[None]:
+        """Around the append of the leader's ``data`` (a fetch answer's or a run's): a disk that refuses them is
+        ReplicaNotStored (logged once); once appended, what the leader acknowledged is shown to this node's readers."""
+        try:
+            yield
+        except StoreNotWritable as exc:  # the store's own FailureWatch has said so, once
+            raise ReplicaNotStored(str(exc)) from exc
+        except OSError as exc:  # a failed fsync, the term history
+            self.storing.failed(exc)
+            raise ReplicaNotStored(str(exc)) from exc
+        if data:
+            self.storing.succeeded()
+        self._show_acknowledged(store)
+
     def _keep(self, store: MessageStore, answer: PeerResponse, start: int, reports: DurableReports) -> None:
-        """Append the fetched bytes, take the leader's term history over them, and start their fsync (not awaited).
+        """A fetch answer's bytes: the leader's term history from its header (sent when it is not the one this follower
+        has), then ``_append``."""
+        if (history := answer.headers.get(HISTORY_HEADER)) is not None:
+            self._leader_history = [(int(t), int(s)) for t, s in json.loads(history)]
+        self._append(store, answer.content, start, reports)
+
+    def _append(self, store: MessageStore, data: bytes, start: int, reports: DurableReports) -> None:
+        """Append the leader's bytes, take its term history over them, and start their fsync (not awaited).
 
         The history covers the appended bytes at once, so a node elected before the
         fsync completes begins its term after the right entries; its position counts
         only the entries within what is on disk (positions.position_of).
         """
-        if (history := answer.headers.get(HISTORY_HEADER)) is not None:  # sent when it is not the one this follower has
-            self._leader_history = [(int(t), int(s)) for t, s in json.loads(history)]
-        self._append(store, answer.content, start, reports)
-
-    def _append(self, store: MessageStore, data: bytes, start: int, reports: DurableReports) -> None:
         end = store.append_replicated(data, start) if data else start
         self.history.adopt(self._leader_history or [], end)
         if end > reports.durable:
