@@ -252,6 +252,16 @@ class CommitLog:
             raise RecordError(f"short read at {offset}: wanted {size}, got {len(data)}")
         return data
 
+    def read_run(self, offset: int, end: int, max_bytes: int) -> bytes:
+        """The log's bytes from ``offset`` up to ``end``, at most ``max_bytes``, never past the segment that holds
+        ``offset``: what a replica appends as one run into its own segment of the same base (a fetch answer, a stream's
+        run). Empty from ``end`` on."""
+        if offset >= end:
+            return b""
+        seg = self._segment_for(offset)
+        stop = min(end, seg.end, offset + max_bytes)
+        return self.read(offset, stop - offset)
+
     def read_record(self, offset: int, size: int | None = None) -> StoredMessage:
         if size is None:
             size = peek_size(self.read(offset, 4))

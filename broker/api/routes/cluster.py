@@ -120,9 +120,7 @@ async def replication_fetch(request: ApiRequest) -> Reply:
         end = log.end_offset
     if body.from_offset < (log_start := node.store.log_start.offset):  # retention deleted it: catch up (cluster/catch_up.py)
         raise BehindLogStart(f"follower {body.node_id} asks from {body.from_offset}, the log starts at {log_start}", log_start=log_start)
-    later = [b for b in log.segment_bases() if b > body.from_offset]
-    stop = min(end, later[0] if later else end, body.from_offset + FETCH_MAX_BYTES)
-    data = log.read(body.from_offset, stop - body.from_offset) if stop > body.from_offset else b""
+    data = log.read_run(body.from_offset, end, FETCH_MAX_BYTES)
     headers = {TERM_HEADER: str(node.term), LOG_END_HEADER: str(end), SEGMENT_HEADER: str(log.segment_bytes),
                HIGH_WATERMARK_HEADER: str(node.tracker.high_watermark), LOG_START_HEADER: str(log_start)}
     if body.history_term != node.history.last_term:  # (None: a follower that keeps none) a leader's history is fixed while it leads
@@ -210,9 +208,7 @@ class _Stream:
             if self.sent - self.durable >= node.settings.replication_in_flight_bytes or now - self.heard_at >= SILENT_SECONDS:
                 self.blocked = True
             else:
-                later = [b for b in log.segment_bases() if b > self.sent]
-                stop = min(end, later[0] if later else end, self.sent + RUN_MAX_BYTES)
-                data = log.read(self.sent, stop - self.sent)
+                data = log.read_run(self.sent, end, RUN_MAX_BYTES)
         hwm = node.tracker.high_watermark
         if not data:
             if hwm <= self.watermark or now - self.watermark_told_at < WATERMARK_SECONDS:

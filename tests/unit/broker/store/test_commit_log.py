@@ -130,3 +130,21 @@ def test_damage_in_a_segment_before_the_last_refuses_to_start(tmp_path: Path) ->
             list(log.recover(0))
     finally:
         log.close()
+
+
+def test_a_run_read_for_a_replica_stops_at_the_end_of_its_segment_at_the_given_end_and_at_its_size(tmp_path: Path) -> None:
+    store = MessageStore(StoreConfig(tmp_path, segment_bytes=4096))
+    store.create_topic(TOPIC, 1)
+    for _ in range(40):
+        _, end = store.put([PutItem(TOPIC, 0, b"x" * 200)])
+    store.wait_flushed(end).result(5)
+    log = store.commit_log
+    second, third = log.segment_bases()[1:3]
+    try:
+        assert log.read_run(0, end, 1 << 20) == log.read(0, second)  # the first segment whole, not a byte of the next
+        assert log.read_run(second + 10, end, 1 << 20) == log.read(second + 10, third - second - 10)
+        assert log.read_run(second, end, 100) == log.read(second, 100)
+        assert log.read_run(end - 50, end - 20, 1 << 20) == log.read(end - 50, 30)
+        assert log.read_run(end, end, 1 << 20) == b""
+    finally:
+        store.close()
