@@ -124,6 +124,11 @@ class CommitLog:
     def segment_bases(self) -> list[int]:
         return list(self._bases)
 
+    @property
+    def last_base(self) -> int:
+        """The base of the segment being written (``segment_bases()[-1]`` without copying every base)."""
+        return self._bases[-1]
+
     def _reading(self, seg: Segment) -> AbstractContextManager[int]:
         """A descriptor to read ``seg`` with, held for the block (the store's bounded table of them)."""
         return _read_through(self._handles, seg)

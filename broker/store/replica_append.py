@@ -69,7 +69,7 @@ class ReplicaAppender:
                     self._log.next_offset_for(ends[g] - pos)  # the run's first group: a new segment where the leader began one
                 except OSError as exc:
                     raise self._gate.refused("cannot start a commit-log segment", exc) from exc
-                room = self._log.segment_bytes - (self._log.end_offset - self._log.segment_bases()[-1])
+                room = self._log.segment_bytes - (self._log.end_offset - self._log.last_base)
                 while g < len(ends) and ends[g] - pos <= room:
                     g += 1
                 run_end = ends[g - 1]
