@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 from collections.abc import Iterator
@@ -10,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.docker_engine import DockerEngine
+from tests.support.report import report
 
 
 @pytest.fixture(scope="module")
@@ -17,10 +17,8 @@ def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
     """What the run measured; printed at the end whether or not it passed, under the module's ``FIGURES_TITLE``."""
     measured: dict[str, str] = {}
     yield measured
-    lines = ["", request.module.FIGURES_TITLE] + [f"  {name}: {value}" for name, value in measured.items()]
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():  # shown also when all passed
-        print("\n".join(lines), flush=True)
+    lines = [request.module.FIGURES_TITLE] + [f"  {name}: {value}" for name, value in measured.items()]
+    report("\n".join(lines))  # shown also when all passed, by the process that shows the run (tests/support/report.py)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from tests.support.processes import BrokerProcess, ServiceProcess, free_port
+from tests.support.report import report
 from tests.support.waiting import wait_for
 
 TOPIC = "ORDER_TOPIC"
@@ -209,7 +210,7 @@ KILLS = 10
 MIN_ORDERS = 2_100
 
 
-def test_kill_9_of_the_order_service_under_load_leaves_every_order_visible_exactly_once(broker, start_order, database_url, capsys) -> None:
+def test_kill_9_of_the_order_service_under_load_leaves_every_order_visible_exactly_once(broker, start_order, database_url) -> None:
     """Orders keep coming while the service is killed -9 ten times; each stored order's message is visible once, no other."""
     order = start_order(ORDER_COMMIT_GRACE="1", ORDER_LOCAL_TX_TIMEOUT="2")
     placed: list[str] = []
@@ -245,9 +246,8 @@ def test_kill_9_of_the_order_service_under_load_leaves_every_order_visible_exact
     # Orders whose end died with the process are committed by check-back from the barrier's records.
     wait_for(lambda: set(all_visible_order_ids(broker)) == stored, timeout=60)
     visible = all_visible_order_ids(broker)
-    with capsys.disabled():
-        print(f"\nkill -9 x{KILLS}: {len(placed)} orders answered 201, {failed[0]} requests failed, "
-              f"{len(stored)} orders stored, {len(visible)} messages visible")
+    report(f"kill -9 x{KILLS}: {len(placed)} orders answered 201, {failed[0]} requests failed, "
+           f"{len(stored)} orders stored, {len(visible)} messages visible")
     assert len(visible) == len(set(visible)) == len(stored), "every stored order's message once, no other"
     assert set(placed) <= stored
     assert len(placed) >= MIN_ORDERS
