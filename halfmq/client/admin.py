@@ -49,7 +49,7 @@ from halfmq.wire import (
 
 from . import endpoints
 from .endpoints import Call, OperatorVerb
-from .loop_thread import Blocking, blocking, close_at_exit
+from .loop_thread import Blocking, blocking
 from .messages import epoch_ms
 from .retry import async_retrying
 from .transport import AsyncClient, TransportOptions, request_not_sent
@@ -232,8 +232,7 @@ class AdminClient(Blocking[AsyncAdminClient]):
 
     def __init__(self, base_url: str | None = None, **options: Unpack[TransportOptions]) -> None:
         """``AsyncAdminClient``'s options (``timeout``, ``retries``, ``token`` …)."""
-        self._async = AsyncAdminClient(base_url, **options)
-        close_at_exit(self, self._async)
+        super().__init__(AsyncAdminClient(base_url, **options))
 
     @property
     def urls(self) -> list[str]:

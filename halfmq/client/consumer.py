@@ -38,7 +38,7 @@ from typing import Any, Unpack
 from halfmq.errors import BrokerError
 from halfmq.wire import Message, SettleResult
 
-from .loop_thread import AsyncLifecycle, Blocking, cancel, close_at_exit, run
+from .loop_thread import AsyncLifecycle, Blocking, cancel, run
 from .polling import PollFailures, PollSettings, prefetch_next
 from .settlement import Outcome, Settle, failure_reason, log_handler_failure, settle_batch
 from .simple_consumer import AsyncSimpleConsumer, tag_list
@@ -250,9 +250,8 @@ class Consumer(Blocking[AsyncConsumer]):
         PollSettings(max_messages, invisible_seconds, wait_seconds, concurrency, tag_list(tags))  # a bad setting fails before the pool is made
         self._workers = ThreadPoolExecutor(concurrency, _HANDLER_THREAD)
         on_worker = partial(_on_worker, self._workers, handler)  # not a bound method: the twin must not hold self
-        self._async = AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages, invisible_seconds=invisible_seconds,
-                                    wait_seconds=wait_seconds, concurrency=concurrency, tags=tags, **options)
-        close_at_exit(self, self._async)
+        super().__init__(AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages, invisible_seconds=invisible_seconds,
+                                       wait_seconds=wait_seconds, concurrency=concurrency, tags=tags, **options))
 
     @property
     def stopped(self) -> bool:

@@ -165,11 +165,16 @@ A = TypeVar("A", bound=_Closable)
 class Blocking(Generic[A]):
     """Base of a blocking client: holds its async twin (``_async``) and runs calls on the loop thread.
 
-    Subclasses build the async object and take each of its methods as they are:
+    Subclasses build the async object, hand it to ``__init__`` (which also closes it once the blocking client is
+    collected, so no subclass can forget to) and take each of its methods as they are:
     ``send = blocking(AsyncProducer.send)``.
     """
 
     _async: A
+
+    def __init__(self, twin: A) -> None:
+        self._async = twin
+        close_at_exit(self, twin)
 
     def close(self) -> None:
         """Close the connections (idempotent)."""

@@ -55,7 +55,7 @@ from halfmq.wire import (
 
 from . import endpoints, tracing
 from .endpoints import Call
-from .loop_thread import Blocking, blocking, close_at_exit, run
+from .loop_thread import Blocking, blocking, run
 from .messages import Body, epoch_ms, outgoing, sendable_topic
 from .numbering import Numbering, numbering_for
 from .producer_transaction_steps import TransactionalSteps
@@ -330,9 +330,8 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
 
     def __init__(self, base_url: str | None = None, *, transactional_id: str | None = None, **options: Unpack[ProducerOptions]) -> None:
         """The options of ``AsyncProducer``, the same defaults (``pool_size`` … bound the loop's connections)."""
-        self._async = cast("AsyncProducer[R]", AsyncProducer(base_url, transactional_id=transactional_id, **options))
+        super().__init__(cast("AsyncProducer[R]", AsyncProducer(base_url, transactional_id=transactional_id, **options)))
         self.transactional_id = transactional_id  # the stable name a new instance fences an older one with; None on a plain producer
-        close_at_exit(self, self._async)
 
     send = blocking(AsyncProducer.send)
     send_batch = blocking(AsyncProducer.send_batch)

@@ -32,7 +32,7 @@ from halfmq.wire import (
 )
 
 from . import endpoints, tracing
-from .loop_thread import Blocking, blocking, close_at_exit
+from .loop_thread import Blocking, blocking
 from .transport import AsyncClient, TransportOptions
 
 __all__ = ["AsyncSimpleConsumer", "SimpleConsumer", "receipt_handles"]
@@ -133,9 +133,8 @@ class SimpleConsumer(Blocking[AsyncSimpleConsumer]):
 
     def __init__(self, base_url: str | None, group: str, topic: str, **options: Unpack[TransportOptions]) -> None:
         """``AsyncSimpleConsumer``'s options (``timeout``, ``retries``, ``token`` …)."""
-        self._async = AsyncSimpleConsumer(base_url, group, topic, **options)
+        super().__init__(AsyncSimpleConsumer(base_url, group, topic, **options))
         self.group, self.topic = group, topic
-        close_at_exit(self, self._async)
 
     receive = blocking(AsyncSimpleConsumer.receive)
     ack = blocking(AsyncSimpleConsumer.ack)
