@@ -42,9 +42,9 @@ class TransactionProducer(Blocking[AsyncTransactionProducer]):
 
     def __init__(self, base_url: str | None, producer_group: str, listener: TransactionListener, **options: Unpack[TransactionProducerOptions]) -> None:
         options.setdefault("coalesce", False)
-        self._async = AsyncTransactionProducer(base_url, producer_group, listener, **options)
         if is_async_callable(listener.execute_local_transaction):
             raise TypeError("the listener's methods are coroutines: use AsyncTransactionProducer")
+        super().__init__(AsyncTransactionProducer(base_url, producer_group, listener, **options))  # closed at exit too
         self.listener = listener
         self.producer_group, self.client_id = producer_group, self._async.client_id
 

@@ -142,3 +142,29 @@ def test_a_blocking_client_never_closed_has_its_twin_closed_on_the_loop_once_col
     del thing
     gc.collect()
     assert twin.closed == 1
+
+
+def test_a_blocking_transaction_producer_never_closed_has_its_twin_closed_once_collected(monkeypatch):
+    from halfmq.client import TransactionProducer
+    from halfmq.client.async_transaction_producer import AsyncTransactionProducer
+
+    closed: list[AsyncTransactionProducer] = []
+
+    async def close(self: AsyncTransactionProducer) -> None:
+        closed.append(self)
+
+    monkeypatch.setattr(AsyncTransactionProducer, "close", close)
+
+    class Listener:
+        def execute_local_transaction(self, message, arg):
+            raise AssertionError("never called")
+
+        def check_local_transaction(self, message):
+            raise AssertionError("never called")
+
+    producer = TransactionProducer("http://127.0.0.1:9", "g", Listener(), check_backs=False)
+    twin = producer._async
+    run(_answer(0))  # the program has used the loop
+    del producer
+    gc.collect()
+    assert closed == [twin]
