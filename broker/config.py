@@ -231,9 +231,9 @@ class BrokerSettings(BaseSettings):
     lease_ttl: int = Field(default=2, ge=1, le=60)  # etcd raises it to its minimum (2 s by default); the fence counts what it granted
     ack: Literal["quorum", "leader"] = "quorum"
     replica_lag_time: float = Field(default=2.0, gt=0)
-    # how a follower replicates: "stream", one WebSocket to the leader with runs pushed and acks sent back (decision
-    # 054); "fetch", long-polled fetches and acks, one HTTP call each
-    replication: Literal["stream", "fetch"] = "stream"
+    # Removed: a follower always replicates over its stream (decision 054). Kept only so that HALFMQ_BROKER_REPLICATION=fetch,
+    # set for the old long-polled fetch, refuses to start (exit 6) instead of being ignored; "stream" (or unset) is taken.
+    replication: Literal["", "stream"] = Field(default="", exclude=True)
     # log bytes a leader pushes on a follower's stream past what the follower reported on disk before it waits for its ack
     replication_in_flight_bytes: int = Field(default=4 * 1024 * 1024, ge=256 * 1024)
     cluster_token_file: Path | None = None  # with auth on: the token (admin on cluster:broker) nodes fetch with
@@ -247,6 +247,14 @@ class BrokerSettings(BaseSettings):
     @classmethod
     def _duration(cls, value: object) -> object:
         return parse_duration(value) if isinstance(value, str) else value
+
+    @field_validator("replication", mode="before")
+    @classmethod
+    def _replication_is_the_stream(cls, value: object) -> object:
+        if value not in ("", "stream"):
+            raise ValueError(f"HALFMQ_BROKER_REPLICATION={value} was removed: a follower replicates over one stream to its "
+                             "leader (decision 054); unset it")
+        return value
 
     @field_validator("kafka_advertise")
     @classmethod

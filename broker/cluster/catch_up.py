@@ -1,19 +1,19 @@
 """A follower and its leader's log start: it deletes what the leader deleted, and catches up when it is behind it.
 
-Only the leader runs retention (runtime/services.py); its log start travels on every fetch answer
-(``LOG_START_HEADER``). A follower moves its own log start there with the same ``LogStart.advance``, so every node
+Only the leader runs retention (runtime/services.py); its log start travels on every run of the
+replication stream. A follower moves its own log start there with the same ``LogStart.advance``, so every node
 holds the same bytes at the same offsets from it on, and never deletes what the leader still has. It first makes
 sure its own state snapshot is one the log from there still serves (a promotion replays from it): when its own needs
 the log below the leader's start, it takes the leader's (``take_snapshot``: the file decision 051 writes, part by
 part, checked whole) and installs it once its log holds what the snapshot counts.
 
-A follower whose log ends below the leader's log start gets ``REPLICA_BEHIND_LOG_START`` (416) on its fetch
-(``BehindLeader`` here). It takes the leader's snapshot, has its data dir begin empty at the leader's log start
+A follower whose log ends below the leader's log start is sent a ``behind`` frame and the stream
+closes (``BehindLeader`` here). It takes the leader's snapshot, has its data dir begin empty at the leader's log start
 with the snapshot and the term history in one step a crash cannot split (``store.log_start.begin_at``: built beside
 the old, then renamed; a restart completes or rolls it back), the node's services reopen the store over it, and it
 follows as usual from there
 (Raft's InstallSnapshot, Kafka's log start offset). Memory stays bounded: the snapshot comes in parts of
-``SNAPSHOT_PART_BYTES`` straight to a file, and the log in the fetches' bounded answers.
+``SNAPSHOT_PART_BYTES`` straight to a file, and the log in the stream's bounded runs.
 docs/decisions/052-retention-by-whole-segments-and-pins.md says why.
 """
 
@@ -31,16 +31,15 @@ from typing import BinaryIO
 from halfmq.broker.store import state_snapshot
 from halfmq.broker.store.message_store import MessageStore
 
-from .peers import PeerClient, PeerError, PeerResponse
+from .peers import PeerClient, PeerError
 
 log = logging.getLogger(__name__)
 
-LOG_START_HEADER = "x-halfmq-log-start"  # the leader's log start, on every fetch answer and snapshot part
+LOG_START_HEADER = "x-halfmq-log-start"  # the leader's log start, on every snapshot part (a stream's run carries it in its header)
 SNAPSHOT_SIZE_HEADER = "x-halfmq-snapshot-size"  # the whole file's size, on each part
 SNAPSHOT_ENTRIES_HEADER = "x-halfmq-snapshot-entries"  # which snapshot a part is of (a new one may replace it meanwhile)
 HISTORY_HEADER = "x-halfmq-term-history"  # the leader's term history (follower.HISTORY_HEADER, which imports this module)
 SNAPSHOT_PART_BYTES = 1 << 20
-BEHIND_LOG_START = "REPLICA_BEHIND_LOG_START"  # halfmq.errors.BehindLogStart's code
 RECEIVING = "state-snapshot.receiving"  # in the data dir while it arrives (not one of the files the log derives)
 RETRY_SECONDS = 1.0  # a snapshot this follower could not use yet (its log is short of it) is asked again after this
 
@@ -51,14 +50,6 @@ class BehindLeader(Exception):
     def __init__(self, log_start: int) -> None:
         super().__init__(f"the leader's log starts at {log_start}, past this follower's end")
         self.log_start = log_start
-
-
-def raise_if_behind(answer: PeerResponse) -> None:
-    """A fetch answered ``REPLICA_BEHIND_LOG_START``: BehindLeader with the leader's log start."""
-    if answer.status_code == 416:
-        problem = answer.json()
-        if problem.get("code") == BEHIND_LOG_START:
-            raise BehindLeader(int(problem["log_start"]))
 
 
 def snapshot_part(store: MessageStore, entries: int | None, offset: int) -> tuple[bytes, int, int]:
@@ -156,7 +147,7 @@ class LogStartFollower:
         self._asked_at: float | None = None
 
     async def follow(self, leader_url: str, store: MessageStore, leader_start: int) -> None:
-        """Delete below ``leader_start`` (the leader's, from a fetch answer) if this node may now; else nothing yet.
+        """Delete below ``leader_start`` (the leader's, from a run of its stream) if this node may now; else nothing yet.
 
         Only at a segment this log has (the same size rule rolls segments at the same offsets), and only once this
         node's state snapshot is served by the log from there (``state_snapshot.replay_start_offset``): else it takes

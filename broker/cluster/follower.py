@@ -1,15 +1,13 @@
-"""A follower's replication loop: fetch the leader's log bytes, append them unchanged, fetch again; fsync apart.
+"""A follower's replication loop: one stream from the leader, its runs appended unchanged, an ack per completed fsync.
 
-Before the first fetch from a leader the follower asks where its own last term
-ends in the leader's log and cuts its tail there (an old leader's divergent
-writes). Every fetch names the term the follower knows; an answer from a lower
-term is refused. The next fetch leaves as soon as the last bytes are appended,
-while their fsync runs (the group commit shares one fsync among all that wait):
-a fetch asks from the appended end and carries the fsynced end, and when an
-fsync completes while a fetch waits at the leader for new bytes, an ack tells
-the leader at once (``DurableReports``). Nothing is copied beside the log:
-consumer acks, topics, producer registrations and the receipt-handle key are
-records in it (store.state_records).
+Before the stream opens the follower asks where its own last term ends in the
+leader's log and cuts its tail there (an old leader's divergent writes). Its first
+message names the term it knows; a run from a lower term, or one that does not start
+where this log ends, ends the stream (the next opens from the end). A run's bytes are
+appended while the last run's fsync runs (the group commit shares one fsync among all
+that wait); each completed fsync is acked on the same stream (``DurableReports``).
+Nothing is copied beside the log: consumer acks, topics, producer registrations and the
+receipt-handle key are records in it (store.state_records).
 A disk that refuses the leader's bytes is logged once when it starts and once
 when it works again (FailureWatch), not at every retry.
 """
@@ -22,7 +20,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import msgspec
 
@@ -30,9 +28,9 @@ from halfmq import wire
 from halfmq.broker.store.failure_watch import FailureWatch
 from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
-from .catch_up import LOG_START_HEADER, BehindLeader, LogStartFollower, SnapshotTaker, raise_if_behind
+from .catch_up import BehindLeader, LogStartFollower, SnapshotTaker
 from .node_view import SetPicture
-from .peers import PeerClient, PeerError, PeerResponse, PeerStream
+from .peers import PeerClient, PeerResponse, PeerStream
 from .promotion_snapshots import PromotionSnapshots
 from .stream_frames import BEHIND, KEEPALIVE_SECONDS, Run, ack_frame, read_run
 from .term_history import TermHistory
@@ -41,10 +39,7 @@ log = logging.getLogger(__name__)
 
 TERM_HEADER = "x-halfmq-term"
 HISTORY_HEADER = "x-halfmq-term-history"
-SEGMENT_HEADER = "x-halfmq-segment-bytes"
-HIGH_WATERMARK_HEADER = "x-halfmq-high-watermark"  # the leader's; a follower elected next starts showing the log there
 STREAM_PATH = "/v1/replication/stream"  # the leader's WebSocket (api/routes/cluster.py)
-SET_HEADER = "x-halfmq-set"  # the leader's picture of the set (node_view.set_picture), about once a second: what a follower shows
 
 
 class StreamGap(Exception):
@@ -60,32 +55,17 @@ class ReplicaNotStored(Exception):
 
 
 class DurableReports:
-    """A follower's fsynced log end, told to its leader by the next fetch or by an ack of its own.
+    """A follower's fsynced log end, told to its leader by an ack on the stream each time it moves.
 
-    A fetch leaving takes the value as it is (``carry``). An fsync that completes
-    while a fetch may wait at the leader for new bytes (it asked from the leader's
-    end) is told by an ack instead, or the leader would not hear of it until new
-    bytes come (and a send waiting for it brings none): at most one ack in flight,
-    which takes the newest value when it leaves. One per ``Follower.follow``; a
-    flush that completes after it closed changes nothing.
+    One per ``Follower.follow``; a flush that completes after it closed changes
+    nothing, one that failed is kept (``failure``: nothing more is appended).
     """
 
     def __init__(self, durable: int) -> None:
         self.durable = durable   # on disk here
-        self.told = durable      # the most a fetch or an ack has carried
-        self.fetch_may_wait = False
         self.failure: BaseException | None = None
         self.closed = False
         self._flushed = asyncio.Event()
-
-    def carry(self, may_wait: bool) -> int:
-        """The value a fetch leaving now takes; ``may_wait``: it asks from the leader's end, so it may wait there."""
-        self.fetch_may_wait = may_wait
-        self.told = max(self.told, self.durable)
-        return self.durable
-
-    def answered(self) -> None:
-        self.fetch_may_wait = False  # the next fetch leaves at once and carries what is on disk by then
 
     def flushing(self, done: concurrent.futures.Future[int], end: int) -> None:
         """``done`` resolves (on the group-commit thread) once ``end`` is on disk."""
@@ -110,37 +90,25 @@ class DurableReports:
             self.durable = end
             self._flushed.set()
 
-    async def stream_acks(self, stream: PeerStream, appended: Callable[[], int]) -> None:
+    async def stream_acks(self, stream: PeerStream, appended: Callable[[], int], show: Callable[[], None]) -> None:
         """Run for the life of one stream: an ack each time something new is on disk (the newest value when it leaves),
-        and at least every ``KEEPALIVE_SECONDS`` (the leader counts a follower it hears from as in touch)."""
+        and at least every ``KEEPALIVE_SECONDS`` (the leader counts a follower it hears from as in touch). ``show`` is
+        called first: readers here see the newly durable bytes up to the leader's high watermark at once, not at the
+        next run."""
         while True:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(KEEPALIVE_SECONDS):
                     await self._flushed.wait()
             self._flushed.clear()
+            show()
             end = appended()
-            self.told = value = min(self.durable, end)
-            await stream.send(ack_frame(value, end))
-
-    async def send_acks(self, ack: Callable[[int], Awaitable[None]]) -> None:
-        """Run for the life of one ``follow``: an ack each time something new is on disk and no fetch will carry it soon."""
-        while True:
-            await self._flushed.wait()
-            self._flushed.clear()
-            if self.durable <= self.told or not self.fetch_may_wait:
-                continue
-            self.told = value = self.durable
-            try:
-                await ack(value)
-            except (PeerError, ValueError, LowerTerm) as exc:  # the fetches carry it too, and end the loop if the leader is gone
-                log.debug("ack of %d: %s", value, exc)
+            await stream.send(ack_frame(min(self.durable, end), end))
 
 
 class Follower:
     def __init__(self, node_id: str, store: Callable[[], MessageStore], history: TermHistory,
-                 http: PeerClient, known_term: Callable[[], int], snapshot_interval: float, stream: bool = False) -> None:
+                 http: PeerClient, known_term: Callable[[], int], snapshot_interval: float) -> None:
         self.node_id = node_id
-        self.stream = stream  # replicate over one stream (stream_frames.py), not by fetches and acks
         self._store = store
         self.history = history
         self._http = http
@@ -148,7 +116,7 @@ class Follower:
         self.leader_end = 0
         self.leader_high_watermark = 0
         self.picture: SetPicture | None = None  # the followed leader's picture of the set, the last one it sent
-        self._leader_history: list[tuple[int, int]] | None = None  # the followed leader's, as its last fetch answer that had it
+        self._leader_history: list[tuple[int, int]] | None = None  # the followed leader's, as the last run that had it
         snapshots = SnapshotTaker(node_id, http)
         self.log_start = LogStartFollower(node_id, snapshots)  # deletes what the leader's retention deleted (catch_up.py)
         self.promotion = PromotionSnapshots(node_id, http, snapshots, snapshot_interval)  # (promotion_snapshots.py)
@@ -166,15 +134,7 @@ class Follower:
         loop = asyncio.get_running_loop()
         snapshots = loop.create_task(self.promotion.run(leader_url, self._store))
         try:
-            if self.stream:
-                await self._stream(leader_url, term, reports)
-                return
-            acks = loop.create_task(reports.send_acks(lambda durable: self._ack(leader_url, term, durable)))
-            try:
-                while True:
-                    await self._fetch_once(leader_url, term, reports)
-            finally:
-                acks.cancel()
+            await self._stream(leader_url, term, reports)
         finally:
             reports.closed = True
             snapshots.cancel()
@@ -187,7 +147,8 @@ class Follower:
         hello = wire.FetchRequest(node_id=self.node_id, term=term, from_offset=store.commit_log.end_offset,
                                   durable_offset=reports.durable, high_watermark=self.leader_high_watermark, history_term=None)
         stream = await self._http.stream(f"{leader_url}{STREAM_PATH}", msgspec.json.encode(hello))
-        acks = asyncio.get_running_loop().create_task(reports.stream_acks(stream, lambda: self._store().commit_log.end_offset))
+        acks = asyncio.get_running_loop().create_task(reports.stream_acks(
+            stream, lambda: self._store().commit_log.end_offset, lambda: self._show_acknowledged(self._store())))
         try:
             while True:
                 run = read_run(await stream.receive())
@@ -240,30 +201,6 @@ class Follower:
             self.history.truncate(cut)
             self.leader_high_watermark = min(self.leader_high_watermark, cut)
 
-    async def _fetch_once(self, leader_url: str, term: int, reports: DurableReports) -> None:
-        self._raise_if_fsync_failed(reports)
-        store = self._store()
-        start = store.commit_log.end_offset
-        durable = reports.carry(may_wait=start >= self.leader_end)
-        answer = await self._http.post(f"{leader_url}/v1/replication/fetch",
-                                       json={"node_id": self.node_id, "term": term, "from_offset": start,
-                                             "durable_offset": durable, "high_watermark": self.leader_high_watermark,
-                                             "history_term": self._leader_history[-1][0] if self._leader_history else None})
-        reports.answered()
-        raise_if_behind(answer)  # below the leader's log start: catch_up.BehindLeader
-        answer.raise_for_status()
-        self._check_term(answer)
-        if int(answer.headers.get(SEGMENT_HEADER, store.config.segment_bytes)) != store.config.segment_bytes:
-            raise RuntimeError("the leader uses another segment size: offsets could not match; configure the same segment_bytes")
-        self.leader_end = int(answer.headers.get("x-halfmq-log-end", start))
-        self.leader_high_watermark = int(answer.headers.get(HIGH_WATERMARK_HEADER, self.leader_high_watermark))
-        if (picture := answer.headers.get(SET_HEADER)) is not None:
-            self.picture = SetPicture.of(json.loads(picture), time.monotonic())
-        with self._appending(store, answer.content):
-            self._keep(store, answer, start, reports)
-        if (leader_start := answer.headers.get(LOG_START_HEADER)) is not None:
-            await self.log_start.follow(leader_url, store, int(leader_start))
-
     def _show_acknowledged(self, store: MessageStore) -> None:
         """Readers of this node see what the leader acknowledged and this node has as durably: never more (after a
         failover the next leader may cut what the old one had not acknowledged; a reader must not have seen it)."""
@@ -277,7 +214,7 @@ class Follower:
 
     @contextlib.contextmanager
     def _appending(self, store: MessageStore, data: bytes) -> Iterator[None]:
-        """Around the append of the leader's ``data`` (a fetch answer's or a run's): a disk that refuses them is
+        """Around the append of the leader's ``data`` (a run's): a disk that refuses them is
         ReplicaNotStored (logged once); once appended, what the leader acknowledged is shown to this node's readers."""
         try:
             yield
@@ -289,13 +226,6 @@ class Follower:
         if data:
             self.storing.succeeded()
         self._show_acknowledged(store)
-
-    def _keep(self, store: MessageStore, answer: PeerResponse, start: int, reports: DurableReports) -> None:
-        """A fetch answer's bytes: the leader's term history from its header (sent when it is not the one this follower
-        has), then ``_append``."""
-        if (history := answer.headers.get(HISTORY_HEADER)) is not None:
-            self._leader_history = [(int(t), int(s)) for t, s in json.loads(history)]
-        self._append(store, answer.content, start, reports)
 
     def _append(self, store: MessageStore, data: bytes, start: int, reports: DurableReports) -> None:
         """Append the leader's bytes, take its term history over them, and start their fsync (not awaited).
@@ -312,15 +242,6 @@ class Follower:
                 reports.flushed(end)
             else:
                 reports.flushing(flushed, end)
-
-    async def _ack(self, leader_url: str, term: int, durable: int) -> None:
-        answer = await self._http.post(f"{leader_url}/v1/replication/ack",
-                                       json={"node_id": self.node_id, "term": term, "durable_offset": durable})
-        answer.raise_for_status()
-        self._check_term(answer)
-        counted = wire.decode(answer.json(), wire.DurableAck)
-        self.leader_high_watermark = max(self.leader_high_watermark, counted.high_watermark)
-        self._show_acknowledged(self._store())
 
     def _check_term(self, answer: PeerResponse) -> None:
         their = int(answer.headers.get(TERM_HEADER, "0"))

@@ -63,7 +63,7 @@ class FollowerRole:
         self._clock = clock
         self._begin_at = begin_at  # the node's services: the store reopened over a data dir begun at a log start
         self.replication = Follower(standing.node_id, store, history, http, lambda: standing.term,
-                                    settings.state_snapshot_interval, stream=settings.replication == "stream")
+                                    settings.state_snapshot_interval)
         self._following: tuple[str, int] | None = None
         self._follow_task: asyncio.Task | None = None
         http.on_answer.append(self._answered)

@@ -6,8 +6,7 @@ the published in-sync set changes and when the leader's own fsync catches up.
 A write no send waits for (a DLQ move) is fsynced on the leader only with the
 next send's, so when the followers have more on disk than the leader this asks
 the leader's disk for it rather than leave the mark behind. Followers learn the
-mark from every fetch answer (a fetch waiting for new bytes answers when it
-moves), so the one elected next starts where the last leader's consumers were.
+mark from every run of their stream (a moved mark alone is pushed at once), so the one elected next starts where the last leader's consumers were.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ class HighWatermark:
     def __init__(self, tracker: ReplicaTracker, store: Callable[[], MessageStore], moved: Callable[[], None] = lambda: None) -> None:
         self._tracker = tracker
         self._store = store
-        self._moved = moved  # the followers' waiting fetches answer at once, so they learn the mark without delay
+        self._moved = moved  # the followers' streams push it at once, so they learn the mark without delay
         self._fsync_asked = 0
         self._led: MessageStore | None = None  # the store this node leads with (a follower's bound is its follower's)
 

@@ -73,7 +73,7 @@ class ClusterNode:
         self.history = TermHistory(settings.data_dir / "term-history.json")
         self.tracker = ReplicaTracker(self.node_id, settings.cluster_size, settings.replica_lag_time, clock,
                                       on_change=lambda: self.watermark.advance())
-        self.appended = asyncio.Event()  # set by every append while leading: a replication fetch waiting at the end answers
+        self.appended = asyncio.Event()  # set by every append while leading: every replication stream's push loop wakes
         self.watermark = HighWatermark(self.tracker, lambda: self.store, self.appended.set)  # what consumers may read
         token = settings.cluster_token_file.read_text().strip() if settings.cluster_token_file else None
         self._http = PeerClient(self.members, token)  # the only client that calls peers
@@ -111,7 +111,7 @@ class ClusterNode:
         return self.takeover.last_failover
 
     def picture_for(self, follower: str) -> str | None:
-        """The set's picture (JSON) for a fetch answer to ``follower``, when one is due (``picture_due``); None otherwise."""
+        """The set's picture (JSON) for a run pushed to ``follower``, when one is due (``picture_due``); None otherwise."""
         now = self._clock()
         if follower not in self.members or not picture_due(self._pictures_sent.get(follower), now):
             return None
@@ -229,7 +229,7 @@ class ClusterNode:
 
     def _opened(self, store: MessageStore) -> None:
         """The leader's services were built over ``store``: consumers see what the high watermark covers, and a waiting
-        replication fetch answers as soon as anything is appended."""
+        replication stream pushes as soon as anything is appended."""
         self.watermark.lead(store)
         store.add_listener(self._on_append)
 

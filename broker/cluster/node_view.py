@@ -2,7 +2,7 @@
 
 Apart from node.py because it only reads the node; etcd's registrations say who is there, the tracker (on a leader)
 how far each follower has got. A follower has no tracker: it shows the leader's picture of the set, the one the
-leader last sent with a fetch answer (``set_picture``, at most every ``PICTURE_EVERY`` s), and says whose it is and how
+leader last sent on its replication stream (``set_picture``, at most every ``PICTURE_EVERY`` s), and says whose it is and how
 old, so the console and the CLI show one set's figures on every node (with the leader's record of its election: a follower
 that saw only the set's first one has none of its own). Each node's offsets are read durable first, then
 log end, after any await: a log end read before an fsync that completed meanwhile would show below "durable".
@@ -23,7 +23,7 @@ from .etcd_errors import EtcdUnavailable
 if TYPE_CHECKING:
     from .node import ClusterNode
 
-PICTURE_EVERY = 1.0  # seconds between two pictures of the set a leader sends one follower (a header of a fetch answer)
+PICTURE_EVERY = 1.0  # seconds between two pictures of the set a leader sends one follower (in a run's extras)
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class SetPicture:
 
 
 def picture_due(last_sent: float | None, now: float, every: float = PICTURE_EVERY) -> bool:
-    """Whether a fetch answer carries the set's picture: the first to a follower, then one every ``every`` seconds."""
+    """Whether a run carries the set's picture: the first to a follower, then one every ``every`` seconds."""
     return last_sent is None or now - last_sent >= every
 
 

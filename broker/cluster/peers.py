@@ -1,6 +1,6 @@
 """The one way a node calls another node: only configured members, only they get the cluster token, over aiohttp.
 
-The follower's fetches and acks, its term-end question, the position asks of an
+The follower's replication stream, its term-end question, the position asks of an
 election and the dead-leader probe all go through ``PeerClient``; a URL outside
 the members is refused before a byte leaves, so the token (admin on
 ``cluster:broker``) cannot be handed to whatever a leader key in etcd names
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     import aiohttp
 
 CONNECT_SECONDS = 1.0  # a peer that does not accept a connection in this long is unreachable
-READ_SECONDS = 5.0  # no byte of an answer for this long: a timeout (a parked fetch answers within FETCH_WAIT_SECONDS)
-CONNECTIONS_PER_PEER = 8  # a follower's fetch and ack, a probe, an election's position ask: a few at once per peer
+READ_SECONDS = 5.0  # no byte of an answer for this long: a timeout (the stream's leader sends at least every stream_frames.KEEPALIVE_SECONDS)
+CONNECTIONS_PER_PEER = 8  # a follower's stream and snapshot parts, a probe, an election's position ask: a few at once per peer
 IDLE_SECONDS = 30.0  # a kept-alive connection idle for this long is closed
 STREAM_MESSAGE_BYTES = 1 << 20  # a replication stream's message at most (a run is 256 KiB of log and a header)
 

@@ -8,7 +8,7 @@ follower that never led would replay ``HALFMQ_TXN_STATE`` from its first entry: 
 the pace at which the leader writes them, and installs it once its log holds what it counts. A promotion then reads at
 most about two intervals of state records, as a leader's own restart does.
 
-The transfer runs beside the fetch loop, not in it: a snapshot of a few MiB must not stall replication (quorum acks).
+The transfer runs beside the replication stream, not in it: a snapshot of a few MiB must not stall replication (quorum acks).
 Each round first asks for an empty part past any file's end (``PROBE_OFFSET``): its headers name the leader's newest
 snapshot, so an unchanged one costs a request, not a transfer.
 """

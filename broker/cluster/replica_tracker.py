@@ -1,8 +1,7 @@
 """The leader's view of its followers: how far each has the log on disk, and who waits for them.
 
-Followers report their durable log end with every fetch, and with an ack of its
-own when an fsync completes while their fetch waits for new bytes (both in
-the same term, never below what they reported). A send with ``ack=quorum`` waits here until a majority of
+Followers report their durable log end on their replication stream: when it opens and
+with each ack (in this leadership's terms, never below what they reported). A send with ``ack=quorum`` waits here until a majority of
 the cluster, the leader one vote, counted among the in-sync set *as published in
 etcd*, has it on disk; the published set has at least a majority, or the send
 answers SLAVE_NOT_AVAILABLE at once. While a new set is being published the
@@ -76,16 +75,6 @@ class ReplicaTracker:
         self.progress[node] = FollowerProgress(max(durable, before.durable) if before else durable, caught_up_at, fetched, now)
         self._release()
         self._on_change()
-
-    def acked(self, node: str, durable: int) -> bool:
-        """An ack: ``node`` has its log on disk up to ``durable``. Only from a follower that fetched in this term, and only upwards."""
-        before = self.progress.get(node)
-        if before is None or durable <= before.durable:
-            return False
-        self.progress[node] = FollowerProgress(durable, before.caught_up_at, max(before.fetched, durable), self._clock())
-        self._release()
-        self._on_change()
-        return True
 
     def out_of_touch(self, window: float) -> bool:
         """Too few followers fetched or acked within ``window`` to make a majority with this leader (decisions.out_of_touch)."""

@@ -1,6 +1,6 @@
 """The replication stream's frames (decision 054): one WebSocket per follower, binary messages, no call per run.
 
-The follower's first message is a ``wire.FetchRequest`` (what a fetch carried: where its log ends, how far it is
+The follower's first message is a ``wire.FetchRequest`` (where its log ends, how far it is
 on disk, its term, the history it holds); then the leader pushes runs and the follower acks:
 
 * a **run** (leader -> follower): a fixed header (term, the run's first offset, the leader's log end, high watermark
@@ -11,7 +11,7 @@ on disk, its term, the history it holds); then the leader pushes runs and the fo
 * an **ack** (follower -> leader): its log end on disk and its appended end, each time an fsync completes (the
   newest wins) and at least every ``KEEPALIVE_SECONDS``.
 
-Pure: encoding and decoding only; the loops are the leader's route (api/routes/cluster.py) and follower.py.
+Pure: encoding and decoding only; the loops are the leader's (replication_stream.py) and follower.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import orjson
 
 RUN_MAX_BYTES = 256 * 1024  # a run's log bytes at most (NATS: 256 KiB per append)
-KEEPALIVE_SECONDS = 0.5  # a side that sent nothing for this long sends an empty run / an ack (was the fetch's long poll)
+KEEPALIVE_SECONDS = 0.5  # a side that sent nothing for this long sends an empty run / an ack
 SILENT_SECONDS = 2 * KEEPALIVE_SECONDS  # a follower not heard from for this long is pushed no bytes until it speaks
 WATERMARK_SECONDS = 0.005  # a moved high watermark alone is told at most this often (it rides the next run anyway)
 

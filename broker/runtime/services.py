@@ -190,7 +190,7 @@ class BrokerRuntime:
         self._state_snapshot_task = asyncio.get_running_loop().create_task(self._keep_state_snapshot())
         releases = ReleaseService(self.store, self.timers, self.durable, on_released=self.metrics.timer_lateness.observe)
         self._release_task = asyncio.get_running_loop().create_task(releases.run_forever())
-        # the one broker, or a set's leader: its followers delete below its log start, which fetches carry (cluster/catch_up.py)
+        # the one broker, or a set's leader: its followers delete below its log start, which every run of their stream carries (cluster/catch_up.py)
         self.retention = RetentionService(self.store, RetentionLimits(int(self.settings.retention * 1000), self.settings.retention_bytes),
                                           self.retention_pins(), reclaim=self._disk_reclaim_bytes, topics=self.topic_retention)
         self._retention_task = asyncio.get_running_loop().create_task(self._keep_retention(self.retention))

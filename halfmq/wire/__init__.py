@@ -38,7 +38,7 @@ from halfmq.wire.base import (
     one_of,
     to_wire,
 )
-from halfmq.wire.cluster import AckRequest, ClusterMember, ClusterView, DurableAck, FetchRequest, LastFailover, Position, TermEnd
+from halfmq.wire.cluster import ClusterMember, ClusterView, FetchRequest, LastFailover, Position, TermEnd
 from halfmq.wire.journeys import JourneyEvent, JourneyEventKind, MessageJourney, MessageSearch, MessageSummary
 from halfmq.wire.messages import (
     ChangeInvisibleRequest,
@@ -134,9 +134,9 @@ __all__ = [
     "EndBatchResponse", "FinalMessage", "GroupDeleted", "TopicDeleted", "GroupList", "GroupSummary", "HalfBatchResponse",
     "Health", "HeartbeatResult", "ItemProblem", "OpenTransaction", "ProducerEntry", "ProducerGroup", "ProducerList",
     "SCHEMA_REF", "TransactionList", "TransactionView", "TransactionalIdList", "TransactionalIdView", "one_of",
-    "ClusterMember", "ClusterView", "DurableAck", "LastFailover", "Position", "TermEnd",
+    "ClusterMember", "ClusterView", "LastFailover", "Position", "TermEnd",
     "JourneyEvent", "JourneyEventKind", "MessageJourney", "MessageSearch", "MessageSummary",
-    "AckRequest", "BeginTxnRequest", "EndBatchRequest", "EndItem", "EndRequest", "EndTxnRequest", "FetchRequest",
+    "BeginTxnRequest", "EndBatchRequest", "EndItem", "EndRequest", "EndTxnRequest", "FetchRequest",
     "GroupName", "HalfBatchRequest", "HalfSendRequest", "Heartbeat", "InitProducer", "NackRequest", "NewProducerId",
     "ChangeInvisibleRequest", "DlqRedriveRequest", "ResetOffsetsRequest",
     "NonNegative", "SendRequest", "SettleRequest", "TopicAlter", "TopicCreate", "TxnAcksRequest", "TxnMessagesRequest",

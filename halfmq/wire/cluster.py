@@ -13,11 +13,12 @@ NodeId = Annotated[str, Meta(min_length=1, max_length=200)]
 
 
 class FetchRequest(_Wire, omit_defaults=True):  # a field a newer follower adds is ignored, as an answer's
-    """A follower's fetch of the leader's log from ``from_offset`` (its appended log end).
+    """A follower's first message on the replication stream (decision 054): it follows from ``from_offset`` (its
+    appended log end).
 
     ``durable_offset``: its fsynced end, what votes (left out: ``from_offset``); ``high_watermark``: the follower's, a
-    fetch waits for new bytes only while it is current; ``history_term``: the last term of the leader's history it
-    holds, sent again only if not this.
+    moved mark is pushed to it at once; ``history_term``: the last term of the leader's history it holds, sent again
+    only if not this.
     """
 
     node_id: NodeId
@@ -26,14 +27,6 @@ class FetchRequest(_Wire, omit_defaults=True):  # a field a newer follower adds 
     durable_offset: NonNegative | None = None
     high_watermark: NonNegative | None = None
     history_term: NonNegative | None = None
-
-
-class AckRequest(_Wire):  # as FetchRequest, unknown fields ignored
-    """A follower's fsync completed while its fetch waits at the leader: how far its log is on disk now."""
-
-    node_id: NodeId
-    term: NonNegative
-    durable_offset: NonNegative
 
 
 class ClusterMember(_Wire):
@@ -89,17 +82,6 @@ class TermEnd(_Wire):
 
     end_offset: int
     term: int = 0  # the leader's latest term not after the one asked (KIP-279): the follower cuts where that one ends
-
-
-class DurableAck(_Wire):
-    """The leader's answer to a follower's ack: whether it counted, how far it counts that log on disk, its high watermark.
-
-    The mark is the leader's after counting the ack, so a follower elected next starts showing the log where it was.
-    """
-
-    counted: bool
-    durable_offset: int
-    high_watermark: int
 
 
 class Position(_Wire):

@@ -86,3 +86,11 @@ def test_a_kafka_advertised_address_that_is_not_a_reachable_host_and_port_refuse
     monkeypatch.setenv("HALFMQ_BROKER_KAFKA_ADVERTISE", value)
     with pytest.raises(ValidationError, match="kafka_advertise"):
         BrokerSettings(kafka_port=9092)
+
+
+def test_the_removed_fetch_replication_refuses_to_start_and_the_stream_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HALFMQ_BROKER_REPLICATION", "fetch")
+    with pytest.raises(ValidationError, match="HALFMQ_BROKER_REPLICATION=fetch was removed"):
+        BrokerSettings()
+    monkeypatch.setenv("HALFMQ_BROKER_REPLICATION", "stream")
+    BrokerSettings()

@@ -13,9 +13,8 @@ import httpx
 import pytest
 
 from halfmq import wire
-from halfmq.broker.api.routes.cluster import LOG_END_HEADER
 from halfmq.broker.cluster.catch_up import LOG_START_HEADER, SNAPSHOT_ENTRIES_HEADER, SNAPSHOT_PART_BYTES, SNAPSHOT_SIZE_HEADER
-from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, SET_HEADER, TERM_HEADER
+from halfmq.broker.cluster.follower import HISTORY_HEADER, TERM_HEADER
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
 from halfmq.broker.cluster.term_history import TermHistory
 from halfmq.broker.runtime import BrokerRuntime
@@ -24,8 +23,7 @@ from halfmq.broker.store.message_store import MessageStore
 from halfmq.errors import NotLeader
 from tests.support.fake_cluster_node import app_with_fake_node
 
-CLUSTER_ROUTES = ["GET /v1/cluster", "GET /v1/replication/position", "GET /v1/replication/term-end", "POST /v1/replication/ack",
-                  "POST /v1/replication/fetch", "GET /v1/replication/snapshot"]
+CLUSTER_ROUTES = ["GET /v1/cluster", "GET /v1/replication/position", "GET /v1/replication/term-end", "GET /v1/replication/snapshot"]
 
 
 class _Node:
@@ -68,7 +66,8 @@ async def test_a_broker_set_documents_its_routes_from_the_table(leader: tuple[ht
     paths = app.openapi()["paths"]
     operations = {f"{m.upper()} {p}" for p, ops in paths.items() for m in ops}
     assert set(CLUSTER_ROUTES) <= operations
-    assert paths["/v1/replication/fetch"]["post"]["responses"]["200"]["content"].keys() == {"application/octet-stream"}
+    assert not {"POST /v1/replication/fetch", "POST /v1/replication/ack"} & operations  # gone: the stream carries both
+    assert paths["/v1/replication/snapshot"]["get"]["responses"]["200"]["content"].keys() == {"application/octet-stream"}
 
 
 async def test_the_cluster_view_answers_its_wire_shape_and_no_state_is_copied_beside_the_log(leader: tuple[httpx.AsyncClient, Any]) -> None:
@@ -87,36 +86,6 @@ async def test_term_end_answers_json_and_the_term_in_a_header(leader: tuple[http
     assert missing.status_code == 400 and missing.json()["errors"][0]["loc"] == ["query", "term"]
 
 
-async def test_fetch_answers_the_log_bytes_with_the_replication_headers(leader: tuple[httpx.AsyncClient, Any]) -> None:
-    client, _ = leader
-    await client.post("/v1/topics", json={"name": "T", "queues": 1})
-    await client.post("/v1/topics/T/messages", json={"messages": [{"body": "hello"}]})
-    answer = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 0})
-    assert answer.status_code == 200
-    assert answer.headers["content-type"] == "application/octet-stream"
-    assert b"hello" in answer.content
-    assert int(answer.headers[LOG_END_HEADER]) == len(answer.content)
-    assert answer.headers[TERM_HEADER] == "4"
-    assert json.loads(answer.headers[HISTORY_HEADER]) == [[4, 0]]
-    assert {SEGMENT_HEADER, HIGH_WATERMARK_HEADER} <= answer.headers.keys()
-    assert json.loads(answer.headers[SET_HEADER])["leader"] == "n1"  # the set's picture, when the node says one is due
-
-
-async def test_a_fetch_from_a_follower_holding_the_leaders_term_history_gets_no_history_header(
-        leader: tuple[httpx.AsyncClient, Any]) -> None:
-    client, _ = leader
-    holding = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 0, "history_term": 4})
-    assert holding.status_code == 200 and HISTORY_HEADER not in holding.headers
-    older = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 0, "history_term": 3})
-    assert json.loads(older.headers[HISTORY_HEADER]) == [[4, 0]]
-
-
-async def test_a_fetch_from_past_the_log_end_is_a_divergence(leader: tuple[httpx.AsyncClient, Any]) -> None:
-    client, _ = leader
-    answer = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 10**9})
-    assert answer.status_code == 409 and answer.json()["code"] == "REPLICA_DIVERGED"
-
-
 async def test_a_node_answers_its_position_whatever_its_role(leader: tuple[httpx.AsyncClient, Any]) -> None:
     client, app = leader
     await client.post("/v1/topics", json={"name": "T", "queues": 1})
@@ -125,67 +94,6 @@ async def test_a_node_answers_its_position_whatever_its_role(leader: tuple[httpx
     position = wire.decode((await client.get("/v1/replication/position")).json(), wire.Position)
     assert (position.node_id, position.last_term) == ("n1", 4)
     assert position.durable_offset == app.state.runtime.store.flushed_offset > 0
-
-
-async def _written(client: httpx.AsyncClient) -> int:
-    await client.post("/v1/topics", json={"name": "T", "queues": 1})
-    await client.post("/v1/topics/T/messages", json={"messages": [{"body": "hello"}]})
-    return len((await client.post("/v1/replication/fetch", json={"node_id": "n3", "term": 4, "from_offset": 0})).content)
-
-
-async def test_a_fetch_naming_an_earlier_term_is_answered_but_not_counted(leader: tuple[httpx.AsyncClient, Any]) -> None:
-    client, app = leader
-    end = await _written(client)
-    progress = app.state.cluster.tracker.progress
-    answer = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 3, "from_offset": end})
-    assert answer.status_code == 200 and progress["n2"].durable == 0  # n2 has not cut its log against term 4: no vote
-    await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": end})
-    assert progress["n2"].durable == end
-
-
-async def test_a_fetch_asks_from_the_appended_end_and_votes_with_the_durable_one(leader: tuple[httpx.AsyncClient, Any]) -> None:
-    client, app = leader
-    end = await _written(client)
-    await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": end, "durable_offset": 10})
-    assert (app.state.cluster.tracker.progress["n2"].fetched, app.state.cluster.tracker.progress["n2"].durable) == (end, 10)
-
-
-async def test_an_ack_from_an_older_term_or_below_the_last_report_is_ignored(leader: tuple[httpx.AsyncClient, Any]) -> None:
-    client, app = leader
-    end = await _written(client)
-    progress = app.state.cluster.tracker.progress
-    await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": end, "durable_offset": 10})
-
-    async def ack(term: int, durable: int) -> wire.DurableAck:
-        answer = await client.post("/v1/replication/ack", json={"node_id": "n2", "term": term, "durable_offset": durable})
-        assert answer.status_code == 200, answer.text
-        return wire.decode(answer.json(), wire.DurableAck)
-
-    assert not (await ack(3, end)).counted  # a follower of an earlier leadership
-    assert progress["n2"].durable == 10
-    assert await ack(4, end) == wire.DurableAck(counted=True, durable_offset=end, high_watermark=0)
-    assert await ack(4, 20) == wire.DurableAck(counted=False, durable_offset=end, high_watermark=0)  # late, behind a newer one
-    assert not (await ack(4, end + 1000)).counted  # past the leader's log: not a copy of it
-    assert (await client.post("/v1/replication/ack", json={"node_id": "n2", "term": 5, "durable_offset": end})).status_code == 421
-
-
-async def test_a_fetch_below_the_log_start_is_answered_behind_log_start_with_where_the_log_starts(tmp_path: Path) -> None:
-    async with app_with_fake_node(tmp_path, lambda state: _Node(state, tmp_path), segment_bytes=4096) as (client, app):
-        await client.post("/v1/topics", json={"name": "T", "queues": 1})
-        store = app.state.runtime.store
-        while len(store.commit_log.segment_bases()) < 3:
-            await client.post("/v1/topics/T/messages", json={"messages": [{"body": "x" * 1000}]})
-        start = store.commit_log.segment_bases()[1]
-        store.log_start.advance(start)
-        await _fetches_below_and_at(client, start)
-
-
-async def _fetches_below_and_at(client: httpx.AsyncClient, start: int) -> None:
-    answer = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": 0})
-    assert answer.status_code == 416
-    assert (answer.json()["code"], answer.json()["log_start"]) == ("REPLICA_BEHIND_LOG_START", start)
-    at_start = await client.post("/v1/replication/fetch", json={"node_id": "n2", "term": 4, "from_offset": start})
-    assert at_start.status_code == 200 and at_start.headers[LOG_START_HEADER] == str(start)
 
 
 async def test_the_leaders_snapshot_is_answered_in_parts_with_its_size_entries_and_log_start(

@@ -11,6 +11,7 @@ import pytest
 from halfmq.broker.api.router import Route, Router
 from halfmq.broker.api.routes import cluster as cluster_routes
 from halfmq.broker.api.table import ROUTES
+from halfmq.broker.cluster.follower import STREAM_PATH
 from halfmq.broker.runtime.leader_gate import LeaderGate
 from halfmq.errors import NotLeader
 
@@ -20,8 +21,7 @@ READS = {  # what a follower answers itself: a change here is a change of what a
     ("GET", "/healthz"), ("GET", "/metrics"), ("GET", "/v1/cluster"), ("GET", "/v1/topics"), ("GET", "/v1/topics/{topic}"),
     ("GET", "/v1/topics/{topic}/queues/{queue_id}/messages"), ("GET", "/v1/consumer-groups/{group}/dlq"),
 }
-PEER = {("GET", "/v1/replication/term-end"), ("POST", "/v1/replication/fetch"), ("POST", "/v1/replication/ack"),
-        ("GET", "/v1/replication/position"), ("GET", "/v1/replication/snapshot")}
+PEER = {("GET", "/v1/replication/term-end"), ("GET", "/v1/replication/position"), ("GET", "/v1/replication/snapshot")}
 
 
 class _Node:
@@ -90,3 +90,14 @@ async def test_a_leader_passes_on_every_route(route: Route) -> None:
 async def test_the_console_on_a_follower_serves_its_read_only_pages_and_refuses_every_action(method: str, path: str, served: bool) -> None:
     reached, status = await _through_gate(_Node(writable=False), method, path)
     assert (reached, status) == ((True, None) if served else (False, 421))
+
+
+async def test_the_replication_streams_websocket_passes_the_gate_of_a_node_not_leading_it_refuses_itself_with_its_code() -> None:
+    reached = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["path"])
+
+    gate = LeaderGate(app, SimpleNamespace(cluster=_Node(writable=False)), Router(TABLE))
+    await gate({"type": "websocket", "path": STREAM_PATH, "headers": []}, None, None)
+    assert reached == [STREAM_PATH]  # (api/routes/cluster.replication_stream closes it 4421 NOT_LEADER: a follower knows why)

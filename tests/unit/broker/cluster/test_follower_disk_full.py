@@ -2,7 +2,7 @@
 
 Issue 30, item 12: the node's follow loop logged "No space left on device" at
 INFO once a second. A real full disk (a small tmpfs) under the follower's store;
-the leader is a real store behind a fake replication endpoint.
+the leader is a real store behind a fake replication stream.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from halfmq.broker.cluster.follower import HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER
+from halfmq.broker.cluster.follower import TERM_HEADER
 from halfmq.broker.cluster.node import ClusterNode
 from halfmq.broker.cluster.peers import PeerClient, PeerDisconnected, PeerRequest, PeerResponse
 from halfmq.broker.cluster.stream_frames import RUN, run_frame
@@ -49,17 +49,10 @@ class _Stream:
 
 
 def fake_leader(store: MessageStore) -> PeerClient:
-    """The replication calls of a leader: every fetch answers the rest of its log; at its end, 503 (the loop stops); a
-    stream pushes the rest of its log, then closes."""
+    """The replication calls of a leader: its term end, and a stream that pushes the rest of its log, then closes."""
     def handle(request: PeerRequest) -> PeerResponse:
-        end = store.commit_log.end_offset
-        if request.url.path == "/v1/replication/term-end":
-            return PeerResponse.of(200, json={"end_offset": end}, headers={TERM_HEADER: str(TERM)})
-        start = json.loads(request.content)["from_offset"]
-        if start >= end:
-            return PeerResponse.of(503)
-        return PeerResponse.of(200, content=store.commit_log.read(start, end - start), headers={
-            TERM_HEADER: str(TERM), "x-halfmq-log-end": str(end), SEGMENT_HEADER: str(SEGMENT), HISTORY_HEADER: "[]"})
+        assert request.url.path == "/v1/replication/term-end"
+        return PeerResponse.of(200, json={"end_offset": store.commit_log.end_offset}, headers={TERM_HEADER: str(TERM)})
     client = fake_peers(handle, LEADER)
 
     async def stream(url: str, first: bytes) -> _Stream:
@@ -79,14 +72,12 @@ def levels(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [level for level, _ in disk_lines(caplog)]
 
 
-@pytest.mark.parametrize("replication", ["stream", "fetch"])
 async def test_a_full_disk_is_logged_once_per_change_at_error_not_at_info_every_tick(
-        small_disk: SmallDisk, tmp_path: Path, caplog: pytest.LogCaptureFixture, replication: str) -> None:
+        small_disk: SmallDisk, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     leader = MessageStore(StoreConfig(tmp_path / "leader", segment_bytes=SEGMENT))
     replica = MessageStore(StoreConfig(small_disk.path / "data", segment_bytes=SEGMENT))
     settings = BrokerSettings(data_dir=small_disk.path / "data", cluster="etcd://127.0.0.1:9/t", node_id="n2",
-                              cluster_members=f"n1={LEADER},n2=http://127.0.0.1:10911",  # a set names its members
-                              replication=replication)
+                              cluster_members=f"n1={LEADER},n2=http://127.0.0.1:10911")  # a set names its members
     node = ClusterNode(settings, SimpleNamespace(store=replica))  # type: ignore[arg-type]
     node.following.replication._http = fake_leader(leader)
     caplog.set_level(logging.INFO)

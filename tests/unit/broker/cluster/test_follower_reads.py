@@ -1,6 +1,6 @@
-"""A follower's readers see what its leader acknowledged and it has on disk, no further: the bound moves with each fetch answer.
+"""A follower's readers see what its leader acknowledged and it has on disk, no further: the bound moves with each run.
 
-Two real stores: the leader's, whose log a fake replication endpoint serves with a high watermark
+Two real stores: the leader's, whose log a fake replication stream pushes with a high watermark
 the test sets, and the follower's, opened as a set's node opens it (nothing visible until told).
 """
 
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from halfmq.broker.api.routes.cluster import LOG_END_HEADER
-from halfmq.broker.cluster.follower import HIGH_WATERMARK_HEADER, HISTORY_HEADER, SEGMENT_HEADER, TERM_HEADER, Follower
+from halfmq.broker.cluster.follower import TERM_HEADER, Follower
 from halfmq.broker.cluster.high_watermark import HighWatermark
 from halfmq.broker.cluster.peers import PeerRequest, PeerResponse
 from halfmq.broker.cluster.replica_tracker import ReplicaTracker
+from halfmq.broker.cluster.stream_frames import RUN, run_frame
 from halfmq.broker.cluster.term_history import TermHistory
 from halfmq.broker.store.message_store import MessageStore, StoreConfig
 from halfmq.broker.store.store_types import PutItem
@@ -29,15 +29,16 @@ LEADER = "http://leader.test"
 
 
 class Leader:
-    """The leader's log over HTTP; its high watermark is what the test says (``mark``).
+    """The leader's log on a replication stream; its high watermark is what the test says (``mark``).
 
-    A fetch from the log's end waits, as a leader's does, until the leader has a mark the follower has not heard.
+    A run is pushed when there are bytes the follower has not been sent or a mark it has not heard, as a leader's stream does.
     """
 
     def __init__(self, store: MessageStore) -> None:
         self.store = store
         self._mark = 0
         self._moved = asyncio.Event()
+        self._sent = self._told = 0
 
     @property
     def mark(self) -> int:
@@ -49,20 +50,29 @@ class Leader:
         self._moved.set()
 
     async def handle(self, request: PeerRequest) -> PeerResponse:
-        headers = {TERM_HEADER: str(TERM)}
-        if request.url.path == "/v1/replication/term-end":
-            return PeerResponse.of(200, json={"end_offset": self.store.commit_log.end_offset}, headers=headers)
-        if request.url.path == "/v1/replication/ack":
-            return PeerResponse.of(200, json={"counted": True, "durable_offset": 0, "high_watermark": self.mark}, headers=headers)
-        fetch = json.loads(request.content)
-        start, end = fetch["from_offset"], self.store.commit_log.end_offset
-        while start >= end and self.mark <= fetch["high_watermark"]:  # caught up, and nothing new to tell
+        assert request.url.path == "/v1/replication/term-end"
+        return PeerResponse.of(200, json={"end_offset": self.store.commit_log.end_offset}, headers={TERM_HEADER: str(TERM)})
+
+    async def stream(self, url: str, first: bytes) -> Leader:
+        self._sent = self._told = 0
+        hello = json.loads(first)
+        self._sent = hello["from_offset"]
+        return self
+
+    async def send(self, data: bytes) -> None:  # the follower's acks
+        pass
+
+    async def receive(self) -> bytes:
+        start, end = self._sent, self.store.commit_log.end_offset
+        while start >= end and self.mark <= self._told:  # caught up, and nothing new to tell
             self._moved.clear()
             await self._moved.wait()
         data = self.store.commit_log.read(start, end - start) if end > start else b""
-        return PeerResponse.of(200, content=data, headers={
-            **headers, LOG_END_HEADER: str(end), SEGMENT_HEADER: str(self.store.config.segment_bytes),
-            HISTORY_HEADER: json.dumps([[TERM, 0]]), HIGH_WATERMARK_HEADER: str(self.mark)})
+        self._sent, self._told = end, self.mark
+        return run_frame(RUN, TERM, start, end, self.mark, 0, self.store.config.segment_bytes, data, history=[(TERM, 0)])
+
+    async def aclose(self) -> None:
+        pass
 
 
 def _store(path: Path) -> MessageStore:
@@ -77,6 +87,7 @@ async def pair(tmp_path: Path) -> AsyncIterator[tuple[Leader, MessageStore, Call
     leader_store.create_topic("T", 1)
     leader = Leader(leader_store)
     http = fake_peers(leader.handle, LEADER)
+    http.stream = leader.stream  # type: ignore[method-assign, assignment]
     follower = Follower("n2", lambda: store, TermHistory(tmp_path / "history.json"), http, lambda: TERM, 10.0)
     task: asyncio.Task[None] | None = None
 
@@ -102,7 +113,7 @@ async def test_a_follower_shows_messages_up_to_its_leaders_high_watermark_and_no
     ends = [leader.store.put([PutItem("T", 0, body)])[1] for body in (b"a", b"b", b"c")]
     leader.mark = ends[1]  # "c" is on the leader, not acknowledged yet
     start()
-    await until(lambda: store.commit_log.end_offset == ends[2])  # fetched and appended; its fsync runs
+    await until(lambda: store.commit_log.end_offset == ends[2])  # pushed and appended; its fsync runs
     await asyncio.wait_for(asyncio.wrap_future(store.wait_flushed(ends[2])), 10)  # a hang guard, not a measurement
     await until(lambda: store.acknowledged_end == ends[2] and store.visible.bound == ends[1])
     assert _bodies(store) == [b"a", b"b"]

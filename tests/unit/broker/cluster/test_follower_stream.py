@@ -1,12 +1,14 @@
 """A follower on the replication stream appends the runs pushed to it and acks each completed fsync on the same stream.
 
-The store is test_follower_pipelining's SlowDisk (fsyncs complete when the test says so); the leader is a fake stream
-whose runs the test pushes, and which records the follower's first message and acks.
+The store is a fake whose fsyncs complete (or fail) only when the test says so; the leader is a fake stream whose runs
+the test pushes, and which records the follower's first message and acks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import errno
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,16 +18,52 @@ from typing import Any
 import pytest
 
 from halfmq.broker.cluster.catch_up import BehindLeader
-from halfmq.broker.cluster.follower import STREAM_PATH, TERM_HEADER, Follower, LowerTerm, StreamGap
+from halfmq.broker.cluster.follower import STREAM_PATH, TERM_HEADER, Follower, LowerTerm, ReplicaNotStored, StreamGap
 from halfmq.broker.cluster.peers import PeerClient, PeerRequest, PeerResponse
 from halfmq.broker.cluster.stream_frames import BEHIND, RUN, read_ack, run_frame
 from halfmq.broker.cluster.term_history import TermHistory
 from tests.support.fake_peers import fake_peers
 from tests.support.loop_steps import run_ready, until
-from tests.unit.broker.cluster.test_follower_pipelining import SEGMENT, SlowDisk
 
+SEGMENT = 1 << 20
 TERM = 7
 LEADER = "http://leader.test"
+
+
+class SlowDisk:
+    """What the follower asks of its store; every fsync waits for ``complete``."""
+
+    def __init__(self) -> None:
+        self.config = SimpleNamespace(segment_bytes=SEGMENT)
+        self.commit_log = SimpleNamespace(end_offset=0)
+        self.flushed_offset = 0
+        self.fsyncs: list[tuple[int, concurrent.futures.Future[int]]] = []
+        self.visible = SimpleNamespace(advance=lambda offset: None)  # what readers see (tests/unit/broker/cluster/test_follower_reads.py)
+
+    @property
+    def acknowledged_end(self) -> int:
+        return self.flushed_offset
+
+    def append_replicated(self, data: bytes, start: int) -> int:
+        self.commit_log.end_offset = start + len(data)
+        return int(self.commit_log.end_offset)
+
+    def wait_flushed(self, offset: int) -> concurrent.futures.Future[int]:
+        done: concurrent.futures.Future[int] = concurrent.futures.Future()
+        self.fsyncs.append((offset, done))
+        return done
+
+    def fail(self, offset: int, error: OSError) -> None:
+        """The fsync of the bytes up to ``offset`` failed (EIO: they may not be on disk)."""
+        for end, done in self.fsyncs:
+            if end <= offset and not done.done():
+                done.set_exception(error)
+
+    def complete(self, offset: int) -> None:
+        self.flushed_offset = offset
+        for end, done in self.fsyncs:
+            if end <= offset and not done.done():
+                done.set_result(offset)
 
 
 class LeaderStream:
@@ -37,9 +75,10 @@ class LeaderStream:
         self.acks: list[tuple[int, int]] = []
         self.closed = False
 
-    def push(self, start: int, data: bytes, *, term: int = TERM, kind: int = RUN, high_watermark: int = 0) -> None:
+    def push(self, start: int, data: bytes, *, term: int = TERM, kind: int = RUN, high_watermark: int = 0,
+             history: list[tuple[int, int]] | None = [(TERM, 0)]) -> None:  # noqa: B006 (never changed)
         self.frames.put_nowait(run_frame(kind, term, start, start + len(data), high_watermark, 0, SEGMENT, data,
-                                         history=[(TERM, 0)]))
+                                         history=history))
 
     async def send(self, data: bytes) -> None:
         if self.first is None:
@@ -62,6 +101,7 @@ async def _term_end(request: PeerRequest) -> PeerResponse:
 async def streaming(tmp_path: Path) -> AsyncIterator[Callable[[], tuple[SlowDisk, LeaderStream, asyncio.Task[None]]]]:
     tasks: list[asyncio.Task[None]] = []
     clients: list[PeerClient] = []
+    histories: list[TermHistory] = []
 
     def start() -> tuple[SlowDisk, LeaderStream, asyncio.Task[None]]:
         disk, leader = SlowDisk(), LeaderStream()
@@ -77,12 +117,13 @@ async def streaming(tmp_path: Path) -> AsyncIterator[Callable[[], tuple[SlowDisk
             return leader
 
         http.stream = stream  # type: ignore[method-assign, assignment]
-        follower = Follower("n2", lambda: disk, TermHistory(tmp_path / "h.json"), http, lambda: TERM, 10.0,  # type: ignore[arg-type, return-value]
-                            stream=True)
+        histories.append(history := TermHistory(tmp_path / f"h{len(histories)}.json"))
+        follower = Follower("n2", lambda: disk, history, http, lambda: TERM, 10.0)  # type: ignore[arg-type, return-value]
         task = asyncio.get_running_loop().create_task(follower.follow(LEADER, TERM))
         tasks.append(task)
         return disk, leader, task
 
+    start.histories = histories  # type: ignore[attr-defined]  # (what each follower keeps of its leader's terms)
     yield start
     for task in tasks:
         task.cancel()
@@ -99,10 +140,12 @@ async def test_a_follower_appends_pushed_runs_without_asking_and_acks_each_fsync
     leader.push(0, b"a" * 100)
     leader.push(100, b"b" * 50)  # two runs in flight: no round trip between them
     await until(lambda: disk.commit_log.end_offset == 150)
+    assert [end for end, done in disk.fsyncs if not done.done()] == [100, 150]  # the second run appended while the first's fsync runs
+    assert streaming.histories[0].entries == [(TERM, 0)]  # type: ignore[attr-defined]  # the term is taken with the bytes
     assert leader.acks == []  # nothing on disk yet
     disk.complete(150)
     await until(lambda: bool(leader.acks))
-    assert leader.acks[-1] == (150, 150)
+    assert leader.acks[-1] == (150, 150)  # no new run came: the ack told the leader
 
 
 async def test_a_run_that_does_not_start_where_the_log_ends_ends_the_stream(
@@ -145,3 +188,43 @@ async def test_the_high_watermark_a_run_carries_shows_readers_no_more_than_is_on
     disk.complete(100)
     leader.push(100, b"", high_watermark=100)
     await until(lambda: max(shown) == 100)
+
+
+async def test_an_ack_claims_no_more_than_is_on_disk_and_the_appended_end_beside_it(
+        streaming: Callable[[], tuple[SlowDisk, LeaderStream, asyncio.Task[None]]]) -> None:
+    disk, leader, _ = streaming()
+    leader.push(0, b"a" * 100)
+    leader.push(100, b"b" * 100)
+    await until(lambda: disk.commit_log.end_offset == 200)
+    disk.complete(100)  # the first run's fsync; the second's still runs
+    await until(lambda: bool(leader.acks))
+    assert leader.acks[0] == (100, 200)
+    disk.complete(200)
+    await until(lambda: leader.acks[-1] == (200, 200))
+    assert all(durable <= end for durable, end in leader.acks)
+
+
+async def test_the_leaders_term_history_is_kept_from_the_run_that_carried_it_and_taken_as_the_log_reaches_its_entries(
+        streaming: Callable[[], tuple[SlowDisk, LeaderStream, asyncio.Task[None]]]) -> None:
+    disk, leader, _ = streaming()
+    history = streaming.histories[0]  # type: ignore[attr-defined]
+    leader.push(0, b"x" * 100, history=[(3, 0), (7, 150)])
+    await until(lambda: disk.commit_log.end_offset == 100)
+    assert history.entries == [(3, 0)]  # term 7 starts past what this log has
+    leader.push(100, b"x" * 100, history=None)  # no history: unchanged
+    await until(lambda: disk.commit_log.end_offset == 200)
+    assert history.entries == [(3, 0), (7, 150)]
+
+
+async def test_a_failed_fsync_stops_the_appends_and_is_never_acked(
+        streaming: Callable[[], tuple[SlowDisk, LeaderStream, asyncio.Task[None]]]) -> None:
+    disk, leader, task = streaming()
+    leader.push(0, b"a" * 100)
+    await until(lambda: disk.commit_log.end_offset == 100)
+    disk.fail(100, OSError(errno.EIO, "fsync failed"))
+    await run_ready()
+    leader.push(100, b"b" * 100)
+    with pytest.raises(ReplicaNotStored):
+        await asyncio.wait_for(task, 5)
+    assert disk.commit_log.end_offset == 100  # nothing appended past a failed fsync
+    assert all(durable == 0 for durable, _ in leader.acks)  # and what it did not keep was never told as on disk

@@ -147,8 +147,8 @@ def test_a_leader_is_out_of_touch_once_no_follower_has_fetched_within_the_window
     assert not tracker.out_of_touch(6.0)  # n2 fetched 5 s ago: with the leader, a majority of 3
     clock.now += 1.5
     assert tracker.out_of_touch(6.0)  # nobody for 6.5 s: cut off from both followers
-    tracker.acked("n3", 10)
-    assert not tracker.out_of_touch(6.0)  # an ack is contact too
+    tracker.report("n3", 10, leader_end=10)
+    assert not tracker.out_of_touch(6.0)  # an ack on n3's stream is contact too
 
 
 def test_in_a_set_of_five_one_follower_in_touch_is_not_enough() -> None:

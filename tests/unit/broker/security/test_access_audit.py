@@ -37,15 +37,15 @@ def test_an_admin_action_is_audited_at_info_and_a_peer_fetch_only_at_debug(guard
     admin = Principal("admin", (Policy(frozenset({Action.ADMIN}), (ResourcePattern(None, "*"),)),))
     caplog.set_level(logging.DEBUG, logger="halfmq.audit")
     guard.authorize(admin, Action.ADMIN, CLUSTER, _scope("GET", "/v1/transactions"))
-    guard.authorize(admin, Action.ADMIN, CLUSTER, _scope("POST", "/v1/replication/fetch"))
+    guard.authorize(admin, Action.ADMIN, CLUSTER, _scope("GET", "/v1/replication/snapshot"))
     levels = {r.getMessage().rsplit("path=", 1)[1]: r.levelno for r in caplog.records}
-    assert levels == {"/v1/transactions": logging.INFO, "/v1/replication/fetch": logging.DEBUG}
+    assert levels == {"/v1/transactions": logging.INFO, "/v1/replication/snapshot": logging.DEBUG}
 
 
 def test_a_refused_peer_fetch_is_audited_at_info(guard: Access, caplog) -> None:
     shop = Principal("shop", (Policy(frozenset({Action.PUBLISH}), (ResourcePattern(Kind.TOPIC, "orders"),)),))
     caplog.set_level(logging.DEBUG, logger="halfmq.audit")
     with pytest.raises(AccessDenied):
-        guard.authorize(shop, Action.ADMIN, CLUSTER, _scope("POST", "/v1/replication/fetch"))
+        guard.authorize(shop, Action.ADMIN, CLUSTER, _scope("GET", "/v1/replication/snapshot"))
     [record] = caplog.records
     assert record.levelno == logging.INFO and "result=deny" in record.getMessage()
