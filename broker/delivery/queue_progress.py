@@ -185,6 +185,8 @@ class GroupTopic:
         """Rebuild ``due`` from the deliveries still in flight when it is mostly dead entries (``stale_due``): one entry
         per delivery, at its current invisible time and nonce (the only one ``_take_due`` would act on). A delivery held
         by an open producer transaction has none: no timeout redelivers it; its transaction's end pushes one."""
+        if len(self.due) <= DUE_SLACK:
+            return  # never stale (``stale_due``), whatever is in flight: not worth counting on every settle
         live = sum(len(queue.in_flight) for queue in self.queues)
         if not stale_due(len(self.due), live):
             return

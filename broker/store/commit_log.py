@@ -251,8 +251,10 @@ class CommitLog:
 
     def read(self, offset: int, size: int) -> bytes:
         seg = self._segment_for(offset)
-        with self._reading(seg) as fd:
-            data = os.pread(fd, size, offset - seg.base)
+        try:
+            data = self._handles.pread(seg.path, size, offset - seg.base)
+        except FileNotFoundError:  # as ``_read_through``: retention deleted the segment since it was looked up
+            raise KeyError(seg.base) from None
         if len(data) != size:
             raise RecordError(f"short read at {offset}: wanted {size}, got {len(data)}")
         return data

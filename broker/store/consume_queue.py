@@ -235,8 +235,7 @@ class ConsumeQueue:
             return b""
         n = min(count, (self._size - pos) // ENTRY_SIZE, (base + self.file_bytes - pos) // ENTRY_SIZE)
         try:
-            with self._handles.use(self._path(base)) as fd:
-                return os.pread(fd, n * ENTRY_SIZE, pos - base)
+            return self._handles.pread(self._path(base), n * ENTRY_SIZE, pos - base)
         except FileNotFoundError:  # retention deleted the file after ``_locate``: its entries are gone, as below min_offset
             return b""
 

@@ -42,6 +42,24 @@ class FileHandles:
     @contextmanager
     def use(self, path: Path) -> Iterator[int]:
         """A descriptor of ``path`` for reading, held until the block ends (opened if it is not open)."""
+        handle = self._take(path)
+        try:
+            yield handle.fd
+        finally:
+            self._let_go(handle)
+
+    def pread(self, path: Path, size: int, offset: int) -> bytes:
+        """``size`` bytes of ``path`` from ``offset``, its descriptor held for the one read as ``use`` holds it. Not a
+        ``use`` block because it is every record a consumer receives: a generator context manager (and the ExitStack
+        around it) cost ~20 us a read on this machine, a pread ~1 us."""
+        handle = self._take(path)
+        try:
+            return os.pread(handle.fd, size, offset)
+        finally:
+            self._let_go(handle)
+
+    def _take(self, path: Path) -> _Handle:
+        """``path``'s handle with one more user (opened if it is not open: FileNotFoundError if the file is gone)."""
         with self._lock:
             handle = self._open.get(path)
             if handle is None:
@@ -51,15 +69,15 @@ class FileHandles:
             else:
                 self._open.move_to_end(path)
             handle.users += 1
-        try:
-            yield handle.fd
-        finally:
-            with self._lock:
-                handle.users -= 1
-                if handle.forgotten and not handle.users:
-                    os.close(handle.fd)
-                elif len(self._open) > self.limit:
-                    self._close_coldest()
+        return handle
+
+    def _let_go(self, handle: _Handle) -> None:
+        with self._lock:
+            handle.users -= 1
+            if handle.forgotten and not handle.users:
+                os.close(handle.fd)
+            elif len(self._open) > self.limit:
+                self._close_coldest()
 
     def _close_coldest(self) -> None:
         """Close idle descriptors, least recently used first, until at most ``limit`` are open (those in use stay)."""

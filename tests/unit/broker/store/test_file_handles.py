@@ -54,6 +54,22 @@ def test_a_forgotten_file_is_closed_when_its_last_reader_lets_go(files: list[Pat
     assert open_fds() == before
 
 
+def test_a_single_read_holds_the_table_as_a_use_block_does(files: list[Path]) -> None:
+    """``pread`` (every record a consumer receives) opens, keeps the bound and lets go as ``use`` does: no descriptor
+    is left in use, and one of a file deleted before it is opened is FileNotFoundError (the store's "below the start")."""
+    handles = FileHandles(limit=2)
+    before = open_fds()
+    assert [handles.pread(path, 1, 0) for path in files] == [path.read_bytes() for path in files]
+    assert handles.open_count == 2
+    gone = files[0]
+    gone.unlink()
+    handles.forget(gone)
+    with pytest.raises(FileNotFoundError):
+        handles.pread(gone, 1, 0)
+    handles.close()
+    assert handles.open_count == 0 and open_fds() == before
+
+
 def test_a_store_with_many_files_keeps_its_descriptors_under_the_bound_reading_old_and_new(tmp_path: Path) -> None:
     """Small segments, queue files and index files make hundreds of files; reading every message from the first to the
     last, and finding old and new ones by key, opens at most ``open_files`` of them at once, plus the files being
