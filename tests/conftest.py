@@ -67,16 +67,3 @@ def postgres():
 
 def pytest_configure(config: pytest.Config) -> None:
     report.attach(config)  # fault tests' counts reach the terminal (tests/support/report.py)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With ``--dist loadgroup`` (bin/test runs two processes), whole modules go to one process each, as
-    ``--dist loadfile`` would: a module's fixtures (a Spark session, a broker set, a compose stack) start once. A module
-    that shares a machine-wide resource with another names a common group itself
-    (``pytestmark = pytest.mark.xdist_group("docker-engine")``) and those modules run one after the other."""
-    if not getattr(config.option, "loadgroup", False):  # set in each worker by xdist for --dist loadgroup
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(config.rootpath).as_posix()))

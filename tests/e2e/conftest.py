@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,15 +27,31 @@ def figures(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[DockerEngine]:
-    """The engine that answers, else Debian's dockerd started for the module (skipped without one, never on CI)."""
-    engine = DockerEngine()
-    try:
-        engine.start()
-    except RuntimeError as exc:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip(f"no Docker engine: {exc}")
-    yield engine
-    if engine.started:
-        subprocess.run(["docker", "image", "prune", "--force"], env=engine.env(), capture_output=True, timeout=300)  # bounded cache
-    engine.stop()
+    """The engine that answers, else Debian's dockerd started for the module (skipped without one, never on CI).
+
+    One engine per machine (its socket and cache are fixed paths), and a module stops the one it started: the compose
+    modules take turns, each holding a lock on the machine for its whole life, so two test processes (bin/test runs
+    two) never start, use and stop it under each other."""
+    with _machine_lock(Path(tempfile.gettempdir()) / "halfmq-docker-engine.lock"):
+        engine = DockerEngine()
+        try:
+            engine.start()
+        except RuntimeError as exc:
+            if os.environ.get("CI"):
+                raise
+            pytest.skip(f"no Docker engine: {exc}")
+        yield engine
+        if engine.started:
+            subprocess.run(["docker", "image", "prune", "--force"], env=engine.env(), capture_output=True, timeout=300)  # bounded cache
+        engine.stop()
+
+
+@contextlib.contextmanager
+def _machine_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path``, waited for; let go when the block ends or the process dies."""
+    with path.open("a") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(file, fcntl.LOCK_UN)

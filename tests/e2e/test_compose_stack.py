@@ -27,8 +27,7 @@ from tests.support.docker_engine import DockerEngine
 from tests.support.processes import ROOT, free_port
 from tests.support.waiting import wait_for
 
-# one Docker engine per machine: the compose modules run one after the other in the same test process (tests/conftest.py)
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400), pytest.mark.xdist_group("docker-engine")]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 FIGURES_TITLE = "compose stack figures:"  # the header conftest's `figures` prints
 
 SERVICES = ["postgres", "broker", "order", "credit", "spark"]
