@@ -238,3 +238,12 @@ class ClusterNode:
 
     async def _registrations(self) -> list[KeyValue]:
         return await self.etcd.get_prefix(self.address.key("nodes", ""))
+
+    async def registrations(self) -> list[KeyValue]:
+        """Every node's registration in etcd (the fronts read the members' addresses there)."""
+        return await self._registrations()
+
+    def leader_and_term(self) -> tuple[str | None, int]:
+        """The member id of the leader this node sees (None: none known) and the highest term it knows of."""
+        leader = self.standing.leader
+        return (leader.get("node_id") if leader else None), self.standing.term
