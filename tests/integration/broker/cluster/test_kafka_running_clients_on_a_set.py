@@ -53,7 +53,7 @@ def test_a_running_kafka_python_producer_and_consumer_follow_the_new_leader(etcd
         with Producer(brokers.nodes[first].url) as sdk:
             sdk.create_topic("KPY", queues=2)
         producer = KafkaProducer(bootstrap_servers=addresses, acks="all", linger_ms=5, retries=1_000_000,
-                                 delivery_timeout_ms=120_000, retry_backoff_ms=200, metadata_max_age_ms=2000)
+                                 delivery_timeout_ms=60_000, retry_backoff_ms=200, metadata_max_age_ms=2000)
         consumer = KafkaConsumer("KPY", bootstrap_servers=addresses, group_id="kpy", auto_offset_reset="earliest",
                                  enable_auto_commit=True, auto_commit_interval_ms=500, metadata_max_age_ms=2000)
         acked: dict[int, list[bytes]] = defaultdict(list)
