@@ -49,9 +49,9 @@ class Dispatcher:
     ApiVersions is the table's own answer, so it has no handler."""
 
     def __init__(self, table: Iterable[Api] = API_TABLE, handlers: Mapping[int, Handler] | None = None,
-                 auth_on: Callable[[], bool] = lambda: False, refusal: Callable[[int], int | None] = lambda key: None) -> None:
+                 auth_on: Callable[[], bool] = lambda: False, refusal: Callable[[int, Any], int | None] = lambda key, request: None) -> None:
         self.table = tuple(table)
-        self.refusal = refusal  # in a set: the code a member answers an API it does not serve now with (set_view.py)
+        self.refusal = refusal  # in a set: the code a member answers (an API key, the request) it does not serve now with (set_view.py)
         self.apis = by_key(self.table)
         self.handlers = dict(handlers or {})
         self.auth_on = auth_on
@@ -90,7 +90,7 @@ class Dispatcher:
                     request = decode_request(entry, payload, header)
                 raise UnsupportedVersion(f"{entry.key.name} v{header.api_version} is outside {entry.min_version}-{entry.max_version}")
             request = decode_request(entry, payload, header)
-            if (code := self.refusal(header.api_key)) is not None:
+            if (code := self.refusal(header.api_key, request)) is not None:
                 raise ServedElsewhere(code, f"{entry.key.name} is served by the set's leader")
             response = await self.handlers.get(header.api_key, not_yet)(request, header)
         except Exception as exc:  # noqa: BLE001 - refusal_of answers every failure (a handler's bug logged)

@@ -112,7 +112,7 @@ class KafkaFront:
                                  view=view)
         groups = GroupHandlers(current, principal, coordinator)
         table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))
-        refusal = (lambda key: self.picture.view().refusal(key)) if self.picture is not None else (lambda key: None)
+        refusal = refusal_in(self.picture.view) if self.picture is not None else (lambda key, request: None)
         dispatcher = Dispatcher(handlers=table, auth_on=lambda: bool(current().access.enabled), refusal=refusal)
         return (listener or KafkaListener(dispatcher)), dispatcher
 
@@ -123,6 +123,17 @@ class KafkaFront:
             await self.picture.stop()
         if listener is not None:
             await listener.stop()
+
+
+def refusal_in(view: Callable[[], Any]) -> Callable[[int, Any], int | None]:
+    """The dispatcher's refusal of a set's member: its view's (set_view.SetView.refusal), told whether an InitProducerId
+    names a transactional id."""
+    from kafka.protocol.api_key import ApiKey
+
+    def refusal(key: int, request: Any) -> int | None:
+        return view().refusal(key, transactional=key != ApiKey.InitProducerId or bool(getattr(request, "transactional_id", None)))
+
+    return refusal
 
 
 def server_tls(settings: Any) -> ssl.SSLContext | None:

@@ -51,6 +51,13 @@ def test_a_follower_is_not_the_coordinator(key: ApiKey) -> None:
     assert _view(2, None, leading=False).refusal(int(key)) == kafka_errors.CoordinatorNotAvailableError.errno
 
 
+def test_an_idempotent_producers_id_is_asked_again_elsewhere_without_a_coordinator_lookup() -> None:
+    follower = _view(2, 1, leading=False)
+    assert follower.refusal(int(ApiKey.InitProducerId), transactional=False) == kafka_errors.CoordinatorLoadInProgressError.errno
+    assert follower.refusal(int(ApiKey.InitProducerId), transactional=True) == kafka_errors.NotCoordinatorError.errno
+    assert _view(1, 1, leading=True).refusal(int(ApiKey.InitProducerId), transactional=False) is None
+
+
 def test_a_new_leader_whose_services_are_not_up_yet_refuses_as_if_none_led() -> None:
     opening = _view(2, 2, leading=False)
     assert opening.refusal(int(ApiKey.Produce)) == kafka_errors.LeaderNotAvailableError.errno
