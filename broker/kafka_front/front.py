@@ -74,7 +74,9 @@ class KafkaFront:
         """A set's node no longer leads (or stops): the refusals first, then fresh handlers (no group of the old term)."""
         if self.listener is not None and self.picture is not None and self._current is not None:
             self.picture.leading = False
-            self.listener.dispatcher = self._dispatcher(self._current, self.listener)[1]
+            made = self._dispatcher(self._current, self.listener)
+            if made is not None:
+                self.listener.dispatcher = made[1]
 
     def _dispatcher(self, current: Callable[[], Any], listener: Any = None) -> tuple[Any, Any] | None:
         """(the listener, given or new; a dispatcher over fresh handlers), or None when the front's extra is missing."""

@@ -52,8 +52,8 @@ READ_CHUNK = 100
 @dataclass(frozen=True, slots=True)
 class Node:
     """How Kafka's clients reach this broker: the host of its advertised URL and the Kafka port; its Kafka node id (0 for
-    a single broker; in a set, the node's place among the members from 1, so a new leader is a new node to the
-    clients and they move to it as they do when a Kafka partition's leader changes)."""
+    a single broker; in a set, the node's place among the members from 1, the same in every member's Metadata, so a
+    new leader is another known node to the clients and they move to it as when a Kafka partition's leader changes)."""
 
     host: str
     port: int
