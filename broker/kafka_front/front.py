@@ -28,12 +28,16 @@ class KafkaFront:
         self.port: int | None = None
         self.picture: Any = None  # a set's node's (set_picture.SetPicture), made at ``start`` when ``in_set`` was called
         self._set_args: tuple[str, Callable[[], tuple[str | None, int]], Callable[[], Any]] | None = None
+        self._post_to_leader: Callable[..., Any] | None = None
         self._current: Callable[[], Any] | None = None
 
-    def in_set(self, own: str, leader: Callable[[], tuple[str | None, int]], registrations: Callable[[], Any]) -> None:
+    def in_set(self, own: str, leader: Callable[[], tuple[str | None, int]], registrations: Callable[[], Any],
+               post_to_leader: Callable[..., Any] | None = None) -> None:
         """Serve as a member of a broker set: ``leader()`` says who leads and the term, ``registrations()`` reads the
-        members' registrations (their Kafka addresses)."""
+        members' registrations (their Kafka addresses); ``post_to_leader(path, body, token)`` calls the leader's HTTP
+        front as a client (a follower's idempotent InitProducerId, leader_producer_ids.py)."""
         self._set_args = (own, leader, registrations)
+        self._post_to_leader = post_to_leader
 
     @staticmethod
     def registered_address(settings: Any) -> dict[str, str]:
@@ -89,6 +93,7 @@ class KafkaFront:
             from .group_coordinator import GroupCoordinator
             from .group_handlers import GroupHandlers
             from .handlers import KafkaHandlers, Node
+            from .leader_producer_ids import LeaderProducerIds
             from .listener import KafkaListener
             from .producer_sequences import ProducerSequences
             from .sasl import SaslHandlers, connection_principal
@@ -111,7 +116,7 @@ class KafkaFront:
         coordinator = GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members)
         txns = TxnHandlers(current, principal, TxnSteps(settings.kafka_max_producers), coordinator)
         handlers = KafkaHandlers(current, Node(host, port, node_id), principal, ProducerSequences(settings.kafka_max_producers), txns,
-                                 view=view)
+                                 view=view, leader_ids=LeaderProducerIds(self._post_to_leader) if self._post_to_leader else None)
         groups = GroupHandlers(current, principal, coordinator)
         table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))
         refusal = refusal_in(self.picture.view) if self.picture is not None else (lambda key, request: None)

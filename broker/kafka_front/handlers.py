@@ -35,11 +35,12 @@ from .dispatch import Later
 from .error_codes import error_of, kafka_code
 from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced
 from .group_handlers import GroupHandlers
+from .leader_producer_ids import LeaderProducerIds
 from .producer_sequences import ProducerSequences, SequenceVerdict, StoredBatch
 from .record_batches import decode_batches, encode_batch
 from .record_mapping import kafka_record, outgoing
 from .request_header import RequestHeader
-from .sasl import SaslHandlers
+from .sasl import SaslHandlers, connection_token
 from .set_view import NO_NODE, Broker, SetView
 from .txn_handlers import TxnHandlers
 
@@ -62,10 +63,12 @@ class Node:
 
 class KafkaHandlers(FrontHandlers):
     """``current`` and ``principal`` as every handler class (calls.py); ``sequences``: the idempotent producers' batches;
-    ``view``: a set's picture of the moment (a single broker's: ``node`` alone, leading)."""
+    ``view``: a set's picture of the moment (a single broker's: ``node`` alone, leading); ``leader_ids``: a set's
+    follower's way to an idempotent producer id from the leader (leader_producer_ids.py)."""
 
     def __init__(self, current: Callable[[], Any], node: Node, principal: Callable[[], Principal], sequences: ProducerSequences,
-                 txns: TxnHandlers, clock: Callable[[], float] = time.monotonic, view: Callable[[], SetView] | None = None) -> None:
+                 txns: TxnHandlers, clock: Callable[[], float] = time.monotonic, view: Callable[[], SetView] | None = None,
+                 leader_ids: LeaderProducerIds | None = None) -> None:
         super().__init__(current, principal)
         single = SetView.single(Broker(node.node_id, node.host, node.port))
         self.view = view or (lambda: single)  # a set's: who leads, every member's address (set_view.py)
@@ -73,6 +76,7 @@ class KafkaHandlers(FrontHandlers):
         self.sequences = sequences
         self.txns = txns
         self.node = node
+        self.leader_ids = leader_ids
 
     # --- Metadata and FindCoordinator ---------------------------------------------------------------------------
     async def metadata(self, request: Any, header: RequestHeader) -> Any:
@@ -202,10 +206,13 @@ class KafkaHandlers(FrontHandlers):
 
     async def init_producer_id(self, request: Any, header: RequestHeader) -> Any:
         """An idempotent producer's id: halfmq's own (durable, capped per principal); with a transactional id, its id and a
-        new epoch from the transaction coordinator (txn_handlers.py)."""
+        new epoch from the transaction coordinator (txn_handlers.py); on a set's follower, an id the leader hands out to
+        the connection's principal (set_view.SetView.asks_leader)."""
         try:
             if request.transactional_id:
                 producer_id, epoch = await self.txns.init(request.transactional_id, request.transaction_timeout_ms, header)
+            elif self.leader_ids is not None and self.view().asks_leader:
+                producer_id, epoch = await self.leader_ids.new_producer_id(connection_token.get())
             else:
                 uc, who, scope = self.using(header, "InitProducerId")
                 result = await uc.producer_transactions.new_producer_id(who, scope)

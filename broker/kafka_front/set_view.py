@@ -87,16 +87,24 @@ class SetView:
         """Metadata's per-partition error code: 0, or LEADER_NOT_AVAILABLE while no leader is known."""
         return 0 if self.partition_leader != NO_NODE else int(kafka_errors.LeaderNotAvailableError.errno)
 
+    @property
+    def asks_leader(self) -> bool:
+        """Whether this node answers an idempotent producer's InitProducerId with an id it asks the leader for (a
+        follower that knows another member leads, at its Kafka address): any Kafka broker answers it, and
+        kafka-python keeps asking the node it chose (leader_producer_ids.py)."""
+        return not self.leading and self.coordinator is not None and self.leader != self.own
+
     def refusal(self, api_key: int, transactional: bool = True) -> int | None:
         """The error code this node answers ``api_key`` with, or None when it serves it. An idempotent producer's
-        InitProducerId (``transactional`` False) goes to any broker, not a coordinator: a follower answers it
-        COORDINATOR_LOAD_IN_PROGRESS, which kafka-python and aiokafka retry on another node without looking up a
-        coordinator (kafka-python looks one up for NOT_COORDINATOR, with no key; aiokafka takes other codes as fatal)."""
+        InitProducerId (``transactional`` False) goes to any broker, not a coordinator: a follower answers it with an
+        id from the leader (``asks_leader``); while it knows no other leader, COORDINATOR_LOAD_IN_PROGRESS, which
+        kafka-python and aiokafka retry without looking up a coordinator (kafka-python looks one up for NOT_COORDINATOR,
+        with no key; aiokafka takes other codes as fatal)."""
         served = SERVED_BY.get(api_key, Served.ANY)
         if served is Served.ANY or self.leading:
             return None
         if api_key == ApiKey.InitProducerId and not transactional:
-            return int(kafka_errors.CoordinatorLoadInProgressError.errno)
+            return None if self.asks_leader else int(kafka_errors.CoordinatorLoadInProgressError.errno)
         known = self.coordinator is not None and self.leader != self.own
         if served is Served.PARTITION_LEADER:
             error: type[kafka_errors.BrokerResponseError] = (

@@ -192,9 +192,9 @@ def test_a_client_given_only_a_followers_address_produces_to_the_leader(etcd: Et
         with Producer(brokers.nodes[leader].url) as sdk:
             sdk.create_topic("KFOL", queues=1)
         address = addresses[list(brokers.nodes).index(follower)]
-        # not idempotent: kafka-python asks its least-loaded connected node for a producer id, the follower alone here,
-        # and a follower cannot give one (docs/kafka.md); every send goes to the leader Metadata names
-        producer = KafkaProducer(bootstrap_servers=[address], acks="all", enable_idempotence=False)
+        # idempotent (kafka-python's default): it asks its least-loaded connected node for a producer id, the follower
+        # alone here, which answers with one the leader hands out; every send goes to the leader Metadata names
+        producer = KafkaProducer(bootstrap_servers=[address], acks="all", enable_idempotence=True)
         offsets = [producer.send("KFOL", b"f-%d" % i, partition=0).get(timeout=30).offset for i in range(10)]
         producer.close()
         assert offsets == list(range(10))

@@ -51,11 +51,22 @@ def test_a_follower_is_not_the_coordinator(key: ApiKey) -> None:
     assert _view(2, None, leading=False).refusal(int(key)) == kafka_errors.CoordinatorNotAvailableError.errno
 
 
-def test_an_idempotent_producers_id_is_asked_again_elsewhere_without_a_coordinator_lookup() -> None:
+def test_a_follower_answers_an_idempotent_producers_id_itself_by_asking_the_leader() -> None:
     follower = _view(2, 1, leading=False)
-    assert follower.refusal(int(ApiKey.InitProducerId), transactional=False) == kafka_errors.CoordinatorLoadInProgressError.errno
+    assert follower.asks_leader
+    assert follower.refusal(int(ApiKey.InitProducerId), transactional=False) is None
     assert follower.refusal(int(ApiKey.InitProducerId), transactional=True) == kafka_errors.NotCoordinatorError.errno
-    assert _view(1, 1, leading=True).refusal(int(ApiKey.InitProducerId), transactional=False) is None
+    leader = _view(1, 1, leading=True)
+    assert leader.refusal(int(ApiKey.InitProducerId), transactional=False) is None
+    assert not leader.asks_leader
+
+
+@pytest.mark.parametrize("view", [_view(2, None, leading=False), _view(2, 2, leading=False),
+                                  _view(2, 1, leading=False, brokers=BROKERS[1:])],
+                         ids=["no-leader", "own-services-not-up", "leader-address-unknown"])
+def test_with_no_other_leader_to_ask_an_idempotent_producers_id_is_asked_again_without_a_coordinator_lookup(view: SetView) -> None:
+    assert not view.asks_leader
+    assert view.refusal(int(ApiKey.InitProducerId), transactional=False) == kafka_errors.CoordinatorLoadInProgressError.errno
 
 
 def test_a_new_leader_whose_services_are_not_up_yet_refuses_as_if_none_led() -> None:
