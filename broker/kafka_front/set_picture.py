@@ -4,7 +4,8 @@ who leads (the node's standing) and whether this node's leader services are up; 
 A member's Kafka address is what it advertises (``HALFMQ_BROKER_KAFKA_ADVERTISE``, else its host and Kafka port), which
 only it knows: each node writes it in its registration under ``nodes/`` (runtime.SetRoles.registration, the ``kafka``
 field), and the others read it there, again every ``refresh_every`` seconds while a member's is missing (a set's first
-start). A member whose address is not known yet is left out of Metadata; this node is always in it.
+start: soon, as a client that read a Metadata naming the leader alone has no other node to ask if it dies). A member
+whose address is not known yet is left out of Metadata; this node is always in it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class SetPicture:
 
     def __init__(self, own: str, members: Iterable[str], own_address: tuple[str, int],
                  leader: Callable[[], tuple[str | None, int]],
-                 registrations: Callable[[], Awaitable[Iterable[Any]]], refresh_every: float = 2.0) -> None:
+                 registrations: Callable[[], Awaitable[Iterable[Any]]], refresh_every: float = 0.5) -> None:
         self.ids = kafka_node_ids(members)
         self.own = own
         self.addresses: dict[str, tuple[str, int]] = {own: own_address}

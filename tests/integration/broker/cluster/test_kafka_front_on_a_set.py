@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import Producer as RdProducer
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from halfmq.client import Producer
@@ -23,12 +24,34 @@ pytestmark = pytest.mark.timeout(240)
 
 
 def kafka_set(etcd: EtcdProcess, tmp_path: Path) -> tuple[BrokerSet, list[str]]:
-    """A started set of three whose nodes each have a Kafka port; every node's Kafka address."""
+    """A started set of three whose nodes each have a Kafka port, each naming every member in its Metadata; every
+    node's Kafka address."""
     brokers = BrokerSet(etcd, tmp_path)
     ports = [free_port() for _ in brokers.nodes]
     for node, port in zip(brokers.nodes.values(), ports, strict=True):
         node.env["HALFMQ_BROKER_KAFKA_PORT"] = str(port)
-    return brokers.start(), [f"127.0.0.1:{port}" for port in ports]
+    addresses = [f"127.0.0.1:{port}" for port in ports]
+    brokers.start()
+    try:
+        every_member_named(addresses)
+    except BaseException:
+        brokers.stop()
+        raise
+    return brokers, addresses
+
+
+def every_member_named(addresses: list[str], timeout: float = 30.0, sasl: tuple[str, str] | None = None) -> None:
+    """Wait until each node's Metadata names every member: a node learns the others' Kafka addresses from their
+    registrations in etcd just after the set starts, and a client that read a Metadata naming the leader alone knows
+    no other node to ask once the leader is killed (kafka-python does not go back to its bootstrap addresses)."""
+    deadline = time.monotonic() + timeout
+    for address in addresses:
+        signed_in = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": sasl[0],
+                     "sasl.password": sasl[1]} if sasl else {}
+        admin = AdminClient({"bootstrap.servers": address, **signed_in})
+        while len(admin.list_topics(timeout=10).brokers) < len(addresses):
+            assert time.monotonic() < deadline, f"{address} does not name every member"
+            time.sleep(0.2)
 
 
 def test_a_kafka_producer_and_group_follow_the_leader_across_a_kill_9(etcd: EtcdProcess, tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ from tests.support.broker_set import BrokerSet
 from tests.support.etcd import EtcdProcess
 from tests.support.processes import free_port
 
+from .test_kafka_front_on_a_set import every_member_named
+
 pytestmark = pytest.mark.timeout(240)
 
 
@@ -31,6 +33,7 @@ def test_an_idempotent_sasl_producer_bootstrapped_at_a_follower_gets_its_id_as_i
         node.env["HALFMQ_BROKER_KAFKA_PORT"] = str(port)
     brokers.start()
     try:
+        every_member_named([f"127.0.0.1:{port}" for port in ports], sasl=("admin", tokens["admin"]))
         leader = brokers.leader()
         follower = next(n for n in brokers.nodes if n != leader)
         with Producer(brokers.nodes[leader].url, token=tokens["admin"]) as admin:
