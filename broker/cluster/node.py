@@ -238,3 +238,25 @@ class ClusterNode:
 
     async def _registrations(self) -> list[KeyValue]:
         return await self.etcd.get_prefix(self.address.key("nodes", ""))
+
+    async def registrations(self) -> list[KeyValue]:
+        """Every node's registration in etcd (the fronts read the members' addresses there)."""
+        return await self._registrations()
+
+    def leader_url(self) -> str | None:
+        """The URL of the leader this node sees, when it is another member (None: none known, or this node)."""
+        leader = self.standing.leader
+        return leader.get("url") if leader and leader.get("node_id") != self.node_id else None
+
+    async def post_to_leader_as(self, path: str, json: Any, token: str | None) -> Any:
+        """A POST to the leader's HTTP front as a client (its own bearer token, not the cluster's): peers.PeerClient.post_as.
+        LookupError when no other member is known to lead."""
+        url = self.leader_url()
+        if url is None:
+            raise LookupError("no other member is known to lead")
+        return await self._http.post_as(url.rstrip("/") + path, json, token)
+
+    def leader_and_term(self) -> tuple[str | None, int]:
+        """The member id of the leader this node sees (None: none known) and the highest term it knows of."""
+        leader = self.standing.leader
+        return (leader.get("node_id") if leader else None), self.standing.term

@@ -187,7 +187,15 @@ class PeerClient:
     async def post(self, url: str, json: Any) -> PeerResponse:
         return await self.request("POST", url, json=json)
 
+    async def post_as(self, url: str, json: Any, token: str | None) -> PeerResponse:
+        """A POST on behalf of a client, with its own bearer token (none: no header), never the cluster's: a follower's
+        Kafka front asks the leader for what the client may have (a producer id), as the client would."""
+        return await self._send("POST", url, None, json, token)
+
     async def request(self, method: str, url: str, *, params: Mapping[str, Any] | None = None, json: Any = None) -> PeerResponse:
+        return await self._send(method, url, params, json, self._token)
+
+    async def _send(self, method: str, url: str, params: Mapping[str, Any] | None, json: Any, token: str | None) -> PeerResponse:
         target = URL(url)
         if params:
             target = target.update_query({k: str(v) for k, v in params.items()})
@@ -195,8 +203,8 @@ class PeerClient:
             raise NotAMember(f"{target.with_query(None)} is not a member of this broker set "
                              f"({', '.join(sorted(self.members.values()))}): not called")
         headers = {"accept-encoding": "identity"}
-        if self._token:
-            headers["authorization"] = f"Bearer {self._token}"
+        if token:
+            headers["authorization"] = f"Bearer {token}"
         content = b""
         if json is not None:
             content = orjson.dumps(json)

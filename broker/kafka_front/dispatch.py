@@ -22,7 +22,7 @@ from kafka.errors import UnknownError
 from kafka.protocol.api_key import ApiKey
 
 from .api_table import API_TABLE, Api, api_versions_response, by_key
-from .errors import InvalidRequest, KafkaRefusal, NotYetServed, UnsupportedVersion
+from .errors import InvalidRequest, KafkaRefusal, NotYetServed, ServedElsewhere, UnsupportedVersion
 from .request_header import RequestHeader, parse_request_header
 from .sasl import NotAuthenticated, must_authenticate_first
 
@@ -49,8 +49,9 @@ class Dispatcher:
     ApiVersions is the table's own answer, so it has no handler."""
 
     def __init__(self, table: Iterable[Api] = API_TABLE, handlers: Mapping[int, Handler] | None = None,
-                 auth_on: Callable[[], bool] = lambda: False) -> None:
+                 auth_on: Callable[[], bool] = lambda: False, refusal: Callable[[int, Any], int | None] = lambda key, request: None) -> None:
         self.table = tuple(table)
+        self.refusal = refusal  # in a set: the code a member answers (an API key, the request) it does not serve now with (set_view.py)
         self.apis = by_key(self.table)
         self.handlers = dict(handlers or {})
         self.auth_on = auth_on
@@ -89,6 +90,8 @@ class Dispatcher:
                     request = decode_request(entry, payload, header)
                 raise UnsupportedVersion(f"{entry.key.name} v{header.api_version} is outside {entry.min_version}-{entry.max_version}")
             request = decode_request(entry, payload, header)
+            if (code := self.refusal(header.api_key, request)) is not None:
+                raise ServedElsewhere(code, f"{entry.key.name} is served by the set's leader")
             response = await self.handlers.get(header.api_key, not_yet)(request, header)
         except Exception as exc:  # noqa: BLE001 - refusal_of answers every failure (a handler's bug logged)
             response = refusal_of(exc, entry, request, header)

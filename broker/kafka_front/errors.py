@@ -102,3 +102,15 @@ class InvalidConfig(KafkaRefusal):
     """A topic config halfmq does not honour per topic, or a value that is not one (CreateTopics, AlterConfigs)."""
 
     kafka_error = kafka_errors.InvalidConfigurationError
+
+
+class ServedElsewhere(KafkaRefusal):
+    """A set's member that does not serve this API now (set_view.SetView.refusal): its code sends the client on."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+    @property
+    def error_code(self) -> int:
+        return self.code

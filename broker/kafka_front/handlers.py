@@ -2,7 +2,8 @@
 the HTTP and gRPC fronts call, and answers in kafka-python's response classes.
 
 A halfmq topic is a Kafka topic, its queues are the partitions, a queue offset is the record's offset; the one broker
-(or a set's leader) is the only Kafka node, leader of every partition and coordinator of every group. Refusals of a
+(or a set's leader) leads every partition and coordinates every group; a set's followers are the other brokers Metadata
+names (set_view.py). Refusals of a
 use case are answered per partition, topic or group with error_codes.py's code; the connection stays open.
 What a client reads is what readers of every front see: the visible part of each queue (under a set's high
 watermark), committed messages only, so the last stable offset is the high watermark (docs/decisions/048).
@@ -34,11 +35,13 @@ from .dispatch import Later
 from .error_codes import error_of, kafka_code
 from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced
 from .group_handlers import GroupHandlers
+from .leader_producer_ids import LeaderProducerIds
 from .producer_sequences import ProducerSequences, SequenceVerdict, StoredBatch
 from .record_batches import decode_batches, encode_batch
 from .record_mapping import kafka_record, outgoing
 from .request_header import RequestHeader
-from .sasl import SaslHandlers
+from .sasl import SaslHandlers, connection_token
+from .set_view import NO_NODE, Broker, SetView
 from .txn_handlers import TxnHandlers
 
 NO_TOPIC_ID = uuid.UUID(int=0)
@@ -50,8 +53,8 @@ READ_CHUNK = 100
 @dataclass(frozen=True, slots=True)
 class Node:
     """How Kafka's clients reach this broker: the host of its advertised URL and the Kafka port; its Kafka node id (0 for
-    a single broker; in a set, the node's place among the members from 1, so a new leader is a new node to the
-    clients and they move to it as they do when a Kafka partition's leader changes)."""
+    a single broker; in a set, the node's place among the members from 1, the same in every member's Metadata, so a
+    new leader is another known node to the clients and they move to it as when a Kafka partition's leader changes)."""
 
     host: str
     port: int
@@ -59,31 +62,40 @@ class Node:
 
 
 class KafkaHandlers(FrontHandlers):
-    """``current`` and ``principal`` as every handler class (calls.py); ``sequences``: the idempotent producers' batches."""
+    """``current`` and ``principal`` as every handler class (calls.py); ``sequences``: the idempotent producers' batches;
+    ``view``: a set's picture of the moment (a single broker's: ``node`` alone, leading); ``leader_ids``: a set's
+    follower's way to an idempotent producer id from the leader (leader_producer_ids.py)."""
 
     def __init__(self, current: Callable[[], Any], node: Node, principal: Callable[[], Principal], sequences: ProducerSequences,
-                 txns: TxnHandlers, clock: Callable[[], float] = time.monotonic) -> None:
+                 txns: TxnHandlers, clock: Callable[[], float] = time.monotonic, view: Callable[[], SetView] | None = None,
+                 leader_ids: LeaderProducerIds | None = None) -> None:
         super().__init__(current, principal)
+        single = SetView.single(Broker(node.node_id, node.host, node.port))
+        self.view = view or (lambda: single)  # a set's: who leads, every member's address (set_view.py)
         self.clock = clock
         self.sequences = sequences
         self.txns = txns
         self.node = node
+        self.leader_ids = leader_ids
 
     # --- Metadata and FindCoordinator ---------------------------------------------------------------------------
     async def metadata(self, request: Any, header: RequestHeader) -> Any:
+        """Every member as a broker (a single broker: itself), the leader as every partition's; a set's follower creates
+        no topic (an unknown one is answered UNKNOWN_TOPIC_OR_PARTITION, and the client asks again, of the leader)."""
         uc, who, scope = self.using(header, "Metadata")
+        view = self.view()
         asked = request.topics
         if asked is None or (header.api_version == 0 and not asked):
             names = [t.name for t in uc.topics.list_visible(who).topics]
         else:
             names = [t.name for t in asked]
-        auto = bool(getattr(request, "allow_auto_topic_creation", True))
-        topics = [await self._topic_metadata(uc, who, scope, name, auto) for name in names]
+        auto = bool(getattr(request, "allow_auto_topic_creation", True)) and view.leading
+        topics = [await self._topic_metadata(uc, who, scope, name, auto, view) for name in names]
         broker = MetadataResponse.MetadataResponseBroker
-        return MetadataResponse(throttle_time_ms=0, cluster_id="halfmq", controller_id=self.node.node_id, topics=topics,
-                                brokers=[broker(node_id=self.node.node_id, host=self.node.host, port=self.node.port, rack=None)])
+        return MetadataResponse(throttle_time_ms=0, cluster_id="halfmq", controller_id=view.partition_leader, topics=topics,
+                                brokers=[broker(node_id=b.node_id, host=b.host, port=b.port, rack=None) for b in view.brokers])
 
-    async def _topic_metadata(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, auto: bool) -> Any:
+    async def _topic_metadata(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, auto: bool, view: SetView) -> Any:
         topic = MetadataResponse.MetadataResponseTopic
         partition = topic.MetadataResponsePartition
         try:
@@ -95,17 +107,22 @@ class KafkaHandlers(FrontHandlers):
                 info, _ = await uc.topics.create(who, scope, TopicCreate(name=name, queues=None))
         except BrokerError as exc:
             return topic(error_code=error_of(exc), name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[])
+        ids = view.node_ids
         return topic(error_code=0, name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[
-                         partition(error_code=0, partition_index=q, leader_id=self.node.node_id, leader_epoch=0, replica_nodes=[self.node.node_id],
-                                   isr_nodes=[self.node.node_id], offline_replicas=[]) for q in range(len(info.queues))])
+                         partition(error_code=view.partition_error, partition_index=q, leader_id=view.partition_leader,
+                                   leader_epoch=view.epoch, replica_nodes=ids, isr_nodes=ids, offline_replicas=[])
+                         for q in range(len(info.queues))])
 
     async def find_coordinator(self, request: Any, header: RequestHeader) -> Any:
-        """This node coordinates every group and transactional id."""
+        """The leader coordinates every group and transactional id (COORDINATOR_NOT_AVAILABLE while none is known)."""
         coordinator = FindCoordinatorResponse.Coordinator
         keys = list(request.coordinator_keys or []) if header.api_version >= 4 else [request.key]
+        leader = self.view().coordinator
+        code = 0 if leader is not None else int(kafka_errors.CoordinatorNotAvailableError.errno)
+        node_id, host, port = (leader.node_id, leader.host, leader.port) if leader is not None else (NO_NODE, "", -1)
         return FindCoordinatorResponse(
-            throttle_time_ms=0, error_code=0, error_message=None, node_id=self.node.node_id, host=self.node.host, port=self.node.port,
-            coordinators=[coordinator(key=key, node_id=self.node.node_id, host=self.node.host, port=self.node.port, error_code=0,
+            throttle_time_ms=0, error_code=code, error_message=None, node_id=node_id, host=host, port=port,
+            coordinators=[coordinator(key=key, node_id=node_id, host=host, port=port, error_code=code,
                                       error_message=None) for key in keys])
 
     # --- Produce ------------------------------------------------------------------------------------------------
@@ -189,10 +206,13 @@ class KafkaHandlers(FrontHandlers):
 
     async def init_producer_id(self, request: Any, header: RequestHeader) -> Any:
         """An idempotent producer's id: halfmq's own (durable, capped per principal); with a transactional id, its id and a
-        new epoch from the transaction coordinator (txn_handlers.py)."""
+        new epoch from the transaction coordinator (txn_handlers.py); on a set's follower, an id the leader hands out to
+        the connection's principal (set_view.SetView.asks_leader)."""
         try:
             if request.transactional_id:
                 producer_id, epoch = await self.txns.init(request.transactional_id, request.transaction_timeout_ms, header)
+            elif self.leader_ids is not None and self.view().asks_leader:
+                producer_id, epoch = await self.leader_ids.new_producer_id(connection_token.get())
             else:
                 uc, who, scope = self.using(header, "InitProducerId")
                 result = await uc.producer_transactions.new_producer_id(who, scope)

@@ -27,6 +27,9 @@ BEFORE_AUTH = frozenset({int(ApiKey.ApiVersions), int(ApiKey.SaslHandshake), int
 """What a connection may ask before it authenticated (with auth on)."""
 
 connection_principal: ContextVar[Principal | None] = ContextVar("kafka_connection_principal", default=None)
+connection_token: ContextVar[str | None] = ContextVar("kafka_connection_token", default=None)
+"""The connection's bearer token (its PLAIN password), in memory for the connection's life and never logged: a set's
+follower asks the leader for a producer id as the connection's principal with it (leader_producer_ids.py)."""
 
 
 class SaslFailed(Exception):
@@ -71,6 +74,7 @@ class SaslHandlers:
             return SaslAuthenticateResponse(error_code=int(kafka_errors.SaslAuthenticationFailedError.errno),
                                             error_message=f"authentication failed: {exc}", auth_bytes=b"", session_lifetime_ms=0)
         connection_principal.set(principal)
+        connection_token.set(token)
         return SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=b"", session_lifetime_ms=0)
 
 

@@ -70,17 +70,20 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
         app.state.runtime = rt
         node: Any = None
         grpc_front: Any = None
-        kafka_front = KafkaFront()  # Kafka's wire protocol (DESIGN section 19), when its port is set; in a set, the leader's
+        kafka_front = KafkaFront()  # Kafka's wire protocol (DESIGN section 19), when its port is set; in a set, every member's
         if settings.cluster:  # a broker set: the node starts the runtime once it leads (broker/cluster/node.py)
             from halfmq.broker.cluster.node import ClusterNode
 
             # the runtime of the node's role, swapped on app.state; the RocketMQ front on while it leads
-            roles = SetRoles(settings, app.state, LeaderFronts(LeaderFront(settings.advertise_url, settings.grpc_port), kafka_front))
+            roles = SetRoles(settings, app.state, LeaderFronts(LeaderFront(settings.advertise_url, settings.grpc_port), kafka_front,
+                                                               settings))
             node = app.state.cluster = ClusterNode(settings, roles)
+            kafka_front.in_set(settings.node_id, node.leader_and_term, node.registrations, node.post_to_leader_as)  # every member serves Kafka
             rt.watch_auth()  # a follower answers reads: a revoked token stops working there too
             rt.follow_topic_floors()  # and hides what its topics' own limits hide, as the leader does
             grpc_front = roles  # its RocketMQ front, started while the node leads; stopped here first
             await node.start()
+            await kafka_front.start(lambda: app.state.runtime)
         else:
             await rt.start()
             grpc_front = GrpcFront()  # the RocketMQ 5 front on the same runtime (DESIGN section 14); a set's node starts its own

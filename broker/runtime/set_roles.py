@@ -7,6 +7,7 @@ imports the fronts or the runtime (the ``layers`` contract in pyproject.toml).""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,23 +30,29 @@ class LeadersFront(Protocol):
 
 
 class LeaderFronts:
-    """The fronts only a set's leader serves, as one: the RocketMQ 5 front (which names the node in etcd) and the Kafka
-    front (kafka_front.front.KafkaFront), started together on promotion and stopped together."""
+    """A set's fronts' changes of role, as one: the RocketMQ 5 front (which names the node in etcd), served only while
+    the node leads, and the Kafka front (kafka_front.front.KafkaFront), which every member serves from its start (the
+    app starts and stops it) and which is told here when the node leads and when it no longer does."""
 
-    def __init__(self, rocketmq: LeadersFront, kafka: Any) -> None:
+    def __init__(self, rocketmq: LeadersFront, kafka: Any, settings: BrokerSettings | None = None) -> None:
         self.rocketmq = rocketmq
         self.kafka = kafka
+        self.settings = settings
 
     def registration(self, node_id: str, url: str) -> str:
-        return self.rocketmq.registration(node_id, url)
+        """The RocketMQ front's registration, with this node's Kafka address (the others' Metadata names it)."""
+        value = json.loads(self.rocketmq.registration(node_id, url))
+        if self.settings is not None:
+            value.update(self.kafka.registered_address(self.settings))
+        return json.dumps(value)
 
     async def lead(self, current: Callable[[], Any], registrations: Callable[[], Awaitable[Iterable[Any]]],
                    members: dict[str, str]) -> None:
         await self.rocketmq.lead(current, registrations, members)
-        await self.kafka.start(current)
+        await self.kafka.lead(current)
 
     async def stop(self) -> None:
-        await self.kafka.stop()
+        await self.kafka.step_down()
         await self.rocketmq.stop()
 
 

@@ -1,5 +1,5 @@
-"""On a broker set each node advertises its own Kafka address (HALFMQ_BROKER_KAFKA_ADVERTISE), and Kafka's clients are
-sent to the leader's: before a kill -9 of the leader, and after it to the new leader's.
+"""On a broker set each node advertises its own Kafka address (HALFMQ_BROKER_KAFKA_ADVERTISE): Metadata names every
+member there, and the leader's as the partitions' leader: before a kill -9 of the leader, and after it the new leader's.
 
 Each node's Kafka listener sits behind a TCP forwarder of its own (a published container port, as in
 docker-compose.replicated.yml) whose address the node advertises; clients bootstrap with the three forwarders.
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from halfmq.client import Producer as SdkProducer
 from tests.support.broker_set import BrokerSet
 from tests.support.etcd import EtcdProcess
 from tests.support.lossy_proxy import LossyProxy
@@ -21,11 +22,14 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.timeout(240)
 
 
-def advertised_brokers(bootstrap: str) -> list[tuple[str, int]]:
-    """The brokers a new client's Metadata names (a new client: no address cached from before)."""
+def advertised(bootstrap: str) -> tuple[list[tuple[str, int]], tuple[str, int] | None]:
+    """The brokers a new client's Metadata names (a new client: no address cached from before), and KADV's leader's."""
     producer = Producer({"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000})
     try:
-        return sorted((b.host, b.port) for b in producer.list_topics(timeout=10).brokers.values())
+        metadata = producer.list_topics("KADV", timeout=10)
+        partition = metadata.topics["KADV"].partitions.get(0)
+        leader = metadata.brokers.get(partition.leader) if partition is not None else None
+        return sorted((b.host, b.port) for b in metadata.brokers.values()), (leader.host, leader.port) if leader else None
     finally:
         producer.flush(5)
 
@@ -41,7 +45,10 @@ def test_each_node_advertises_its_own_kafka_address_and_clients_are_sent_to_the_
     try:
         brokers.start()
         first = brokers.leader()
-        assert wait_for(lambda: advertised_brokers(bootstrap) == [("localhost", forwarders[first].port)], timeout=30, interval=0.5)
+        with SdkProducer(brokers.nodes[first].url) as sdk:
+            sdk.create_topic("KADV", queues=1)
+        every = sorted(("localhost", f.port) for f in forwarders.values())
+        assert wait_for(lambda: advertised(bootstrap) == (every, ("localhost", forwarders[first].port)), timeout=30, interval=0.5)
 
         producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 30_000})
         delivered: list[str] = []
@@ -51,7 +58,7 @@ def test_each_node_advertises_its_own_kafka_address_and_clients_are_sent_to_the_
 
         brokers.nodes[first].kill9()
         second = brokers.leader(not_=first, timeout=60)
-        assert wait_for(lambda: advertised_brokers(bootstrap) == [("localhost", forwarders[second].port)], timeout=60, interval=0.5)
+        assert wait_for(lambda: advertised(bootstrap) == (every, ("localhost", forwarders[second].port)), timeout=60, interval=0.5)
     finally:
         brokers.stop()
         for forwarder in forwarders.values():

@@ -73,6 +73,16 @@ async def test_answers_with_a_length_or_chunked_come_back_whole_over_one_kept_al
     assert b"authorization: bearer s3cret" in head and b"accept-encoding: identity" in head and b"cookie" not in head
 
 
+async def test_a_call_on_behalf_of_a_client_carries_its_token_or_none_never_the_clusters(peer: tuple[Peer, str]) -> None:
+    state, url = peer
+    async with _client(url) as client:
+        await client.post_as(f"{url}/v1/producer-ids", {}, "clients-token")
+        await client.post_as(f"{url}/v1/producer-ids", {}, None)
+    with_token, without = (h.lower() for h in state.heads)
+    assert b"authorization: bearer clients-token" in with_token and b"s3cret" not in with_token
+    assert b"authorization" not in without and b"s3cret" not in without
+
+
 async def test_a_kept_alive_connection_the_peer_closed_while_idle_is_replaced_without_an_error(peer: tuple[Peer, str]) -> None:
     state, url = peer
     async with _client(url) as client:

@@ -186,3 +186,34 @@ async def test_an_idempotent_producer_s_next_batch_is_taken_while_the_one_before
     sending.flushed.set()
     answers = [(await later.rest).responses[0].partition_responses[0] for later in (first, second)]
     assert [a.error_code for a in answers] == [0, 0] and [a.base_offset for a in answers] == [1, 2] and len(sending.sent) == 3
+
+
+class FakeLeaderIds:
+    """A follower's way to the leader's producer ids: records the token it is asked with."""
+
+    def __init__(self) -> None:
+        self.tokens: list[str | None] = []
+
+    async def new_producer_id(self, token: str | None) -> tuple[int, int]:
+        self.tokens.append(token)
+        return 4711, 0
+
+
+async def test_a_followers_idempotent_producer_id_is_the_leaders_asked_with_the_connections_token() -> None:
+    """No use case of the follower's runtime is called (it has none of the leader's): the id comes from the leader."""
+    from halfmq.broker.kafka_front.sasl import connection_token
+    from halfmq.broker.kafka_front.set_view import Broker, SetView
+
+    leader_ids = FakeLeaderIds()
+    view = SetView(own=2, brokers=(Broker(1, "h1", 9092), Broker(2, "h2", 9093)), leader=1, leading=False)
+    follower = KafkaHandlers(lambda: SimpleNamespace(), Node("h2", 9093, 2), lambda: ANONYMOUS, ProducerSequences(10), None,  # type: ignore[arg-type]
+                             view=lambda: view, leader_ids=leader_ids)  # type: ignore[arg-type]
+    header = RequestHeader(api_key=22, api_version=4, correlation_id=1, client_id="t", flexible=True, body_offset=0)
+    request = SimpleNamespace(transactional_id=None, transaction_timeout_ms=-1)
+    reset = connection_token.set("alice-token")
+    try:
+        answer = await follower.init_producer_id(request, header)
+    finally:
+        connection_token.reset(reset)
+    assert (answer.error_code, answer.producer_id, answer.producer_epoch) == (0, 4711, 0)
+    assert leader_ids.tokens == ["alice-token"]
