@@ -204,7 +204,7 @@ class ClusterNode:
         shown = min(self.following.replication.leader_high_watermark, store.acknowledged_end)  # the last leader's mark
         self.tracker.reset(in_sync, lagging=previous, high_watermark=shown, term_start=store.commit_log.end_offset)
         self.standing.leader = self.standing.own_claim()
-        await self.services.lead(Leadership(self.durable, self._still_leading, self._opened, self._registrations))
+        await self.services.lead(Leadership(self.durable, self._still_leading, self._opened, self.registrations))
         self.takeover.took_over()
         self.standing.change(Event.ELECTED)
         log.warning("node %s: leader of term %d from log offset %d (in sync: %s)", self.node_id, term,
@@ -236,12 +236,9 @@ class ClusterNode:
     def _on_append(self, topic: str, queue_id: int) -> None:
         self.appended.set()
 
-    async def _registrations(self) -> list[KeyValue]:
-        return await self.etcd.get_prefix(self.address.key("nodes", ""))
-
     async def registrations(self) -> list[KeyValue]:
-        """Every node's registration in etcd (the fronts read the members' addresses there)."""
-        return await self._registrations()
+        """Every node's registration in etcd (the new leader's fronts and the Kafka front read the members' addresses there)."""
+        return await self.etcd.get_prefix(self.address.key("nodes", ""))
 
     def leader_url(self) -> str | None:
         """The URL of the leader this node sees, when it is another member (None: none known, or this node)."""
