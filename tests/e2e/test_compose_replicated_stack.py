@@ -126,16 +126,28 @@ def test_an_anonymous_etcd_put_is_refused(stack: ComposeStack) -> None:
 
 
 def test_a_kafka_client_on_the_host_given_every_nodes_published_port_is_sent_to_the_leaders(stack: ComposeStack, figures: dict[str, str]) -> None:
-    """Each node publishes its Kafka listener and advertises it; only the leader listens, so Metadata names it alone."""
+    """Each node publishes its Kafka listener and advertises it; every node listens, and Metadata names every node at its
+    published port and the leader's as the partition's leader (docs/kafka.md, "In a broker set")."""
     leader = wait_for(lambda: leading_service(stack, "broker"), timeout=60, interval=0.5)
     token = stack("exec", "-T", "broker", "cat", ADMIN_TOKEN).stdout.strip()
     client = {"bootstrap.servers": ",".join(f"127.0.0.1:{stack.ports[k]}" for k in KAFKA_PORTS.values()),
               "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": token}
     topic = f"REPLICATED_KAFKA_{uuid.uuid4().hex[:6].upper()}"
+    status, answer = stack.http_from("order", "POST", f"http://{leader}:10911/v1/topics", {"name": topic, "queues": 1}, token_file=ADMIN_TOKEN)
+    assert status == 201, answer  # on the leader: a follower creates no topic from Metadata (docs/kafka.md)
     started = time.monotonic()
     producer = KafkaProducer({**client, "message.timeout.ms": 60_000, "enable.idempotence": True})
-    brokers = producer.list_topics(timeout=30).brokers.values()
-    assert [(b.host, b.port) for b in brokers] == [("127.0.0.1", stack.ports[KAFKA_PORTS[leader]])]
+    published = {service: ("127.0.0.1", stack.ports[port]) for service, port in KAFKA_PORTS.items()}
+
+    def named() -> tuple[list[tuple[str, int]], tuple[str, int] | None]:
+        metadata = producer.list_topics(topic, timeout=30)
+        partition = metadata.topics[topic].partitions.get(0)
+        partition_leader = metadata.brokers.get(partition.leader) if partition is not None else None
+        return sorted((b.host, b.port) for b in metadata.brokers.values()), (partition_leader.host, partition_leader.port) if partition_leader else None
+
+    # a node learns the others' Kafka addresses from their etcd registrations, within a second of the set's start
+    brokers, partition_leader = wait_for(lambda: (seen := named())[0] == sorted(published.values()) and seen, timeout=30)
+    assert partition_leader == published[leader]
     delivered: list[str] = []
     for i in range(10):
         producer.produce(topic, f"r{i}".encode(), partition=0, on_delivery=lambda err, msg: delivered.append(str(err) if err else "ok"))
