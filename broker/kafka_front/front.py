@@ -69,18 +69,20 @@ class KafkaFront:
     async def lead(self, current: Callable[[], Any]) -> None:
         """A set's node leads with its services up: fresh handlers over them, then the refusals lifted."""
         if self.listener is not None and self.picture is not None:
-            made = self._dispatcher(current, self.listener)
-            if made is not None:
-                self.listener.dispatcher = made[1]
+            self._renew_handlers(current)
             self.picture.leading = True
 
     async def step_down(self) -> None:
         """A set's node no longer leads (or stops): the refusals first, then fresh handlers (no group of the old term)."""
         if self.listener is not None and self.picture is not None and self._current is not None:
             self.picture.leading = False
-            made = self._dispatcher(self._current, self.listener)
-            if made is not None:
-                self.listener.dispatcher = made[1]
+            self._renew_handlers(self._current)
+
+    def _renew_handlers(self, current: Callable[[], Any]) -> None:
+        """The listener's dispatcher made again over ``current``'s runtime: no group or transaction of the last role."""
+        made = self._dispatcher(current, self.listener)
+        if made is not None:
+            self.listener.dispatcher = made[1]
 
     def _dispatcher(self, current: Callable[[], Any], listener: Any = None) -> tuple[Any, Any] | None:
         """(the listener, given or new; a dispatcher over fresh handlers), or None when the front's extra is missing."""
