@@ -37,7 +37,7 @@ from .high_watermark import HighWatermark
 from .leader_claims import LeaderClaims
 from .leader_lease import LeaderLease
 from .leader_role import LeaderRole
-from .node_view import node_view, picture_due, set_picture
+from .node_view import followed_picture, node_view, picture_due, set_picture
 from .peers import PeerClient
 from .replica_tracker import ReplicaTracker
 from .role_services import Leadership, RoleServices
@@ -257,3 +257,11 @@ class ClusterNode:
         """The member id of the leader this node sees (None: none known) and the highest term it knows of."""
         leader = self.standing.leader
         return (leader.get("node_id") if leader else None), self.standing.term
+
+    def in_sync_members(self) -> frozenset[str] | None:
+        """The in-sync set as this node knows it: its own while it leads, else the one in the picture the leader it
+        sees last sent (None: none from that leader yet). A dead member leaves it within ``replica_lag_time``."""
+        if self.role is not Role.FOLLOWER:
+            return self.tracker.in_sync
+        picture = followed_picture(self)
+        return frozenset(picture.in_sync) if picture is not None else None

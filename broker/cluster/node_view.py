@@ -58,6 +58,14 @@ def set_picture(node: ClusterNode) -> dict[str, Any]:
             "last_failover": node.last_failover}
 
 
+def followed_picture(node: ClusterNode) -> SetPicture | None:
+    """The picture of the set the leader this follower sees last sent (None: none yet; an earlier leader's is not this
+    one's)."""
+    picture = node.following.replication.picture
+    leader = node.standing.leader
+    return picture if picture is not None and leader and picture.leader == leader.get("node_id") else None
+
+
 async def node_view(node: ClusterNode, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     nodes: dict[str, dict[str, Any]] = {}
     try:
@@ -74,12 +82,9 @@ async def node_view(node: ClusterNode, clock: Callable[[], float] = time.monoton
         nodes[leader_id]["role"] = "leader"
     store = node.store
     leading = node.role is not Role.FOLLOWER
-    picture = SetPicture.of(set_picture(node), clock()) if leading else node.following.replication.picture
-    if picture is not None and (leading or picture.leader == leader_id):  # (a picture of an earlier leader's is not shown)
-        for row in picture.nodes:
-            nodes.setdefault(str(row["node_id"]), {"node_id": row["node_id"], "role": "follower"}).update(row)
-    else:
-        picture = None
+    picture = SetPicture.of(set_picture(node), clock()) if leading else followed_picture(node)
+    for row in picture.nodes if picture is not None else ():
+        nodes.setdefault(str(row["node_id"]), {"node_id": row["node_id"], "role": "follower"}).update(row)
     durable = store.flushed_offset
     end = store.commit_log.end_offset
     own = nodes.setdefault(node.node_id, {"node_id": node.node_id, "url": node.url})

@@ -26,18 +26,15 @@ class KafkaFront:
     def __init__(self) -> None:
         self.listener: Any = None
         self.port: int | None = None
-        self.picture: Any = None  # a set's node's (set_picture.SetPicture), made at ``start`` when ``in_set`` was called
-        self._set_args: tuple[str, Callable[[], tuple[str | None, int]], Callable[[], Any]] | None = None
-        self._post_to_leader: Callable[..., Any] | None = None
+        self.picture: Any = None  # a set's node's (set_picture.KafkaSetPicture), made at ``start`` when ``in_set`` was called
+        self._set_member: tuple[str, Any] | None = None  # (own id, set_picture.SetMember)
         self._current: Callable[[], Any] | None = None
 
-    def in_set(self, own: str, leader: Callable[[], tuple[str | None, int]], registrations: Callable[[], Any],
-               post_to_leader: Callable[..., Any] | None = None) -> None:
-        """Serve as a member of a broker set: ``leader()`` says who leads and the term, ``registrations()`` reads the
-        members' registrations (their Kafka addresses); ``post_to_leader(path, body, token)`` calls the leader's HTTP
-        front as a client (a follower's idempotent InitProducerId, leader_producer_ids.py)."""
-        self._set_args = (own, leader, registrations)
-        self._post_to_leader = post_to_leader
+    def in_set(self, own: str, member: Any) -> None:
+        """Serve as the member ``own`` of a broker set: ``member`` (set_picture.SetMember) says who leads, who is in
+        sync and where the members' Kafka addresses are, and calls the leader's HTTP front as a client (a follower's
+        idempotent InitProducerId, leader_producer_ids.py)."""
+        self._set_member = (own, member)
 
     @staticmethod
     def registered_address(settings: Any) -> dict[str, str]:
@@ -103,13 +100,13 @@ class KafkaFront:
         except ImportError as exc:
             log.warning("Kafka front off: %s (pip install 'halfmq[kafka]')", exc)
             return None
-        from .set_picture import SetPicture, kafka_node_ids
+        from .set_picture import KafkaSetPicture, kafka_node_ids
 
         host, port = settings.kafka_advertised()
         node_id = kafka_node_ids(settings.members()).get(settings.node_id, 0)
-        if self.picture is None and self._set_args is not None:
-            own, leader, registrations = self._set_args
-            self.picture = SetPicture(own, settings.members(), (host, port), leader, registrations)
+        if self.picture is None and self._set_member is not None:
+            own, member = self._set_member
+            self.picture = KafkaSetPicture(own, settings.members(), (host, port), member)
         view = self.picture.view if self.picture is not None else None
 
         def principal() -> Any:  # the connection's SASL principal; with auth off, anonymous
@@ -118,7 +115,7 @@ class KafkaFront:
         coordinator = GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members)
         txns = TxnHandlers(current, principal, TxnSteps(settings.kafka_max_producers), coordinator)
         handlers = KafkaHandlers(current, Node(host, port, node_id), principal, ProducerSequences(settings.kafka_max_producers), txns,
-                                 view=view, leader_ids=LeaderProducerIds(self._post_to_leader) if self._post_to_leader else None)
+                                 view=view, leader_ids=LeaderProducerIds(self.picture.member.post_to_leader_as) if self.picture else None)
         groups = GroupHandlers(current, principal, coordinator)
         table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))
         refusal = refusal_in(self.picture.view) if self.picture is not None else (lambda key, request: None)

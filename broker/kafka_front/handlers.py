@@ -107,10 +107,10 @@ class KafkaHandlers(FrontHandlers):
                 info, _ = await uc.topics.create(who, scope, TopicCreate(name=name, queues=None))
         except BrokerError as exc:
             return topic(error_code=error_of(exc), name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[])
-        ids = view.node_ids
+        replicas, isr, offline = view.replica_ids, view.isr_ids, view.offline_ids
         return topic(error_code=0, name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[
                          partition(error_code=view.partition_error, partition_index=q, leader_id=view.partition_leader,
-                                   leader_epoch=view.epoch, replica_nodes=ids, isr_nodes=ids, offline_replicas=[])
+                                   leader_epoch=view.epoch, replica_nodes=replicas, isr_nodes=isr, offline_replicas=offline)
                          for q in range(len(info.queues))])
 
     async def find_coordinator(self, request: Any, header: RequestHeader) -> Any:

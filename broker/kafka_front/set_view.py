@@ -53,7 +53,7 @@ SERVED_BY: dict[int, Served] = {
 
 @dataclass(frozen=True, slots=True)
 class SetView:
-    """One node's picture at one moment: its own id, every member it knows the Kafka address of, the leader's id
+    """One node's picture at one moment: its own id, the live members it knows the Kafka address of, the leader's id
     (None: not known) and whether this node leads with its services up (``leading``: a promotion's services are built
     before it says so, a step-down says it no longer does before they close)."""
 
@@ -62,6 +62,8 @@ class SetView:
     leader: int | None
     leading: bool
     epoch: int = 0
+    replicas: tuple[int, ...] = ()  # every member's id (empty: the brokers')
+    in_sync: tuple[int, ...] = ()  # the in-sync members' ids (empty: the brokers')
 
     @classmethod
     def single(cls, broker: Broker) -> SetView:
@@ -71,6 +73,21 @@ class SetView:
     @property
     def node_ids(self) -> list[int]:
         return [b.node_id for b in self.brokers]
+
+    @property
+    def replica_ids(self) -> list[int]:
+        """Each partition's replicas as Metadata names them: every member."""
+        return list(self.replicas) or self.node_ids
+
+    @property
+    def isr_ids(self) -> list[int]:
+        """Each partition's in-sync replicas."""
+        return list(self.in_sync) or self.node_ids
+
+    @property
+    def offline_ids(self) -> list[int]:
+        """The replicas Metadata names no broker for (a member not in sync, or whose address is not known yet)."""
+        return [r for r in self.replica_ids if r not in self.node_ids]
 
     @property
     def partition_leader(self) -> int:

@@ -78,7 +78,7 @@ def create_app(settings: BrokerSettings | None = None, runtime: BrokerRuntime | 
             roles = SetRoles(settings, app.state, LeaderFronts(LeaderFront(settings.advertise_url, settings.grpc_port), kafka_front,
                                                                settings))
             node = app.state.cluster = ClusterNode(settings, roles)
-            kafka_front.in_set(settings.node_id, node.leader_and_term, node.registrations, node.post_to_leader_as)  # every member serves Kafka
+            kafka_front.in_set(settings.node_id, node)  # every member serves Kafka
             rt.watch_auth()  # a follower answers reads: a revoked token stops working there too
             rt.follow_topic_floors()  # and hides what its topics' own limits hide, as the leader does
             grpc_front = roles  # its RocketMQ front, started while the node leads; stopped here first

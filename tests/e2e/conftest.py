@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import subprocess
 import tempfile
@@ -13,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.docker_engine import DockerEngine
+from tests.support.machine_lock import machine_lock
 from tests.support.report import report
 
 
@@ -32,7 +31,7 @@ def engine() -> Iterator[DockerEngine]:
     One engine per machine (its socket and cache are fixed paths), and a module stops the one it started: the compose
     modules take turns, each holding a lock on the machine for its whole life, so two test processes (bin/test runs
     two) never start, use and stop it under each other."""
-    with _machine_lock(Path(tempfile.gettempdir()) / "halfmq-docker-engine.lock"):
+    with machine_lock(Path(tempfile.gettempdir()) / "halfmq-docker-engine.lock"):
         engine = DockerEngine()
         try:
             engine.start()
@@ -44,14 +43,3 @@ def engine() -> Iterator[DockerEngine]:
         if engine.started:
             subprocess.run(["docker", "image", "prune", "--force"], env=engine.env(), capture_output=True, timeout=300)  # bounded cache
         engine.stop()
-
-
-@contextlib.contextmanager
-def _machine_lock(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``path``, waited for; let go when the block ends or the process dies."""
-    with path.open("a") as file:
-        fcntl.flock(file, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(file, fcntl.LOCK_UN)

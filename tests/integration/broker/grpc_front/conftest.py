@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.support.machine_lock import machine_lock
 from tests.support.processes import BrokerProcess, free_port
 
 rocketmq = pytest.importorskip("rocketmq", reason="the rocketmq extra (Apache's rocketmq-python-client)")
@@ -71,6 +73,9 @@ def message(topic: str, body: bytes, tag: str | None = None, keys: str | None = 
 def node_client() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are not installed (bin/setup installs Debian's nodejs and npm)")
-    if not (NODE_DIR / "node_modules" / "rocketmq-client-nodejs").is_dir():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, capture_output=True, timeout=300)
+    # the suite's other process may be installing it too; npm ci empties node_modules first, so one installs at a time
+    with machine_lock(Path(tempfile.gettempdir()) / "halfmq-nodejs-client.lock"):
+        if not (NODE_DIR / "node_modules" / "rocketmq-client-nodejs").is_dir():
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True, capture_output=True,
+                           timeout=300)
     return NODE_DIR / "flow.js"

@@ -7,7 +7,7 @@ from typing import Any
 
 from halfmq.broker.cluster.decisions import Role
 from halfmq.broker.cluster.etcd import ClusterAddress
-from halfmq.broker.cluster.node_view import PICTURE_EVERY, SetPicture, node_view, picture_due
+from halfmq.broker.cluster.node_view import PICTURE_EVERY, SetPicture, followed_picture, node_view, picture_due
 
 MEMBERS = {"n1": "http://n1", "n2": "http://n2", "n3": "http://n3"}
 LEADERS_PICTURE = {"leader": "n1", "in_sync": ["n1", "n2", "n3"],
@@ -56,3 +56,10 @@ async def test_a_follower_without_a_picture_of_its_present_leader_shows_only_its
         rows = {n["node_id"]: n for n in view["nodes"]}
         assert rows["n1"].get("log_end") is None and rows["n2"]["log_end"] == 95 and rows["n2"].get("in_sync") is None
         assert view["in_sync"] is None and view["picture_from"] is None and view["picture_age_seconds"] is None
+
+
+def test_the_picture_a_follower_follows_is_its_present_leaders_only() -> None:
+    picture = SetPicture.of(LEADERS_PICTURE, received=10.0)
+    assert followed_picture(_follower(picture)) is picture
+    assert followed_picture(_follower(picture, leader="n3")) is None  # an earlier leader's in-sync set is not this one's
+    assert followed_picture(_follower(None)) is None

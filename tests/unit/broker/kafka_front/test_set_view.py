@@ -1,16 +1,12 @@
-"""What a broker set's member answers on its Kafka port (set_view.SetView) and how it learns the others' addresses
-(set_picture.SetPicture): node ids the same on every member, the leader named everywhere, followers sending on."""
+"""What a broker set's member answers on its Kafka port (set_view.SetView): the leader named everywhere, followers
+sending clients on."""
 
 from __future__ import annotations
-
-import json
-from types import SimpleNamespace
 
 import pytest
 from kafka import errors as kafka_errors
 from kafka.protocol.api_key import ApiKey
 
-from halfmq.broker.kafka_front.set_picture import SetPicture, kafka_address, kafka_node_ids
 from halfmq.broker.kafka_front.set_view import NO_NODE, Broker, SetView
 
 BROKERS = (Broker(1, "h1", 9092), Broker(2, "h2", 9093), Broker(3, "h3", 9094))
@@ -18,10 +14,6 @@ BROKERS = (Broker(1, "h1", 9092), Broker(2, "h2", 9093), Broker(3, "h3", 9094))
 
 def _view(own: int, leader: int | None, leading: bool, brokers: tuple[Broker, ...] = BROKERS) -> SetView:
     return SetView(own=own, brokers=brokers, leader=leader, leading=leading, epoch=7)
-
-
-def test_node_ids_are_the_members_sorted_places_whatever_order_they_are_listed_in() -> None:
-    assert kafka_node_ids(["n3", "n1", "n2"]) == kafka_node_ids(["n1", "n2", "n3"]) == {"n1": 1, "n2": 2, "n3": 3}
 
 
 @pytest.mark.parametrize("key", [ApiKey.ApiVersions, ApiKey.Metadata, ApiKey.FindCoordinator, ApiKey.SaslHandshake,
@@ -97,25 +89,3 @@ def test_a_leader_whose_address_is_not_known_is_not_named() -> None:
 def test_a_single_broker_leads_alone() -> None:
     view = SetView.single(Broker(0, "127.0.0.1", 9092))
     assert (view.node_ids, view.partition_leader, view.refusal(int(ApiKey.Produce))) == ([0], 0, None)
-
-
-def _registration(node_id: str, kafka: str | None) -> SimpleNamespace:
-    return SimpleNamespace(value=json.dumps({"node_id": node_id, "url": "http://x", **({"kafka": kafka} if kafka else {})}).encode())
-
-
-def test_the_picture_names_each_member_at_its_registered_address_under_the_same_ids_on_every_node() -> None:
-    registrations = [_registration("n1", "h1:9092"), _registration("n2", "h2:9093"), _registration("n3", kafka_address("::1", 9094)),
-                     _registration("stranger", "h9:1")]
-    views = []
-    for own, address in (("n1", ("h1", 9092)), ("n2", ("h2", 9093))):
-        picture = SetPicture(own, ["n3", "n2", "n1"], address, leader=lambda: ("n3", 4), registrations=lambda: None)  # type: ignore[arg-type,return-value]
-        picture.learn([r.value for r in registrations])
-        views.append(picture.view())
-    assert views[0].brokers == views[1].brokers == (Broker(1, "h1", 9092), Broker(2, "h2", 9093), Broker(3, "::1", 9094))
-    assert [(v.own, v.leader, v.epoch, v.leading) for v in views] == [(1, 3, 4, False), (2, 3, 4, False)]
-
-
-def test_a_member_not_registered_yet_is_left_out_and_the_node_itself_always_in() -> None:
-    picture = SetPicture("n2", ["n1", "n2", "n3"], ("h2", 9093), leader=lambda: (None, 0), registrations=lambda: None)  # type: ignore[arg-type,return-value]
-    picture.learn([_registration("n1", None).value, b"not json"])
-    assert picture.view().brokers == (Broker(2, "h2", 9093),)
