@@ -67,14 +67,18 @@ class ServiceServer(ServerProcess):
 
 
 class BaselineApp(ServerProcess):
-    """The baseline FastAPI app (bench/baseline_app.py) on uvicorn + uvloop + httptools, one worker."""
+    """The peers' FastAPI app (peer_runners/http_app.py) on uvicorn + uvloop + httptools, one worker, as the peers'
+    HTTP baselines serve it: the in-run baselines measure the very app the peers' figures were taken with, not a copy.
+    ``POST /msg`` validates a ~256-byte JSON body with pydantic and answers; ``POST /append_fsync`` also appends it to
+    ``append_log`` and fsyncs inline, blocking the event loop on purpose (the naive durable endpoint a broker must beat).
+    """
 
     def __init__(self, log_dir: Path, append_log: Path, port: int | None = None) -> None:
         self.port = port or free_port()
         self.url = f"http://{HOST}:{self.port}"
         super().__init__(
             "baseline-app",
-            [sys.executable, "-m", "uvicorn", "halfmq.bench.baseline_app:app", "--host", HOST, "--port", str(self.port),
+            [sys.executable, "-m", "uvicorn", "halfmq.bench.peer_runners.http_app:app", "--host", HOST, "--port", str(self.port),
              "--workers", "1", "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"],
             {"BENCH_APPEND_LOG": str(append_log)},
             f"{self.url}/health",

@@ -25,6 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 BODY = b'{"topic":"orders","key":"k-000001","body":"' + b"x" * 211 + b'"}'
 assert len(BODY) == 256
+HEADERS = {"content-type": "application/json"}
 
 
 def start_server(port, workers):
@@ -61,59 +62,46 @@ async def httpx_load(url, conc, seconds, max_req, limits="pool64"):
     """limits='pool64': 64 pooled keep-alive connections (Limits(64, 64));
     'default': httpx default Limits (100 max, 20 keep-alive)."""
     import httpx
-    lat = []
-    errors = 0
-    count = 0
-    deadline = time.perf_counter() + seconds
     lim = (httpx.Limits(max_connections=conc, max_keepalive_connections=conc)
            if limits == "pool64" else httpx.Limits())
     async with httpx.AsyncClient(limits=lim, timeout=10) as c:
-        # warm-up
-        await asyncio.gather(*[c.post(url, content=BODY, headers={"content-type": "application/json"}) for _ in range(conc)])
-
-        async def worker():
-            nonlocal errors, count
-            while count < max_req and time.perf_counter() < deadline:
-                count += 1
-                t = time.perf_counter()
-                r = await c.post(url, content=BODY, headers={"content-type": "application/json"})
-                lat.append(time.perf_counter() - t)
-                if r.status_code != 200:
-                    errors += 1
-        t0 = time.perf_counter()
-        await asyncio.gather(*[worker() for _ in range(conc)])
-        dt = time.perf_counter() - t0
-    lat.sort()
-    return {"rps": len(lat) / dt, "p50_ms": lat[len(lat) // 2] * 1e3,
-            "p99_ms": lat[int(len(lat) * 0.99)] * 1e3, "n": len(lat), "errors": errors}
+        async def one():
+            r = await c.post(url, content=BODY, headers=HEADERS)
+            return r.status_code
+        return await _measured(one, conc, seconds, max_req)
 
 
 async def aiohttp_load(url, conc, seconds, max_req):
     import aiohttp
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=conc)) as c:
+        async def one():
+            async with c.post(url, data=BODY, headers=HEADERS) as r:
+                await r.read()
+                return r.status
+        return await _measured(one, conc, seconds, max_req)
+
+
+async def _measured(post_one, conc, seconds, max_req):
+    """One warm-up round of ``conc`` posts, then ``conc`` workers posting until ``seconds`` or ``max_req``: the same
+    loop for every HTTP client, so their figures differ by the client alone. A non-200 answer counts as an error."""
     lat = []
     errors = 0
     count = 0
-    deadline = time.perf_counter() + seconds
-    hdr = {"content-type": "application/json"}
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=conc)) as c:
-        async def one():
-            async with c.post(url, data=BODY, headers=hdr) as r:
-                await r.read()
-                return r.status
-        await asyncio.gather(*[one() for _ in range(conc)])
+    deadline = time.perf_counter() + seconds  # the warm-up counts against ``seconds``
+    await asyncio.gather(*[post_one() for _ in range(conc)])
 
-        async def worker():
-            nonlocal errors, count
-            while count < max_req and time.perf_counter() < deadline:
-                count += 1
-                t = time.perf_counter()
-                st = await one()
-                lat.append(time.perf_counter() - t)
-                if st != 200:
-                    errors += 1
-        t0 = time.perf_counter()
-        await asyncio.gather(*[worker() for _ in range(conc)])
-        dt = time.perf_counter() - t0
+    async def worker():
+        nonlocal errors, count
+        while count < max_req and time.perf_counter() < deadline:
+            count += 1
+            t = time.perf_counter()
+            status = await post_one()
+            lat.append(time.perf_counter() - t)
+            if status != 200:
+                errors += 1
+    t0 = time.perf_counter()
+    await asyncio.gather(*[worker() for _ in range(conc)])
+    dt = time.perf_counter() - t0
     lat.sort()
     return {"rps": len(lat) / dt, "p50_ms": lat[len(lat) // 2] * 1e3,
             "p99_ms": lat[int(len(lat) * 0.99)] * 1e3, "n": len(lat), "errors": errors}

@@ -3,7 +3,9 @@
 An API whose response has a top-level error code carries the error there; one whose errors are per topic, partition,
 group or resource answers every item the request named with the error, so a client reads one failure per thing it
 asked about instead of a response it cannot match to its request. Later handlers answer their own refusals the same
-way. Responses are kafka-python's classes; the version is applied when the answer is encoded.
+way; TxnOffsetCommit's handler answers through ``txn_offset_commit`` even when it succeeds, since its step is kept or
+refused whole (one code on every partition). Responses are kafka-python's classes; the version is applied when the
+answer is encoded.
 """
 
 from __future__ import annotations

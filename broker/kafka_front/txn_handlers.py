@@ -27,12 +27,13 @@ from typing import Any
 
 import msgspec
 from kafka import errors as kafka_errors
-from kafka.protocol.producer import AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse, TxnOffsetCommitResponse
+from kafka.protocol.producer import AddOffsetsToTxnResponse, AddPartitionsToTxnResponse, EndTxnResponse
 
 from halfmq.broker.usecases.caller import Principal
 from halfmq.errors import BrokerError
 from halfmq.wire import BeginTxnRequest, EndTxnRequest, TxnMessage, TxnMessagesRequest
 
+from . import error_answers
 from .calls import CoordinatedHandlers
 from .error_codes import kafka_code
 from .errors import InvalidRecord, KafkaRefusal, TransactionAbortable, TransactionNotBegun
@@ -140,11 +141,7 @@ class TxnHandlers(CoordinatedHandlers):
             code = refusal.error_code
         except BrokerError as exc:
             code = kafka_code(exc, group=True)
-        topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-        partition = topic.TxnOffsetCommitResponsePartition
-        return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
-            topic(name=name, partitions=[partition(partition_index=qid, error_code=code) for qid, _ in queues])
-            for name, queues in offsets.items()])
+        return error_answers.txn_offset_commit(request, code, header.api_version)  # every partition named, with the one code
 
     def produce(self, tid: str, name: str, index: int, batches: list[RecordBatch], header: RequestHeader) -> None:
         """One transactional Produce partition: a step of the transaction (held until EndTxn)."""

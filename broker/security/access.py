@@ -116,21 +116,22 @@ class Access:
             return ANONYMOUS
         token = _bearer(scope)
         found = self._auth.principal_for(token) if token else None
-        if found is None:
-            self._count("unauthenticated")
-            audit.warning("principal=- action=- resource=- result=unauthenticated path=%s", scope.get("path"))
-            raise Unauthenticated("send 'Authorization: Bearer <token>' with a token the broker knows")
-        return found
+        return self._known(found, scope.get("path"), "send 'Authorization: Bearer <token>' with a token the broker knows")
 
     def rocketmq_principal(self, access_key: str, signed: str, signature: str, path: str) -> Principal:
         """Who signed a RocketMQ 5 request (the gRPC front): Unauthenticated unless the signature is a principal's."""
         if self._auth is None:
             return ANONYMOUS
         found = self._auth.rocketmq_principal(access_key, signed, signature) if access_key and signature else None
+        return self._known(found, path, "sign RocketMQ requests with a principal's name as access key and its RocketMQ secret")
+
+    def _known(self, found: Principal | None, path: str | None, how: str) -> Principal:
+        """The principal a front's credentials named, or the one refusal every front gives without one: counted,
+        audited with the request's path, and ``Unauthenticated`` saying ``how`` to authenticate on that front."""
         if found is None:
             self._count("unauthenticated")
             audit.warning("principal=- action=- resource=- result=unauthenticated path=%s", path)
-            raise Unauthenticated("sign RocketMQ requests with a principal's name as access key and its RocketMQ secret")
+            raise Unauthenticated(how)
         return found
 
     def authorize(self, principal: Principal, action: Action, resource: Resource, scope: Mapping[str, Any]) -> None:

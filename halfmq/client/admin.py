@@ -49,7 +49,7 @@ from halfmq.wire import (
 
 from . import endpoints
 from .endpoints import Call, OperatorVerb
-from .loop_thread import Blocking, blocking
+from .loop_thread import Blocking, blocking, twin_property
 from .messages import epoch_ms
 from .retry import async_retrying
 from .transport import AsyncClient, TransportOptions, request_not_sent
@@ -234,15 +234,8 @@ class AdminClient(Blocking[AsyncAdminClient]):
         """``AsyncAdminClient``'s options (``timeout``, ``retries``, ``token`` …)."""
         super().__init__(AsyncAdminClient(base_url, **options))
 
-    @property
-    def urls(self) -> list[str]:
-        """The broker URLs given (a set's nodes, or one broker)."""
-        return self._async.urls
-
-    @property
-    def answered_by(self) -> str | None:
-        """The URL of the node that answered (or refused) the latest call; None before any answer."""
-        return self._async.answered_by
+    urls = twin_property(AsyncAdminClient.urls)
+    answered_by = twin_property(AsyncAdminClient.answered_by)
 
     list_transactions = blocking(AsyncAdminClient.list_transactions)
     describe_transaction = blocking(AsyncAdminClient.describe_transaction)

@@ -38,7 +38,7 @@ from typing import Any, Unpack
 from halfmq.errors import BrokerError
 from halfmq.wire import Message, SettleResult
 
-from .loop_thread import AsyncLifecycle, Blocking, cancel, run
+from .loop_thread import AsyncLifecycle, Blocking, cancel, run, twin_property
 from .polling import PollFailures, PollSettings, prefetch_next
 from .settlement import Outcome, Settle, failure_reason, log_handler_failure, settle_batch
 from .simple_consumer import AsyncSimpleConsumer, tag_list
@@ -253,10 +253,7 @@ class Consumer(Blocking[AsyncConsumer]):
         super().__init__(AsyncConsumer(base_url, group, topic, on_worker, max_messages=max_messages, invisible_seconds=invisible_seconds,
                                        wait_seconds=wait_seconds, concurrency=concurrency, tags=tags, **options))
 
-    @property
-    def stopped(self) -> bool:
-        """``AsyncConsumer.stopped``."""
-        return self._async.stopped
+    stopped = twin_property(AsyncConsumer.stopped)
 
     def stop(self) -> None:
         """``AsyncConsumer.stop``: only wakes the loop, so a signal handler may call it."""

@@ -25,9 +25,9 @@ import threading
 import weakref
 from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
 
-__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "blocking", "cancel", "close_at_exit", "run"]
+__all__ = ["AsyncLifecycle", "Blocking", "EventLoopThread", "blocking", "cancel", "close_at_exit", "run", "twin_property"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -166,8 +166,8 @@ class Blocking(Generic[A]):
     """Base of a blocking client: holds its async twin (``_async``) and runs calls on the loop thread.
 
     Subclasses build the async object, hand it to ``__init__`` (which also closes it once the blocking client is
-    collected, so no subclass can forget to) and take each of its methods as they are:
-    ``send = blocking(AsyncProducer.send)``.
+    collected, so no subclass can forget to) and take each of its methods and read-only properties as they are:
+    ``send = blocking(AsyncProducer.send)``, ``epoch = twin_property(AsyncProducer.epoch)``.
     """
 
     _async: A
@@ -196,3 +196,28 @@ def blocking(method: Callable[Concatenate[A, P], Coroutine[Any, Any, T]]) -> Cal
         return run(method(self._async, *args, **kwargs))
 
     return on_the_loop
+
+
+class twin_property(property, Generic[T]):  # noqa: N801  # used where ``property`` would be: lower case, as it is
+    """The blocking twin of the async client's read-only property ``read``: its value, read from the twin (a plain
+    attribute read, so not on the loop thread), with the same docstring and type, as ``blocking`` is for methods.
+
+    A property, so help() and the API reference show it as one; ``read`` is the async class's property
+    (``AsyncAdminClient.urls``), which a type checker sees as its getter.
+    """
+
+    def __init__(self, read: Callable[[Any], T]) -> None:
+        getter: Callable[[Any], T] = getattr(read, "fget", read)
+
+        @functools.wraps(getter)
+        def on_the_twin(self: Blocking[Any]) -> T:
+            return getter(self._async)
+
+        super().__init__(on_the_twin)
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any] | None = None) -> Self: ...
+    @overload
+    def __get__(self, instance: Blocking[Any], owner: type[Any] | None = None) -> T: ...
+    def __get__(self, instance: Blocking[Any] | None, owner: type[Any] | None = None) -> T | Self:
+        return super().__get__(instance, owner)  # type: ignore[no-any-return]

@@ -55,7 +55,7 @@ from halfmq.wire import (
 
 from . import endpoints, tracing
 from .endpoints import Call
-from .loop_thread import Blocking, blocking, run
+from .loop_thread import Blocking, blocking, run, twin_property
 from .messages import Body, epoch_ms, outgoing, sendable_topic
 from .numbering import Numbering, numbering_for
 from .producer_transaction_steps import TransactionalSteps
@@ -344,11 +344,7 @@ class Producer(Blocking[AsyncProducer[R]], Generic[R]):
     find_messages = blocking(AsyncProducer.find_messages)
     journey = blocking(AsyncProducer.journey)
 
-    @property
-    def epoch(self) -> int | None:
-        """This instance's generation of ``transactional_id`` (set by ``init_transactions()``)."""
-        return self._async.epoch
-
+    epoch = twin_property(AsyncProducer.epoch)
     init_transactions = blocking(AsyncProducer.init_transactions)
     begin_transaction = blocking(AsyncProducer.begin_transaction)
     flush = blocking(AsyncProducer.flush)
