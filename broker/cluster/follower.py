@@ -30,7 +30,7 @@ from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
 from .catch_up import BehindLeader, LogStartFollower, SnapshotTaker
 from .node_view import SetPicture
-from .peers import PeerClient, PeerResponse, PeerStream
+from .peers import STREAM_MESSAGE_BYTES, PeerClient, PeerResponse, PeerStream
 from .promotion_snapshots import PromotionSnapshots
 from .stream_frames import BEHIND, KEEPALIVE_SECONDS, Run, ack_frame, read_run
 from .term_history import TermHistory
@@ -146,7 +146,9 @@ class Follower:
         store = self._store()
         hello = wire.FetchRequest(node_id=self.node_id, term=term, from_offset=store.commit_log.end_offset,
                                   durable_offset=reports.durable, high_watermark=self.leader_high_watermark, history_term=None)
-        stream = await self._http.stream(f"{leader_url}{STREAM_PATH}", msgspec.json.encode(hello))
+        # a run is one write group at most when the group is larger than RUN_MAX_BYTES; a group never spans segments
+        stream = await self._http.stream(f"{leader_url}{STREAM_PATH}", msgspec.json.encode(hello),
+                                         store.config.segment_bytes + STREAM_MESSAGE_BYTES)
         acks = asyncio.get_running_loop().create_task(reports.stream_acks(
             stream, lambda: self._store().commit_log.end_offset, lambda: self._show_acknowledged(self._store())))
         try:

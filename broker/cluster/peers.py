@@ -38,7 +38,7 @@ CONNECT_SECONDS = 1.0  # a peer that does not accept a connection in this long i
 READ_SECONDS = 5.0  # no byte of an answer for this long: a timeout (the stream's leader sends at least every stream_frames.KEEPALIVE_SECONDS)
 CONNECTIONS_PER_PEER = 8  # a follower's stream and snapshot parts, a probe, an election's position ask: a few at once per peer
 IDLE_SECONDS = 30.0  # a kept-alive connection idle for this long is closed
-STREAM_MESSAGE_BYTES = 1 << 20  # a replication stream's message at most (a run is 256 KiB of log and a header)
+STREAM_MESSAGE_BYTES = 1 << 20  # a replication stream's message at most, unless the caller says (a run is 256 KiB of log and a header)
 
 
 class PeerError(Exception):
@@ -214,9 +214,10 @@ class PeerClient:
             hook(answer)
         return answer
 
-    async def stream(self, url: str, first: bytes) -> PeerStream:
+    async def stream(self, url: str, first: bytes, max_message_bytes: int = STREAM_MESSAGE_BYTES) -> PeerStream:
         """A WebSocket to a member (the replication stream, stream_frames.py), ``first`` sent on it; the same checks,
-        token and errors as a call. Every message received counts as an answer (``on_answer``)."""
+        token and errors as a call. Every message received counts as an answer (``on_answer``); a larger one than
+        ``max_message_bytes`` ends the stream."""
         import aiohttp
 
         if not is_member_url(url, self.members):
@@ -224,7 +225,7 @@ class PeerClient:
         headers = {"authorization": f"Bearer {self._token}"} if self._token else {}
         try:
             ws = await self._session.get().ws_connect(url, headers=headers, autoping=True, compress=0,
-                                                      max_msg_size=STREAM_MESSAGE_BYTES)
+                                                      max_msg_size=max_message_bytes)
         except aiohttp.WSServerHandshakeError as exc:
             raise PeerAnswer(f"{url} refused the stream: {exc.status} {exc.message}", exc.status) from exc
         except aiohttp.ClientConnectorError as exc:

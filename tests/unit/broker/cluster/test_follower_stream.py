@@ -110,7 +110,7 @@ async def streaming(tmp_path: Path) -> AsyncIterator[Callable[[], tuple[SlowDisk
         clients.append(http)
         opened: list[str] = []
 
-        async def stream(url: str, first: bytes) -> LeaderStream:
+        async def stream(url: str, first: bytes, max_message_bytes: int = 0) -> LeaderStream:
             opened.append(url)
             assert url == f"{LEADER}{STREAM_PATH}"
             await leader.send(first)
