@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import urllib.parse
 from pathlib import Path
 from typing import Annotated, Literal
@@ -237,6 +238,9 @@ class BrokerSettings(BaseSettings):
     # log bytes a leader pushes on a follower's stream past what the follower reported on disk before it waits for its ack
     replication_in_flight_bytes: int = Field(default=4 * 1024 * 1024, ge=256 * 1024)
     cluster_token_file: Path | None = None  # with auth on: the token (admin on cluster:broker) nodes fetch with
+    # CA bundle (PEM) a node verifies the other members' https URLs with: calls and the replication stream. Unset: the
+    # system's CAs. Verification is never turned off: a member whose certificate it does not trust is not followed.
+    peer_ca_file: Path | None = None
     # NODE_ID=URL,...: every node of the set. A node follows only a leader listed here (id and URL) and sends its
     # cluster token to no other URL; it defaults advertise_url and cluster_size. Required with `cluster`.
     cluster_members: Annotated[list[str], NoDecode] = []
@@ -286,6 +290,15 @@ class BrokerSettings(BaseSettings):
         if self.disk_early_delete_ratio > self.disk_refuse_sends_ratio:
             raise ValueError(f"disk_early_delete_ratio ({self.disk_early_delete_ratio}) must not exceed disk_refuse_sends_ratio "
                              f"({self.disk_refuse_sends_ratio}): the broker frees space before it refuses sends")
+        return self
+
+    @model_validator(mode="after")
+    def _peer_ca_file_loads(self) -> BrokerSettings:
+        if self.peer_ca_file is not None:
+            try:
+                ssl.create_default_context(cafile=self.peer_ca_file)
+            except (OSError, ssl.SSLError) as exc:  # refused at start, not at the first call to a peer
+                raise ValueError(f"peer_ca_file {self.peer_ca_file} is not a readable PEM CA bundle: {exc}") from None
         return self
 
     @model_validator(mode="after")

@@ -30,7 +30,7 @@ from halfmq.broker.store.message_store import MessageStore, StoreNotWritable
 
 from .catch_up import BehindLeader, LogStartFollower, SnapshotTaker
 from .node_view import SetPicture
-from .peers import PeerClient, PeerResponse, PeerStream
+from .peers import STREAM_MESSAGE_BYTES, PeerClient, PeerNotTrusted, PeerResponse, PeerStream
 from .promotion_snapshots import PromotionSnapshots
 from .stream_frames import BEHIND, KEEPALIVE_SECONDS, Run, ack_frame, read_run
 from .term_history import TermHistory
@@ -123,6 +123,15 @@ class Follower:
         who = node_id.replace("%", "%%")
         self.storing = FailureWatch(f"node {who} cannot store the leader's log: %s; replication retries until the disk takes it",
                                     f"node {who} stores the leader's log again", log)
+        self.trusting = FailureWatch(f"node {who} does not follow: %s", f"node {who} trusts its leader's certificate again", log)
+        self.error: str | None = None  # why replication from the leader last stopped; None once a stream is open (the view's)
+
+    def stopped(self, exc: BaseException) -> None:
+        """Replication from the leader stopped on ``exc``: the view says so until a stream is open again; a certificate
+        this node does not trust is logged once (a setting to fix: every retry meets it), not at every tick."""
+        self.error = str(exc) or repr(exc)
+        if isinstance(exc, PeerNotTrusted):
+            self.trusting.failed(exc)
 
     async def follow(self, leader_url: str, term: int) -> None:
         """Replicate from ``leader_url`` until cancelled or the leader stops answering as leader."""
@@ -146,7 +155,11 @@ class Follower:
         store = self._store()
         hello = wire.FetchRequest(node_id=self.node_id, term=term, from_offset=store.commit_log.end_offset,
                                   durable_offset=reports.durable, high_watermark=self.leader_high_watermark, history_term=None)
-        stream = await self._http.stream(f"{leader_url}{STREAM_PATH}", msgspec.json.encode(hello))
+        # a run is one write group at most when the group is larger than RUN_MAX_BYTES; a group never spans segments
+        stream = await self._http.stream(f"{leader_url}{STREAM_PATH}", msgspec.json.encode(hello),
+                                         store.config.segment_bytes + STREAM_MESSAGE_BYTES)
+        self.error = None
+        self.trusting.succeeded()
         acks = asyncio.get_running_loop().create_task(reports.stream_acks(
             stream, lambda: self._store().commit_log.end_offset, lambda: self._show_acknowledged(self._store())))
         try:

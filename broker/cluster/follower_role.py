@@ -25,7 +25,7 @@ from .decisions import Claim, may_campaign
 from .etcd import ClusterAddress, EtcdClient, EtcdUnavailable, Lease, absent, unchanged
 from .follower import Follower, ReplicaNotStored
 from .leader_claims import LeaderClaims
-from .peers import PeerClient, PeerConnectionFailed, PeerResponse
+from .peers import PeerClient, PeerConnectionFailed, PeerNotTrusted, PeerResponse
 from .positions import may_stand, position_of
 from .standing import Standing
 from .takeover import Takeover
@@ -130,13 +130,19 @@ class FollowerRole:
             raise
         except BehindLeader:  # retention deleted what this node has not fetched: it begins at the leader's log start
             await self._catch_up(url)
-        except ReplicaNotStored:  # a refusing disk: the follower logs it once, not at every tick
+        except ReplicaNotStored as exc:  # a refusing disk: the follower logs it once, not at every tick
+            self.replication.stopped(exc)
+            await asyncio.sleep(0.2)
+        except PeerNotTrusted as exc:  # a setting to fix, not a dead leader: logged once, and in the view until it works
+            self.replication.stopped(exc)
             await asyncio.sleep(0.2)
         except PeerConnectionFailed as exc:  # the connection failed: is anyone still listening there?
+            self.replication.stopped(exc)
             log.info("node %s: replication from %s stopped: %r", self._standing.node_id, url, exc)
             await self._takeover.end_dead_term(url, term)
             await asyncio.sleep(0.2)
         except Exception as exc:  # noqa: BLE001 - any failure: the next tick follows again (or campaigns)
+            self.replication.stopped(exc)
             log.info("node %s: replication from %s stopped: %r", self._standing.node_id, url, exc)
             await asyncio.sleep(0.2)
 

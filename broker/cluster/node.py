@@ -76,7 +76,7 @@ class ClusterNode:
         self.appended = asyncio.Event()  # set by every append while leading: every replication stream's push loop wakes
         self.watermark = HighWatermark(self.tracker, lambda: self.store, self.appended.set)  # what consumers may read
         token = settings.cluster_token_file.read_text().strip() if settings.cluster_token_file else None
-        self._http = PeerClient(self.members, token)  # the only client that calls peers
+        self._http = PeerClient(self.members, token, ca_file=settings.peer_ca_file)  # the only client that calls peers
         self._wake = asyncio.Event()  # set by the watch: run the tick now
         self._tasks: list[asyncio.Task] = []  # the tick, the renewals, the watch
         self._clock = clock

@@ -94,6 +94,7 @@ async def node_view(node: ClusterNode, clock: Callable[[], float] = time.monoton
         "node_id": node.node_id, "role": node.role.value, "term": node.term, "writable": node.writable,
         "leader": leader, "in_sync": picture.in_sync if picture is not None else None,
         "ack": node.settings.ack, "cluster_size": node.settings.cluster_size, "etcd_error": node.etcd_error,
+        "replication_error": None if leading else node.following.replication.error,
         "log_end": end, "durable_offset": durable, "high_watermark": store.visible.bound,
         "nodes": sorted(nodes.values(), key=lambda n: str(n["node_id"])),
         "last_failover": (picture.last_failover if picture is not None else None) or node.last_failover,

@@ -15,10 +15,15 @@ speaks no HTTP library's types: a refused connect (nobody listens: the process
 is gone) is a ``PeerUnreachable`` with ``refused`` set. Every call a node makes
 is safe to repeat (reads, and reports of a durable end that only rise), so a
 kept-alive connection the peer closed while it sat idle is replaced once.
+Members' https URLs are verified against ``HALFMQ_BROKER_PEER_CA_FILE`` (else the
+system's CAs), host name included; a certificate not trusted is ``PeerNotTrusted``,
+a setting to fix rather than a peer that is down, and nothing is sent over less.
 """
 
 from __future__ import annotations
 
+import os
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,7 +43,7 @@ CONNECT_SECONDS = 1.0  # a peer that does not accept a connection in this long i
 READ_SECONDS = 5.0  # no byte of an answer for this long: a timeout (the stream's leader sends at least every stream_frames.KEEPALIVE_SECONDS)
 CONNECTIONS_PER_PEER = 8  # a follower's stream and snapshot parts, a probe, an election's position ask: a few at once per peer
 IDLE_SECONDS = 30.0  # a kept-alive connection idle for this long is closed
-STREAM_MESSAGE_BYTES = 1 << 20  # a replication stream's message at most (a run is 256 KiB of log and a header)
+STREAM_MESSAGE_BYTES = 1 << 20  # a replication stream's message at most, unless the caller says (a run is 256 KiB of log and a header)
 
 
 class PeerError(Exception):
@@ -59,6 +64,14 @@ class PeerUnreachable(PeerConnectionFailed):
     def __init__(self, message: str, refused: bool) -> None:
         super().__init__(message)
         self.refused = refused
+
+
+class PeerNotTrusted(PeerUnreachable):
+    """The peer's certificate was not verified (not signed by a CA this node trusts, or not for its host): no request went
+    out, and none will over anything weaker. A setting to fix (``HALFMQ_BROKER_PEER_CA_FILE``), not a peer that is down."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, refused=False)
 
 
 class PeerTimeout(PeerConnectionFailed):
@@ -164,6 +177,24 @@ class PeerStream:
         await self._ws.close()
 
 
+def peer_tls(ca_file: str | os.PathLike[str] | None) -> ssl.SSLContext | bool:
+    """How members' https URLs are verified: against ``ca_file`` alone when given (a set's private CA), else the
+    system's CAs (aiohttp's default). Always verified, host name included: there is no setting that turns it off."""
+    return ssl.create_default_context(cafile=ca_file) if ca_file is not None else True
+
+
+def _unreachable(url: URL, exc: aiohttp.ClientConnectorError) -> PeerUnreachable:
+    """A failed connect as the cluster's type: a certificate not verified is ``PeerNotTrusted`` (it says which setting),
+    a refusal (nobody listens) ``refused``."""
+    import aiohttp
+
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return PeerNotTrusted(f"cannot connect to {url.origin()}: its certificate is not trusted ({exc.certificate_error}); "
+                              "HALFMQ_BROKER_PEER_CA_FILE names the CA bundle the set's members are verified with")
+    cause = getattr(exc, "os_error", None)
+    return PeerUnreachable(f"cannot connect to {url.origin()}: {cause or exc}", refused=isinstance(cause, ConnectionRefusedError))
+
+
 Exchange = Callable[[PeerRequest], Awaitable[PeerResponse]]
 AnswerHook = Callable[[PeerResponse], None]
 
@@ -172,9 +203,12 @@ class PeerClient:
     """``exchange``: what sends a checked request (default: aiohttp); a test gives a fake peer there."""
 
     def __init__(self, members: dict[str, str], token: str | None, *, exchange: Exchange | None = None,
-                 connect_seconds: float = CONNECT_SECONDS, read_seconds: float = READ_SECONDS) -> None:
+                 connect_seconds: float = CONNECT_SECONDS, read_seconds: float = READ_SECONDS,
+                 ca_file: str | os.PathLike[str] | None = None) -> None:
+        """``ca_file``: the CA bundle members' https URLs are verified with (HALFMQ_BROKER_PEER_CA_FILE); None: the system's."""
         self.members = dict(members)
         self._token = token
+        self._tls = peer_tls(ca_file)
         self._exchange = exchange or self._over_aiohttp
         self._connect_seconds = connect_seconds
         self._read_seconds = read_seconds
@@ -214,9 +248,10 @@ class PeerClient:
             hook(answer)
         return answer
 
-    async def stream(self, url: str, first: bytes) -> PeerStream:
+    async def stream(self, url: str, first: bytes, max_message_bytes: int = STREAM_MESSAGE_BYTES) -> PeerStream:
         """A WebSocket to a member (the replication stream, stream_frames.py), ``first`` sent on it; the same checks,
-        token and errors as a call. Every message received counts as an answer (``on_answer``)."""
+        token and errors as a call. Every message received counts as an answer (``on_answer``); a larger one than
+        ``max_message_bytes`` ends the stream."""
         import aiohttp
 
         if not is_member_url(url, self.members):
@@ -224,13 +259,11 @@ class PeerClient:
         headers = {"authorization": f"Bearer {self._token}"} if self._token else {}
         try:
             ws = await self._session.get().ws_connect(url, headers=headers, autoping=True, compress=0,
-                                                      max_msg_size=STREAM_MESSAGE_BYTES)
+                                                      max_msg_size=max_message_bytes)
         except aiohttp.WSServerHandshakeError as exc:
             raise PeerAnswer(f"{url} refused the stream: {exc.status} {exc.message}", exc.status) from exc
         except aiohttp.ClientConnectorError as exc:
-            cause = getattr(exc, "os_error", None)
-            raise PeerUnreachable(f"cannot connect to {URL(url).origin()}: {cause or exc}",
-                                  refused=isinstance(cause, ConnectionRefusedError)) from exc
+            raise _unreachable(URL(url), exc) from exc
         except TimeoutError as exc:
             raise PeerTimeout(f"no answer from {URL(url).origin()} in time") from exc
         except aiohttp.ClientError as exc:
@@ -248,9 +281,7 @@ class PeerClient:
             except aiohttp.ServerDisconnectedError:
                 return await self._once(request)  # a kept-alive connection the peer closed while idle: once more, on a new one
         except aiohttp.ClientConnectorError as exc:  # (a certificate refused too: no connection to use)
-            cause = getattr(exc, "os_error", None)
-            raise PeerUnreachable(f"cannot connect to {request.url.origin()}: {cause or exc}",
-                                  refused=isinstance(cause, ConnectionRefusedError)) from exc
+            raise _unreachable(request.url, exc) from exc
         except TimeoutError as exc:  # aiohttp's connect and read timeouts are TimeoutErrors too
             raise PeerTimeout(f"no answer from {request.url.origin()} in time") from exc
         except aiohttp.ClientError as exc:  # closed before the answer was whole, a malformed answer
@@ -265,7 +296,7 @@ class PeerClient:
         import aiohttp
 
         return aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit_per_host=CONNECTIONS_PER_PEER, keepalive_timeout=IDLE_SECONDS),
+            connector=aiohttp.TCPConnector(limit_per_host=CONNECTIONS_PER_PEER, keepalive_timeout=IDLE_SECONDS, ssl=self._tls),
             cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False, skip_auto_headers=("User-Agent",),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_seconds, sock_read=self._read_seconds))
 

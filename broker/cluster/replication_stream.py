@@ -96,7 +96,7 @@ class StreamDecision:
             if self.sent - self.durable >= node.settings.replication_in_flight_bytes or now - self.heard_at >= SILENT_SECONDS:
                 self.blocked = True
             else:
-                data = log.read_run(self.sent, end, RUN_MAX_BYTES)
+                data = log.read_groups(self.sent, end, RUN_MAX_BYTES)  # whole write groups: a follower takes no part of one
         hwm = node.tracker.high_watermark
         if not data:
             if hwm > self.watermark and now - self.watermark_told_at >= WATERMARK_SECONDS:

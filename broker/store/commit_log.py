@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import struct
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -21,17 +22,53 @@ from pathlib import Path
 
 from .atomic_file import fsync_dir
 from .file_handles import FileHandles
-from .record import HEADER_SIZE, MAGIC, MAGIC_AT, MAX_RECORD_SIZE, RecordError, StoredMessage, claims_offset, damaged_field, decode, peek_size
+from .record import (
+    FLAG_GROUP_MORE,
+    HEADER_FIELDS,
+    HEADER_SIZE,
+    MAGIC,
+    MAGIC_AT,
+    MAX_RECORD_SIZE,
+    RecordError,
+    StoredMessage,
+    claims_offset,
+    damaged_field,
+    decode,
+    peek_size,
+)
 from .retention import SegmentFacts
 
 log = logging.getLogger(__name__)
 
 NAME_WIDTH = 20
 SCAN_CHUNK = 8 * 1024 * 1024
+_FLAGS_AT = HEADER_FIELDS["flags"]  # (little-endian: FLAG_GROUP_MORE is in this byte)
 
 
 class CorruptLogError(Exception):
     """A record before the tail is damaged: refusing to guess what it held."""
+
+
+_SIZE_AND_FLAGS = struct.Struct(f"<I{_FLAGS_AT - 4}xB")  # a header's size, and its flags' low byte (FLAG_GROUP_MORE's)
+
+
+def whole_groups_end(data: bytes | memoryview) -> int:
+    """Where the last whole write group at the front of ``data`` (log bytes from a group's start) ends; 0: none whole.
+    Only the headers' sizes and flags are read (the follower checks the rest): ~0.2 us a record, one unpack each (a
+    slice and int.from_bytes took ~0.5-1 us). Bytes whose sizes make no sense are left whole, for the follower to refuse."""
+    at = last = 0
+    length = len(data)
+    unpack = _SIZE_AND_FLAGS.unpack_from
+    while at + HEADER_SIZE <= length:
+        size, flags = unpack(data, at)
+        if size < HEADER_SIZE:
+            return length
+        if at + size > length:
+            break
+        at += size
+        if not flags & FLAG_GROUP_MORE:
+            last = at
+    return last
 
 
 @dataclass(frozen=True)
@@ -259,15 +296,38 @@ class CommitLog:
             raise RecordError(f"short read at {offset}: wanted {size}, got {len(data)}")
         return data
 
-    def read_run(self, offset: int, end: int, max_bytes: int) -> bytes:
+    def _read_run(self, offset: int, end: int, max_bytes: int) -> bytes:
         """The log's bytes from ``offset`` up to ``end``, at most ``max_bytes``, never past the segment that holds
-        ``offset``: what a replica appends as one run into its own segment of the same base (a fetch answer, a stream's
-        run). Empty from ``end`` on."""
+        ``offset`` (a replica appends a run into its own segment of the same base). Empty from ``end`` on."""
         if offset >= end:
             return b""
         seg = self._segment_for(offset)
         stop = min(end, seg.end, offset + max_bytes)
         return self.read(offset, stop - offset)
+
+    def read_groups(self, offset: int, end: int, max_bytes: int) -> bytes:
+        """The log's whole write groups from ``offset`` (where one starts) up to ``end``, at most ``max_bytes``, never
+        past the segment that holds ``offset``: a stream's run, which a replica appends into its own segment of the same
+        base. Whole groups, because a follower appends only those (replicated_groups.py): a run that ended inside one
+        would not move it, and the next would not start where its log ends. A first group larger than ``max_bytes``
+        comes whole, alone (a group never spans segments). Empty from ``end`` on."""
+        data = self._read_run(offset, end, max_bytes)
+        if len(data) < max_bytes:  # it stopped at ``end`` or the segment's end: where a group ends, always
+            return data
+        cut = whole_groups_end(data)
+        if cut:
+            return data[:cut]
+        return self._read_run(offset, end, self._group_end(offset, end) - offset)
+
+    def _group_end(self, offset: int, end: int) -> int:
+        """Where the write group that starts at ``offset`` ends, from its records' headers (at most ``end``)."""
+        pos = offset
+        while pos < end:
+            size, flags = _SIZE_AND_FLAGS.unpack_from(self.read(pos, HEADER_SIZE))
+            pos += max(size, HEADER_SIZE)
+            if not flags & FLAG_GROUP_MORE:
+                break
+        return min(pos, end)
 
     def read_record(self, offset: int, size: int | None = None) -> StoredMessage:
         if size is None:

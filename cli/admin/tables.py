@@ -187,7 +187,8 @@ def cluster(data: dict) -> Any:
         return table
     leader = (data.get("leader") or {}).get("node_id") or "none"
     summary = (f"as {data['node_id']} ({data['role']}) sees it: term {data['term']}, leader {leader}, ack {data['ack']}, "
-               f"high watermark {data['high_watermark']}" + (f", etcd: {data['etcd_error']}" if data.get("etcd_error") else ""))
+               f"high watermark {data['high_watermark']}" + (f", etcd: {data['etcd_error']}" if data.get("etcd_error") else "")
+               + (f", replication stopped: {data['replication_error']}" if data.get("replication_error") else ""))
     lines = [summary, leader_change(data.get('last_failover'))]
     if data["role"] != "leader":
         lines.append(picture_line(data))

@@ -75,6 +75,9 @@ class ClusterView(_Wire):
     # in seconds (None: on the leader, or no picture yet from the leader it follows).
     picture_from: str | None = None
     picture_age_seconds: float | None = None
+    # On a follower: why replication from the leader last stopped (a certificate not trusted, a leader gone); None while
+    # it streams, on the leader, or from a broker older than the field.
+    replication_error: str | None = None
 
 
 class TermEnd(_Wire):

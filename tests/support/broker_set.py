@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,19 +20,23 @@ import httpx
 from .etcd import EtcdProcess
 from .processes import BrokerProcess
 from .small_disk import SmallDisk
+from .tls import TlsFiles
 
 
 class BrokerSet:
     def __init__(self, etcd: EtcdProcess, root: Path, size: int = 3, prefix: str = "set", env: dict[str, str] | None = None,
                  token: str | None = None, hosts: Sequence[str] | None = None,
-                 wrap: Callable[[str, list[str]], list[str]] | None = None, disk_size: int | None = None) -> None:
+                 wrap: Callable[[str, list[str]], list[str]] | None = None, disk_size: int | None = None,
+                 tls: TlsFiles | None = None) -> None:
         """``token``: with broker auth on (HALFMQ_BROKER_AUTH_FILE in ``env``), one that may describe the cluster, for ``view``.
 
         ``hosts``: node i listens on ``hosts[i-1]``; ``wrap(node_id, argv)``: the command that starts that node;
-        ``disk_size``: each node's data dir on a tmpfs of that many bytes (mounted now, unmounted by ``stop``).
+        ``disk_size``: each node's data dir on a tmpfs of that many bytes (mounted now, unmounted by ``stop``);
+        ``tls``: every node serves HTTPS with that certificate (members' URLs are https) and trusts that CA for its peers.
         """
         self.etcd = etcd
         self.token = token
+        self.tls = tls
         self.nodes: dict[str, BrokerProcess] = {}
         self.disks: dict[str, SmallDisk] = {}
         for i in range(1, size + 1):
@@ -40,12 +45,14 @@ class BrokerSet:
             if disk_size is not None:
                 self.disks[node_id] = SmallDisk(root / f"{node_id}-disk", disk_size).mount()
                 data_dir = self.disks[node_id].path / node_id
+            served = {"HALFMQ_BROKER_TLS_CERT_FILE": str(tls.cert), "HALFMQ_BROKER_TLS_KEY_FILE": str(tls.key),
+                      "HALFMQ_BROKER_PEER_CA_FILE": str(tls.ca)} if tls else {}
             node = BrokerProcess(data_dir, root, env={
                 "HALFMQ_BROKER_CLUSTER": etcd.cluster_url(prefix), "HALFMQ_BROKER_NODE_ID": node_id,
-                "HALFMQ_BROKER_CLUSTER_SIZE": str(size), "HALFMQ_BROKER_SEGMENT_BYTES": str(1 << 20), **(env or {}),
-            })
+                "HALFMQ_BROKER_CLUSTER_SIZE": str(size), "HALFMQ_BROKER_SEGMENT_BYTES": str(1 << 20), **served, **(env or {}),
+            }, ca_file=tls.ca if tls else None)
             if hosts is not None:
-                node.url = f"http://{hosts[i - 1]}:{node.port}"
+                node.url = f"{'https' if tls else 'http'}://{hosts[i - 1]}:{node.port}"
                 node.health_url = f"{node.url}/healthz"
                 node.argv += ["--host", hosts[i - 1]]
             if wrap is not None:
@@ -55,6 +62,11 @@ class BrokerSet:
         members = ",".join(f"{node_id}={node.url}" for node_id, node in self.nodes.items())
         for node in self.nodes.values():  # the configured members, and the etcd user when etcd has auth on
             node.env.update({"HALFMQ_BROKER_CLUSTER_MEMBERS": members, **etcd.broker_env()})
+
+    @property
+    def verify(self) -> ssl.SSLContext | bool:
+        """What a test's client verifies the nodes with (httpx's ``verify``): the set's CA when it serves HTTPS."""
+        return ssl.create_default_context(cafile=self.tls.ca) if self.tls else True
 
     @property
     def urls(self) -> list[str]:
@@ -78,7 +90,7 @@ class BrokerSet:
 
     def view(self, node_id: str) -> dict | None:
         try:
-            answer = httpx.get(f"{self.nodes[node_id].url}/v1/cluster", timeout=2,
+            answer = httpx.get(f"{self.nodes[node_id].url}/v1/cluster", timeout=2, verify=self.verify,
                                headers={"authorization": f"Bearer {self.token}"} if self.token else None)
         except httpx.HTTPError:
             return None

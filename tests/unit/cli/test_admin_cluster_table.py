@@ -59,3 +59,11 @@ def test_on_a_follower_cluster_show_says_whose_figures_the_other_rows_are_and_ho
     follower = {**LEADER_ANSWER, "node_id": "n1", "role": "follower", "writable": False}
     assert "the leader n2's figures, 1.5 s old" in _text({**follower, "picture_from": "n2", "picture_age_seconds": 1.5})
     assert "no figures from a leader yet" in _text(follower)
+
+
+def test_on_a_follower_whose_replication_stopped_cluster_show_says_why() -> None:
+    follower = {**LEADER_ANSWER, "node_id": "n3", "role": "follower", "writable": False,
+                "replication_error": "cannot connect to https://127.0.0.1:36731: its certificate is not trusted"}
+    assert wire.decode(follower, wire.ClusterView).replication_error is not None
+    assert "replication stopped: cannot connect to https://127.0.0.1:36731: its certificate is not trusted" in _text(follower)
+    assert "replication stopped" not in _text(LEADER_ANSWER)

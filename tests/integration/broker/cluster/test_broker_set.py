@@ -55,3 +55,15 @@ def test_after_kill_9_of_the_leader_another_node_leads_with_every_acknowledged_m
     assert broker_set.log_bytes(leader) == broker_set.log_bytes(new)
     view = broker_set.view(leader)
     assert view is not None and view["role"] == "follower"
+
+
+def test_a_write_group_larger_than_a_stream_run_is_replicated_whole(broker_set: BrokerSet) -> None:
+    """A run is 256 KiB at most, a follower appends whole write groups only: a larger group goes in one run of its own
+    (before, the leader pushed its first 256 KiB, the follower took none of it, and every quorum send timed out)."""
+    leader = broker_set.leader()
+    big = [f"{i}" * 200_000 for i in range(3)]  # one batch: one write group of ~600 KB
+    assert {r["status"] for r in _send(broker_set.nodes[leader].url, big)} == {"SEND_OK"}
+    assert {r["status"] for r in _send(broker_set.nodes[leader].url, ["after"])} == {"SEND_OK"}
+    broker_set.caught_up()
+    follower = next(n for n in broker_set.nodes if n != leader)
+    assert broker_set.log_bytes(follower) == broker_set.log_bytes(leader)

@@ -55,7 +55,7 @@ def fake_leader(store: MessageStore) -> PeerClient:
         return PeerResponse.of(200, json={"end_offset": store.commit_log.end_offset}, headers={TERM_HEADER: str(TERM)})
     client = fake_peers(handle, LEADER)
 
-    async def stream(url: str, first: bytes) -> _Stream:
+    async def stream(url: str, first: bytes, max_message_bytes: int = 0) -> _Stream:
         return _Stream(store, first)
 
     client.stream = stream  # type: ignore[method-assign, assignment]

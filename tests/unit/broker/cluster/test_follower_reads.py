@@ -53,7 +53,7 @@ class Leader:
         assert request.url.path == "/v1/replication/term-end"
         return PeerResponse.of(200, json={"end_offset": self.store.commit_log.end_offset}, headers={TERM_HEADER: str(TERM)})
 
-    async def stream(self, url: str, first: bytes) -> Leader:
+    async def stream(self, url: str, first: bytes, max_message_bytes: int = 0) -> Leader:
         self._sent = self._told = 0
         hello = json.loads(first)
         self._sent = hello["from_offset"]

@@ -10,6 +10,7 @@ import asyncio
 import concurrent.futures
 import errno
 import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,7 +20,7 @@ import pytest
 
 from halfmq.broker.cluster.catch_up import BehindLeader
 from halfmq.broker.cluster.follower import STREAM_PATH, TERM_HEADER, Follower, LowerTerm, ReplicaNotStored, StreamGap
-from halfmq.broker.cluster.peers import PeerClient, PeerRequest, PeerResponse
+from halfmq.broker.cluster.peers import PeerClient, PeerDisconnected, PeerNotTrusted, PeerRequest, PeerResponse
 from halfmq.broker.cluster.stream_frames import BEHIND, RUN, read_ack, run_frame
 from halfmq.broker.cluster.term_history import TermHistory
 from tests.support.fake_peers import fake_peers
@@ -110,7 +111,7 @@ async def streaming(tmp_path: Path) -> AsyncIterator[Callable[[], tuple[SlowDisk
         clients.append(http)
         opened: list[str] = []
 
-        async def stream(url: str, first: bytes) -> LeaderStream:
+        async def stream(url: str, first: bytes, max_message_bytes: int = 0) -> LeaderStream:
             opened.append(url)
             assert url == f"{LEADER}{STREAM_PATH}"
             await leader.send(first)
@@ -228,3 +229,32 @@ async def test_a_failed_fsync_stops_the_appends_and_is_never_acked(
         await asyncio.wait_for(task, 5)
     assert disk.commit_log.end_offset == 100  # nothing appended past a failed fsync
     assert all(durable == 0 for durable, _ in leader.acks)  # and what it did not keep was never told as on disk
+
+
+async def test_a_leader_whose_certificate_is_not_trusted_is_said_once_and_in_the_view_until_a_stream_opens(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    disk, leader = SlowDisk(), LeaderStream()
+    http = fake_peers(_term_end, LEADER)
+
+    async def stream(url: str, first: bytes, max_message_bytes: int = 0) -> LeaderStream:
+        await leader.send(first)
+        return leader
+
+    http.stream = stream  # type: ignore[method-assign, assignment]
+    follower = Follower("n2", lambda: disk, TermHistory(tmp_path / "h.json"), http, lambda: TERM, 10.0)  # type: ignore[arg-type, return-value]
+    caplog.set_level(logging.INFO, "halfmq.broker.cluster.follower")
+    for _ in range(3):  # every tick's retry meets the same certificate
+        follower.stopped(PeerNotTrusted(f"cannot connect to {LEADER}: its certificate is not trusted"))
+    assert follower.error == f"cannot connect to {LEADER}: its certificate is not trusted"
+    assert [r.levelname for r in caplog.records] == ["ERROR"] and "does not follow" in caplog.records[0].getMessage()
+    task = asyncio.get_running_loop().create_task(follower.follow(LEADER, TERM))
+    try:
+        await until(lambda: leader.first is not None)
+        assert follower.error is None  # streaming again: the view shows no error
+        assert [r.levelname for r in caplog.records] == ["ERROR", "WARNING"]  # and the log says it works again
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await http.aclose()
+    follower.stopped(PeerDisconnected("the leader closed the stream"))  # any other failure: in the view, not logged here
+    assert follower.error == "the leader closed the stream" and len(caplog.records) == 2

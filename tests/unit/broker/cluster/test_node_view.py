@@ -22,14 +22,14 @@ class _Registrations:
         return [SimpleNamespace(json=lambda n=n, u=u: {"node_id": n, "url": u}) for n, u in MEMBERS.items()]
 
 
-def _follower(picture: SetPicture | None, leader: str = "n1") -> Any:
+def _follower(picture: SetPicture | None, leader: str = "n1", error: str | None = None) -> Any:
     store = SimpleNamespace(flushed_offset=85, commit_log=SimpleNamespace(end_offset=95), visible=SimpleNamespace(bound=80))
     return SimpleNamespace(
         node_id="n2", url="http://n2", role=Role.FOLLOWER, term=2, writable=False, members=MEMBERS, etcd=_Registrations(),
         address=ClusterAddress.parse("etcd://127.0.0.1:2379/set"), store=store, etcd_error=None, last_failover=None,
         standing=SimpleNamespace(leader={"node_id": leader, "url": MEMBERS[leader]}),
         settings=SimpleNamespace(ack="quorum", cluster_size=3),
-        following=SimpleNamespace(replication=SimpleNamespace(picture=picture, leader_end=100)))
+        following=SimpleNamespace(replication=SimpleNamespace(picture=picture, leader_end=100, error=error)))
 
 
 def test_a_picture_is_due_in_the_first_answer_to_a_follower_then_once_every_period() -> None:
@@ -48,6 +48,12 @@ async def test_a_follower_shows_the_leaders_rows_of_the_other_nodes_its_own_offs
                           "in_sync": True}
     assert view["in_sync"] == ["n1", "n2", "n3"] and view["picture_from"] == "n1" and view["picture_age_seconds"] == 2.5
     assert view["last_failover"] == LEADERS_PICTURE["last_failover"]  # the leader's record of the set's first election
+    assert view["replication_error"] is None
+
+
+async def test_a_follower_whose_replication_stopped_says_why() -> None:
+    view = await node_view(_follower(None, error="cannot connect to https://n1: its certificate is not trusted"), clock=lambda: 1.0)
+    assert view["replication_error"] == "cannot connect to https://n1: its certificate is not trusted"
 
 
 async def test_a_follower_without_a_picture_of_its_present_leader_shows_only_its_own_offsets() -> None:

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from halfmq.broker.cluster.peers import PeerClient, PeerDisconnected, PeerTimeout, PeerUnreachable
+from halfmq.broker.cluster.peers import PeerClient, PeerDisconnected, PeerNotTrusted, PeerTimeout, PeerUnreachable
+from halfmq.broker.config import BrokerSettings
 from tests.support.loop_steps import until
+from tests.support.tls import TlsFiles, make_ca_and_server_cert
 
 Answer = Callable[[bytes], bytes | None]  # the request head -> what to write (None: write nothing and close)
 
@@ -128,3 +133,48 @@ async def test_a_redirect_is_answered_as_it_is_never_followed(peer: tuple[Peer, 
     async with _client(url) as client:
         answer = await client.get(f"{url}/v1/replication/term-end")
     assert answer.status_code == 302 and len(state.heads) == 1
+
+
+@pytest.fixture(scope="module")
+def set_ca(tmp_path_factory: pytest.TempPathFactory) -> tuple[TlsFiles, TlsFiles]:
+    """The set's CA with the members' certificate, and another CA that signed nothing of theirs."""
+    return make_ca_and_server_cert(tmp_path_factory.mktemp("set-ca")), make_ca_and_server_cert(tmp_path_factory.mktemp("other-ca"))
+
+
+@pytest.fixture
+async def tls_peer(set_ca: tuple[TlsFiles, TlsFiles]) -> AsyncIterator[tuple[Peer, str]]:
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(set_ca[0].cert, set_ca[0].key)
+    state = Peer(lambda head: b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+    server = await asyncio.start_server(state.serve, "127.0.0.1", 0, ssl=served)  # (it serves a connection once its handshake is done)
+    try:
+        yield state, f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    finally:
+        server.close()
+
+
+async def test_a_members_https_url_is_verified_with_the_peer_ca_file(tls_peer: tuple[Peer, str], set_ca: tuple[TlsFiles, TlsFiles]) -> None:
+    state, url = tls_peer
+    async with PeerClient({"n1": url}, "s3cret", ca_file=set_ca[0].ca) as client:
+        assert (await client.get(f"{url}/healthz")).content == b"ok"
+    assert b"authorization: bearer s3cret" in state.heads[0].lower()
+
+
+@pytest.mark.parametrize("trusting", ["another CA", "the system's CAs"])
+async def test_a_member_whose_certificate_is_not_trusted_is_not_called_nor_streamed_to(
+        tls_peer: tuple[Peer, str], set_ca: tuple[TlsFiles, TlsFiles], trusting: str) -> None:
+    state, url = tls_peer
+    async with PeerClient({"n1": url}, "s3cret", ca_file=set_ca[1].ca if trusting == "another CA" else None) as client:
+        with pytest.raises(PeerNotTrusted, match=r"https://127\.0\.0\.1:\d+: its certificate is not trusted .*HALFMQ_BROKER_PEER_CA_FILE"):
+            await client.get(f"{url}/healthz")
+        with pytest.raises(PeerNotTrusted) as streamed:
+            await client.stream(f"{url}/v1/replication/stream", b"hello")
+    assert not streamed.value.refused  # a setting to fix: not the refusal of a dead leader's address
+    assert state.connections == 0 and state.heads == []  # not a byte of a request, token included
+
+
+def test_a_peer_ca_file_that_is_not_a_ca_bundle_refuses_the_settings(tmp_path: Path) -> None:
+    (tmp_path / "ca.pem").write_text("not a certificate\n")
+    for path in (tmp_path / "ca.pem", tmp_path / "missing.pem"):
+        with pytest.raises(ValidationError, match="peer_ca_file .* is not a readable PEM CA bundle"):
+            BrokerSettings(peer_ca_file=path)

@@ -33,7 +33,7 @@ class ByteLog:
     def end_offset(self) -> int:
         return len(self.data)
 
-    def read_run(self, start: int, end: int, most: int) -> bytes:
+    def read_groups(self, start: int, end: int, most: int) -> bytes:  # (its bytes are no records: any cut is a group's end)
         return self.data[start:min(end, start + most)]
 
 

@@ -158,3 +158,14 @@ async def test_a_single_broker_shows_one_row_and_says_so(tmp_path: Path) -> None
         await runtime.stop()
         runtime.store.close()
     assert '<p id="cluster-mode">single node</p>' in page and len(_rows(page)) == 1 and "single node (leader of itself)" in page
+
+
+async def test_on_a_follower_whose_replication_stopped_the_page_says_why_as_text(node: Any) -> None:
+    client, fake = node
+    fake.answer = {**LEADER_ANSWER, "node_id": "n3", "role": "follower", "writable": False,
+                   "replication_error": f"cannot connect to https://127.0.0.1:36731: its certificate is not trusted {MARKUP}"}
+    page = (await client.get("/console/cluster")).text
+    assert '<p id="replication-error">Replication from the leader stopped: cannot connect to https://127.0.0.1:36731' in page
+    assert MARKUP not in page and html.escape(MARKUP) in page
+    fake.answer = LEADER_ANSWER
+    assert 'id="replication-error"' not in (await client.get("/console/cluster")).text

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from halfmq.broker.store.commit_log import CommitLog, CorruptLogError
+from halfmq.broker.store.commit_log import CommitLog, CorruptLogError, whole_groups_end
 from halfmq.broker.store.message_store import MessageStore, PutItem, StoreConfig
 from halfmq.broker.store.record import HEADER_SIZE
 
@@ -135,16 +135,38 @@ def test_damage_in_a_segment_before_the_last_refuses_to_start(tmp_path: Path) ->
 def test_a_run_read_for_a_replica_stops_at_the_end_of_its_segment_at_the_given_end_and_at_its_size(tmp_path: Path) -> None:
     store = MessageStore(StoreConfig(tmp_path, segment_bytes=4096))
     store.create_topic(TOPIC, 1)
+    ends = []
     for _ in range(40):
-        _, end = store.put([PutItem(TOPIC, 0, b"x" * 200)])
+        _, end = store.put([PutItem(TOPIC, 0, b"x" * 200)])  # a group each
+        ends.append(end)
     store.wait_flushed(end).result(5)
     log = store.commit_log
     second, third = log.segment_bases()[1:3]
+    one = ends[1] - ends[0]  # a group's size
     try:
-        assert log.read_run(0, end, 1 << 20) == log.read(0, second)  # the first segment whole, not a byte of the next
-        assert log.read_run(second + 10, end, 1 << 20) == log.read(second + 10, third - second - 10)
-        assert log.read_run(second, end, 100) == log.read(second, 100)
-        assert log.read_run(end - 50, end - 20, 1 << 20) == log.read(end - 50, 30)
-        assert log.read_run(end, end, 1 << 20) == b""
+        assert log.read_groups(0, end, 1 << 20) == log.read(0, second)  # the first segment whole, not a byte of the next
+        assert log.read_groups(second, end, 1 << 20) == log.read(second, third - second)
+        assert log.read_groups(second, end, 3 * one + 10) == log.read(second, 3 * one)
+        assert log.read_groups(end - 2 * one, end - one, 1 << 20) == log.read(end - 2 * one, one)
+        assert log.read_groups(end, end, 1 << 20) == b""
+    finally:
+        store.close()
+
+
+def test_a_run_for_a_replica_ends_at_a_write_groups_end_and_a_group_larger_than_a_run_comes_whole(tmp_path: Path) -> None:
+    store = MessageStore(StoreConfig(tmp_path, segment_bytes=1 << 20))
+    store.create_topic(TOPIC, 1)
+    _, small = store.put([PutItem(TOPIC, 0, b"a" * 1000) for _ in range(3)])
+    _, large = store.put([PutItem(TOPIC, 0, b"b" * 100_000) for _ in range(3)])  # one group of ~300 KB
+    _, end = store.put([PutItem(TOPIC, 0, b"c" * 10)])
+    store.wait_flushed(end).result(5)
+    log = store.commit_log
+    try:
+        assert log.read_groups(0, end, small + 500) == log.read(0, small)  # not the first 500 bytes of the next group
+        assert log.read_groups(0, end, 100) == log.read(0, small)  # a group larger than the run: whole, alone
+        assert log.read_groups(small, end, 256 * 1024) == log.read(small, large - small)
+        assert log.read_groups(0, end, 1 << 20) == log.read(0, end)  # all there is
+        assert whole_groups_end(log.read(0, large + 5)) == large
+        assert whole_groups_end(log.read(small, 1000)) == 0
     finally:
         store.close()
