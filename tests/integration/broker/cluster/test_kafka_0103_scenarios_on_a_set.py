@@ -13,7 +13,7 @@ from confluent_kafka import Consumer as RdConsumer
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka import Producer as RdProducer
 
-from halfmq.client import Producer
+from halfmq.client import AdminClient, Producer
 from tests.integration.broker.cluster.test_kafka_front_on_a_set import kafka_set, read_committed
 from tests.support.broker_set import BrokerSet
 from tests.support.etcd import EtcdProcess
@@ -232,5 +232,8 @@ def test_librdkafka_s_misuse_of_the_transaction_api_gets_the_right_error_before_
         again.commit_transaction(30)
         assert sorted(read_committed(bootstrap, {b"final-0", b"final-1"})) == [b"final-0", b"final-1"]
         assert watermarks(bootstrap, "read_committed") == watermarks(bootstrap, "read_uncommitted") == [(0, 1), (0, 1)]
+        with AdminClient(brokers.nodes[brokers.leader()].url) as admin:  # the refused inits registered no transactional id
+            known = {t.transactional_id: t for t in admin.list_transactional_ids().transactional_ids}
+        assert sorted(known) == ["kmisuse"] and known["kmisuse"].open is None
     finally:
         brokers.stop()
