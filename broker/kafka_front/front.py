@@ -93,6 +93,7 @@ class KafkaFront:
             from .group_handlers import GroupHandlers
             from .handlers import KafkaHandlers, Node
             from .leader_producer_ids import LeaderProducerIds
+            from .leader_topics import LeaderTopics
             from .listener import KafkaListener
             from .producer_sequences import ProducerSequences
             from .sasl import SaslHandlers, connection_principal
@@ -114,8 +115,10 @@ class KafkaFront:
 
         coordinator = GroupCoordinator(settings.kafka_max_groups, settings.kafka_max_group_members)
         txns = TxnHandlers(current, principal, TxnSteps(settings.kafka_max_producers), coordinator)
+        post_as = self.picture.member.post_to_leader_as if self.picture is not None else None
         handlers = KafkaHandlers(current, Node(host, port, node_id), principal, ProducerSequences(settings.kafka_max_producers), txns,
-                                 view=view, leader_ids=LeaderProducerIds(self.picture.member.post_to_leader_as) if self.picture else None)
+                                 view=view, leader_ids=LeaderProducerIds(post_as) if post_as else None,
+                                 leader_topics=LeaderTopics(post_as) if post_as else None)
         groups = GroupHandlers(current, principal, coordinator)
         table = handlers.table(groups, SaslHandlers(current), AdminHandlers(current, principal, coordinator))
         refusal = refusal_in(self.picture.view) if self.picture is not None else (lambda key, request: None)

@@ -33,9 +33,10 @@ from .admin_handlers import AdminHandlers
 from .calls import FrontHandlers
 from .dispatch import Later
 from .error_codes import error_of, kafka_code
-from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced
+from .errors import InvalidRecord, KafkaRefusal, OffsetOutOfRange, OutOfOrderSequence, ProducerEpochFenced, ServedElsewhere
 from .group_handlers import GroupHandlers
 from .leader_producer_ids import LeaderProducerIds
+from .leader_topics import LeaderTopics
 from .producer_sequences import ProducerSequences, SequenceVerdict, StoredBatch
 from .record_batches import decode_batches, encode_batch
 from .record_mapping import kafka_record, outgoing
@@ -63,12 +64,13 @@ class Node:
 
 class KafkaHandlers(FrontHandlers):
     """``current`` and ``principal`` as every handler class (calls.py); ``sequences``: the idempotent producers' batches;
-    ``view``: a set's picture of the moment (a single broker's: ``node`` alone, leading); ``leader_ids``: a set's
-    follower's way to an idempotent producer id from the leader (leader_producer_ids.py)."""
+    ``view``: a set's picture of the moment (a single broker's: ``node`` alone, leading); ``leader_ids`` and
+    ``leader_topics``: a set's follower's way to an idempotent producer id and to a new topic from the leader
+    (leader_producer_ids.py, leader_topics.py)."""
 
     def __init__(self, current: Callable[[], Any], node: Node, principal: Callable[[], Principal], sequences: ProducerSequences,
                  txns: TxnHandlers, clock: Callable[[], float] = time.monotonic, view: Callable[[], SetView] | None = None,
-                 leader_ids: LeaderProducerIds | None = None) -> None:
+                 leader_ids: LeaderProducerIds | None = None, leader_topics: LeaderTopics | None = None) -> None:
         super().__init__(current, principal)
         single = SetView.single(Broker(node.node_id, node.host, node.port))
         self.view = view or (lambda: single)  # a set's: who leads, every member's address (set_view.py)
@@ -77,11 +79,12 @@ class KafkaHandlers(FrontHandlers):
         self.txns = txns
         self.node = node
         self.leader_ids = leader_ids
+        self.leader_topics = leader_topics
 
     # --- Metadata and FindCoordinator ---------------------------------------------------------------------------
     async def metadata(self, request: Any, header: RequestHeader) -> Any:
-        """Every member as a broker (a single broker: itself), the leader as every partition's; a set's follower creates
-        no topic (an unknown one is answered UNKNOWN_TOPIC_OR_PARTITION, and the client asks again, of the leader)."""
+        """Every member as a broker (a single broker: itself), the leader as every partition's; an unknown topic is
+        created when the client allows it: by the leader itself, by a set's follower on the leader (_queues)."""
         uc, who, scope = self.using(header, "Metadata")
         view = self.view()
         asked = request.topics
@@ -89,7 +92,7 @@ class KafkaHandlers(FrontHandlers):
             names = [t.name for t in uc.topics.list_visible(who).topics]
         else:
             names = [t.name for t in asked]
-        auto = bool(getattr(request, "allow_auto_topic_creation", True)) and view.leading
+        auto = bool(getattr(request, "allow_auto_topic_creation", True))
         topics = [await self._topic_metadata(uc, who, scope, name, auto, view) for name in names]
         broker = MetadataResponse.MetadataResponseBroker
         return MetadataResponse(throttle_time_ms=0, cluster_id="halfmq", controller_id=view.partition_leader, topics=topics,
@@ -99,19 +102,31 @@ class KafkaHandlers(FrontHandlers):
         topic = MetadataResponse.MetadataResponseTopic
         partition = topic.MetadataResponsePartition
         try:
-            try:
-                info = uc.topics.describe(who, scope, name)
-            except BrokerError as exc:
-                if not auto or kafka_code(exc) != int(kafka_errors.UnknownTopicOrPartitionError.errno):
-                    raise
-                info, _ = await uc.topics.create(who, scope, TopicCreate(name=name, queues=None))
-        except BrokerError as exc:
+            queues = await self._queues(uc, who, scope, name, auto, view)
+        except (BrokerError, KafkaRefusal) as exc:
             return topic(error_code=error_of(exc), name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[])
         replicas, isr, offline = view.replica_ids, view.isr_ids, view.offline_ids
         return topic(error_code=0, name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[
                          partition(error_code=view.partition_error, partition_index=q, leader_id=view.partition_leader,
                                    leader_epoch=view.epoch, replica_nodes=replicas, isr_nodes=isr, offline_replicas=offline)
-                         for q in range(len(info.queues))])
+                         for q in range(queues)])
+
+    async def _queues(self, uc: Any, who: Principal, scope: dict[str, Any], name: str, auto: bool, view: SetView) -> int:
+        """The topic's queue count. An unknown one, when ``auto``: created by this node when it leads; on a set's
+        follower, on the leader as the connection's principal (leader_topics.py: the follower keeps nothing of it, and
+        answers with the leader's count until its replica has the topic); LEADER_NOT_AVAILABLE while no leader is known."""
+        try:
+            return len(uc.topics.describe(who, scope, name).queues)
+        except BrokerError as exc:
+            unknown = kafka_code(exc) == int(kafka_errors.UnknownTopicOrPartitionError.errno)
+            if not auto or not unknown or (not view.leading and self.leader_topics is None):
+                raise
+        if view.leading:
+            info, _ = await uc.topics.create(who, scope, TopicCreate(name=name, queues=None))
+            return len(info.queues)
+        if self.leader_topics is None or not view.asks_leader:
+            raise ServedElsewhere(int(kafka_errors.LeaderNotAvailableError.errno), "no leader is known to create the topic on")
+        return await self.leader_topics.create(name, connection_token.get())
 
     async def find_coordinator(self, request: Any, header: RequestHeader) -> Any:
         """The leader coordinates every group and transactional id (COORDINATOR_NOT_AVAILABLE while none is known)."""

@@ -48,11 +48,23 @@ TRANSACTION_ABORTABLE = int(kafka_errors.TransactionAbortableError.errno)
 
 
 class TxnSteps:
-    """The next step number of each open transaction the front serves, for at most ``bound`` transactional ids."""
+    """The next step number of each open transaction the front serves, for at most ``bound`` transactional ids; and,
+    for as many, the transaction the broker aborted whose abort the producer has since sent (``told``)."""
 
     def __init__(self, bound: int) -> None:
         self.bound = bound
         self._next: OrderedDict[str, int] = OrderedDict()
+        self._told: OrderedDict[str, int] = OrderedDict()
+
+    def told(self, tid: str, number: int) -> None:
+        """The producer sent its abort of transaction ``number``, which the broker had aborted."""
+        self._told[tid] = number
+        self._told.move_to_end(tid)
+        while len(self._told) > self.bound:
+            self._told.popitem(last=False)
+
+    def was_told(self, tid: str, number: int) -> bool:
+        return self._told.get(tid) == number
 
     def begun(self, tid: str) -> bool:
         return tid in self._next
@@ -97,6 +109,8 @@ class TxnHandlers(CoordinatedHandlers):
         try:
             self._begin(tid, pid, epoch, "AddPartitionsToTxn", header)
             code = 0
+        except KafkaRefusal as refusal:
+            code = refusal.error_code
         except BrokerError as exc:
             code = kafka_code(exc)
         result = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
@@ -106,10 +120,17 @@ class TxnHandlers(CoordinatedHandlers):
             for t in request.v3_and_below_topics])
 
     def _begin(self, tid: str, pid: int, epoch: int, api: str, header: RequestHeader) -> None:
-        """The transaction's begin, on the first AddPartitionsToTxn or AddOffsetsToTxn of a transaction."""
+        """The transaction's begin, on the first AddPartitionsToTxn or AddOffsetsToTxn of a transaction. Refused
+        TRANSACTION_ABORTABLE while the producer's last transaction is one the broker aborted and the producer has not
+        aborted since: the call may be that transaction's, its first ones served by a set's previous leader (or before a
+        restart), and beginning a new one would commit its offsets without the records sent before."""
         if not self.steps.begun(tid):
-            self.current().usecases.producer_transactions.begin(self._actor(tid, api, header),
-                                                                BeginTxnRequest(producer_id=pid, epoch=epoch, sequence=0))
+            actor, uc = self._actor(tid, api, header), self.current().usecases.producer_transactions
+            number = uc.aborted_unseen(actor, pid, epoch)
+            if number is not None and not self.steps.was_told(tid, number):
+                raise TransactionAbortable(f"transaction {number} of {tid!r} was aborted by the broker (its timeout, a restart "
+                                           "or a set's failover): abort it")
+            uc.begin(actor, BeginTxnRequest(producer_id=pid, epoch=epoch, sequence=0))
             self.steps.begin(tid)
 
     async def add_offsets(self, request: Any, header: RequestHeader) -> Any:
@@ -119,6 +140,8 @@ class TxnHandlers(CoordinatedHandlers):
             uc.groups.may_join(who, scope, request.group_id)
             self._begin(request.transactional_id, request.producer_id, request.producer_epoch, "AddOffsetsToTxn", header)
             code = 0
+        except KafkaRefusal as refusal:
+            code = refusal.error_code
         except BrokerError as exc:
             code = kafka_code(exc, group=True)
         return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=code)
@@ -163,6 +186,9 @@ class TxnHandlers(CoordinatedHandlers):
             actor = self._actor(tid, "EndTxn", header)
             await (uc.commit(actor, body) if request.committed else uc.abort(actor, body))
             code = 0
+            number = None if request.committed else uc.aborted_unseen(actor, request.producer_id, request.producer_epoch)
+            if number is not None:
+                self.steps.told(tid, number)  # the producer knows now: its next AddPartitionsToTxn begins a new one
         except BrokerError as exc:
             code = kafka_code(exc)
             if code == INVALID_TXN_STATE and request.committed and not self.steps.begun(tid):

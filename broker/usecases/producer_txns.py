@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from halfmq import wire
+from halfmq.broker.producer_transactions.producer_state_machine import ProducerTxnState
 from halfmq.broker.producer_transactions.txn_records import AbortedBy
 from halfmq.broker.security.access import Access, ClusterAdmin, TransactionalIdActor, transactional_id
 from halfmq.broker.security.policy import Action, Principal
 from halfmq.broker.store.store_types import PutItem
 from halfmq.broker.store.topics import TopicConfig
 from halfmq.broker.usecases.answers import acks_answer, begin_answer, end_answer, init_answer, messages_answer, producer_id_answer, view_answer
-from halfmq.errors import InvalidQueueId
+from halfmq.errors import InvalidQueueId, UnknownTransactionalId
 from halfmq.wire import BeginTxnRequest, EndTxnRequest, OutgoingMessage, TxnAcksRequest, TxnMessagesRequest
 
 from .caller import Scope
@@ -83,6 +84,20 @@ class ProducerTransactions:
 
     def begin(self, actor: TransactionalIdActor, body: BeginTxnRequest) -> wire.TxnBeginResult:
         return begin_answer(self.coordinator.begin(actor.transactional_id, body.producer_id, body.epoch, body.sequence))
+
+    def aborted_unseen(self, actor: TransactionalIdActor, producer_id: int, epoch: int) -> int | None:
+        """The number of the producer's last transaction when the broker aborted it (its timeout, a restart or a set's
+        failover, an operator) and the producer (this id and epoch) may not know: a Kafka client begins a transaction
+        implicitly, with its first AddPartitionsToTxn or AddOffsetsToTxn, so such a call may belong to that aborted
+        transaction. None otherwise (an unknown id, another producer: the begin itself answers them)."""
+        try:
+            view = self.coordinator.view(self.coordinator.get(actor.transactional_id))
+        except UnknownTransactionalId:
+            return None
+        broker_aborted = view.aborted_by not in (None, AbortedBy.PRODUCER, AbortedBy.NEW_EPOCH)
+        if view.state is ProducerTxnState.COMPLETE_ABORT and broker_aborted and (view.producer_id, view.epoch) == (producer_id, epoch):
+            return int(view.transaction)
+        return None
 
     def add_messages(self, actor: TransactionalIdActor, body: TxnMessagesRequest) -> wire.TxnMessagesResult:
         """Every message is checked (publish on its topic, its shape) before anything is kept or a topic created."""

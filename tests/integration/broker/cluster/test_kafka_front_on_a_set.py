@@ -71,8 +71,7 @@ def test_a_kafka_producer_and_group_follow_the_leader_across_a_kill_9(etcd: Etcd
     try:
         bootstrap = addresses
         first = brokers.leader()
-        # created on the leader first: kafka-python asks its least-loaded node for Metadata, and a follower creates no
-        # topic from Metadata (docs/kafka.md), so auto-creation would wait on which node it picked
+        # created on the leader first, with one queue (auto-creation, from any member, takes the broker's default)
         with Producer(brokers.nodes[first].url) as sdk:
             sdk.create_topic("KSET", queues=1)
         producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")

@@ -211,3 +211,23 @@ def test_a_client_given_only_a_followers_address_produces_to_the_leader(etcd: Et
         assert stored_bodies(brokers, leader, "KFOL", 1)[0] == [b"f-%d" % i for i in range(10)] + [b"g-%d" % i for i in range(10)]
     finally:
         brokers.stop()
+
+
+def test_a_client_given_only_a_followers_address_has_its_topic_auto_created_on_the_leader(etcd: EtcdProcess, tmp_path: Path) -> None:
+    """A follower answers a Metadata naming an unknown topic as the leader would: it has the leader create it (over the
+    leader's HTTP front, as the connection's principal) and names its partitions, so a producer relying on
+    auto-creation and bootstrapped at a follower alone does not wait on it."""
+    brokers, addresses = kafka_set(etcd, tmp_path)
+    try:
+        leader = brokers.leader()
+        follower = next(n for n in brokers.nodes if n != leader)
+        address = addresses[list(brokers.nodes).index(follower)]
+        producer = KafkaProducer(bootstrap_servers=[address], acks="all", max_block_ms=20_000)
+        offsets = [producer.send("KAUTO", b"auto-%d" % i, partition=0).get(timeout=30).offset for i in range(3)]
+        producer.close()
+        assert offsets == [0, 1, 2]
+        with Producer(brokers.nodes[leader].url) as sdk:
+            assert sdk.get_topic("KAUTO").name == "KAUTO"  # made on the leader, with the broker's default queue count
+        assert stored_bodies(brokers, leader, "KAUTO", 1)[0] == [b"auto-0", b"auto-1", b"auto-2"]
+    finally:
+        brokers.stop()

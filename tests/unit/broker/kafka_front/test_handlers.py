@@ -7,7 +7,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from kafka.errors import OutOfOrderSequenceNumberError
+from kafka.errors import LeaderNotAvailableError, OutOfOrderSequenceNumberError, UnknownTopicOrPartitionError
 from kafka.protocol.consumer import FetchRequest
 
 from halfmq.broker.kafka_front.handlers import KafkaHandlers, Node
@@ -217,3 +217,77 @@ async def test_a_followers_idempotent_producer_id_is_the_leaders_asked_with_the_
         connection_token.reset(reset)
     assert (answer.error_code, answer.producer_id, answer.producer_epoch) == (0, 4711, 0)
     assert leader_ids.tokens == ["alice-token"]
+
+
+class FakeLeaderTopics:
+    """A follower's way to the leader's topic creation: records what it is asked, answers ``queues``."""
+
+    def __init__(self, queues: int = 2) -> None:
+        self.asked: list[tuple[str, str | None]] = []
+        self.queues = queues
+
+    async def create(self, name: str, token: str | None) -> int:
+        self.asked.append((name, token))
+        return self.queues
+
+
+class FollowerTopics:
+    """The follower's own topics use case: ``known`` topics and their queue counts; it never creates one."""
+
+    def __init__(self, known: dict[str, int]) -> None:
+        self.known = known
+
+    def describe(self, who: Any, scope: Any, name: str) -> Any:
+        from halfmq.errors import TopicNotFound
+
+        if name not in self.known:
+            raise TopicNotFound(f"no topic {name!r}")
+        return SimpleNamespace(queues=[None] * self.known[name])
+
+    async def create(self, who: Any, scope: Any, body: Any) -> Any:
+        raise AssertionError("a follower creates no topic of its own")
+
+
+def follower_metadata(known: dict[str, int], leader: int | None = 1) -> tuple[KafkaHandlers, FakeLeaderTopics]:
+    from halfmq.broker.kafka_front.set_view import Broker, SetView
+
+    view = SetView(own=2, brokers=(Broker(1, "h1", 9092), Broker(2, "h2", 9093)), leader=leader, leading=False)
+    runtime = SimpleNamespace(usecases=SimpleNamespace(topics=FollowerTopics(known)))
+    leader_topics = FakeLeaderTopics()
+    return KafkaHandlers(lambda: runtime, Node("h2", 9093, 2), lambda: ANONYMOUS, ProducerSequences(10), None,  # type: ignore[arg-type]
+                         view=lambda: view, leader_topics=leader_topics), leader_topics  # type: ignore[arg-type]
+
+
+async def metadata_of(handlers: KafkaHandlers, topic: str, auto: bool, token: str | None = None) -> Any:
+    from halfmq.broker.kafka_front.sasl import connection_token
+
+    header = RequestHeader(api_key=3, api_version=8, correlation_id=1, client_id="t", flexible=False, body_offset=0)
+    request = SimpleNamespace(topics=[SimpleNamespace(name=topic)], allow_auto_topic_creation=auto)
+    reset = connection_token.set(token)
+    try:
+        [answer] = (await handlers.metadata(request, header)).topics
+    finally:
+        connection_token.reset(reset)
+    return answer
+
+
+async def test_a_follower_creates_an_unknown_topic_on_the_leader_as_the_connection_and_names_the_leader_s_partitions() -> None:
+    follower, leader = follower_metadata({})
+    answer = await metadata_of(follower, "ORDERS", auto=True, token="alice-token")
+    assert leader.asked == [("ORDERS", "alice-token")]
+    assert answer.error_code == 0 and [(p.partition_index, p.leader_id) for p in answer.partitions] == [(0, 1), (1, 1)]
+
+
+async def test_a_follower_creates_nothing_when_the_client_does_not_allow_it_or_the_topic_is_known() -> None:
+    follower, leader = follower_metadata({"KNOWN": 3})
+    refused = await metadata_of(follower, "ORDERS", auto=False)
+    known = await metadata_of(follower, "KNOWN", auto=True)
+    assert leader.asked == []
+    assert refused.error_code == UnknownTopicOrPartitionError.errno and refused.partitions == []
+    assert known.error_code == 0 and len(known.partitions) == 3
+
+
+async def test_a_follower_that_knows_no_leader_answers_leader_not_available_for_a_topic_to_create() -> None:
+    follower, leader = follower_metadata({}, leader=None)
+    answer = await metadata_of(follower, "ORDERS", auto=True)
+    assert leader.asked == [] and answer.error_code == LeaderNotAvailableError.errno
