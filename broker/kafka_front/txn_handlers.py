@@ -107,7 +107,7 @@ class TxnHandlers(CoordinatedHandlers):
         """v0-3 (the clients'): begins the transaction on its first call; halfmq learns the partitions from the messages."""
         tid, pid, epoch = request.v3_and_below_transactional_id, request.v3_and_below_producer_id, request.v3_and_below_producer_epoch
         try:
-            self._begin(tid, pid, epoch, "AddPartitionsToTxn", header)
+            await self._begin(tid, pid, epoch, "AddPartitionsToTxn", header)
             code = 0
         except KafkaRefusal as refusal:
             code = refusal.error_code
@@ -119,8 +119,9 @@ class TxnHandlers(CoordinatedHandlers):
             result(name=t.name, results_by_partition=[partition(partition_index=i, partition_error_code=code) for i in t.partitions])
             for t in request.v3_and_below_topics])
 
-    def _begin(self, tid: str, pid: int, epoch: int, api: str, header: RequestHeader) -> None:
-        """The transaction's begin, on the first AddPartitionsToTxn or AddOffsetsToTxn of a transaction. Refused
+    async def _begin(self, tid: str, pid: int, epoch: int, api: str, header: RequestHeader) -> None:
+        """The transaction's begin, on the first AddPartitionsToTxn or AddOffsetsToTxn of a transaction, answered once
+        durable (on a set: on a majority), so a new leader knows the transaction the client goes on with. Refused
         TRANSACTION_ABORTABLE while the producer's last transaction is one the broker aborted and the producer has not
         aborted since: the call may be that transaction's, its first ones served by a set's previous leader (or before a
         restart), and beginning a new one would commit its offsets without the records sent before."""
@@ -130,7 +131,7 @@ class TxnHandlers(CoordinatedHandlers):
             if number is not None and not self.steps.was_told(tid, number):
                 raise TransactionAbortable(f"transaction {number} of {tid!r} was aborted by the broker (its timeout, a restart "
                                            "or a set's failover): abort it")
-            uc.begin(actor, BeginTxnRequest(producer_id=pid, epoch=epoch, sequence=0))
+            await uc.begin_durably(actor, BeginTxnRequest(producer_id=pid, epoch=epoch, sequence=0))
             self.steps.begin(tid)
 
     async def add_offsets(self, request: Any, header: RequestHeader) -> Any:
@@ -138,7 +139,7 @@ class TxnHandlers(CoordinatedHandlers):
         try:
             uc, who, scope = self.using(header, "AddOffsetsToTxn")
             uc.groups.may_join(who, scope, request.group_id)
-            self._begin(request.transactional_id, request.producer_id, request.producer_epoch, "AddOffsetsToTxn", header)
+            await self._begin(request.transactional_id, request.producer_id, request.producer_epoch, "AddOffsetsToTxn", header)
             code = 0
         except KafkaRefusal as refusal:
             code = refusal.error_code

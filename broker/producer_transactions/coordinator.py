@@ -145,21 +145,35 @@ class TransactionCoordinator:
         return InitResult(tid, txn.producer_id, txn.epoch, txn.timeout_ms)
 
     def begin(self, tid: str, producer_id: int, epoch: int, sequence: int) -> BeginResult:
+        return self._begin(tid, producer_id, epoch, sequence)[0]
+
+    async def begin_durably(self, tid: str, producer_id: int, epoch: int, sequence: int) -> BeginResult:
+        """``begin``, answered once its record is durable (on a set: on a majority). A Kafka client begins a transaction
+        implicitly, with its first AddPartitionsToTxn or AddOffsetsToTxn: a set's new leader that never got the begin
+        would take the client's next such call for a new transaction's first and commit its offsets without the records
+        the old leader held. Kafka's coordinator, too, writes a transaction's Ongoing state, replicated, before it answers."""
+        answer, end = self._begin(tid, producer_id, epoch, sequence)
+        await self._durable(end)
+        return answer
+
+    def _begin(self, tid: str, producer_id: int, epoch: int, sequence: int) -> tuple[BeginResult, int]:
+        """The begin's answer, and the log end its record is durable at (a repeated begin's: the log's end now)."""
         txn, repeat = self._step(tid, producer_id, epoch, ProducerTxnEvent.BEGIN, sequence)
         if repeat is not None:
-            return repeat  # type: ignore[return-value]  # the last request was a begin
+            return repeat, self.store.commit_log.end_offset  # type: ignore[return-value]  # the last request was a begin
         number = txn.number + 1
-        (begun,), _ = self.store.put([self._record(txn, TxnRecord.BEGIN, number=number)])
+        (begun,), end = self.store.put([self._record(txn, TxnRecord.BEGIN, number=number)])
         txn.begun_at = begun.commit_log_offset
         txn.state, txn.number, txn.begun_ms, txn.ended_ms, txn.aborted_by = ProducerTxnState.ONGOING, number, self.now_ms(), None, None
         txn.items, txn.size, txn.acks, txn.message_count, txn.ack_count, txn.end_answer = [], 0, [], 0, 0, None
         txn.offsets = {}
         answer = BeginResult(tid, producer_id, epoch, number, txn.state, sequence)
         self._remember(txn, ProducerTxnEvent.BEGIN, sequence, answer)
-        # Not waited for on disk: an open transaction is aborted by recovery whatever happens, and a begin record lost
-        # to a power cut only makes the producer's next request INVALID_TXN_STATE instead of TRANSACTION_ABORTED. The
-        # commit's fsync covers it. (One fsync per transaction, not two: `halfmq bench eos`.)
-        return answer
+        # Not waited for on disk here (``begin_durably`` waits): an open transaction is aborted by recovery whatever
+        # happens, and a begin record lost to a power cut only makes an HTTP producer's next request, which carries its
+        # number, INVALID_TXN_STATE instead of TRANSACTION_ABORTED. The commit's fsync covers it. (One fsync per
+        # transaction, not two: `halfmq bench eos`.)
+        return answer, end
 
     def add_messages(self, tid: str, producer_id: int, epoch: int, sequence: int, items: list[PutItem],
                      missing_topics: list[TopicConfig], *, principal: str | None = None) -> MessagesResult:

@@ -41,6 +41,7 @@ class Coordinator(Protocol):
     def check_acting(self, tid: str, principal: str) -> None: ...
     async def init(self, tid: str, timeout_ms: int | None, owner: str) -> Any: ...
     def begin(self, tid: str, producer_id: int, epoch: int, sequence: int) -> Any: ...
+    async def begin_durably(self, tid: str, producer_id: int, epoch: int, sequence: int) -> Any: ...
     def add_messages(self, tid: str, producer_id: int, epoch: int, sequence: int, items: list[PutItem],
                      missing: list[TopicConfig], *, principal: str | None = None) -> Any: ...
     def add_acks(self, tid: str, producer_id: int, epoch: int, sequence: int, receipts: list[Any],
@@ -84,6 +85,10 @@ class ProducerTransactions:
 
     def begin(self, actor: TransactionalIdActor, body: BeginTxnRequest) -> wire.TxnBeginResult:
         return begin_answer(self.coordinator.begin(actor.transactional_id, body.producer_id, body.epoch, body.sequence))
+
+    async def begin_durably(self, actor: TransactionalIdActor, body: BeginTxnRequest) -> wire.TxnBeginResult:
+        """``begin``, answered once durable: the Kafka front's implicit begin (TransactionCoordinator.begin_durably)."""
+        return begin_answer(await self.coordinator.begin_durably(actor.transactional_id, body.producer_id, body.epoch, body.sequence))
 
     def aborted_unseen(self, actor: TransactionalIdActor, producer_id: int, epoch: int) -> int | None:
         """The number of the producer's last transaction when the broker aborted it (its timeout, a restart or a set's

@@ -46,13 +46,17 @@ class Coordinated:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.awaited: list[int] = []  # the log ends the coordinator waited to be durable at, in order
         self.open()
+
+    async def durable(self, offset: int) -> None:
+        self.awaited.append(offset)
 
     def open(self) -> None:
         self.store = MessageStore(StoreConfig(self.path), clock=FakeClock())
         self.store.create_topic("OUT", 1)
         delivery = DeliveryService(self.store, DeliveryPolicy(), clock=FakeClock(), key=b"k" * 32)
-        self.coordinator = TransactionCoordinator(self.store, delivery, _durable, clock=FakeClock())
+        self.coordinator = TransactionCoordinator(self.store, delivery, self.durable, clock=FakeClock())
         access = SimpleNamespace(transactional_id_actor=lambda who, scope, tid: SimpleNamespace(transactional_id=tid, principal=who,
                                                                                                    scope=scope))
         uc = ProducerTransactions(access, self.coordinator, None, None, None, None, None)  # type: ignore[arg-type]
@@ -80,10 +84,6 @@ class Coordinated:
 
 def header(api_key: int) -> RequestHeader:
     return RequestHeader(api_key=api_key, api_version=3, correlation_id=1, client_id="t", flexible=False, body_offset=0)
-
-
-async def _durable(offset: int) -> None:
-    return None
 
 
 async def test_a_transaction_a_restart_aborted_is_refused_abortable_until_its_producer_aborts_it_then_the_next_begins(tmp_path: Path) -> None:
@@ -117,5 +117,21 @@ async def test_a_producer_whose_last_transaction_ended_before_the_restart_begins
     try:
         assert await broker.add_offsets("copier-2", pid, epoch) == 0
         assert broker.coordinator.get("copier-2").state is ProducerTxnState.ONGOING
+    finally:
+        broker.store.close()
+
+
+async def test_an_implicit_begin_is_answered_once_its_record_is_durable(tmp_path: Path) -> None:
+    """On a set, durable is on a majority: a new leader then knows the transaction the client goes on with, and refuses
+    its next AddOffsetsToTxn (above) instead of beginning a new transaction without the records the old leader held."""
+    broker = Coordinated(tmp_path)
+    init = await broker.coordinator.init("copier-3", None, "anonymous")
+    try:
+        broker.awaited.clear()
+        assert await broker.add_partitions("copier-3", init.producer_id, init.epoch) == 0
+        assert broker.awaited and broker.awaited[-1] > broker.coordinator.get("copier-3").begun_at  # past the begin record
+        broker.awaited.clear()
+        assert await broker.add_offsets("copier-3", init.producer_id, init.epoch) == 0
+        assert broker.awaited == []  # the same transaction: begun once
     finally:
         broker.store.close()
