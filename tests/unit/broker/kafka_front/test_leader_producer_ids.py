@@ -3,28 +3,13 @@ connection's principal (leader_producer_ids.py); the leader's refusals become th
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from kafka import errors as kafka_errors
 
 from halfmq.broker.cluster.peers import PeerResponse, PeerUnreachable
 from halfmq.broker.kafka_front.error_codes import error_of
 from halfmq.broker.kafka_front.leader_producer_ids import LeaderProducerIds
-
-
-class FakeLeader:
-    """What the node's ``post_to_leader_as`` is given, and the answer (or the failure) it returns."""
-
-    def __init__(self, answer: PeerResponse | Exception) -> None:
-        self.answer = answer
-        self.calls: list[tuple[str, Any, str | None]] = []
-
-    async def post_as(self, path: str, body: Any, token: str | None) -> PeerResponse:
-        self.calls.append((path, body, token))
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
+from tests.support.fake_leader import FakeLeader
 
 
 async def test_the_leaders_producer_id_is_asked_with_the_connections_own_token() -> None:

@@ -12,20 +12,7 @@ from kafka import errors as kafka_errors
 from halfmq.broker.cluster.peers import PeerResponse, PeerUnreachable
 from halfmq.broker.kafka_front.error_codes import error_of
 from halfmq.broker.kafka_front.leader_topics import LeaderTopics
-
-
-class FakeLeader:
-    """What the node's ``post_to_leader_as`` is given, and the answer (or the failure) it returns."""
-
-    def __init__(self, answer: PeerResponse | Exception) -> None:
-        self.answer = answer
-        self.calls: list[tuple[str, Any, str | None]] = []
-
-    async def post_as(self, path: str, body: Any, token: str | None) -> PeerResponse:
-        self.calls.append((path, body, token))
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
+from tests.support.fake_leader import FakeLeader
 
 
 def topic_info(queues: int) -> dict[str, Any]:
