@@ -7,7 +7,6 @@ and its log say why) and never falls back to plain http: the set goes on with th
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from tests.support.broker_set import BrokerSet
 from tests.support.etcd import EtcdProcess
 from tests.support.tls import TlsFiles, make_ca_and_server_cert
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -29,12 +29,7 @@ def tls(tmp_path: Path) -> TlsFiles:
 
 
 def _until(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout}s: {what}")
+    wait_for(condition, timeout, interval=0.1, what=what)
 
 
 def _send(http: httpx.Client, url: str, bodies: list[str]) -> list[dict]:

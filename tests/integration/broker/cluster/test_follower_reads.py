@@ -12,7 +12,6 @@ import html
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from tests.integration.broker.http_helpers import path, send
 from tests.support.broker_set import BrokerSet
 from tests.support.etcd import EtcdProcess
 from tests.support.processes import ROOT, halfmq_command
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -30,12 +30,7 @@ TOPIC = "follower_reads"
 
 
 def _until(condition: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout}s: {what}")
+    wait_for(condition, timeout, interval=0.1, what=what)
 
 
 def _read(url: str) -> dict:
