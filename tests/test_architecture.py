@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from tests.support.package_layout import ROOT, stage
+from tests.support.source_trees import parse
 
 
 def test_import_contracts_hold(tmp_path: Path) -> None:
@@ -25,7 +26,7 @@ API_FREE_TESTS = ("tests/unit/broker/half_messages", "tests/unit/broker/producer
 
 def _imports(path: Path) -> set[str]:
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:

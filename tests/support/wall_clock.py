@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.package_layout import ROOT
+from tests.support.source_trees import parse
 
 EXCEPTION_MARK = "# wall-clock:"
 SLEEPS = {("time", "sleep"), ("asyncio", "sleep"), ("anyio", "sleep"), ("trio", "sleep")}
@@ -74,7 +75,7 @@ def _marked(lines: list[str], node: ast.AST) -> bool:
 
 def waits_in(source: str, path: str = "<source>") -> list[Wait]:
     """The wall-clock waits of one module's source that do not carry the exception mark, in line order."""
-    tree = ast.parse(source)
+    tree = parse(source)
     names = _imported_names(tree)
     lines = source.splitlines()
     found: list[Wait] = []
@@ -116,7 +117,7 @@ def unit_test_files(root: Path = ROOT) -> list[Path]:
     files = set((root / "tests" / "unit").rglob("*.py"))
     todo = list(files)
     while todo:
-        for imported in _support_imports(ast.parse(todo.pop().read_text()), root):
+        for imported in _support_imports(parse(todo.pop().read_text()), root):
             if imported not in files:
                 files.add(imported)
                 todo.append(imported)

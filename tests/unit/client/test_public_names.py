@@ -6,11 +6,12 @@ import inspect
 
 import halfmq
 import halfmq.client
+from tests.support.source_trees import parse
 
 
 def _typed_imports() -> dict[str, str]:
     """name -> module of each ``from module import name as name`` under ``if TYPE_CHECKING:``."""
-    tree = ast.parse(inspect.getsource(halfmq.client))
+    tree = parse(inspect.getsource(halfmq.client))
     guard = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
     return {alias.asname or alias.name: str(imp.module) for imp in guard.body if isinstance(imp, ast.ImportFrom) for alias in imp.names}
 
@@ -20,7 +21,7 @@ def test_mypy_sees_exactly_the_names_the_package_serves_from_the_same_modules() 
 
 
 def test_every_typed_import_re_exports_its_name_under_mypy_strict() -> None:
-    tree = ast.parse(inspect.getsource(halfmq.client))
+    tree = parse(inspect.getsource(halfmq.client))
     aliases = [alias for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and str(node.module).startswith("halfmq.")
                for alias in node.names]
     assert all(alias.asname == alias.name for alias in aliases)
