@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import ssl
 import urllib.parse
 from pathlib import Path
@@ -65,6 +66,13 @@ def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
     return value
+
+
+def verified_tls(ca_file: str | os.PathLike[str] | None) -> ssl.SSLContext | bool:
+    """How the broker verifies an https URL it calls (a check_url, a set's member): against ``ca_file`` alone when
+    given (a private CA), else the system's CAs (aiohttp's ``True``). Always verified, host name included: no setting
+    turns it off. A file that does not load raises here (OSError, ssl.SSLError), so a wrong path stops the start."""
+    return ssl.create_default_context(cafile=ca_file) if ca_file is not None else True
 
 
 class BrokerSettings(BaseSettings):
@@ -296,7 +304,7 @@ class BrokerSettings(BaseSettings):
     def _peer_ca_file_loads(self) -> BrokerSettings:
         if self.peer_ca_file is not None:
             try:
-                ssl.create_default_context(cafile=self.peer_ca_file)
+                verified_tls(self.peer_ca_file)
             except (OSError, ssl.SSLError) as exc:  # refused at start, not at the first call to a peer
                 raise ValueError(f"peer_ca_file {self.peer_ca_file} is not a readable PEM CA bundle: {exc}") from None
         return self

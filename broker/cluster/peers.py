@@ -23,7 +23,6 @@ a setting to fix rather than a peer that is down, and nothing is sent over less.
 from __future__ import annotations
 
 import os
-import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from halfmq.aiohttp_session import LoopSession
+from halfmq.broker.config import verified_tls
 
 from .members import is_member_url
 
@@ -177,12 +177,6 @@ class PeerStream:
         await self._ws.close()
 
 
-def peer_tls(ca_file: str | os.PathLike[str] | None) -> ssl.SSLContext | bool:
-    """How members' https URLs are verified: against ``ca_file`` alone when given (a set's private CA), else the
-    system's CAs (aiohttp's default). Always verified, host name included: there is no setting that turns it off."""
-    return ssl.create_default_context(cafile=ca_file) if ca_file is not None else True
-
-
 def _unreachable(url: URL, exc: aiohttp.ClientConnectorError) -> PeerUnreachable:
     """A failed connect as the cluster's type: a certificate not verified is ``PeerNotTrusted`` (it says which setting),
     a refusal (nobody listens) ``refused``."""
@@ -208,7 +202,7 @@ class PeerClient:
         """``ca_file``: the CA bundle members' https URLs are verified with (HALFMQ_BROKER_PEER_CA_FILE); None: the system's."""
         self.members = dict(members)
         self._token = token
-        self._tls = peer_tls(ca_file)
+        self._tls = verified_tls(ca_file)
         self._exchange = exchange or self._over_aiohttp
         self._connect_seconds = connect_seconds
         self._read_seconds = read_seconds

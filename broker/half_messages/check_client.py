@@ -13,7 +13,6 @@ library's types.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, get_args
 import orjson
 
 from halfmq.aiohttp_session import LoopSession
+from halfmq.broker.config import verified_tls
 from halfmq.broker.observability.tracing import inject_current
 from halfmq.check_signing import signed_headers
 from halfmq.wire import EndState
@@ -92,7 +92,7 @@ class CheckClient:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         # a CA bundle given is read here, so a wrong path still stops the start rather than the first check
-        self._tls: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
+        self._tls = verified_tls(ca_file)
         self._session = LoopSession(self._new_session)
 
     async def check(self, url: str, payload: dict[str, Any], address: str | None = None) -> CheckAnswer:
